@@ -1,0 +1,158 @@
+//! Controllers: the control plane. Every period a controller receives an [`Observation`] and
+//! returns a [`Decision`]. Decisions are the same text an administrator writes with `lctl
+//! set_param` (`nrs_policies` and `nrs_tbf_rule`), so one decision drives the simulator, the
+//! live runtime and a real Lustre OSS alike.
+
+pub mod nobw;
+pub mod static_bw;
+
+use crate::model::{JobId, OstId};
+
+pub use nobw::NoBw;
+pub use static_bw::StaticBw;
+
+/// A set of storage targets served by one request-scheduling instance set (Lustre: one OSS's
+/// `ost_io` service; every rule written to it applies to all of its OSTs and CPU partitions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DomainId(pub u32);
+
+/// What one job did on one target during the period (Lustre: a `job_stats` delta).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobTargetStats {
+    pub job: JobId,
+    /// RPCs that arrived at the target in the period (what the AdapTBF paper calls demand).
+    pub rpcs_arrived: u64,
+    /// RPCs whose service completed in the period (what Lustre's `job_stats` count).
+    pub rpcs_served: u64,
+    pub bytes_served: u64,
+}
+
+/// One storage target's view of the period.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetObservation {
+    pub ost: OstId,
+    /// RPCs of this target waiting in the scheduler at the end of the period.
+    pub queue_len_rpcs: u64,
+    /// RPC capacity of the target (its maximum token rate, `T_i` in AdapTBF).
+    pub capacity_rpcs_per_s: u64,
+    /// Jobs with any activity in the period, sorted by job id.
+    pub jobs: Vec<JobTargetStats>,
+}
+
+/// One scheduling domain's view of the period.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DomainObservation {
+    pub domain: DomainId,
+    pub targets: Vec<TargetObservation>,
+}
+
+impl DomainObservation {
+    /// Sum of the targets' RPC capacities.
+    pub fn capacity_rpcs_per_s(&self) -> u64 {
+        self.targets.iter().map(|t| t.capacity_rpcs_per_s).sum()
+    }
+}
+
+/// What the scheduler knows about a job: the AdapTBF priority basis is its node count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobMeta {
+    pub job: JobId,
+    pub node_count: u32,
+}
+
+/// Input of one controller step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observation {
+    /// End of the observed period.
+    pub now_ns: u64,
+    pub period_ns: u64,
+    pub domains: Vec<DomainObservation>,
+    /// Every job known to the system (running or not), sorted by job id.
+    pub jobs: Vec<JobMeta>,
+}
+
+/// One write an administrator would make with `lctl set_param` on a domain's OSS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlWrite {
+    /// `ost.OSS.ost_io.nrs_policies=<text>`, e.g. `fifo` or `tbf jobid`.
+    NrsPolicies(String),
+    /// `ost.OSS.ost_io.nrs_tbf_rule=<text>`, e.g. `start j1 jobid={job1} rate=250`.
+    NrsTbfRule(String),
+}
+
+/// A write addressed to one domain.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DomainWrite {
+    pub domain: DomainId,
+    pub write: ControlWrite,
+}
+
+/// Output of one controller step, applied in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decision {
+    pub writes: Vec<DomainWrite>,
+}
+
+/// A control-plane policy.
+pub trait Controller {
+    /// Short name used on the command line and in reports (`nobw`, `static`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Writes to apply once before the run starts. `initial` lists every domain with its
+    /// targets and capacities and every job; its per-job statistics are empty.
+    fn setup(&mut self, initial: &Observation) -> Decision;
+
+    /// Interval between [`Controller::decide`] calls; `None` for controllers that never adapt.
+    fn period_ns(&self) -> Option<u64>;
+
+    /// One control step.
+    fn decide(&mut self, observation: &Observation) -> Decision;
+}
+
+/// Maps a job id to a TBF rule name: Lustre allows 1-15 characters of `[A-Za-z0-9_]`, so other
+/// characters become `_` and long ids keep their tail (where job numbers differ) behind a `j`
+/// prefix. The mapping is deterministic; callers that may see collisions add a suffix.
+pub fn rule_name_for_job(job: &JobId) -> String {
+    const NAME_LEN_MAX: usize = 15;
+    let cleaned: String = job
+        .as_str()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let body_max = NAME_LEN_MAX - 1;
+    let tail = if cleaned.len() > body_max {
+        &cleaned[cleaned.len() - body_max..]
+    } else {
+        &cleaned[..]
+    };
+    format!("j{tail}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_names_are_valid_lustre_names() {
+        for id in [
+            "job1",
+            "dd.500",
+            "4151234",
+            "ior.1001:n01",
+            "",
+            "a-very-long-job-name-12345",
+        ] {
+            let name = rule_name_for_job(&JobId::new(id).unwrap());
+            assert!(!name.is_empty() && name.len() <= 15, "{name}");
+            assert!(
+                name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "{name}"
+            );
+        }
+        assert_eq!(rule_name_for_job(&JobId::new("dd.500").unwrap()), "jdd_500");
+        assert_eq!(
+            rule_name_for_job(&JobId::new("a-very-long-job-name-12345").unwrap()),
+            "jjob_name_12345"
+        );
+    }
+}

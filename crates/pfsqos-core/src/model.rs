@@ -1,0 +1,352 @@
+//! Model types shared by every scheduler, controller and driver.
+//!
+//! Units are in the names (`_bytes`, `_ns`, `_rpcs`) or in the types; nothing is implied.
+
+use std::fmt;
+
+/// Longest JobID Lustre carries: `LUSTRE_JOBID_SIZE` is 32 bytes including the NUL.
+pub const JOB_ID_LEN_MAX: usize = 31;
+
+/// A Lustre JobID: at most 31 bytes of text, stored inline so it is `Copy` and hashes fast on
+/// the per-RPC path. The empty JobID is valid (Lustre sends it when `jobid_var=disable`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobId {
+    len: u8,
+    bytes: [u8; JOB_ID_LEN_MAX],
+}
+
+/// Why a string cannot be a [`JobId`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobIdError {
+    TooLong { len_bytes: usize },
+    ControlCharacter,
+}
+
+impl fmt::Display for JobIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JobIdError::TooLong { len_bytes } => write!(
+                f,
+                "job id is {len_bytes} bytes long; Lustre allows at most {JOB_ID_LEN_MAX}"
+            ),
+            JobIdError::ControlCharacter => write!(f, "job id contains a control character"),
+        }
+    }
+}
+
+impl std::error::Error for JobIdError {}
+
+impl JobId {
+    pub const EMPTY: JobId = JobId {
+        len: 0,
+        bytes: [0; JOB_ID_LEN_MAX],
+    };
+
+    pub fn new(text: &str) -> Result<JobId, JobIdError> {
+        let raw = text.as_bytes();
+        if raw.len() > JOB_ID_LEN_MAX {
+            return Err(JobIdError::TooLong {
+                len_bytes: raw.len(),
+            });
+        }
+        if raw.iter().any(|b| b.is_ascii_control()) {
+            return Err(JobIdError::ControlCharacter);
+        }
+        let mut bytes = [0; JOB_ID_LEN_MAX];
+        bytes[..raw.len()].copy_from_slice(raw);
+        Ok(JobId {
+            len: raw.len() as u8,
+            bytes,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only ever built from a &str, so the bytes are valid UTF-8 up to `len`.
+        std::str::from_utf8(&self.bytes[..self.len as usize]).expect("JobId holds UTF-8")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl fmt::Debug for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JobId({:?})", self.as_str())
+    }
+}
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// LNet network type of a NID (`tcp`, `o2ib`, `lo`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NetKind {
+    Lo,
+    Tcp,
+    O2ib,
+    Gni,
+    Kfi,
+}
+
+impl NetKind {
+    pub const ALL: [NetKind; 5] = [
+        NetKind::Lo,
+        NetKind::Tcp,
+        NetKind::O2ib,
+        NetKind::Gni,
+        NetKind::Kfi,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            NetKind::Lo => "lo",
+            NetKind::Tcp => "tcp",
+            NetKind::O2ib => "o2ib",
+            NetKind::Gni => "gni",
+            NetKind::Kfi => "kfi",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<NetKind> {
+        NetKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// An LNet network: its kind and number (`tcp1` is `Tcp` number 1; `tcp` is number 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LNet {
+    pub kind: NetKind,
+    pub num: u32,
+}
+
+impl fmt::Display for LNet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.num == 0 {
+            f.write_str(self.kind.name())
+        } else {
+            write!(f, "{}{}", self.kind.name(), self.num)
+        }
+    }
+}
+
+/// A client network identifier, IPv4-style as in `192.168.1.2@tcp` or `0@lo`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Nid {
+    /// The address as a big-endian IPv4 number (`0` for `0@lo`).
+    pub addr: u32,
+    pub net: LNet,
+}
+
+impl Nid {
+    pub fn ipv4(a: u8, b: u8, c: u8, d: u8, net: LNet) -> Nid {
+        Nid {
+            addr: u32::from_be_bytes([a, b, c, d]),
+            net,
+        }
+    }
+
+    pub fn octets(&self) -> [u8; 4] {
+        self.addr.to_be_bytes()
+    }
+}
+
+impl fmt::Display for Nid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.net.kind == NetKind::Lo {
+            return write!(f, "{}@{}", self.addr, self.net);
+        }
+        let [a, b, c, d] = self.octets();
+        write!(f, "{a}.{b}.{c}.{d}@{}", self.net)
+    }
+}
+
+/// RPC opcodes of the `ost_io` service, named as in Lustre's `ll_rpc_opcode_table`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Opcode {
+    OstRead,
+    OstWrite,
+    OstPunch,
+    OstDestroy,
+    OstFallocate,
+    OstLadvise,
+}
+
+impl Opcode {
+    pub const ALL: [Opcode; 6] = [
+        Opcode::OstRead,
+        Opcode::OstWrite,
+        Opcode::OstPunch,
+        Opcode::OstDestroy,
+        Opcode::OstFallocate,
+        Opcode::OstLadvise,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Opcode::OstRead => "ost_read",
+            Opcode::OstWrite => "ost_write",
+            Opcode::OstPunch => "ost_punch",
+            Opcode::OstDestroy => "ost_destroy",
+            Opcode::OstFallocate => "ost_fallocate",
+            Opcode::OstLadvise => "ost_ladvise",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Opcode> {
+        Opcode::ALL.into_iter().find(|o| o.name() == name)
+    }
+}
+
+impl fmt::Display for Opcode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Index of an object storage target in the cluster (`OST0000` is `OstId(0)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OstId(pub u32);
+
+/// Index of an object storage server in the cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OssId(pub u32);
+
+/// Index of a client node in the cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClientId(pub u32);
+
+impl fmt::Display for OstId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "OST{:04x}", self.0)
+    }
+}
+
+/// What a request scheduler classifies an RPC by (Lustre's TBF key fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RpcTags {
+    pub job: JobId,
+    pub nid: Nid,
+    pub opcode: Opcode,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// One bulk RPC from a client to a storage target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rpc {
+    pub tags: RpcTags,
+    pub client: ClientId,
+    pub target: OstId,
+    /// Offset inside the OST object.
+    pub offset_bytes: u64,
+    pub size_bytes: u64,
+}
+
+/// A file's stripe layout: RAID-0 over `osts` in `stripe_size_bytes` pieces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StripeLayout {
+    pub stripe_size_bytes: u64,
+    pub osts: Vec<OstId>,
+}
+
+/// One contiguous piece of a file access that falls on a single stripe object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StripeExtent {
+    pub ost: OstId,
+    /// Index of the stripe in `StripeLayout::osts`.
+    pub stripe_index: u32,
+    pub object_offset_bytes: u64,
+    pub file_offset_bytes: u64,
+    pub size_bytes: u64,
+}
+
+impl StripeLayout {
+    /// Splits the file range `[offset, offset + size)` into per-object extents, in file order,
+    /// none crossing a stripe boundary. This is the RAID-0 mapping Lustre's LOV layer uses.
+    pub fn extents(&self, offset_bytes: u64, size_bytes: u64) -> Vec<StripeExtent> {
+        assert!(self.stripe_size_bytes > 0, "stripe size must be positive");
+        assert!(!self.osts.is_empty(), "a layout needs at least one OST");
+        let count = self.osts.len() as u64;
+        let mut out = Vec::new();
+        let mut pos = offset_bytes;
+        let end = offset_bytes + size_bytes;
+        while pos < end {
+            let stripe_no = pos / self.stripe_size_bytes;
+            let within = pos % self.stripe_size_bytes;
+            let take = (self.stripe_size_bytes - within).min(end - pos);
+            let stripe_index = (stripe_no % count) as u32;
+            let round = stripe_no / count;
+            out.push(StripeExtent {
+                ost: self.osts[stripe_index as usize],
+                stripe_index,
+                object_offset_bytes: round * self.stripe_size_bytes + within,
+                file_offset_bytes: pos,
+                size_bytes: take,
+            });
+            pos += take;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_id_limits() {
+        assert_eq!(JobId::new("dd.500").unwrap().as_str(), "dd.500");
+        assert!(JobId::new("").unwrap().is_empty());
+        assert_eq!(
+            JobId::new(&"x".repeat(32)),
+            Err(JobIdError::TooLong { len_bytes: 32 })
+        );
+        assert!(JobId::new(&"x".repeat(31)).is_ok());
+        assert_eq!(JobId::new("a\nb"), Err(JobIdError::ControlCharacter));
+    }
+
+    #[test]
+    fn nid_display() {
+        let tcp = LNet {
+            kind: NetKind::Tcp,
+            num: 0,
+        };
+        assert_eq!(
+            Nid::ipv4(192, 168, 1, 2, tcp).to_string(),
+            "192.168.1.2@tcp"
+        );
+        let lo = Nid {
+            addr: 0,
+            net: LNet {
+                kind: NetKind::Lo,
+                num: 0,
+            },
+        };
+        assert_eq!(lo.to_string(), "0@lo");
+        let o2ib1 = LNet {
+            kind: NetKind::O2ib,
+            num: 1,
+        };
+        assert_eq!(Nid::ipv4(10, 0, 0, 1, o2ib1).to_string(), "10.0.0.1@o2ib1");
+    }
+
+    #[test]
+    fn stripe_extents_round_robin() {
+        let layout = StripeLayout {
+            stripe_size_bytes: 1 << 20,
+            osts: vec![OstId(3), OstId(1)],
+        };
+        // 3.5 MiB starting at 0.5 MiB: pieces 0.5 (ost3), 1 (ost1), 1 (ost3), 1 (ost1).
+        let ex = layout.extents(1 << 19, 7 << 19);
+        let osts: Vec<u32> = ex.iter().map(|e| e.ost.0).collect();
+        assert_eq!(osts, vec![3, 1, 3, 1]);
+        assert_eq!(ex[0].object_offset_bytes, 1 << 19);
+        assert_eq!(ex[0].size_bytes, 1 << 19);
+        assert_eq!(ex[2].object_offset_bytes, 1 << 20);
+        assert_eq!(ex.iter().map(|e| e.size_bytes).sum::<u64>(), 7 << 19);
+    }
+}

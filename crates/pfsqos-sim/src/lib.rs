@@ -1,0 +1,14 @@
+//! pfsqos-sim: a deterministic, RPC-level discrete-event simulator of a Lustre-like parallel file
+//! system. Every RPC is an event on an integer-nanosecond clock; the schedulers and controllers
+//! are pfsqos-core's, unchanged.
+//!
+//! Architecture invariant: same scenario and seed give byte-identical outputs. The event queue is
+//! ordered by `(time_ns, sequence)`, and no result depends on hash-map iteration order.
+
+pub mod policy;
+pub mod record;
+pub mod scenario;
+
+pub use policy::{controller_for, POLICY_NAMES};
+pub use record::{ControlLogEntry, EngineStats, JobOutput, RunOutput};
+pub use scenario::Scenario;

@@ -1,0 +1,475 @@
+//! Scenario files: the TOML description of a simulated cluster, its jobs and the policy to run.
+//!
+//! Every field is documented in `docs/scenarios.md`. These types are what the TOML deserializes
+//! into (`deny_unknown_fields` everywhere); [`Scenario::validate`] then checks ranges and
+//! references so that nothing runs on invalid input.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer};
+
+/// A whole scenario file.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name used in reports.
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub simulation: SimulationSpec,
+    #[serde(default)]
+    pub cluster: ClusterSpec,
+    #[serde(default)]
+    pub network: NetworkSpec,
+    /// Custom device models, referenced by name from `oss.device` (presets need no entry).
+    #[serde(default, rename = "device")]
+    pub devices: Vec<DeviceSpec>,
+    #[serde(rename = "oss")]
+    pub osses: Vec<OssSpec>,
+    #[serde(rename = "job")]
+    pub jobs: Vec<JobSpec>,
+    #[serde(default)]
+    pub policy: PolicySpec,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SimulationSpec {
+    /// Simulated time after which the run stops even if jobs still have I/O to do.
+    pub duration_s: f64,
+    /// Width of a time-series bin.
+    #[serde(default = "default_bin_ms")]
+    pub bin_ms: u64,
+    /// Seed of the random generator (random offsets); `--seed` overrides it.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_bin_ms() -> u64 {
+    100
+}
+fn default_seed() -> u64 {
+    1
+}
+
+/// Where a TBF (or FIFO) scheduler instance sits.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedulerScope {
+    /// One `ost_io` service per OSS, as Lustre has: rules cover all OSTs of the OSS together.
+    #[default]
+    Oss,
+    /// One scheduler per OST (what per-OST designs such as AdapTBF assume).
+    Ost,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// Number of client nodes; client `i` has NID `192.168.1.(i+1)@tcp`.
+    #[serde(default = "default_clients")]
+    pub clients: u32,
+    /// Largest bulk RPC.
+    #[serde(default = "default_brw_size")]
+    pub brw_size: ByteSize,
+    /// RPCs a client keeps outstanding per OST (Lustre `max_rpcs_in_flight`).
+    #[serde(default = "default_max_rpcs_in_flight")]
+    pub max_rpcs_in_flight: u32,
+    #[serde(default)]
+    pub scheduler_scope: SchedulerScope,
+    /// Default stripe count of new files (`-1` is not accepted: name the count).
+    #[serde(default = "default_stripe_count")]
+    pub stripe_count: u32,
+    #[serde(default = "default_stripe_size")]
+    pub stripe_size: ByteSize,
+}
+
+fn default_clients() -> u32 {
+    1
+}
+fn default_brw_size() -> ByteSize {
+    ByteSize(4 << 20)
+}
+fn default_max_rpcs_in_flight() -> u32 {
+    8
+}
+fn default_stripe_count() -> u32 {
+    1
+}
+fn default_stripe_size() -> ByteSize {
+    ByteSize(1 << 20)
+}
+
+impl Default for ClusterSpec {
+    fn default() -> Self {
+        ClusterSpec {
+            clients: default_clients(),
+            brw_size: default_brw_size(),
+            max_rpcs_in_flight: default_max_rpcs_in_flight(),
+            scheduler_scope: SchedulerScope::default(),
+            stripe_count: default_stripe_count(),
+            stripe_size: default_stripe_size(),
+        }
+    }
+}
+
+/// Links between clients and servers. Every client and every OSS has one full-duplex link.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSpec {
+    #[serde(default = "default_link_mib_s")]
+    pub client_link_mib_s: f64,
+    #[serde(default = "default_link_mib_s")]
+    pub server_link_mib_s: f64,
+    /// One-way latency of a message.
+    #[serde(default = "default_latency_us")]
+    pub latency_us: f64,
+}
+
+/// 25 Gb/s Ethernet, as on the AdapTBF testbed.
+fn default_link_mib_s() -> f64 {
+    2980.0
+}
+fn default_latency_us() -> f64 {
+    10.0
+}
+
+impl Default for NetworkSpec {
+    fn default() -> Self {
+        NetworkSpec {
+            client_link_mib_s: default_link_mib_s(),
+            server_link_mib_s: default_link_mib_s(),
+            latency_us: default_latency_us(),
+        }
+    }
+}
+
+/// A table-driven device model. Service time of a request of `s` bytes is
+/// `overhead_us(s) + s / bandwidth(s)`, both interpolated linearly in request size between rows
+/// (and held flat outside them), plus `random_penalty_us` when the request does not start where
+/// the previous one on the same object ended.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSpec {
+    pub name: String,
+    pub read: Vec<DeviceRow>,
+    pub write: Vec<DeviceRow>,
+    #[serde(default)]
+    pub random_penalty_us: f64,
+    /// Requests the device serves at once (its internal parallelism); bandwidth is shared.
+    #[serde(default = "default_device_concurrency")]
+    pub concurrency: u32,
+}
+
+fn default_device_concurrency() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceRow {
+    pub size: ByteSize,
+    pub bandwidth_mib_s: f64,
+    #[serde(default)]
+    pub overhead_us: f64,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OssSpec {
+    pub name: String,
+    /// Number of OSTs on this server; OSTs are numbered across the cluster in file order.
+    pub osts: u32,
+    /// Device model of every OST here: a preset (`hdd`, `ssd-sata`) or a `[[device]]` name.
+    #[serde(default = "default_device")]
+    pub device: String,
+    /// `ost_io` service threads.
+    #[serde(default = "default_io_threads")]
+    pub io_threads: u32,
+    /// CPU partitions; each runs its own scheduler instance, clients map to one by NID.
+    #[serde(default = "default_cpts")]
+    pub cpts: u32,
+    /// Maximum token rate of each OST (AdapTBF `T_i`). Default: derived from the device model
+    /// as the rate of `brw_size` writes the device sustains.
+    #[serde(default)]
+    pub capacity_rpcs_per_s: Option<u64>,
+}
+
+fn default_device() -> String {
+    "ssd-sata".to_string()
+}
+fn default_io_threads() -> u32 {
+    64
+}
+fn default_cpts() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// The JobID (at most 31 bytes), as `jobid_var` would make it.
+    pub id: String,
+    /// Compute nodes of the job: the AdapTBF and Static BW priority basis.
+    pub nodes: u32,
+    /// Client nodes the job's processes run on, round robin. Default: all clients.
+    #[serde(default)]
+    pub clients: Option<Vec<u32>>,
+    #[serde(default)]
+    pub uid: u32,
+    #[serde(default)]
+    pub gid: u32,
+    #[serde(rename = "processes")]
+    pub groups: Vec<ProcessGroupSpec>,
+}
+
+/// Access pattern, named as in fio.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    Read,
+    Write,
+    Randread,
+    Randwrite,
+}
+
+impl Rw {
+    pub fn is_read(self) -> bool {
+        matches!(self, Rw::Read | Rw::Randread)
+    }
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::Randread | Rw::Randwrite)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileMode {
+    /// Each process has its own file (IOR `-F`, fio's default).
+    #[default]
+    PerProcess,
+    /// All processes of the group share one file, each working in its own `size` region.
+    Shared,
+}
+
+/// `numjobs` processes with the same workload and temporal shape.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessGroupSpec {
+    pub rw: Rw,
+    /// Size of one I/O call.
+    pub bs: ByteSize,
+    /// Bytes each process accesses in total; the process stops when done. Reads of a file
+    /// wrap around within this size when the shape asks for more.
+    pub size: ByteSize,
+    #[serde(default = "default_numjobs")]
+    pub numjobs: u32,
+    /// I/O calls each process keeps outstanding.
+    #[serde(default = "default_iodepth")]
+    pub iodepth: u32,
+    #[serde(default)]
+    pub file: FileMode,
+    /// Stripe layout of the group's files; defaults from `[cluster]`.
+    #[serde(default)]
+    pub stripe_count: Option<u32>,
+    #[serde(default)]
+    pub stripe_size: Option<ByteSize>,
+    /// First OST of the layout; default: round robin over the cluster, as the MDS does.
+    #[serde(default)]
+    pub stripe_offset: Option<u32>,
+    #[serde(default)]
+    pub shape: ShapeSpec,
+}
+
+fn default_numjobs() -> u32 {
+    1
+}
+fn default_iodepth() -> u32 {
+    1
+}
+
+/// When a process issues I/O.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeSpec {
+    #[serde(default)]
+    pub kind: ShapeKind,
+    /// Delay before the first I/O.
+    #[serde(default)]
+    pub start_s: f64,
+    /// Stop issuing new I/O at this time (I/O in flight completes).
+    #[serde(default)]
+    pub stop_s: Option<f64>,
+    /// `periodic`: bytes per process per burst.
+    #[serde(default)]
+    pub burst_size: Option<ByteSize>,
+    /// `periodic`: time from the start of one burst to the start of the next. A burst that is
+    /// still running when the next is due delays it (bursts never overlap).
+    #[serde(default)]
+    pub interval_s: Option<f64>,
+    /// `bursts`: explicit bursts, each at an absolute time, with bytes per process.
+    #[serde(default)]
+    pub bursts: Vec<BurstSpec>,
+}
+
+impl Default for ShapeSpec {
+    fn default() -> Self {
+        ShapeSpec {
+            kind: ShapeKind::Continuous,
+            start_s: 0.0,
+            stop_s: None,
+            burst_size: None,
+            interval_s: None,
+            bursts: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ShapeKind {
+    /// I/O back to back from `start_s` until `size` is done or `stop_s`.
+    #[default]
+    Continuous,
+    /// Bursts of `burst_size` every `interval_s`.
+    Periodic,
+    /// The bursts listed in `bursts`.
+    Bursts,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BurstSpec {
+    pub at_s: f64,
+    pub size: ByteSize,
+}
+
+/// Which controller runs and its parameters.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySpec {
+    /// Policy used by `pfsqos sim` without `--policy`.
+    #[serde(default = "default_policy")]
+    pub default: String,
+    /// Policies compared by `pfsqos compare` without `--policies`.
+    #[serde(default = "default_compare")]
+    pub compare: Vec<String>,
+    /// Control period of adaptive controllers.
+    #[serde(default = "default_period_ms")]
+    pub period_ms: u64,
+}
+
+fn default_policy() -> String {
+    "nobw".to_string()
+}
+fn default_compare() -> Vec<String> {
+    vec!["nobw".to_string(), "static".to_string()]
+}
+fn default_period_ms() -> u64 {
+    100
+}
+
+impl Default for PolicySpec {
+    fn default() -> Self {
+        PolicySpec {
+            default: default_policy(),
+            compare: default_compare(),
+            period_ms: default_period_ms(),
+        }
+    }
+}
+
+/// A byte count written as an integer or as fio writes it: `4k`, `1M`, `1GiB` (binary), or
+/// `1MB`, `1GB` (decimal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ByteSize(pub u64);
+
+impl ByteSize {
+    pub fn bytes(self) -> u64 {
+        self.0
+    }
+
+    /// Parses `4k`, `4K`, `4KiB`, `4KB`, `1.5M`, `123` ...
+    pub fn parse(text: &str) -> Result<ByteSize, String> {
+        let t = text.trim();
+        let split = t
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let value: f64 = num
+            .parse()
+            .map_err(|_| format!("`{text}` is not a size (expected e.g. 4096, 4k, 1M, 1GiB)"))?;
+        let mult: u64 = match unit.trim() {
+            "" | "b" | "B" => 1,
+            "k" | "K" | "KiB" | "kiB" => 1 << 10,
+            "m" | "M" | "MiB" => 1 << 20,
+            "g" | "G" | "GiB" => 1 << 30,
+            "t" | "T" | "TiB" => 1 << 40,
+            "kB" | "KB" => 1_000,
+            "MB" => 1_000_000,
+            "GB" => 1_000_000_000,
+            "TB" => 1_000_000_000_000,
+            other => {
+                return Err(format!(
+                "`{text}` has unknown unit `{other}` (allowed: B, k/K/KiB, M/MiB, G/GiB, T/TiB, kB, MB, GB, TB)"
+            ))
+            }
+        };
+        let bytes = value * mult as f64;
+        if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 / 2.0 {
+            return Err(format!("`{text}` is out of range"));
+        }
+        if bytes.fract() != 0.0 {
+            return Err(format!("`{text}` is not a whole number of bytes"));
+        }
+        Ok(ByteSize(bytes as u64))
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.0;
+        for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "k")] {
+            if b >= 1 << shift && b % (1 << shift) == 0 {
+                return write!(f, "{}{unit}", b >> shift);
+            }
+        }
+        write!(f, "{b}")
+    }
+}
+
+impl<'de> Deserialize<'de> for ByteSize {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(i64),
+            Text(String),
+        }
+        match Raw::deserialize(de)? {
+            Raw::Int(i) if i >= 0 => Ok(ByteSize(i as u64)),
+            Raw::Int(i) => Err(serde::de::Error::custom(format!(
+                "size {i} is negative (expected e.g. 4096, 4k, 1M, 1GiB)"
+            ))),
+            Raw::Text(t) => ByteSize::parse(&t).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(ByteSize::parse("4096"), Ok(ByteSize(4096)));
+        assert_eq!(ByteSize::parse("4k"), Ok(ByteSize(4096)));
+        assert_eq!(ByteSize::parse("1M"), Ok(ByteSize(1 << 20)));
+        assert_eq!(ByteSize::parse("1MiB"), Ok(ByteSize(1 << 20)));
+        assert_eq!(ByteSize::parse("1MB"), Ok(ByteSize(1_000_000)));
+        assert_eq!(ByteSize::parse("1.5G"), Ok(ByteSize(3 << 29)));
+        assert!(ByteSize::parse("1Q").is_err());
+        assert!(ByteSize::parse("abc").is_err());
+        assert_eq!(ByteSize(4 << 20).to_string(), "4M");
+    }
+}

@@ -5,10 +5,12 @@
 //! Architecture invariant: same scenario and seed give byte-identical outputs. The event queue is
 //! ordered by `(time_ns, sequence)`, and no result depends on hash-map iteration order.
 
+pub mod engine;
 pub mod policy;
 pub mod record;
 pub mod scenario;
 
+pub use engine::run;
 pub use policy::{controller_for, POLICY_NAMES};
 pub use record::{ControlLogEntry, EngineStats, JobOutput, RunOutput};
-pub use scenario::Scenario;
+pub use scenario::{Scenario, ScenarioError};

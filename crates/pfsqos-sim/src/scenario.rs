@@ -473,3 +473,63 @@ mod tests {
         assert_eq!(ByteSize(4 << 20).to_string(), "4M");
     }
 }
+
+/// A scenario that cannot be used, with the file, the field, the value and what is allowed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    /// The scenario file (or `<string>` for text not read from a file).
+    pub file: String,
+    /// Dotted path of the offending field, e.g. `job[1].processes[0].bs`; empty for a syntax
+    /// error that is not tied to one field.
+    pub field: String,
+    /// The offending value as written, if there is one.
+    pub value: Option<String>,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if !self.field.is_empty() {
+            write!(f, ": field `{}`", self.field)?;
+        }
+        if let Some(v) = &self.value {
+            write!(f, ": value `{v}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+impl Scenario {
+    /// Reads, parses and validates a scenario file.
+    pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: file.clone(),
+            field: String::new(),
+            value: None,
+            message: format!("cannot read: {e}"),
+        })?;
+        Scenario::from_toml_str(&text, &file)
+    }
+
+    /// Parses and validates scenario text; `file` names it in errors.
+    pub fn from_toml_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+        let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError {
+            file: file.to_string(),
+            field: String::new(),
+            value: None,
+            message: e.to_string(),
+        })?;
+        scenario.validate(file)?;
+        Ok(scenario)
+    }
+
+    /// Checks ranges and references. STUB: the full validation is being written.
+    pub fn validate(&self, _file: &str) -> Result<(), ScenarioError> {
+        Ok(())
+    }
+}

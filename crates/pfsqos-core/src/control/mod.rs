@@ -109,17 +109,19 @@ pub trait Controller {
     fn decide(&mut self, observation: &Observation) -> Decision;
 }
 
+/// Longest TBF rule name Lustre accepts (`MAX_TBF_NAME` = 16 including the NUL).
+pub const RULE_NAME_LEN_MAX: usize = 15;
+
 /// Maps a job id to a TBF rule name: Lustre allows 1-15 characters of `[A-Za-z0-9_]`, so other
 /// characters become `_` and long ids keep their tail (where job numbers differ) behind a `j`
-/// prefix. The mapping is deterministic; callers that may see collisions add a suffix.
+/// prefix. Different jobs can map to the same name; [`RuleNamer`] resolves that.
 pub fn rule_name_for_job(job: &JobId) -> String {
-    const NAME_LEN_MAX: usize = 15;
     let cleaned: String = job
         .as_str()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    let body_max = NAME_LEN_MAX - 1;
+    let body_max = RULE_NAME_LEN_MAX - 1;
     let tail = if cleaned.len() > body_max {
         &cleaned[cleaned.len() - body_max..]
     } else {
@@ -128,9 +130,70 @@ pub fn rule_name_for_job(job: &JobId) -> String {
     format!("j{tail}")
 }
 
+/// Gives every job a distinct, valid TBF rule name, stable for the namer's lifetime. When two
+/// jobs clean up to the same name, the later one gets a numeric suffix (`jdd_1_2`), so names
+/// depend only on the order jobs are first seen, which is deterministic for every driver.
+#[derive(Debug, Default, Clone)]
+pub struct RuleNamer {
+    by_job: std::collections::BTreeMap<JobId, String>,
+    used: std::collections::BTreeSet<String>,
+}
+
+impl RuleNamer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The rule name of `job`, assigning one on first use.
+    pub fn name_for(&mut self, job: &JobId) -> &str {
+        if !self.by_job.contains_key(job) {
+            let base = rule_name_for_job(job);
+            let mut name = base.clone();
+            let mut k = 2u32;
+            // `default` is Lustre's fallback rule and cannot be started.
+            while self.used.contains(&name) || name == "default" {
+                let suffix = format!("_{k}");
+                let keep = base.len().min(RULE_NAME_LEN_MAX - suffix.len());
+                name = format!("{}{suffix}", &base[..keep]);
+                k += 1;
+            }
+            self.used.insert(name.clone());
+            self.by_job.insert(*job, name);
+        }
+        &self.by_job[job]
+    }
+
+    /// Forgets `job` so its name can be reused (for controllers that retire idle jobs).
+    pub fn release(&mut self, job: &JobId) {
+        if let Some(name) = self.by_job.remove(job) {
+            self.used.remove(&name);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn namer_keeps_names_distinct_and_stable() {
+        let mut namer = RuleNamer::new();
+        let a = JobId::new("dd.1").unwrap();
+        let b = JobId::new("dd_1").unwrap();
+        let c = JobId::new("dd:1").unwrap();
+        assert_eq!(namer.name_for(&a), "jdd_1");
+        assert_eq!(namer.name_for(&b), "jdd_1_2");
+        assert_eq!(namer.name_for(&c), "jdd_1_3");
+        assert_eq!(namer.name_for(&a), "jdd_1");
+        let long1 = JobId::new("x12345678901234567890").unwrap();
+        let long2 = JobId::new("y12345678901234567890").unwrap();
+        let n1 = namer.name_for(&long1).to_string();
+        let n2 = namer.name_for(&long2).to_string();
+        assert_ne!(n1, n2);
+        assert!(n2.len() <= RULE_NAME_LEN_MAX, "{n2}");
+        namer.release(&a);
+        assert_eq!(namer.name_for(&JobId::new("dd-1").unwrap()), "jdd_1");
+    }
 
     #[test]
     fn rule_names_are_valid_lustre_names() {

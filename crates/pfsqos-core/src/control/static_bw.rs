@@ -8,7 +8,7 @@
 //! Lustre's valid range `1..=999_999`. The share is over *all* jobs, active or not, which is
 //! what makes the baseline static: idle jobs keep their share and it is wasted.
 
-use super::{rule_name_for_job, ControlWrite, Controller, Decision, DomainWrite, Observation};
+use super::{ControlWrite, Controller, Decision, DomainWrite, Observation, RuleNamer};
 
 /// Lustre 2.15+ accepts `rate=N` for `1 <= N < 1_000_000`.
 pub const TBF_RATE_RPCS_PER_S_MAX: u64 = 999_999;
@@ -42,6 +42,7 @@ impl Controller for StaticBw {
 
     fn setup(&mut self, initial: &Observation) -> Decision {
         let node_counts: Vec<u32> = initial.jobs.iter().map(|j| j.node_count).collect();
+        let mut namer = RuleNamer::new();
         let mut writes = Vec::new();
         for domain in &initial.domains {
             writes.push(DomainWrite {
@@ -54,7 +55,7 @@ impl Controller for StaticBw {
                     domain: domain.domain,
                     write: ControlWrite::NrsTbfRule(format!(
                         "start {} jobid={{{}}} rate={rate}",
-                        rule_name_for_job(&job.job),
+                        namer.name_for(&job.job),
                         job.job
                     )),
                 });

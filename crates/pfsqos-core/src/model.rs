@@ -9,7 +9,7 @@ pub const JOB_ID_LEN_MAX: usize = 31;
 
 /// A Lustre JobID: at most 31 bytes of text, stored inline so it is `Copy` and hashes fast on
 /// the per-RPC path. The empty JobID is valid (Lustre sends it when `jobid_var=disable`).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct JobId {
     len: u8,
     bytes: [u8; JOB_ID_LEN_MAX],
@@ -67,6 +67,20 @@ impl JobId {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+/// Job ids sort as their text does (not by length first), so "sorted by job id" means what a
+/// person expects in every report.
+impl Ord for JobId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.bytes[..self.len as usize].cmp(&other.bytes[..other.len as usize])
+    }
+}
+
+impl PartialOrd for JobId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -307,6 +321,8 @@ mod tests {
         );
         assert!(JobId::new(&"x".repeat(31)).is_ok());
         assert_eq!(JobId::new("a\nb"), Err(JobIdError::ControlCharacter));
+        assert!(JobId::new("high").unwrap() < JobId::new("low").unwrap());
+        assert!(JobId::new("job1").unwrap() < JobId::new("job10").unwrap());
     }
 
     #[test]

@@ -3,11 +3,13 @@
 //! set_param` (`nrs_policies` and `nrs_tbf_rule`), so one decision drives the simulator, the
 //! live runtime and a real Lustre OSS alike.
 
+pub mod adaptbf;
 pub mod nobw;
 pub mod static_bw;
 
 use crate::model::{JobId, OstId};
 
+pub use adaptbf::{AdapTbf, AdapTbfConfig, DemandSource};
 pub use nobw::NoBw;
 pub use static_bw::StaticBw;
 

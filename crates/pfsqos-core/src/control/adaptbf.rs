@@ -1,0 +1,919 @@
+//! AdapTBF: decentralized token lending and borrowing per storage target (AdapTBF paper §III-C).
+//!
+//! One [`TargetAllocator`] per storage target sees only that target's observations. Every period
+//! it runs the paper's three steps on the jobs active there:
+//!
+//! 1. priority-based initial allocation (eq. 1-2);
+//! 2. redistribution of surplus tokens by distribution factor (eq. 3-8);
+//! 3. re-compensation of lenders from borrowers (eq. 9-20);
+//!
+//! with integer tokens, carried remainders and the largest-remainder correction (eq. 21-25), so
+//! every step hands out exactly the tokens it has.
+//!
+//! Choices where the paper is ambiguous (also in `docs/reproductions/adaptbf.md`):
+//!
+//! * **Budget per period.** `T_i * Δt` is rarely an integer; the fractional part is carried in
+//!   exact integer arithmetic (nano-tokens), so budgets over many periods sum to `T_i * t`.
+//! * **First period (eq. 3).** `α^{t-1}` does not exist for a job that was not active in the
+//!   previous period; its utilization is measured against this period's initial allocation
+//!   instead. A zero reference allocation counts as one token (so demand `d` gives `u = d`).
+//! * **All distribution factors zero (eq. 6-7).** When no active job used any token, surplus is
+//!   redistributed by priority `p_x` alone, so tokens are never left unallocated.
+//! * **Eq. 13** writes the reclaim coefficient as a sum over `J_+` but indexes it by job and uses
+//!   it for borrowers in eq. 14. We read it literally: one coefficient per target and period,
+//!   summed over the lenders, and clamp it to `[0, 1]` so a reclaim never exceeds the borrower's
+//!   allocation.
+//! * **Eq. 14** bounds the reclaim by `|r_x^t|` (the record before redistribution). We bound it by
+//!   the smaller of `|r_x^t|` and `|r_{x,RD}^t|`, so a reclaim never exceeds what the borrower
+//!   owes now.
+//! * **Remainders (eq. 21-25)** are carried per job and per step kind (initial, redistribution,
+//!   re-compensation) rather than as one interleaved series, so each step is fair over time on
+//!   its own: a job's mean initial allocation converges to `T_i * p_x * Δt`.
+//! * **Largest-remainder correction.** Missing tokens go one by one to the largest remainders;
+//!   excess tokens are taken one by one from the smallest remainders (the jobs that were rounded
+//!   up the most). Ties go to the smaller job id.
+//! * **Demand `d_x`.** The paper counts RPCs a job issued; a Lustre OSS's `job_stats` count RPCs
+//!   served, which a TBF rule caps. [`DemandSource`] picks one; the default is what an OSS can see.
+//! * **Retiring records.** A job's record survives idle periods (a lender keeps its claim). A job
+//!   idle for `idle_periods_max` periods is retired, and at most `jobs_max` jobs are tracked (the
+//!   longest idle go first). A retired job's record is forgiven: its balance moves to
+//!   [`TargetAllocator::forgiven_tokens`], so records plus forgiven tokens always sum to zero.
+
+use std::collections::BTreeMap;
+
+use super::{
+    ControlWrite, Controller, Decision, DomainId, DomainWrite, JobTargetStats, Observation,
+    RuleNamer,
+};
+use crate::control::static_bw::TBF_RATE_RPCS_PER_S_MAX;
+use crate::model::{JobId, OstId};
+use crate::NS_PER_S;
+
+/// Which per-job counter is the demand `d_x` of eq. 3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DemandSource {
+    /// RPCs served in the period: what Lustre's `job_stats` report (the default).
+    #[default]
+    Served,
+    /// RPCs that arrived in the period: the paper's definition, not observable on a real OSS.
+    Arrived,
+}
+
+/// Parameters of AdapTBF.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapTbfConfig {
+    /// Observation period Δt (the paper uses 100 ms).
+    pub period_ns: u64,
+    pub demand: DemandSource,
+    /// Periods a job may stay idle before its record is retired (default: 600 s, Lustre's
+    /// `job_cleanup_interval`, at the default period).
+    pub idle_periods_max: u64,
+    /// Most jobs tracked per target.
+    pub jobs_max: usize,
+}
+
+impl Default for AdapTbfConfig {
+    fn default() -> Self {
+        AdapTbfConfig {
+            period_ns: 100_000_000,
+            demand: DemandSource::Served,
+            idle_periods_max: 6_000,
+            jobs_max: 100_000,
+        }
+    }
+}
+
+/// One active job's input to a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobDemand {
+    pub job: JobId,
+    /// `n_x`: compute nodes of the job.
+    pub nodes: u32,
+    /// `d_x`: RPCs in the period.
+    pub demand_rpcs: u64,
+}
+
+/// One job's allocation after a step, with the intermediate values the paper names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobAllocation {
+    pub job: JobId,
+    /// `p_x` (eq. 1).
+    pub priority: f64,
+    /// `d_x`.
+    pub demand_rpcs: u64,
+    /// `u_x` (eq. 3).
+    pub utilization: f64,
+    /// `α_x` after the initial allocation (eq. 2, integer).
+    pub initial_tokens: u64,
+    /// `α_{x,RD}` (eq. 7, integer).
+    pub redistributed_tokens: u64,
+    /// `α_{x,RC}` (eq. 15/19, integer): the tokens the job gets for the next period.
+    pub tokens: u64,
+    /// `r_{x,RC}`: positive = lent, negative = borrowed.
+    pub record: i64,
+}
+
+/// Output of one step on one target.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TargetStep {
+    /// Tokens handed out this period (`⌊T_i Δt⌋` plus carried fractions).
+    pub budget_tokens: u64,
+    /// Active jobs, sorted by job id.
+    pub jobs: Vec<JobAllocation>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct JobState {
+    record: i64,
+    /// α of the last period the job was active in, and that period's index (`None` before the
+    /// job's first step).
+    last_tokens: u64,
+    last_active_period: Option<u64>,
+    rho_initial: f64,
+    rho_redistribution: f64,
+    rho_recompensation: f64,
+}
+
+/// AdapTBF's allocator for one storage target.
+#[derive(Clone, Debug)]
+pub struct TargetAllocator {
+    config: AdapTbfConfig,
+    jobs: BTreeMap<JobId, JobState>,
+    /// Fraction of a token carried between budgets, in nano-tokens.
+    budget_carry_nano: u128,
+    /// Index of the next period.
+    period: u64,
+    forgiven_tokens: i64,
+}
+
+impl TargetAllocator {
+    pub fn new(config: AdapTbfConfig) -> Self {
+        TargetAllocator {
+            config,
+            jobs: BTreeMap::new(),
+            budget_carry_nano: 0,
+            period: 0,
+            forgiven_tokens: 0,
+        }
+    }
+
+    /// Record of `job` (positive = lent), 0 if unknown.
+    pub fn record(&self, job: &JobId) -> i64 {
+        self.jobs.get(job).map_or(0, |s| s.record)
+    }
+
+    /// Sum of all records; always `-forgiven_tokens()`.
+    pub fn records_sum(&self) -> i64 {
+        self.jobs.values().map(|s| s.record).sum()
+    }
+
+    /// Balance of retired jobs' records.
+    pub fn forgiven_tokens(&self) -> i64 {
+        self.forgiven_tokens
+    }
+
+    /// Jobs currently tracked (active or idle with a record).
+    pub fn tracked_jobs(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Runs the three steps for one period. `active` are the jobs with RPCs on this target in
+    /// the period (duplicates are a caller bug and panic); order does not matter.
+    pub fn step(&mut self, capacity_rpcs_per_s: u64, active: &[JobDemand]) -> TargetStep {
+        let mut active: Vec<JobDemand> = active.to_vec();
+        active.sort_by_key(|a| a.job);
+        assert!(
+            active.windows(2).all(|w| w[0].job != w[1].job),
+            "a job appears twice in one step"
+        );
+        let period = self.period;
+        self.period += 1;
+
+        let carry = self.budget_carry_nano
+            + u128::from(capacity_rpcs_per_s) * u128::from(self.config.period_ns);
+        let budget = (carry / u128::from(NS_PER_S)) as u64;
+        self.budget_carry_nano = carry % u128::from(NS_PER_S);
+
+        let n = active.len();
+        if n == 0 {
+            self.retire(period);
+            return TargetStep {
+                budget_tokens: budget,
+                jobs: Vec::new(),
+            };
+        }
+        for j in &active {
+            self.jobs.entry(j.job).or_default();
+        }
+
+        // Eq. 1: priority over the active jobs. A job with zero nodes has no priority.
+        let nodes_total: u64 = active.iter().map(|j| u64::from(j.nodes)).sum();
+        let priority: Vec<f64> = active
+            .iter()
+            .map(|j| {
+                if nodes_total == 0 {
+                    1.0 / n as f64
+                } else {
+                    j.nodes as f64 / nodes_total as f64
+                }
+            })
+            .collect();
+
+        // Eq. 2 with eq. 23-25: integer initial allocation.
+        let raw: Vec<f64> = priority.iter().map(|p| p * budget as f64).collect();
+        let mut rho: Vec<f64> = active
+            .iter()
+            .map(|j| self.jobs[&j.job].rho_initial)
+            .collect();
+        let initial = apportion(&raw, budget, &mut rho);
+        for (j, r) in active.iter().zip(&rho) {
+            self.jobs.get_mut(&j.job).expect("inserted").rho_initial = *r;
+        }
+
+        // Eq. 3: utilization against the previous period's allocation.
+        let demand: Vec<u64> = active.iter().map(|j| j.demand_rpcs).collect();
+        let utilization: Vec<f64> = active
+            .iter()
+            .zip(&initial)
+            .map(|(j, &alpha_now)| {
+                let state = &self.jobs[&j.job];
+                let reference = if state.last_active_period.map(|p| p + 1) == Some(period) {
+                    state.last_tokens
+                } else {
+                    alpha_now
+                };
+                j.demand_rpcs as f64 / reference.max(1) as f64
+            })
+            .collect();
+
+        // Eq. 4-5: surplus.
+        let surplus: Vec<u64> = initial
+            .iter()
+            .zip(&demand)
+            .map(|(&a, &d)| a.saturating_sub(d))
+            .collect();
+        let surplus_total: u64 = surplus.iter().sum();
+
+        // Eq. 6: distribution factor.
+        let df: Vec<f64> = utilization
+            .iter()
+            .zip(&priority)
+            .map(|(&u, &p)| if u > 1.0 { u + u * p } else { u * p })
+            .collect();
+
+        // Eq. 7-8: redistribute the surplus by share of DF (by priority if all DF are zero).
+        let weights = if df.iter().sum::<f64>() > 0.0 {
+            df.clone()
+        } else {
+            priority.clone()
+        };
+        let mut rho: Vec<f64> = active
+            .iter()
+            .map(|j| self.jobs[&j.job].rho_redistribution)
+            .collect();
+        let share = apportion(
+            &proportional(&weights, surplus_total),
+            surplus_total,
+            &mut rho,
+        );
+        let records_before: Vec<i64> = active.iter().map(|j| self.jobs[&j.job].record).collect();
+        let mut alpha_rd = Vec::with_capacity(n);
+        let mut record_rd = Vec::with_capacity(n);
+        for i in 0..n {
+            alpha_rd.push(initial[i] - surplus[i] + share[i]);
+            record_rd.push(records_before[i] + surplus[i] as i64 - share[i] as i64);
+            self.jobs
+                .get_mut(&active[i].job)
+                .expect("inserted")
+                .rho_redistribution = rho[i];
+        }
+
+        // Eq. 9-10: lenders and borrowers, by sign before and after redistribution.
+        let lenders: Vec<usize> = (0..n)
+            .filter(|&i| records_before[i] > 0 && record_rd[i] > 0)
+            .collect();
+        let borrowers: Vec<usize> = (0..n)
+            .filter(|&i| records_before[i] < 0 && record_rd[i] < 0)
+            .collect();
+
+        let mut alpha_rc = alpha_rd.clone();
+        let mut record_rc = record_rd.clone();
+        if !lenders.is_empty() && !borrowers.is_empty() {
+            // Eq. 11-13: one reclaim coefficient per target, summed over the lenders.
+            let coefficient: f64 = lenders
+                .iter()
+                .map(|&i| {
+                    let future_u = demand[i] as f64 / alpha_rd[i].max(1) as f64;
+                    priority[i] * (utilization[i].max(1.0) + (1.0 - future_u).max(0.0)) / 2.0
+                })
+                .sum::<f64>()
+                .clamp(0.0, 1.0);
+            // Eq. 14-17: reclaim from borrowers, bounded by what they owe.
+            let mut reclaimed_total = 0u64;
+            for &i in &borrowers {
+                let owed = records_before[i]
+                    .unsigned_abs()
+                    .min(record_rd[i].unsigned_abs());
+                let reclaim = ((coefficient * alpha_rd[i] as f64).floor() as u64).min(owed);
+                alpha_rc[i] -= reclaim;
+                record_rc[i] += reclaim as i64;
+                reclaimed_total += reclaim;
+            }
+            // Eq. 18-20: give it to the lenders by DF share (by priority if all DF are zero).
+            let lender_df: Vec<f64> = lenders.iter().map(|&i| df[i]).collect();
+            let lender_weights = if lender_df.iter().sum::<f64>() > 0.0 {
+                lender_df
+            } else {
+                lenders.iter().map(|&i| priority[i]).collect()
+            };
+            let mut rho: Vec<f64> = lenders
+                .iter()
+                .map(|&i| self.jobs[&active[i].job].rho_recompensation)
+                .collect();
+            let give = apportion(
+                &proportional(&lender_weights, reclaimed_total),
+                reclaimed_total,
+                &mut rho,
+            );
+            for (k, &i) in lenders.iter().enumerate() {
+                alpha_rc[i] += give[k];
+                record_rc[i] -= give[k] as i64;
+                self.jobs
+                    .get_mut(&active[i].job)
+                    .expect("inserted")
+                    .rho_recompensation = rho[k];
+            }
+        }
+
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let state = self.jobs.get_mut(&active[i].job).expect("inserted");
+            state.record = record_rc[i];
+            state.last_tokens = alpha_rc[i];
+            state.last_active_period = Some(period);
+            out.push(JobAllocation {
+                job: active[i].job,
+                priority: priority[i],
+                demand_rpcs: demand[i],
+                utilization: utilization[i],
+                initial_tokens: initial[i],
+                redistributed_tokens: alpha_rd[i],
+                tokens: alpha_rc[i],
+                record: record_rc[i],
+            });
+        }
+        self.retire(period);
+        TargetStep {
+            budget_tokens: budget,
+            jobs: out,
+        }
+    }
+
+    /// Drops jobs idle for too long, then the longest-idle ones beyond `jobs_max`.
+    fn retire(&mut self, period: u64) {
+        let idle_max = self.config.idle_periods_max;
+        let mut forgiven = 0i64;
+        self.jobs.retain(|_, s| {
+            let last = s.last_active_period.unwrap_or(period);
+            let keep = period.saturating_sub(last) <= idle_max;
+            if !keep {
+                forgiven += s.record;
+            }
+            keep
+        });
+        if self.jobs.len() > self.config.jobs_max {
+            let mut by_age: Vec<(Option<u64>, JobId)> = self
+                .jobs
+                .iter()
+                .map(|(j, s)| (s.last_active_period, *j))
+                .collect();
+            by_age.sort_unstable();
+            let excess = self.jobs.len() - self.config.jobs_max;
+            for (_, job) in by_age.into_iter().take(excess) {
+                forgiven += self.jobs.remove(&job).expect("listed").record;
+            }
+        }
+        self.forgiven_tokens += forgiven;
+    }
+}
+
+/// `weights` scaled to sum to `total`.
+fn proportional(weights: &[f64], total: u64) -> Vec<f64> {
+    let sum: f64 = weights.iter().sum();
+    if sum <= 0.0 {
+        return vec![0.0; weights.len()];
+    }
+    weights.iter().map(|w| w / sum * total as f64).collect()
+}
+
+/// Tolerance that keeps float noise from turning 33.0 into 32 + 0.999999.
+const APPORTION_EPSILON: f64 = 1e-9;
+
+/// Eq. 23-25 and the largest-remainder correction: floors `raw + rho`, keeps the fractions in
+/// `rho`, then adds or removes single tokens until the result sums exactly to `total`. Entries
+/// with `raw == 0` (a job with no claim in this step) get nothing and keep their remainder.
+fn apportion(raw: &[f64], total: u64, rho: &mut [f64]) -> Vec<u64> {
+    let mut out: Vec<u64> = Vec::with_capacity(raw.len());
+    for (r, carried) in raw.iter().zip(rho.iter_mut()) {
+        if *r <= 0.0 {
+            out.push(0);
+            continue;
+        }
+        // A negative carry is a debt from an earlier correction: it stays in `rho` (never
+        // clamped away) until later steps pay it back.
+        let wanted = r + *carried;
+        let floored = (wanted + APPORTION_EPSILON).floor().max(0.0);
+        *carried = wanted - floored;
+        out.push(floored as u64);
+    }
+    let mut sum: u64 = out.iter().sum();
+    if sum < total && raw.iter().all(|r| *r <= 0.0) {
+        // Nobody has a claim: nothing to correct (callers only apportion positive totals over
+        // positive weights, so this is a zero total).
+        return out;
+    }
+    while sum < total {
+        let i = argmax_claimed(rho, raw);
+        out[i] += 1;
+        rho[i] -= 1.0;
+        sum += 1;
+    }
+    while sum > total {
+        let i = argmin_positive(rho, &out);
+        out[i] -= 1;
+        rho[i] += 1.0;
+        sum -= 1;
+    }
+    out
+}
+
+fn argmax_claimed(values: &[f64], raw: &[f64]) -> usize {
+    let mut best: Option<usize> = None;
+    for (i, v) in values.iter().enumerate() {
+        if raw[i] <= 0.0 {
+            continue;
+        }
+        if best.is_none_or(|b| *v > values[b]) {
+            best = Some(i);
+        }
+    }
+    best.expect("some entry has a claim")
+}
+
+fn argmin_positive(values: &[f64], counts: &[u64]) -> usize {
+    let mut best: Option<usize> = None;
+    for (i, v) in values.iter().enumerate() {
+        if counts[i] == 0 {
+            continue;
+        }
+        if best.is_none_or(|b| *v < values[b]) {
+            best = Some(i);
+        }
+    }
+    best.expect("sum > total implies some count is positive")
+}
+
+/// The AdapTBF controller: one [`TargetAllocator`] per target, and a rule manager per domain
+/// that turns the allocations into TBF rule commands (the paper's Rule Management Daemon).
+#[derive(Debug)]
+pub struct AdapTbf {
+    config: AdapTbfConfig,
+    targets: BTreeMap<OstId, TargetAllocator>,
+    rules: BTreeMap<DomainId, DomainRules>,
+    last_steps: BTreeMap<OstId, TargetStep>,
+}
+
+/// A domain's rules as the daemon last wrote them.
+#[derive(Debug, Default)]
+struct DomainRules {
+    namer: RuleNamer,
+    /// job -> (rule name, rate, node count), in no particular order.
+    active: BTreeMap<JobId, (String, u64, u32)>,
+}
+
+impl AdapTbf {
+    pub fn new(config: AdapTbfConfig) -> Self {
+        AdapTbf {
+            config,
+            targets: BTreeMap::new(),
+            rules: BTreeMap::new(),
+            last_steps: BTreeMap::new(),
+        }
+    }
+
+    /// The allocations of the last step on each target (for reports: records, demand).
+    pub fn last_steps(&self) -> &BTreeMap<OstId, TargetStep> {
+        &self.last_steps
+    }
+
+    fn demand_of(&self, s: &JobTargetStats) -> u64 {
+        match self.config.demand {
+            DemandSource::Served => s.rpcs_served,
+            DemandSource::Arrived => s.rpcs_arrived,
+        }
+    }
+}
+
+impl Controller for AdapTbf {
+    fn name(&self) -> &'static str {
+        "adaptbf"
+    }
+
+    fn setup(&mut self, initial: &Observation) -> Decision {
+        let mut writes = Vec::new();
+        for d in &initial.domains {
+            self.rules.insert(d.domain, DomainRules::default());
+            for t in &d.targets {
+                self.targets
+                    .insert(t.ost, TargetAllocator::new(self.config.clone()));
+            }
+            writes.push(DomainWrite {
+                domain: d.domain,
+                write: ControlWrite::NrsPolicies("tbf jobid".to_string()),
+            });
+        }
+        Decision { writes }
+    }
+
+    fn period_ns(&self) -> Option<u64> {
+        Some(self.config.period_ns)
+    }
+
+    fn decide(&mut self, observation: &Observation) -> Decision {
+        let nodes: BTreeMap<JobId, u32> = observation
+            .jobs
+            .iter()
+            .map(|j| (j.job, j.node_count))
+            .collect();
+        let mut writes = Vec::new();
+        for domain in &observation.domains {
+            // Tokens per job summed over the domain's targets: one rule covers them all.
+            let mut tokens: BTreeMap<JobId, u64> = BTreeMap::new();
+            for target in &domain.targets {
+                let active: Vec<JobDemand> = target
+                    .jobs
+                    .iter()
+                    .filter(|s| match self.config.demand {
+                        // An OSS only sees served RPCs, so only those make a job active.
+                        DemandSource::Served => s.rpcs_served > 0,
+                        DemandSource::Arrived => s.rpcs_arrived > 0,
+                    })
+                    .map(|s| JobDemand {
+                        job: s.job,
+                        nodes: nodes.get(&s.job).copied().unwrap_or(1),
+                        demand_rpcs: self.demand_of(s),
+                    })
+                    .collect();
+                let allocator = self
+                    .targets
+                    .entry(target.ost)
+                    .or_insert_with(|| TargetAllocator::new(self.config.clone()));
+                let step = allocator.step(target.capacity_rpcs_per_s, &active);
+                for a in &step.jobs {
+                    *tokens.entry(a.job).or_default() += a.tokens;
+                }
+                self.last_steps.insert(target.ost, step);
+            }
+            let rules = self.rules.entry(domain.domain).or_default();
+            writes.extend(
+                rules
+                    .update(&tokens, &nodes, self.config.period_ns)
+                    .into_iter()
+                    .map(|text| DomainWrite {
+                        domain: domain.domain,
+                        write: ControlWrite::NrsTbfRule(text),
+                    }),
+            );
+        }
+        Decision { writes }
+    }
+}
+
+impl DomainRules {
+    /// Rule commands that bring the domain's rules to `tokens` (per period): stop rules of jobs
+    /// that are no longer active, change rates that moved, start rules for new jobs placed by
+    /// priority (more nodes first) with `rank=`.
+    fn update(
+        &mut self,
+        tokens: &BTreeMap<JobId, u64>,
+        nodes: &BTreeMap<JobId, u32>,
+        period_ns: u64,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        let gone: Vec<JobId> = self
+            .active
+            .keys()
+            .filter(|j| !tokens.contains_key(j))
+            .copied()
+            .collect();
+        for job in gone {
+            let (name, _, _) = self.active.remove(&job).expect("listed");
+            out.push(format!("stop {name}"));
+            self.namer.release(&job);
+        }
+        for (job, &t) in tokens {
+            let rate = rate_for_tokens(t, period_ns);
+            let node_count = nodes.get(job).copied().unwrap_or(1);
+            if let Some((name, old_rate, _)) = self.active.get_mut(job) {
+                if *old_rate != rate {
+                    *old_rate = rate;
+                    out.push(format!("change {name} rate={rate}"));
+                }
+                continue;
+            }
+            let name = self.namer.name_for(job).to_string();
+            // Rules are kept in priority order: the new rule goes before the first rule of a
+            // job with fewer nodes (or a later id at equal nodes), else before `default`.
+            let rank_key = |j: &JobId, n: u32| (n, std::cmp::Reverse(*j));
+            let before = self
+                .active
+                .iter()
+                .filter(|(other, (_, _, n))| rank_key(other, *n) < rank_key(job, node_count))
+                .max_by_key(|(other, (_, _, n))| rank_key(other, *n))
+                .map(|(_, (name, _, _))| name.clone())
+                .unwrap_or_else(|| "default".to_string());
+            out.push(format!(
+                "start {name} jobid={{{job}}} rate={rate} rank={before}"
+            ));
+            self.active.insert(*job, (name, rate, node_count));
+        }
+        out
+    }
+}
+
+/// TBF rate (RPC/s) that serves `tokens` RPCs in one period, within Lustre's valid range.
+pub fn rate_for_tokens(tokens: u64, period_ns: u64) -> u64 {
+    let rate = (u128::from(tokens) * u128::from(NS_PER_S) / u128::from(period_ns.max(1))) as u64;
+    rate.clamp(1, TBF_RATE_RPCS_PER_S_MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn job(name: &str) -> JobId {
+        JobId::new(name).unwrap()
+    }
+
+    fn demand(name: &str, nodes: u32, d: u64) -> JobDemand {
+        JobDemand {
+            job: job(name),
+            nodes,
+            demand_rpcs: d,
+        }
+    }
+
+    fn tokens(step: &TargetStep) -> Vec<u64> {
+        step.jobs.iter().map(|a| a.tokens).collect()
+    }
+
+    /// T = 1000 RPC/s, Δt = 100 ms: a budget of exactly 100 tokens per period.
+    fn allocator() -> TargetAllocator {
+        TargetAllocator::new(AdapTbfConfig::default())
+    }
+
+    #[test]
+    fn initial_allocation_follows_priority() {
+        // Eq. 1-2: nodes 1/1/3/5 are priorities 10/10/30/50 %; every job uses its share exactly
+        // so nothing is redistributed.
+        let mut a = allocator();
+        let s = a.step(
+            1000,
+            &[
+                demand("j1", 1, 10),
+                demand("j2", 1, 10),
+                demand("j3", 3, 30),
+                demand("j4", 5, 50),
+            ],
+        );
+        assert_eq!(s.budget_tokens, 100);
+        let initial: Vec<u64> = s.jobs.iter().map(|x| x.initial_tokens).collect();
+        assert_eq!(initial, vec![10, 10, 30, 50]);
+        assert_eq!(tokens(&s), vec![10, 10, 30, 50]);
+        assert!((s.jobs[3].priority - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn remainders_rotate_the_odd_token() {
+        // 100 tokens over three equal jobs: 33.33 each. Eq. 23-25 plus the largest-remainder
+        // correction give 34/33/33, then 33/34/33, then 33/33/34.
+        let mut a = allocator();
+        let jobs = [demand("a", 1, 34), demand("b", 1, 34), demand("c", 1, 34)];
+        let initial = |s: &TargetStep| s.jobs.iter().map(|x| x.initial_tokens).collect::<Vec<_>>();
+        assert_eq!(initial(&a.step(1000, &jobs)), vec![34, 33, 33]);
+        assert_eq!(initial(&a.step(1000, &jobs)), vec![33, 34, 33]);
+        assert_eq!(initial(&a.step(1000, &jobs)), vec![33, 33, 34]);
+    }
+
+    #[test]
+    fn budget_carries_fractions_between_periods() {
+        // 15 RPC/s over 100 ms is 1.5 tokens: budgets alternate 1, 2.
+        let mut a = allocator();
+        let budgets: Vec<u64> = (0..4)
+            .map(|_| a.step(15, &[demand("a", 1, 1)]).budget_tokens)
+            .collect();
+        assert_eq!(budgets, vec![1, 2, 1, 2]);
+    }
+
+    #[test]
+    fn redistribution_hand_computed() {
+        // Budget 100, two jobs of equal priority, demands 10 and 80, both new (their first
+        // period uses this period's allocation as the reference of eq. 3).
+        // initial 50/50; u = 0.2, 1.6; surplus 40, 0 (T_s = 40);
+        // DF = 0.2*0.5 = 0.1 and 1.6 + 1.6*0.5 = 2.4; shares 1.6 and 38.4 -> 1 and 38 plus the
+        // leftover token to the larger remainder (0.6): 2 and 38.
+        // α_RD = 50-40+2 = 12 and 50+38 = 88; records +38 and -38.
+        let mut a = allocator();
+        let s = a.step(1000, &[demand("a", 1, 10), demand("b", 1, 80)]);
+        assert_eq!(tokens(&s), vec![12, 88]);
+        assert_eq!(s.jobs[0].record, 38);
+        assert_eq!(s.jobs[1].record, -38);
+        assert!((s.jobs[1].utilization - 1.6).abs() < 1e-12);
+        assert_eq!(a.records_sum(), 0);
+    }
+
+    #[test]
+    fn recompensation_hand_computed() {
+        // Continue the redistribution example (tokens 12/88, records +38/-38) with demands
+        // 12 and 88: u = 12/12 = 1 and 88/88 = 1; initial 50/50; surplus 38, 0; DF 0.5, 0.5;
+        // shares 19/19: α_RD = 31 and 69, records +57 and -57.
+        // J+ = {a}, J- = {b}. ū_a = 12/31; C = 0.5 * (1 + (1 - 12/31)) / 2 = 0.40323;
+        // reclaim from b = min(38, 57, floor(0.40323 * 69) = 27) = 27.
+        // α_RC = 58 and 42, records +30 and -30.
+        let mut a = allocator();
+        a.step(1000, &[demand("a", 1, 10), demand("b", 1, 80)]);
+        let s = a.step(1000, &[demand("a", 1, 12), demand("b", 1, 88)]);
+        let rd: Vec<u64> = s.jobs.iter().map(|x| x.redistributed_tokens).collect();
+        assert_eq!(rd, vec![31, 69]);
+        assert_eq!(tokens(&s), vec![58, 42]);
+        assert_eq!(s.jobs[0].record, 30);
+        assert_eq!(s.jobs[1].record, -30);
+    }
+
+    #[test]
+    fn recompensation_is_bounded_by_debt() {
+        // After the redistribution example (records +38/-38) the lender bursts to 60 with
+        // u = 60/12 = 5, so C = 0.5*(5+0)/2 = 1.25, clamped to 1: reclaim = min(38, 50) = 38,
+        // which repays the whole debt and no more.
+        let mut a = allocator();
+        a.step(1000, &[demand("a", 1, 10), demand("b", 1, 80)]);
+        let s = a.step(1000, &[demand("a", 1, 60), demand("b", 1, 88)]);
+        assert_eq!(tokens(&s), vec![88, 12]);
+        assert_eq!(s.jobs[0].record, 0);
+        assert_eq!(s.jobs[1].record, 0);
+    }
+
+    #[test]
+    fn idle_lender_keeps_its_claim_until_retired() {
+        let mut a = TargetAllocator::new(AdapTbfConfig {
+            idle_periods_max: 3,
+            ..AdapTbfConfig::default()
+        });
+        a.step(1000, &[demand("a", 1, 10), demand("b", 1, 80)]);
+        assert_eq!(a.record(&job("a")), 38);
+        for _ in 0..3 {
+            a.step(1000, &[demand("b", 1, 80)]);
+        }
+        assert_eq!(a.record(&job("a")), 38, "an idle lender keeps its record");
+        a.step(1000, &[demand("b", 1, 80)]);
+        assert_eq!(a.record(&job("a")), 0, "retired after idle_periods_max");
+        assert_eq!(a.records_sum() + a.forgiven_tokens(), 0);
+        assert_eq!(a.tracked_jobs(), 1);
+    }
+
+    #[test]
+    fn jobs_max_bounds_memory() {
+        let mut a = TargetAllocator::new(AdapTbfConfig {
+            jobs_max: 10,
+            ..AdapTbfConfig::default()
+        });
+        for i in 0..50 {
+            a.step(
+                1000,
+                &[demand(&format!("j{i}"), 1, 5), demand("big", 1, 200)],
+            );
+            assert!(a.tracked_jobs() <= 10);
+        }
+        assert_eq!(a.records_sum() + a.forgiven_tokens(), 0);
+    }
+
+    #[test]
+    fn rules_follow_allocation_and_priority() {
+        let mut rules = DomainRules::default();
+        let nodes: BTreeMap<JobId, u32> = [(job("low"), 1), (job("mid"), 3), (job("high"), 5)]
+            .into_iter()
+            .collect();
+        let mut t = BTreeMap::new();
+        t.insert(job("mid"), 30u64);
+        t.insert(job("low"), 10u64);
+        let cmds = rules.update(&t, &nodes, 100_000_000);
+        // BTreeMap order: "low" first (goes before default), then "mid" before "low".
+        assert_eq!(
+            cmds,
+            vec![
+                "start jlow jobid={low} rate=100 rank=default",
+                "start jmid jobid={mid} rate=300 rank=jlow",
+            ]
+        );
+        t.insert(job("high"), 50);
+        t.insert(job("low"), 20);
+        t.remove(&job("mid"));
+        let cmds = rules.update(&t, &nodes, 100_000_000);
+        assert_eq!(
+            cmds,
+            vec![
+                "stop jmid",
+                "start jhigh jobid={high} rate=500 rank=jlow",
+                "change jlow rate=200",
+            ]
+        );
+        // Unchanged allocation: nothing to write.
+        assert!(rules.update(&t, &nodes, 100_000_000).is_empty());
+    }
+
+    #[test]
+    fn zero_tokens_still_give_a_valid_rate() {
+        assert_eq!(rate_for_tokens(0, 100_000_000), 1);
+        assert_eq!(rate_for_tokens(25, 100_000_000), 250);
+        assert_eq!(
+            rate_for_tokens(10_000_000, 1_000_000),
+            TBF_RATE_RPCS_PER_S_MAX
+        );
+    }
+
+    fn arb_periods() -> impl Strategy<Value = Vec<Vec<(u8, u32, u64)>>> {
+        // Up to 40 periods; each with up to 6 of 8 jobs, node counts 1..64, demand 0..400.
+        prop::collection::vec(
+            prop::collection::btree_map(0u8..8, (1u32..64, 0u64..400), 0..6)
+                .prop_map(|m| m.into_iter().map(|(j, (n, d))| (j, n, d)).collect()),
+            1..40,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn allocation_invariants(periods in arb_periods(), capacity in 1u64..5000) {
+            let mut a = allocator();
+            for period in periods {
+                let active: Vec<JobDemand> = period
+                    .iter()
+                    .map(|&(j, n, d)| demand(&format!("job{j}"), n, d))
+                    .collect();
+                let any_demand = active.iter().any(|j| j.demand_rpcs > 0);
+                let before: BTreeMap<JobId, i64> =
+                    active.iter().map(|j| (j.job, a.record(&j.job))).collect();
+                let s = a.step(capacity, &active);
+                if !active.is_empty() {
+                    // Every step hands out exactly its budget.
+                    prop_assert_eq!(s.jobs.iter().map(|x| x.tokens).sum::<u64>(), s.budget_tokens);
+                    prop_assert_eq!(s.jobs.iter().map(|x| x.initial_tokens).sum::<u64>(), s.budget_tokens);
+                }
+                // Records are zero-sum (nothing retired in 40 periods).
+                prop_assert_eq!(a.records_sum(), 0);
+                for x in &s.jobs {
+                    let r0 = before[&x.job];
+                    // A job with no demand lends and never borrows.
+                    if x.demand_rpcs == 0 && any_demand {
+                        prop_assert!(x.record >= r0, "{:?} borrowed with no demand", x.job);
+                    }
+                    // A reclaim never exceeds the borrower's debt: a job tokens were reclaimed
+                    // from is still a borrower (or even) afterwards, never a lender.
+                    if x.tokens < x.redistributed_tokens {
+                        prop_assert!(r0 < 0, "reclaimed from a non-borrower");
+                        prop_assert!(x.record <= 0, "reclaim exceeded the debt of {:?}", x.job);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn mean_initial_allocation_matches_share(
+            nodes in prop::collection::vec(1u32..50, 1..6),
+            capacity in 1u64..3000,
+            periods in 1usize..200,
+        ) {
+            let mut a = allocator();
+            let active: Vec<JobDemand> = nodes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| demand(&format!("j{i}"), n, 1))
+                .collect();
+            let nodes_total: u32 = nodes.iter().sum();
+            let mut got = vec![0u64; nodes.len()];
+            let mut budget_total = 0u64;
+            for _ in 0..periods {
+                let s = a.step(capacity, &active);
+                budget_total += s.budget_tokens;
+                for (g, x) in got.iter_mut().zip(&s.jobs) {
+                    *g += x.initial_tokens;
+                }
+            }
+            for (i, &n) in nodes.iter().enumerate() {
+                let exact = budget_total as f64 * n as f64 / nodes_total as f64;
+                prop_assert!((got[i] as f64 - exact).abs() <= 1.0 + 1e-6,
+                    "job {} got {} of exact {}", i, got[i], exact);
+            }
+        }
+    }
+}

@@ -41,6 +41,8 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
+
 use super::{
     ControlWrite, Controller, Decision, DomainId, DomainWrite, JobTargetStats, Observation,
     RuleNamer,
@@ -138,7 +140,9 @@ struct JobState {
 #[derive(Clone, Debug)]
 pub struct TargetAllocator {
     config: AdapTbfConfig,
-    jobs: BTreeMap<JobId, JobState>,
+    /// Per-job state. A hash map is safe here: nothing iterates it in an order that reaches a
+    /// result (retirement sorts, sums are order-free).
+    jobs: FxHashMap<JobId, JobState>,
     /// Fraction of a token carried between budgets, in nano-tokens.
     budget_carry_nano: u128,
     /// Index of the next period.
@@ -150,7 +154,7 @@ impl TargetAllocator {
     pub fn new(config: AdapTbfConfig) -> Self {
         TargetAllocator {
             config,
-            jobs: BTreeMap::new(),
+            jobs: FxHashMap::default(),
             budget_carry_nano: 0,
             period: 0,
             forgiven_tokens: 0,
@@ -181,7 +185,10 @@ impl TargetAllocator {
     /// the period (duplicates are a caller bug and panic); order does not matter.
     pub fn step(&mut self, capacity_rpcs_per_s: u64, active: &[JobDemand]) -> TargetStep {
         let mut active: Vec<JobDemand> = active.to_vec();
-        active.sort_by_key(|a| a.job);
+        // Observations arrive sorted by job id; sort only when a caller did not.
+        if !active.is_sorted_by_key(|a| a.job) {
+            active.sort_by_key(|a| a.job);
+        }
         assert!(
             active.windows(2).all(|w| w[0].job != w[1].job),
             "a job appears twice in one step"
@@ -202,9 +209,11 @@ impl TargetAllocator {
                 jobs: Vec::new(),
             };
         }
-        for j in &active {
-            self.jobs.entry(j.job).or_default();
-        }
+        // Take the active jobs' states out of the map once; they go back at the end.
+        let mut states: Vec<JobState> = active
+            .iter()
+            .map(|j| self.jobs.remove(&j.job).unwrap_or_default())
+            .collect();
 
         // Eq. 1: priority over the active jobs. A job with zero nodes has no priority.
         let nodes_total: u64 = active.iter().map(|j| u64::from(j.nodes)).sum();
@@ -221,13 +230,10 @@ impl TargetAllocator {
 
         // Eq. 2 with eq. 23-25: integer initial allocation.
         let raw: Vec<f64> = priority.iter().map(|p| p * budget as f64).collect();
-        let mut rho: Vec<f64> = active
-            .iter()
-            .map(|j| self.jobs[&j.job].rho_initial)
-            .collect();
+        let mut rho: Vec<f64> = states.iter().map(|s| s.rho_initial).collect();
         let initial = apportion(&raw, budget, &mut rho);
-        for (j, r) in active.iter().zip(&rho) {
-            self.jobs.get_mut(&j.job).expect("inserted").rho_initial = *r;
+        for (state, r) in states.iter_mut().zip(&rho) {
+            state.rho_initial = *r;
         }
 
         // Eq. 3: utilization against the previous period's allocation.
@@ -235,8 +241,8 @@ impl TargetAllocator {
         let utilization: Vec<f64> = active
             .iter()
             .zip(&initial)
-            .map(|(j, &alpha_now)| {
-                let state = &self.jobs[&j.job];
+            .zip(&states)
+            .map(|((j, &alpha_now), state)| {
                 let reference = if state.last_active_period.map(|p| p + 1) == Some(period) {
                     state.last_tokens
                 } else {
@@ -267,25 +273,19 @@ impl TargetAllocator {
         } else {
             priority.clone()
         };
-        let mut rho: Vec<f64> = active
-            .iter()
-            .map(|j| self.jobs[&j.job].rho_redistribution)
-            .collect();
+        let mut rho: Vec<f64> = states.iter().map(|s| s.rho_redistribution).collect();
         let share = apportion(
             &proportional(&weights, surplus_total),
             surplus_total,
             &mut rho,
         );
-        let records_before: Vec<i64> = active.iter().map(|j| self.jobs[&j.job].record).collect();
+        let records_before: Vec<i64> = states.iter().map(|s| s.record).collect();
         let mut alpha_rd = Vec::with_capacity(n);
         let mut record_rd = Vec::with_capacity(n);
         for i in 0..n {
             alpha_rd.push(initial[i] - surplus[i] + share[i]);
             record_rd.push(records_before[i] + surplus[i] as i64 - share[i] as i64);
-            self.jobs
-                .get_mut(&active[i].job)
-                .expect("inserted")
-                .rho_redistribution = rho[i];
+            states[i].rho_redistribution = rho[i];
         }
 
         // Eq. 9-10: lenders and borrowers, by sign before and after redistribution.
@@ -328,7 +328,7 @@ impl TargetAllocator {
             };
             let mut rho: Vec<f64> = lenders
                 .iter()
-                .map(|&i| self.jobs[&active[i].job].rho_recompensation)
+                .map(|&i| states[i].rho_recompensation)
                 .collect();
             let give = apportion(
                 &proportional(&lender_weights, reclaimed_total),
@@ -338,16 +338,12 @@ impl TargetAllocator {
             for (k, &i) in lenders.iter().enumerate() {
                 alpha_rc[i] += give[k];
                 record_rc[i] -= give[k] as i64;
-                self.jobs
-                    .get_mut(&active[i].job)
-                    .expect("inserted")
-                    .rho_recompensation = rho[k];
+                states[i].rho_recompensation = rho[k];
             }
         }
 
         let mut out = Vec::with_capacity(n);
-        for i in 0..n {
-            let state = self.jobs.get_mut(&active[i].job).expect("inserted");
+        for (i, mut state) in states.into_iter().enumerate() {
             state.record = record_rc[i];
             state.last_tokens = alpha_rc[i];
             state.last_active_period = Some(period);
@@ -361,6 +357,7 @@ impl TargetAllocator {
                 tokens: alpha_rc[i],
                 record: record_rc[i],
             });
+            self.jobs.insert(active[i].job, state);
         }
         self.retire(period);
         TargetStep {
@@ -426,51 +423,67 @@ fn apportion(raw: &[f64], total: u64, rho: &mut [f64]) -> Vec<u64> {
         *carried = wanted - floored;
         out.push(floored as u64);
     }
-    let mut sum: u64 = out.iter().sum();
-    if sum < total && raw.iter().all(|r| *r <= 0.0) {
-        // Nobody has a claim: nothing to correct (callers only apportion positive totals over
-        // positive weights, so this is a zero total).
-        return out;
-    }
-    while sum < total {
-        let i = argmax_claimed(rho, raw);
-        out[i] += 1;
-        rho[i] -= 1.0;
-        sum += 1;
-    }
-    while sum > total {
-        let i = argmin_positive(rho, &out);
-        out[i] -= 1;
-        rho[i] += 1.0;
-        sum -= 1;
+    let sum: u64 = out.iter().sum();
+    if sum < total {
+        // Leftover tokens go one each to the largest remainders among jobs with a claim. The
+        // shortfall is at most about one token per job, so one pass in sorted order suffices;
+        // the loop repeats only if it is not (it never is by more than a few rounds).
+        let mut order: Vec<usize> = (0..raw.len()).filter(|&i| raw[i] > 0.0).collect();
+        if order.is_empty() {
+            // Nobody has a claim: callers only do this with a zero total.
+            return out;
+        }
+        let mut missing = total - sum;
+        let by_remainder_desc = |a: &usize, b: &usize| rho[*b].total_cmp(&rho[*a]).then(a.cmp(b));
+        if (missing as usize) < order.len() {
+            // Only which jobs are in the top `missing` matters, not their order: a linear
+            // selection instead of a sort keeps the step O(n).
+            order.select_nth_unstable_by(missing as usize, by_remainder_desc);
+            order.truncate(missing as usize);
+        } else {
+            order.sort_by(by_remainder_desc);
+        }
+        while missing > 0 {
+            for &i in &order {
+                if missing == 0 {
+                    break;
+                }
+                out[i] += 1;
+                rho[i] -= 1.0;
+                missing -= 1;
+            }
+        }
+    } else if sum > total {
+        // Excess tokens are taken one each from the smallest remainders among jobs that hold
+        // tokens (the ones rounded up the most).
+        let mut order: Vec<usize> = (0..raw.len()).filter(|&i| out[i] > 0).collect();
+        let mut excess = sum - total;
+        let by_remainder_asc = |a: &usize, b: &usize| rho[*a].total_cmp(&rho[*b]).then(a.cmp(b));
+        if (excess as usize) < order.len() {
+            order.select_nth_unstable_by(excess as usize, by_remainder_asc);
+            order.truncate(excess as usize);
+        } else {
+            order.sort_by(by_remainder_asc);
+        }
+        while excess > 0 {
+            let before = excess;
+            for &i in &order {
+                if excess == 0 {
+                    break;
+                }
+                if out[i] > 0 {
+                    out[i] -= 1;
+                    rho[i] += 1.0;
+                    excess -= 1;
+                }
+            }
+            assert!(
+                excess < before,
+                "sum > total implies some count is positive"
+            );
+        }
     }
     out
-}
-
-fn argmax_claimed(values: &[f64], raw: &[f64]) -> usize {
-    let mut best: Option<usize> = None;
-    for (i, v) in values.iter().enumerate() {
-        if raw[i] <= 0.0 {
-            continue;
-        }
-        if best.is_none_or(|b| *v > values[b]) {
-            best = Some(i);
-        }
-    }
-    best.expect("some entry has a claim")
-}
-
-fn argmin_positive(values: &[f64], counts: &[u64]) -> usize {
-    let mut best: Option<usize> = None;
-    for (i, v) in values.iter().enumerate() {
-        if counts[i] == 0 {
-            continue;
-        }
-        if best.is_none_or(|b| *v < values[b]) {
-            best = Some(i);
-        }
-    }
-    best.expect("sum > total implies some count is positive")
 }
 
 /// The AdapTBF controller: one [`TargetAllocator`] per target, and a rule manager per domain

@@ -492,6 +492,33 @@ mod tests {
         assert!(ByteSize::parse("abc").is_err());
         assert_eq!(ByteSize(4 << 20).to_string(), "4M");
     }
+
+    #[derive(Deserialize)]
+    struct One {
+        s: ByteSize,
+    }
+
+    #[test]
+    fn sizes_deserialize_from_integers_and_strings_only() {
+        let one = |t: &str| {
+            toml::from_str::<One>(t)
+                .map(|o| o.s)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(one("s = 4096"), Ok(ByteSize(4096)));
+        assert_eq!(one("s = \"64k\""), Ok(ByteSize(64 << 10)));
+        assert!(one("s = 1.5").unwrap_err().contains("expected a size"));
+        assert!(one("s = -1").unwrap_err().contains("negative"));
+        assert!(one("s = true").unwrap_err().contains("expected a size"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn displayed_sizes_parse_back(b in 0u64..(1 << 52)) {
+            let shown = ByteSize(b).to_string();
+            proptest::prop_assert_eq!(ByteSize::parse(&shown), Ok(ByteSize(b)));
+        }
+    }
 }
 
 /// A scenario that cannot be used, with the file, the field, the value and what is allowed.

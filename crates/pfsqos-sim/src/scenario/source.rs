@@ -229,3 +229,63 @@ fn find(root: &Spanned<Node>, path: &str) -> Option<Range<usize>> {
     }
     Some(node.span())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str =
+        "a = 1\n[t]\nb = \"x\"\n[[arr]]\nc = [10, 20]\n[[arr]]\nc = [30, { d = 4 }]\n";
+
+    fn at(path: &str) -> Option<&'static str> {
+        let tree: Spanned<Node> = toml::from_str(TEXT).unwrap();
+        find(&tree, path).map(|s| &TEXT[s])
+    }
+
+    #[test]
+    fn finds_values_by_dotted_path() {
+        assert_eq!(at("a"), Some("1"));
+        assert_eq!(at("t.b"), Some("\"x\""));
+        assert_eq!(at("arr[0].c[1]"), Some("20"));
+        assert_eq!(at("arr[1].c[1].d"), Some("4"));
+        assert_eq!(at("arr[2].c"), None);
+        assert_eq!(at("t.missing"), None);
+        assert_eq!(at("a.b"), None);
+        assert_eq!(at(""), None);
+    }
+
+    #[test]
+    fn line_and_column_are_one_based() {
+        assert_eq!(line_col(TEXT, 0), "line 1, column 1");
+        let off = TEXT.find("b =").unwrap();
+        assert_eq!(line_col(TEXT, off + 4), "line 3, column 5");
+    }
+
+    #[test]
+    fn long_values_are_cut() {
+        let text = "x".repeat(200);
+        let v = value_text(&text, 0..200);
+        assert_eq!(v.len(), VALUE_TEXT_LEN_MAX + 3);
+        assert!(v.ends_with("..."));
+    }
+
+    #[test]
+    fn messages_become_one_line_in_plain_words() {
+        assert_eq!(
+            friendly("invalid type: string \"8\", expected u32\n"),
+            "invalid type: string \"8\", expected a whole number from 0 to 4294967295"
+        );
+        assert_eq!(
+            friendly("invalid table header\nexpected `.`, `]`\n"),
+            "invalid table header; expected `.`, `]`"
+        );
+        assert_eq!(
+            allowed_fields("unknown field `x`, expected one of `a`, `b`"),
+            "allowed: a, b"
+        );
+        assert_eq!(
+            quoted_after("unknown field `x`, expected", "unknown field `"),
+            Some("x".to_string())
+        );
+    }
+}

@@ -855,3 +855,47 @@ impl PolicySpec {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_within_the_limits() {
+        let c = Ctx { file: "t" };
+        ClusterSpec::default().validate(&c, 1).unwrap();
+        NetworkSpec::default().validate(&c).unwrap();
+        PolicySpec::default().validate(&c).unwrap();
+        assert!(DEVICE_PRESETS.contains(&super::super::default_device().as_str()));
+    }
+
+    #[test]
+    fn lustre_limits_hold_together() {
+        assert!(STRIPE_SIZE_MAX.is_multiple_of(STRIPE_SIZE_UNIT));
+        assert!(BRW_SIZE_MIN.is_power_of_two() && BRW_SIZE_MAX.is_power_of_two());
+        assert!(u64::from(OSTS_PER_OSS_MAX) <= u64::from(OSTS_MAX));
+        // The largest run at the finest bins allowed must fit the bin limit.
+        assert!(DURATION_S_MAX * 1000.0 / PERIOD_MS_MAX as f64 <= BINS_MAX as f64);
+    }
+
+    #[test]
+    fn stripe_size_rule() {
+        let c = Ctx { file: "t" };
+        assert!(check_stripe_size(&c, "f", ByteSize(64 << 10)).is_ok());
+        assert!(check_stripe_size(&c, "f", ByteSize(STRIPE_SIZE_MAX)).is_ok());
+        assert!(check_stripe_size(&c, "f", ByteSize(STRIPE_SIZE_MAX + STRIPE_SIZE_UNIT)).is_err());
+        assert!(check_stripe_size(&c, "f", ByteSize(96 << 10)).is_err());
+        assert!(check_stripe_size(&c, "f", ByteSize(0)).is_err());
+    }
+
+    #[test]
+    fn float_checks_reject_non_finite() {
+        let c = Ctx { file: "t" };
+        for v in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.5, 0.0] {
+            assert!(check_f64(&c, "f", v, 0.0, true, 10.0, "x").is_err(), "{v}");
+        }
+        assert!(check_f64(&c, "f", 0.0, 0.0, false, 10.0, "x").is_ok());
+        assert!(check_f64(&c, "f", 10.0, 0.0, true, 10.0, "x").is_ok());
+        assert!(check_f64(&c, "f", 10.5, 0.0, true, 10.0, "x").is_err());
+    }
+}

@@ -902,3 +902,79 @@ fn flagship_matches_the_paper_set_up() {
     }
     assert_eq!(s.policy.compare, ["nobw", "static"]);
 }
+
+fn docs() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenarios.md"))
+        .unwrap()
+}
+
+/// The ```toml block under "A full annotated example" in docs/scenarios.md.
+fn annotated_example(docs: &str) -> String {
+    let section = &docs[docs
+        .find("## A full annotated example")
+        .expect("section present")..];
+    let start = section.find("```toml\n").unwrap() + "```toml\n".len();
+    let end = start + section[start..].find("```").unwrap();
+    section[start..end].to_string()
+}
+
+#[test]
+fn documented_example_is_valid() {
+    let s = Scenario::from_toml_str(&annotated_example(&docs()), "docs/scenarios.md").unwrap();
+    assert_eq!(s.jobs.len(), 3);
+}
+
+/// Every key serde accepts, in every table, has a row in docs/scenarios.md. serde lists the
+/// accepted keys when it meets an unknown one, so a new field without docs fails here.
+#[test]
+fn every_field_is_documented() {
+    let docs = docs();
+    let example = annotated_example(&docs);
+    let injections = [
+        ("name = \"annotated\"", "zzz = 1\nname = \"annotated\""),
+        ("[simulation]\n", "[simulation]\nzzz = 1\n"),
+        ("[cluster]\n", "[cluster]\nzzz = 1\n"),
+        ("[network]\n", "[network]\nzzz = 1\n"),
+        ("[[device]]\n", "[[device]]\nzzz = 1\n"),
+        (
+            "{ size = \"4k\", bandwidth_mib_s = 400.0",
+            "{ zzz = 1, size = \"4k\", bandwidth_mib_s = 400.0",
+        ),
+        ("[[oss]]\n", "[[oss]]\nzzz = 1\n"),
+        ("[[job]]\n", "[[job]]\nzzz = 1\n"),
+        ("[[job.processes]]\n", "[[job.processes]]\nzzz = 1\n"),
+        (
+            "[job.processes.shape]\n",
+            "[job.processes.shape]\nzzz = 1\n",
+        ),
+        ("{ at_s = 10.0", "{ zzz = 1, at_s = 10.0"),
+        ("[policy]\n", "[policy]\nzzz = 1\n"),
+    ];
+    let mut checked = 0;
+    for (anchor, replacement) in injections {
+        assert!(example.contains(anchor), "`{anchor}` not in the example");
+        let e = err(&example.replacen(anchor, replacement, 1));
+        assert!(e.field.ends_with("zzz"), "{e}");
+        let list = &e.message[e.message.find("allowed: ").unwrap() + "allowed: ".len()..];
+        let list = &list[..list.find(" (line").unwrap_or(list.len())];
+        for key in list.split(", ") {
+            let row = format!("| `{key}` |");
+            let table_row = format!("| `[{key}]` |");
+            let array_row = format!("| `[[{key}]]` |");
+            let nested = [
+                format!("| `[[job.{key}]]` |"),
+                format!("| `[job.processes.{key}]` |"),
+            ];
+            assert!(
+                docs.contains(&row)
+                    || docs.contains(&table_row)
+                    || docs.contains(&array_row)
+                    || nested.iter().any(|n| docs.contains(n)),
+                "field `{key}` of `{}` has no row in docs/scenarios.md",
+                e.field
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "only {checked} keys checked");
+}

@@ -124,6 +124,7 @@ fn allowed_fields(message: &str) -> String {
         Some(i) => {
             let list = message[i + "expected ".len()..]
                 .trim_start_matches("one of ")
+                .replace("` or `", "`, `")
                 .replace('`', "");
             format!("allowed: {list}")
         }
@@ -281,6 +282,10 @@ mod tests {
         );
         assert_eq!(
             allowed_fields("unknown field `x`, expected one of `a`, `b`"),
+            "allowed: a, b"
+        );
+        assert_eq!(
+            allowed_fields("unknown field `x`, expected `a` or `b`"),
             "allowed: a, b"
         );
         assert_eq!(

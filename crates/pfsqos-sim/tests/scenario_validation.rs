@@ -664,6 +664,22 @@ fn too_many_processes() {
 }
 
 #[test]
+fn too_many_io_calls_or_client_ost_pairs() {
+    expect(
+        &with("numjobs = 4", "numjobs = 2000\niodepth = 1000"),
+        "job[0].processes[0].iodepth",
+        Some("1000"),
+        "at most 1000000",
+    );
+    // 65536 clients × 300 OSTs exceeds 16 Mi pairs.
+    let text = with("clients = 2", "clients = 65536").replace(
+        "osts = 1\n",
+        "osts = 256\n\n[[oss]]\nname = \"oss2\"\nosts = 42\n",
+    );
+    expect(&text, "cluster.clients", Some("65536"), "client-OST pairs");
+}
+
+#[test]
 fn bad_shapes() {
     let p = "job[1].processes[1].shape";
     expect(

@@ -60,6 +60,11 @@ pub const NUMJOBS_MAX: u32 = 65_536;
 /// Processes of all jobs together; each is simulated individually.
 pub const PROCESSES_MAX: u64 = 100_000;
 pub const IODEPTH_MAX: u32 = 1024;
+/// I/O calls outstanding at once over all processes (`numjobs × iodepth` summed): each is
+/// state the engine keeps.
+pub const IO_CALLS_MAX: u64 = 1_000_000;
+/// Client-OST pairs: clients keep per-OST state (RPCs in flight, dirty data), as Lustre's OSCs.
+pub const CLIENT_OST_PAIRS_MAX: u64 = 16 << 20;
 /// fio accepts larger blocks, but no scenario here needs an I/O call above 1 GiB.
 pub const BS_MAX: u64 = 1 << 30;
 /// 1 PiB per process.
@@ -388,6 +393,7 @@ impl Scenario {
         let clients = self.cluster.clients;
         let mut ids = BTreeSet::new();
         let mut processes: u64 = 0;
+        let mut io_calls: u64 = 0;
         for (i, j) in self.jobs.iter().enumerate() {
             let p = format!("job[{i}]");
             if j.id.is_empty() {
@@ -452,11 +458,19 @@ impl Scenario {
                 let gp = format!("{p}.processes[{g_i}]");
                 self.validate_group(c, &gp, g, osts)?;
                 processes += u64::from(g.numjobs);
+                io_calls += u64::from(g.numjobs) * u64::from(g.iodepth);
                 if processes > PROCESSES_MAX {
                     return Err(c.err(
                         format!("{gp}.numjobs"),
                         g.numjobs.to_string(),
                         format!("the scenario would have {processes} processes; at most {PROCESSES_MAX} allowed over all jobs"),
+                    ));
+                }
+                if io_calls > IO_CALLS_MAX {
+                    return Err(c.err(
+                        format!("{gp}.iodepth"),
+                        g.iodepth.to_string(),
+                        format!("the scenario would have {io_calls} I/O calls outstanding (numjobs × iodepth over all groups); at most {IO_CALLS_MAX} allowed"),
                     ));
                 }
             }
@@ -791,6 +805,17 @@ impl ClusterSpec {
             CLIENTS_MAX,
             "client count",
         )?;
+        let pairs = u64::from(self.clients) * u64::from(osts);
+        if pairs > CLIENT_OST_PAIRS_MAX {
+            return Err(c.err(
+                "cluster.clients",
+                self.clients.to_string(),
+                format!(
+                    "{} clients × {osts} OSTs = {pairs} client-OST pairs; at most {CLIENT_OST_PAIRS_MAX} allowed",
+                    self.clients
+                ),
+            ));
+        }
         let brw = self.brw_size.bytes();
         if !brw.is_power_of_two() || !(BRW_SIZE_MIN..=BRW_SIZE_MAX).contains(&brw) {
             return Err(c.err(

@@ -680,6 +680,17 @@ fn too_many_io_calls_or_client_ost_pairs() {
 }
 
 #[test]
+fn too_many_series_cells() {
+    // 2,000,001 bins × 2 jobs × 100 OSTs = 400 M cells > 2^28.
+    let text = with("duration_s = 10.0", "duration_s = 2000.0\nbin_ms = 1")
+        .replace("osts = 1\n", "osts = 98\n");
+    let e = expect(&text, "simulation.bin_ms", Some("1"), "time-series cells");
+    assert!(e.message.contains("use bin_ms >= 2"), "{e}");
+    let fixed = text.replace("bin_ms = 1\n", "bin_ms = 2\n");
+    Scenario::from_toml_str(&fixed, FILE).unwrap();
+}
+
+#[test]
 fn bad_shapes() {
     let p = "job[1].processes[1].shape";
     expect(

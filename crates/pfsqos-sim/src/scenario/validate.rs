@@ -15,6 +15,9 @@ pub const DEVICE_PRESETS: &[&str] = &["hdd", "ssd-sata"];
 pub const DURATION_S_MAX: f64 = 30.0 * 24.0 * 3600.0;
 /// Time-series bins of one run; 10 M bins of a few counters already take hundreds of MB.
 pub const BINS_MAX: u64 = 10_000_000;
+/// Time-series cells of one run (`bins × jobs × OSTs`): the engine keeps a per-job, per-OST
+/// series and allocates it up front.
+pub const SERIES_CELLS_MAX: u64 = 1 << 28;
 /// Bin widths and control periods longer than an hour describe no useful measurement.
 pub const PERIOD_MS_MAX: u64 = 3_600_000;
 pub const NAME_LEN_MAX: usize = 64;
@@ -222,7 +225,30 @@ impl Scenario {
         let osts = self.validate_osses(&c)?;
         self.cluster.validate(&c, osts)?;
         self.validate_jobs(&c, osts)?;
+        self.validate_series(&c, osts)?;
         self.policy.validate(&c)?;
+        Ok(())
+    }
+
+    /// Bins are counted as the engine counts them: whole bins in the duration, plus one.
+    fn validate_series(&self, c: &Ctx, osts: u32) -> Res {
+        let sim = &self.simulation;
+        let duration_ms = sim.duration_s * 1000.0;
+        let bins = (duration_ms / sim.bin_ms as f64).floor() as u64 + 1;
+        let per_bin = self.jobs.len() as u64 * u64::from(osts);
+        let cells = bins.saturating_mul(per_bin);
+        if cells > SERIES_CELLS_MAX {
+            let min_ms =
+                (duration_ms * per_bin as f64 / (SERIES_CELLS_MAX - per_bin) as f64).ceil();
+            return Err(c.err(
+                "simulation.bin_ms",
+                sim.bin_ms.to_string(),
+                format!(
+                    "{bins} bins × {} jobs × {osts} OSTs = {cells} time-series cells; at most {SERIES_CELLS_MAX} allowed: use bin_ms >= {min_ms}",
+                    self.jobs.len()
+                ),
+            ));
+        }
         Ok(())
     }
 

@@ -8,6 +8,14 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer};
 
+mod source;
+mod validate;
+
+pub use validate::*;
+
+/// Largest scenario file read; real scenarios are a few KiB.
+pub const FILE_LEN_MAX: u64 = 4 << 20;
+
 /// A whole scenario file.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -430,7 +438,7 @@ impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.0;
         for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "k")] {
-            if b >= 1 << shift && b % (1 << shift) == 0 {
+            if b >= 1 << shift && b.is_multiple_of(1 << shift) {
                 return write!(f, "{}{unit}", b >> shift);
             }
         }
@@ -440,19 +448,31 @@ impl fmt::Display for ByteSize {
 
 impl<'de> Deserialize<'de> for ByteSize {
     fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Int(i64),
-            Text(String),
+        // A visitor rather than an untagged enum, so a wrong type reads "invalid type: floating
+        // point `1.5`, expected a size ..." instead of "did not match any variant".
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ByteSize;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a size: a whole number of bytes or a string such as \"4k\", \"1M\", \"1GiB\"",
+                )
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ByteSize, E> {
+                Ok(ByteSize(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ByteSize, E> {
+                u64::try_from(v).map(ByteSize).map_err(|_| {
+                    E::custom(format!(
+                        "size {v} is negative (expected e.g. 4096, \"4k\", \"1M\", \"1GiB\")"
+                    ))
+                })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ByteSize, E> {
+                ByteSize::parse(v).map_err(E::custom)
+            }
         }
-        match Raw::deserialize(de)? {
-            Raw::Int(i) if i >= 0 => Ok(ByteSize(i as u64)),
-            Raw::Int(i) => Err(serde::de::Error::custom(format!(
-                "size {i} is negative (expected e.g. 4096, 4k, 1M, 1GiB)"
-            ))),
-            Raw::Text(t) => ByteSize::parse(&t).map_err(serde::de::Error::custom),
-        }
+        de.deserialize_any(V)
     }
 }
 
@@ -471,6 +491,33 @@ mod tests {
         assert!(ByteSize::parse("1Q").is_err());
         assert!(ByteSize::parse("abc").is_err());
         assert_eq!(ByteSize(4 << 20).to_string(), "4M");
+    }
+
+    #[derive(Deserialize)]
+    struct One {
+        s: ByteSize,
+    }
+
+    #[test]
+    fn sizes_deserialize_from_integers_and_strings_only() {
+        let one = |t: &str| {
+            toml::from_str::<One>(t)
+                .map(|o| o.s)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(one("s = 4096"), Ok(ByteSize(4096)));
+        assert_eq!(one("s = \"64k\""), Ok(ByteSize(64 << 10)));
+        assert!(one("s = 1.5").unwrap_err().contains("expected a size"));
+        assert!(one("s = -1").unwrap_err().contains("negative"));
+        assert!(one("s = true").unwrap_err().contains("expected a size"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn displayed_sizes_parse_back(b in 0u64..(1 << 52)) {
+            let shown = ByteSize(b).to_string();
+            proptest::prop_assert_eq!(ByteSize::parse(&shown), Ok(ByteSize(b)));
+        }
     }
 }
 
@@ -507,29 +554,43 @@ impl Scenario {
     /// Reads, parses and validates a scenario file.
     pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        let cannot_read = |message: String| ScenarioError {
             file: file.clone(),
             field: String::new(),
             value: None,
-            message: format!("cannot read: {e}"),
-        })?;
+            message,
+        };
+        let len_bytes = std::fs::metadata(path)
+            .map_err(|e| cannot_read(format!("cannot read: {e}")))?
+            .len();
+        if len_bytes > FILE_LEN_MAX {
+            return Err(cannot_read(format!(
+                "file is {len_bytes} bytes long; a scenario may be at most {FILE_LEN_MAX} bytes"
+            )));
+        }
+        let text =
+            std::fs::read_to_string(path).map_err(|e| cannot_read(format!("cannot read: {e}")))?;
         Scenario::from_toml_str(&text, &file)
     }
 
-    /// Parses and validates scenario text; `file` names it in errors.
+    /// Parses and validates scenario text; `file` names it in errors. Errors carry the dotted
+    /// field path, the value as written and its line and column.
     pub fn from_toml_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-        let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError {
-            file: file.to_string(),
-            field: String::new(),
-            value: None,
-            message: e.to_string(),
-        })?;
-        scenario.validate(file)?;
+        if text.len() as u64 > FILE_LEN_MAX {
+            return Err(ScenarioError {
+                file: file.to_string(),
+                field: String::new(),
+                value: None,
+                message: format!(
+                    "text is {} bytes long; a scenario may be at most {FILE_LEN_MAX} bytes",
+                    text.len()
+                ),
+            });
+        }
+        let scenario = source::parse(text, file)?;
+        scenario
+            .validate(file)
+            .map_err(|e| source::locate(text, e))?;
         Ok(scenario)
-    }
-
-    /// Checks ranges and references. STUB: the full validation is being written.
-    pub fn validate(&self, _file: &str) -> Result<(), ScenarioError> {
-        Ok(())
     }
 }

@@ -1,0 +1,296 @@
+//! Ties errors back to the scenario text: field paths of serde errors, and the text and
+//! position of a value as written, so an error reads `job[1].processes[0].bs`, `"0k"`, line 14.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_path_to_error::Segment;
+use toml::Spanned;
+
+use super::{Scenario, ScenarioError};
+
+/// Longest value text an error quotes; longer values are cut with `...`.
+const VALUE_TEXT_LEN_MAX: usize = 80;
+
+/// Deserializes `text` and turns a failure into an error with the field path, the value as
+/// written and its line and column.
+pub(super) fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut field = path_text(e.path());
+        let inner = e.inner();
+        let mut message = friendly(inner.message());
+        let mut value = None;
+        let span = inner.span();
+        if let Some(name) = quoted_after(&message, "unknown field `") {
+            // Depending on where the key sits, the path may stop at the table holding it.
+            if !(field == name || field.ends_with(&format!(".{name}"))) {
+                field = join(&field, &name);
+            }
+            message = format!("unknown field `{name}`; {}", allowed_fields(&message));
+        } else if let Some(name) = quoted_after(&message, "missing field `") {
+            field = join(&field, &name);
+            message = format!("missing required field `{name}`");
+        } else if let Some(span) = span.clone() {
+            if !field.is_empty() && !is_table_text(text, &span) {
+                value = Some(value_text(text, span));
+            }
+        }
+        if let Some(span) = span {
+            message = format!("{message} ({})", line_col(text, span.start));
+        }
+        ScenarioError {
+            file: file.to_string(),
+            field,
+            value,
+            message,
+        }
+    })
+}
+
+/// Replaces the normalized value of a validation error by the value as written in `text` and
+/// adds its line and column, when the field is written in the file (defaults are not).
+pub(super) fn locate(text: &str, mut err: ScenarioError) -> ScenarioError {
+    let Ok(tree) = toml::from_str::<Spanned<Node>>(text) else {
+        return err;
+    };
+    if let Some(span) = find(&tree, &err.field) {
+        if err.value.is_some() && !is_table_text(text, &span) {
+            err.value = Some(value_text(text, span.clone()));
+        }
+        err.message = format!("{} ({})", err.message, line_col(text, span.start));
+    }
+    err
+}
+
+fn path_text(path: &serde_path_to_error::Path) -> String {
+    let mut out = String::new();
+    for seg in path {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+/// One line, and serde's Rust type names in words a scenario author knows.
+fn friendly(message: &str) -> String {
+    let one_line: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut m = one_line.join("; ");
+    for (rust, words) in [
+        (
+            "expected u32",
+            "expected a whole number from 0 to 4294967295",
+        ),
+        ("expected u64", "expected a whole number from 0 to 2^64-1"),
+        ("expected f64", "expected a number"),
+        ("expected a string", "expected a quoted string"),
+    ] {
+        m = m.replace(rust, words);
+    }
+    m
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_string()
+    } else {
+        format!("{parent}.{name}")
+    }
+}
+
+/// The text between `prefix` and the next backquote in `message`.
+fn quoted_after(message: &str, prefix: &str) -> Option<String> {
+    let rest = &message[message.find(prefix)? + prefix.len()..];
+    Some(rest[..rest.find('`')?].to_string())
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" rephrased as "allowed: a, b".
+fn allowed_fields(message: &str) -> String {
+    match message.find("expected ") {
+        Some(i) => {
+            let list = message[i + "expected ".len()..]
+                .trim_start_matches("one of ")
+                .replace("` or `", "`, `")
+                .replace('`', "");
+            format!("allowed: {list}")
+        }
+        None => "no fields allowed here".to_string(),
+    }
+}
+
+/// A span covering a whole `[table]` is no value to quote.
+fn is_table_text(text: &str, span: &Range<usize>) -> bool {
+    text.get(span.clone())
+        .is_some_and(|t| t.trim_start().starts_with('[') && t.contains('\n'))
+}
+
+fn value_text(text: &str, span: Range<usize>) -> String {
+    let raw = text.get(span).unwrap_or("").trim();
+    if raw.chars().count() > VALUE_TEXT_LEN_MAX {
+        let cut: String = raw.chars().take(VALUE_TEXT_LEN_MAX).collect();
+        format!("{cut}...")
+    } else {
+        raw.to_string()
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> String {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}")
+}
+
+/// The shape of a TOML document with the span of every value.
+enum Node {
+    Table(BTreeMap<String, Spanned<Node>>),
+    Array(Vec<Spanned<Node>>),
+    Leaf,
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Node;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any TOML value")
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Node, E> {
+                Ok(Node::Leaf)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Node::Array(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+                let mut entries = BTreeMap::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let value: Spanned<Node> = map.next_value()?;
+                    entries.insert(key, value);
+                }
+                Ok(Node::Table(entries))
+            }
+        }
+        de.deserialize_any(V)
+    }
+}
+
+/// The span of the value at `path` (`job[1].processes[0].bs`), if it is written in the file.
+fn find(root: &Spanned<Node>, path: &str) -> Option<Range<usize>> {
+    if path.is_empty() {
+        return None;
+    }
+    let mut node = root;
+    for part in path.split('.') {
+        let (key, indexes) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        node = match node.get_ref() {
+            Node::Table(t) => t.get(key)?,
+            _ => return None,
+        };
+        for index in indexes.split(['[', ']']).filter(|s| !s.is_empty()) {
+            let i: usize = index.parse().ok()?;
+            node = match node.get_ref() {
+                Node::Array(a) => a.get(i)?,
+                _ => return None,
+            };
+        }
+    }
+    Some(node.span())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str =
+        "a = 1\n[t]\nb = \"x\"\n[[arr]]\nc = [10, 20]\n[[arr]]\nc = [30, { d = 4 }]\n";
+
+    fn at(path: &str) -> Option<&'static str> {
+        let tree: Spanned<Node> = toml::from_str(TEXT).unwrap();
+        find(&tree, path).map(|s| &TEXT[s])
+    }
+
+    #[test]
+    fn finds_values_by_dotted_path() {
+        assert_eq!(at("a"), Some("1"));
+        assert_eq!(at("t.b"), Some("\"x\""));
+        assert_eq!(at("arr[0].c[1]"), Some("20"));
+        assert_eq!(at("arr[1].c[1].d"), Some("4"));
+        assert_eq!(at("arr[2].c"), None);
+        assert_eq!(at("t.missing"), None);
+        assert_eq!(at("a.b"), None);
+        assert_eq!(at(""), None);
+    }
+
+    #[test]
+    fn line_and_column_are_one_based() {
+        assert_eq!(line_col(TEXT, 0), "line 1, column 1");
+        let off = TEXT.find("b =").unwrap();
+        assert_eq!(line_col(TEXT, off + 4), "line 3, column 5");
+    }
+
+    #[test]
+    fn long_values_are_cut() {
+        let text = "x".repeat(200);
+        let v = value_text(&text, 0..200);
+        assert_eq!(v.len(), VALUE_TEXT_LEN_MAX + 3);
+        assert!(v.ends_with("..."));
+    }
+
+    #[test]
+    fn messages_become_one_line_in_plain_words() {
+        assert_eq!(
+            friendly("invalid type: string \"8\", expected u32\n"),
+            "invalid type: string \"8\", expected a whole number from 0 to 4294967295"
+        );
+        assert_eq!(
+            friendly("invalid table header\nexpected `.`, `]`\n"),
+            "invalid table header; expected `.`, `]`"
+        );
+        assert_eq!(
+            allowed_fields("unknown field `x`, expected one of `a`, `b`"),
+            "allowed: a, b"
+        );
+        assert_eq!(
+            allowed_fields("unknown field `x`, expected `a` or `b`"),
+            "allowed: a, b"
+        );
+        assert_eq!(
+            quoted_after("unknown field `x`, expected", "unknown field `"),
+            Some("x".to_string())
+        );
+    }
+}

@@ -59,7 +59,12 @@ fn throughput_series(run: &RunOutput) -> (f64, Vec<Vec<(f64, f64)>>, usize) {
         .iter()
         .map(|job| {
             let per_bin = job.bytes_per_bin();
-            (0..bins.div_ceil(merge))
+            // A line starts where the job starts, as in the papers' figures; zeros before it
+            // would only pile up on the x axis.
+            let first_bin = job.first_io_ns.map_or(bins, |t| {
+                usize::try_from(t / run.bin_ns.max(1)).unwrap_or(usize::MAX)
+            });
+            (first_bin.min(bins) / merge..bins.div_ceil(merge))
                 .map(|p| {
                     let first = p * merge;
                     let last = (first + merge).min(bins);

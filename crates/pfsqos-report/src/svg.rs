@@ -42,6 +42,7 @@ const LEGEND_WIDTH_PX: f64 = 190.0;
 const TOP_PX: f64 = 44.0;
 const BOTTOM_PX: f64 = 56.0;
 const LEFT_PX: f64 = 78.0;
+const BAR_WIDTH_MAX_PX: f64 = 110.0;
 
 const GRID: &str = "#E5E7EB";
 const AXIS: &str = "#374151";
@@ -311,14 +312,17 @@ pub(crate) fn bar_chart(
 
     let mut out = String::new();
     open_svg(&mut out, height, title);
-    let y_top = y_axis(&mut out, y_max, y_label, x0, x1, y0, y1);
+    // Headroom so that a value label above the tallest bar stays inside the plot.
+    let y_top = y_axis(&mut out, y_max * 1.08, y_label, x0, x1, y0, y1);
 
     let group_w = (x1 - x0) / groups.len().max(1) as f64;
     let label_chars = ((group_w / 7.0) as usize).max(3);
     for (g, group) in groups.iter().enumerate() {
         let gx = x0 + group_w * g as f64;
-        let inner = group_w * 0.8;
-        let bar_w = inner / group.bars.len().max(1) as f64;
+        let bars = group.bars.len().max(1) as f64;
+        // Wide plots with few bars would otherwise draw slabs.
+        let bar_w = (group_w * 0.8 / bars).min(BAR_WIDTH_MAX_PX);
+        let pad = (group_w - bar_w * bars) / 2.0;
         for (b, bar) in group.bars.iter().enumerate() {
             let v = if bar.value.is_finite() {
                 bar.value.max(0.0)
@@ -326,7 +330,7 @@ pub(crate) fn bar_chart(
                 0.0
             };
             let h = (y1 - y0) * (v / y_top).clamp(0.0, 1.0);
-            let bx = gx + group_w * 0.1 + bar_w * b as f64;
+            let bx = gx + pad + bar_w * b as f64;
             let _ = writeln!(
                 out,
                 "<rect x=\"{bx:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\"><title>{}</title></rect>",

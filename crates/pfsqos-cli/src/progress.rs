@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 /// Quick runs finish without a bar flashing up.
 const SHOW_AFTER: Duration = Duration::from_secs(2);
 const NS_PER_MS: u64 = 1_000_000;
+const UPDATES_PER_RUN: u64 = 1000;
 
 pub struct Progress {
     label: String,
@@ -18,6 +19,9 @@ pub struct Progress {
     /// False when stderr is not a terminal: nothing is ever drawn then.
     enabled: bool,
     bar: Option<ProgressBar>,
+    /// Simulated time of the next update worth looking at: the engine may report on every
+    /// event, and neither the clock nor the bar should cost per event.
+    next_update_ns: u64,
 }
 
 impl Progress {
@@ -27,14 +31,16 @@ impl Progress {
             started: Instant::now(),
             enabled: std::io::stderr().is_terminal(),
             bar: None,
+            next_update_ns: 0,
         }
     }
 
     /// Called by the engine with simulated times in nanoseconds.
     pub fn update(&mut self, now_ns: u64, end_ns: u64) {
-        if !self.enabled {
+        if !self.enabled || now_ns < self.next_update_ns {
             return;
         }
+        self.next_update_ns = now_ns.saturating_add(end_ns / UPDATES_PER_RUN);
         let len_ms = (end_ns / NS_PER_MS).max(1);
         let bar = match &self.bar {
             Some(bar) => bar,

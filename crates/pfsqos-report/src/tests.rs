@@ -468,3 +468,66 @@ fn write_run_layout() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), 3);
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn arb_job() -> impl Strategy<Value = JobOutput> {
+        (
+            1u32..64,
+            prop::collection::vec(prop::collection::vec(0u64..(64 * MIB), 0..12), 0..3),
+            prop::option::of((0u64..20, 0u64..20)),
+        )
+            .prop_map(|(nodes, bins, span)| {
+                let (first, last) = match span {
+                    Some((a, b)) => (Some(a.min(b) * S / 10), Some(a.max(b) * S / 10)),
+                    None => (None, None),
+                };
+                job("j", nodes, first, last, bins)
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn outputs_are_consistent_for_any_run(
+            jobs in prop::collection::vec(arb_job(), 0..5),
+            end_bins in 0u64..15,
+        ) {
+            let mut jobs = jobs;
+            for (i, j) in jobs.iter_mut().enumerate() {
+                j.job_id = format!("job{i}");
+            }
+            let r = run("nobw", S / 10, end_bins * S / 10, jobs);
+
+            // The `all` rows of a job add up to everything it moved.
+            let csv = timeseries_csv(&r);
+            for j in &r.jobs {
+                let prefix = format!(",{},all,", j.job_id);
+                let total: u64 = csv
+                    .lines()
+                    .filter(|l| l.contains(&prefix))
+                    .map(|l| l.split(',').nth(3).unwrap().parse::<u64>().unwrap())
+                    .sum();
+                prop_assert_eq!(total, j.bytes());
+            }
+
+            let s = summarize(&r);
+            for v in [s.aggregate_throughput_mib_s, s.jain_index, s.weighted_jain_index, s.share_deviation] {
+                prop_assert!(v.is_finite());
+            }
+            prop_assert!(s.jain_index > 0.0 && s.jain_index <= 1.0 + 1e-12);
+            prop_assert!(s.weighted_jain_index > 0.0 && s.weighted_jain_index <= 1.0 + 1e-12);
+            prop_assert!((0.0..=2.0 + 1e-12).contains(&s.share_deviation));
+            for j in &s.jobs {
+                prop_assert!(j.window_bytes <= j.bytes);
+                prop_assert!(j.throughput_mib_s.is_finite());
+            }
+
+            let html = report_html(&[r.clone(), r], &scenario());
+            prop_assert_eq!(html.matches("<svg").count(), 4);
+            prop_assert!(!html.contains("NaN") && !html.contains("inf"));
+        }
+    }
+}

@@ -1,1 +1,239 @@
-//! Output writers.
+//! Output writers: `timeseries.csv`, `summary.json` and a self-contained `report.html`.
+//!
+//! Everything here is a pure function of a [`RunOutput`] (and the scenario, for its
+//! description) to bytes; the `write_*` functions only put those bytes in files. Same input,
+//! same bytes: no timestamps, no hash-map order, fixed float formatting.
+//!
+//! API boundary: this crate reads the record types of `pfsqos-sim` and never runs anything.
+//! Numbers derived from a run (throughput, fairness) are computed here, with the metric
+//! functions of `pfsqos-core`.
+
+mod html;
+mod summary;
+mod svg;
+mod timeseries;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use pfsqos_core::control::ControlWrite;
+use pfsqos_sim::{RunOutput, Scenario};
+use serde::Serialize;
+
+pub use html::{report_html, POINTS_PER_LINE_MAX, REJECTED_SHOWN_MAX};
+pub use summary::{
+    summarize, EngineSummary, FairnessWindow, JobSummary, RejectedWrite, RunSummary, WindowBasis,
+    REJECTED_LISTED_MAX,
+};
+pub use timeseries::{timeseries_csv, CSV_HEADER};
+
+pub(crate) const BYTES_PER_MIB: f64 = (1u64 << 20) as f64;
+
+/// Runs compared in one report.
+pub const POLICIES_MAX: usize = 64;
+/// Bins beyond the recorded ones that the run's end time may add (zero totals). A bogus end
+/// time must not make the CSV unbounded.
+pub const BINS_MAX: usize = 1 << 24;
+
+/// A report that could not be written.
+#[derive(Debug)]
+pub enum ReportError {
+    /// Writing a file or creating a directory failed.
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The runs cannot go into one report (none, too many, duplicate or unusable policy names).
+    Invalid(String),
+}
+
+impl fmt::Display for ReportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReportError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            ReportError::Invalid(message) => write!(f, "{message}"),
+        }
+    }
+}
+
+impl std::error::Error for ReportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReportError::Io { source, .. } => Some(source),
+            ReportError::Invalid(_) => None,
+        }
+    }
+}
+
+/// `summary.json` of a comparison: the scenario, then one run summary per policy.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ComparisonSummary {
+    pub scenario: String,
+    pub description: String,
+    pub seed: u64,
+    pub policies: Vec<String>,
+    pub runs: Vec<RunSummary>,
+}
+
+fn to_json<T: Serialize>(value: &T) -> String {
+    // Serializing plain structs of numbers and strings cannot fail.
+    let mut text = serde_json::to_string_pretty(value).expect("summary serializes");
+    text.push('\n');
+    text
+}
+
+/// `summary.json` text of one run.
+pub fn summary_json(run: &RunOutput) -> String {
+    to_json(&summarize(run))
+}
+
+/// `summary.json` text of a comparison.
+pub fn comparison_json(runs: &[RunOutput], scenario: &Scenario) -> String {
+    to_json(&ComparisonSummary {
+        scenario: runs
+            .first()
+            .map_or_else(|| scenario.name.clone(), |r| r.scenario_name.clone()),
+        description: scenario.description.clone(),
+        seed: runs.first().map_or(0, |r| r.seed),
+        policies: runs.iter().map(|r| r.policy.clone()).collect(),
+        runs: runs.iter().map(summarize).collect(),
+    })
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
+    std::fs::write(path, text).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn create_dir(path: &Path) -> Result<(), ReportError> {
+    std::fs::create_dir_all(path).map_err(|source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `dir/{timeseries.csv,summary.json,report.html}` for one run; creates `dir`.
+pub fn write_run(dir: &Path, run: &RunOutput, scenario: &Scenario) -> Result<(), ReportError> {
+    create_dir(dir)?;
+    write_file(&dir.join("timeseries.csv"), &timeseries_csv(run))?;
+    write_file(&dir.join("summary.json"), &summary_json(run))?;
+    write_file(
+        &dir.join("report.html"),
+        &report_html(std::slice::from_ref(run), scenario),
+    )
+}
+
+/// A policy name becomes a directory name: keep it to characters that are safe everywhere.
+fn check_policy_dir_name(policy: &str) -> Result<(), ReportError> {
+    let ok = !policy.is_empty()
+        && policy.len() <= 64
+        && !policy.starts_with('.')
+        && policy
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ReportError::Invalid(format!(
+            "policy name `{policy}` cannot be a directory name (use letters, digits, `-`, `_`, `.`)"
+        )))
+    }
+}
+
+/// Writes `dir/<policy>/{timeseries.csv,summary.json}` per run, then `dir/summary.json` (all
+/// policies) and `dir/report.html`. Runs are reported in the order given.
+pub fn write_comparison(
+    dir: &Path,
+    runs: &[RunOutput],
+    scenario: &Scenario,
+) -> Result<(), ReportError> {
+    if runs.is_empty() || runs.len() > POLICIES_MAX {
+        return Err(ReportError::Invalid(format!(
+            "a comparison needs 1 to {POLICIES_MAX} runs, got {}",
+            runs.len()
+        )));
+    }
+    for (i, run) in runs.iter().enumerate() {
+        check_policy_dir_name(&run.policy)?;
+        if runs[..i].iter().any(|r| r.policy == run.policy) {
+            return Err(ReportError::Invalid(format!(
+                "policy `{}` appears twice in the comparison",
+                run.policy
+            )));
+        }
+    }
+    create_dir(dir)?;
+    for run in runs {
+        let sub = dir.join(&run.policy);
+        create_dir(&sub)?;
+        write_file(&sub.join("timeseries.csv"), &timeseries_csv(run))?;
+        write_file(&sub.join("summary.json"), &summary_json(run))?;
+    }
+    write_file(&dir.join("summary.json"), &comparison_json(runs, scenario))?;
+    write_file(&dir.join("report.html"), &report_html(runs, scenario))
+}
+
+/// Bins in the run's series: what was recorded, extended to the run's end so that totals have
+/// no gap at the tail (bounded by [`BINS_MAX`]).
+pub(crate) fn bin_count(run: &RunOutput) -> usize {
+    let recorded = run
+        .jobs
+        .iter()
+        .flat_map(|j| j.bytes_per_ost_bin.iter().map(Vec::len))
+        .max()
+        .unwrap_or(0);
+    let to_end = if run.bin_ns == 0 {
+        0
+    } else {
+        usize::try_from(run.end_ns.div_ceil(run.bin_ns)).unwrap_or(usize::MAX)
+    };
+    recorded.max(to_end.min(BINS_MAX))
+}
+
+pub(crate) fn ns_to_s(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// Exact decimal seconds of an integer nanosecond count, without trailing zeros
+/// (`0`, `0.1`, `12.000000001`): no float rounding can make two runs' CSVs differ.
+pub(crate) fn fmt_seconds(ns: u64) -> String {
+    let whole = ns / 1_000_000_000;
+    let frac = ns % 1_000_000_000;
+    if frac == 0 {
+        return whole.to_string();
+    }
+    let digits = format!("{frac:09}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
+}
+
+/// The control write as `lctl set_param` would show its value.
+pub(crate) fn control_write_text(write: &ControlWrite) -> String {
+    // Variants other helpers add later still print, through Debug.
+    #[allow(unreachable_patterns)]
+    match write {
+        ControlWrite::NrsPolicies(text) => format!("nrs_policies={text}"),
+        ControlWrite::NrsTbfRule(text) => format!("nrs_tbf_rule={text}"),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Escapes text for HTML element content and attribute values (SVG included).
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

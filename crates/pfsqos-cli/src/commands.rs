@@ -1,0 +1,280 @@
+//! The three commands. Input is checked completely (scenario, policy names, output
+//! directory names) before anything runs, so bad input never costs a simulation.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use pfsqos_report::{summarize, write_comparison, write_run, POLICIES_MAX};
+use pfsqos_sim::{RunOutput, Scenario, ScenarioError, POLICY_NAMES};
+
+use crate::progress::Progress;
+
+/// The flagship scenario, built in so that `pfsqos demo` works from any directory.
+const FLAGSHIP_TOML: &str = include_str!("../../../scenarios/demo/flagship.toml");
+const FLAGSHIP_NAME: &str = "scenarios/demo/flagship.toml (built in)";
+
+#[derive(Debug)]
+pub enum CliError {
+    /// The user's input is wrong: exit code 2.
+    BadInput(String),
+    /// The run or writing its outputs failed: exit code 1.
+    RunFailed(String),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::BadInput(_) => 2,
+            CliError::RunFailed(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::BadInput(m) | CliError::RunFailed(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<ScenarioError> for CliError {
+    fn from(e: ScenarioError) -> Self {
+        CliError::BadInput(e.to_string())
+    }
+}
+
+fn unknown_policy(name: &str) -> String {
+    format!(
+        "unknown policy `{name}` (allowed: {})",
+        POLICY_NAMES.join(", ")
+    )
+}
+
+/// A policy named on the command line.
+fn check_policy(name: &str) -> Result<(), CliError> {
+    if POLICY_NAMES.contains(&name) {
+        Ok(())
+    } else {
+        Err(CliError::BadInput(unknown_policy(name)))
+    }
+}
+
+/// A policy named in the scenario file: reported like any other scenario error.
+fn check_scenario_policy(file: &str, field: &str, name: &str) -> Result<(), CliError> {
+    if POLICY_NAMES.contains(&name) {
+        return Ok(());
+    }
+    Err(ScenarioError {
+        file: file.to_string(),
+        field: field.to_string(),
+        value: Some(name.to_string()),
+        message: format!("unknown policy (allowed: {})", POLICY_NAMES.join(", ")),
+    }
+    .into())
+}
+
+/// The policies to compare: at least one, each known, none twice.
+fn check_policy_list(policies: &[String]) -> Result<(), CliError> {
+    if policies.is_empty() || policies.len() > POLICIES_MAX {
+        return Err(CliError::BadInput(format!(
+            "compare needs 1 to {POLICIES_MAX} policies, got {} (allowed: {})",
+            policies.len(),
+            POLICY_NAMES.join(", ")
+        )));
+    }
+    for (i, p) in policies.iter().enumerate() {
+        check_policy(p)?;
+        if policies[..i].contains(p) {
+            return Err(CliError::BadInput(format!("policy `{p}` is listed twice")));
+        }
+    }
+    Ok(())
+}
+
+/// The scenario name as one safe path component for the default output directory.
+fn dir_component(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let cleaned = cleaned.trim_start_matches('.');
+    if cleaned.is_empty() {
+        "scenario".to_string()
+    } else {
+        cleaned.to_string()
+    }
+}
+
+fn load(path: &Path) -> Result<Scenario, CliError> {
+    Ok(Scenario::load(path)?)
+}
+
+fn run_one(scenario: &Scenario, policy: &str, seed: u64) -> Result<RunOutput, CliError> {
+    let mut progress = Progress::new(policy);
+    let result = pfsqos_sim::run(scenario, policy, seed, &mut |now_ns, end_ns| {
+        progress.update(now_ns, end_ns)
+    });
+    progress.finish();
+    result.map_err(|e| CliError::RunFailed(format!("run under policy `{policy}` failed: {e}")))
+}
+
+fn print_summary_line(run: &RunOutput) {
+    let s = summarize(run);
+    println!(
+        "{:>10}: aggregate {:.1} MiB/s, Jain {:.3}, weighted Jain {:.3}, share deviation {:.3}{}",
+        s.policy,
+        s.aggregate_throughput_mib_s,
+        s.jain_index,
+        s.weighted_jain_index,
+        s.share_deviation,
+        if s.rejected_control_writes > 0 {
+            format!(", {} rejected control writes", s.rejected_control_writes)
+        } else {
+            String::new()
+        }
+    );
+}
+
+fn report_path(dir: &Path) -> String {
+    let path = dir.join("report.html");
+    match std::fs::canonicalize(&path) {
+        Ok(abs) => format!("{} (file://{})", path.display(), abs.display()),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+pub fn sim(
+    path: &Path,
+    policy: Option<String>,
+    seed: Option<u64>,
+    out: Option<PathBuf>,
+) -> Result<(), CliError> {
+    let scenario = load(path)?;
+    let policy = match policy {
+        Some(p) => {
+            check_policy(&p)?;
+            p
+        }
+        None => {
+            let file = path.display().to_string();
+            check_scenario_policy(&file, "policy.default", &scenario.policy.default)?;
+            scenario.policy.default.clone()
+        }
+    };
+    let seed = seed.unwrap_or(scenario.simulation.seed);
+    let out = out.unwrap_or_else(|| {
+        PathBuf::from("out").join(format!("{}-{policy}", dir_component(&scenario.name)))
+    });
+    let run = run_one(&scenario, &policy, seed)?;
+    write_run(&out, &run, &scenario).map_err(|e| CliError::RunFailed(e.to_string()))?;
+    print_summary_line(&run);
+    println!(
+        "wrote {}/{{timeseries.csv,summary.json,report.html}}",
+        out.display()
+    );
+    println!("report: {}", report_path(&out));
+    Ok(())
+}
+
+fn compare_scenario(
+    scenario: &Scenario,
+    policies: &[String],
+    seed: u64,
+    out: &Path,
+) -> Result<(), CliError> {
+    let mut runs = Vec::with_capacity(policies.len());
+    for policy in policies {
+        let run = run_one(scenario, policy, seed)?;
+        print_summary_line(&run);
+        runs.push(run);
+    }
+    write_comparison(out, &runs, scenario).map_err(|e| CliError::RunFailed(e.to_string()))?;
+    println!(
+        "wrote {0}/summary.json, {0}/<policy>/{{timeseries.csv,summary.json}}",
+        out.display()
+    );
+    println!("report: {}", report_path(out));
+    Ok(())
+}
+
+pub fn compare(
+    path: &Path,
+    policies: Option<Vec<String>>,
+    seed: Option<u64>,
+    out: Option<PathBuf>,
+) -> Result<(), CliError> {
+    let scenario = load(path)?;
+    let policies = match policies {
+        Some(list) => {
+            check_policy_list(&list)?;
+            list
+        }
+        None => {
+            let file = path.display().to_string();
+            for (i, p) in scenario.policy.compare.iter().enumerate() {
+                check_scenario_policy(&file, &format!("policy.compare[{i}]"), p)?;
+            }
+            check_policy_list(&scenario.policy.compare)?;
+            scenario.policy.compare.clone()
+        }
+    };
+    let seed = seed.unwrap_or(scenario.simulation.seed);
+    let out = out.unwrap_or_else(|| PathBuf::from("out").join(dir_component(&scenario.name)));
+    compare_scenario(&scenario, &policies, seed, &out)
+}
+
+pub fn demo(out: &Path) -> Result<(), CliError> {
+    // The built-in scenario failing to load is this binary's bug, not the user's input.
+    let scenario = Scenario::from_toml_str(FLAGSHIP_TOML, FLAGSHIP_NAME)
+        .map_err(|e| CliError::RunFailed(format!("built-in scenario: {e}")))?;
+    let policies = scenario.policy.compare.clone();
+    check_policy_list(&policies)
+        .map_err(|e| CliError::RunFailed(format!("built-in scenario: {e}")))?;
+    println!(
+        "pfsqos demo: scenario `{}`, policies {}",
+        scenario.name,
+        policies.join(", ")
+    );
+    compare_scenario(&scenario, &policies, scenario.simulation.seed, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_flagship_scenario_loads_and_names_known_policies() {
+        let scenario = Scenario::from_toml_str(FLAGSHIP_TOML, FLAGSHIP_NAME).unwrap();
+        check_policy_list(&scenario.policy.compare).unwrap();
+        check_policy(&scenario.policy.default).unwrap();
+    }
+
+    #[test]
+    fn directory_names_are_one_safe_component() {
+        assert_eq!(dir_component("adaptbf-fig5"), "adaptbf-fig5");
+        assert_eq!(dir_component("../etc/passwd"), "_etc_passwd");
+        assert_eq!(dir_component("a b/c"), "a_b_c");
+        assert_eq!(dir_component(""), "scenario");
+        assert_eq!(dir_component("..."), "scenario");
+        assert_eq!(dir_component(&"x".repeat(500)).len(), 64);
+    }
+
+    #[test]
+    fn policy_lists_are_checked() {
+        let list = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_policy_list(&list(&["nobw", "static"])).is_ok());
+        let e = check_policy_list(&list(&["nobw", "bogus"])).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("bogus") && e.to_string().contains("nobw"));
+        assert!(check_policy_list(&list(&["nobw", "nobw"])).is_err());
+        assert!(check_policy_list(&[]).is_err());
+    }
+}

@@ -1,0 +1,215 @@
+//! Runs the built `pfsqos` binary the way a user does.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const VALID: &str = r#"
+name = "tiny"
+description = "Two jobs on one OST"
+[simulation]
+duration_s = 2.0
+[[oss]]
+name = "oss0"
+osts = 1
+[[job]]
+id = "alpha"
+nodes = 1
+[[job.processes]]
+rw = "write"
+bs = "1M"
+size = "16M"
+[[job]]
+id = "beta"
+nodes = 3
+[[job.processes]]
+rw = "write"
+bs = "1M"
+size = "16M"
+"#;
+
+fn pfsqos(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn write_scenario(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn assert_bad_input(out: &Output) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "stderr: {err}");
+    assert!(!err.contains("panicked"), "stderr: {err}");
+}
+
+#[test]
+fn missing_scenario_file_exits_2_naming_the_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-scenario.toml");
+    let missing = missing.to_str().unwrap();
+    for cmd in ["sim", "compare"] {
+        let out = pfsqos(&[cmd, missing], tmp.path());
+        assert_bad_input(&out);
+        assert!(stderr(&out).contains(missing), "{cmd}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn invalid_scenario_exits_2_naming_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let no_duration = VALID.replace("duration_s = 2.0", "");
+    let path = write_scenario(tmp.path(), "no-duration.toml", &no_duration);
+    let out = pfsqos(&["sim", path.to_str().unwrap()], tmp.path());
+    assert_bad_input(&out);
+    let err = stderr(&out);
+    assert!(err.contains("duration_s"), "{err}");
+    assert!(err.contains("no-duration.toml"), "{err}");
+
+    let typo = VALID.replace("[[oss]]", "bogus_field = 3\n[[oss]]");
+    let path = write_scenario(tmp.path(), "typo.toml", &typo);
+    let out = pfsqos(&["compare", path.to_str().unwrap()], tmp.path());
+    assert_bad_input(&out);
+    assert!(stderr(&out).contains("bogus_field"), "{}", stderr(&out));
+}
+
+#[test]
+fn unknown_policy_exits_2_listing_allowed_policies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write_scenario(tmp.path(), "tiny.toml", VALID);
+    let path = path.to_str().unwrap();
+    let runs = [
+        pfsqos(&["sim", path, "--policy", "warpdrive"], tmp.path()),
+        pfsqos(
+            &["compare", path, "--policies", "nobw,warpdrive"],
+            tmp.path(),
+        ),
+    ];
+    for out in &runs {
+        assert_bad_input(out);
+        let err = stderr(out);
+        assert!(err.contains("warpdrive"), "{err}");
+        for allowed in pfsqos_sim::POLICY_NAMES {
+            assert!(err.contains(allowed), "{err}");
+        }
+    }
+    // Nothing ran, so nothing was written.
+    assert!(!tmp.path().join("out").exists());
+}
+
+#[test]
+fn unknown_policy_in_the_scenario_exits_2_naming_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{VALID}\n[policy]\ndefault = \"warpdrive\"\ncompare = [\"nobw\", \"hyperdrive\"]\n"
+    );
+    let path = write_scenario(tmp.path(), "p.toml", &text);
+    let path = path.to_str().unwrap();
+    let out = pfsqos(&["sim", path], tmp.path());
+    assert_bad_input(&out);
+    assert!(stderr(&out).contains("policy.default"), "{}", stderr(&out));
+    let out = pfsqos(&["compare", path], tmp.path());
+    assert_bad_input(&out);
+    assert!(
+        stderr(&out).contains("policy.compare[1]"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn duplicate_policies_and_bad_arguments_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write_scenario(tmp.path(), "tiny.toml", VALID);
+    let path = path.to_str().unwrap();
+    assert_bad_input(&pfsqos(
+        &["compare", path, "--policies", "nobw,nobw"],
+        tmp.path(),
+    ));
+    assert_bad_input(&pfsqos(&["sim", path, "--seed", "minus-one"], tmp.path()));
+    assert_bad_input(&pfsqos(&["frobnicate"], tmp.path()));
+    assert_bad_input(&pfsqos(&[], tmp.path()));
+}
+
+#[test]
+#[ignore = "needs engine"]
+fn sim_writes_the_three_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write_scenario(tmp.path(), "tiny.toml", VALID);
+    let out = pfsqos(
+        &["sim", path.to_str().unwrap(), "--policy", "static"],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = tmp.path().join("out/tiny-static");
+    for f in ["timeseries.csv", "summary.json", "report.html"] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let csv = std::fs::read_to_string(dir.join("timeseries.csv")).unwrap();
+    assert!(csv.starts_with("time_s,job_id,ost,bytes,throughput_mib_s\n"));
+    assert!(csv.contains(",alpha,all,") && csv.contains(",beta,all,"));
+}
+
+#[test]
+#[ignore = "needs engine"]
+fn sim_is_deterministic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write_scenario(tmp.path(), "tiny.toml", VALID);
+    let path = path.to_str().unwrap();
+    for d in ["a", "b"] {
+        let out = pfsqos(&["sim", path, "--seed", "9", "--out", d], tmp.path());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    for f in ["timeseries.csv", "summary.json", "report.html"] {
+        let a = std::fs::read(tmp.path().join("a").join(f)).unwrap();
+        let b = std::fs::read(tmp.path().join("b").join(f)).unwrap();
+        assert!(a == b, "{f} differs between identical runs");
+    }
+}
+
+#[test]
+#[ignore = "needs engine"]
+fn compare_writes_one_chart_per_policy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write_scenario(tmp.path(), "tiny.toml", VALID);
+    let policies = pfsqos_sim::POLICY_NAMES.join(",");
+    let out = pfsqos(
+        &["compare", path.to_str().unwrap(), "--policies", &policies],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = tmp.path().join("out/tiny");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for p in pfsqos_sim::POLICY_NAMES {
+        assert!(html.contains(&format!("Throughput over time: {p}")), "{p}");
+        assert!(dir.join(p).join("timeseries.csv").is_file());
+        assert!(dir.join(p).join("summary.json").is_file());
+    }
+    // One time chart per policy, plus the per-job and the aggregate bar charts.
+    assert_eq!(
+        html.matches("<svg").count(),
+        pfsqos_sim::POLICY_NAMES.len() + 2
+    );
+    assert!(dir.join("summary.json").is_file());
+}
+
+#[test]
+#[ignore = "needs engine"]
+fn demo_writes_the_report_where_asked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("demo-out");
+    // From a directory with no scenarios/ in it: the flagship scenario is built in.
+    let out = pfsqos(&["demo", "--out", out_dir.to_str().unwrap()], tmp.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out_dir.join("report.html").is_file());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("report.html"), "{stdout}");
+}

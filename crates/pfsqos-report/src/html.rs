@@ -1,0 +1,395 @@
+//! `report.html`: one self-contained page (inline CSS and SVG, no scripts, nothing fetched).
+
+use std::fmt::Write as _;
+
+use pfsqos_sim::{RunOutput, Scenario};
+
+use crate::summary::{summarize, RunSummary, WindowBasis};
+use crate::svg::{bar_chart, job_color, line_chart, policy_color, Bar, BarGroup, Series};
+use crate::{bin_count, escape, ns_to_s, BYTES_PER_MIB};
+
+/// Points drawn per line; longer runs merge neighbouring bins (mean throughput) so the page
+/// stays light and a browser draws it at once.
+pub const POINTS_PER_LINE_MAX: usize = 1500;
+/// Rejected control writes listed per policy in the page; the count is always exact.
+pub const REJECTED_SHOWN_MAX: usize = 100;
+
+const STYLE: &str = "\
+:root{color-scheme:light}\
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif;\
+color:#111827;background:#F9FAFB;margin:0;line-height:1.45}\
+main{max-width:1000px;margin:0 auto;padding:24px 20px 48px}\
+h1{font-size:26px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 10px;border-bottom:1px solid #E5E7EB;padding-bottom:4px}\
+h3{font-size:15px;margin:18px 0 6px}\
+p.desc{color:#374151;margin:4px 0 12px;white-space:pre-wrap}\
+dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 16px;margin:8px 0;font-size:14px}\
+dl.meta dt{color:#6B7280}dl.meta dd{margin:0}\
+table{border-collapse:collapse;font-size:13px;background:#FFFFFF;margin:6px 0 4px}\
+th,td{border:1px solid #E5E7EB;padding:5px 9px}th{background:#F3F4F6;font-weight:600;text-align:center}\
+td.num{text-align:right;font-variant-numeric:tabular-nums}td.name{text-align:left;white-space:nowrap}\
+tbody tr:nth-child(even) td{background:#FAFAFB}\
+.scroll{overflow-x:auto}\
+.swatch{display:inline-block;width:10px;height:10px;margin-right:6px;vertical-align:baseline}\
+figure{margin:12px 0 20px;background:#FFFFFF;border:1px solid #E5E7EB;border-radius:6px;padding:8px}\
+figcaption{font-size:13px;color:#4B5563;margin:4px 6px}\
+svg.chart{max-width:100%;height:auto;display:block}\
+.note{font-size:13px;color:#4B5563}\
+ul.rejected{font-size:13px;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}\
+footer{margin-top:40px;font-size:12px;color:#6B7280}";
+
+fn policy_swatch(i: usize) -> String {
+    format!(
+        "<span class=\"swatch\" style=\"background:{}\"></span>",
+        policy_color(i)
+    )
+}
+
+fn mib(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// Per-bin throughput of every job, merged into at most [`POINTS_PER_LINE_MAX`] points.
+fn throughput_series(run: &RunOutput) -> (f64, Vec<Vec<(f64, f64)>>, usize) {
+    let bins = bin_count(run);
+    let bin_s = ns_to_s(run.bin_ns);
+    let merge = bins.div_ceil(POINTS_PER_LINE_MAX).max(1);
+    let x_max = bins as f64 * bin_s;
+    let lines = run
+        .jobs
+        .iter()
+        .map(|job| {
+            let per_bin = job.bytes_per_bin();
+            // A line starts where the job starts, as in the papers' figures; zeros before it
+            // would only pile up on the x axis.
+            let first_bin = job.first_io_ns.map_or(bins, |t| {
+                usize::try_from(t / run.bin_ns.max(1)).unwrap_or(usize::MAX)
+            });
+            (first_bin.min(bins) / merge..bins.div_ceil(merge))
+                .map(|p| {
+                    let first = p * merge;
+                    let last = (first + merge).min(bins);
+                    let bytes: u64 = (first..last)
+                        .map(|b| per_bin.get(b).copied().unwrap_or(0))
+                        .sum();
+                    let width_s = (last - first) as f64 * bin_s;
+                    let x = (first as f64 + (last - first) as f64 / 2.0) * bin_s;
+                    let y = if width_s > 0.0 {
+                        bytes as f64 / BYTES_PER_MIB / width_s
+                    } else {
+                        0.0
+                    };
+                    (x, y)
+                })
+                .collect()
+        })
+        .collect();
+    (x_max, lines, merge)
+}
+
+fn header(out: &mut String, runs: &[RunOutput], scenario: &Scenario, summaries: &[RunSummary]) {
+    let first = &runs[0];
+    let _ = writeln!(
+        out,
+        "<header><h1>{}</h1>",
+        escape(&format!("pfsqos report: {}", first.scenario_name))
+    );
+    if !scenario.description.trim().is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"desc\">{}</p>",
+            escape(scenario.description.trim())
+        );
+    }
+    let policies: Vec<String> = runs.iter().map(|r| escape(&r.policy)).collect();
+    let jobs: Vec<String> = first
+        .jobs
+        .iter()
+        .map(|j| format!("{} ({} nodes)", escape(&j.job_id), j.node_count))
+        .collect();
+    let _ = writeln!(
+        out,
+        "<dl class=\"meta\"><dt>Scenario</dt><dd>{}</dd><dt>Seed</dt><dd>{}</dd>\
+         <dt>Policies</dt><dd>{}</dd><dt>Simulated time</dt><dd>{}</dd>\
+         <dt>Bin width</dt><dd>{} ms</dd><dt>OSTs</dt><dd>{}</dd><dt>Jobs</dt><dd>{}</dd></dl></header>",
+        escape(&first.scenario_name),
+        first.seed,
+        policies.join(", "),
+        summaries
+            .iter()
+            .map(|s| format!("{}: {:.2} s", escape(&s.policy), s.sim_time_s))
+            .collect::<Vec<_>>()
+            .join(", "),
+        first.bin_ns as f64 / 1e6,
+        first.osts.len(),
+        jobs.join(", ")
+    );
+}
+
+fn system_table(out: &mut String, summaries: &[RunSummary]) {
+    out.push_str(
+        "<div class=\"scroll\"><table><thead><tr><th>Policy</th><th>Aggregate MiB/s</th>\
+         <th>Jain</th><th>Weighted Jain</th><th>Share deviation</th><th>Fairness window</th>\
+         <th>Control writes</th><th>Rejected</th><th>Events</th><th>RPCs</th></tr></thead><tbody>\n",
+    );
+    for (i, s) in summaries.iter().enumerate() {
+        let window = match s.fairness_window.basis {
+            WindowBasis::AllJobsActive => format!(
+                "{:.1}–{:.1} s",
+                s.fairness_window.start_s, s.fairness_window.end_s
+            ),
+            WindowBasis::WholeRun => "whole run".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"name\">{}{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3}</td>\
+             <td class=\"num\">{:.3}</td><td class=\"num\">{:.3}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            policy_swatch(i),
+            escape(&s.policy),
+            mib(s.aggregate_throughput_mib_s),
+            s.jain_index,
+            s.weighted_jain_index,
+            s.share_deviation,
+            window,
+            s.control_writes,
+            s.rejected_control_writes,
+            s.engine.events,
+            s.engine.rpcs
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+fn job_table(out: &mut String, summaries: &[RunSummary]) {
+    out.push_str("<div class=\"scroll\"><table><thead><tr><th rowspan=\"2\">Job</th><th rowspan=\"2\">Nodes</th>");
+    for (i, s) in summaries.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<th colspan=\"2\">{}{}</th>",
+            policy_swatch(i),
+            escape(&s.policy)
+        );
+    }
+    out.push_str("</tr><tr>");
+    for _ in summaries {
+        out.push_str("<th>MiB/s</th><th>I/O time (s)</th>");
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    let mut unfinished = false;
+    for job in &summaries[0].jobs {
+        let _ = write!(
+            out,
+            "<tr><td class=\"name\">{}</td><td class=\"num\">{}</td>",
+            escape(&job.job_id),
+            job.nodes
+        );
+        for s in summaries {
+            match s.jobs.iter().find(|j| j.job_id == job.job_id) {
+                Some(j) => {
+                    let mark = if j.finished { "" } else { "*" };
+                    unfinished |= !j.finished;
+                    let _ = write!(
+                        out,
+                        "<td class=\"num\">{}{mark}</td><td class=\"num\">{:.2}</td>",
+                        mib(j.throughput_mib_s),
+                        j.io_time_s
+                    );
+                }
+                None => out.push_str("<td class=\"num\">–</td><td class=\"num\">–</td>"),
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
+    if unfinished {
+        out.push_str("<p class=\"note\">* the job had I/O left when the run ended.</p>\n");
+    }
+}
+
+fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
+    let legend: Vec<(&str, &str)> = summaries
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.policy.as_str(), policy_color(i)))
+        .collect();
+    let groups: Vec<BarGroup<'_>> = summaries[0]
+        .jobs
+        .iter()
+        .map(|job| BarGroup {
+            label: &job.job_id,
+            bars: summaries
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let v = s
+                        .jobs
+                        .iter()
+                        .find(|j| j.job_id == job.job_id)
+                        .map_or(0.0, |j| j.throughput_mib_s);
+                    Bar {
+                        value: v,
+                        color: policy_color(i),
+                        title: format!("{} under {}: {:.1} MiB/s", job.job_id, s.policy, v),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "<figure>{}<figcaption>Throughput of each job over its I/O time (bytes / (last \
+         completion − first issue)), one bar per policy.</figcaption></figure>",
+        bar_chart(
+            "Per-job throughput by policy",
+            "Throughput (MiB/s)",
+            &groups,
+            &legend
+        )
+    );
+    let groups: Vec<BarGroup<'_>> = summaries
+        .iter()
+        .enumerate()
+        .map(|(i, s)| BarGroup {
+            label: &s.policy,
+            bars: vec![Bar {
+                value: s.aggregate_throughput_mib_s,
+                color: policy_color(i),
+                title: format!("{}: {:.1} MiB/s", s.policy, s.aggregate_throughput_mib_s),
+            }],
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "<figure>{}<figcaption>All bytes moved over the time from the first issue of any job \
+         to the last completion of any job.</figcaption></figure>",
+        bar_chart(
+            "Aggregate throughput by policy",
+            "Throughput (MiB/s)",
+            &groups,
+            &[]
+        )
+    );
+}
+
+fn time_charts(out: &mut String, runs: &[RunOutput]) {
+    for run in runs {
+        let (x_max, lines, merge) = throughput_series(run);
+        let series: Vec<Series<'_>> = run
+            .jobs
+            .iter()
+            .zip(lines)
+            .enumerate()
+            .map(|(i, (job, points))| Series {
+                name: &job.job_id,
+                color: job_color(i),
+                points,
+            })
+            .collect();
+        let bin_ms = run.bin_ns as f64 / 1e6;
+        let resolution = if merge > 1 {
+            format!("{} bins of {bin_ms} ms merged per point (mean)", merge)
+        } else {
+            format!("one point per {bin_ms} ms bin")
+        };
+        let _ = writeln!(
+            out,
+            "<h3>{}</h3><figure>{}<figcaption>Throughput of each job over time under <b>{}</b>, \
+             {resolution}.</figcaption></figure>",
+            escape(&run.policy),
+            line_chart(
+                &format!("Throughput over time: {}", run.policy),
+                "Time (s)",
+                "Throughput (MiB/s)",
+                x_max,
+                &series
+            ),
+            escape(&run.policy)
+        );
+    }
+}
+
+fn rejected_writes(out: &mut String, summaries: &[RunSummary]) {
+    if summaries.iter().all(|s| s.rejected_control_writes == 0) {
+        out.push_str("<p>No control write was rejected.</p>\n");
+        return;
+    }
+    for s in summaries {
+        let _ = writeln!(
+            out,
+            "<h3>{}: {} of {} rejected</h3>",
+            escape(&s.policy),
+            s.rejected_control_writes,
+            s.control_writes
+        );
+        if s.rejected.is_empty() {
+            continue;
+        }
+        out.push_str("<ul class=\"rejected\">\n");
+        for r in s.rejected.iter().take(REJECTED_SHOWN_MAX) {
+            let _ = writeln!(
+                out,
+                "<li>{:.3} s, domain {}: <code>{}</code> → {}</li>",
+                r.time_s,
+                r.domain,
+                escape(&r.write),
+                escape(&r.error)
+            );
+        }
+        out.push_str("</ul>\n");
+        let listed = s.rejected.len().min(REJECTED_SHOWN_MAX) as u64;
+        if s.rejected_control_writes > listed {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">… and {} more (see summary.json).</p>",
+                s.rejected_control_writes - listed
+            );
+        }
+    }
+}
+
+/// The page for one run or a comparison of runs of the same scenario (one per policy).
+/// `runs` must not be empty.
+pub fn report_html(runs: &[RunOutput], scenario: &Scenario) -> String {
+    assert!(!runs.is_empty(), "a report needs at least one run");
+    let summaries: Vec<RunSummary> = runs.iter().map(summarize).collect();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{}</title><style>{STYLE}</style></head><body><main>",
+        escape(&format!("pfsqos: {}", runs[0].scenario_name))
+    );
+    header(&mut out, runs, scenario, &summaries);
+
+    out.push_str(if runs.len() > 1 {
+        "<h2>Comparison</h2>\n"
+    } else {
+        "<h2>Summary</h2>\n"
+    });
+    system_table(&mut out, &summaries);
+    out.push_str(
+        "<p class=\"note\">Jain is over per-job throughputs. Weighted Jain and share deviation \
+         compare the bytes each job moved with its node count (the AdapTBF priority basis), over \
+         the whole bins in which every job was doing I/O, or over the whole run when there is \
+         no such bin.</p>\n",
+    );
+    job_table(&mut out, &summaries);
+
+    out.push_str("<h2>Throughput per job and policy</h2>\n");
+    bar_charts(&mut out, &summaries);
+
+    out.push_str("<h2>Throughput over time</h2>\n");
+    time_charts(&mut out, runs);
+
+    out.push_str("<h2>Rejected control writes</h2>\n");
+    rejected_writes(&mut out, &summaries);
+
+    let _ = writeln!(
+        out,
+        "<footer>Generated by pfsqos {}. This file is self-contained: it loads nothing from \
+         the network.</footer></main></body></html>",
+        env!("CARGO_PKG_VERSION")
+    );
+    out
+}

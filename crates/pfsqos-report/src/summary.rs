@@ -1,0 +1,211 @@
+//! `summary.json`: per-job totals and the papers' metrics for one run.
+//!
+//! Fairness is judged where it means something: over the bytes each job moved while *all* jobs
+//! were doing I/O. Outside that window a job alone on the system takes everything, which says
+//! nothing about the policy. The window is rounded inwards to whole bins (the bins are all the
+//! run records of time); when no whole bin has every job active the whole-run bytes are used and
+//! `fairness_window.basis` says so.
+
+use pfsqos_core::metrics::{jain_index, share_deviation, weighted_jain_index};
+use pfsqos_sim::RunOutput;
+use serde::Serialize;
+
+use crate::{control_write_text, ns_to_s, BYTES_PER_MIB};
+
+/// Rejected control writes listed one by one; the count is always exact. A controller that is
+/// wrong every period would otherwise make the summary as large as the run.
+pub const REJECTED_LISTED_MAX: usize = 1000;
+
+/// Everything `summary.json` holds for one run. Field order is the JSON key order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub scenario: String,
+    pub policy: String,
+    pub seed: u64,
+    pub sim_time_s: f64,
+    pub bin_s: f64,
+    pub jobs: Vec<JobSummary>,
+    pub total_bytes: u64,
+    /// Total bytes over the time from the first RPC issued by any job to the last completion.
+    pub aggregate_throughput_mib_s: f64,
+    /// Jain's index over the per-job throughputs (`jobs[].throughput_mib_s`).
+    pub jain_index: f64,
+    /// Jain's index of the fairness-window bytes normalised by node counts.
+    pub weighted_jain_index: f64,
+    /// Sum of |share - node share| over the fairness-window bytes.
+    pub share_deviation: f64,
+    pub fairness_window: FairnessWindow,
+    pub engine: EngineSummary,
+    pub control_writes: u64,
+    pub rejected_control_writes: u64,
+    /// At most [`REJECTED_LISTED_MAX`] entries, in the order they happened.
+    pub rejected: Vec<RejectedWrite>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct JobSummary {
+    pub job_id: String,
+    pub nodes: u32,
+    pub bytes: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub rpcs: u64,
+    /// `bytes` over `io_time_s`; 0 for a job that did no I/O.
+    pub throughput_mib_s: f64,
+    /// First RPC issued to last RPC completed.
+    pub io_time_s: f64,
+    pub first_io_s: Option<f64>,
+    pub last_io_s: Option<f64>,
+    pub finished: bool,
+    /// Bytes inside the fairness window (what the weighted metrics are computed over).
+    pub window_bytes: u64,
+}
+
+/// Which bytes the weighted fairness metrics were computed over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WindowBasis {
+    /// Whole bins in which every job was between its first issue and its last completion.
+    AllJobsActive,
+    /// No such bin exists (jobs ran one after the other, or one never did I/O).
+    WholeRun,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FairnessWindow {
+    pub basis: WindowBasis,
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EngineSummary {
+    pub events: u64,
+    pub rpcs: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RejectedWrite {
+    pub time_s: f64,
+    pub domain: u32,
+    pub write: String,
+    pub error: String,
+}
+
+/// The window (in bins, end exclusive) where every job was active, if it holds a whole bin.
+fn all_active_bins(run: &RunOutput) -> Option<(usize, usize)> {
+    if run.jobs.is_empty() || run.bin_ns == 0 {
+        return None;
+    }
+    let mut start_ns = 0u64;
+    let mut end_ns = u64::MAX;
+    for job in &run.jobs {
+        start_ns = start_ns.max(job.first_io_ns?);
+        end_ns = end_ns.min(job.last_io_ns?);
+    }
+    let first_bin = start_ns.div_ceil(run.bin_ns);
+    let end_bin = end_ns / run.bin_ns;
+    (first_bin < end_bin).then_some((first_bin as usize, end_bin as usize))
+}
+
+fn mib_per_s(bytes: u64, time_ns: u64) -> f64 {
+    if time_ns == 0 {
+        return 0.0;
+    }
+    bytes as f64 / BYTES_PER_MIB / ns_to_s(time_ns)
+}
+
+/// Computes the summary of one run.
+pub fn summarize(run: &RunOutput) -> RunSummary {
+    let window = all_active_bins(run);
+    let window_bytes: Vec<u64> = run
+        .jobs
+        .iter()
+        .map(|job| match window {
+            Some((a, b)) => job
+                .bytes_per_ost_bin
+                .iter()
+                .map(|bins| bins.iter().take(b).skip(a).sum::<u64>())
+                .sum(),
+            None => job.bytes(),
+        })
+        .collect();
+    let fairness_window = match window {
+        Some((a, b)) => FairnessWindow {
+            basis: WindowBasis::AllJobsActive,
+            start_s: ns_to_s(a as u64 * run.bin_ns),
+            end_s: ns_to_s(b as u64 * run.bin_ns),
+        },
+        None => FairnessWindow {
+            basis: WindowBasis::WholeRun,
+            start_s: 0.0,
+            end_s: ns_to_s(run.end_ns),
+        },
+    };
+
+    let jobs: Vec<JobSummary> = run
+        .jobs
+        .iter()
+        .zip(&window_bytes)
+        .map(|(job, &window_bytes)| JobSummary {
+            job_id: job.job_id.clone(),
+            nodes: job.node_count,
+            bytes: job.bytes(),
+            bytes_read: job.bytes_read,
+            bytes_written: job.bytes_written,
+            rpcs: job.rpcs,
+            throughput_mib_s: mib_per_s(job.bytes(), job.io_time_ns()),
+            io_time_s: ns_to_s(job.io_time_ns()),
+            first_io_s: job.first_io_ns.map(ns_to_s),
+            last_io_s: job.last_io_ns.map(ns_to_s),
+            finished: job.finished,
+            window_bytes,
+        })
+        .collect();
+
+    let total_bytes: u64 = run.jobs.iter().map(|j| j.bytes()).sum();
+    let first_ns = run.jobs.iter().filter_map(|j| j.first_io_ns).min();
+    let last_ns = run.jobs.iter().filter_map(|j| j.last_io_ns).max();
+    let span_ns = match (first_ns, last_ns) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => 0,
+    };
+
+    let throughputs: Vec<f64> = jobs.iter().map(|j| j.throughput_mib_s).collect();
+    let weights: Vec<f64> = run.jobs.iter().map(|j| f64::from(j.node_count)).collect();
+    let window_values: Vec<f64> = window_bytes.iter().map(|&b| b as f64).collect();
+
+    let rejected_all = run.control_log.iter().filter(|e| e.result.is_err());
+    let rejected: Vec<RejectedWrite> = rejected_all
+        .clone()
+        .take(REJECTED_LISTED_MAX)
+        .map(|e| RejectedWrite {
+            time_s: ns_to_s(e.time_ns),
+            domain: e.domain.0,
+            write: control_write_text(&e.write),
+            error: e.result.clone().err().unwrap_or_default(),
+        })
+        .collect();
+
+    RunSummary {
+        scenario: run.scenario_name.clone(),
+        policy: run.policy.clone(),
+        seed: run.seed,
+        sim_time_s: ns_to_s(run.end_ns),
+        bin_s: ns_to_s(run.bin_ns),
+        jobs,
+        total_bytes,
+        aggregate_throughput_mib_s: mib_per_s(total_bytes, span_ns),
+        jain_index: jain_index(&throughputs),
+        weighted_jain_index: weighted_jain_index(&window_values, &weights),
+        share_deviation: share_deviation(&window_values, &weights),
+        fairness_window,
+        engine: EngineSummary {
+            events: run.engine.events,
+            rpcs: run.engine.rpcs,
+        },
+        control_writes: run.control_log.len() as u64,
+        rejected_control_writes: rejected_all.count() as u64,
+        rejected,
+    }
+}

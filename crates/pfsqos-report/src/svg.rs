@@ -1,0 +1,398 @@
+//! Inline SVG charts, written by hand.
+//!
+//! Why not a plotting crate: the charts here are two kinds (lines over time, grouped bars), the
+//! output must be byte-identical for the same input, and the report must not depend on fonts
+//! installed at build time. A few hundred lines of string formatting give exact control over
+//! all three without adding a dependency tree to build on every machine.
+
+use std::fmt::Write as _;
+
+use crate::escape;
+
+pub(crate) const FONT: &str =
+    "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
+
+/// Colour-blind-safe first (Okabe-Ito without its yellow, which vanishes on white), then
+/// Tableau 10 for more lines.
+pub(crate) const JOB_COLORS: &[&str] = &[
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#8C564B",
+    "#59A14F", "#EDC948", "#B07AA1", "#FF9DA7", "#9C755F", "#76B7B2", "#E15759", "#4E79A7",
+];
+
+/// Policies get a palette of their own so that a policy colour is never mistaken for a job.
+pub(crate) const POLICY_COLORS: &[&str] = &[
+    "#4E79A7", "#F28E2B", "#59A14F", "#E15759", "#B07AA1", "#76B7B2", "#EDC948", "#9C755F",
+    "#FF9DA7", "#BAB0AC",
+];
+
+pub(crate) fn job_color(i: usize) -> &'static str {
+    JOB_COLORS[i % JOB_COLORS.len()]
+}
+
+pub(crate) fn policy_color(i: usize) -> &'static str {
+    POLICY_COLORS[i % POLICY_COLORS.len()]
+}
+
+/// Legend rows drawn; beyond this a "+N more" line keeps the chart a sane height.
+const LEGEND_ROWS_MAX: usize = 24;
+const LEGEND_ROW_PX: f64 = 20.0;
+const LEGEND_CHARS_MAX: usize = 22;
+const WIDTH_PX: f64 = 960.0;
+const LEGEND_WIDTH_PX: f64 = 190.0;
+const TOP_PX: f64 = 44.0;
+const BOTTOM_PX: f64 = 56.0;
+const LEFT_PX: f64 = 78.0;
+const BAR_WIDTH_MAX_PX: f64 = 110.0;
+
+const GRID: &str = "#E5E7EB";
+const AXIS: &str = "#374151";
+const TEXT: &str = "#111827";
+const MUTED: &str = "#4B5563";
+
+/// One line of a line chart.
+pub(crate) struct Series<'a> {
+    pub name: &'a str,
+    pub color: &'a str,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One group of bars (a job, a policy) with its bars in legend order.
+pub(crate) struct BarGroup<'a> {
+    pub label: &'a str,
+    pub bars: Vec<Bar<'a>>,
+}
+
+pub(crate) struct Bar<'a> {
+    pub value: f64,
+    pub color: &'a str,
+    /// Hover text.
+    pub title: String,
+}
+
+/// A tick step of 1, 2, 2.5 or 5 times a power of ten giving about `target` ticks up to `max`.
+pub(crate) fn nice_step(max: f64, target: usize) -> f64 {
+    let max = if max.is_finite() && max > 0.0 {
+        max
+    } else {
+        1.0
+    };
+    let raw = max / target.max(1) as f64;
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let norm = raw / magnitude;
+    let mult = if norm <= 1.0 {
+        1.0
+    } else if norm <= 2.0 {
+        2.0
+    } else if norm <= 2.5 {
+        2.5
+    } else if norm <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    mult * magnitude
+}
+
+/// The axis end: the first tick at or above `max` (at least one step).
+fn axis_top(max: f64, step: f64) -> f64 {
+    let max = if max.is_finite() && max > 0.0 {
+        max
+    } else {
+        step
+    };
+    (max / step - 1e-9).ceil().max(1.0) * step
+}
+
+/// Enough decimals to tell ticks of this step apart, and no more.
+pub(crate) fn tick_label(value: f64, step: f64) -> String {
+    let mut decimals = 0usize;
+    let mut s = step;
+    while decimals < 6 && (s - s.round()).abs() > 1e-9 * step.max(1.0) {
+        s *= 10.0;
+        decimals += 1;
+    }
+    format!("{value:.decimals$}")
+}
+
+fn truncate(text: &str, chars_max: usize) -> String {
+    if text.chars().count() <= chars_max {
+        text.to_string()
+    } else {
+        let mut t: String = text.chars().take(chars_max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn open_svg(out: &mut String, height: f64, title: &str) {
+    let _ = write!(
+        out,
+        "<svg viewBox=\"0 0 {WIDTH_PX:.0} {height:.0}\" \
+         width=\"{WIDTH_PX:.0}\" height=\"{height:.0}\" role=\"img\" aria-label=\"{t}\" \
+         font-family=\"{FONT}\" class=\"chart\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"#FFFFFF\"/>\n\
+         <text x=\"{LEFT_PX:.0}\" y=\"24\" font-size=\"15\" font-weight=\"600\" fill=\"{TEXT}\">{t}</text>\n",
+        t = escape(title),
+    );
+}
+
+/// Horizontal grid, y ticks and the rotated y label. Returns the y axis top value.
+fn y_axis(out: &mut String, y_max: f64, y_label: &str, x0: f64, x1: f64, y0: f64, y1: f64) -> f64 {
+    let step = nice_step(y_max, 6);
+    let top = axis_top(y_max, step);
+    let ticks = (top / step).round() as usize;
+    for i in 0..=ticks {
+        let v = i as f64 * step;
+        let y = y1 - (y1 - y0) * v / top;
+        let _ = writeln!(
+            out,
+            "<line x1=\"{x0:.1}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"{GRID}\"/>\
+             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"{MUTED}\" text-anchor=\"end\">{}</text>",
+            x0 - 8.0,
+            y + 4.0,
+            tick_label(v, step)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<text transform=\"translate(18 {:.1}) rotate(-90)\" font-size=\"13\" fill=\"{TEXT}\" \
+         text-anchor=\"middle\">{}</text>",
+        (y0 + y1) / 2.0,
+        escape(y_label)
+    );
+    top
+}
+
+fn frame(out: &mut String, x0: f64, x1: f64, y0: f64, y1: f64) {
+    let _ = writeln!(
+        out,
+        "<line x1=\"{x0:.1}\" y1=\"{y1:.1}\" x2=\"{x1:.1}\" y2=\"{y1:.1}\" stroke=\"{AXIS}\"/>\
+         <line x1=\"{x0:.1}\" y1=\"{y0:.1}\" x2=\"{x0:.1}\" y2=\"{y1:.1}\" stroke=\"{AXIS}\"/>"
+    );
+}
+
+/// Legend in a column right of the plot. `entries` are (name, colour); `line` draws line
+/// swatches instead of squares.
+fn legend(out: &mut String, entries: &[(&str, &str)], x: f64, y0: f64, line: bool) {
+    for (i, (name, color)) in entries.iter().take(LEGEND_ROWS_MAX).enumerate() {
+        let y = y0 + LEGEND_ROW_PX * i as f64;
+        if line {
+            let _ = write!(
+                out,
+                "<line x1=\"{x:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{color}\" stroke-width=\"3\"/>",
+                x + 20.0
+            );
+        } else {
+            let _ = write!(
+                out,
+                "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"12\" height=\"12\" fill=\"{color}\"/>",
+                x + 4.0,
+                y - 6.0
+            );
+        }
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"{TEXT}\"><title>{}</title>{}</text>",
+            x + 28.0,
+            y + 4.0,
+            escape(name),
+            escape(&truncate(name, LEGEND_CHARS_MAX))
+        );
+    }
+    if entries.len() > LEGEND_ROWS_MAX {
+        let y = y0 + LEGEND_ROW_PX * LEGEND_ROWS_MAX as f64;
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"{MUTED}\">+{} more</text>",
+            x + 28.0,
+            y + 4.0,
+            entries.len() - LEGEND_ROWS_MAX
+        );
+    }
+}
+
+fn height_for_legend(entries: usize) -> f64 {
+    let rows = entries.min(LEGEND_ROWS_MAX + 1) as f64;
+    (TOP_PX + BOTTOM_PX + 16.0 + LEGEND_ROW_PX * rows).max(380.0)
+}
+
+/// Lines over a shared x axis starting at 0 (time in seconds in this report).
+pub(crate) fn line_chart(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    x_max: f64,
+    series: &[Series<'_>],
+) -> String {
+    let height = height_for_legend(series.len());
+    let (x0, x1) = (LEFT_PX, WIDTH_PX - LEGEND_WIDTH_PX);
+    let (y0, y1) = (TOP_PX, height - BOTTOM_PX);
+    let y_max = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+
+    let mut out = String::new();
+    open_svg(&mut out, height, title);
+    let y_top = y_axis(&mut out, y_max, y_label, x0, x1, y0, y1);
+
+    let x_step = nice_step(x_max, 10);
+    let x_top = axis_top(x_max, x_step);
+    let x_ticks = (x_top / x_step).round() as usize;
+    for i in 0..=x_ticks {
+        let v = i as f64 * x_step;
+        let x = x0 + (x1 - x0) * v / x_top;
+        let _ = writeln!(
+            out,
+            "<line x1=\"{x:.1}\" y1=\"{y1:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"{AXIS}\"/>\
+             <text x=\"{x:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"{MUTED}\" text-anchor=\"middle\">{}</text>",
+            y1 + 5.0,
+            y1 + 20.0,
+            tick_label(v, x_step)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"13\" fill=\"{TEXT}\" text-anchor=\"middle\">{}</text>",
+        (x0 + x1) / 2.0,
+        height - 14.0,
+        escape(x_label)
+    );
+    frame(&mut out, x0, x1, y0, y1);
+
+    for s in series {
+        if s.points.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" stroke-linejoin=\"round\" points=\"",
+            s.color
+        );
+        for (i, &(x, y)) in s.points.iter().enumerate() {
+            let y = if y.is_finite() { y } else { 0.0 };
+            let px = x0 + (x1 - x0) * (x / x_top).clamp(0.0, 1.0);
+            let py = y1 - (y1 - y0) * (y / y_top).clamp(0.0, 1.0);
+            if i > 0 {
+                out.push(' ');
+            }
+            let _ = write!(out, "{px:.1},{py:.1}");
+        }
+        let _ = writeln!(out, "\"><title>{}</title></polyline>", escape(s.name));
+    }
+
+    let entries: Vec<(&str, &str)> = series.iter().map(|s| (s.name, s.color)).collect();
+    legend(&mut out, &entries, x1 + 20.0, y0 + 8.0, true);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Groups of bars side by side; `legend` names the bar colours (may be empty when the group
+/// labels say it all).
+pub(crate) fn bar_chart(
+    title: &str,
+    y_label: &str,
+    groups: &[BarGroup<'_>],
+    legend_entries: &[(&str, &str)],
+) -> String {
+    let height = height_for_legend(legend_entries.len());
+    let right = if legend_entries.is_empty() {
+        24.0
+    } else {
+        LEGEND_WIDTH_PX
+    };
+    let (x0, x1) = (LEFT_PX, WIDTH_PX - right);
+    let (y0, y1) = (TOP_PX, height - BOTTOM_PX);
+    let y_max = groups
+        .iter()
+        .flat_map(|g| g.bars.iter().map(|b| b.value))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+
+    let mut out = String::new();
+    open_svg(&mut out, height, title);
+    // Headroom so that a value label above the tallest bar stays inside the plot.
+    let y_top = y_axis(&mut out, y_max * 1.08, y_label, x0, x1, y0, y1);
+
+    let group_w = (x1 - x0) / groups.len().max(1) as f64;
+    let label_chars = ((group_w / 7.0) as usize).max(3);
+    for (g, group) in groups.iter().enumerate() {
+        let gx = x0 + group_w * g as f64;
+        let bars = group.bars.len().max(1) as f64;
+        // Wide plots with few bars would otherwise draw slabs.
+        let bar_w = (group_w * 0.8 / bars).min(BAR_WIDTH_MAX_PX);
+        let pad = (group_w - bar_w * bars) / 2.0;
+        for (b, bar) in group.bars.iter().enumerate() {
+            let v = if bar.value.is_finite() {
+                bar.value.max(0.0)
+            } else {
+                0.0
+            };
+            let h = (y1 - y0) * (v / y_top).clamp(0.0, 1.0);
+            let bx = gx + pad + bar_w * b as f64;
+            let _ = writeln!(
+                out,
+                "<rect x=\"{bx:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"{}\"><title>{}</title></rect>",
+                y1 - h,
+                (bar_w - 2.0).max(1.0),
+                bar.color,
+                escape(&bar.title)
+            );
+            if bar_w >= 30.0 {
+                let label = if v >= 100.0 {
+                    format!("{v:.0}")
+                } else {
+                    format!("{v:.1}")
+                };
+                let _ = writeln!(
+                    out,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\" fill=\"{MUTED}\" text-anchor=\"middle\">{label}</text>",
+                    bx + (bar_w - 2.0) / 2.0,
+                    y1 - h - 4.0
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"{TEXT}\" text-anchor=\"middle\"><title>{}</title>{}</text>",
+            gx + group_w / 2.0,
+            y1 + 20.0,
+            escape(group.label),
+            escape(&truncate(group.label, label_chars))
+        );
+    }
+    frame(&mut out, x0, x1, y0, y1);
+    legend(&mut out, legend_entries, x1 + 20.0, y0 + 8.0, false);
+    out.push_str("</svg>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nice_steps() {
+        assert_eq!(nice_step(10.0, 10), 1.0);
+        assert_eq!(nice_step(60.0, 10), 10.0);
+        assert_eq!(nice_step(1300.0, 6), 250.0);
+        assert_eq!(nice_step(0.0, 6), 0.2);
+        assert_eq!(axis_top(1300.0, 250.0), 1500.0);
+        assert_eq!(axis_top(1000.0, 250.0), 1000.0);
+    }
+
+    #[test]
+    fn tick_labels_use_just_enough_decimals() {
+        assert_eq!(tick_label(2.0, 1.0), "2");
+        assert_eq!(tick_label(0.5, 0.5), "0.5");
+        assert_eq!(tick_label(0.75, 0.25), "0.75");
+        assert_eq!(tick_label(1500.0, 250.0), "1500");
+    }
+
+    #[test]
+    fn long_names_are_truncated() {
+        assert_eq!(truncate("abc", 5), "abc");
+        assert_eq!(truncate("abcdefgh", 5), "abcd…");
+    }
+}

@@ -1,0 +1,533 @@
+use pfsqos_core::control::{ControlWrite, DomainId};
+use pfsqos_sim::{ControlLogEntry, EngineStats, JobOutput, RunOutput, Scenario};
+
+use super::*;
+
+const MIB: u64 = 1 << 20;
+const S: u64 = 1_000_000_000;
+
+fn job(
+    id: &str,
+    nodes: u32,
+    first: Option<u64>,
+    last: Option<u64>,
+    bins: Vec<Vec<u64>>,
+) -> JobOutput {
+    let total: u64 = bins.iter().flatten().sum();
+    JobOutput {
+        job_id: id.to_string(),
+        node_count: nodes,
+        bytes_read: 0,
+        bytes_written: total,
+        rpcs: total / MIB,
+        first_io_ns: first,
+        last_io_ns: last,
+        finished: true,
+        bytes_per_ost_bin: bins,
+    }
+}
+
+fn run(policy: &str, bin_ns: u64, end_ns: u64, jobs: Vec<JobOutput>) -> RunOutput {
+    RunOutput {
+        scenario_name: "tiny".to_string(),
+        policy: policy.to_string(),
+        seed: 7,
+        bin_ns,
+        end_ns,
+        osts: vec!["OST0000".to_string(), "OST0001".to_string()],
+        jobs,
+        control_log: Vec::new(),
+        engine: EngineStats {
+            events: 1234,
+            rpcs: 56,
+        },
+    }
+}
+
+/// Job A (1 node) writes 100 MiB/s over 0-4 s; job B (3 nodes) 150 MiB/s over 1-3 s.
+fn two_jobs(policy: &str) -> RunOutput {
+    run(
+        policy,
+        S,
+        4 * S,
+        vec![
+            job("A", 1, Some(0), Some(4 * S), vec![vec![100 * MIB; 4]]),
+            job(
+                "B",
+                3,
+                Some(S),
+                Some(3 * S),
+                vec![vec![0, 150 * MIB, 150 * MIB, 0]],
+            ),
+        ],
+    )
+}
+
+fn scenario() -> Scenario {
+    Scenario::from_toml_str(
+        r#"
+name = "tiny"
+description = "Two jobs <sharing> one OST & more"
+[simulation]
+duration_s = 4.0
+[[oss]]
+name = "oss0"
+osts = 2
+[[job]]
+id = "A"
+nodes = 1
+[[job.processes]]
+rw = "write"
+bs = "1M"
+size = "400M"
+[[job]]
+id = "B"
+nodes = 3
+[[job.processes]]
+rw = "write"
+bs = "1M"
+size = "300M"
+"#,
+        "<test>",
+    )
+    .expect("test scenario is valid")
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-12 * b.abs().max(1.0)
+}
+
+#[test]
+fn csv_exact_content() {
+    let r = run(
+        "nobw",
+        S / 10,
+        3 * S / 10,
+        vec![
+            job(
+                "a",
+                1,
+                Some(0),
+                Some(2 * S / 10),
+                vec![vec![MIB, 0, 0], vec![0, 2 * MIB, 0]],
+            ),
+            // Shorter vectors and an id that needs CSV quoting.
+            job(
+                "b,x",
+                3,
+                Some(0),
+                Some(3 * S / 10),
+                vec![vec![0, 0, MIB / 2]],
+            ),
+        ],
+    );
+    let expected = "\
+time_s,job_id,ost,bytes,throughput_mib_s
+0,a,OST0000,1048576,10.000
+0,a,all,1048576,10.000
+0,\"b,x\",all,0,0.000
+0.1,a,OST0001,2097152,20.000
+0.1,a,all,2097152,20.000
+0.1,\"b,x\",all,0,0.000
+0.2,a,all,0,0.000
+0.2,\"b,x\",OST0000,524288,5.000
+0.2,\"b,x\",all,524288,5.000
+";
+    assert_eq!(timeseries_csv(&r), expected);
+}
+
+#[test]
+fn csv_totals_extend_to_the_end_of_the_run() {
+    let mut r = run(
+        "nobw",
+        S,
+        3 * S + 1,
+        vec![job("a", 1, Some(0), Some(S), vec![vec![MIB]])],
+    );
+    let csv = timeseries_csv(&r);
+    let totals: Vec<&str> = csv.lines().filter(|l| l.contains(",all,")).collect();
+    assert_eq!(
+        totals,
+        [
+            "0,a,all,1048576,1.000",
+            "1,a,all,0,0.000",
+            "2,a,all,0,0.000",
+            "3,a,all,0,0.000"
+        ]
+    );
+    // A nonsense end time cannot blow the file up.
+    r.end_ns = u64::MAX;
+    r.bin_ns = 1;
+    assert_eq!(bin_count(&r), BINS_MAX);
+}
+
+#[test]
+fn seconds_are_exact() {
+    assert_eq!(fmt_seconds(0), "0");
+    assert_eq!(fmt_seconds(100_000_000), "0.1");
+    assert_eq!(fmt_seconds(12_000_000_001), "12.000000001");
+    assert_eq!(fmt_seconds(3 * S), "3");
+}
+
+#[test]
+fn summary_numbers_hand_computed() {
+    let s = summarize(&two_jobs("static"));
+    assert_eq!(s.policy, "static");
+    assert_eq!(s.seed, 7);
+    assert_eq!(s.sim_time_s, 4.0);
+    let a = &s.jobs[0];
+    let b = &s.jobs[1];
+    assert_eq!((a.bytes, b.bytes), (400 * MIB, 300 * MIB));
+    assert_eq!((a.io_time_s, b.io_time_s), (4.0, 2.0));
+    assert_eq!((a.throughput_mib_s, b.throughput_mib_s), (100.0, 150.0));
+    assert_eq!((a.nodes, b.nodes), (1, 3));
+    // 700 MiB over 0-4 s.
+    assert_eq!(s.aggregate_throughput_mib_s, 175.0);
+    // (100+150)^2 / (2 * (100^2 + 150^2)) = 62500 / 65000
+    assert!(close(s.jain_index, 62_500.0 / 65_000.0), "{}", s.jain_index);
+    // Both active in bins 1 and 2: A 200 MiB, B 300 MiB.
+    assert_eq!(s.fairness_window.basis, WindowBasis::AllJobsActive);
+    assert_eq!(
+        (s.fairness_window.start_s, s.fairness_window.end_s),
+        (1.0, 3.0)
+    );
+    assert_eq!((a.window_bytes, b.window_bytes), (200 * MIB, 300 * MIB));
+    // Per node: A 200, B 100 -> 300^2 / (2 * (200^2 + 100^2)) = 0.9
+    assert!(
+        close(s.weighted_jain_index, 0.9),
+        "{}",
+        s.weighted_jain_index
+    );
+    // Shares 0.4 / 0.6 against node shares 0.25 / 0.75.
+    assert!(close(s.share_deviation, 0.3), "{}", s.share_deviation);
+    assert_eq!(
+        s.engine,
+        EngineSummary {
+            events: 1234,
+            rpcs: 56
+        }
+    );
+}
+
+#[test]
+fn fairness_window_rounds_inwards_to_whole_bins() {
+    let mut r = two_jobs("nobw");
+    r.jobs[1].first_io_ns = Some(S / 2);
+    r.jobs[1].last_io_ns = Some(3 * S + S / 5);
+    let s = summarize(&r);
+    assert_eq!(
+        (s.fairness_window.start_s, s.fairness_window.end_s),
+        (1.0, 3.0)
+    );
+}
+
+#[test]
+fn fairness_falls_back_to_whole_run_when_jobs_never_overlap() {
+    let r = run(
+        "nobw",
+        S,
+        3 * S,
+        vec![
+            job("A", 1, Some(0), Some(S), vec![vec![100 * MIB, 0, 0]]),
+            job(
+                "B",
+                1,
+                Some(2 * S),
+                Some(3 * S),
+                vec![vec![0, 0, 300 * MIB]],
+            ),
+        ],
+    );
+    let s = summarize(&r);
+    assert_eq!(s.fairness_window.basis, WindowBasis::WholeRun);
+    assert_eq!(
+        (s.jobs[0].window_bytes, s.jobs[1].window_bytes),
+        (100 * MIB, 300 * MIB)
+    );
+    // Equal weights, shares 0.25 / 0.75.
+    assert!(close(s.share_deviation, 0.5));
+    // Aggregate over first issue (0) to last completion (3 s).
+    assert!(close(s.aggregate_throughput_mib_s, 400.0 / 3.0));
+}
+
+#[test]
+fn job_without_io_gives_zeros_not_nan() {
+    let r = run(
+        "nobw",
+        S,
+        S,
+        vec![
+            job("idle", 2, None, None, vec![]),
+            job("A", 1, Some(0), Some(S), vec![vec![MIB]]),
+        ],
+    );
+    let s = summarize(&r);
+    assert_eq!(s.jobs[0].throughput_mib_s, 0.0);
+    assert_eq!(s.jobs[0].io_time_s, 0.0);
+    assert_eq!(s.fairness_window.basis, WindowBasis::WholeRun);
+    let json = summary_json(&r);
+    assert!(!json.contains("NaN") && !json.contains("null,\n  \"jain"));
+    let s = summarize(&run("nobw", S, 0, vec![]));
+    assert_eq!(
+        (
+            s.jain_index,
+            s.share_deviation,
+            s.aggregate_throughput_mib_s
+        ),
+        (1.0, 0.0, 0.0)
+    );
+}
+
+#[test]
+fn control_writes_are_counted_and_rejections_listed() {
+    let mut r = two_jobs("static");
+    r.control_log = vec![
+        ControlLogEntry {
+            time_ns: 0,
+            domain: DomainId(0),
+            write: ControlWrite::NrsPolicies("tbf jobid".to_string()),
+            result: Ok(()),
+        },
+        ControlLogEntry {
+            time_ns: S / 2,
+            domain: DomainId(1),
+            write: ControlWrite::NrsTbfRule("start r rate=0".to_string()),
+            result: Err("rate must be positive".to_string()),
+        },
+    ];
+    let s = summarize(&r);
+    assert_eq!((s.control_writes, s.rejected_control_writes), (2, 1));
+    assert_eq!(
+        s.rejected,
+        [RejectedWrite {
+            time_s: 0.5,
+            domain: 1,
+            write: "nrs_tbf_rule=start r rate=0".to_string(),
+            error: "rate must be positive".to_string(),
+        }]
+    );
+    let html = report_html(&[r], &scenario());
+    assert!(html.contains("nrs_tbf_rule=start r rate=0"));
+    assert!(html.contains("rate must be positive"));
+}
+
+#[test]
+fn summary_json_has_stable_key_order() {
+    let json = summary_json(&two_jobs("nobw"));
+    let keys = [
+        "\"scenario\"",
+        "\"policy\"",
+        "\"seed\"",
+        "\"sim_time_s\"",
+        "\"jobs\"",
+        "\"job_id\"",
+        "\"nodes\"",
+        "\"throughput_mib_s\"",
+        "\"io_time_s\"",
+        "\"finished\"",
+        "\"aggregate_throughput_mib_s\"",
+        "\"jain_index\"",
+        "\"weighted_jain_index\"",
+        "\"share_deviation\"",
+        "\"fairness_window\"",
+        "\"engine\"",
+        "\"control_writes\"",
+        "\"rejected_control_writes\"",
+    ];
+    let mut at = 0;
+    for key in keys {
+        let pos = json[at..]
+            .find(key)
+            .unwrap_or_else(|| panic!("{key} after {at}"));
+        at += pos;
+    }
+    assert!(json.contains("\"basis\": \"all-jobs-active\""));
+}
+
+fn assert_self_contained(html: &str) {
+    let lower = html.to_ascii_lowercase();
+    for banned in [
+        "http://", "https://", "<script", "<link", "@import", "url(", "src=",
+    ] {
+        assert!(!lower.contains(banned), "report contains {banned}");
+    }
+}
+
+#[test]
+fn html_is_self_contained_with_one_chart_per_policy_plus_two() {
+    let runs = [two_jobs("nobw"), two_jobs("static"), two_jobs("adaptbf")];
+    let html = report_html(&runs, &scenario());
+    assert_self_contained(&html);
+    assert_eq!(html.matches("<svg").count(), runs.len() + 2);
+    assert_eq!(html.matches("</svg>").count(), runs.len() + 2);
+    for id in ["A", "B"] {
+        assert!(html.contains(&format!(">{id}<")), "job {id} missing");
+    }
+    for p in ["nobw", "static", "adaptbf"] {
+        assert!(html.contains(&format!("Throughput over time: {p}")));
+    }
+    assert!(html.contains("Two jobs &lt;sharing&gt; one OST &amp; more"));
+    assert!(html.contains("<dt>Seed</dt><dd>7</dd>"));
+    assert!(html.contains("No control write was rejected."));
+}
+
+#[test]
+fn html_escapes_job_ids() {
+    let mut r = two_jobs("nobw");
+    r.jobs[0].job_id = "<b>evil</b>".to_string();
+    let html = report_html(&[r], &scenario());
+    assert!(!html.contains("<b>evil"));
+    assert!(html.contains("&lt;b&gt;evil&lt;/b&gt;"));
+}
+
+#[test]
+fn long_runs_are_drawn_with_bounded_points() {
+    let bins = 10 * POINTS_PER_LINE_MAX + 3;
+    let r = run(
+        "nobw",
+        S / 10,
+        bins as u64 * S / 10,
+        vec![job(
+            "A",
+            1,
+            Some(0),
+            Some(bins as u64 * S / 10),
+            vec![vec![MIB; bins]],
+        )],
+    );
+    let html = report_html(&[r], &scenario());
+    let line = html.split("<polyline").nth(1).expect("one line");
+    let points = line
+        .split("points=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    assert!(points.split(' ').count() <= POINTS_PER_LINE_MAX);
+    assert!(html.contains("11 bins of 100 ms merged per point"));
+}
+
+#[test]
+fn outputs_are_deterministic() {
+    let runs = [two_jobs("nobw"), two_jobs("static")];
+    let sc = scenario();
+    assert_eq!(report_html(&runs, &sc), report_html(&runs.clone(), &sc));
+    assert_eq!(
+        comparison_json(&runs, &sc),
+        comparison_json(&runs.clone(), &sc)
+    );
+    assert_eq!(timeseries_csv(&runs[0]), timeseries_csv(&runs[0].clone()));
+}
+
+#[test]
+fn write_comparison_layout_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario();
+    let runs = [two_jobs("nobw"), two_jobs("static")];
+    write_comparison(dir.path(), &runs, &sc).unwrap();
+    for p in ["nobw", "static"] {
+        for f in ["timeseries.csv", "summary.json"] {
+            assert!(dir.path().join(p).join(f).is_file(), "{p}/{f}");
+        }
+    }
+    let all = std::fs::read_to_string(dir.path().join("summary.json")).unwrap();
+    assert_eq!(all, comparison_json(&runs, &sc));
+    assert!(dir.path().join("report.html").is_file());
+
+    let dup = [two_jobs("nobw"), two_jobs("nobw")];
+    assert!(matches!(
+        write_comparison(dir.path(), &dup, &sc),
+        Err(ReportError::Invalid(_))
+    ));
+    let bad = [two_jobs("../x")];
+    assert!(matches!(
+        write_comparison(dir.path(), &bad, &sc),
+        Err(ReportError::Invalid(_))
+    ));
+    assert!(matches!(
+        write_comparison(dir.path(), &[], &sc),
+        Err(ReportError::Invalid(_))
+    ));
+}
+
+#[test]
+fn write_run_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("nested/run");
+    let r = two_jobs("nobw");
+    write_run(&out, &r, &scenario()).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(out.join("timeseries.csv")).unwrap(),
+        timeseries_csv(&r)
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("summary.json")).unwrap(),
+        summary_json(&r)
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 3);
+}
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn arb_job() -> impl Strategy<Value = JobOutput> {
+        (
+            1u32..64,
+            prop::collection::vec(prop::collection::vec(0u64..(64 * MIB), 0..12), 0..3),
+            prop::option::of((0u64..20, 0u64..20)),
+        )
+            .prop_map(|(nodes, bins, span)| {
+                let (first, last) = match span {
+                    Some((a, b)) => (Some(a.min(b) * S / 10), Some(a.max(b) * S / 10)),
+                    None => (None, None),
+                };
+                job("j", nodes, first, last, bins)
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn outputs_are_consistent_for_any_run(
+            jobs in prop::collection::vec(arb_job(), 0..5),
+            end_bins in 0u64..15,
+        ) {
+            let mut jobs = jobs;
+            for (i, j) in jobs.iter_mut().enumerate() {
+                j.job_id = format!("job{i}");
+            }
+            let r = run("nobw", S / 10, end_bins * S / 10, jobs);
+
+            // The `all` rows of a job add up to everything it moved.
+            let csv = timeseries_csv(&r);
+            for j in &r.jobs {
+                let prefix = format!(",{},all,", j.job_id);
+                let total: u64 = csv
+                    .lines()
+                    .filter(|l| l.contains(&prefix))
+                    .map(|l| l.split(',').nth(3).unwrap().parse::<u64>().unwrap())
+                    .sum();
+                prop_assert_eq!(total, j.bytes());
+            }
+
+            let s = summarize(&r);
+            for v in [s.aggregate_throughput_mib_s, s.jain_index, s.weighted_jain_index, s.share_deviation] {
+                prop_assert!(v.is_finite());
+            }
+            prop_assert!(s.jain_index > 0.0 && s.jain_index <= 1.0 + 1e-12);
+            prop_assert!(s.weighted_jain_index > 0.0 && s.weighted_jain_index <= 1.0 + 1e-12);
+            prop_assert!((0.0..=2.0 + 1e-12).contains(&s.share_deviation));
+            for j in &s.jobs {
+                prop_assert!(j.window_bytes <= j.bytes);
+                prop_assert!(j.throughput_mib_s.is_finite());
+            }
+
+            let html = report_html(&[r.clone(), r], &scenario());
+            prop_assert_eq!(html.matches("<svg").count(), 4);
+            prop_assert!(!html.contains("NaN") && !html.contains("inf"));
+        }
+    }
+}

@@ -116,7 +116,10 @@ fn unknown_policy_in_the_scenario_exits_2_naming_the_field() {
     let out = pfsqos(&["sim", path], tmp.path());
     assert_bad_input(&out);
     assert!(stderr(&out).contains("policy.default"), "{}", stderr(&out));
-    let out = pfsqos(&["compare", path], tmp.path());
+    // Scenario validation reports the first bad field, so check `compare` on its own.
+    let text = format!("{VALID}\n[policy]\ncompare = [\"nobw\", \"hyperdrive\"]\n");
+    let path = write_scenario(tmp.path(), "c.toml", &text);
+    let out = pfsqos(&["compare", path.to_str().unwrap()], tmp.path());
     assert_bad_input(&out);
     assert!(
         stderr(&out).contains("policy.compare[1]"),

@@ -83,6 +83,20 @@ pub fn run(
     Ok(sim.finish())
 }
 
+/// [`run`] with a controller built by the caller (tests, or controllers that need arguments
+/// `policy::controller_for` does not know). `RunOutput::policy` is the controller's name.
+pub fn run_with_controller(
+    scenario: &Scenario,
+    controller: Box<dyn Controller>,
+    seed: u64,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RunOutput, String> {
+    let name = controller.name();
+    let mut sim = Sim::new(scenario, controller, name, seed)?;
+    sim.run(progress);
+    Ok(sim.finish())
+}
+
 /// [`run`], also returning one [`RpcTrace`] per completed RPC in completion order (for tests
 /// and debugging; costs memory proportional to the RPC count).
 pub fn run_traced(
@@ -595,11 +609,10 @@ impl Sim {
             });
         }
         let mut jobs_by_id: Vec<u32> = (0..jobs.len() as u32).collect();
+        // By text: `JobId`'s derived `Ord` compares lengths first.
         jobs_by_id.sort_by(|&a, &b| {
-            jobs[a as usize]
-                .id
-                .cmp(&jobs[b as usize].id)
-                .then(a.cmp(&b))
+            let (x, y) = (&jobs[a as usize].id, &jobs[b as usize].id);
+            x.as_str().cmp(y.as_str()).then(a.cmp(&b))
         });
 
         if n_clients * n_osts > OSCS_MAX {
@@ -1003,7 +1016,7 @@ impl Sim {
                 if osc.in_flight < max_in_flight {
                     osc.in_flight += 1;
                     rpcs[rpc as usize].sent_ns = now;
-                    queue.push(arrive_ns, Event::RequestArrive { rpc });
+                    queue.push_ordered(arrive_ns, Event::RequestArrive { rpc });
                 } else {
                     osc.waiting.push_back(rpc);
                 }
@@ -1157,7 +1170,7 @@ impl Sim {
         if !r.read {
             self.pools[r.pool as usize].busy -= 1;
             self.queue
-                .push(now + self.latency_ns, Event::WriteReply { rpc });
+                .push_ordered(now + self.latency_ns, Event::WriteReply { rpc });
             self.dispatch(r.pool);
             return;
         }
@@ -1226,7 +1239,7 @@ impl Sim {
             osc.in_flight += 1;
             self.rpcs[next as usize].sent_ns = now;
             self.queue
-                .push(now + self.latency_ns, Event::RequestArrive { rpc: next });
+                .push_ordered(now + self.latency_ns, Event::RequestArrive { rpc: next });
         }
 
         let call = &mut self.calls[r.call as usize];

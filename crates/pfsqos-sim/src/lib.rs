@@ -13,7 +13,7 @@ pub mod record;
 pub mod scenario;
 pub mod workload;
 
-pub use engine::{run, run_traced, RpcTrace};
+pub use engine::{run, run_traced, run_with_controller, RpcTrace};
 pub use policy::{controller_for, POLICY_NAMES};
 pub use record::{ControlLogEntry, EngineStats, JobOutput, RunOutput};
 pub use scenario::{Scenario, ScenarioError};

@@ -39,7 +39,7 @@ pub struct DeviceModel {
 }
 
 /// Service time of one request split into its overlappable and its serialized part.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ServiceTime {
     /// Overhead plus random penalty: overlaps with other requests in service.
     pub fixed_ns: u64,

@@ -3,9 +3,10 @@
 //! # Model
 //!
 //! * **Clients.** A process keeps `iodepth` I/O calls of at most `bs` outstanding. A call is
-//!   split along its file's stripe layout into RPCs of at most `brw_size` that never cross a
-//!   stripe boundary ([`crate::workload::split_rpcs`]). Calls are not merged into larger RPCs
-//!   (no page-cache aggregation). Each (client, OST) pair is an OSC: at most
+//!   split along its file's stripe layout into RPCs of at most `brw_size`, each inside one
+//!   object ([`crate::workload::split_rpcs`]: a call maps to one contiguous range per object,
+//!   as Lustre's OSC sees it, so a single-stripe file gets full `brw_size` RPCs). RPCs of
+//!   different calls are never merged (no page-cache aggregation). Each (client, OST) pair is an OSC: at most
 //!   `max_rpcs_in_flight` RPCs outstanding, the rest wait in one FIFO shared by every process
 //!   on that client. A call completes when all its RPCs have.
 //! * **Network.** Every client and every OSS has a full-duplex link; each direction is a FIFO
@@ -53,12 +54,50 @@ use pfsqos_core::sched::{Dequeue, RequestScheduler};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::device::{Device, DeviceModel};
+use crate::device::{Device, DeviceModel, ServiceTime};
 use crate::events::{Event, EventQueue};
 use crate::policy::controller_for;
 use crate::record::{ControlLogEntry, EngineStats, JobOutput, RunOutput};
 use crate::scenario::{FileMode, Rw, Scenario, SchedulerScope};
 use crate::workload::{secs_to_ns, split_rpcs, Shape};
+
+/// Event lane of messages that cost only the constant latency (their times never decrease).
+const LANE_LATENCY: u32 = 0;
+
+/// First event lane of each kind of FIFO resource; see `EventQueue`. Each resource pushes
+/// non-decreasing times: a link or a device serializer only ever moves its free time forward.
+#[derive(Clone, Copy)]
+struct Lanes {
+    /// `WriteBulkHop` at the start of a transfer on a client's uplink.
+    client_up: u32,
+    /// `ReadDone` at the end of a transfer on a client's downlink.
+    client_down: u32,
+    /// `ReadBulkHop` at the start of a transfer on an OSS's uplink.
+    oss_up: u32,
+    /// `DeviceSubmit` at the end of a transfer on an OSS's downlink.
+    oss_down: u32,
+    /// `DeviceDone` of an OST device (transfers are serialized in start order).
+    device: u32,
+    total: u32,
+}
+
+impl Lanes {
+    fn new(clients: u32, osses: u32, osts: u32) -> Lanes {
+        let client_up = LANE_LATENCY + 1;
+        let client_down = client_up + clients;
+        let oss_up = client_down + clients;
+        let oss_down = oss_up + osses;
+        let device = oss_down + osses;
+        Lanes {
+            client_up,
+            client_down,
+            oss_up,
+            oss_down,
+            device,
+            total: device + osts,
+        }
+    }
+}
 
 /// Progress is reported every this many events.
 const PROGRESS_EVERY_EVENTS: u64 = 1 << 20;
@@ -208,11 +247,18 @@ struct Link {
     ns_per_byte: f64,
     up_free_ns: u64,
     down_free_ns: u64,
+    /// Last transfer size and time: RPC sizes repeat, and the float rounding is a libm call.
+    memo_bytes: u64,
+    memo_ns: u64,
 }
 
 impl Link {
-    fn transfer_ns(&self, bytes: u64) -> u64 {
-        (bytes as f64 * self.ns_per_byte).ceil() as u64
+    fn transfer_ns(&mut self, bytes: u64) -> u64 {
+        if bytes != self.memo_bytes {
+            self.memo_bytes = bytes;
+            self.memo_ns = (bytes as f64 * self.ns_per_byte).ceil() as u64;
+        }
+        self.memo_ns
     }
 }
 
@@ -279,12 +325,16 @@ struct Sim {
     brw_size_bytes: u64,
     max_rpcs_in_flight: u32,
     queue: EventQueue,
+    lanes: Lanes,
     events: u64,
 
     clients: Vec<(Nid, Link)>,
     osses: Vec<Oss>,
     osts: Vec<Ost>,
     device_models: Vec<DeviceModel>,
+    /// Per model, per direction (write, read): last request size and its sequential service
+    /// time. RPC sizes repeat, and the interpolation ends in libm rounding calls.
+    service_memo: Vec<[(u64, ServiceTime); 2]>,
     devices: Vec<Device>,
     domains: Vec<Domain>,
     scheds: Vec<Nrs<u32>>,
@@ -632,6 +682,7 @@ impl Sim {
         let n_jobs = jobs.len();
         let period_ns = controller.period_ns().filter(|&p| p > 0);
         let processes_left = processes.len();
+        let lanes = Lanes::new(n_clients as u32, osses.len() as u32, n_osts as u32);
         Ok(Sim {
             scenario_name: scenario.name.clone(),
             policy: policy.to_string(),
@@ -644,12 +695,14 @@ impl Sim {
             latency_ns: secs_to_ns(scenario.network.latency_us * 1e-6),
             brw_size_bytes,
             max_rpcs_in_flight: cluster.max_rpcs_in_flight.max(1),
-            queue: EventQueue::new(),
+            queue: EventQueue::with_lanes(lanes.total as usize),
+            lanes,
             events: 0,
             clients,
             devices: (0..n_osts).map(|_| Device::default()).collect(),
             osses,
             osts,
+            service_memo: vec![[(u64::MAX, ServiceTime::default()); 2]; device_models.len()],
             device_models,
             domains,
             sched_timer_ns: vec![None; scheds.len()],
@@ -1016,7 +1069,7 @@ impl Sim {
                 if osc.in_flight < max_in_flight {
                     osc.in_flight += 1;
                     rpcs[rpc as usize].sent_ns = now;
-                    queue.push_ordered(arrive_ns, Event::RequestArrive { rpc });
+                    queue.push_lane(LANE_LATENCY, arrive_ns, Event::RequestArrive { rpc });
                 } else {
                     osc.waiting.push_back(rpc);
                 }
@@ -1119,7 +1172,9 @@ impl Sim {
         if start_ns <= now {
             self.write_bulk_hop(rpc);
         } else {
-            self.queue.push(start_ns, Event::WriteBulkHop { rpc });
+            let lane = self.lanes.client_up + r.client;
+            self.queue
+                .push_lane(lane, start_ns, Event::WriteBulkHop { rpc });
         }
     }
 
@@ -1130,8 +1185,9 @@ impl Sim {
         let start_ns = self.now_ns.max(link.down_free_ns);
         let end_ns = (start_ns + link.transfer_ns(r.size_bytes)).max(r.bulk_first_end_ns);
         link.down_free_ns = end_ns;
+        let lane = self.lanes.oss_down + oss;
         self.queue
-            .push(end_ns + self.latency_ns, Event::DeviceSubmit { rpc });
+            .push_lane(lane, end_ns + self.latency_ns, Event::DeviceSubmit { rpc });
     }
 
     fn device_submit(&mut self, rpc: u32) {
@@ -1149,10 +1205,24 @@ impl Sim {
         let next = &mut self.object_next_offset[r.object as usize];
         let random = *next != u64::MAX && *next != r.object_offset_bytes;
         *next = r.object_offset_bytes + r.size_bytes;
-        let model = &self.device_models[self.osts[r.ost as usize].device_model as usize];
-        let t = model.service_time(r.read, r.size_bytes, random);
+        let m = self.osts[r.ost as usize].device_model as usize;
+        let memo = &mut self.service_memo[m][usize::from(r.read)];
+        if memo.0 != r.size_bytes {
+            *memo = (
+                r.size_bytes,
+                self.device_models[m].service_time(r.read, r.size_bytes, false),
+            );
+        }
+        let mut t = memo.1;
+        if random {
+            t.fixed_ns += self.device_models[m].random_penalty_ns;
+        }
         let done_ns = self.devices[r.ost as usize].start(self.now_ns, t);
-        self.queue.push(done_ns, Event::DeviceDone { rpc });
+        self.queue.push_lane(
+            self.lanes.device + r.ost,
+            done_ns,
+            Event::DeviceDone { rpc },
+        );
     }
 
     fn device_done(&mut self, rpc: u32) {
@@ -1169,8 +1239,11 @@ impl Sim {
         stats.bytes += r.size_bytes;
         if !r.read {
             self.pools[r.pool as usize].busy -= 1;
-            self.queue
-                .push_ordered(now + self.latency_ns, Event::WriteReply { rpc });
+            self.queue.push_lane(
+                LANE_LATENCY,
+                now + self.latency_ns,
+                Event::WriteReply { rpc },
+            );
             self.dispatch(r.pool);
             return;
         }
@@ -1184,7 +1257,9 @@ impl Sim {
         if start_ns <= now {
             self.read_bulk_hop(rpc);
         } else {
-            self.queue.push(start_ns, Event::ReadBulkHop { rpc });
+            let lane = self.lanes.oss_up + oss;
+            self.queue
+                .push_lane(lane, start_ns, Event::ReadBulkHop { rpc });
         }
     }
 
@@ -1194,8 +1269,9 @@ impl Sim {
         let start_ns = self.now_ns.max(link.down_free_ns);
         let end_ns = (start_ns + link.transfer_ns(r.size_bytes)).max(r.bulk_first_end_ns);
         link.down_free_ns = end_ns;
+        let lane = self.lanes.client_down + r.client;
         self.queue
-            .push(end_ns + self.latency_ns, Event::ReadDone { rpc });
+            .push_lane(lane, end_ns + self.latency_ns, Event::ReadDone { rpc });
     }
 
     // ---------------------------------------------------------------- completion at the client
@@ -1238,8 +1314,11 @@ impl Sim {
         if let Some(next) = osc.waiting.pop_front() {
             osc.in_flight += 1;
             self.rpcs[next as usize].sent_ns = now;
-            self.queue
-                .push_ordered(now + self.latency_ns, Event::RequestArrive { rpc: next });
+            self.queue.push_lane(
+                LANE_LATENCY,
+                now + self.latency_ns,
+                Event::RequestArrive { rpc: next },
+            );
         }
 
         let call = &mut self.calls[r.call as usize];

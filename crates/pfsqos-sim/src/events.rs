@@ -4,6 +4,7 @@
 //! operation allocates nothing.
 
 use std::cmp::Ordering;
+use std::collections::binary_heap::PeekMut;
 use std::collections::{BinaryHeap, VecDeque};
 
 /// Something that happens at an instant. Indices refer to the engine's `Vec`s.
@@ -40,33 +41,49 @@ struct Entry {
     event: Event,
 }
 
-impl PartialEq for Entry {
+/// A heap item: a lone event, or the head of lane `lane` (then `event` is that head's).
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    key: u128,
+    /// `NO_LANE` for a lone event.
+    lane: u32,
+    event: Event,
+}
+
+const NO_LANE: u32 = u32::MAX;
+
+impl PartialEq for Item {
     fn eq(&self, other: &Self) -> bool {
         self.key == other.key
     }
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
+impl Eq for Item {}
+impl PartialOrd for Item {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Entry {
+impl Ord for Item {
     // Reversed: `BinaryHeap` is a max-heap and the earliest event must come out first.
     fn cmp(&self, other: &Self) -> Ordering {
         other.key.cmp(&self.key)
     }
 }
 
-/// Deterministic future-event list: a heap for events at arbitrary times, plus a FIFO lane for
-/// events pushed in non-decreasing time order (messages that only cost the constant network
-/// latency, about half of all events). Popping takes the smaller `(time, seq)` of the two
-/// heads, so the order is exactly that of a single heap; the lane just skips the heap work.
+/// Deterministic future-event list.
+///
+/// Most events are pushed by a resource whose event times never decrease (a FIFO link, a
+/// device's transfer serializer, the constant network latency). Each such resource gets a
+/// *lane*: a FIFO of its pending events, of which only the head sits in the heap. Popping a
+/// lane's head replaces it in the heap by the lane's next event (one sift-down), so the heap
+/// holds one item per busy resource instead of one per pending event. The pop order is
+/// exactly that of a single heap on `(time, seq)`.
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
-    lane: VecDeque<Entry>,
+    heap: BinaryHeap<Item>,
+    lanes: Vec<VecDeque<Entry>>,
     seq: u64,
+    len: usize,
 }
 
 impl EventQueue {
@@ -74,44 +91,77 @@ impl EventQueue {
         Self::default()
     }
 
-    pub fn push(&mut self, time_ns: u64, event: Event) {
+    /// A queue with `lanes` ordered lanes, numbered from 0.
+    pub fn with_lanes(lanes: usize) -> Self {
+        EventQueue {
+            lanes: (0..lanes).map(|_| VecDeque::new()).collect(),
+            ..Self::default()
+        }
+    }
+
+    fn next_key(&mut self, time_ns: u64) -> u128 {
         self.seq += 1;
-        self.heap.push(Entry {
-            key: (u128::from(time_ns) << 64) | u128::from(self.seq),
+        self.len += 1;
+        (u128::from(time_ns) << 64) | u128::from(self.seq)
+    }
+
+    /// Schedules `event` at `time_ns`.
+    pub fn push(&mut self, time_ns: u64, event: Event) {
+        let key = self.next_key(time_ns);
+        self.heap.push(Item {
+            key,
+            lane: NO_LANE,
             event,
         });
     }
 
-    /// Like [`EventQueue::push`], for a caller whose `push_ordered` times never decrease
-    /// (e.g. always `now + constant`).
-    pub fn push_ordered(&mut self, time_ns: u64, event: Event) {
-        self.seq += 1;
-        let key = (u128::from(time_ns) << 64) | u128::from(self.seq);
-        debug_assert!(self.lane.back().is_none_or(|b| b.key < key));
-        self.lane.push_back(Entry { key, event });
+    /// Schedules `event` at `time_ns` on `lane`. The caller guarantees that the times it
+    /// pushes on one lane never decrease.
+    pub fn push_lane(&mut self, lane: u32, time_ns: u64, event: Event) {
+        let key = self.next_key(time_ns);
+        let fifo = &mut self.lanes[lane as usize];
+        debug_assert!(
+            fifo.back().is_none_or(|b| b.key < key),
+            "lane {lane} went back in time"
+        );
+        if fifo.is_empty() {
+            self.heap.push(Item { key, lane, event });
+        }
+        fifo.push_back(Entry { key, event });
     }
 
     /// The earliest event, ties broken by scheduling order.
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        let from_lane = match (self.lane.front(), self.heap.peek()) {
-            (Some(l), Some(h)) => l.key < h.key,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        let e = if from_lane {
-            self.lane.pop_front()
+        let mut top = self.heap.peek_mut()?;
+        let item = *top;
+        if item.lane == NO_LANE {
+            PeekMut::pop(top);
         } else {
-            self.heap.pop()
-        }?;
-        Some(((e.key >> 64) as u64, e.event))
+            let fifo = &mut self.lanes[item.lane as usize];
+            fifo.pop_front();
+            match fifo.front() {
+                Some(next) => {
+                    *top = Item {
+                        key: next.key,
+                        lane: item.lane,
+                        event: next.event,
+                    };
+                }
+                None => {
+                    PeekMut::pop(top);
+                }
+            }
+        }
+        self.len -= 1;
+        Some(((item.key >> 64) as u64, item.event))
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len() + self.lane.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty() && self.lane.is_empty()
+        self.len == 0
     }
 }
 
@@ -139,13 +189,13 @@ mod tests {
             steps in proptest::collection::vec((0u64..20, 0u64..50, proptest::bool::ANY), 0..300),
         ) {
             // `now` advances; ordered pushes are `now + 7`, the others anywhere in the future.
-            let (mut q, mut all) = (EventQueue::new(), Vec::new());
+            let (mut q, mut all) = (EventQueue::with_lanes(1), Vec::new());
             let mut now = 0;
             for (i, &(advance, delay, ordered)) in steps.iter().enumerate() {
                 now += advance;
                 let ev = Event::SchedTimer { sched: i as u32 };
                 if ordered {
-                    q.push_ordered(now + 7, ev);
+                    q.push_lane(0, now + 7, ev);
                     all.push((now + 7, i as u32));
                 } else {
                     q.push(now + delay, ev);

@@ -87,7 +87,7 @@ impl Shape {
     }
 }
 
-/// One RPC of an I/O call: a piece of one stripe object, at most `brw_size` long.
+/// One RPC of an I/O call: a contiguous piece of one stripe object, at most `brw_size` long.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RpcPiece {
     /// Index of the stripe in the layout (object = file's first object + this).
@@ -95,14 +95,19 @@ pub struct RpcPiece {
     /// OST holding the object.
     pub ost: u32,
     pub object_offset_bytes: u64,
+    /// File offset of the piece's first byte (a piece spanning several stripe rounds of its
+    /// object covers several file ranges).
     pub file_offset_bytes: u64,
     pub size_bytes: u64,
 }
 
-/// Splits the file range `[offset, offset + size)` of a RAID-0 layout into RPCs: first into
-/// per-object extents exactly as `pfsqos_core::model::StripeLayout::extents` does (never
-/// crossing a stripe boundary), then each extent into consecutive pieces of at most
-/// `brw_size_bytes`. Calls `f` in file order and allocates nothing.
+/// Splits the file range `[offset, offset + size)` of a RAID-0 layout into RPCs the way
+/// Lustre's client does: the range maps to one contiguous range of each object it touches
+/// (the union of that object's `StripeLayout::extents`), and each object range is cut into
+/// consecutive RPCs of at most `brw_size_bytes`. So an RPC never spans two objects, but with
+/// one stripe (or a call covering several stripe rounds) it may span stripe boundaries of its
+/// object, as Lustre's OSC RPCs do. Objects come in the order the range first reaches them.
+/// Calls `f` for each RPC and allocates nothing.
 pub fn split_rpcs(
     stripe_size_bytes: u64,
     osts: &[u32],
@@ -112,28 +117,40 @@ pub fn split_rpcs(
     mut f: impl FnMut(RpcPiece),
 ) {
     debug_assert!(stripe_size_bytes > 0 && brw_size_bytes > 0 && !osts.is_empty());
+    if size_bytes == 0 {
+        return;
+    }
+    let ss = stripe_size_bytes;
     let count = osts.len() as u64;
     let end = offset_bytes + size_bytes;
-    let mut pos = offset_bytes;
-    while pos < end {
-        let stripe_no = pos / stripe_size_bytes;
-        let within = pos % stripe_size_bytes;
-        let extent = (stripe_size_bytes - within).min(end - pos);
-        let stripe_index = (stripe_no % count) as u32;
-        let object_base = (stripe_no / count) * stripe_size_bytes + within;
-        let mut done = 0;
-        while done < extent {
-            let take = (extent - done).min(brw_size_bytes);
+    let first_stripe = offset_bytes / ss;
+    let last_stripe = (end - 1) / ss;
+    let touched = count.min(last_stripe - first_stripe + 1);
+    for j in 0..touched {
+        let stripe_no = first_stripe + j;
+        let stripe_index = stripe_no % count;
+        let start_pos = if j == 0 { offset_bytes } else { stripe_no * ss };
+        let object_start = (stripe_no / count) * ss + start_pos % ss;
+        // The last stripe of this object inside the range.
+        let last_no = last_stripe - (last_stripe - stripe_no) % count;
+        let last_end_pos = if last_no == last_stripe {
+            end
+        } else {
+            (last_no + 1) * ss
+        };
+        let object_end = (last_no / count) * ss + (last_end_pos - last_no * ss);
+        let mut o = object_start;
+        while o < object_end {
+            let take = (object_end - o).min(brw_size_bytes);
             f(RpcPiece {
-                stripe_index,
+                stripe_index: stripe_index as u32,
                 ost: osts[stripe_index as usize],
-                object_offset_bytes: object_base + done,
-                file_offset_bytes: pos + done,
+                object_offset_bytes: o,
+                file_offset_bytes: (o / ss) * count * ss + stripe_index * ss + o % ss,
                 size_bytes: take,
             });
-            done += take;
+            o += take;
         }
-        pos += extent;
     }
 }
 
@@ -150,30 +167,42 @@ mod tests {
     }
 
     #[test]
-    fn splits_at_stripe_boundaries_then_brw_size() {
-        // Stripe 1 MiB over OSTs 5,6; brw 256 KiB; 1.5 MiB starting at 0.75 MiB.
+    fn one_contiguous_range_per_object_cut_at_brw_size() {
+        // Stripe 1 MiB over OSTs 5,6; brw 768 KiB; 3 MiB starting at 0.75 MiB touches
+        // object 0 at [0.75, 2) MiB (stripes 0 and 2) and object 1 at [0, 1) MiB (stripe 1)
+        // plus [1, 1.75) MiB (stripe 3): each object's part is contiguous.
         let k = 1u64 << 10;
-        let v = pieces(1 << 20, &[5, 6], 768 * k, 1536 * k, 256 * k);
-        let got: Vec<(u32, u64, u64)> = v
+        let v = pieces(1 << 20, &[5, 6], 768 * k, 3072 * k, 768 * k);
+        let got: Vec<(u32, u64, u64, u64)> = v
             .iter()
-            .map(|p| (p.ost, p.object_offset_bytes, p.size_bytes))
+            .map(|p| {
+                (
+                    p.ost,
+                    p.object_offset_bytes,
+                    p.size_bytes,
+                    p.file_offset_bytes,
+                )
+            })
             .collect();
         assert_eq!(
             got,
             vec![
-                (5, 768 * k, 256 * k),
-                (6, 0, 256 * k),
-                (6, 256 * k, 256 * k),
-                (6, 512 * k, 256 * k),
-                (6, 768 * k, 256 * k),
-                (5, 1024 * k, 256 * k),
+                (5, 768 * k, 768 * k, 768 * k),
+                (5, 1536 * k, 512 * k, 2560 * k),
+                (6, 0, 768 * k, 1024 * k),
+                (6, 768 * k, 768 * k, 1792 * k),
+                (6, 1536 * k, 256 * k, 3584 * k),
             ]
         );
+        // One stripe: the object is the file, RPCs are full brw_size regardless of stripes.
+        let v = pieces(1 << 20, &[3], 0, 8 << 20, 4 << 20);
+        assert_eq!(v.len(), 2);
+        assert!(v.iter().all(|p| p.size_bytes == 4 << 20 && p.ost == 3));
     }
 
     proptest! {
         #[test]
-        fn matches_core_extents(
+        fn covers_exactly_the_core_extents(
             ss_k in 1u64..64, n in 1usize..5, off in 0u64..1_000_000, len in 1u64..1_000_000,
             brw_k in 1u64..128,
         ) {
@@ -185,26 +214,26 @@ mod tests {
                 osts: osts.iter().map(|&o| OstId(o)).collect(),
             };
             let v = pieces(ss, &osts, off, len, brw);
-            prop_assert_eq!(v.iter().map(|p| p.size_bytes).sum::<u64>(), len);
             prop_assert!(v.iter().all(|p| p.size_bytes <= brw && p.size_bytes > 0));
-            // Merging consecutive pieces of one extent gives back core's extents.
-            let mut merged: Vec<(u32, u64, u64, u64)> = Vec::new();
-            for p in &v {
-                if let Some(last) = merged.last_mut() {
-                    if last.0 == p.stripe_index && last.2 + last.3 == p.file_offset_bytes
-                        && (p.file_offset_bytes % ss) != 0 {
-                        last.3 += p.size_bytes;
-                        continue;
-                    }
-                }
-                merged.push((p.stripe_index, p.object_offset_bytes, p.file_offset_bytes, p.size_bytes));
+            // Per stripe index: the pieces tile one range, which is the union of core's
+            // extents of that object; only the last piece of a range may be short.
+            let ext = layout.extents(off, len);
+            for idx in 0..n as u32 {
+                let mine: Vec<&RpcPiece> = v.iter().filter(|p| p.stripe_index == idx).collect();
+                let core: Vec<_> = ext.iter().filter(|e| e.stripe_index == idx).collect();
+                prop_assert_eq!(mine.is_empty(), core.is_empty());
+                if core.is_empty() { continue; }
+                prop_assert!(mine.windows(2).all(|w|
+                    w[0].object_offset_bytes + w[0].size_bytes == w[1].object_offset_bytes
+                    && w[0].size_bytes == brw));
+                prop_assert_eq!(mine[0].object_offset_bytes, core[0].object_offset_bytes);
+                prop_assert_eq!(mine[0].file_offset_bytes, core[0].file_offset_bytes);
+                prop_assert_eq!(
+                    mine.iter().map(|p| p.size_bytes).sum::<u64>(),
+                    core.iter().map(|e| e.size_bytes).sum::<u64>()
+                );
+                prop_assert!(mine.iter().all(|p| p.ost == osts[idx as usize]));
             }
-            let core: Vec<(u32, u64, u64, u64)> = layout
-                .extents(off, len)
-                .iter()
-                .map(|e| (e.stripe_index, e.object_offset_bytes, e.file_offset_bytes, e.size_bytes))
-                .collect();
-            prop_assert_eq!(merged, core);
         }
     }
 

@@ -84,7 +84,9 @@ stripe_offset = 0
 }
 
 #[test]
-fn an_rpc_never_spans_two_stripes_even_when_brw_is_larger() {
+fn an_rpc_covers_one_object_range_even_across_stripes() {
+    // Lustre's OSC builds RPCs from contiguous pages of one object, so a 4 MiB call over
+    // 3 stripes of 1 MiB sends 2 MiB to the object it reaches twice.
     let text = cluster(
         "brw_size = \"4M\"",
         3,
@@ -98,12 +100,50 @@ bs = "4M"
 size = "8M"
 stripe_count = 3
 stripe_size = "1M"
+stripe_offset = 0
 "#,
     );
     let (out, trace) = traced(&text);
     assert_eq!(out.jobs[0].bytes_read, 8 * M);
+    let mut got: Vec<(u64, u32, u64, u64)> = trace
+        .iter()
+        .map(|t| (t.created_ns, t.ost, t.object_offset_bytes, t.size_bytes))
+        .collect();
+    got.sort();
+    let second = got[3].0;
+    assert!(second > 0);
+    assert_eq!(
+        got,
+        vec![
+            (0, 0, 0, 2 * M),
+            (0, 1, 0, M),
+            (0, 2, 0, M),
+            (second, 0, 2 * M, M),
+            (second, 1, M, 2 * M),
+            (second, 2, M, M),
+        ]
+    );
+    assert!(trace.iter().all(|t| t.read));
+}
+
+#[test]
+fn single_stripe_files_send_full_brw_size_rpcs() {
+    let text = cluster(
+        "",
+        1,
+        r#"
+[[job]]
+id = "one"
+nodes = 1
+[[job.processes]]
+rw = "write"
+bs = "16M"
+size = "32M"
+"#,
+    );
+    let (_, trace) = traced(&text);
     assert_eq!(trace.len(), 8);
-    assert!(trace.iter().all(|t| t.size_bytes == M && t.read));
+    assert!(trace.iter().all(|t| t.size_bytes == 4 * M));
 }
 
 /// Largest number of RPCs of one (client, OST) between send and completion at once.

@@ -15,6 +15,7 @@ name = "share"
 duration_s = 10.0
 [cluster]
 clients = 4
+stripe_size = "4M"
 {FAST_NET}
 {device}
 [[oss]]

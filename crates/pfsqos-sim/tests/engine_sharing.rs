@@ -90,3 +90,58 @@ fn static_rules_split_one_to_three() {
     let ratio = b / a;
     assert!((ratio - 3.0).abs() / 3.0 < 0.05, "a {a} b {b}");
 }
+
+#[test]
+fn a_slow_client_link_caps_writes_and_reads() {
+    for rw in ["write", "read"] {
+        let text = one_ost(&job("a", 1, "[0]").replace("\"write\"", &format!("\"{rw}\"")))
+            .replace("client_link_mib_s = 1000000.0", "client_link_mib_s = 50.0");
+        let out = run_quiet(&scenario(&text), "nobw", 1);
+        let got = mib_s(&out, 0, 1, 100);
+        assert!((got - 50.0).abs() / 50.0 < 0.02, "{rw}: got {got} MiB/s");
+    }
+}
+
+#[test]
+fn random_access_pays_the_hdd_seek_penalty() {
+    let hdd = |rw: &str| {
+        format!(
+            r#"
+name = "hdd"
+[simulation]
+duration_s = 10.0
+{FAST_NET}
+[[oss]]
+name = "oss0"
+osts = 1
+device = "hdd"
+[[job]]
+id = "a"
+nodes = 1
+[[job.processes]]
+rw = "{rw}"
+bs = "64k"
+size = "1G"
+iodepth = 4
+"#
+        )
+    };
+    let seq = mib_s(&run_quiet(&scenario(&hdd("write")), "nobw", 1), 0, 1, 100);
+    let rnd = mib_s(
+        &run_quiet(&scenario(&hdd("randwrite")), "nobw", 1),
+        0,
+        1,
+        100,
+    );
+    // Sequential 64 KiB: 0.1 ms overhead + 0.64 ms transfer. Random: + 8 ms seek.
+    let seq_want = 0.0625 / (0.1e-3 + 0.0625 / 97.3);
+    let rnd_want = 0.0625 / (8.1e-3 + 0.0625 / 97.3);
+    assert!(
+        (seq - seq_want).abs() / seq_want < 0.02,
+        "seq {seq} want {seq_want}"
+    );
+    assert!(
+        (rnd - rnd_want).abs() / rnd_want < 0.05,
+        "rnd {rnd} want {rnd_want}"
+    );
+}

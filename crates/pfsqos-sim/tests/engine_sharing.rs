@@ -145,3 +145,91 @@ iodepth = 4
         "rnd {rnd} want {rnd_want}"
     );
 }
+
+/// Starts TBF with one rule limiting job `a` to `rate` RPC/s on every domain.
+struct LimitA {
+    rate: u64,
+}
+
+impl pfsqos_core::control::Controller for LimitA {
+    fn name(&self) -> &'static str {
+        "limit-a"
+    }
+    fn setup(
+        &mut self,
+        initial: &pfsqos_core::control::Observation,
+    ) -> pfsqos_core::control::Decision {
+        use pfsqos_core::control::{ControlWrite, DomainWrite};
+        let mut writes = Vec::new();
+        for d in &initial.domains {
+            writes.push(DomainWrite {
+                domain: d.domain,
+                write: ControlWrite::NrsPolicies("tbf jobid".to_string()),
+            });
+            writes.push(DomainWrite {
+                domain: d.domain,
+                write: ControlWrite::NrsTbfRule(format!(
+                    "start lim jobid={{a}} rate={}",
+                    self.rate
+                )),
+            });
+        }
+        pfsqos_core::control::Decision { writes }
+    }
+    fn period_ns(&self) -> Option<u64> {
+        None
+    }
+    fn decide(
+        &mut self,
+        _observation: &pfsqos_core::control::Observation,
+    ) -> pfsqos_core::control::Decision {
+        pfsqos_core::control::Decision::default()
+    }
+}
+
+#[test]
+#[ignore = "needs TBF"]
+fn a_tbf_rule_throttles_one_job_and_the_other_takes_the_rest() {
+    let s = scenario(&one_ost(&format!(
+        "{}{}",
+        job("a", 1, "[0]"),
+        job("b", 1, "[1]")
+    )));
+    let out = pfsqos_sim::run_with_controller(&s, Box::new(LimitA { rate: 5 }), 1, &mut |_, _| {})
+        .unwrap();
+    assert!(
+        out.control_log.iter().all(|e| e.result.is_ok()),
+        "{:?}",
+        out.control_log
+    );
+    // 5 RPC/s of 4 MiB on one CPT.
+    let a = mib_s(&out, 0, 10, 100);
+    let b = mib_s(&out, 1, 10, 100);
+    assert!((a - 20.0).abs() / 20.0 < 0.05, "a {a}");
+    assert!((a + b - 100.0).abs() / 100.0 < 0.02, "a {a} b {b}");
+}
+
+#[test]
+#[ignore = "needs TBF"]
+fn tbf_rates_are_per_cpt_and_the_throttle_timer_alone_drives_service() {
+    // Job `a` alone, two processes on clients 0 and 1, which hash to different CPTs.
+    let jobs = job("a", 1, "[0, 1]").replace("iodepth = 4", "iodepth = 4\nnumjobs = 2");
+    for (cpts, want_mib_s) in [(1, 20.0), (2, 40.0)] {
+        let text = one_ost(&jobs).replace(
+            "device = \"exact\"",
+            &format!("device = \"exact\"\ncpts = {cpts}"),
+        );
+        let out = pfsqos_sim::run_with_controller(
+            &scenario(&text),
+            Box::new(LimitA { rate: 5 }),
+            1,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let a = mib_s(&out, 0, 10, 100);
+        assert!(
+            (a - want_mib_s).abs() / want_mib_s < 0.05,
+            "cpts {cpts}: a {a}"
+        );
+    }
+}

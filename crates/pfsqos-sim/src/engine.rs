@@ -106,8 +106,8 @@ const CLIENTS_MAX: usize = 1 << 16;
 const OSTS_MAX: usize = 1 << 16;
 const PROCESSES_MAX: usize = 1 << 20;
 const OSCS_MAX: usize = 1 << 24;
-/// 2^27 cells of 8 bytes: 1 GiB of time series at most.
-const SERIES_CELLS_MAX: u64 = 1 << 27;
+/// Time-series cells (`bins × jobs × OSTs`); the scenario validation enforces the same bound.
+const SERIES_CELLS_MAX: u64 = 1 << 28;
 
 /// Runs `scenario` under the controller named `policy` with `seed`. `progress` is called from
 /// time to time with (simulated now, simulated end) so a driver can draw a progress bar.

@@ -1,5 +1,8 @@
 //! Engine throughput: events per second and simulated seconds per wall second on a 64-OST
-//! (8 OSS x 8 OST), 64-job continuous scenario under `nobw`.
+//! (8 OSS x 8 OST, SATA SSD preset, 2 CPTs each), 64-job continuous scenario (32 clients; 4
+//! processes per job on a client pair of its own; half writers, half readers; stripe count 4)
+//! under `nobw` and `static`. `static` exercises TBF once it is merged; before that its writes
+//! are rejected and it runs FIFO.
 //!
 //! `cargo bench -p pfsqos-sim --bench engine -- --warm-up-time 1 --measurement-time 3`
 
@@ -33,6 +36,7 @@ stripe_size = "4M"
 [[job]]
 id = "job{j}"
 nodes = {nodes}
+clients = [{c0}, {c1}]
 [[job.processes]]
 rw = "{rw}"
 bs = "4M"
@@ -41,6 +45,8 @@ numjobs = 4
 iodepth = 2
 "#,
             nodes = 1 + j % 4,
+            c0 = (2 * j) % 32,
+            c1 = (2 * j + 1) % 32,
             rw = if j % 2 == 0 { "write" } else { "read" },
         ));
     }
@@ -49,31 +55,36 @@ iodepth = 2
 
 fn bench(c: &mut Criterion) {
     let s = scenario();
-    // Best of a few direct runs: the machines are shared, the best run is the least disturbed.
-    let mut best_wall_s = f64::INFINITY;
-    let mut out = None;
-    for _ in 0..5 {
-        let started = Instant::now();
-        let o = run(&s, "nobw", 1, &mut |_, _| {}).expect("run");
-        best_wall_s = best_wall_s.min(started.elapsed().as_secs_f64());
-        out = Some(o);
+    for policy in ["nobw", "static"] {
+        // Best of a few direct runs: the machines are shared, the best run is the least
+        // disturbed.
+        let mut best_wall_s = f64::INFINITY;
+        let mut out = None;
+        for _ in 0..5 {
+            let started = Instant::now();
+            let o = run(&s, policy, 1, &mut |_, _| {}).expect("run");
+            best_wall_s = best_wall_s.min(started.elapsed().as_secs_f64());
+            out = Some(o);
+        }
+        let out = out.expect("ran");
+        let rejected = out.control_log.iter().filter(|e| e.result.is_err()).count();
+        eprintln!(
+            "{policy}: best of 5 runs: {} events, {} RPCs, {:.3} s wall, {:.2} M events/s, \
+             {:.1} simulated s per wall s ({rejected} control writes rejected)",
+            out.engine.events,
+            out.engine.rpcs,
+            best_wall_s,
+            out.engine.events as f64 / best_wall_s / 1e6,
+            out.end_ns as f64 / 1e9 / best_wall_s,
+        );
+        let mut group = c.benchmark_group("engine");
+        group.sample_size(10);
+        group.throughput(Throughput::Elements(out.engine.events));
+        group.bench_function(format!("64ost_64job_{policy}_30s"), |b| {
+            b.iter(|| run(&s, policy, 1, &mut |_, _| {}).expect("run"))
+        });
+        group.finish();
     }
-    let out = out.expect("ran");
-    eprintln!(
-        "best of 5 runs: {} events, {} RPCs, {:.3} s wall, {:.2} M events/s, {:.1} simulated s per wall s",
-        out.engine.events,
-        out.engine.rpcs,
-        best_wall_s,
-        out.engine.events as f64 / best_wall_s / 1e6,
-        out.end_ns as f64 / 1e9 / best_wall_s,
-    );
-    let mut group = c.benchmark_group("engine");
-    group.sample_size(10);
-    group.throughput(Throughput::Elements(out.engine.events));
-    group.bench_function("64ost_64job_nobw_30s", |b| {
-        b.iter(|| run(&s, "nobw", 1, &mut |_, _| {}).expect("run"))
-    });
-    group.finish();
 }
 
 criterion_group!(benches, bench);

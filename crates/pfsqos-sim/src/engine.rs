@@ -617,7 +617,12 @@ impl Sim {
                     };
                     let size_bytes = group.size.bytes();
                     let region_base_bytes = if shared_file.is_some() {
-                        u64::from(k) * size_bytes
+                        u64::from(k)
+                            .checked_mul(size_bytes)
+                            .filter(|b| b.checked_add(size_bytes).is_some())
+                            .ok_or_else(|| {
+                                format!("job `{}`: shared file larger than 2^64 bytes", job.id)
+                            })?
                     } else {
                         0
                     };
@@ -838,7 +843,6 @@ impl Sim {
                 self.queue.push(stop_ns, Event::ProcessStop { process: p });
             }
         }
-        self.end_ns = self.duration_ns;
         while self.processes_left > 0 {
             let Some((t, ev)) = self.queue.pop() else {
                 break;
@@ -852,13 +856,14 @@ impl Sim {
                 progress(t, self.duration_ns);
             }
             self.handle(ev);
-            if self.processes_left == 0 {
-                self.end_ns = self.now_ns;
-            }
         }
-        if self.processes.is_empty() {
-            self.end_ns = 0;
-        }
+        // Every process done: the run ends with the event that finished the last one (at 0
+        // when none had anything to do). Otherwise the configured duration cut it.
+        self.end_ns = if self.processes_left == 0 {
+            self.now_ns
+        } else {
+            self.duration_ns
+        };
         progress(self.end_ns, self.duration_ns);
     }
 

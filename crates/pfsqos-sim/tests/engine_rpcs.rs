@@ -478,3 +478,40 @@ iodepth = 8
     let recorded: u64 = out.jobs.iter().map(|j| j.bytes()).sum();
     assert!(observed >= recorded && observed <= recorded + 16 * 4 * M);
 }
+
+#[test]
+fn shared_file_processes_work_in_their_own_regions() {
+    let text = cluster(
+        "",
+        2,
+        r#"
+[[job]]
+id = "shared"
+nodes = 1
+[[job.processes]]
+rw = "write"
+bs = "1M"
+size = "3M"
+numjobs = 3
+file = "shared"
+stripe_count = 2
+stripe_offset = 0
+"#,
+    );
+    let (out, trace) = traced(&text);
+    assert!(out.jobs[0].finished);
+    for p in 0..3u32 {
+        let mut offsets: Vec<u64> = trace
+            .iter()
+            .filter(|t| t.process == p)
+            .map(|t| t.file_offset_bytes)
+            .collect();
+        offsets.sort();
+        let base = u64::from(p) * 3 * M;
+        assert_eq!(offsets, vec![base, base + M, base + 2 * M]);
+    }
+    // One file: stripe i of the shared file is on OST i % 2 for every process.
+    assert!(trace
+        .iter()
+        .all(|t| t.ost == ((t.file_offset_bytes / M) % 2) as u32));
+}

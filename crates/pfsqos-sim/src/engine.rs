@@ -1,7 +1,113 @@
-//! The RPC-level discrete-event engine. STUB: being written; the signature is final.
+//! The RPC-level discrete-event engine: every RPC is a handful of events on an integer-ns clock.
+//!
+//! # Model
+//!
+//! * **Clients.** A process keeps `iodepth` I/O calls of at most `bs` outstanding. A call is
+//!   split along its file's stripe layout into RPCs of at most `brw_size`, each inside one
+//!   object ([`crate::workload::split_rpcs`]: a call maps to one contiguous range per object,
+//!   as Lustre's OSC sees it, so a single-stripe file gets full `brw_size` RPCs). RPCs of
+//!   different calls are never merged (no page-cache aggregation). Each (client, OST) pair is an OSC: at most
+//!   `max_rpcs_in_flight` RPCs outstanding, the rest wait in one FIFO shared by every process
+//!   on that client. A call completes when all its RPCs have.
+//! * **Network.** Every client and every OSS has a full-duplex link; each direction is a FIFO
+//!   serializer (`bytes / bandwidth`, reserved in event order). Small messages (requests,
+//!   write replies) cost only `latency_us`. Bulk data crosses two links cut-through: the
+//!   second link is reserved when the data starts leaving the first, and the transfer ends no
+//!   earlier than on the first link; then `latency_us`.
+//! * **OSS.** `io_threads` service threads are split evenly over the OSS's `cpts` CPU
+//!   partitions (at least one each; Lustre's thread counts are per partition too). A client
+//!   maps to a partition by a fixed hash of its index. Each partition holds one `Nrs`
+//!   scheduler instance per domain of that OSS (scope `oss`: one domain for all its OSTs;
+//!   scope `ost`: one per OST), and a free thread polls them round robin. Thread allowance is
+//!   simplified: a regular request may start whenever a thread of its partition is idle (no
+//!   HP requests exist here, so Lustre's "keep one thread for HP work" rule is left out).
+//! * **Service.** A thread holds the request for its whole service, as an `ost_io` thread
+//!   does: a write first pulls its bulk data (client uplink, then server downlink), then the
+//!   device writes it, then the thread is released and the reply travels back. A read goes
+//!   to the device at once, then the data is pushed (server uplink, then client downlink); the
+//!   thread is released when the data has reached the client, and the reply is folded into
+//!   that bulk message.
+//! * **Devices.** See [`crate::device`]: table-driven service time, random penalty when a
+//!   request does not start where the previous one on the same object ended (in device start
+//!   order), `concurrency` requests in service sharing one transfer serializer.
+//! * **Schedulers.** Only `RequestScheduler::{enqueue, dequeue, on_timer, timer_deadline_ns,
+//!   queued}` are called. `Throttled { until_ns }` arms a timer event; the deadline is
+//!   re-checked after every enqueue and after control writes; a timer event whose time is not
+//!   the armed deadline is stale and ignored. A deadline not in the future is armed at
+//!   `now + 1` so a scheduler that keeps answering "throttled until now" cannot stall time.
+//!
+//! # Determinism
+//!
+//! Events are ordered by `(time_ns, push sequence)`; all state lives in `Vec`s indexed by ids;
+//! each process has its own `ChaCha8Rng` seeded with the run seed and the process index as the
+//! stream, so adding processes does not change the offsets of the others.
 
-use crate::record::RunOutput;
-use crate::scenario::Scenario;
+use std::collections::VecDeque;
+
+use pfsqos_core::control::{
+    ControlWrite, Controller, Decision, DomainId, DomainObservation, JobMeta, JobTargetStats,
+    Observation, TargetObservation,
+};
+use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
+use pfsqos_core::sched::nrs::Nrs;
+use pfsqos_core::sched::{Dequeue, RequestScheduler};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::device::{Device, DeviceModel, ServiceTime};
+use crate::events::{Event, EventQueue};
+use crate::policy::controller_for;
+use crate::record::{ControlLogEntry, EngineStats, JobOutput, RunOutput};
+use crate::scenario::{FileMode, Rw, Scenario, SchedulerScope};
+use crate::workload::{secs_to_ns, split_rpcs, Shape};
+
+/// Event lane of messages that cost only the constant latency (their times never decrease).
+const LANE_LATENCY: u32 = 0;
+
+/// First event lane of each kind of FIFO resource; see `EventQueue`. Each resource pushes
+/// non-decreasing times: a link or a device serializer only ever moves its free time forward.
+#[derive(Clone, Copy)]
+struct Lanes {
+    /// `WriteBulkHop` at the start of a transfer on a client's uplink.
+    client_up: u32,
+    /// `ReadDone` at the end of a transfer on a client's downlink.
+    client_down: u32,
+    /// `ReadBulkHop` at the start of a transfer on an OSS's uplink.
+    oss_up: u32,
+    /// `DeviceSubmit` at the end of a transfer on an OSS's downlink.
+    oss_down: u32,
+    /// `DeviceDone` of an OST device (transfers are serialized in start order).
+    device: u32,
+    total: u32,
+}
+
+impl Lanes {
+    fn new(clients: u32, osses: u32, osts: u32) -> Lanes {
+        let client_up = LANE_LATENCY + 1;
+        let client_down = client_up + clients;
+        let oss_up = client_down + clients;
+        let oss_down = oss_up + osses;
+        let device = oss_down + osses;
+        Lanes {
+            client_up,
+            client_down,
+            oss_up,
+            oss_down,
+            device,
+            total: device + osts,
+        }
+    }
+}
+
+/// Progress is reported every this many events.
+const PROGRESS_EVERY_EVENTS: u64 = 1 << 20;
+/// Upper bounds on what a scenario may make the engine allocate up front.
+const CLIENTS_MAX: usize = 1 << 16;
+const OSTS_MAX: usize = 1 << 16;
+const PROCESSES_MAX: usize = 1 << 20;
+const OSCS_MAX: usize = 1 << 24;
+/// Time-series cells (`bins × jobs × OSTs`); the scenario validation enforces the same bound.
+const SERIES_CELLS_MAX: u64 = 1 << 28;
 
 /// Runs `scenario` under the controller named `policy` with `seed`. `progress` is called from
 /// time to time with (simulated now, simulated end) so a driver can draw a progress bar.
@@ -11,6 +117,1267 @@ pub fn run(
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, String> {
-    let _ = (scenario, policy, seed, progress);
-    Err("the simulation engine is not implemented yet".to_string())
+    let controller = controller_for(policy, scenario)?;
+    let mut sim = Sim::new(scenario, controller, policy, seed)?;
+    sim.run(progress);
+    Ok(sim.finish())
+}
+
+/// [`run`] with a controller built by the caller (tests, or controllers that need arguments
+/// `policy::controller_for` does not know). `RunOutput::policy` is the controller's name.
+pub fn run_with_controller(
+    scenario: &Scenario,
+    controller: Box<dyn Controller>,
+    seed: u64,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RunOutput, String> {
+    let name = controller.name();
+    let mut sim = Sim::new(scenario, controller, name, seed)?;
+    sim.run(progress);
+    Ok(sim.finish())
+}
+
+/// [`run`], also returning one [`RpcTrace`] per completed RPC in completion order (for tests
+/// and debugging; costs memory proportional to the RPC count).
+pub fn run_traced(
+    scenario: &Scenario,
+    policy: &str,
+    seed: u64,
+) -> Result<(RunOutput, Vec<RpcTrace>), String> {
+    let controller = controller_for(policy, scenario)?;
+    let mut sim = Sim::new(scenario, controller, policy, seed)?;
+    sim.trace = Some(Vec::new());
+    sim.run(&mut |_, _| {});
+    let trace = sim.trace.take().unwrap_or_default();
+    Ok((sim.finish(), trace))
+}
+
+/// The life of one completed RPC.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RpcTrace {
+    /// Job index in scenario order.
+    pub job: u32,
+    /// Global process index (jobs, then groups, then `numjobs`, in scenario order).
+    pub process: u32,
+    pub client: u32,
+    pub ost: u32,
+    pub read: bool,
+    pub file_offset_bytes: u64,
+    pub object_offset_bytes: u64,
+    pub size_bytes: u64,
+    /// When the I/O call that produced it was issued.
+    pub created_ns: u64,
+    /// When it left the OSC queue (counted against `max_rpcs_in_flight` from then on).
+    pub sent_ns: u64,
+    /// When its reply reached the client.
+    pub completed_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the start of a burst.
+    Waiting,
+    /// Inside a burst.
+    Active,
+    Done,
+}
+
+struct Process {
+    job: u32,
+    client: u32,
+    file: u32,
+    group: u32,
+    region_base_bytes: u64,
+    size_bytes: u64,
+    bs_bytes: u64,
+    iodepth: u32,
+    rw: Rw,
+    rng: ChaCha8Rng,
+    /// Sequential position inside the region (wraps for reads).
+    cursor_bytes: u64,
+    issued_bytes: u64,
+    outstanding_calls: u32,
+    burst_index: u32,
+    burst_start_ns: u64,
+    burst_left_bytes: u64,
+    phase: Phase,
+}
+
+struct FileLayout {
+    stripe_size_bytes: u64,
+    /// Range into `Sim::layout_osts`.
+    osts_start: u32,
+    osts_len: u32,
+    /// Object id of stripe 0; stripe `i` is object `object_base + i`.
+    object_base: u32,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Call {
+    process: u32,
+    rpcs_left: u32,
+}
+
+#[derive(Clone, Copy, Default)]
+struct RpcState {
+    call: u32,
+    job: u32,
+    client: u32,
+    ost: u32,
+    object: u32,
+    sched: u32,
+    pool: u32,
+    read: bool,
+    object_offset_bytes: u64,
+    file_offset_bytes: u64,
+    size_bytes: u64,
+    created_ns: u64,
+    sent_ns: u64,
+    /// End of the bulk transfer on its first link (carried to the second hop).
+    bulk_first_end_ns: u64,
+}
+
+#[derive(Default)]
+struct Osc {
+    in_flight: u32,
+    waiting: VecDeque<u32>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Link {
+    ns_per_byte: f64,
+    up_free_ns: u64,
+    down_free_ns: u64,
+    /// Last transfer size and time: RPC sizes repeat, and the float rounding is a libm call.
+    memo_bytes: u64,
+    memo_ns: u64,
+}
+
+impl Link {
+    fn transfer_ns(&mut self, bytes: u64) -> u64 {
+        if bytes != self.memo_bytes {
+            self.memo_bytes = bytes;
+            self.memo_ns = (bytes as f64 * self.ns_per_byte).ceil() as u64;
+        }
+        self.memo_ns
+    }
+}
+
+struct Pool {
+    threads: u32,
+    busy: u32,
+    /// Range into `Sim::pool_scheds`.
+    scheds_start: u32,
+    scheds_len: u32,
+    next: u32,
+}
+
+struct Oss {
+    cpts: u32,
+    pool_base: u32,
+    link: Link,
+}
+
+struct Ost {
+    oss: u32,
+    domain: u32,
+    device_model: u32,
+    capacity_rpcs_per_s: u64,
+}
+
+struct Domain {
+    osts: Vec<u32>,
+    sched_base: u32,
+    sched_len: u32,
+}
+
+struct JobState {
+    id: JobId,
+    spec_id: String,
+    node_count: u32,
+    uid: u32,
+    gid: u32,
+    processes_left: u32,
+    bytes_read: u64,
+    bytes_written: u64,
+    rpcs: u64,
+    first_io_ns: Option<u64>,
+    last_io_ns: Option<u64>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct PeriodStats {
+    arrived: u64,
+    served: u64,
+    bytes: u64,
+}
+
+/// A run in progress.
+struct Sim {
+    scenario_name: String,
+    policy: String,
+    seed: u64,
+    now_ns: u64,
+    end_ns: u64,
+    duration_ns: u64,
+    bin_ns: u64,
+    bins: usize,
+    latency_ns: u64,
+    brw_size_bytes: u64,
+    max_rpcs_in_flight: u32,
+    queue: EventQueue,
+    lanes: Lanes,
+    events: u64,
+
+    clients: Vec<(Nid, Link)>,
+    osses: Vec<Oss>,
+    osts: Vec<Ost>,
+    device_models: Vec<DeviceModel>,
+    /// Per model, per direction (write, read): last request size and its sequential service
+    /// time. RPC sizes repeat, and the interpolation ends in libm rounding calls.
+    service_memo: Vec<[(u64, ServiceTime); 2]>,
+    devices: Vec<Device>,
+    domains: Vec<Domain>,
+    scheds: Vec<Nrs<u32>>,
+    /// Armed timer deadline of each scheduler.
+    sched_timer_ns: Vec<Option<u64>>,
+    /// The thread pool (OSS partition) that polls each scheduler.
+    sched_pool: Vec<u32>,
+    pools: Vec<Pool>,
+    pool_scheds: Vec<u32>,
+    oscs: Vec<Osc>,
+    files: Vec<FileLayout>,
+    layout_osts: Vec<u32>,
+    /// Where the last request on each object ended (`u64::MAX`: none yet).
+    object_next_offset: Vec<u64>,
+    shapes: Vec<Shape>,
+    processes: Vec<Process>,
+    processes_left: usize,
+    jobs: Vec<JobState>,
+    /// Job indices sorted by job id (observation order).
+    jobs_by_id: Vec<u32>,
+    /// Per OST: RPCs queued in a scheduler and not yet dequeued.
+    queued_per_ost: Vec<u64>,
+    /// `[ost * jobs + job]`, reset every control period.
+    period_stats: Vec<PeriodStats>,
+    /// `[job][ost][bin]` bytes completed.
+    series: Vec<Vec<Vec<u64>>>,
+
+    calls: Vec<Call>,
+    free_calls: Vec<u32>,
+    rpcs: Vec<RpcState>,
+    free_rpcs: Vec<u32>,
+    rpcs_completed: u64,
+
+    controller: Box<dyn Controller>,
+    period_ns: Option<u64>,
+    control_log: Vec<ControlLogEntry>,
+    trace: Option<Vec<RpcTrace>>,
+}
+
+fn client_nid(index: u32) -> Nid {
+    // Client i is 192.168.1.(i+1)@tcp; beyond .255 the address carries into the next octets.
+    Nid {
+        addr: u32::from_be_bytes([192, 168, 1, 0]).wrapping_add(index + 1),
+        net: LNet {
+            kind: NetKind::Tcp,
+            num: 0,
+        },
+    }
+}
+
+/// Fixed hash of a client index onto one of `cpts` partitions (Lustre hashes the NID).
+fn client_cpt(client: u32, cpts: u32) -> u32 {
+    let h = u64::from(client).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    ((h >> 32) % u64::from(cpts.max(1))) as u32
+}
+
+fn link_ns_per_byte(mib_s: f64) -> f64 {
+    if mib_s.is_finite() && mib_s > 0.0 {
+        1e9 / (mib_s * (1u64 << 20) as f64)
+    } else {
+        0.0
+    }
+}
+
+impl Sim {
+    fn new(
+        scenario: &Scenario,
+        controller: Box<dyn Controller>,
+        policy: &str,
+        seed: u64,
+    ) -> Result<Sim, String> {
+        let cluster = &scenario.cluster;
+        let n_clients = cluster.clients.max(1) as usize;
+        if n_clients > CLIENTS_MAX {
+            return Err(format!("{n_clients} clients (at most {CLIENTS_MAX})"));
+        }
+        let brw_size_bytes = cluster.brw_size.bytes().max(1);
+        let client_ns_per_byte = link_ns_per_byte(scenario.network.client_link_mib_s);
+        let server_ns_per_byte = link_ns_per_byte(scenario.network.server_link_mib_s);
+        let clients: Vec<(Nid, Link)> = (0..n_clients as u32)
+            .map(|i| {
+                (
+                    client_nid(i),
+                    Link {
+                        ns_per_byte: client_ns_per_byte,
+                        ..Link::default()
+                    },
+                )
+            })
+            .collect();
+
+        // Servers, targets, devices, domains, schedulers, thread pools.
+        let mut device_models: Vec<DeviceModel> = Vec::new();
+        let mut osses = Vec::new();
+        let mut osts = Vec::new();
+        let mut pools = Vec::new();
+        for (oss_index, spec) in scenario.osses.iter().enumerate() {
+            let model_index = match device_models.iter().position(|m| m.name == spec.device) {
+                Some(i) => i,
+                None => {
+                    let model = match scenario.devices.iter().find(|d| d.name == spec.device) {
+                        Some(d) => DeviceModel::from_spec(d)?,
+                        None => DeviceModel::preset(&spec.device).ok_or_else(|| {
+                            format!(
+                                "oss `{}`: unknown device `{}` (presets: {})",
+                                spec.name,
+                                spec.device,
+                                crate::device::PRESET_NAMES.join(", ")
+                            )
+                        })?,
+                    };
+                    device_models.push(model);
+                    device_models.len() - 1
+                }
+            };
+            let capacity = spec
+                .capacity_rpcs_per_s
+                .unwrap_or_else(|| device_models[model_index].capacity_rpcs_per_s(brw_size_bytes));
+            let cpts = spec.cpts.max(1);
+            osses.push(Oss {
+                cpts,
+                pool_base: pools.len() as u32,
+                link: Link {
+                    ns_per_byte: server_ns_per_byte,
+                    ..Link::default()
+                },
+            });
+            for cpt in 0..cpts {
+                let share = spec.io_threads / cpts + u32::from(cpt < spec.io_threads % cpts);
+                pools.push(Pool {
+                    threads: share.max(1),
+                    busy: 0,
+                    scheds_start: 0,
+                    scheds_len: 0,
+                    next: 0,
+                });
+            }
+            for _ in 0..spec.osts {
+                osts.push(Ost {
+                    oss: oss_index as u32,
+                    domain: 0,
+                    device_model: model_index as u32,
+                    capacity_rpcs_per_s: capacity,
+                });
+            }
+        }
+        if osts.is_empty() || osts.len() > OSTS_MAX {
+            return Err(format!(
+                "the cluster has {} OSTs (need 1 to {OSTS_MAX})",
+                osts.len()
+            ));
+        }
+        let n_osts = osts.len();
+        let mut domains: Vec<Domain> = Vec::new();
+        match cluster.scheduler_scope {
+            SchedulerScope::Oss => {
+                for oss in 0..osses.len() {
+                    domains.push(Domain {
+                        osts: (0..n_osts as u32)
+                            .filter(|&o| osts[o as usize].oss == oss as u32)
+                            .collect(),
+                        sched_base: 0,
+                        sched_len: 0,
+                    });
+                }
+            }
+            SchedulerScope::Ost => {
+                for o in 0..n_osts as u32 {
+                    domains.push(Domain {
+                        osts: vec![o],
+                        sched_base: 0,
+                        sched_len: 0,
+                    });
+                }
+            }
+        }
+        let mut scheds = Vec::new();
+        for (d, domain) in domains.iter_mut().enumerate() {
+            let oss = match domain.osts.first() {
+                Some(&o) => osts[o as usize].oss,
+                // An OSS without OSTs: its domain has no schedulers and serves nothing.
+                None => {
+                    domain.sched_base = scheds.len() as u32;
+                    continue;
+                }
+            };
+            for &o in &domain.osts {
+                osts[o as usize].domain = d as u32;
+            }
+            domain.sched_base = scheds.len() as u32;
+            domain.sched_len = osses[oss as usize].cpts;
+            for _ in 0..domain.sched_len {
+                scheds.push(Nrs::new());
+            }
+        }
+        // Each partition's pool polls the instance of every domain of its OSS on that CPT.
+        let mut pool_scheds = Vec::new();
+        let mut sched_pool = vec![0u32; scheds.len()];
+        for (oss_index, oss) in osses.iter().enumerate() {
+            for cpt in 0..oss.cpts {
+                let pool = &mut pools[(oss.pool_base + cpt) as usize];
+                pool.scheds_start = pool_scheds.len() as u32;
+                for domain in &domains {
+                    if let Some(&o) = domain.osts.first() {
+                        if osts[o as usize].oss == oss_index as u32 {
+                            pool_scheds.push(domain.sched_base + cpt);
+                            sched_pool[(domain.sched_base + cpt) as usize] = oss.pool_base + cpt;
+                        }
+                    }
+                }
+                pool.scheds_len = pool_scheds.len() as u32 - pool.scheds_start;
+            }
+        }
+
+        // Jobs, processes, files.
+        let mut jobs = Vec::new();
+        let mut processes = Vec::new();
+        let mut files: Vec<FileLayout> = Vec::new();
+        let mut layout_osts: Vec<u32> = Vec::new();
+        let mut shapes = Vec::new();
+        let mut rr_cursor: u64 = 0;
+        let mut objects: u64 = 0;
+        let mut new_file = |stripe_count: u32,
+                            stripe_size: u64,
+                            stripe_offset: Option<u32>|
+         -> Result<u32, String> {
+            let count = (stripe_count.max(1) as usize).min(n_osts);
+            let first = match stripe_offset {
+                Some(o) => o as u64 % n_osts as u64,
+                None => {
+                    let f = rr_cursor % n_osts as u64;
+                    rr_cursor += count as u64;
+                    f
+                }
+            };
+            let start = layout_osts.len() as u32;
+            for i in 0..count as u64 {
+                layout_osts.push(((first + i) % n_osts as u64) as u32);
+            }
+            if objects + count as u64 > u32::MAX as u64 {
+                return Err("too many stripe objects".to_string());
+            }
+            files.push(FileLayout {
+                stripe_size_bytes: stripe_size.max(1),
+                osts_start: start,
+                osts_len: count as u32,
+                object_base: objects as u32,
+            });
+            objects += count as u64;
+            Ok(files.len() as u32 - 1)
+        };
+        for (job_index, job) in scenario.jobs.iter().enumerate() {
+            let id = JobId::new(&job.id).map_err(|e| format!("job `{}`: {e}", job.id))?;
+            let client_list: Vec<u32> = match &job.clients {
+                Some(list) if !list.is_empty() => {
+                    list.iter().map(|&c| c % n_clients as u32).collect()
+                }
+                _ => (0..n_clients as u32).collect(),
+            };
+            let mut process_in_job = 0usize;
+            for group in &job.groups {
+                let shape_index = shapes.len() as u32;
+                shapes.push(Shape::from_spec(&group.shape));
+                let stripe_count = group.stripe_count.unwrap_or(cluster.stripe_count);
+                let stripe_size = group.stripe_size.unwrap_or(cluster.stripe_size).bytes();
+                let shared_file = match group.file {
+                    FileMode::Shared => {
+                        Some(new_file(stripe_count, stripe_size, group.stripe_offset)?)
+                    }
+                    FileMode::PerProcess => None,
+                };
+                for k in 0..group.numjobs {
+                    if processes.len() >= PROCESSES_MAX {
+                        return Err(format!("more than {PROCESSES_MAX} processes"));
+                    }
+                    let file = match shared_file {
+                        Some(f) => f,
+                        None => new_file(stripe_count, stripe_size, group.stripe_offset)?,
+                    };
+                    let size_bytes = group.size.bytes();
+                    let region_base_bytes = if shared_file.is_some() {
+                        u64::from(k)
+                            .checked_mul(size_bytes)
+                            .filter(|b| b.checked_add(size_bytes).is_some())
+                            .ok_or_else(|| {
+                                format!("job `{}`: shared file larger than 2^64 bytes", job.id)
+                            })?
+                    } else {
+                        0
+                    };
+                    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                    rng.set_stream(processes.len() as u64);
+                    processes.push(Process {
+                        job: job_index as u32,
+                        client: client_list[process_in_job % client_list.len()],
+                        file,
+                        group: shape_index,
+                        region_base_bytes,
+                        size_bytes,
+                        bs_bytes: group.bs.bytes().max(1),
+                        iodepth: group.iodepth.max(1),
+                        rw: group.rw,
+                        rng,
+                        cursor_bytes: 0,
+                        issued_bytes: 0,
+                        outstanding_calls: 0,
+                        burst_index: 0,
+                        burst_start_ns: 0,
+                        burst_left_bytes: 0,
+                        phase: Phase::Waiting,
+                    });
+                    process_in_job += 1;
+                }
+            }
+            jobs.push(JobState {
+                id,
+                spec_id: job.id.clone(),
+                node_count: job.nodes,
+                uid: job.uid,
+                gid: job.gid,
+                processes_left: process_in_job as u32,
+                bytes_read: 0,
+                bytes_written: 0,
+                rpcs: 0,
+                first_io_ns: None,
+                last_io_ns: None,
+            });
+        }
+        let mut jobs_by_id: Vec<u32> = (0..jobs.len() as u32).collect();
+        // By text: `JobId`'s derived `Ord` compares lengths first.
+        jobs_by_id.sort_by(|&a, &b| {
+            let (x, y) = (&jobs[a as usize].id, &jobs[b as usize].id);
+            x.as_str().cmp(y.as_str()).then(a.cmp(&b))
+        });
+
+        if n_clients * n_osts > OSCS_MAX {
+            return Err(format!(
+                "{n_clients} clients x {n_osts} OSTs is more than {OSCS_MAX} OSC connections"
+            ));
+        }
+        let duration_ns = secs_to_ns(scenario.simulation.duration_s);
+        let bin_ns = scenario.simulation.bin_ms.max(1) * 1_000_000;
+        let bins = (duration_ns / bin_ns + 1) as usize;
+        if (bins as u64) * (jobs.len() as u64) * (n_osts as u64) > SERIES_CELLS_MAX {
+            return Err(format!(
+                "{bins} bins x {} jobs x {n_osts} OSTs is too many time-series cells (at most {SERIES_CELLS_MAX}); use a larger bin_ms",
+                jobs.len()
+            ));
+        }
+        let n_jobs = jobs.len();
+        let period_ns = controller.period_ns().filter(|&p| p > 0);
+        let processes_left = processes.len();
+        let lanes = Lanes::new(n_clients as u32, osses.len() as u32, n_osts as u32);
+        Ok(Sim {
+            scenario_name: scenario.name.clone(),
+            policy: policy.to_string(),
+            seed,
+            now_ns: 0,
+            end_ns: 0,
+            duration_ns,
+            bin_ns,
+            bins,
+            latency_ns: secs_to_ns(scenario.network.latency_us * 1e-6),
+            brw_size_bytes,
+            max_rpcs_in_flight: cluster.max_rpcs_in_flight.max(1),
+            queue: EventQueue::with_lanes(lanes.total as usize),
+            lanes,
+            events: 0,
+            clients,
+            devices: (0..n_osts).map(|_| Device::default()).collect(),
+            osses,
+            osts,
+            service_memo: vec![[(u64::MAX, ServiceTime::default()); 2]; device_models.len()],
+            device_models,
+            domains,
+            sched_timer_ns: vec![None; scheds.len()],
+            sched_pool,
+            scheds,
+            pools,
+            pool_scheds,
+            oscs: (0..n_clients * n_osts).map(|_| Osc::default()).collect(),
+            files,
+            layout_osts,
+            object_next_offset: vec![u64::MAX; objects as usize],
+            shapes,
+            processes,
+            processes_left,
+            jobs,
+            jobs_by_id,
+            queued_per_ost: vec![0; n_osts],
+            period_stats: vec![PeriodStats::default(); n_osts * n_jobs],
+            series: (0..n_jobs).map(|_| vec![vec![0; bins]; n_osts]).collect(),
+            calls: Vec::new(),
+            free_calls: Vec::new(),
+            rpcs: Vec::new(),
+            free_rpcs: Vec::new(),
+            rpcs_completed: 0,
+            controller,
+            period_ns,
+            control_log: Vec::new(),
+            trace: None,
+        })
+    }
+
+    // ---------------------------------------------------------------- observation, control
+
+    fn observation(&mut self, period_ns: u64, reset: bool) -> Observation {
+        let n_jobs = self.jobs.len();
+        let mut domains = Vec::with_capacity(self.domains.len());
+        for (d, domain) in self.domains.iter().enumerate() {
+            let mut targets = Vec::with_capacity(domain.osts.len());
+            for &o in &domain.osts {
+                let mut jobs = Vec::new();
+                for &j in &self.jobs_by_id {
+                    let s = self.period_stats[o as usize * n_jobs + j as usize];
+                    if s.arrived > 0 || s.served > 0 || s.bytes > 0 {
+                        jobs.push(JobTargetStats {
+                            job: self.jobs[j as usize].id,
+                            rpcs_arrived: s.arrived,
+                            rpcs_served: s.served,
+                            bytes_served: s.bytes,
+                        });
+                    }
+                }
+                targets.push(TargetObservation {
+                    ost: OstId(o),
+                    queue_len_rpcs: self.queued_per_ost[o as usize],
+                    capacity_rpcs_per_s: self.osts[o as usize].capacity_rpcs_per_s,
+                    jobs,
+                });
+            }
+            domains.push(DomainObservation {
+                domain: DomainId(d as u32),
+                targets,
+            });
+        }
+        if reset {
+            self.period_stats.fill(PeriodStats::default());
+        }
+        Observation {
+            now_ns: self.now_ns,
+            period_ns,
+            domains,
+            jobs: self
+                .jobs_by_id
+                .iter()
+                .map(|&j| JobMeta {
+                    job: self.jobs[j as usize].id,
+                    node_count: self.jobs[j as usize].node_count,
+                })
+                .collect(),
+        }
+    }
+
+    fn apply(&mut self, decision: Decision) {
+        for w in decision.writes {
+            let result = match self.domains.get(w.domain.0 as usize) {
+                None => Err(format!("no domain {}", w.domain.0)),
+                Some(domain) => {
+                    let mut result = Ok(());
+                    for s in domain.sched_base..domain.sched_base + domain.sched_len {
+                        let nrs = &mut self.scheds[s as usize];
+                        let r = match &w.write {
+                            ControlWrite::NrsPolicies(text) => {
+                                nrs.write_policies(self.now_ns, text)
+                            }
+                            ControlWrite::NrsTbfRule(text) => nrs.write_tbf_rule(self.now_ns, text),
+                        };
+                        if let (Err(e), Ok(())) = (r, &result) {
+                            result = Err(e.to_string());
+                        }
+                    }
+                    result
+                }
+            };
+            self.control_log.push(ControlLogEntry {
+                time_ns: self.now_ns,
+                domain: w.domain,
+                write: w.write,
+                result,
+            });
+        }
+        // A write can change throttling: re-arm timers and let idle threads look again.
+        for s in 0..self.scheds.len() as u32 {
+            self.check_timer(s);
+        }
+        for p in 0..self.pools.len() as u32 {
+            self.dispatch(p);
+        }
+    }
+
+    // ---------------------------------------------------------------- main loop
+
+    fn run(&mut self, progress: &mut dyn FnMut(u64, u64)) {
+        let initial = self.observation(0, true);
+        let decision = self.controller.setup(&initial);
+        self.apply(decision);
+        if let Some(p) = self.period_ns {
+            self.queue.push(p, Event::ControlTick);
+        }
+        for p in 0..self.processes.len() as u32 {
+            self.schedule_burst(p, 0, 0, 0);
+            let stop_ns = self.shapes[self.processes[p as usize].group as usize].stop_ns;
+            if stop_ns <= self.duration_ns {
+                self.queue.push(stop_ns, Event::ProcessStop { process: p });
+            }
+        }
+        while self.processes_left > 0 {
+            let Some((t, ev)) = self.queue.pop() else {
+                break;
+            };
+            if t > self.duration_ns {
+                break;
+            }
+            self.now_ns = t;
+            self.events += 1;
+            if self.events & (PROGRESS_EVERY_EVENTS - 1) == 0 {
+                progress(t, self.duration_ns);
+            }
+            self.handle(ev);
+        }
+        // Every process done: the run ends with the event that finished the last one (at 0
+        // when none had anything to do). Otherwise the configured duration cut it.
+        self.end_ns = if self.processes_left == 0 {
+            self.now_ns
+        } else {
+            self.duration_ns
+        };
+        progress(self.end_ns, self.duration_ns);
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::BurstStart { process } => self.burst_start(process),
+            Event::ProcessStop { process } => {
+                let p = &self.processes[process as usize];
+                if p.phase != Phase::Done && p.outstanding_calls == 0 {
+                    self.finish_process(process);
+                }
+            }
+            Event::RequestArrive { rpc } => self.request_arrive(rpc),
+            Event::WriteBulkHop { rpc } => self.write_bulk_hop(rpc),
+            Event::DeviceSubmit { rpc } => self.device_submit(rpc),
+            Event::DeviceDone { rpc } => self.device_done(rpc),
+            Event::ReadBulkHop { rpc } => self.read_bulk_hop(rpc),
+            Event::ReadDone { rpc } => {
+                let pool = self.rpcs[rpc as usize].pool;
+                self.pools[pool as usize].busy -= 1;
+                self.dispatch(pool);
+                self.client_complete(rpc);
+            }
+            Event::WriteReply { rpc } => self.client_complete(rpc),
+            Event::SchedTimer { sched } => {
+                if self.sched_timer_ns[sched as usize] == Some(self.now_ns) {
+                    self.sched_timer_ns[sched as usize] = None;
+                    self.scheds[sched as usize].on_timer(self.now_ns);
+                    // Exactly one partition's threads poll each scheduler instance.
+                    let pool = self.sched_pool[sched as usize];
+                    self.dispatch(pool);
+                }
+            }
+            Event::ControlTick => {
+                let period = self.period_ns.unwrap_or(0);
+                let obs = self.observation(period, true);
+                let decision = self.controller.decide(&obs);
+                self.apply(decision);
+                self.queue.push(self.now_ns + period, Event::ControlTick);
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- processes
+
+    /// Schedules burst `index` of process `p` (or finishes it when the shape has no more).
+    fn schedule_burst(&mut self, p: u32, index: u32, prev_start_ns: u64, prev_end_ns: u64) {
+        let proc_ = &self.processes[p as usize];
+        let shape = &self.shapes[proc_.group as usize];
+        let exhausted = proc_.issued_bytes >= proc_.size_bytes;
+        match shape.burst(index, prev_start_ns, prev_end_ns) {
+            Some((at_ns, _)) if !exhausted && at_ns < shape.stop_ns => {
+                let at_ns = at_ns.max(self.now_ns);
+                self.processes[p as usize].burst_index = index;
+                self.processes[p as usize].phase = Phase::Waiting;
+                self.queue.push(at_ns, Event::BurstStart { process: p });
+            }
+            _ => self.finish_process(p),
+        }
+    }
+
+    fn burst_start(&mut self, p: u32) {
+        let now = self.now_ns;
+        let proc_ = &mut self.processes[p as usize];
+        if proc_.phase != Phase::Waiting {
+            return;
+        }
+        let shape = &self.shapes[proc_.group as usize];
+        if now >= shape.stop_ns {
+            return;
+        }
+        let (_, bytes) = shape
+            .burst(proc_.burst_index, proc_.burst_start_ns, now)
+            .unwrap_or((now, 0));
+        proc_.phase = Phase::Active;
+        proc_.burst_start_ns = now;
+        proc_.burst_left_bytes = bytes;
+        self.pump(p);
+    }
+
+    /// Issues I/O calls while the process may, then handles the end of its burst.
+    fn pump(&mut self, p: u32) {
+        loop {
+            let now = self.now_ns;
+            let proc_ = &mut self.processes[p as usize];
+            if proc_.phase != Phase::Active {
+                return;
+            }
+            let stop_ns = self.shapes[proc_.group as usize].stop_ns;
+            let can_issue = proc_.outstanding_calls < proc_.iodepth
+                && proc_.burst_left_bytes > 0
+                && proc_.issued_bytes < proc_.size_bytes
+                && now < stop_ns;
+            if !can_issue {
+                break;
+            }
+            let want = proc_
+                .bs_bytes
+                .min(proc_.burst_left_bytes)
+                .min(proc_.size_bytes - proc_.issued_bytes);
+            let (offset, len) = if proc_.rw.is_random() {
+                let blocks = proc_.size_bytes.div_ceil(proc_.bs_bytes);
+                let k = proc_.rng.random_range(0..blocks);
+                let off = k * proc_.bs_bytes;
+                (off, want.min(proc_.size_bytes - off))
+            } else {
+                let off = proc_.cursor_bytes % proc_.size_bytes;
+                let len = want.min(proc_.size_bytes - off);
+                proc_.cursor_bytes = off + len;
+                (off, len)
+            };
+            proc_.issued_bytes += len;
+            proc_.burst_left_bytes = proc_.burst_left_bytes.saturating_sub(len);
+            proc_.outstanding_calls += 1;
+            let file_offset = proc_.region_base_bytes + offset;
+            self.issue_call(p, file_offset, len);
+        }
+        self.maybe_burst_end(p);
+    }
+
+    fn maybe_burst_end(&mut self, p: u32) {
+        let now = self.now_ns;
+        let proc_ = &self.processes[p as usize];
+        if proc_.phase != Phase::Active || proc_.outstanding_calls > 0 {
+            return;
+        }
+        let stop_ns = self.shapes[proc_.group as usize].stop_ns;
+        if proc_.issued_bytes >= proc_.size_bytes || now >= stop_ns {
+            self.finish_process(p);
+        } else if proc_.burst_left_bytes == 0 {
+            let (index, start) = (proc_.burst_index, proc_.burst_start_ns);
+            self.schedule_burst(p, index + 1, start, now);
+        }
+    }
+
+    fn finish_process(&mut self, p: u32) {
+        let proc_ = &mut self.processes[p as usize];
+        if proc_.phase == Phase::Done {
+            return;
+        }
+        proc_.phase = Phase::Done;
+        self.jobs[proc_.job as usize].processes_left -= 1;
+        self.processes_left -= 1;
+    }
+
+    fn issue_call(&mut self, p: u32, file_offset: u64, len: u64) {
+        let now = self.now_ns;
+        let call = match self.free_calls.pop() {
+            Some(c) => c,
+            None => {
+                self.calls.push(Call::default());
+                self.calls.len() as u32 - 1
+            }
+        };
+        let proc_ = &self.processes[p as usize];
+        let (job, client, read) = (proc_.job, proc_.client, proc_.rw.is_read());
+        let file = &self.files[proc_.file as usize];
+        let osts =
+            &self.layout_osts[file.osts_start as usize..(file.osts_start + file.osts_len) as usize];
+        let object_base = file.object_base;
+        let mut rpcs_left = 0;
+        let rpcs = &mut self.rpcs;
+        let free_rpcs = &mut self.free_rpcs;
+        let oscs = &mut self.oscs;
+        let n_osts = self.osts.len();
+        let (osts_tbl, osses) = (&self.osts, &self.osses);
+        let domains = &self.domains;
+        let max_in_flight = self.max_rpcs_in_flight;
+        let queue = &mut self.queue;
+        let arrive_ns = now + self.latency_ns;
+        split_rpcs(
+            file.stripe_size_bytes,
+            osts,
+            file_offset,
+            len,
+            self.brw_size_bytes,
+            |piece| {
+                let ost = &osts_tbl[piece.ost as usize];
+                let oss = &osses[ost.oss as usize];
+                let cpt = client_cpt(client, oss.cpts);
+                let state = RpcState {
+                    call,
+                    job,
+                    client,
+                    ost: piece.ost,
+                    object: object_base + piece.stripe_index,
+                    sched: domains[ost.domain as usize].sched_base + cpt,
+                    pool: oss.pool_base + cpt,
+                    read,
+                    object_offset_bytes: piece.object_offset_bytes,
+                    file_offset_bytes: piece.file_offset_bytes,
+                    size_bytes: piece.size_bytes,
+                    created_ns: now,
+                    sent_ns: 0,
+                    bulk_first_end_ns: 0,
+                };
+                let rpc = match free_rpcs.pop() {
+                    Some(r) => {
+                        rpcs[r as usize] = state;
+                        r
+                    }
+                    None => {
+                        rpcs.push(state);
+                        rpcs.len() as u32 - 1
+                    }
+                };
+                rpcs_left += 1;
+                let osc = &mut oscs[client as usize * n_osts + piece.ost as usize];
+                if osc.in_flight < max_in_flight {
+                    osc.in_flight += 1;
+                    rpcs[rpc as usize].sent_ns = now;
+                    queue.push_lane(LANE_LATENCY, arrive_ns, Event::RequestArrive { rpc });
+                } else {
+                    osc.waiting.push_back(rpc);
+                }
+            },
+        );
+        self.calls[call as usize] = Call {
+            process: p,
+            rpcs_left,
+        };
+        let job_state = &mut self.jobs[job as usize];
+        if job_state.first_io_ns.is_none() {
+            job_state.first_io_ns = Some(now);
+        }
+    }
+
+    // ---------------------------------------------------------------- server side
+
+    fn request_arrive(&mut self, rpc: u32) {
+        let r = self.rpcs[rpc as usize];
+        let n_jobs = self.jobs.len();
+        self.period_stats[r.ost as usize * n_jobs + r.job as usize].arrived += 1;
+        self.queued_per_ost[r.ost as usize] += 1;
+        let job = &self.jobs[r.job as usize];
+        let tags = RpcTags {
+            job: job.id,
+            nid: self.clients[r.client as usize].0,
+            opcode: if r.read {
+                Opcode::OstRead
+            } else {
+                Opcode::OstWrite
+            },
+            uid: job.uid,
+            gid: job.gid,
+        };
+        self.scheds[r.sched as usize].enqueue(self.now_ns, &tags, rpc);
+        self.check_timer(r.sched);
+        self.dispatch(r.pool);
+    }
+
+    /// Arms a timer event if the scheduler's deadline differs from the armed one.
+    fn check_timer(&mut self, sched: u32) {
+        if let Some(deadline) = self.scheds[sched as usize].timer_deadline_ns() {
+            self.arm_timer(sched, deadline);
+        }
+    }
+
+    fn arm_timer(&mut self, sched: u32, deadline_ns: u64) {
+        let at_ns = deadline_ns.max(self.now_ns + 1);
+        if self.sched_timer_ns[sched as usize] != Some(at_ns) {
+            self.sched_timer_ns[sched as usize] = Some(at_ns);
+            self.queue.push(at_ns, Event::SchedTimer { sched });
+        }
+    }
+
+    /// Hands queued requests to idle threads of `pool`, polling its schedulers round robin.
+    fn dispatch(&mut self, pool: u32) {
+        loop {
+            let pl = &self.pools[pool as usize];
+            if pl.busy >= pl.threads || pl.scheds_len == 0 {
+                return;
+            }
+            let (start, len, next) = (pl.scheds_start, pl.scheds_len, pl.next);
+            let mut started = false;
+            for i in 0..len {
+                let slot = (next + i) % len;
+                let sched = self.pool_scheds[(start + slot) as usize];
+                match self.scheds[sched as usize].dequeue(self.now_ns) {
+                    Dequeue::Request(rpc) => {
+                        let pl = &mut self.pools[pool as usize];
+                        pl.busy += 1;
+                        pl.next = (slot + 1) % len;
+                        self.start_service(rpc);
+                        started = true;
+                        break;
+                    }
+                    Dequeue::Throttled { until_ns } => self.arm_timer(sched, until_ns),
+                    Dequeue::Empty => {}
+                }
+            }
+            if !started {
+                return;
+            }
+        }
+    }
+
+    fn start_service(&mut self, rpc: u32) {
+        let now = self.now_ns;
+        let r = self.rpcs[rpc as usize];
+        self.queued_per_ost[r.ost as usize] -= 1;
+        if r.read {
+            self.device_submit(rpc);
+            return;
+        }
+        // Pull the bulk data: client uplink first.
+        let link = &mut self.clients[r.client as usize].1;
+        let start_ns = now.max(link.up_free_ns);
+        let end_ns = start_ns + link.transfer_ns(r.size_bytes);
+        link.up_free_ns = end_ns;
+        self.rpcs[rpc as usize].bulk_first_end_ns = end_ns;
+        if start_ns <= now {
+            self.write_bulk_hop(rpc);
+        } else {
+            let lane = self.lanes.client_up + r.client;
+            self.queue
+                .push_lane(lane, start_ns, Event::WriteBulkHop { rpc });
+        }
+    }
+
+    fn write_bulk_hop(&mut self, rpc: u32) {
+        let r = self.rpcs[rpc as usize];
+        let oss = self.osts[r.ost as usize].oss;
+        let link = &mut self.osses[oss as usize].link;
+        let start_ns = self.now_ns.max(link.down_free_ns);
+        let end_ns = (start_ns + link.transfer_ns(r.size_bytes)).max(r.bulk_first_end_ns);
+        link.down_free_ns = end_ns;
+        let lane = self.lanes.oss_down + oss;
+        self.queue
+            .push_lane(lane, end_ns + self.latency_ns, Event::DeviceSubmit { rpc });
+    }
+
+    fn device_submit(&mut self, rpc: u32) {
+        let ost = self.rpcs[rpc as usize].ost as usize;
+        let model = &self.device_models[self.osts[ost].device_model as usize];
+        if self.devices[ost].busy < model.concurrency {
+            self.device_start(rpc);
+        } else {
+            self.devices[ost].waiting.push_back(rpc);
+        }
+    }
+
+    fn device_start(&mut self, rpc: u32) {
+        let r = self.rpcs[rpc as usize];
+        let next = &mut self.object_next_offset[r.object as usize];
+        let random = *next != u64::MAX && *next != r.object_offset_bytes;
+        *next = r.object_offset_bytes + r.size_bytes;
+        let m = self.osts[r.ost as usize].device_model as usize;
+        let memo = &mut self.service_memo[m][usize::from(r.read)];
+        if memo.0 != r.size_bytes {
+            *memo = (
+                r.size_bytes,
+                self.device_models[m].service_time(r.read, r.size_bytes, false),
+            );
+        }
+        let mut t = memo.1;
+        if random {
+            t.fixed_ns += self.device_models[m].random_penalty_ns;
+        }
+        let done_ns = self.devices[r.ost as usize].start(self.now_ns, t);
+        self.queue.push_lane(
+            self.lanes.device + r.ost,
+            done_ns,
+            Event::DeviceDone { rpc },
+        );
+    }
+
+    fn device_done(&mut self, rpc: u32) {
+        let now = self.now_ns;
+        let r = self.rpcs[rpc as usize];
+        let device = &mut self.devices[r.ost as usize];
+        device.busy -= 1;
+        if let Some(next) = device.waiting.pop_front() {
+            self.device_start(next);
+        }
+        let n_jobs = self.jobs.len();
+        let stats = &mut self.period_stats[r.ost as usize * n_jobs + r.job as usize];
+        stats.served += 1;
+        stats.bytes += r.size_bytes;
+        if !r.read {
+            self.pools[r.pool as usize].busy -= 1;
+            self.queue.push_lane(
+                LANE_LATENCY,
+                now + self.latency_ns,
+                Event::WriteReply { rpc },
+            );
+            self.dispatch(r.pool);
+            return;
+        }
+        // Push the read data: server uplink first.
+        let oss = self.osts[r.ost as usize].oss;
+        let link = &mut self.osses[oss as usize].link;
+        let start_ns = now.max(link.up_free_ns);
+        let end_ns = start_ns + link.transfer_ns(r.size_bytes);
+        link.up_free_ns = end_ns;
+        self.rpcs[rpc as usize].bulk_first_end_ns = end_ns;
+        if start_ns <= now {
+            self.read_bulk_hop(rpc);
+        } else {
+            let lane = self.lanes.oss_up + oss;
+            self.queue
+                .push_lane(lane, start_ns, Event::ReadBulkHop { rpc });
+        }
+    }
+
+    fn read_bulk_hop(&mut self, rpc: u32) {
+        let r = self.rpcs[rpc as usize];
+        let link = &mut self.clients[r.client as usize].1;
+        let start_ns = self.now_ns.max(link.down_free_ns);
+        let end_ns = (start_ns + link.transfer_ns(r.size_bytes)).max(r.bulk_first_end_ns);
+        link.down_free_ns = end_ns;
+        let lane = self.lanes.client_down + r.client;
+        self.queue
+            .push_lane(lane, end_ns + self.latency_ns, Event::ReadDone { rpc });
+    }
+
+    // ---------------------------------------------------------------- completion at the client
+
+    fn client_complete(&mut self, rpc: u32) {
+        let now = self.now_ns;
+        let r = self.rpcs[rpc as usize];
+        let job = &mut self.jobs[r.job as usize];
+        if r.read {
+            job.bytes_read += r.size_bytes;
+        } else {
+            job.bytes_written += r.size_bytes;
+        }
+        job.rpcs += 1;
+        job.last_io_ns = Some(now);
+        self.rpcs_completed += 1;
+        let bin = ((now / self.bin_ns) as usize).min(self.bins - 1);
+        self.series[r.job as usize][r.ost as usize][bin] += r.size_bytes;
+        if let Some(trace) = &mut self.trace {
+            trace.push(RpcTrace {
+                job: r.job,
+                process: self.calls[r.call as usize].process,
+                client: r.client,
+                ost: r.ost,
+                read: r.read,
+                file_offset_bytes: r.file_offset_bytes,
+                object_offset_bytes: r.object_offset_bytes,
+                size_bytes: r.size_bytes,
+                created_ns: r.created_ns,
+                sent_ns: r.sent_ns,
+                completed_ns: now,
+            });
+        }
+        self.free_rpcs.push(rpc);
+
+        // The OSC slot frees: send the next waiting RPC of this (client, OST).
+        let n_osts = self.osts.len();
+        let osc = &mut self.oscs[r.client as usize * n_osts + r.ost as usize];
+        osc.in_flight -= 1;
+        if let Some(next) = osc.waiting.pop_front() {
+            osc.in_flight += 1;
+            self.rpcs[next as usize].sent_ns = now;
+            self.queue.push_lane(
+                LANE_LATENCY,
+                now + self.latency_ns,
+                Event::RequestArrive { rpc: next },
+            );
+        }
+
+        let call = &mut self.calls[r.call as usize];
+        call.rpcs_left -= 1;
+        if call.rpcs_left == 0 {
+            let p = call.process;
+            self.free_calls.push(r.call);
+            self.processes[p as usize].outstanding_calls -= 1;
+            self.pump(p);
+        }
+    }
+
+    // ---------------------------------------------------------------- output
+
+    fn finish(self) -> RunOutput {
+        let bins = (self.end_ns.div_ceil(self.bin_ns) as usize).clamp(1, self.bins);
+        let osts = (0..self.osts.len() as u32)
+            .map(|o| OstId(o).to_string())
+            .collect();
+        let jobs = self
+            .jobs
+            .into_iter()
+            .zip(self.series)
+            .map(|(job, mut series)| {
+                for per_ost in &mut series {
+                    per_ost.truncate(bins);
+                }
+                JobOutput {
+                    job_id: job.spec_id,
+                    node_count: job.node_count,
+                    bytes_read: job.bytes_read,
+                    bytes_written: job.bytes_written,
+                    rpcs: job.rpcs,
+                    first_io_ns: job.first_io_ns,
+                    last_io_ns: job.last_io_ns,
+                    finished: job.processes_left == 0,
+                    bytes_per_ost_bin: series,
+                }
+            })
+            .collect();
+        RunOutput {
+            scenario_name: self.scenario_name,
+            policy: self.policy,
+            seed: self.seed,
+            bin_ns: self.bin_ns,
+            end_ns: self.end_ns,
+            osts,
+            jobs,
+            control_log: self.control_log,
+            engine: EngineStats {
+                events: self.events,
+                rpcs: self.rpcs_completed,
+            },
+        }
+    }
 }

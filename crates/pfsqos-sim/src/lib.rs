@@ -5,12 +5,15 @@
 //! Architecture invariant: same scenario and seed give byte-identical outputs. The event queue is
 //! ordered by `(time_ns, sequence)`, and no result depends on hash-map iteration order.
 
+pub mod device;
 pub mod engine;
+pub mod events;
 pub mod policy;
 pub mod record;
 pub mod scenario;
+pub mod workload;
 
-pub use engine::run;
+pub use engine::{run, run_traced, run_with_controller, RpcTrace};
 pub use policy::{controller_for, POLICY_NAMES};
 pub use record::{ControlLogEntry, EngineStats, JobOutput, RunOutput};
 pub use scenario::{Scenario, ScenarioError};

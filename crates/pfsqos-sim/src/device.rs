@@ -1,0 +1,289 @@
+//! OST device model: table-driven service times, a random-access penalty and internal
+//! parallelism, resolved once from a [`DeviceSpec`] or a preset name.
+//!
+//! Model (the "simpler equivalent" of bandwidth sharing the scenario doc allows): a device
+//! serves up to `concurrency` requests at once. A request's fixed part (`overhead(s)` plus the
+//! random penalty: command processing, seek, rotation, flash lookup) overlaps freely with other
+//! requests, but the data transfer (`s / bandwidth(s)`) goes through one serializer of the
+//! table's bandwidth, FIFO in start order. So one request alone takes exactly
+//! `overhead(s) + s / bandwidth(s)`, a deep queue reaches the table bandwidth, and with
+//! `concurrency = 1` the device is the plain serial server of the `DeviceSpec` formula. No
+//! event is ever rescheduled, which keeps the engine deterministic and fast.
+
+use std::collections::VecDeque;
+
+use crate::scenario::{DeviceRow, DeviceSpec};
+
+const MIB_F64: f64 = (1u64 << 20) as f64;
+const NS_PER_S_F64: f64 = 1e9;
+
+/// Preset names accepted by `oss.device` without a `[[device]]` entry.
+pub const PRESET_NAMES: &[&str] = &["hdd", "ssd-sata"];
+
+/// One interpolation point: at `size_bytes`, `bandwidth_mib_s` and `overhead_ns`.
+#[derive(Clone, Debug, PartialEq)]
+struct Row {
+    size_bytes: u64,
+    bandwidth_mib_s: f64,
+    overhead_ns: f64,
+}
+
+/// A resolved device model (immutable during a run).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceModel {
+    pub name: String,
+    read: Vec<Row>,
+    write: Vec<Row>,
+    pub random_penalty_ns: u64,
+    pub concurrency: u32,
+}
+
+/// Service time of one request split into its overlappable and its serialized part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServiceTime {
+    /// Overhead plus random penalty: overlaps with other requests in service.
+    pub fixed_ns: u64,
+    /// Data transfer at the table bandwidth: serialized across the device.
+    pub transfer_ns: u64,
+}
+
+impl DeviceModel {
+    /// Builds a model from a scenario `[[device]]` entry.
+    pub fn from_spec(spec: &DeviceSpec) -> Result<DeviceModel, String> {
+        let rows = |rows: &[DeviceRow], what: &str| -> Result<Vec<Row>, String> {
+            if rows.is_empty() {
+                return Err(format!("device `{}` has no {what} rows", spec.name));
+            }
+            let mut out: Vec<Row> = rows
+                .iter()
+                .map(|r| Row {
+                    size_bytes: r.size.bytes(),
+                    bandwidth_mib_s: r.bandwidth_mib_s,
+                    overhead_ns: r.overhead_us * 1e3,
+                })
+                .collect();
+            for r in &out {
+                if !(r.bandwidth_mib_s.is_finite() && r.bandwidth_mib_s > 0.0) {
+                    return Err(format!(
+                        "device `{}` has a {what} bandwidth of {} MiB/s (must be > 0)",
+                        spec.name, r.bandwidth_mib_s
+                    ));
+                }
+                if !(r.overhead_ns.is_finite() && r.overhead_ns >= 0.0) {
+                    return Err(format!(
+                        "device `{}` has a negative {what} overhead",
+                        spec.name
+                    ));
+                }
+            }
+            out.sort_by_key(|r| r.size_bytes);
+            Ok(out)
+        };
+        let penalty_ns = spec.random_penalty_us * 1e3;
+        if !(penalty_ns.is_finite() && penalty_ns >= 0.0) {
+            return Err(format!(
+                "device `{}` has a negative random penalty",
+                spec.name
+            ));
+        }
+        Ok(DeviceModel {
+            name: spec.name.clone(),
+            read: rows(&spec.read, "read")?,
+            write: rows(&spec.write, "write")?,
+            random_penalty_ns: penalty_ns.round() as u64,
+            concurrency: spec.concurrency.max(1),
+        })
+    }
+
+    /// A preset by name, or `None`.
+    ///
+    /// * `hdd`: one 7200 rpm disk. 102 MB/s (97.3 MiB/s) sequential is the per-OST HDD peak
+    ///   of the GIFT evaluation (gift.txt, "Methodology"); 0.1 ms per-command overhead and an
+    ///   8 ms random penalty (average seek plus half a rotation at 7200 rpm, the usual
+    ///   datasheet order of magnitude); one request at a time.
+    /// * `ssd-sata`: the 480 GB 6 Gb/s SATA SSD of the AdapTBF testbed (adaptbf.txt, Table II,
+    ///   CloudLab c6525-25g). The paper gives only the class, so the numbers are the typical
+    ///   datasheet figures of 480 GB datacenter SATA SSDs: 500 MB/s (476.8 MiB/s) sequential
+    ///   read, 450 MB/s (429.2 MiB/s) sequential write, lower bandwidth for 4 KiB requests
+    ///   (about 90 k read / 30 k write IOPS), tens of microseconds of command overhead, a
+    ///   20 us penalty for non-contiguous access, and NCQ depth 32.
+    pub fn preset(name: &str) -> Option<DeviceModel> {
+        let row = |size_bytes: u64, bandwidth_mib_s: f64, overhead_us: f64| Row {
+            size_bytes,
+            bandwidth_mib_s,
+            overhead_ns: overhead_us * 1e3,
+        };
+        match name {
+            "hdd" => Some(DeviceModel {
+                name: name.to_string(),
+                read: vec![row(4 << 10, 97.3, 100.0)],
+                write: vec![row(4 << 10, 97.3, 100.0)],
+                random_penalty_ns: 8_000_000,
+                concurrency: 1,
+            }),
+            "ssd-sata" => Some(DeviceModel {
+                name: name.to_string(),
+                read: vec![row(4 << 10, 350.0, 90.0), row(128 << 10, 476.8, 50.0)],
+                write: vec![row(4 << 10, 117.0, 40.0), row(128 << 10, 429.2, 30.0)],
+                random_penalty_ns: 20_000,
+                concurrency: 32,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Overhead (ns) and bandwidth (MiB/s) at `size_bytes`, linearly interpolated between
+    /// rows and held flat outside them.
+    fn interpolate(rows: &[Row], size_bytes: u64) -> (f64, f64) {
+        let first = &rows[0];
+        if size_bytes <= first.size_bytes {
+            return (first.overhead_ns, first.bandwidth_mib_s);
+        }
+        for pair in rows.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            if size_bytes <= b.size_bytes {
+                let span = (b.size_bytes - a.size_bytes) as f64;
+                let f = if span == 0.0 {
+                    1.0
+                } else {
+                    (size_bytes - a.size_bytes) as f64 / span
+                };
+                return (
+                    a.overhead_ns + f * (b.overhead_ns - a.overhead_ns),
+                    a.bandwidth_mib_s + f * (b.bandwidth_mib_s - a.bandwidth_mib_s),
+                );
+            }
+        }
+        let last = &rows[rows.len() - 1];
+        (last.overhead_ns, last.bandwidth_mib_s)
+    }
+
+    /// Service time of a request of `size_bytes`; `random` when it does not start where the
+    /// previous request on the same object ended.
+    pub fn service_time(&self, is_read: bool, size_bytes: u64, random: bool) -> ServiceTime {
+        let rows = if is_read { &self.read } else { &self.write };
+        let (overhead_ns, bandwidth_mib_s) = Self::interpolate(rows, size_bytes);
+        let transfer_ns = size_bytes as f64 * NS_PER_S_F64 / (bandwidth_mib_s * MIB_F64);
+        ServiceTime {
+            fixed_ns: overhead_ns.round() as u64 + if random { self.random_penalty_ns } else { 0 },
+            transfer_ns: transfer_ns.round() as u64,
+        }
+    }
+
+    /// Sequential writes of `size_bytes` per second the device sustains with a full queue:
+    /// AdapTBF's `T_i` when the scenario does not give one. At least 1.
+    pub fn capacity_rpcs_per_s(&self, size_bytes: u64) -> u64 {
+        let t = self.service_time(false, size_bytes, false);
+        let cycle_ns = (t.fixed_ns + t.transfer_ns).max(1) as f64;
+        let by_slots = f64::from(self.concurrency) * NS_PER_S_F64 / cycle_ns;
+        let by_transfer = if t.transfer_ns == 0 {
+            f64::INFINITY
+        } else {
+            NS_PER_S_F64 / t.transfer_ns as f64
+        };
+        (by_slots.min(by_transfer).floor() as u64).max(1)
+    }
+}
+
+/// Run-time state of one OST device.
+#[derive(Debug, Default)]
+pub struct Device {
+    /// Requests in service (at most the model's concurrency).
+    pub busy: u32,
+    /// When the transfer serializer is next free.
+    pub transfer_free_ns: u64,
+    /// Requests waiting for a service slot, FIFO (payload: RPC index).
+    pub waiting: VecDeque<u32>,
+}
+
+impl Device {
+    /// Starts a request at `now_ns` on a free slot; returns its completion time.
+    pub fn start(&mut self, now_ns: u64, t: ServiceTime) -> u64 {
+        self.busy += 1;
+        let transfer_start_ns = (now_ns + t.fixed_ns).max(self.transfer_free_ns);
+        let done_ns = transfer_start_ns + t.transfer_ns;
+        self.transfer_free_ns = done_ns;
+        done_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::ByteSize;
+
+    fn spec() -> DeviceSpec {
+        DeviceSpec {
+            name: "t".into(),
+            read: vec![
+                DeviceRow {
+                    size: ByteSize(1 << 20),
+                    bandwidth_mib_s: 100.0,
+                    overhead_us: 100.0,
+                },
+                DeviceRow {
+                    size: ByteSize(3 << 20),
+                    bandwidth_mib_s: 200.0,
+                    overhead_us: 300.0,
+                },
+            ],
+            write: vec![DeviceRow {
+                size: ByteSize(1 << 20),
+                bandwidth_mib_s: 1000.0,
+                overhead_us: 0.0,
+            }],
+            random_penalty_us: 5.0,
+            concurrency: 1,
+        }
+    }
+
+    #[test]
+    fn interpolates_between_rows_and_holds_flat_outside() {
+        let m = DeviceModel::from_spec(&spec()).unwrap();
+        // Below the first row: flat. 1 MiB at 100 MiB/s = 10 ms.
+        let t = m.service_time(true, 1 << 20, false);
+        assert_eq!(t.fixed_ns, 100_000);
+        assert_eq!(t.transfer_ns, 10_000_000);
+        // Midway (2 MiB): overhead 200 us, bandwidth 150 MiB/s.
+        let t = m.service_time(true, 2 << 20, true);
+        assert_eq!(t.fixed_ns, 200_000 + 5_000);
+        assert_eq!(t.transfer_ns, (2.0 / 150.0 * 1e9f64).round() as u64);
+        // Above the last row: flat.
+        let t = m.service_time(true, 6 << 20, false);
+        assert_eq!(t.fixed_ns, 300_000);
+        assert_eq!(t.transfer_ns, 30_000_000);
+    }
+
+    #[test]
+    fn capacity_is_the_brw_write_rate() {
+        let m = DeviceModel::from_spec(&spec()).unwrap();
+        // 4 MiB at 1000 MiB/s = 4 ms -> 250 RPC/s.
+        assert_eq!(m.capacity_rpcs_per_s(4 << 20), 250);
+        let ssd = DeviceModel::preset("ssd-sata").unwrap();
+        // Transfer bound: 429.2 MiB/s / 4 MiB.
+        assert_eq!(ssd.capacity_rpcs_per_s(4 << 20), 107);
+        let hdd = DeviceModel::preset("hdd").unwrap();
+        assert_eq!(hdd.capacity_rpcs_per_s(4 << 20), 24);
+    }
+
+    #[test]
+    fn transfers_serialize_and_overheads_overlap() {
+        let mut d = Device::default();
+        let t = ServiceTime {
+            fixed_ns: 100,
+            transfer_ns: 1000,
+        };
+        assert_eq!(d.start(0, t), 1100);
+        // A second request started at once overlaps its overhead but waits for the transfer.
+        assert_eq!(d.start(0, t), 2100);
+        assert_eq!(d.busy, 2);
+    }
+
+    #[test]
+    fn presets_exist() {
+        for name in PRESET_NAMES {
+            assert!(DeviceModel::preset(name).is_some());
+        }
+        assert!(DeviceModel::preset("floppy").is_none());
+    }
+}

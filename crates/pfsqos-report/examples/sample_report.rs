@@ -68,6 +68,8 @@ fn make_run(policy: &str, fair: bool) -> RunOutput {
         osts: vec!["OST0000".to_string(), "OST0001".to_string()],
         jobs,
         control_log,
+        control_trace: Vec::new(),
+        control_trace_truncated: false,
         engine: EngineStats {
             events: 1_234_567,
             rpcs: 54_321,

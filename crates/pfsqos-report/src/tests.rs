@@ -37,6 +37,8 @@ fn run(policy: &str, bin_ns: u64, end_ns: u64, jobs: Vec<JobOutput>) -> RunOutpu
         osts: vec!["OST0000".to_string(), "OST0001".to_string()],
         jobs,
         control_log: Vec::new(),
+        control_trace: Vec::new(),
+        control_trace_truncated: false,
         engine: EngineStats {
             events: 1234,
             rpcs: 56,

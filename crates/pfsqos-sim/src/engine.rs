@@ -57,7 +57,9 @@ use rand_chacha::ChaCha8Rng;
 use crate::device::{Device, DeviceModel, ServiceTime};
 use crate::events::{Event, EventQueue};
 use crate::policy::controller_for;
-use crate::record::{ControlLogEntry, EngineStats, JobOutput, RunOutput};
+use crate::record::{
+    ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput, CONTROL_TRACE_LEN_MAX,
+};
 use crate::scenario::{FileMode, Rw, Scenario, SchedulerScope};
 use crate::workload::{secs_to_ns, split_rpcs, Shape};
 
@@ -372,6 +374,8 @@ struct Sim {
     controller: Box<dyn Controller>,
     period_ns: Option<u64>,
     control_log: Vec<ControlLogEntry>,
+    control_trace: Vec<ControlTraceEntry>,
+    control_trace_truncated: bool,
     trace: Option<Vec<RpcTrace>>,
 }
 
@@ -736,6 +740,8 @@ impl Sim {
             controller,
             period_ns,
             control_log: Vec::new(),
+            control_trace: Vec::new(),
+            control_trace_truncated: false,
             trace: None,
         })
     }
@@ -827,6 +833,22 @@ impl Sim {
         }
     }
 
+    fn record_trace(&mut self) {
+        if self.control_trace_truncated {
+            return;
+        }
+        for sample in self.controller.trace() {
+            if self.control_trace.len() >= CONTROL_TRACE_LEN_MAX {
+                self.control_trace_truncated = true;
+                return;
+            }
+            self.control_trace.push(ControlTraceEntry {
+                time_ns: self.now_ns,
+                sample,
+            });
+        }
+    }
+
     // ---------------------------------------------------------------- main loop
 
     fn run(&mut self, progress: &mut dyn FnMut(u64, u64)) {
@@ -902,6 +924,7 @@ impl Sim {
                 let obs = self.observation(period, true);
                 let decision = self.controller.decide(&obs);
                 self.apply(decision);
+                self.record_trace();
                 self.queue.push(self.now_ns + period, Event::ControlTick);
             }
         }
@@ -1374,6 +1397,8 @@ impl Sim {
             osts,
             jobs,
             control_log: self.control_log,
+            control_trace: self.control_trace,
+            control_trace_truncated: self.control_trace_truncated,
             engine: EngineStats {
                 events: self.events,
                 rpcs: self.rpcs_completed,

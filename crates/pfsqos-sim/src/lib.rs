@@ -15,5 +15,5 @@ pub mod workload;
 
 pub use engine::{run, run_traced, run_with_controller, RpcTrace};
 pub use policy::{controller_for, POLICY_NAMES};
-pub use record::{ControlLogEntry, EngineStats, JobOutput, RunOutput};
+pub use record::{ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput};
 pub use scenario::{Scenario, ScenarioError};

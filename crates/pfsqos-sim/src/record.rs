@@ -2,7 +2,7 @@
 //! Drivers other than the simulator (a recorded live run) fill the same types, so reports work
 //! for both.
 
-use pfsqos_core::control::{ControlWrite, DomainId};
+use pfsqos_core::control::{ControlWrite, DomainId, TraceSample};
 
 /// Everything one run measured.
 #[derive(Clone, Debug, PartialEq)]
@@ -20,6 +20,10 @@ pub struct RunOutput {
     pub jobs: Vec<JobOutput>,
     /// Every control write applied, in order, with the time it was applied.
     pub control_log: Vec<ControlLogEntry>,
+    /// The controller's internal state after each step (see `Controller::trace`), at most
+    /// [`CONTROL_TRACE_LEN_MAX`] entries; `control_trace_truncated` says if more were dropped.
+    pub control_trace: Vec<ControlTraceEntry>,
+    pub control_trace_truncated: bool,
     pub engine: EngineStats,
 }
 
@@ -79,6 +83,16 @@ pub struct ControlLogEntry {
     pub write: ControlWrite,
     /// `Err` text if the scheduler rejected the write (a controller bug; recorded, not fatal).
     pub result: Result<(), String>,
+}
+
+/// Most trace entries a run keeps (about 100 MB), so a long run with many jobs stays bounded.
+pub const CONTROL_TRACE_LEN_MAX: usize = 2_000_000;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ControlTraceEntry {
+    /// Time of the control step.
+    pub time_ns: u64,
+    pub sample: TraceSample,
 }
 
 /// Cost counters of the engine itself.

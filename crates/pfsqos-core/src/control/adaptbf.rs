@@ -45,7 +45,7 @@ use rustc_hash::FxHashMap;
 
 use super::{
     ControlWrite, Controller, Decision, DomainId, DomainWrite, JobTargetStats, Observation,
-    RuleNamer,
+    RuleNamer, TraceSample,
 };
 use crate::control::static_bw::TBF_RATE_RPCS_PER_S_MAX;
 use crate::model::{JobId, OstId};
@@ -550,6 +550,28 @@ impl Controller for AdapTbf {
 
     fn period_ns(&self) -> Option<u64> {
         Some(self.config.period_ns)
+    }
+
+    /// Per target and active job: demand, tokens for the next period and record (Fig. 7).
+    fn trace(&self) -> Vec<TraceSample> {
+        let mut out = Vec::new();
+        for (ost, step) in &self.last_steps {
+            for a in &step.jobs {
+                for (metric, value) in [
+                    ("demand_rpcs", a.demand_rpcs as f64),
+                    ("tokens", a.tokens as f64),
+                    ("record_tokens", a.record as f64),
+                ] {
+                    out.push(TraceSample {
+                        ost: *ost,
+                        job: a.job,
+                        metric,
+                        value,
+                    });
+                }
+            }
+        }
+        out
     }
 
     fn decide(&mut self, observation: &Observation) -> Decision {

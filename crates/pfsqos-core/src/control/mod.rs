@@ -95,6 +95,17 @@ pub struct Decision {
     pub writes: Vec<DomainWrite>,
 }
 
+/// One value of a controller's internal state after a step, per target and job, so reports can
+/// chart what the controller believed (AdapTBF's Fig. 7: demand and record over time).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceSample {
+    pub ost: OstId,
+    pub job: JobId,
+    /// What the value is, e.g. `demand_rpcs`, `tokens`, `record_tokens`.
+    pub metric: &'static str,
+    pub value: f64,
+}
+
 /// A control-plane policy.
 pub trait Controller {
     /// Short name used on the command line and in reports (`nobw`, `static`, ...).
@@ -109,6 +120,12 @@ pub trait Controller {
 
     /// One control step.
     fn decide(&mut self, observation: &Observation) -> Decision;
+
+    /// Internal state after the last [`Controller::decide`], for reports. Controllers without
+    /// state worth charting return nothing.
+    fn trace(&self) -> Vec<TraceSample> {
+        Vec::new()
+    }
 }
 
 /// Longest TBF rule name Lustre accepts (`MAX_TBF_NAME` = 16 including the NUL).

@@ -269,3 +269,223 @@ impl<P> RequestScheduler<P> for Nrs<P> {
         self.fifo.queued() + self.tbf.as_ref().map_or(0, |p| p.tbf.queued())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{JobId, Nid};
+
+    fn tags(job: &str) -> RpcTags {
+        RpcTags {
+            job: JobId::new(job).unwrap(),
+            nid: Nid::ipv4(
+                10,
+                0,
+                0,
+                1,
+                LNet {
+                    kind: NetKind::Tcp,
+                    num: 0,
+                },
+            ),
+            opcode: Opcode::OstWrite,
+            uid: 0,
+            gid: 0,
+        }
+    }
+
+    fn take_all(n: &mut Nrs<u32>, now: u64) -> Vec<u32> {
+        let mut got = Vec::new();
+        while let Dequeue::Request(r) = n.dequeue(now) {
+            got.push(r);
+        }
+        got
+    }
+
+    #[test]
+    fn policy_switching_keeps_or_drops_rules_as_lustre_does() {
+        let mut n: Nrs<u32> = Nrs::new();
+        assert_eq!(n.policy_name(), "fifo");
+        assert_eq!(
+            n.write_tbf_rule(0, "start a jobid={a} rate=5")
+                .unwrap_err()
+                .errno,
+            "ENODEV"
+        );
+        n.write_policies(0, "tbf jobid").unwrap();
+        assert_eq!(n.policy_name(), "tbf jobid");
+        n.write_tbf_rule(0, "start a jobid={a} rate=5").unwrap();
+        // Same policy, same argument: rules kept.
+        n.write_policies(0, "tbf jobid").unwrap();
+        assert_eq!(n.tbf().unwrap().rule_names(), vec!["a", "default"]);
+        // Unknown type or too long: EINVAL and nothing changes.
+        for bad in [
+            "tbf bogus",
+            "tbf jobid+opcode+nid+uid",
+            "frob",
+            "orr",
+            "",
+            "fifo x",
+        ] {
+            assert_eq!(
+                n.write_policies(0, bad).unwrap_err().errno,
+                "EINVAL",
+                "{bad}"
+            );
+            assert_eq!(n.policy_name(), "tbf jobid");
+        }
+        // A field the type does not enable.
+        assert_eq!(
+            n.write_tbf_rule(0, "start b uid={1}").unwrap_err().errno,
+            "EINVAL"
+        );
+        // Different argument: restart, only the default rule comes back.
+        n.write_policies(0, "tbf nid").unwrap();
+        assert_eq!(n.tbf().unwrap().rule_names(), vec!["default"]);
+        n.write_policies(0, "tbf").unwrap();
+        assert_eq!(n.policy_name(), "tbf");
+        n.write_policies(0, "fifo").unwrap();
+        assert!(n.tbf().is_none());
+        // A write addressed to the other queue is ignored by this head.
+        n.write_policies(0, "tbf hp jobid").unwrap();
+        assert_eq!(n.policy_name(), "fifo");
+        n.write_policies(0, "tbf reg jobid").unwrap();
+        assert_eq!(n.policy_name(), "tbf jobid");
+        n.write_tbf_rule(0, "hp start h jobid={h}").unwrap();
+        assert_eq!(n.tbf().unwrap().rule_names(), vec!["default"]);
+    }
+
+    #[test]
+    fn switching_policy_moves_queued_requests_to_fifo_in_dequeue_order() {
+        let mut n: Nrs<u32> = Nrs::new();
+        n.write_policies(0, "tbf jobid").unwrap();
+        n.write_tbf_rule(0, "start a jobid={a} rate=1").unwrap();
+        for i in 0..5 {
+            n.enqueue(0, &tags("a"), i);
+        }
+        n.enqueue(0, &tags("b"), 9);
+        assert_eq!(take_all(&mut n, 0), vec![9, 0, 1, 2]);
+        assert_eq!(n.timer_deadline_ns(), Some(1_000_000_000));
+        // Restart with another type: nothing is lost, the old requests go first.
+        n.write_policies(10, "tbf nid").unwrap();
+        assert_eq!((n.queued(), n.timer_deadline_ns()), (2, None));
+        n.enqueue(10, &tags("c"), 20);
+        assert_eq!(take_all(&mut n, 10), vec![3, 4, 20]);
+        n.write_tbf_rule(0, "start slow nid={10.0.0.1@tcp} rate=1")
+            .unwrap();
+        for i in 30..35 {
+            n.enqueue(20, &tags("d"), i);
+        }
+        assert_eq!(take_all(&mut n, 20), vec![30, 31, 32]);
+        n.write_policies(30, "fifo").unwrap();
+        assert_eq!(take_all(&mut n, 30), vec![33, 34]);
+        assert_eq!(n.dequeue(30), Dequeue::Empty);
+    }
+
+    #[test]
+    fn throttle_blocks_the_fifo_too() {
+        let mut n: Nrs<u32> = Nrs::new();
+        n.write_policies(0, "tbf jobid").unwrap();
+        n.write_tbf_rule(0, "start a jobid={a} rate=1").unwrap();
+        for i in 0..5 {
+            n.enqueue(0, &tags("a"), i);
+        }
+        n.write_policies(0, "tbf").unwrap(); // 5 requests now in the FIFO
+        n.write_tbf_rule(0, "start a jobid={x} rate=1").unwrap();
+        for i in 10..14 {
+            n.enqueue(0, &tags("x"), i);
+        }
+        assert_eq!(take_all(&mut n, 0), vec![0, 1, 2, 3, 4, 10, 11, 12]);
+        n.enqueue(0, &tags("y"), 50);
+        // The root `x` is out of tokens; everything on the head waits.
+        assert_eq!(
+            n.dequeue(0),
+            Dequeue::Throttled {
+                until_ns: 100_000 // y's deadline moved the timer earlier
+            }
+        );
+    }
+
+    /// The §6.1 example: `tbf jobid` on an OSS with 2 CPTs and an HP queue.
+    #[test]
+    fn rule_listing_matches_the_lustre_example() {
+        let mut heads: Vec<Nrs<u32>> = (0..4)
+            .map(|k| {
+                let q = if k < 2 {
+                    NrsQueue::Regular
+                } else {
+                    NrsQueue::HighPriority
+                };
+                Nrs::with_config(q, TbfConfig::default())
+            })
+            .collect();
+        assert_eq!(
+            tbf_rule_listing(&[&heads[0], &heads[1]], None, ListingForm::Legacy)
+                .unwrap_err()
+                .errno,
+            "ENODEV"
+        );
+        for h in heads.iter_mut() {
+            h.write_policies(0, "tbf jobid").unwrap();
+            for cmd in [
+                "start slurm_low jobid={4151234 4151235} rate=200",
+                "start dd_all jobid={dd.*} rate=50",
+                "start vip jobid={4150001} rate=5000 rank=dd_all",
+            ] {
+                h.write_tbf_rule(0, cmd).unwrap();
+            }
+        }
+        let load = |h: &mut Nrs<u32>, jobs: &[&str]| {
+            for job in jobs {
+                h.enqueue(0, &tags(job), 0);
+            }
+            take_all(h, 0);
+        };
+        let others: Vec<String> = (0..7).map(|k| format!("other{k}")).collect();
+        let mut cpt0 = vec!["dd.0", "dd.1", "4151234"];
+        cpt0.extend(others.iter().map(String::as_str));
+        load(&mut heads[0], &cpt0);
+        let mut cpt1 = vec!["4150001", "4151234", "4151235"];
+        cpt1.extend(others[..4].iter().map(String::as_str));
+        load(&mut heads[1], &cpt1);
+        load(&mut heads[2], &["other0"]);
+        let [r0, r1, h0, h1] = [&heads[0], &heads[1], &heads[2], &heads[3]];
+        let listing = tbf_rule_listing(&[r0, r1], Some(&[h0, h1]), ListingForm::Legacy).unwrap();
+        let expected = "regular_requests:
+CPT 0:
+vip {4150001} 5000, ref 0
+dd_all {dd.*} 50, ref 2
+slurm_low {4151234 4151235} 200, ref 1
+default {*} 10000, ref 7
+CPT 1:
+vip {4150001} 5000, ref 1
+dd_all {dd.*} 50, ref 0
+slurm_low {4151234 4151235} 200, ref 2
+default {*} 10000, ref 4
+high_priority_requests:
+CPT 0:
+vip {4150001} 5000, ref 0
+dd_all {dd.*} 50, ref 0
+slurm_low {4151234 4151235} 200, ref 0
+default {*} 10000, ref 1
+CPT 1:
+vip {4150001} 5000, ref 0
+dd_all {dd.*} 50, ref 0
+slurm_low {4151234 4151235} 200, ref 0
+default {*} 10000, ref 0
+";
+        assert_eq!(listing.to_string(), expected);
+        assert_eq!(TbfRuleListing::parse(expected).unwrap(), listing);
+        let new_form = tbf_rule_listing(&[r0], None, ListingForm::Expression).unwrap();
+        assert_eq!(
+            new_form.to_string(),
+            "regular_requests:
+CPT 0:
+vip jobid={4150001} 5000, ref 0
+dd_all jobid={dd.*} 50, ref 2
+slurm_low jobid={4151234 4151235} 200, ref 1
+default * 10000, ref 7
+"
+        );
+    }
+}

@@ -77,6 +77,14 @@ impl TbfConfig {
 }
 
 const NONE: u32 = u32::MAX;
+
+#[inline]
+fn hash_key(key: &RpcTags) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(key)
+}
+/// A 4-ary heap: half the levels of a binary one, so fewer cache misses when the root sinks.
+const HEAP_ARITY: usize = 4;
 const DEFAULT_RULE: u32 = 0;
 
 #[derive(Debug)]
@@ -101,7 +109,11 @@ fn nsecs_per_rpc(rate_rpcs_per_s: u32) -> u64 {
 #[derive(Debug)]
 struct Class<P> {
     key: RpcTags,
-    queue: VecDeque<P>,
+    /// The oldest request, kept inline: most classes hold one request at a time, and this
+    /// saves a cache miss on a separate buffer per RPC.
+    first: Option<P>,
+    /// Requests after `first`, in arrival order.
+    rest: VecDeque<P>,
     rule: u32,
     rate_rpcs_per_s: u64,
     nsecs_per_rpc: u64,
@@ -114,10 +126,41 @@ struct Class<P> {
     seq: u64,
     gen: u64,
     in_lru: bool,
-    lru_prev: u32,
-    lru_next: u32,
+    /// Stamp of the class's latest entry in the idle log; older entries are stale.
+    idle_stamp: u64,
+    hash: u64,
+    /// Next class with the same 64-bit key hash.
+    hash_next: u32,
     /// False while the slot is on the free list.
     live: bool,
+}
+
+impl<P> Class<P> {
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.first.is_some() as usize + self.rest.len()
+    }
+
+    #[inline]
+    fn push(&mut self, p: P) {
+        if self.first.is_none() {
+            self.first = Some(p);
+        } else {
+            self.rest.push_back(p);
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<P> {
+        let p = self.first.take();
+        self.first = self.rest.pop_front();
+        p
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -158,11 +201,20 @@ pub struct Tbf<P> {
     rule_sequence: u64,
     classes: Vec<Class<P>>,
     free_classes: Vec<u32>,
-    index: FxHashMap<RpcTags, u32>,
+    /// 64-bit key hash -> first class with that hash; classes sharing a hash are chained
+    /// through `hash_next`. Keeping the 56-byte key out of the table makes it 4x smaller, which
+    /// matters once it no longer fits in cache (100k classes).
+    index: FxHashMap<u64, u32>,
+    class_count: usize,
+    /// All ones; tests clear bits to force hash collisions and exercise the chains.
+    hash_mask: u64,
     heap: Vec<HeapEntry>,
     heap_pos: Vec<u32>,
-    lru_head: u32,
-    lru_tail: u32,
+    /// Idle classes, oldest first, as `(class, stamp)`; an entry whose stamp differs from the
+    /// class's `idle_stamp` (or whose class is active again) is stale and skipped. This keeps
+    /// re-activation O(1) without touching list neighbours.
+    idle_log: VecDeque<(u32, u64)>,
+    idle_stamp: u64,
     lru_len: usize,
     throttling: bool,
     timer_deadline_ns: u64,
@@ -196,10 +248,12 @@ impl<P> Tbf<P> {
             classes: Vec::new(),
             free_classes: Vec::new(),
             index: FxHashMap::default(),
+            class_count: 0,
+            hash_mask: u64::MAX,
             heap: Vec::new(),
             heap_pos: Vec::new(),
-            lru_head: NONE,
-            lru_tail: NONE,
+            idle_log: VecDeque::new(),
+            idle_stamp: 0,
             lru_len: 0,
             throttling: false,
             timer_deadline_ns: 0,
@@ -217,7 +271,7 @@ impl<P> Tbf<P> {
 
     /// Classes held (active and idle cached).
     pub fn class_count(&self) -> usize {
-        self.index.len()
+        self.class_count
     }
 
     /// Idle classes held in the LRU cache.
@@ -235,7 +289,8 @@ impl<P> Tbf<P> {
 
     /// The state of the class a request with `tags` belongs to, if it exists.
     pub fn class_state(&self, tags: &RpcTags) -> Option<ClassState> {
-        let &i = self.index.get(&self.class_type.key(tags))?;
+        let key = self.class_type.key(tags);
+        let i = self.lookup(&key, hash_key(&key) & self.hash_mask)?;
         let c = &self.classes[i as usize];
         Some(ClassState {
             rule: self.rule(c.rule).name.clone(),
@@ -244,7 +299,7 @@ impl<P> Tbf<P> {
             check_time_ns: c.check_time_ns,
             deadline_ns: c.deadline_ns,
             resid_ns: c.resid_ns,
-            queued: c.queue.len(),
+            queued: c.len(),
         })
     }
 
@@ -504,7 +559,52 @@ impl<P> Tbf<P> {
         }
     }
 
-    fn create_class(&mut self, key: RpcTags, now_ns: u64) -> u32 {
+    #[inline]
+    fn lookup(&self, key: &RpcTags, hash: u64) -> Option<u32> {
+        let mut i = *self.index.get(&hash)?;
+        loop {
+            let c = &self.classes[i as usize];
+            if c.key == *key {
+                return Some(i);
+            }
+            if c.hash_next == NONE {
+                return None;
+            }
+            i = c.hash_next;
+        }
+    }
+
+    fn index_insert(&mut self, i: u32, hash: u64) {
+        let next = self.index.insert(hash, i).unwrap_or(NONE);
+        let c = &mut self.classes[i as usize];
+        c.hash = hash;
+        c.hash_next = next;
+        self.class_count += 1;
+    }
+
+    fn index_remove(&mut self, i: u32) {
+        let (hash, next) = {
+            let c = &self.classes[i as usize];
+            (c.hash, c.hash_next)
+        };
+        let head = self.index[&hash];
+        if head == i {
+            if next == NONE {
+                self.index.remove(&hash);
+            } else {
+                self.index.insert(hash, next);
+            }
+        } else {
+            let mut prev = head;
+            while self.classes[prev as usize].hash_next != i {
+                prev = self.classes[prev as usize].hash_next;
+            }
+            self.classes[prev as usize].hash_next = next;
+        }
+        self.class_count -= 1;
+    }
+
+    fn create_class(&mut self, key: RpcTags, hash: u64, now_ns: u64) -> u32 {
         let rule_id = self.match_rule(&key);
         self.rule_get(rule_id);
         let seq = self.rule_sequence;
@@ -516,9 +616,10 @@ impl<P> Tbf<P> {
             r.realtime,
             r.generation,
         );
-        let fresh = |queue| Class {
+        let fresh = |rest| Class {
             key,
-            queue,
+            first: None,
+            rest,
             rule: rule_id,
             rate_rpcs_per_s: rate,
             nsecs_per_rpc: nsecs,
@@ -531,16 +632,17 @@ impl<P> Tbf<P> {
             seq,
             gen,
             in_lru: false,
-            lru_prev: NONE,
-            lru_next: NONE,
+            idle_stamp: 0,
+            hash: 0,
+            hash_next: NONE,
             live: true,
         };
         let i = match self.free_classes.pop() {
             Some(i) => {
                 let slot = &mut self.classes[i as usize];
                 // Reuse the slot's queue allocation.
-                let queue = std::mem::take(&mut slot.queue);
-                *slot = fresh(queue);
+                let rest = std::mem::take(&mut slot.rest);
+                *slot = fresh(rest);
                 i
             }
             None => {
@@ -550,62 +652,52 @@ impl<P> Tbf<P> {
                 (self.classes.len() - 1) as u32
             }
         };
-        self.index.insert(key, i);
+        self.index_insert(i, hash);
         i
     }
 
     fn lru_push(&mut self, i: u32) {
-        let tail = self.lru_tail;
-        {
-            let c = &mut self.classes[i as usize];
-            debug_assert!(!c.in_lru);
-            c.in_lru = true;
-            c.lru_prev = tail;
-            c.lru_next = NONE;
-        }
-        if tail == NONE {
-            self.lru_head = i;
-        } else {
-            self.classes[tail as usize].lru_next = i;
-        }
-        self.lru_tail = i;
+        self.idle_stamp += 1;
+        let stamp = self.idle_stamp;
+        let c = &mut self.classes[i as usize];
+        debug_assert!(!c.in_lru);
+        c.in_lru = true;
+        c.idle_stamp = stamp;
+        self.idle_log.push_back((i, stamp));
         self.lru_len += 1;
         if self.lru_len > self.config.cache_size_classes {
             let keep = self.config.cache_size_classes * 3 / 4;
             while self.lru_len > keep {
-                let oldest = self.lru_head;
-                self.lru_remove(oldest);
-                self.evict(oldest);
+                let (oldest, stamp) = self.idle_log.pop_front().expect("idle classes are logged");
+                let c = &self.classes[oldest as usize];
+                if c.live && c.in_lru && c.idle_stamp == stamp {
+                    self.lru_remove(oldest);
+                    self.evict(oldest);
+                }
             }
+        } else if self.idle_log.len() > 2 * self.lru_len + 1024 {
+            // Drop stale entries so the log stays O(idle classes); amortised O(1).
+            let classes = &self.classes;
+            self.idle_log.retain(|&(k, s)| {
+                let c = &classes[k as usize];
+                c.live && c.in_lru && c.idle_stamp == s
+            });
         }
     }
 
     fn lru_remove(&mut self, i: u32) {
-        let (prev, next) = {
-            let c = &mut self.classes[i as usize];
-            debug_assert!(c.in_lru);
-            c.in_lru = false;
-            (c.lru_prev, c.lru_next)
-        };
-        if prev == NONE {
-            self.lru_head = next;
-        } else {
-            self.classes[prev as usize].lru_next = next;
-        }
-        if next == NONE {
-            self.lru_tail = prev;
-        } else {
-            self.classes[next as usize].lru_prev = prev;
-        }
+        let c = &mut self.classes[i as usize];
+        debug_assert!(c.in_lru);
+        c.in_lru = false;
         self.lru_len -= 1;
     }
 
     fn evict(&mut self, i: u32) {
         let c = &mut self.classes[i as usize];
-        debug_assert!(c.queue.is_empty() && c.live);
+        debug_assert!(c.is_empty() && c.live);
         c.live = false;
-        let (key, rule) = (c.key, c.rule);
-        self.index.remove(&key);
+        let rule = c.rule;
+        self.index_remove(i);
         self.rule_put(rule);
         self.free_classes.push(i);
     }
@@ -631,7 +723,7 @@ impl<P> Tbf<P> {
     fn sift_up(&mut self, mut pos: usize) {
         let e = self.heap[pos];
         while pos > 0 {
-            let parent = (pos - 1) / 2;
+            let parent = (pos - 1) / HEAP_ARITY;
             if !e.before(&self.heap[parent]) {
                 break;
             }
@@ -646,16 +738,16 @@ impl<P> Tbf<P> {
         let e = self.heap[pos];
         let len = self.heap.len();
         loop {
-            let left = 2 * pos + 1;
-            if left >= len {
+            let first = HEAP_ARITY * pos + 1;
+            if first >= len {
                 break;
             }
-            let right = left + 1;
-            let child = if right < len && self.heap[right].before(&self.heap[left]) {
-                right
-            } else {
-                left
-            };
+            let mut child = first;
+            for k in first + 1..(first + HEAP_ARITY).min(len) {
+                if self.heap[k].before(&self.heap[child]) {
+                    child = k;
+                }
+            }
             if !self.heap[child].before(&e) {
                 break;
             }
@@ -739,14 +831,11 @@ impl<P> Tbf<P> {
                 n = 1;
             }
             if n > 0 {
-                let r = c
-                    .queue
-                    .pop_front()
-                    .expect("a class in the heap has requests");
+                let r = c.pop().expect("a class in the heap has requests");
                 c.ntoken = n - 1;
                 c.check_time_ns = now_ns;
                 self.queued -= 1;
-                if c.queue.is_empty() {
+                if c.is_empty() {
                     self.heap_remove(i);
                     self.lru_push(i);
                 } else {
@@ -813,21 +902,22 @@ impl<P> Tbf<P> {
 impl<P> RequestScheduler<P> for Tbf<P> {
     fn enqueue(&mut self, now_ns: u64, tags: &RpcTags, payload: P) {
         let key = self.class_type.key(tags);
-        let i = match self.index.get(&key) {
-            Some(&i) => {
+        let hash = hash_key(&key) & self.hash_mask;
+        let i = match self.lookup(&key, hash) {
+            Some(i) => {
                 self.refresh_class(i, now_ns);
                 i
             }
-            None => self.create_class(key, now_ns),
+            None => self.create_class(key, hash, now_ns),
         };
         self.queued += 1;
         let c = &mut self.classes[i as usize];
-        if !c.queue.is_empty() {
-            c.queue.push_back(payload);
+        if !c.is_empty() {
+            c.push(payload);
             return;
         }
         c.deadline_ns = c.check_time_ns + c.nsecs_per_rpc;
-        c.queue.push_back(payload);
+        c.push(payload);
         let deadline_ns = c.deadline_ns;
         if c.in_lru {
             self.lru_remove(i);

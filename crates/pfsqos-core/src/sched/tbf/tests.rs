@@ -592,3 +592,54 @@ proptest! {
         prop_assert_eq!((s.ntoken, s.check_time_ns), (3, gap));
     }
 }
+
+#[test]
+fn colliding_key_hashes_keep_classes_apart() {
+    let config = TbfConfig {
+        cache_size_classes: 4,
+        ..TbfConfig::default()
+    };
+    let mut t: Tbf<u32> = Tbf::new(ClassType::single(Field::Jobid), config);
+    t.hash_mask = 0b1; // at most two distinct hashes: long chains
+    run(&mut t, "start r jobid={*} rate=10");
+    for round in 0..3u64 {
+        let now = round * 1000 * MS;
+        for k in 0..10u32 {
+            t.enqueue(now, &tags(&format!("j{k}")), k);
+        }
+        let (mut got, _) = take_all(&mut t, now);
+        got.sort_unstable();
+        assert_eq!(got, (0..10).collect::<Vec<_>>());
+        // Shrunk to 3 at the 5th, 7th and 9th idle class (through chain unlinking), then the
+        // 10th makes 4; every survivor is found again through the chains.
+        assert_eq!((t.class_count(), t.idle_class_count()), (4, 4));
+        let alive: Vec<ClassState> = (0..10)
+            .filter_map(|k| t.class_state(&tags(&format!("j{k}"))))
+            .collect();
+        assert_eq!(alive.len(), 4);
+        assert!(alive.iter().all(|s| s.ntoken == 2 && s.queued == 0));
+    }
+}
+
+#[test]
+fn lru_order_follows_the_latest_idle_time() {
+    let config = TbfConfig {
+        cache_size_classes: 4,
+        ..TbfConfig::default()
+    };
+    let mut t: Tbf<u32> = Tbf::new(ClassType::single(Field::Jobid), config);
+    for job in ["a", "b", "c", "d"] {
+        t.enqueue(0, &tags(job), 0);
+        assert_eq!(t.dequeue(0), Dequeue::Request(0));
+    }
+    // `a` becomes active and idle again: now the newest idle class.
+    t.enqueue(0, &tags("a"), 1);
+    assert_eq!(t.dequeue(0), Dequeue::Request(1));
+    t.enqueue(0, &tags("e"), 2);
+    assert_eq!(t.dequeue(0), Dequeue::Request(2));
+    let alive: Vec<&str> = ["a", "b", "c", "d", "e"]
+        .into_iter()
+        .filter(|j| t.class_state(&tags(j)).is_some())
+        .collect();
+    assert_eq!(alive, vec!["a", "d", "e"]);
+}

@@ -3,11 +3,14 @@
 //! partition.
 //!
 //! Data layout, chosen for the per-RPC path (O(1) lookup, O(log classes) heap work):
-//! * classes live in a slab `Vec` addressed by `u32`; a `FxHashMap` maps the class key to it;
-//! * the heap holds `(deadline, check_time, class)` inline so sifting does not touch classes,
-//!   and a side `Vec<u32>` of heap positions makes reposition and removal O(log n);
-//! * idle classes stay in the slab and the map, linked in an LRU list, so their bucket state
-//!   survives idle periods until the LRU evicts them (§2.6);
+//! * classes live in a slab `Vec` addressed by `u32` (cache-line aligned, hot bucket state in
+//!   the first line, the oldest request inline); a `FxHashMap` from a 32-bit key hash to the
+//!   slab index, with collision chains through the classes, finds them;
+//! * the heap is 4-ary and holds `(deadline, check_time, class)` inline so sifting does not
+//!   touch classes; a side `Vec<u32>` of heap positions makes reposition and removal O(log n);
+//! * idle classes stay in the slab and the map so their bucket state survives idle periods;
+//!   an idle log (oldest first, with stamps so re-activation is O(1)) feeds the LRU eviction
+//!   of §2.6;
 //! * rules live in a slab too, because a stopped rule stays referenced by its classes until
 //!   they re-match on their next arrival.
 //!
@@ -38,7 +41,7 @@ use super::{Dequeue, RequestScheduler};
 use crate::model::RpcTags;
 use crate::NS_PER_S;
 pub use cond::{ClassType, Condition, Field};
-pub use listing::{ListedRule, ListingForm};
+pub use listing::{CptRules, ListedRule, ListingForm, TbfRuleListing};
 pub use rule::{NrsQueue, TbfCommand, TbfError, TbfOp};
 
 /// TBF module parameters (`/sys/module/ptlrpc/parameters/tbf_*`) plus the version-dependent

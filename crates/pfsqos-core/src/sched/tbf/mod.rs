@@ -20,6 +20,8 @@
 //!   nanosecond at which a token exists. Otherwise it is armed for `next_token_time` exactly.
 //!   [`Dequeue::Throttled`] therefore always carries `until_ns > now`.
 //! * **Late timers.** A dequeue at or after the armed time proceeds as if the timer had fired.
+//! * **Stale timers.** `on_timer` before the armed time is ignored: it can only be an event
+//!   for a timer that has since been re-armed, which in Lustre no longer exists.
 //! * **Early re-arm.** An enqueue whose class deadline is before the armed time re-arms the
 //!   timer to `max(deadline, now)` (a kernel timer set in the past fires at once).
 //! * **Idle** means the class queue is empty after a dequeue (the simulator cannot see when a
@@ -938,8 +940,13 @@ impl<P> RequestScheduler<P> for Tbf<P> {
         self.get_request(now_ns, false)
     }
 
-    fn on_timer(&mut self, _now_ns: u64) {
-        self.throttling = false;
+    fn on_timer(&mut self, now_ns: u64) {
+        // A driver may still hold an event for a timer that was since re-armed (Lustre's
+        // one-shot timer would have been replaced); such an early firing must not lift the
+        // throttle.
+        if now_ns >= self.timer_deadline_ns {
+            self.throttling = false;
+        }
     }
 
     fn timer_deadline_ns(&self) -> Option<u64> {

@@ -212,6 +212,15 @@ fn enqueue_moves_the_timer_earlier() {
     assert_eq!(t.timer_deadline_ns(), Some(10 * MS + 100_000));
     t.on_timer(10 * MS + 100_000);
     assert_eq!(t.dequeue(10 * MS + 100_000), Dequeue::Request(9));
+    // Throttled again until x's token at 1 s; a stale event for an older timer is ignored.
+    assert_eq!(
+        t.dequeue(10 * MS + 100_000),
+        Dequeue::Throttled {
+            until_ns: 1000 * MS
+        }
+    );
+    t.on_timer(500 * MS);
+    assert_eq!(t.timer_deadline_ns(), Some(1000 * MS));
 }
 
 #[test]

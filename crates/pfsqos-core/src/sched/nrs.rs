@@ -1,13 +1,40 @@
 //! One NRS head: FIFO always present as the fallback, TBF when started. Accepts the
 //! administrator's controls as Lustre's own text (`nrs_policies`, `nrs_tbf_rule`).
 //!
-//! STUB: only `fifo` is accepted until the TBF policy lands; the interface is final.
+//! Policy transitions are instantaneous here (Lustre's STOPPING/`EAGAIN` window is not
+//! modelled). Requests never get lost across them: when TBF stops (`fifo`) or restarts with
+//! another type, every request it still holds is moved to the FIFO in forced-dequeue order
+//! (the order Lustre drains a stopping policy in). The head serves the FIFO before TBF, since
+//! those requests are older than anything TBF receives afterwards; a TBF throttle still blocks
+//! the whole head, FIFO included, as `ptlrpc_server_allow_normal` does.
 
 use std::fmt;
 
 use super::fifo::Fifo;
+use super::tbf::listing::{CptRules, ListingForm, TbfRuleListing};
+use super::tbf::{ClassType, NrsQueue, Tbf, TbfCommand, TbfConfig, TbfError};
 use super::{Dequeue, RequestScheduler};
-use crate::model::RpcTags;
+use crate::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
+
+/// Placeholder tags for requests moved into the FIFO, which does not classify.
+const DRAINED_TAGS: RpcTags = RpcTags {
+    job: JobId::EMPTY,
+    nid: Nid {
+        addr: 0,
+        net: LNet {
+            kind: NetKind::Lo,
+            num: 0,
+        },
+    },
+    opcode: Opcode::OstRead,
+    uid: 0,
+    gid: 0,
+};
+
+/// Longest `nrs_policies` write accepted (the policy name plus a short argument).
+pub const NRS_POLICIES_LEN_MAX: usize = 64;
+/// Policies Lustre registers besides fifo and tbf; pfsqos does not implement them.
+const OTHER_LUSTRE_POLICIES: [&str; 4] = ["crrn", "orr", "trr", "delay"];
 
 /// Error of a control write, with the errno Lustre would return.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,57 +51,574 @@ impl fmt::Display for NrsError {
 
 impl std::error::Error for NrsError {}
 
+impl From<TbfError> for NrsError {
+    fn from(e: TbfError) -> Self {
+        NrsError {
+            errno: e.errno(),
+            message: e.to_string(),
+        }
+    }
+}
+
+fn einval(message: String) -> NrsError {
+    NrsError {
+        errno: "EINVAL",
+        message,
+    }
+}
+
+#[derive(Debug)]
+struct TbfPolicy<P> {
+    /// The argument as written (`jobid`, `nid+jobid`, or empty), for the policy name.
+    arg: String,
+    tbf: Tbf<P>,
+}
+
 /// An NRS head (one per CPU partition and queue).
 #[derive(Debug)]
 pub struct Nrs<P> {
+    queue: NrsQueue,
+    config: TbfConfig,
     fifo: Fifo<P>,
+    tbf: Option<TbfPolicy<P>>,
 }
 
 impl<P> Default for Nrs<P> {
     fn default() -> Self {
-        Nrs { fifo: Fifo::new() }
+        Nrs::with_config(NrsQueue::Regular, TbfConfig::default())
     }
 }
 
 impl<P> Nrs<P> {
+    /// A regular head with Lustre's default TBF parameters, running FIFO.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// `lctl set_param ost.OSS.ost_io.nrs_policies=<text>`.
-    pub fn write_policies(&mut self, _now_ns: u64, text: &str) -> Result<(), NrsError> {
-        match text.trim() {
-            "fifo" => Ok(()),
-            other => Err(NrsError {
-                errno: "EINVAL",
-                message: format!("policy `{other}` not available"),
-            }),
+    /// A head of the given queue; writes addressed with `reg`/`hp` to the other queue are
+    /// accepted and ignored, as they target a different head.
+    pub fn with_config(queue: NrsQueue, config: TbfConfig) -> Self {
+        Nrs {
+            queue,
+            config,
+            fifo: Fifo::new(),
+            tbf: None,
         }
     }
 
-    /// `lctl set_param ost.OSS.ost_io.nrs_tbf_rule=<text>`.
-    pub fn write_tbf_rule(&mut self, _now_ns: u64, _text: &str) -> Result<(), NrsError> {
-        Err(NrsError {
-            errno: "EINVAL",
-            message: "TBF is not started".to_string(),
-        })
+    pub fn queue(&self) -> NrsQueue {
+        self.queue
     }
+
+    /// The primary policy's name as `nrs_policies` shows it: `fifo`, `tbf`, `tbf jobid`, ...
+    pub fn policy_name(&self) -> String {
+        match &self.tbf {
+            None => "fifo".to_string(),
+            Some(p) if p.arg.is_empty() => "tbf".to_string(),
+            Some(p) => format!("tbf {}", p.arg),
+        }
+    }
+
+    /// The TBF instance, when TBF is the running policy.
+    pub fn tbf(&self) -> Option<&Tbf<P>> {
+        self.tbf.as_ref().map(|p| &p.tbf)
+    }
+
+    /// Stops TBF (if running), moving its requests to the FIFO in dequeue order.
+    fn stop_tbf(&mut self, now_ns: u64) {
+        if let Some(mut old) = self.tbf.take() {
+            for r in old.tbf.drain(now_ns) {
+                // FIFO ignores the tags.
+                self.fifo.enqueue(now_ns, &DRAINED_TAGS, r);
+            }
+        }
+    }
+
+    /// `lctl set_param ost.OSS.ost_io.nrs_policies=<text>`: `<policy> [reg|hp] [arg]`.
+    pub fn write_policies(&mut self, now_ns: u64, text: &str) -> Result<(), NrsError> {
+        if text.len() > NRS_POLICIES_LEN_MAX {
+            return Err(einval(format!(
+                "policy text longer than {NRS_POLICIES_LEN_MAX} bytes"
+            )));
+        }
+        let mut tokens = text.split_whitespace().peekable();
+        let policy = tokens
+            .next()
+            .ok_or_else(|| einval("empty policy".to_string()))?;
+        let target = tokens.peek().and_then(|t| NrsQueue::from_prefix(t));
+        if target.is_some() {
+            tokens.next();
+        }
+        let arg = tokens.collect::<Vec<_>>().join(" ");
+        match policy {
+            "fifo" => {
+                if !arg.is_empty() {
+                    return Err(einval(format!("fifo takes no argument (got `{arg}`)")));
+                }
+                if target.unwrap_or(self.queue) == self.queue {
+                    self.stop_tbf(now_ns);
+                }
+                Ok(())
+            }
+            "tbf" => {
+                let class_type = ClassType::parse(&arg).map_err(einval)?;
+                if target.is_some_and(|q| q != self.queue) {
+                    return Ok(());
+                }
+                if let Some(p) = &self.tbf {
+                    if p.tbf.class_type() == class_type {
+                        // Same policy, same argument: nothing happens, rules are kept.
+                        return Ok(());
+                    }
+                }
+                self.stop_tbf(now_ns);
+                self.tbf = Some(TbfPolicy {
+                    arg,
+                    tbf: Tbf::new(class_type, self.config),
+                });
+                Ok(())
+            }
+            p if OTHER_LUSTRE_POLICIES.contains(&p) => Err(einval(format!(
+                "policy `{p}` exists in Lustre but is not implemented by pfsqos"
+            ))),
+            p => Err(einval(format!("unknown policy `{p}`"))),
+        }
+    }
+
+    /// `lctl set_param ost.OSS.ost_io.nrs_tbf_rule=<text>`. Fails while TBF is not started.
+    pub fn write_tbf_rule(&mut self, _now_ns: u64, text: &str) -> Result<(), NrsError> {
+        let cmd = TbfCommand::parse_with_rate_max(text, self.config.rate_max_rpcs_per_s)?;
+        self.apply_tbf_command(&cmd)
+    }
+
+    /// Applies an already parsed rule command.
+    pub fn apply_tbf_command(&mut self, cmd: &TbfCommand) -> Result<(), NrsError> {
+        let Some(p) = self.tbf.as_mut() else {
+            return Err(TbfError::TbfNotStarted.into());
+        };
+        if cmd.queue.is_some_and(|q| q != self.queue) {
+            return Ok(());
+        }
+        Ok(p.tbf.apply(cmd)?)
+    }
+}
+
+/// `lctl get_param ost.OSS.ost_io.nrs_tbf_rule` over a service: the regular head of each CPT,
+/// and the HP heads if the service has them. Fails when any head is not running TBF
+/// (conf-sanity 117).
+pub fn tbf_rule_listing<P>(
+    regular: &[&Nrs<P>],
+    high_priority: Option<&[&Nrs<P>]>,
+    form: ListingForm,
+) -> Result<TbfRuleListing, NrsError> {
+    let section = |heads: &[&Nrs<P>]| -> Result<Vec<CptRules>, NrsError> {
+        heads
+            .iter()
+            .enumerate()
+            .map(|(cpt, h)| {
+                let tbf = h.tbf().ok_or(TbfError::TbfNotStarted)?;
+                Ok(CptRules {
+                    cpt: cpt as u32,
+                    rules: tbf.listing(form),
+                })
+            })
+            .collect()
+    };
+    Ok(TbfRuleListing {
+        regular: section(regular)?,
+        high_priority: high_priority.map(section).transpose()?,
+    })
+}
+
+/// Policies in Lustre's registration order, as `nrs_policies` lists them.
+const LUSTRE_POLICY_ORDER: [&str; 6] = ["fifo", "crrn", "orr", "trr", "tbf", "delay"];
+
+/// In-service request counts of one queue, summed over CPTs, for the `active:` lines. Only the
+/// driver knows them; they are attributed to the primary policy (TBF when started).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ActiveRpcs {
+    pub active: u64,
+}
+
+fn policies_section<P>(out: &mut String, heads: &[&Nrs<P>], active: ActiveRpcs) {
+    use std::fmt::Write;
+    let tbf_name = heads
+        .first()
+        .map_or_else(|| "tbf".to_string(), |h| h.policy_name());
+    let tbf_started = heads.iter().any(|h| h.tbf.is_some());
+    for policy in LUSTRE_POLICY_ORDER {
+        let (name, state, queued, act) = match policy {
+            "fifo" => {
+                let queued: usize = heads.iter().map(|h| h.fifo.queued()).sum();
+                let act = if tbf_started { 0 } else { active.active };
+                ("fifo".to_string(), "started", queued, act)
+            }
+            "tbf" if tbf_started => {
+                let queued: usize = heads
+                    .iter()
+                    .filter_map(|h| h.tbf())
+                    .map(|t| t.queued())
+                    .sum();
+                (tbf_name.clone(), "started", queued, active.active)
+            }
+            other => (other.to_string(), "stopped", 0, 0),
+        };
+        let fallback = if policy == "fifo" { "yes" } else { "no" };
+        let _ = write!(
+            out,
+            "  - name: {name}\n    state: {state}\n    fallback: {fallback}\n    \
+             queued: {queued:<20}\n    active: {act:<20}\n\n"
+        );
+    }
+}
+
+/// `lctl get_param -n ost.OSS.ost_io.nrs_policies` (YAML, §6.3): one entry per registered
+/// policy, queued/active summed over the CPTs, left-justified in 20 columns.
+pub fn nrs_policies_yaml<P>(
+    regular: &[&Nrs<P>],
+    regular_active: ActiveRpcs,
+    high_priority: Option<(&[&Nrs<P>], ActiveRpcs)>,
+) -> String {
+    let mut out = String::from("\nregular_requests:\n");
+    policies_section(&mut out, regular, regular_active);
+    if let Some((heads, active)) = high_priority {
+        out.push_str("high_priority_requests:\n");
+        policies_section(&mut out, heads, active);
+    }
+    out
 }
 
 impl<P> RequestScheduler<P> for Nrs<P> {
     fn enqueue(&mut self, now_ns: u64, tags: &RpcTags, payload: P) {
-        self.fifo.enqueue(now_ns, tags, payload)
+        match self.tbf.as_mut() {
+            Some(p) => p.tbf.enqueue(now_ns, tags, payload),
+            None => self.fifo.enqueue(now_ns, tags, payload),
+        }
     }
+
     fn dequeue(&mut self, now_ns: u64) -> Dequeue<P> {
-        self.fifo.dequeue(now_ns)
+        if let Some(p) = self.tbf.as_mut() {
+            if let Some(until_ns) = p.tbf.throttled_until(now_ns) {
+                if p.tbf.queued() > 0 || self.fifo.queued() > 0 {
+                    return Dequeue::Throttled { until_ns };
+                }
+            }
+        }
+        if self.fifo.queued() > 0 {
+            return self.fifo.dequeue(now_ns);
+        }
+        match self.tbf.as_mut() {
+            Some(p) => p.tbf.dequeue(now_ns),
+            None => Dequeue::Empty,
+        }
     }
+
     fn on_timer(&mut self, now_ns: u64) {
-        self.fifo.on_timer(now_ns)
+        if let Some(p) = self.tbf.as_mut() {
+            p.tbf.on_timer(now_ns);
+        }
     }
+
     fn timer_deadline_ns(&self) -> Option<u64> {
-        self.fifo.timer_deadline_ns()
+        self.tbf.as_ref().and_then(|p| p.tbf.timer_deadline_ns())
     }
+
     fn queued(&self) -> usize {
-        self.fifo.queued()
+        self.fifo.queued() + self.tbf.as_ref().map_or(0, |p| p.tbf.queued())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{JobId, Nid};
+
+    fn tags(job: &str) -> RpcTags {
+        RpcTags {
+            job: JobId::new(job).unwrap(),
+            nid: Nid::ipv4(
+                10,
+                0,
+                0,
+                1,
+                LNet {
+                    kind: NetKind::Tcp,
+                    num: 0,
+                },
+            ),
+            opcode: Opcode::OstWrite,
+            uid: 0,
+            gid: 0,
+        }
+    }
+
+    fn take_all(n: &mut Nrs<u32>, now: u64) -> Vec<u32> {
+        let mut got = Vec::new();
+        while let Dequeue::Request(r) = n.dequeue(now) {
+            got.push(r);
+        }
+        got
+    }
+
+    #[test]
+    fn policy_switching_keeps_or_drops_rules_as_lustre_does() {
+        let mut n: Nrs<u32> = Nrs::new();
+        assert_eq!(n.policy_name(), "fifo");
+        assert_eq!(
+            n.write_tbf_rule(0, "start a jobid={a} rate=5")
+                .unwrap_err()
+                .errno,
+            "ENODEV"
+        );
+        n.write_policies(0, "tbf jobid").unwrap();
+        assert_eq!(n.policy_name(), "tbf jobid");
+        n.write_tbf_rule(0, "start a jobid={a} rate=5").unwrap();
+        // Same policy, same argument: rules kept.
+        n.write_policies(0, "tbf jobid").unwrap();
+        assert_eq!(n.tbf().unwrap().rule_names(), vec!["a", "default"]);
+        // Unknown type or too long: EINVAL and nothing changes.
+        for bad in [
+            "tbf bogus",
+            "tbf jobid+opcode+nid+uid",
+            "frob",
+            "orr",
+            "",
+            "fifo x",
+        ] {
+            assert_eq!(
+                n.write_policies(0, bad).unwrap_err().errno,
+                "EINVAL",
+                "{bad}"
+            );
+            assert_eq!(n.policy_name(), "tbf jobid");
+        }
+        // A field the type does not enable.
+        assert_eq!(
+            n.write_tbf_rule(0, "start b uid={1}").unwrap_err().errno,
+            "EINVAL"
+        );
+        // Different argument: restart, only the default rule comes back.
+        n.write_policies(0, "tbf nid").unwrap();
+        assert_eq!(n.tbf().unwrap().rule_names(), vec!["default"]);
+        n.write_policies(0, "tbf").unwrap();
+        assert_eq!(n.policy_name(), "tbf");
+        n.write_policies(0, "fifo").unwrap();
+        assert!(n.tbf().is_none());
+        // A write addressed to the other queue is ignored by this head.
+        n.write_policies(0, "tbf hp jobid").unwrap();
+        assert_eq!(n.policy_name(), "fifo");
+        n.write_policies(0, "tbf reg jobid").unwrap();
+        assert_eq!(n.policy_name(), "tbf jobid");
+        n.write_tbf_rule(0, "hp start h jobid={h}").unwrap();
+        assert_eq!(n.tbf().unwrap().rule_names(), vec!["default"]);
+    }
+
+    #[test]
+    fn switching_policy_moves_queued_requests_to_fifo_in_dequeue_order() {
+        let mut n: Nrs<u32> = Nrs::new();
+        n.write_policies(0, "tbf jobid").unwrap();
+        n.write_tbf_rule(0, "start a jobid={a} rate=1").unwrap();
+        for i in 0..5 {
+            n.enqueue(0, &tags("a"), i);
+        }
+        n.enqueue(0, &tags("b"), 9);
+        assert_eq!(take_all(&mut n, 0), vec![9, 0, 1, 2]);
+        assert_eq!(n.timer_deadline_ns(), Some(1_000_000_000));
+        // Restart with another type: nothing is lost, the old requests go first.
+        n.write_policies(10, "tbf nid").unwrap();
+        assert_eq!((n.queued(), n.timer_deadline_ns()), (2, None));
+        n.enqueue(10, &tags("c"), 20);
+        assert_eq!(take_all(&mut n, 10), vec![3, 4, 20]);
+        n.write_tbf_rule(0, "start slow nid={10.0.0.1@tcp} rate=1")
+            .unwrap();
+        for i in 30..35 {
+            n.enqueue(20, &tags("d"), i);
+        }
+        assert_eq!(take_all(&mut n, 20), vec![30, 31, 32]);
+        n.write_policies(30, "fifo").unwrap();
+        assert_eq!(take_all(&mut n, 30), vec![33, 34]);
+        assert_eq!(n.dequeue(30), Dequeue::Empty);
+    }
+
+    #[test]
+    fn throttle_blocks_the_fifo_too() {
+        let mut n: Nrs<u32> = Nrs::new();
+        n.write_policies(0, "tbf jobid").unwrap();
+        n.write_tbf_rule(0, "start a jobid={a} rate=1").unwrap();
+        for i in 0..5 {
+            n.enqueue(0, &tags("a"), i);
+        }
+        n.write_policies(0, "tbf").unwrap(); // 5 requests now in the FIFO
+        n.write_tbf_rule(0, "start a jobid={x} rate=1").unwrap();
+        for i in 10..14 {
+            n.enqueue(0, &tags("x"), i);
+        }
+        assert_eq!(take_all(&mut n, 0), vec![0, 1, 2, 3, 4, 10, 11, 12]);
+        n.enqueue(0, &tags("y"), 50);
+        // The root `x` is out of tokens; everything on the head waits.
+        assert_eq!(
+            n.dequeue(0),
+            Dequeue::Throttled {
+                until_ns: 100_000 // y's deadline moved the timer earlier
+            }
+        );
+    }
+
+    /// The §6.1 example: `tbf jobid` on an OSS with 2 CPTs and an HP queue.
+    #[test]
+    fn rule_listing_matches_the_lustre_example() {
+        let mut heads: Vec<Nrs<u32>> = (0..4)
+            .map(|k| {
+                let q = if k < 2 {
+                    NrsQueue::Regular
+                } else {
+                    NrsQueue::HighPriority
+                };
+                Nrs::with_config(q, TbfConfig::default())
+            })
+            .collect();
+        assert_eq!(
+            tbf_rule_listing(&[&heads[0], &heads[1]], None, ListingForm::Legacy)
+                .unwrap_err()
+                .errno,
+            "ENODEV"
+        );
+        for h in heads.iter_mut() {
+            h.write_policies(0, "tbf jobid").unwrap();
+            for cmd in [
+                "start slurm_low jobid={4151234 4151235} rate=200",
+                "start dd_all jobid={dd.*} rate=50",
+                "start vip jobid={4150001} rate=5000 rank=dd_all",
+            ] {
+                h.write_tbf_rule(0, cmd).unwrap();
+            }
+        }
+        let load = |h: &mut Nrs<u32>, jobs: &[&str]| {
+            for job in jobs {
+                h.enqueue(0, &tags(job), 0);
+            }
+            take_all(h, 0);
+        };
+        let others: Vec<String> = (0..7).map(|k| format!("other{k}")).collect();
+        let mut cpt0 = vec!["dd.0", "dd.1", "4151234"];
+        cpt0.extend(others.iter().map(String::as_str));
+        load(&mut heads[0], &cpt0);
+        let mut cpt1 = vec!["4150001", "4151234", "4151235"];
+        cpt1.extend(others[..4].iter().map(String::as_str));
+        load(&mut heads[1], &cpt1);
+        load(&mut heads[2], &["other0"]);
+        let [r0, r1, h0, h1] = [&heads[0], &heads[1], &heads[2], &heads[3]];
+        let listing = tbf_rule_listing(&[r0, r1], Some(&[h0, h1]), ListingForm::Legacy).unwrap();
+        let expected = "regular_requests:
+CPT 0:
+vip {4150001} 5000, ref 0
+dd_all {dd.*} 50, ref 2
+slurm_low {4151234 4151235} 200, ref 1
+default {*} 10000, ref 7
+CPT 1:
+vip {4150001} 5000, ref 1
+dd_all {dd.*} 50, ref 0
+slurm_low {4151234 4151235} 200, ref 2
+default {*} 10000, ref 4
+high_priority_requests:
+CPT 0:
+vip {4150001} 5000, ref 0
+dd_all {dd.*} 50, ref 0
+slurm_low {4151234 4151235} 200, ref 0
+default {*} 10000, ref 1
+CPT 1:
+vip {4150001} 5000, ref 0
+dd_all {dd.*} 50, ref 0
+slurm_low {4151234 4151235} 200, ref 0
+default {*} 10000, ref 0
+";
+        assert_eq!(listing.to_string(), expected);
+        assert_eq!(TbfRuleListing::parse(expected).unwrap(), listing);
+        let new_form = tbf_rule_listing(&[r0], None, ListingForm::Expression).unwrap();
+        assert_eq!(
+            new_form.to_string(),
+            "regular_requests:
+CPT 0:
+vip jobid={4150001} 5000, ref 0
+dd_all jobid={dd.*} 50, ref 2
+slurm_low jobid={4151234 4151235} 200, ref 1
+default * 10000, ref 7
+"
+        );
+    }
+
+    #[test]
+    fn policies_yaml_lists_every_policy_with_padded_counts() {
+        let mut a: Nrs<u32> = Nrs::new();
+        let mut b: Nrs<u32> = Nrs::new();
+        for h in [&mut a, &mut b] {
+            h.write_policies(0, "tbf jobid").unwrap();
+            h.enqueue(0, &tags("x"), 1);
+        }
+        let yaml = nrs_policies_yaml(&[&a, &b], ActiveRpcs { active: 94 }, None);
+        assert!(yaml.starts_with("\nregular_requests:\n  - name: fifo\n    state: started\n"));
+        assert!(yaml.contains(
+            "  - name: tbf jobid\n    state: started\n    fallback: no\n    \
+             queued: 2                   \n    active: 94                  \n\n"
+        ));
+        assert!(yaml.contains("  - name: crrn\n    state: stopped\n"));
+        let names: Vec<&str> = yaml
+            .lines()
+            .filter_map(|l| l.strip_prefix("  - name: "))
+            .collect();
+        assert_eq!(
+            names,
+            vec!["fifo", "crrn", "orr", "trr", "tbf jobid", "delay"]
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn policy_switches_never_lose_or_duplicate_requests(
+            ops in proptest::collection::vec((0u8..8, 0u64..5_000_000), 1..200)
+        ) {
+            let mut n: Nrs<u32> = Nrs::new();
+            let mut now = 0;
+            let mut next = 0u32;
+            let mut served = Vec::new();
+            for (op, gap) in ops {
+                now += gap;
+                match op {
+                    0..=2 => {
+                        n.enqueue(now, &tags(&format!("j{}", next % 3)), next);
+                        next += 1;
+                    }
+                    3 | 4 => {
+                        if let Dequeue::Request(r) = n.dequeue(now) {
+                            served.push(r);
+                        }
+                    }
+                    5 => n.write_policies(now, "fifo").unwrap(),
+                    6 => {
+                        n.write_policies(now, "tbf jobid").unwrap();
+                        n.write_tbf_rule(now, "start s jobid={j1} rate=50").ok();
+                    }
+                    _ => n.write_policies(now, "tbf").unwrap(),
+                }
+                proptest::prop_assert_eq!(served.len() + n.queued(), next as usize);
+            }
+            // Drain: every request comes out exactly once.
+            let mut guard = 0;
+            while n.queued() > 0 {
+                match n.dequeue(now) {
+                    Dequeue::Request(r) => served.push(r),
+                    Dequeue::Throttled { until_ns } => {
+                        proptest::prop_assert!(until_ns > now);
+                        now = until_ns;
+                        n.on_timer(now);
+                    }
+                    Dequeue::Empty => proptest::prop_assert!(false, "empty with queued requests"),
+                }
+                guard += 1;
+                proptest::prop_assert!(guard < 10_000);
+            }
+            served.sort_unstable();
+            proptest::prop_assert_eq!(served, (0..next).collect::<Vec<_>>());
+        }
     }
 }

@@ -143,7 +143,6 @@ fn duplicate_policies_and_bad_arguments_exit_2() {
 }
 
 #[test]
-#[ignore = "needs engine"]
 fn sim_writes_the_three_files() {
     let tmp = tempfile::tempdir().unwrap();
     let path = write_scenario(tmp.path(), "tiny.toml", VALID);
@@ -162,7 +161,6 @@ fn sim_writes_the_three_files() {
 }
 
 #[test]
-#[ignore = "needs engine"]
 fn sim_is_deterministic() {
     let tmp = tempfile::tempdir().unwrap();
     let path = write_scenario(tmp.path(), "tiny.toml", VALID);
@@ -179,7 +177,6 @@ fn sim_is_deterministic() {
 }
 
 #[test]
-#[ignore = "needs engine"]
 fn compare_writes_one_chart_per_policy() {
     let tmp = tempfile::tempdir().unwrap();
     let path = write_scenario(tmp.path(), "tiny.toml", VALID);
@@ -205,7 +202,6 @@ fn compare_writes_one_chart_per_policy() {
 }
 
 #[test]
-#[ignore = "needs engine"]
 fn demo_writes_the_report_where_asked() {
     let tmp = tempfile::tempdir().unwrap();
     let out_dir = tmp.path().join("demo-out");

@@ -69,7 +69,6 @@ fn two_identical_jobs_share_fairly_under_fifo() {
 }
 
 #[test]
-#[ignore = "needs TBF"]
 fn static_rules_split_one_to_three() {
     // 400 MiB/s of 4 MiB RPCs is a capacity of exactly 100 RPC/s: rates 25 and 75.
     let device = EXACT_DEVICE.replace("100.0", "400.0");
@@ -188,7 +187,6 @@ impl pfsqos_core::control::Controller for LimitA {
 }
 
 #[test]
-#[ignore = "needs TBF"]
 fn a_tbf_rule_throttles_one_job_and_the_other_takes_the_rest() {
     let s = scenario(&one_ost(&format!(
         "{}{}",
@@ -210,7 +208,6 @@ fn a_tbf_rule_throttles_one_job_and_the_other_takes_the_rest() {
 }
 
 #[test]
-#[ignore = "needs TBF"]
 fn tbf_rates_are_per_cpt_and_the_throttle_timer_alone_drives_service() {
     // Job `a` alone, two processes on clients 0 and 1, which hash to different CPTs.
     let jobs = job("a", 1, "[0, 1]").replace("iodepth = 4", "iodepth = 4\nnumjobs = 2");

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use pfsqos_report::{summarize, write_comparison, write_run, POLICIES_MAX};
-use pfsqos_sim::{RunOutput, Scenario, ScenarioError, POLICY_NAMES};
+use pfsqos_sim::{check_policy_spec, RunOutput, Scenario, ScenarioError, POLICY_NAMES};
 
 use crate::progress::Progress;
 
@@ -44,34 +44,22 @@ impl From<ScenarioError> for CliError {
     }
 }
 
-fn unknown_policy(name: &str) -> String {
-    format!(
-        "unknown policy `{name}` (allowed: {})",
-        POLICY_NAMES.join(", ")
-    )
-}
-
-/// A policy named on the command line.
+/// A policy spec named on the command line.
 fn check_policy(name: &str) -> Result<(), CliError> {
-    if POLICY_NAMES.contains(&name) {
-        Ok(())
-    } else {
-        Err(CliError::BadInput(unknown_policy(name)))
-    }
+    check_policy_spec(name).map_err(CliError::BadInput)
 }
 
-/// A policy named in the scenario file: reported like any other scenario error.
+/// A policy spec named in the scenario file: reported like any other scenario error.
 fn check_scenario_policy(file: &str, field: &str, name: &str) -> Result<(), CliError> {
-    if POLICY_NAMES.contains(&name) {
-        return Ok(());
-    }
-    Err(ScenarioError {
-        file: file.to_string(),
-        field: field.to_string(),
-        value: Some(name.to_string()),
-        message: format!("unknown policy (allowed: {})", POLICY_NAMES.join(", ")),
-    }
-    .into())
+    check_policy_spec(name).map_err(|message| {
+        ScenarioError {
+            file: file.to_string(),
+            field: field.to_string(),
+            value: Some(name.to_string()),
+            message,
+        }
+        .into()
+    })
 }
 
 /// The policies to compare: at least one, each known, none twice.

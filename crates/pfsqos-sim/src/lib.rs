@@ -14,6 +14,6 @@ pub mod scenario;
 pub mod workload;
 
 pub use engine::{run, run_traced, run_with_controller, RpcTrace};
-pub use policy::{controller_for, POLICY_NAMES};
+pub use policy::{check_policy_spec, controller_for, PolicyChoice, POLICY_NAMES};
 pub use record::{ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput};
 pub use scenario::{Scenario, ScenarioError};

@@ -1,25 +1,168 @@
-//! Builds the controller named on the command line. The controllers themselves live in
-//! pfsqos-core; this only maps names to constructors with the scenario's parameters.
+//! Builds the controller a policy spec names. The controllers themselves live in pfsqos-core;
+//! this only maps names and options to constructors with the scenario's parameters.
+//!
+//! A policy spec is a name, optionally followed by `:key=value` options, e.g. `adaptbf`,
+//! `adaptbf:period_ms=200` or `adaptbf:demand=arrived:period_ms=50`. Options let one comparison
+//! sweep a parameter (the AdapTBF paper's §IV-H allocation frequency) without one scenario file
+//! per value.
 
-use pfsqos_core::control::{AdapTbf, AdapTbfConfig, Controller, NoBw, StaticBw};
+use pfsqos_core::control::{AdapTbf, AdapTbfConfig, Controller, DemandSource, NoBw, StaticBw};
 
 use crate::scenario::Scenario;
 
-/// Policy names accepted by `--policy` and `--policies`, in the order reports list them.
+/// Policy names accepted in a spec, in the order reports list them.
 pub const POLICY_NAMES: &[&str] = &["nobw", "static", "adaptbf"];
 
-/// The controller for `name`, or an error listing the allowed names.
-pub fn controller_for(name: &str, scenario: &Scenario) -> Result<Box<dyn Controller>, String> {
-    match name {
-        "nobw" => Ok(Box::new(NoBw)),
-        "static" => Ok(Box::new(StaticBw)),
-        "adaptbf" => Ok(Box::new(AdapTbf::new(AdapTbfConfig {
-            period_ns: scenario.policy.period_ms * 1_000_000,
-            ..AdapTbfConfig::default()
-        }))),
-        other => Err(format!(
-            "unknown policy `{other}` (allowed: {})",
-            POLICY_NAMES.join(", ")
-        )),
+/// Longest accepted policy spec; specs also name output folders.
+pub const POLICY_SPEC_LEN_MAX: usize = 64;
+
+/// Longest control period an option may set (one minute).
+pub const PERIOD_MS_MAX: u64 = 60_000;
+
+/// A parsed policy spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PolicyChoice {
+    NoBw,
+    Static,
+    AdapTbf {
+        /// `None`: the scenario's `policy.period_ms`.
+        period_ms: Option<u64>,
+        demand: DemandSource,
+    },
+}
+
+impl PolicyChoice {
+    /// Parses `name[:key=value]...`, with an error that lists what is allowed.
+    pub fn parse(spec: &str) -> Result<PolicyChoice, String> {
+        if spec.len() > POLICY_SPEC_LEN_MAX {
+            return Err(format!(
+                "policy spec is {} bytes long (at most {POLICY_SPEC_LEN_MAX})",
+                spec.len()
+            ));
+        }
+        let mut parts = spec.split(':');
+        let name = parts.next().unwrap_or_default();
+        let options: Vec<&str> = parts.collect();
+        let no_options = |choice: PolicyChoice| {
+            if let Some(o) = options.first() {
+                Err(format!("policy `{name}` takes no options, got `{o}`"))
+            } else {
+                Ok(choice)
+            }
+        };
+        match name {
+            "nobw" => no_options(PolicyChoice::NoBw),
+            "static" => no_options(PolicyChoice::Static),
+            "adaptbf" => {
+                let mut period_ms = None;
+                let mut demand = DemandSource::default();
+                for option in options {
+                    let (key, value) = option.split_once('=').ok_or_else(|| {
+                        format!("option `{option}` of `{name}` is not key=value")
+                    })?;
+                    match key {
+                        "period_ms" => {
+                            let v: u64 = value
+                                .parse()
+                                .ok()
+                                .filter(|v| (1..=PERIOD_MS_MAX).contains(v))
+                                .ok_or_else(|| {
+                                    format!(
+                                        "adaptbf option period_ms=`{value}` is not a whole number \
+                                         of milliseconds in 1..={PERIOD_MS_MAX}"
+                                    )
+                                })?;
+                            period_ms = Some(v);
+                        }
+                        "demand" => {
+                            demand = match value {
+                                "served" => DemandSource::Served,
+                                "arrived" => DemandSource::Arrived,
+                                other => {
+                                    return Err(format!(
+                                        "adaptbf option demand=`{other}` is not allowed \
+                                         (allowed: served, arrived)"
+                                    ))
+                                }
+                            }
+                        }
+                        other => {
+                            return Err(format!(
+                                "unknown adaptbf option `{other}` (allowed: period_ms, demand)"
+                            ))
+                        }
+                    }
+                }
+                Ok(PolicyChoice::AdapTbf { period_ms, demand })
+            }
+            other => Err(format!(
+                "unknown policy `{other}` (allowed: {}; options as in `adaptbf:period_ms=200`)",
+                POLICY_NAMES.join(", ")
+            )),
+        }
+    }
+
+    /// The controller for this choice under `scenario`.
+    pub fn controller(&self, scenario: &Scenario) -> Box<dyn Controller> {
+        match self {
+            PolicyChoice::NoBw => Box::new(NoBw),
+            PolicyChoice::Static => Box::new(StaticBw),
+            PolicyChoice::AdapTbf { period_ms, demand } => Box::new(AdapTbf::new(AdapTbfConfig {
+                period_ns: period_ms.unwrap_or(scenario.policy.period_ms) * 1_000_000,
+                demand: *demand,
+                ..AdapTbfConfig::default()
+            })),
+        }
+    }
+}
+
+/// Checks a policy spec without building anything.
+pub fn check_policy_spec(spec: &str) -> Result<(), String> {
+    PolicyChoice::parse(spec).map(|_| ())
+}
+
+/// The controller for `spec`, or an error listing the allowed names and options.
+pub fn controller_for(spec: &str, scenario: &Scenario) -> Result<Box<dyn Controller>, String> {
+    Ok(PolicyChoice::parse(spec)?.controller(scenario))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse() {
+        assert_eq!(PolicyChoice::parse("nobw"), Ok(PolicyChoice::NoBw));
+        assert_eq!(
+            PolicyChoice::parse("adaptbf:period_ms=200:demand=arrived"),
+            Ok(PolicyChoice::AdapTbf {
+                period_ms: Some(200),
+                demand: DemandSource::Arrived
+            })
+        );
+        assert_eq!(
+            PolicyChoice::parse("adaptbf"),
+            Ok(PolicyChoice::AdapTbf {
+                period_ms: None,
+                demand: DemandSource::Served
+            })
+        );
+    }
+
+    #[test]
+    fn bad_specs_say_what_is_allowed() {
+        let e = PolicyChoice::parse("warp").unwrap_err();
+        assert!(e.contains("nobw, static, adaptbf"), "{e}");
+        let e = PolicyChoice::parse("static:period_ms=5").unwrap_err();
+        assert!(e.contains("takes no options"), "{e}");
+        let e = PolicyChoice::parse("adaptbf:period_ms=0").unwrap_err();
+        assert!(e.contains("1..=60000"), "{e}");
+        let e = PolicyChoice::parse("adaptbf:demand=guess").unwrap_err();
+        assert!(e.contains("served, arrived"), "{e}");
+        let e = PolicyChoice::parse("adaptbf:speed=3").unwrap_err();
+        assert!(e.contains("period_ms, demand"), "{e}");
+        let e = PolicyChoice::parse("adaptbf:period_ms").unwrap_err();
+        assert!(e.contains("key=value"), "{e}");
+        assert!(PolicyChoice::parse(&"a".repeat(65)).is_err());
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use pfsqos_core::model::JobId;
 
 use super::*;
-use crate::policy::POLICY_NAMES;
+use crate::policy::{check_policy_spec, POLICY_NAMES};
 
 /// Device models every scenario may name in `oss.device` without declaring them.
 pub const DEVICE_PRESETS: &[&str] = &["hdd", "ssd-sata"];
@@ -866,12 +866,8 @@ impl ClusterSpec {
 impl PolicySpec {
     fn validate(&self, c: &Ctx) -> Res {
         let allowed = POLICY_NAMES.join(", ");
-        if !POLICY_NAMES.contains(&self.default.as_str()) {
-            return Err(c.err(
-                "policy.default",
-                q(&self.default),
-                format!("unknown policy `{}` (allowed: {allowed})", self.default),
-            ));
+        if let Err(message) = check_policy_spec(&self.default) {
+            return Err(c.err("policy.default", q(&self.default), message));
         }
         if self.compare.is_empty() {
             return Err(c.err(
@@ -881,12 +877,8 @@ impl PolicySpec {
             ));
         }
         for (i, name) in self.compare.iter().enumerate() {
-            if !POLICY_NAMES.contains(&name.as_str()) {
-                return Err(c.err(
-                    format!("policy.compare[{i}]"),
-                    q(name),
-                    format!("unknown policy `{name}` (allowed: {allowed})"),
-                ));
+            if let Err(message) = check_policy_spec(name) {
+                return Err(c.err(format!("policy.compare[{i}]"), q(name), message));
             }
             if self.compare[..i].contains(name) {
                 return Err(c.err(

@@ -57,9 +57,9 @@ impl PolicyChoice {
                 let mut period_ms = None;
                 let mut demand = DemandSource::default();
                 for option in options {
-                    let (key, value) = option.split_once('=').ok_or_else(|| {
-                        format!("option `{option}` of `{name}` is not key=value")
-                    })?;
+                    let (key, value) = option
+                        .split_once('=')
+                        .ok_or_else(|| format!("option `{option}` of `{name}` is not key=value"))?;
                     match key {
                         "period_ms" => {
                             let v: u64 = value

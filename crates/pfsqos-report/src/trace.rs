@@ -1,0 +1,178 @@
+//! The controller's internal state over time: `control_trace.csv` and the per-job sums the
+//! report charts (AdapTBF's Fig. 7: record and demand per job over time).
+//!
+//! Nothing here knows a controller: every distinct `metric` name gets a chart, in the order the
+//! names first appear, titled from [`KNOWN_METRICS`] or by the raw name. A new controller that
+//! reports samples gets charts without touching this crate.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use pfsqos_sim::RunOutput;
+
+use crate::fmt_seconds;
+use crate::timeseries::{csv_field, ost_name};
+
+pub const TRACE_CSV_HEADER: &str = "time_s,ost,job_id,metric,value";
+/// Distinct metric names charted per run; the CSV keeps all of them.
+pub const TRACE_METRICS_MAX: usize = 16;
+
+/// Chart title and y label of the metrics controllers are known to report.
+pub const KNOWN_METRICS: &[(&str, &str, &str)] = &[
+    (
+        "record_tokens",
+        "Record (tokens lent +, borrowed −)",
+        "Tokens",
+    ),
+    ("demand_rpcs", "Demand (RPCs per period)", "RPCs per period"),
+    ("tokens", "Tokens allocated per period", "Tokens per period"),
+];
+
+/// `(title, y label)` of a metric: from [`KNOWN_METRICS`], else the raw name for both.
+pub(crate) fn metric_labels(metric: &str) -> (&str, &str) {
+    KNOWN_METRICS
+        .iter()
+        .find(|(name, _, _)| *name == metric)
+        .map_or((metric, metric), |&(_, title, y_label)| (title, y_label))
+}
+
+/// Shortest text that reads back to the same `f64` (Rust's `Display`), so the CSV loses nothing
+/// and is the same on every machine. Integral values print without a decimal point.
+fn fmt_value(value: f64) -> String {
+    format!("{value}")
+}
+
+/// `control_trace.csv`: one row per trace sample, in the order the run recorded them (control
+/// steps in time order; within a step, the controller's own order). Empty text (not even a
+/// header) for a run without a trace, so callers can skip the file.
+pub fn control_trace_csv(run: &RunOutput) -> String {
+    if run.control_trace.is_empty() {
+        return String::new();
+    }
+    let mut out = String::with_capacity(48 * (run.control_trace.len() + 1));
+    out.push_str(TRACE_CSV_HEADER);
+    out.push('\n');
+    for entry in &run.control_trace {
+        let s = &entry.sample;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{}",
+            fmt_seconds(entry.time_ns),
+            csv_field(&ost_name(run, s.ost.0 as usize)),
+            csv_field(s.job.as_str()),
+            csv_field(s.metric),
+            fmt_value(s.value)
+        );
+    }
+    out
+}
+
+/// One charted metric: per job, points `(time_s, value summed over OSTs)`; `NaN` where the
+/// controller reported nothing for the job (a gap in the line).
+pub(crate) struct MetricLines<'a> {
+    pub metric: &'a str,
+    pub lines: Vec<Vec<(f64, f64)>>,
+}
+
+/// The trace of a run arranged for charts.
+pub(crate) struct TraceCharts<'a> {
+    /// Job names in colour order: the run's jobs (same colours as the throughput charts), then
+    /// jobs that only the trace names, in order of first appearance.
+    pub jobs: Vec<&'a str>,
+    pub metrics: Vec<MetricLines<'a>>,
+    /// Metric names beyond [`TRACE_METRICS_MAX`], not charted.
+    pub metrics_dropped: usize,
+    /// Control steps merged into one point (mean), as long runs' throughput bins are.
+    pub merge: usize,
+    pub steps: usize,
+}
+
+/// Sums each (metric, job, step) over OSTs, then merges steps so that no line has more than
+/// `points_max` points. `None` for a run without a trace.
+pub(crate) fn trace_charts(run: &RunOutput, points_max: usize) -> Option<TraceCharts<'_>> {
+    if run.control_trace.is_empty() {
+        return None;
+    }
+    let mut times: Vec<u64> = run.control_trace.iter().map(|e| e.time_ns).collect();
+    times.sort_unstable();
+    times.dedup();
+
+    let mut jobs: Vec<&str> = run.jobs.iter().map(|j| j.job_id.as_str()).collect();
+    let mut metrics: Vec<&str> = Vec::new();
+    let mut metrics_dropped: Vec<&str> = Vec::new();
+    // Sparse on purpose: a job is in few steps of a long run; a dense metric x job x step table
+    // could be far larger than the trace itself.
+    let mut sums: BTreeMap<(usize, usize, usize), f64> = BTreeMap::new();
+    for entry in &run.control_trace {
+        let s = &entry.sample;
+        let m = match metrics.iter().position(|&m| m == s.metric) {
+            Some(m) => m,
+            None if metrics.len() < TRACE_METRICS_MAX => {
+                metrics.push(s.metric);
+                metrics.len() - 1
+            }
+            None => {
+                if !metrics_dropped.contains(&s.metric) {
+                    metrics_dropped.push(s.metric);
+                }
+                continue;
+            }
+        };
+        let job = s.job.as_str();
+        let j = jobs.iter().position(|&id| id == job).unwrap_or_else(|| {
+            jobs.push(job);
+            jobs.len() - 1
+        });
+        // `times` holds every entry's time.
+        let step = times.binary_search(&entry.time_ns).unwrap_or(0);
+        *sums.entry((m, j, step)).or_insert(0.0) += s.value;
+    }
+
+    let merge = times.len().div_ceil(points_max.max(1)).max(1);
+    let groups = times.len().div_ceil(merge);
+    let group_x: Vec<f64> = (0..groups)
+        .map(|g| {
+            let first = times[g * merge];
+            let last = times[((g + 1) * merge).min(times.len()) - 1];
+            (first as f64 + (last - first) as f64 / 2.0) / 1e9
+        })
+        .collect();
+
+    let mut charted: Vec<MetricLines<'_>> = metrics
+        .iter()
+        .map(|&metric| MetricLines {
+            metric,
+            lines: vec![Vec::new(); jobs.len()],
+        })
+        .collect();
+    // Per (metric, job): the mean over the steps of each group in which the job was reported.
+    let mut acc: BTreeMap<(usize, usize, usize), (f64, u32)> = BTreeMap::new();
+    for (&(m, j, step), &value) in &sums {
+        let cell = acc.entry((m, j, step / merge)).or_insert((0.0, 0));
+        cell.0 += value;
+        cell.1 += 1;
+    }
+    for (m, chart) in charted.iter_mut().enumerate() {
+        for (j, line) in chart.lines.iter_mut().enumerate() {
+            let reported: Vec<(usize, f64)> = acc
+                .range((m, j, 0)..=(m, j, usize::MAX))
+                .map(|(&(_, _, g), &(sum, n))| (g, sum / f64::from(n)))
+                .collect();
+            let (Some(&(first, _)), Some(&(last, _))) = (reported.first(), reported.last()) else {
+                continue;
+            };
+            // From the job's first report to its last, with gaps where it was not reported.
+            *line = (first..=last).map(|g| (group_x[g], f64::NAN)).collect();
+            for (g, value) in reported {
+                line[g - first].1 = value;
+            }
+        }
+    }
+    Some(TraceCharts {
+        jobs,
+        metrics: charted,
+        metrics_dropped: metrics_dropped.len(),
+        merge,
+        steps: times.len(),
+    })
+}

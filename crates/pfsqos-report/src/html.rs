@@ -350,7 +350,12 @@ fn trace_section(out: &mut String, runs: &[RunOutput]) {
                 .enumerate()
                 .filter(|(_, (_, points))| !points.is_empty())
                 .map(|(i, (job, points))| Series {
-                    name: job,
+                    // Lustre sends an empty JobID when `jobid_var=disable`.
+                    name: if job.is_empty() {
+                        "(empty job id)"
+                    } else {
+                        job
+                    },
                     color: job_color(i),
                     points: points.clone(),
                 })

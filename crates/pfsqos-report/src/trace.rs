@@ -176,3 +176,147 @@ pub(crate) fn trace_charts(run: &RunOutput, points_max: usize) -> Option<TraceCh
         steps: times.len(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use pfsqos_core::control::TraceSample;
+    use pfsqos_core::model::{JobId, OstId};
+    use pfsqos_sim::{ControlTraceEntry, EngineStats, JobOutput, RunOutput};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn run(jobs: &[&str], trace: Vec<(u64, u32, &str, &'static str, f64)>) -> RunOutput {
+        RunOutput {
+            scenario_name: "t".to_string(),
+            policy: "adaptbf".to_string(),
+            seed: 0,
+            bin_ns: S / 10,
+            end_ns: 10 * S,
+            osts: vec!["OST0000".to_string(), "OST0001".to_string()],
+            jobs: jobs
+                .iter()
+                .map(|id| JobOutput {
+                    job_id: id.to_string(),
+                    node_count: 1,
+                    bytes_read: 0,
+                    bytes_written: 0,
+                    rpcs: 0,
+                    first_io_ns: None,
+                    last_io_ns: None,
+                    finished: true,
+                    bytes_per_ost_bin: Vec::new(),
+                })
+                .collect(),
+            control_log: Vec::new(),
+            control_trace: trace
+                .into_iter()
+                .map(|(time_ns, ost, job, metric, value)| ControlTraceEntry {
+                    time_ns,
+                    sample: TraceSample {
+                        ost: OstId(ost),
+                        job: JobId::new(job).unwrap(),
+                        metric,
+                        value,
+                    },
+                })
+                .collect(),
+            control_trace_truncated: false,
+            engine: EngineStats::default(),
+        }
+    }
+
+    fn finite(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+        points.iter().copied().filter(|p| p.1.is_finite()).collect()
+    }
+
+    #[test]
+    fn sums_over_osts_with_gaps_where_a_job_is_not_reported() {
+        let r = run(
+            &["A", "B"],
+            vec![
+                (S, 0, "A", "demand_rpcs", 10.0),
+                (S, 1, "A", "demand_rpcs", 5.0),
+                (2 * S, 0, "B", "demand_rpcs", 7.0),
+                (3 * S, 1, "A", "demand_rpcs", 1.0),
+                (3 * S, 0, "X", "demand_rpcs", 4.0),
+            ],
+        );
+        let c = trace_charts(&r, 100).unwrap();
+        // X is not a job of the run: it comes after them, keeping their colours.
+        assert_eq!(c.jobs, ["A", "B", "X"]);
+        assert_eq!((c.steps, c.merge, c.metrics.len()), (3, 1, 1));
+        let lines = &c.metrics[0].lines;
+        assert_eq!(lines[0][0], (1.0, 15.0));
+        assert!(lines[0][1].1.is_nan(), "A was not reported at 2 s");
+        assert_eq!(lines[0][2], (3.0, 1.0));
+        // A line spans only the job's own reports.
+        assert_eq!(lines[1], [(2.0, 7.0)]);
+        assert_eq!(lines[2], [(3.0, 4.0)]);
+        assert!(trace_charts(&run(&["A"], vec![]), 100).is_none());
+    }
+
+    #[test]
+    fn merged_points_are_means_over_reported_steps() {
+        let r = run(
+            &["A"],
+            vec![
+                (S, 0, "A", "tokens", 2.0),
+                (2 * S, 0, "A", "tokens", 4.0),
+                (2 * S, 1, "A", "tokens", 2.0),
+                (4 * S, 0, "A", "tokens", 9.0),
+                (3 * S, 0, "A", "tokens", 1.0),
+            ],
+        );
+        let c = trace_charts(&r, 2).unwrap();
+        assert_eq!((c.steps, c.merge), (4, 2));
+        // Steps 1-2 s: (2 + 6) / 2; steps 3-4 s: (1 + 9) / 2, placed mid-group.
+        assert_eq!(c.metrics[0].lines[0], [(1.5, 4.0), (3.5, 5.0)]);
+    }
+
+    #[test]
+    fn known_metric_titles_and_fallback() {
+        assert_eq!(
+            metric_labels("record_tokens").0,
+            "Record (tokens lent +, borrowed −)"
+        );
+        assert_eq!(metric_labels("weird"), ("weird", "weird"));
+    }
+
+    proptest! {
+        /// Without merging, the charted values of each (metric, job) add up to the trace's.
+        #[test]
+        fn charted_sums_match_the_trace(
+            samples in prop::collection::vec(
+                (0u64..30, 0u32..3, 0usize..3, 0usize..2, -1000i32..1000),
+                1..80,
+            )
+        ) {
+            const JOBS: [&str; 3] = ["a", "b", "c"];
+            const METRICS: [&str; 2] = ["tokens", "record_tokens"];
+            let trace = samples
+                .iter()
+                .map(|&(t, ost, j, m, v)| (t * S / 10, ost, JOBS[j], METRICS[m], f64::from(v)))
+                .collect();
+            let r = run(&["a", "b"], trace);
+            let c = trace_charts(&r, 1000).unwrap();
+            prop_assert_eq!(c.merge, 1);
+            for chart in &c.metrics {
+                for (j, line) in c.jobs.iter().zip(&chart.lines) {
+                    let expected: f64 = samples
+                        .iter()
+                        .filter(|s| JOBS[s.2] == *j && METRICS[s.3] == chart.metric)
+                        .map(|s| f64::from(s.4))
+                        .sum();
+                    let got: f64 = finite(line).iter().map(|p| p.1).sum();
+                    prop_assert_eq!(got, expected);
+                    prop_assert!(line.windows(2).all(|w| w[0].0 < w[1].0));
+                }
+            }
+            let csv = control_trace_csv(&r);
+            prop_assert_eq!(csv.lines().count(), samples.len() + 1);
+        }
+    }
+}

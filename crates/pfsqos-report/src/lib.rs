@@ -1,4 +1,5 @@
-//! Output writers: `timeseries.csv`, `summary.json` and a self-contained `report.html`.
+//! Output writers: `timeseries.csv`, `control_trace.csv`, `summary.json` and a self-contained
+//! `report.html`.
 //!
 //! Everything here is a pure function of a [`RunOutput`] (and the scenario, for its
 //! description) to bytes; the `write_*` functions only put those bytes in files. Same input,

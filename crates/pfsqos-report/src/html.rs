@@ -6,6 +6,7 @@ use pfsqos_sim::{RunOutput, Scenario};
 
 use crate::summary::{summarize, RunSummary, WindowBasis};
 use crate::svg::{bar_chart, job_color, line_chart, policy_color, Bar, BarGroup, Series};
+use crate::trace::{metric_labels, trace_charts};
 use crate::{bin_count, escape, ns_to_s, BYTES_PER_MIB};
 
 /// Points drawn per line; longer runs merge neighbouring bins (mean throughput) so the page
@@ -308,6 +309,84 @@ fn time_charts(out: &mut String, runs: &[RunOutput]) {
     }
 }
 
+/// Per policy with a controller trace: one chart per metric, a line per job of the metric
+/// summed over OSTs after every control step (AdapTBF's Fig. 7). Job colours are those of the
+/// throughput charts; the time axis ends where the throughput chart's does, so they line up.
+fn trace_section(out: &mut String, runs: &[RunOutput]) {
+    for run in runs {
+        let Some(charts) = trace_charts(run, POINTS_PER_LINE_MAX) else {
+            continue;
+        };
+        let x_max = (bin_count(run) as f64 * ns_to_s(run.bin_ns)).max(
+            run.control_trace
+                .iter()
+                .map(|e| ns_to_s(e.time_ns))
+                .fold(0.0, f64::max),
+        );
+        let resolution = if charts.merge > 1 {
+            format!(
+                "{} control steps merged per point (mean over the steps that reported the job)",
+                charts.merge
+            )
+        } else {
+            "one point per control step".to_string()
+        };
+        let _ = writeln!(out, "<h3>{}</h3>", escape(&run.policy));
+        if run.control_trace_truncated {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">The run kept only the first {} trace samples: the charts \
+                 stop at {:.1} s.</p>",
+                run.control_trace.len(),
+                run.control_trace.last().map_or(0.0, |e| ns_to_s(e.time_ns))
+            );
+        }
+        for m in &charts.metrics {
+            let (title, y_label) = metric_labels(m.metric);
+            let series: Vec<Series<'_>> = charts
+                .jobs
+                .iter()
+                .zip(&m.lines)
+                .enumerate()
+                .filter(|(_, (_, points))| !points.is_empty())
+                .map(|(i, (job, points))| Series {
+                    // Lustre sends an empty JobID when `jobid_var=disable`.
+                    name: if job.is_empty() {
+                        "(empty job id)"
+                    } else {
+                        job
+                    },
+                    color: job_color(i),
+                    points: points.clone(),
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "<figure>{}<figcaption><code>{}</code> of each job summed over OSTs after every \
+                 control step under <b>{}</b>, {resolution} ({} steps); a gap is a step in which \
+                 the controller reported nothing for the job.</figcaption></figure>",
+                line_chart(
+                    &format!("{title}: {}", run.policy),
+                    "Time (s)",
+                    y_label,
+                    x_max,
+                    &series
+                ),
+                escape(m.metric),
+                escape(&run.policy),
+                charts.steps
+            );
+        }
+        if charts.metrics_dropped > 0 {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">{} more metric(s) not charted; see control_trace.csv.</p>",
+                charts.metrics_dropped
+            );
+        }
+    }
+}
+
 fn rejected_writes(out: &mut String, summaries: &[RunSummary]) {
     if summaries.iter().all(|s| s.rejected_control_writes == 0) {
         out.push_str("<p>No control write was rejected.</p>\n");
@@ -381,6 +460,11 @@ pub fn report_html(runs: &[RunOutput], scenario: &Scenario) -> String {
 
     out.push_str("<h2>Throughput over time</h2>\n");
     time_charts(&mut out, runs);
+
+    if runs.iter().any(|r| !r.control_trace.is_empty()) {
+        out.push_str("<h2>Controller state over time</h2>\n");
+        trace_section(&mut out, runs);
+    }
 
     out.push_str("<h2>Rejected control writes</h2>\n");
     rejected_writes(&mut out, &summaries);

@@ -1,4 +1,5 @@
-//! Output writers: `timeseries.csv`, `summary.json` and a self-contained `report.html`.
+//! Output writers: `timeseries.csv`, `control_trace.csv`, `summary.json` and a self-contained
+//! `report.html`.
 //!
 //! Everything here is a pure function of a [`RunOutput`] (and the scenario, for its
 //! description) to bytes; the `write_*` functions only put those bytes in files. Same input,
@@ -12,6 +13,7 @@ mod html;
 mod summary;
 mod svg;
 mod timeseries;
+mod trace;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,7 @@ pub use summary::{
     REJECTED_LISTED_MAX,
 };
 pub use timeseries::{timeseries_csv, CSV_HEADER};
+pub use trace::{control_trace_csv, KNOWN_METRICS, TRACE_CSV_HEADER, TRACE_METRICS_MAX};
 
 pub(crate) const BYTES_PER_MIB: f64 = (1u64 << 20) as f64;
 
@@ -114,10 +117,27 @@ fn create_dir(path: &Path) -> Result<(), ReportError> {
     })
 }
 
-/// Writes `dir/{timeseries.csv,summary.json,report.html}` for one run; creates `dir`.
+/// `control_trace.csv` in `dir` for a run with a trace. For a run without one, a
+/// `control_trace.csv` left in `dir` by an earlier run is removed: it would describe another run.
+fn write_trace(dir: &Path, run: &RunOutput) -> Result<(), ReportError> {
+    let path = dir.join("control_trace.csv");
+    if run.control_trace.is_empty() {
+        return match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(ReportError::Io { path, source: e })
+            }
+            _ => Ok(()),
+        };
+    }
+    write_file(&path, &control_trace_csv(run))
+}
+
+/// Writes `dir/{timeseries.csv,summary.json,report.html}` for one run, and
+/// `dir/control_trace.csv` if the run has a controller trace; creates `dir`.
 pub fn write_run(dir: &Path, run: &RunOutput, scenario: &Scenario) -> Result<(), ReportError> {
     create_dir(dir)?;
     write_file(&dir.join("timeseries.csv"), &timeseries_csv(run))?;
+    write_trace(dir, run)?;
     write_file(&dir.join("summary.json"), &summary_json(run))?;
     write_file(
         &dir.join("report.html"),
@@ -142,7 +162,8 @@ fn check_policy_dir_name(policy: &str) -> Result<(), ReportError> {
     }
 }
 
-/// Writes `dir/<policy>/{timeseries.csv,summary.json}` per run, then `dir/summary.json` (all
+/// Writes `dir/<policy>/{timeseries.csv,summary.json}` per run (and `control_trace.csv` for a
+/// run with a controller trace), then `dir/summary.json` (all
 /// policies) and `dir/report.html`. Runs are reported in the order given.
 pub fn write_comparison(
     dir: &Path,
@@ -169,6 +190,7 @@ pub fn write_comparison(
         let sub = dir.join(&run.policy);
         create_dir(&sub)?;
         write_file(&sub.join("timeseries.csv"), &timeseries_csv(run))?;
+        write_trace(&sub, run)?;
         write_file(&sub.join("summary.json"), &summary_json(run))?;
     }
     write_file(&dir.join("summary.json"), &comparison_json(runs, scenario))?;

@@ -38,6 +38,11 @@ pub struct RunSummary {
     pub engine: EngineSummary,
     pub control_writes: u64,
     pub rejected_control_writes: u64,
+    /// Samples in the controller trace (`control_trace.csv` rows); 0 for controllers without
+    /// internal state worth charting.
+    pub control_trace_entries: u64,
+    /// The run dropped trace samples beyond its bound: the CSV and charts stop early.
+    pub control_trace_truncated: bool,
     /// At most [`REJECTED_LISTED_MAX`] entries, in the order they happened.
     pub rejected: Vec<RejectedWrite>,
 }
@@ -206,6 +211,8 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
         },
         control_writes: run.control_log.len() as u64,
         rejected_control_writes: rejected_all.count() as u64,
+        control_trace_entries: run.control_trace.len() as u64,
+        control_trace_truncated: run.control_trace_truncated,
         rejected,
     }
 }

@@ -138,12 +138,54 @@ fn open_svg(out: &mut String, height: f64, title: &str) {
 
 /// Horizontal grid, y ticks and the rotated y label. Returns the y axis top value.
 fn y_axis(out: &mut String, y_max: f64, y_label: &str, x0: f64, x1: f64, y0: f64, y1: f64) -> f64 {
-    let step = nice_step(y_max, 6);
-    let top = axis_top(y_max, step);
-    let ticks = (top / step).round() as usize;
+    y_axis_range(out, 0.0, y_max, y_label, x0, x1, y0, y1).1
+}
+
+/// The axis ends for data in `[y_min, y_max]`: `(0, top)` for data that is never negative,
+/// otherwise whole ticks on both sides of zero, with zero always on a tick.
+fn y_range(y_min: f64, y_max: f64) -> (f64, f64, f64) {
+    let y_min = if y_min.is_finite() {
+        y_min.min(0.0)
+    } else {
+        0.0
+    };
+    let y_max = if y_max.is_finite() {
+        y_max.max(0.0)
+    } else {
+        0.0
+    };
+    if y_min >= 0.0 {
+        let step = nice_step(y_max, 6);
+        return (0.0, axis_top(y_max, step), step);
+    }
+    let step = nice_step(y_max - y_min, 6);
+    let top = if y_max > 0.0 {
+        axis_top(y_max, step)
+    } else {
+        0.0
+    };
+    (-axis_top(-y_min, step), top, step)
+}
+
+/// [`y_axis`] for a range that may go below zero. Returns the axis `(bottom, top)`.
+#[allow(clippy::too_many_arguments)]
+fn y_axis_range(
+    out: &mut String,
+    y_min: f64,
+    y_max: f64,
+    y_label: &str,
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+) -> (f64, f64) {
+    let (bottom, top, step) = y_range(y_min, y_max);
+    let ticks = ((top - bottom) / step).round() as usize;
+    let first = (bottom / step).round() as i64;
     for i in 0..=ticks {
-        let v = i as f64 * step;
-        let y = y1 - (y1 - y0) * v / top;
+        // Ticks as integer multiples of the step: no accumulated float error in the labels.
+        let v = (first + i as i64) as f64 * step;
+        let y = y1 - (y1 - y0) * (v - bottom) / (top - bottom);
         let _ = writeln!(
             out,
             "<line x1=\"{x0:.1}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"{GRID}\"/>\
@@ -160,7 +202,7 @@ fn y_axis(out: &mut String, y_max: f64, y_label: &str, x0: f64, x1: f64, y0: f64
         (y0 + y1) / 2.0,
         escape(y_label)
     );
-    top
+    (bottom, top)
 }
 
 fn frame(out: &mut String, x0: f64, x1: f64, y0: f64, y1: f64) {
@@ -216,7 +258,10 @@ fn height_for_legend(entries: usize) -> f64 {
     (TOP_PX + BOTTOM_PX + 16.0 + LEGEND_ROW_PX * rows).max(380.0)
 }
 
-/// Lines over a shared x axis starting at 0 (time in seconds in this report).
+/// Lines over a shared x axis starting at 0 (time in seconds in this report). The y axis
+/// starts at 0 unless a value is negative; then it spans both signs and a zero line is drawn.
+/// A non-finite y is a gap: the line stops and starts again at the next finite point, and a
+/// point alone between gaps is drawn as a dot.
 pub(crate) fn line_chart(
     title: &str,
     x_label: &str,
@@ -227,15 +272,18 @@ pub(crate) fn line_chart(
     let height = height_for_legend(series.len());
     let (x0, x1) = (LEFT_PX, WIDTH_PX - LEGEND_WIDTH_PX);
     let (y0, y1) = (TOP_PX, height - BOTTOM_PX);
-    let y_max = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .filter(|v| v.is_finite())
-        .fold(0.0, f64::max);
+    let finite = || {
+        series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .filter(|v| v.is_finite())
+    };
+    let y_max = finite().fold(0.0, f64::max);
+    let y_min = finite().fold(0.0, f64::min);
 
     let mut out = String::new();
     open_svg(&mut out, height, title);
-    let y_top = y_axis(&mut out, y_max, y_label, x0, x1, y0, y1);
+    let (y_bottom, y_top) = y_axis_range(&mut out, y_min, y_max, y_label, x0, x1, y0, y1);
 
     let x_step = nice_step(x_max, 10);
     let x_top = axis_top(x_max, x_step);
@@ -260,26 +308,49 @@ pub(crate) fn line_chart(
         escape(x_label)
     );
     frame(&mut out, x0, x1, y0, y1);
+    let to_py = |y: f64| y1 - (y1 - y0) * ((y - y_bottom) / (y_top - y_bottom)).clamp(0.0, 1.0);
+    if y_bottom < 0.0 {
+        let y = to_py(0.0);
+        let _ = writeln!(
+            out,
+            "<line x1=\"{x0:.1}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"{AXIS}\" \
+             stroke-width=\"1.2\" class=\"zero\"/>"
+        );
+    }
 
     for s in series {
-        if s.points.is_empty() {
-            continue;
-        }
-        let _ = write!(
-            out,
-            "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" stroke-linejoin=\"round\" points=\"",
-            s.color
-        );
-        for (i, &(x, y)) in s.points.iter().enumerate() {
-            let y = if y.is_finite() { y } else { 0.0 };
-            let px = x0 + (x1 - x0) * (x / x_top).clamp(0.0, 1.0);
-            let py = y1 - (y1 - y0) * (y / y_top).clamp(0.0, 1.0);
-            if i > 0 {
-                out.push(' ');
+        for run in s.points.split(|p| !p.1.is_finite()) {
+            let pixels = run.iter().map(|&(x, y)| {
+                let px = x0 + (x1 - x0) * (x / x_top).clamp(0.0, 1.0);
+                (px, to_py(y))
+            });
+            if let [_] = run {
+                for (px, py) in pixels {
+                    let _ = writeln!(
+                        out,
+                        "<circle cx=\"{px:.1}\" cy=\"{py:.1}\" r=\"2\" fill=\"{}\"><title>{}</title></circle>",
+                        s.color,
+                        escape(s.name)
+                    );
+                }
+                continue;
             }
-            let _ = write!(out, "{px:.1},{py:.1}");
+            if run.is_empty() {
+                continue;
+            }
+            let _ = write!(
+                out,
+                "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\" stroke-linejoin=\"round\" points=\"",
+                s.color
+            );
+            for (i, (px, py)) in pixels.enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                let _ = write!(out, "{px:.1},{py:.1}");
+            }
+            let _ = writeln!(out, "\"><title>{}</title></polyline>", escape(s.name));
         }
-        let _ = writeln!(out, "\"><title>{}</title></polyline>", escape(s.name));
     }
 
     let entries: Vec<(&str, &str)> = series.iter().map(|s| (s.name, s.color)).collect();
@@ -380,6 +451,55 @@ mod tests {
         assert_eq!(nice_step(0.0, 6), 0.2);
         assert_eq!(axis_top(1300.0, 250.0), 1500.0);
         assert_eq!(axis_top(1000.0, 250.0), 1000.0);
+    }
+
+    #[test]
+    fn y_range_spans_zero_on_a_tick() {
+        assert_eq!(y_range(0.0, 1300.0), (0.0, 1500.0, 250.0));
+        // Negative data: ticks on both sides, zero on a tick, step from the whole span.
+        assert_eq!(y_range(-30.0, 70.0), (-40.0, 80.0, 20.0));
+        assert_eq!(y_range(-30.0, 0.0), (-30.0, 0.0, 5.0));
+        assert_eq!(y_range(f64::NAN, f64::INFINITY), (0.0, 0.2, 0.2));
+    }
+
+    fn series(points: Vec<(f64, f64)>) -> Vec<Series<'static>> {
+        vec![Series {
+            name: "s",
+            color: "#000000",
+            points,
+        }]
+    }
+
+    #[test]
+    fn non_negative_lines_have_no_zero_line_and_negative_ones_do() {
+        let up = line_chart("t", "x", "y", 2.0, &series(vec![(0.0, 1.0), (1.0, 2.0)]));
+        assert!(!up.contains("class=\"zero\""));
+        let down = line_chart("t", "x", "y", 2.0, &series(vec![(0.0, 1.0), (1.0, -2.0)]));
+        assert_eq!(down.matches("class=\"zero\"").count(), 1);
+        assert!(down.contains(">-2.0<"), "negative tick labels");
+    }
+
+    #[test]
+    fn nan_points_split_lines_and_lone_points_are_dots() {
+        let nan = f64::NAN;
+        let svg = line_chart(
+            "t",
+            "x",
+            "y",
+            10.0,
+            &series(vec![
+                (0.0, 1.0),
+                (1.0, 2.0),
+                (2.0, nan),
+                (3.0, 1.0),
+                (4.0, nan),
+                (5.0, 3.0),
+                (6.0, 1.0),
+            ]),
+        );
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert_eq!(svg.matches("<circle").count(), 1);
+        assert!(!svg.contains("NaN"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-use pfsqos_core::control::{ControlWrite, DomainId};
-use pfsqos_sim::{ControlLogEntry, EngineStats, JobOutput, RunOutput, Scenario};
+use pfsqos_core::control::{ControlWrite, DomainId, TraceSample};
+use pfsqos_core::model::{JobId, OstId};
+use pfsqos_sim::{ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput, Scenario};
 
 use super::*;
 
@@ -469,6 +470,215 @@ fn write_run_layout() {
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), 3);
+}
+
+fn sample(
+    time_ns: u64,
+    ost: u32,
+    job: &str,
+    metric: &'static str,
+    value: f64,
+) -> ControlTraceEntry {
+    ControlTraceEntry {
+        time_ns,
+        sample: TraceSample {
+            ost: OstId(ost),
+            job: JobId::new(job).expect("test job id"),
+            metric,
+            value,
+        },
+    }
+}
+
+/// [`two_jobs`] with an AdapTBF-like trace: steps at 1 s and 2 s; B is reported only at 2 s.
+fn traced(policy: &str) -> RunOutput {
+    let mut r = two_jobs(policy);
+    r.control_trace = vec![
+        sample(S, 0, "A", "demand_rpcs", 10.0),
+        sample(S, 0, "A", "tokens", 12.0),
+        sample(S, 0, "A", "record_tokens", 0.0),
+        sample(S, 1, "A", "demand_rpcs", 5.0),
+        sample(S, 1, "A", "tokens", 6.0),
+        sample(S, 1, "A", "record_tokens", 3.0),
+        sample(2 * S, 0, "A", "demand_rpcs", 2.0),
+        sample(2 * S, 0, "A", "tokens", 4.0),
+        sample(2 * S, 0, "A", "record_tokens", 8.0),
+        sample(2 * S, 0, "B", "demand_rpcs", 30.0),
+        sample(2 * S, 0, "B", "tokens", 20.0),
+        sample(2 * S, 0, "B", "record_tokens", -8.0),
+    ];
+    r
+}
+
+#[test]
+fn trace_csv_exact_content() {
+    let mut r = two_jobs("adaptbf");
+    r.control_trace = vec![
+        sample(S / 10, 0, "A", "demand_rpcs", 12.0),
+        sample(S / 10, 1, "b,x", "record_tokens", -3.5),
+        // An OST the run does not name, and a fraction that must survive the round trip.
+        sample(12 * S + 1, 17, "A", "tokens", 0.1),
+        sample(12 * S + 1, 0, "A", "gift \"coupons\"", 1e-7),
+    ];
+    let expected = "\
+time_s,ost,job_id,metric,value
+0.1,OST0000,A,demand_rpcs,12
+0.1,OST0001,\"b,x\",record_tokens,-3.5
+12.000000001,OST0011,A,tokens,0.1
+12.000000001,OST0000,A,\"gift \"\"coupons\"\"\",0.0000001
+";
+    assert_eq!(control_trace_csv(&r), expected);
+    assert_eq!(control_trace_csv(&two_jobs("nobw")), "");
+}
+
+#[test]
+fn summary_counts_trace_and_notes_truncation() {
+    let mut r = traced("adaptbf");
+    let s = summarize(&r);
+    assert_eq!(
+        (s.control_trace_entries, s.control_trace_truncated),
+        (12, false)
+    );
+    r.control_trace_truncated = true;
+    let json = summary_json(&r);
+    assert!(json.contains("\"control_trace_entries\": 12,"));
+    assert!(json.contains("\"control_trace_truncated\": true,"));
+    let html = report_html(&[r], &scenario());
+    assert!(html.contains("kept only the first 12 trace samples"));
+}
+
+/// The `<svg>…</svg>` of the chart whose title contains `title`.
+fn chart<'a>(html: &'a str, title: &str) -> &'a str {
+    let at = html
+        .find(&format!("aria-label=\"{title}"))
+        .unwrap_or_else(|| panic!("no chart {title}"));
+    let start = html[..at].rfind("<svg").unwrap();
+    let end = at + html[at..].find("</svg>").unwrap();
+    &html[start..end]
+}
+
+#[test]
+fn trace_charts_only_for_runs_with_a_trace() {
+    let sc = scenario();
+    let plain = report_html(&[two_jobs("nobw"), two_jobs("static")], &sc);
+    assert!(!plain.contains("Controller state over time"));
+    assert_eq!(plain.matches("<svg").count(), 4);
+
+    let html = report_html(&[two_jobs("nobw"), traced("adaptbf")], &sc);
+    assert_self_contained(&html);
+    assert_eq!(html.matches("Controller state over time").count(), 1);
+    // Two throughput charts, two bar charts, one chart per metric of the traced run.
+    assert_eq!(html.matches("<svg").count(), 2 + 2 + 3);
+    assert!(!html.contains("Demand (RPCs per period): nobw"));
+    // Ordered by first appearance in the trace, titled from the known names.
+    let titles = [
+        "Demand (RPCs per period): adaptbf",
+        "Tokens allocated per period: adaptbf",
+        "Record (tokens lent +, borrowed −): adaptbf",
+    ];
+    let positions: Vec<usize> = titles
+        .iter()
+        .map(|t| html.find(&format!("aria-label=\"{t}\"")).expect(t))
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+    assert!(html.find("Throughput over time: adaptbf").unwrap() < positions[0]);
+
+    // Only the record goes negative: it alone has a zero line.
+    assert_eq!(html.matches("class=\"zero\"").count(), 1);
+    assert!(chart(&html, titles[2]).contains("class=\"zero\""));
+    // Job colours are the throughput charts' (A first, B second).
+    let demand = chart(&html, titles[0]);
+    let a = demand.find(job_color_for_test(0)).expect("A's colour");
+    let b = demand.find(job_color_for_test(1)).expect("B's colour");
+    assert!(a < b);
+    // B is reported in one step only: a dot, not a line. A has a two-point line.
+    assert_eq!(demand.matches("<polyline").count(), 1);
+    assert_eq!(demand.matches("<circle").count(), 1);
+    assert!(!html.contains("NaN"));
+}
+
+fn job_color_for_test(i: usize) -> &'static str {
+    crate::svg::job_color(i)
+}
+
+#[test]
+fn unknown_metrics_get_charts_titled_by_their_name() {
+    let mut r = two_jobs("gift");
+    r.control_trace = vec![
+        sample(S, 0, "A", "coupons", 1.0),
+        sample(2 * S, 0, "A", "coupons", 2.0),
+        sample(2 * S, 0, "B", "pi_error", -0.5),
+    ];
+    let html = report_html(&[r], &scenario());
+    assert!(html.contains("aria-label=\"coupons: gift\""));
+    assert!(html.contains("aria-label=\"pi_error: gift\""));
+    assert!(html.find("coupons: gift").unwrap() < html.find("pi_error: gift").unwrap());
+    assert_eq!(html.matches("<svg").count(), 3 + 2);
+}
+
+#[test]
+fn too_many_metrics_are_listed_not_charted() {
+    const NAMES: [&str; TRACE_METRICS_MAX + 2] = [
+        "m00", "m01", "m02", "m03", "m04", "m05", "m06", "m07", "m08", "m09", "m10", "m11", "m12",
+        "m13", "m14", "m15", "m16", "m17",
+    ];
+    let mut r = two_jobs("many");
+    r.control_trace = NAMES.iter().map(|&m| sample(S, 0, "A", m, 1.0)).collect();
+    let html = report_html(&[r.clone()], &scenario());
+    assert_eq!(html.matches("<svg").count(), 1 + 2 + TRACE_METRICS_MAX);
+    assert!(html.contains("2 more metric(s) not charted"));
+    assert_eq!(control_trace_csv(&r).lines().count(), 1 + NAMES.len());
+}
+
+#[test]
+fn long_traces_are_drawn_with_bounded_points() {
+    let steps = 3 * POINTS_PER_LINE_MAX + 1;
+    let mut r = two_jobs("adaptbf");
+    r.control_trace = (0..steps as u64)
+        .map(|i| sample(i * S / 10, 0, "A", "tokens", 1.0))
+        .collect();
+    let html = report_html(&[r], &scenario());
+    let svg = chart(&html, "Tokens allocated per period");
+    let points = svg
+        .split("points=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    assert_eq!(points.split(' ').count(), steps.div_ceil(4));
+    assert!(html.contains("4 control steps merged per point"));
+}
+
+#[test]
+fn trace_outputs_are_deterministic() {
+    let runs = [two_jobs("nobw"), traced("adaptbf")];
+    let sc = scenario();
+    assert_eq!(report_html(&runs, &sc), report_html(&runs.clone(), &sc));
+    assert_eq!(
+        control_trace_csv(&runs[1]),
+        control_trace_csv(&runs[1].clone())
+    );
+}
+
+#[test]
+fn trace_csv_is_written_only_for_traced_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = scenario();
+    let runs = [two_jobs("nobw"), traced("adaptbf")];
+    write_comparison(dir.path(), &runs, &sc).unwrap();
+    assert!(!dir.path().join("nobw/control_trace.csv").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("adaptbf/control_trace.csv")).unwrap(),
+        control_trace_csv(&runs[1])
+    );
+
+    let one = dir.path().join("one");
+    write_run(&one, &runs[1], &sc).unwrap();
+    assert!(one.join("control_trace.csv").is_file());
+    // Rewriting the directory for a run without a trace must not leave the old trace behind.
+    write_run(&one, &runs[0], &sc).unwrap();
+    assert!(!one.join("control_trace.csv").exists());
 }
 
 mod properties {

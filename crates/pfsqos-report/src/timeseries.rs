@@ -17,7 +17,7 @@ pub(crate) fn csv_field(text: &str) -> String {
     }
 }
 
-fn ost_name(run: &RunOutput, ost: usize) -> String {
+pub(crate) fn ost_name(run: &RunOutput, ost: usize) -> String {
     run.osts
         .get(ost)
         .cloned()

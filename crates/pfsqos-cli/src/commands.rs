@@ -4,7 +4,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use pfsqos_report::{summarize, write_comparison, write_run, POLICIES_MAX};
+use pfsqos_report::{
+    summarize, write_comparison, write_index, write_run, IndexEntry, POLICIES_MAX,
+};
 use pfsqos_sim::{check_policy_spec, RunOutput, Scenario, ScenarioError, POLICY_NAMES};
 
 use crate::progress::Progress;
@@ -172,12 +174,13 @@ pub fn sim(
     Ok(())
 }
 
-fn compare_scenario(
+/// Runs `policies` on `scenario` and writes the comparison into `out`.
+fn compare_runs(
     scenario: &Scenario,
     policies: &[String],
     seed: u64,
     out: &Path,
-) -> Result<(), CliError> {
+) -> Result<Vec<RunOutput>, CliError> {
     let mut runs = Vec::with_capacity(policies.len());
     for policy in policies {
         let run = run_one(scenario, policy, seed)?;
@@ -186,9 +189,19 @@ fn compare_scenario(
     }
     write_comparison(out, &runs, scenario).map_err(|e| CliError::RunFailed(e.to_string()))?;
     println!(
-        "wrote {0}/summary.json, {0}/<policy>/{{timeseries.csv,summary.json}}",
+        "wrote {0}/summary.json, {0}/<policy>/{{timeseries.csv,summary.json[,control_trace.csv]}}",
         out.display()
     );
+    Ok(runs)
+}
+
+fn compare_scenario(
+    scenario: &Scenario,
+    policies: &[String],
+    seed: u64,
+    out: &Path,
+) -> Result<(), CliError> {
+    compare_runs(scenario, policies, seed, out)?;
     println!("report: {}", report_path(out));
     Ok(())
 }
@@ -219,19 +232,94 @@ pub fn compare(
     compare_scenario(&scenario, &policies, seed, &out)
 }
 
+/// One comparison `pfsqos demo` runs: a built-in scenario, the folder it is written to, and the
+/// policies (`None`: the scenario's `policy.compare`).
+struct DemoComparison {
+    dir: &'static str,
+    file: &'static str,
+    toml: &'static str,
+    policies: Option<&'static [&'static str]>,
+}
+
+/// The AdapTBF paper's §IV-H sweep of the allocation period, on the §IV-F workload.
+const PERIOD_SWEEP: &[&str] = &[
+    "adaptbf:period_ms=50",
+    "adaptbf:period_ms=100",
+    "adaptbf:period_ms=200",
+    "adaptbf:period_ms=500",
+    "adaptbf:period_ms=1000",
+];
+
+/// The flagship first, then the rest of the AdapTBF paper's Section IV. Built in, so that
+/// `pfsqos demo` works from any directory.
+const DEMO: &[DemoComparison] = &[
+    DemoComparison {
+        dir: "flagship",
+        file: FLAGSHIP_NAME,
+        toml: FLAGSHIP_TOML,
+        policies: None,
+    },
+    DemoComparison {
+        dir: "adaptbf-iv-e",
+        file: "scenarios/adaptbf/iv-e-redistribution.toml (built in)",
+        toml: include_str!("../../../scenarios/adaptbf/iv-e-redistribution.toml"),
+        policies: None,
+    },
+    DemoComparison {
+        dir: "adaptbf-iv-f",
+        file: "scenarios/adaptbf/iv-f-recompensation.toml (built in)",
+        toml: include_str!("../../../scenarios/adaptbf/iv-f-recompensation.toml"),
+        policies: None,
+    },
+    DemoComparison {
+        dir: "adaptbf-iv-h",
+        file: "scenarios/adaptbf/iv-f-recompensation.toml (built in)",
+        toml: include_str!("../../../scenarios/adaptbf/iv-f-recompensation.toml"),
+        policies: Some(PERIOD_SWEEP),
+    },
+];
+
+/// Runs every built-in comparison into `out/<dir>/` and writes the index `out/report.html`.
 pub fn demo(out: &Path) -> Result<(), CliError> {
-    // The built-in scenario failing to load is this binary's bug, not the user's input.
-    let scenario = Scenario::from_toml_str(FLAGSHIP_TOML, FLAGSHIP_NAME)
-        .map_err(|e| CliError::RunFailed(format!("built-in scenario: {e}")))?;
-    let policies = scenario.policy.compare.clone();
-    check_policy_list(&policies)
-        .map_err(|e| CliError::RunFailed(format!("built-in scenario: {e}")))?;
-    println!(
-        "pfsqos demo: scenario `{}`, policies {}",
-        scenario.name,
-        policies.join(", ")
-    );
-    compare_scenario(&scenario, &policies, scenario.simulation.seed, out)
+    let mut done: Vec<(String, Scenario, Vec<RunOutput>)> = Vec::new();
+    for comparison in DEMO {
+        // A built-in scenario failing to load is this binary's bug, not the user's input.
+        let scenario = Scenario::from_toml_str(comparison.toml, comparison.file)
+            .map_err(|e| CliError::RunFailed(format!("built-in scenario: {e}")))?;
+        let policies: Vec<String> = match comparison.policies {
+            Some(list) => list.iter().map(|p| p.to_string()).collect(),
+            None => scenario.policy.compare.clone(),
+        };
+        check_policy_list(&policies)
+            .map_err(|e| CliError::RunFailed(format!("built-in scenario: {e}")))?;
+        println!(
+            "pfsqos demo: scenario `{}`, policies {}",
+            scenario.name,
+            policies.join(", ")
+        );
+        let dir = out.join(comparison.dir);
+        let runs = compare_runs(&scenario, &policies, scenario.simulation.seed, &dir)?;
+        done.push((format!("{}/report.html", comparison.dir), scenario, runs));
+    }
+    let entries: Vec<IndexEntry> = done
+        .iter()
+        .map(|(link, scenario, runs)| IndexEntry {
+            link: link.clone(),
+            scenario,
+            runs,
+        })
+        .collect();
+    write_index(
+        out,
+        "pfsqos demo",
+        "The flagship comparison (the AdapTBF paper's section IV-D set-up) and the rest of that \
+         paper's section IV, simulated: token redistribution (IV-E), re-compensation (IV-F) and \
+         the allocation-period sweep (IV-H). Each section links to its full report.",
+        &entries,
+    )
+    .map_err(|e| CliError::RunFailed(e.to_string()))?;
+    println!("report: {}", report_path(out));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use pfsqos_core::control::ControlWrite;
 use pfsqos_sim::{RunOutput, Scenario};
 use serde::Serialize;
 
-pub use html::{report_html, POINTS_PER_LINE_MAX, REJECTED_SHOWN_MAX};
+pub use html::{index_html, report_html, IndexEntry, POINTS_PER_LINE_MAX, REJECTED_SHOWN_MAX};
 pub use summary::{
     summarize, EngineSummary, FairnessWindow, JobSummary, RejectedWrite, RunSummary, WindowBasis,
     REJECTED_LISTED_MAX,
@@ -152,12 +152,12 @@ fn check_policy_dir_name(policy: &str) -> Result<(), ReportError> {
         && !policy.starts_with('.')
         && policy
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '='));
     if ok {
         Ok(())
     } else {
         Err(ReportError::Invalid(format!(
-            "policy name `{policy}` cannot be a directory name (use letters, digits, `-`, `_`, `.`)"
+            "policy name `{policy}` cannot be a directory name (use letters, digits, `-`, `_`, `.`, `:`, `=`)"
         )))
     }
 }
@@ -195,6 +195,18 @@ pub fn write_comparison(
     }
     write_file(&dir.join("summary.json"), &comparison_json(runs, scenario))?;
     write_file(&dir.join("report.html"), &report_html(runs, scenario))
+}
+
+/// Writes `dir/report.html`: an index of comparisons written by [`write_comparison`] into
+/// sub-directories of `dir`.
+pub fn write_index(
+    dir: &Path,
+    title: &str,
+    intro: &str,
+    entries: &[IndexEntry],
+) -> Result<(), ReportError> {
+    create_dir(dir)?;
+    write_file(&dir.join("report.html"), &index_html(title, intro, entries))
 }
 
 /// Bins in the run's series: what was recorded, extended to the run's end so that totals have

@@ -59,6 +59,10 @@ pub struct JobSummary {
     pub throughput_mib_s: f64,
     /// First RPC issued to last RPC completed.
     pub io_time_s: f64,
+    /// Time in bins in which the job completed bytes (its time actually doing I/O).
+    pub active_time_s: f64,
+    /// `bytes` over `active_time_s`: what a bursty job gets while it bursts.
+    pub active_throughput_mib_s: f64,
     pub first_io_s: Option<f64>,
     pub last_io_s: Option<f64>,
     pub finished: bool,
@@ -161,6 +165,8 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
             rpcs: job.rpcs,
             throughput_mib_s: mib_per_s(job.bytes(), job.io_time_ns()),
             io_time_s: ns_to_s(job.io_time_ns()),
+            active_time_s: ns_to_s(job.active_bins() * run.bin_ns),
+            active_throughput_mib_s: mib_per_s(job.bytes(), job.active_bins() * run.bin_ns),
             first_io_s: job.first_io_ns.map(ns_to_s),
             last_io_s: job.last_io_ns.map(ns_to_s),
             finished: job.finished,

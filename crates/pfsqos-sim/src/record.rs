@@ -58,6 +58,12 @@ impl JobOutput {
         }
     }
 
+    /// Number of bins in which the job completed any bytes: its time doing I/O, in bins. For a
+    /// bursty job this, not `io_time_ns`, is what its throughput should be measured over.
+    pub fn active_bins(&self) -> u64 {
+        self.bytes_per_bin().iter().filter(|&&b| b > 0).count() as u64
+    }
+
     /// Bytes per bin summed over OSTs.
     pub fn bytes_per_bin(&self) -> Vec<u64> {
         let bins = self

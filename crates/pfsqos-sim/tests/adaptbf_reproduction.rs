@@ -35,10 +35,8 @@ fn aggregate_mib_s(out: &RunOutput) -> f64 {
 /// Bytes over the bins in which the job moved data: its throughput while it does I/O, which is
 /// what a bursty job cares about.
 fn active_mib_s(out: &RunOutput, id: &str) -> f64 {
-    let bins = job(out, id).bytes_per_bin();
-    let active = bins.iter().filter(|&&b| b > 0).count();
-    let bytes: u64 = bins.iter().sum();
-    bytes as f64 / (1 << 20) as f64 / (active as f64 * out.bin_ns as f64 / 1e9)
+    let j = job(out, id);
+    j.bytes() as f64 / (1 << 20) as f64 / (j.active_bins() as f64 * out.bin_ns as f64 / 1e9)
 }
 
 #[test]

@@ -927,7 +927,7 @@ fn flagship_matches_the_paper_set_up() {
             (16, ByteSize(1 << 30), ByteSize(1 << 20))
         );
     }
-    assert_eq!(s.policy.compare, ["nobw", "static"]);
+    assert_eq!(s.policy.compare, ["nobw", "static", "adaptbf"]);
 }
 
 fn docs() -> String {

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::nid::NidRange;
+use super::nid::{split_outside, NidRange};
 use crate::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
 
 /// A request field TBF can classify on.
@@ -344,9 +344,9 @@ impl Condition {
             return Err("missing condition".to_string());
         }
         let mut any_of = Vec::new();
-        for term in split_outside_braces(text, ',') {
+        for term in split_outside(text, ',', '{', '}') {
             let mut all_of = Vec::new();
-            for expr in split_outside_braces(term, '&') {
+            for expr in split_outside(term, '&', '{', '}') {
                 if expr.is_empty() {
                     return Err(format!("empty expression in `{text}`"));
                 }
@@ -395,25 +395,6 @@ impl fmt::Display for Condition {
         }
         Ok(())
     }
-}
-
-fn split_outside_braces(text: &str, sep: char) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut depth = 0u32;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => depth = depth.saturating_sub(1),
-            c if c == sep && depth == 0 => {
-                out.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&text[start..]);
-    out
 }
 
 #[cfg(test)]

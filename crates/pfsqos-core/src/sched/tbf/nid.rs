@@ -172,7 +172,7 @@ impl NidRange {
         let addr = if addr == "*" {
             AddrExpr::Any
         } else if is_ip_net(net.kind) {
-            let parts: Vec<&str> = split_outside_brackets(addr, '.');
+            let parts: Vec<&str> = split_outside(addr, '.', '[', ']');
             if parts.len() != 4 {
                 return Err(format!("`{addr}` is not four dotted octets"));
             }
@@ -202,20 +202,20 @@ impl NidRange {
     }
 }
 
-/// Splits on `sep` except inside `[...]`, so `10.[1,2].0.1` keeps its list whole.
-fn split_outside_brackets(text: &str, sep: char) -> Vec<&str> {
+/// Splits on `sep` except between `open` and `close`, so `10.[1,2].0.1` keeps its list whole
+/// (`[`, `]`) and `jobid={a b},nid={x}` splits only between expressions (`{`, `}`).
+pub(crate) fn split_outside(text: &str, sep: char, open: char, close: char) -> Vec<&str> {
     let mut out = Vec::new();
     let mut depth = 0u32;
     let mut start = 0;
     for (i, c) in text.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth = depth.saturating_sub(1),
-            c if c == sep && depth == 0 => {
-                out.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
+        if c == open {
+            depth += 1;
+        } else if c == close {
+            depth = depth.saturating_sub(1);
+        } else if c == sep && depth == 0 {
+            out.push(&text[start..i]);
+            start = i + 1;
         }
     }
     out.push(&text[start..]);

@@ -1,8 +1,11 @@
 //! The bandwidth allocation LP of §3.4, shared by GIFT, MBW, TSA, TMF and RND.
 //!
-//! Variables: one progress fraction `x_i` per application (synchronous progress makes
-//! `b_ij = x_i d_ij`), and for every throttleable application an auxiliary `t_i ≥ bsip_i - x_i`,
-//! `t_i ≥ 0`, its throttle below BSIP. Constraints:
+//! Variables: for an application that may not go below its floor-by-fairness, one progress
+//! fraction `x_i ∈ [floor_i, 1]` (synchronous progress makes `b_ij = x_i d_ij`). For a
+//! throttleable application with BSIP fraction `r_i`, `x_i = r_i - t_i + e_i` with a throttle
+//! `t_i ∈ [0, r_i - floor_i]` and an expansion `e_i ∈ [0, 1 - r_i]`; both are plain bounds, so
+//! the LP has one row per OST plus two, whatever the number of applications (the penalty on
+//! `t_i` keeps `t_i` and `e_i` from both being positive at an optimum). Constraints:
 //!
 //! * bounds `floor_i ≤ x_i ≤ 1` (constraints (a) and (b): the caller sets the floors);
 //! * per OST `Σ_i d_ij x_i ≤ C_j`;
@@ -16,7 +19,7 @@
 //! tie-break: eq. 1 alone is indifferent between throttling A to expand B on the same OSTs and
 //! doing nothing, and such a zero-gain throttle would hand out coupons for nothing.
 
-use good_lp::{microlp, variable, Expression, ProblemVariables, Solution, SolverModel};
+use good_lp::{microlp, variable, Expression, ProblemVariables, Solution, SolverModel, Variable};
 
 use super::Prepared;
 
@@ -34,6 +37,38 @@ pub(crate) struct LpSpec<'a> {
     pub coupon_baseline_bytes_per_s: Option<f64>,
 }
 
+/// An application's progress fraction in terms of LP variables.
+enum Progress {
+    Plain(Variable),
+    Split {
+        reference: f64,
+        throttle: Variable,
+        expansion: Variable,
+    },
+}
+
+impl Progress {
+    /// Adds `coefficient · x` to `expr`; returns the constant part, which the caller moves to
+    /// the right-hand side (cheaper than cloning expressions per use).
+    fn add_to(&self, expr: &mut Expression, coefficient: f64) -> f64 {
+        match *self {
+            Progress::Plain(v) => {
+                expr.add_mul(coefficient, v);
+                0.0
+            }
+            Progress::Split {
+                reference,
+                throttle,
+                expansion,
+            } => {
+                expr.add_mul(-coefficient, throttle);
+                expr.add_mul(coefficient, expansion);
+                coefficient * reference
+            }
+        }
+    }
+}
+
 /// Solves the LP. `None` when the solver fails (the caller falls back to the floors).
 pub(crate) fn solve(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
     let n = p.apps.len();
@@ -48,24 +83,30 @@ pub(crate) fn solve(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
         .fold(0.0f64, f64::max)
         .max(f64::MIN_POSITIVE);
     let mut vars = ProblemVariables::new();
-    let xs: Vec<_> = (0..n)
+    let mut effective = Expression::with_capacity(2 * n);
+    let mut effective_constant = 0.0;
+    let mut throttled = Expression::with_capacity(n);
+    let progress: Vec<Progress> = (0..n)
         .map(|i| {
-            let lo = spec.floors[i].clamp(0.0, 1.0);
-            vars.add(variable().min(lo).max(1.0))
+            let floor = spec.floors[i].clamp(0.0, 1.0);
+            match spec.throttle_reference[i] {
+                Some(reference) => {
+                    let reference = reference.clamp(floor, 1.0);
+                    Progress::Split {
+                        reference,
+                        throttle: vars.add(variable().min(0.0).max(reference - floor)),
+                        expansion: vars.add(variable().min(0.0).max(1.0 - reference)),
+                    }
+                }
+                None => Progress::Plain(vars.add(variable().min(floor).max(1.0))),
+            }
         })
         .collect();
-    let ts: Vec<Option<_>> = spec
-        .throttle_reference
-        .iter()
-        .map(|r| r.map(|_| vars.add(variable().min(0.0))))
-        .collect();
-    let mut effective = Expression::with_capacity(n);
-    let mut throttled = Expression::with_capacity(n);
-    for (i, a) in p.apps.iter().enumerate() {
+    for (a, x) in p.apps.iter().zip(&progress) {
         let weight = a.demand_total_bytes_per_s / scale;
-        effective.add_mul(weight, xs[i]);
-        if let Some(t) = ts[i] {
-            throttled.add_mul(weight, t);
+        effective_constant += x.add_to(&mut effective, weight);
+        if let Progress::Split { throttle, .. } = x {
+            throttled.add_mul(weight, *throttle);
         }
     }
     let objective = effective.clone() - THROTTLE_PENALTY * throttled.clone();
@@ -74,24 +115,34 @@ pub(crate) fn solve(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
         if users.is_empty() {
             continue;
         }
-        let mut load = Expression::with_capacity(users.len());
+        let mut load = Expression::with_capacity(2 * users.len());
+        let mut constant = 0.0;
         for &(i, d) in users {
-            load.add_mul(d / scale, xs[i]);
+            constant += progress[i].add_to(&mut load, d / scale);
         }
-        model.add_constraint(load.leq(p.capacity_bytes_per_s[j] / scale));
-    }
-    for (i, t) in ts.iter().enumerate() {
-        if let (Some(t), Some(reference)) = (t, spec.throttle_reference[i]) {
-            model.add_constraint((*t + xs[i]).geq(reference));
-        }
+        model.add_constraint(load.leq(p.capacity_bytes_per_s[j] / scale - constant));
     }
     if let Some(e_min) = spec.effective_min_bytes_per_s {
         // A hair of slack: E_min is itself a sum of floats the solver cannot always meet exactly.
-        model.add_constraint(effective.clone().geq(e_min / scale * (1.0 - 1e-9)));
+        let rhs = e_min / scale * (1.0 - 1e-9) - effective_constant;
+        model.add_constraint(effective.clone().geq(rhs));
     }
     if let Some(e0) = spec.coupon_baseline_bytes_per_s {
-        model.add_constraint((effective - throttled).geq(e0 / scale * (1.0 - 1e-9)));
+        let rhs = e0 / scale * (1.0 - 1e-9) - effective_constant;
+        model.add_constraint((effective - throttled).geq(rhs));
     }
     let solution = model.solve().ok()?;
-    Some(xs.iter().map(|&x| solution.value(x)).collect())
+    Some(
+        progress
+            .iter()
+            .map(|x| match *x {
+                Progress::Plain(v) => solution.value(v),
+                Progress::Split {
+                    reference,
+                    throttle,
+                    expansion,
+                } => reference - solution.value(throttle) + solution.value(expansion),
+            })
+            .collect(),
+    )
 }

@@ -7,7 +7,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pfsqos_core::control::gift::{
-    Allocator, AppDemand, Gift, GiftConfig, IntervalInput, OstCapacity, OstDemand,
+    Allocator, AppDemand, Bsip, Gift, GiftConfig, IntervalInput, OstCapacity, OstDemand,
 };
 use pfsqos_core::model::{JobId, OstId};
 use rand::{Rng, SeedableRng};
@@ -84,6 +84,18 @@ fn bench(c: &mut Criterion) {
             );
         }
     }
+    group.finish();
+    // For scale: the same decision without the LP (BSIP only), largest case.
+    let mut group = c.benchmark_group("bsip_decision");
+    group.sample_size(10);
+    let rounds = inputs(200, 1_000, 8);
+    let mut k = 0usize;
+    group.bench_function("apps1000/osts200", |b| {
+        b.iter(|| {
+            k += 1;
+            Bsip.allocate(&rounds[k % rounds.len()]).unwrap()
+        })
+    });
     group.finish();
 }
 

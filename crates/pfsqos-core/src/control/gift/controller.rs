@@ -256,13 +256,16 @@ impl<A: Allocator> Controller for AllocatorController<A> {
                 });
             }
             if let Some(first) = app.caps.first() {
-                for (metric, value) in [
+                let mut values = vec![
                     ("bsip_fraction", app.bsip_fraction),
                     ("progress_fraction", app.progress_fraction),
                     ("coupon_issued_bytes", app.issued_bytes),
                     ("coupon_redeemed_bytes", app.redeemed_bytes),
-                    ("redemption_rate", app.redemption_rate.unwrap_or(f64::NAN)),
-                ] {
+                ];
+                if let Some(rate) = app.redemption_rate {
+                    values.push(("redemption_rate", rate));
+                }
+                for (metric, value) in values {
                     out.push(TraceSample {
                         ost: first.ost,
                         job: app.app,

@@ -95,15 +95,66 @@ pub struct Gift {
     period_index: Option<u64>,
 }
 
+/// Why a [`GiftConfig`] is unusable.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GiftConfigError {
+    /// `tau` or `b_thres` outside `[0, 1]`.
+    OutOfUnitRange { field: &'static str, value: f64 },
+    /// A size, length or period that must be positive is not.
+    NotPositive { field: &'static str },
+}
+
+impl std::fmt::Display for GiftConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GiftConfigError::OutOfUnitRange { field, value } => {
+                write!(f, "{field} = {value} must be in [0, 1]")
+            }
+            GiftConfigError::NotPositive { field } => write!(f, "{field} must be positive"),
+        }
+    }
+}
+
+impl std::error::Error for GiftConfigError {}
+
+impl GiftConfig {
+    pub fn validate(&self) -> Result<(), GiftConfigError> {
+        for (field, value) in [("tau", self.tau), ("b_thres", self.b_thres)] {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(GiftConfigError::OutOfUnitRange { field, value });
+            }
+        }
+        let positive = [
+            (
+                "coupon_unit_bytes",
+                self.coupon_unit_bytes.is_finite() && self.coupon_unit_bytes > 0.0,
+            ),
+            ("window_coupons", self.window_coupons > 0),
+            ("system_window_coupons", self.system_window_coupons > 0),
+            ("regret_period_ns", self.regret_period_ns > 0),
+            (
+                "regret_budget_node_hours",
+                self.regret_budget_node_hours >= 0.0,
+            ),
+            ("coupons_per_app_max", self.coupons_per_app_max > 0),
+            ("system_coupons_max", self.system_coupons_max > 0),
+        ];
+        match positive.into_iter().find(|(_, ok)| !ok) {
+            Some((field, _)) => Err(GiftConfigError::NotPositive { field }),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Gift {
+    /// # Panics
+    /// If the configuration is invalid; see [`Gift::try_new`].
     pub fn new(config: GiftConfig) -> Gift {
-        assert!((0.0..=1.0).contains(&config.tau), "tau must be in [0, 1]");
-        assert!(
-            (0.0..=1.0).contains(&config.b_thres),
-            "B_thres must be in [0, 1]"
-        );
-        assert!(config.coupon_unit_bytes > 0.0 && config.window_coupons > 0);
-        assert!(config.system_window_coupons > 0 && config.regret_period_ns > 0);
+        Gift::try_new(config).expect("valid GIFT configuration")
+    }
+
+    pub fn try_new(config: GiftConfig) -> Result<Gift, GiftConfigError> {
+        config.validate()?;
         let ledger = CouponLedger::new(
             config.window_bytes(),
             config.coupon_unit_bytes * config.system_window_coupons as f64,
@@ -112,11 +163,11 @@ impl Gift {
             config.coupons_per_app_max,
             config.system_coupons_max,
         );
-        Gift {
+        Ok(Gift {
             config,
             ledger,
             period_index: None,
-        }
+        })
     }
 
     pub fn config(&self) -> &GiftConfig {

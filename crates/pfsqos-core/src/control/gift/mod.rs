@@ -51,7 +51,7 @@ use crate::model::{JobId, OstId};
 pub use baselines::{Bsip, Esa, Mbw, Pofs, Rnd, Tmf, Tsa};
 pub use controller::{AllocatorController, DemandModel, GiftControllerConfig};
 pub use coupons::{Coupon, CouponLedger, LedgerTotals};
-pub use gift::{Gift, GiftConfig};
+pub use gift::{Gift, GiftConfig, GiftConfigError};
 
 /// Most applications in one decision.
 pub const APPS_MAX: usize = 100_000;

@@ -254,6 +254,89 @@ fn gift_does_not_throttle_when_the_system_rate_is_below_tau() {
 }
 
 #[test]
+fn unfairness_is_bounded_by_the_window() {
+    // Fig. 6's k1 forever: A never finds a gap on OST1, so its coupons are never redeemed.
+    // Each decision throttles A by 15 % of an OST-interval until its window rate drops below
+    // tau = 0.8: after two coupons (rate 0.7) it is never throttled again.
+    let mut config = GiftConfig::with_reference(CAP, T_NS);
+    config.b_thres = 0.3;
+    let mut gift = Gift::new(config);
+    let mut issued = Vec::new();
+    for k in 0..10 {
+        let a = gift
+            .allocate(&input(k * T_NS, 2, &[("A", 1, &[1]), ("B", 1, &[1, 2])]))
+            .unwrap();
+        let app = a.app(&job("A")).unwrap();
+        issued.push(app.issued_bytes / (CAP * T_S));
+        if k >= 2 {
+            assert!(!app.throttleable);
+            assert!(close(pct(&a, "A", 1), 50.0));
+        }
+    }
+    assert!(close(issued[0], 0.15) && close(issued[1], 0.15));
+    assert!(issued[2..].iter().all(|&w| w == 0.0));
+    let owed = gift.ledger().outstanding_bytes(&job("A")) / (CAP * T_S);
+    // At most (1 - tau) N plus one interval's coupon.
+    assert!(owed <= 0.2 + 0.15 + 1e-9);
+    assert!(gift.ledger().app_rate(&job("A")) < 0.8);
+}
+
+#[test]
+fn redemption_needs_a_gap_on_every_ost_of_the_application() {
+    let mut config = GiftConfig::with_reference(CAP, T_NS);
+    config.b_thres = 0.3;
+    let mut gift = Gift::new(config);
+    // k1 as in Fig. 6 gives A a coupon, but here A then uses OST1 and OST3.
+    gift.allocate(&input(0, 3, &[("A", 1, &[1]), ("B", 1, &[1, 2])]))
+        .unwrap();
+    // OST1: A alone (gap), OST3: A, C, D (no gap after BSIP at 1/3 each).
+    let k2 = input(
+        T_NS,
+        3,
+        &[("A", 1, &[1, 3]), ("C", 1, &[3]), ("D", 1, &[3])],
+    );
+    let a = gift.allocate(&k2).unwrap();
+    assert_eq!(a.app(&job("A")).unwrap().redeemed_bytes, 0.0);
+    assert!(a.app(&job("A")).unwrap().progress_fraction >= 1.0 / 3.0 - 1e-9);
+    // OST3 = {A, F}, OST4 = {F, G, H}: F is held to 1/3 by OST4, so OST3 has a 1/6 gap and OST1
+    // (A alone) a 1/2 gap. A's 15 %-of-one-OST coupon is paid back over its two OSTs: 7.5 %.
+    let k3 = input(
+        2 * T_NS,
+        4,
+        &[
+            ("A", 1, &[1, 3]),
+            ("F", 1, &[3, 4]),
+            ("G", 1, &[4]),
+            ("H", 1, &[4]),
+        ],
+    );
+    let a = gift.allocate(&k3).unwrap();
+    let r = a.app(&job("A")).unwrap().redeemed_bytes / (CAP * T_S);
+    assert!(close(r, 0.15));
+    assert!(pct(&a, "A", 1) >= 57.5 - 1e-6 && pct(&a, "A", 3) >= 57.5 - 1e-6);
+    assert!(close(pct(&a, "A", 1), pct(&a, "A", 3)));
+    assert_eq!(gift.ledger().outstanding_bytes(&job("A")), 0.0);
+}
+
+#[test]
+fn gift_is_deterministic() {
+    let run = || {
+        let mut gift = Gift::new(GiftConfig::with_reference(CAP, T_NS));
+        let mut out = Vec::new();
+        for k in 0..6u64 {
+            let mut inp = fig5();
+            inp.now_ns = k * T_NS;
+            if k % 2 == 1 {
+                inp.apps.retain(|a| a.app != job("C"));
+            }
+            out.push(gift.allocate(&inp).unwrap());
+        }
+        (out, gift.ledger().totals())
+    };
+    assert_eq!(run(), run());
+}
+
+#[test]
 fn esa_expands_smallest_first() {
     // OST1 = {A(1 node), B(8 nodes)}, OST2 = {B, C}, OST3 = {C}... gaps on OST1 go to A first.
     let inp = input(
@@ -348,6 +431,22 @@ fn bad_input_is_a_typed_error() {
         Pofs.allocate(&inp),
         Err(AllocError::DuplicateApp { .. })
     ));
+    let config = GiftConfig {
+        tau: 1.5,
+        ..GiftConfig::default()
+    };
+    assert_eq!(
+        Gift::try_new(config).err(),
+        Some(GiftConfigError::OutOfUnitRange {
+            field: "tau",
+            value: 1.5
+        })
+    );
+    let config = GiftConfig {
+        window_coupons: 0,
+        ..GiftConfig::default()
+    };
+    assert!(Gift::try_new(config).is_err());
     let mut inp = fig5();
     inp.interval_ns = 0;
     assert_eq!(Esa.allocate(&inp), Err(AllocError::ZeroInterval));

@@ -92,6 +92,37 @@ impl DomainRules {
     }
 }
 
+/// Names accepted by [`controller_by_name`], in the paper's order.
+pub const POLICY_NAMES: [&str; 8] = ["pofs", "bsip", "mbw", "tsa", "esa", "tmf", "rnd", "gift"];
+
+/// GIFT or one of its baselines as a [`Controller`] with default parameters (`seed` feeds RND's
+/// generator). `None` for an unknown name.
+pub fn controller_by_name(
+    name: &str,
+    seed: u64,
+    config: GiftControllerConfig,
+) -> Option<Box<dyn Controller>> {
+    use super::{Bsip, Esa, Gift, GiftConfig, Mbw, Pofs, Rnd, Tmf, Tsa};
+    use rand::SeedableRng;
+    Some(match name {
+        "pofs" => Box::new(AllocatorController::new(Pofs, config)),
+        "bsip" => Box::new(AllocatorController::new(Bsip, config)),
+        "mbw" => Box::new(AllocatorController::new(Mbw, config)),
+        "tsa" => Box::new(AllocatorController::new(Tsa::default(), config)),
+        "esa" => Box::new(AllocatorController::new(Esa, config)),
+        "tmf" => Box::new(AllocatorController::new(Tmf::default(), config)),
+        "rnd" => Box::new(AllocatorController::new(
+            Rnd::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed)),
+            config,
+        )),
+        "gift" => {
+            let gift = Gift::new(GiftConfig::default());
+            Box::new(AllocatorController::new(gift, config))
+        }
+        _ => return None,
+    })
+}
+
 /// Runs an [`Allocator`] as a centralized [`Controller`].
 pub struct AllocatorController<A: Allocator> {
     config: GiftControllerConfig,
@@ -225,7 +256,8 @@ impl<A: Allocator> Controller for AllocatorController<A> {
             let rates: BTreeMap<JobId, u64> = sums
                 .into_iter()
                 .map(|(job, bytes_per_s)| {
-                    let rate = (bytes_per_s / rpc).floor() as u64;
+                    // Round down (never above the cap) but absorb float noise: 34.9999999 is 35.
+                    let rate = (bytes_per_s / rpc + 1e-6).floor() as u64;
                     (job, rate.clamp(1, TBF_RATE_RPCS_PER_S_MAX))
                 })
                 .collect();

@@ -49,7 +49,9 @@ use std::fmt;
 use crate::model::{JobId, OstId};
 
 pub use baselines::{Bsip, Esa, Mbw, Pofs, Rnd, Tmf, Tsa};
-pub use controller::{AllocatorController, DemandModel, GiftControllerConfig};
+pub use controller::{
+    controller_by_name, AllocatorController, DemandModel, GiftControllerConfig, POLICY_NAMES,
+};
 pub use coupons::{Coupon, CouponLedger, LedgerTotals};
 pub use gift::{Gift, GiftConfig, GiftConfigError};
 

@@ -522,6 +522,69 @@ fn controller_writes_domain_rules_from_summed_caps() {
     assert!(c.decide(&obs).writes.is_empty());
 }
 
+#[test]
+fn gift_controller_turns_fig6_k1_into_tbf_rates() {
+    // One OST per domain, 100 RPC/s of 1 MiB: the caps of Fig. 6 at k1 become 35 and 65 RPC/s.
+    let target = |ost: u32, jobs: &[&str]| TargetObservation {
+        ost: OstId(ost),
+        queue_len_rpcs: 0,
+        capacity_rpcs_per_s: 100,
+        jobs: jobs
+            .iter()
+            .map(|j| JobTargetStats {
+                job: job(j),
+                rpcs_arrived: 5,
+                rpcs_served: 5,
+                bytes_served: 5 << 20,
+            })
+            .collect(),
+    };
+    let obs = Observation {
+        now_ns: 0,
+        period_ns: T_NS,
+        domains: vec![
+            DomainObservation {
+                domain: DomainId(0),
+                targets: vec![target(1, &["A", "B"])],
+            },
+            DomainObservation {
+                domain: DomainId(1),
+                targets: vec![target(2, &["B"])],
+            },
+        ],
+        jobs: vec![],
+    };
+    let mut config = GiftConfig::with_reference(100.0 * (1 << 20) as f64, T_NS);
+    config.b_thres = 0.3;
+    let mut c = AllocatorController::new(Gift::new(config), GiftControllerConfig::default());
+    c.setup(&obs);
+    let rules: Vec<String> = c
+        .decide(&obs)
+        .writes
+        .into_iter()
+        .map(|w| match w.write {
+            ControlWrite::NrsTbfRule(t) | ControlWrite::NrsPolicies(t) => t,
+        })
+        .collect();
+    assert_eq!(
+        rules,
+        vec![
+            "start jA jobid={A} rate=35",
+            "start jB jobid={B} rate=65",
+            "start jB jobid={B} rate=65",
+        ]
+    );
+    assert!(c
+        .trace()
+        .iter()
+        .any(|t| t.metric == "coupon_issued_bytes" && t.value > 0.0));
+    for name in POLICY_NAMES {
+        let ctl = controller_by_name(name, 1, GiftControllerConfig::default()).unwrap();
+        assert_eq!(ctl.name(), name);
+    }
+    assert!(controller_by_name("fifo", 1, GiftControllerConfig::default()).is_none());
+}
+
 /// Per application: nodes and `(OST, demand)` pairs.
 type ArbApps = Vec<(u32, Vec<(u32, f64)>)>;
 

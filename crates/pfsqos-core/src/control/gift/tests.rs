@@ -683,6 +683,7 @@ proptest! {
             let inp = build(k as u64 * T_NS, &caps, &apps, mask);
             let a = gift.allocate(&inp).unwrap();
             check_capacity(&inp, &a, "gift");
+            prop_assert!(!a.lp_fallback, "LP failed");
             for app in &a.apps {
                 prop_assert!(app.progress_fraction >= app.bsip_fraction * (1.0 - b_thres) - 1e-9);
                 prop_assert!(app.progress_fraction <= 1.0 + 1e-9);
@@ -721,6 +722,7 @@ proptest! {
         for (p, throttle) in &mut policies {
             let a = p.allocate(&inp).unwrap();
             check_capacity(&inp, &a, p.name());
+            prop_assert!(!a.lp_fallback, "{}: LP failed", p.name());
             prop_assert!(a.effective_bytes_per_s <= mbw_e * (1.0 + 1e-6) + 1e-6, "{}", p.name());
             for app in &a.apps {
                 prop_assert!(

@@ -585,6 +585,72 @@ fn gift_controller_turns_fig6_k1_into_tbf_rates() {
     assert!(controller_by_name("fifo", 1, GiftControllerConfig::default()).is_none());
 }
 
+#[test]
+fn gift_holds_its_invariants_at_scale() {
+    // 300 applications striped over 1-8 of 32 OSTs, with mixed demands, changing every interval.
+    use rand::Rng;
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let stripes: Vec<(u32, Vec<(u32, f64)>)> = (0..300)
+        .map(|_| {
+            let width = rng.random_range(1..=8u32);
+            let start = rng.random_range(0..32u32);
+            let demand = if rng.random_bool(0.7) {
+                CAP
+            } else {
+                CAP * rng.random_range(0.01..0.5)
+            };
+            let uses = (0..width).map(|k| ((start + 5 * k) % 32, demand)).collect();
+            (rng.random_range(1..512u32), uses)
+        })
+        .collect();
+    let mut config = GiftConfig::with_reference(CAP, T_NS);
+    config.regret_period_ns = 4 * T_NS;
+    let mut gift = Gift::new(config);
+    let mut issued_any = false;
+    for k in 0..8u64 {
+        let inp = IntervalInput {
+            now_ns: k * T_NS,
+            interval_ns: T_NS,
+            osts: (0..32)
+                .map(|o| OstCapacity {
+                    ost: OstId(o),
+                    capacity_bytes_per_s: CAP,
+                })
+                .collect(),
+            apps: stripes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| (i + 3 * k as usize) & 3 != 0)
+                .map(|(i, (nodes, uses))| AppDemand {
+                    app: JobId::new(&format!("app{i}")).unwrap(),
+                    nodes: *nodes,
+                    osts: uses
+                        .iter()
+                        .map(|&(o, d)| OstDemand {
+                            ost: OstId(o),
+                            demand_bytes_per_s: d,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        let a = gift.allocate(&inp).unwrap();
+        assert!(!a.lp_fallback);
+        check_capacity(&inp, &a, "gift");
+        for x in &a.apps {
+            assert!(x.progress_fraction >= x.bsip_fraction * 0.9 - 1e-9);
+        }
+        assert!(a.effective_bytes_per_s >= a.bsip_effective_bytes_per_s * (1.0 - 1e-9));
+        issued_any |= a.apps.iter().any(|x| x.issued_bytes > 0.0);
+    }
+    assert!(issued_any, "a contended system should throttle someone");
+    let t = gift.ledger().totals();
+    let err =
+        t.issued_bytes - t.redeemed_bytes - t.paid_bytes - gift.ledger().outstanding_bytes_total();
+    assert!(err.abs() <= 1e-9 * t.issued_bytes);
+    assert_eq!(t.assessments, 1);
+}
+
 /// Per application: nodes and `(OST, demand)` pairs.
 type ArbApps = Vec<(u32, Vec<(u32, f64)>)>;
 

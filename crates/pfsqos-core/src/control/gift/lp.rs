@@ -19,6 +19,8 @@
 //! tie-break: eq. 1 alone is indifferent between throttling A to expand B on the same OSTs and
 //! doing nothing, and such a zero-gain throttle would hand out coupons for nothing.
 
+use std::collections::BTreeMap;
+
 use good_lp::{microlp, variable, Expression, ProblemVariables, Solution, SolverModel, Variable};
 
 use super::Prepared;
@@ -82,12 +84,40 @@ pub(crate) fn solve(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
         .copied()
         .fold(0.0f64, f64::max)
         .max(f64::MIN_POSITIVE);
+    // Identical applications (same OSTs, demands and bounds) share one set of variables. The LP
+    // is symmetric in them, so averaging any optimum over them is again optimal: nothing is
+    // lost, identical applications get identical allocations, and the LP shrinks (many
+    // applications share a stripe pattern).
+    let mut group_of = vec![0usize; n];
+    let mut representatives: Vec<usize> = Vec::new();
+    let mut counts: Vec<f64> = Vec::new();
+    let mut index: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
+    for (i, a) in p.apps.iter().enumerate() {
+        let mut uses: Vec<(usize, u64)> = a.uses.iter().map(|&(j, d)| (j, d.to_bits())).collect();
+        uses.sort_unstable();
+        let mut key = Vec::with_capacity(2 * uses.len() + 2);
+        key.push(spec.floors[i].to_bits());
+        key.push(spec.throttle_reference[i].map_or(u64::MAX, f64::to_bits));
+        for (j, d) in uses {
+            key.push(j as u64);
+            key.push(d);
+        }
+        let g = *index.entry(key).or_insert_with(|| {
+            representatives.push(i);
+            counts.push(0.0);
+            representatives.len() - 1
+        });
+        counts[g] += 1.0;
+        group_of[i] = g;
+    }
     let mut vars = ProblemVariables::new();
-    let mut effective = Expression::with_capacity(2 * n);
+    let groups = representatives.len();
+    let mut effective = Expression::with_capacity(2 * groups);
     let mut effective_constant = 0.0;
-    let mut throttled = Expression::with_capacity(n);
-    let progress: Vec<Progress> = (0..n)
-        .map(|i| {
+    let mut throttled = Expression::with_capacity(groups);
+    let progress: Vec<Progress> = representatives
+        .iter()
+        .map(|&i| {
             let floor = spec.floors[i].clamp(0.0, 1.0);
             match spec.throttle_reference[i] {
                 Some(reference) => {
@@ -102,8 +132,9 @@ pub(crate) fn solve(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
             }
         })
         .collect();
-    for (a, x) in p.apps.iter().zip(&progress) {
-        let weight = a.demand_total_bytes_per_s / scale;
+    for (g, x) in progress.iter().enumerate() {
+        let a = &p.apps[representatives[g]];
+        let weight = counts[g] * a.demand_total_bytes_per_s / scale;
         effective_constant += x.add_to(&mut effective, weight);
         if let Progress::Split { throttle, .. } = x {
             throttled.add_mul(weight, *throttle);
@@ -118,7 +149,7 @@ pub(crate) fn solve(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
         let mut load = Expression::with_capacity(2 * users.len());
         let mut constant = 0.0;
         for &(i, d) in users {
-            constant += progress[i].add_to(&mut load, d / scale);
+            constant += progress[group_of[i]].add_to(&mut load, d / scale);
         }
         model.add_constraint(load.leq(p.capacity_bytes_per_s[j] / scale - constant));
     }
@@ -132,17 +163,16 @@ pub(crate) fn solve(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
         model.add_constraint((effective - throttled).geq(rhs));
     }
     let solution = model.solve().ok()?;
-    Some(
-        progress
-            .iter()
-            .map(|x| match *x {
-                Progress::Plain(v) => solution.value(v),
-                Progress::Split {
-                    reference,
-                    throttle,
-                    expansion,
-                } => reference - solution.value(throttle) + solution.value(expansion),
-            })
-            .collect(),
-    )
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|x| match *x {
+            Progress::Plain(v) => solution.value(v),
+            Progress::Split {
+                reference,
+                throttle,
+                expansion,
+            } => reference - solution.value(throttle) + solution.value(expansion),
+        })
+        .collect();
+    Some(group_of.iter().map(|&g| values[g]).collect())
 }

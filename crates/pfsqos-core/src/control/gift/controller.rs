@@ -1,0 +1,312 @@
+//! [`Controller`] adapter: runs any [`Allocator`] (GIFT or a baseline) on the control plane's
+//! observations and turns its per-OST caps into Lustre `tbf jobid` rules.
+//!
+//! * Applications are jobs; the OSTs an application uses are the targets where the job had any
+//!   activity (RPCs arrived or served) in the period; node counts come from the job metadata.
+//! * Demand per OST: by default every active job is taken to saturate the OSTs it uses (the
+//!   paper's assumption for applications in an I/O phase, and the only choice that lets a
+//!   throttled job expand again: what a job was served is capped by its last rule). The
+//!   observed arrival rate is the other option.
+//! * Units: the allocators work in bytes/s; the observations and TBF rules in RPC/s. One RPC
+//!   counts as `rpc_size_bytes` (Lustre's `brw_size`, 1 MiB by default).
+//! * A TBF rule covers a whole domain (one OSS's `ost_io` service, all of its OSTs). A job's
+//!   rule rate on a domain is the **sum** of its caps over the domain's OSTs. When the job's
+//!   RPCs spread over those OSTs in proportion to its demand (striping does this), every OST
+//!   sees its own cap; the rule cannot stop the job from concentrating its RPCs on one OST of
+//!   the domain, which is the price of per-OSS rules. With one OST per OSS (the paper's
+//!   testbed: 64 OSSes, 64 OSTs) the mapping is exact.
+
+use std::collections::BTreeMap;
+
+use super::{Allocation, Allocator, AppDemand, IntervalInput, OstCapacity, OstDemand};
+use crate::control::static_bw::TBF_RATE_RPCS_PER_S_MAX;
+use crate::control::{
+    ControlWrite, Controller, Decision, DomainId, DomainWrite, Observation, RuleNamer, TraceSample,
+};
+use crate::model::{JobId, OstId};
+
+/// How a job's demand on an OST is estimated from an observation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DemandModel {
+    /// Every active job wants the whole OST (paper's model).
+    #[default]
+    Saturating,
+    /// RPCs that arrived in the period, at least one RPC per period.
+    Arrived,
+}
+
+/// Parameters of the adapter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GiftControllerConfig {
+    /// Decision interval (GIFT: 10 s).
+    pub period_ns: u64,
+    /// Bytes per RPC for converting between bytes/s and RPC/s.
+    pub rpc_size_bytes: u64,
+    pub demand: DemandModel,
+}
+
+impl Default for GiftControllerConfig {
+    fn default() -> Self {
+        GiftControllerConfig {
+            period_ns: super::gift::DECISION_INTERVAL_NS,
+            rpc_size_bytes: 1 << 20,
+            demand: DemandModel::Saturating,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct DomainRules {
+    namer: RuleNamer,
+    /// Job -> (rule name, rate).
+    active: BTreeMap<JobId, (String, u64)>,
+}
+
+impl DomainRules {
+    fn update(&mut self, rates: &BTreeMap<JobId, u64>) -> Vec<String> {
+        let mut out = Vec::new();
+        let gone: Vec<JobId> = self
+            .active
+            .keys()
+            .filter(|j| !rates.contains_key(j))
+            .copied()
+            .collect();
+        for job in gone {
+            let (name, _) = self.active.remove(&job).expect("listed");
+            out.push(format!("stop {name}"));
+            self.namer.release(&job);
+        }
+        for (job, &rate) in rates {
+            if let Some((name, old)) = self.active.get_mut(job) {
+                if *old != rate {
+                    *old = rate;
+                    out.push(format!("change {name} rate={rate}"));
+                }
+                continue;
+            }
+            let name = self.namer.name_for(job).to_string();
+            out.push(format!("start {name} jobid={{{job}}} rate={rate}"));
+            self.active.insert(*job, (name, rate));
+        }
+        out
+    }
+}
+
+/// Names accepted by [`controller_by_name`], in the paper's order.
+pub const POLICY_NAMES: [&str; 8] = ["pofs", "bsip", "mbw", "tsa", "esa", "tmf", "rnd", "gift"];
+
+/// GIFT or one of its baselines as a [`Controller`] with default parameters (`seed` feeds RND's
+/// generator). `None` for an unknown name.
+pub fn controller_by_name(
+    name: &str,
+    seed: u64,
+    config: GiftControllerConfig,
+) -> Option<Box<dyn Controller>> {
+    use super::{Bsip, Esa, Gift, GiftConfig, Mbw, Pofs, Rnd, Tmf, Tsa};
+    use rand::SeedableRng;
+    Some(match name {
+        "pofs" => Box::new(AllocatorController::new(Pofs, config)),
+        "bsip" => Box::new(AllocatorController::new(Bsip, config)),
+        "mbw" => Box::new(AllocatorController::new(Mbw, config)),
+        "tsa" => Box::new(AllocatorController::new(Tsa::default(), config)),
+        "esa" => Box::new(AllocatorController::new(Esa, config)),
+        "tmf" => Box::new(AllocatorController::new(Tmf::default(), config)),
+        "rnd" => Box::new(AllocatorController::new(
+            Rnd::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed)),
+            config,
+        )),
+        "gift" => {
+            let gift = Gift::new(GiftConfig::default());
+            Box::new(AllocatorController::new(gift, config))
+        }
+        _ => return None,
+    })
+}
+
+/// Runs an [`Allocator`] as a centralized [`Controller`].
+pub struct AllocatorController<A: Allocator> {
+    config: GiftControllerConfig,
+    allocator: A,
+    rules: BTreeMap<DomainId, DomainRules>,
+    last: Option<Allocation>,
+    errors: u64,
+}
+
+impl<A: Allocator> AllocatorController<A> {
+    pub fn new(allocator: A, config: GiftControllerConfig) -> Self {
+        assert!(config.period_ns > 0 && config.rpc_size_bytes > 0);
+        AllocatorController {
+            config,
+            allocator,
+            rules: BTreeMap::new(),
+            last: None,
+            errors: 0,
+        }
+    }
+
+    pub fn allocator(&self) -> &A {
+        &self.allocator
+    }
+
+    /// The last decision's allocation.
+    pub fn last_allocation(&self) -> Option<&Allocation> {
+        self.last.as_ref()
+    }
+
+    /// Observations the allocator rejected (the rules then stay as they were).
+    pub fn errors(&self) -> u64 {
+        self.errors
+    }
+
+    /// The allocator's input for one observation.
+    pub fn interval_input(&self, obs: &Observation) -> IntervalInput {
+        let rpc = self.config.rpc_size_bytes as f64;
+        let period_s = obs.period_ns.max(1) as f64 / crate::NS_PER_S as f64;
+        let mut osts = Vec::new();
+        let mut per_app: BTreeMap<JobId, Vec<OstDemand>> = BTreeMap::new();
+        for d in &obs.domains {
+            for t in &d.targets {
+                let capacity = t.capacity_rpcs_per_s.max(1) as f64 * rpc;
+                osts.push(OstCapacity {
+                    ost: t.ost,
+                    capacity_bytes_per_s: capacity,
+                });
+                for s in &t.jobs {
+                    if s.rpcs_arrived == 0 && s.rpcs_served == 0 {
+                        continue;
+                    }
+                    let demand = match self.config.demand {
+                        DemandModel::Saturating => capacity,
+                        DemandModel::Arrived => s.rpcs_arrived.max(1) as f64 * rpc / period_s,
+                    };
+                    per_app.entry(s.job).or_default().push(OstDemand {
+                        ost: t.ost,
+                        demand_bytes_per_s: demand,
+                    });
+                }
+            }
+        }
+        let apps = per_app
+            .into_iter()
+            .map(|(job, osts)| AppDemand {
+                app: job,
+                nodes: obs
+                    .jobs
+                    .binary_search_by(|m| m.job.cmp(&job))
+                    .map_or(1, |k| obs.jobs[k].node_count),
+                osts,
+            })
+            .collect();
+        IntervalInput {
+            now_ns: obs.now_ns,
+            interval_ns: self.config.period_ns,
+            osts,
+            apps,
+        }
+    }
+}
+
+impl<A: Allocator> Controller for AllocatorController<A> {
+    fn name(&self) -> &'static str {
+        self.allocator.name()
+    }
+
+    fn setup(&mut self, initial: &Observation) -> Decision {
+        let mut writes = Vec::new();
+        for d in &initial.domains {
+            self.rules.insert(d.domain, DomainRules::default());
+            writes.push(DomainWrite {
+                domain: d.domain,
+                write: ControlWrite::NrsPolicies("tbf jobid".to_string()),
+            });
+        }
+        Decision { writes }
+    }
+
+    fn period_ns(&self) -> Option<u64> {
+        Some(self.config.period_ns)
+    }
+
+    fn decide(&mut self, observation: &Observation) -> Decision {
+        let input = self.interval_input(observation);
+        let allocation = match self.allocator.allocate(&input) {
+            Ok(a) => a,
+            Err(_) => {
+                self.errors += 1;
+                return Decision::default();
+            }
+        };
+        let mut caps: BTreeMap<OstId, Vec<(JobId, f64)>> = BTreeMap::new();
+        for a in &allocation.apps {
+            for c in &a.caps {
+                caps.entry(c.ost)
+                    .or_default()
+                    .push((a.app, c.cap_bytes_per_s));
+            }
+        }
+        let rpc = self.config.rpc_size_bytes as f64;
+        let mut writes = Vec::new();
+        for d in &observation.domains {
+            let mut sums: BTreeMap<JobId, f64> = BTreeMap::new();
+            for t in &d.targets {
+                for &(job, cap) in caps.get(&t.ost).map_or(&[][..], |v| &v[..]) {
+                    *sums.entry(job).or_default() += cap;
+                }
+            }
+            let rates: BTreeMap<JobId, u64> = sums
+                .into_iter()
+                .map(|(job, bytes_per_s)| {
+                    // Round down (never above the cap) but absorb float noise: 34.9999999 is 35.
+                    let rate = (bytes_per_s / rpc + 1e-6).floor() as u64;
+                    (job, rate.clamp(1, TBF_RATE_RPCS_PER_S_MAX))
+                })
+                .collect();
+            let rules = self.rules.entry(d.domain).or_default();
+            writes.extend(rules.update(&rates).into_iter().map(|text| DomainWrite {
+                domain: d.domain,
+                write: ControlWrite::NrsTbfRule(text),
+            }));
+        }
+        self.last = Some(allocation);
+        Decision { writes }
+    }
+
+    /// Per OST and job: the cap and the BSIP cap (bytes/s); per job on its first OST: the
+    /// redemption rate and coupon worth issued and redeemed.
+    fn trace(&self) -> Vec<TraceSample> {
+        let mut out = Vec::new();
+        let Some(a) = &self.last else {
+            return out;
+        };
+        for app in &a.apps {
+            for c in &app.caps {
+                out.push(TraceSample {
+                    ost: c.ost,
+                    job: app.app,
+                    metric: "cap_bytes_per_s",
+                    value: c.cap_bytes_per_s,
+                });
+            }
+            if let Some(first) = app.caps.first() {
+                let mut values = vec![
+                    ("bsip_fraction", app.bsip_fraction),
+                    ("progress_fraction", app.progress_fraction),
+                    ("coupon_issued_bytes", app.issued_bytes),
+                    ("coupon_redeemed_bytes", app.redeemed_bytes),
+                ];
+                if let Some(rate) = app.redemption_rate {
+                    values.push(("redemption_rate", rate));
+                }
+                for (metric, value) in values {
+                    out.push(TraceSample {
+                        ost: first.ost,
+                        job: app.app,
+                        metric,
+                        value,
+                    });
+                }
+            }
+        }
+        out
+    }
+}

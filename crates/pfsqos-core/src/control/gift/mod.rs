@@ -1,0 +1,400 @@
+//! GIFT (Patel, Garg, Tiwari, FAST '20) and its seven baselines as pure, centralized bandwidth
+//! allocators.
+//!
+//! Every decision interval an [`Allocator`] receives the applications doing I/O, for each the
+//! OSTs it uses and its demanded bandwidth per OST, plus the OST capacities ([`IntervalInput`]),
+//! and returns per-application bandwidth caps per OST ([`Allocation`]). GIFT also carries state
+//! across intervals (coupons, receding windows, regret budget) in its [`CouponLedger`].
+//!
+//! Model (the paper normalizes every OST to bandwidth 1 and assumes every application saturates
+//! it; this is the general form, which reduces to the paper's when demand = capacity):
+//!
+//! * Application `i` demands `d_ij` bytes/s on OST `j` (what it would push unthrottled). Its
+//!   *progress fraction* `x_i ∈ [0, 1]` is the same on every OST it uses, and its cap on OST
+//!   `j` is `x_i d_ij`. Equal progress on every OST is synchronous I/O progress (§3.4,
+//!   `b_ij = b_i`): with equal demands it is the paper's equal bandwidth per OST; with unequal
+//!   demands (more processes on one OST) every process still advances at the same rate.
+//! * Effective bandwidth (eq. 1) is `Σ_i x_i D_i` with `D_i = Σ_j d_ij`: the bytes/s that count
+//!   toward synchronous progress. For allocations that are not synchronous (POFS) an
+//!   application's effective progress is its slowest OST's `cap_ij / d_ij`.
+//! * Coupon worth is bytes: throttled bandwidth summed over the application's OSTs times the
+//!   decision interval (so coupons issued and redeemed on different OSTs, or in intervals of
+//!   different lengths, compare, §3.3).
+//!
+//! The policies:
+//!
+//! | name | module | rule |
+//! |---|---|---|
+//! | `pofs` | [`baselines::Pofs`] | max-min fair share per OST, no synchronization (§2, Fig. 5) |
+//! | `bsip` | [`baselines::Bsip`] | every application gets its most contended OST's fair share everywhere (§2) |
+//! | `mbw` | [`baselines::Mbw`] | LP maximizing effective bandwidth, no fairness floor (§2) |
+//! | `tsa` | [`baselines::Tsa`] | LP that may throttle the smaller half of applications (by nodes) by `B_thres` (§4) |
+//! | `esa` | [`baselines::Esa`] | BSIP, then gaps go to the smallest applications first (§4) |
+//! | `tmf` | [`baselines::Tmf`] | LP that may throttle the most frequently appearing half (§4) |
+//! | `rnd` | [`baselines::Rnd`] | LP that may throttle a random half (seeded generator) (§4) |
+//! | `gift` | [`Gift`] | Algorithm 1: BSIP, redemption, throttle-friendly set, LP, coupons, regret |
+//!
+//! Every choice where the paper is ambiguous is listed in `docs/reproductions/gift.md`.
+
+pub mod baselines;
+pub mod controller;
+pub mod coupons;
+#[allow(clippy::module_inception)]
+pub mod gift;
+pub mod lp;
+pub mod share;
+
+use std::fmt;
+
+use crate::model::{JobId, OstId};
+
+pub use baselines::{Bsip, Esa, Mbw, Pofs, Rnd, Tmf, Tsa};
+pub use controller::{
+    controller_by_name, AllocatorController, DemandModel, GiftControllerConfig, POLICY_NAMES,
+};
+pub use coupons::{Coupon, CouponLedger, LedgerTotals};
+pub use gift::{Gift, GiftConfig, GiftConfigError};
+
+/// Most applications in one decision.
+pub const APPS_MAX: usize = 100_000;
+/// Most OSTs in one decision.
+pub const OSTS_MAX: usize = 10_000;
+/// Most OSTs one application may use (Lustre's widest stripe is 2,000 OSTs).
+pub const OSTS_PER_APP_MAX: usize = 2_000;
+/// Most application-OST pairs in one decision (bounds the LP's size).
+pub const USES_MAX: usize = 1_000_000;
+
+/// One OST's bandwidth.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OstCapacity {
+    pub ost: OstId,
+    pub capacity_bytes_per_s: f64,
+}
+
+/// What an application wants from one OST.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OstDemand {
+    pub ost: OstId,
+    /// Bandwidth the application would use on this OST if nobody limited it (> 0).
+    pub demand_bytes_per_s: f64,
+}
+
+/// One application doing I/O in the interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppDemand {
+    pub app: JobId,
+    /// Compute nodes: converts unredeemed coupons into regret node-hours, and "small" for TSA/ESA.
+    pub nodes: u32,
+    pub osts: Vec<OstDemand>,
+}
+
+/// Input of one decision instance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IntervalInput {
+    /// Start of the interval the decision applies to.
+    pub now_ns: u64,
+    /// Length of the interval (GIFT's decision interval, 10 s in the paper); coupon worth is
+    /// bandwidth times this.
+    pub interval_ns: u64,
+    pub osts: Vec<OstCapacity>,
+    pub apps: Vec<AppDemand>,
+}
+
+/// One cap on one OST.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OstCap {
+    pub ost: OstId,
+    pub cap_bytes_per_s: f64,
+}
+
+/// One application's result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AppAllocation {
+    pub app: JobId,
+    /// BSIP's progress fraction (the fair share set by the most contended OST).
+    pub bsip_fraction: f64,
+    /// Synchronous progress fraction the caps give: `min_j cap_ij / d_ij`.
+    pub progress_fraction: f64,
+    /// Caps in the order of the input's OSTs for this application.
+    pub caps: Vec<OstCap>,
+    /// Coupon worth redeemed this interval (GIFT only).
+    pub redeemed_bytes: f64,
+    /// Coupon worth issued this interval (GIFT only).
+    pub issued_bytes: f64,
+    /// Whether the policy allowed throttling the application below its BSIP share.
+    pub throttleable: bool,
+    /// The application's receding-window redemption rate `c_i(k)` at the start of the
+    /// decision (GIFT only; `None` for the baselines).
+    pub redemption_rate: Option<f64>,
+}
+
+/// Result of one decision instance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Allocation {
+    pub now_ns: u64,
+    /// Sorted by application id.
+    pub apps: Vec<AppAllocation>,
+    /// Eq. 1 for this allocation.
+    pub effective_bytes_per_s: f64,
+    /// Eq. 1 for the BSIP allocation of the same input.
+    pub bsip_effective_bytes_per_s: f64,
+    /// Regret node-hours paid at a regret assessment that ran at the start of this decision.
+    pub regret_paid_node_hours: f64,
+    /// System redemption rate at the start of the decision (GIFT only).
+    pub system_redemption_rate: Option<f64>,
+    /// The LP solver failed and the allocation fell back to the LP's lower bounds.
+    pub lp_fallback: bool,
+}
+
+impl Allocation {
+    pub fn app(&self, app: &JobId) -> Option<&AppAllocation> {
+        self.apps
+            .binary_search_by(|a| a.app.cmp(app))
+            .ok()
+            .map(|i| &self.apps[i])
+    }
+
+    /// Sum of caps on every OST, sorted by OST id.
+    pub fn ost_loads_bytes_per_s(&self) -> Vec<(OstId, f64)> {
+        let mut loads: std::collections::BTreeMap<OstId, f64> = Default::default();
+        for a in &self.apps {
+            for c in &a.caps {
+                *loads.entry(c.ost).or_default() += c.cap_bytes_per_s;
+            }
+        }
+        loads.into_iter().collect()
+    }
+}
+
+/// Why an input cannot be allocated.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AllocError {
+    TooManyApps { count: usize },
+    TooManyOsts { count: usize },
+    TooManyUses { count: usize },
+    TooManyOstsForApp { app: JobId, count: usize },
+    AppWithoutOsts { app: JobId },
+    DuplicateApp { app: JobId },
+    DuplicateOst { ost: OstId },
+    DuplicateOstForApp { app: JobId, ost: OstId },
+    UnknownOst { app: JobId, ost: OstId },
+    BadCapacity { ost: OstId },
+    BadDemand { app: JobId, ost: OstId },
+    ZeroInterval,
+}
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AllocError::TooManyApps { count } => {
+                write!(f, "{count} applications; at most {APPS_MAX}")
+            }
+            AllocError::TooManyOsts { count } => write!(f, "{count} OSTs; at most {OSTS_MAX}"),
+            AllocError::TooManyUses { count } => {
+                write!(f, "{count} application-OST pairs; at most {USES_MAX}")
+            }
+            AllocError::TooManyOstsForApp { app, count } => write!(
+                f,
+                "application {app} uses {count} OSTs; at most {OSTS_PER_APP_MAX}"
+            ),
+            AllocError::AppWithoutOsts { app } => write!(f, "application {app} uses no OST"),
+            AllocError::DuplicateApp { app } => write!(f, "application {app} listed twice"),
+            AllocError::DuplicateOst { ost } => write!(f, "{ost} listed twice"),
+            AllocError::DuplicateOstForApp { app, ost } => {
+                write!(f, "application {app} lists {ost} twice")
+            }
+            AllocError::UnknownOst { app, ost } => {
+                write!(f, "application {app} uses {ost}, which has no capacity")
+            }
+            AllocError::BadCapacity { ost } => {
+                write!(f, "{ost} capacity must be finite and positive")
+            }
+            AllocError::BadDemand { app, ost } => write!(
+                f,
+                "application {app} demand on {ost} must be finite and positive"
+            ),
+            AllocError::ZeroInterval => write!(f, "decision interval must be positive"),
+        }
+    }
+}
+
+impl std::error::Error for AllocError {}
+
+/// A bandwidth allocation policy: one call per decision instance.
+pub trait Allocator {
+    /// Short name (`gift`, `pofs`, ...).
+    fn name(&self) -> &'static str;
+
+    fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError>;
+}
+
+/// One application after validation: OST indexes into [`Prepared::osts`].
+#[derive(Clone, Debug)]
+pub(crate) struct PreparedApp {
+    pub app: JobId,
+    pub nodes: u32,
+    /// `(OST index, demand bytes/s)` in input order.
+    pub uses: Vec<(usize, f64)>,
+    /// `D_i`: total demand over the application's OSTs.
+    pub demand_total_bytes_per_s: f64,
+}
+
+/// Validated input: OSTs sorted by id, applications sorted by id.
+#[derive(Clone, Debug)]
+pub(crate) struct Prepared {
+    pub now_ns: u64,
+    pub interval_s: f64,
+    pub osts: Vec<OstId>,
+    pub capacity_bytes_per_s: Vec<f64>,
+    pub apps: Vec<PreparedApp>,
+    /// Per OST: `(app index, demand)` of the applications on it, by app index.
+    pub users: Vec<Vec<(usize, f64)>>,
+}
+
+impl Prepared {
+    pub fn new(input: &IntervalInput) -> Result<Prepared, AllocError> {
+        if input.interval_ns == 0 {
+            return Err(AllocError::ZeroInterval);
+        }
+        if input.apps.len() > APPS_MAX {
+            return Err(AllocError::TooManyApps {
+                count: input.apps.len(),
+            });
+        }
+        if input.osts.len() > OSTS_MAX {
+            return Err(AllocError::TooManyOsts {
+                count: input.osts.len(),
+            });
+        }
+        let mut osts: Vec<OstCapacity> = input.osts.clone();
+        osts.sort_by_key(|o| o.ost);
+        for w in osts.windows(2) {
+            if w[0].ost == w[1].ost {
+                return Err(AllocError::DuplicateOst { ost: w[0].ost });
+            }
+        }
+        for o in &osts {
+            if !(o.capacity_bytes_per_s.is_finite() && o.capacity_bytes_per_s > 0.0) {
+                return Err(AllocError::BadCapacity { ost: o.ost });
+            }
+        }
+        let uses_total: usize = input.apps.iter().map(|a| a.osts.len()).sum();
+        if uses_total > USES_MAX {
+            return Err(AllocError::TooManyUses { count: uses_total });
+        }
+        let mut order: Vec<usize> = (0..input.apps.len()).collect();
+        order.sort_by_key(|&i| input.apps[i].app);
+        let mut apps = Vec::with_capacity(order.len());
+        let mut users = vec![Vec::new(); osts.len()];
+        for (idx, &i) in order.iter().enumerate() {
+            let a = &input.apps[i];
+            if idx > 0 && apps.last().is_some_and(|p: &PreparedApp| p.app == a.app) {
+                return Err(AllocError::DuplicateApp { app: a.app });
+            }
+            if a.osts.is_empty() {
+                return Err(AllocError::AppWithoutOsts { app: a.app });
+            }
+            if a.osts.len() > OSTS_PER_APP_MAX {
+                return Err(AllocError::TooManyOstsForApp {
+                    app: a.app,
+                    count: a.osts.len(),
+                });
+            }
+            let mut uses = Vec::with_capacity(a.osts.len());
+            for d in &a.osts {
+                let j = osts.binary_search_by_key(&d.ost, |o| o.ost).map_err(|_| {
+                    AllocError::UnknownOst {
+                        app: a.app,
+                        ost: d.ost,
+                    }
+                })?;
+                if !(d.demand_bytes_per_s.is_finite() && d.demand_bytes_per_s > 0.0) {
+                    return Err(AllocError::BadDemand {
+                        app: a.app,
+                        ost: d.ost,
+                    });
+                }
+                if uses.iter().any(|&(k, _)| k == j) {
+                    return Err(AllocError::DuplicateOstForApp {
+                        app: a.app,
+                        ost: d.ost,
+                    });
+                }
+                uses.push((j, d.demand_bytes_per_s));
+                users[j].push((idx, d.demand_bytes_per_s));
+            }
+            apps.push(PreparedApp {
+                app: a.app,
+                nodes: a.nodes,
+                demand_total_bytes_per_s: uses.iter().map(|&(_, d)| d).sum(),
+                uses,
+            });
+        }
+        Ok(Prepared {
+            now_ns: input.now_ns,
+            interval_s: input.interval_ns as f64 / crate::NS_PER_S as f64,
+            osts: osts.iter().map(|o| o.ost).collect(),
+            capacity_bytes_per_s: osts.iter().map(|o| o.capacity_bytes_per_s).collect(),
+            apps,
+            users,
+        })
+    }
+
+    /// Per-OST capacity left after giving every application `x_i d_ij`.
+    pub fn gaps_bytes_per_s(&self, fractions: &[f64]) -> Vec<f64> {
+        let mut gaps = self.capacity_bytes_per_s.clone();
+        for (a, &x) in self.apps.iter().zip(fractions) {
+            for &(j, d) in &a.uses {
+                gaps[j] -= x * d;
+            }
+        }
+        gaps
+    }
+
+    /// Eq. 1 for synchronous progress fractions.
+    pub fn effective_bytes_per_s(&self, fractions: &[f64]) -> f64 {
+        self.apps
+            .iter()
+            .zip(fractions)
+            .map(|(a, &x)| x * a.demand_total_bytes_per_s)
+            .sum()
+    }
+
+    /// Builds the output for synchronous fractions `x_i` (caps `x_i d_ij`).
+    pub fn synchronous_allocation(&self, fractions: &[f64], bsip: &[f64]) -> Allocation {
+        let apps = self
+            .apps
+            .iter()
+            .enumerate()
+            .map(|(i, a)| AppAllocation {
+                app: a.app,
+                bsip_fraction: bsip[i],
+                progress_fraction: fractions[i],
+                caps: a
+                    .uses
+                    .iter()
+                    .map(|&(j, d)| OstCap {
+                        ost: self.osts[j],
+                        cap_bytes_per_s: fractions[i] * d,
+                    })
+                    .collect(),
+                redeemed_bytes: 0.0,
+                issued_bytes: 0.0,
+                throttleable: false,
+                redemption_rate: None,
+            })
+            .collect();
+        Allocation {
+            now_ns: self.now_ns,
+            apps,
+            effective_bytes_per_s: self.effective_bytes_per_s(fractions),
+            bsip_effective_bytes_per_s: self.effective_bytes_per_s(bsip),
+            regret_paid_node_hours: 0.0,
+            system_redemption_rate: None,
+            lp_fallback: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -27,6 +27,7 @@
 //! Architecture invariant: scheduling decisions are made only by `pfsqos_core`; this crate
 //! feeds it wall-clock nanoseconds and carries out what it dequeues.
 
+pub mod cli;
 pub mod client;
 pub mod conn;
 pub mod lctl;

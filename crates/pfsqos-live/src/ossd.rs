@@ -23,7 +23,8 @@
 //! * requests in flight per connection: `rpcs_in_flight_per_conn` (reading stops at the limit);
 //! * bulk bytes held in memory over all connections: `in_flight_bytes_max` (same);
 //! * requests queued per CPT: `queue_depth_max`; beyond it a request is answered `EBUSY`;
-//! * handshake: [`HANDSHAKE_TIMEOUT`]; frames: [`FRAME_LEN_MAX_BYTES`]; I/O sizes:
+//! * handshake: [`HANDSHAKE_TIMEOUT`]; a write's bulk data: [`BULK_TIMEOUT`];
+//!   frames: [`FRAME_LEN_MAX_BYTES`]; I/O sizes:
 //!   [`IO_LEN_MAX_BYTES`]; job_stats: `pfsqos_core::jobstats::JOBS_PER_OST_MAX` jobs per OST.
 //!
 //! A malformed frame, a failed handshake or a protocol violation closes that connection with
@@ -54,6 +55,9 @@ use tracing::{debug, info, warn};
 
 use crate::conn::{self, ConnError, Reader, Writer, HANDSHAKE_TIMEOUT};
 use crate::protocol::*;
+
+/// How long a write's bulk data may take to arrive once its request has (it holds memory).
+pub const BULK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Daemon configuration.
 #[derive(Clone, Debug)]
@@ -198,9 +202,36 @@ impl Pacer {
     }
 }
 
+/// Lustre's default `job_cleanup_interval`, seconds.
+const JOB_CLEANUP_INTERVAL_DEFAULT_S: u64 = 600;
+/// Largest `job_cleanup_interval` accepted (about 31 years; keeps ns arithmetic in range).
+const JOB_CLEANUP_INTERVAL_MAX_S: u64 = 1 << 30;
+
+/// job_stats of one OST with Lustre's expiry: jobs idle for `cleanup_interval_s` are dropped
+/// by a scan that runs at most once per half interval (when a new job appears, when the file
+/// is read) and whenever the interval is written. 0 disables expiry.
+struct JobStatsState {
+    stats: OstJobStats,
+    cleanup_interval_s: u64,
+    last_cleanup_ns: u64,
+}
+
+impl JobStatsState {
+    fn cleanup(&mut self, now_ns: u64, force: bool) {
+        let interval_ns = self.cleanup_interval_s * 1_000_000_000;
+        if interval_ns == 0 {
+            return;
+        }
+        if force || now_ns.saturating_sub(self.last_cleanup_ns) >= interval_ns / 2 {
+            self.stats.expire(now_ns, interval_ns);
+            self.last_cleanup_ns = now_ns;
+        }
+    }
+}
+
 struct Ost {
     objects: PathBuf,
-    job_stats: Mutex<OstJobStats>,
+    job_stats: Mutex<JobStatsState>,
     pacer: Option<Pacer>,
 }
 
@@ -240,6 +271,12 @@ fn nrs_error(e: NrsError) -> RemoteError {
     RemoteError::new(Errno::from_name(e.errno), e.message)
 }
 
+#[derive(Clone, Copy)]
+enum OstParam {
+    JobStats,
+    CleanupInterval,
+}
+
 const PARAM_POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
 const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
 /// Which Lustre version's listing and job_stats layouts the daemon prints (master).
@@ -253,6 +290,13 @@ impl Shared {
 
     fn job_stats_param(&self, ost: usize) -> String {
         format!("obdfilter.{}-OST{:04x}.job_stats", self.fsname, ost)
+    }
+
+    fn cleanup_interval_param(&self, ost: usize) -> String {
+        format!(
+            "obdfilter.{}-OST{:04x}.job_cleanup_interval",
+            self.fsname, ost
+        )
     }
 
     fn submit(
@@ -330,8 +374,12 @@ impl Shared {
             let result = ost.execute(&io, data);
             let usecs = started.elapsed().as_micros() as u64;
             if result.is_ok() {
-                let mut js = lock(&ost.job_stats);
+                let mut state = lock(&ost.job_stats);
                 let now = wall_ns();
+                if state.stats.get(&io.tags.job).is_none() {
+                    state.cleanup(now, false);
+                }
+                let js = &mut state.stats;
                 match (&io.op, &result) {
                     (IoOp::Write, _) => js.record_brw(now, io.tags.job, true, io.length, usecs),
                     (IoOp::Read, Ok(IoOutcome::Read(d))) => {
@@ -355,7 +403,7 @@ impl Shared {
 
     fn param_names(&self) -> Vec<String> {
         let mut names: Vec<String> = (0..self.osts.len())
-            .map(|i| self.job_stats_param(i))
+            .flat_map(|i| [self.job_stats_param(i), self.cleanup_interval_param(i)])
             .collect();
         names.push(PARAM_POLICIES.to_string());
         names.push(PARAM_TBF_RULE.to_string());
@@ -400,16 +448,32 @@ impl Shared {
                     .map_err(nrs_error)
             }
             _ => {
-                let ost = self.ost_of_param(name)?;
-                Ok(lock(&self.osts[ost].job_stats).render(JOB_STATS_FORMAT))
+                let (ost, param) = self.ost_of_param(name)?;
+                let mut state = lock(&self.osts[ost].job_stats);
+                match param {
+                    OstParam::JobStats => {
+                        state.cleanup(wall_ns(), false);
+                        Ok(state.stats.render(JOB_STATS_FORMAT))
+                    }
+                    OstParam::CleanupInterval => Ok(format!("{}\n", state.cleanup_interval_s)),
+                }
             }
         }
     }
 
-    fn ost_of_param(&self, name: &str) -> Result<usize, RemoteError> {
-        (0..self.osts.len())
-            .find(|&i| self.job_stats_param(i) == name)
-            .ok_or_else(|| RemoteError::new(Errno::ENOENT, format!("no parameter {name}")))
+    fn ost_of_param(&self, name: &str) -> Result<(usize, OstParam), RemoteError> {
+        for i in 0..self.osts.len() {
+            if self.job_stats_param(i) == name {
+                return Ok((i, OstParam::JobStats));
+            }
+            if self.cleanup_interval_param(i) == name {
+                return Ok((i, OstParam::CleanupInterval));
+            }
+        }
+        Err(RemoteError::new(
+            Errno::ENOENT,
+            format!("no parameter {name}"),
+        ))
     }
 
     fn set_param(&self, name: &str, value: &str) -> Result<(), RemoteError> {
@@ -438,10 +502,26 @@ impl Shared {
                 result
             }
             _ => {
-                let ost = self.ost_of_param(name)?;
-                lock(&self.osts[ost].job_stats)
-                    .write(value)
-                    .map_err(|e| RemoteError::new(Errno::from_name(e.errno()), e.to_string()))
+                let (ost, param) = self.ost_of_param(name)?;
+                let mut state = lock(&self.osts[ost].job_stats);
+                match param {
+                    OstParam::JobStats => state.stats.write(value).map_err(|e| {
+                        RemoteError::new(Errno::from_name(e.errno()), e.to_string())
+                    }),
+                    OstParam::CleanupInterval => match value.trim().parse::<u64>() {
+                        Ok(s) if s <= JOB_CLEANUP_INTERVAL_MAX_S => {
+                            state.cleanup_interval_s = s;
+                            state.cleanup(wall_ns(), true);
+                            Ok(())
+                        }
+                        _ => Err(RemoteError::new(
+                            Errno::EINVAL,
+                            format!(
+                                "job_cleanup_interval takes seconds in 0..={JOB_CLEANUP_INTERVAL_MAX_S}"
+                            ),
+                        )),
+                    },
+                }
             }
         };
         // New rates or policies can make queued requests eligible now.
@@ -575,7 +655,11 @@ impl Ossd {
                 .with_context(|| format!("OST directory {}", objects.display()))?;
             osts.push(Ost {
                 objects,
-                job_stats: Mutex::new(OstJobStats::default()),
+                job_stats: Mutex::new(JobStatsState {
+                    stats: OstJobStats::default(),
+                    cleanup_interval_s: JOB_CLEANUP_INTERVAL_DEFAULT_S,
+                    last_cleanup_ns: wall_ns(),
+                }),
                 pacer: config.ceiling_bytes_per_s.map(|rate| Pacer {
                     rate_bytes_per_s: rate,
                     next_free: Mutex::new(Instant::now()),
@@ -790,7 +874,15 @@ async fn read_requests(
                     .await
                     .expect("the semaphore is never closed");
                 let data = match io.op {
-                    IoOp::Write => Some(reader.bulk(io.length).await?),
+                    IoOp::Write => Some(
+                        tokio::time::timeout(BULK_TIMEOUT, reader.bulk(io.length))
+                            .await
+                            .map_err(|_| {
+                                ProtocolError::Invalid(format!(
+                                    "bulk data not received within {BULK_TIMEOUT:?}"
+                                ))
+                            })??,
+                    ),
                     _ => None,
                 };
                 if !peer.role.may_do_io() {

@@ -353,6 +353,14 @@ async fn hostile_input_closes_only_that_connection() {
     assert_eq!(code, 1);
     assert!(err.contains("No such file or directory"), "{err}");
     assert_eq!(admin.get_param("ost.OSS.ost_io.*").await.unwrap().len(), 2);
+    let interval = "obdfilter.testfs-OST0000.job_cleanup_interval";
+    assert_eq!(admin.get_param(interval).await.unwrap()[0].value, "600\n");
+    match admin.set_param(interval, "soon").await {
+        Err(ClientError::Remote(e)) => assert_eq!(e.errno, Errno::EINVAL),
+        other => panic!("{other:?}"),
+    }
+    admin.set_param(interval, "0").await.unwrap();
+    assert_eq!(admin.get_param(interval).await.unwrap()[0].value, "0\n");
 
     // A client may not set parameters; an lctl may not do I/O.
     let mut c = client(&f, Role::Client).await;
@@ -371,6 +379,32 @@ async fn hostile_input_closes_only_that_connection() {
         c.send_raw_frame(garbage).await.unwrap();
         assert!(c.next_frame().await.is_err());
     }
+    // Seeded pseudo-random garbage, before and after a handshake.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..16 {
+        let len = (next() % 300) as usize;
+        let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        if round % 2 == 0 {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let mut framed = (len as u32).to_be_bytes().to_vec();
+            framed.extend(&bytes);
+            s.write_all(&framed).await.unwrap();
+            assert!(closed_by_server(&mut s).await);
+        } else {
+            let mut c = client(&f, Role::Mds).await;
+            c.send_raw_frame(bytes).await.unwrap();
+            // Either a clean reply to a frame that happened to decode, or a close.
+            let _ = c.next_frame().await;
+        }
+    }
+    assert_still_serving(&f).await;
+
     // A write whose bulk frame has the wrong size.
     let mut c = client(&f, Role::Client).await;
     let req = pfsqos_live::protocol::encode(&pfsqos_live::protocol::WireRequest::Io {

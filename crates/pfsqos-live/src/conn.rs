@@ -253,3 +253,40 @@ where
         AuthReply::Reject { reason } => Err(ProtocolError::Rejected(reason).into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tokio_util::codec::Decoder;
+
+    proptest! {
+        /// Whatever bytes arrive, the frame decoder either yields frames within the limit,
+        /// waits for more, or fails; it never panics and never yields an oversized frame.
+        #[test]
+        fn frame_decoder_is_total(chunks in proptest::collection::vec(
+            proptest::collection::vec(any::<u8>(), 0..64), 0..16)) {
+            let mut codec = codec();
+            let mut buf = BytesMut::new();
+            'outer: for c in chunks {
+                buf.extend_from_slice(&c);
+                loop {
+                    match codec.decode(&mut buf) {
+                        Ok(Some(frame)) => prop_assert!(frame.len() <= FRAME_LEN_MAX_BYTES),
+                        Ok(None) => break,
+                        Err(_) => break 'outer,
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn oversized_length_is_refused_before_the_body() {
+        let mut codec = codec();
+        let mut buf = BytesMut::from(&((FRAME_LEN_MAX_BYTES + 1) as u32).to_be_bytes()[..]);
+        assert!(codec.decode(&mut buf).is_err());
+        let mut ok = BytesMut::from(&(FRAME_LEN_MAX_BYTES as u32).to_be_bytes()[..]);
+        assert!(matches!(codec.decode(&mut ok), Ok(None)));
+    }
+}

@@ -488,3 +488,73 @@ async fn full_queue_answers_ebusy() {
     waiter.await.unwrap().unwrap();
     f.ossd.shutdown().await;
 }
+
+/// The server answers pipelined requests by tag; a throttled request does not hold back the
+/// replies of requests the scheduler lets through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_requests_are_answered_by_tag() {
+    use pfsqos_live::conn::{client_handshake, Reader, Writer};
+    use pfsqos_live::protocol::{
+        decode_reply, IoOp, ReplyBody, WireIo, WireNid, WireRequest, WireTags, PROTOCOL_VERSION,
+    };
+    let f = start(1, |c| c.threads = 2).await;
+    let mut admin = client(&f, Role::Lctl).await;
+    admin
+        .set_param("ost.OSS.ost_io.nrs_policies", "tbf jobid")
+        .await
+        .unwrap();
+    admin
+        .set_param(
+            "ost.OSS.ost_io.nrs_tbf_rule",
+            "start hold jobid={hold} rate=1",
+        )
+        .await
+        .unwrap();
+    let stream = TcpStream::connect(f.ossd.local_addr()).await.unwrap();
+    let (r, w) = stream.into_split();
+    let (mut r, mut w) = (Reader::new(r), Writer::new(w));
+    client_handshake(&mut r, &mut w, KEY, Role::Client, PROTOCOL_VERSION)
+        .await
+        .unwrap();
+    let req = |tag: u64, job: &str| WireRequest::Io {
+        tag,
+        io: WireIo {
+            op: IoOp::Write,
+            ost: 0,
+            object: tag,
+            offset: 0,
+            length: 3,
+            sync: false,
+            tags: WireTags {
+                job: job.into(),
+                uid: 0,
+                gid: 0,
+                nid: WireNid {
+                    addr: 0,
+                    net_kind: 0,
+                    net_num: 0,
+                },
+            },
+        },
+    };
+    // Four `hold` writes (depth 3: the fourth waits about a second), then one `free` write.
+    for tag in 1..=4 {
+        w.msg_with_bulk(&req(tag, "hold"), b"abc").await.unwrap();
+    }
+    w.msg_with_bulk(&req(5, "free"), b"abc").await.unwrap();
+    let mut order = Vec::new();
+    for _ in 0..5 {
+        let reply = decode_reply(&r.frame().await.unwrap()).unwrap();
+        assert_eq!(reply.result, Ok(ReplyBody::Done));
+        order.push(reply.tag);
+    }
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, [1, 2, 3, 4, 5]);
+    assert_eq!(
+        *order.last().unwrap(),
+        4,
+        "the throttled request is answered last: {order:?}"
+    );
+    f.ossd.shutdown().await;
+}

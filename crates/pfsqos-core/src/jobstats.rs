@@ -8,9 +8,11 @@
 //!
 //! Layouts ([`JobStatsFormat`]):
 //! * 2.12-2.14: `snapshot_time` in whole seconds; 12 counters; byte counters with min/max/sum
-//!   (widths 7/7/15), op counters in `reqs` with samples only.
-//! * 2.15.0-2.15.1: the three time lines unindented as `snapshot_time   : s.ns secs.nsecs`.
-//! * 2.15.2+: time lines indented, 15 counters, all with sumsq (widths 8/8/16/18).
+//!   (widths 7/7/15), op counters in `reqs` with samples only; job ids raw.
+//! * 2.15.0-2.15.1: the three time lines unindented as `snapshot_time   : s.ns secs.nsecs`;
+//!   job ids raw.
+//! * 2.15.2+: time lines indented, 15 counters, all with sumsq (widths 8/8/16/18); job ids
+//!   quoted and escaped when unusual ([`quote_job_id`]).
 //! * 2.16: as 2.15.2+ plus a log2 `hist: { ... }` on the byte counters; an OST with no jobs
 //!   prints `job_stats:`.
 //! * 2.17+ (master, the default): as 2.16, but an OST with no jobs prints an empty value.
@@ -235,9 +237,9 @@ impl JobEntry {
 /// Which Lustre version's `job_stats` layout to print.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum JobStatsFormat {
-    /// 2.12-2.14.
+    /// 2.12-2.14 (job ids printed raw).
     Legacy2_12,
-    /// 2.15.0-2.15.1: unindented time lines.
+    /// 2.15.0-2.15.1: unindented time lines (job ids printed raw).
     Lustre2_15_0,
     /// 2.15.2 and later 2.15.x: no histogram.
     Lustre2_15,
@@ -486,12 +488,12 @@ pub fn render_job_stats<'a>(
 }
 
 fn render_entry(out: &mut String, e: &JobEntry, format: JobStatsFormat) {
-    let _ = writeln!(
-        out,
-        "- {:<16} {}",
-        "job_id:",
-        quote_job_id(e.job_id.as_str())
-    );
+    // Quoting arrived with the 2.15.2+ entry format (§3.1); older layouts print the id raw.
+    let job = match format {
+        JobStatsFormat::Legacy2_12 | JobStatsFormat::Lustre2_15_0 => e.job_id.to_string(),
+        _ => quote_job_id(e.job_id.as_str()),
+    };
+    let _ = writeln!(out, "- {:<16} {job}", "job_id:");
     let snapshot = e.snapshot_time_ns;
     let start = e.start_time_ns.unwrap_or(snapshot);
     let times = [
@@ -725,7 +727,10 @@ pub fn parse_lctl_job_stats(
         }
         let entries = &mut out.last_mut().expect("pushed above").1;
         if let Some(job) = rest_trim.strip_prefix("- job_id:") {
-            let raw = unquote_job_id(job.trim()).map_err(&err)?;
+            // Layouts before 2.15.2 print ids raw, so text that is not a valid quoted form is
+            // taken as it stands.
+            let job = job.trim();
+            let raw = unquote_job_id(job).unwrap_or_else(|_| job.to_string());
             let job_id = JobId::new(&raw).map_err(|e| err(e.to_string()))?;
             let mut e = JobEntry::new(job_id, 0);
             e.start_time_ns = None;

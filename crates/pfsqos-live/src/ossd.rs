@@ -477,10 +477,11 @@ impl Shared {
     }
 
     fn set_param(&self, name: &str, value: &str) -> Result<(), RemoteError> {
-        let now = self.now_ns();
         let result = match name {
             PARAM_POLICIES | PARAM_TBF_RULE => {
                 let mut guards = self.lock_cpts();
+                // Read under the locks, so the heads never see time go backwards.
+                let now = self.now_ns();
                 let mut result = Ok(());
                 for g in guards.iter_mut() {
                     let st = &mut **g;

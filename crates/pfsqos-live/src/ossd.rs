@@ -779,7 +779,9 @@ async fn accept_loop(
             r = listener.accept() => match r {
                 Ok(x) => x,
                 Err(e) => {
+                    // Out of descriptors and the like: back off instead of spinning.
                     warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
             },

@@ -558,3 +558,30 @@ async fn pipelined_requests_are_answered_by_tag() {
     );
     f.ossd.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_limit_are_closed() {
+    let f = start(1, |c| c.connections_max = 1).await;
+    let mut first = client(&f, Role::Client).await;
+    match OssClient::connect(f.ossd.local_addr(), KEY, Role::Client).await {
+        Err(ConnError::Closed) | Err(ConnError::Io(_)) => {}
+        other => panic!("second connection: {:?}", other.err()),
+    }
+    // The first one is unaffected, and its slot is reused once it is gone.
+    let id = ident("a");
+    first.write(&id, 0, 1, 0, b"x", false).await.unwrap();
+    drop(first);
+    let mut ok = false;
+    for _ in 0..1000 {
+        if OssClient::connect(f.ossd.local_addr(), KEY, Role::Client)
+            .await
+            .is_ok()
+        {
+            ok = true;
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(ok, "the freed connection slot was never reused");
+    f.ossd.shutdown().await;
+}

@@ -1,10 +1,11 @@
-//! `pfsqos`: run a scenario under one policy, compare policies, or run the built-in demo.
-//! The work happens in the library crates; this binary parses arguments, draws progress and
+//! `pfsqos`: run a scenario under one policy, compare policies, run the built-in demo, serve
+//! OSTs (`ossd`) or drive a server's parameters (`lctl`). The work happens in the library crates; this binary parses arguments, draws progress and
 //! maps failures to exit codes (2: bad input, 1: the run or writing its outputs failed).
 
 mod commands;
 mod progress;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -57,6 +58,63 @@ enum Command {
         #[arg(long, default_value = "pfsqos-demo")]
         out: PathBuf,
     },
+    /// Serve OSTs (one directory each) with Lustre's NRS (FIFO/TBF) in front of the I/O threads.
+    Ossd {
+        /// Address to listen on, e.g. 127.0.0.1:7988.
+        #[arg(long)]
+        listen: SocketAddr,
+        /// OST directory; repeat for more OSTs (OST0000, OST0001, ... in order).
+        #[arg(long = "ost", required = true)]
+        osts: Vec<PathBuf>,
+        /// File holding the shared cluster key (at least 16 bytes).
+        #[arg(long)]
+        key_file: PathBuf,
+        /// I/O threads in total, split over the CPU partitions.
+        #[arg(long, default_value_t = 8)]
+        threads: usize,
+        /// CPU partitions (one NRS head each).
+        #[arg(long, default_value_t = 1)]
+        cpts: usize,
+        /// Per-OST device ceiling, so a fast disk stands in for a slower one.
+        #[arg(long)]
+        ceiling_bytes_per_s: Option<u64>,
+        /// File system name used in parameter names (obdfilter.<fsname>-OST0000.job_stats).
+        #[arg(long, default_value = "pfsqos")]
+        fsname: String,
+    },
+    /// Read or write an ossd's parameters; prints what Lustre's lctl prints.
+    Lctl {
+        /// ossd address.
+        #[arg(long, default_value = pfsqos_live::lctl::DEFAULT_SERVER)]
+        server: SocketAddr,
+        /// File holding the shared cluster key.
+        #[arg(long, default_value = pfsqos_live::lctl::DEFAULT_KEY_FILE)]
+        key_file: PathBuf,
+        #[command(subcommand)]
+        command: LctlCmd,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum LctlCmd {
+    /// Print parameters: get_param [-n] NAME... (NAME may contain `*`).
+    #[command(name = "get_param")]
+    GetParam {
+        /// Print values only.
+        #[arg(short = 'n')]
+        values_only: bool,
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
+    /// Set parameters: set_param [-n] NAME=VALUE...
+    #[command(name = "set_param")]
+    SetParam {
+        /// Print values only.
+        #[arg(short = 'n')]
+        values_only: bool,
+        #[arg(required = true)]
+        assignments: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -75,6 +133,59 @@ fn main() -> ExitCode {
             out,
         } => commands::compare(&scenario, policies, seed, out),
         Command::Demo { out } => commands::demo(&out),
+        Command::Ossd {
+            listen,
+            osts,
+            key_file,
+            threads,
+            cpts,
+            ceiling_bytes_per_s,
+            fsname,
+        } => {
+            let key = match pfsqos_live::ossd::read_key_file(&key_file) {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("pfsqos: error: {e:#}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut config = pfsqos_live::ossd::OssdConfig::new(listen, osts, key);
+            config.threads = threads;
+            config.cpts = cpts;
+            config.ceiling_bytes_per_s = ceiling_bytes_per_s;
+            config.fsname = fsname;
+            return match pfsqos_live::cli::run_ossd(config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("pfsqos: error: {e:#}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Command::Lctl {
+            server,
+            key_file,
+            command,
+        } => {
+            let command = match command {
+                LctlCmd::GetParam { values_only, names } => {
+                    pfsqos_live::lctl::LctlCommand::GetParam { names, values_only }
+                }
+                LctlCmd::SetParam {
+                    values_only,
+                    assignments,
+                } => pfsqos_live::lctl::LctlCommand::SetParam {
+                    assignments,
+                    values_only,
+                },
+            };
+            let args = pfsqos_live::lctl::LctlArgs {
+                server,
+                key_file,
+                command,
+            };
+            return ExitCode::from(pfsqos_live::cli::run_lctl(&args));
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,780 @@
+//! OST job_stats as Lustre keeps and prints them (specification: `shared/docs/lustre-tbf.md`
+//! §3 and §6.2): per-job counters of one OST, the `obdfilter.<fs>-OSTxxxx.job_stats` printer in
+//! each version's layout, and a tolerant parser of all those layouts.
+//!
+//! The live OSS updates an [`OstJobStats`] per RPC; the Lustre adapter parses what a real `lctl`
+//! prints with [`parse_job_stats`] / [`parse_lctl_job_stats`]. Pure: times are wall-clock
+//! nanoseconds passed in by the driver.
+//!
+//! Layouts ([`JobStatsFormat`]):
+//! * 2.12-2.14: `snapshot_time` in whole seconds; 12 counters; byte counters with min/max/sum
+//!   (widths 7/7/15), op counters in `reqs` with samples only; job ids raw.
+//! * 2.15.0-2.15.1: the three time lines unindented as `snapshot_time   : s.ns secs.nsecs`;
+//!   job ids raw.
+//! * 2.15.2+: time lines indented, 15 counters, all with sumsq (widths 8/8/16/18); job ids
+//!   quoted and escaped when unusual ([`quote_job_id`]).
+//! * 2.16: as 2.15.2+ plus a log2 `hist: { ... }` on the byte counters; an OST with no jobs
+//!   prints `job_stats:`.
+//! * 2.17+ (master, the default): as 2.16, but an OST with no jobs prints an empty value.
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Write};
+
+use crate::model::{JobId, JOB_ID_LEN_MAX};
+use crate::NS_PER_S;
+
+/// Counters of an OST in Lustre's print order (`ofd_stats_counter_init`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OstCounter {
+    ReadBytes,
+    WriteBytes,
+    Read,
+    Write,
+    Getattr,
+    Setattr,
+    Punch,
+    Sync,
+    Destroy,
+    Create,
+    Statfs,
+    GetInfo,
+    SetInfo,
+    Quotactl,
+    Prealloc,
+}
+
+/// Number of OST counters from 2.15 on.
+pub const OST_COUNTER_COUNT: usize = 15;
+
+impl OstCounter {
+    pub const ALL: [OstCounter; OST_COUNTER_COUNT] = [
+        OstCounter::ReadBytes,
+        OstCounter::WriteBytes,
+        OstCounter::Read,
+        OstCounter::Write,
+        OstCounter::Getattr,
+        OstCounter::Setattr,
+        OstCounter::Punch,
+        OstCounter::Sync,
+        OstCounter::Destroy,
+        OstCounter::Create,
+        OstCounter::Statfs,
+        OstCounter::GetInfo,
+        OstCounter::SetInfo,
+        OstCounter::Quotactl,
+        OstCounter::Prealloc,
+    ];
+
+    /// The 12 counters of 2.12-2.14, in their print order.
+    pub const LEGACY: [OstCounter; 12] = [
+        OstCounter::ReadBytes,
+        OstCounter::WriteBytes,
+        OstCounter::Getattr,
+        OstCounter::Setattr,
+        OstCounter::Punch,
+        OstCounter::Sync,
+        OstCounter::Destroy,
+        OstCounter::Create,
+        OstCounter::Statfs,
+        OstCounter::GetInfo,
+        OstCounter::SetInfo,
+        OstCounter::Quotactl,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OstCounter::ReadBytes => "read_bytes",
+            OstCounter::WriteBytes => "write_bytes",
+            OstCounter::Read => "read",
+            OstCounter::Write => "write",
+            OstCounter::Getattr => "getattr",
+            OstCounter::Setattr => "setattr",
+            OstCounter::Punch => "punch",
+            OstCounter::Sync => "sync",
+            OstCounter::Destroy => "destroy",
+            OstCounter::Create => "create",
+            OstCounter::Statfs => "statfs",
+            OstCounter::GetInfo => "get_info",
+            OstCounter::SetInfo => "set_info",
+            OstCounter::Quotactl => "quotactl",
+            OstCounter::Prealloc => "prealloc",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<OstCounter> {
+        OstCounter::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    pub fn is_bytes(self) -> bool {
+        matches!(self, OstCounter::ReadBytes | OstCounter::WriteBytes)
+    }
+}
+
+/// Buckets of the log2 histogram: bucket j holds values in (2^(j-1), 2^j].
+pub const HIST_BUCKETS: usize = 64;
+
+/// One counter: samples with min/max/sum/sumsq (sums wrap as Lustre's u64 counters do).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counter {
+    pub samples: u64,
+    /// Meaningful only when `samples > 0` (printed as 0 otherwise).
+    pub min: u64,
+    pub max: u64,
+    pub sum: u64,
+    pub sumsq: u64,
+}
+
+impl Counter {
+    pub fn add(&mut self, value: u64) {
+        if self.samples == 0 || value < self.min {
+            self.min = value;
+        }
+        if self.samples == 0 || value > self.max {
+            self.max = value;
+        }
+        self.samples += 1;
+        self.sum = self.sum.wrapping_add(value);
+        self.sumsq = self.sumsq.wrapping_add(value.wrapping_mul(value));
+    }
+}
+
+/// The bucket a value falls in: `fls(v - 1)`, with 0 and 1 both in bucket 0.
+pub fn hist_bucket(value: u64) -> usize {
+    if value <= 1 {
+        0
+    } else {
+        (64 - (value - 1).leading_zeros()) as usize
+    }
+}
+
+/// The label of bucket j as Lustre prints it: `1`, `2`, ... `512`, `1K`, ... `1M`, `4M`, `1G`...
+pub fn hist_label(bucket: usize) -> String {
+    const SUFFIXES: [&str; 7] = ["", "K", "M", "G", "T", "P", "E"];
+    let (scale, mantissa) = (bucket / 10, bucket % 10);
+    format!("{}{}", 1u64 << mantissa, SUFFIXES[scale.min(6)])
+}
+
+fn parse_hist_label(label: &str) -> Option<usize> {
+    const SUFFIXES: [(char, usize); 6] = [
+        ('K', 10),
+        ('M', 20),
+        ('G', 30),
+        ('T', 40),
+        ('P', 50),
+        ('E', 60),
+    ];
+    let (digits, shift) = match label.chars().last()? {
+        c if c.is_ascii_digit() => (label, 0),
+        c => {
+            let shift = SUFFIXES.iter().find(|(s, _)| *s == c)?.1;
+            (&label[..label.len() - 1], shift)
+        }
+    };
+    let n: u64 = digits.parse().ok()?;
+    if !n.is_power_of_two() || n >= 1024 {
+        return None;
+    }
+    let bucket = n.trailing_zeros() as usize + shift;
+    (bucket < HIST_BUCKETS).then_some(bucket)
+}
+
+/// A log2 histogram of RPC sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Log2Hist(pub [u64; HIST_BUCKETS]);
+
+impl Default for Log2Hist {
+    fn default() -> Self {
+        Log2Hist([0; HIST_BUCKETS])
+    }
+}
+
+impl Log2Hist {
+    pub fn add(&mut self, value: u64) {
+        let b = hist_bucket(value);
+        self.0[b] = self.0[b].wrapping_add(1);
+    }
+}
+
+/// One job's entry on one OST.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobEntry {
+    pub job_id: JobId,
+    /// Wall-clock time of the most recent update, ns since the epoch.
+    pub snapshot_time_ns: u64,
+    /// When the entry was created; `None` when parsed from a layout without it (≤2.14).
+    pub start_time_ns: Option<u64>,
+    /// Indexed by `OstCounter as usize`.
+    pub counters: [Counter; OST_COUNTER_COUNT],
+    pub read_hist: Log2Hist,
+    pub write_hist: Log2Hist,
+}
+
+impl JobEntry {
+    pub fn new(job_id: JobId, now_ns: u64) -> JobEntry {
+        JobEntry {
+            job_id,
+            snapshot_time_ns: now_ns,
+            start_time_ns: Some(now_ns),
+            counters: [Counter::default(); OST_COUNTER_COUNT],
+            read_hist: Log2Hist::default(),
+            write_hist: Log2Hist::default(),
+        }
+    }
+
+    pub fn counter(&self, c: OstCounter) -> &Counter {
+        &self.counters[c as usize]
+    }
+
+    fn hist(&self, c: OstCounter) -> Option<&Log2Hist> {
+        match c {
+            OstCounter::ReadBytes => Some(&self.read_hist),
+            OstCounter::WriteBytes => Some(&self.write_hist),
+            _ => None,
+        }
+    }
+}
+
+/// Which Lustre version's `job_stats` layout to print.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum JobStatsFormat {
+    /// 2.12-2.14 (job ids printed raw).
+    Legacy2_12,
+    /// 2.15.0-2.15.1: unindented time lines (job ids printed raw).
+    Lustre2_15_0,
+    /// 2.15.2 and later 2.15.x: no histogram.
+    Lustre2_15,
+    /// 2.16.x: histograms; an empty OST prints `job_stats:`.
+    Lustre2_16,
+    /// 2.17.0 and master: histograms; an empty OST prints nothing.
+    #[default]
+    Master,
+}
+
+/// Why a write to `job_stats` failed; Lustre answers `EINVAL` to all of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobStatsError {
+    UnknownJob(String),
+    BadJobId(String),
+}
+
+impl JobStatsError {
+    pub fn errno(&self) -> &'static str {
+        "EINVAL"
+    }
+}
+
+impl fmt::Display for JobStatsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JobStatsError::UnknownJob(j) => write!(f, "no job `{j}` in job_stats"),
+            JobStatsError::BadJobId(m) => write!(f, "bad job id: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for JobStatsError {}
+
+/// Default bound on jobs kept per OST; beyond it the least recently updated job is dropped.
+pub const JOBS_PER_OST_MAX: usize = 16_384;
+
+/// Longest text accepted by [`OstJobStats::write`] (a quoted, escaped 31-byte job id fits).
+pub const JOB_STATS_WRITE_LEN_MAX: usize = 4 * JOB_ID_LEN_MAX + 8;
+
+/// The job_stats of one OST.
+#[derive(Clone, Debug)]
+pub struct OstJobStats {
+    jobs: BTreeMap<JobId, JobEntry>,
+    jobs_max: usize,
+}
+
+impl Default for OstJobStats {
+    fn default() -> Self {
+        OstJobStats::new(JOBS_PER_OST_MAX)
+    }
+}
+
+impl OstJobStats {
+    pub fn new(jobs_max: usize) -> OstJobStats {
+        assert!(jobs_max > 0, "job_stats needs room for at least one job");
+        OstJobStats {
+            jobs: BTreeMap::new(),
+            jobs_max,
+        }
+    }
+
+    /// Jobs in job id order (the 2.17 rb-tree order).
+    pub fn entries(&self) -> impl Iterator<Item = &JobEntry> {
+        self.jobs.values()
+    }
+
+    pub fn get(&self, job: &JobId) -> Option<&JobEntry> {
+        self.jobs.get(job)
+    }
+
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    fn entry(&mut self, now_ns: u64, job: JobId) -> &mut JobEntry {
+        if !self.jobs.contains_key(&job) && self.jobs.len() >= self.jobs_max {
+            let oldest = self
+                .jobs
+                .values()
+                .min_by_key(|e| (e.snapshot_time_ns, e.job_id))
+                .map(|e| e.job_id)
+                .expect("jobs_max > 0, so the map is not empty");
+            self.jobs.remove(&oldest);
+        }
+        let e = self
+            .jobs
+            .entry(job)
+            .or_insert_with(|| JobEntry::new(job, now_ns));
+        e.snapshot_time_ns = e.snapshot_time_ns.max(now_ns);
+        e
+    }
+
+    /// Adds one sample. RPCs without a job id are not recorded, as in Lustre.
+    pub fn record(&mut self, now_ns: u64, job: JobId, counter: OstCounter, value: u64) {
+        if job.is_empty() {
+            return;
+        }
+        let e = self.entry(now_ns, job);
+        e.counters[counter as usize].add(value);
+        match counter {
+            OstCounter::ReadBytes => e.read_hist.add(value),
+            OstCounter::WriteBytes => e.write_hist.add(value),
+            _ => {}
+        }
+    }
+
+    /// One bulk RPC: a sample of its bytes and one of its service time (µs).
+    pub fn record_brw(&mut self, now_ns: u64, job: JobId, write: bool, bytes: u64, usecs: u64) {
+        let (b, t) = if write {
+            (OstCounter::WriteBytes, OstCounter::Write)
+        } else {
+            (OstCounter::ReadBytes, OstCounter::Read)
+        };
+        self.record(now_ns, job, b, bytes);
+        self.record(now_ns, job, t, usecs);
+    }
+
+    pub fn clear(&mut self) {
+        self.jobs.clear();
+    }
+
+    /// Removes one job, named raw or quoted/escaped as job_stats prints it.
+    pub fn clear_job(&mut self, text: &str) -> Result<(), JobStatsError> {
+        let raw = unquote_job_id(text.trim()).map_err(JobStatsError::BadJobId)?;
+        let job = JobId::new(&raw).map_err(|e| JobStatsError::BadJobId(e.to_string()))?;
+        self.jobs
+            .remove(&job)
+            .map(|_| ())
+            .ok_or(JobStatsError::UnknownJob(raw))
+    }
+
+    /// `lctl set_param obdfilter.X.job_stats=<text>`: `clear` or a job id.
+    pub fn write(&mut self, text: &str) -> Result<(), JobStatsError> {
+        if text.len() > JOB_STATS_WRITE_LEN_MAX {
+            return Err(JobStatsError::BadJobId(format!(
+                "longer than {JOB_STATS_WRITE_LEN_MAX} bytes"
+            )));
+        }
+        if text.trim() == "clear" {
+            self.clear();
+            Ok(())
+        } else {
+            self.clear_job(text)
+        }
+    }
+
+    /// Drops jobs not updated for `interval_ns` (`job_cleanup_interval`); 0 disables.
+    pub fn expire(&mut self, now_ns: u64, interval_ns: u64) {
+        if interval_ns == 0 {
+            return;
+        }
+        self.jobs
+            .retain(|_, e| now_ns.saturating_sub(e.snapshot_time_ns) <= interval_ns);
+    }
+
+    /// The value of `obdfilter.<fs>-OSTxxxx.job_stats` (what `lctl get_param -n` prints).
+    pub fn render(&self, format: JobStatsFormat) -> String {
+        render_job_stats(self.jobs.values(), format)
+    }
+}
+
+/// Whether a job id needs quotes: any character outside `[A-Za-z0-9.@-_:/]`, a `:`, or a
+/// leading `@`.
+fn needs_quotes(job: &str) -> bool {
+    job.starts_with('@') || job.bytes().any(|b| b == b':' || !plain_byte(b))
+}
+
+fn plain_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'@' | b'-' | b'_' | b':' | b'/')
+}
+
+/// The job id as job_stats prints it: raw, or double-quoted with unusual bytes as `\xHH`.
+pub fn quote_job_id(job: &str) -> String {
+    if !needs_quotes(job) {
+        return job.to_string();
+    }
+    let mut out = String::with_capacity(job.len() + 2);
+    out.push('"');
+    for b in job.bytes() {
+        if plain_byte(b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Inverse of [`quote_job_id`]; text without quotes is returned as is.
+pub fn unquote_job_id(text: &str) -> Result<String, String> {
+    let Some(inner) = text.strip_prefix('"') else {
+        return Ok(text.to_string());
+    };
+    let inner = inner
+        .strip_suffix('"')
+        .ok_or_else(|| format!("unterminated quote in `{text}`"))?;
+    let mut bytes = Vec::with_capacity(inner.len());
+    let raw = inner.as_bytes();
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'\\' {
+            let hex = raw
+                .get(i + 1..i + 4)
+                .filter(|h| h[0] == b'x')
+                .and_then(|h| std::str::from_utf8(&h[1..]).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("bad escape in `{text}`"))?;
+            bytes.push(hex);
+            i += 4;
+        } else {
+            bytes.push(raw[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(bytes).map_err(|_| format!("escaped job id `{text}` is not UTF-8"))
+}
+
+fn fmt_time(ns: u64) -> String {
+    format!("{}.{:09}", ns / NS_PER_S, ns % NS_PER_S)
+}
+
+/// Prints entries in the given layout (the value, without the `param=` prefix).
+pub fn render_job_stats<'a>(
+    entries: impl IntoIterator<Item = &'a JobEntry>,
+    format: JobStatsFormat,
+) -> String {
+    let mut out = String::new();
+    let mut any = false;
+    for e in entries {
+        if !any {
+            out.push_str("job_stats:\n");
+            any = true;
+        }
+        render_entry(&mut out, e, format);
+    }
+    if !any && format != JobStatsFormat::Master {
+        out.push_str("job_stats:\n");
+    }
+    out
+}
+
+fn render_entry(out: &mut String, e: &JobEntry, format: JobStatsFormat) {
+    // Quoting arrived with the 2.15.2+ entry format (§3.1); older layouts print the id raw.
+    let job = match format {
+        JobStatsFormat::Legacy2_12 | JobStatsFormat::Lustre2_15_0 => e.job_id.to_string(),
+        _ => quote_job_id(e.job_id.as_str()),
+    };
+    let _ = writeln!(out, "- {:<16} {job}", "job_id:");
+    let snapshot = e.snapshot_time_ns;
+    let start = e.start_time_ns.unwrap_or(snapshot);
+    let times = [
+        ("snapshot_time", snapshot),
+        ("start_time", start),
+        ("elapsed_time", snapshot.saturating_sub(start)),
+    ];
+    match format {
+        JobStatsFormat::Legacy2_12 => {
+            let _ = writeln!(out, "  {:<16} {}", "snapshot_time:", snapshot / NS_PER_S);
+        }
+        JobStatsFormat::Lustre2_15_0 => {
+            for (name, t) in times {
+                let _ = writeln!(out, "{name:<16}: {} secs.nsecs", fmt_time(t));
+            }
+        }
+        _ => {
+            for (name, t) in times {
+                let label = format!("{name}:");
+                let _ = writeln!(out, "  {label:<16} {} secs.nsecs", fmt_time(t));
+            }
+        }
+    }
+    let counters: &[OstCounter] = if format == JobStatsFormat::Legacy2_12 {
+        &OstCounter::LEGACY
+    } else {
+        &OstCounter::ALL
+    };
+    for &c in counters {
+        let k = e.counter(c);
+        let label = format!("{}:", c.name());
+        let _ = write!(out, "  {label:<16} {{ samples: {:>11}", k.samples);
+        let (min, max) = if k.samples == 0 {
+            (0, 0)
+        } else {
+            (k.min, k.max)
+        };
+        let (sum, sumsq) = if k.samples == 0 {
+            (0, 0)
+        } else {
+            (k.sum, k.sumsq)
+        };
+        if format == JobStatsFormat::Legacy2_12 {
+            if c.is_bytes() {
+                let _ = write!(
+                    out,
+                    ", unit: bytes, min: {min:>7}, max: {max:>7}, sum: {sum:>15}"
+                );
+            } else {
+                out.push_str(", unit:  reqs");
+            }
+        } else {
+            let unit = if c.is_bytes() { "bytes" } else { "usecs" };
+            let _ = write!(
+                out,
+                ", unit: {unit}, min: {min:>8}, max: {max:>8}, sum: {sum:>16}, sumsq: {sumsq:>18}"
+            );
+            let with_hist = matches!(format, JobStatsFormat::Lustre2_16 | JobStatsFormat::Master);
+            if let (true, Some(h)) = (with_hist, e.hist(c)) {
+                out.push_str(", hist: { ");
+                let items: Vec<String> =
+                    h.0.iter()
+                        .enumerate()
+                        .filter(|(_, &n)| n > 0)
+                        .map(|(b, n)| format!("{}: {n}", hist_label(b)))
+                        .collect();
+                out.push_str(&items.join(", "));
+                out.push_str(" }");
+            }
+        }
+        out.push_str(" }\n");
+    }
+}
+
+/// Why job_stats text could not be parsed: the 1-based line and what was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobStatsParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for JobStatsParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "job_stats line {}: {}", self.line, self.message)
+    }
+}
+
+impl std::error::Error for JobStatsParseError {}
+
+/// Longest text the parsers accept (a bound on outside input).
+pub const JOB_STATS_TEXT_LEN_MAX_BYTES: usize = 256 << 20;
+
+fn parse_time_ns(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let t = t.strip_suffix("secs.nsecs").unwrap_or(t).trim();
+    let (s, ns) = match t.split_once('.') {
+        Some((s, ns)) => {
+            if ns.is_empty() || ns.len() > 9 || !ns.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let scale = 10u64.pow(9 - ns.len() as u32);
+            (s, ns.parse::<u64>().ok()? * scale)
+        }
+        None => (t, 0),
+    };
+    s.parse::<u64>()
+        .ok()?
+        .checked_mul(NS_PER_S)?
+        .checked_add(ns)
+}
+
+/// Parses `{ samples: N, unit: U, min: .., hist: { 1M: 3 } }` into the counter, its unit and
+/// its histogram.
+fn parse_counter_body(body: &str) -> Result<(Counter, String, Option<Log2Hist>), String> {
+    let inner = body
+        .trim()
+        .strip_prefix('{')
+        .and_then(|b| b.strip_suffix('}'))
+        .ok_or_else(|| format!("counter `{body}` is not in braces"))?;
+    let (fields, hist_text) = match inner.split_once("hist:") {
+        Some((f, h)) => (f, Some(h)),
+        None => (inner, None),
+    };
+    let mut k = Counter::default();
+    let mut unit = String::new();
+    for field in fields.split(',') {
+        let field = field.trim();
+        if field.is_empty() {
+            continue;
+        }
+        let (name, value) = field
+            .split_once(':')
+            .ok_or_else(|| format!("field `{field}` has no `:`"))?;
+        let value = value.trim();
+        let num = || {
+            value
+                .parse::<u64>()
+                .map_err(|_| format!("bad number `{value}` for `{}`", name.trim()))
+        };
+        match name.trim() {
+            "samples" => k.samples = num()?,
+            "unit" => unit = value.to_string(),
+            "min" => k.min = num()?,
+            "max" => k.max = num()?,
+            "sum" => k.sum = num()?,
+            "sumsq" => k.sumsq = num()?,
+            _ => {} // tolerate fields of future versions
+        }
+    }
+    let hist = match hist_text {
+        None => None,
+        Some(h) => {
+            let h = h
+                .trim()
+                .strip_prefix('{')
+                .and_then(|h| h.trim_end().strip_suffix('}'))
+                .ok_or_else(|| format!("histogram `{h}` is not in braces"))?;
+            let mut hist = Log2Hist::default();
+            for item in h.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                let (label, n) = item
+                    .split_once(':')
+                    .ok_or_else(|| format!("histogram item `{item}` has no `:`"))?;
+                let b = parse_hist_label(label.trim())
+                    .ok_or_else(|| format!("bad histogram label `{label}`"))?;
+                hist.0[b] = n
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("bad histogram count `{n}`"))?;
+            }
+            Some(hist)
+        }
+    };
+    Ok((k, unit, hist))
+}
+
+/// Parses one `job_stats` value (any layout of §6.2, with or without the `param=` prefix on
+/// the first line) into its entries, in file order.
+pub fn parse_job_stats(text: &str) -> Result<Vec<JobEntry>, JobStatsParseError> {
+    let mut all = parse_lctl_job_stats(text)?;
+    match all.len() {
+        0 => Ok(Vec::new()),
+        1 => Ok(all.pop().expect("one").1),
+        n => Err(JobStatsParseError {
+            line: 0,
+            message: format!("{n} job_stats parameters where one was expected"),
+        }),
+    }
+}
+
+/// Parses the output of `lctl get_param obdfilter.*.job_stats`: one `(param, entries)` pair per
+/// OST. A value without any `param=` line gives one pair with an empty name.
+pub fn parse_lctl_job_stats(
+    text: &str,
+) -> Result<Vec<(String, Vec<JobEntry>)>, JobStatsParseError> {
+    if text.len() > JOB_STATS_TEXT_LEN_MAX_BYTES {
+        return Err(JobStatsParseError {
+            line: 0,
+            message: format!("longer than {JOB_STATS_TEXT_LEN_MAX_BYTES} bytes"),
+        });
+    }
+    let mut out: Vec<(String, Vec<JobEntry>)> = Vec::new();
+    for (i, raw_line) in text.lines().enumerate() {
+        let lineno = i + 1;
+        let err = |message: String| JobStatsParseError {
+            line: lineno,
+            message,
+        };
+        let line = raw_line.trim_end();
+        if line.trim().is_empty() {
+            continue;
+        }
+        // `obdfilter.X.job_stats=` possibly followed by `job_stats:` on the same line.
+        let mut rest = line;
+        if !line.starts_with([' ', '-', '{']) {
+            if let Some((param, value)) = line.split_once('=') {
+                if !param.is_empty() && !param.contains([' ', ':']) {
+                    out.push((param.to_string(), Vec::new()));
+                    rest = value;
+                }
+            }
+        }
+        let rest_trim = rest.trim();
+        if rest_trim.is_empty() || rest_trim == "job_stats:" {
+            if out.is_empty() {
+                out.push((String::new(), Vec::new()));
+            }
+            continue;
+        }
+        if out.is_empty() {
+            out.push((String::new(), Vec::new()));
+        }
+        let entries = &mut out.last_mut().expect("pushed above").1;
+        if let Some(job) = rest_trim.strip_prefix("- job_id:") {
+            // Layouts before 2.15.2 print ids raw, so text that is not a valid quoted form is
+            // taken as it stands.
+            let job = job.trim();
+            let raw = unquote_job_id(job).unwrap_or_else(|_| job.to_string());
+            let job_id = JobId::new(&raw).map_err(|e| err(e.to_string()))?;
+            let mut e = JobEntry::new(job_id, 0);
+            e.start_time_ns = None;
+            entries.push(e);
+            continue;
+        }
+        let entry = entries
+            .last_mut()
+            .ok_or_else(|| err(format!("`{rest_trim}` before any `- job_id:`")))?;
+        let (name, value) = rest_trim
+            .split_once(':')
+            .ok_or_else(|| err(format!("`{rest_trim}` has no `:`")))?;
+        let name = name.trim();
+        match name {
+            "snapshot_time" | "start_time" | "elapsed_time" => {
+                let t = parse_time_ns(value).ok_or_else(|| err(format!("bad time `{value}`")))?;
+                match name {
+                    "snapshot_time" => entry.snapshot_time_ns = t,
+                    "start_time" => entry.start_time_ns = Some(t),
+                    _ => {} // derived: snapshot - start
+                }
+            }
+            _ => {
+                let (counter, unit, hist) = parse_counter_body(value).map_err(&err)?;
+                // The manual's oldest examples name the byte counters `read:`/`write:`.
+                let c = match (name, unit.as_str()) {
+                    ("read", "bytes") => Some(OstCounter::ReadBytes),
+                    ("write", "bytes") => Some(OstCounter::WriteBytes),
+                    _ => OstCounter::from_name(name),
+                };
+                let Some(c) = c else { continue };
+                entry.counters[c as usize] = counter;
+                if let Some(h) = hist {
+                    match c {
+                        OstCounter::ReadBytes => entry.read_hist = h,
+                        OstCounter::WriteBytes => entry.write_hist = h,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

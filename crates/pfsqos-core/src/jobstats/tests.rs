@@ -1,0 +1,344 @@
+use super::*;
+use proptest::prelude::*;
+
+const ZERO_OPS_2_16: &str = "  getattr:         { samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }
+  setattr:         { samples:           1, unit: usecs, min:       57, max:       57, sum:               57, sumsq:               3249 }
+  punch:           { samples:           1, unit: usecs, min:      133, max:      133, sum:              133, sumsq:              17689 }
+  sync:            { samples:           2, unit: usecs, min:      880, max:     1210, sum:             2090, sumsq:            2238500 }
+  destroy:         { samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }
+  create:          { samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }
+  statfs:          { samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }
+  get_info:        { samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }
+  set_info:        { samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }
+  quotactl:        { samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }
+  prealloc:        { samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }
+";
+
+/// §6.2 (a), with the second job's elided counters written out (all zero but write_bytes).
+fn example_2_16() -> String {
+    let zeros: String = ZERO_OPS_2_16
+        .lines()
+        .map(|l| {
+            let name = l.split(':').next().unwrap();
+            format!(
+                "{name}:{}{{ samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }}\n",
+                " ".repeat(16 - name.trim().len())
+            )
+        })
+        .collect();
+    format!(
+        "job_stats:
+- job_id:          4151234
+  snapshot_time:   1727871234.123456789 secs.nsecs
+  start_time:      1727871101.987654321 secs.nsecs
+  elapsed_time:    132.135802468 secs.nsecs
+  read_bytes:      {{ samples:          64, unit: bytes, min:  1048576, max:  4194304, sum:        201326592, sumsq:    862017116176384, hist: {{ 1M: 16, 4M: 48 }} }}
+  write_bytes:     {{ samples:         256, unit: bytes, min:  4194304, max:  4194304, sum:       1073741824, sumsq:   4503599627370496, hist: {{ 4M: 256 }} }}
+  read:            {{ samples:          64, unit: usecs, min:      412, max:     9120, sum:            98304, sumsq:          221184000 }}
+  write:           {{ samples:         256, unit: usecs, min:     1830, max:    45210, sum:          1923456, sumsq:        21034567890 }}
+{ZERO_OPS_2_16}- job_id:          \"ior.1001:n01\"
+  snapshot_time:   1727871230.500000000 secs.nsecs
+  start_time:      1727871200.250000000 secs.nsecs
+  elapsed_time:    30.250000000 secs.nsecs
+  read_bytes:      {{ samples:           0, unit: bytes, min:        0, max:        0, sum:                0, sumsq:                  0, hist: {{  }} }}
+  write_bytes:     {{ samples:          10, unit: bytes, min:  1048576, max:  1048576, sum:         10485760, sumsq:     10995116277760, hist: {{ 1M: 10 }} }}
+  read:            {{ samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }}
+  write:           {{ samples:           0, unit: usecs, min:        0, max:        0, sum:                0, sumsq:                  0 }}
+{zeros}"
+    )
+}
+
+const EXAMPLE_2_12: &str = "job_stats:
+- job_id:          dd.500
+  snapshot_time:   1429714922
+  read_bytes:      { samples:           0, unit: bytes, min:       0, max:       0, sum:               0 }
+  write_bytes:     { samples:         100, unit: bytes, min: 1048576, max: 1048576, sum:       104857600 }
+  getattr:         { samples:           0, unit:  reqs }
+  setattr:         { samples:           0, unit:  reqs }
+  punch:           { samples:           1, unit:  reqs }
+  sync:            { samples:           0, unit:  reqs }
+  destroy:         { samples:           0, unit:  reqs }
+  create:          { samples:           0, unit:  reqs }
+  statfs:          { samples:           0, unit:  reqs }
+  get_info:        { samples:           0, unit:  reqs }
+  set_info:        { samples:           0, unit:  reqs }
+  quotactl:        { samples:           0, unit:  reqs }
+";
+
+fn strip_hist(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find(", hist: {") {
+            Some(i) => format!("{} }}\n", &l[..i]),
+            None => format!("{l}\n"),
+        })
+        .collect()
+}
+
+#[test]
+fn example_2_16_round_trips_byte_for_byte() {
+    let text = example_2_16();
+    let entries = parse_job_stats(&text).unwrap();
+    assert_eq!(entries.len(), 2);
+    let a = &entries[0];
+    assert_eq!(a.job_id.as_str(), "4151234");
+    assert_eq!(a.snapshot_time_ns, 1_727_871_234_123_456_789);
+    assert_eq!(a.start_time_ns, Some(1_727_871_101_987_654_321));
+    let rb = a.counter(OstCounter::ReadBytes);
+    assert_eq!((rb.samples, rb.min, rb.max), (64, 1 << 20, 4 << 20));
+    assert_eq!(a.read_hist.0[20], 16);
+    assert_eq!(a.read_hist.0[22], 48);
+    assert_eq!(a.counter(OstCounter::Sync).sumsq, 2_238_500);
+    assert_eq!(entries[1].job_id.as_str(), "ior.1001:n01");
+    assert_eq!(render_job_stats(&entries, JobStatsFormat::Lustre2_16), text);
+    assert_eq!(render_job_stats(&entries, JobStatsFormat::Master), text);
+    // 2.15.2+: the same without histograms.
+    let text_2_15 = strip_hist(&text);
+    assert_eq!(
+        render_job_stats(&entries, JobStatsFormat::Lustre2_15),
+        text_2_15
+    );
+    let from_2_15 = parse_job_stats(&text_2_15).unwrap();
+    assert_eq!(from_2_15[0].counters, entries[0].counters);
+    assert_eq!(from_2_15[0].read_hist, Log2Hist::default());
+}
+
+#[test]
+fn recorded_counters_print_like_the_example() {
+    let mut s = OstJobStats::default();
+    let job = JobId::new("4151234").unwrap();
+    let start = 1_727_871_101_987_654_321;
+    for k in 0..64u64 {
+        let bytes = if k < 16 { 1 << 20 } else { 4 << 20 };
+        s.record(start + k, job, OstCounter::ReadBytes, bytes);
+    }
+    for _ in 0..256 {
+        s.record(start, job, OstCounter::WriteBytes, 4 << 20);
+    }
+    s.record(1_727_871_234_123_456_789, job, OstCounter::Setattr, 57);
+    let out = s.render(JobStatsFormat::Master);
+    // The §6.2 values are invented: 16 x 1 MiB + 48 x 4 MiB sums to 218103808, not 201326592.
+    let example = example_2_16().replace("       201326592", "       218103808");
+    let first_job: Vec<&str> = example.lines().take(7).collect();
+    let got: Vec<&str> = out.lines().take(7).collect();
+    assert_eq!(got, first_job);
+    assert!(out.contains(
+        "  setattr:         { samples:           1, unit: usecs, min:       57, max:       57, sum:               57, sumsq:               3249 }\n"
+    ));
+}
+
+#[test]
+fn legacy_2_12_round_trips() {
+    let entries = parse_job_stats(EXAMPLE_2_12).unwrap();
+    let e = &entries[0];
+    assert_eq!(e.job_id.as_str(), "dd.500");
+    assert_eq!(e.snapshot_time_ns, 1_429_714_922 * NS_PER_S);
+    assert_eq!(e.start_time_ns, None);
+    assert_eq!(e.counter(OstCounter::WriteBytes).sum, 104_857_600);
+    assert_eq!(e.counter(OstCounter::Punch).samples, 1);
+    assert_eq!(
+        render_job_stats(&entries, JobStatsFormat::Legacy2_12),
+        EXAMPLE_2_12
+    );
+}
+
+#[test]
+fn unindented_2_15_0_time_lines_parse() {
+    let text = "obdfilter.testfs-OST0000.job_stats=
+job_stats:
+- job_id:          dd.0
+snapshot_time   : 1727871234.123456789 secs.nsecs
+start_time      : 1727871101.987654321 secs.nsecs
+elapsed_time    : 132.135802468 secs.nsecs
+  read_bytes:      { samples:           2, unit: bytes, min:     4096, max:     4096, sum:             8192, sumsq:           33554432 }
+";
+    let e = &parse_job_stats(text).unwrap()[0];
+    assert_eq!(e.snapshot_time_ns, 1_727_871_234_123_456_789);
+    assert_eq!(e.start_time_ns, Some(1_727_871_101_987_654_321));
+    assert_eq!(e.counter(OstCounter::ReadBytes).samples, 2);
+    // And the printer reproduces the unindented form.
+    let out = render_job_stats([e], JobStatsFormat::Lustre2_15_0);
+    assert!(out.contains("\nstart_time      : 1727871101.987654321 secs.nsecs\n"));
+    let mut colon = e.clone();
+    colon.job_id = JobId::new("ior.1001:n01").unwrap();
+    let raw = render_job_stats([&colon], JobStatsFormat::Lustre2_15_0);
+    assert!(
+        raw.contains("- job_id:          ior.1001:n01\n"),
+        "2.15.0 prints ids raw"
+    );
+    assert_eq!(parse_job_stats(&raw).unwrap()[0].job_id, colon.job_id);
+    assert_eq!(parse_job_stats(&out).unwrap()[0], *e);
+}
+
+#[test]
+fn empty_ost_forms_and_multi_ost_output() {
+    let s = OstJobStats::default();
+    assert_eq!(s.render(JobStatsFormat::Lustre2_16), "job_stats:\n");
+    assert_eq!(s.render(JobStatsFormat::Master), "");
+    let text = format!(
+        "obdfilter.testfs-OST0000.job_stats=\n{}obdfilter.testfs-OST0001.job_stats=job_stats:\nobdfilter.testfs-OST0002.job_stats=\n",
+        example_2_16()
+    );
+    let all = parse_lctl_job_stats(&text).unwrap();
+    let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "obdfilter.testfs-OST0000.job_stats",
+            "obdfilter.testfs-OST0001.job_stats",
+            "obdfilter.testfs-OST0002.job_stats"
+        ]
+    );
+    assert_eq!(
+        all.iter().map(|(_, e)| e.len()).collect::<Vec<_>>(),
+        [2, 0, 0]
+    );
+    assert!(parse_job_stats("").unwrap().is_empty());
+    assert!(parse_job_stats(&text).is_err());
+}
+
+#[test]
+fn quoting_rules() {
+    assert_eq!(quote_job_id("dd.500"), "dd.500");
+    assert_eq!(quote_job_id("a-b_c/d@e"), "a-b_c/d@e");
+    assert_eq!(quote_job_id("ior.1001:n01"), "\"ior.1001:n01\"");
+    assert_eq!(quote_job_id("@x"), "\"@x\"");
+    assert_eq!(quote_job_id("has sp.touch.0"), "\"has\\x20sp.touch.0\"");
+    assert_eq!(quote_job_id("a\"b"), "\"a\\x22b\"");
+    assert_eq!(unquote_job_id("\"has\\x20sp\"").unwrap(), "has sp");
+    assert!(unquote_job_id("\"open").is_err());
+    assert!(unquote_job_id("\"bad\\q1\"").is_err());
+}
+
+#[test]
+fn clear_all_and_clear_one() {
+    let mut s = OstJobStats::default();
+    for j in ["dd.500", "has sp.touch.0", "x"] {
+        s.record(5, JobId::new(j).unwrap(), OstCounter::Punch, 1);
+    }
+    s.record(5, JobId::EMPTY, OstCounter::Punch, 1);
+    assert_eq!(s.len(), 3, "an empty job id is not recorded");
+    s.write("dd.500").unwrap();
+    s.write("\"has\\x20sp.touch.0\"").unwrap();
+    assert_eq!(
+        s.entries().map(|e| e.job_id.as_str()).collect::<Vec<_>>(),
+        ["x"]
+    );
+    let err = s.write("nope").unwrap_err();
+    assert_eq!(err.errno(), "EINVAL");
+    assert_eq!(err, JobStatsError::UnknownJob("nope".into()));
+    assert!(s.write(&"y".repeat(500)).is_err());
+    s.write("clear").unwrap();
+    assert!(s.is_empty());
+}
+
+#[test]
+fn job_bound_evicts_the_least_recently_updated() {
+    let mut s = OstJobStats::new(2);
+    let j = |n: &str| JobId::new(n).unwrap();
+    s.record(1, j("a"), OstCounter::Punch, 1);
+    s.record(2, j("b"), OstCounter::Punch, 1);
+    s.record(3, j("a"), OstCounter::Punch, 1);
+    s.record(4, j("c"), OstCounter::Punch, 1);
+    let names: Vec<_> = s.entries().map(|e| e.job_id.to_string()).collect();
+    assert_eq!(names, ["a", "c"]);
+    s.expire(10, 6);
+    assert_eq!(s.len(), 1);
+    s.expire(100, 0);
+    assert_eq!(s.len(), 1, "interval 0 disables expiry");
+}
+
+#[test]
+fn histogram_buckets_and_labels() {
+    assert_eq!(hist_bucket(1), 0);
+    assert_eq!(hist_bucket(2), 1);
+    assert_eq!(hist_bucket(3), 2);
+    assert_eq!(hist_bucket(4 << 20), 22);
+    assert_eq!(hist_bucket((4 << 20) + 1), 23);
+    assert_eq!(hist_label(0), "1");
+    assert_eq!(hist_label(9), "512");
+    assert_eq!(hist_label(10), "1K");
+    assert_eq!(hist_label(22), "4M");
+    assert_eq!(hist_label(30), "1G");
+    for b in 0..HIST_BUCKETS {
+        assert_eq!(parse_hist_label(&hist_label(b)), Some(b));
+    }
+    assert_eq!(parse_hist_label("3K"), None);
+}
+
+fn arb_job() -> impl Strategy<Value = JobId> {
+    "[ -~]{0,31}".prop_map(|s| JobId::new(&s).unwrap())
+}
+
+fn arb_entry() -> impl Strategy<Value = JobEntry> {
+    (
+        arb_job(),
+        0u64..4_000_000_000_000_000_000,
+        0u64..1_000_000_000_000,
+        proptest::collection::vec((0usize..OST_COUNTER_COUNT, 0u64..(1 << 30)), 0..40),
+    )
+        .prop_map(|(job, start, dur, samples)| {
+            let mut s = OstJobStats::default();
+            let job = if job.is_empty() {
+                JobId::new("j").unwrap()
+            } else {
+                job
+            };
+            s.record(start, job, OstCounter::Punch, 0);
+            for (c, v) in samples {
+                s.record(start + dur, job, OstCounter::ALL[c], v);
+            }
+            s.get(&job).unwrap().clone()
+        })
+}
+
+proptest! {
+    #[test]
+    fn every_format_parses_back(entries in proptest::collection::vec(arb_entry(), 0..5)) {
+        let mut by_id = BTreeMap::new();
+        for e in entries { by_id.insert(e.job_id, e); }
+        let entries: Vec<JobEntry> = by_id.into_values().collect();
+        for format in [JobStatsFormat::Lustre2_16, JobStatsFormat::Master] {
+            let text = render_job_stats(&entries, format);
+            prop_assert_eq!(&parse_job_stats(&text).unwrap(), &entries);
+        }
+        // Layouts that print job ids raw cannot carry ids with edge spaces or a leading quote.
+        let raw_safe = |j: &JobId| {
+            let s = j.as_str();
+            s.trim() == s && !s.starts_with('"')
+        };
+        for format in [JobStatsFormat::Lustre2_15, JobStatsFormat::Lustre2_15_0] {
+            let text = render_job_stats(&entries, format);
+            let back = parse_job_stats(&text).unwrap();
+            prop_assert_eq!(back.len(), entries.len());
+            for (b, e) in back.iter().zip(&entries) {
+                if format == JobStatsFormat::Lustre2_15 || raw_safe(&e.job_id) {
+                    prop_assert_eq!(b.job_id, e.job_id);
+                }
+                prop_assert_eq!(b.start_time_ns, e.start_time_ns);
+                prop_assert_eq!(b.counters, e.counters);
+            }
+        }
+        let text = render_job_stats(&entries, JobStatsFormat::Legacy2_12);
+        let back = parse_job_stats(&text).unwrap();
+        for (b, e) in back.iter().zip(&entries) {
+            if raw_safe(&e.job_id) {
+                prop_assert_eq!(b.job_id, e.job_id);
+            }
+            prop_assert_eq!(b.snapshot_time_ns, e.snapshot_time_ns / NS_PER_S * NS_PER_S);
+            for c in OstCounter::LEGACY {
+                prop_assert_eq!(b.counter(c).samples, e.counter(c).samples);
+            }
+        }
+    }
+
+    #[test]
+    fn quoting_round_trips(job in arb_job()) {
+        let q = quote_job_id(job.as_str());
+        prop_assert_eq!(unquote_job_id(&q).unwrap(), job.as_str());
+    }
+
+    #[test]
+    fn parser_never_panics(text in "(?s).{0,400}") {
+        let _ = parse_lctl_job_stats(&text);
+    }
+}

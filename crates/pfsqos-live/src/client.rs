@@ -1,0 +1,256 @@
+//! A simple OSS client: one request at a time on one connection. Used by `lctl` and the tests;
+//! the protocol allows pipelining (tags), which a later FUSE client can use.
+
+use std::net::SocketAddr;
+
+use pfsqos_core::model::{JobId, Nid};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+use crate::conn::{self, ConnError, Reader, ServerInfo, Writer, HANDSHAKE_TIMEOUT};
+use crate::protocol::*;
+
+/// A failed request: the connection failed, or the server answered an error.
+#[derive(Debug)]
+pub enum ClientError {
+    Conn(ConnError),
+    Remote(RemoteError),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientError::Conn(e) => write!(f, "{e}"),
+            ClientError::Remote(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+impl From<ConnError> for ClientError {
+    fn from(e: ConnError) -> Self {
+        ClientError::Conn(e)
+    }
+}
+
+impl From<ProtocolError> for ClientError {
+    fn from(e: ProtocolError) -> Self {
+        ClientError::Conn(e.into())
+    }
+}
+
+/// Who issues the I/O: the TBF classification fields.
+#[derive(Clone, Copy, Debug)]
+pub struct Identity {
+    pub job: JobId,
+    pub uid: u32,
+    pub gid: u32,
+    pub nid: Nid,
+}
+
+impl Identity {
+    fn wire(&self) -> WireTags {
+        WireTags {
+            job: self.job.as_str().to_string(),
+            uid: self.uid,
+            gid: self.gid,
+            nid: self.nid.into(),
+        }
+    }
+}
+
+pub struct OssClient {
+    reader: Reader<OwnedReadHalf>,
+    writer: Writer<OwnedWriteHalf>,
+    info: ServerInfo,
+    next_tag: u64,
+}
+
+impl OssClient {
+    pub async fn connect(addr: SocketAddr, key: &[u8], role: Role) -> Result<Self, ConnError> {
+        Self::connect_with_version(addr, key, role, PROTOCOL_VERSION).await
+    }
+
+    /// Connects speaking protocol `version` (tests use a wrong one).
+    pub async fn connect_with_version(
+        addr: SocketAddr,
+        key: &[u8],
+        role: Role,
+        version: u16,
+    ) -> Result<Self, ConnError> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (r, w) = stream.into_split();
+        let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
+        let info = timeout(
+            HANDSHAKE_TIMEOUT,
+            conn::client_handshake(&mut reader, &mut writer, key, role, version),
+        )
+        .await
+        .map_err(|_| ConnError::Timeout)??;
+        Ok(OssClient {
+            reader,
+            writer,
+            info,
+            next_tag: 1,
+        })
+    }
+
+    pub fn server(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    fn tag(&mut self) -> u64 {
+        self.next_tag += 1;
+        self.next_tag
+    }
+
+    async fn reply(&mut self, tag: u64) -> Result<ReplyBody, ClientError> {
+        let reply = decode_reply(&self.reader.frame().await?)?;
+        if reply.tag != tag {
+            return Err(ProtocolError::Invalid(format!(
+                "reply tag {} for request {tag}",
+                reply.tag
+            ))
+            .into());
+        }
+        reply.result.map_err(ClientError::Remote)
+    }
+
+    async fn io(&mut self, io: WireIo, data: Option<&[u8]>) -> Result<ReplyBody, ClientError> {
+        let tag = self.tag();
+        let req = WireRequest::Io { tag, io };
+        match data {
+            Some(d) => self.writer.msg_with_bulk(&req, d).await?,
+            None => self.writer.msg(&req).await?,
+        }
+        self.reply(tag).await
+    }
+
+    /// Writes `data` at `offset`; returns once the server has it in the file (and on stable
+    /// storage when `sync`).
+    pub async fn write(
+        &mut self,
+        id: &Identity,
+        ost: u32,
+        object: u64,
+        offset: u64,
+        data: &[u8],
+        sync: bool,
+    ) -> Result<(), ClientError> {
+        let io = WireIo {
+            op: IoOp::Write,
+            ost,
+            object,
+            offset,
+            length: data.len() as u64,
+            sync,
+            tags: id.wire(),
+        };
+        self.io(io, Some(data)).await.map(|_| ())
+    }
+
+    /// Reads up to `length` bytes at `offset` (fewer at the end of the object).
+    pub async fn read(
+        &mut self,
+        id: &Identity,
+        ost: u32,
+        object: u64,
+        offset: u64,
+        length: u64,
+    ) -> Result<Vec<u8>, ClientError> {
+        let io = WireIo {
+            op: IoOp::Read,
+            ost,
+            object,
+            offset,
+            length,
+            sync: false,
+            tags: id.wire(),
+        };
+        match self.io(io, None).await? {
+            ReplyBody::Read { length: got } if got <= length => Ok(self.reader.bulk(got).await?),
+            other => Err(ProtocolError::Invalid(format!("read answered with {other:?}")).into()),
+        }
+    }
+
+    /// Truncates the object to `size` bytes.
+    pub async fn punch(
+        &mut self,
+        id: &Identity,
+        ost: u32,
+        object: u64,
+        size: u64,
+    ) -> Result<(), ClientError> {
+        let io = WireIo {
+            op: IoOp::Punch,
+            ost,
+            object,
+            offset: size,
+            length: 0,
+            sync: false,
+            tags: id.wire(),
+        };
+        self.io(io, None).await.map(|_| ())
+    }
+
+    pub async fn sync(&mut self, id: &Identity, ost: u32, object: u64) -> Result<(), ClientError> {
+        let io = WireIo {
+            op: IoOp::Sync,
+            ost,
+            object,
+            offset: 0,
+            length: 0,
+            sync: true,
+            tags: id.wire(),
+        };
+        self.io(io, None).await.map(|_| ())
+    }
+
+    /// `lctl get_param PATTERN`: matching parameters in name order.
+    pub async fn get_param(&mut self, pattern: &str) -> Result<Vec<Param>, ClientError> {
+        let tag = self.tag();
+        self.writer
+            .msg(&WireRequest::GetParam {
+                tag,
+                pattern: pattern.to_string(),
+            })
+            .await?;
+        match self.reply(tag).await? {
+            ReplyBody::Params(p) => Ok(p),
+            other => Err(ProtocolError::Invalid(format!("get_param answered {other:?}")).into()),
+        }
+    }
+
+    /// `lctl set_param PATTERN=VALUE`: the parameters that were set.
+    pub async fn set_param(
+        &mut self,
+        pattern: &str,
+        value: &str,
+    ) -> Result<Vec<Param>, ClientError> {
+        let tag = self.tag();
+        self.writer
+            .msg(&WireRequest::SetParam {
+                tag,
+                pattern: pattern.to_string(),
+                value: value.to_string(),
+            })
+            .await?;
+        match self.reply(tag).await? {
+            ReplyBody::Params(p) => Ok(p),
+            other => Err(ProtocolError::Invalid(format!("set_param answered {other:?}")).into()),
+        }
+    }
+
+    /// Sends raw bytes as one frame (tests of hostile input).
+    pub async fn send_raw_frame(&mut self, body: Vec<u8>) -> Result<(), ConnError> {
+        self.writer.frame(body).await
+    }
+
+    /// Waits for the next frame (tests: to see the server close the connection).
+    pub async fn next_frame(&mut self) -> Result<Vec<u8>, ConnError> {
+        Ok(self.reader.frame().await?.to_vec())
+    }
+}

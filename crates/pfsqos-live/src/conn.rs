@@ -1,0 +1,292 @@
+//! Framed connections: the codec with its size limit, message and bulk helpers, and both
+//! sides of the handshake.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
+
+use crate::protocol::{self, *};
+
+/// How long a peer may take to complete the handshake.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a connection ended or failed.
+#[derive(Debug)]
+pub enum ConnError {
+    Io(std::io::Error),
+    Protocol(ProtocolError),
+    Closed,
+    Timeout,
+}
+
+impl std::fmt::Display for ConnError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnError::Io(e) => write!(f, "I/O error: {e}"),
+            ConnError::Protocol(e) => write!(f, "{e}"),
+            ConnError::Closed => write!(f, "connection closed by peer"),
+            ConnError::Timeout => write!(f, "handshake timed out"),
+        }
+    }
+}
+
+impl std::error::Error for ConnError {}
+
+impl From<std::io::Error> for ConnError {
+    fn from(e: std::io::Error) -> Self {
+        ConnError::Io(e)
+    }
+}
+
+impl From<ProtocolError> for ConnError {
+    fn from(e: ProtocolError) -> Self {
+        ConnError::Protocol(e)
+    }
+}
+
+/// The frame codec every pfsqos connection uses.
+pub fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .length_field_length(4)
+        .max_frame_length(FRAME_LEN_MAX_BYTES)
+        .new_codec()
+}
+
+/// Reading half of a connection.
+pub struct Reader<R> {
+    inner: FramedRead<R, LengthDelimitedCodec>,
+}
+
+/// Writing half of a connection.
+pub struct Writer<W> {
+    inner: FramedWrite<W, LengthDelimitedCodec>,
+}
+
+impl<R: AsyncRead + Unpin> Reader<R> {
+    pub fn new(r: R) -> Self {
+        Reader {
+            inner: FramedRead::new(r, codec()),
+        }
+    }
+
+    /// The next frame; `Closed` at a clean end of stream.
+    pub async fn frame(&mut self) -> Result<BytesMut, ConnError> {
+        match self.inner.next().await {
+            Some(Ok(f)) => Ok(f),
+            Some(Err(e)) => Err(e.into()),
+            None => Err(ConnError::Closed),
+        }
+    }
+
+    /// Reads `length` bytes of bulk data, checking each frame's size.
+    pub async fn bulk(&mut self, length: u64) -> Result<Vec<u8>, ConnError> {
+        let mut data = Vec::with_capacity(length as usize);
+        for expected in protocol::bulk_chunks(length) {
+            let f = self.frame().await?;
+            if f.len() != expected {
+                return Err(ProtocolError::UnexpectedBulk {
+                    expected,
+                    got: f.len(),
+                }
+                .into());
+            }
+            data.extend_from_slice(&f);
+        }
+        Ok(data)
+    }
+}
+
+impl<W: AsyncWrite + Unpin> Writer<W> {
+    pub fn new(w: W) -> Self {
+        Writer {
+            inner: FramedWrite::new(w, codec()),
+        }
+    }
+
+    /// Sends one raw frame (flushed).
+    pub async fn frame(&mut self, body: Vec<u8>) -> Result<(), ConnError> {
+        self.inner.send(Bytes::from(body)).await?;
+        Ok(())
+    }
+
+    pub async fn msg<T: serde::Serialize>(&mut self, msg: &T) -> Result<(), ConnError> {
+        self.frame(protocol::encode(msg)).await
+    }
+
+    /// Sends a message and its bulk data, flushing once at the end.
+    pub async fn msg_with_bulk<T: serde::Serialize>(
+        &mut self,
+        msg: &T,
+        data: &[u8],
+    ) -> Result<(), ConnError> {
+        self.inner.feed(Bytes::from(protocol::encode(msg))).await?;
+        let mut pos = 0;
+        for n in protocol::bulk_chunks(data.len() as u64) {
+            self.inner
+                .feed(Bytes::copy_from_slice(&data[pos..pos + n]))
+                .await?;
+            pos += n;
+        }
+        SinkExt::<Bytes>::flush(&mut self.inner).await?;
+        Ok(())
+    }
+}
+
+/// What the server learnt from a successful handshake.
+#[derive(Clone, Copy, Debug)]
+pub struct Peer {
+    pub role: Role,
+}
+
+/// Server side of the handshake. On failure the peer has been told why where possible.
+pub async fn server_handshake<R, W>(
+    r: &mut Reader<R>,
+    w: &mut Writer<W>,
+    key: &[u8],
+    fsname: &str,
+    ost_count: u32,
+) -> Result<Peer, ConnError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let hello = match protocol::decode_hello(&r.frame().await?) {
+        Ok(h) => h,
+        Err(e) => {
+            let _ = w
+                .msg(&HelloReply::Reject {
+                    reason: e.to_string(),
+                })
+                .await;
+            return Err(e.into());
+        }
+    };
+    let nonce_s = protocol::nonce()?;
+    w.msg(&HelloReply::Challenge {
+        magic: MAGIC,
+        version: PROTOCOL_VERSION,
+        nonce: nonce_s,
+    })
+    .await?;
+    let auth: Auth = protocol::decode(&r.frame().await?)?;
+    if let Err(e) = protocol::verify_mac(key, false, hello.role, &hello.nonce, &nonce_s, &auth.mac)
+    {
+        let _ = w
+            .msg(&AuthReply::Reject {
+                reason: e.to_string(),
+            })
+            .await;
+        return Err(e.into());
+    }
+    w.msg(&AuthReply::Welcome {
+        mac: protocol::server_mac(key, hello.role, &hello.nonce, &nonce_s),
+        fsname: fsname.to_string(),
+        ost_count,
+    })
+    .await?;
+    Ok(Peer { role: hello.role })
+}
+
+/// What the client learnt from a successful handshake.
+#[derive(Clone, Debug)]
+pub struct ServerInfo {
+    pub fsname: String,
+    pub ost_count: u32,
+}
+
+/// Client side of the handshake; `version` is a parameter so tests can speak a wrong one.
+pub async fn client_handshake<R, W>(
+    r: &mut Reader<R>,
+    w: &mut Writer<W>,
+    key: &[u8],
+    role: Role,
+    version: u16,
+) -> Result<ServerInfo, ConnError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let nonce_c = protocol::nonce()?;
+    w.frame(protocol::encode_hello(
+        version,
+        &HelloBody {
+            role,
+            nonce: nonce_c,
+        },
+    ))
+    .await?;
+    let nonce_s = match protocol::decode::<HelloReply>(&r.frame().await?)? {
+        HelloReply::Challenge {
+            magic,
+            version,
+            nonce,
+        } => {
+            if magic != MAGIC {
+                return Err(ProtocolError::BadMagic(magic).into());
+            }
+            if version != PROTOCOL_VERSION {
+                return Err(ProtocolError::Version { got: version }.into());
+            }
+            nonce
+        }
+        HelloReply::Reject { reason } => return Err(ProtocolError::Rejected(reason).into()),
+    };
+    w.msg(&Auth {
+        mac: protocol::client_mac(key, role, &nonce_c, &nonce_s),
+    })
+    .await?;
+    match protocol::decode::<AuthReply>(&r.frame().await?)? {
+        AuthReply::Welcome {
+            mac,
+            fsname,
+            ost_count,
+        } => {
+            protocol::verify_mac(key, true, role, &nonce_c, &nonce_s, &mac)?;
+            if fsname.len() > FSNAME_LEN_MAX || ost_count > OST_COUNT_MAX {
+                return Err(ProtocolError::Invalid("bad welcome".into()).into());
+            }
+            Ok(ServerInfo { fsname, ost_count })
+        }
+        AuthReply::Reject { reason } => Err(ProtocolError::Rejected(reason).into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tokio_util::codec::Decoder;
+
+    proptest! {
+        /// Whatever bytes arrive, the frame decoder either yields frames within the limit,
+        /// waits for more, or fails; it never panics and never yields an oversized frame.
+        #[test]
+        fn frame_decoder_is_total(chunks in proptest::collection::vec(
+            proptest::collection::vec(any::<u8>(), 0..64), 0..16)) {
+            let mut codec = codec();
+            let mut buf = BytesMut::new();
+            'outer: for c in chunks {
+                buf.extend_from_slice(&c);
+                loop {
+                    match codec.decode(&mut buf) {
+                        Ok(Some(frame)) => prop_assert!(frame.len() <= FRAME_LEN_MAX_BYTES),
+                        Ok(None) => break,
+                        Err(_) => break 'outer,
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn oversized_length_is_refused_before_the_body() {
+        let mut codec = codec();
+        let mut buf = BytesMut::from(&((FRAME_LEN_MAX_BYTES + 1) as u32).to_be_bytes()[..]);
+        assert!(codec.decode(&mut buf).is_err());
+        let mut ok = BytesMut::from(&(FRAME_LEN_MAX_BYTES as u32).to_be_bytes()[..]);
+        assert!(matches!(codec.decode(&mut ok), Ok(None)));
+    }
+}

@@ -1,0 +1,1009 @@
+//! `pfsqos ossd`: an object storage server. Serves OSTs (one local directory each, one file per
+//! object) over the pfsqos protocol; every I/O request passes through Lustre's NRS (FIFO or
+//! TBF, the exact `pfsqos_core` code) before a bounded pool of I/O threads executes it.
+//!
+//! # Request path
+//! ```text
+//! connection task (tokio)            CPT k (std threads)                 OST directory
+//!  read frame, validate  --submit-->  Nrs<Pending>::enqueue (wall ns)
+//!  read bulk (writes)                 I/O thread: dequeue / throttle wait
+//!                                     pacer (ceiling), pread/pwrite, fsync  ----> file
+//!  reply (+bulk) <--oneshot---------  job_stats update, reply
+//! ```
+//! Like Lustre's ost_io service, the OSS has one NRS head per CPU partition (CPT), a regular
+//! and a high-priority one; requests enter the regular head of the CPT their connection is
+//! bound to (connection id modulo CPT count). The HP heads exist so that the parameter files
+//! look like Lustre's; nothing is queued on them. The I/O threads of a CPT are its service
+//! threads: each asks the head for work (`dequeue` with the monotonic clock in ns since the
+//! daemon started), sleeps on a condition variable until the throttle deadline when TBF says
+//! `Throttled`, and is woken by every enqueue, since an arrival can move the deadline earlier.
+//!
+//! # Limits
+//! * connections: `connections_max`; one more is accepted and closed at once;
+//! * requests in flight per connection: `rpcs_in_flight_per_conn` (reading stops at the limit);
+//! * bulk bytes held in memory over all connections: `in_flight_bytes_max` (same);
+//! * requests queued per CPT: `queue_depth_max`; beyond it a request is answered `EBUSY`;
+//! * handshake: [`HANDSHAKE_TIMEOUT`]; a write's bulk data: [`BULK_TIMEOUT`];
+//!   frames: [`FRAME_LEN_MAX_BYTES`]; I/O sizes:
+//!   [`IO_LEN_MAX_BYTES`]; job_stats: `pfsqos_core::jobstats::JOBS_PER_OST_MAX` jobs per OST.
+//!
+//! A malformed frame, a failed handshake or a protocol violation closes that connection with
+//! a `warn!` giving the reason; the daemon and its other connections carry on.
+//!
+//! # Durability
+//! A write is answered after `pwrite` has put all its bytes in the object file, and, when the
+//! request asks for `sync`, after `fdatasync`.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::net::SocketAddr;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
+use pfsqos_core::model::JobId;
+use pfsqos_core::sched::nrs::{nrs_policies_yaml, tbf_rule_listing, ActiveRpcs, Nrs, NrsError};
+use pfsqos_core::sched::tbf::{ListingForm, NrsQueue, TbfConfig};
+use pfsqos_core::sched::{Dequeue, RequestScheduler};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
+use tracing::{debug, info, warn};
+
+use crate::conn::{self, ConnError, Reader, Writer, HANDSHAKE_TIMEOUT};
+use crate::protocol::*;
+
+/// How long a write's bulk data may take to arrive once its request has (it holds memory).
+pub const BULK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Daemon configuration.
+#[derive(Clone, Debug)]
+pub struct OssdConfig {
+    pub listen: SocketAddr,
+    /// One directory per OST; OST index = position.
+    pub osts: Vec<PathBuf>,
+    /// Shared cluster key (never sent).
+    pub key: Vec<u8>,
+    /// File system name, for `obdfilter.<fsname>-OSTxxxx.job_stats`.
+    pub fsname: String,
+    /// I/O threads in total, split evenly over the CPTs (at least one each).
+    pub threads: usize,
+    /// CPU partitions, each with its own NRS heads.
+    pub cpts: usize,
+    /// Per-OST device ceiling, so a fast disk stands in for a slower one.
+    pub ceiling_bytes_per_s: Option<u64>,
+    pub queue_depth_max: usize,
+    pub connections_max: usize,
+    pub rpcs_in_flight_per_conn: usize,
+    pub in_flight_bytes_max: u64,
+}
+
+impl OssdConfig {
+    /// Defaults for everything but the address, OSTs and key.
+    pub fn new(listen: SocketAddr, osts: Vec<PathBuf>, key: Vec<u8>) -> OssdConfig {
+        OssdConfig {
+            listen,
+            osts,
+            key,
+            fsname: "pfsqos".to_string(),
+            threads: 8,
+            cpts: 1,
+            ceiling_bytes_per_s: None,
+            queue_depth_max: 4096,
+            connections_max: 256,
+            rpcs_in_flight_per_conn: 8,
+            in_flight_bytes_max: 1 << 30,
+        }
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.osts.is_empty() || self.osts.len() > OST_COUNT_MAX as usize {
+            bail!("an OSS serves 1..={OST_COUNT_MAX} OSTs");
+        }
+        if self.key.len() < 16 {
+            bail!("the cluster key must be at least 16 bytes");
+        }
+        if self.fsname.is_empty()
+            || self.fsname.len() > FSNAME_LEN_MAX
+            || !self.fsname.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            bail!("fsname must be 1..={FSNAME_LEN_MAX} letters or digits");
+        }
+        if self.cpts == 0 || self.cpts > 256 || self.threads == 0 || self.threads > 1024 {
+            bail!("need 1..=256 CPTs and 1..=1024 threads");
+        }
+        if self.ceiling_bytes_per_s == Some(0) {
+            bail!("a ceiling of 0 bytes/s would never serve anything");
+        }
+        if self.queue_depth_max == 0
+            || self.connections_max == 0
+            || self.rpcs_in_flight_per_conn == 0
+        {
+            bail!("queue depth, connections and RPCs in flight must be positive");
+        }
+        if self.in_flight_bytes_max < IO_LEN_MAX_BYTES || self.in_flight_bytes_max > 1 << 40 {
+            bail!("in-flight bytes must be between {IO_LEN_MAX_BYTES} and 1 TiB");
+        }
+        Ok(())
+    }
+}
+
+/// Reads a key file: its bytes without trailing whitespace.
+pub fn read_key_file(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let meta = std::fs::metadata(path).with_context(|| format!("key file {}", path.display()))?;
+    if meta.len() > 4096 {
+        bail!("key file {} is larger than 4096 bytes", path.display());
+    }
+    let mut key = std::fs::read(path).with_context(|| format!("key file {}", path.display()))?;
+    while key.last().is_some_and(|b| b.is_ascii_whitespace()) {
+        key.pop();
+    }
+    if key.len() < 16 {
+        bail!("key file {} holds fewer than 16 bytes", path.display());
+    }
+    Ok(key)
+}
+
+enum IoOutcome {
+    Done,
+    Read(Vec<u8>),
+}
+
+type IoResult = Result<IoOutcome, RemoteError>;
+
+/// A request waiting in an NRS head.
+struct Pending {
+    io: IoRequest,
+    data: Option<Vec<u8>>,
+    done: oneshot::Sender<IoResult>,
+}
+
+/// Most distinct jobs whose dequeues are counted per CPT (a bound on outside input).
+const DEQUEUE_COUNT_JOBS_MAX: usize = 4096;
+
+struct CptState {
+    reg: Nrs<Pending>,
+    hp: Nrs<Pending>,
+    /// Requests being served by this CPT's threads.
+    active: u64,
+    dequeued: BTreeMap<JobId, u64>,
+    shutdown: bool,
+}
+
+struct Cpt {
+    state: Mutex<CptState>,
+    work: Condvar,
+}
+
+/// Paces an OST to a byte rate: each I/O reserves `bytes / rate` of device time, starting no
+/// earlier than the previous reservation ends.
+struct Pacer {
+    rate_bytes_per_s: u64,
+    next_free: Mutex<Instant>,
+}
+
+impl Pacer {
+    fn pace(&self, bytes: u64) {
+        let cost_ns = (bytes as u128 * 1_000_000_000 / self.rate_bytes_per_s as u128)
+            .min(u64::MAX as u128) as u64;
+        let wait = {
+            let mut next = lock(&self.next_free);
+            let now = Instant::now();
+            let start = (*next).max(now);
+            *next = start + Duration::from_nanos(cost_ns);
+            start - now
+        };
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// Lustre's default `job_cleanup_interval`, seconds.
+const JOB_CLEANUP_INTERVAL_DEFAULT_S: u64 = 600;
+/// Largest `job_cleanup_interval` accepted (about 31 years; keeps ns arithmetic in range).
+const JOB_CLEANUP_INTERVAL_MAX_S: u64 = 1 << 30;
+
+/// job_stats of one OST with Lustre's expiry: jobs idle for `cleanup_interval_s` are dropped
+/// by a scan that runs at most once per half interval (when a new job appears, when the file
+/// is read) and whenever the interval is written. 0 disables expiry.
+struct JobStatsState {
+    stats: OstJobStats,
+    cleanup_interval_s: u64,
+    last_cleanup_ns: u64,
+}
+
+impl JobStatsState {
+    fn cleanup(&mut self, now_ns: u64, force: bool) {
+        let interval_ns = self.cleanup_interval_s * 1_000_000_000;
+        if interval_ns == 0 {
+            return;
+        }
+        if force || now_ns.saturating_sub(self.last_cleanup_ns) >= interval_ns / 2 {
+            self.stats.expire(now_ns, interval_ns);
+            self.last_cleanup_ns = now_ns;
+        }
+    }
+}
+
+struct Ost {
+    objects: PathBuf,
+    job_stats: Mutex<JobStatsState>,
+    pacer: Option<Pacer>,
+}
+
+struct Shared {
+    fsname: String,
+    key: Vec<u8>,
+    cpts: Vec<Cpt>,
+    osts: Vec<Ost>,
+    epoch: Instant,
+    queue_depth_max: usize,
+    rpcs_in_flight_per_conn: usize,
+    bytes_in_flight: Arc<Semaphore>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking I/O thread must not take the daemon down with poisoned locks.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn io_error(e: std::io::Error) -> RemoteError {
+    let errno = match (e.kind(), e.raw_os_error()) {
+        (std::io::ErrorKind::NotFound, _) => Errno::ENOENT,
+        (_, Some(28)) => Errno::ENOSPC,
+        (_, Some(27)) => Errno::EFBIG,
+        _ => Errno::EIO,
+    };
+    RemoteError::new(errno, e.to_string())
+}
+
+fn nrs_error(e: NrsError) -> RemoteError {
+    RemoteError::new(Errno::from_name(e.errno), e.message)
+}
+
+#[derive(Clone, Copy)]
+enum OstParam {
+    JobStats,
+    CleanupInterval,
+}
+
+const PARAM_POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
+const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
+/// Which Lustre version's listing and job_stats layouts the daemon prints (master).
+const LISTING_FORM: ListingForm = ListingForm::Expression;
+const JOB_STATS_FORMAT: JobStatsFormat = JobStatsFormat::Master;
+
+impl Shared {
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn job_stats_param(&self, ost: usize) -> String {
+        format!("obdfilter.{}-OST{:04x}.job_stats", self.fsname, ost)
+    }
+
+    fn cleanup_interval_param(&self, ost: usize) -> String {
+        format!(
+            "obdfilter.{}-OST{:04x}.job_cleanup_interval",
+            self.fsname, ost
+        )
+    }
+
+    fn submit(
+        &self,
+        cpt: usize,
+        io: IoRequest,
+        data: Option<Vec<u8>>,
+        done: oneshot::Sender<IoResult>,
+    ) -> Result<(), RemoteError> {
+        let c = &self.cpts[cpt];
+        {
+            let mut st = lock(&c.state);
+            if st.shutdown {
+                return Err(RemoteError::new(Errno::ENODEV, "OSS is shutting down"));
+            }
+            if st.reg.queued() >= self.queue_depth_max {
+                return Err(RemoteError::new(
+                    Errno::EBUSY,
+                    format!("{} requests already queued", self.queue_depth_max),
+                ));
+            }
+            let tags = io.tags;
+            st.reg
+                .enqueue(self.now_ns(), &tags, Pending { io, data, done });
+        }
+        c.work.notify_one();
+        Ok(())
+    }
+
+    /// The loop of one I/O thread of one CPT.
+    fn serve(&self, cpt: usize) {
+        let c = &self.cpts[cpt];
+        loop {
+            let p = {
+                let mut st = lock(&c.state);
+                loop {
+                    if st.shutdown {
+                        return;
+                    }
+                    let now = self.now_ns();
+                    if st.reg.timer_deadline_ns().is_some_and(|d| d <= now) {
+                        st.reg.on_timer(now);
+                    }
+                    match st.reg.dequeue(now) {
+                        Dequeue::Request(p) => {
+                            st.active += 1;
+                            let job = p.io.tags.job;
+                            if st.dequeued.len() < DEQUEUE_COUNT_JOBS_MAX
+                                || st.dequeued.contains_key(&job)
+                            {
+                                *st.dequeued.entry(job).or_insert(0) += 1;
+                            }
+                            if st.reg.queued() > 0 {
+                                c.work.notify_one();
+                            }
+                            break p;
+                        }
+                        Dequeue::Throttled { until_ns } => {
+                            let wait = Duration::from_nanos(until_ns.saturating_sub(now));
+                            st = c
+                                .work
+                                .wait_timeout(st, wait)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0;
+                        }
+                        Dequeue::Empty => {
+                            st = c.work.wait(st).unwrap_or_else(|e| e.into_inner());
+                        }
+                    }
+                }
+            };
+            let Pending { io, data, done } = p;
+            let ost = &self.osts[io.ost as usize];
+            let started = Instant::now();
+            let result = ost.execute(&io, data);
+            let usecs = started.elapsed().as_micros() as u64;
+            if result.is_ok() {
+                let mut state = lock(&ost.job_stats);
+                let now = wall_ns();
+                if state.stats.get(&io.tags.job).is_none() {
+                    state.cleanup(now, false);
+                }
+                let js = &mut state.stats;
+                match (&io.op, &result) {
+                    (IoOp::Write, _) => js.record_brw(now, io.tags.job, true, io.length, usecs),
+                    (IoOp::Read, Ok(IoOutcome::Read(d))) => {
+                        js.record_brw(now, io.tags.job, false, d.len() as u64, usecs)
+                    }
+                    (IoOp::Punch, _) => js.record(now, io.tags.job, OstCounter::Punch, usecs),
+                    (IoOp::Sync, _) => js.record(now, io.tags.job, OstCounter::Sync, usecs),
+                    _ => {}
+                }
+            }
+            // The requester may have gone; its reply is then dropped.
+            let _ = done.send(result);
+            lock(&c.state).active -= 1;
+        }
+    }
+
+    fn lock_cpts(&self) -> Vec<MutexGuard<'_, CptState>> {
+        // Always in index order, so two callers cannot deadlock.
+        self.cpts.iter().map(|c| lock(&c.state)).collect()
+    }
+
+    fn param_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = (0..self.osts.len())
+            .flat_map(|i| [self.job_stats_param(i), self.cleanup_interval_param(i)])
+            .collect();
+        names.push(PARAM_POLICIES.to_string());
+        names.push(PARAM_TBF_RULE.to_string());
+        names.sort();
+        names
+    }
+
+    fn matching(&self, pattern: &str) -> Result<Vec<String>, RemoteError> {
+        let names: Vec<String> = self
+            .param_names()
+            .into_iter()
+            .filter(|n| param_matches(pattern, n))
+            .collect();
+        if names.is_empty() {
+            return Err(RemoteError::new(
+                Errno::ENOENT,
+                format!("param_path '{pattern}': No such file or directory"),
+            ));
+        }
+        Ok(names)
+    }
+
+    fn get_param(&self, name: &str) -> Result<String, RemoteError> {
+        match name {
+            PARAM_POLICIES => {
+                let guards = self.lock_cpts();
+                let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.reg).collect();
+                let hp: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.hp).collect();
+                let active = guards.iter().map(|g| g.active).sum();
+                Ok(nrs_policies_yaml(
+                    &reg,
+                    ActiveRpcs { active },
+                    Some((&hp, ActiveRpcs::default())),
+                ))
+            }
+            PARAM_TBF_RULE => {
+                let guards = self.lock_cpts();
+                let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.reg).collect();
+                let hp: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.hp).collect();
+                tbf_rule_listing(&reg, Some(&hp), LISTING_FORM)
+                    .map(|l| l.to_string())
+                    .map_err(nrs_error)
+            }
+            _ => {
+                let (ost, param) = self.ost_of_param(name)?;
+                let mut state = lock(&self.osts[ost].job_stats);
+                match param {
+                    OstParam::JobStats => {
+                        state.cleanup(wall_ns(), false);
+                        Ok(state.stats.render(JOB_STATS_FORMAT))
+                    }
+                    OstParam::CleanupInterval => Ok(format!("{}\n", state.cleanup_interval_s)),
+                }
+            }
+        }
+    }
+
+    fn ost_of_param(&self, name: &str) -> Result<(usize, OstParam), RemoteError> {
+        for i in 0..self.osts.len() {
+            if self.job_stats_param(i) == name {
+                return Ok((i, OstParam::JobStats));
+            }
+            if self.cleanup_interval_param(i) == name {
+                return Ok((i, OstParam::CleanupInterval));
+            }
+        }
+        Err(RemoteError::new(
+            Errno::ENOENT,
+            format!("no parameter {name}"),
+        ))
+    }
+
+    fn set_param(&self, name: &str, value: &str) -> Result<(), RemoteError> {
+        let result = match name {
+            PARAM_POLICIES | PARAM_TBF_RULE => {
+                let mut guards = self.lock_cpts();
+                // Read under the locks, so the heads never see time go backwards.
+                let now = self.now_ns();
+                let mut result = Ok(());
+                for g in guards.iter_mut() {
+                    let st = &mut **g;
+                    for head in [&mut st.reg, &mut st.hp] {
+                        let r = if name == PARAM_POLICIES {
+                            head.write_policies(now, value)
+                        } else {
+                            head.write_tbf_rule(now, value)
+                        };
+                        // Every head holds the same policy and rules, so the first error is
+                        // the answer; the others would repeat it.
+                        if let Err(e) = r {
+                            if result.is_ok() {
+                                result = Err(nrs_error(e));
+                            }
+                        }
+                    }
+                }
+                result
+            }
+            _ => {
+                let (ost, param) = self.ost_of_param(name)?;
+                let mut state = lock(&self.osts[ost].job_stats);
+                match param {
+                    OstParam::JobStats => state.stats.write(value).map_err(|e| {
+                        RemoteError::new(Errno::from_name(e.errno()), e.to_string())
+                    }),
+                    OstParam::CleanupInterval => match value.trim().parse::<u64>() {
+                        Ok(s) if s <= JOB_CLEANUP_INTERVAL_MAX_S => {
+                            state.cleanup_interval_s = s;
+                            state.cleanup(wall_ns(), true);
+                            Ok(())
+                        }
+                        _ => Err(RemoteError::new(
+                            Errno::EINVAL,
+                            format!(
+                                "job_cleanup_interval takes seconds in 0..={JOB_CLEANUP_INTERVAL_MAX_S}"
+                            ),
+                        )),
+                    },
+                }
+            }
+        };
+        // New rates or policies can make queued requests eligible now.
+        for c in &self.cpts {
+            c.work.notify_all();
+        }
+        result
+    }
+
+    fn dequeue_counts(&self) -> BTreeMap<JobId, u64> {
+        let mut out = BTreeMap::new();
+        for g in self.lock_cpts() {
+            for (job, n) in &g.dequeued {
+                *out.entry(*job).or_insert(0) += n;
+            }
+        }
+        out
+    }
+}
+
+/// Glob match of a parameter name: `*` matches any run of characters within one
+/// dot-separated component, as `lctl`'s path globbing does.
+pub fn param_matches(pattern: &str, name: &str) -> bool {
+    let p: Vec<&str> = pattern.split('.').collect();
+    let n: Vec<&str> = name.split('.').collect();
+    p.len() == n.len()
+        && p.iter()
+            .zip(&n)
+            .all(|(p, n)| glob(p.as_bytes(), n.as_bytes()))
+}
+
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    // Iterative wildcard match with one backtrack point: linear in practice, no recursion.
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, si));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == s[si] {
+            pi += 1;
+            si += 1;
+        } else if let Some((sp, ss)) = star {
+            pi = sp + 1;
+            si = ss + 1;
+            star = Some((sp, ss + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+impl Ost {
+    fn object_path(&self, object: u64) -> PathBuf {
+        self.objects.join(format!("{object:016x}"))
+    }
+
+    fn execute(&self, io: &IoRequest, data: Option<Vec<u8>>) -> IoResult {
+        if let Some(p) = &self.pacer {
+            p.pace(io.length.max(1));
+        }
+        let path = self.object_path(io.object);
+        match io.op {
+            IoOp::Write => {
+                let data = data.ok_or_else(|| RemoteError::new(Errno::EPROTO, "no bulk"))?;
+                let f = OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&path)
+                    .map_err(io_error)?;
+                f.write_all_at(&data, io.offset).map_err(io_error)?;
+                if io.sync {
+                    f.sync_data().map_err(io_error)?;
+                }
+                Ok(IoOutcome::Done)
+            }
+            IoOp::Read => {
+                let f = File::open(&path).map_err(io_error)?;
+                let mut buf = vec![0u8; io.length as usize];
+                let mut got = 0;
+                while got < buf.len() {
+                    match f.read_at(&mut buf[got..], io.offset + got as u64) {
+                        Ok(0) => break,
+                        Ok(n) => got += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(io_error(e)),
+                    }
+                }
+                buf.truncate(got);
+                Ok(IoOutcome::Read(buf))
+            }
+            IoOp::Punch => {
+                let f = OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(&path)
+                    .map_err(io_error)?;
+                f.set_len(io.offset).map_err(io_error)?;
+                Ok(IoOutcome::Done)
+            }
+            IoOp::Sync => match File::open(&path) {
+                Ok(f) => f.sync_all().map(|_| IoOutcome::Done).map_err(io_error),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(IoOutcome::Done),
+                Err(e) => Err(io_error(e)),
+            },
+        }
+    }
+}
+
+/// A running ossd.
+pub struct Ossd {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Arc<Notify>,
+    accept: tokio::task::JoinHandle<()>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Ossd {
+    /// Binds, starts the I/O threads and the accept loop. Returns once the socket is
+    /// listening, so a caller may connect at once.
+    pub async fn start(config: OssdConfig) -> anyhow::Result<Ossd> {
+        config.validate()?;
+        let mut osts = Vec::with_capacity(config.osts.len());
+        for dir in &config.osts {
+            let objects = dir.join("objects");
+            std::fs::create_dir_all(&objects)
+                .with_context(|| format!("OST directory {}", objects.display()))?;
+            osts.push(Ost {
+                objects,
+                job_stats: Mutex::new(JobStatsState {
+                    stats: OstJobStats::default(),
+                    cleanup_interval_s: JOB_CLEANUP_INTERVAL_DEFAULT_S,
+                    last_cleanup_ns: wall_ns(),
+                }),
+                pacer: config.ceiling_bytes_per_s.map(|rate| Pacer {
+                    rate_bytes_per_s: rate,
+                    next_free: Mutex::new(Instant::now()),
+                }),
+            });
+        }
+        let cpts = (0..config.cpts)
+            .map(|_| Cpt {
+                state: Mutex::new(CptState {
+                    reg: Nrs::with_config(NrsQueue::Regular, TbfConfig::default()),
+                    hp: Nrs::with_config(NrsQueue::HighPriority, TbfConfig::default()),
+                    active: 0,
+                    dequeued: BTreeMap::new(),
+                    shutdown: false,
+                }),
+                work: Condvar::new(),
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            fsname: config.fsname.clone(),
+            key: config.key.clone(),
+            cpts,
+            osts,
+            epoch: Instant::now(),
+            queue_depth_max: config.queue_depth_max,
+            rpcs_in_flight_per_conn: config.rpcs_in_flight_per_conn,
+            bytes_in_flight: Arc::new(Semaphore::new((config.in_flight_bytes_max / 1024) as usize)),
+        });
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("listening on {}", config.listen))?;
+        let addr = listener.local_addr()?;
+        let per_cpt = (config.threads / config.cpts).max(1);
+        let mut workers = Vec::new();
+        for cpt in 0..config.cpts {
+            for t in 0..per_cpt {
+                let s = shared.clone();
+                workers.push(
+                    std::thread::Builder::new()
+                        .name(format!("ossd-io-{cpt}-{t}"))
+                        .spawn(move || s.serve(cpt))
+                        .context("spawning an I/O thread")?,
+                );
+            }
+        }
+        let stop = Arc::new(Notify::new());
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            shared.clone(),
+            stop.clone(),
+            config.connections_max,
+        ));
+        info!(%addr, osts = config.osts.len(), cpts = config.cpts, threads = per_cpt * config.cpts, "ossd listening");
+        Ok(Ossd {
+            addr,
+            shared,
+            stop,
+            accept,
+            workers,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Requests dequeued from the NRS heads so far, per job, summed over CPTs: what the
+    /// scheduler let through.
+    pub fn dequeue_counts(&self) -> BTreeMap<JobId, u64> {
+        self.shared.dequeue_counts()
+    }
+
+    /// Stops accepting, stops the I/O threads (queued requests are answered with an error as
+    /// their senders drop) and waits for them.
+    pub async fn shutdown(self) {
+        self.stop.notify_one();
+        let _ = self.accept.await;
+        for c in &self.shared.cpts {
+            let pending: Vec<Pending> = {
+                let mut st = lock(&c.state);
+                st.shutdown = true;
+                let now = self.shared.now_ns();
+                // Moving everything to the FIFO first means nothing is held back by a throttle.
+                let _ = st.reg.write_policies(now, "fifo");
+                let mut drained = Vec::new();
+                while let Dequeue::Request(p) = st.reg.dequeue(now) {
+                    drained.push(p);
+                }
+                drained
+            };
+            drop(pending);
+            c.work.notify_all();
+        }
+        let workers = self.workers;
+        let _ = tokio::task::spawn_blocking(move || {
+            for w in workers {
+                let _ = w.join();
+            }
+        })
+        .await;
+        info!(addr = %self.addr, "ossd stopped");
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: Arc<Notify>,
+    connections_max: usize,
+) {
+    let conns = Arc::new(Semaphore::new(connections_max));
+    let next_id = AtomicU64::new(0);
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = stop.notified() => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // Out of descriptors and the like: back off instead of spinning.
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = conns.clone().try_acquire_owned() else {
+            warn!(%peer, connections_max, "too many connections; closing the new one");
+            continue;
+        };
+        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            match serve_conn(shared, stream, id).await {
+                Ok(()) | Err(ConnError::Closed) => debug!(%peer, id, "connection closed"),
+                Err(e) => warn!(%peer, id, reason = %e, "closing connection"),
+            }
+            drop(permit);
+        });
+    }
+}
+
+struct Outgoing {
+    reply: Reply,
+    bulk: Option<Vec<u8>>,
+}
+
+async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(), ConnError> {
+    stream.set_nodelay(true)?;
+    let (r, w) = stream.into_split();
+    let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
+    let ost_count = shared.osts.len() as u32;
+    let peer = tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        conn::server_handshake(
+            &mut reader,
+            &mut writer,
+            &shared.key,
+            &shared.fsname,
+            ost_count,
+        ),
+    )
+    .await
+    .map_err(|_| ConnError::Timeout)??;
+    debug!(id, role = ?peer.role, "peer authenticated");
+    let cpt = (id % shared.cpts.len() as u64) as usize;
+    let (tx, mut rx) = mpsc::channel::<Outgoing>(shared.rpcs_in_flight_per_conn);
+    let writer_task = tokio::spawn(async move {
+        while let Some(o) = rx.recv().await {
+            let r = match &o.bulk {
+                Some(b) => writer.msg_with_bulk(&o.reply, b).await,
+                None => writer.msg(&o.reply).await,
+            };
+            if let Err(e) = r {
+                debug!(id, error = %e, "reply not delivered");
+                return;
+            }
+        }
+    });
+    let in_flight = Arc::new(Semaphore::new(shared.rpcs_in_flight_per_conn));
+    let result = read_requests(&shared, &mut reader, peer, cpt, &tx, &in_flight).await;
+    drop(tx);
+    let _ = writer_task.await;
+    result
+}
+
+async fn read_requests(
+    shared: &Arc<Shared>,
+    reader: &mut Reader<tokio::net::tcp::OwnedReadHalf>,
+    peer: conn::Peer,
+    cpt: usize,
+    tx: &mpsc::Sender<Outgoing>,
+    in_flight: &Arc<Semaphore>,
+) -> Result<(), ConnError> {
+    let ost_count = shared.osts.len() as u32;
+    loop {
+        let frame = reader.frame().await?;
+        let req = decode_request(&frame, ost_count)?;
+        let permit = in_flight
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let reply = |tag, result| Outgoing {
+            reply: Reply { tag, result },
+            bulk: None,
+        };
+        match req {
+            Request::Io { tag, io } => {
+                let kib = io.length.div_ceil(1024).max(1) as u32;
+                let bytes = shared
+                    .bytes_in_flight
+                    .clone()
+                    .acquire_many_owned(kib)
+                    .await
+                    .expect("the semaphore is never closed");
+                let data = match io.op {
+                    IoOp::Write => Some(
+                        tokio::time::timeout(BULK_TIMEOUT, reader.bulk(io.length))
+                            .await
+                            .map_err(|_| {
+                                ProtocolError::Invalid(format!(
+                                    "bulk data not received within {BULK_TIMEOUT:?}"
+                                ))
+                            })??,
+                    ),
+                    _ => None,
+                };
+                if !peer.role.may_do_io() {
+                    let e = RemoteError::new(Errno::EPERM, "this role may not do object I/O");
+                    let _ = tx.send(reply(tag, Err(e))).await;
+                    continue;
+                }
+                let (done_tx, done_rx) = oneshot::channel();
+                if let Err(e) = shared.submit(cpt, io, data, done_tx) {
+                    let _ = tx.send(reply(tag, Err(e))).await;
+                    continue;
+                }
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let out = match done_rx.await {
+                        Ok(Ok(IoOutcome::Done)) => reply(tag, Ok(ReplyBody::Done)),
+                        Ok(Ok(IoOutcome::Read(d))) => Outgoing {
+                            reply: Reply {
+                                tag,
+                                result: Ok(ReplyBody::Read {
+                                    length: d.len() as u64,
+                                }),
+                            },
+                            bulk: Some(d),
+                        },
+                        Ok(Err(e)) => reply(tag, Err(e)),
+                        Err(_) => reply(
+                            tag,
+                            Err(RemoteError::new(Errno::EIO, "OSS stopped before serving")),
+                        ),
+                    };
+                    let _ = tx.send(out).await;
+                    drop((permit, bytes));
+                });
+            }
+            Request::GetParam { tag, pattern } => {
+                let result = if peer.role.may_use_params() {
+                    shared.matching(&pattern).and_then(|names| {
+                        names
+                            .into_iter()
+                            .map(|name| {
+                                let value = shared.get_param(&name)?;
+                                Ok(Param { name, value })
+                            })
+                            .collect::<Result<Vec<_>, _>>()
+                            .map(ReplyBody::Params)
+                    })
+                } else {
+                    Err(RemoteError::new(
+                        Errno::EPERM,
+                        "this role may not read parameters",
+                    ))
+                };
+                let _ = tx.send(reply(tag, result)).await;
+            }
+            Request::SetParam {
+                tag,
+                pattern,
+                value,
+            } => {
+                let result = if peer.role.may_use_params() {
+                    shared.matching(&pattern).and_then(|names| {
+                        let mut set = Vec::new();
+                        for name in names {
+                            shared.set_param(&name, &value)?;
+                            info!(param = %name, %value, "set_param");
+                            set.push(Param {
+                                name,
+                                value: value.clone(),
+                            });
+                        }
+                        Ok(ReplyBody::Params(set))
+                    })
+                } else {
+                    Err(RemoteError::new(
+                        Errno::EPERM,
+                        "this role may not set parameters",
+                    ))
+                };
+                let _ = tx.send(reply(tag, result)).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn param_globs_stay_within_components() {
+        assert!(param_matches(
+            "obdfilter.*.job_stats",
+            "obdfilter.pfsqos-OST0000.job_stats"
+        ));
+        assert!(param_matches("ost.OSS.ost_io.nrs_*", PARAM_TBF_RULE));
+        assert!(param_matches("*.*.*.*", PARAM_POLICIES));
+        assert!(!param_matches("ost.*", PARAM_POLICIES));
+        assert!(!param_matches(
+            "obdfilter.*OST0001.job_stats",
+            "obdfilter.x-OST0000.job_stats"
+        ));
+        assert!(glob(b"a*b*c", b"aXXbYYc"));
+        assert!(!glob(b"a*b*c", b"aXXbYY"));
+        assert!(glob(b"**", b""));
+    }
+
+    #[test]
+    fn pacer_spaces_reservations_by_the_rate() {
+        let p = Pacer {
+            rate_bytes_per_s: 1_000_000_000,
+            next_free: Mutex::new(Instant::now()),
+        };
+        let before = *lock(&p.next_free);
+        p.pace(1_000);
+        p.pace(1_000);
+        let after = *lock(&p.next_free);
+        // Two 1000-byte I/Os at 1 GB/s reserve at least 2 µs of device time.
+        assert!(after.duration_since(before) >= Duration::from_micros(2));
+    }
+}

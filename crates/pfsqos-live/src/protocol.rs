@@ -1,0 +1,884 @@
+//! The pfsqos wire protocol: length-prefixed frames carrying postcard messages, bulk data as
+//! raw frames, and a versioned handshake authenticated by a shared cluster key.
+//!
+//! # Frames
+//! Every frame is a 4-byte big-endian length followed by that many bytes (tokio-util's
+//! `LengthDelimitedCodec`); a frame longer than [`FRAME_LEN_MAX_BYTES`] closes the connection
+//! before its body is read. A message frame holds one postcard-encoded message and nothing
+//! else (trailing bytes are an error). Bulk data follows its message as raw frames of exactly
+//! `min(BULK_CHUNK_BYTES, remaining)` bytes each, so a 64 MiB write is 8 frames of 8 MiB.
+//!
+//! # Handshake
+//! ```text
+//! client                                   server
+//! Hello { magic, version, role, nonce_c } ->
+//!                                       <- HelloReply::Challenge { magic, version, nonce_s }
+//!                                          (or Reject { reason } and close)
+//! Auth { mac_c }                          ->
+//!                                       <- AuthReply::Welcome { mac_s, fsname, ost_count }
+//!                                          (or Reject { reason } and close)
+//! ```
+//! `mac_c = HMAC-SHA256(key, "pfsqos-client" | version | role | nonce_c | nonce_s)` and
+//! `mac_s` the same with `"pfsqos-server"`; both sides verify in constant time, so each proves
+//! it holds the key without sending it, and a fresh nonce from each side defeats replay.
+//! The magic and version are decoded before the rest of `Hello`, so a peer speaking another
+//! version gets a clear rejection rather than a decode error.
+//!
+//! # Requests
+//! After the handshake the client sends [`Request`]s, each with a `tag` it chooses; the server
+//! answers each with one [`Reply`] carrying the same tag, possibly out of order (requests are
+//! scheduled). Every field is validated on decode ([`decode_request`]): sizes, offsets, names,
+//! the job id (through [`JobId::new`]), the NID, the OST index.
+
+use hmac::{Hmac, Mac};
+use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use sha2::Sha256;
+use std::fmt;
+
+/// First bytes of every `Hello` and `HelloReply::Challenge`.
+pub const MAGIC: [u8; 4] = *b"PFSQ";
+/// Protocol version this build speaks; peers must match exactly.
+pub const PROTOCOL_VERSION: u16 = 1;
+/// Largest bulk frame: bulk data is split into chunks of this size.
+pub const BULK_CHUNK_BYTES: usize = 8 << 20;
+/// Largest frame of any kind: one bulk chunk plus room for a header.
+pub const FRAME_LEN_MAX_BYTES: usize = BULK_CHUNK_BYTES + 4096;
+/// Largest I/O of one request: Lustre's maximum `brw_size` (64 MiB).
+pub const IO_LEN_MAX_BYTES: u64 = 64 << 20;
+/// Largest object offset + length (16 TiB, ext4's file size limit).
+pub const OBJECT_END_MAX_BYTES: u64 = 16 << 40;
+/// Largest OST count an OSS may serve (Lustre indexes OSTs with 16 bits).
+pub const OST_COUNT_MAX: u32 = 1 << 16;
+/// Longest parameter name or pattern.
+pub const PARAM_NAME_LEN_MAX: usize = 256;
+/// Longest value a `set_param` may carry (Lustre's rule commands are < 4096 bytes).
+pub const PARAM_VALUE_LEN_MAX: usize = 4096;
+/// Most parameters one `get_param` reply may carry.
+pub const PARAMS_PER_REPLY_MAX: usize = 1024;
+/// Longest text of a rejection reason or error message.
+pub const MESSAGE_LEN_MAX: usize = 1024;
+/// Longest file system name (Lustre: 8 characters).
+pub const FSNAME_LEN_MAX: usize = 8;
+/// Nonce length of the challenge-response.
+pub const NONCE_BYTES: usize = 32;
+/// HMAC-SHA256 output length.
+pub const MAC_BYTES: usize = 32;
+
+/// What kind of peer is connecting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// A file system client: object I/O only.
+    Client,
+    /// An administrator's `lctl`: parameters only.
+    Lctl,
+    /// The metadata server: object I/O and parameters.
+    Mds,
+}
+
+impl Role {
+    fn byte(self) -> u8 {
+        match self {
+            Role::Client => 1,
+            Role::Lctl => 2,
+            Role::Mds => 3,
+        }
+    }
+
+    pub fn may_do_io(self) -> bool {
+        matches!(self, Role::Client | Role::Mds)
+    }
+
+    pub fn may_use_params(self) -> bool {
+        matches!(self, Role::Lctl | Role::Mds)
+    }
+}
+
+/// The rest of a `Hello` after its magic and version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelloBody {
+    pub role: Role,
+    pub nonce: [u8; NONCE_BYTES],
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HelloReply {
+    Challenge {
+        magic: [u8; 4],
+        version: u16,
+        nonce: [u8; NONCE_BYTES],
+    },
+    Reject {
+        reason: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Auth {
+    pub mac: [u8; MAC_BYTES],
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuthReply {
+    Welcome {
+        mac: [u8; MAC_BYTES],
+        fsname: String,
+        ost_count: u32,
+    },
+    Reject {
+        reason: String,
+    },
+}
+
+/// Object operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IoOp {
+    /// Read `length` bytes at `offset`; the reply says how many were read (short at EOF) and
+    /// the data follows as bulk frames.
+    Read,
+    /// Write `length` bytes at `offset`; the data follows the request as bulk frames.
+    Write,
+    /// Truncate the object to `offset` bytes (`length` must be 0).
+    Punch,
+    /// Flush the object to stable storage (`offset` and `length` must be 0).
+    Sync,
+}
+
+impl IoOp {
+    pub fn opcode(self) -> Opcode {
+        match self {
+            IoOp::Read => Opcode::OstRead,
+            IoOp::Write => Opcode::OstWrite,
+            // Lustre sends OST_SYNC on ost_io too; pfsqos's model has no ost_sync, and a
+            // sync is a write-side cost, so it is classified with the punches.
+            IoOp::Punch | IoOp::Sync => Opcode::OstPunch,
+        }
+    }
+}
+
+/// A client NID as carried on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireNid {
+    pub addr: u32,
+    /// Index into [`NetKind::ALL`].
+    pub net_kind: u8,
+    pub net_num: u32,
+}
+
+impl From<Nid> for WireNid {
+    fn from(n: Nid) -> Self {
+        WireNid {
+            addr: n.addr,
+            net_kind: NetKind::ALL
+                .iter()
+                .position(|k| *k == n.net.kind)
+                .expect("every NetKind is in ALL") as u8,
+            net_num: n.net.num,
+        }
+    }
+}
+
+/// Request identity as on the wire (validated into [`RpcTags`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireTags {
+    pub job: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub nid: WireNid,
+}
+
+/// An object I/O request as on the wire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireIo {
+    pub op: IoOp,
+    pub ost: u32,
+    pub object: u64,
+    pub offset: u64,
+    pub length: u64,
+    /// Writes: acknowledge only after the data is on stable storage.
+    pub sync: bool,
+    pub tags: WireTags,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WireRequest {
+    Io {
+        tag: u64,
+        io: WireIo,
+    },
+    GetParam {
+        tag: u64,
+        pattern: String,
+    },
+    SetParam {
+        tag: u64,
+        pattern: String,
+        value: String,
+    },
+}
+
+/// A validated object I/O request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IoRequest {
+    pub op: IoOp,
+    pub ost: u32,
+    pub object: u64,
+    pub offset: u64,
+    pub length: u64,
+    pub sync: bool,
+    pub tags: RpcTags,
+}
+
+/// A validated request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    Io {
+        tag: u64,
+        io: IoRequest,
+    },
+    GetParam {
+        tag: u64,
+        pattern: String,
+    },
+    SetParam {
+        tag: u64,
+        pattern: String,
+        value: String,
+    },
+}
+
+impl Request {
+    pub fn tag(&self) -> u64 {
+        match self {
+            Request::Io { tag, .. }
+            | Request::GetParam { tag, .. }
+            | Request::SetParam { tag, .. } => *tag,
+        }
+    }
+}
+
+/// Lustre errno names the protocol carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Errno {
+    EPERM,
+    ENOENT,
+    EIO,
+    EAGAIN,
+    EBUSY,
+    EEXIST,
+    ENODEV,
+    EINVAL,
+    EFBIG,
+    ENOSPC,
+    ERANGE,
+    ENAMETOOLONG,
+    ENOSYS,
+    EPROTO,
+}
+
+impl Errno {
+    const ALL: [Errno; 14] = [
+        Errno::EPERM,
+        Errno::ENOENT,
+        Errno::EIO,
+        Errno::EAGAIN,
+        Errno::EBUSY,
+        Errno::EEXIST,
+        Errno::ENODEV,
+        Errno::EINVAL,
+        Errno::EFBIG,
+        Errno::ENOSPC,
+        Errno::ERANGE,
+        Errno::ENAMETOOLONG,
+        Errno::ENOSYS,
+        Errno::EPROTO,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Errno::EPERM => "EPERM",
+            Errno::ENOENT => "ENOENT",
+            Errno::EIO => "EIO",
+            Errno::EAGAIN => "EAGAIN",
+            Errno::EBUSY => "EBUSY",
+            Errno::EEXIST => "EEXIST",
+            Errno::ENODEV => "ENODEV",
+            Errno::EINVAL => "EINVAL",
+            Errno::EFBIG => "EFBIG",
+            Errno::ENOSPC => "ENOSPC",
+            Errno::ERANGE => "ERANGE",
+            Errno::ENAMETOOLONG => "ENAMETOOLONG",
+            Errno::ENOSYS => "ENOSYS",
+            Errno::EPROTO => "EPROTO",
+        }
+    }
+
+    /// `strerror` text, as `lctl` prints it.
+    pub fn description(self) -> &'static str {
+        match self {
+            Errno::EPERM => "Operation not permitted",
+            Errno::ENOENT => "No such file or directory",
+            Errno::EIO => "Input/output error",
+            Errno::EAGAIN => "Resource temporarily unavailable",
+            Errno::EBUSY => "Device or resource busy",
+            Errno::EEXIST => "File exists",
+            Errno::ENODEV => "No such device",
+            Errno::EINVAL => "Invalid argument",
+            Errno::EFBIG => "File too large",
+            Errno::ENOSPC => "No space left on device",
+            Errno::ERANGE => "Numerical result out of range",
+            Errno::ENAMETOOLONG => "File name too long",
+            Errno::ENOSYS => "Function not implemented",
+            Errno::EPROTO => "Protocol error",
+        }
+    }
+
+    /// The errno of a name such as core's `NrsError::errno`; unknown names map to `EIO`.
+    pub fn from_name(name: &str) -> Errno {
+        Errno::ALL
+            .into_iter()
+            .find(|e| e.name() == name)
+            .unwrap_or(Errno::EIO)
+    }
+}
+
+/// An error answered by the server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteError {
+    pub errno: Errno,
+    pub message: String,
+}
+
+impl RemoteError {
+    pub fn new(errno: Errno, message: impl Into<String>) -> RemoteError {
+        let mut message = message.into();
+        truncate_utf8(&mut message, MESSAGE_LEN_MAX);
+        RemoteError { errno, message }
+    }
+}
+
+impl fmt::Display for RemoteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.errno.description(),
+            self.errno.name(),
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for RemoteError {}
+
+/// One parameter of a `get_param` reply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Param {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReplyBody {
+    /// Write, punch, sync, set_param done.
+    Done,
+    /// Read done: `length` bytes follow as bulk frames.
+    Read { length: u64 },
+    /// Parameters matching a `get_param` pattern, or set by a `set_param`, in name order.
+    Params(Vec<Param>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reply {
+    pub tag: u64,
+    pub result: Result<ReplyBody, RemoteError>,
+}
+
+/// Why a frame was refused. Any of these closes the connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProtocolError {
+    Decode(String),
+    TrailingBytes(usize),
+    BadMagic([u8; 4]),
+    Version { got: u16 },
+    Invalid(String),
+    AuthFailed,
+    Rejected(String),
+    UnexpectedBulk { expected: usize, got: usize },
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtocolError::Decode(e) => write!(f, "undecodable message: {e}"),
+            ProtocolError::TrailingBytes(n) => write!(f, "{n} trailing bytes after message"),
+            ProtocolError::BadMagic(m) => write!(f, "bad magic {m:02x?}, not a pfsqos peer"),
+            ProtocolError::Version { got } => write!(
+                f,
+                "protocol version {got} not supported (this side speaks {PROTOCOL_VERSION})"
+            ),
+            ProtocolError::Invalid(m) => write!(f, "invalid message: {m}"),
+            ProtocolError::AuthFailed => write!(f, "authentication failed (wrong cluster key?)"),
+            ProtocolError::Rejected(r) => write!(f, "rejected by peer: {r}"),
+            ProtocolError::UnexpectedBulk { expected, got } => {
+                write!(
+                    f,
+                    "bulk frame of {got} bytes where {expected} were expected"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+fn truncate_utf8(s: &mut String, max: usize) {
+    if s.len() > max {
+        let mut cut = max;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+    }
+}
+
+/// Encodes a message into a frame body.
+pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    postcard::to_stdvec(msg).expect("postcard encodes every protocol type")
+}
+
+/// Decodes a whole frame body as one message; trailing bytes are an error.
+pub fn decode<T: DeserializeOwned>(frame: &[u8]) -> Result<T, ProtocolError> {
+    let (msg, rest) =
+        postcard::take_from_bytes(frame).map_err(|e| ProtocolError::Decode(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(ProtocolError::TrailingBytes(rest.len()));
+    }
+    Ok(msg)
+}
+
+/// Encodes a `Hello`: magic and version first, so any version can read them.
+pub fn encode_hello(version: u16, body: &HelloBody) -> Vec<u8> {
+    let mut out = encode(&(MAGIC, version));
+    out.extend(encode(body));
+    out
+}
+
+/// Decodes a `Hello`, checking magic and version before the body.
+pub fn decode_hello(frame: &[u8]) -> Result<HelloBody, ProtocolError> {
+    let ((magic, version), rest): (([u8; 4], u16), _) =
+        postcard::take_from_bytes(frame).map_err(|e| ProtocolError::Decode(e.to_string()))?;
+    if magic != MAGIC {
+        return Err(ProtocolError::BadMagic(magic));
+    }
+    if version != PROTOCOL_VERSION {
+        return Err(ProtocolError::Version { got: version });
+    }
+    decode(rest)
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+fn mac_of(
+    key: &[u8],
+    side: &[u8],
+    role: Role,
+    nonce_c: &[u8; NONCE_BYTES],
+    nonce_s: &[u8; NONCE_BYTES],
+) -> HmacSha256 {
+    let mut m = HmacSha256::new_from_slice(key).expect("HMAC takes keys of any length");
+    m.update(side);
+    m.update(&PROTOCOL_VERSION.to_be_bytes());
+    m.update(&[role.byte()]);
+    m.update(nonce_c);
+    m.update(nonce_s);
+    m
+}
+
+/// The client's proof of the key.
+pub fn client_mac(
+    key: &[u8],
+    role: Role,
+    nonce_c: &[u8; NONCE_BYTES],
+    nonce_s: &[u8; NONCE_BYTES],
+) -> [u8; MAC_BYTES] {
+    mac_of(key, b"pfsqos-client", role, nonce_c, nonce_s)
+        .finalize()
+        .into_bytes()
+        .into()
+}
+
+/// The server's proof of the key.
+pub fn server_mac(
+    key: &[u8],
+    role: Role,
+    nonce_c: &[u8; NONCE_BYTES],
+    nonce_s: &[u8; NONCE_BYTES],
+) -> [u8; MAC_BYTES] {
+    mac_of(key, b"pfsqos-server", role, nonce_c, nonce_s)
+        .finalize()
+        .into_bytes()
+        .into()
+}
+
+/// Constant-time check of a peer's MAC.
+pub fn verify_mac(
+    key: &[u8],
+    server_side: bool,
+    role: Role,
+    nonce_c: &[u8; NONCE_BYTES],
+    nonce_s: &[u8; NONCE_BYTES],
+    mac: &[u8; MAC_BYTES],
+) -> Result<(), ProtocolError> {
+    let side: &[u8] = if server_side {
+        b"pfsqos-server"
+    } else {
+        b"pfsqos-client"
+    };
+    mac_of(key, side, role, nonce_c, nonce_s)
+        .verify_slice(mac)
+        .map_err(|_| ProtocolError::AuthFailed)
+}
+
+/// A fresh random nonce.
+pub fn nonce() -> std::io::Result<[u8; NONCE_BYTES]> {
+    let mut n = [0; NONCE_BYTES];
+    getrandom::fill(&mut n).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(n)
+}
+
+/// Parameter names and patterns: `[A-Za-z0-9._*-]`, 1..=256 bytes.
+pub fn validate_param_name(name: &str) -> Result<(), ProtocolError> {
+    if name.is_empty() || name.len() > PARAM_NAME_LEN_MAX {
+        return Err(ProtocolError::Invalid(format!(
+            "parameter name of {} bytes (1..={PARAM_NAME_LEN_MAX} allowed)",
+            name.len()
+        )));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '*' | '-')))
+    {
+        return Err(ProtocolError::Invalid(format!(
+            "character {c:?} in parameter name"
+        )));
+    }
+    Ok(())
+}
+
+fn validate_tags(t: &WireTags, op: IoOp) -> Result<RpcTags, ProtocolError> {
+    let job = JobId::new(&t.job).map_err(|e| ProtocolError::Invalid(e.to_string()))?;
+    let kind = NetKind::ALL
+        .get(t.nid.net_kind as usize)
+        .copied()
+        .ok_or_else(|| ProtocolError::Invalid(format!("LNet kind {}", t.nid.net_kind)))?;
+    Ok(RpcTags {
+        job,
+        nid: Nid {
+            addr: t.nid.addr,
+            net: LNet {
+                kind,
+                num: t.nid.net_num,
+            },
+        },
+        opcode: op.opcode(),
+        uid: t.uid,
+        gid: t.gid,
+    })
+}
+
+/// Validates an I/O request against the server's OST count.
+pub fn validate_io(io: &WireIo, ost_count: u32) -> Result<IoRequest, ProtocolError> {
+    let bad = |m: String| Err(ProtocolError::Invalid(m));
+    if io.ost >= ost_count {
+        return bad(format!(
+            "OST index {} out of range (this OSS serves {ost_count})",
+            io.ost
+        ));
+    }
+    match io.op {
+        IoOp::Read | IoOp::Write => {
+            if io.length == 0 || io.length > IO_LEN_MAX_BYTES {
+                return bad(format!(
+                    "I/O length {} outside 1..={IO_LEN_MAX_BYTES}",
+                    io.length
+                ));
+            }
+        }
+        IoOp::Punch => {
+            if io.length != 0 {
+                return bad("punch carries its size in offset; length must be 0".into());
+            }
+        }
+        IoOp::Sync => {
+            if io.length != 0 || io.offset != 0 {
+                return bad("sync takes no offset or length".into());
+            }
+        }
+    }
+    match io.offset.checked_add(io.length) {
+        Some(end) if end <= OBJECT_END_MAX_BYTES => {}
+        _ => {
+            return bad(format!(
+                "object range {}+{} beyond {OBJECT_END_MAX_BYTES}",
+                io.offset, io.length
+            ))
+        }
+    }
+    Ok(IoRequest {
+        op: io.op,
+        ost: io.ost,
+        object: io.object,
+        offset: io.offset,
+        length: io.length,
+        sync: io.sync,
+        tags: validate_tags(&io.tags, io.op)?,
+    })
+}
+
+/// Decodes and validates one request frame.
+pub fn decode_request(frame: &[u8], ost_count: u32) -> Result<Request, ProtocolError> {
+    match decode::<WireRequest>(frame)? {
+        WireRequest::Io { tag, io } => Ok(Request::Io {
+            tag,
+            io: validate_io(&io, ost_count)?,
+        }),
+        WireRequest::GetParam { tag, pattern } => {
+            validate_param_name(&pattern)?;
+            Ok(Request::GetParam { tag, pattern })
+        }
+        WireRequest::SetParam {
+            tag,
+            pattern,
+            value,
+        } => {
+            validate_param_name(&pattern)?;
+            if value.len() > PARAM_VALUE_LEN_MAX {
+                return Err(ProtocolError::Invalid(format!(
+                    "parameter value of {} bytes (at most {PARAM_VALUE_LEN_MAX})",
+                    value.len()
+                )));
+            }
+            Ok(Request::SetParam {
+                tag,
+                pattern,
+                value,
+            })
+        }
+    }
+}
+
+/// Validates a reply (client side): message lengths, parameter counts and names.
+pub fn decode_reply(frame: &[u8]) -> Result<Reply, ProtocolError> {
+    let reply: Reply = decode(frame)?;
+    match &reply.result {
+        Err(e) if e.message.len() > MESSAGE_LEN_MAX => {
+            return Err(ProtocolError::Invalid("error message too long".into()))
+        }
+        Ok(ReplyBody::Read { length }) if *length > IO_LEN_MAX_BYTES => {
+            return Err(ProtocolError::Invalid(format!(
+                "read reply of {length} bytes"
+            )))
+        }
+        Ok(ReplyBody::Params(ps)) => {
+            if ps.len() > PARAMS_PER_REPLY_MAX {
+                return Err(ProtocolError::Invalid(format!("{} parameters", ps.len())));
+            }
+            for p in ps {
+                validate_param_name(&p.name)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(reply)
+}
+
+/// Sizes of the bulk frames that carry `length` bytes.
+pub fn bulk_chunks(length: u64) -> impl Iterator<Item = usize> {
+    let chunk = BULK_CHUNK_BYTES as u64;
+    let full = length / chunk;
+    let rest = (length % chunk) as usize;
+    (0..full)
+        .map(|_| BULK_CHUNK_BYTES)
+        .chain((rest > 0).then_some(rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn io(op: IoOp, offset: u64, length: u64) -> WireIo {
+        WireIo {
+            op,
+            ost: 0,
+            object: 7,
+            offset,
+            length,
+            sync: false,
+            tags: WireTags {
+                job: "dd.0".into(),
+                uid: 1,
+                gid: 2,
+                nid: WireNid {
+                    addr: 0,
+                    net_kind: 0,
+                    net_num: 0,
+                },
+            },
+        }
+    }
+
+    fn req(io: WireIo) -> Vec<u8> {
+        encode(&WireRequest::Io { tag: 1, io })
+    }
+
+    #[test]
+    fn valid_requests_decode() {
+        let r = decode_request(&req(io(IoOp::Write, 4096, 1 << 20)), 2).unwrap();
+        let Request::Io { tag: 1, io } = r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(io.tags.job.as_str(), "dd.0");
+        assert_eq!(io.tags.opcode, Opcode::OstWrite);
+        assert_eq!(io.tags.nid.to_string(), "0@lo");
+    }
+
+    #[test]
+    fn every_field_is_checked() {
+        let cases: Vec<(WireIo, &str)> = vec![
+            (io(IoOp::Write, 0, 0), "length"),
+            (io(IoOp::Read, 0, IO_LEN_MAX_BYTES + 1), "length"),
+            (io(IoOp::Read, u64::MAX, 1), "range"),
+            (io(IoOp::Punch, 0, 5), "punch"),
+            (io(IoOp::Sync, 1, 0), "sync"),
+            (
+                WireIo {
+                    ost: 2,
+                    ..io(IoOp::Read, 0, 1)
+                },
+                "OST index",
+            ),
+            (
+                WireIo {
+                    tags: WireTags {
+                        job: "x".repeat(32),
+                        ..io(IoOp::Read, 0, 1).tags
+                    },
+                    ..io(IoOp::Read, 0, 1)
+                },
+                "job id",
+            ),
+            (
+                WireIo {
+                    tags: WireTags {
+                        nid: WireNid {
+                            addr: 0,
+                            net_kind: 9,
+                            net_num: 0,
+                        },
+                        ..io(IoOp::Read, 0, 1).tags
+                    },
+                    ..io(IoOp::Read, 0, 1)
+                },
+                "LNet kind",
+            ),
+        ];
+        for (w, what) in cases {
+            let e = decode_request(&req(w), 2).unwrap_err().to_string();
+            assert!(e.contains(what), "{e} lacks {what}");
+        }
+        let long = encode(&WireRequest::SetParam {
+            tag: 0,
+            pattern: "a".into(),
+            value: "v".repeat(PARAM_VALUE_LEN_MAX + 1),
+        });
+        assert!(decode_request(&long, 1).is_err());
+        let name = encode(&WireRequest::GetParam {
+            tag: 0,
+            pattern: "a/b".into(),
+        });
+        assert!(decode_request(&name, 1).is_err());
+        let mut trailing = req(io(IoOp::Read, 0, 1));
+        trailing.push(0);
+        assert_eq!(
+            decode_request(&trailing, 1),
+            Err(ProtocolError::TrailingBytes(1))
+        );
+    }
+
+    #[test]
+    fn hello_checks_magic_and_version_first() {
+        let body = HelloBody {
+            role: Role::Lctl,
+            nonce: [3; NONCE_BYTES],
+        };
+        assert_eq!(
+            decode_hello(&encode_hello(PROTOCOL_VERSION, &body)).unwrap(),
+            body
+        );
+        assert_eq!(
+            decode_hello(&encode_hello(9, &body)),
+            Err(ProtocolError::Version { got: 9 })
+        );
+        let mut bad = encode_hello(PROTOCOL_VERSION, &body);
+        bad[0] = b'X';
+        assert!(matches!(
+            decode_hello(&bad),
+            Err(ProtocolError::BadMagic(_))
+        ));
+    }
+
+    #[test]
+    fn macs_bind_key_side_role_and_nonces() {
+        let (c, s) = ([1; NONCE_BYTES], [2; NONCE_BYTES]);
+        let m = client_mac(b"key", Role::Client, &c, &s);
+        assert!(verify_mac(b"key", false, Role::Client, &c, &s, &m).is_ok());
+        assert!(verify_mac(b"other", false, Role::Client, &c, &s, &m).is_err());
+        assert!(verify_mac(b"key", true, Role::Client, &c, &s, &m).is_err());
+        assert!(verify_mac(b"key", false, Role::Mds, &c, &s, &m).is_err());
+        assert!(verify_mac(b"key", false, Role::Client, &s, &c, &m).is_err());
+        assert_ne!(server_mac(b"key", Role::Client, &c, &s), m);
+    }
+
+    #[test]
+    fn bulk_chunking() {
+        assert_eq!(bulk_chunks(1).collect::<Vec<_>>(), [1]);
+        assert_eq!(
+            bulk_chunks(IO_LEN_MAX_BYTES).collect::<Vec<_>>(),
+            [BULK_CHUNK_BYTES; 8]
+        );
+        assert_eq!(
+            bulk_chunks(BULK_CHUNK_BYTES as u64 + 5).collect::<Vec<_>>(),
+            [BULK_CHUNK_BYTES, 5]
+        );
+    }
+
+    #[test]
+    fn errno_names_round_trip() {
+        for e in Errno::ALL {
+            assert_eq!(Errno::from_name(e.name()), e);
+        }
+        assert_eq!(Errno::from_name("EWHATEVER"), Errno::EIO);
+    }
+
+    proptest! {
+        #[test]
+        fn decoders_never_panic_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode_request(&bytes, 4);
+            let _ = decode_reply(&bytes);
+            let _ = decode_hello(&bytes);
+            let _ = decode::<Auth>(&bytes);
+            let _ = decode::<AuthReply>(&bytes);
+            let _ = decode::<HelloReply>(&bytes);
+        }
+
+        #[test]
+        fn mutated_valid_frames_never_panic(pos in 0usize..64, byte in any::<u8>()) {
+            let mut f = req(io(IoOp::Write, 4096, 1 << 20));
+            let i = pos % f.len();
+            f[i] = byte;
+            let _ = decode_request(&f, 4);
+        }
+    }
+}

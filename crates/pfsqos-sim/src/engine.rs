@@ -119,7 +119,7 @@ pub fn run(
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, String> {
-    let controller = controller_for(policy, scenario)?;
+    let controller = controller_for(policy, scenario, seed)?;
     let mut sim = Sim::new(scenario, controller, policy, seed)?;
     sim.run(progress);
     Ok(sim.finish())
@@ -146,7 +146,7 @@ pub fn run_traced(
     policy: &str,
     seed: u64,
 ) -> Result<(RunOutput, Vec<RpcTrace>), String> {
-    let controller = controller_for(policy, scenario)?;
+    let controller = controller_for(policy, scenario, seed)?;
     let mut sim = Sim::new(scenario, controller, policy, seed)?;
     sim.trace = Some(Vec::new());
     sim.run(&mut |_, _| {});

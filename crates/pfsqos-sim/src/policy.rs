@@ -6,12 +6,16 @@
 //! sweep a parameter (the AdapTBF paper's §IV-H allocation frequency) without one scenario file
 //! per value.
 
+use pfsqos_core::control::gift::{self, GiftControllerConfig};
 use pfsqos_core::control::{AdapTbf, AdapTbfConfig, Controller, DemandSource, NoBw, StaticBw};
 
 use crate::scenario::Scenario;
 
-/// Policy names accepted in a spec, in the order reports list them.
-pub const POLICY_NAMES: &[&str] = &["nobw", "static", "adaptbf"];
+/// Policy names accepted in a spec, in the order reports list them: the AdapTBF paper's three,
+/// then GIFT's seven baselines and GIFT itself.
+pub const POLICY_NAMES: &[&str] = &[
+    "nobw", "static", "adaptbf", "pofs", "bsip", "mbw", "tsa", "esa", "tmf", "rnd", "gift",
+];
 
 /// Longest accepted policy spec; specs also name output folders.
 pub const POLICY_SPEC_LEN_MAX: usize = 64;
@@ -28,6 +32,12 @@ pub enum PolicyChoice {
         /// `None`: the scenario's `policy.period_ms`.
         period_ms: Option<u64>,
         demand: DemandSource,
+    },
+    /// GIFT (`gift`) or one of its baselines, by name (one of `gift::POLICY_NAMES`).
+    Gift {
+        name: &'static str,
+        /// `None`: GIFT's 10 s decision interval.
+        period_ms: Option<u64>,
     },
 }
 
@@ -61,19 +71,7 @@ impl PolicyChoice {
                         .split_once('=')
                         .ok_or_else(|| format!("option `{option}` of `{name}` is not key=value"))?;
                     match key {
-                        "period_ms" => {
-                            let v: u64 = value
-                                .parse()
-                                .ok()
-                                .filter(|v| (1..=PERIOD_MS_MAX).contains(v))
-                                .ok_or_else(|| {
-                                    format!(
-                                        "adaptbf option period_ms=`{value}` is not a whole number \
-                                         of milliseconds in 1..={PERIOD_MS_MAX}"
-                                    )
-                                })?;
-                            period_ms = Some(v);
-                        }
+                        "period_ms" => period_ms = Some(parse_period_ms(name, value)?),
                         "demand" => {
                             demand = match value {
                                 "served" => DemandSource::Served,
@@ -95,15 +93,33 @@ impl PolicyChoice {
                 }
                 Ok(PolicyChoice::AdapTbf { period_ms, demand })
             }
-            other => Err(format!(
-                "unknown policy `{other}` (allowed: {}; options as in `adaptbf:period_ms=200`)",
-                POLICY_NAMES.join(", ")
-            )),
+            other => match gift::POLICY_NAMES.iter().find(|n| **n == other) {
+                Some(name) => {
+                    let mut period_ms = None;
+                    for option in options {
+                        match option.split_once('=') {
+                            Some(("period_ms", value)) => {
+                                period_ms = Some(parse_period_ms(name, value)?);
+                            }
+                            _ => {
+                                return Err(format!(
+                                    "unknown {name} option `{option}` (allowed: period_ms=N)"
+                                ))
+                            }
+                        }
+                    }
+                    Ok(PolicyChoice::Gift { name, period_ms })
+                }
+                None => Err(format!(
+                    "unknown policy `{other}` (allowed: {}; options as in `adaptbf:period_ms=200`)",
+                    POLICY_NAMES.join(", ")
+                )),
+            },
         }
     }
 
-    /// The controller for this choice under `scenario`.
-    pub fn controller(&self, scenario: &Scenario) -> Box<dyn Controller> {
+    /// The controller for this choice under `scenario`; `seed` feeds randomized policies (RND).
+    pub fn controller(&self, scenario: &Scenario, seed: u64) -> Box<dyn Controller> {
         match self {
             PolicyChoice::NoBw => Box::new(NoBw),
             PolicyChoice::Static => Box::new(StaticBw),
@@ -112,8 +128,32 @@ impl PolicyChoice {
                 demand: *demand,
                 ..AdapTbfConfig::default()
             })),
+            PolicyChoice::Gift { name, period_ms } => {
+                let defaults = GiftControllerConfig::default();
+                let config = GiftControllerConfig {
+                    period_ns: period_ms.map_or(defaults.period_ns, |ms| ms * 1_000_000),
+                    // One TBF token is one RPC of the cluster's largest size.
+                    rpc_size_bytes: scenario.cluster.brw_size.bytes(),
+                    ..defaults
+                };
+                gift::controller_by_name(name, seed, config)
+                    .expect("names come from gift::POLICY_NAMES")
+            }
         }
     }
+}
+
+fn parse_period_ms(policy: &str, value: &str) -> Result<u64, String> {
+    value
+        .parse()
+        .ok()
+        .filter(|v| (1..=PERIOD_MS_MAX).contains(v))
+        .ok_or_else(|| {
+            format!(
+                "{policy} option period_ms=`{value}` is not a whole number of milliseconds in \
+                 1..={PERIOD_MS_MAX}"
+            )
+        })
 }
 
 /// Checks a policy spec without building anything.
@@ -122,8 +162,12 @@ pub fn check_policy_spec(spec: &str) -> Result<(), String> {
 }
 
 /// The controller for `spec`, or an error listing the allowed names and options.
-pub fn controller_for(spec: &str, scenario: &Scenario) -> Result<Box<dyn Controller>, String> {
-    Ok(PolicyChoice::parse(spec)?.controller(scenario))
+pub fn controller_for(
+    spec: &str,
+    scenario: &Scenario,
+    seed: u64,
+) -> Result<Box<dyn Controller>, String> {
+    Ok(PolicyChoice::parse(spec)?.controller(scenario, seed))
 }
 
 #[cfg(test)]
@@ -152,7 +196,16 @@ mod tests {
     #[test]
     fn bad_specs_say_what_is_allowed() {
         let e = PolicyChoice::parse("warp").unwrap_err();
-        assert!(e.contains("nobw, static, adaptbf"), "{e}");
+        assert!(e.contains("nobw, static, adaptbf, pofs"), "{e}");
+        assert_eq!(
+            PolicyChoice::parse("gift:period_ms=5000"),
+            Ok(PolicyChoice::Gift {
+                name: "gift",
+                period_ms: Some(5000)
+            })
+        );
+        let e = PolicyChoice::parse("rnd:demand=served").unwrap_err();
+        assert!(e.contains("allowed: period_ms=N"), "{e}");
         let e = PolicyChoice::parse("static:period_ms=5").unwrap_err();
         assert!(e.contains("takes no options"), "{e}");
         let e = PolicyChoice::parse("adaptbf:period_ms=0").unwrap_err();

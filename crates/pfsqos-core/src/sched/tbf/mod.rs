@@ -4,8 +4,9 @@
 //!
 //! Data layout, chosen for the per-RPC path (O(1) lookup, O(log classes) heap work):
 //! * classes live in a slab `Vec` addressed by `u32` (cache-line aligned, hot bucket state in
-//!   the first line, the oldest request inline); a `FxHashMap` from a 32-bit key hash to the
-//!   slab index, with collision chains through the classes, finds them;
+//!   the first line, the oldest request inline); an open-addressing index of packed
+//!   `(32-bit key hash, slab index)` slots finds them with one probe of the index in the common
+//!   case ([`index`]);
 //! * the heap is 4-ary and holds `(deadline, check_time, class)` inline so sifting does not
 //!   touch classes; a side `Vec<u32>` of heap positions makes reposition and removal O(log n);
 //! * idle classes stay in the slab and the map so their bucket state survives idle periods;
@@ -31,13 +32,12 @@
 //!   it keeps re-matching on each arrival until a reset.
 
 pub mod cond;
+mod index;
 pub mod listing;
 pub mod nid;
 pub mod rule;
 
 use std::collections::VecDeque;
-
-use rustc_hash::FxHashMap;
 
 use super::{Dequeue, RequestScheduler};
 use crate::model::RpcTags;
@@ -126,8 +126,6 @@ struct Class<P> {
     rate_rpcs_per_s: u32,
     depth_tokens: u32,
     key: RpcTags,
-    /// Next class with the same 32-bit key hash.
-    hash_next: u32,
     rule: u32,
     realtime: bool,
     in_lru: bool,
@@ -209,10 +207,9 @@ pub struct Tbf<P> {
     rule_sequence: u64,
     classes: Vec<Class<P>>,
     free_classes: Vec<u32>,
-    /// 32-bit key hash -> first class with that hash; classes sharing a hash are chained
-    /// through `hash_next`. Keeping the 56-byte key out of the table makes it 7x smaller, which
-    /// matters once it no longer fits in cache (100k classes).
-    index: FxHashMap<u32, u32>,
+    /// 32-bit key hash -> class. Keeping the 56-byte key out of the table makes it 8x smaller,
+    /// which matters once it no longer fits in cache (100k classes).
+    index: index::ClassIndex,
     class_count: usize,
     /// All ones; tests clear bits to force hash collisions and exercise the chains.
     hash_mask: u32,
@@ -255,7 +252,7 @@ impl<P> Tbf<P> {
             rule_sequence: 0,
             classes: Vec::new(),
             free_classes: Vec::new(),
-            index: FxHashMap::default(),
+            index: index::ClassIndex::default(),
             class_count: 0,
             hash_mask: u32::MAX,
             heap: Vec::new(),
@@ -569,46 +566,18 @@ impl<P> Tbf<P> {
 
     #[inline]
     fn lookup(&self, key: &RpcTags, hash: u32) -> Option<u32> {
-        let mut i = *self.index.get(&hash)?;
-        loop {
-            let c = &self.classes[i as usize];
-            if c.key == *key {
-                return Some(i);
-            }
-            if c.hash_next == NONE {
-                return None;
-            }
-            i = c.hash_next;
-        }
+        let classes = &self.classes;
+        self.index.find(hash, |i| classes[i as usize].key == *key)
     }
 
     fn index_insert(&mut self, i: u32, hash: u32) {
-        let next = self.index.insert(hash, i).unwrap_or(NONE);
-        let c = &mut self.classes[i as usize];
-        c.hash = hash;
-        c.hash_next = next;
+        self.index.insert(hash, i);
+        self.classes[i as usize].hash = hash;
         self.class_count += 1;
     }
 
     fn index_remove(&mut self, i: u32) {
-        let (hash, next) = {
-            let c = &self.classes[i as usize];
-            (c.hash, c.hash_next)
-        };
-        let head = self.index[&hash];
-        if head == i {
-            if next == NONE {
-                self.index.remove(&hash);
-            } else {
-                self.index.insert(hash, next);
-            }
-        } else {
-            let mut prev = head;
-            while self.classes[prev as usize].hash_next != i {
-                prev = self.classes[prev as usize].hash_next;
-            }
-            self.classes[prev as usize].hash_next = next;
-        }
+        self.index.remove(self.classes[i as usize].hash, i);
         self.class_count -= 1;
     }
 
@@ -642,7 +611,6 @@ impl<P> Tbf<P> {
             in_lru: false,
             idle_stamp: 0,
             hash: 0,
-            hash_next: NONE,
             live: true,
         };
         let i = match self.free_classes.pop() {

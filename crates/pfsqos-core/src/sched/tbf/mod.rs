@@ -7,8 +7,10 @@
 //!   the first line, the oldest request inline); an open-addressing index of packed
 //!   `(32-bit key hash, slab index)` slots finds them with one probe of the index in the common
 //!   case ([`index`]);
-//! * the heap is 4-ary and holds `(deadline, check_time, class)` inline so sifting does not
-//!   touch classes; a side `Vec<u32>` of heap positions makes reposition and removal O(log n);
+//! * the heap is 4-ary, with 16-byte `(deadline, class)` entries laid out so that a node's four
+//!   children are one cache line ([`heap`]); sifting reads a class only to break a deadline tie
+//!   by `check_time`; a side `Vec<u32>` of heap positions makes reposition and removal
+//!   O(log n);
 //! * idle classes stay in the slab and the map so their bucket state survives idle periods;
 //!   an idle log (oldest first, with stamps so re-activation is O(1)) feeds the LRU eviction
 //!   of §2.6;
@@ -32,6 +34,7 @@
 //!   it keeps re-matching on each arrival until a reset.
 
 pub mod cond;
+mod heap;
 mod index;
 pub mod listing;
 pub mod nid;
@@ -43,6 +46,7 @@ use super::{Dequeue, RequestScheduler};
 use crate::model::RpcTags;
 use crate::NS_PER_S;
 pub use cond::{ClassType, Condition, Field};
+use heap::{HeapEntry, LineHeap, ARITY as HEAP_ARITY};
 pub use listing::{CptRules, ListedRule, ListingForm, TbfRuleListing};
 pub use rule::{NrsQueue, TbfCommand, TbfError, TbfOp};
 
@@ -88,8 +92,6 @@ fn hash_key(key: &RpcTags) -> u32 {
     use std::hash::BuildHasher;
     (rustc_hash::FxBuildHasher.hash_one(key) >> 32) as u32
 }
-/// A 4-ary heap: half the levels of a binary one, so fewer cache misses when the root sinks.
-const HEAP_ARITY: usize = 4;
 const DEFAULT_RULE: u32 = 0;
 
 #[derive(Debug)]
@@ -169,18 +171,15 @@ impl<P> Class<P> {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct HeapEntry {
-    deadline_ns: u64,
-    check_time_ns: u64,
-    class: u32,
-}
-
-impl HeapEntry {
-    #[inline]
-    fn before(&self, other: &HeapEntry) -> bool {
-        (self.deadline_ns, self.check_time_ns) < (other.deadline_ns, other.check_time_ns)
-    }
+/// Heap order: `(deadline, check_time)`. The deadline is in the entry; `check_time` is read from
+/// the class, which is only needed on equal deadlines. Every change of a heap class's
+/// `check_time` is followed by `heap_update` before any other comparison, so the class value is
+/// the one the entry was ordered by.
+#[inline]
+fn before<P>(classes: &[Class<P>], a: &HeapEntry, b: &HeapEntry) -> bool {
+    a.deadline_ns < b.deadline_ns
+        || (a.deadline_ns == b.deadline_ns
+            && classes[a.class as usize].check_time_ns < classes[b.class as usize].check_time_ns)
 }
 
 /// A snapshot of one class, for tests and reports.
@@ -213,7 +212,8 @@ pub struct Tbf<P> {
     class_count: usize,
     /// All ones; tests clear bits to force hash collisions and exercise the chains.
     hash_mask: u32,
-    heap: Vec<HeapEntry>,
+    /// 4-ary: half the levels of a binary heap, so fewer cache misses when the root sinks.
+    heap: LineHeap,
     heap_pos: Vec<u32>,
     /// Idle classes, oldest first, as `(class, stamp)`; an entry whose stamp differs from the
     /// class's `idle_stamp` (or whose class is active again) is stale and skipped. This keeps
@@ -255,7 +255,7 @@ impl<P> Tbf<P> {
             index: index::ClassIndex::default(),
             class_count: 0,
             hash_mask: u32::MAX,
-            heap: Vec::new(),
+            heap: LineHeap::default(),
             heap_pos: Vec::new(),
             idle_log: VecDeque::new(),
             idle_stamp: 0,
@@ -685,7 +685,6 @@ impl<P> Tbf<P> {
         let c = &self.classes[i as usize];
         HeapEntry {
             deadline_ns: c.deadline_ns,
-            check_time_ns: c.check_time_ns,
             class: i,
         }
     }
@@ -693,17 +692,17 @@ impl<P> Tbf<P> {
     #[inline]
     fn heap_set(&mut self, pos: usize, e: HeapEntry) {
         self.heap_pos[e.class as usize] = pos as u32;
-        self.heap[pos] = e;
+        self.heap.set(pos, e);
     }
 
     fn sift_up(&mut self, mut pos: usize) {
-        let e = self.heap[pos];
+        let e = self.heap.get(pos);
         while pos > 0 {
             let parent = (pos - 1) / HEAP_ARITY;
-            if !e.before(&self.heap[parent]) {
+            let p = self.heap.get(parent);
+            if !before(&self.classes, &e, &p) {
                 break;
             }
-            let p = self.heap[parent];
             self.heap_set(pos, p);
             pos = parent;
         }
@@ -711,25 +710,26 @@ impl<P> Tbf<P> {
     }
 
     fn sift_down(&mut self, mut pos: usize) {
-        let e = self.heap[pos];
+        let e = self.heap.get(pos);
         let len = self.heap.len();
         loop {
             let first = HEAP_ARITY * pos + 1;
             if first >= len {
                 break;
             }
-            let mut child = first;
-            for k in first + 1..(first + HEAP_ARITY).min(len) {
-                if self.heap[k].before(&self.heap[child]) {
-                    child = k;
+            let group = self.heap.children(pos);
+            let mut best = 0;
+            for k in 1..(len - first).min(HEAP_ARITY) {
+                if before(&self.classes, &group[k], &group[best]) {
+                    best = k;
                 }
             }
-            if !self.heap[child].before(&e) {
+            let c = group[best];
+            if !before(&self.classes, &c, &e) {
                 break;
             }
-            let c = self.heap[child];
             self.heap_set(pos, c);
-            pos = child;
+            pos = first + best;
         }
         self.heap_set(pos, e);
     }
@@ -757,7 +757,7 @@ impl<P> Tbf<P> {
     /// Re-reads the class's sort key into the heap and restores the order.
     fn heap_update(&mut self, i: u32) {
         let pos = self.heap_pos[i as usize] as usize;
-        self.heap[pos] = self.entry(i);
+        self.heap.set(pos, self.entry(i));
         self.sift_up(pos);
         let pos = self.heap_pos[i as usize] as usize;
         self.sift_down(pos);
@@ -784,7 +784,7 @@ impl<P> Tbf<P> {
         // guards against a broken invariant turning into a hang.
         let mut hops_left = self.heap.len() + 1;
         loop {
-            let i = self.heap[0].class;
+            let i = self.heap.get(0).class;
             let c = &mut self.classes[i as usize];
             let next_token_time_ns = c.check_time_ns + c.nsecs_per_rpc;
             let passed_ns = now_ns.saturating_sub(c.check_time_ns);
@@ -827,7 +827,7 @@ impl<P> Tbf<P> {
                 c.resid_ns = saved_resid_ns;
                 self.heap_update(i);
                 hops_left -= 1;
-                if self.heap[0].class != i && hops_left > 0 {
+                if self.heap.get(0).class != i && hops_left > 0 {
                     continue;
                 }
                 debug_assert!(hops_left > 0, "realtime hops did not settle");

@@ -6,9 +6,9 @@
 //! * classes live in a slab `Vec` addressed by `u32` (cache-line aligned, hot bucket state in
 //!   the first line, the oldest request inline); an open-addressing index of packed
 //!   `(32-bit key hash, slab index)` slots finds them with one probe of the index in the common
-//!   case ([`index`]);
+//!   case (module `index`);
 //! * the heap is 4-ary, with 16-byte `(deadline, class)` entries laid out so that a node's four
-//!   children are one cache line ([`heap`]); sifting reads a class only to break a deadline tie
+//!   children are one cache line (module `heap`); sifting reads a class only to break a deadline tie
 //!   by `check_time`; a side `Vec<u32>` of heap positions makes reposition and removal
 //!   O(log n);
 //! * idle classes stay in the slab and the map so their bucket state survives idle periods;

@@ -8,10 +8,10 @@
 //!   `(32-bit key hash, slab index)` slots finds them with one probe of the index in the common
 //!   case (module `index`);
 //! * the heap is 4-ary, with 16-byte `(deadline, class)` entries laid out so that a node's four
-//!   children are one cache line (module `heap`); sifting reads a class only to break a deadline tie
-//!   by `check_time`; a side `Vec<u32>` of heap positions makes reposition and removal
-//!   O(log n);
-//! * idle classes stay in the slab and the map so their bucket state survives idle periods;
+//!   children are one cache line (module `heap`); sifting reads a class only to break a
+//!   deadline tie by `check_time`; a side `Vec<u32>` of heap positions makes reposition and
+//!   removal O(log n);
+//! * idle classes stay in the slab and the index so their bucket state survives idle periods;
 //!   an idle log (oldest first, with stamps so re-activation is O(1)) feeds the LRU eviction
 //!   of §2.6;
 //! * rules live in a slab too, because a stopped rule stays referenced by its classes until

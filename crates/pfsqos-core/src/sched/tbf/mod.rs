@@ -114,31 +114,36 @@ fn nsecs_per_rpc(rate_rpcs_per_s: u32) -> u64 {
 }
 
 #[derive(Debug)]
-/// Field order is chosen for the cache: line 0 holds the bucket state every enqueue and
-/// dequeue reads, line 1 the key and hash chain a lookup compares, then the request queue.
+/// Field order is chosen for the cache (with `P = u32`, three lines): line 0 holds everything
+/// a dequeue of a class with one or two requests reads (bucket state and the two oldest
+/// requests inline), line 1 the key a lookup compares, line 2 what only an enqueue's rule
+/// check, a realtime class or a third request needs.
 #[repr(C, align(64))]
 struct Class<P> {
     check_time_ns: u64,
     deadline_ns: u64,
     nsecs_per_rpc: u64,
     ntoken: u64,
-    seq: u64,
-    gen: u64,
-    resid_ns: u64,
     rate_rpcs_per_s: u32,
     depth_tokens: u32,
-    key: RpcTags,
-    rule: u32,
+    /// The two oldest requests, kept inline: most classes hold one or two requests at a time,
+    /// and this saves a cache miss on a separate buffer per RPC.
+    first: Option<P>,
+    /// Set only when `first` is.
+    second: Option<P>,
     realtime: bool,
     in_lru: bool,
     /// False while the slot is on the free list.
     live: bool,
-    /// The oldest request, kept inline: most classes hold one request at a time, and this
-    /// saves a cache miss on a separate buffer per RPC.
-    first: Option<P>,
-    /// Requests after `first`, in arrival order.
-    rest: VecDeque<P>,
+    /// Fills line 0, so that the key starts line 1.
     hash: u32,
+    key: RpcTags,
+    rule: u32,
+    seq: u64,
+    gen: u64,
+    resid_ns: u64,
+    /// Requests after `second`, in arrival order; empty unless `second` is set.
+    rest: VecDeque<P>,
     /// Stamp of the class's latest entry in the idle log; older entries are stale.
     idle_stamp: u64,
 }
@@ -151,13 +156,15 @@ impl<P> Class<P> {
 
     #[inline]
     fn len(&self) -> usize {
-        self.first.is_some() as usize + self.rest.len()
+        self.first.is_some() as usize + self.second.is_some() as usize + self.rest.len()
     }
 
     #[inline]
     fn push(&mut self, p: P) {
         if self.first.is_none() {
             self.first = Some(p);
+        } else if self.second.is_none() {
+            self.second = Some(p);
         } else {
             self.rest.push_back(p);
         }
@@ -166,7 +173,11 @@ impl<P> Class<P> {
     #[inline]
     fn pop(&mut self) -> Option<P> {
         let p = self.first.take();
-        self.first = self.rest.pop_front();
+        // Only a class with a second request can have more: one request stays in line 0.
+        if let Some(second) = self.second.take() {
+            self.first = Some(second);
+            self.second = self.rest.pop_front();
+        }
         p
     }
 }
@@ -596,6 +607,7 @@ impl<P> Tbf<P> {
         let fresh = |rest| Class {
             key,
             first: None,
+            second: None,
             rest,
             rule: rule_id,
             rate_rpcs_per_s: rate,
@@ -928,3 +940,22 @@ impl<P> RequestScheduler<P> for Tbf<P> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod layout_tests {
+    use super::Class;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn dequeue_state_fits_in_the_first_cache_line() {
+        assert_eq!(size_of::<Class<u32>>(), 192);
+        for end in [
+            offset_of!(Class<u32>, live) + 1,
+            offset_of!(Class<u32>, second) + size_of::<Option<u32>>(),
+            offset_of!(Class<u32>, depth_tokens) + 4,
+        ] {
+            assert!(end <= 64, "line 0 overflows at {end}");
+        }
+        assert!(offset_of!(Class<u32>, key) >= 64);
+    }
+}

@@ -41,8 +41,6 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
-
 use super::{
     ControlWrite, Controller, Decision, DomainId, DomainWrite, JobTargetStats, Observation,
     RuleNamer, TraceSample,
@@ -124,8 +122,9 @@ pub struct TargetStep {
     pub jobs: Vec<JobAllocation>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct JobState {
+    job: JobId,
     record: i64,
     /// α of the last period the job was active in, and that period's index (`None` before the
     /// job's first step).
@@ -136,39 +135,94 @@ struct JobState {
     rho_recompensation: f64,
 }
 
+impl JobState {
+    fn new(job: JobId) -> Self {
+        JobState {
+            job,
+            record: 0,
+            last_tokens: 0,
+            last_active_period: None,
+            rho_initial: 0.0,
+            rho_redistribution: 0.0,
+            rho_recompensation: 0.0,
+        }
+    }
+}
+
+/// Buffers a step needs, kept between steps: with 100,000 jobs each is a fresh megabyte, and
+/// allocating them every period cost more in page faults than the arithmetic.
+#[derive(Clone, Debug, Default)]
+struct Scratch {
+    /// The active jobs sorted, when the caller's were not.
+    sorted: Vec<JobDemand>,
+    /// Index in `TargetAllocator::jobs` of each active job.
+    slot: Vec<usize>,
+    /// `jobs` being rebuilt when new jobs arrive.
+    merged: Vec<JobState>,
+    priority: Vec<f64>,
+    /// Input of `apportion` (raw or proportional shares).
+    raw: Vec<f64>,
+    /// Remainders passed through `apportion`.
+    rho: Vec<f64>,
+    initial: Vec<u64>,
+    utilization: Vec<f64>,
+    surplus: Vec<u64>,
+    df: Vec<f64>,
+    weights: Vec<f64>,
+    share: Vec<u64>,
+    records_before: Vec<i64>,
+    alpha_rd: Vec<u64>,
+    record_rd: Vec<i64>,
+    alpha_rc: Vec<u64>,
+    record_rc: Vec<i64>,
+    lenders: Vec<usize>,
+    borrowers: Vec<usize>,
+    order: Vec<usize>,
+}
+
 /// AdapTBF's allocator for one storage target.
 #[derive(Clone, Debug)]
 pub struct TargetAllocator {
     config: AdapTbfConfig,
-    /// Per-job state. A hash map is safe here: nothing iterates it in an order that reaches a
-    /// result (retirement sorts, sums are order-free).
-    jobs: FxHashMap<JobId, JobState>,
+    /// Per-job state, sorted by job id. Active jobs arrive sorted too, so a step finds their
+    /// states by merging the two sequences: sequential memory access and no hashing, which
+    /// matters at 100,000 jobs where a hash map missed the cache on every job.
+    jobs: Vec<JobState>,
     /// Fraction of a token carried between budgets, in nano-tokens.
     budget_carry_nano: u128,
     /// Index of the next period.
     period: u64,
     forgiven_tokens: i64,
+    scratch: Scratch,
 }
 
 impl TargetAllocator {
     pub fn new(config: AdapTbfConfig) -> Self {
         TargetAllocator {
             config,
-            jobs: FxHashMap::default(),
+            jobs: Vec::new(),
             budget_carry_nano: 0,
             period: 0,
             forgiven_tokens: 0,
+            scratch: Scratch::default(),
         }
+    }
+
+    fn find(&self, job: &JobId) -> Option<&JobState> {
+        self.jobs
+            .binary_search_by(|s| s.job.cmp(job))
+            .ok()
+            .map(|i| &self.jobs[i])
     }
 
     /// Record of `job` (positive = lent), 0 if unknown.
     pub fn record(&self, job: &JobId) -> i64 {
-        self.jobs.get(job).map_or(0, |s| s.record)
+        self.find(job).map_or(0, |s| s.record)
     }
 
     /// Sum of all records; always `-forgiven_tokens()`.
     pub fn records_sum(&self) -> i64 {
-        self.jobs.values().map(|s| s.record).sum()
+        self.jobs.iter().map(|s| s.record).sum()
     }
 
     /// Balance of retired jobs' records.
@@ -181,18 +235,78 @@ impl TargetAllocator {
         self.jobs.len()
     }
 
+    /// Fills `slot` with each active job's index in `jobs`, adding states for new jobs.
+    fn locate(jobs: &mut Vec<JobState>, active: &[JobDemand], s: &mut Scratch) {
+        s.slot.clear();
+        let mut new_jobs = false;
+        let mut k = 0;
+        for a in active {
+            // Equality first: in a steady state the next state is the job's own.
+            while k < jobs.len() && jobs[k].job != a.job && jobs[k].job < a.job {
+                k += 1;
+            }
+            if k < jobs.len() && jobs[k].job == a.job {
+                s.slot.push(k);
+                k += 1;
+            } else {
+                s.slot.push(usize::MAX);
+                new_jobs = true;
+            }
+        }
+        if !new_jobs {
+            return;
+        }
+        let merged = &mut s.merged;
+        merged.clear();
+        merged.reserve(jobs.len() + active.len());
+        let mut k = 0;
+        for (a, slot) in active.iter().zip(s.slot.iter_mut()) {
+            while k < jobs.len() && jobs[k].job < a.job {
+                merged.push(jobs[k]);
+                k += 1;
+            }
+            *slot = merged.len();
+            if k < jobs.len() && jobs[k].job == a.job {
+                merged.push(jobs[k]);
+                k += 1;
+            } else {
+                merged.push(JobState::new(a.job));
+            }
+        }
+        merged.extend_from_slice(&jobs[k..]);
+        std::mem::swap(jobs, merged);
+    }
+
     /// Runs the three steps for one period. `active` are the jobs with RPCs on this target in
     /// the period (duplicates are a caller bug and panic); order does not matter.
     pub fn step(&mut self, capacity_rpcs_per_s: u64, active: &[JobDemand]) -> TargetStep {
-        let mut active: Vec<JobDemand> = active.to_vec();
-        // Observations arrive sorted by job id; sort only when a caller did not.
-        if !active.is_sorted_by_key(|a| a.job) {
-            active.sort_by_key(|a| a.job);
-        }
+        let mut s = std::mem::take(&mut self.scratch);
+        let mut sorted = std::mem::take(&mut s.sorted);
+        // Observations arrive sorted by job id; sort (a copy) only when a caller did not.
+        let active: &[JobDemand] = if active.is_sorted_by_key(|a| a.job) {
+            active
+        } else {
+            sorted.clear();
+            sorted.extend_from_slice(active);
+            sorted.sort_by_key(|a| a.job);
+            &sorted
+        };
         assert!(
             active.windows(2).all(|w| w[0].job != w[1].job),
             "a job appears twice in one step"
         );
+        let out = self.step_sorted(capacity_rpcs_per_s, active, &mut s);
+        s.sorted = sorted;
+        self.scratch = s;
+        out
+    }
+
+    fn step_sorted(
+        &mut self,
+        capacity_rpcs_per_s: u64,
+        active: &[JobDemand],
+        s: &mut Scratch,
+    ) -> TargetStep {
         let period = self.period;
         self.period += 1;
 
@@ -209,155 +323,159 @@ impl TargetAllocator {
                 jobs: Vec::new(),
             };
         }
-        // Take the active jobs' states out of the map once; they go back at the end.
-        let mut states: Vec<JobState> = active
-            .iter()
-            .map(|j| self.jobs.remove(&j.job).unwrap_or_default())
-            .collect();
+        Self::locate(&mut self.jobs, active, s);
+        let jobs = &mut self.jobs;
 
         // Eq. 1: priority over the active jobs. A job with zero nodes has no priority.
         let nodes_total: u64 = active.iter().map(|j| u64::from(j.nodes)).sum();
-        let priority: Vec<f64> = active
-            .iter()
-            .map(|j| {
-                if nodes_total == 0 {
-                    1.0 / n as f64
-                } else {
-                    j.nodes as f64 / nodes_total as f64
-                }
-            })
-            .collect();
+        s.priority.clear();
+        s.priority.extend(active.iter().map(|j| {
+            if nodes_total == 0 {
+                1.0 / n as f64
+            } else {
+                j.nodes as f64 / nodes_total as f64
+            }
+        }));
 
         // Eq. 2 with eq. 23-25: integer initial allocation.
-        let raw: Vec<f64> = priority.iter().map(|p| p * budget as f64).collect();
-        let mut rho: Vec<f64> = states.iter().map(|s| s.rho_initial).collect();
-        let initial = apportion(&raw, budget, &mut rho);
-        for (state, r) in states.iter_mut().zip(&rho) {
-            state.rho_initial = *r;
+        s.raw.clear();
+        s.raw.extend(s.priority.iter().map(|p| p * budget as f64));
+        s.rho.clear();
+        s.rho.extend(s.slot.iter().map(|&k| jobs[k].rho_initial));
+        apportion(&s.raw, budget, &mut s.rho, &mut s.initial, &mut s.order);
+        for (&k, r) in s.slot.iter().zip(&s.rho) {
+            jobs[k].rho_initial = *r;
         }
 
-        // Eq. 3: utilization against the previous period's allocation.
-        let demand: Vec<u64> = active.iter().map(|j| j.demand_rpcs).collect();
-        let utilization: Vec<f64> = active
-            .iter()
-            .zip(&initial)
-            .zip(&states)
-            .map(|((j, &alpha_now), state)| {
-                let reference = if state.last_active_period.map(|p| p + 1) == Some(period) {
-                    state.last_tokens
-                } else {
-                    alpha_now
-                };
-                j.demand_rpcs as f64 / reference.max(1) as f64
-            })
-            .collect();
-
-        // Eq. 4-5: surplus.
-        let surplus: Vec<u64> = initial
-            .iter()
-            .zip(&demand)
-            .map(|(&a, &d)| a.saturating_sub(d))
-            .collect();
-        let surplus_total: u64 = surplus.iter().sum();
-
-        // Eq. 6: distribution factor.
-        let df: Vec<f64> = utilization
-            .iter()
-            .zip(&priority)
-            .map(|(&u, &p)| if u > 1.0 { u + u * p } else { u * p })
-            .collect();
+        // Eq. 3: utilization against the previous period's allocation; eq. 4-5: surplus;
+        // eq. 6: distribution factor.
+        s.utilization.clear();
+        s.surplus.clear();
+        s.df.clear();
+        s.records_before.clear();
+        for i in 0..n {
+            let state = &jobs[s.slot[i]];
+            let alpha_now = s.initial[i];
+            let d = active[i].demand_rpcs;
+            let reference = if state.last_active_period.map(|p| p + 1) == Some(period) {
+                state.last_tokens
+            } else {
+                alpha_now
+            };
+            let u = d as f64 / reference.max(1) as f64;
+            let p = s.priority[i];
+            s.utilization.push(u);
+            s.surplus.push(alpha_now.saturating_sub(d));
+            s.df.push(if u > 1.0 { u + u * p } else { u * p });
+            s.records_before.push(state.record);
+        }
+        let surplus_total: u64 = s.surplus.iter().sum();
 
         // Eq. 7-8: redistribute the surplus by share of DF (by priority if all DF are zero).
-        let weights = if df.iter().sum::<f64>() > 0.0 {
-            df.clone()
+        let weights = if s.df.iter().sum::<f64>() > 0.0 {
+            &s.df
         } else {
-            priority.clone()
+            &s.priority
         };
-        let mut rho: Vec<f64> = states.iter().map(|s| s.rho_redistribution).collect();
-        let share = apportion(
-            &proportional(&weights, surplus_total),
+        proportional(weights, surplus_total, &mut s.raw);
+        s.rho.clear();
+        s.rho
+            .extend(s.slot.iter().map(|&k| jobs[k].rho_redistribution));
+        apportion(
+            &s.raw,
             surplus_total,
-            &mut rho,
+            &mut s.rho,
+            &mut s.share,
+            &mut s.order,
         );
-        let records_before: Vec<i64> = states.iter().map(|s| s.record).collect();
-        let mut alpha_rd = Vec::with_capacity(n);
-        let mut record_rd = Vec::with_capacity(n);
+        s.alpha_rd.clear();
+        s.record_rd.clear();
+        s.lenders.clear();
+        s.borrowers.clear();
         for i in 0..n {
-            alpha_rd.push(initial[i] - surplus[i] + share[i]);
-            record_rd.push(records_before[i] + surplus[i] as i64 - share[i] as i64);
-            states[i].rho_redistribution = rho[i];
+            let alpha_rd = s.initial[i] - s.surplus[i] + s.share[i];
+            let record_rd = s.records_before[i] + s.surplus[i] as i64 - s.share[i] as i64;
+            s.alpha_rd.push(alpha_rd);
+            s.record_rd.push(record_rd);
+            jobs[s.slot[i]].rho_redistribution = s.rho[i];
+            // Eq. 9-10: lenders and borrowers, by sign before and after redistribution.
+            let before = s.records_before[i];
+            if before > 0 && record_rd > 0 {
+                s.lenders.push(i);
+            } else if before < 0 && record_rd < 0 {
+                s.borrowers.push(i);
+            }
         }
 
-        // Eq. 9-10: lenders and borrowers, by sign before and after redistribution.
-        let lenders: Vec<usize> = (0..n)
-            .filter(|&i| records_before[i] > 0 && record_rd[i] > 0)
-            .collect();
-        let borrowers: Vec<usize> = (0..n)
-            .filter(|&i| records_before[i] < 0 && record_rd[i] < 0)
-            .collect();
-
-        let mut alpha_rc = alpha_rd.clone();
-        let mut record_rc = record_rd.clone();
-        if !lenders.is_empty() && !borrowers.is_empty() {
+        s.alpha_rc.clone_from(&s.alpha_rd);
+        s.record_rc.clone_from(&s.record_rd);
+        if !s.lenders.is_empty() && !s.borrowers.is_empty() {
             // Eq. 11-13: one reclaim coefficient per target, summed over the lenders.
-            let coefficient: f64 = lenders
+            let coefficient: f64 = s
+                .lenders
                 .iter()
                 .map(|&i| {
-                    let future_u = demand[i] as f64 / alpha_rd[i].max(1) as f64;
-                    priority[i] * (utilization[i].max(1.0) + (1.0 - future_u).max(0.0)) / 2.0
+                    let future_u = active[i].demand_rpcs as f64 / s.alpha_rd[i].max(1) as f64;
+                    s.priority[i] * (s.utilization[i].max(1.0) + (1.0 - future_u).max(0.0)) / 2.0
                 })
                 .sum::<f64>()
                 .clamp(0.0, 1.0);
             // Eq. 14-17: reclaim from borrowers, bounded by what they owe.
             let mut reclaimed_total = 0u64;
-            for &i in &borrowers {
-                let owed = records_before[i]
+            for &i in &s.borrowers {
+                let owed = s.records_before[i]
                     .unsigned_abs()
-                    .min(record_rd[i].unsigned_abs());
-                let reclaim = ((coefficient * alpha_rd[i] as f64).floor() as u64).min(owed);
-                alpha_rc[i] -= reclaim;
-                record_rc[i] += reclaim as i64;
+                    .min(s.record_rd[i].unsigned_abs());
+                let reclaim = ((coefficient * s.alpha_rd[i] as f64).floor() as u64).min(owed);
+                s.alpha_rc[i] -= reclaim;
+                s.record_rc[i] += reclaim as i64;
                 reclaimed_total += reclaim;
             }
             // Eq. 18-20: give it to the lenders by DF share (by priority if all DF are zero).
-            let lender_df: Vec<f64> = lenders.iter().map(|&i| df[i]).collect();
-            let lender_weights = if lender_df.iter().sum::<f64>() > 0.0 {
-                lender_df
-            } else {
-                lenders.iter().map(|&i| priority[i]).collect()
-            };
-            let mut rho: Vec<f64> = lenders
-                .iter()
-                .map(|&i| states[i].rho_recompensation)
-                .collect();
-            let give = apportion(
-                &proportional(&lender_weights, reclaimed_total),
-                reclaimed_total,
-                &mut rho,
+            s.weights.clear();
+            s.weights.extend(s.lenders.iter().map(|&i| s.df[i]));
+            let by_df = s.weights.iter().sum::<f64>() > 0.0;
+            if !by_df {
+                s.weights.clear();
+                s.weights.extend(s.lenders.iter().map(|&i| s.priority[i]));
+            }
+            proportional(&s.weights, reclaimed_total, &mut s.raw);
+            s.rho.clear();
+            s.rho.extend(
+                s.lenders
+                    .iter()
+                    .map(|&i| jobs[s.slot[i]].rho_recompensation),
             );
-            for (k, &i) in lenders.iter().enumerate() {
-                alpha_rc[i] += give[k];
-                record_rc[i] -= give[k] as i64;
-                states[i].rho_recompensation = rho[k];
+            apportion(
+                &s.raw,
+                reclaimed_total,
+                &mut s.rho,
+                &mut s.share,
+                &mut s.order,
+            );
+            for (k, &i) in s.lenders.iter().enumerate() {
+                s.alpha_rc[i] += s.share[k];
+                s.record_rc[i] -= s.share[k] as i64;
+                jobs[s.slot[i]].rho_recompensation = s.rho[k];
             }
         }
 
         let mut out = Vec::with_capacity(n);
-        for (i, mut state) in states.into_iter().enumerate() {
-            state.record = record_rc[i];
-            state.last_tokens = alpha_rc[i];
+        for i in 0..n {
+            let state = &mut jobs[s.slot[i]];
+            state.record = s.record_rc[i];
+            state.last_tokens = s.alpha_rc[i];
             state.last_active_period = Some(period);
             out.push(JobAllocation {
                 job: active[i].job,
-                priority: priority[i],
-                demand_rpcs: demand[i],
-                utilization: utilization[i],
-                initial_tokens: initial[i],
-                redistributed_tokens: alpha_rd[i],
-                tokens: alpha_rc[i],
-                record: record_rc[i],
+                priority: s.priority[i],
+                demand_rpcs: active[i].demand_rpcs,
+                utilization: s.utilization[i],
+                initial_tokens: s.initial[i],
+                redistributed_tokens: s.alpha_rd[i],
+                tokens: s.alpha_rc[i],
+                record: s.record_rc[i],
             });
-            self.jobs.insert(active[i].job, state);
         }
         self.retire(period);
         TargetStep {
@@ -370,7 +488,7 @@ impl TargetAllocator {
     fn retire(&mut self, period: u64) {
         let idle_max = self.config.idle_periods_max;
         let mut forgiven = 0i64;
-        self.jobs.retain(|_, s| {
+        self.jobs.retain(|s| {
             let last = s.last_active_period.unwrap_or(period);
             let keep = period.saturating_sub(last) <= idle_max;
             if !keep {
@@ -382,25 +500,38 @@ impl TargetAllocator {
             let mut by_age: Vec<(Option<u64>, JobId)> = self
                 .jobs
                 .iter()
-                .map(|(j, s)| (s.last_active_period, *j))
+                .map(|s| (s.last_active_period, s.job))
                 .collect();
-            by_age.sort_unstable();
             let excess = self.jobs.len() - self.config.jobs_max;
-            for (_, job) in by_age.into_iter().take(excess) {
-                forgiven += self.jobs.remove(&job).expect("listed").record;
-            }
+            // The `excess` longest idle, oldest first; (period, job) pairs are distinct.
+            by_age.select_nth_unstable(excess - 1);
+            by_age.truncate(excess);
+            by_age.sort_unstable_by_key(|&(_, job)| job);
+            let mut victims = by_age.iter().map(|(_, job)| *job).peekable();
+            // Both sequences are sorted by job id.
+            self.jobs.retain(|s| {
+                if victims.peek() == Some(&s.job) {
+                    victims.next();
+                    forgiven += s.record;
+                    false
+                } else {
+                    true
+                }
+            });
         }
         self.forgiven_tokens += forgiven;
     }
 }
 
-/// `weights` scaled to sum to `total`.
-fn proportional(weights: &[f64], total: u64) -> Vec<f64> {
+/// `weights` scaled to sum to `total`, into `out`.
+fn proportional(weights: &[f64], total: u64, out: &mut Vec<f64>) {
+    out.clear();
     let sum: f64 = weights.iter().sum();
     if sum <= 0.0 {
-        return vec![0.0; weights.len()];
+        out.resize(weights.len(), 0.0);
+        return;
     }
-    weights.iter().map(|w| w / sum * total as f64).collect()
+    out.extend(weights.iter().map(|w| w / sum * total as f64));
 }
 
 /// Tolerance that keeps float noise from turning 33.0 into 32 + 0.999999.
@@ -409,8 +540,9 @@ const APPORTION_EPSILON: f64 = 1e-9;
 /// Eq. 23-25 and the largest-remainder correction: floors `raw + rho`, keeps the fractions in
 /// `rho`, then adds or removes single tokens until the result sums exactly to `total`. Entries
 /// with `raw == 0` (a job with no claim in this step) get nothing and keep their remainder.
-fn apportion(raw: &[f64], total: u64, rho: &mut [f64]) -> Vec<u64> {
-    let mut out: Vec<u64> = Vec::with_capacity(raw.len());
+/// The result goes to `out`; `order` is scratch.
+fn apportion(raw: &[f64], total: u64, rho: &mut [f64], out: &mut Vec<u64>, order: &mut Vec<usize>) {
+    out.clear();
     for (r, carried) in raw.iter().zip(rho.iter_mut()) {
         if *r <= 0.0 {
             out.push(0);
@@ -424,14 +556,15 @@ fn apportion(raw: &[f64], total: u64, rho: &mut [f64]) -> Vec<u64> {
         out.push(floored as u64);
     }
     let sum: u64 = out.iter().sum();
+    order.clear();
     if sum < total {
         // Leftover tokens go one each to the largest remainders among jobs with a claim. The
         // shortfall is at most about one token per job, so one pass in sorted order suffices;
         // the loop repeats only if it is not (it never is by more than a few rounds).
-        let mut order: Vec<usize> = (0..raw.len()).filter(|&i| raw[i] > 0.0).collect();
+        order.extend((0..raw.len()).filter(|&i| raw[i] > 0.0));
         if order.is_empty() {
             // Nobody has a claim: callers only do this with a zero total.
-            return out;
+            return;
         }
         let mut missing = total - sum;
         let by_remainder_desc = |a: &usize, b: &usize| rho[*b].total_cmp(&rho[*a]).then(a.cmp(b));
@@ -444,7 +577,7 @@ fn apportion(raw: &[f64], total: u64, rho: &mut [f64]) -> Vec<u64> {
             order.sort_by(by_remainder_desc);
         }
         while missing > 0 {
-            for &i in &order {
+            for &i in order.iter() {
                 if missing == 0 {
                     break;
                 }
@@ -456,7 +589,7 @@ fn apportion(raw: &[f64], total: u64, rho: &mut [f64]) -> Vec<u64> {
     } else if sum > total {
         // Excess tokens are taken one each from the smallest remainders among jobs that hold
         // tokens (the ones rounded up the most).
-        let mut order: Vec<usize> = (0..raw.len()).filter(|&i| out[i] > 0).collect();
+        order.extend((0..raw.len()).filter(|&i| out[i] > 0));
         let mut excess = sum - total;
         let by_remainder_asc = |a: &usize, b: &usize| rho[*a].total_cmp(&rho[*b]).then(a.cmp(b));
         if (excess as usize) < order.len() {
@@ -467,7 +600,7 @@ fn apportion(raw: &[f64], total: u64, rho: &mut [f64]) -> Vec<u64> {
         }
         while excess > 0 {
             let before = excess;
-            for &i in &order {
+            for &i in order.iter() {
                 if excess == 0 {
                     break;
                 }
@@ -483,7 +616,6 @@ fn apportion(raw: &[f64], total: u64, rho: &mut [f64]) -> Vec<u64> {
             );
         }
     }
-    out
 }
 
 /// The AdapTBF controller: one [`TargetAllocator`] per target, and a rule manager per domain
@@ -686,6 +818,470 @@ pub fn rate_for_tokens(tokens: u64, period_ns: u64) -> u64 {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The straightforward implementation the optimized [`TargetAllocator`] replaced, kept as the
+    /// reference its results must equal exactly (every integer and every float).
+    mod reference {
+        use super::super::*;
+        use rustc_hash::FxHashMap;
+
+        #[derive(Clone, Debug, Default)]
+        struct JobState {
+            record: i64,
+            /// α of the last period the job was active in, and that period's index (`None` before the
+            /// job's first step).
+            last_tokens: u64,
+            last_active_period: Option<u64>,
+            rho_initial: f64,
+            rho_redistribution: f64,
+            rho_recompensation: f64,
+        }
+
+        /// The allocator as first written: a hash map of states and one pass per equation.
+        #[derive(Clone, Debug)]
+        pub struct RefAllocator {
+            config: AdapTbfConfig,
+            /// Per-job state. A hash map is safe here: nothing iterates it in an order that reaches a
+            /// result (retirement sorts, sums are order-free).
+            jobs: FxHashMap<JobId, JobState>,
+            /// Fraction of a token carried between budgets, in nano-tokens.
+            budget_carry_nano: u128,
+            /// Index of the next period.
+            period: u64,
+            forgiven_tokens: i64,
+        }
+
+        impl RefAllocator {
+            pub fn new(config: AdapTbfConfig) -> Self {
+                RefAllocator {
+                    config,
+                    jobs: FxHashMap::default(),
+                    budget_carry_nano: 0,
+                    period: 0,
+                    forgiven_tokens: 0,
+                }
+            }
+
+            /// Record of `job` (positive = lent), 0 if unknown.
+            pub fn record(&self, job: &JobId) -> i64 {
+                self.jobs.get(job).map_or(0, |s| s.record)
+            }
+
+            /// Sum of all records; always `-forgiven_tokens()`.
+            pub fn records_sum(&self) -> i64 {
+                self.jobs.values().map(|s| s.record).sum()
+            }
+
+            /// Balance of retired jobs' records.
+            pub fn forgiven_tokens(&self) -> i64 {
+                self.forgiven_tokens
+            }
+
+            /// Jobs currently tracked (active or idle with a record).
+            pub fn tracked_jobs(&self) -> usize {
+                self.jobs.len()
+            }
+
+            /// Runs the three steps for one period. `active` are the jobs with RPCs on this target in
+            /// the period (duplicates are a caller bug and panic); order does not matter.
+            pub fn step(&mut self, capacity_rpcs_per_s: u64, active: &[JobDemand]) -> TargetStep {
+                let mut active: Vec<JobDemand> = active.to_vec();
+                // Observations arrive sorted by job id; sort only when a caller did not.
+                if !active.is_sorted_by_key(|a| a.job) {
+                    active.sort_by_key(|a| a.job);
+                }
+                assert!(
+                    active.windows(2).all(|w| w[0].job != w[1].job),
+                    "a job appears twice in one step"
+                );
+                let period = self.period;
+                self.period += 1;
+
+                let carry = self.budget_carry_nano
+                    + u128::from(capacity_rpcs_per_s) * u128::from(self.config.period_ns);
+                let budget = (carry / u128::from(NS_PER_S)) as u64;
+                self.budget_carry_nano = carry % u128::from(NS_PER_S);
+
+                let n = active.len();
+                if n == 0 {
+                    self.retire(period);
+                    return TargetStep {
+                        budget_tokens: budget,
+                        jobs: Vec::new(),
+                    };
+                }
+                // Take the active jobs' states out of the map once; they go back at the end.
+                let mut states: Vec<JobState> = active
+                    .iter()
+                    .map(|j| self.jobs.remove(&j.job).unwrap_or_default())
+                    .collect();
+
+                // Eq. 1: priority over the active jobs. A job with zero nodes has no priority.
+                let nodes_total: u64 = active.iter().map(|j| u64::from(j.nodes)).sum();
+                let priority: Vec<f64> = active
+                    .iter()
+                    .map(|j| {
+                        if nodes_total == 0 {
+                            1.0 / n as f64
+                        } else {
+                            j.nodes as f64 / nodes_total as f64
+                        }
+                    })
+                    .collect();
+
+                // Eq. 2 with eq. 23-25: integer initial allocation.
+                let raw: Vec<f64> = priority.iter().map(|p| p * budget as f64).collect();
+                let mut rho: Vec<f64> = states.iter().map(|s| s.rho_initial).collect();
+                let initial = apportion(&raw, budget, &mut rho);
+                for (state, r) in states.iter_mut().zip(&rho) {
+                    state.rho_initial = *r;
+                }
+
+                // Eq. 3: utilization against the previous period's allocation.
+                let demand: Vec<u64> = active.iter().map(|j| j.demand_rpcs).collect();
+                let utilization: Vec<f64> = active
+                    .iter()
+                    .zip(&initial)
+                    .zip(&states)
+                    .map(|((j, &alpha_now), state)| {
+                        let reference = if state.last_active_period.map(|p| p + 1) == Some(period) {
+                            state.last_tokens
+                        } else {
+                            alpha_now
+                        };
+                        j.demand_rpcs as f64 / reference.max(1) as f64
+                    })
+                    .collect();
+
+                // Eq. 4-5: surplus.
+                let surplus: Vec<u64> = initial
+                    .iter()
+                    .zip(&demand)
+                    .map(|(&a, &d)| a.saturating_sub(d))
+                    .collect();
+                let surplus_total: u64 = surplus.iter().sum();
+
+                // Eq. 6: distribution factor.
+                let df: Vec<f64> = utilization
+                    .iter()
+                    .zip(&priority)
+                    .map(|(&u, &p)| if u > 1.0 { u + u * p } else { u * p })
+                    .collect();
+
+                // Eq. 7-8: redistribute the surplus by share of DF (by priority if all DF are zero).
+                let weights = if df.iter().sum::<f64>() > 0.0 {
+                    df.clone()
+                } else {
+                    priority.clone()
+                };
+                let mut rho: Vec<f64> = states.iter().map(|s| s.rho_redistribution).collect();
+                let share = apportion(
+                    &proportional(&weights, surplus_total),
+                    surplus_total,
+                    &mut rho,
+                );
+                let records_before: Vec<i64> = states.iter().map(|s| s.record).collect();
+                let mut alpha_rd = Vec::with_capacity(n);
+                let mut record_rd = Vec::with_capacity(n);
+                for i in 0..n {
+                    alpha_rd.push(initial[i] - surplus[i] + share[i]);
+                    record_rd.push(records_before[i] + surplus[i] as i64 - share[i] as i64);
+                    states[i].rho_redistribution = rho[i];
+                }
+
+                // Eq. 9-10: lenders and borrowers, by sign before and after redistribution.
+                let lenders: Vec<usize> = (0..n)
+                    .filter(|&i| records_before[i] > 0 && record_rd[i] > 0)
+                    .collect();
+                let borrowers: Vec<usize> = (0..n)
+                    .filter(|&i| records_before[i] < 0 && record_rd[i] < 0)
+                    .collect();
+
+                let mut alpha_rc = alpha_rd.clone();
+                let mut record_rc = record_rd.clone();
+                if !lenders.is_empty() && !borrowers.is_empty() {
+                    // Eq. 11-13: one reclaim coefficient per target, summed over the lenders.
+                    let coefficient: f64 = lenders
+                        .iter()
+                        .map(|&i| {
+                            let future_u = demand[i] as f64 / alpha_rd[i].max(1) as f64;
+                            priority[i] * (utilization[i].max(1.0) + (1.0 - future_u).max(0.0))
+                                / 2.0
+                        })
+                        .sum::<f64>()
+                        .clamp(0.0, 1.0);
+                    // Eq. 14-17: reclaim from borrowers, bounded by what they owe.
+                    let mut reclaimed_total = 0u64;
+                    for &i in &borrowers {
+                        let owed = records_before[i]
+                            .unsigned_abs()
+                            .min(record_rd[i].unsigned_abs());
+                        let reclaim = ((coefficient * alpha_rd[i] as f64).floor() as u64).min(owed);
+                        alpha_rc[i] -= reclaim;
+                        record_rc[i] += reclaim as i64;
+                        reclaimed_total += reclaim;
+                    }
+                    // Eq. 18-20: give it to the lenders by DF share (by priority if all DF are zero).
+                    let lender_df: Vec<f64> = lenders.iter().map(|&i| df[i]).collect();
+                    let lender_weights = if lender_df.iter().sum::<f64>() > 0.0 {
+                        lender_df
+                    } else {
+                        lenders.iter().map(|&i| priority[i]).collect()
+                    };
+                    let mut rho: Vec<f64> = lenders
+                        .iter()
+                        .map(|&i| states[i].rho_recompensation)
+                        .collect();
+                    let give = apportion(
+                        &proportional(&lender_weights, reclaimed_total),
+                        reclaimed_total,
+                        &mut rho,
+                    );
+                    for (k, &i) in lenders.iter().enumerate() {
+                        alpha_rc[i] += give[k];
+                        record_rc[i] -= give[k] as i64;
+                        states[i].rho_recompensation = rho[k];
+                    }
+                }
+
+                let mut out = Vec::with_capacity(n);
+                for (i, mut state) in states.into_iter().enumerate() {
+                    state.record = record_rc[i];
+                    state.last_tokens = alpha_rc[i];
+                    state.last_active_period = Some(period);
+                    out.push(JobAllocation {
+                        job: active[i].job,
+                        priority: priority[i],
+                        demand_rpcs: demand[i],
+                        utilization: utilization[i],
+                        initial_tokens: initial[i],
+                        redistributed_tokens: alpha_rd[i],
+                        tokens: alpha_rc[i],
+                        record: record_rc[i],
+                    });
+                    self.jobs.insert(active[i].job, state);
+                }
+                self.retire(period);
+                TargetStep {
+                    budget_tokens: budget,
+                    jobs: out,
+                }
+            }
+
+            /// Drops jobs idle for too long, then the longest-idle ones beyond `jobs_max`.
+            fn retire(&mut self, period: u64) {
+                let idle_max = self.config.idle_periods_max;
+                let mut forgiven = 0i64;
+                self.jobs.retain(|_, s| {
+                    let last = s.last_active_period.unwrap_or(period);
+                    let keep = period.saturating_sub(last) <= idle_max;
+                    if !keep {
+                        forgiven += s.record;
+                    }
+                    keep
+                });
+                if self.jobs.len() > self.config.jobs_max {
+                    let mut by_age: Vec<(Option<u64>, JobId)> = self
+                        .jobs
+                        .iter()
+                        .map(|(j, s)| (s.last_active_period, *j))
+                        .collect();
+                    by_age.sort_unstable();
+                    let excess = self.jobs.len() - self.config.jobs_max;
+                    for (_, job) in by_age.into_iter().take(excess) {
+                        forgiven += self.jobs.remove(&job).expect("listed").record;
+                    }
+                }
+                self.forgiven_tokens += forgiven;
+            }
+        }
+
+        /// `weights` scaled to sum to `total`.
+        fn proportional(weights: &[f64], total: u64) -> Vec<f64> {
+            let sum: f64 = weights.iter().sum();
+            if sum <= 0.0 {
+                return vec![0.0; weights.len()];
+            }
+            weights.iter().map(|w| w / sum * total as f64).collect()
+        }
+
+        /// Tolerance that keeps float noise from turning 33.0 into 32 + 0.999999.
+        const APPORTION_EPSILON: f64 = 1e-9;
+
+        /// Eq. 23-25 and the largest-remainder correction: floors `raw + rho`, keeps the fractions in
+        /// `rho`, then adds or removes single tokens until the result sums exactly to `total`. Entries
+        /// with `raw == 0` (a job with no claim in this step) get nothing and keep their remainder.
+        fn apportion(raw: &[f64], total: u64, rho: &mut [f64]) -> Vec<u64> {
+            let mut out: Vec<u64> = Vec::with_capacity(raw.len());
+            for (r, carried) in raw.iter().zip(rho.iter_mut()) {
+                if *r <= 0.0 {
+                    out.push(0);
+                    continue;
+                }
+                // A negative carry is a debt from an earlier correction: it stays in `rho` (never
+                // clamped away) until later steps pay it back.
+                let wanted = r + *carried;
+                let floored = (wanted + APPORTION_EPSILON).floor().max(0.0);
+                *carried = wanted - floored;
+                out.push(floored as u64);
+            }
+            let sum: u64 = out.iter().sum();
+            if sum < total {
+                // Leftover tokens go one each to the largest remainders among jobs with a claim. The
+                // shortfall is at most about one token per job, so one pass in sorted order suffices;
+                // the loop repeats only if it is not (it never is by more than a few rounds).
+                let mut order: Vec<usize> = (0..raw.len()).filter(|&i| raw[i] > 0.0).collect();
+                if order.is_empty() {
+                    // Nobody has a claim: callers only do this with a zero total.
+                    return out;
+                }
+                let mut missing = total - sum;
+                let by_remainder_desc =
+                    |a: &usize, b: &usize| rho[*b].total_cmp(&rho[*a]).then(a.cmp(b));
+                if (missing as usize) < order.len() {
+                    // Only which jobs are in the top `missing` matters, not their order: a linear
+                    // selection instead of a sort keeps the step O(n).
+                    order.select_nth_unstable_by(missing as usize, by_remainder_desc);
+                    order.truncate(missing as usize);
+                } else {
+                    order.sort_by(by_remainder_desc);
+                }
+                while missing > 0 {
+                    for &i in &order {
+                        if missing == 0 {
+                            break;
+                        }
+                        out[i] += 1;
+                        rho[i] -= 1.0;
+                        missing -= 1;
+                    }
+                }
+            } else if sum > total {
+                // Excess tokens are taken one each from the smallest remainders among jobs that hold
+                // tokens (the ones rounded up the most).
+                let mut order: Vec<usize> = (0..raw.len()).filter(|&i| out[i] > 0).collect();
+                let mut excess = sum - total;
+                let by_remainder_asc =
+                    |a: &usize, b: &usize| rho[*a].total_cmp(&rho[*b]).then(a.cmp(b));
+                if (excess as usize) < order.len() {
+                    order.select_nth_unstable_by(excess as usize, by_remainder_asc);
+                    order.truncate(excess as usize);
+                } else {
+                    order.sort_by(by_remainder_asc);
+                }
+                while excess > 0 {
+                    let before = excess;
+                    for &i in &order {
+                        if excess == 0 {
+                            break;
+                        }
+                        if out[i] > 0 {
+                            out[i] -= 1;
+                            rho[i] += 1.0;
+                            excess -= 1;
+                        }
+                    }
+                    assert!(
+                        excess < before,
+                        "sum > total implies some count is positive"
+                    );
+                }
+            }
+            out
+        }
+    }
+
+    #[test]
+    fn optimized_step_equals_the_reference_at_scale() {
+        // Thousands of jobs make the selections in `apportion` and the merge do real work;
+        // a fixed LCG keeps the inputs reproducible.
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |m: u64| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) % m
+        };
+        let config = AdapTbfConfig {
+            idle_periods_max: 2,
+            jobs_max: 2_500,
+            ..AdapTbfConfig::default()
+        };
+        let mut fast = TargetAllocator::new(config.clone());
+        let mut slow = reference::RefAllocator::new(config);
+        for _ in 0..8 {
+            let mut active = Vec::new();
+            for j in 0..3_000u64 {
+                if next(4) != 0 {
+                    active.push(demand(&format!("job{j:05}"), next(64) as u32, next(500)));
+                }
+            }
+            active.sort_by_key(|a| a.job);
+            let capacity = 1_000 + next(3_000_000);
+            let got = fast.step(capacity, &active);
+            let want = slow.step(capacity, &active);
+            assert_eq!(got, want);
+            assert_eq!(fast.tracked_jobs(), slow.tracked_jobs());
+            assert_eq!(fast.forgiven_tokens(), slow.forgiven_tokens());
+        }
+    }
+
+    /// `(job, nodes, demand)` of the active jobs of one period.
+    type Period = Vec<(u8, u32, u64)>;
+
+    fn arb_job_periods() -> impl Strategy<Value = Vec<(u64, Period)>> {
+        // Up to 60 periods of up to 12 of 24 jobs (so jobs come, go and come back), node
+        // counts 0..70 (zero included), demand 0..600, capacity per period 0..6000.
+        prop::collection::vec(
+            (
+                0u64..6000,
+                prop::collection::btree_map(0u8..24, (0u32..70, 0u64..600), 0..12)
+                    .prop_map(|m| m.into_iter().map(|(j, (n, d))| (j, n, d)).collect()),
+            ),
+            1..60,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn optimized_step_equals_the_reference(
+            periods in arb_job_periods(),
+            idle_periods_max in 0u64..8,
+            jobs_max in 1usize..16,
+            reversed in any::<bool>(),
+        ) {
+            let config = AdapTbfConfig { idle_periods_max, jobs_max, ..AdapTbfConfig::default() };
+            let mut fast = TargetAllocator::new(config.clone());
+            let mut slow = reference::RefAllocator::new(config);
+            for (capacity, period) in periods {
+                let mut active: Vec<JobDemand> = period
+                    .iter()
+                    .map(|&(j, n, d)| demand(&format!("job{j}"), n, d))
+                    .collect();
+                if reversed {
+                    // Unsorted input takes the sorting path.
+                    active.reverse();
+                }
+                let got = fast.step(capacity, &active);
+                let want = slow.step(capacity, &active);
+                prop_assert_eq!(got.budget_tokens, want.budget_tokens);
+                prop_assert_eq!(got.jobs.len(), want.jobs.len());
+                for (g, w) in got.jobs.iter().zip(&want.jobs) {
+                    // Bit-exact floats too: same operations in the same order.
+                    prop_assert_eq!(g.priority.to_bits(), w.priority.to_bits());
+                    prop_assert_eq!(g.utilization.to_bits(), w.utilization.to_bits());
+                    prop_assert_eq!(g, w);
+                }
+                prop_assert_eq!(fast.tracked_jobs(), slow.tracked_jobs());
+                prop_assert_eq!(fast.forgiven_tokens(), slow.forgiven_tokens());
+                prop_assert_eq!(fast.records_sum(), slow.records_sum());
+                for j in 0..24u8 {
+                    let id = job(&format!("job{j}"));
+                    prop_assert_eq!(fast.record(&id), slow.record(&id));
+                }
+            }
+        }
+    }
 
     fn job(name: &str) -> JobId {
         JobId::new(name).unwrap()

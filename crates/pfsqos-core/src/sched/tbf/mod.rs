@@ -4,11 +4,14 @@
 //!
 //! Data layout, chosen for the per-RPC path (O(1) lookup, O(log classes) heap work):
 //! * classes live in a slab `Vec` addressed by `u32` (cache-line aligned, hot bucket state in
-//!   the first line, the oldest request inline); a `FxHashMap` from a 32-bit key hash to the
-//!   slab index, with collision chains through the classes, finds them;
-//! * the heap is 4-ary and holds `(deadline, check_time, class)` inline so sifting does not
-//!   touch classes; a side `Vec<u32>` of heap positions makes reposition and removal O(log n);
-//! * idle classes stay in the slab and the map so their bucket state survives idle periods;
+//!   the first line, the oldest request inline); an open-addressing index of packed
+//!   `(32-bit key hash, slab index)` slots finds them with one probe of the index in the common
+//!   case (module `index`);
+//! * the heap is 4-ary, with 16-byte `(deadline, class)` entries laid out so that a node's four
+//!   children are one cache line (module `heap`); sifting reads a class only to break a
+//!   deadline tie by `check_time`; a side `Vec<u32>` of heap positions makes reposition and
+//!   removal O(log n);
+//! * idle classes stay in the slab and the index so their bucket state survives idle periods;
 //!   an idle log (oldest first, with stamps so re-activation is O(1)) feeds the LRU eviction
 //!   of §2.6;
 //! * rules live in a slab too, because a stopped rule stays referenced by its classes until
@@ -31,18 +34,19 @@
 //!   it keeps re-matching on each arrival until a reset.
 
 pub mod cond;
+mod heap;
+mod index;
 pub mod listing;
 pub mod nid;
 pub mod rule;
 
 use std::collections::VecDeque;
 
-use rustc_hash::FxHashMap;
-
 use super::{Dequeue, RequestScheduler};
 use crate::model::RpcTags;
 use crate::NS_PER_S;
 pub use cond::{ClassType, Condition, Field};
+use heap::{HeapEntry, LineHeap, ARITY as HEAP_ARITY};
 pub use listing::{CptRules, ListedRule, ListingForm, TbfRuleListing};
 pub use rule::{NrsQueue, TbfCommand, TbfError, TbfOp};
 
@@ -88,8 +92,6 @@ fn hash_key(key: &RpcTags) -> u32 {
     use std::hash::BuildHasher;
     (rustc_hash::FxBuildHasher.hash_one(key) >> 32) as u32
 }
-/// A 4-ary heap: half the levels of a binary one, so fewer cache misses when the root sinks.
-const HEAP_ARITY: usize = 4;
 const DEFAULT_RULE: u32 = 0;
 
 #[derive(Debug)]
@@ -112,33 +114,36 @@ fn nsecs_per_rpc(rate_rpcs_per_s: u32) -> u64 {
 }
 
 #[derive(Debug)]
-/// Field order is chosen for the cache: line 0 holds the bucket state every enqueue and
-/// dequeue reads, line 1 the key and hash chain a lookup compares, then the request queue.
+/// Field order is chosen for the cache (with `P = u32`, three lines): line 0 holds everything
+/// a dequeue of a class with one or two requests reads (bucket state and the two oldest
+/// requests inline), line 1 the key a lookup compares, line 2 what only an enqueue's rule
+/// check, a realtime class or a third request needs.
 #[repr(C, align(64))]
 struct Class<P> {
     check_time_ns: u64,
     deadline_ns: u64,
     nsecs_per_rpc: u64,
     ntoken: u64,
-    seq: u64,
-    gen: u64,
-    resid_ns: u64,
     rate_rpcs_per_s: u32,
     depth_tokens: u32,
-    key: RpcTags,
-    /// Next class with the same 32-bit key hash.
-    hash_next: u32,
-    rule: u32,
+    /// The two oldest requests, kept inline: most classes hold one or two requests at a time,
+    /// and this saves a cache miss on a separate buffer per RPC.
+    first: Option<P>,
+    /// Set only when `first` is.
+    second: Option<P>,
     realtime: bool,
     in_lru: bool,
     /// False while the slot is on the free list.
     live: bool,
-    /// The oldest request, kept inline: most classes hold one request at a time, and this
-    /// saves a cache miss on a separate buffer per RPC.
-    first: Option<P>,
-    /// Requests after `first`, in arrival order.
-    rest: VecDeque<P>,
+    /// Fills line 0, so that the key starts line 1.
     hash: u32,
+    key: RpcTags,
+    rule: u32,
+    seq: u64,
+    gen: u64,
+    resid_ns: u64,
+    /// Requests after `second`, in arrival order; empty unless `second` is set.
+    rest: VecDeque<P>,
     /// Stamp of the class's latest entry in the idle log; older entries are stale.
     idle_stamp: u64,
 }
@@ -151,13 +156,15 @@ impl<P> Class<P> {
 
     #[inline]
     fn len(&self) -> usize {
-        self.first.is_some() as usize + self.rest.len()
+        self.first.is_some() as usize + self.second.is_some() as usize + self.rest.len()
     }
 
     #[inline]
     fn push(&mut self, p: P) {
         if self.first.is_none() {
             self.first = Some(p);
+        } else if self.second.is_none() {
+            self.second = Some(p);
         } else {
             self.rest.push_back(p);
         }
@@ -166,23 +173,24 @@ impl<P> Class<P> {
     #[inline]
     fn pop(&mut self) -> Option<P> {
         let p = self.first.take();
-        self.first = self.rest.pop_front();
+        // Only a class with a second request can have more: one request stays in line 0.
+        if let Some(second) = self.second.take() {
+            self.first = Some(second);
+            self.second = self.rest.pop_front();
+        }
         p
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct HeapEntry {
-    deadline_ns: u64,
-    check_time_ns: u64,
-    class: u32,
-}
-
-impl HeapEntry {
-    #[inline]
-    fn before(&self, other: &HeapEntry) -> bool {
-        (self.deadline_ns, self.check_time_ns) < (other.deadline_ns, other.check_time_ns)
-    }
+/// Heap order: `(deadline, check_time)`. The deadline is in the entry; `check_time` is read from
+/// the class, which is only needed on equal deadlines. Every change of a heap class's
+/// `check_time` is followed by `heap_update` before any other comparison, so the class value is
+/// the one the entry was ordered by.
+#[inline]
+fn before<P>(classes: &[Class<P>], a: &HeapEntry, b: &HeapEntry) -> bool {
+    a.deadline_ns < b.deadline_ns
+        || (a.deadline_ns == b.deadline_ns
+            && classes[a.class as usize].check_time_ns < classes[b.class as usize].check_time_ns)
 }
 
 /// A snapshot of one class, for tests and reports.
@@ -209,14 +217,14 @@ pub struct Tbf<P> {
     rule_sequence: u64,
     classes: Vec<Class<P>>,
     free_classes: Vec<u32>,
-    /// 32-bit key hash -> first class with that hash; classes sharing a hash are chained
-    /// through `hash_next`. Keeping the 56-byte key out of the table makes it 7x smaller, which
-    /// matters once it no longer fits in cache (100k classes).
-    index: FxHashMap<u32, u32>,
+    /// 32-bit key hash -> class. Keeping the 56-byte key out of the table makes it 8x smaller,
+    /// which matters once it no longer fits in cache (100k classes).
+    index: index::ClassIndex,
     class_count: usize,
     /// All ones; tests clear bits to force hash collisions and exercise the chains.
     hash_mask: u32,
-    heap: Vec<HeapEntry>,
+    /// 4-ary: half the levels of a binary heap, so fewer cache misses when the root sinks.
+    heap: LineHeap,
     heap_pos: Vec<u32>,
     /// Idle classes, oldest first, as `(class, stamp)`; an entry whose stamp differs from the
     /// class's `idle_stamp` (or whose class is active again) is stale and skipped. This keeps
@@ -255,10 +263,10 @@ impl<P> Tbf<P> {
             rule_sequence: 0,
             classes: Vec::new(),
             free_classes: Vec::new(),
-            index: FxHashMap::default(),
+            index: index::ClassIndex::default(),
             class_count: 0,
             hash_mask: u32::MAX,
-            heap: Vec::new(),
+            heap: LineHeap::default(),
             heap_pos: Vec::new(),
             idle_log: VecDeque::new(),
             idle_stamp: 0,
@@ -569,46 +577,18 @@ impl<P> Tbf<P> {
 
     #[inline]
     fn lookup(&self, key: &RpcTags, hash: u32) -> Option<u32> {
-        let mut i = *self.index.get(&hash)?;
-        loop {
-            let c = &self.classes[i as usize];
-            if c.key == *key {
-                return Some(i);
-            }
-            if c.hash_next == NONE {
-                return None;
-            }
-            i = c.hash_next;
-        }
+        let classes = &self.classes;
+        self.index.find(hash, |i| classes[i as usize].key == *key)
     }
 
     fn index_insert(&mut self, i: u32, hash: u32) {
-        let next = self.index.insert(hash, i).unwrap_or(NONE);
-        let c = &mut self.classes[i as usize];
-        c.hash = hash;
-        c.hash_next = next;
+        self.index.insert(hash, i);
+        self.classes[i as usize].hash = hash;
         self.class_count += 1;
     }
 
     fn index_remove(&mut self, i: u32) {
-        let (hash, next) = {
-            let c = &self.classes[i as usize];
-            (c.hash, c.hash_next)
-        };
-        let head = self.index[&hash];
-        if head == i {
-            if next == NONE {
-                self.index.remove(&hash);
-            } else {
-                self.index.insert(hash, next);
-            }
-        } else {
-            let mut prev = head;
-            while self.classes[prev as usize].hash_next != i {
-                prev = self.classes[prev as usize].hash_next;
-            }
-            self.classes[prev as usize].hash_next = next;
-        }
+        self.index.remove(self.classes[i as usize].hash, i);
         self.class_count -= 1;
     }
 
@@ -627,6 +607,7 @@ impl<P> Tbf<P> {
         let fresh = |rest| Class {
             key,
             first: None,
+            second: None,
             rest,
             rule: rule_id,
             rate_rpcs_per_s: rate,
@@ -642,7 +623,6 @@ impl<P> Tbf<P> {
             in_lru: false,
             idle_stamp: 0,
             hash: 0,
-            hash_next: NONE,
             live: true,
         };
         let i = match self.free_classes.pop() {
@@ -717,7 +697,6 @@ impl<P> Tbf<P> {
         let c = &self.classes[i as usize];
         HeapEntry {
             deadline_ns: c.deadline_ns,
-            check_time_ns: c.check_time_ns,
             class: i,
         }
     }
@@ -725,17 +704,17 @@ impl<P> Tbf<P> {
     #[inline]
     fn heap_set(&mut self, pos: usize, e: HeapEntry) {
         self.heap_pos[e.class as usize] = pos as u32;
-        self.heap[pos] = e;
+        self.heap.set(pos, e);
     }
 
     fn sift_up(&mut self, mut pos: usize) {
-        let e = self.heap[pos];
+        let e = self.heap.get(pos);
         while pos > 0 {
             let parent = (pos - 1) / HEAP_ARITY;
-            if !e.before(&self.heap[parent]) {
+            let p = self.heap.get(parent);
+            if !before(&self.classes, &e, &p) {
                 break;
             }
-            let p = self.heap[parent];
             self.heap_set(pos, p);
             pos = parent;
         }
@@ -743,25 +722,26 @@ impl<P> Tbf<P> {
     }
 
     fn sift_down(&mut self, mut pos: usize) {
-        let e = self.heap[pos];
+        let e = self.heap.get(pos);
         let len = self.heap.len();
         loop {
             let first = HEAP_ARITY * pos + 1;
             if first >= len {
                 break;
             }
-            let mut child = first;
-            for k in first + 1..(first + HEAP_ARITY).min(len) {
-                if self.heap[k].before(&self.heap[child]) {
-                    child = k;
+            let group = self.heap.children(pos);
+            let mut best = 0;
+            for k in 1..(len - first).min(HEAP_ARITY) {
+                if before(&self.classes, &group[k], &group[best]) {
+                    best = k;
                 }
             }
-            if !self.heap[child].before(&e) {
+            let c = group[best];
+            if !before(&self.classes, &c, &e) {
                 break;
             }
-            let c = self.heap[child];
             self.heap_set(pos, c);
-            pos = child;
+            pos = first + best;
         }
         self.heap_set(pos, e);
     }
@@ -789,7 +769,7 @@ impl<P> Tbf<P> {
     /// Re-reads the class's sort key into the heap and restores the order.
     fn heap_update(&mut self, i: u32) {
         let pos = self.heap_pos[i as usize] as usize;
-        self.heap[pos] = self.entry(i);
+        self.heap.set(pos, self.entry(i));
         self.sift_up(pos);
         let pos = self.heap_pos[i as usize] as usize;
         self.sift_down(pos);
@@ -816,7 +796,7 @@ impl<P> Tbf<P> {
         // guards against a broken invariant turning into a hang.
         let mut hops_left = self.heap.len() + 1;
         loop {
-            let i = self.heap[0].class;
+            let i = self.heap.get(0).class;
             let c = &mut self.classes[i as usize];
             let next_token_time_ns = c.check_time_ns + c.nsecs_per_rpc;
             let passed_ns = now_ns.saturating_sub(c.check_time_ns);
@@ -859,7 +839,7 @@ impl<P> Tbf<P> {
                 c.resid_ns = saved_resid_ns;
                 self.heap_update(i);
                 hops_left -= 1;
-                if self.heap[0].class != i && hops_left > 0 {
+                if self.heap.get(0).class != i && hops_left > 0 {
                     continue;
                 }
                 debug_assert!(hops_left > 0, "realtime hops did not settle");
@@ -960,3 +940,22 @@ impl<P> RequestScheduler<P> for Tbf<P> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod layout_tests {
+    use super::Class;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn dequeue_state_fits_in_the_first_cache_line() {
+        assert_eq!(size_of::<Class<u32>>(), 192);
+        for end in [
+            offset_of!(Class<u32>, live) + 1,
+            offset_of!(Class<u32>, second) + size_of::<Option<u32>>(),
+            offset_of!(Class<u32>, depth_tokens) + 4,
+        ] {
+            assert!(end <= 64, "line 0 overflows at {end}");
+        }
+        assert!(offset_of!(Class<u32>, key) >= 64);
+    }
+}

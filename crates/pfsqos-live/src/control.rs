@@ -431,6 +431,8 @@ impl ControlHandle {
                     config.brw_size_bytes,
                     config.seed,
                 );
+                // Marks the set_param log lines of the controller's writes.
+                let _span = tracing::info_span!("control", policy = controller.name()).entered();
                 let mut ledger = Ledger::default();
                 let mut observer = Observer::new(
                     shared.osts.len(),

@@ -18,6 +18,10 @@
 //! daemon started), sleeps on a condition variable until the throttle deadline when TBF says
 //! `Throttled`, and is woken by every enqueue, since an arrival can move the deadline earlier.
 //!
+//! With `OssdConfig::control` set, a control thread runs a `pfsqos_core` controller against
+//! the daemon and writes its decisions through the same path as `lctl set_param`
+//! (see [`crate::control`]).
+//!
 //! # Limits
 //! * connections: `connections_max`; one more is accepted and closed at once;
 //! * requests in flight per connection: `rpcs_in_flight_per_conn` (reading stops at the limit);

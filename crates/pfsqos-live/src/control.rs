@@ -566,6 +566,56 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// While job_stats only grow, the served deltas of all periods add up to the totals
+        /// reached, and every listed job did something.
+        #[test]
+        fn served_deltas_add_up_to_the_totals(
+            steps in proptest::collection::vec(
+                proptest::collection::vec((0u64..5, 0u64..5000), 3), 1..20)
+        ) {
+            let jobs = [job("a"), job("b"), job("c")];
+            let mut o = Observer::new(1, 100, &[], 0);
+            o.initial(0, vec![OstSample::default()]);
+            let mut totals = [(0u64, 0u64); 3];
+            let mut summed = [(0u64, 0u64); 3];
+            for (k, step) in steps.iter().enumerate() {
+                for (t, &(r, b)) in totals.iter_mut().zip(step) {
+                    *t = (t.0 + r, t.1 + b);
+                }
+                let sample = OstSample {
+                    arrived: BTreeMap::new(),
+                    served_totals: jobs.iter().copied().zip(totals).collect(),
+                    queued_rpcs: 0,
+                };
+                let obs = o.observe(k as u64 + 1, vec![sample]);
+                for s in &obs.domains[0].targets[0].jobs {
+                    proptest::prop_assert!(s.rpcs_served > 0 || s.bytes_served > 0);
+                    let i = jobs.iter().position(|j| *j == s.job).unwrap();
+                    summed[i].0 += s.rpcs_served;
+                    summed[i].1 += s.bytes_served;
+                }
+            }
+            proptest::prop_assert_eq!(summed, totals);
+        }
+    }
+
+    #[test]
+    fn known_jobs_are_bounded_and_the_longest_idle_go_first() {
+        let mut o = Observer::new(1, 100, &[(job("pinned"), 2)], 0);
+        let many = |range: std::ops::Range<usize>| OstSample {
+            arrived: range.map(|i| (job(&format!("j{i}")), 1)).collect(),
+            ..OstSample::default()
+        };
+        o.observe(1, vec![many(0..1)]);
+        o.observe(2, vec![many(1..KNOWN_JOBS_MAX + 1)]);
+        let obs = o.observe(3, vec![OstSample::default()]);
+        assert_eq!(obs.jobs.len(), KNOWN_JOBS_MAX);
+        let names: BTreeSet<&str> = obs.jobs.iter().map(|j| j.job.as_str()).collect();
+        assert!(names.contains("pinned") && !names.contains("j0"));
+        assert!(names.contains(format!("j{KNOWN_JOBS_MAX}").as_str()));
+    }
+
     #[test]
     fn the_ledger_tracks_started_rules_and_policy_changes() {
         let mut l = Ledger::default();

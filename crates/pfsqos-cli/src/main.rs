@@ -81,6 +81,22 @@ enum Command {
         /// File system name used in parameter names (obdfilter.<fsname>-OST0000.job_stats).
         #[arg(long, default_value = "pfsqos")]
         fsname: String,
+        /// Run a controller in the daemon (same specs as `sim --policy`, e.g. `adaptbf`,
+        /// `static`, `adaptbf:period_ms=200`); it writes nrs_policies/nrs_tbf_rule as lctl does.
+        #[arg(long)]
+        policy: Option<String>,
+        /// Control period for policies whose spec sets none.
+        #[arg(long, default_value_t = pfsqos_live::control::PERIOD_MS_DEFAULT, requires = "policy")]
+        period_ms: u64,
+        /// RPC capacity of each OST the controller shares out (default: the ceiling / brw size).
+        #[arg(long, requires = "policy")]
+        capacity_rpcs_per_s: Option<u64>,
+        /// Size of a full RPC (one TBF token) for a capacity taken from the ceiling.
+        #[arg(long, default_value_t = pfsqos_live::control::BRW_SIZE_BYTES_DEFAULT, requires = "policy")]
+        brw_size_bytes: u64,
+        /// Node count of a job, as JOB=N; repeat for more jobs. Other jobs count one node.
+        #[arg(long = "job-nodes", value_parser = pfsqos_live::control::parse_job_nodes, requires = "policy")]
+        job_nodes: Vec<(pfsqos_core::model::JobId, u32)>,
     },
     /// Read or write an ossd's parameters; prints what Lustre's lctl prints.
     Lctl {
@@ -141,6 +157,11 @@ fn main() -> ExitCode {
             cpts,
             ceiling_bytes_per_s,
             fsname,
+            policy,
+            period_ms,
+            capacity_rpcs_per_s,
+            brw_size_bytes,
+            job_nodes,
         } => {
             let key = match pfsqos_live::ossd::read_key_file(&key_file) {
                 Ok(k) => k,
@@ -154,6 +175,20 @@ fn main() -> ExitCode {
             config.cpts = cpts;
             config.ceiling_bytes_per_s = ceiling_bytes_per_s;
             config.fsname = fsname;
+            if let Some(spec) = policy {
+                let mut control = match pfsqos_live::control::ControlConfig::new(&spec) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        eprintln!("pfsqos: error: {e}");
+                        return ExitCode::from(2);
+                    }
+                };
+                control.period_ms = period_ms;
+                control.capacity_rpcs_per_s = capacity_rpcs_per_s;
+                control.brw_size_bytes = brw_size_bytes;
+                control.job_nodes = job_nodes;
+                config.control = Some(control);
+            }
             return match pfsqos_live::cli::run_ossd(config) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -2,8 +2,8 @@
 //! simulator runs.
 //!
 //! This crate holds the foundation: the wire [`protocol`], framed connections ([`conn`]), the
-//! object storage server [`ossd`], a simple [`client`], and [`lctl`]. The MDS, the FUSE client
-//! and the cluster launcher build on these.
+//! object storage server [`ossd`] with its optional [`control`] loop, a simple [`client`], and
+//! [`lctl`]. The MDS, the FUSE client and the cluster launcher build on these.
 //!
 //! # Message flow
 //! ```text
@@ -30,6 +30,7 @@
 pub mod cli;
 pub mod client;
 pub mod conn;
+pub mod control;
 pub mod lctl;
 pub mod ossd;
 pub mod protocol;

@@ -18,6 +18,10 @@
 //! daemon started), sleeps on a condition variable until the throttle deadline when TBF says
 //! `Throttled`, and is woken by every enqueue, since an arrival can move the deadline earlier.
 //!
+//! With `OssdConfig::control` set, a control thread runs a `pfsqos_core` controller against
+//! the daemon and writes its decisions through the same path as `lctl set_param`
+//! (see [`crate::control`]).
+//!
 //! # Limits
 //! * connections: `connections_max`; one more is accepted and closed at once;
 //! * requests in flight per connection: `rpcs_in_flight_per_conn` (reading stops at the limit);
@@ -44,6 +48,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
+use pfsqos_core::control::DomainWrite;
 use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
 use pfsqos_core::model::JobId;
 use pfsqos_core::sched::nrs::{nrs_policies_yaml, tbf_rule_listing, ActiveRpcs, Nrs, NrsError};
@@ -54,6 +59,7 @@ use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tracing::{debug, info, warn};
 
 use crate::conn::{self, ConnError, Reader, Writer, HANDSHAKE_TIMEOUT};
+use crate::control::{ControlConfig, ControlHandle};
 use crate::protocol::*;
 
 /// How long a write's bulk data may take to arrive once its request has (it holds memory).
@@ -79,6 +85,8 @@ pub struct OssdConfig {
     pub connections_max: usize,
     pub rpcs_in_flight_per_conn: usize,
     pub in_flight_bytes_max: u64,
+    /// A controller run in the daemon (`--policy`); see [`crate::control`].
+    pub control: Option<ControlConfig>,
 }
 
 impl OssdConfig {
@@ -96,6 +104,7 @@ impl OssdConfig {
             connections_max: 256,
             rpcs_in_flight_per_conn: 8,
             in_flight_bytes_max: 1 << 30,
+            control: None,
         }
     }
 
@@ -126,6 +135,9 @@ impl OssdConfig {
         }
         if self.in_flight_bytes_max < IO_LEN_MAX_BYTES || self.in_flight_bytes_max > 1 << 40 {
             bail!("in-flight bytes must be between {IO_LEN_MAX_BYTES} and 1 TiB");
+        }
+        if let Some(c) = &self.control {
+            c.capacity(self.ceiling_bytes_per_s)?;
         }
         Ok(())
     }
@@ -229,17 +241,57 @@ impl JobStatsState {
     }
 }
 
-struct Ost {
+pub(crate) struct Ost {
     objects: PathBuf,
     job_stats: Mutex<JobStatsState>,
     pacer: Option<Pacer>,
+    /// RPCs that entered an NRS head since the controller last took them, per job (what the
+    /// AdapTBF paper calls demand; Lustre has no counter for it).
+    arrived: Mutex<BTreeMap<JobId, u64>>,
+    /// RPCs of this OST waiting in the NRS heads.
+    queued: AtomicU64,
 }
 
-struct Shared {
+/// Most distinct jobs whose arrivals are counted per OST between two controller periods.
+const ARRIVAL_COUNT_JOBS_MAX: usize = 16384;
+
+impl Ost {
+    /// Takes the arrivals counted since the last call.
+    pub(crate) fn take_arrivals(&self) -> BTreeMap<JobId, u64> {
+        std::mem::take(&mut *lock(&self.arrived))
+    }
+
+    pub(crate) fn queued_rpcs(&self) -> u64 {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Served RPCs and bytes per job since the job's first RPC (or the last `clear`): one
+    /// bytes sample per read or write, one sample per punch or sync.
+    pub(crate) fn served_totals(&self) -> BTreeMap<JobId, (u64, u64)> {
+        let state = lock(&self.job_stats);
+        state
+            .stats
+            .entries()
+            .map(|e| {
+                let (r, w) = (
+                    e.counter(OstCounter::ReadBytes),
+                    e.counter(OstCounter::WriteBytes),
+                );
+                let rpcs = r.samples
+                    + w.samples
+                    + e.counter(OstCounter::Punch).samples
+                    + e.counter(OstCounter::Sync).samples;
+                (e.job_id, (rpcs, r.sum + w.sum))
+            })
+            .collect()
+    }
+}
+
+pub(crate) struct Shared {
     fsname: String,
     key: Vec<u8>,
     cpts: Vec<Cpt>,
-    osts: Vec<Ost>,
+    pub(crate) osts: Vec<Ost>,
     epoch: Instant,
     queue_depth_max: usize,
     rpcs_in_flight_per_conn: usize,
@@ -277,14 +329,14 @@ enum OstParam {
     CleanupInterval,
 }
 
-const PARAM_POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
-const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
+pub(crate) const PARAM_POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
+pub(crate) const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
 /// Which Lustre version's listing and job_stats layouts the daemon prints (master).
 const LISTING_FORM: ListingForm = ListingForm::Expression;
 const JOB_STATS_FORMAT: JobStatsFormat = JobStatsFormat::Master;
 
 impl Shared {
-    fn now_ns(&self) -> u64 {
+    pub(crate) fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
     }
 
@@ -319,8 +371,16 @@ impl Shared {
                 ));
             }
             let tags = io.tags;
+            let ost = &self.osts[io.ost as usize];
             st.reg
                 .enqueue(self.now_ns(), &tags, Pending { io, data, done });
+            ost.queued.fetch_add(1, Ordering::Relaxed);
+            if !tags.job.is_empty() {
+                let mut arrived = lock(&ost.arrived);
+                if arrived.len() < ARRIVAL_COUNT_JOBS_MAX || arrived.contains_key(&tags.job) {
+                    *arrived.entry(tags.job).or_insert(0) += 1;
+                }
+            }
         }
         c.work.notify_one();
         Ok(())
@@ -343,6 +403,9 @@ impl Shared {
                     match st.reg.dequeue(now) {
                         Dequeue::Request(p) => {
                             st.active += 1;
+                            self.osts[p.io.ost as usize]
+                                .queued
+                                .fetch_sub(1, Ordering::Relaxed);
                             let job = p.io.tags.job;
                             if st.dequeued.len() < DEQUEUE_COUNT_JOBS_MAX
                                 || st.dequeued.contains_key(&job)
@@ -426,7 +489,7 @@ impl Shared {
         Ok(names)
     }
 
-    fn get_param(&self, name: &str) -> Result<String, RemoteError> {
+    pub(crate) fn get_param(&self, name: &str) -> Result<String, RemoteError> {
         match name {
             PARAM_POLICIES => {
                 let guards = self.lock_cpts();
@@ -474,6 +537,21 @@ impl Shared {
             Errno::ENOENT,
             format!("no parameter {name}"),
         ))
+    }
+
+    /// `lctl set_param PATTERN=VALUE`: what an administrator's write and a controller's write
+    /// both go through, so both get the same checks, errors and log lines.
+    pub(crate) fn set_params(&self, pattern: &str, value: &str) -> Result<Vec<Param>, RemoteError> {
+        let mut set = Vec::new();
+        for name in self.matching(pattern)? {
+            self.set_param(&name, value)?;
+            info!(param = %name, %value, "set_param");
+            set.push(Param {
+                name,
+                value: value.to_string(),
+            });
+        }
+        Ok(set)
     }
 
     fn set_param(&self, name: &str, value: &str) -> Result<(), RemoteError> {
@@ -642,6 +720,7 @@ pub struct Ossd {
     stop: Arc<Notify>,
     accept: tokio::task::JoinHandle<()>,
     workers: Vec<std::thread::JoinHandle<()>>,
+    control: Option<ControlHandle>,
 }
 
 impl Ossd {
@@ -665,6 +744,8 @@ impl Ossd {
                     rate_bytes_per_s: rate,
                     next_free: Mutex::new(Instant::now()),
                 }),
+                arrived: Mutex::new(BTreeMap::new()),
+                queued: AtomicU64::new(0),
             });
         }
         let cpts = (0..config.cpts)
@@ -714,17 +795,30 @@ impl Ossd {
             config.connections_max,
         ));
         info!(%addr, osts = config.osts.len(), cpts = config.cpts, threads = per_cpt * config.cpts, "ossd listening");
+        let control = match &config.control {
+            Some(c) => {
+                let capacity = c.capacity(config.ceiling_bytes_per_s)?;
+                Some(ControlHandle::spawn(shared.clone(), c, capacity)?)
+            }
+            None => None,
+        };
         Ok(Ossd {
             addr,
             shared,
             stop,
             accept,
             workers,
+            control,
         })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     /// Requests dequeued from the NRS heads so far, per job, summed over CPTs: what the
@@ -733,9 +827,24 @@ impl Ossd {
         self.shared.dequeue_counts()
     }
 
-    /// Stops accepting, stops the I/O threads (queued requests are answered with an error as
-    /// their senders drop) and waits for them.
-    pub async fn shutdown(self) {
+    /// Stops the controller, if one runs, once it has stopped the rules it started and put
+    /// `nrs_policies` back to `fifo` if it had changed it. The daemon keeps serving.
+    pub async fn stop_control(&mut self) {
+        if let Some(c) = self.control.take() {
+            c.stop().await;
+        }
+    }
+
+    /// Applies a controller write as the control loop does (through `lctl set_param`'s path),
+    /// without recording it for the clean exit.
+    pub fn apply_control_write(&self, write: &DomainWrite) -> Result<(), RemoteError> {
+        crate::control::apply_write(&self.shared, write, &mut Default::default())
+    }
+
+    /// Stops the controller (undoing its writes), stops accepting, stops the I/O threads
+    /// (queued requests are answered with an error as their senders drop) and waits for them.
+    pub async fn shutdown(mut self) {
+        self.stop_control().await;
         self.stop.notify_one();
         let _ = self.accept.await;
         for c in &self.shared.cpts {
@@ -747,6 +856,9 @@ impl Ossd {
                 let _ = st.reg.write_policies(now, "fifo");
                 let mut drained = Vec::new();
                 while let Dequeue::Request(p) = st.reg.dequeue(now) {
+                    self.shared.osts[p.io.ost as usize]
+                        .queued
+                        .fetch_sub(1, Ordering::Relaxed);
                     drained.push(p);
                 }
                 drained
@@ -947,18 +1059,7 @@ async fn read_requests(
                 value,
             } => {
                 let result = if peer.role.may_use_params() {
-                    shared.matching(&pattern).and_then(|names| {
-                        let mut set = Vec::new();
-                        for name in names {
-                            shared.set_param(&name, &value)?;
-                            info!(param = %name, %value, "set_param");
-                            set.push(Param {
-                                name,
-                                value: value.clone(),
-                            });
-                        }
-                        Ok(ReplyBody::Params(set))
-                    })
+                    shared.set_params(&pattern, &value).map(ReplyBody::Params)
                 } else {
                     Err(RemoteError::new(
                         Errno::EPERM,

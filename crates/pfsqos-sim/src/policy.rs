@@ -120,11 +120,28 @@ impl PolicyChoice {
 
     /// The controller for this choice under `scenario`; `seed` feeds randomized policies (RND).
     pub fn controller(&self, scenario: &Scenario, seed: u64) -> Box<dyn Controller> {
+        self.controller_with(
+            scenario.policy.period_ms,
+            scenario.cluster.brw_size.bytes(),
+            seed,
+        )
+    }
+
+    /// The controller for this choice without a scenario, for drivers that are not the
+    /// simulator (the live ossd): `period_ms_default` applies to policies whose spec sets no
+    /// `period_ms` and that have no period of their own (AdapTBF); `rpc_size_bytes` is the size
+    /// of one TBF token (the OSS's `brw_size`); `seed` feeds randomized policies (RND).
+    pub fn controller_with(
+        &self,
+        period_ms_default: u64,
+        rpc_size_bytes: u64,
+        seed: u64,
+    ) -> Box<dyn Controller> {
         match self {
             PolicyChoice::NoBw => Box::new(NoBw),
             PolicyChoice::Static => Box::new(StaticBw),
             PolicyChoice::AdapTbf { period_ms, demand } => Box::new(AdapTbf::new(AdapTbfConfig {
-                period_ns: period_ms.unwrap_or(scenario.policy.period_ms) * 1_000_000,
+                period_ns: period_ms.unwrap_or(period_ms_default) * 1_000_000,
                 demand: *demand,
                 ..AdapTbfConfig::default()
             })),
@@ -133,7 +150,7 @@ impl PolicyChoice {
                 let config = GiftControllerConfig {
                     period_ns: period_ms.map_or(defaults.period_ns, |ms| ms * 1_000_000),
                     // One TBF token is one RPC of the cluster's largest size.
-                    rpc_size_bytes: scenario.cluster.brw_size.bytes(),
+                    rpc_size_bytes,
                     ..defaults
                 };
                 gift::controller_by_name(name, seed, config)
@@ -190,6 +207,40 @@ mod tests {
                 period_ms: None,
                 demand: DemandSource::Served
             })
+        );
+    }
+
+    #[test]
+    fn controllers_take_the_default_period_unless_the_spec_sets_one() {
+        let default = PolicyChoice::parse("adaptbf").unwrap();
+        assert_eq!(
+            default.controller_with(250, 4 << 20, 0).period_ns(),
+            Some(250_000_000)
+        );
+        let own = PolicyChoice::parse("adaptbf:period_ms=40").unwrap();
+        assert_eq!(
+            own.controller_with(250, 4 << 20, 0).period_ns(),
+            Some(40_000_000)
+        );
+        let scenario = Scenario::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/examples/two-jobs.toml"
+        )))
+        .unwrap();
+        assert_eq!(
+            default.controller(&scenario, 0).period_ns(),
+            Some(scenario.policy.period_ms * 1_000_000)
+        );
+        assert_eq!(
+            PolicyChoice::Static
+                .controller_with(250, 4 << 20, 0)
+                .period_ns(),
+            None
+        );
+        let gift = PolicyChoice::parse("gift:period_ms=5000").unwrap();
+        assert_eq!(
+            gift.controller_with(250, 4 << 20, 0).period_ns(),
+            Some(5_000_000_000)
         );
     }
 

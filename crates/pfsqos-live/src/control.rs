@@ -9,7 +9,7 @@
 //! ```
 //!
 //! The policy logic is entirely in `pfsqos_core::control`; controllers are built from a spec by
-//! `pfsqos_sim::PolicyChoice`, the same names and options the simulator takes. This module
+//! `pfsqos_core::control::spec::PolicyChoice`, the same names and options the simulator takes. This module
 //! only measures and applies.
 //!
 //! Observation semantics follow the simulator's: per target and period, `rpcs_arrived` counts
@@ -28,13 +28,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
 use pfsqos_core::control::{
     ControlWrite, Decision, DomainId, DomainObservation, DomainWrite, JobMeta, JobTargetStats,
     Observation, TargetObservation,
 };
 use pfsqos_core::model::{JobId, OstId};
 use pfsqos_core::sched::tbf::{TbfCommand, TbfOp};
-use pfsqos_sim::PolicyChoice;
 use tracing::{info, warn};
 
 use crate::ossd::{Shared, PARAM_POLICIES, PARAM_TBF_RULE};
@@ -96,11 +96,8 @@ impl ControlConfig {
 
     /// Checks the limits and returns the per-OST capacity to report.
     pub(crate) fn capacity(&self, ceiling_bytes_per_s: Option<u64>) -> anyhow::Result<u64> {
-        if !(1..=pfsqos_sim::policy::PERIOD_MS_MAX).contains(&self.period_ms) {
-            bail!(
-                "the control period must be 1..={} ms",
-                pfsqos_sim::policy::PERIOD_MS_MAX
-            );
+        if !(1..=PERIOD_MS_MAX).contains(&self.period_ms) {
+            bail!("the control period must be 1..={} ms", PERIOD_MS_MAX);
         }
         if !(4096..=IO_LEN_MAX_BYTES).contains(&self.brw_size_bytes) {
             bail!("brw_size must be 4096..={IO_LEN_MAX_BYTES} bytes");

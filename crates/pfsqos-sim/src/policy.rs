@@ -1,181 +1,26 @@
-//! Builds the controller a policy spec names. The controllers themselves live in pfsqos-core;
-//! this only maps names and options to constructors with the scenario's parameters.
-//!
-//! A policy spec is a name, optionally followed by `:key=value` options, e.g. `adaptbf`,
-//! `adaptbf:period_ms=200` or `adaptbf:demand=arrived:period_ms=50`. Options let one comparison
-//! sweep a parameter (the AdapTBF paper's §IV-H allocation frequency) without one scenario file
-//! per value.
+//! Builds the controller a policy spec names for a simulated scenario. Specs and their parsing
+//! live in `pfsqos_core::control::spec`, shared with the live runtime; this only supplies the
+//! scenario's defaults (control period, token size).
 
-use pfsqos_core::control::gift::{self, GiftControllerConfig};
-use pfsqos_core::control::{AdapTbf, AdapTbfConfig, Controller, DemandSource, NoBw, StaticBw};
+pub use pfsqos_core::control::spec::{
+    check_policy_spec, PolicyChoice, PERIOD_MS_MAX, POLICY_NAMES, POLICY_SPEC_LEN_MAX,
+};
+use pfsqos_core::control::Controller;
 
 use crate::scenario::Scenario;
 
-/// Policy names accepted in a spec, in the order reports list them: the AdapTBF paper's three,
-/// then GIFT's seven baselines and GIFT itself.
-pub const POLICY_NAMES: &[&str] = &[
-    "nobw", "static", "adaptbf", "pofs", "bsip", "mbw", "tsa", "esa", "tmf", "rnd", "gift",
-];
-
-/// Longest accepted policy spec; specs also name output folders.
-pub const POLICY_SPEC_LEN_MAX: usize = 64;
-
-/// Longest control period an option may set (one minute).
-pub const PERIOD_MS_MAX: u64 = 60_000;
-
-/// A parsed policy spec.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PolicyChoice {
-    NoBw,
-    Static,
-    AdapTbf {
-        /// `None`: the scenario's `policy.period_ms`.
-        period_ms: Option<u64>,
-        demand: DemandSource,
-    },
-    /// GIFT (`gift`) or one of its baselines, by name (one of `gift::POLICY_NAMES`).
-    Gift {
-        name: &'static str,
-        /// `None`: GIFT's 10 s decision interval.
-        period_ms: Option<u64>,
-    },
-}
-
-impl PolicyChoice {
-    /// Parses `name[:key=value]...`, with an error that lists what is allowed.
-    pub fn parse(spec: &str) -> Result<PolicyChoice, String> {
-        if spec.len() > POLICY_SPEC_LEN_MAX {
-            return Err(format!(
-                "policy spec is {} bytes long (at most {POLICY_SPEC_LEN_MAX})",
-                spec.len()
-            ));
-        }
-        let mut parts = spec.split(':');
-        let name = parts.next().unwrap_or_default();
-        let options: Vec<&str> = parts.collect();
-        let no_options = |choice: PolicyChoice| {
-            if let Some(o) = options.first() {
-                Err(format!("policy `{name}` takes no options, got `{o}`"))
-            } else {
-                Ok(choice)
-            }
-        };
-        match name {
-            "nobw" => no_options(PolicyChoice::NoBw),
-            "static" => no_options(PolicyChoice::Static),
-            "adaptbf" => {
-                let mut period_ms = None;
-                let mut demand = DemandSource::default();
-                for option in options {
-                    let (key, value) = option
-                        .split_once('=')
-                        .ok_or_else(|| format!("option `{option}` of `{name}` is not key=value"))?;
-                    match key {
-                        "period_ms" => period_ms = Some(parse_period_ms(name, value)?),
-                        "demand" => {
-                            demand = match value {
-                                "served" => DemandSource::Served,
-                                "arrived" => DemandSource::Arrived,
-                                other => {
-                                    return Err(format!(
-                                        "adaptbf option demand=`{other}` is not allowed \
-                                         (allowed: served, arrived)"
-                                    ))
-                                }
-                            }
-                        }
-                        other => {
-                            return Err(format!(
-                                "unknown adaptbf option `{other}` (allowed: period_ms, demand)"
-                            ))
-                        }
-                    }
-                }
-                Ok(PolicyChoice::AdapTbf { period_ms, demand })
-            }
-            other => match gift::POLICY_NAMES.iter().find(|n| **n == other) {
-                Some(name) => {
-                    let mut period_ms = None;
-                    for option in options {
-                        match option.split_once('=') {
-                            Some(("period_ms", value)) => {
-                                period_ms = Some(parse_period_ms(name, value)?);
-                            }
-                            _ => {
-                                return Err(format!(
-                                    "unknown {name} option `{option}` (allowed: period_ms=N)"
-                                ))
-                            }
-                        }
-                    }
-                    Ok(PolicyChoice::Gift { name, period_ms })
-                }
-                None => Err(format!(
-                    "unknown policy `{other}` (allowed: {}; options as in `adaptbf:period_ms=200`)",
-                    POLICY_NAMES.join(", ")
-                )),
-            },
-        }
-    }
-
-    /// The controller for this choice under `scenario`; `seed` feeds randomized policies (RND).
-    pub fn controller(&self, scenario: &Scenario, seed: u64) -> Box<dyn Controller> {
-        self.controller_with(
-            scenario.policy.period_ms,
-            scenario.cluster.brw_size.bytes(),
-            seed,
-        )
-    }
-
-    /// The controller for this choice without a scenario, for drivers that are not the
-    /// simulator (the live ossd): `period_ms_default` applies to policies whose spec sets no
-    /// `period_ms` and that have no period of their own (AdapTBF); `rpc_size_bytes` is the size
-    /// of one TBF token (the OSS's `brw_size`); `seed` feeds randomized policies (RND).
-    pub fn controller_with(
-        &self,
-        period_ms_default: u64,
-        rpc_size_bytes: u64,
-        seed: u64,
-    ) -> Box<dyn Controller> {
-        match self {
-            PolicyChoice::NoBw => Box::new(NoBw),
-            PolicyChoice::Static => Box::new(StaticBw),
-            PolicyChoice::AdapTbf { period_ms, demand } => Box::new(AdapTbf::new(AdapTbfConfig {
-                period_ns: period_ms.unwrap_or(period_ms_default) * 1_000_000,
-                demand: *demand,
-                ..AdapTbfConfig::default()
-            })),
-            PolicyChoice::Gift { name, period_ms } => {
-                let defaults = GiftControllerConfig::default();
-                let config = GiftControllerConfig {
-                    period_ns: period_ms.map_or(defaults.period_ns, |ms| ms * 1_000_000),
-                    // One TBF token is one RPC of the cluster's largest size.
-                    rpc_size_bytes,
-                    ..defaults
-                };
-                gift::controller_by_name(name, seed, config)
-                    .expect("names come from gift::POLICY_NAMES")
-            }
-        }
-    }
-}
-
-fn parse_period_ms(policy: &str, value: &str) -> Result<u64, String> {
-    value
-        .parse()
-        .ok()
-        .filter(|v| (1..=PERIOD_MS_MAX).contains(v))
-        .ok_or_else(|| {
-            format!(
-                "{policy} option period_ms=`{value}` is not a whole number of milliseconds in \
-                 1..={PERIOD_MS_MAX}"
-            )
-        })
-}
-
-/// Checks a policy spec without building anything.
-pub fn check_policy_spec(spec: &str) -> Result<(), String> {
-    PolicyChoice::parse(spec).map(|_| ())
+/// The controller `choice` names under `scenario`: the scenario's `policy.period_ms` is the
+/// default period, its `brw_size` the size of one token; `seed` feeds randomized policies (RND).
+pub fn controller_for_choice(
+    choice: &PolicyChoice,
+    scenario: &Scenario,
+    seed: u64,
+) -> Box<dyn Controller> {
+    choice.controller_with(
+        scenario.policy.period_ms,
+        scenario.cluster.brw_size.bytes(),
+        seed,
+    )
 }
 
 /// The controller for `spec`, or an error listing the allowed names and options.
@@ -184,7 +29,11 @@ pub fn controller_for(
     scenario: &Scenario,
     seed: u64,
 ) -> Result<Box<dyn Controller>, String> {
-    Ok(PolicyChoice::parse(spec)?.controller(scenario, seed))
+    Ok(controller_for_choice(
+        &PolicyChoice::parse(spec)?,
+        scenario,
+        seed,
+    ))
 }
 
 #[cfg(test)]
@@ -192,81 +41,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn specs_parse() {
-        assert_eq!(PolicyChoice::parse("nobw"), Ok(PolicyChoice::NoBw));
-        assert_eq!(
-            PolicyChoice::parse("adaptbf:period_ms=200:demand=arrived"),
-            Ok(PolicyChoice::AdapTbf {
-                period_ms: Some(200),
-                demand: DemandSource::Arrived
-            })
-        );
-        assert_eq!(
-            PolicyChoice::parse("adaptbf"),
-            Ok(PolicyChoice::AdapTbf {
-                period_ms: None,
-                demand: DemandSource::Served
-            })
-        );
-    }
-
-    #[test]
-    fn controllers_take_the_default_period_unless_the_spec_sets_one() {
-        let default = PolicyChoice::parse("adaptbf").unwrap();
-        assert_eq!(
-            default.controller_with(250, 4 << 20, 0).period_ns(),
-            Some(250_000_000)
-        );
-        let own = PolicyChoice::parse("adaptbf:period_ms=40").unwrap();
-        assert_eq!(
-            own.controller_with(250, 4 << 20, 0).period_ns(),
-            Some(40_000_000)
-        );
+    fn scenario_supplies_the_default_period() {
         let scenario = Scenario::load(std::path::Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../scenarios/examples/two-jobs.toml"
         )))
         .unwrap();
-        assert_eq!(
-            default.controller(&scenario, 0).period_ns(),
-            Some(scenario.policy.period_ms * 1_000_000)
-        );
-        assert_eq!(
-            PolicyChoice::Static
-                .controller_with(250, 4 << 20, 0)
-                .period_ns(),
-            None
-        );
-        let gift = PolicyChoice::parse("gift:period_ms=5000").unwrap();
-        assert_eq!(
-            gift.controller_with(250, 4 << 20, 0).period_ns(),
-            Some(5_000_000_000)
-        );
-    }
-
-    #[test]
-    fn bad_specs_say_what_is_allowed() {
-        let e = PolicyChoice::parse("warp").unwrap_err();
-        assert!(e.contains("nobw, static, adaptbf, pofs"), "{e}");
-        assert_eq!(
-            PolicyChoice::parse("gift:period_ms=5000"),
-            Ok(PolicyChoice::Gift {
-                name: "gift",
-                period_ms: Some(5000)
-            })
-        );
-        let e = PolicyChoice::parse("rnd:demand=served").unwrap_err();
-        assert!(e.contains("allowed: period_ms=N"), "{e}");
-        let e = PolicyChoice::parse("static:period_ms=5").unwrap_err();
-        assert!(e.contains("takes no options"), "{e}");
-        let e = PolicyChoice::parse("adaptbf:period_ms=0").unwrap_err();
-        assert!(e.contains("1..=60000"), "{e}");
-        let e = PolicyChoice::parse("adaptbf:demand=guess").unwrap_err();
-        assert!(e.contains("served, arrived"), "{e}");
-        let e = PolicyChoice::parse("adaptbf:speed=3").unwrap_err();
-        assert!(e.contains("period_ms, demand"), "{e}");
-        let e = PolicyChoice::parse("adaptbf:period_ms").unwrap_err();
-        assert!(e.contains("key=value"), "{e}");
-        assert!(PolicyChoice::parse(&"a".repeat(65)).is_err());
+        let c = controller_for("adaptbf", &scenario, 0).unwrap();
+        assert_eq!(c.period_ns(), Some(scenario.policy.period_ms * 1_000_000));
+        let c = controller_for("adaptbf:period_ms=40", &scenario, 0).unwrap();
+        assert_eq!(c.period_ns(), Some(40_000_000));
+        assert!(controller_for("warp", &scenario, 0).is_err());
     }
 }

@@ -6,6 +6,7 @@
 pub mod adaptbf;
 pub mod gift;
 pub mod nobw;
+pub mod spec;
 pub mod static_bw;
 
 use crate::model::{JobId, OstId};

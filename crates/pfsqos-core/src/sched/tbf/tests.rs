@@ -320,6 +320,31 @@ fn realtime_root_without_token_passes_to_the_next_class() {
 }
 
 #[test]
+fn realtime_classes_hop_to_their_token_times_and_settle() {
+    // Two realtime classes without tokens whose kept deadlines are before their token times:
+    // the root hops to its token time, the other becomes root and hops too, then the first is
+    // root again with nothing left to move. N + 1 = 3 hops for 2 classes (a debug assertion
+    // used to count that as failing to settle).
+    let mut t = jobid_tbf();
+    run(&mut t, "start r jobid={a b} rate=49 realtime=1");
+    for p in 0..4 {
+        t.enqueue(0, &tags("a"), p);
+        t.enqueue(0, &tags("b"), 10 + p);
+    }
+    let (got, _) = take_all(&mut t, 1000);
+    assert_eq!(got.len(), 6, "three banked tokens each");
+    let nsecs = 1_000_000_000 / 49;
+    assert_eq!(
+        t.dequeue(2000),
+        Dequeue::Throttled {
+            until_ns: 1000 + nsecs
+        }
+    );
+    assert_eq!(state(&t, "a").deadline_ns, 1000 + nsecs);
+    assert_eq!(state(&t, "b").deadline_ns, 1000 + nsecs);
+}
+
+#[test]
 fn rate_not_dividing_a_second_never_throttles_until_now() {
     let mut t = jobid_tbf();
     run(&mut t, "start r jobid={a} rate=3");

@@ -321,27 +321,35 @@ fn realtime_root_without_token_passes_to_the_next_class() {
 
 #[test]
 fn realtime_classes_hop_to_their_token_times_and_settle() {
-    // Two realtime classes without tokens whose kept deadlines are before their token times:
-    // the root hops to its token time, the other becomes root and hops too, then the first is
-    // root again with nothing left to move. N + 1 = 3 hops for 2 classes (a debug assertion
-    // used to count that as failing to settle).
+    // Two realtime classes with the same kept deadline, no tokens, and check times 3000 and
+    // 3500: the root (a) hops to its token time, b becomes root and hops to its own, then a is
+    // root again with nothing left to move. That is N + 1 = 3 hops for 2 classes, which a debug
+    // assertion once counted as failing to settle.
     let mut t = jobid_tbf();
     run(&mut t, "start r jobid={a b} rate=49 realtime=1");
     for p in 0..4 {
         t.enqueue(0, &tags("a"), p);
         t.enqueue(0, &tags("b"), 10 + p);
     }
-    let (got, _) = take_all(&mut t, 1000);
-    assert_eq!(got.len(), 6, "three banked tokens each");
+    // Alternate single dequeues so the check times differ: a at 1000, 2000, 3000; b at 1500,
+    // 2500, 3500 (each takes one of its three banked tokens).
+    let mut order = Vec::new();
+    for k in 0..6u64 {
+        match t.dequeue(1000 + 500 * k) {
+            Dequeue::Request(r) => order.push(r),
+            other => panic!("expected a request at step {k}, got {other:?}"),
+        }
+    }
+    assert_eq!(order, vec![0, 10, 1, 11, 2, 12]);
     let nsecs = 1_000_000_000 / 49;
     assert_eq!(
-        t.dequeue(2000),
+        t.dequeue(4000),
         Dequeue::Throttled {
-            until_ns: 1000 + nsecs
+            until_ns: 3000 + nsecs
         }
     );
-    assert_eq!(state(&t, "a").deadline_ns, 1000 + nsecs);
-    assert_eq!(state(&t, "b").deadline_ns, 1000 + nsecs);
+    assert_eq!(state(&t, "a").deadline_ns, 3000 + nsecs);
+    assert_eq!(state(&t, "b").deadline_ns, 3500 + nsecs);
 }
 
 #[test]

@@ -32,5 +32,6 @@ pub mod client;
 pub mod conn;
 pub mod control;
 pub mod lctl;
+pub mod mds;
 pub mod ossd;
 pub mod protocol;

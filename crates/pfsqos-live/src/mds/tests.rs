@@ -439,3 +439,24 @@ fn bad_default_layout_is_refused_at_open() {
     );
     assert_eq!(r.err().unwrap().errno, Errno::EINVAL);
 }
+
+#[test]
+fn failed_creates_leave_rotation_and_objects_alone() {
+    let d = tempfile::tempdir().unwrap();
+    let mut ns = open(&d, 3);
+    ns.create(ROOT_INO, b"a", O, None, 0).unwrap();
+    assert_eq!(errno(ns.create(ROOT_INO, b"a", O, None, 0)), Errno::EEXIST);
+    assert_eq!(errno(ns.create(ROOT_INO, b"", O, None, 0)), Errno::EINVAL);
+    let (_, l) = ns.create(ROOT_INO, b"b", O, None, 0).unwrap();
+    assert_eq!(l.stripes, [Stripe { ost: 1, object: 2 }]);
+}
+
+proptest::proptest! {
+    #[test]
+    fn request_and_reply_decoders_never_panic(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)
+    ) {
+        let _ = decode_mds_request(&bytes);
+        let _ = decode_mds_reply(&bytes);
+    }
+}

@@ -98,6 +98,30 @@ enum Command {
         #[arg(long = "job-nodes", value_parser = pfsqos_live::control::parse_job_nodes, requires = "policy")]
         job_nodes: Vec<(pfsqos_core::model::JobId, u32)>,
     },
+    /// Serve the namespace and file layouts (metadata server) from a SQLite database.
+    Mds {
+        /// Address to listen on, e.g. 127.0.0.1:7989.
+        #[arg(long)]
+        listen: SocketAddr,
+        /// Database file (created if missing; WAL files live next to it).
+        #[arg(long)]
+        db: PathBuf,
+        /// File holding the shared cluster key (at least 16 bytes).
+        #[arg(long)]
+        key_file: PathBuf,
+        /// An ossd and its OST count, HOST:PORT:OSTCOUNT; repeat in OST order.
+        #[arg(long = "oss", required = true)]
+        osses: Vec<pfsqos_live::mds::OssSpec>,
+        /// Default stripe count of new files (-1: every OST).
+        #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+        stripe_count: i32,
+        /// Default stripe size of new files (a multiple of 64 KiB).
+        #[arg(long, default_value_t = 1 << 20)]
+        stripe_size: u64,
+        /// File system name.
+        #[arg(long, default_value = "pfsqos")]
+        fsname: String,
+    },
     /// Read or write an ossd's parameters; prints what Lustre's lctl prints.
     Lctl {
         /// ossd address.
@@ -190,6 +214,34 @@ fn main() -> ExitCode {
                 config.control = Some(control);
             }
             return match pfsqos_live::cli::run_ossd(config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("pfsqos: error: {e:#}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Command::Mds {
+            listen,
+            db,
+            key_file,
+            osses,
+            stripe_count,
+            stripe_size,
+            fsname,
+        } => {
+            let key = match pfsqos_live::ossd::read_key_file(&key_file) {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("pfsqos: error: {e:#}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut config = pfsqos_live::mds::MdsConfig::new(listen, db, key, osses);
+            config.namespace.fsname = fsname;
+            config.namespace.default_stripe.stripe_count = stripe_count;
+            config.namespace.default_stripe.stripe_size_bytes = stripe_size;
+            return match pfsqos_live::cli::run_mds(config) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("pfsqos: error: {e:#}");

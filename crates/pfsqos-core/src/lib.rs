@@ -11,6 +11,7 @@ pub mod control;
 pub mod jobstats;
 pub mod metrics;
 pub mod model;
+pub mod place;
 pub mod sched;
 
 /// Nanoseconds per second, the unit every time value in pfsqos is expressed in.

@@ -1,4 +1,4 @@
-//! Entry points for the `pfsqos ossd` and `pfsqos lctl` subcommands: they own the tokio runtime
+//! Entry points for the `pfsqos ossd`, `pfsqos mds` and `pfsqos lctl` subcommands: they own the tokio runtime
 //! and logging so the binary stays thin.
 
 use std::io::Write;
@@ -6,6 +6,7 @@ use std::io::Write;
 use tracing::info;
 
 use crate::lctl::{self, LctlArgs};
+use crate::mds::{Mds, MdsConfig};
 use crate::ossd::{Ossd, OssdConfig};
 
 /// Logs to stderr at INFO (or the level in `PFSQOS_LOG`: error, warn, info, debug, trace).
@@ -36,6 +37,26 @@ pub fn run_ossd(config: OssdConfig) -> anyhow::Result<()> {
         tokio::signal::ctrl_c().await?;
         info!("interrupted; shutting down");
         ossd.shutdown().await;
+        Ok(())
+    })
+}
+
+/// Runs an mds until Ctrl-C. Every acknowledged mutation is already durable, so an abrupt
+/// stop loses nothing acknowledged.
+pub fn run_mds(config: MdsConfig) -> anyhow::Result<()> {
+    init_logging();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("mds-net")
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let mds = Mds::start(config).await?;
+        println!("mds listening on {}", mds.local_addr());
+        let _ = std::io::stdout().flush();
+        tokio::signal::ctrl_c().await?;
+        info!("interrupted; shutting down");
+        mds.shutdown().await;
         Ok(())
     })
 }

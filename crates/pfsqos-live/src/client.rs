@@ -9,6 +9,10 @@ use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 use crate::conn::{self, ConnError, Reader, ServerInfo, Writer, HANDSHAKE_TIMEOUT};
+use crate::mds::{
+    decode_mds_reply, Attr, DirPage, FileLayout, MdsOp, MdsReplyBody, MdsRequest, Owner, SetAttr,
+    StatFs, StripeSpec,
+};
 use crate::protocol::*;
 
 /// A failed request: the connection failed, or the server answered an error.
@@ -241,6 +245,225 @@ impl OssClient {
         match self.reply(tag).await? {
             ReplyBody::Params(p) => Ok(p),
             other => Err(ProtocolError::Invalid(format!("set_param answered {other:?}")).into()),
+        }
+    }
+
+    /// Sends raw bytes as one frame (tests of hostile input).
+    pub async fn send_raw_frame(&mut self, body: Vec<u8>) -> Result<(), ConnError> {
+        self.writer.frame(body).await
+    }
+
+    /// Waits for the next frame (tests: to see the server close the connection).
+    pub async fn next_frame(&mut self) -> Result<Vec<u8>, ConnError> {
+        Ok(self.reader.frame().await?.to_vec())
+    }
+}
+
+/// A metadata client: one request at a time on one connection. Every call is one MDS
+/// operation; errors the server answers come back as [`ClientError::Remote`] with the errno.
+pub struct MdsClient {
+    reader: Reader<OwnedReadHalf>,
+    writer: Writer<OwnedWriteHalf>,
+    info: ServerInfo,
+    next_tag: u64,
+}
+
+impl MdsClient {
+    pub async fn connect(addr: SocketAddr, key: &[u8]) -> Result<Self, ConnError> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (r, w) = stream.into_split();
+        let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
+        let info = timeout(
+            HANDSHAKE_TIMEOUT,
+            conn::client_handshake(
+                &mut reader,
+                &mut writer,
+                key,
+                Role::Client,
+                PROTOCOL_VERSION,
+            ),
+        )
+        .await
+        .map_err(|_| ConnError::Timeout)??;
+        Ok(MdsClient {
+            reader,
+            writer,
+            info,
+            next_tag: 1,
+        })
+    }
+
+    /// File system name and total OST count from the handshake.
+    pub fn server(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    /// Sends one operation and waits for its reply.
+    pub async fn call(&mut self, op: MdsOp) -> Result<MdsReplyBody, ClientError> {
+        self.next_tag += 1;
+        let tag = self.next_tag;
+        self.writer.msg(&MdsRequest { tag, op }).await?;
+        let reply = decode_mds_reply(&self.reader.frame().await?)?;
+        if reply.tag != tag {
+            return Err(ProtocolError::Invalid(format!(
+                "reply tag {} for request {tag}",
+                reply.tag
+            ))
+            .into());
+        }
+        reply.result.map_err(ClientError::Remote)
+    }
+
+    fn unexpected<T>(what: &str, body: MdsReplyBody) -> Result<T, ClientError> {
+        Err(ProtocolError::Invalid(format!("{what} answered {body:?}")).into())
+    }
+
+    pub async fn create(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        owner: Owner,
+        stripe: Option<StripeSpec>,
+    ) -> Result<(Attr, FileLayout), ClientError> {
+        let op = MdsOp::Create {
+            parent,
+            name: name.to_vec(),
+            owner,
+            stripe,
+        };
+        match self.call(op).await? {
+            MdsReplyBody::Created(a, l) => Ok((a, l)),
+            b => Self::unexpected("create", b),
+        }
+    }
+
+    pub async fn mkdir(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        owner: Owner,
+    ) -> Result<Attr, ClientError> {
+        let op = MdsOp::Mkdir {
+            parent,
+            name: name.to_vec(),
+            owner,
+        };
+        self.attr("mkdir", op).await
+    }
+
+    async fn attr(&mut self, what: &str, op: MdsOp) -> Result<Attr, ClientError> {
+        match self.call(op).await? {
+            MdsReplyBody::Attr(a) => Ok(a),
+            b => Self::unexpected(what, b),
+        }
+    }
+
+    pub async fn lookup(&mut self, parent: u64, name: &[u8]) -> Result<Attr, ClientError> {
+        let op = MdsOp::Lookup {
+            parent,
+            name: name.to_vec(),
+        };
+        self.attr("lookup", op).await
+    }
+
+    pub async fn getattr(&mut self, ino: u64) -> Result<Attr, ClientError> {
+        self.attr("getattr", MdsOp::GetAttr { ino }).await
+    }
+
+    /// Changes attributes; a size change is a truncate the MDS records. Punching the objects
+    /// on the OSSs (with [`OssClient::punch`]) is the caller's job.
+    pub async fn setattr(&mut self, ino: u64, set: SetAttr) -> Result<Attr, ClientError> {
+        self.attr("setattr", MdsOp::SetAttr { ino, set }).await
+    }
+
+    pub async fn layout(&mut self, ino: u64) -> Result<FileLayout, ClientError> {
+        match self.call(MdsOp::GetLayout { ino }).await? {
+            MdsReplyBody::Layout(l) => Ok(l),
+            b => Self::unexpected("layout", b),
+        }
+    }
+
+    /// One page of at most `max` entries after cursor `after` (0 to start).
+    pub async fn readdir(
+        &mut self,
+        dir: u64,
+        after: u64,
+        max: u32,
+    ) -> Result<DirPage, ClientError> {
+        match self.call(MdsOp::ReadDir { dir, after, max }).await? {
+            MdsReplyBody::Dir(p) => Ok(p),
+            b => Self::unexpected("readdir", b),
+        }
+    }
+
+    /// Removes a file; returns its layout so the caller can destroy the objects.
+    pub async fn unlink(&mut self, parent: u64, name: &[u8]) -> Result<FileLayout, ClientError> {
+        let op = MdsOp::Unlink {
+            parent,
+            name: name.to_vec(),
+        };
+        match self.call(op).await? {
+            MdsReplyBody::Removed(Some(l)) => Ok(l),
+            b => Self::unexpected("unlink", b),
+        }
+    }
+
+    pub async fn rmdir(&mut self, parent: u64, name: &[u8]) -> Result<(), ClientError> {
+        let op = MdsOp::Rmdir {
+            parent,
+            name: name.to_vec(),
+        };
+        match self.call(op).await? {
+            MdsReplyBody::Done => Ok(()),
+            b => Self::unexpected("rmdir", b),
+        }
+    }
+
+    /// Returns the layout of a file the rename replaced, whose objects the caller destroys.
+    pub async fn rename(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        new_parent: u64,
+        new_name: &[u8],
+    ) -> Result<Option<FileLayout>, ClientError> {
+        let op = MdsOp::Rename {
+            parent,
+            name: name.to_vec(),
+            new_parent,
+            new_name: new_name.to_vec(),
+        };
+        match self.call(op).await? {
+            MdsReplyBody::Removed(l) => Ok(l),
+            b => Self::unexpected("rename", b),
+        }
+    }
+
+    /// `lfs setstripe` on a directory (`None` clears it).
+    pub async fn set_dir_stripe(
+        &mut self,
+        dir: u64,
+        spec: Option<StripeSpec>,
+    ) -> Result<(), ClientError> {
+        match self.call(MdsOp::SetDirStripe { dir, spec }).await? {
+            MdsReplyBody::Done => Ok(()),
+            b => Self::unexpected("setstripe", b),
+        }
+    }
+
+    pub async fn dir_stripe(&mut self, dir: u64) -> Result<Option<StripeSpec>, ClientError> {
+        match self.call(MdsOp::GetDirStripe { dir }).await? {
+            MdsReplyBody::DirStripe(s) => Ok(s),
+            b => Self::unexpected("getstripe", b),
+        }
+    }
+
+    /// File system name, OSTs with their ossd addresses, inode counts, default layout.
+    pub async fn statfs(&mut self) -> Result<StatFs, ClientError> {
+        match self.call(MdsOp::StatFs).await? {
+            MdsReplyBody::StatFs(s) => Ok(s),
+            b => Self::unexpected("statfs", b),
         }
     }
 

@@ -2,8 +2,9 @@
 //! simulator runs.
 //!
 //! This crate holds the foundation: the wire [`protocol`], framed connections ([`conn`]), the
-//! object storage server [`ossd`] with its optional [`control`] loop, a simple [`client`], and
-//! [`lctl`]. The MDS, the FUSE client and the cluster launcher build on these.
+//! object storage server [`ossd`] with its optional [`control`] loop, the metadata server
+//! [`mds`] (namespace and layouts in SQLite), simple OSS and MDS [`client`]s, and [`lctl`].
+//! The FUSE client and the cluster launcher build on these.
 //!
 //! # Message flow
 //! ```text
@@ -32,5 +33,6 @@ pub mod client;
 pub mod conn;
 pub mod control;
 pub mod lctl;
+pub mod mds;
 pub mod ossd;
 pub mod protocol;

@@ -274,10 +274,13 @@ pub enum Errno {
     ENAMETOOLONG,
     ENOSYS,
     EPROTO,
+    ENOTDIR,
+    EISDIR,
+    ENOTEMPTY,
 }
 
 impl Errno {
-    const ALL: [Errno; 14] = [
+    const ALL: [Errno; 17] = [
         Errno::EPERM,
         Errno::ENOENT,
         Errno::EIO,
@@ -292,6 +295,9 @@ impl Errno {
         Errno::ENAMETOOLONG,
         Errno::ENOSYS,
         Errno::EPROTO,
+        Errno::ENOTDIR,
+        Errno::EISDIR,
+        Errno::ENOTEMPTY,
     ];
 
     pub fn name(self) -> &'static str {
@@ -310,6 +316,9 @@ impl Errno {
             Errno::ENAMETOOLONG => "ENAMETOOLONG",
             Errno::ENOSYS => "ENOSYS",
             Errno::EPROTO => "EPROTO",
+            Errno::ENOTDIR => "ENOTDIR",
+            Errno::EISDIR => "EISDIR",
+            Errno::ENOTEMPTY => "ENOTEMPTY",
         }
     }
 
@@ -330,6 +339,9 @@ impl Errno {
             Errno::ENAMETOOLONG => "File name too long",
             Errno::ENOSYS => "Function not implemented",
             Errno::EPROTO => "Protocol error",
+            Errno::ENOTDIR => "Not a directory",
+            Errno::EISDIR => "Is a directory",
+            Errno::ENOTEMPTY => "Directory not empty",
         }
     }
 

@@ -1,0 +1,283 @@
+//! Object placement: which OSTs hold the stripes of a new file.
+//!
+//! The MDS asks a [`Placement`] for a layout at every create; round-robin ([`RoundRobin`]) is
+//! Lustre's default allocator, and QoS-aware placers implement the same trait.
+
+use std::fmt;
+
+/// Smallest stripe size and the unit every stripe size is a multiple of (Lustre: 64 KiB).
+pub const STRIPE_SIZE_UNIT_BYTES: u64 = 64 << 10;
+/// Largest stripe size (Lustre: 4 GiB).
+pub const STRIPE_SIZE_MAX_BYTES: u64 = 4 << 30;
+/// Largest stripe count of one file (Lustre's `LOV_MAX_STRIPE_COUNT`).
+pub const STRIPE_COUNT_MAX: u32 = 2000;
+/// Stripe count meaning "every OST" (`lfs setstripe -c -1`).
+pub const STRIPE_COUNT_ALL: i32 = -1;
+
+/// What a create needs placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlacementRequest {
+    /// Stripes wanted: 1..=ost_count, or [`STRIPE_COUNT_ALL`].
+    pub stripe_count: i32,
+    pub stripe_size_bytes: u64,
+    /// OSTs in the file system, indexed `0..ost_count`.
+    pub ost_count: u32,
+    /// First OST wanted (`lfs setstripe -i`); `None` lets the placer choose.
+    pub start_ost: Option<u32>,
+}
+
+/// Where a file's stripes live: stripe `i` is on `osts[i]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StripeLayout {
+    pub stripe_size_bytes: u64,
+    pub osts: Vec<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlacementError {
+    NoOsts,
+    /// 0, below -1, or above [`STRIPE_COUNT_MAX`].
+    BadStripeCount(i32),
+    /// More stripes than OSTs: one OST would hold two stripes of the file.
+    StripeCountExceedsOsts {
+        stripe_count: u32,
+        ost_count: u32,
+    },
+    /// Not a positive multiple of [`STRIPE_SIZE_UNIT_BYTES`] up to [`STRIPE_SIZE_MAX_BYTES`].
+    BadStripeSize(u64),
+    StartOstOutOfRange {
+        start_ost: u32,
+        ost_count: u32,
+    },
+}
+
+impl PlacementError {
+    /// The errno Lustre answers for this error.
+    pub fn errno(&self) -> &'static str {
+        match self {
+            PlacementError::NoOsts => "ENOSPC",
+            _ => "EINVAL",
+        }
+    }
+}
+
+impl fmt::Display for PlacementError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlacementError::NoOsts => write!(f, "no OSTs to place objects on"),
+            PlacementError::BadStripeCount(c) => write!(
+                f,
+                "stripe count {c} invalid (1..={STRIPE_COUNT_MAX} or -1 for all OSTs)"
+            ),
+            PlacementError::StripeCountExceedsOsts {
+                stripe_count,
+                ost_count,
+            } => write!(
+                f,
+                "stripe count {stripe_count} exceeds the {ost_count} OSTs of the file system"
+            ),
+            PlacementError::BadStripeSize(s) => write!(
+                f,
+                "stripe size {s} invalid (a multiple of {STRIPE_SIZE_UNIT_BYTES} up to {STRIPE_SIZE_MAX_BYTES})"
+            ),
+            PlacementError::StartOstOutOfRange {
+                start_ost,
+                ost_count,
+            } => write!(f, "start OST {start_ost} out of range ({ost_count} OSTs)"),
+        }
+    }
+}
+
+impl std::error::Error for PlacementError {}
+
+impl PlacementRequest {
+    /// Checks the request and resolves the stripe count (`-1` becomes the OST count).
+    pub fn resolved_stripe_count(&self) -> Result<u32, PlacementError> {
+        if self.ost_count == 0 {
+            return Err(PlacementError::NoOsts);
+        }
+        let s = self.stripe_size_bytes;
+        if s == 0 || !s.is_multiple_of(STRIPE_SIZE_UNIT_BYTES) || s > STRIPE_SIZE_MAX_BYTES {
+            return Err(PlacementError::BadStripeSize(s));
+        }
+        if let Some(start_ost) = self.start_ost {
+            if start_ost >= self.ost_count {
+                return Err(PlacementError::StartOstOutOfRange {
+                    start_ost,
+                    ost_count: self.ost_count,
+                });
+            }
+        }
+        let count = match self.stripe_count {
+            STRIPE_COUNT_ALL => self.ost_count.min(STRIPE_COUNT_MAX),
+            c if c >= 1 && c as u32 <= STRIPE_COUNT_MAX => c as u32,
+            c => return Err(PlacementError::BadStripeCount(c)),
+        };
+        if count > self.ost_count {
+            return Err(PlacementError::StripeCountExceedsOsts {
+                stripe_count: count,
+                ost_count: self.ost_count,
+            });
+        }
+        Ok(count)
+    }
+}
+
+/// Chooses the OSTs of new files.
+pub trait Placement {
+    fn place(&mut self, request: &PlacementRequest) -> Result<StripeLayout, PlacementError>;
+}
+
+/// Lustre's round-robin allocator: each file's stripes go on consecutive OSTs (modulo the
+/// count) starting at a cursor, and the cursor moves past them so consecutive files spread
+/// over all OSTs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RoundRobin {
+    cursor: u32,
+}
+
+impl RoundRobin {
+    pub fn new(cursor: u32) -> RoundRobin {
+        RoundRobin { cursor }
+    }
+
+    /// The OST the next file without a start hint begins on (modulo the OST count).
+    pub fn cursor(&self) -> u32 {
+        self.cursor
+    }
+}
+
+impl Placement for RoundRobin {
+    fn place(&mut self, request: &PlacementRequest) -> Result<StripeLayout, PlacementError> {
+        let count = request.resolved_stripe_count()?;
+        let n = request.ost_count;
+        // An explicit start (lfs setstripe -i) is the user's choice and leaves the rotation
+        // of everyone else's files alone.
+        let start = match request.start_ost {
+            Some(s) => s,
+            None => {
+                let s = self.cursor % n;
+                self.cursor = ((s as u64 + count as u64) % n as u64) as u32;
+                s
+            }
+        };
+        let osts = (0..count)
+            .map(|i| ((start as u64 + i as u64) % n as u64) as u32)
+            .collect();
+        Ok(StripeLayout {
+            stripe_size_bytes: request.stripe_size_bytes,
+            osts,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn req(stripe_count: i32, ost_count: u32) -> PlacementRequest {
+        PlacementRequest {
+            stripe_count,
+            stripe_size_bytes: 1 << 20,
+            ost_count,
+            start_ost: None,
+        }
+    }
+
+    #[test]
+    fn round_robin_sequence_of_creates() {
+        let mut rr = RoundRobin::default();
+        let got: Vec<Vec<u32>> = [1, 1, 2, 3, 1, -1, 2]
+            .iter()
+            .map(|&c| rr.place(&req(c, 4)).unwrap().osts)
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                vec![0],
+                vec![1],
+                vec![2, 3],
+                vec![0, 1, 2],
+                vec![3],
+                vec![0, 1, 2, 3],
+                vec![0, 1],
+            ]
+        );
+        assert_eq!(rr.cursor(), 2);
+    }
+
+    #[test]
+    fn start_hint_is_honoured_and_leaves_the_cursor() {
+        let mut rr = RoundRobin::new(1);
+        let l = rr
+            .place(&PlacementRequest {
+                start_ost: Some(3),
+                ..req(2, 4)
+            })
+            .unwrap();
+        assert_eq!(l.osts, [3, 0]);
+        assert_eq!(rr.place(&req(1, 4)).unwrap().osts, [1]);
+    }
+
+    #[test]
+    fn bad_requests_are_typed_errors() {
+        let mut rr = RoundRobin::default();
+        assert_eq!(
+            rr.place(&req(5, 4)),
+            Err(PlacementError::StripeCountExceedsOsts {
+                stripe_count: 5,
+                ost_count: 4
+            })
+        );
+        assert_eq!(rr.place(&req(0, 4)), Err(PlacementError::BadStripeCount(0)));
+        assert_eq!(
+            rr.place(&req(-2, 4)),
+            Err(PlacementError::BadStripeCount(-2))
+        );
+        assert_eq!(rr.place(&req(1, 0)), Err(PlacementError::NoOsts));
+        for s in [0, 4096, (64 << 10) + 1, (4 << 30) + (64 << 10)] {
+            assert_eq!(
+                rr.place(&PlacementRequest {
+                    stripe_size_bytes: s,
+                    ..req(1, 4)
+                }),
+                Err(PlacementError::BadStripeSize(s))
+            );
+        }
+        assert!(matches!(
+            rr.place(&PlacementRequest {
+                start_ost: Some(4),
+                ..req(1, 4)
+            }),
+            Err(PlacementError::StartOstOutOfRange { .. })
+        ));
+        // Failed requests do not move the cursor.
+        assert_eq!(rr.cursor(), 0);
+    }
+
+    proptest! {
+        #[test]
+        fn layouts_are_in_range_distinct_and_of_the_wanted_count(
+            ost_count in 1u32..64,
+            counts in proptest::collection::vec(-1i32..8, 1..32),
+            cursor in any::<u32>(),
+        ) {
+            let mut rr = RoundRobin::new(cursor);
+            for c in counts {
+                match rr.place(&req(c, ost_count)) {
+                    Ok(l) => {
+                        let want = if c == -1 { ost_count } else { c as u32 };
+                        prop_assert_eq!(l.osts.len() as u32, want);
+                        prop_assert!(l.osts.iter().all(|&o| o < ost_count));
+                        let mut d = l.osts.clone();
+                        d.sort_unstable();
+                        d.dedup();
+                        prop_assert_eq!(d.len(), l.osts.len());
+                    }
+                    Err(_) => prop_assert!(c == 0 || c as u32 > ost_count),
+                }
+            }
+        }
+    }
+}

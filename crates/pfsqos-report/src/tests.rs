@@ -25,6 +25,7 @@ fn job(
         last_io_ns: last,
         finished: true,
         bytes_per_ost_bin: bins,
+        phases: None,
     }
 }
 

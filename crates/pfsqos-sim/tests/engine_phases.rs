@@ -1,0 +1,199 @@
+//! Synchronous I/O phases (`kind = "phases"`): the job-wide barrier, GIFT's metrics, and a
+//! BSIP-vs-POFS comparison.
+
+mod engine_common;
+use engine_common::*;
+use pfsqos_sim::run_traced;
+
+const MIB: u64 = 1 << 20;
+const S: u64 = 1_000_000_000;
+
+/// Two OSSes of one OST each: OST 0 at `fast` MiB/s, OST 1 at `slow` MiB/s, no overhead.
+fn two_osts(fast: f64, slow: f64, jobs: &str) -> String {
+    format!(
+        r#"
+name = "phases"
+[simulation]
+duration_s = 100.0
+[cluster]
+clients = 4
+stripe_size = "4M"
+{FAST_NET}
+[[device]]
+name = "fast"
+read = [{{ size = "4k", bandwidth_mib_s = {fast} }}]
+write = [{{ size = "4k", bandwidth_mib_s = {fast} }}]
+[[device]]
+name = "slow"
+read = [{{ size = "4k", bandwidth_mib_s = {slow} }}]
+write = [{{ size = "4k", bandwidth_mib_s = {slow} }}]
+[[oss]]
+name = "oss0"
+osts = 1
+device = "fast"
+[[oss]]
+name = "oss1"
+osts = 1
+device = "slow"
+{jobs}
+"#
+    )
+}
+
+/// A process group of one process writing `phase_mib` per phase on OST `ost`.
+fn group(ost: u32, phases: u32, compute_s: f64, phase_mib: u64) -> String {
+    format!(
+        r#"
+[[job.processes]]
+rw = "write"
+bs = "4M"
+size = "{size}M"
+iodepth = 4
+stripe_offset = {ost}
+[job.processes.shape]
+kind = "phases"
+phases = {phases}
+compute_s = {compute_s}
+phase_size = "{phase_mib}M"
+"#,
+        size = phases as u64 * phase_mib
+    )
+}
+
+fn job(id: &str, clients: &str, groups: &[String]) -> String {
+    format!(
+        "\n[[job]]\nid = \"{id}\"\nnodes = 1\nclients = {clients}\n{}",
+        groups.concat()
+    )
+}
+
+/// One job, a process on the fast OST (100 MiB/s) and one on the slow one (50 MiB/s), three
+/// phases of 100 MiB per process after 1.5 s of compute each.
+fn fast_and_slow() -> String {
+    two_osts(
+        100.0,
+        50.0,
+        &job(
+            "a",
+            "[0, 1]",
+            &[group(0, 3, 1.5, 100), group(1, 3, 1.5, 100)],
+        ),
+    )
+}
+
+#[test]
+fn the_slow_process_holds_the_job_and_compute_adds_exactly() {
+    let s = scenario(&fast_and_slow());
+    let (out, trace) = run_traced(&s, "nobw", 1).unwrap();
+    let ph = out.jobs[0]
+        .phases
+        .as_ref()
+        .expect("phased job has a record");
+    assert_eq!(ph.start_ns, 0);
+    assert_eq!(ph.phases_done(), 3);
+    assert!(out.jobs[0].finished);
+    let mut prev_end = 0;
+    for (k, p) in ph.done.iter().enumerate() {
+        // Compute adds exactly: the phase starts compute_s after the previous barrier (or the
+        // job start), for both processes.
+        assert_eq!(p.start_ns, prev_end + 3 * S / 2, "phase {k}");
+        assert_eq!(p.bytes, 200 * MIB);
+        let in_phase =
+            |t: &&pfsqos_sim::RpcTrace| t.created_ns >= p.start_ns && t.completed_ns <= p.end_ns;
+        for proc_ in 0..2u32 {
+            let first = trace
+                .iter()
+                .filter(|t| t.process == proc_ && t.created_ns >= p.start_ns)
+                .map(|t| t.created_ns)
+                .min()
+                .unwrap();
+            assert_eq!(first, p.start_ns, "process {proc_} starts with the job");
+            let bytes: u64 = trace
+                .iter()
+                .filter(in_phase)
+                .filter(|t| t.process == proc_)
+                .map(|t| t.size_bytes)
+                .sum();
+            assert_eq!(
+                bytes,
+                100 * MIB,
+                "process {proc_} did its part in phase {k}"
+            );
+        }
+        // The barrier is the last completion of the phase, which is the slow process's.
+        let last = |proc_: u32| {
+            trace
+                .iter()
+                .filter(in_phase)
+                .filter(|t| t.process == proc_)
+                .map(|t| t.completed_ns)
+                .max()
+                .unwrap()
+        };
+        assert_eq!(p.end_ns, last(1));
+        assert!(last(0) < last(1));
+        // The fast process waited: its part took about 1 s, the phase about 2 s.
+        let fast_s = (last(0) - p.start_ns) as f64 / 1e9;
+        assert!((fast_s - 1.0).abs() < 0.02, "fast part {fast_s} s");
+        let dur_s = p.duration_ns() as f64 / 1e9;
+        assert!((dur_s - 2.0).abs() < 0.02, "phase {dur_s} s");
+        prev_end = p.end_ns;
+    }
+    assert_eq!(ph.run_time_ns(), prev_end);
+    assert_eq!(
+        ph.io_time_ns(),
+        ph.done.iter().map(|p| p.end_ns - p.start_ns).sum::<u64>()
+    );
+    // Nothing happens between a barrier and the next phase: no RPC is created in compute.
+    for w in ph.done.windows(2) {
+        assert!(!trace
+            .iter()
+            .any(|t| t.created_ns > w[0].end_ns && t.created_ns < w[1].start_ns));
+    }
+}
+
+#[test]
+fn effective_bandwidth_counts_only_synchronous_progress() {
+    let s = scenario(&fast_and_slow());
+    let out = run_quiet(&s, "nobw", 1);
+    // Each phase moves 200 MiB in the slow process's 2 s: 100 MiB/s, twice the slow rate, not
+    // the 150 MiB/s the two OSTs deliver while both run.
+    let eff = out.effective_system_bytes_per_s().unwrap() / MIB as f64;
+    assert!((eff - 100.0).abs() < 1.0, "effective {eff} MiB/s");
+    for p in &out.jobs[0].phases.as_ref().unwrap().done {
+        let e = p.effective_bytes_per_s().unwrap() / MIB as f64;
+        assert!((e - 100.0).abs() < 1.0, "phase effective {e} MiB/s");
+    }
+    let io_s = out.mean_app_io_time_ns().unwrap() / 1e9;
+    assert!((io_s - 6.0).abs() < 0.05, "I/O time {io_s} s");
+}
+
+#[test]
+fn phases_are_deterministic() {
+    let s = scenario(&fast_and_slow());
+    let a = run_quiet(&s, "nobw", 7);
+    let b = run_quiet(&s, "nobw", 7);
+    assert_eq!(a, b);
+    assert_eq!(
+        format!("{:?}", a.jobs[0].phases),
+        format!("{:?}", b.jobs[0].phases)
+    );
+}
+
+#[test]
+fn a_job_cut_by_the_duration_records_only_completed_phases() {
+    // 10 phases of 2 s I/O + 1.5 s compute need 35 s; 8 s of run completes 2 (ends 3.5, 7).
+    let text = two_osts(
+        100.0,
+        50.0,
+        &job(
+            "a",
+            "[0, 1]",
+            &[group(0, 10, 1.5, 100), group(1, 10, 1.5, 100)],
+        ),
+    )
+    .replace("duration_s = 100.0", "duration_s = 8.0");
+    let out = run_quiet(&scenario(&text), "nobw", 1);
+    assert!(!out.jobs[0].finished);
+    assert_eq!(out.jobs[0].phases.as_ref().unwrap().phases_done(), 2);
+}

@@ -265,3 +265,23 @@ fn gift_fills_the_bsip_gap_and_lowers_mean_io_time() {
     );
     assert!(gift_mean < bsip_mean, "gift {gift_mean} bsip {bsip_mean}");
 }
+
+#[test]
+fn shipped_phases_example_runs_every_phase() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios/gift/phases-example.toml");
+    let s = pfsqos_sim::Scenario::load(&path).unwrap();
+    for policy in &s.policy.compare {
+        let out = run_quiet(&s, policy, 1);
+        for j in &out.jobs {
+            assert!(j.finished, "{policy} {}", j.job_id);
+            assert_eq!(j.phases.as_ref().unwrap().phases_done(), 5, "{policy}");
+        }
+        eprintln!(
+            "{policy}: mean I/O time {:.2} s, effective {:.1} MiB/s, end {:.2} s",
+            out.mean_app_io_time_ns().unwrap() / 1e9,
+            out.effective_system_bytes_per_s().unwrap() / MIB as f64,
+            out.end_ns as f64 / 1e9
+        );
+    }
+}

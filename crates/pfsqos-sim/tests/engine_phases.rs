@@ -285,3 +285,34 @@ fn shipped_phases_example_runs_every_phase() {
         );
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+    /// Whatever the rates, sizes and compute time: every phase completes, each starts exactly
+    /// `compute_s` after the previous barrier, and holds every process's bytes.
+    #[test]
+    fn barrier_holds_for_any_shape(
+        phases in 1u32..5, compute_ds in 0u32..20, mib_a in 4u64..40, mib_b in 4u64..40,
+        slow in 10u32..100,
+    ) {
+        let compute_s = f64::from(compute_ds) / 10.0;
+        let text = two_osts(
+            100.0,
+            f64::from(slow),
+            &job("a", "[0, 1]", &[group(0, phases, compute_s, mib_a), group(1, phases, compute_s, mib_b)]),
+        );
+        let out = run_quiet(&scenario(&text), "nobw", 1);
+        let ph = out.jobs[0].phases.as_ref().unwrap();
+        proptest::prop_assert_eq!(ph.phases_done(), phases);
+        let compute_ns = (compute_s * 1e9).round() as u64;
+        let mut prev = 0;
+        for p in &ph.done {
+            proptest::prop_assert_eq!(p.start_ns, prev + compute_ns);
+            proptest::prop_assert_eq!(p.bytes, (mib_a + mib_b) * MIB);
+            proptest::prop_assert!(p.end_ns > p.start_ns);
+            prev = p.end_ns;
+        }
+        proptest::prop_assert_eq!(out.end_ns, prev);
+        proptest::prop_assert_eq!(out.jobs[0].bytes(), u64::from(phases) * (mib_a + mib_b) * MIB);
+    }
+}

@@ -145,6 +145,7 @@ fn make_run(policy: &str, fair: bool, traced: bool) -> RunOutput {
                 last_io_ns: Some(BINS as u64 * BIN_NS),
                 finished: j != 2,
                 bytes_per_ost_bin: osts,
+                phases: None,
             }
         })
         .collect();

@@ -35,6 +35,15 @@ pub struct RunSummary {
     /// Sum of |share - node share| over the fairness-window bytes.
     pub share_deviation: f64,
     pub fairness_window: FairnessWindow,
+    /// GIFT's mean application I/O time over the jobs with synchronous I/O phases; absent when
+    /// no job has phases (`pfsqos_sim::RunOutput::mean_app_io_time_ns`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_app_io_time_s: Option<f64>,
+    /// GIFT's effective system bandwidth over completed phases; absent without phases
+    /// (`pfsqos_sim::RunOutput::effective_system_bytes_per_s`, formula in
+    /// docs/reproductions/gift.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_system_mib_s: Option<f64>,
     pub engine: EngineSummary,
     pub control_writes: u64,
     pub rejected_control_writes: u64,
@@ -68,6 +77,20 @@ pub struct JobSummary {
     pub finished: bool,
     /// Bytes inside the fairness window (what the weighted metrics are computed over).
     pub window_bytes: u64,
+    /// Synchronous I/O phases (scenario shape `phases`); absent for other jobs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<PhasesSummary>,
+}
+
+/// A job's synchronous I/O phases (GIFT §4 application metrics).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PhasesSummary {
+    /// Phases completed (barrier reached) before the run ended.
+    pub phases_done: u32,
+    /// Sum of the phase durations (first process starts its I/O to the barrier).
+    pub io_time_s: f64,
+    /// Job start to the end of its last completed phase.
+    pub run_time_s: f64,
 }
 
 /// Which bytes the weighted fairness metrics were computed over.
@@ -171,6 +194,11 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
             last_io_s: job.last_io_ns.map(ns_to_s),
             finished: job.finished,
             window_bytes,
+            phases: job.phases.as_ref().map(|p| PhasesSummary {
+                phases_done: p.phases_done(),
+                io_time_s: ns_to_s(p.io_time_ns()),
+                run_time_s: ns_to_s(p.run_time_ns()),
+            }),
         })
         .collect();
 
@@ -211,6 +239,10 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
         weighted_jain_index: weighted_jain_index(&window_values, &weights),
         share_deviation: share_deviation(&window_values, &weights),
         fairness_window,
+        mean_app_io_time_s: run.mean_app_io_time_ns().map(|ns| ns / 1e9),
+        effective_system_mib_s: run
+            .effective_system_bytes_per_s()
+            .map(|b| b / BYTES_PER_MIB),
         engine: EngineSummary {
             events: run.engine.events,
             rpcs: run.engine.rpcs,

@@ -25,6 +25,7 @@ fn job(
         last_io_ns: last,
         finished: true,
         bytes_per_ost_bin: bins,
+        phases: None,
     }
 }
 
@@ -742,4 +743,30 @@ mod properties {
             prop_assert!(!html.contains("NaN") && !html.contains("inf"));
         }
     }
+}
+
+#[test]
+fn phase_metrics_appear_only_for_phased_runs() {
+    let plain = summary_json(&two_jobs("nobw"));
+    assert!(!plain.contains("phases"), "{plain}");
+    assert!(!plain.contains("effective_system_mib_s"), "{plain}");
+    let mut r = two_jobs("bsip");
+    // One phase of 200 MiB from 1 s to 3 s; the job started at 0.5 s.
+    r.jobs[0].phases = Some(pfsqos_sim::JobPhases {
+        start_ns: S / 2,
+        done: vec![pfsqos_sim::PhaseRecord {
+            start_ns: S,
+            end_ns: 3 * S,
+            bytes: 200 * MIB,
+        }],
+    });
+    let s = summary::summarize(&r);
+    assert_eq!(s.mean_app_io_time_s, Some(2.0));
+    assert_eq!(s.effective_system_mib_s, Some(100.0));
+    let p = s.jobs[0].phases.as_ref().unwrap();
+    assert_eq!((p.phases_done, p.io_time_s, p.run_time_s), (1, 2.0, 2.5));
+    assert!(s.jobs[1].phases.is_none());
+    let json = summary_json(&r);
+    assert!(json.contains("\"mean_app_io_time_s\": 2.0"), "{json}");
+    assert!(json.contains("\"phases_done\": 1"), "{json}");
 }

@@ -208,6 +208,7 @@ mod tests {
                     last_io_ns: None,
                     finished: true,
                     bytes_per_ost_bin: Vec::new(),
+                    phases: None,
                 })
                 .collect(),
             control_log: Vec::new(),

@@ -58,9 +58,10 @@ use crate::device::{Device, DeviceModel, ServiceTime};
 use crate::events::{Event, EventQueue};
 use crate::policy::controller_for;
 use crate::record::{
-    ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput, CONTROL_TRACE_LEN_MAX,
+    ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, PhaseRecord, RunOutput,
+    CONTROL_TRACE_LEN_MAX,
 };
-use crate::scenario::{FileMode, Rw, Scenario, SchedulerScope};
+use crate::scenario::{FileMode, Rw, Scenario, SchedulerScope, ShapeKind};
 use crate::workload::{secs_to_ns, split_rpcs, Shape};
 
 /// Event lane of messages that cost only the constant latency (their times never decrease).
@@ -305,6 +306,22 @@ struct JobState {
     rpcs: u64,
     first_io_ns: Option<u64>,
     last_io_ns: Option<u64>,
+    /// The job's barrier when its processes have a `phases` shape.
+    barrier: Option<PhaseBarrier>,
+}
+
+/// Synchronous I/O progress of one job: its processes are `first_process..+processes`
+/// (contiguous, as built), and none starts the next compute phase before all have finished the
+/// current I/O phase.
+struct PhaseBarrier {
+    first_process: u32,
+    processes: u32,
+    /// Processes still doing I/O in the current phase.
+    running: u32,
+    /// When the first process of the current phase started its I/O.
+    phase_start_ns: Option<u64>,
+    phase_bytes: u64,
+    record: JobPhases,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -600,6 +617,8 @@ impl Sim {
                 _ => (0..n_clients as u32).collect(),
             };
             let mut process_in_job = 0usize;
+            let first_process = processes.len() as u32;
+            let phased = job.groups.iter().any(|g| g.shape.kind == ShapeKind::Phases);
             for group in &job.groups {
                 let shape_index = shapes.len() as u32;
                 shapes.push(Shape::from_spec(&group.shape));
@@ -666,6 +685,22 @@ impl Sim {
                 rpcs: 0,
                 first_io_ns: None,
                 last_io_ns: None,
+                barrier: phased.then(|| PhaseBarrier {
+                    first_process,
+                    processes: process_in_job as u32,
+                    running: process_in_job as u32,
+                    phase_start_ns: None,
+                    phase_bytes: 0,
+                    record: JobPhases {
+                        start_ns: job
+                            .groups
+                            .iter()
+                            .map(|g| secs_to_ns(g.shape.start_s))
+                            .min()
+                            .unwrap_or(0),
+                        done: Vec::new(),
+                    },
+                }),
             });
         }
         let mut jobs_by_id: Vec<u32> = (0..jobs.len() as u32).collect();
@@ -964,6 +999,11 @@ impl Sim {
         proc_.phase = Phase::Active;
         proc_.burst_start_ns = now;
         proc_.burst_left_bytes = bytes;
+        let planned = bytes.min(proc_.size_bytes.saturating_sub(proc_.issued_bytes));
+        if let Some(b) = &mut self.jobs[proc_.job as usize].barrier {
+            b.phase_start_ns.get_or_insert(now);
+            b.phase_bytes += planned;
+        }
         self.pump(p);
     }
 
@@ -1013,12 +1053,49 @@ impl Sim {
         if proc_.phase != Phase::Active || proc_.outstanding_calls > 0 {
             return;
         }
-        let stop_ns = self.shapes[proc_.group as usize].stop_ns;
+        let shape = &self.shapes[proc_.group as usize];
+        if shape.is_phased() {
+            if proc_.burst_left_bytes == 0 || proc_.issued_bytes >= proc_.size_bytes {
+                self.phase_part_done(p);
+            }
+            return;
+        }
+        let stop_ns = shape.stop_ns;
         if proc_.issued_bytes >= proc_.size_bytes || now >= stop_ns {
             self.finish_process(p);
         } else if proc_.burst_left_bytes == 0 {
             let (index, start) = (proc_.burst_index, proc_.burst_start_ns);
             self.schedule_burst(p, index + 1, start, now);
+        }
+    }
+
+    /// Process `p` finished its part of its job's current I/O phase: it waits at the barrier;
+    /// the last one releases every process of the job into the next compute phase.
+    fn phase_part_done(&mut self, p: u32) {
+        let now = self.now_ns;
+        let job = self.processes[p as usize].job;
+        self.processes[p as usize].phase = Phase::Waiting;
+        let Some(b) = &mut self.jobs[job as usize].barrier else {
+            return;
+        };
+        b.running -= 1;
+        if b.running > 0 {
+            return;
+        }
+        b.record.done.push(PhaseRecord {
+            start_ns: b.phase_start_ns.take().unwrap_or(now),
+            end_ns: now,
+            bytes: std::mem::take(&mut b.phase_bytes),
+        });
+        let (first, n) = (b.first_process, b.processes);
+        let mut running = 0;
+        for q in first..first + n {
+            let index = self.processes[q as usize].burst_index;
+            self.schedule_burst(q, index + 1, 0, now);
+            running += u32::from(self.processes[q as usize].phase != Phase::Done);
+        }
+        if let Some(b) = &mut self.jobs[job as usize].barrier {
+            b.running = running;
         }
     }
 
@@ -1385,6 +1462,7 @@ impl Sim {
                     last_io_ns: job.last_io_ns,
                     finished: job.processes_left == 0,
                     bytes_per_ost_bin: series,
+                    phases: job.barrier.map(|b| b.record),
                 }
             })
             .collect();

@@ -15,5 +15,7 @@ pub mod workload;
 
 pub use engine::{run, run_traced, run_with_controller, RpcTrace};
 pub use policy::{check_policy_spec, controller_for, PolicyChoice, POLICY_NAMES};
-pub use record::{ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput};
+pub use record::{
+    ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, PhaseRecord, RunOutput,
+};
 pub use scenario::{Scenario, ScenarioError};

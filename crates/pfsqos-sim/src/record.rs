@@ -43,6 +43,117 @@ pub struct JobOutput {
     pub finished: bool,
     /// Bytes completed per OST (outer index) per bin (inner index).
     pub bytes_per_ost_bin: Vec<Vec<u64>>,
+    /// Compute/I-O phases of a job whose processes synchronise at the end of each I/O phase
+    /// (scenario shape `phases`); `None` for other jobs.
+    pub phases: Option<JobPhases>,
+}
+
+/// The synchronous I/O phases of one job (GIFT §2: an I/O phase ends when all the job's
+/// processes have finished their part).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobPhases {
+    /// When the job started (its first compute phase).
+    pub start_ns: u64,
+    /// Phases the job completed (barrier reached), in order; a phase cut by the end of the run
+    /// is not listed.
+    pub done: Vec<PhaseRecord>,
+}
+
+/// One completed I/O phase of a job.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PhaseRecord {
+    /// When the job's processes started the phase's I/O (end of the compute before it).
+    pub start_ns: u64,
+    /// When the last process finished its part (the barrier).
+    pub end_ns: u64,
+    /// Bytes of the phase over all the job's processes.
+    pub bytes: u64,
+}
+
+impl PhaseRecord {
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// The job's synchronous progress rate in the phase: bytes / duration. Bandwidth a fast
+    /// process got beyond this made it finish early and wait at the barrier, so it does not
+    /// count (GIFT §2's "wasted" bandwidth). `None` for a zero-length phase.
+    pub fn effective_bytes_per_s(&self) -> Option<f64> {
+        let d = self.duration_ns();
+        (d > 0).then(|| self.bytes as f64 * 1e9 / d as f64)
+    }
+}
+
+impl JobPhases {
+    /// Application I/O time (GIFT §4): sum of the phase durations.
+    pub fn io_time_ns(&self) -> u64 {
+        self.done.iter().map(PhaseRecord::duration_ns).sum()
+    }
+
+    /// Application run time: from the job's start to the end of its last completed phase.
+    pub fn run_time_ns(&self) -> u64 {
+        self.done
+            .last()
+            .map_or(0, |p| p.end_ns.saturating_sub(self.start_ns))
+    }
+
+    pub fn phases_done(&self) -> u32 {
+        self.done.len() as u32
+    }
+}
+
+impl RunOutput {
+    /// Mean effective system bandwidth (GIFT §2 and §4, "overall system bandwidth minus the
+    /// wasted bandwidth"): at time `t` the effective system bandwidth is
+    /// `E(t) = Σ_{phases p in progress at t} bytes_p / (end_p − start_p)`, each job
+    /// contributing the rate of its synchronous progress. This returns the mean of `E` over the
+    /// time at least one phase is in progress: `∫E dt / |∪ [start_p, end_p)|`, which is
+    /// `Σ bytes_p / |∪ [start_p, end_p)|`. Only completed phases count. `None` when no phase
+    /// of positive length completed.
+    pub fn effective_system_bytes_per_s(&self) -> Option<f64> {
+        let mut spans: Vec<(u64, u64)> = Vec::new();
+        let mut bytes: u64 = 0;
+        for p in self.phase_records() {
+            if p.end_ns > p.start_ns {
+                spans.push((p.start_ns, p.end_ns));
+                bytes = bytes.saturating_add(p.bytes);
+            }
+        }
+        spans.sort_unstable();
+        let mut busy_ns: u64 = 0;
+        let mut cur: Option<(u64, u64)> = None;
+        for (a, b) in spans {
+            cur = match cur {
+                Some((s, e)) if a <= e => Some((s, e.max(b))),
+                Some((s, e)) => {
+                    busy_ns += e - s;
+                    Some((a, b))
+                }
+                None => Some((a, b)),
+            };
+        }
+        if let Some((s, e)) = cur {
+            busy_ns += e - s;
+        }
+        (busy_ns > 0).then(|| bytes as f64 * 1e9 / busy_ns as f64)
+    }
+
+    /// Mean application I/O time (GIFT §4) over the jobs with phases; `None` without such jobs.
+    pub fn mean_app_io_time_ns(&self) -> Option<f64> {
+        let times: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter_map(|j| j.phases.as_ref().map(JobPhases::io_time_ns))
+            .collect();
+        (!times.is_empty()).then(|| times.iter().sum::<u64>() as f64 / times.len() as f64)
+    }
+
+    fn phase_records(&self) -> impl Iterator<Item = &PhaseRecord> {
+        self.jobs
+            .iter()
+            .filter_map(|j| j.phases.as_ref())
+            .flat_map(|p| p.done.iter())
+    }
 }
 
 impl JobOutput {
@@ -106,4 +217,70 @@ pub struct ControlTraceEntry {
 pub struct EngineStats {
     pub events: u64,
     pub rpcs: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(phases: Option<JobPhases>) -> JobOutput {
+        JobOutput {
+            job_id: "j".to_string(),
+            node_count: 1,
+            bytes_read: 0,
+            bytes_written: 0,
+            rpcs: 0,
+            first_io_ns: None,
+            last_io_ns: None,
+            finished: true,
+            bytes_per_ost_bin: Vec::new(),
+            phases,
+        }
+    }
+
+    fn ph(start_ns: u64, end_ns: u64, bytes: u64) -> PhaseRecord {
+        PhaseRecord {
+            start_ns,
+            end_ns,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn effective_bandwidth_is_bytes_over_busy_union() {
+        let run = RunOutput {
+            scenario_name: String::new(),
+            policy: String::new(),
+            seed: 0,
+            bin_ns: 1,
+            end_ns: 10_000_000_000,
+            osts: Vec::new(),
+            jobs: vec![
+                // [1, 3) s and [2, 4) s overlap: busy 3 s; [6, 7) s adds 1 s.
+                job(Some(JobPhases {
+                    start_ns: 0,
+                    done: vec![
+                        ph(1_000_000_000, 3_000_000_000, 200),
+                        ph(6_000_000_000, 7_000_000_000, 100),
+                    ],
+                })),
+                job(Some(JobPhases {
+                    start_ns: 500_000_000,
+                    done: vec![ph(2_000_000_000, 4_000_000_000, 100)],
+                })),
+                job(None),
+            ],
+            control_log: Vec::new(),
+            control_trace: Vec::new(),
+            control_trace_truncated: false,
+            engine: EngineStats::default(),
+        };
+        assert_eq!(run.effective_system_bytes_per_s(), Some(400.0 / 4.0));
+        // I/O times 3 s and 2 s.
+        assert_eq!(run.mean_app_io_time_ns(), Some(2.5e9));
+        let p = run.jobs[0].phases.as_ref().unwrap();
+        assert_eq!(p.run_time_ns(), 7_000_000_000);
+        assert_eq!(p.phases_done(), 2);
+        assert_eq!(p.done[0].effective_bytes_per_s(), Some(100.0));
+    }
 }

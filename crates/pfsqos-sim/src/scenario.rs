@@ -318,6 +318,15 @@ pub struct ShapeSpec {
     /// `bursts`: explicit bursts, each at an absolute time, with bytes per process.
     #[serde(default)]
     pub bursts: Vec<BurstSpec>,
+    /// `phases`: number of compute + I/O phases each process runs.
+    #[serde(default)]
+    pub phases: Option<u32>,
+    /// `phases`: compute time before each I/O phase.
+    #[serde(default)]
+    pub compute_s: Option<f64>,
+    /// `phases`: bytes per process per I/O phase.
+    #[serde(default)]
+    pub phase_size: Option<ByteSize>,
 }
 
 impl Default for ShapeSpec {
@@ -329,6 +338,9 @@ impl Default for ShapeSpec {
             burst_size: None,
             interval_s: None,
             bursts: Vec::new(),
+            phases: None,
+            compute_s: None,
+            phase_size: None,
         }
     }
 }
@@ -343,6 +355,10 @@ pub enum ShapeKind {
     Periodic,
     /// The bursts listed in `bursts`.
     Bursts,
+    /// `phases` rounds of `compute_s` of compute, then an I/O phase of `phase_size` per
+    /// process that ends for the whole job when its last process finishes (synchronous I/O
+    /// progress, GIFT §2): all processes of the job then compute again together.
+    Phases,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]

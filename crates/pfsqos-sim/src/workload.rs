@@ -23,6 +23,14 @@ pub enum ShapePlan {
     /// Explicit bursts `(at_ns, bytes)`, sorted by time; each starts at its time or when the
     /// previous one completes, whichever is later.
     Bursts(Vec<(u64, u64)>),
+    /// `phases` I/O phases of `phase_bytes`, each after `compute_ns` of compute. The previous
+    /// phase's end passed to [`Shape::burst`] must be the job's barrier, not the process's own
+    /// end: the engine holds every process of the job until the last one finishes.
+    Phases {
+        phases: u32,
+        compute_ns: u64,
+        phase_bytes: u64,
+    },
 }
 
 /// The resolved shape plus its window.
@@ -51,12 +59,22 @@ impl Shape {
                 list.sort_by_key(|&(at, _)| at);
                 ShapePlan::Bursts(list)
             }
+            ShapeKind::Phases => ShapePlan::Phases {
+                phases: spec.phases.unwrap_or(0),
+                compute_ns: spec.compute_s.map_or(0, secs_to_ns),
+                phase_bytes: spec.phase_size.map_or(0, |b| b.bytes()),
+            },
         };
         Shape {
             plan,
             start_ns: secs_to_ns(spec.start_s),
             stop_ns: spec.stop_s.map_or(u64::MAX, secs_to_ns),
         }
+    }
+
+    /// Whether the job's processes synchronise at the end of each burst (a `phases` shape).
+    pub fn is_phased(&self) -> bool {
+        matches!(self.plan, ShapePlan::Phases { .. })
     }
 
     /// Start time and size of burst `index`, given when the previous burst started and
@@ -82,6 +100,18 @@ impl Shape {
                     prev_end_ns
                 };
                 (at.max(earliest), bytes)
+            }),
+            ShapePlan::Phases {
+                phases,
+                compute_ns,
+                phase_bytes,
+            } => (index < *phases).then(|| {
+                let compute_from = if index == 0 {
+                    self.start_ns
+                } else {
+                    prev_end_ns
+                };
+                (compute_from.saturating_add(*compute_ns), *phase_bytes)
             }),
         }
     }
@@ -252,6 +282,23 @@ mod tests {
         assert_eq!(shape.burst(1, 50, 80), Some((150, 10)));
         // Late: the next starts when the previous completes.
         assert_eq!(shape.burst(2, 150, 270), Some((270, 10)));
+    }
+
+    #[test]
+    fn phases_compute_after_the_barrier() {
+        let shape = Shape {
+            plan: ShapePlan::Phases {
+                phases: 2,
+                compute_ns: 100,
+                phase_bytes: 7,
+            },
+            start_ns: 10,
+            stop_ns: u64::MAX,
+        };
+        assert_eq!(shape.burst(0, 0, 0), Some((110, 7)));
+        // The next phase computes from the barrier, whatever the previous start.
+        assert_eq!(shape.burst(1, 110, 500), Some((600, 7)));
+        assert_eq!(shape.burst(2, 600, 900), None);
     }
 
     #[test]

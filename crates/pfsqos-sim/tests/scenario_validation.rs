@@ -1005,3 +1005,126 @@ fn every_field_is_documented() {
     }
     assert!(checked > 50, "only {checked} keys checked");
 }
+
+/// BASE with job alpha's group given a `phases` shape (`extra` appended to the shape table).
+fn alpha_phased(extra: &str) -> String {
+    with(
+        "numjobs = 4\n",
+        &format!("numjobs = 4\n[job.processes.shape]\nkind = \"phases\"\n{extra}\n"),
+    )
+}
+
+#[test]
+fn phases_shape_is_valid_and_needs_its_fields() {
+    let s = Scenario::from_toml_str(
+        &alpha_phased("phases = 4\ncompute_s = 0.5\nphase_size = \"256M\""),
+        FILE,
+    )
+    .unwrap();
+    let shape = &s.jobs[0].groups[0].shape;
+    assert_eq!(
+        (shape.phases, shape.compute_s, shape.phase_size),
+        (Some(4), Some(0.5), Some(ByteSize(256 << 20)))
+    );
+    let f = "job[0].processes[0].shape";
+    expect(
+        &alpha_phased("compute_s = 0.5\nphase_size = \"256M\""),
+        &format!("{f}.phases"),
+        None,
+        "needs phases",
+    );
+    expect(
+        &alpha_phased("phases = 4\nphase_size = \"256M\""),
+        &format!("{f}.compute_s"),
+        None,
+        "needs compute_s",
+    );
+    expect(
+        &alpha_phased("phases = 4\ncompute_s = 0.5"),
+        &format!("{f}.phase_size"),
+        None,
+        "needs phase_size",
+    );
+    expect(
+        &alpha_phased("phases = 0\ncompute_s = 0.5\nphase_size = \"256M\""),
+        &format!("{f}.phases"),
+        Some("0"),
+        "100000",
+    );
+    expect(
+        &alpha_phased("phases = 4\ncompute_s = -1.0\nphase_size = \"256M\""),
+        &format!("{f}.compute_s"),
+        Some("-1.0"),
+        "compute time",
+    );
+    // 5 × 256 MiB is more than the group's 1 GiB.
+    expect(
+        &alpha_phased("phases = 5\ncompute_s = 0.5\nphase_size = \"256M\""),
+        "job[0].processes[0].shape.phase_size",
+        Some("\"256M\""),
+        "phases × phase_size",
+    );
+    expect(
+        &alpha_phased("phases = 4\ncompute_s = 0.5\nphase_size = \"256M\"\nstop_s = 5.0"),
+        &format!("{f}.stop_s"),
+        Some("5.0"),
+        "not allowed with kind = \"phases\"",
+    );
+    expect(
+        &alpha_phased("phases = 4\ncompute_s = 0.5\nphase_size = \"256M\"\ninterval_s = 1.0"),
+        &format!("{f}.interval_s"),
+        Some("1.0"),
+        "not allowed with kind = \"phases\"",
+    );
+}
+
+#[test]
+fn phase_fields_need_the_phases_kind() {
+    expect(
+        &with("interval_s = 2.0", "interval_s = 2.0\nphases = 3"),
+        "job[1].processes[1].shape.phases",
+        Some("3"),
+        "not allowed with kind = \"periodic\"",
+    );
+    expect(
+        &with("interval_s = 2.0", "interval_s = 2.0\ncompute_s = 1.0"),
+        "job[1].processes[1].shape.compute_s",
+        Some("1.0"),
+        "not allowed",
+    );
+}
+
+#[test]
+fn a_phased_job_shares_one_barrier() {
+    // Job beta: its first group phased, its second periodic.
+    let phased = "[[job.processes]]\nrw = \"randwrite\"";
+    let text = with(
+        "size = \"1G\"\n[[job.processes]]\nrw = \"randwrite\"",
+        "size = \"1G\"\n[job.processes.shape]\nkind = \"phases\"\nphases = 2\ncompute_s = 1.0\nphase_size = \"16M\"\n[[job.processes]]\nrw = \"randwrite\"",
+    );
+    assert!(text.contains(phased));
+    expect(
+        &text,
+        "job[1].processes[1].shape.kind",
+        None,
+        "every group of the job must then have kind = \"phases\"",
+    );
+    let mixed = text.replace(
+        "kind = \"periodic\"\nburst_size = \"16M\"\ninterval_s = 2.0",
+        "kind = \"phases\"\nphases = 3\ncompute_s = 1.0\nphase_size = \"16M\"",
+    );
+    expect(
+        &mixed,
+        "job[1].processes[1].shape.phases",
+        Some("3"),
+        "same phases; processes[0] has 2",
+    );
+    let same = mixed.replace("phases = 3", "phases = 2");
+    Scenario::from_toml_str(&same, FILE).unwrap();
+    expect(
+        &same.replacen("compute_s = 1.0", "compute_s = 1.5", 1),
+        "job[1].processes[1].shape.compute_s",
+        Some("1.0"),
+        "same compute_s",
+    );
+}

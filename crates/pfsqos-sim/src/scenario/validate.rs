@@ -73,6 +73,10 @@ pub const BS_MAX: u64 = 1 << 30;
 /// 1 PiB per process.
 pub const SIZE_MAX: u64 = 1 << 50;
 pub const BURSTS_MAX: usize = 100_000;
+/// Phases per process of a `phases` shape; each phase is a barrier event per job.
+pub const PHASES_MAX: u32 = 100_000;
+/// Phases over all jobs: the run keeps a record of each.
+pub const PHASE_RECORDS_MAX: u64 = 10_000_000;
 /// Periodic bursts closer than 1 ms apart are a continuous stream; the limit bounds the events.
 pub const INTERVAL_S_MIN: f64 = 0.001;
 
@@ -420,6 +424,7 @@ impl Scenario {
         let mut ids = BTreeSet::new();
         let mut processes: u64 = 0;
         let mut io_calls: u64 = 0;
+        let mut phase_records: u64 = 0;
         for (i, j) in self.jobs.iter().enumerate() {
             let p = format!("job[{i}]");
             if j.id.is_empty() {
@@ -500,6 +505,17 @@ impl Scenario {
                     ));
                 }
             }
+            check_job_phases(c, &p, &j.groups)?;
+            if let Some(n) = j.groups.first().and_then(|g| g.shape.phases) {
+                phase_records += u64::from(n);
+                if phase_records > PHASE_RECORDS_MAX {
+                    return Err(c.err(
+                        format!("{p}.processes[0].shape.phases"),
+                        n.to_string(),
+                        format!("the scenario would record {phase_records} phases over all jobs; at most {PHASE_RECORDS_MAX} allowed"),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -562,7 +578,23 @@ impl Scenario {
                 ));
             }
         }
-        self.validate_shape(c, &format!("{p}.shape"), &g.shape)
+        self.validate_shape(c, &format!("{p}.shape"), &g.shape)?;
+        if let (ShapeKind::Phases, Some(n), Some(b)) =
+            (g.shape.kind, g.shape.phases, g.shape.phase_size)
+        {
+            if u64::from(n).saturating_mul(b.bytes()) > size {
+                return Err(c.err(
+                    format!("{p}.shape.phase_size"),
+                    size_text(b),
+                    format!(
+                        "{n} phases of {} per process need more than size ({}); raise size to at least phases × phase_size",
+                        human(b.bytes()),
+                        human(size)
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn validate_shape(&self, c: &Ctx, p: &str, s: &ShapeSpec) -> Res {
@@ -590,6 +622,7 @@ impl Scenario {
             ShapeKind::Continuous => "continuous",
             ShapeKind::Periodic => "periodic",
             ShapeKind::Bursts => "bursts",
+            ShapeKind::Phases => "phases",
         };
         let forbid = |field: &str, value: String| {
             Err(c.err(
@@ -602,11 +635,72 @@ impl Scenario {
                             " (burst fields need kind = \"periodic\" or \"bursts\")",
                         ShapeKind::Periodic => " (periodic shapes take burst_size and interval_s)",
                         ShapeKind::Bursts => " (explicit bursts take only the `bursts` list)",
+                        ShapeKind::Phases =>
+                            " (phase shapes take phases, compute_s, phase_size and start_s)",
                     }
                 ),
             ))
         };
+        if s.kind != ShapeKind::Phases {
+            if let Some(n) = s.phases {
+                return forbid("phases", n.to_string());
+            }
+            if let Some(v) = s.compute_s {
+                return forbid("compute_s", v.to_string());
+            }
+            if let Some(b) = s.phase_size {
+                return forbid("phase_size", size_text(b));
+            }
+        }
         match s.kind {
+            ShapeKind::Phases => {
+                if let Some(b) = s.burst_size {
+                    return forbid("burst_size", size_text(b));
+                }
+                if let Some(v) = s.interval_s {
+                    return forbid("interval_s", v.to_string());
+                }
+                if !s.bursts.is_empty() {
+                    return forbid("bursts", format!("[{} bursts]", s.bursts.len()));
+                }
+                // A stop would cut a phase in the middle of the job's barrier.
+                if let Some(v) = s.stop_s {
+                    return forbid("stop_s", v.to_string());
+                }
+                match s.phases {
+                    None => {
+                        return Err(c.err(format!("{p}.phases"), None, "kind = \"phases\" needs phases (compute + I/O rounds per process), e.g. 10"));
+                    }
+                    Some(n) => check_u32(c, &format!("{p}.phases"), n, 1, PHASES_MAX, "phases")?,
+                }
+                match s.compute_s {
+                    None => {
+                        return Err(c.err(format!("{p}.compute_s"), None, "kind = \"phases\" needs compute_s (seconds of compute before each I/O phase; 0 is allowed)"));
+                    }
+                    Some(v) => check_f64(
+                        c,
+                        &format!("{p}.compute_s"),
+                        v,
+                        0.0,
+                        false,
+                        DURATION_S_MAX,
+                        "compute time (s)",
+                    )?,
+                }
+                match s.phase_size {
+                    None => {
+                        return Err(c.err(format!("{p}.phase_size"), None, "kind = \"phases\" needs phase_size (bytes per process per I/O phase), e.g. \"1G\""));
+                    }
+                    Some(b) if b.bytes() == 0 || b.bytes() > SIZE_MAX => {
+                        return Err(c.err(
+                            format!("{p}.phase_size"),
+                            size_text(b),
+                            format!("phase size must be in 1..={SIZE_MAX} bytes"),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
             ShapeKind::Continuous => {
                 if let Some(b) = s.burst_size {
                     return forbid("burst_size", size_text(b));
@@ -698,6 +792,52 @@ impl Scenario {
         }
         Ok(())
     }
+}
+
+/// The barrier of a `phases` shape spans the whole job, so every group of such a job must be a
+/// `phases` group with the same rounds, compute time and start.
+fn check_job_phases(c: &Ctx, p: &str, groups: &[ProcessGroupSpec]) -> Res {
+    let Some(first) = groups
+        .iter()
+        .position(|g| g.shape.kind == ShapeKind::Phases)
+    else {
+        return Ok(());
+    };
+    let f = &groups[first].shape;
+    for (g_i, g) in groups.iter().enumerate() {
+        let sp = format!("{p}.processes[{g_i}].shape");
+        let s = &g.shape;
+        if s.kind != ShapeKind::Phases {
+            return Err(c.err(
+                format!("{sp}.kind"),
+                None,
+                format!("processes[{first}] of this job has kind = \"phases\" (a barrier across all the job's processes); every group of the job must then have kind = \"phases\""),
+            ));
+        }
+        let same = |what: &str, a: String, b: String| -> Res {
+            if a != b {
+                return Err(c.err(
+                    format!("{sp}.{what}"),
+                    a,
+                    format!("all `phases` groups of a job share one barrier and must have the same {what}; processes[{first}] has {b}"),
+                ));
+            }
+            Ok(())
+        };
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "none".to_string());
+        same(
+            "phases",
+            opt(s.phases.map(|n| n.to_string())),
+            opt(f.phases.map(|n| n.to_string())),
+        )?;
+        same(
+            "compute_s",
+            opt(s.compute_s.map(|v| v.to_string())),
+            opt(f.compute_s.map(|v| v.to_string())),
+        )?;
+        same("start_s", s.start_s.to_string(), f.start_s.to_string())?;
+    }
+    Ok(())
 }
 
 fn validate_rows(c: &Ctx, p: &str, rows: &[DeviceRow]) -> Res {

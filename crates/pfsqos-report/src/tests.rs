@@ -769,4 +769,20 @@ fn phase_metrics_appear_only_for_phased_runs() {
     let json = summary_json(&r);
     assert!(json.contains("\"mean_app_io_time_s\": 2.0"), "{json}");
     assert!(json.contains("\"phases_done\": 1"), "{json}");
+
+    let plain_html = report_html(&[two_jobs("nobw")], &scenario());
+    assert!(!plain_html.contains("Synchronous I/O phases"));
+    let html = report_html(&[r, two_jobs("nobw")], &scenario());
+    assert!(html.contains("Synchronous I/O phases"), "{html}");
+    // bsip's row carries the mean I/O time; the plain run shows a dash.
+    assert!(
+        html.contains("<td class=\"num\">2.00</td><td class=\"num\">100.0</td>"),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "<td class=\"num\">1</td><td class=\"num\">2.00</td><td class=\"num\">2.50</td>"
+        ),
+        "{html}"
+    );
 }

@@ -197,7 +197,44 @@ fn paired(rounds: usize) {
 
 criterion_group!(benches, bench);
 
+/// `--fixed-work POLICY WORKLOAD ROUNDS`: runs exactly ROUNDS rounds of one workload against one
+/// server and exits, untimed, so `valgrind --tool=callgrind` can count the instructions
+/// (`scripts/bench-oss-sched.sh` subtracts two such runs to get instructions per round, which,
+/// unlike wall-clock time, the other work on a noisy machine does not change).
+fn fixed_work(policy: &str, workload: &str, rounds: u64) {
+    let (write, size) = match workload {
+        "write_4k" => (true, 4096usize),
+        "write_1m" => (true, 1 << 20),
+        "read_1m" => (false, 1 << 20),
+        other => panic!("unknown workload {other:?}: write_4k, write_1m or read_1m"),
+    };
+    assert!(
+        policy == "fifo" || policy == "tbf",
+        "unknown policy {policy:?}: fifo or tbf"
+    );
+    let rt = Runtime::new().unwrap();
+    let data = vec![0x5au8; 1 << 20];
+    let server = rt.block_on(start(policy));
+    let mut cl = rt.block_on(clients(server.ossd.local_addr()));
+    rt.block_on(async {
+        if !write {
+            for b in (0..OBJECT_WINDOW_BYTES / size as u64).step_by(RPCS_PER_CLIENT as usize) {
+                round(&mut cl, true, size, &data, b).await;
+            }
+        }
+        for i in 0..rounds {
+            round(&mut cl, write, size, &data, i * RPCS_PER_CLIENT).await;
+        }
+    });
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--fixed-work") {
+        let rounds = args[i + 3].parse().expect("ROUNDS is a number");
+        fixed_work(&args[i + 1], &args[i + 2], rounds);
+        return;
+    }
     benches();
     Criterion::default().configure_from_args().final_summary();
     // `cargo test --benches` runs this binary in test mode; skip the long paired pass there.

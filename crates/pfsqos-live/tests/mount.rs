@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use pfsqos_live::client::OssClient;
 use pfsqos_live::mds::{Mds, MdsConfig, OssSpec};
+use pfsqos_live::mount::lfs::{self, SetStripe};
 use pfsqos_live::mount::{self, MountConfig, Mounted};
 use pfsqos_live::ossd::{Ossd, OssdConfig};
 use pfsqos_live::protocol::Role;
@@ -392,4 +393,86 @@ fn rpcs_carry_the_callers_jobid() {
         jobs.iter().any(|j| *j == format!("dd.{uid}")),
         "no job dd.{uid} in {stats}"
     );
+}
+
+fn getstripe(p: &Path) -> String {
+    let mut out = Vec::new();
+    lfs::getstripe(p, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn setstripe_and_getstripe_round_trip() {
+    let c = Cluster::start(|_| {});
+    fs::create_dir(c.p("d")).unwrap();
+    // a directory default, taken by files created in it
+    lfs::setstripe(&SetStripe {
+        stripe_count: Some(2),
+        stripe_size_bytes: Some(128 << 10),
+        stripe_index: None,
+        path: c.p("d"),
+    })
+    .unwrap();
+    let d = getstripe(&c.p("d"));
+    assert!(d.contains("stripe_count:  2 stripe_size:   131072"), "{d}");
+    fs::write(c.p("d/f"), pattern(300 << 10, 3)).unwrap();
+    let f = getstripe(&c.p("d/f"));
+    assert!(
+        f.contains("lmm_stripe_count:  2\nlmm_stripe_size:   131072\n"),
+        "{f}"
+    );
+    assert_eq!(
+        f.lines()
+            .filter(|l| l.starts_with('\t') && !l.contains("obdidx"))
+            .count(),
+        2,
+        "{f}"
+    );
+    assert_eq!(fs::read(c.p("d/f")).unwrap(), pattern(300 << 10, 3));
+
+    // a file that does not exist yet is created empty with the layout; size from the
+    // file system default (1 MiB), start on OST 1
+    lfs::setstripe(&SetStripe {
+        stripe_count: Some(1),
+        stripe_size_bytes: None,
+        stripe_index: Some(1),
+        path: c.p("one"),
+    })
+    .unwrap();
+    assert_eq!(fs::metadata(c.p("one")).unwrap().len(), 0);
+    let one = getstripe(&c.p("one"));
+    assert!(
+        one.contains("lmm_stripe_count:  1\nlmm_stripe_size:   1048576\n"),
+        "{one}"
+    );
+    assert!(one.contains("lmm_stripe_offset: 1\n"), "{one}");
+    let before = c.objects(0);
+    fs::write(c.p("one"), pattern(3 << 20, 5)).unwrap();
+    assert_eq!(
+        c.objects(0),
+        before,
+        "a file striped on OST 1 only wrote to OST 0"
+    );
+    assert!(c.objects(1).iter().any(|(_, len)| *len == 3 << 20));
+
+    // a file's layout is fixed once it exists
+    let e = lfs::setstripe(&SetStripe {
+        stripe_count: Some(2),
+        path: c.p("one"),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.contains("File exists"), "{e}");
+    // bad layouts are refused by the MDS
+    let e = lfs::setstripe(&SetStripe {
+        stripe_count: Some(3),
+        path: c.p("three"),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(
+        e.contains("Invalid argument") || e.contains("No space"),
+        "{e}"
+    );
+    assert!(!c.p("three").exists());
 }

@@ -7,13 +7,15 @@
 //! * [`jobid`]: JobID derivation (pattern expansion, `/proc/PID/environ`);
 //! * [`oss_pool`]: per-OST connection pools with the RPC window, the MDS pool, recovery;
 //! * [`ops`]: the file operations, write-behind and size tracking, layouts as xattrs;
-//! * [`fs`]: the `fuser` adapter.
+//! * [`fs`]: the `fuser` adapter;
+//! * [`lfs`]: `pfsqos setstripe`/`getstripe` over the layout xattrs.
 //!
 //! The client runs on its own tokio runtime (2 worker threads); FUSE session threads decode
 //! kernel requests and hand them to it.
 
 pub mod fs;
 pub mod jobid;
+pub mod lfs;
 pub mod ops;
 pub mod oss_pool;
 pub mod stripe;
@@ -107,7 +109,10 @@ impl MountConfig {
         jobid::validate_pattern(&self.jobid_name)
             .map_err(|e| anyhow::anyhow!("--jobid-name: {e}"))?;
         if self.recovery.is_zero() || self.recovery > Duration::from_secs(3600) {
-            bail!("recovery time {:?}: allowed 1 ns..=1 h", self.recovery);
+            bail!(
+                "recovery time (--recovery-s) {:?}: allowed more than 0 and at most 1 h",
+                self.recovery
+            );
         }
         Ok(())
     }
@@ -137,7 +142,13 @@ impl Mounted {
 
     fn stop(&mut self) {
         if let Some(s) = self.session.take() {
-            if let Err(e) = s.umount_and_join() {
+            // Unmounted from outside: the kernel side is gone, only the thread is left.
+            let r = if s.guard.is_finished() {
+                s.join()
+            } else {
+                s.umount_and_join()
+            };
+            if let Err(e) = r {
                 tracing::warn!(mountpoint = %self.mountpoint.display(), "unmount: {e}");
             }
         }

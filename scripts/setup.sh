@@ -14,3 +14,17 @@ fi
 if ! cargo clippy --version >/dev/null 2>&1; then
   rustup component add clippy
 fi
+# The FUSE client's tests mount a file system (fuse3's fusermount3 and /dev/fuse); the mount
+# benchmark runs fio. Installed from Debian's packages when missing (as root, quietly).
+if ! command -v fio >/dev/null 2>&1 || ! command -v fusermount3 >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends fio fuse3 >/dev/null 2>&1 ||
+      { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends fio fuse3 >/dev/null; }
+  else
+    echo "pfsqos setup: fio and fuse3 are missing (apt-get install fio fuse3 as root)" >&2
+  fi
+fi
+if [ ! -e /dev/fuse ]; then
+  echo "pfsqos setup: /dev/fuse is missing: the mount tests will fail (modprobe fuse)" >&2
+fi

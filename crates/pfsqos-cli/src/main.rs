@@ -1,5 +1,6 @@
 //! `pfsqos`: run a scenario under one policy, compare policies, run the built-in demo, serve
-//! OSTs (`ossd`) or drive a server's parameters (`lctl`). The work happens in the library crates; this binary parses arguments, draws progress and
+//! OSTs (`ossd`) or metadata (`mds`), drive a server's parameters (`lctl`), mount the file
+//! system (`mount`) and set or show layouts (`setstripe`, `getstripe`). The work happens in the library crates; this binary parses arguments, draws progress and
 //! maps failures to exit codes (2: bad input, 1: the run or writing its outputs failed).
 
 mod commands;
@@ -121,6 +122,59 @@ enum Command {
         /// File system name.
         #[arg(long, default_value = "pfsqos")]
         fsname: String,
+    },
+    /// Mount the file system with FUSE (runs in the foreground; SIGINT/SIGTERM unmounts).
+    Mount {
+        /// Directory to mount on.
+        mountpoint: PathBuf,
+        /// The MDS, HOST:PORT.
+        #[arg(long)]
+        mds: String,
+        /// File holding the shared cluster key.
+        #[arg(long, default_value = pfsqos_live::lctl::DEFAULT_KEY_FILE)]
+        key_file: PathBuf,
+        /// Environment variable holding the JobID (e.g. SLURM_JOB_ID); `disable` uses the
+        /// --jobid-name pattern.
+        #[arg(long, default_value = pfsqos_live::mount::jobid::JOBID_VAR_DEFAULT)]
+        jobid_var: String,
+        /// JobID pattern: %e executable, %u uid, %g gid, %h short host, %H host, %p pid,
+        /// %j the jobid_var value.
+        #[arg(long, default_value = pfsqos_live::mount::jobid::JOBID_NAME_DEFAULT)]
+        jobid_name: String,
+        /// RPCs in flight per OST.
+        #[arg(long, default_value_t = pfsqos_live::mount::MAX_RPCS_IN_FLIGHT_DEFAULT)]
+        max_rpcs_in_flight: usize,
+        /// Largest RPC in bytes.
+        #[arg(long, default_value_t = pfsqos_live::mount::BRW_SIZE_DEFAULT_BYTES)]
+        brw_size_bytes: u64,
+        /// Bytes written but not yet acknowledged by the OSSs, in MiB.
+        #[arg(long, default_value_t = pfsqos_live::mount::MAX_DIRTY_MB_DEFAULT)]
+        max_dirty_mb: u64,
+        /// FUSE session threads.
+        #[arg(long, default_value_t = pfsqos_live::mount::THREADS_DEFAULT)]
+        threads: usize,
+        /// Seconds a request waits for a restarting ossd or mds before failing with EIO.
+        #[arg(long, default_value_t = 60)]
+        recovery_s: u64,
+    },
+    /// Set the layout of a new file or a directory's default (as `lfs setstripe`).
+    Setstripe {
+        /// Stripe count (-1: every OST) [default: the directory's or the file system's].
+        #[arg(short = 'c', long = "stripe-count", allow_negative_numbers = true)]
+        stripe_count: Option<i32>,
+        /// Stripe size in bytes, or with k, M, G (a multiple of 64 KiB).
+        #[arg(short = 'S', long = "stripe-size", value_parser = pfsqos_live::mount::lfs::parse_size)]
+        stripe_size: Option<u64>,
+        /// First OST (-1: chosen by the MDS).
+        #[arg(short = 'i', long = "stripe-index", allow_negative_numbers = true)]
+        stripe_index: Option<i32>,
+        /// A directory, or a file that does not exist yet (it is created empty).
+        path: PathBuf,
+    },
+    /// Print layouts (as `lfs getstripe`).
+    Getstripe {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
     },
     /// Read or write an ossd's parameters; prints what Lustre's lctl prints.
     Lctl {
@@ -248,6 +302,62 @@ fn main() -> ExitCode {
                     ExitCode::from(1)
                 }
             };
+        }
+        Command::Mount {
+            mountpoint,
+            mds,
+            key_file,
+            jobid_var,
+            jobid_name,
+            max_rpcs_in_flight,
+            brw_size_bytes,
+            max_dirty_mb,
+            threads,
+            recovery_s,
+        } => {
+            let key = match pfsqos_live::ossd::read_key_file(&key_file) {
+                Ok(k) => k,
+                Err(e) => {
+                    eprintln!("pfsqos: error: {e:#}");
+                    return ExitCode::from(2);
+                }
+            };
+            let mut config = pfsqos_live::mount::MountConfig::new(mountpoint, mds, key);
+            config.jobid_var = jobid_var;
+            config.jobid_name = jobid_name;
+            config.max_rpcs_in_flight = max_rpcs_in_flight;
+            config.brw_size_bytes = brw_size_bytes;
+            config.max_dirty_mb = max_dirty_mb;
+            config.threads = threads;
+            config.recovery = std::time::Duration::from_secs(recovery_s);
+            if let Err(e) = config.validate() {
+                eprintln!("pfsqos: error: {e:#}");
+                return ExitCode::from(2);
+            }
+            return match pfsqos_live::cli::run_mount(config) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("pfsqos: error: {e:#}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Command::Setstripe {
+            stripe_count,
+            stripe_size,
+            stripe_index,
+            path,
+        } => {
+            let args = pfsqos_live::mount::lfs::SetStripe {
+                stripe_count,
+                stripe_size_bytes: stripe_size,
+                stripe_index,
+                path,
+            };
+            return ExitCode::from(pfsqos_live::cli::run_setstripe(&args));
+        }
+        Command::Getstripe { paths } => {
+            return ExitCode::from(pfsqos_live::cli::run_getstripe(&paths));
         }
         Command::Lctl {
             server,

@@ -34,5 +34,6 @@ pub mod conn;
 pub mod control;
 pub mod lctl;
 pub mod mds;
+pub mod mount;
 pub mod ossd;
 pub mod protocol;

@@ -1,0 +1,257 @@
+//! `pfsqos mount`: the FUSE client. It stripes file data over the OSTs as the MDS's layouts say,
+//! splits I/O into RPCs of at most `brw_size`, keeps at most `max_rpcs_in_flight` RPCs in
+//! flight per OST, writes behind within a dirty budget, and tags every RPC with the JobID of
+//! the process that caused it, derived as Lustre's client does (`jobid_var`, `jobid_name`).
+//!
+//! * [`stripe`]: pure RAID-0 arithmetic (offset to object, RPC splitting, object sizes);
+//! * [`jobid`]: JobID derivation (pattern expansion, `/proc/PID/environ`);
+//! * [`oss_pool`]: per-OST connection pools with the RPC window, the MDS pool, recovery;
+//! * [`ops`]: the file operations, write-behind and size tracking, layouts as xattrs;
+//! * [`fs`]: the `fuser` adapter;
+//! * [`lfs`]: `pfsqos setstripe`/`getstripe` over the layout xattrs.
+//!
+//! The client runs on its own tokio runtime (2 worker threads); FUSE session threads decode
+//! kernel requests and hand them to it.
+
+pub mod fs;
+pub mod jobid;
+pub mod lfs;
+pub mod ops;
+pub mod oss_pool;
+pub mod stripe;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use tracing::info;
+
+use crate::protocol::IO_LEN_MAX_BYTES;
+use oss_pool::{MdsPool, OstPool, RECOVERY_DEFAULT};
+
+/// Default RPC size (Lustre's default `brw_size` of 4 MiB).
+pub const BRW_SIZE_DEFAULT_BYTES: u64 = 4 << 20;
+/// Default RPCs in flight per OST (Lustre's `max_rpcs_in_flight`).
+pub const MAX_RPCS_IN_FLIGHT_DEFAULT: usize = 8;
+/// Default dirty budget (Lustre's `max_dirty_mb` default per OSC is of this order).
+pub const MAX_DIRTY_MB_DEFAULT: u64 = 64;
+/// Default FUSE session threads.
+pub const THREADS_DEFAULT: usize = 4;
+/// Largest FUSE write the kernel sends: 1 MiB (256 pages, the kernel's default
+/// `max_pages` limit); bigger writes arrive split.
+pub const FUSE_MAX_WRITE_BYTES: u32 = 1 << 20;
+
+/// Everything `pfsqos mount` takes.
+#[derive(Clone, Debug)]
+pub struct MountConfig {
+    pub mountpoint: PathBuf,
+    /// The MDS, `HOST:PORT`.
+    pub mds: String,
+    pub key: Vec<u8>,
+    pub jobid_var: String,
+    pub jobid_name: String,
+    pub max_rpcs_in_flight: usize,
+    pub brw_size_bytes: u64,
+    pub max_dirty_mb: u64,
+    pub threads: usize,
+    /// How long a request waits for a restarting daemon before failing with `EIO`.
+    pub recovery: Duration,
+}
+
+impl MountConfig {
+    /// Defaults for everything but the mount point, MDS and key.
+    pub fn new(mountpoint: PathBuf, mds: String, key: Vec<u8>) -> MountConfig {
+        MountConfig {
+            mountpoint,
+            mds,
+            key,
+            jobid_var: jobid::JOBID_VAR_DEFAULT.to_string(),
+            jobid_name: jobid::JOBID_NAME_DEFAULT.to_string(),
+            max_rpcs_in_flight: MAX_RPCS_IN_FLIGHT_DEFAULT,
+            brw_size_bytes: BRW_SIZE_DEFAULT_BYTES,
+            max_dirty_mb: MAX_DIRTY_MB_DEFAULT,
+            threads: THREADS_DEFAULT,
+            recovery: RECOVERY_DEFAULT,
+        }
+    }
+
+    /// Checks every option, naming it and the allowed values.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        if !(1..=256).contains(&self.max_rpcs_in_flight) {
+            bail!(
+                "--max-rpcs-in-flight {}: allowed 1..=256",
+                self.max_rpcs_in_flight
+            );
+        }
+        if self.brw_size_bytes < 4096
+            || self.brw_size_bytes > IO_LEN_MAX_BYTES
+            || !self.brw_size_bytes.is_multiple_of(4096)
+        {
+            bail!(
+                "--brw-size-bytes {}: allowed a multiple of 4096 in 4096..={IO_LEN_MAX_BYTES}",
+                self.brw_size_bytes
+            );
+        }
+        if !(1..=65536).contains(&self.max_dirty_mb)
+            || self.max_dirty_mb << 20 < self.brw_size_bytes
+        {
+            bail!(
+                "--max-dirty-mb {}: allowed 1..=65536 and at least one RPC ({} bytes)",
+                self.max_dirty_mb,
+                self.brw_size_bytes
+            );
+        }
+        if !(1..=64).contains(&self.threads) {
+            bail!("--threads {}: allowed 1..=64", self.threads);
+        }
+        jobid::validate_var(&self.jobid_var).map_err(|e| anyhow::anyhow!("--jobid-var: {e}"))?;
+        jobid::validate_pattern(&self.jobid_name)
+            .map_err(|e| anyhow::anyhow!("--jobid-name: {e}"))?;
+        if self.recovery.is_zero() || self.recovery > Duration::from_secs(3600) {
+            bail!(
+                "recovery time (--recovery-s) {:?}: allowed more than 0 and at most 1 h",
+                self.recovery
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A mounted file system; unmounts when dropped.
+pub struct Mounted {
+    session: Option<fuser::BackgroundSession>,
+    rt: Option<tokio::runtime::Runtime>,
+    mountpoint: PathBuf,
+}
+
+impl Mounted {
+    pub fn mountpoint(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    /// True once the kernel has ended the session (e.g. `umount` from outside).
+    pub fn is_finished(&self) -> bool {
+        self.session.as_ref().is_none_or(|s| s.guard.is_finished())
+    }
+
+    /// Unmounts (if still mounted) and stops the client.
+    pub fn unmount(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        if let Some(s) = self.session.take() {
+            // Unmounted from outside: the kernel side is gone, only the thread is left.
+            let r = if s.guard.is_finished() {
+                s.join()
+            } else {
+                s.umount_and_join()
+            };
+            if let Err(e) = r {
+                tracing::warn!(mountpoint = %self.mountpoint.display(), "unmount: {e}");
+            }
+        }
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Connects to the MDS (failing at once on a wrong address or key), learns the OSTs, and
+/// mounts. Returns once the kernel has the mount; requests are served in the background.
+pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
+    config.validate()?;
+    if !Path::new("/dev/fuse").exists() {
+        bail!("/dev/fuse does not exist: load the fuse module (modprobe fuse) to mount");
+    }
+    if !config.mountpoint.is_dir() {
+        bail!(
+            "mount point {} is not a directory",
+            config.mountpoint.display()
+        );
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("pfsqos-client")
+        .enable_all()
+        .build()?;
+    let ops = rt.block_on(connect(&config))?;
+    let fs = fs::PfsFs::new(Arc::new(ops), rt.handle().clone(), FUSE_MAX_WRITE_BYTES);
+    let mut options = fuser::Config::default();
+    options.mount_options = vec![
+        fuser::MountOption::FSName(format!("pfsqos@{}", config.mds)),
+        fuser::MountOption::Subtype("pfsqos".into()),
+        fuser::MountOption::DefaultPermissions,
+        fuser::MountOption::NoAtime,
+    ];
+    options.acl = fuser::SessionACL::All;
+    options.n_threads = Some(config.threads);
+    let session = fuser::spawn_mount(fs, &config.mountpoint, &options)
+        .with_context(|| format!("mounting on {}", config.mountpoint.display()))?;
+    info!(mountpoint = %config.mountpoint.display(), mds = %config.mds, "mounted");
+    Ok(Mounted {
+        session: Some(session),
+        rt: Some(rt),
+        mountpoint: config.mountpoint,
+    })
+}
+
+async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {
+    let addr = tokio::net::lookup_host(&config.mds)
+        .await
+        .with_context(|| format!("--mds {}", config.mds))?
+        .next()
+        .with_context(|| format!("--mds {} resolves to no address", config.mds))?;
+    let key: Arc<[u8]> = config.key.clone().into();
+    let mds = MdsPool::new(addr, key.clone(), config.recovery);
+    let mut c = mds
+        .prime()
+        .await
+        .with_context(|| format!("connecting to the MDS at {addr}"))?;
+    let statfs = c
+        .statfs()
+        .await
+        .with_context(|| format!("statfs of the MDS at {addr}"))?;
+    mds.give(c);
+    if statfs.osts.is_empty() || statfs.osts.len() > crate::protocol::OST_COUNT_MAX as usize {
+        bail!("the MDS lists {} OSTs", statfs.osts.len());
+    }
+    let osts = statfs
+        .osts
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            if o.index as usize != i {
+                bail!("the MDS lists OST {} at position {i}", o.index);
+            }
+            Ok(Arc::new(OstPool::new(
+                o.index,
+                o.oss_addr.clone(),
+                o.oss_ost_index,
+                key.clone(),
+                config.max_rpcs_in_flight,
+                config.recovery,
+            )))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let jobids = jobid::JobIds::new(&config.jobid_var, &config.jobid_name)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    Ok(ops::Ops::new(
+        mds,
+        osts,
+        jobids,
+        ops::local_nid(addr),
+        ops::Tuning {
+            brw_size_bytes: config.brw_size_bytes,
+            max_rpcs_in_flight: config.max_rpcs_in_flight,
+            max_dirty_bytes: config.max_dirty_mb << 20,
+        },
+    ))
+}

@@ -1,0 +1,916 @@
+//! The client's file operations, independent of FUSE: metadata through the MDS, data striped
+//! over the OSTs with write-behind, sizes tracked while writes are in flight. `fs.rs` adapts
+//! these to the kernel's requests.
+//!
+//! # Write-behind (Lustre's dirty cache, simplified)
+//! A write is split into RPCs of at most `brw_size` bytes that never cross a stripe boundary
+//! ([`super::stripe::split`]). Each RPC first takes `len` bytes of the dirty budget
+//! (`max_dirty_mb`) and a slot of its OST's RPC window (`max_rpcs_in_flight`), then runs in the
+//! background; the write returns as soon as all its RPCs are admitted. A sequential writer
+//! therefore keeps the window full. `flush`, `fsync` and `release` wait until every RPC of the
+//! file has finished and report the first error, as Lustre reports asynchronous write errors
+//! at `fsync`/`close`. `fsync` then sends `sync` for every object of the file (the ossd
+//! fdatasyncs it), so fsync-acknowledged data survives a crash of the ossd.
+//!
+//! Ordering: RPCs of one file that overlap an unfinished write wait for it (a later write to
+//! the same bytes must not overtake an earlier one on the way to the OSS), and a read waits
+//! for unfinished writes to the bytes it reads. Sequential I/O never overlaps, so never waits.
+//!
+//! Size: while a file is open here the client's size is authoritative (every write extends
+//! it at once, so `stat` from any process on this mount sees it); it is written to the MDS at
+//! `flush`, `fsync` and `release`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use pfsqos_core::model::{LNet, NetKind, Nid};
+use tokio::sync::{Notify, Semaphore};
+use tracing::warn;
+
+use super::jobid::JobIds;
+use super::oss_pool::{Failure, MdsPool, ObjOp, OstPool};
+use super::stripe::{check_layout, object_size, split};
+use crate::client::Identity;
+use crate::mds::{
+    Attr, DirPage, FileLayout, Kind, MdsOp, MdsReplyBody, Owner, SetAttr, StatFs, StripeSpec,
+    FILE_SIZE_MAX_BYTES,
+};
+use crate::protocol::Errno;
+
+/// A libc errno.
+pub type Res<T> = Result<T, i32>;
+
+/// The xattr holding a file's layout or a directory's default layout (text, see
+/// [`format_layout`]).
+pub const XATTR_LAYOUT: &str = "user.pfsqos.layout";
+/// Set on a directory to create a file in it with an explicit layout (`lfs setstripe` of a
+/// path that does not exist): value `stripe_count=C stripe_size=S stripe_offset=I name=NAME`.
+pub const XATTR_CREATE: &str = "user.pfsqos.create";
+
+/// The libc errno of a protocol errno.
+pub fn errno(e: Errno) -> i32 {
+    match e {
+        Errno::EPERM => libc::EPERM,
+        Errno::ENOENT => libc::ENOENT,
+        Errno::EIO => libc::EIO,
+        Errno::EAGAIN => libc::EAGAIN,
+        Errno::EBUSY => libc::EBUSY,
+        Errno::EEXIST => libc::EEXIST,
+        Errno::ENODEV => libc::ENODEV,
+        Errno::EINVAL => libc::EINVAL,
+        Errno::EFBIG => libc::EFBIG,
+        Errno::ENOSPC => libc::ENOSPC,
+        Errno::ERANGE => libc::ERANGE,
+        Errno::ENAMETOOLONG => libc::ENAMETOOLONG,
+        Errno::ENOSYS => libc::ENOSYS,
+        Errno::EPROTO => libc::EPROTO,
+        Errno::ENOTDIR => libc::ENOTDIR,
+        Errno::EISDIR => libc::EISDIR,
+        Errno::ENOTEMPTY => libc::ENOTEMPTY,
+    }
+}
+
+fn fail(f: Failure) -> i32 {
+    errno(f.0)
+}
+
+/// Who asks (from the FUSE request).
+#[derive(Clone, Copy, Debug)]
+pub struct Caller {
+    pub pid: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// Client tuning.
+#[derive(Clone, Debug)]
+pub struct Tuning {
+    pub brw_size_bytes: u64,
+    pub max_rpcs_in_flight: usize,
+    pub max_dirty_bytes: u64,
+}
+
+struct WriteRec {
+    start: u64,
+    end: u64,
+    pieces_left: usize,
+}
+
+struct FileInner {
+    size: u64,
+    size_dirty: bool,
+    writes: BTreeMap<u64, WriteRec>,
+    next_seq: u64,
+    error: Option<i32>,
+    opens: u32,
+}
+
+/// An open file's client state.
+struct FileState {
+    ino: u64,
+    layout: FileLayout,
+    inner: Mutex<FileInner>,
+    changed: Notify,
+}
+
+impl FileState {
+    fn new(ino: u64, layout: FileLayout, size: u64) -> FileState {
+        FileState {
+            ino,
+            layout,
+            inner: Mutex::new(FileInner {
+                size,
+                size_dirty: false,
+                writes: BTreeMap::new(),
+                next_seq: 0,
+                error: None,
+                opens: 0,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, FileInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn overlaps(st: &FileInner, range: Option<(u64, u64)>) -> bool {
+        st.writes.values().any(|w| match range {
+            Some((a, b)) => w.start < b && a < w.end,
+            None => true,
+        })
+    }
+
+    /// Waits until no unfinished write overlaps `range` (all writes: `None`).
+    async fn wait_writes(&self, range: Option<(u64, u64)>) {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !Self::overlaps(&self.lock(), range) {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Waits until no unfinished write overlaps `[start, end)`, then registers a write of
+    /// `pieces` RPCs there, atomically, so overlapping writes are ordered.
+    async fn begin_write(&self, start: u64, end: u64, pieces: usize) -> u64 {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut st = self.lock();
+                if !Self::overlaps(&st, Some((start, end))) {
+                    let seq = st.next_seq;
+                    st.next_seq += 1;
+                    st.writes.insert(
+                        seq,
+                        WriteRec {
+                            start,
+                            end,
+                            pieces_left: pieces,
+                        },
+                    );
+                    return seq;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    fn end_piece(&self, seq: u64, result: Result<(), i32>) {
+        let mut st = self.lock();
+        if let Err(e) = result {
+            st.error.get_or_insert(e);
+        }
+        let done = match st.writes.get_mut(&seq) {
+            Some(w) => {
+                w.pieces_left -= 1;
+                w.pieces_left == 0
+            }
+            None => false,
+        };
+        if done {
+            st.writes.remove(&seq);
+            drop(st);
+            self.changed.notify_waiters();
+        }
+    }
+}
+
+/// The mounted file system's operations.
+pub struct Ops {
+    mds: MdsPool,
+    osts: Vec<Arc<OstPool>>,
+    jobids: JobIds,
+    nid: Nid,
+    tuning: Tuning,
+    dirty_kib: Arc<Semaphore>,
+    files: Mutex<HashMap<u64, Arc<FileState>>>,
+}
+
+/// A NID for this client: the IPv4 address it reaches `peer` from, on `tcp`.
+pub fn local_nid(peer: std::net::SocketAddr) -> Nid {
+    let tcp = LNet {
+        kind: NetKind::Tcp,
+        num: 0,
+    };
+    let ip = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect(peer).and_then(|_| s.local_addr()))
+        .ok()
+        .and_then(|a| match a.ip() {
+            std::net::IpAddr::V4(v4) => Some(v4),
+            std::net::IpAddr::V6(_) => None,
+        })
+        .unwrap_or(std::net::Ipv4Addr::LOCALHOST);
+    let [a, b, c, d] = ip.octets();
+    Nid::ipv4(a, b, c, d, tcp)
+}
+
+impl Ops {
+    pub fn new(
+        mds: MdsPool,
+        osts: Vec<Arc<OstPool>>,
+        jobids: JobIds,
+        nid: Nid,
+        tuning: Tuning,
+    ) -> Ops {
+        let dirty_kib = Arc::new(Semaphore::new(
+            (tuning.max_dirty_bytes / 1024).max(1) as usize
+        ));
+        Ops {
+            mds,
+            osts,
+            jobids,
+            nid,
+            tuning,
+            dirty_kib,
+            files: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn ost_count(&self) -> u32 {
+        self.osts.len() as u32
+    }
+
+    fn identity(&self, c: Caller) -> Identity {
+        Identity {
+            job: self.jobids.of(c.pid, c.uid, c.gid),
+            uid: c.uid,
+            gid: c.gid,
+            nid: self.nid,
+        }
+    }
+
+    fn open_state(&self, ino: u64) -> Option<Arc<FileState>> {
+        self.files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&ino)
+            .cloned()
+    }
+
+    async fn mds(&self, op: MdsOp) -> Res<MdsReplyBody> {
+        self.mds.call(op).await.map_err(fail)
+    }
+
+    async fn attr_op(&self, op: MdsOp) -> Res<Attr> {
+        match self.mds(op).await? {
+            MdsReplyBody::Attr(a) => Ok(self.patch(a)),
+            _ => Err(libc::EPROTO),
+        }
+    }
+
+    /// The client's size wins for files open here.
+    fn patch(&self, mut a: Attr) -> Attr {
+        if let Some(f) = self.open_state(a.ino) {
+            a.size_bytes = f.lock().size;
+        }
+        a
+    }
+
+    async fn layout(&self, ino: u64) -> Res<FileLayout> {
+        match self.mds(MdsOp::GetLayout { ino }).await? {
+            MdsReplyBody::Layout(l) => {
+                check_layout(&l, self.ost_count()).map_err(|e| {
+                    warn!(ino, "unusable layout: {e}");
+                    libc::EIO
+                })?;
+                Ok(l)
+            }
+            _ => Err(libc::EPROTO),
+        }
+    }
+
+    pub async fn lookup(&self, parent: u64, name: &[u8]) -> Res<Attr> {
+        self.attr_op(MdsOp::Lookup {
+            parent,
+            name: name.to_vec(),
+        })
+        .await
+    }
+
+    pub async fn getattr(&self, ino: u64) -> Res<Attr> {
+        self.attr_op(MdsOp::GetAttr { ino }).await
+    }
+
+    /// The open state of `ino`, loading it from the MDS if this is the first open.
+    async fn state(&self, ino: u64) -> Res<Arc<FileState>> {
+        if let Some(f) = self.open_state(ino) {
+            return Ok(f);
+        }
+        let a = self.getattr(ino).await?;
+        if a.kind == Kind::Dir {
+            return Err(libc::EISDIR);
+        }
+        let layout = self.layout(ino).await?;
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(files
+            .entry(ino)
+            .or_insert_with(|| Arc::new(FileState::new(ino, layout, a.size_bytes)))
+            .clone())
+    }
+
+    pub async fn open(&self, ino: u64) -> Res<()> {
+        let f = self.state(ino).await?;
+        f.lock().opens += 1;
+        Ok(())
+    }
+
+    /// Creates and opens a file with the directory's (or the file system's) default layout,
+    /// or `stripe` if given.
+    pub async fn create(
+        &self,
+        c: Caller,
+        parent: u64,
+        name: &[u8],
+        mode: u32,
+        stripe: Option<StripeSpec>,
+        open: bool,
+    ) -> Res<Attr> {
+        let op = MdsOp::Create {
+            parent,
+            name: name.to_vec(),
+            owner: Owner {
+                mode: mode & 0o7777,
+                uid: c.uid,
+                gid: c.gid,
+            },
+            stripe,
+        };
+        let (attr, layout) = match self.mds(op).await? {
+            MdsReplyBody::Created(a, l) => (a, l),
+            _ => return Err(libc::EPROTO),
+        };
+        check_layout(&layout, self.ost_count()).map_err(|_| libc::EIO)?;
+        if open {
+            let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+            let f = files
+                .entry(attr.ino)
+                .or_insert_with(|| Arc::new(FileState::new(attr.ino, layout, attr.size_bytes)));
+            f.lock().opens += 1;
+        }
+        Ok(attr)
+    }
+
+    pub async fn mkdir(&self, c: Caller, parent: u64, name: &[u8], mode: u32) -> Res<Attr> {
+        self.attr_op(MdsOp::Mkdir {
+            parent,
+            name: name.to_vec(),
+            owner: Owner {
+                mode: mode & 0o7777,
+                uid: c.uid,
+                gid: c.gid,
+            },
+        })
+        .await
+    }
+
+    /// Punches the objects of a removed file to zero length, in the background (the MDS has
+    /// already forgotten the file; a failure only leaves space in use).
+    fn destroy_objects(self: &Arc<Self>, c: Caller, layout: FileLayout) {
+        let ops = self.clone();
+        tokio::spawn(async move {
+            let id = ops.identity(c);
+            for s in &layout.stripes {
+                let pool = ops.osts[s.ost as usize].clone();
+                let slot = pool.admit().await;
+                if let Err(e) = pool
+                    .run(
+                        &slot,
+                        &id,
+                        &ObjOp::Punch {
+                            object: s.object,
+                            size: 0,
+                        },
+                    )
+                    .await
+                {
+                    warn!(
+                        ost = s.ost,
+                        object = s.object,
+                        "object of a removed file not punched: {:?}",
+                        e.0
+                    );
+                }
+            }
+        });
+    }
+
+    pub async fn unlink(self: &Arc<Self>, c: Caller, parent: u64, name: &[u8]) -> Res<()> {
+        match self
+            .mds(MdsOp::Unlink {
+                parent,
+                name: name.to_vec(),
+            })
+            .await?
+        {
+            MdsReplyBody::Removed(Some(l)) => {
+                self.destroy_objects(c, l);
+                Ok(())
+            }
+            MdsReplyBody::Removed(None) => Ok(()),
+            _ => Err(libc::EPROTO),
+        }
+    }
+
+    pub async fn rmdir(&self, parent: u64, name: &[u8]) -> Res<()> {
+        match self
+            .mds(MdsOp::Rmdir {
+                parent,
+                name: name.to_vec(),
+            })
+            .await?
+        {
+            MdsReplyBody::Done => Ok(()),
+            _ => Err(libc::EPROTO),
+        }
+    }
+
+    pub async fn rename(
+        self: &Arc<Self>,
+        c: Caller,
+        parent: u64,
+        name: &[u8],
+        new_parent: u64,
+        new_name: &[u8],
+    ) -> Res<()> {
+        match self
+            .mds(MdsOp::Rename {
+                parent,
+                name: name.to_vec(),
+                new_parent,
+                new_name: new_name.to_vec(),
+            })
+            .await?
+        {
+            MdsReplyBody::Removed(l) => {
+                if let Some(l) = l {
+                    self.destroy_objects(c, l);
+                }
+                Ok(())
+            }
+            _ => Err(libc::EPROTO),
+        }
+    }
+
+    pub async fn readdir(&self, dir: u64, after: u64, max: u32) -> Res<DirPage> {
+        match self.mds(MdsOp::ReadDir { dir, after, max }).await? {
+            MdsReplyBody::Dir(p) => Ok(p),
+            _ => Err(libc::EPROTO),
+        }
+    }
+
+    pub async fn statfs(&self) -> Res<StatFs> {
+        match self.mds(MdsOp::StatFs).await? {
+            MdsReplyBody::StatFs(s) => Ok(s),
+            _ => Err(libc::EPROTO),
+        }
+    }
+
+    /// Changes attributes; a size change truncates (or extends) every object to its share
+    /// of the new size, then records the size at the MDS.
+    pub async fn setattr(&self, c: Caller, ino: u64, set: SetAttr) -> Res<Attr> {
+        if let Some(size) = set.size_bytes {
+            if size > FILE_SIZE_MAX_BYTES {
+                return Err(libc::EFBIG);
+            }
+            let open = self.open_state(ino);
+            let f = match &open {
+                Some(f) => f.clone(),
+                None => self.state_unregistered(ino).await?,
+            };
+            f.wait_writes(None).await;
+            let id = self.identity(c);
+            let n = f.layout.stripes.len();
+            let mut tasks = Vec::new();
+            for (i, s) in f.layout.stripes.iter().enumerate() {
+                let pool = self.osts[s.ost as usize].clone();
+                let op = ObjOp::Punch {
+                    object: s.object,
+                    size: object_size(f.layout.stripe_size_bytes, n, i, size),
+                };
+                tasks.push(tokio::spawn(async move {
+                    let slot = pool.admit().await;
+                    pool.run(&slot, &id, &op).await
+                }));
+            }
+            for t in tasks {
+                t.await.map_err(|_| libc::EIO)?.map_err(fail)?;
+            }
+            let a = self.attr_op(MdsOp::SetAttr { ino, set }).await;
+            if let Some(f) = open {
+                let mut st = f.lock();
+                st.size = size;
+                st.size_dirty = false;
+            }
+            return a.map(|mut a| {
+                a.size_bytes = size;
+                a
+            });
+        }
+        self.attr_op(MdsOp::SetAttr { ino, set }).await
+    }
+
+    /// File state for a file not open here (truncate by path).
+    async fn state_unregistered(&self, ino: u64) -> Res<Arc<FileState>> {
+        let a = self.getattr(ino).await?;
+        if a.kind == Kind::Dir {
+            return Err(libc::EISDIR);
+        }
+        Ok(Arc::new(FileState::new(
+            ino,
+            self.layout(ino).await?,
+            a.size_bytes,
+        )))
+    }
+
+    /// Admits a write (see the module docs); returns once every RPC holds a window slot.
+    pub async fn write(&self, c: Caller, ino: u64, offset: u64, data: Vec<u8>) -> Res<u32> {
+        let len = data.len() as u64;
+        let end = offset.checked_add(len).ok_or(libc::EFBIG)?;
+        if end > FILE_SIZE_MAX_BYTES {
+            return Err(libc::EFBIG);
+        }
+        if len == 0 {
+            return Ok(0);
+        }
+        let f = self.state(ino).await?;
+        let id = self.identity(c);
+        let pieces = split(&f.layout, offset, len, self.tuning.brw_size_bytes);
+        let seq = f.begin_write(offset, end, pieces.len()).await;
+        let bytes = Bytes::from(data);
+        for p in pieces {
+            let kib = p.len_bytes.div_ceil(1024) as u32;
+            let dirty = self
+                .dirty_kib
+                .clone()
+                .acquire_many_owned(kib)
+                .await
+                .expect("the dirty budget is never closed");
+            let pool = self.osts[p.stripe.ost as usize].clone();
+            let slot = pool.admit().await;
+            let at = (p.file_offset_bytes - offset) as usize;
+            let op = ObjOp::Write {
+                object: p.stripe.object,
+                offset: p.object_offset_bytes,
+                data: bytes.slice(at..at + p.len_bytes as usize),
+            };
+            let f = f.clone();
+            tokio::spawn(async move {
+                let r = pool.run(&slot, &id, &op).await;
+                drop(slot);
+                drop(dirty);
+                f.end_piece(seq, r.map(|_| ()).map_err(fail));
+            });
+        }
+        let mut st = f.lock();
+        if end > st.size {
+            st.size = end;
+            st.size_dirty = true;
+        }
+        Ok(len as u32)
+    }
+
+    /// Reads up to `size` bytes at `offset`, short only at the end of the file; holes and
+    /// short objects read as zeros.
+    pub async fn read(&self, c: Caller, ino: u64, offset: u64, size: u32) -> Res<Vec<u8>> {
+        let f = self.state(ino).await?;
+        let file_size = f.lock().size;
+        if offset >= file_size || size == 0 {
+            return Ok(Vec::new());
+        }
+        let len = (size as u64).min(file_size - offset);
+        f.wait_writes(Some((offset, offset + len))).await;
+        let id = self.identity(c);
+        let mut tasks = Vec::new();
+        for p in split(&f.layout, offset, len, self.tuning.brw_size_bytes) {
+            let pool = self.osts[p.stripe.ost as usize].clone();
+            let op = ObjOp::Read {
+                object: p.stripe.object,
+                offset: p.object_offset_bytes,
+                len: p.len_bytes,
+            };
+            tasks.push((
+                p.file_offset_bytes - offset,
+                tokio::spawn(async move {
+                    let slot = pool.admit().await;
+                    pool.run(&slot, &id, &op).await
+                }),
+            ));
+        }
+        let mut buf = vec![0u8; len as usize];
+        let mut first_err = None;
+        for (at, t) in tasks {
+            match t.await {
+                Ok(Ok(d)) => {
+                    let at = at as usize;
+                    let n = d.len().min(buf.len() - at);
+                    buf[at..at + n].copy_from_slice(&d[..n]);
+                }
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(fail(e));
+                }
+                Err(_) => {
+                    first_err.get_or_insert(libc::EIO);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(buf),
+        }
+    }
+
+    /// Waits for the file's writes, records its size at the MDS, and returns (and clears)
+    /// the first write error since the last report.
+    async fn settle(&self, f: &FileState) -> Res<()> {
+        f.wait_writes(None).await;
+        let (push, err) = {
+            let mut st = f.lock();
+            let push = st.size_dirty.then_some(st.size);
+            st.size_dirty = false;
+            (push, st.error.take())
+        };
+        if let Some(size) = push {
+            let set = SetAttr {
+                size_bytes: Some(size),
+                ..SetAttr::default()
+            };
+            if let Err(e) = self.mds(MdsOp::SetAttr { ino: f.ino, set }).await {
+                f.lock().size_dirty = true;
+                return Err(err.unwrap_or(e));
+            }
+        }
+        err.map_or(Ok(()), Err)
+    }
+
+    pub async fn flush(&self, ino: u64) -> Res<()> {
+        match self.open_state(ino) {
+            Some(f) => self.settle(&f).await,
+            None => Ok(()),
+        }
+    }
+
+    /// flush, then `sync` of every object: what was written before is on stable storage.
+    pub async fn fsync(&self, c: Caller, ino: u64) -> Res<()> {
+        let Some(f) = self.open_state(ino) else {
+            return Ok(());
+        };
+        let settled = self.settle(&f).await;
+        let id = self.identity(c);
+        let mut tasks = Vec::new();
+        for s in &f.layout.stripes {
+            let pool = self.osts[s.ost as usize].clone();
+            let op = ObjOp::Sync { object: s.object };
+            tasks.push(tokio::spawn(async move {
+                let slot = pool.admit().await;
+                pool.run(&slot, &id, &op).await
+            }));
+        }
+        let mut synced = Ok(());
+        for t in tasks {
+            let r = t.await.map_err(|_| libc::EIO).and_then(|r| r.map_err(fail));
+            if synced.is_ok() {
+                synced = r.map(|_| ());
+            }
+        }
+        settled.and(synced)
+    }
+
+    /// The last close of a file here: flush, then forget the client state.
+    pub async fn release(&self, ino: u64) -> Res<()> {
+        let Some(f) = self.open_state(ino) else {
+            return Ok(());
+        };
+        let r = self.settle(&f).await;
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = f.lock();
+        st.opens = st.opens.saturating_sub(1);
+        if st.opens == 0 && st.writes.is_empty() && !st.size_dirty {
+            files.remove(&ino);
+        }
+        r
+    }
+
+    // ----- layouts as xattrs -----
+
+    /// `user.pfsqos.layout` of a file (its layout) or directory (its default, else the file
+    /// system's).
+    pub async fn get_layout_xattr(&self, ino: u64) -> Res<Vec<u8>> {
+        let a = self.getattr(ino).await?;
+        if a.kind == Kind::Dir {
+            let spec = match self.mds(MdsOp::GetDirStripe { dir: ino }).await? {
+                MdsReplyBody::DirStripe(Some(s)) => s,
+                MdsReplyBody::DirStripe(None) => self.statfs().await?.default_stripe,
+                _ => return Err(libc::EPROTO),
+            };
+            return Ok(format_spec(&spec).into_bytes());
+        }
+        let l = match self.open_state(ino) {
+            Some(f) => f.layout.clone(),
+            None => self.layout(ino).await?,
+        };
+        Ok(format_layout(&l).into_bytes())
+    }
+
+    /// Setting `user.pfsqos.layout` on a directory sets its default (`default` clears it);
+    /// on a file it fails with `EEXIST` (a file's layout is fixed at creation, as in Lustre).
+    /// `user.pfsqos.create` on a directory creates a file with the given layout.
+    pub async fn set_xattr(&self, c: Caller, ino: u64, name: &str, value: &[u8]) -> Res<()> {
+        let text = std::str::from_utf8(value).map_err(|_| libc::EINVAL)?;
+        let a = self.getattr(ino).await?;
+        match name {
+            XATTR_LAYOUT => {
+                if a.kind != Kind::Dir {
+                    return Err(libc::EEXIST);
+                }
+                let spec = if text.trim() == "default" {
+                    None
+                } else {
+                    let (s, name) = parse_spec(text).map_err(|_| libc::EINVAL)?;
+                    if name.is_some() {
+                        return Err(libc::EINVAL);
+                    }
+                    Some(self.resolve_spec(ino, s).await?)
+                };
+                match self.mds(MdsOp::SetDirStripe { dir: ino, spec }).await? {
+                    MdsReplyBody::Done => Ok(()),
+                    _ => Err(libc::EPROTO),
+                }
+            }
+            XATTR_CREATE => {
+                if a.kind != Kind::Dir {
+                    return Err(libc::ENOTDIR);
+                }
+                let (s, file) = parse_spec(text).map_err(|_| libc::EINVAL)?;
+                let file = file.ok_or(libc::EINVAL)?;
+                let s = self.resolve_spec(ino, s).await?;
+                self.create(c, ino, file.as_bytes(), 0o644, Some(s), false)
+                    .await
+                    .map(|_| ())
+            }
+            _ => Err(libc::ENOTSUP),
+        }
+    }
+
+    /// Fills unset fields (count or size 0) from the directory's default, else the file
+    /// system's.
+    async fn resolve_spec(&self, dir: u64, mut s: StripeSpec) -> Res<StripeSpec> {
+        if s.stripe_count != 0 && s.stripe_size_bytes != 0 {
+            return Ok(s);
+        }
+        let base = match self.mds(MdsOp::GetDirStripe { dir }).await? {
+            MdsReplyBody::DirStripe(Some(d)) => d,
+            _ => self.statfs().await?.default_stripe,
+        };
+        if s.stripe_count == 0 {
+            s.stripe_count = base.stripe_count;
+        }
+        if s.stripe_size_bytes == 0 {
+            s.stripe_size_bytes = base.stripe_size_bytes;
+        }
+        Ok(s)
+    }
+}
+
+/// A directory default as text: `stripe_count=C stripe_size=S stripe_offset=I` (`-1`: any
+/// start OST).
+pub fn format_spec(s: &StripeSpec) -> String {
+    format!(
+        "stripe_count={} stripe_size={} stripe_offset={}",
+        s.stripe_count,
+        s.stripe_size_bytes,
+        s.start_ost.map_or(-1, |o| o as i64)
+    )
+}
+
+/// A file layout as text: the spec line (the offset is the first stripe's OST), then one
+/// `OST OBJECT` line per stripe in stripe order.
+pub fn format_layout(l: &FileLayout) -> String {
+    let mut out = format!(
+        "stripe_count={} stripe_size={} stripe_offset={}\n",
+        l.stripes.len(),
+        l.stripe_size_bytes,
+        l.stripes.first().map_or(0, |s| s.ost)
+    );
+    for s in &l.stripes {
+        out.push_str(&format!("{} {}\n", s.ost, s.object));
+    }
+    out
+}
+
+/// Parses `stripe_count=C stripe_size=S stripe_offset=I [name=NAME]` (any order, each at
+/// most once; `name=` last, taking the rest of the text). 0 means "the default" for count
+/// and size, -1 for the offset. Returns the spec and the name.
+pub fn parse_spec(text: &str) -> Result<(StripeSpec, Option<String>), String> {
+    let (fields, name) = match text.find("name=") {
+        Some(i) => (&text[..i], Some(text[i + 5..].to_string())),
+        None => (text.lines().next().unwrap_or(""), None),
+    };
+    let mut spec = StripeSpec {
+        stripe_count: 0,
+        stripe_size_bytes: 0,
+        start_ost: None,
+    };
+    let mut seen = [false; 3];
+    for tok in fields.split_whitespace() {
+        let (k, v) = tok
+            .split_once('=')
+            .ok_or_else(|| format!("{tok:?}: expected key=value"))?;
+        let slot = match k {
+            "stripe_count" => 0,
+            "stripe_size" => 1,
+            "stripe_offset" => 2,
+            _ => {
+                return Err(format!(
+                    "unknown key {k:?} (stripe_count, stripe_size, stripe_offset, name)"
+                ))
+            }
+        };
+        if std::mem::replace(&mut seen[slot], true) {
+            return Err(format!("{k} given twice"));
+        }
+        let n: i64 = v
+            .parse()
+            .map_err(|_| format!("{k}={v:?} is not a number"))?;
+        match slot {
+            0 if (-1..=i32::MAX as i64).contains(&n) => spec.stripe_count = n as i32,
+            1 if n >= 0 => spec.stripe_size_bytes = n as u64,
+            2 if n == -1 => spec.start_ost = None,
+            2 if (0..=u32::MAX as i64).contains(&n) => spec.start_ost = Some(n as u32),
+            _ => return Err(format!("{k}={n} out of range")),
+        }
+    }
+    if let Some(n) = &name {
+        if n.is_empty() || n.contains('/') || n.contains('\0') {
+            return Err(format!("name {n:?} is not a directory entry name"));
+        }
+    }
+    Ok((spec, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mds::Stripe;
+
+    #[test]
+    fn layout_text_round_trips() {
+        let s = StripeSpec {
+            stripe_count: 2,
+            stripe_size_bytes: 1 << 20,
+            start_ost: Some(1),
+        };
+        assert_eq!(parse_spec(&format_spec(&s)).unwrap(), (s, None));
+        let l = FileLayout {
+            stripe_size_bytes: 1 << 20,
+            stripes: vec![Stripe { ost: 1, object: 7 }, Stripe { ost: 0, object: 8 }],
+        };
+        let text = format_layout(&l);
+        assert_eq!(
+            text,
+            "stripe_count=2 stripe_size=1048576 stripe_offset=1\n1 7\n0 8\n"
+        );
+        let (spec, _) = parse_spec(&text).unwrap();
+        assert_eq!(spec.stripe_count, 2);
+    }
+
+    #[test]
+    fn spec_parsing_checks_everything() {
+        let (s, n) = parse_spec("stripe_count=-1 name=a b=c").unwrap();
+        assert_eq!(s.stripe_count, -1);
+        assert_eq!(n.as_deref(), Some("a b=c"));
+        assert!(parse_spec("stripe_count=1 stripe_count=2").is_err());
+        assert!(parse_spec("stripe_width=1").is_err());
+        assert!(parse_spec("stripe_size=-5").is_err());
+        assert!(parse_spec("stripe_offset=-2").is_err());
+        assert!(parse_spec("name=a/b").is_err());
+        assert!(parse_spec("name=").is_err());
+        assert_eq!(parse_spec("").unwrap().0.stripe_count, 0);
+    }
+}

@@ -1,0 +1,478 @@
+//! POSIX behaviour through `pfsqos mount`: an in-process ossd (2 OSTs) and mds on loopback,
+//! the FUSE client mounted on a temporary directory, and plain `std::fs` calls from the test.
+//! Needs /dev/fuse and root (mounting); without /dev/fuse the tests fail saying so.
+//! Readiness is polled in /proc/self/mountinfo with a deadline; nothing sleeps for
+//! correctness.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use pfsqos_live::client::OssClient;
+use pfsqos_live::mds::{Mds, MdsConfig, OssSpec};
+use pfsqos_live::mount::lfs::{self, SetStripe};
+use pfsqos_live::mount::{self, MountConfig, Mounted};
+use pfsqos_live::ossd::{Ossd, OssdConfig};
+use pfsqos_live::protocol::Role;
+use sha2::{Digest, Sha256};
+
+const KEY: &[u8] = b"mount-test-cluster-key-0123456789";
+const WAIT_MAX: Duration = Duration::from_secs(60);
+
+struct Cluster {
+    mount: Option<Mounted>,
+    ossd: Option<Ossd>,
+    mds: Option<Mds>,
+    rt: tokio::runtime::Runtime,
+    mnt: PathBuf,
+    ost_dirs: Vec<PathBuf>,
+    _tmp: tempfile::TempDir,
+}
+
+fn require_fuse() {
+    assert!(
+        Path::new("/dev/fuse").exists(),
+        "/dev/fuse is missing: the mount tests need the FUSE device (modprobe fuse) and root"
+    );
+}
+
+fn mounted(mnt: &Path) -> bool {
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = mnt.to_string_lossy();
+    info.lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|p| p == want))
+}
+
+impl Cluster {
+    fn start(tune: impl FnOnce(&mut MountConfig)) -> Cluster {
+        require_fuse();
+        let tmp = tempfile::tempdir().unwrap();
+        let ost_dirs: Vec<PathBuf> = (0..2).map(|i| tmp.path().join(format!("ost{i}"))).collect();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (ossd, mds) = rt.block_on(async {
+            let mut oc = OssdConfig::new(
+                "127.0.0.1:0".parse().unwrap(),
+                ost_dirs.clone(),
+                KEY.to_vec(),
+            );
+            oc.threads = 4;
+            let ossd = Ossd::start(oc).await.unwrap();
+            let oss = OssSpec {
+                addr: ossd.local_addr().to_string(),
+                ost_count: 2,
+            };
+            let mc = MdsConfig::new(
+                "127.0.0.1:0".parse().unwrap(),
+                tmp.path().join("mds.db"),
+                KEY.to_vec(),
+                vec![oss],
+            );
+            (ossd, Mds::start(mc).await.unwrap())
+        });
+        let mnt = tmp.path().join("mnt");
+        fs::create_dir(&mnt).unwrap();
+        let mut mc = MountConfig::new(mnt.clone(), mds.local_addr().to_string(), KEY.to_vec());
+        tune(&mut mc);
+        let m = mount::mount(mc).unwrap();
+        let deadline = Instant::now() + WAIT_MAX;
+        while !mounted(&mnt) {
+            assert!(
+                Instant::now() < deadline,
+                "{} never appeared in mountinfo",
+                mnt.display()
+            );
+            std::thread::yield_now();
+        }
+        Cluster {
+            mount: Some(m),
+            ossd: Some(ossd),
+            mds: Some(mds),
+            rt,
+            mnt,
+            ost_dirs,
+            _tmp: tmp,
+        }
+    }
+
+    fn p(&self, rel: &str) -> PathBuf {
+        self.mnt.join(rel)
+    }
+
+    /// Objects (non-empty files) on OST `i`.
+    fn objects(&self, i: usize) -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = fs::read_dir(self.ost_dirs[i].join("objects"))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .map(|e| {
+                        (
+                            e.file_name().to_string_lossy().into_owned(),
+                            e.metadata().unwrap().len(),
+                        )
+                    })
+                    .filter(|(_, len)| *len > 0)
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+
+    /// The job ids in every OST's job_stats, and the raw text (for messages).
+    fn job_ids(&self) -> (Vec<String>, String) {
+        let addr = self.ossd.as_ref().unwrap().local_addr();
+        let params = self.rt.block_on(async {
+            let mut c = OssClient::connect(addr, KEY, Role::Lctl).await.unwrap();
+            c.get_param("obdfilter.*.job_stats").await.unwrap()
+        });
+        let mut ids = Vec::new();
+        let mut text = String::new();
+        for p in params {
+            for e in pfsqos_core::jobstats::parse_job_stats(&p.value).unwrap() {
+                ids.push(e.job_id.as_str().to_string());
+            }
+            text.push_str(&p.value);
+        }
+        (ids, text)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(m) = self.mount.take() {
+            m.unmount();
+        }
+        let (ossd, mds) = (self.ossd.take(), self.mds.take());
+        self.rt.block_on(async {
+            if let Some(o) = ossd {
+                o.shutdown().await;
+            }
+            if let Some(m) = mds {
+                m.shutdown().await;
+            }
+        });
+    }
+}
+
+/// Deterministic bytes (xorshift), so a mix-up of any two pieces shows.
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn sha(b: &[u8]) -> [u8; 32] {
+    Sha256::digest(b).into()
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn posix_file_operations() {
+    let c = Cluster::start(|_| {});
+    let f = c.p("a.txt");
+
+    // create, write, read back
+    fs::write(&f, b"hello, pfsqos").unwrap();
+    assert_eq!(fs::read(&f).unwrap(), b"hello, pfsqos");
+    assert_eq!(fs::metadata(&f).unwrap().len(), 13);
+
+    // overwrite in the middle
+    let mut h = OpenOptions::new().write(true).open(&f).unwrap();
+    h.seek(SeekFrom::Start(7)).unwrap();
+    h.write_all(b"PFSQOS").unwrap();
+    drop(h);
+    assert_eq!(fs::read(&f).unwrap(), b"hello, PFSQOS");
+
+    // append
+    let mut h = OpenOptions::new().append(true).open(&f).unwrap();
+    h.write_all(b"!!").unwrap();
+    drop(h);
+    assert_eq!(fs::read(&f).unwrap(), b"hello, PFSQOS!!");
+
+    // truncate: shrink, then grow (the hole reads as zeros)
+    let h = OpenOptions::new().write(true).open(&f).unwrap();
+    h.set_len(5).unwrap();
+    assert_eq!(fs::read(&f).unwrap(), b"hello");
+    h.set_len(9).unwrap();
+    drop(h);
+    assert_eq!(fs::read(&f).unwrap(), b"hello\0\0\0\0");
+
+    // a write beyond the end leaves a hole of zeros
+    let mut h = OpenOptions::new().write(true).open(&f).unwrap();
+    h.seek(SeekFrom::Start(3 << 20)).unwrap();
+    h.write_all(b"tail").unwrap();
+    // the size is visible to another process of this mount before close
+    assert_eq!(fs::metadata(&f).unwrap().len(), (3 << 20) + 4);
+    drop(h);
+    let all = fs::read(&f).unwrap();
+    assert_eq!(all.len(), (3 << 20) + 4);
+    assert_eq!(&all[..5], b"hello");
+    assert!(all[9..3 << 20].iter().all(|b| *b == 0));
+    assert_eq!(&all[3 << 20..], b"tail");
+
+    // rename, including over an existing file
+    fs::write(c.p("b.txt"), b"bbb").unwrap();
+    fs::rename(&f, c.p("c.txt")).unwrap();
+    assert!(!f.exists());
+    fs::rename(c.p("b.txt"), c.p("c.txt")).unwrap();
+    assert_eq!(fs::read(c.p("c.txt")).unwrap(), b"bbb");
+    assert_eq!(names(&c.mnt), vec!["c.txt"]);
+
+    // mkdir, readdir, rmdir (ENOTEMPTY first)
+    fs::create_dir(c.p("d")).unwrap();
+    for i in 0..5 {
+        fs::write(c.p(&format!("d/f{i}")), format!("{i}")).unwrap();
+    }
+    fs::create_dir(c.p("d/sub")).unwrap();
+    assert_eq!(names(&c.p("d")), vec!["f0", "f1", "f2", "f3", "f4", "sub"]);
+    let e = fs::remove_dir(c.p("d")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTEMPTY), "{e}");
+    assert_eq!(
+        fs::create_dir(c.p("d/sub")).unwrap_err().raw_os_error(),
+        Some(libc::EEXIST)
+    );
+    fs::rename(c.p("d/f0"), c.p("d/sub/moved")).unwrap();
+    assert_eq!(fs::read(c.p("d/sub/moved")).unwrap(), b"0");
+
+    // unlink
+    fs::remove_file(c.p("c.txt")).unwrap();
+    assert_eq!(
+        fs::read(c.p("c.txt")).unwrap_err().raw_os_error(),
+        Some(libc::ENOENT)
+    );
+    fs::remove_file(c.p("d/sub/moved")).unwrap();
+    fs::remove_dir(c.p("d/sub")).unwrap();
+    for i in 1..5 {
+        fs::remove_file(c.p(&format!("d/f{i}"))).unwrap();
+    }
+    fs::remove_dir(c.p("d")).unwrap();
+    assert!(names(&c.mnt).is_empty());
+
+    // a directory with more entries than fit one kernel readdir buffer
+    fs::create_dir(c.p("many")).unwrap();
+    for i in 0..300 {
+        File::create(c.p(&format!("many/file-with-a-longish-name-{i:04}"))).unwrap();
+    }
+    let listed = names(&c.p("many"));
+    assert_eq!(listed.len(), 300);
+    assert_eq!(listed[299], "file-with-a-longish-name-0299");
+}
+
+#[test]
+fn large_striped_file_spans_both_osts() {
+    let c = Cluster::start(|_| {});
+    fs::create_dir(c.p("wide")).unwrap();
+    xattr_set(
+        &c.p("wide"),
+        "user.pfsqos.layout",
+        b"stripe_count=2 stripe_size=1048576 stripe_offset=-1",
+    );
+    let data = pattern(40 << 20, 7);
+    {
+        let mut h = File::create(c.p("wide/big")).unwrap();
+        // uneven chunks, so writes straddle stripe boundaries
+        for chunk in data.chunks(3 << 18) {
+            h.write_all(chunk).unwrap();
+        }
+        h.sync_all().unwrap();
+    }
+    let layout = String::from_utf8(xattr_get(&c.p("wide/big"), "user.pfsqos.layout")).unwrap();
+    assert!(
+        layout.starts_with("stripe_count=2 stripe_size=1048576"),
+        "{layout}"
+    );
+    let mut back = Vec::new();
+    File::open(c.p("wide/big"))
+        .unwrap()
+        .read_to_end(&mut back)
+        .unwrap();
+    assert_eq!(back.len(), data.len());
+    assert_eq!(sha(&back), sha(&data));
+    // each OST holds one 20 MiB object of it
+    for i in 0..2 {
+        let objs = c.objects(i);
+        assert!(
+            objs.iter().any(|(_, len)| *len == 20 << 20),
+            "OST{i}: {objs:?}"
+        );
+    }
+    // a read in the middle crossing a stripe boundary
+    let mut h = File::open(c.p("wide/big")).unwrap();
+    h.seek(SeekFrom::Start((5 << 20) - 100)).unwrap();
+    let mut buf = vec![0; 300];
+    h.read_exact(&mut buf).unwrap();
+    assert_eq!(buf, &data[(5 << 20) - 100..(5 << 20) + 200]);
+}
+
+fn cpath(p: &Path) -> std::ffi::CString {
+    std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap()
+}
+
+fn xattr_set(p: &Path, name: &str, value: &[u8]) {
+    let n = std::ffi::CString::new(name).unwrap();
+    let r = unsafe {
+        libc::setxattr(
+            cpath(p).as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    assert_eq!(
+        r,
+        0,
+        "setxattr {}: {}",
+        p.display(),
+        std::io::Error::last_os_error()
+    );
+}
+
+fn xattr_get(p: &Path, name: &str) -> Vec<u8> {
+    let n = std::ffi::CString::new(name).unwrap();
+    let mut buf = vec![0u8; 65536];
+    let r = unsafe {
+        libc::getxattr(
+            cpath(p).as_ptr(),
+            n.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    assert!(
+        r >= 0,
+        "getxattr {}: {}",
+        p.display(),
+        std::io::Error::last_os_error()
+    );
+    buf.truncate(r as usize);
+    buf
+}
+
+#[test]
+fn rpcs_carry_the_callers_jobid() {
+    let c = Cluster::start(|m| m.jobid_var = "SLURM_JOB_ID".into());
+    let dd = |path: PathBuf, job: Option<&str>| {
+        let mut cmd = std::process::Command::new("dd");
+        cmd.arg("if=/dev/zero")
+            .arg(format!("of={}", path.display()))
+            .args(["bs=64k", "count=4", "conv=fsync", "status=none"]);
+        match job {
+            Some(j) => cmd.env("SLURM_JOB_ID", j),
+            None => cmd.env_remove("SLURM_JOB_ID"),
+        };
+        let status = cmd.status().expect("dd runs");
+        assert!(status.success(), "dd failed: {status}");
+    };
+    dd(c.p("with-var"), Some("4242"));
+    dd(c.p("without-var"), None);
+    let uid = unsafe { libc::getuid() };
+    let (jobs, stats) = c.job_ids();
+    // Without the variable the pattern %e.%u names the process: dd run by this uid.
+    assert!(jobs.iter().any(|j| j == "4242"), "no job 4242 in {stats}");
+    assert!(
+        jobs.iter().any(|j| *j == format!("dd.{uid}")),
+        "no job dd.{uid} in {stats}"
+    );
+}
+
+fn getstripe(p: &Path) -> String {
+    let mut out = Vec::new();
+    lfs::getstripe(p, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn setstripe_and_getstripe_round_trip() {
+    let c = Cluster::start(|_| {});
+    fs::create_dir(c.p("d")).unwrap();
+    // a directory default, taken by files created in it
+    lfs::setstripe(&SetStripe {
+        stripe_count: Some(2),
+        stripe_size_bytes: Some(128 << 10),
+        stripe_index: None,
+        path: c.p("d"),
+    })
+    .unwrap();
+    let d = getstripe(&c.p("d"));
+    assert!(d.contains("stripe_count:  2 stripe_size:   131072"), "{d}");
+    fs::write(c.p("d/f"), pattern(300 << 10, 3)).unwrap();
+    let f = getstripe(&c.p("d/f"));
+    assert!(
+        f.contains("lmm_stripe_count:  2\nlmm_stripe_size:   131072\n"),
+        "{f}"
+    );
+    assert_eq!(
+        f.lines()
+            .filter(|l| l.starts_with('\t') && !l.contains("obdidx"))
+            .count(),
+        2,
+        "{f}"
+    );
+    assert_eq!(fs::read(c.p("d/f")).unwrap(), pattern(300 << 10, 3));
+
+    // a file that does not exist yet is created empty with the layout; size from the
+    // file system default (1 MiB), start on OST 1
+    lfs::setstripe(&SetStripe {
+        stripe_count: Some(1),
+        stripe_size_bytes: None,
+        stripe_index: Some(1),
+        path: c.p("one"),
+    })
+    .unwrap();
+    assert_eq!(fs::metadata(c.p("one")).unwrap().len(), 0);
+    let one = getstripe(&c.p("one"));
+    assert!(
+        one.contains("lmm_stripe_count:  1\nlmm_stripe_size:   1048576\n"),
+        "{one}"
+    );
+    assert!(one.contains("lmm_stripe_offset: 1\n"), "{one}");
+    let before = c.objects(0);
+    fs::write(c.p("one"), pattern(3 << 20, 5)).unwrap();
+    assert_eq!(
+        c.objects(0),
+        before,
+        "a file striped on OST 1 only wrote to OST 0"
+    );
+    assert!(c.objects(1).iter().any(|(_, len)| *len == 3 << 20));
+
+    // a file's layout is fixed once it exists
+    let e = lfs::setstripe(&SetStripe {
+        stripe_count: Some(2),
+        path: c.p("one"),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(e.contains("File exists"), "{e}");
+    // bad layouts are refused by the MDS
+    let e = lfs::setstripe(&SetStripe {
+        stripe_count: Some(3),
+        path: c.p("three"),
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(
+        e.contains("Invalid argument") || e.contains("No space"),
+        "{e}"
+    );
+    assert!(!c.p("three").exists());
+}

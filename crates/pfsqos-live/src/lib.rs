@@ -30,9 +30,13 @@
 
 pub mod cli;
 pub mod client;
+pub mod cluster;
 pub mod conn;
 pub mod control;
 pub mod lctl;
 pub mod mds;
+pub mod metrics;
 pub mod ossd;
 pub mod protocol;
+pub mod stat;
+pub mod updown;

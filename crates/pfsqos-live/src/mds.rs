@@ -1252,7 +1252,9 @@ impl Mds {
         let ns = Namespace::open(&config.db, config.namespace.clone())
             .map_err(|e| anyhow::anyhow!("{}: {e}", config.db.display()))?;
         let ns = Arc::new(Mutex::new(ns));
-        let listener = TcpListener::bind(config.listen).await?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
         let addr = listener.local_addr()?;
         let ops: Arc<OpCounts> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
         let metrics = match config.metrics_listen {

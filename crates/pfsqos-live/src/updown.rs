@@ -53,6 +53,8 @@ pub struct Started {
     pub pid: u32,
     /// What follows `listening on ` / `ready on ` in its ready line.
     pub ready: String,
+    /// The metrics URL the daemon printed before its ready line, if it serves metrics.
+    pub metrics: Option<String>,
     pub log: PathBuf,
 }
 
@@ -153,13 +155,14 @@ fn ready_prefix(role: Role) -> &'static str {
 }
 
 /// Waits for the role's ready line in its log from byte `from`, or for the child to exit.
+/// Returns the ready value and the metrics URL printed before it, if any.
 fn wait_ready(
     child: &mut Child,
     role: Role,
     log: &Path,
     from: u64,
     timeout: Duration,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(String, Option<String>)> {
     let deadline = Instant::now() + timeout;
     let prefix = ready_prefix(role);
     loop {
@@ -167,9 +170,13 @@ fn wait_ready(
             let mut buf = Vec::new();
             if f.seek(SeekFrom::Start(from)).is_ok() && f.read_to_end(&mut buf).is_ok() {
                 let text = String::from_utf8_lossy(&buf);
+                let mut metrics = None;
                 for line in text.lines() {
+                    if let Some((_, url)) = line.split_once(" metrics on ") {
+                        metrics = Some(url.trim().to_string());
+                    }
                     if let Some(v) = line.strip_prefix(prefix) {
-                        return Ok(v.trim().to_string());
+                        return Ok((v.trim().to_string(), metrics));
                     }
                 }
             }
@@ -297,21 +304,23 @@ fn start_role(
     std::fs::write(&pidf, format!("{pid}\n"))
         .with_context(|| format!("writing {}", pidf.display()))?;
     match wait_ready(&mut child, role, &log, from, opts.ready_timeout) {
-        Ok(ready) => Ok(Started {
+        Ok((ready, metrics)) => Ok(Started {
             role,
             pid,
             ready,
+            metrics,
             log,
         }),
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
             let _ = std::fs::remove_file(&pidf);
-            Err(e.context(format!(
-                "last lines of {}:\n{}",
+            // The tail goes last, after the reason, so it reads like a log excerpt.
+            Err(anyhow::anyhow!(
+                "{e:#}\nlast lines of {}:\n{}",
                 log.display(),
                 log_tail(&log, LOG_TAIL_LINES)
-            )))
+            ))
         }
     }
 }
@@ -401,15 +410,22 @@ pub fn up(c: &Cluster, opts: &UpOptions, out: &mut dyn Write) -> anyhow::Result<
                     s.ready,
                     s.log.display()
                 )?;
+                if let Some(m) = &s.metrics {
+                    writeln!(out, "{:<19} metrics on {m}", "")?;
+                }
                 started.push(s);
             }
             Err(e) => {
                 for s in started.iter().rev() {
                     let _ = stop_role(c, s.role, STOP_TIMEOUT, &mut std::io::sink());
                 }
-                return Err(e.context(format!(
-                    "{role} failed to start; stopped the roles started before it"
-                )));
+                let undone = if started.is_empty() {
+                    String::new()
+                } else {
+                    let names: Vec<String> = started.iter().map(|s| s.role.to_string()).collect();
+                    format!(" (stopped {} again)", names.join(", "))
+                };
+                bail!("{role} failed to start{undone}: {e:#}");
             }
         }
     }

@@ -604,6 +604,61 @@ pub fn down(
 mod tests {
     use super::*;
 
+    fn args_text(a: &[std::ffi::OsString]) -> Vec<String> {
+        a.iter().map(|s| s.to_string_lossy().into_owned()).collect()
+    }
+
+    /// The command lines follow the subcommands' flags; the mount's follows the contract of
+    /// `pfsqos mount` (MOUNTPOINT --mds HOST:PORT --key-file F --jobid-var ... ).
+    #[test]
+    fn role_command_lines() {
+        let c = Cluster::from_toml_str(
+            r#"
+            [cluster]
+            state_dir = "/s"
+            [mds]
+            host = "mds1"
+            listen = "0.0.0.0:7989"
+            metrics_listen = "0.0.0.0:9989"
+            default_stripe_count = -1
+            [[oss]]
+            host = "oss1"
+            listen = "0.0.0.0:7988"
+            osts = ["/d/a", "/d/b"]
+            ceiling_bytes_per_s = 8388608
+            policy = "static"
+            job_nodes = { "j.1" = 3 }
+            [mount]
+            path = "/mnt/p"
+            jobid_var = "SLURM_JOB_ID"
+            jobid_name = "%j"
+            max_rpcs_in_flight = 4
+            max_dirty_mb = 64
+            "#,
+            "c.toml",
+            Path::new("/base"),
+        )
+        .unwrap();
+        let oss = vec![reach_addr(c.osses[0].host.as_deref(), c.osses[0].listen)];
+        let mds = reach_addr(c.mds.host.as_deref(), c.mds.listen);
+        assert_eq!(
+            args_text(&role_args(&c, Role::Oss(0), &oss, &mds)).join(" "),
+            "ossd --listen 0.0.0.0:7988 --ost /d/a --ost /d/b --key-file /s/cluster.key \
+             --fsname pfsqos --threads 8 --cpts 1 --ceiling-bytes-per-s 8388608 --policy static \
+             --job-nodes j.1=3"
+        );
+        assert_eq!(
+            args_text(&role_args(&c, Role::Mds, &oss, &mds)).join(" "),
+            "mds --listen 0.0.0.0:7989 --db /s/mds.db --key-file /s/cluster.key --fsname pfsqos \
+             --oss oss1:7988:2 --stripe-count -1 --stripe-size 1048576 --metrics-listen 0.0.0.0:9989"
+        );
+        assert_eq!(
+            args_text(&role_args(&c, Role::Mount, &oss, &mds)).join(" "),
+            "mount /mnt/p --mds mds1:7989 --key-file /s/cluster.key --jobid-var SLURM_JOB_ID \
+             --jobid-name %j --max-rpcs-in-flight 4 --max-dirty-mb 64"
+        );
+    }
+
     #[test]
     fn mountinfo_escapes_are_undone() {
         assert_eq!(unescape_mountinfo("/mnt/a\\040b"), "/mnt/a b");

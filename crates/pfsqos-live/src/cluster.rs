@@ -33,9 +33,11 @@ pub const OSS_COUNT_MAX: usize = 1024;
 pub const MDS_LISTEN_DEFAULT: &str = "127.0.0.1:7989";
 /// Default address of the (single, default) OSS.
 pub const OSS_LISTEN_DEFAULT: &str = "127.0.0.1:7988";
-/// `jobid_var` values with a meaning of their own (Lustre's); anything else names an
+/// `jobid_var` values with a meaning of their own to `pfsqos mount`; anything else names an
 /// environment variable.
-pub const JOBID_VAR_SPECIAL: [&str; 4] = ["disable", "procname_uid", "nodelocal", "session"];
+pub const JOBID_VAR_SPECIAL: [&str; 2] = ["disable", "procname_uid"];
+/// The `%` codes of a `jobid_name` pattern (`pfsqos mount`'s, Lustre's).
+pub const JOBID_NAME_CODES: &str = "eughHpj%";
 
 /// A cluster file that cannot be used: the file, the field, the value and what is allowed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -635,33 +637,44 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
 
 fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
     let jobid_var = m.jobid_var.unwrap_or_else(|| "disable".to_string());
+    // The same rules `pfsqos mount` applies, so `up` fails before starting anything.
     let is_env_name = |s: &str| {
-        !s.is_empty()
-            && s.len() <= 64
-            && !s.starts_with(|c: char| c.is_ascii_digit())
-            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     };
-    if !JOBID_VAR_SPECIAL.contains(&jobid_var.as_str()) && !is_env_name(&jobid_var) {
+    if !is_env_name(&jobid_var) {
         return Err(cx.err(
             "mount.jobid_var",
             &jobid_var,
             format!(
-                "must be one of {} or an environment variable name (letters, digits, `_`; at most 64)",
+                "must be {} or an environment variable name (letters, digits, `_`; 1..=64 bytes)",
                 JOBID_VAR_SPECIAL.join(", ")
             ),
         ));
     }
     let jobid_name = m.jobid_name.unwrap_or_else(|| "%e.%u".to_string());
+    let mut codes = jobid_name.split('%').skip(1);
+    let mut bad_code = false;
+    while let Some(after) = codes.next() {
+        match after.chars().next() {
+            // `%%` splits into an empty piece; the next piece is literal text.
+            None => {
+                if codes.next().is_none() {
+                    bad_code = true; // a lone `%` at the end
+                }
+            }
+            Some(c) => bad_code |= !JOBID_NAME_CODES.contains(c),
+        }
+    }
     if jobid_name.is_empty()
         || jobid_name.len() > 256
-        || jobid_name
-            .chars()
-            .any(|c| c.is_control() || c.is_whitespace())
+        || jobid_name.chars().any(|c| c.is_control())
+        || bad_code
     {
         return Err(cx.err(
             "mount.jobid_name",
             &jobid_name,
-            "must be 1..=256 bytes without spaces or control characters (e.g. %e.%u, %j)",
+            "must be 1..=256 bytes without control characters, with only the codes \
+             %e %u %g %h %H %p %j %% (e.g. %e.%u, %j)",
         ));
     }
     let brw = match m.brw_size_bytes {
@@ -674,10 +687,17 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
         }
         b => b,
     };
-    let max_dirty_mb = m
-        .max_dirty_mb
-        .map(|v| cx.range("mount.max_dirty_mb", v, 1, 1 << 20))
-        .transpose()?;
+    let max_dirty_mb = match m.max_dirty_mb {
+        // At least one RPC must fit in the dirty budget (the mount's default brw is 4 MiB).
+        Some(v) if !(1..=65536).contains(&v) || v << 20 < brw.unwrap_or(4 << 20) => {
+            return Err(cx.err(
+                "mount.max_dirty_mb",
+                v,
+                "must be 1..=65536 and hold at least one RPC of brw_size_bytes (default 4 MiB)",
+            ))
+        }
+        v => v,
+    };
     Ok(MountRole {
         enabled: m.enabled.unwrap_or(true),
         path: cx.path(
@@ -864,6 +884,20 @@ mod tests {
     }
 
     #[test]
+    fn jobid_names_take_the_mounts_codes() {
+        for ok in ["%e.%u", "%j", "%%x", "job-%H-%p.%g", "%%"] {
+            let c = load(&format!("[mount]\njobid_name = \"{ok}\"")).unwrap();
+            assert_eq!(c.mount.jobid_name, ok);
+        }
+        for bad in ["%", "%%%", "x%y"] {
+            assert!(
+                load(&format!("[mount]\njobid_name = \"{bad}\"")).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
     fn roles_parse_and_print() {
         for r in [Role::Mds, Role::Oss(3), Role::Mount] {
             assert_eq!(r.to_string().parse::<Role>(), Ok(r));
@@ -950,11 +984,11 @@ mod tests {
             ),
             (
                 "[mount]\njobid_var = \"not valid\"",
-                "c.toml: field `mount.jobid_var`: value `not valid`: must be one of disable, procname_uid, nodelocal, session or an environment variable name (letters, digits, `_`; at most 64)",
+                "c.toml: field `mount.jobid_var`: value `not valid`: must be disable, procname_uid or an environment variable name (letters, digits, `_`; 1..=64 bytes)",
             ),
             (
-                "[mount]\njobid_name = \"a b\"",
-                "c.toml: field `mount.jobid_name`: value `a b`: must be 1..=256 bytes without spaces or control characters (e.g. %e.%u, %j)",
+                "[mount]\njobid_name = \"a\\tb\"",
+                "c.toml: field `mount.jobid_name`: value `a\tb`: must be 1..=256 bytes without control characters, with only the codes %e %u %g %h %H %p %j %% (e.g. %e.%u, %j)",
             ),
             (
                 "[mount]\nmax_rpcs_in_flight = 0",
@@ -964,7 +998,16 @@ mod tests {
                 "[mount]\nbrw_size_bytes = 5000",
                 "c.toml: field `mount.brw_size_bytes`: value `5000`: must be a multiple of 4096 in 4096..=67108864",
             ),
-            ("[mount]\nmax_dirty_mb = 0", "c.toml: field `mount.max_dirty_mb`: value `0`: must be 1..=1048576"),
+            ("[mount]\nmax_dirty_mb = 0", "c.toml: field `mount.max_dirty_mb`: value `0`: must be 1..=65536 and hold at least one RPC of brw_size_bytes (default 4 MiB)"),
+            ("[mount]\nmax_dirty_mb = 2", "c.toml: field `mount.max_dirty_mb`: value `2`: must be 1..=65536 and hold at least one RPC of brw_size_bytes (default 4 MiB)"),
+            (
+                "[mount]\njobid_name = \"%x\"",
+                "c.toml: field `mount.jobid_name`: value `%x`: must be 1..=256 bytes without control characters, with only the codes %e %u %g %h %H %p %j %% (e.g. %e.%u, %j)",
+            ),
+            (
+                "[mount]\njobid_name = \"a%\"",
+                "c.toml: field `mount.jobid_name`: value `a%`: must be 1..=256 bytes without control characters, with only the codes %e %u %g %h %H %p %j %% (e.g. %e.%u, %j)",
+            ),
         ];
         for (text, want) in cases {
             assert_eq!(load(text).unwrap_err(), *want, "for {text:?}");

@@ -98,6 +98,9 @@ enum Command {
         /// Node count of a job, as JOB=N; repeat for more jobs. Other jobs count one node.
         #[arg(long = "job-nodes", value_parser = pfsqos_live::control::parse_job_nodes, requires = "policy")]
         job_nodes: Vec<(pfsqos_core::model::JobId, u32)>,
+        /// Serve Prometheus metrics at http://ADDR/metrics.
+        #[arg(long)]
+        metrics_listen: Option<SocketAddr>,
     },
     /// Serve the namespace and file layouts (metadata server) from a SQLite database.
     Mds {
@@ -122,6 +125,48 @@ enum Command {
         /// File system name.
         #[arg(long, default_value = "pfsqos")]
         fsname: String,
+        /// Serve Prometheus metrics at http://ADDR/metrics.
+        #[arg(long)]
+        metrics_listen: Option<SocketAddr>,
+    },
+    /// Start a cluster (MDS, OSSs, mount) in the background from a cluster file, or the
+    /// default loopback layout without one.
+    Up {
+        /// Cluster file (TOML) [default: one OSS with two OSTs, MDS and mount under ./].
+        cluster: Option<PathBuf>,
+        /// Start only this role: mds, oss:N or mount (one role per host).
+        #[arg(long)]
+        only: Option<pfsqos_live::cluster::Role>,
+    },
+    /// Stop what `pfsqos up` started: unmount, stop the daemons; data stays.
+    Down {
+        /// Cluster file (TOML), as given to `up`.
+        cluster: Option<PathBuf>,
+        /// Stop only this role: mds, oss:N or mount.
+        #[arg(long)]
+        only: Option<pfsqos_live::cluster::Role>,
+    },
+    /// Show the top jobs per OST every interval (like lljobstat); optionally record the run
+    /// as timeseries.csv, summary.json and report.html.
+    Stat {
+        /// ossd address; repeat for more OSSs.
+        #[arg(long = "server", default_value = pfsqos_live::lctl::DEFAULT_SERVER)]
+        servers: Vec<SocketAddr>,
+        /// File holding the shared cluster key.
+        #[arg(long, default_value = pfsqos_live::lctl::DEFAULT_KEY_FILE)]
+        key_file: PathBuf,
+        /// Jobs shown per OST.
+        #[arg(short = 'c', long = "count", default_value_t = 5)]
+        count: usize,
+        /// Seconds between samples (fractions allowed, e.g. 0.5).
+        #[arg(short = 'i', long = "interval", default_value = "10", value_parser = pfsqos_live::stat::parse_interval)]
+        interval: std::time::Duration,
+        /// Samples to print [default: until interrupted].
+        #[arg(short = 'n', long = "repeats")]
+        iterations: Option<u64>,
+        /// Write DIR/timeseries.csv, summary.json and report.html at the end.
+        #[arg(long)]
+        record: Option<PathBuf>,
     },
     /// Mount the file system with FUSE (runs in the foreground; SIGINT/SIGTERM unmounts).
     Mount {
@@ -240,6 +285,7 @@ fn main() -> ExitCode {
             capacity_rpcs_per_s,
             brw_size_bytes,
             job_nodes,
+            metrics_listen,
         } => {
             let key = match pfsqos_live::ossd::read_key_file(&key_file) {
                 Ok(k) => k,
@@ -253,6 +299,7 @@ fn main() -> ExitCode {
             config.cpts = cpts;
             config.ceiling_bytes_per_s = ceiling_bytes_per_s;
             config.fsname = fsname;
+            config.metrics_listen = metrics_listen;
             if let Some(spec) = policy {
                 let mut control = match pfsqos_live::control::ControlConfig::new(&spec) {
                     Ok(c) => c,
@@ -283,6 +330,7 @@ fn main() -> ExitCode {
             stripe_count,
             stripe_size,
             fsname,
+            metrics_listen,
         } => {
             let key = match pfsqos_live::ossd::read_key_file(&key_file) {
                 Ok(k) => k,
@@ -295,6 +343,7 @@ fn main() -> ExitCode {
             config.namespace.fsname = fsname;
             config.namespace.default_stripe.stripe_count = stripe_count;
             config.namespace.default_stripe.stripe_size_bytes = stripe_size;
+            config.metrics_listen = metrics_listen;
             return match pfsqos_live::cli::run_mds(config) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -358,6 +407,30 @@ fn main() -> ExitCode {
         }
         Command::Getstripe { paths } => {
             return ExitCode::from(pfsqos_live::cli::run_getstripe(&paths));
+        }
+        Command::Up { cluster, only } => {
+            return ExitCode::from(pfsqos_live::cli::run_up(cluster.as_deref(), only))
+        }
+        Command::Down { cluster, only } => {
+            return ExitCode::from(pfsqos_live::cli::run_down(cluster.as_deref(), only))
+        }
+        Command::Stat {
+            servers,
+            key_file,
+            count,
+            interval,
+            iterations,
+            record,
+        } => {
+            let args = pfsqos_live::stat::StatArgs {
+                servers,
+                key_file,
+                count,
+                interval,
+                iterations,
+                record,
+            };
+            return ExitCode::from(pfsqos_live::cli::run_stat(&args));
         }
         Command::Lctl {
             server,

@@ -3,13 +3,16 @@
 //! logging so the binary stays thin.
 
 use std::io::Write;
+use std::path::Path;
 
 use tracing::info;
 
+use crate::cluster::{Cluster, Role};
 use crate::lctl::{self, LctlArgs};
 use crate::mds::{Mds, MdsConfig};
 use crate::mount::{self, lfs, MountConfig};
 use crate::ossd::{Ossd, OssdConfig};
+use crate::updown::{self, UpOptions};
 
 /// Logs to stderr at INFO (or the level in `PFSQOS_LOG`: error, warn, info, debug, trace).
 pub fn init_logging() {
@@ -24,7 +27,21 @@ pub fn init_logging() {
         .try_init();
 }
 
-/// Runs an ossd until SIGINT/SIGTERM-like Ctrl-C.
+/// Waits for SIGINT (Ctrl-C) or SIGTERM (what `pfsqos down`, systemd and `kill` send); returns
+/// the signal's name for the log.
+pub async fn stop_signal() -> anyhow::Result<&'static str> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    })
+}
+
+/// Runs an ossd until SIGINT or SIGTERM, then shuts it down cleanly (the controller undoes its
+/// rules, queued requests are answered with an error) and returns. Nothing is left behind:
+/// rules and job_stats live in memory only.
 pub fn run_ossd(config: OssdConfig) -> anyhow::Result<()> {
     init_logging();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -34,16 +51,20 @@ pub fn run_ossd(config: OssdConfig) -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async move {
         let ossd = Ossd::start(config).await?;
+        // Before the listening line: `pfsqos up` stops reading at that line.
+        if let Some(m) = ossd.metrics_addr() {
+            println!("ossd metrics on http://{m}/metrics");
+        }
         println!("ossd listening on {}", ossd.local_addr());
         let _ = std::io::stdout().flush();
-        tokio::signal::ctrl_c().await?;
-        info!("interrupted; shutting down");
+        let sig = stop_signal().await?;
+        info!(signal = sig, "shutting down");
         ossd.shutdown().await;
         Ok(())
     })
 }
 
-/// Runs an mds until Ctrl-C. Every acknowledged mutation is already durable, so an abrupt
+/// Runs an mds until SIGINT or SIGTERM. Every acknowledged mutation is already durable, so an abrupt
 /// stop loses nothing acknowledged.
 pub fn run_mds(config: MdsConfig) -> anyhow::Result<()> {
     init_logging();
@@ -54,13 +75,101 @@ pub fn run_mds(config: MdsConfig) -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async move {
         let mds = Mds::start(config).await?;
+        if let Some(m) = mds.metrics_addr() {
+            println!("mds metrics on http://{m}/metrics");
+        }
         println!("mds listening on {}", mds.local_addr());
         let _ = std::io::stdout().flush();
-        tokio::signal::ctrl_c().await?;
-        info!("interrupted; shutting down");
+        let sig = stop_signal().await?;
+        info!(signal = sig, "shutting down");
         mds.shutdown().await;
         Ok(())
     })
+}
+
+/// The cluster file, or the defaults relative to the working directory.
+fn load_cluster(path: Option<&Path>) -> Result<Cluster, String> {
+    match path {
+        Some(p) => Cluster::load(p).map_err(|e| e.to_string()),
+        None => std::env::current_dir()
+            .map(|d| Cluster::defaults(&d))
+            .map_err(|e| format!("working directory: {e}")),
+    }
+}
+
+/// Runs `pfsqos up`; returns the exit code (2: bad cluster file or role, 1: a role failed).
+pub fn run_up(path: Option<&Path>, only: Option<Role>) -> u8 {
+    let cluster = match load_cluster(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pfsqos: error: {e}");
+            return 2;
+        }
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("pfsqos: error: cannot find the pfsqos binary: {e}");
+            return 1;
+        }
+    };
+    let opts = UpOptions {
+        only,
+        exe,
+        ready_timeout: updown::READY_TIMEOUT,
+    };
+    match updown::up(&cluster, &opts, &mut std::io::stdout().lock()) {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("pfsqos: error: {e:#}");
+            1
+        }
+    }
+}
+
+/// Runs `pfsqos down`; returns the exit code.
+pub fn run_down(path: Option<&Path>, only: Option<Role>) -> u8 {
+    let cluster = match load_cluster(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pfsqos: error: {e}");
+            return 2;
+        }
+    };
+    match updown::down(
+        &cluster,
+        only,
+        updown::STOP_TIMEOUT,
+        &mut std::io::stdout().lock(),
+    ) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("pfsqos: error: {e:#}");
+            1
+        }
+    }
+}
+
+/// Runs `pfsqos stat`; returns the exit code (0, or 2 when it could not start).
+pub fn run_stat(args: &crate::stat::StatArgs) -> u8 {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("pfsqos: error: {e}");
+            return 2;
+        }
+    };
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+    match rt.block_on(crate::stat::run(args, &mut out, &mut err)) {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = writeln!(err, "pfsqos: error: {e:#}");
+            2
+        }
+    }
 }
 
 /// Runs one lctl command against an ossd; returns the exit code.

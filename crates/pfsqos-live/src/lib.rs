@@ -3,8 +3,10 @@
 //!
 //! This crate holds the foundation: the wire [`protocol`], framed connections ([`conn`]), the
 //! object storage server [`ossd`] with its optional [`control`] loop, the metadata server
-//! [`mds`] (namespace and layouts in SQLite), simple OSS and MDS [`client`]s, and [`lctl`].
-//! The FUSE client and the cluster launcher build on these.
+//! [`mds`] (namespace and layouts in SQLite), simple OSS and MDS [`client`]s, and [`lctl`];
+//! and what operates a cluster: the [`cluster`] file, [`updown`] (`pfsqos up/down`), the
+//! Prometheus [`metrics`] endpoint and [`stat`] (`pfsqos stat`, lljobstat-like, recording live
+//! runs for `pfsqos-report`).
 //!
 //! # Message flow
 //! ```text
@@ -30,10 +32,14 @@
 
 pub mod cli;
 pub mod client;
+pub mod cluster;
 pub mod conn;
 pub mod control;
 pub mod lctl;
 pub mod mds;
+pub mod metrics;
 pub mod mount;
 pub mod ossd;
 pub mod protocol;
+pub mod stat;
+pub mod updown;

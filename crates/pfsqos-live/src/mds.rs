@@ -11,6 +11,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pfsqos_core::place::{Placement, PlacementRequest, RoundRobin};
@@ -23,6 +24,7 @@ use tokio::time::timeout;
 use tracing::{debug, info, warn};
 
 use crate::conn::{self, Reader, Writer, HANDSHAKE_TIMEOUT};
+use crate::metrics::{render_collector, MdsCollector, MdsSample, MetricsServer, Render};
 use crate::protocol::{self, Errno, ProtocolError, RemoteError, MESSAGE_LEN_MAX};
 
 /// Inode number of the root directory.
@@ -1043,6 +1045,47 @@ pub enum MdsOp {
     StatFs,
 }
 
+/// Names of the operation kinds in [`MdsOp::kind`] order: the `op` label of the metrics.
+pub const MDS_OP_NAMES: [&str; 13] = [
+    "create",
+    "mkdir",
+    "lookup",
+    "getattr",
+    "getlayout",
+    "setattr",
+    "readdir",
+    "unlink",
+    "rmdir",
+    "rename",
+    "setdirstripe",
+    "getdirstripe",
+    "statfs",
+];
+
+impl MdsOp {
+    /// Index of the operation's name in [`MDS_OP_NAMES`].
+    pub fn kind(&self) -> usize {
+        match self {
+            MdsOp::Create { .. } => 0,
+            MdsOp::Mkdir { .. } => 1,
+            MdsOp::Lookup { .. } => 2,
+            MdsOp::GetAttr { .. } => 3,
+            MdsOp::GetLayout { .. } => 4,
+            MdsOp::SetAttr { .. } => 5,
+            MdsOp::ReadDir { .. } => 6,
+            MdsOp::Unlink { .. } => 7,
+            MdsOp::Rmdir { .. } => 8,
+            MdsOp::Rename { .. } => 9,
+            MdsOp::SetDirStripe { .. } => 10,
+            MdsOp::GetDirStripe { .. } => 11,
+            MdsOp::StatFs => 12,
+        }
+    }
+}
+
+/// Operations answered per kind, for the metrics endpoint.
+type OpCounts = [AtomicU64; MDS_OP_NAMES.len()];
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MdsRequest {
     pub tag: u64,
@@ -1171,6 +1214,8 @@ pub struct MdsConfig {
     pub key: Vec<u8>,
     pub namespace: NamespaceConfig,
     pub connections_max: usize,
+    /// Where to serve Prometheus metrics; see [`crate::metrics`].
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl MdsConfig {
@@ -1190,6 +1235,7 @@ impl MdsConfig {
                 inodes_max: 100_000_000,
             },
             connections_max: 256,
+            metrics_listen: None,
         }
     }
 }
@@ -1198,6 +1244,7 @@ impl MdsConfig {
 pub struct Mds {
     addr: SocketAddr,
     accept: JoinHandle<()>,
+    metrics: Option<MetricsServer>,
 }
 
 impl Mds {
@@ -1205,8 +1252,32 @@ impl Mds {
         let ns = Namespace::open(&config.db, config.namespace.clone())
             .map_err(|e| anyhow::anyhow!("{}: {e}", config.db.display()))?;
         let ns = Arc::new(Mutex::new(ns));
-        let listener = TcpListener::bind(config.listen).await?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
         let addr = listener.local_addr()?;
+        let ops: Arc<OpCounts> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
+        let metrics = match config.metrics_listen {
+            Some(listen) => {
+                let (ns, ops) = (ns.clone(), ops.clone());
+                let render: Render = Arc::new(move || {
+                    let inodes = ns
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .statfs()
+                        .ok()
+                        .map(|s| s.inodes);
+                    let ops = MDS_OP_NAMES
+                        .iter()
+                        .zip(ops.iter())
+                        .map(|(n, c)| (*n, c.load(Ordering::Relaxed)))
+                        .collect();
+                    render_collector(MdsCollector(MdsSample { ops, inodes }))
+                });
+                Some(MetricsServer::start(listen, render).await?)
+            }
+            None => None,
+        };
         let slots = Arc::new(Semaphore::new(config.connections_max));
         let key: Arc<[u8]> = config.key.clone().into();
         let fsname = config.namespace.fsname.clone();
@@ -1226,22 +1297,35 @@ impl Mds {
                     continue;
                 };
                 let (ns, key, fsname) = (ns.clone(), key.clone(), fsname.clone());
+                let ops = ops.clone();
                 tokio::spawn(async move {
                     let _permit = permit;
-                    if let Err(e) = serve(stream, ns, &key, &fsname, ost_count).await {
+                    if let Err(e) = serve(stream, ns, &ops, &key, &fsname, ost_count).await {
                         debug!(%peer, "connection ended: {e}");
                     }
                 });
             }
         });
-        Ok(Mds { addr, accept })
+        Ok(Mds {
+            addr,
+            accept,
+            metrics,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// Where the metrics endpoint listens, if it runs.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(MetricsServer::local_addr)
+    }
+
     pub async fn shutdown(self) {
+        if let Some(m) = self.metrics {
+            m.stop().await;
+        }
         self.accept.abort();
         let _ = self.accept.await;
     }
@@ -1250,6 +1334,7 @@ impl Mds {
 async fn serve(
     stream: TcpStream,
     ns: Arc<Mutex<Namespace>>,
+    ops: &OpCounts,
     key: &[u8],
     fsname: &str,
     ost_count: u32,
@@ -1266,6 +1351,7 @@ async fn serve(
     loop {
         let frame = reader.frame().await?;
         let req = decode_mds_request(&frame)?;
+        ops[req.op.kind()].fetch_add(1, Ordering::Relaxed);
         let ns = ns.clone();
         // SQLite commits fsync; keep them off the network threads.
         let result = tokio::task::spawn_blocking(move || {

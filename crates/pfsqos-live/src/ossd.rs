@@ -60,6 +60,9 @@ use tracing::{debug, info, warn};
 
 use crate::conn::{self, ConnError, Reader, Writer, HANDSHAKE_TIMEOUT};
 use crate::control::{ControlConfig, ControlHandle};
+use crate::metrics::{
+    render_collector, JobSample, MetricsServer, OssCollector, OssSample, OstSample, Render,
+};
 use crate::protocol::*;
 
 /// How long a write's bulk data may take to arrive once its request has (it holds memory).
@@ -87,6 +90,8 @@ pub struct OssdConfig {
     pub in_flight_bytes_max: u64,
     /// A controller run in the daemon (`--policy`); see [`crate::control`].
     pub control: Option<ControlConfig>,
+    /// Where to serve Prometheus metrics (`--metrics-listen`); see [`crate::metrics`].
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl OssdConfig {
@@ -105,6 +110,7 @@ impl OssdConfig {
             rpcs_in_flight_per_conn: 8,
             in_flight_bytes_max: 1 << 30,
             control: None,
+            metrics_listen: None,
         }
     }
 
@@ -250,6 +256,10 @@ pub(crate) struct Ost {
     arrived: Mutex<BTreeMap<JobId, u64>>,
     /// RPCs of this OST waiting in the NRS heads.
     queued: AtomicU64,
+    /// Bytes and RPCs served since start, RPCs without a job id included (for metrics:
+    /// job_stats forgets cleared and expired jobs, these never go back).
+    served_bytes: AtomicU64,
+    served_rpcs: AtomicU64,
 }
 
 /// Most distinct jobs whose arrivals are counted per OST between two controller periods.
@@ -437,6 +447,13 @@ impl Shared {
             let result = ost.execute(&io, data);
             let usecs = started.elapsed().as_micros() as u64;
             if result.is_ok() {
+                let bytes = match (&io.op, &result) {
+                    (IoOp::Write, _) => io.length,
+                    (_, Ok(IoOutcome::Read(d))) => d.len() as u64,
+                    _ => 0,
+                };
+                ost.served_bytes.fetch_add(bytes, Ordering::Relaxed);
+                ost.served_rpcs.fetch_add(1, Ordering::Relaxed);
                 let mut state = lock(&ost.job_stats);
                 let now = wall_ns();
                 if state.stats.get(&io.tags.job).is_none() {
@@ -610,6 +627,56 @@ impl Shared {
         result
     }
 
+    /// What the metrics endpoint reports, read from the daemon's own state at scrape time.
+    pub(crate) fn metrics_sample(&self) -> OssSample {
+        let osts = self
+            .osts
+            .iter()
+            .enumerate()
+            .map(|(i, ost)| {
+                let jobs = {
+                    let state = lock(&ost.job_stats);
+                    state
+                        .stats
+                        .entries()
+                        .map(|e| JobSample {
+                            job: e.job_id.as_str().to_string(),
+                            read_bytes: e.counter(OstCounter::ReadBytes).sum,
+                            write_bytes: e.counter(OstCounter::WriteBytes).sum,
+                            rpcs: [
+                                OstCounter::Read,
+                                OstCounter::Write,
+                                OstCounter::Punch,
+                                OstCounter::Sync,
+                            ]
+                            .map(|c| e.counter(c).samples),
+                        })
+                        .collect()
+                };
+                OstSample {
+                    name: format!("{}-OST{:04x}", self.fsname, i),
+                    queued_rpcs: ost.queued_rpcs(),
+                    served_bytes: ost.served_bytes.load(Ordering::Relaxed),
+                    served_rpcs: ost.served_rpcs.load(Ordering::Relaxed),
+                    jobs,
+                }
+            })
+            .collect();
+        // Every CPT's regular head holds the same rules (writes go to all), so CPT 0 speaks
+        // for the service.
+        let rules = lock(&self.cpts[0].state)
+            .reg
+            .tbf()
+            .map(|t| {
+                t.listing(LISTING_FORM)
+                    .into_iter()
+                    .map(|r| (r.name, r.rate_rpcs_per_s))
+                    .collect()
+            })
+            .unwrap_or_default();
+        OssSample { osts, rules }
+    }
+
     fn dequeue_counts(&self) -> BTreeMap<JobId, u64> {
         let mut out = BTreeMap::new();
         for g in self.lock_cpts() {
@@ -721,6 +788,7 @@ pub struct Ossd {
     accept: tokio::task::JoinHandle<()>,
     workers: Vec<std::thread::JoinHandle<()>>,
     control: Option<ControlHandle>,
+    metrics: Option<MetricsServer>,
 }
 
 impl Ossd {
@@ -746,6 +814,8 @@ impl Ossd {
                 }),
                 arrived: Mutex::new(BTreeMap::new()),
                 queued: AtomicU64::new(0),
+                served_bytes: AtomicU64::new(0),
+                served_rpcs: AtomicU64::new(0),
             });
         }
         let cpts = (0..config.cpts)
@@ -774,6 +844,16 @@ impl Ossd {
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
         let addr = listener.local_addr()?;
+        // Bound before any thread starts, so a busy metrics port fails the start cleanly.
+        let metrics = match config.metrics_listen {
+            Some(listen) => {
+                let s = shared.clone();
+                let render: Render =
+                    Arc::new(move || render_collector(OssCollector(s.metrics_sample())));
+                Some(MetricsServer::start(listen, render).await?)
+            }
+            None => None,
+        };
         let per_cpt = (config.threads / config.cpts).max(1);
         let mut workers = Vec::new();
         for cpt in 0..config.cpts {
@@ -809,11 +889,17 @@ impl Ossd {
             accept,
             workers,
             control,
+            metrics,
         })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Where the metrics endpoint listens, if it runs.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(MetricsServer::local_addr)
     }
 
     #[cfg(test)]
@@ -844,6 +930,9 @@ impl Ossd {
     /// Stops the controller (undoing its writes), stops accepting, stops the I/O threads
     /// (queued requests are answered with an error as their senders drop) and waits for them.
     pub async fn shutdown(mut self) {
+        if let Some(m) = self.metrics.take() {
+            m.stop().await;
+        }
         self.stop_control().await;
         self.stop.notify_one();
         let _ = self.accept.await;

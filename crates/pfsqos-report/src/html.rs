@@ -87,19 +87,15 @@ fn throughput_series(run: &RunOutput) -> (f64, Vec<Vec<(f64, f64)>>, usize) {
     (x_max, lines, merge)
 }
 
-fn header(out: &mut String, runs: &[RunOutput], scenario: &Scenario, summaries: &[RunSummary]) {
+fn header(out: &mut String, runs: &[RunOutput], description: &str, summaries: &[RunSummary]) {
     let first = &runs[0];
     let _ = writeln!(
         out,
         "<header><h1>{}</h1>",
         escape(&format!("pfsqos report: {}", first.scenario_name))
     );
-    if !scenario.description.trim().is_empty() {
-        let _ = writeln!(
-            out,
-            "<p class=\"desc\">{}</p>",
-            escape(scenario.description.trim())
-        );
+    if !description.trim().is_empty() {
+        let _ = writeln!(out, "<p class=\"desc\">{}</p>", escape(description.trim()));
     }
     let policies: Vec<String> = runs.iter().map(|r| escape(&r.policy)).collect();
     let jobs: Vec<String> = first
@@ -534,6 +530,12 @@ fn rejected_writes(out: &mut String, summaries: &[RunSummary]) {
 /// The page for one run or a comparison of runs of the same scenario (one per policy).
 /// `runs` must not be empty.
 pub fn report_html(runs: &[RunOutput], scenario: &Scenario) -> String {
+    report_html_described(runs, &scenario.description)
+}
+
+/// [`report_html`] for runs without a scenario file (a recorded live run): `description`
+/// stands where the scenario's description goes.
+pub fn report_html_described(runs: &[RunOutput], description: &str) -> String {
     assert!(!runs.is_empty(), "a report needs at least one run");
     let summaries: Vec<RunSummary> = runs.iter().map(summarize).collect();
     let mut out = String::new();
@@ -544,7 +546,7 @@ pub fn report_html(runs: &[RunOutput], scenario: &Scenario) -> String {
          <title>{}</title><style>{STYLE}</style></head><body><main>",
         escape(&format!("pfsqos: {}", runs[0].scenario_name))
     );
-    header(&mut out, runs, scenario, &summaries);
+    header(&mut out, runs, description, &summaries);
 
     out.push_str(if runs.len() > 1 {
         "<h2>Comparison</h2>\n"

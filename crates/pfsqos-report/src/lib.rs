@@ -22,7 +22,10 @@ use pfsqos_core::control::ControlWrite;
 use pfsqos_sim::{RunOutput, Scenario};
 use serde::Serialize;
 
-pub use html::{index_html, report_html, IndexEntry, POINTS_PER_LINE_MAX, REJECTED_SHOWN_MAX};
+pub use html::{
+    index_html, report_html, report_html_described, IndexEntry, POINTS_PER_LINE_MAX,
+    REJECTED_SHOWN_MAX,
+};
 pub use summary::{
     summarize, EngineSummary, FairnessWindow, JobSummary, RejectedWrite, RunSummary, WindowBasis,
     REJECTED_LISTED_MAX,
@@ -135,13 +138,23 @@ fn write_trace(dir: &Path, run: &RunOutput) -> Result<(), ReportError> {
 /// Writes `dir/{timeseries.csv,summary.json,report.html}` for one run, and
 /// `dir/control_trace.csv` if the run has a controller trace; creates `dir`.
 pub fn write_run(dir: &Path, run: &RunOutput, scenario: &Scenario) -> Result<(), ReportError> {
+    write_run_described(dir, run, &scenario.description)
+}
+
+/// [`write_run`] for a run without a scenario file (a live run recorded by `pfsqos stat
+/// --record`): the report shows `description` where a scenario's description goes.
+pub fn write_run_described(
+    dir: &Path,
+    run: &RunOutput,
+    description: &str,
+) -> Result<(), ReportError> {
     create_dir(dir)?;
     write_file(&dir.join("timeseries.csv"), &timeseries_csv(run))?;
     write_trace(dir, run)?;
     write_file(&dir.join("summary.json"), &summary_json(run))?;
     write_file(
         &dir.join("report.html"),
-        &report_html(std::slice::from_ref(run), scenario),
+        &report_html_described(std::slice::from_ref(run), description),
     )
 }
 

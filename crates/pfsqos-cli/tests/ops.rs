@@ -1,0 +1,317 @@
+//! `pfsqos up`, `stat` and `down` with the real binary: a loopback cluster from a temporary
+//! cluster file (ports picked by the daemons, mount disabled until `pfsqos mount` exists).
+//! Every wait polls with a deadline; nothing sleeps for correctness.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
+use pfsqos_live::client::{Identity, MdsClient, OssClient};
+use pfsqos_live::protocol::Role;
+
+fn pfsqos(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `pfsqos down` on drop, so a failed assertion leaves no daemon behind.
+struct Up {
+    dir: PathBuf,
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        let _ = pfsqos(&["down", "c.toml"], &self.dir);
+    }
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, r)| r.trim().chars().next())
+        })
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
+fn read_pid(path: &Path) -> u32 {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The address after `prefix` in `up`'s output.
+fn addr_after(out: &str, prefix: &str) -> std::net::SocketAddr {
+    out.lines()
+        .find_map(|l| l.split_once(prefix))
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no `{prefix}` in\n{out}"))
+        .parse()
+        .unwrap()
+}
+
+const CLUSTER: &str = r#"
+[cluster]
+state_dir = "st"
+[mds]
+listen = "127.0.0.1:0"
+[[oss]]
+listen = "127.0.0.1:0"
+osts = ["data/ost0", "data/ost1"]
+metrics_listen = "127.0.0.1:0"
+[mount]
+enabled = false
+"#;
+
+/// Writes as job `j1` until told to stop; counts the bytes written.
+fn traffic(
+    addr: std::net::SocketAddr,
+    key: Vec<u8>,
+    stop: Arc<AtomicBool>,
+    written: Arc<AtomicU64>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut c = OssClient::connect(addr, &key, Role::Client).await.unwrap();
+            let id = Identity {
+                job: JobId::new("j1").unwrap(),
+                uid: 0,
+                gid: 0,
+                nid: Nid::ipv4(
+                    127,
+                    0,
+                    0,
+                    1,
+                    LNet {
+                        kind: NetKind::Tcp,
+                        num: 0,
+                    },
+                ),
+            };
+            let data = vec![1u8; 64 << 10];
+            let mut off = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                c.write(&id, 0, 1, off % (16 << 20), &data, false)
+                    .await
+                    .unwrap();
+                off += data.len() as u64;
+                written.fetch_add(data.len() as u64, Ordering::Relaxed);
+            }
+        })
+    })
+}
+
+#[test]
+fn up_stat_record_and_down_with_the_real_binary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    std::fs::write(dir.join("c.toml"), CLUSTER).unwrap();
+
+    let out = pfsqos(&["up", "c.toml"], &dir);
+    let _guard = Up { dir: dir.clone() };
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let oss = addr_after(&stdout, "ossd listening on ");
+    let mds = addr_after(&stdout, "mds listening on ");
+    assert!(stdout.contains("metrics on http://127.0.0.1:"), "{stdout}");
+    assert!(stdout.contains("pfsqos down"), "{stdout}");
+
+    // The key is private; pid files name live processes.
+    let key_file = dir.join("st/cluster.key");
+    let mode = std::fs::metadata(&key_file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let key = pfsqos_live::ossd::read_key_file(&key_file).unwrap();
+    let pids = [
+        read_pid(&dir.join("st/oss0.pid")),
+        read_pid(&dir.join("st/mds.pid")),
+    ];
+    assert!(pids.iter().all(|&p| pid_alive(p)));
+    assert!(!dir.join("st/mount.pid").exists());
+
+    // Both daemons answer: lctl on the ossd, statfs on the MDS, which knows the real port.
+    let key_arg = key_file.to_str().unwrap();
+    let l = pfsqos(
+        &[
+            "lctl",
+            "--server",
+            &oss.to_string(),
+            "--key-file",
+            key_arg,
+            "get_param",
+            "ost.OSS.ost_io.nrs_policies",
+        ],
+        &dir,
+    );
+    assert!(l.status.success(), "{}", text(&l.stderr));
+    assert!(text(&l.stdout).contains("regular_requests:"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let statfs = rt.block_on(async {
+        let mut c = MdsClient::connect(mds, &key).await.unwrap();
+        c.statfs().await.unwrap()
+    });
+    assert_eq!(statfs.osts.len(), 2);
+    assert!(statfs.osts.iter().all(|o| o.oss_addr == oss.to_string()));
+
+    // A second `up` refuses.
+    let again = pfsqos(&["up", "c.toml"], &dir);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        text(&again.stderr).contains("already up: oss:0 (pid"),
+        "{}",
+        text(&again.stderr)
+    );
+
+    // stat sees the job while it writes, and records the run for the report.
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let writer = traffic(oss, key.clone(), stop.clone(), written.clone());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while written.load(Ordering::Relaxed) == 0 {
+        assert!(Instant::now() < deadline, "no write went through");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let s = pfsqos(
+        &[
+            "stat",
+            "--server",
+            &oss.to_string(),
+            "--key-file",
+            key_arg,
+            "-i",
+            "0.2",
+            "-n",
+            "3",
+            "--record",
+            "rec",
+        ],
+        &dir,
+    );
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    let stat_out = text(&s.stdout);
+    assert!(s.status.success(), "{stat_out}\n{}", text(&s.stderr));
+    assert_eq!(
+        stat_out.matches("---\ntimestamp: ").count(),
+        3,
+        "{stat_out}"
+    );
+    assert!(
+        stat_out.contains("  pfsqos-OST0000:\n  - j1: {ops: "),
+        "{stat_out}"
+    );
+    assert!(stat_out.contains("  pfsqos-OST0001: []\n"), "{stat_out}");
+    let csv = std::fs::read_to_string(dir.join("rec/timeseries.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some(pfsqos_report::CSV_HEADER));
+    let j1_bytes: u64 = lines
+        .filter(|l| l.contains(",j1,pfsqos-OST0000,"))
+        .map(|l| l.split(',').nth(3).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert!(j1_bytes > 0, "{csv}");
+    assert_eq!(j1_bytes % (64 << 10), 0, "whole writes only: {csv}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("rec/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["jobs"][0]["job_id"], "j1", "{summary}");
+    let html = std::fs::read_to_string(dir.join("rec/report.html")).unwrap();
+    assert!(html.contains("Live run recorded by pfsqos stat"));
+
+    // down stops everything and keeps the data.
+    let d = pfsqos(&["down", "c.toml"], &dir);
+    assert!(d.status.success(), "{}", text(&d.stderr));
+    let down_out = text(&d.stdout);
+    assert!(down_out.contains("stopped mds (pid"), "{down_out}");
+    assert!(down_out.contains("stopped oss:0 (pid"), "{down_out}");
+    assert!(!down_out.contains("SIGKILL"), "{down_out}");
+    assert!(pids.iter().all(|&p| !pid_alive(p)));
+    assert!(!dir.join("st/oss0.pid").exists() && !dir.join("st/mds.pid").exists());
+    assert!(dir.join("data/ost0/objects/0000000000000001").exists());
+    assert!(dir.join("st/mds.db").exists() && key_file.exists());
+    let log = std::fs::read_to_string(dir.join("st/oss0.log")).unwrap();
+    assert!(log.contains("signal=\"SIGTERM\""), "{log}");
+    assert!(log.contains("ossd stopped"), "{log}");
+
+    let again = pfsqos(&["down", "c.toml"], &dir);
+    assert!(again.status.success());
+    assert!(text(&again.stdout).starts_with("nothing running"));
+}
+
+#[test]
+fn a_failed_role_stops_what_up_started() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    // The MDS port is taken, so the MDS fails after the OSS started.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    std::fs::write(
+        dir.join("c.toml"),
+        CLUSTER.replace(
+            "[mds]\nlisten = \"127.0.0.1:0\"",
+            &format!("[mds]\nlisten = \"127.0.0.1:{port}\""),
+        ),
+    )
+    .unwrap();
+    let out = pfsqos(&["up", "c.toml"], &dir);
+    let _guard = Up { dir: dir.clone() };
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("pfsqos: error: mds failed to start (stopped oss:0 again): mds exited"),
+        "{err}"
+    );
+    assert!(err.contains("last lines of"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "listening on 127.0.0.1:{port}: Address already in use"
+        )),
+        "{err}"
+    );
+    assert!(!dir.join("st/oss0.pid").exists());
+    assert!(!dir.join("st/mds.pid").exists());
+    let log = std::fs::read_to_string(dir.join("st/oss0.log")).unwrap();
+    assert!(log.contains("ossd stopped"), "{log}");
+}
+
+#[test]
+fn a_bad_cluster_field_gives_the_exact_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("c.toml");
+    std::fs::write(&file, "[[oss]]\nthreads = 0\n").unwrap();
+    let out = pfsqos(&["up", file.to_str().unwrap()], tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "pfsqos: error: {}: field `oss[0].threads`: value `0`: must be 1..=1024\n",
+            file.display()
+        )
+    );
+    assert!(
+        !tmp.path().join("pfsqos-state").exists(),
+        "nothing was started"
+    );
+    let bad_role = pfsqos(&["up", "--only", "oss"], tmp.path());
+    assert_eq!(bad_role.status.code(), Some(2));
+    assert!(text(&bad_role.stderr).contains("expected mds, oss:N (N from 0) or mount"));
+}

@@ -1,0 +1,485 @@
+//! Prometheus metrics of the daemons (`ossd --metrics-listen ADDR`, `mds --metrics-listen
+//! ADDR`): a tiny HTTP/1.1 server answering `GET /metrics` with the OpenMetrics text format,
+//! encoded by `prometheus-client`.
+//!
+//! Values are collected at scrape time from the daemon's own state (job_stats, NRS heads,
+//! counters it keeps anyway), so nothing is counted twice. Label cardinality is bounded by
+//! what the daemon already bounds: at most `JOBS_PER_OST_MAX` jobs per OST in job_stats, the
+//! OSTs of one OSS, the TBF rules started, the MDS operation kinds.
+//!
+//! ossd families (the `_total` suffix is OpenMetrics' for counters):
+//! * `pfsqos_ost_job_read_bytes_total{ost,job}`, `pfsqos_ost_job_write_bytes_total{ost,job}`:
+//!   job_stats `read_bytes`/`write_bytes` sums (they restart from 0 when job_stats is cleared
+//!   or the job expires, which Prometheus treats as a counter reset);
+//! * `pfsqos_ost_job_rpcs_total{ost,job,op}`: job_stats samples of `read`, `write`, `punch`,
+//!   `sync`;
+//! * `pfsqos_ost_served_bytes_total{ost}`, `pfsqos_ost_served_rpcs_total{ost}`: everything
+//!   the OST served since the daemon started, RPCs without a job id included;
+//! * `pfsqos_ost_queue_rpcs{ost}`: RPCs of the OST waiting in the NRS heads now;
+//! * `pfsqos_oss_tbf_rule_rate_rpcs_per_s{rule}`: the rate of each TBF rule. Rules belong to
+//!   the OSS's `ost_io` service, not to one OST (as in Lustre), so they carry no `ost` label.
+//!
+//! mds families: `pfsqos_mds_ops_total{op}` (operations answered, by kind, errors included),
+//! `pfsqos_mds_inodes` (files and directories, root included).
+//!
+//! HTTP limits: request head at most [`REQUEST_HEAD_MAX_BYTES`], read within
+//! [`REQUEST_TIMEOUT`]; at most [`CONNECTIONS_MAX`] connections at once (more are closed at
+//! once); one request per connection. `GET`/`HEAD /metrics` is answered 200; other paths 404,
+//! other methods 405, malformed requests 400, oversized heads 431.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+/// Largest request head (request line and headers) read.
+pub const REQUEST_HEAD_MAX_BYTES: usize = 8 << 10;
+/// Time a client has to send its request head.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Scrape connections served at once.
+pub const CONNECTIONS_MAX: usize = 16;
+/// The content type of the body: OpenMetrics text, which Prometheus negotiates and parses.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Renders the metrics text of a daemon (called on a blocking thread per scrape).
+pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// Encodes one collector as OpenMetrics text.
+pub fn render_collector<C: Collector>(collector: C) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(collector));
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+    out
+}
+
+/// A running metrics endpoint.
+pub struct MetricsServer {
+    addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl MetricsServer {
+    /// Binds `listen` and serves `render`'s text at `/metrics` until stopped.
+    pub async fn start(listen: SocketAddr, render: Render) -> anyhow::Result<MetricsServer> {
+        let listener = TcpListener::bind(listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("metrics listening on {listen}: {e}"))?;
+        let addr = listener.local_addr()?;
+        info!(%addr, "metrics endpoint listening");
+        let task = tokio::spawn(accept_loop(listener, render));
+        Ok(MetricsServer { addr, task })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting; scrapes in progress finish on their own.
+    pub async fn stop(self) {
+        self.task.abort();
+        let _ = self.task.await;
+    }
+}
+
+async fn accept_loop(listener: TcpListener, render: Render) {
+    let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                warn!(error = %e, "metrics accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            debug!(%peer, "too many metrics connections; closing the new one");
+            continue;
+        };
+        let render = render.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve(stream, render).await {
+                debug!(%peer, error = %e, "metrics connection");
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// What a request head asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    Metrics { head_only: bool },
+    Status(u16, &'static str),
+}
+
+fn route(head: &[u8]) -> Answer {
+    let Ok(text) = std::str::from_utf8(head) else {
+        return Answer::Status(400, "Bad Request");
+    };
+    let line = text.split("\r\n").next().unwrap_or("");
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Answer::Status(400, "Bad Request");
+    };
+    if !version.starts_with("HTTP/1.") || method.is_empty() || !target.starts_with('/') {
+        return Answer::Status(400, "Bad Request");
+    }
+    let path = target.split('?').next().unwrap_or(target);
+    match (method, path) {
+        ("GET", "/metrics") => Answer::Metrics { head_only: false },
+        ("HEAD", "/metrics") => Answer::Metrics { head_only: true },
+        (_, "/metrics") => Answer::Status(405, "Method Not Allowed"),
+        _ => Answer::Status(404, "Not Found"),
+    }
+}
+
+/// Reads a request head: up to the blank line, at most [`REQUEST_HEAD_MAX_BYTES`].
+async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.truncate(end + 4);
+            return Ok(Some(buf));
+        }
+        if buf.len() >= REQUEST_HEAD_MAX_BYTES {
+            return Ok(None);
+        }
+        let want = (REQUEST_HEAD_MAX_BYTES - buf.len()).min(chunk.len());
+        let n = stream.read(&mut chunk[..want]).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+async fn serve(mut stream: TcpStream, render: Render) -> std::io::Result<()> {
+    let head = match tokio::time::timeout(REQUEST_TIMEOUT, read_head(&mut stream)).await {
+        Err(_) => return Ok(()), // too slow: just close
+        Ok(r) => r?,
+    };
+    let answer = match head {
+        None => Answer::Status(431, "Request Header Fields Too Large"),
+        Some(h) => route(&h),
+    };
+    let (status, reason, ctype, body, head_only) = match answer {
+        Answer::Metrics { head_only } => {
+            let text = tokio::task::spawn_blocking(move || render())
+                .await
+                .map_err(std::io::Error::other)?;
+            (200, "OK", CONTENT_TYPE, text, head_only)
+        }
+        Answer::Status(code, reason) => (
+            code,
+            reason,
+            "text/plain; charset=utf-8",
+            format!("{code} {reason}\n"),
+            false,
+        ),
+    };
+    let mut response = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if status == 405 {
+        response.push_str("Allow: GET, HEAD\r\n");
+    }
+    response.push_str("\r\n");
+    if !head_only {
+        response.push_str(&body);
+    }
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+// ------------------------------------------------------------------ collectors
+
+/// One OST's values at scrape time.
+#[derive(Clone, Debug, Default)]
+pub struct OstSample {
+    /// `fsname-OSTxxxx`.
+    pub name: String,
+    pub queued_rpcs: u64,
+    pub served_bytes: u64,
+    pub served_rpcs: u64,
+    /// Per job: read bytes, write bytes, and samples of read, write, punch, sync.
+    pub jobs: Vec<JobSample>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct JobSample {
+    pub job: String,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub rpcs: [u64; 4],
+}
+
+/// Names of [`JobSample::rpcs`] in order (the `op` label).
+pub const JOB_RPC_OPS: [&str; 4] = ["read", "write", "punch", "sync"];
+
+/// An ossd's values at scrape time.
+#[derive(Clone, Debug, Default)]
+pub struct OssSample {
+    pub osts: Vec<OstSample>,
+    /// TBF rules of the regular NRS head (name, rate), highest priority first.
+    pub rules: Vec<(String, u32)>,
+}
+
+impl fmt::Debug for OssCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OssCollector")
+    }
+}
+
+/// A label value as the text format needs it: prometheus-client writes values verbatim, and
+/// job ids come from clients (no control characters, but `"` and `\\` are allowed).
+pub fn label_value(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Encodes an [`OssSample`].
+pub struct OssCollector(pub OssSample);
+
+impl Collector for OssCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let s = &self.0;
+        let bytes = Unit::Bytes;
+        let rpcs = Unit::Other("rpcs".to_string());
+        for (name, help, read) in [
+            (
+                "pfsqos_ost_job_read",
+                "Bytes read by a job from an OST (job_stats read_bytes sum).",
+                true,
+            ),
+            (
+                "pfsqos_ost_job_write",
+                "Bytes written by a job to an OST (job_stats write_bytes sum).",
+                false,
+            ),
+        ] {
+            let mut f = encoder.encode_descriptor(name, help, Some(&bytes), MetricType::Counter)?;
+            for o in &s.osts {
+                for j in &o.jobs {
+                    let v = if read { j.read_bytes } else { j.write_bytes };
+                    let job = label_value(&j.job);
+                    let labels = [("ost", o.name.as_str()), ("job", job.as_str())];
+                    ConstCounter::new(v).encode(f.encode_family(&labels)?)?;
+                }
+            }
+        }
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_ost_job",
+                "RPCs of a job served by an OST, by operation (job_stats samples).",
+                Some(&rpcs),
+                MetricType::Counter,
+            )?;
+            for o in &s.osts {
+                for j in &o.jobs {
+                    let job = label_value(&j.job);
+                    for (op, v) in JOB_RPC_OPS.iter().zip(j.rpcs) {
+                        let labels = [("ost", o.name.as_str()), ("job", job.as_str()), ("op", op)];
+                        ConstCounter::new(v).encode(f.encode_family(&labels)?)?;
+                    }
+                }
+            }
+        }
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_ost_served",
+                "Bytes an OST read or wrote since the daemon started, RPCs without a job id included.",
+                Some(&bytes),
+                MetricType::Counter,
+            )?;
+            for o in &s.osts {
+                ConstCounter::new(o.served_bytes)
+                    .encode(f.encode_family(&[("ost", o.name.as_str())])?)?;
+            }
+        }
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_ost_served",
+                "RPCs an OST served since the daemon started.",
+                Some(&rpcs),
+                MetricType::Counter,
+            )?;
+            for o in &s.osts {
+                ConstCounter::new(o.served_rpcs)
+                    .encode(f.encode_family(&[("ost", o.name.as_str())])?)?;
+            }
+        }
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_ost_queue",
+                "RPCs of an OST waiting in the NRS heads now.",
+                Some(&rpcs),
+                MetricType::Gauge,
+            )?;
+            for o in &s.osts {
+                ConstGauge::new(o.queued_rpcs as i64)
+                    .encode(f.encode_family(&[("ost", o.name.as_str())])?)?;
+            }
+        }
+        {
+            let per_s = Unit::Other("rpcs_per_s".to_string());
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_oss_tbf_rule_rate",
+                "Rate of a TBF rule of the OSS's ost_io service (nrs_tbf_rule).",
+                Some(&per_s),
+                MetricType::Gauge,
+            )?;
+            for (rule, rate) in &s.rules {
+                let rule = label_value(rule);
+                ConstGauge::new(i64::from(*rate))
+                    .encode(f.encode_family(&[("rule", rule.as_str())])?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An MDS's values at scrape time.
+#[derive(Clone, Debug, Default)]
+pub struct MdsSample {
+    /// Operations answered, by kind.
+    pub ops: Vec<(&'static str, u64)>,
+    pub inodes: Option<u64>,
+}
+
+/// Encodes an [`MdsSample`].
+#[derive(Debug)]
+pub struct MdsCollector(pub MdsSample);
+
+impl Collector for MdsCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_mds_ops",
+                "Metadata operations answered, by kind (errors included).",
+                None,
+                MetricType::Counter,
+            )?;
+            for (op, n) in &self.0.ops {
+                ConstCounter::new(*n).encode(f.encode_family(&[("op", *op)])?)?;
+            }
+        }
+        if let Some(n) = self.0.inodes {
+            let f = encoder.encode_descriptor(
+                "pfsqos_mds_inodes",
+                "Inodes in the namespace: files and directories, root included.",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(n as i64).encode(f)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert_eq!(
+            route(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Answer::Metrics { head_only: false }
+        );
+        assert_eq!(
+            route(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"),
+            Answer::Metrics { head_only: false }
+        );
+        assert_eq!(
+            route(b"HEAD /metrics HTTP/1.1\r\n\r\n"),
+            Answer::Metrics { head_only: true }
+        );
+        assert_eq!(
+            route(b"GET / HTTP/1.1\r\n\r\n"),
+            Answer::Status(404, "Not Found")
+        );
+        assert_eq!(
+            route(b"POST /metrics HTTP/1.1\r\n\r\n"),
+            Answer::Status(405, "Method Not Allowed")
+        );
+        for bad in [
+            &b"GET /metrics\r\n\r\n"[..],
+            b"GET /metrics SPDY/3\r\n\r\n",
+            b"GET metrics HTTP/1.1\r\n\r\n",
+            b"\xff\xfe /metrics HTTP/1.1\r\n\r\n",
+            b"GET  /metrics HTTP/1.1\r\n\r\n",
+        ] {
+            assert_eq!(route(bad), Answer::Status(400, "Bad Request"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn oss_sample_encodes_every_family() {
+        let text = render_collector(OssCollector(OssSample {
+            osts: vec![OstSample {
+                name: "pfsqos-OST0000".into(),
+                queued_rpcs: 3,
+                served_bytes: 100,
+                served_rpcs: 2,
+                jobs: vec![JobSample {
+                    job: "dd.0".into(),
+                    read_bytes: 10,
+                    write_bytes: 90,
+                    rpcs: [1, 1, 0, 0],
+                }],
+            }],
+            rules: vec![("r1".into(), 250), ("default".into(), 10000)],
+        }));
+        for line in [
+            "pfsqos_ost_job_read_bytes_total{ost=\"pfsqos-OST0000\",job=\"dd.0\"} 10",
+            "pfsqos_ost_job_write_bytes_total{ost=\"pfsqos-OST0000\",job=\"dd.0\"} 90",
+            "pfsqos_ost_job_rpcs_total{ost=\"pfsqos-OST0000\",job=\"dd.0\",op=\"write\"} 1",
+            "pfsqos_ost_served_bytes_total{ost=\"pfsqos-OST0000\"} 100",
+            "pfsqos_ost_served_rpcs_total{ost=\"pfsqos-OST0000\"} 2",
+            "pfsqos_ost_queue_rpcs{ost=\"pfsqos-OST0000\"} 3",
+            "pfsqos_oss_tbf_rule_rate_rpcs_per_s{rule=\"r1\"} 250",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+        }
+    }
+
+    #[test]
+    fn mds_sample_encodes() {
+        let text = render_collector(MdsCollector(MdsSample {
+            ops: vec![("create", 4), ("lookup", 7)],
+            inodes: Some(5),
+        }));
+        assert!(
+            text.contains("pfsqos_mds_ops_total{op=\"create\"} 4\n"),
+            "{text}"
+        );
+        assert!(text.contains("pfsqos_mds_inodes 5\n"), "{text}");
+    }
+}

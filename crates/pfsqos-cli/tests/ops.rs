@@ -69,6 +69,7 @@ const CLUSTER: &str = r#"
 state_dir = "st"
 [mds]
 listen = "127.0.0.1:0"
+metrics_listen = "127.0.0.1:0"
 [[oss]]
 listen = "127.0.0.1:0"
 osts = ["data/ost0", "data/ost1"]
@@ -76,6 +77,22 @@ metrics_listen = "127.0.0.1:0"
 [mount]
 enabled = false
 "#;
+
+/// `GET /metrics` over a plain socket; returns the body.
+fn scrape(url: &str) -> String {
+    use std::io::{Read, Write};
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("not a metrics URL: {url}"));
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    assert!(resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");
+    resp.split_once("\r\n\r\n").unwrap().1.to_string()
+}
 
 /// Writes as job `j1` until told to stop; counts the bytes written.
 fn traffic(
@@ -131,7 +148,11 @@ fn up_stat_record_and_down_with_the_real_binary() {
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     let oss = addr_after(&stdout, "ossd listening on ");
     let mds = addr_after(&stdout, "mds listening on ");
-    assert!(stdout.contains("metrics on http://127.0.0.1:"), "{stdout}");
+    let urls: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.split_once("metrics on ").map(|(_, u)| u.trim()))
+        .collect();
+    assert_eq!(urls.len(), 2, "ossd and mds metrics: {stdout}");
     assert!(stdout.contains("pfsqos down"), "{stdout}");
 
     // The key is private; pid files name live processes.
@@ -236,6 +257,23 @@ fn up_stat_record_and_down_with_the_real_binary() {
     assert_eq!(summary["jobs"][0]["job_id"], "j1", "{summary}");
     let html = std::fs::read_to_string(dir.join("rec/report.html")).unwrap();
     assert!(html.contains("Live run recorded by pfsqos stat"));
+
+    // The daemons' metrics endpoints, started from the cluster file, show the same traffic.
+    let oss_metrics = scrape(urls[0]);
+    let served: u64 = oss_metrics
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(r#"pfsqos_ost_job_write_bytes_total{ost="pfsqos-OST0000",job="j1"} "#)
+        })
+        .unwrap_or_else(|| panic!("{oss_metrics}"))
+        .parse()
+        .unwrap();
+    assert_eq!(served, written.load(Ordering::Relaxed));
+    let mds_metrics = scrape(urls[1]);
+    assert!(
+        mds_metrics.contains("pfsqos_mds_ops_total{op=\"statfs\"} 1\n"),
+        "{mds_metrics}"
+    );
 
     // down stops everything and keeps the data.
     let d = pfsqos(&["down", "c.toml"], &dir);

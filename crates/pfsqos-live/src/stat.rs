@@ -53,10 +53,10 @@ pub const INTERVAL_MIN: Duration = Duration::from_millis(10);
 pub const INTERVAL_MAX: Duration = Duration::from_secs(86_400);
 /// Most servers one `stat` reads.
 pub const SERVERS_MAX: usize = 256;
-/// Most intervals recorded (a week of 10 s intervals is 60480); the run stops there.
-pub const RECORD_BINS_MAX: usize = 1 << 20;
-/// Most (job, OST) series recorded; jobs beyond it are left out of the record, with a warning.
-pub const RECORD_SERIES_MAX: usize = 1 << 16;
+/// Most cells (jobs × OSTs × intervals) a record holds: the report's series are dense, so
+/// this bounds its memory (8 bytes a cell, 256 MiB). A job that would pass it is left out,
+/// with a warning; the run stops when the next interval would pass it.
+pub const RECORD_CELLS_MAX: usize = 1 << 25;
 
 /// Arguments of `pfsqos stat`.
 #[derive(Clone, Debug)]
@@ -217,6 +217,17 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// Cells of the dense series the run will hold: jobs × OSTs × intervals.
+    pub fn cells(&self) -> usize {
+        self.bins * self.osts.len().max(1) * self.totals.len().max(1)
+    }
+
+    /// Whether one more interval, with the same jobs and OSTs, would pass
+    /// [`RECORD_CELLS_MAX`].
+    pub fn is_full(&self) -> bool {
+        (self.bins + 1) * self.osts.len().max(1) * self.totals.len().max(1) > RECORD_CELLS_MAX
+    }
+
     /// Adds one interval.
     pub fn push(&mut self, d: &Snapshot) {
         let bin = self.bins;
@@ -231,7 +242,10 @@ impl Recorder {
             };
             for (job, v) in jobs {
                 let key = (job.clone(), oi);
-                if !self.series.contains_key(&key) && self.series.len() >= RECORD_SERIES_MAX {
+                let new_job = !self.totals.contains_key(job);
+                if new_job
+                    && self.bins * self.osts.len() * (self.totals.len() + 1) > RECORD_CELLS_MAX
+                {
                     self.dropped_jobs += 1;
                     continue;
                 }
@@ -250,7 +264,7 @@ impl Recorder {
         self.bins
     }
 
-    /// (job, OST) pairs left out because of [`RECORD_SERIES_MAX`].
+    /// (job, OST) samples left out because of [`RECORD_CELLS_MAX`].
     pub fn dropped(&self) -> usize {
         self.dropped_jobs
     }
@@ -429,8 +443,12 @@ pub async fn run(args: &StatArgs, out: &mut dyn Write, err: &mut dyn Write) -> a
         out.flush()?;
         if let Some(r) = recorder.as_mut() {
             r.push(&d);
-            if r.bins() >= RECORD_BINS_MAX {
-                let _ = writeln!(err, "recorded {RECORD_BINS_MAX} intervals; stopping");
+            if r.is_full() {
+                let _ = writeln!(
+                    err,
+                    "the record holds {} cells (jobs × OSTs × intervals), its limit is {RECORD_CELLS_MAX}; stopping",
+                    r.cells()
+                );
                 break;
             }
         }
@@ -443,7 +461,7 @@ pub async fn run(args: &StatArgs, out: &mut dyn Write, err: &mut dyn Write) -> a
         if r.dropped() > 0 {
             let _ = writeln!(
                 err,
-                "warning: {} (job, OST) samples left out of the record (more than {RECORD_SERIES_MAX} series)",
+                "warning: {} (job, OST) samples of new jobs left out of the record (limit {RECORD_CELLS_MAX} cells)",
                 r.dropped()
             );
         }
@@ -562,6 +580,8 @@ mod tests {
         assert_eq!(j.bytes_per_ost_bin, [vec![10, 0, 0], vec![0, 0, 7]]);
         assert_eq!((j.bytes_read, j.bytes_written, j.rpcs), (7, 10, 2));
         assert_eq!(j.first_io_ns, Some(0));
+        assert_eq!(r.cells(), 3 * 2);
+        assert!(!r.is_full());
         assert_eq!(j.last_io_ns, Some(600_000_000));
         let csv = pfsqos_report::timeseries_csv(&run);
         assert!(csv.starts_with(pfsqos_report::CSV_HEADER));

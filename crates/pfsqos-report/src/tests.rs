@@ -45,6 +45,7 @@ fn run(policy: &str, bin_ns: u64, end_ns: u64, jobs: Vec<JobOutput>) -> RunOutpu
             events: 1234,
             rpcs: 56,
         },
+        regret: None,
     }
 }
 

@@ -226,6 +226,7 @@ mod tests {
                 .collect(),
             control_trace_truncated: false,
             engine: EngineStats::default(),
+            regret: None,
         }
     }
 

@@ -170,6 +170,21 @@ impl DeviceModel {
         }
     }
 
+    /// Bytes per second the device sustains with a full queue of sequential requests of
+    /// `size_bytes` in one direction (the fluid engine's OST bandwidth): the same bound as
+    /// [`DeviceModel::capacity_rpcs_per_s`] without rounding to whole requests.
+    pub fn sequential_bytes_per_s(&self, is_read: bool, size_bytes: u64) -> f64 {
+        let t = self.service_time(is_read, size_bytes, false);
+        let cycle_ns = (t.fixed_ns + t.transfer_ns).max(1) as f64;
+        let by_slots = f64::from(self.concurrency) * NS_PER_S_F64 / cycle_ns;
+        let by_transfer = if t.transfer_ns == 0 {
+            f64::INFINITY
+        } else {
+            NS_PER_S_F64 / t.transfer_ns as f64
+        };
+        by_slots.min(by_transfer) * size_bytes as f64
+    }
+
     /// Sequential writes of `size_bytes` per second the device sustains with a full queue:
     /// AdapTBF's `T_i` when the scenario does not give one. At least 1.
     pub fn capacity_rpcs_per_s(&self, size_bytes: u64) -> u64 {

@@ -61,7 +61,7 @@ use crate::record::{
     ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, PhaseRecord, RunOutput,
     CONTROL_TRACE_LEN_MAX,
 };
-use crate::scenario::{FileMode, Rw, Scenario, SchedulerScope, ShapeKind};
+use crate::scenario::{EngineKind, FileMode, Rw, Scenario, SchedulerScope, ShapeKind};
 use crate::workload::{secs_to_ns, split_rpcs, Shape};
 
 /// Event lane of messages that cost only the constant latency (their times never decrease).
@@ -120,11 +120,34 @@ pub fn run(
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, String> {
+    if scenario.simulation.engine == EngineKind::Fluid {
+        return crate::fluid::run(scenario, policy, seed, progress);
+    }
     let controller = controller_for(policy, scenario, seed)?;
     let mut sim = Sim::new(scenario, controller, policy, seed)?;
     sim.run(progress);
     Ok(sim.finish())
 }
+
+/// The RPC-level engine on `scenario` whatever its `simulation.engine` says (for comparing
+/// the engines on one scenario).
+pub fn run_rpc(
+    scenario: &Scenario,
+    policy: &str,
+    seed: u64,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RunOutput, String> {
+    if scenario.appset.is_some() {
+        return Err(NEEDS_FLUID.to_string());
+    }
+    let controller = controller_for(policy, scenario, seed)?;
+    let mut sim = Sim::new(scenario, controller, policy, seed)?;
+    sim.run(progress);
+    Ok(sim.finish())
+}
+
+const NEEDS_FLUID: &str =
+    "the scenario has an [appset] (or engine = \"fluid\"); only the fluid engine runs it";
 
 /// [`run`] with a controller built by the caller (tests, or controllers that need arguments
 /// `policy::controller_for` does not know). `RunOutput::policy` is the controller's name.
@@ -134,6 +157,9 @@ pub fn run_with_controller(
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, String> {
+    if scenario.simulation.engine == EngineKind::Fluid || scenario.appset.is_some() {
+        return Err(NEEDS_FLUID.to_string());
+    }
     let name = controller.name();
     let mut sim = Sim::new(scenario, controller, name, seed)?;
     sim.run(progress);
@@ -147,6 +173,9 @@ pub fn run_traced(
     policy: &str,
     seed: u64,
 ) -> Result<(RunOutput, Vec<RpcTrace>), String> {
+    if scenario.simulation.engine == EngineKind::Fluid || scenario.appset.is_some() {
+        return Err(NEEDS_FLUID.to_string());
+    }
     let controller = controller_for(policy, scenario, seed)?;
     let mut sim = Sim::new(scenario, controller, policy, seed)?;
     sim.trace = Some(Vec::new());
@@ -1481,6 +1510,7 @@ impl Sim {
                 events: self.events,
                 rpcs: self.rpcs_completed,
             },
+            regret: self.controller.regret(),
         }
     }
 }

@@ -5,17 +5,20 @@
 //! Architecture invariant: same scenario and seed give byte-identical outputs. The event queue is
 //! ordered by `(time_ns, sequence)`, and no result depends on hash-map iteration order.
 
+pub mod batch;
 pub mod device;
 pub mod engine;
 pub mod events;
+pub mod fluid;
 pub mod policy;
 pub mod record;
 pub mod scenario;
 pub mod workload;
 
-pub use engine::{run, run_traced, run_with_controller, RpcTrace};
+pub use engine::{run, run_rpc, run_traced, run_with_controller, RpcTrace};
 pub use policy::{check_policy_spec, controller_for, PolicyChoice, POLICY_NAMES};
 pub use record::{
-    ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, PhaseRecord, RunOutput,
+    compare_io_times, Comparison, ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput,
+    JobPhases, PhaseRecord, RunOutput,
 };
 pub use scenario::{Scenario, ScenarioError};

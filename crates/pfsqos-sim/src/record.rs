@@ -2,6 +2,7 @@
 //! Drivers other than the simulator (a recorded live run) fill the same types, so reports work
 //! for both.
 
+use pfsqos_core::control::gift::RegretSummary;
 use pfsqos_core::control::{ControlWrite, DomainId, TraceSample};
 
 /// Everything one run measured.
@@ -25,6 +26,8 @@ pub struct RunOutput {
     pub control_trace: Vec<ControlTraceEntry>,
     pub control_trace_truncated: bool,
     pub engine: EngineStats,
+    /// GIFT's coupon and regret accounting at the end of the run (`None` for other policies).
+    pub regret: Option<RegretSummary>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -148,6 +151,40 @@ impl RunOutput {
         (!times.is_empty()).then(|| times.iter().sum::<u64>() as f64 / times.len() as f64)
     }
 
+    /// Mean application run time (GIFT §4) over the phased jobs that completed every phase.
+    pub fn mean_app_run_time_ns(&self) -> Option<f64> {
+        let times: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|j| j.finished)
+            .filter_map(|j| j.phases.as_ref().map(JobPhases::run_time_ns))
+            .collect();
+        (!times.is_empty()).then(|| times.iter().sum::<u64>() as f64 / times.len() as f64)
+    }
+
+    /// System throughput (GIFT §4, "jobs completed per unit time"): phased jobs that completed
+    /// every phase, per hour of the span from the first job's start to the last completion.
+    pub fn system_throughput_jobs_per_hour(&self) -> Option<f64> {
+        let done: Vec<&JobPhases> = self
+            .jobs
+            .iter()
+            .filter(|j| j.finished)
+            .filter_map(|j| j.phases.as_ref())
+            .filter(|p| !p.done.is_empty())
+            .collect();
+        let first = self
+            .jobs
+            .iter()
+            .filter_map(|j| j.phases.as_ref().map(|p| p.start_ns))
+            .min()?;
+        let last = done
+            .iter()
+            .filter_map(|p| p.done.last())
+            .map(|r| r.end_ns)
+            .max()?;
+        (last > first).then(|| done.len() as f64 * 3600e9 / (last - first) as f64)
+    }
+
     fn phase_records(&self) -> impl Iterator<Item = &PhaseRecord> {
         self.jobs
             .iter()
@@ -190,6 +227,62 @@ impl JobOutput {
             }
         }
         out
+    }
+}
+
+/// Per-application comparison of a run against a baseline run of the same jobs (GIFT Fig. 9:
+/// who fares worse than under POFS).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// Jobs with phases in both runs, compared by index.
+    pub jobs: usize,
+    /// Fraction of those whose I/O time is longer than in the baseline (by more than
+    /// `tolerance`).
+    pub worse_fraction: f64,
+    /// Mean relative I/O-time increase of the jobs that are worse (0 when none is).
+    pub worse_mean_degradation: f64,
+    /// Fraction of jobs whose I/O time is more than 20 % shorter than in the baseline.
+    pub better_20pct_fraction: f64,
+}
+
+/// Compares job I/O times of `run` with `baseline` (same scenario, jobs in the same order).
+/// A job is worse when its I/O time exceeds the baseline's by more than `tolerance`
+/// (relative), so float-level noise does not count as unfairness.
+pub fn compare_io_times(baseline: &RunOutput, run: &RunOutput, tolerance: f64) -> Comparison {
+    let mut n = 0usize;
+    let mut worse = 0usize;
+    let mut degradation = 0.0;
+    let mut better = 0usize;
+    for (b, r) in baseline.jobs.iter().zip(&run.jobs) {
+        let (Some(bp), Some(rp)) = (&b.phases, &r.phases) else {
+            continue;
+        };
+        let (bt, rt) = (bp.io_time_ns() as f64, rp.io_time_ns() as f64);
+        if bt <= 0.0 {
+            continue;
+        }
+        n += 1;
+        let rel = rt / bt - 1.0;
+        if rel > tolerance {
+            worse += 1;
+            degradation += rel;
+        }
+        if rel < -0.2 {
+            better += 1;
+        }
+    }
+    if n == 0 {
+        return Comparison::default();
+    }
+    Comparison {
+        jobs: n,
+        worse_fraction: worse as f64 / n as f64,
+        worse_mean_degradation: if worse > 0 {
+            degradation / worse as f64
+        } else {
+            0.0
+        },
+        better_20pct_fraction: better as f64 / n as f64,
     }
 }
 
@@ -274,6 +367,7 @@ mod tests {
             control_trace: Vec::new(),
             control_trace_truncated: false,
             engine: EngineStats::default(),
+            regret: None,
         };
         assert_eq!(run.effective_system_bytes_per_s(), Some(400.0 / 4.0));
         // I/O times 3 s and 2 s.

@@ -8,9 +8,11 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer};
 
+pub mod appset;
 mod source;
 mod validate;
 
+pub use appset::AppSetSpec;
 pub use validate::*;
 
 /// Largest scenario file read; real scenarios are a few KiB.
@@ -34,8 +36,13 @@ pub struct Scenario {
     pub devices: Vec<DeviceSpec>,
     #[serde(rename = "oss")]
     pub osses: Vec<OssSpec>,
-    #[serde(rename = "job")]
+    /// Explicit jobs; may be empty when `[appset]` generates the jobs.
+    #[serde(default, rename = "job")]
     pub jobs: Vec<JobSpec>,
+    /// A generated application set placed by an FCFS + EASY-backfilling batch scheduler
+    /// (fluid engine only), see [`appset`].
+    #[serde(default)]
+    pub appset: Option<AppSetSpec>,
     #[serde(default)]
     pub policy: PolicySpec,
 }
@@ -51,6 +58,29 @@ pub struct SimulationSpec {
     /// Seed of the random generator (random offsets); `--seed` overrides it.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Which engine runs the scenario: `rpc` (every RPC an event) or `fluid` (rates piecewise
+    /// constant between events, for days of simulated time).
+    #[serde(default)]
+    pub engine: EngineKind,
+    /// Whether the controller's per-decision trace is recorded (`control_trace.csv`); long
+    /// fluid runs turn it off to save memory and disk.
+    #[serde(default = "default_true")]
+    pub control_trace: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// The simulation engine.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// The RPC-level discrete-event engine (`engine.rs`).
+    #[default]
+    Rpc,
+    /// The fluid engine (`fluid.rs`).
+    Fluid,
 }
 
 fn default_bin_ms() -> u64 {

@@ -128,6 +128,11 @@ pub trait Controller {
     fn trace(&self) -> Vec<TraceSample> {
         Vec::new()
     }
+
+    /// Coupon and regret accounting (GIFT); `None` for controllers without it.
+    fn regret(&self) -> Option<gift::RegretSummary> {
+        None
+    }
 }
 
 /// Longest TBF rule name Lustre accepts (`MAX_TBF_NAME` = 16 including the NUL).

@@ -7,7 +7,7 @@
 //! sweep a parameter (the AdapTBF paper's §IV-H allocation frequency) without one scenario file
 //! per value.
 
-use super::gift::{self, GiftControllerConfig};
+use super::gift::{self, Allocator, GiftControllerConfig, GiftOptions};
 use super::{AdapTbf, AdapTbfConfig, Controller, DemandSource, NoBw, StaticBw};
 
 /// Policy names accepted in a spec, in the order reports list them: the AdapTBF paper's three,
@@ -16,14 +16,21 @@ pub const POLICY_NAMES: &[&str] = &[
     "nobw", "static", "adaptbf", "pofs", "bsip", "mbw", "tsa", "esa", "tmf", "rnd", "gift",
 ];
 
-/// Longest accepted policy spec; specs also name output folders.
-pub const POLICY_SPEC_LEN_MAX: usize = 64;
+/// Longest accepted policy spec; specs also name output folders (GIFT with all its options
+/// fits).
+pub const POLICY_SPEC_LEN_MAX: usize = 128;
+
+/// Largest receding window `N` an option may set, in coupon units (the authors' code: 1e6).
+pub const WINDOW_COUPONS_MAX: u64 = 1_000_000_000_000;
+
+/// Largest finite regret budget an option may set, node-hours (about 10^4 nodes for 10^5 h).
+pub const REGRET_BUDGET_NODE_HOURS_MAX: f64 = 1e9;
 
 /// Longest control period an option may set (one minute).
 pub const PERIOD_MS_MAX: u64 = 60_000;
 
 /// A parsed policy spec.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum PolicyChoice {
     NoBw,
     Static,
@@ -37,6 +44,9 @@ pub enum PolicyChoice {
         name: &'static str,
         /// `None`: GIFT's 10 s decision interval.
         period_ms: Option<u64>,
+        /// `tau`, `b_thres`, `window_coupons`, `regret_budget_node_hours` (only those the
+        /// policy takes, see `gift::option_names`).
+        options: GiftOptions,
     },
 }
 
@@ -95,25 +105,118 @@ impl PolicyChoice {
             other => match gift::POLICY_NAMES.iter().find(|n| **n == other) {
                 Some(name) => {
                     let mut period_ms = None;
+                    let mut opts = GiftOptions::default();
+                    let takes = gift::option_names(name);
+                    let allowed = || {
+                        let mut all = vec!["period_ms"];
+                        all.extend_from_slice(takes);
+                        all.join(", ")
+                    };
                     for option in options {
-                        match option.split_once('=') {
-                            Some(("period_ms", value)) => {
-                                period_ms = Some(parse_period_ms(name, value)?);
+                        let (key, value) = option.split_once('=').ok_or_else(|| {
+                            format!(
+                                "option `{option}` of `{name}` is not key=value (allowed: {})",
+                                allowed()
+                            )
+                        })?;
+                        if key != "period_ms" && !takes.contains(&key) {
+                            return Err(format!(
+                                "unknown {name} option `{option}` (allowed: {})",
+                                allowed()
+                            ));
+                        }
+                        match key {
+                            "period_ms" => period_ms = Some(parse_period_ms(name, value)?),
+                            "tau" => opts.tau = Some(parse_unit(name, key, value)?),
+                            "b_thres" => opts.b_thres = Some(parse_unit(name, key, value)?),
+                            "window_coupons" => {
+                                opts.window_coupons = Some(
+                                    value
+                                        .parse()
+                                        .ok()
+                                        .filter(|v| (1..=WINDOW_COUPONS_MAX).contains(v))
+                                        .ok_or_else(|| {
+                                            format!(
+                                                "{name} option window_coupons=`{value}` is not a \
+                                                 whole number in 1..={WINDOW_COUPONS_MAX}"
+                                            )
+                                        })?,
+                                )
                             }
-                            _ => {
-                                return Err(format!(
-                                    "unknown {name} option `{option}` (allowed: period_ms=N)"
-                                ))
+                            "regret_budget_node_hours" => {
+                                opts.regret_budget_node_hours = Some(
+                                    value
+                                        .parse::<f64>()
+                                        .ok()
+                                        .filter(|v| {
+                                            (0.0..=REGRET_BUDGET_NODE_HOURS_MAX).contains(v)
+                                        })
+                                        .ok_or_else(|| {
+                                            format!(
+                                                "{name} option regret_budget_node_hours=`{value}` \
+                                                 is not a number in \
+                                                 0..={REGRET_BUDGET_NODE_HOURS_MAX} (omit it for \
+                                                 an unbounded budget)"
+                                            )
+                                        })?,
+                                )
                             }
+                            _ => unreachable!("checked against option_names"),
                         }
                     }
-                    Ok(PolicyChoice::Gift { name, period_ms })
+                    Ok(PolicyChoice::Gift {
+                        name,
+                        period_ms,
+                        options: opts,
+                    })
                 }
                 None => Err(format!(
                     "unknown policy `{other}` (allowed: {}; options as in `adaptbf:period_ms=200`)",
                     POLICY_NAMES.join(", ")
                 )),
             },
+        }
+    }
+
+    /// The bandwidth allocator of a GIFT-family choice (for drivers that apply per-OST caps
+    /// themselves, such as the fluid simulator); `Ok(None)` for `nobw` (no caps: every OST
+    /// shares its bandwidth first come, first served); an error for `static` and `adaptbf`,
+    /// which are TBF controllers, not allocators.
+    pub fn allocator(&self, seed: u64) -> Result<Option<Box<dyn Allocator>>, String> {
+        match self {
+            PolicyChoice::NoBw => Ok(None),
+            PolicyChoice::Gift { name, options, .. } => Ok(Some(
+                gift::allocator_by_name(name, seed, *options)
+                    .expect("names come from gift::POLICY_NAMES"),
+            )),
+            PolicyChoice::Static | PolicyChoice::AdapTbf { .. } => Err(format!(
+                "policy `{}` is a TBF controller, not a bandwidth allocator (allowed here: nobw, {})",
+                self.name(),
+                gift::POLICY_NAMES.join(", ")
+            )),
+        }
+    }
+
+    /// The policy's name (without options).
+    pub fn name(&self) -> &'static str {
+        match self {
+            PolicyChoice::NoBw => "nobw",
+            PolicyChoice::Static => "static",
+            PolicyChoice::AdapTbf { .. } => "adaptbf",
+            PolicyChoice::Gift { name, .. } => name,
+        }
+    }
+
+    /// The decision interval a GIFT-family choice runs at (its `period_ms` or GIFT's 10 s);
+    /// `None` for the others.
+    pub fn allocator_period_ns(&self) -> Option<u64> {
+        match self {
+            PolicyChoice::Gift { period_ms, .. } => Some(
+                period_ms.map_or(GiftControllerConfig::default().period_ns, |ms| {
+                    ms * 1_000_000
+                }),
+            ),
+            _ => None,
         }
     }
 
@@ -134,7 +237,11 @@ impl PolicyChoice {
                 demand: *demand,
                 ..AdapTbfConfig::default()
             })),
-            PolicyChoice::Gift { name, period_ms } => {
+            PolicyChoice::Gift {
+                name,
+                period_ms,
+                options,
+            } => {
                 let defaults = GiftControllerConfig::default();
                 let config = GiftControllerConfig {
                     period_ns: period_ms.map_or(defaults.period_ns, |ms| ms * 1_000_000),
@@ -142,7 +249,7 @@ impl PolicyChoice {
                     rpc_size_bytes,
                     ..defaults
                 };
-                gift::controller_by_name(name, seed, config)
+                gift::controller_with_options(name, seed, config, *options)
                     .expect("names come from gift::POLICY_NAMES")
             }
         }
@@ -160,6 +267,15 @@ fn parse_period_ms(policy: &str, value: &str) -> Result<u64, String> {
                  1..={PERIOD_MS_MAX}"
             )
         })
+}
+
+/// A fraction in `[0, 1]` (GIFT's `tau` and `b_thres`).
+fn parse_unit(policy: &str, key: &str, value: &str) -> Result<f64, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|v| (0.0..=1.0).contains(v))
+        .ok_or_else(|| format!("{policy} option {key}=`{value}` is not a number in 0..=1"))
 }
 
 /// Checks a policy spec without building anything.
@@ -223,11 +339,12 @@ mod tests {
             PolicyChoice::parse("gift:period_ms=5000"),
             Ok(PolicyChoice::Gift {
                 name: "gift",
-                period_ms: Some(5000)
+                period_ms: Some(5000),
+                options: GiftOptions::default(),
             })
         );
         let e = PolicyChoice::parse("rnd:demand=served").unwrap_err();
-        assert!(e.contains("allowed: period_ms=N"), "{e}");
+        assert!(e.contains("allowed: period_ms, b_thres"), "{e}");
         let e = PolicyChoice::parse("static:period_ms=5").unwrap_err();
         assert!(e.contains("takes no options"), "{e}");
         let e = PolicyChoice::parse("adaptbf:period_ms=0").unwrap_err();
@@ -238,6 +355,87 @@ mod tests {
         assert!(e.contains("period_ms, demand"), "{e}");
         let e = PolicyChoice::parse("adaptbf:period_ms").unwrap_err();
         assert!(e.contains("key=value"), "{e}");
-        assert!(PolicyChoice::parse(&"a".repeat(65)).is_err());
+        assert!(PolicyChoice::parse(&"a".repeat(129)).is_err());
+    }
+
+    #[test]
+    fn gift_options_parse_and_reach_the_allocator() {
+        let choice = PolicyChoice::parse(
+            "gift:tau=0.5:b_thres=0.3:window_coupons=2000:regret_budget_node_hours=12.5",
+        )
+        .unwrap();
+        let PolicyChoice::Gift { options, .. } = &choice else {
+            panic!("{choice:?}")
+        };
+        assert_eq!(
+            *options,
+            GiftOptions {
+                tau: Some(0.5),
+                b_thres: Some(0.3),
+                window_coupons: Some(2000),
+                regret_budget_node_hours: Some(12.5),
+            }
+        );
+        let allocator = choice.allocator(0).unwrap().expect("gift allocates");
+        assert_eq!(allocator.name(), "gift");
+        // The budget reached the ledger: a fresh GIFT has paid nothing and owes nothing.
+        let regret = allocator.regret().expect("gift keeps a ledger");
+        assert_eq!(regret.totals.paid_node_hours, 0.0);
+        assert_eq!(
+            PolicyChoice::parse("tsa:b_thres=0.25").unwrap().name(),
+            "tsa"
+        );
+        assert!(PolicyChoice::parse("nobw")
+            .unwrap()
+            .allocator(0)
+            .unwrap()
+            .is_none());
+        let e = PolicyChoice::parse("adaptbf")
+            .unwrap()
+            .allocator(0)
+            .err()
+            .unwrap();
+        assert!(e.contains("not a bandwidth allocator"), "{e}");
+        assert_eq!(
+            PolicyChoice::parse("gift:period_ms=2000")
+                .unwrap()
+                .allocator_period_ns(),
+            Some(2_000_000_000)
+        );
+        assert_eq!(
+            PolicyChoice::parse("bsip").unwrap().allocator_period_ns(),
+            Some(10_000_000_000)
+        );
+    }
+
+    #[test]
+    fn gift_option_errors_name_the_option_and_the_range() {
+        let e = PolicyChoice::parse("gift:tau=1.5").unwrap_err();
+        assert!(e.contains("tau=`1.5`") && e.contains("0..=1"), "{e}");
+        let e = PolicyChoice::parse("gift:b_thres=-0.1").unwrap_err();
+        assert!(e.contains("b_thres") && e.contains("0..=1"), "{e}");
+        let e = PolicyChoice::parse("gift:b_thres=nan").unwrap_err();
+        assert!(e.contains("0..=1"), "{e}");
+        let e = PolicyChoice::parse("gift:window_coupons=0").unwrap_err();
+        assert!(e.contains("window_coupons") && e.contains("1..="), "{e}");
+        let e = PolicyChoice::parse("gift:window_coupons=1.5").unwrap_err();
+        assert!(e.contains("whole number"), "{e}");
+        let e = PolicyChoice::parse("gift:regret_budget_node_hours=-1").unwrap_err();
+        assert!(
+            e.contains("regret_budget_node_hours") && e.contains("unbounded"),
+            "{e}"
+        );
+        let e = PolicyChoice::parse("gift:regret_budget_node_hours=inf").unwrap_err();
+        assert!(e.contains("0..="), "{e}");
+        // Options a policy does not take are named with what it does take.
+        let e = PolicyChoice::parse("bsip:b_thres=0.2").unwrap_err();
+        assert!(e.contains("allowed: period_ms)"), "{e}");
+        let e = PolicyChoice::parse("tsa:tau=0.2").unwrap_err();
+        assert!(e.contains("allowed: period_ms, b_thres)"), "{e}");
+        let e = PolicyChoice::parse("gift:tau").unwrap_err();
+        assert!(
+            e.contains("key=value") && e.contains("window_coupons"),
+            "{e}"
+        );
     }
 }

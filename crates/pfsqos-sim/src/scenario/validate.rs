@@ -228,7 +228,22 @@ impl Scenario {
         self.validate_devices(&c)?;
         let osts = self.validate_osses(&c)?;
         self.cluster.validate(&c, osts)?;
-        self.validate_jobs(&c, osts)?;
+        match &self.appset {
+            Some(a) => {
+                if self.simulation.engine != EngineKind::Fluid {
+                    return Err(c.err(
+                        "appset",
+                        None,
+                        "a generated application set needs `simulation.engine = \"fluid\"` (the RPC-level engine has no batch scheduler)",
+                    ));
+                }
+                a.validate(&c, self.cluster.clients, osts)?;
+                if !self.jobs.is_empty() {
+                    self.validate_jobs(&c, osts)?;
+                }
+            }
+            None => self.validate_jobs(&c, osts)?,
+        }
         self.validate_series(&c, osts)?;
         self.policy.validate(&c)?;
         Ok(())
@@ -239,7 +254,8 @@ impl Scenario {
         let sim = &self.simulation;
         let duration_ms = sim.duration_s * 1000.0;
         let bins = (duration_ms / sim.bin_ms as f64).floor() as u64 + 1;
-        let per_bin = self.jobs.len() as u64 * u64::from(osts);
+        let jobs = self.jobs.len() as u64 + self.appset.as_ref().map_or(0, |a| u64::from(a.apps));
+        let per_bin = jobs * u64::from(osts);
         let cells = bins.saturating_mul(per_bin);
         if cells > SERIES_CELLS_MAX {
             let min_ms =
@@ -248,8 +264,7 @@ impl Scenario {
                 "simulation.bin_ms",
                 sim.bin_ms.to_string(),
                 format!(
-                    "{bins} bins × {} jobs × {osts} OSTs = {cells} time-series cells; at most {SERIES_CELLS_MAX} allowed: use bin_ms >= {min_ms}",
-                    self.jobs.len()
+                    "{bins} bins × {jobs} jobs × {osts} OSTs = {cells} time-series cells; at most {SERIES_CELLS_MAX} allowed: use bin_ms >= {min_ms}"
                 ),
             ));
         }
@@ -895,6 +910,152 @@ fn validate_rows(c: &Ctx, p: &str, rows: &[DeviceRow]) -> Res {
         )?;
     }
     Ok(())
+}
+
+impl AppSetSpec {
+    fn validate(&self, c: &Ctx, clients: u32, osts: u32) -> Res {
+        use super::appset::*;
+        check_u32(
+            c,
+            "appset.apps",
+            self.apps,
+            1,
+            APPS_MAX,
+            "application count",
+        )?;
+        if let Some(t) = self.templates {
+            check_u32(
+                c,
+                "appset.templates",
+                t,
+                1,
+                self.apps.min(TEMPLATES_MAX),
+                "template count (at most apps)",
+            )?;
+        }
+        check_f64(
+            c,
+            "appset.arrival_shape",
+            self.arrival_shape,
+            0.01,
+            false,
+            100.0,
+            "Gamma shape",
+        )?;
+        check_f64(
+            c,
+            "appset.arrival_scale_s",
+            self.arrival_scale_s,
+            0.0,
+            false,
+            ARRIVAL_MEAN_S_MAX / self.arrival_shape.max(0.01),
+            "Gamma scale (s; the mean shape × scale at most one week)",
+        )?;
+        let pool = self.node_pool.unwrap_or(clients);
+        check_u32(
+            c,
+            "appset.node_pool",
+            pool,
+            1,
+            APP_NODES_MAX * 16,
+            "node pool",
+        )?;
+        let range_u32 = |field: &str, r: [u32; 2], min: u32, max: u32, what: &str| -> Res {
+            check_u32(c, &format!("{field}[0]"), r[0], min, max, what)?;
+            check_u32(
+                c,
+                &format!("{field}[1]"),
+                r[1],
+                r[0],
+                max,
+                &format!("{what} (at least the minimum)"),
+            )
+        };
+        range_u32(
+            "appset.nodes",
+            self.nodes,
+            1,
+            APP_NODES_MAX.min(pool),
+            "nodes per application (at most the node pool)",
+        )?;
+        check_u32(
+            c,
+            "appset.processes_per_node",
+            self.processes_per_node,
+            1,
+            PROCESSES_PER_NODE_MAX,
+            "processes per node",
+        )?;
+        range_u32(
+            "appset.osts_per_app",
+            self.osts_per_app,
+            1,
+            osts,
+            "OSTs per application (at most the cluster's OSTs)",
+        )?;
+        range_u32(
+            "appset.phases",
+            self.phases,
+            1,
+            APP_PHASES_MAX,
+            "phases per application",
+        )?;
+        check_f64(
+            c,
+            "appset.compute_s[0]",
+            self.compute_s[0],
+            0.0,
+            true,
+            COMPUTE_S_MAX,
+            "compute time per phase (s)",
+        )?;
+        check_f64(
+            c,
+            "appset.compute_s[1]",
+            self.compute_s[1],
+            self.compute_s[0],
+            false,
+            COMPUTE_S_MAX,
+            "compute time per phase (s, at least the minimum)",
+        )?;
+        for (k, b) in self.phase_size.iter().enumerate() {
+            if b.bytes() < (1 << 20) || b.bytes() > PHASE_SIZE_MAX {
+                return Err(c.err(
+                    format!("appset.phase_size[{k}]"),
+                    size_text(*b),
+                    format!(
+                        "bytes per process per phase must be in 1M..={}",
+                        human(PHASE_SIZE_MAX)
+                    ),
+                ));
+            }
+        }
+        if self.phase_size[1] < self.phase_size[0] {
+            return Err(c.err(
+                "appset.phase_size[1]",
+                size_text(self.phase_size[1]),
+                "maximum phase size must be at least the minimum",
+            ));
+        }
+        check_f64(
+            c,
+            "appset.walltime_factor",
+            self.walltime_factor,
+            1.0,
+            false,
+            WALLTIME_FACTOR_MAX,
+            "walltime factor",
+        )?;
+        let records = u64::from(self.apps) * u64::from(self.phases[1]);
+        if records > PHASE_RECORDS_MAX {
+            return Err(c.err(
+                "appset.phases[1]",
+                self.phases[1].to_string(),
+                format!("{} applications × {} phases = {records} phase records; at most {PHASE_RECORDS_MAX} allowed", self.apps, self.phases[1]),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl SimulationSpec {

@@ -95,6 +95,86 @@ impl DomainRules {
 /// Names accepted by [`controller_by_name`], in the paper's order.
 pub const POLICY_NAMES: [&str; 8] = ["pofs", "bsip", "mbw", "tsa", "esa", "tmf", "rnd", "gift"];
 
+/// Parameters of GIFT and its baselines that a policy spec may set (`None`: the default).
+/// Ranges are checked by [`GiftOptions::check`] (and by the spec parser, which names them).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GiftOptions {
+    /// GIFT's `τ` (application and system redemption-rate threshold), in `[0, 1]`.
+    pub tau: Option<f64>,
+    /// `B_thres` of GIFT, TSA, TMF and RND, in `[0, 1]`.
+    pub b_thres: Option<f64>,
+    /// GIFT's receding window `N` in coupon units (application and system windows).
+    pub window_coupons: Option<u64>,
+    /// GIFT's system regret budget in node-hours (`None`: unbounded).
+    pub regret_budget_node_hours: Option<f64>,
+}
+
+/// Names of the options each allocator accepts besides `period_ms` (in [`GiftOptions`]).
+pub fn option_names(name: &str) -> &'static [&'static str] {
+    match name {
+        "gift" => &[
+            "tau",
+            "b_thres",
+            "window_coupons",
+            "regret_budget_node_hours",
+        ],
+        "tsa" | "tmf" | "rnd" => &["b_thres"],
+        _ => &[],
+    }
+}
+
+/// The allocator (GIFT or a baseline) named `name` with `options` applied over the defaults;
+/// `seed` feeds RND's generator. `None` for an unknown name. Options a policy does not take
+/// are ignored here (the spec parser rejects them).
+///
+/// # Panics
+/// If an option is outside its range (the spec parser never produces one).
+pub fn allocator_by_name(
+    name: &str,
+    seed: u64,
+    options: GiftOptions,
+) -> Option<Box<dyn Allocator>> {
+    use super::{Bsip, Esa, Gift, GiftConfig, Mbw, Pofs, Rnd, Tmf, Tsa};
+    use rand::SeedableRng;
+    let b_thres = |default: f64| options.b_thres.unwrap_or(default);
+    Some(match name {
+        "pofs" => Box::new(Pofs),
+        "bsip" => Box::new(Bsip),
+        "mbw" => Box::new(Mbw),
+        "tsa" => {
+            let d = Tsa::default();
+            Box::new(Tsa {
+                b_thres: b_thres(d.b_thres),
+            })
+        }
+        "esa" => Box::new(Esa),
+        "tmf" => {
+            let mut t = Tmf::default();
+            t.b_thres = b_thres(t.b_thres);
+            Box::new(t)
+        }
+        "rnd" => {
+            let mut r = Rnd::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+            r.b_thres = b_thres(r.b_thres);
+            Box::new(r)
+        }
+        "gift" => {
+            let mut config = GiftConfig::default();
+            config.tau = options.tau.unwrap_or(config.tau);
+            config.b_thres = b_thres(config.b_thres);
+            if let Some(n) = options.window_coupons {
+                config.window_coupons = n;
+                config.system_window_coupons = n;
+            }
+            if let Some(budget) = options.regret_budget_node_hours {
+                config.regret_budget_node_hours = budget;
+            }
+            Box::new(Gift::new(config))
+        }
+        _ => return None,
+    })
+}
+
 /// GIFT or one of its baselines as a [`Controller`] with default parameters (`seed` feeds RND's
 /// generator). `None` for an unknown name.
 pub fn controller_by_name(
@@ -102,25 +182,18 @@ pub fn controller_by_name(
     seed: u64,
     config: GiftControllerConfig,
 ) -> Option<Box<dyn Controller>> {
-    use super::{Bsip, Esa, Gift, GiftConfig, Mbw, Pofs, Rnd, Tmf, Tsa};
-    use rand::SeedableRng;
-    Some(match name {
-        "pofs" => Box::new(AllocatorController::new(Pofs, config)),
-        "bsip" => Box::new(AllocatorController::new(Bsip, config)),
-        "mbw" => Box::new(AllocatorController::new(Mbw, config)),
-        "tsa" => Box::new(AllocatorController::new(Tsa::default(), config)),
-        "esa" => Box::new(AllocatorController::new(Esa, config)),
-        "tmf" => Box::new(AllocatorController::new(Tmf::default(), config)),
-        "rnd" => Box::new(AllocatorController::new(
-            Rnd::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed)),
-            config,
-        )),
-        "gift" => {
-            let gift = Gift::new(GiftConfig::default());
-            Box::new(AllocatorController::new(gift, config))
-        }
-        _ => return None,
-    })
+    controller_with_options(name, seed, config, GiftOptions::default())
+}
+
+/// [`controller_by_name`] with allocator options.
+pub fn controller_with_options(
+    name: &str,
+    seed: u64,
+    config: GiftControllerConfig,
+    options: GiftOptions,
+) -> Option<Box<dyn Controller>> {
+    let allocator = allocator_by_name(name, seed, options)?;
+    Some(Box::new(AllocatorController::new(allocator, config)))
 }
 
 /// Runs an [`Allocator`] as a centralized [`Controller`].
@@ -227,6 +300,10 @@ impl<A: Allocator> Controller for AllocatorController<A> {
         Some(self.config.period_ns)
     }
 
+    fn regret(&self) -> Option<super::RegretSummary> {
+        self.allocator.regret()
+    }
+
     fn decide(&mut self, observation: &Observation) -> Decision {
         let input = self.interval_input(observation);
         let allocation = match self.allocator.allocate(&input) {
@@ -274,39 +351,43 @@ impl<A: Allocator> Controller for AllocatorController<A> {
     /// Per OST and job: the cap and the BSIP cap (bytes/s); per job on its first OST: the
     /// redemption rate and coupon worth issued and redeemed.
     fn trace(&self) -> Vec<TraceSample> {
-        let mut out = Vec::new();
-        let Some(a) = &self.last else {
-            return out;
-        };
-        for app in &a.apps {
-            for c in &app.caps {
+        self.last.as_ref().map(allocation_trace).unwrap_or_default()
+    }
+}
+
+/// The trace samples of one allocation, as [`AllocatorController`] reports them (per OST and
+/// job: the cap; per job on its first OST: BSIP and progress fractions, coupon worth issued and
+/// redeemed, redemption rate). Drivers that run an [`Allocator`] directly report the same.
+pub fn allocation_trace(a: &Allocation) -> Vec<TraceSample> {
+    let mut out = Vec::new();
+    for app in &a.apps {
+        for c in &app.caps {
+            out.push(TraceSample {
+                ost: c.ost,
+                job: app.app,
+                metric: "cap_bytes_per_s",
+                value: c.cap_bytes_per_s,
+            });
+        }
+        if let Some(first) = app.caps.first() {
+            let mut values = vec![
+                ("bsip_fraction", app.bsip_fraction),
+                ("progress_fraction", app.progress_fraction),
+                ("coupon_issued_bytes", app.issued_bytes),
+                ("coupon_redeemed_bytes", app.redeemed_bytes),
+            ];
+            if let Some(rate) = app.redemption_rate {
+                values.push(("redemption_rate", rate));
+            }
+            for (metric, value) in values {
                 out.push(TraceSample {
-                    ost: c.ost,
+                    ost: first.ost,
                     job: app.app,
-                    metric: "cap_bytes_per_s",
-                    value: c.cap_bytes_per_s,
+                    metric,
+                    value,
                 });
             }
-            if let Some(first) = app.caps.first() {
-                let mut values = vec![
-                    ("bsip_fraction", app.bsip_fraction),
-                    ("progress_fraction", app.progress_fraction),
-                    ("coupon_issued_bytes", app.issued_bytes),
-                    ("coupon_redeemed_bytes", app.redeemed_bytes),
-                ];
-                if let Some(rate) = app.redemption_rate {
-                    values.push(("redemption_rate", rate));
-                }
-                for (metric, value) in values {
-                    out.push(TraceSample {
-                        ost: first.ost,
-                        job: app.app,
-                        metric,
-                        value,
-                    });
-                }
-            }
         }
-        out
     }
+    out
 }

@@ -184,6 +184,14 @@ impl Allocator for Gift {
         "gift"
     }
 
+    fn regret(&self) -> Option<super::RegretSummary> {
+        Some(super::RegretSummary {
+            totals: self.ledger.totals(),
+            outstanding_bytes: self.ledger.outstanding_bytes_total(),
+            outstanding_node_hours: self.ledger.outstanding_node_hours(),
+        })
+    }
+
     fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError> {
         let p = Prepared::new(input)?;
         let n = p.apps.len();

@@ -50,7 +50,8 @@ use crate::model::{JobId, OstId};
 
 pub use baselines::{Bsip, Esa, Mbw, Pofs, Rnd, Tmf, Tsa};
 pub use controller::{
-    controller_by_name, AllocatorController, DemandModel, GiftControllerConfig, POLICY_NAMES,
+    allocation_trace, allocator_by_name, controller_by_name, controller_with_options, option_names,
+    AllocatorController, DemandModel, GiftControllerConfig, GiftOptions, POLICY_NAMES,
 };
 pub use coupons::{Coupon, CouponLedger, LedgerTotals};
 pub use gift::{Gift, GiftConfig, GiftConfigError};
@@ -226,6 +227,35 @@ pub trait Allocator {
     fn name(&self) -> &'static str;
 
     fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError>;
+
+    /// Coupon and regret accounting of a policy that keeps it (GIFT); `None` otherwise.
+    fn regret(&self) -> Option<RegretSummary> {
+        None
+    }
+}
+
+impl<A: Allocator + ?Sized> Allocator for Box<A> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError> {
+        (**self).allocate(input)
+    }
+
+    fn regret(&self) -> Option<RegretSummary> {
+        (**self).regret()
+    }
+}
+
+/// GIFT's coupon ledger at one moment: lifetime totals plus what is still owed.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RegretSummary {
+    pub totals: LedgerTotals,
+    /// Worth issued and neither redeemed nor paid yet.
+    pub outstanding_bytes: f64,
+    /// Node-hours the outstanding coupons would cost if assessed now (§3.3).
+    pub outstanding_node_hours: f64,
 }
 
 /// One application after validation: OST indexes into [`Prepared::osts`].

@@ -1,0 +1,147 @@
+//! GIFT §4 reproduction driver: runs one scenario under several policies (fluid engine for
+//! `[appset]` scenarios), compares every run with POFS and prints one Markdown table row per
+//! policy. `scripts/reproduce-gift.sh` calls it; every number in
+//! `docs/reproductions/gift.md` comes from its output.
+//!
+//! ```text
+//! cargo run --release -p pfsqos-sim --example gift_repro -- SCENARIO [--apps N] [--label L]
+//!     [--baseline SPEC] SPEC...
+//! ```
+//!
+//! `--apps N` changes the appset's application count and scales the inter-arrival times so the
+//! set arrives over the same span (GIFT Fig. 14's contention levels). Columns: policy; mean
+//! application I/O time, run time, effective system bandwidth, throughput (each with its change
+//! against the baseline); fraction of applications with a longer I/O time than under the
+//! baseline and their mean degradation; fraction more than 20 % faster; regret paid and
+//! outstanding in node-hours and as a share of the run's node-hours; unfinished jobs; wall
+//! time of the run.
+
+use std::path::Path;
+use std::time::Instant;
+
+use pfsqos_sim::{compare_io_times, run, RunOutput, Scenario};
+
+struct Metrics {
+    io_s: f64,
+    run_s: f64,
+    eff_mib_s: f64,
+    jobs_per_h: f64,
+    node_hours: f64,
+    unfinished: usize,
+    wall_s: f64,
+}
+
+fn metrics(out: &RunOutput, wall_s: f64) -> Metrics {
+    let node_hours = out
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            j.phases
+                .as_ref()
+                .map(|p| f64::from(j.node_count) * p.run_time_ns() as f64 / 3600e9)
+        })
+        .sum();
+    Metrics {
+        io_s: out.mean_app_io_time_ns().unwrap_or(f64::NAN) / 1e9,
+        run_s: out.mean_app_run_time_ns().unwrap_or(f64::NAN) / 1e9,
+        eff_mib_s: out.effective_system_bytes_per_s().unwrap_or(f64::NAN) / (1u64 << 20) as f64,
+        jobs_per_h: out.system_throughput_jobs_per_hour().unwrap_or(f64::NAN),
+        node_hours,
+        unfinished: out.jobs.iter().filter(|j| !j.finished).count(),
+        wall_s,
+    }
+}
+
+fn pct(x: f64, base: f64) -> f64 {
+    (x / base - 1.0) * 100.0
+}
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut take = |flag: &str| -> Option<String> {
+        let k = args.iter().position(|a| a == flag)?;
+        let v = args.get(k + 1).cloned();
+        args.drain(k..(k + 2).min(args.len()));
+        v
+    };
+    let apps: Option<u32> = take("--apps").map(|v| v.parse().expect("--apps N"));
+    let label = take("--label");
+    let baseline = take("--baseline").unwrap_or_else(|| "pofs".to_string());
+    let Some((path, specs)) = args.split_first() else {
+        eprintln!("usage: gift_repro SCENARIO [--apps N] [--label L] [--baseline SPEC] SPEC...");
+        std::process::exit(2);
+    };
+    let mut scenario = Scenario::load(Path::new(path)).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2)
+    });
+    if let (Some(n), Some(a)) = (apps, scenario.appset.as_mut()) {
+        let old = a.apps.max(1);
+        a.arrival_scale_s *= f64::from(old) / f64::from(n);
+        if let Some(t) = a.templates {
+            a.templates = Some((u64::from(t) * u64::from(n) / u64::from(old)).max(1) as u32);
+        }
+        a.apps = n;
+        scenario.validate(path).unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(2)
+        });
+    }
+    let seed = scenario.simulation.seed;
+    let run_one = |spec: &str| -> (RunOutput, Metrics) {
+        let t = Instant::now();
+        let out = run(&scenario, spec, seed, &mut |_, _| {}).unwrap_or_else(|e| {
+            eprintln!("{spec}: {e}");
+            std::process::exit(1)
+        });
+        let m = metrics(&out, t.elapsed().as_secs_f64());
+        eprintln!(
+            "{spec}: {:.1} s wall, {} events",
+            m.wall_s, out.engine.events
+        );
+        (out, m)
+    };
+    let (base_out, base) = run_one(&baseline);
+    let label = label.map_or(String::new(), |l| format!("{l} | "));
+    println!(
+        "| {}policy | I/O time s | Δ | run time s | Δ | eff. BW MiB/s | Δ | jobs/h | Δ | worse than {baseline} | mean degradation | >20 % better | regret paid node-h | outstanding node-h | regret % of node-h | unfinished | wall s |",
+        if label.is_empty() { "" } else { "set | " }
+    );
+    println!(
+        "|{}---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        if label.is_empty() { "" } else { "---|" }
+    );
+    let row = |spec: &str, out: &RunOutput, m: &Metrics| {
+        let c = compare_io_times(&base_out, out, 1e-3);
+        let (paid, owed) = out.regret.map_or((f64::NAN, f64::NAN), |r| {
+            (r.totals.paid_node_hours, r.outstanding_node_hours)
+        });
+        println!(
+            "| {label}{spec} | {:.1} | {:+.1} % | {:.0} | {:+.2} % | {:.1} | {:+.1} % | {:.3} | {:+.2} % | {:.0} % | {:.1} % | {:.0} % | {:.2} | {:.2} | {:.3} % | {} | {:.1} |",
+            m.io_s,
+            pct(m.io_s, base.io_s),
+            m.run_s,
+            pct(m.run_s, base.run_s),
+            m.eff_mib_s,
+            pct(m.eff_mib_s, base.eff_mib_s),
+            m.jobs_per_h,
+            pct(m.jobs_per_h, base.jobs_per_h),
+            c.worse_fraction * 100.0,
+            c.worse_mean_degradation * 100.0,
+            c.better_20pct_fraction * 100.0,
+            paid,
+            owed,
+            (paid + owed) / m.node_hours * 100.0,
+            m.unfinished,
+            m.wall_s
+        );
+    };
+    row(&baseline, &base_out, &base);
+    for spec in specs {
+        if *spec == baseline {
+            continue;
+        }
+        let (out, m) = run_one(spec);
+        row(spec, &out, &m);
+    }
+}

@@ -315,6 +315,7 @@ impl Recorder {
             control_trace: Vec::new(),
             control_trace_truncated: false,
             engine: EngineStats::default(),
+            regret: None,
         }
     }
 }

@@ -143,18 +143,48 @@ impl Mounted {
     fn stop(&mut self) {
         if let Some(s) = self.session.take() {
             // Unmounted from outside: the kernel side is gone, only the thread is left.
-            let r = if s.guard.is_finished() {
-                s.join()
-            } else {
-                s.umount_and_join()
-            };
-            if let Err(e) = r {
+            if !s.guard.is_finished() {
+                detach(&self.mountpoint);
+            }
+            // The session thread ends once the kernel has destroyed the connection: at once after
+            // a plain unmount, after the last open file is closed after a lazy one.
+            if let Err(e) = s.join() {
                 tracing::warn!(mountpoint = %self.mountpoint.display(), "unmount: {e}");
             }
         }
         if let Some(rt) = self.rt.take() {
             rt.shutdown_timeout(Duration::from_secs(1));
         }
+    }
+}
+
+/// Unmounts `mountpoint`. While files are open a plain unmount fails with `EBUSY`, and exiting
+/// then would leave a dead mount ("Transport endpoint is not connected") and lose the
+/// write-behind data of those files; so it detaches lazily instead: the mount leaves the
+/// namespace at once, open files keep working, and the kernel ends the session when the last
+/// one is closed, after which their data has reached the OSTs.
+fn detach(mountpoint: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(mountpoint.as_os_str().as_bytes()) else {
+        return;
+    };
+    // SAFETY: `path` is a valid NUL-terminated string that outlives both calls.
+    if unsafe { libc::umount2(path.as_ptr(), 0) } == 0 {
+        return;
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EBUSY) {
+        tracing::warn!(
+            mountpoint = %mountpoint.display(),
+            "files are still open: detaching lazily; the client exits when the last one is closed"
+        );
+        // SAFETY: as above.
+        if unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) } != 0 {
+            let err = std::io::Error::last_os_error();
+            tracing::warn!(mountpoint = %mountpoint.display(), "lazy unmount: {err}");
+        }
+    } else {
+        tracing::warn!(mountpoint = %mountpoint.display(), "unmount: {err}");
     }
 }
 

@@ -1,0 +1,249 @@
+//! A small cluster of real `pfsqos` processes on loopback for end-to-end tests: one ossd, an
+//! mds and any number of mounts (one per simulated client node). Readiness is explicit (each
+//! process prints one line once it serves); teardown stops mounts with SIGTERM so that they
+//! unmount, and only then the daemons.
+
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use pfsqos_core::jobstats::{parse_lctl_job_stats, OstCounter};
+
+pub const MIB: f64 = 1024.0 * 1024.0;
+/// How long a process may take to become ready or to stop.
+pub const WAIT_MAX: Duration = Duration::from_secs(30);
+
+pub fn pfsqos() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+}
+
+/// A child process: a daemon or mount is killed (and a mount detached) when dropped; use
+/// [`Proc::terminate`] for a clean stop.
+pub struct Proc {
+    pub child: Child,
+    /// A mount point to detach if the process is killed.
+    pub mountpoint: Option<PathBuf>,
+}
+
+impl Proc {
+    /// Sends SIGTERM and waits (bounded) for the exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        self.signal("TERM");
+        self.wait_exit()
+    }
+
+    pub fn signal(&self, name: &str) {
+        let ok = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{name} {}", self.child.id());
+    }
+
+    pub fn wait_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + WAIT_MAX;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "process {} did not exit",
+                self.child.id()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn has_exited(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_some()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.mountpoint.is_some() && self.child.try_wait().ok().flatten().is_none() {
+            // A clean unmount first; a mount that does not stop in time is killed below.
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(self.child.id().to_string())
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline && self.child.try_wait().ok().flatten().is_none() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(m) = &self.mountpoint {
+            if is_mounted(m) {
+                let _ = Command::new("umount").arg("-l").arg(m).status();
+            }
+        }
+    }
+}
+
+/// True when `path` is a mount point (field 5 of /proc/self/mountinfo).
+pub fn is_mounted(path: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let path = path.to_string_lossy();
+    info.lines()
+        .any(|l| l.split(' ').nth(4) == Some(path.as_ref()))
+}
+
+/// Spawns `cmd` and waits for its first stdout line, `<prefix><value>`; returns the value.
+pub fn spawn_ready(
+    mut cmd: Command,
+    prefix: &str,
+    log: &Path,
+    mountpoint: Option<&Path>,
+) -> (Proc, String) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let proc_ = Proc {
+        child,
+        mountpoint: mountpoint.map(Path::to_path_buf),
+    };
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    let value = line
+        .trim()
+        .strip_prefix(prefix)
+        .unwrap_or_else(|| {
+            panic!(
+                "expected '{prefix}...', got {line:?}; log:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            )
+        })
+        .to_string();
+    (proc_, value)
+}
+
+/// One ossd (one OST), an mds and mounts, all on loopback; torn down in reverse order.
+///
+/// Tests that model jobs on separate compute nodes give each job a mount of its own: one mount
+/// is one Lustre client, whose `max_rpcs_in_flight` window and dirty budget per OST are shared
+/// by every process on it, so a throttled job's queued RPCs also hold back a second job on the
+/// same mount (as on one Lustre client node).
+pub struct Cluster {
+    pub tmp: tempfile::TempDir,
+    pub key: PathBuf,
+    pub oss_addr: String,
+    pub mds_addr: String,
+    pub mnts: Vec<PathBuf>,
+    // Field order is drop order: the mounts go first, then the daemons.
+    pub mounts: Vec<Proc>,
+    pub mds: Proc,
+    pub ossd: Proc,
+}
+
+impl Cluster {
+    /// `mounts` mounts with 1 MiB RPCs (one 1 MiB application block = one RPC = one TBF
+    /// token) and JobIDs from `SLURM_JOB_ID`.
+    pub fn start(mounts: usize, ossd_args: &[&str]) -> Cluster {
+        assert!(
+            Path::new("/dev/fuse").exists(),
+            "these tests need /dev/fuse (FUSE kernel module); scripts/setup.sh installs fuse3 and fio"
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let key = tmp.path().join("cluster.key");
+        std::fs::write(&key, "e2e-test-key-0123456789abcdef0123\n").unwrap();
+        let mut cmd = pfsqos();
+        cmd.args(["ossd", "--listen", "127.0.0.1:0", "--ost"])
+            .arg(tmp.path().join("ost0"))
+            .arg("--key-file")
+            .arg(&key)
+            .args(ossd_args);
+        let log = tmp.path().join("ossd.log");
+        let (ossd, oss_addr) = spawn_ready(cmd, "ossd listening on ", &log, None);
+        let mut cmd = pfsqos();
+        cmd.args(["mds", "--listen", "127.0.0.1:0", "--db"])
+            .arg(tmp.path().join("mds.db"))
+            .arg("--key-file")
+            .arg(&key)
+            .arg("--oss")
+            .arg(format!("{oss_addr}:1"));
+        let log = tmp.path().join("mds.log");
+        let (mds, mds_addr) = spawn_ready(cmd, "mds listening on ", &log, None);
+        let mut cluster = Cluster {
+            tmp,
+            key,
+            oss_addr,
+            mds_addr,
+            mnts: Vec::new(),
+            mounts: Vec::new(),
+            mds,
+            ossd,
+        };
+        for i in 0..mounts {
+            let mnt = cluster.tmp.path().join(format!("mnt{i}"));
+            std::fs::create_dir(&mnt).unwrap();
+            let proc_ = cluster.mount(&mnt, &format!("mount{i}.log"));
+            cluster.mnts.push(mnt);
+            cluster.mounts.push(proc_);
+        }
+        cluster
+    }
+
+    /// Starts one more mount of the file system at `mnt`.
+    pub fn mount(&self, mnt: &Path, log: &str) -> Proc {
+        let mut cmd = pfsqos();
+        cmd.arg("mount")
+            .arg(mnt)
+            .args(["--mds", &self.mds_addr, "--jobid-var", "SLURM_JOB_ID"])
+            .args(["--brw-size-bytes", "1048576", "--key-file"])
+            .arg(&self.key);
+        spawn_ready(
+            cmd,
+            "mount ready on ",
+            &self.tmp.path().join(log),
+            Some(mnt),
+        )
+        .0
+    }
+
+    pub fn lctl_set(&self, param: &str) {
+        let out = pfsqos()
+            .args(["lctl", "--server", &self.oss_addr, "--key-file"])
+            .arg(&self.key)
+            .args(["set_param", param])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "set_param {param}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Bytes written so far per job, summed over the OSTs, read with `pfsqos lctl` and parsed
+    /// by the parser the Lustre adapter uses.
+    pub fn written_bytes(&self) -> BTreeMap<String, u64> {
+        let out = pfsqos()
+            .args(["lctl", "--server", &self.oss_addr, "--key-file"])
+            .arg(&self.key)
+            .args(["get_param", "obdfilter.*.job_stats"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut per_job = BTreeMap::new();
+        for (_param, jobs) in parse_lctl_job_stats(&text).unwrap() {
+            for job in jobs {
+                *per_job.entry(job.job_id.as_str().to_string()).or_insert(0) +=
+                    job.counters[OstCounter::WriteBytes as usize].sum;
+            }
+        }
+        per_job
+    }
+}

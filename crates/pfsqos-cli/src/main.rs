@@ -195,6 +195,9 @@ enum Command {
         /// Bytes written but not yet acknowledged by the OSSs, in MiB.
         #[arg(long, default_value_t = pfsqos_live::mount::MAX_DIRTY_MB_DEFAULT)]
         max_dirty_mb: u64,
+        /// Kernel read-ahead of the mount in MiB (0: the kernel's 128 KiB).
+        #[arg(long, default_value_t = pfsqos_live::mount::MAX_READ_AHEAD_MB_DEFAULT)]
+        max_read_ahead_mb: u64,
         /// FUSE session threads.
         #[arg(long, default_value_t = pfsqos_live::mount::THREADS_DEFAULT)]
         threads: usize,
@@ -361,6 +364,7 @@ fn main() -> ExitCode {
             max_rpcs_in_flight,
             brw_size_bytes,
             max_dirty_mb,
+            max_read_ahead_mb,
             threads,
             recovery_s,
         } => {
@@ -377,6 +381,7 @@ fn main() -> ExitCode {
             config.max_rpcs_in_flight = max_rpcs_in_flight;
             config.brw_size_bytes = brw_size_bytes;
             config.max_dirty_mb = max_dirty_mb;
+            config.max_read_ahead_mb = max_read_ahead_mb;
             config.threads = threads;
             config.recovery = std::time::Duration::from_secs(recovery_s);
             if let Err(e) = config.validate() {

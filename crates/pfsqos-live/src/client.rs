@@ -123,6 +123,58 @@ impl OssClient {
         reply.result.map_err(ClientError::Remote)
     }
 
+    /// Writes `data` at `offset` without copying it (see [`OssClient::write`]).
+    pub async fn write_bytes(
+        &mut self,
+        id: &Identity,
+        ost: u32,
+        object: u64,
+        offset: u64,
+        data: bytes::Bytes,
+        sync: bool,
+    ) -> Result<(), ClientError> {
+        let tag = self.tag();
+        let io = WireIo {
+            op: IoOp::Write,
+            ost,
+            object,
+            offset,
+            length: data.len() as u64,
+            sync,
+            tags: id.wire(),
+        };
+        self.writer
+            .msg_with_bulk_bytes(&WireRequest::Io { tag, io }, data)
+            .await?;
+        self.reply(tag).await.map(|_| ())
+    }
+
+    /// Reads up to `length` bytes at `offset` as `Bytes` (no copy for reads up to 8 MiB).
+    pub async fn read_bytes(
+        &mut self,
+        id: &Identity,
+        ost: u32,
+        object: u64,
+        offset: u64,
+        length: u64,
+    ) -> Result<bytes::Bytes, ClientError> {
+        let io = WireIo {
+            op: IoOp::Read,
+            ost,
+            object,
+            offset,
+            length,
+            sync: false,
+            tags: id.wire(),
+        };
+        match self.io(io, None).await? {
+            ReplyBody::Read { length: got } if got <= length => {
+                Ok(self.reader.bulk_bytes(got).await?)
+            }
+            other => Err(ProtocolError::Invalid(format!("read answered with {other:?}")).into()),
+        }
+    }
+
     async fn io(&mut self, io: WireIo, data: Option<&[u8]>) -> Result<ReplyBody, ClientError> {
         let tag = self.tag();
         let req = WireRequest::Io { tag, io };

@@ -81,6 +81,26 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         }
     }
 
+    /// Reads `length` bytes of bulk data as `Bytes`: a single-frame transfer (every I/O up
+    /// to 8 MiB) is handed over without a copy.
+    pub async fn bulk_bytes(&mut self, length: u64) -> Result<Bytes, ConnError> {
+        if length <= BULK_CHUNK_BYTES as u64 {
+            if length == 0 {
+                return Ok(Bytes::new());
+            }
+            let f = self.frame().await?;
+            if f.len() as u64 != length {
+                return Err(ProtocolError::UnexpectedBulk {
+                    expected: length as usize,
+                    got: f.len(),
+                }
+                .into());
+            }
+            return Ok(f.freeze());
+        }
+        Ok(Bytes::from(self.bulk(length).await?))
+    }
+
     /// Reads `length` bytes of bulk data, checking each frame's size.
     pub async fn bulk(&mut self, length: u64) -> Result<Vec<u8>, ConnError> {
         let mut data = Vec::with_capacity(length as usize);
@@ -128,6 +148,25 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
             self.inner
                 .feed(Bytes::copy_from_slice(&data[pos..pos + n]))
                 .await?;
+            pos += n;
+        }
+        SinkExt::<Bytes>::flush(&mut self.inner).await?;
+        Ok(())
+    }
+}
+
+impl<W: AsyncWrite + Unpin> Writer<W> {
+    /// Sends a message and its bulk data without copying the data into new buffers (the
+    /// chunks are slices of `data`), flushing once at the end.
+    pub async fn msg_with_bulk_bytes<T: serde::Serialize>(
+        &mut self,
+        msg: &T,
+        data: Bytes,
+    ) -> Result<(), ConnError> {
+        self.inner.feed(Bytes::from(protocol::encode(msg))).await?;
+        let mut pos = 0;
+        for n in protocol::bulk_chunks(data.len() as u64) {
+            self.inner.feed(data.slice(pos..pos + n)).await?;
             pos += n;
         }
         SinkExt::<Bytes>::flush(&mut self.inner).await?;

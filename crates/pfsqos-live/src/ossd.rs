@@ -1030,8 +1030,13 @@ async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(
     let (tx, mut rx) = mpsc::channel::<Outgoing>(shared.rpcs_in_flight_per_conn);
     let writer_task = tokio::spawn(async move {
         while let Some(o) = rx.recv().await {
-            let r = match &o.bulk {
-                Some(b) => writer.msg_with_bulk(&o.reply, b).await,
+            let r = match o.bulk {
+                // The read buffer becomes the frames' storage: no copy before the codec's.
+                Some(b) => {
+                    writer
+                        .msg_with_bulk_bytes(&o.reply, bytes::Bytes::from(b))
+                        .await
+                }
                 None => writer.msg(&o.reply).await,
             };
             if let Err(e) = r {

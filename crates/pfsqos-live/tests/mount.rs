@@ -47,6 +47,13 @@ fn mounted(mnt: &Path) -> bool {
 
 impl Cluster {
     fn start(tune: impl FnOnce(&mut MountConfig)) -> Cluster {
+        Cluster::start_with(|_| {}, tune)
+    }
+
+    fn start_with(
+        tune_ossd: impl FnOnce(&mut OssdConfig),
+        tune: impl FnOnce(&mut MountConfig),
+    ) -> Cluster {
         require_fuse();
         let tmp = tempfile::tempdir().unwrap();
         let ost_dirs: Vec<PathBuf> = (0..2).map(|i| tmp.path().join(format!("ost{i}"))).collect();
@@ -62,6 +69,7 @@ impl Cluster {
                 KEY.to_vec(),
             );
             oc.threads = 4;
+            tune_ossd(&mut oc);
             let ossd = Ossd::start(oc).await.unwrap();
             let oss = OssSpec {
                 addr: ossd.local_addr().to_string(),
@@ -121,6 +129,19 @@ impl Cluster {
             .unwrap_or_default();
         out.sort();
         out
+    }
+
+    /// Every OST's job_stats entries.
+    fn job_entries(&self) -> Vec<pfsqos_core::jobstats::JobEntry> {
+        let addr = self.ossd.as_ref().unwrap().local_addr();
+        let params = self.rt.block_on(async {
+            let mut c = OssClient::connect(addr, KEY, Role::Lctl).await.unwrap();
+            c.get_param("obdfilter.*.job_stats").await.unwrap()
+        });
+        params
+            .iter()
+            .flat_map(|p| pfsqos_core::jobstats::parse_job_stats(&p.value).unwrap())
+            .collect()
     }
 
     /// The job ids in every OST's job_stats, and the raw text (for messages).
@@ -475,4 +496,88 @@ fn setstripe_and_getstripe_round_trip() {
         "{e}"
     );
     assert!(!c.p("three").exists());
+}
+
+#[test]
+fn rpcs_are_split_at_brw_size_and_reads_see_every_piece() {
+    use pfsqos_core::jobstats::OstCounter;
+    let c = Cluster::start(|m| {
+        m.brw_size_bytes = 256 << 10;
+        m.jobid_name = "brw-test".into();
+    });
+    // The file system default: one stripe of 1 MiB. 4 MiB arrive as 1 MiB FUSE writes, each
+    // split into four 256 KiB RPCs on the file's one OST.
+    let data = pattern(4 << 20, 11);
+    {
+        let mut h = File::create(c.p("f")).unwrap();
+        h.write_all(&data).unwrap();
+        h.sync_all().unwrap();
+    }
+    assert_eq!(sha(&fs::read(c.p("f")).unwrap()), sha(&data));
+    let entries: Vec<_> = c
+        .job_entries()
+        .into_iter()
+        .filter(|e| e.job_id.as_str() == "brw-test")
+        .collect();
+    assert_eq!(entries.len(), 1, "one OST saw the job");
+    let w = entries[0].counter(OstCounter::WriteBytes);
+    assert_eq!(
+        (w.samples, w.min, w.max, w.sum),
+        (16, 256 << 10, 256 << 10, 4 << 20)
+    );
+    let r = entries[0].counter(OstCounter::ReadBytes);
+    assert_eq!(r.max, 256 << 10, "reads are split too");
+    assert_eq!(r.sum, 4 << 20);
+    assert!(
+        entries[0].counter(OstCounter::Sync).samples >= 1,
+        "fsync synced the object"
+    );
+}
+
+/// RPCs queued or in service at the OSS (all its NRS heads), from `nrs_policies`.
+fn oss_rpcs(rt: &tokio::runtime::Runtime, addr: std::net::SocketAddr) -> u64 {
+    let text = rt.block_on(async {
+        let mut c = OssClient::connect(addr, KEY, Role::Lctl).await.unwrap();
+        c.get_param("ost.OSS.ost_io.nrs_policies").await.unwrap()[0]
+            .value
+            .clone()
+    });
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("queued:")
+                .or_else(|| l.strip_prefix("active:"))
+                .map(|v| v.trim().parse::<u64>().unwrap())
+        })
+        .sum()
+}
+
+#[test]
+fn at_most_max_rpcs_in_flight_per_ost() {
+    // A slow OST (4 MiB/s) makes RPCs pile up at the OSS if the client does not hold back.
+    let c = Cluster::start_with(
+        |o| o.ceiling_bytes_per_s = Some(4 << 20),
+        |m| {
+            m.max_rpcs_in_flight = 2;
+            m.brw_size_bytes = 64 << 10;
+        },
+    );
+    let addr = c.ossd.as_ref().unwrap().local_addr();
+    let path = c.p("slow");
+    let writer = std::thread::spawn(move || {
+        let mut h = File::create(path).unwrap();
+        h.write_all(&pattern(1 << 20, 9)).unwrap(); // 16 RPCs, about 250 ms at 4 MiB/s
+        h.sync_all().unwrap();
+    });
+    let mut peak = 0;
+    while !writer.is_finished() {
+        peak = peak.max(oss_rpcs(&c.rt, addr));
+    }
+    writer.join().unwrap();
+    assert!(peak >= 1, "never saw an RPC at the OSS");
+    assert!(
+        peak <= 2,
+        "{peak} RPCs at the OSS with max_rpcs_in_flight = 2"
+    );
+    assert_eq!(fs::read(c.p("slow")).unwrap(), pattern(1 << 20, 9));
 }

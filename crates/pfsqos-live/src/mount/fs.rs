@@ -1,6 +1,7 @@
-//! The FUSE adapter: every kernel request becomes a task on the client's tokio runtime, which
-//! answers the kernel when the operation ends. The session threads only decode requests and
-//! spawn, so slow metadata or a recovering OSS never blocks unrelated requests.
+//! The FUSE adapter: every kernel request but a write becomes a task on the client's tokio
+//! runtime, which answers the kernel when the operation ends, so slow metadata or a recovering
+//! OSS never blocks unrelated requests. A write is admitted on the session thread itself (see
+//! `write`).
 
 use std::ffi::OsStr;
 use std::future::Future;
@@ -357,13 +358,17 @@ impl Filesystem for PfsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let (ops, c, data) = (self.ops.clone(), caller(req), data.to_vec());
-        self.spawn(async move {
-            match ops.write(c, ino.0, offset, data).await {
-                Ok(n) => reply.written(n),
-                Err(e) => reply.error(errno(e)),
-            }
-        });
+        // Admitted on this session thread: the reply goes out as soon as the RPCs hold their
+        // window slots, without a hop to a runtime thread (the writer waits for this reply).
+        // Other requests are served by the other session threads meanwhile.
+        let c = caller(req);
+        match self
+            .rt
+            .block_on(self.ops.write(c, ino.0, offset, data.to_vec()))
+        {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(errno(e)),
+        }
     }
 
     fn flush(

@@ -36,6 +36,8 @@ pub const BRW_SIZE_DEFAULT_BYTES: u64 = 4 << 20;
 pub const MAX_RPCS_IN_FLIGHT_DEFAULT: usize = 8;
 /// Default dirty budget (Lustre's `max_dirty_mb` default per OSC is of this order).
 pub const MAX_DIRTY_MB_DEFAULT: u64 = 64;
+/// Default kernel read-ahead of the mount (Lustre's `max_read_ahead_mb` plays this role).
+pub const MAX_READ_AHEAD_MB_DEFAULT: u64 = 8;
 /// Default FUSE session threads.
 pub const THREADS_DEFAULT: usize = 4;
 /// Largest FUSE write the kernel sends: 1 MiB (256 pages, the kernel's default
@@ -54,6 +56,8 @@ pub struct MountConfig {
     pub max_rpcs_in_flight: usize,
     pub brw_size_bytes: u64,
     pub max_dirty_mb: u64,
+    /// Read-ahead window of the kernel for this mount (MiB; 0 leaves the kernel's 128 KiB).
+    pub max_read_ahead_mb: u64,
     pub threads: usize,
     /// How long a request waits for a restarting daemon before failing with `EIO`.
     pub recovery: Duration,
@@ -71,6 +75,7 @@ impl MountConfig {
             max_rpcs_in_flight: MAX_RPCS_IN_FLIGHT_DEFAULT,
             brw_size_bytes: BRW_SIZE_DEFAULT_BYTES,
             max_dirty_mb: MAX_DIRTY_MB_DEFAULT,
+            max_read_ahead_mb: MAX_READ_AHEAD_MB_DEFAULT,
             threads: THREADS_DEFAULT,
             recovery: RECOVERY_DEFAULT,
         }
@@ -100,6 +105,12 @@ impl MountConfig {
                 "--max-dirty-mb {}: allowed 1..=65536 and at least one RPC ({} bytes)",
                 self.max_dirty_mb,
                 self.brw_size_bytes
+            );
+        }
+        if self.max_read_ahead_mb > 1024 {
+            bail!(
+                "--max-read-ahead-mb {}: allowed 0..=1024",
+                self.max_read_ahead_mb
             );
         }
         if !(1..=64).contains(&self.threads) {
@@ -225,12 +236,36 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
     options.n_threads = Some(config.threads);
     let session = fuser::spawn_mount(fs, &config.mountpoint, &options)
         .with_context(|| format!("mounting on {}", config.mountpoint.display()))?;
-    info!(mountpoint = %config.mountpoint.display(), mds = %config.mds, "mounted");
-    Ok(Mounted {
+    let mounted = Mounted {
         session: Some(session),
         rt: Some(rt),
-        mountpoint: config.mountpoint,
-    })
+        mountpoint: config.mountpoint.clone(),
+    };
+    // A stat of the root is answered only after the kernel's INIT handshake: from here on the
+    // mount serves requests, and the read-ahead set below is not undone by INIT.
+    let root = std::fs::metadata(&config.mountpoint)
+        .with_context(|| format!("stat of the new mount {}", config.mountpoint.display()))?;
+    if config.max_read_ahead_mb > 0 {
+        set_read_ahead(&root, config.max_read_ahead_mb);
+    }
+    info!(mountpoint = %config.mountpoint.display(), mds = %config.mds, "mounted");
+    Ok(mounted)
+}
+
+/// Sets the kernel's read-ahead window of the mount's backing device info: FUSE starts at
+/// 128 KiB, which leaves a sequential reader with about one request in flight; a larger window
+/// lets the kernel issue several 1 MiB reads ahead (the client serves them concurrently).
+fn set_read_ahead(root: &std::fs::Metadata, mb: u64) {
+    use std::os::unix::fs::MetadataExt;
+    let dev = root.dev();
+    let path = format!(
+        "/sys/class/bdi/{}:{}/read_ahead_kb",
+        libc::major(dev),
+        libc::minor(dev)
+    );
+    if let Err(e) = std::fs::write(&path, format!("{}", mb * 1024)) {
+        tracing::warn!(%path, "read-ahead not set ({e}); the kernel's default stays");
+    }
 }
 
 async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {

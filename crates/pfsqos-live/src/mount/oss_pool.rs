@@ -166,7 +166,7 @@ impl OstPool {
         _slot: &OwnedSemaphorePermit,
         id: &Identity,
         op: &ObjOp,
-    ) -> Result<Vec<u8>, Failure> {
+    ) -> Result<bytes::Bytes, Failure> {
         let mut backoff = Backoff::new(self.recovery);
         loop {
             let result = match self.connection().await {
@@ -177,22 +177,32 @@ impl OstPool {
                             offset,
                             data,
                         } => c
-                            .write(id, self.local_index, *object, *offset, data, false)
+                            .write_bytes(
+                                id,
+                                self.local_index,
+                                *object,
+                                *offset,
+                                data.clone(),
+                                false,
+                            )
                             .await
-                            .map(|_| Vec::new()),
+                            .map(|_| bytes::Bytes::new()),
                         ObjOp::Read {
                             object,
                             offset,
                             len,
-                        } => c.read(id, self.local_index, *object, *offset, *len).await,
+                        } => {
+                            c.read_bytes(id, self.local_index, *object, *offset, *len)
+                                .await
+                        }
                         ObjOp::Punch { object, size } => c
                             .punch(id, self.local_index, *object, *size)
                             .await
-                            .map(|_| Vec::new()),
+                            .map(|_| bytes::Bytes::new()),
                         ObjOp::Sync { object } => c
                             .sync(id, self.local_index, *object)
                             .await
-                            .map(|_| Vec::new()),
+                            .map(|_| bytes::Bytes::new()),
                     };
                     // A connection that answered (even with an error) is still good.
                     if !matches!(r, Err(ClientError::Conn(_))) {

@@ -90,6 +90,10 @@ pub struct AppSetSpec {
     /// Seed of the generator; default `simulation.seed`.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// Processes of a run advance at one rate through each I/O phase (GIFT's rate model),
+    /// instead of meeting only at the phase's end; see the fluid engine.
+    #[serde(default)]
+    pub lockstep: bool,
 }
 
 fn default_arrival_shape() -> f64 {

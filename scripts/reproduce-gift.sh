@@ -21,6 +21,12 @@ trap 'rm -f "$tmp"' EXIT
   echo "Columns are explained in \`crates/pfsqos-sim/examples/gift_repro.rs\`. Wall times are this"
   echo "machine's (release build, one run at a time, machine shared with other work)."
   echo
+  echo "## Fig. 5 in small (scenarios/gift/phases-example.toml): RPC-level engine, then fluid engine"
+  echo
+  $bin scenarios/gift/phases-example.toml --baseline pofs:period_ms=200 bsip:period_ms=200 gift:period_ms=200
+  echo
+  $bin scenarios/gift/phases-example.toml --fluid --baseline pofs:period_ms=200 bsip:period_ms=200 gift:period_ms=200
+  echo
   echo "## (a) Real-system-sized set: 250 applications, 64 OSTs, 192 nodes (Fig. 7, 8, 9)"
   echo
   $bin scenarios/gift/real-250.toml --seeds 3 $policies
@@ -28,6 +34,10 @@ trap 'rm -f "$tmp"' EXIT
   echo "### The same set with processes meeting only at the end of each phase (no lockstep)"
   echo
   $bin scenarios/gift/real-250.toml --seeds 3 --barrier $policies
+  echo
+  echo "### The same set (lockstep) with every run its own application (appset identity = \"run\")"
+  echo
+  $bin scenarios/gift/real-250.toml --seeds 3 --per-run $policies
   echo
 } > "$tmp"
 if [[ "${1:-}" != "--quick" ]]; then

@@ -5,12 +5,14 @@
 //!
 //! ```text
 //! cargo run --release -p pfsqos-sim --example gift_repro -- SCENARIO [--apps N] [--label L]
-//!     [--baseline SPEC] [--barrier] [--seeds K] SPEC...
+//!     [--baseline SPEC] [--barrier] [--fluid] [--per-run] [--seeds K] SPEC...
 //! ```
 //!
 //! `--apps N` changes the appset's application count and scales the inter-arrival times so the
 //! set arrives over the same span (GIFT Fig. 14's contention levels); `--barrier` turns the
-//! appset's `lockstep` off (processes meet only at the end of each phase); `--seeds K` runs
+//! appset's `lockstep` off (processes meet only at the end of each phase); `--fluid` runs a
+//! scenario written for the RPC engine in the fluid engine; `--per-run` makes every run its own
+//! application (appset `identity = "run"`); `--seeds K` runs
 //! seeds `s .. s + K` (`s`: the scenario's seed; each seed draws another application set) and
 //! prints means over the seeds. Columns: policy; mean application I/O time, its change against
 //! the baseline and that change's range over the seeds; run time, effective system bandwidth,
@@ -71,17 +73,20 @@ fn main() {
     let label = take("--label");
     let baseline = take("--baseline").unwrap_or_else(|| "pofs".to_string());
     let seeds: u64 = take("--seeds").map_or(1, |v| v.parse().expect("--seeds N"));
-    let barrier = match args.iter().position(|a| a == "--barrier") {
+    let mut flag = |name: &str| match args.iter().position(|a| a == name) {
         Some(k) => {
             args.remove(k);
             true
         }
         None => false,
     };
+    let barrier = flag("--barrier");
+    let fluid = flag("--fluid");
+    let per_run = flag("--per-run");
     let Some((path, specs)) = args.split_first() else {
         eprintln!(
             "usage: gift_repro SCENARIO [--apps N] [--label L] [--baseline SPEC] [--barrier] \
-             [--seeds K] SPEC..."
+             [--fluid] [--per-run] [--seeds K] SPEC..."
         );
         std::process::exit(2);
     };
@@ -89,6 +94,12 @@ fn main() {
         eprintln!("{e}");
         std::process::exit(2)
     });
+    if fluid {
+        scenario.simulation.engine = pfsqos_sim::scenario::EngineKind::Fluid;
+    }
+    if let (true, Some(a)) = (per_run, scenario.appset.as_mut()) {
+        a.identity = pfsqos_sim::scenario::appset::Identity::Run;
+    }
     if let (true, Some(a)) = (barrier, scenario.appset.as_mut()) {
         a.lockstep = false;
     }

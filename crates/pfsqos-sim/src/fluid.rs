@@ -285,8 +285,17 @@ impl Fluid {
             .as_ref()
             .map(|a| a.generate(n_osts as u32, scenario.simulation.seed))
             .unwrap_or_default();
+        let per_run = scenario
+            .appset
+            .as_ref()
+            .is_some_and(|a| a.identity == crate::scenario::appset::Identity::Run);
         for g in &generated {
-            specs.push((&g.job, g.app.clone(), Some(0), g.submit_ns));
+            let app = if per_run {
+                g.job.id.clone()
+            } else {
+                g.app.clone()
+            };
+            specs.push((&g.job, app, Some(0), g.submit_ns));
         }
 
         let mut fluid = Fluid {

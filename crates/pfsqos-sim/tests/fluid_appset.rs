@@ -140,3 +140,19 @@ fn lockstep_changes_timing_not_work() {
         assert!(differ > 0, "{policy}: lockstep changed nothing");
     }
 }
+
+#[test]
+fn with_lockstep_and_one_identity_per_run_pofs_and_bsip_coincide() {
+    // Held to its slowest OST's rate, a run cannot use POFS's larger caps on its other OSTs,
+    // and nobody else may (they are capped too): POFS and BSIP then give every run the same
+    // rate at every instant. With template identity, concurrent runs of one template are one
+    // application and BSIP holds both to the worst OST of either, so they differ.
+    let mut s = scenario(40, 32);
+    let a = s.appset.as_mut().unwrap();
+    a.lockstep = true;
+    a.identity = pfsqos_sim::scenario::appset::Identity::Run;
+    let (pofs, bsip) = (quiet(&s, "pofs"), quiet(&s, "bsip"));
+    for (x, y) in pofs.jobs.iter().zip(&bsip.jobs) {
+        assert_eq!(x.phases, y.phases, "{}", x.job_id);
+    }
+}

@@ -94,6 +94,20 @@ pub struct AppSetSpec {
     /// instead of meeting only at the phase's end; see the fluid engine.
     #[serde(default)]
     pub lockstep: bool,
+    /// What TBF rules and GIFT's ledger key on: `template` (repeated runs are one application,
+    /// so coupons carry over between runs, and concurrent runs share caps) or `run` (every run
+    /// is its own application).
+    #[serde(default)]
+    pub identity: Identity,
+}
+
+/// The application identity of a generated run.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Identity {
+    #[default]
+    Template,
+    Run,
 }
 
 fn default_arrival_shape() -> f64 {

@@ -5,16 +5,21 @@
 //!
 //! ```text
 //! cargo run --release -p pfsqos-sim --example gift_repro -- SCENARIO [--apps N] [--label L]
-//!     [--baseline SPEC] SPEC...
+//!     [--baseline SPEC] [--barrier] [--fluid] [--per-run] [--seeds K] SPEC...
 //! ```
 //!
 //! `--apps N` changes the appset's application count and scales the inter-arrival times so the
-//! set arrives over the same span (GIFT Fig. 14's contention levels). Columns: policy; mean
-//! application I/O time, run time, effective system bandwidth, throughput (each with its change
-//! against the baseline); fraction of applications with a longer I/O time than under the
-//! baseline and their mean degradation; fraction more than 20 % faster; regret paid and
-//! outstanding in node-hours and as a share of the run's node-hours; unfinished jobs; wall
-//! time of the run.
+//! set arrives over the same span (GIFT Fig. 14's contention levels); `--barrier` turns the
+//! appset's `lockstep` off (processes meet only at the end of each phase); `--fluid` runs a
+//! scenario written for the RPC engine in the fluid engine; `--per-run` makes every run its own
+//! application (appset `identity = "run"`); `--seeds K` runs
+//! seeds `s .. s + K` (`s`: the scenario's seed; each seed draws another application set) and
+//! prints means over the seeds. Columns: policy; mean application I/O time, its change against
+//! the baseline and that change's range over the seeds; run time, effective system bandwidth,
+//! throughput (each with its change); fraction of applications with a longer I/O time than
+//! under the baseline (by more than 0.1 %) and their mean degradation; fraction more than 20 %
+//! faster; regret paid and outstanding in node-hours and as a share of the run's node-hours;
+//! unfinished jobs; wall time of one run.
 
 use std::path::Path;
 use std::time::Instant;
@@ -67,14 +72,37 @@ fn main() {
     let apps: Option<u32> = take("--apps").map(|v| v.parse().expect("--apps N"));
     let label = take("--label");
     let baseline = take("--baseline").unwrap_or_else(|| "pofs".to_string());
+    let seeds: u64 = take("--seeds").map_or(1, |v| v.parse().expect("--seeds N"));
+    let mut flag = |name: &str| match args.iter().position(|a| a == name) {
+        Some(k) => {
+            args.remove(k);
+            true
+        }
+        None => false,
+    };
+    let barrier = flag("--barrier");
+    let fluid = flag("--fluid");
+    let per_run = flag("--per-run");
     let Some((path, specs)) = args.split_first() else {
-        eprintln!("usage: gift_repro SCENARIO [--apps N] [--label L] [--baseline SPEC] SPEC...");
+        eprintln!(
+            "usage: gift_repro SCENARIO [--apps N] [--label L] [--baseline SPEC] [--barrier] \
+             [--fluid] [--per-run] [--seeds K] SPEC..."
+        );
         std::process::exit(2);
     };
     let mut scenario = Scenario::load(Path::new(path)).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(2)
     });
+    if fluid {
+        scenario.simulation.engine = pfsqos_sim::scenario::EngineKind::Fluid;
+    }
+    if let (true, Some(a)) = (per_run, scenario.appset.as_mut()) {
+        a.identity = pfsqos_sim::scenario::appset::Identity::Run;
+    }
+    if let (true, Some(a)) = (barrier, scenario.appset.as_mut()) {
+        a.lockstep = false;
+    }
     if let (Some(n), Some(a)) = (apps, scenario.appset.as_mut()) {
         let old = a.apps.max(1);
         a.arrival_scale_s *= f64::from(old) / f64::from(n);
@@ -87,61 +115,82 @@ fn main() {
             std::process::exit(2)
         });
     }
-    let seed = scenario.simulation.seed;
-    let run_one = |spec: &str| -> (RunOutput, Metrics) {
+    let first_seed = scenario.simulation.seed;
+    let run_one = |spec: &str, seed: u64| -> (RunOutput, Metrics) {
+        let mut sc = scenario.clone();
+        // The seed draws the application set (unless the appset fixes its own) and RND.
+        sc.simulation.seed = seed;
         let t = Instant::now();
-        let out = run(&scenario, spec, seed, &mut |_, _| {}).unwrap_or_else(|e| {
+        let out = run(&sc, spec, seed, &mut |_, _| {}).unwrap_or_else(|e| {
             eprintln!("{spec}: {e}");
             std::process::exit(1)
         });
         let m = metrics(&out, t.elapsed().as_secs_f64());
         eprintln!(
-            "{spec}: {:.1} s wall, {} events",
+            "{spec} seed {seed}: {:.1} s wall, {} events",
             m.wall_s, out.engine.events
         );
         (out, m)
     };
-    let (base_out, base) = run_one(&baseline);
+    let seeds: Vec<u64> = (0..seeds).map(|k| first_seed + k).collect();
+    let bases: Vec<(RunOutput, Metrics)> = seeds.iter().map(|&s| run_one(&baseline, s)).collect();
     let label = label.map_or(String::new(), |l| format!("{l} | "));
     println!(
-        "| {}policy | I/O time s | Δ | run time s | Δ | eff. BW MiB/s | Δ | jobs/h | Δ | worse than {baseline} | mean degradation | >20 % better | regret paid node-h | outstanding node-h | regret % of node-h | unfinished | wall s |",
+        "| {}policy | I/O time s | Δ | Δ range | run time s | Δ | eff. BW MiB/s | Δ | jobs/h | Δ | worse than {baseline} | mean degradation | >20 % better | regret paid node-h | outstanding node-h | regret % of node-h | unfinished | wall s |",
         if label.is_empty() { "" } else { "set | " }
     );
     println!(
-        "|{}---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|{}---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         if label.is_empty() { "" } else { "---|" }
     );
-    let row = |spec: &str, out: &RunOutput, m: &Metrics| {
-        let c = compare_io_times(&base_out, out, 1e-3);
-        let (paid, owed) = out.regret.map_or((f64::NAN, f64::NAN), |r| {
-            (r.totals.paid_node_hours, r.outstanding_node_hours)
-        });
+    let n = seeds.len() as f64;
+    let row = |spec: &str, runs: &[(RunOutput, Metrics)]| {
+        let mut acc = [0.0f64; 16];
+        let mut io_lo = f64::INFINITY;
+        let mut io_hi = f64::NEG_INFINITY;
+        for ((out, m), (base_out, base)) in runs.iter().zip(&bases) {
+            let c = compare_io_times(base_out, out, 1e-3);
+            let (paid, owed) = out.regret.map_or((f64::NAN, f64::NAN), |r| {
+                (r.totals.paid_node_hours, r.outstanding_node_hours)
+            });
+            let d_io = pct(m.io_s, base.io_s);
+            io_lo = io_lo.min(d_io);
+            io_hi = io_hi.max(d_io);
+            let v = [
+                m.io_s,
+                d_io,
+                m.run_s,
+                pct(m.run_s, base.run_s),
+                m.eff_mib_s,
+                pct(m.eff_mib_s, base.eff_mib_s),
+                m.jobs_per_h,
+                pct(m.jobs_per_h, base.jobs_per_h),
+                c.worse_fraction * 100.0,
+                c.worse_mean_degradation * 100.0,
+                c.better_20pct_fraction * 100.0,
+                paid,
+                owed,
+                (paid + owed) / m.node_hours * 100.0,
+                m.unfinished as f64,
+                m.wall_s,
+            ];
+            for (a, x) in acc.iter_mut().zip(v) {
+                *a += x / n;
+            }
+        }
+        let a = acc;
         println!(
-            "| {label}{spec} | {:.1} | {:+.1} % | {:.0} | {:+.2} % | {:.1} | {:+.1} % | {:.3} | {:+.2} % | {:.0} % | {:.1} % | {:.0} % | {:.2} | {:.2} | {:.3} % | {} | {:.1} |",
-            m.io_s,
-            pct(m.io_s, base.io_s),
-            m.run_s,
-            pct(m.run_s, base.run_s),
-            m.eff_mib_s,
-            pct(m.eff_mib_s, base.eff_mib_s),
-            m.jobs_per_h,
-            pct(m.jobs_per_h, base.jobs_per_h),
-            c.worse_fraction * 100.0,
-            c.worse_mean_degradation * 100.0,
-            c.better_20pct_fraction * 100.0,
-            paid,
-            owed,
-            (paid + owed) / m.node_hours * 100.0,
-            m.unfinished,
-            m.wall_s
+            "| {label}{spec} | {:.1} | {:+.1} % | {:+.1} .. {:+.1} % | {:.0} | {:+.2} % | {:.1} | {:+.1} % | {:.3} | {:+.2} % | {:.0} % | {:.1} % | {:.0} % | {:.2} | {:.2} | {:.3} % | {} | {:.1} |",
+            a[0], a[1], io_lo, io_hi, a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10],
+            a[11], a[12], a[13], a[14], a[15]
         );
     };
-    row(&baseline, &base_out, &base);
+    row(&baseline, &bases);
     for spec in specs {
         if *spec == baseline {
             continue;
         }
-        let (out, m) = run_one(spec);
-        row(spec, &out, &m);
+        let runs: Vec<(RunOutput, Metrics)> = seeds.iter().map(|&s| run_one(spec, s)).collect();
+        row(spec, &runs);
     }
 }

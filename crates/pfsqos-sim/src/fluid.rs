@@ -36,6 +36,12 @@
 //!   ns), a burst start (end of a compute phase), a stop time, a decision, a job submission.
 //!   Flows whose finish time is reached complete exactly (their remaining bytes are set to 0
 //!   and their byte counts are the exact integers). Same scenario and seed, same bytes.
+//! * **Lockstep.** With `appset.lockstep = true` all active flows of a generated job share one
+//!   per-process rate (one unit of progressive filling): its processes advance together through
+//!   the phase, not only meet at its end. This is GIFT's rate model (§2, Fig. 5: an
+//!   application's effective bandwidth is its slowest OST's at every instant); with the
+//!   default (barrier only at the phase end, as the RPC engine has it) a process on a less
+//!   contended OST finishes early and its OST's bandwidth goes to others.
 //! * **Batch.** Applications of an `[appset]` are submitted at their arrival times and
 //!   started by [`crate::batch::Batch`] (FCFS + EASY backfilling) on the node pool; a job's
 //!   end frees its nodes. Requested walltime = `walltime_factor` × its run time alone on idle
@@ -144,6 +150,8 @@ struct JobRt {
     /// Shapes' `start_s` are relative to this (the batch start; 0 for explicit jobs).
     offset_ns: u64,
     barrier: Option<Barrier>,
+    /// The job's processes advance at one rate through every I/O phase (`appset.lockstep`).
+    lockstep: bool,
     /// Walltime for the batch scheduler; `None` for explicit jobs (they start at 0).
     walltime_ns: Option<u64>,
     submit_ns: u64,
@@ -201,6 +209,8 @@ struct Fluid {
     record_trace: bool,
     /// Requested walltime over run time alone (`appset.walltime_factor`).
     walltime_factor: f64,
+    /// Generated jobs advance in lockstep (`appset.lockstep`).
+    lockstep: bool,
     control_trace: Vec<ControlTraceEntry>,
     control_trace_truncated: bool,
 }
@@ -275,8 +285,17 @@ impl Fluid {
             .as_ref()
             .map(|a| a.generate(n_osts as u32, scenario.simulation.seed))
             .unwrap_or_default();
+        let per_run = scenario
+            .appset
+            .as_ref()
+            .is_some_and(|a| a.identity == crate::scenario::appset::Identity::Run);
         for g in &generated {
-            specs.push((&g.job, g.app.clone(), Some(0), g.submit_ns));
+            let app = if per_run {
+                g.job.id.clone()
+            } else {
+                g.app.clone()
+            };
+            specs.push((&g.job, app, Some(0), g.submit_ns));
         }
 
         let mut fluid = Fluid {
@@ -310,6 +329,7 @@ impl Fluid {
             caps: BTreeMap::new(),
             record_trace: scenario.simulation.control_trace,
             walltime_factor: scenario.appset.as_ref().map_or(1.0, |a| a.walltime_factor),
+            lockstep: scenario.appset.as_ref().is_some_and(|a| a.lockstep),
             control_trace: Vec::new(),
             control_trace_truncated: false,
         };
@@ -449,6 +469,7 @@ impl Fluid {
                 record: JobPhases::default(),
             }),
             walltime_ns,
+            lockstep: batch.is_some() && self.lockstep,
             submit_ns,
             started: false,
             series: Vec::new(),
@@ -991,6 +1012,33 @@ impl Fluid {
             }
             uses.push(v);
         }
+        // Units of progressive filling: a flow, or all active flows of a lockstep job (one
+        // rate per process for the whole job, so no process runs ahead of the others).
+        let mut unit_of_job: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut members: Vec<Vec<usize>> = Vec::new();
+        let mut unit_uses: Vec<Vec<(usize, f64)>> = Vec::new();
+        for (i, v) in uses.into_iter().enumerate() {
+            let job = self.flows[self.active[i] as usize].job;
+            let unit = if self.jobs[job as usize].lockstep {
+                *unit_of_job.entry(job).or_insert_with(|| {
+                    members.push(Vec::new());
+                    unit_uses.push(Vec::new());
+                    members.len() - 1
+                })
+            } else {
+                members.push(Vec::new());
+                unit_uses.push(Vec::new());
+                members.len() - 1
+            };
+            members[unit].push(i);
+            for (r, c) in v {
+                match unit_uses[unit].iter_mut().find(|(q, _)| *q == r) {
+                    Some((_, old)) => *old += c,
+                    None => unit_uses[unit].push((r, c)),
+                }
+            }
+        }
+        let uses = unit_uses;
         let n_res = capacity.len();
         let mut used = vec![0.0f64; n_res];
         let mut coef = vec![0.0f64; n_res];
@@ -1038,10 +1086,16 @@ impl Fluid {
                 }
             }
         }
+        let mut flow_rates = vec![0.0f64; self.active.len()];
+        for (unit, m) in members.iter().enumerate() {
+            for &i in m {
+                flow_rates[i] = rates[unit];
+            }
+        }
         let now = self.now_ns;
         for (i, &f) in self.active.iter().enumerate() {
             let fl = &mut self.flows[f as usize];
-            fl.rate = rates[i];
+            fl.rate = flow_rates[i];
             fl.finish_ns = if fl.remaining_bytes <= 0.0 {
                 now
             } else if fl.rate > 0.0 {

@@ -118,3 +118,41 @@ fn policies_not_expressible_as_caps_are_refused() {
     let e = run(&s, "adaptbf", 1, &mut |_, _| {}).unwrap_err();
     assert!(e.contains("not a bandwidth allocator"), "{e}");
 }
+
+#[test]
+fn lockstep_changes_timing_not_work() {
+    let barrier = scenario(40, 32);
+    let mut lockstep = barrier.clone();
+    lockstep.appset.as_mut().unwrap().lockstep = true;
+    // Under FIFO a run's processes share each OST with everyone else's processes, so holding
+    // them together changes phase ends. (Under per-application caps it often does not: the
+    // held-back part only leaves its own cap unused.)
+    for policy in ["nobw"] {
+        let (a, b) = (quiet(&barrier, policy), quiet(&lockstep, policy));
+        let mut differ = 0;
+        for (x, y) in a.jobs.iter().zip(&b.jobs) {
+            assert!(x.finished && y.finished);
+            assert_eq!(x.bytes_written, y.bytes_written);
+            let (px, py) = (x.phases.as_ref().unwrap(), y.phases.as_ref().unwrap());
+            assert_eq!(px.phases_done(), py.phases_done());
+            differ += usize::from(px.io_time_ns() != py.io_time_ns());
+        }
+        assert!(differ > 0, "{policy}: lockstep changed nothing");
+    }
+}
+
+#[test]
+fn with_lockstep_and_one_identity_per_run_pofs_and_bsip_coincide() {
+    // Held to its slowest OST's rate, a run cannot use POFS's larger caps on its other OSTs,
+    // and nobody else may (they are capped too): POFS and BSIP then give every run the same
+    // rate at every instant. With template identity, concurrent runs of one template are one
+    // application and BSIP holds both to the worst OST of either, so they differ.
+    let mut s = scenario(40, 32);
+    let a = s.appset.as_mut().unwrap();
+    a.lockstep = true;
+    a.identity = pfsqos_sim::scenario::appset::Identity::Run;
+    let (pofs, bsip) = (quiet(&s, "pofs"), quiet(&s, "bsip"));
+    for (x, y) in pofs.jobs.iter().zip(&bsip.jobs) {
+        assert_eq!(x.phases, y.phases, "{}", x.job_id);
+    }
+}

@@ -90,6 +90,24 @@ pub struct AppSetSpec {
     /// Seed of the generator; default `simulation.seed`.
     #[serde(default)]
     pub seed: Option<u64>,
+    /// Processes of a run advance at one rate through each I/O phase (GIFT's rate model),
+    /// instead of meeting only at the phase's end; see the fluid engine.
+    #[serde(default)]
+    pub lockstep: bool,
+    /// What TBF rules and GIFT's ledger key on: `template` (repeated runs are one application,
+    /// so coupons carry over between runs, and concurrent runs share caps) or `run` (every run
+    /// is its own application).
+    #[serde(default)]
+    pub identity: Identity,
+}
+
+/// The application identity of a generated run.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Identity {
+    #[default]
+    Template,
+    Run,
 }
 
 fn default_arrival_shape() -> f64 {

@@ -470,9 +470,13 @@ impl Shared {
                     _ => {}
                 }
             }
+            // Out of service before the reply leaves: the client frees its RPC window slot
+            // when the reply arrives and may send the next RPC at once, which must not be
+            // counted next to this one (`nrs_policies` would show more RPCs at the OSS than
+            // `max_rpcs_in_flight` allows).
+            lock(&c.state).active -= 1;
             // The requester may have gone; its reply is then dropped.
             let _ = done.send(result);
-            lock(&c.state).active -= 1;
         }
     }
 

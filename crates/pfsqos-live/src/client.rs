@@ -265,8 +265,45 @@ impl OssClient {
         self.io(io, None).await.map(|_| ())
     }
 
-    /// `lctl get_param PATTERN`: matching parameters in name order.
+    /// `lctl get_param PATTERN`: matching parameters in name order. The names come first,
+    /// then each value in a request of its own, so that a pattern matching many large values
+    /// (`obdfilter.*.job_stats` with thousands of jobs) never needs one oversized reply.
     pub async fn get_param(&mut self, pattern: &str) -> Result<Vec<Param>, ClientError> {
+        let names = self.list_params(pattern).await?;
+        let mut params = Vec::with_capacity(names.len());
+        for name in names {
+            let mut got = self.get_params_at_once(&name).await?;
+            match (got.pop(), got.is_empty()) {
+                (Some(p), true) if p.name == name => params.push(p),
+                _ => {
+                    return Err(ProtocolError::Invalid(format!(
+                        "get_param {name} answered with other parameters"
+                    ))
+                    .into())
+                }
+            }
+        }
+        Ok(params)
+    }
+
+    /// The names of the parameters `pattern` matches, in name order.
+    pub async fn list_params(&mut self, pattern: &str) -> Result<Vec<String>, ClientError> {
+        let tag = self.tag();
+        self.writer
+            .msg(&WireRequest::ListParams {
+                tag,
+                pattern: pattern.to_string(),
+            })
+            .await?;
+        match self.reply(tag).await? {
+            ReplyBody::Names(n) => Ok(n),
+            other => Err(ProtocolError::Invalid(format!("list_params answered {other:?}")).into()),
+        }
+    }
+
+    /// Every parameter `pattern` matches, in one reply (`EOVERFLOW` when their values exceed
+    /// [`PARAM_REPLY_BYTES_MAX`]).
+    pub async fn get_params_at_once(&mut self, pattern: &str) -> Result<Vec<Param>, ClientError> {
         let tag = self.tag();
         self.writer
             .msg(&WireRequest::GetParam {
@@ -274,9 +311,18 @@ impl OssClient {
                 pattern: pattern.to_string(),
             })
             .await?;
-        match self.reply(tag).await? {
-            ReplyBody::Params(p) => Ok(p),
-            other => Err(ProtocolError::Invalid(format!("get_param answered {other:?}")).into()),
+        let body = self.reply(tag).await?;
+        self.params(body, "get_param").await
+    }
+
+    /// Reads the values that follow a `Params` reply.
+    async fn params(&mut self, body: ReplyBody, what: &str) -> Result<Vec<Param>, ClientError> {
+        match body {
+            ReplyBody::Params(headers) => {
+                let values = self.reader.bulk(params_bulk_len(&headers)).await?;
+                Ok(params_from_wire(headers, &values)?)
+            }
+            other => Err(ProtocolError::Invalid(format!("{what} answered {other:?}")).into()),
         }
     }
 
@@ -294,10 +340,8 @@ impl OssClient {
                 value: value.to_string(),
             })
             .await?;
-        match self.reply(tag).await? {
-            ReplyBody::Params(p) => Ok(p),
-            other => Err(ProtocolError::Invalid(format!("set_param answered {other:?}")).into()),
-        }
+        let body = self.reply(tag).await?;
+        self.params(body, "set_param").await
     }
 
     /// Sends raw bytes as one frame (tests of hostile input).

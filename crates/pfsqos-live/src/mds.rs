@@ -516,6 +516,17 @@ impl Namespace {
             meta_set(&tx, "inodes", 1)?;
             meta_set(&tx, "next_object", 1)?;
         }
+        // Inode numbers are never reused (as Lustre's FIDs): a kernel or client still holding
+        // an unlinked file's number must not reach a newer file through it. SQLite's rowid
+        // would hand out max + 1 again after the newest file is unlinked, so the next number
+        // is a counter of its own; a database written before the counter existed starts it
+        // past its largest inode.
+        if meta_get(&tx, "next_ino")? == 0 {
+            let max: i64 = tx
+                .query_row("SELECT COALESCE(MAX(ino), 0) FROM inodes", [], |r| r.get(0))
+                .map_err(db_err)?;
+            meta_set(&tx, "next_ino", max as u64 + 1)?;
+        }
         let cursor = meta_get(&tx, "rr_cursor")?;
         tx.commit().map_err(db_err)?;
         ns.placer = RoundRobin::new(cursor as u32);
@@ -569,10 +580,15 @@ impl Namespace {
             ));
         }
         meta_set(tx, "inodes", count + 1)?;
+        let ino = meta_get(tx, "next_ino")?;
+        if ino > i64::MAX as u64 {
+            return Err(err(Errno::ENOSPC, "inode numbers exhausted"));
+        }
+        meta_set(tx, "next_ino", ino + 1)?;
         let nlink = if kind == Kind::Dir { 2 } else { 1 };
         tx.execute(
-            "INSERT INTO inodes(parent, name, kind, mode, uid, gid, size, mtime_ns, ctime_ns, nlink)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?7, ?8)",
+            "INSERT INTO inodes(ino, parent, name, kind, mode, uid, gid, size, mtime_ns, ctime_ns, nlink)
+             VALUES (?9, ?1, ?2, ?3, ?4, ?5, ?6, 0, ?7, ?7, ?8)",
             params![
                 parent as i64,
                 name,
@@ -581,11 +597,11 @@ impl Namespace {
                 owner.uid,
                 owner.gid,
                 now_ns as i64,
-                nlink
+                nlink,
+                ino as i64
             ],
         )
         .map_err(db_err)?;
-        let ino = tx.last_insert_rowid() as u64;
         touch_dir(tx, parent, now_ns, if kind == Kind::Dir { 1 } else { 0 })?;
         Ok(Attr {
             ino,

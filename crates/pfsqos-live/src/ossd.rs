@@ -1012,6 +1012,26 @@ struct Outgoing {
     bulk: Option<Vec<u8>>,
 }
 
+/// The reply to `get_param`/`set_param`: headers in the message, values as its bulk data.
+fn params_reply(tag: u64, params: Result<Vec<Param>, RemoteError>) -> Outgoing {
+    match params.and_then(params_to_wire) {
+        Ok((headers, values)) => Outgoing {
+            reply: Reply {
+                tag,
+                result: Ok(ReplyBody::Params(headers)),
+            },
+            bulk: Some(values),
+        },
+        Err(e) => Outgoing {
+            reply: Reply {
+                tag,
+                result: Err(e),
+            },
+            bulk: None,
+        },
+    }
+}
+
 async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(), ConnError> {
     stream.set_nodelay(true)?;
     let (r, w) = stream.into_split();
@@ -1132,7 +1152,7 @@ async fn read_requests(
                 });
             }
             Request::GetParam { tag, pattern } => {
-                let result = if peer.role.may_use_params() {
+                let params = if peer.role.may_use_params() {
                     shared.matching(&pattern).and_then(|names| {
                         names
                             .into_iter()
@@ -1141,7 +1161,6 @@ async fn read_requests(
                                 Ok(Param { name, value })
                             })
                             .collect::<Result<Vec<_>, _>>()
-                            .map(ReplyBody::Params)
                     })
                 } else {
                     Err(RemoteError::new(
@@ -1149,19 +1168,42 @@ async fn read_requests(
                         "this role may not read parameters",
                     ))
                 };
-                let _ = tx.send(reply(tag, result)).await;
+                let _ = tx.send(params_reply(tag, params)).await;
             }
             Request::SetParam {
                 tag,
                 pattern,
                 value,
             } => {
-                let result = if peer.role.may_use_params() {
-                    shared.set_params(&pattern, &value).map(ReplyBody::Params)
+                let params = if peer.role.may_use_params() {
+                    shared.set_params(&pattern, &value)
                 } else {
                     Err(RemoteError::new(
                         Errno::EPERM,
                         "this role may not set parameters",
+                    ))
+                };
+                let _ = tx.send(params_reply(tag, params)).await;
+            }
+            Request::ListParams { tag, pattern } => {
+                let result = if peer.role.may_use_params() {
+                    shared.matching(&pattern).and_then(|names| {
+                        if names.len() > PARAMS_PER_REPLY_MAX {
+                            return Err(RemoteError::new(
+                                Errno::EOVERFLOW,
+                                format!(
+                                    "{} parameters match; one reply names at most \
+                                     {PARAMS_PER_REPLY_MAX}",
+                                    names.len()
+                                ),
+                            ));
+                        }
+                        Ok(ReplyBody::Names(names))
+                    })
+                } else {
+                    Err(RemoteError::new(
+                        Errno::EPERM,
+                        "this role may not read parameters",
                     ))
                 };
                 let _ = tx.send(reply(tag, result)).await;

@@ -39,7 +39,9 @@ use std::fmt;
 /// First bytes of every `Hello` and `HelloReply::Challenge`.
 pub const MAGIC: [u8; 4] = *b"PFSQ";
 /// Protocol version this build speaks; peers must match exactly.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// Version 2: parameter values travel as bulk data after their reply (`ReplyBody::Params`), and
+/// `ListParams` names the parameters a pattern matches.
+pub const PROTOCOL_VERSION: u16 = 2;
 /// Largest bulk frame: bulk data is split into chunks of this size.
 pub const BULK_CHUNK_BYTES: usize = 8 << 20;
 /// Largest frame of any kind: one bulk chunk plus room for a header.
@@ -56,6 +58,11 @@ pub const PARAM_NAME_LEN_MAX: usize = 256;
 pub const PARAM_VALUE_LEN_MAX: usize = 4096;
 /// Most parameters one `get_param` reply may carry.
 pub const PARAMS_PER_REPLY_MAX: usize = 1024;
+/// Most value bytes one `get_param` reply may carry, as bulk frames after the reply. One OST's
+/// `job_stats` at `JOBS_PER_OST_MAX` (16,384) jobs of about 2.3 KB each is about 38 MB, so any
+/// single parameter fits; a pattern matching many large parameters is answered `EOVERFLOW`,
+/// and the client fetches name by name instead ([`crate::client::OssClient::get_param`]).
+pub const PARAM_REPLY_BYTES_MAX: u64 = 64 << 20;
 /// Longest text of a rejection reason or error message.
 pub const MESSAGE_LEN_MAX: usize = 1024;
 /// Longest file system name (Lustre: 8 characters).
@@ -215,6 +222,11 @@ pub enum WireRequest {
         pattern: String,
         value: String,
     },
+    /// The names a pattern matches, without values.
+    ListParams {
+        tag: u64,
+        pattern: String,
+    },
 }
 
 /// A validated object I/O request.
@@ -245,6 +257,10 @@ pub enum Request {
         pattern: String,
         value: String,
     },
+    ListParams {
+        tag: u64,
+        pattern: String,
+    },
 }
 
 impl Request {
@@ -252,7 +268,8 @@ impl Request {
         match self {
             Request::Io { tag, .. }
             | Request::GetParam { tag, .. }
-            | Request::SetParam { tag, .. } => *tag,
+            | Request::SetParam { tag, .. }
+            | Request::ListParams { tag, .. } => *tag,
         }
     }
 }
@@ -277,10 +294,11 @@ pub enum Errno {
     ENOTDIR,
     EISDIR,
     ENOTEMPTY,
+    EOVERFLOW,
 }
 
 impl Errno {
-    const ALL: [Errno; 17] = [
+    const ALL: [Errno; 18] = [
         Errno::EPERM,
         Errno::ENOENT,
         Errno::EIO,
@@ -298,6 +316,7 @@ impl Errno {
         Errno::ENOTDIR,
         Errno::EISDIR,
         Errno::ENOTEMPTY,
+        Errno::EOVERFLOW,
     ];
 
     pub fn name(self) -> &'static str {
@@ -319,6 +338,7 @@ impl Errno {
             Errno::ENOTDIR => "ENOTDIR",
             Errno::EISDIR => "EISDIR",
             Errno::ENOTEMPTY => "ENOTEMPTY",
+            Errno::EOVERFLOW => "EOVERFLOW",
         }
     }
 
@@ -342,6 +362,7 @@ impl Errno {
             Errno::ENOTDIR => "Not a directory",
             Errno::EISDIR => "Is a directory",
             Errno::ENOTEMPTY => "Directory not empty",
+            Errno::EOVERFLOW => "Value too large for defined data type",
         }
     }
 
@@ -383,11 +404,89 @@ impl fmt::Display for RemoteError {
 
 impl std::error::Error for RemoteError {}
 
-/// One parameter of a `get_param` reply.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One parameter and its value, as `lctl` prints it.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
     pub name: String,
     pub value: String,
+}
+
+/// A parameter as announced in a reply: its value follows as bulk data.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamHeader {
+    pub name: String,
+    pub value_bytes: u64,
+}
+
+/// Splits parameters into the headers of a `Params` reply and the bulk data carrying their
+/// values back to back; `EOVERFLOW` when the values exceed [`PARAM_REPLY_BYTES_MAX`].
+pub fn params_to_wire(params: Vec<Param>) -> Result<(Vec<ParamHeader>, Vec<u8>), RemoteError> {
+    let total: u64 = params.iter().map(|p| p.value.len() as u64).sum();
+    if total > PARAM_REPLY_BYTES_MAX {
+        return Err(RemoteError::new(
+            Errno::EOVERFLOW,
+            format!(
+                "{} parameters with {total} bytes of values exceed the {PARAM_REPLY_BYTES_MAX} \
+                 bytes one reply carries; ask for fewer parameters at a time",
+                params.len()
+            ),
+        ));
+    }
+    if params.len() > PARAMS_PER_REPLY_MAX {
+        return Err(RemoteError::new(
+            Errno::EOVERFLOW,
+            format!(
+                "{} parameters match; one reply carries at most {PARAMS_PER_REPLY_MAX}",
+                params.len()
+            ),
+        ));
+    }
+    let mut bulk = Vec::with_capacity(total as usize);
+    let headers = params
+        .into_iter()
+        .map(|p| {
+            bulk.extend_from_slice(p.value.as_bytes());
+            ParamHeader {
+                name: p.name,
+                value_bytes: p.value.len() as u64,
+            }
+        })
+        .collect();
+    Ok((headers, bulk))
+}
+
+/// Total value bytes announced by validated headers (the bulk length to read).
+pub fn params_bulk_len(headers: &[ParamHeader]) -> u64 {
+    headers.iter().map(|h| h.value_bytes).sum()
+}
+
+/// Reassembles parameters from validated headers and the bulk data that followed them.
+pub fn params_from_wire(
+    headers: Vec<ParamHeader>,
+    bulk: &[u8],
+) -> Result<Vec<Param>, ProtocolError> {
+    if params_bulk_len(&headers) != bulk.len() as u64 {
+        return Err(ProtocolError::Invalid(format!(
+            "{} bytes of parameter values for headers announcing {}",
+            bulk.len(),
+            params_bulk_len(&headers)
+        )));
+    }
+    let mut pos = 0usize;
+    headers
+        .into_iter()
+        .map(|h| {
+            let end = pos + h.value_bytes as usize;
+            let value = std::str::from_utf8(&bulk[pos..end])
+                .map_err(|_| ProtocolError::Invalid(format!("value of {} is not UTF-8", h.name)))?
+                .to_string();
+            pos = end;
+            Ok(Param {
+                name: h.name,
+                value,
+            })
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -396,8 +495,11 @@ pub enum ReplyBody {
     Done,
     /// Read done: `length` bytes follow as bulk frames.
     Read { length: u64 },
-    /// Parameters matching a `get_param` pattern, or set by a `set_param`, in name order.
-    Params(Vec<Param>),
+    /// Parameters matching a `get_param` pattern, or set by a `set_param`, in name order;
+    /// their values follow, back to back, as bulk frames of `params_bulk_len` bytes.
+    Params(Vec<ParamHeader>),
+    /// Names matching a `ListParams` pattern, in name order.
+    Names(Vec<String>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -677,6 +779,10 @@ pub fn decode_request(frame: &[u8], ost_count: u32) -> Result<Request, ProtocolE
                 value,
             })
         }
+        WireRequest::ListParams { tag, pattern } => {
+            validate_param_name(&pattern)?;
+            Ok(Request::ListParams { tag, pattern })
+        }
     }
 }
 
@@ -696,8 +802,23 @@ pub fn decode_reply(frame: &[u8]) -> Result<Reply, ProtocolError> {
             if ps.len() > PARAMS_PER_REPLY_MAX {
                 return Err(ProtocolError::Invalid(format!("{} parameters", ps.len())));
             }
+            let mut total = 0u64;
             for p in ps {
                 validate_param_name(&p.name)?;
+                total = total.saturating_add(p.value_bytes);
+            }
+            if total > PARAM_REPLY_BYTES_MAX {
+                return Err(ProtocolError::Invalid(format!(
+                    "{total} bytes of parameter values announced (at most {PARAM_REPLY_BYTES_MAX})"
+                )));
+            }
+        }
+        Ok(ReplyBody::Names(ns)) => {
+            if ns.len() > PARAMS_PER_REPLY_MAX {
+                return Err(ProtocolError::Invalid(format!("{} names", ns.len())));
+            }
+            for n in ns {
+                validate_param_name(n)?;
             }
         }
         _ => {}
@@ -851,6 +972,56 @@ mod tests {
         assert!(verify_mac(b"key", false, Role::Mds, &c, &s, &m).is_err());
         assert!(verify_mac(b"key", false, Role::Client, &s, &c, &m).is_err());
         assert_ne!(server_mac(b"key", Role::Client, &c, &s), m);
+    }
+
+    #[test]
+    fn params_travel_as_headers_and_bulk() {
+        let params = vec![
+            Param {
+                name: "a.b".into(),
+                value: "one\n".into(),
+            },
+            Param {
+                name: "a.c".into(),
+                value: String::new(),
+            },
+            Param {
+                name: "a.d".into(),
+                value: "é\n".into(),
+            },
+        ];
+        let (headers, bulk) = params_to_wire(params.clone()).unwrap();
+        assert_eq!(params_bulk_len(&headers), bulk.len() as u64);
+        assert_eq!(params_from_wire(headers.clone(), &bulk).unwrap(), params);
+        // Values that do not add up, or are not UTF-8, are refused.
+        assert!(params_from_wire(headers.clone(), &bulk[1..]).is_err());
+        let mut broken = bulk.clone();
+        let last = broken.len() - 2;
+        broken[last] = 0xff;
+        assert!(params_from_wire(headers, &broken).is_err());
+        // Too much for one reply: EOVERFLOW from the server, refusal at the client.
+        let big = vec![Param {
+            name: "x".into(),
+            value: "y".repeat(PARAM_REPLY_BYTES_MAX as usize + 1),
+        }];
+        assert_eq!(params_to_wire(big).unwrap_err().errno, Errno::EOVERFLOW);
+        let announce = |sizes: &[u64]| {
+            encode(&Reply {
+                tag: 1,
+                result: Ok(ReplyBody::Params(
+                    sizes
+                        .iter()
+                        .map(|&value_bytes| ParamHeader {
+                            name: "x".into(),
+                            value_bytes,
+                        })
+                        .collect(),
+                )),
+            })
+        };
+        assert!(decode_reply(&announce(&[PARAM_REPLY_BYTES_MAX])).is_ok());
+        assert!(decode_reply(&announce(&[PARAM_REPLY_BYTES_MAX, 1])).is_err());
+        assert!(decode_reply(&announce(&[u64::MAX, u64::MAX])).is_err());
     }
 
     #[test]

@@ -171,6 +171,42 @@ async fn objects_written_are_read_back_intact() {
     f.ossd.shutdown().await;
 }
 
+/// The job_stats of thousands of jobs is larger than one frame: values travel as bulk data
+/// and `get_param` fetches them name by name, so `lctl` still prints all of it, and it parses
+/// back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_stats_larger_than_a_frame_reach_lctl() {
+    use pfsqos_live::protocol::FRAME_LEN_MAX_BYTES;
+    const JOBS: usize = 4_000;
+    let f = start(2, |_| {}).await;
+    let mut c = client(&f, Role::Client).await;
+    for j in 0..JOBS {
+        c.write(&ident(&format!("job{j:05}.1000")), 0, 1, 0, b"x", false)
+            .await
+            .unwrap();
+    }
+    c.write(&ident("other.1000"), 1, 2, 0, b"y", false)
+        .await
+        .unwrap();
+    let mut admin = client(&f, Role::Lctl).await;
+    let p = admin.get_param("obdfilter.*.job_stats").await.unwrap();
+    assert_eq!(p.len(), 2);
+    assert!(
+        p[0].value.len() > FRAME_LEN_MAX_BYTES,
+        "{} bytes: too few jobs to need more than one frame",
+        p[0].value.len()
+    );
+    let (code, out, err) = lctl_out(&f, get(&["obdfilter.*.job_stats"])).await;
+    assert_eq!(code, 0, "{err}");
+    let parsed = parse_lctl_job_stats(&out).unwrap();
+    assert_eq!(parsed.len(), 2);
+    assert_eq!(parsed[0].1.len(), JOBS);
+    assert_eq!(parsed[1].1.len(), 1);
+    assert_eq!(parsed[0].1[JOBS - 1].job_id.as_str(), "job03999.1000");
+    assert_eq!(parsed[0].1[JOBS - 1].counter(OstCounter::WriteBytes).sum, 1);
+    f.ossd.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_static_tbf_rule_limits_its_job_only() {
     let f = start(1, |_| {}).await;

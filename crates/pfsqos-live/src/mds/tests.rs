@@ -277,6 +277,47 @@ fn unlink_and_rmdir() {
 }
 
 #[test]
+fn inode_numbers_are_never_reused() {
+    let d = tempfile::tempdir().unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    {
+        let mut ns = open(&d, 1);
+        // Unlinking the newest inode is the case SQLite's rowid would hand out again.
+        for t in 0..3 {
+            let (f, _) = ns.create(ROOT_INO, b"f", O, None, t).unwrap();
+            assert!(seen.insert(f.ino), "inode {} handed out twice", f.ino);
+            ns.unlink(ROOT_INO, b"f", t).unwrap();
+        }
+        let dir = ns.mkdir(ROOT_INO, b"d", O, 5).unwrap();
+        assert!(seen.insert(dir.ino));
+        ns.rmdir(ROOT_INO, b"d", 6).unwrap();
+    }
+    // Across a restart too.
+    let mut ns = open(&d, 1);
+    let (f, _) = ns.create(ROOT_INO, b"f", O, None, 7).unwrap();
+    assert!(seen.insert(f.ino), "inode {} reused after reopen", f.ino);
+    assert!(f.ino > *seen.iter().rev().nth(1).unwrap());
+}
+
+#[test]
+fn a_database_without_the_inode_counter_continues_past_its_largest_inode() {
+    let d = tempfile::tempdir().unwrap();
+    let last = {
+        let mut ns = open(&d, 1);
+        ns.create(ROOT_INO, b"a", O, None, 0).unwrap();
+        let (b, _) = ns.create(ROOT_INO, b"b", O, None, 0).unwrap();
+        // What a database written before the counter existed looks like.
+        ns.db
+            .execute("DELETE FROM meta WHERE key = 'next_ino'", [])
+            .unwrap();
+        b.ino
+    };
+    let mut ns = open(&d, 1);
+    let (c, _) = ns.create(ROOT_INO, b"c", O, None, 0).unwrap();
+    assert_eq!(c.ino, last + 1);
+}
+
+#[test]
 fn rename_cases() {
     let d = tempfile::tempdir().unwrap();
     let mut ns = open(&d, 2);

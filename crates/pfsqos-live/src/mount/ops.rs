@@ -68,6 +68,7 @@ pub fn errno(e: Errno) -> i32 {
         Errno::ENOTDIR => libc::ENOTDIR,
         Errno::EISDIR => libc::EISDIR,
         Errno::ENOTEMPTY => libc::ENOTEMPTY,
+        Errno::EOVERFLOW => libc::EOVERFLOW,
     }
 }
 

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked -q -p pfsqos-sim --example gift_repro
-bin=target/release/examples/gift_repro
+bin=${CARGO_TARGET_DIR:-target}/release/examples/gift_repro
 out=docs/reproductions/gift-measured.md
 policies="pofs bsip mbw tsa esa tmf rnd gift"
 tmp=$(mktemp)

@@ -19,7 +19,8 @@
 //! throughput (each with its change); fraction of applications with a longer I/O time than
 //! under the baseline (by more than 0.1 %) and their mean degradation; fraction more than 20 %
 //! faster; regret paid and outstanding in node-hours and as a share of the run's node-hours;
-//! unfinished jobs; wall time of one run.
+//! unfinished jobs; wall time of one run (mean over the seeds). A cell without a value (regret
+//! of a policy other than GIFT, which alone issues coupons; a mean over no applications) is `–`.
 
 use std::path::Path;
 use std::time::Instant;
@@ -59,6 +60,17 @@ fn metrics(out: &RunOutput, wall_s: f64) -> Metrics {
 
 fn pct(x: f64, base: f64) -> f64 {
     (x / base - 1.0) * 100.0
+}
+
+/// One table cell: `x` with `prec` decimals (a sign if `signed`) and `unit`, or `–` where the
+/// value does not exist (regret of a policy without coupons, a mean over no applications, a
+/// change against a zero baseline), so the tables never show `NaN` or `inf`.
+fn cell(x: f64, prec: usize, signed: bool, unit: &str) -> String {
+    match (x.is_finite(), signed) {
+        (false, _) => "–".to_string(),
+        (true, true) => format!("{x:+.prec$}{unit}"),
+        (true, false) => format!("{x:.prec$}{unit}"),
+    }
 }
 
 fn main() {
@@ -150,6 +162,7 @@ fn main() {
         let mut io_hi = f64::NEG_INFINITY;
         for ((out, m), (base_out, base)) in runs.iter().zip(&bases) {
             let c = compare_io_times(base_out, out, 1e-3);
+            // Only GIFT issues coupons: other policies have no regret (NaN here, `–` printed).
             let (paid, owed) = out.regret.map_or((f64::NAN, f64::NAN), |r| {
                 (r.totals.paid_node_hours, r.outstanding_node_hours)
             });
@@ -179,11 +192,31 @@ fn main() {
             }
         }
         let a = acc;
-        println!(
-            "| {label}{spec} | {:.1} | {:+.1} % | {:+.1} .. {:+.1} % | {:.0} | {:+.2} % | {:.1} | {:+.1} % | {:.3} | {:+.2} % | {:.0} % | {:.1} % | {:.0} % | {:.2} | {:.2} | {:.3} % | {} | {:.1} |",
-            a[0], a[1], io_lo, io_hi, a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10],
-            a[11], a[12], a[13], a[14], a[15]
-        );
+        let range = if io_lo.is_finite() && io_hi.is_finite() {
+            format!("{io_lo:+.1} .. {io_hi:+.1} %")
+        } else {
+            "–".to_string()
+        };
+        let cells = [
+            cell(a[0], 1, false, ""),
+            cell(a[1], 1, true, " %"),
+            range,
+            cell(a[2], 0, false, ""),
+            cell(a[3], 2, true, " %"),
+            cell(a[4], 1, false, ""),
+            cell(a[5], 1, true, " %"),
+            cell(a[6], 3, false, ""),
+            cell(a[7], 2, true, " %"),
+            cell(a[8], 0, false, " %"),
+            cell(a[9], 1, false, " %"),
+            cell(a[10], 0, false, " %"),
+            cell(a[11], 2, false, ""),
+            cell(a[12], 2, false, ""),
+            cell(a[13], 3, false, " %"),
+            cell(a[14], 0, false, ""),
+            cell(a[15], 1, false, ""),
+        ];
+        println!("| {label}{spec} | {} |", cells.join(" | "));
     };
     row(&baseline, &bases);
     for spec in specs {

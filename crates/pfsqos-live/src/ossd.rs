@@ -249,6 +249,10 @@ impl JobStatsState {
 
 pub(crate) struct Ost {
     objects: PathBuf,
+    /// Open object files, so that consecutive RPCs of a stream share one open file: the
+    /// kernel's read-ahead state lives in the open file, and a file opened afresh for every
+    /// 1 MiB RPC is read as if at random (no read-ahead from the disk).
+    handles: Mutex<ObjectHandles>,
     job_stats: Mutex<JobStatsState>,
     pacer: Option<Pacer>,
     /// RPCs that entered an NRS head since the controller last took them, per job (what the
@@ -260,6 +264,39 @@ pub(crate) struct Ost {
     /// job_stats forgets cleared and expired jobs, these never go back).
     served_bytes: AtomicU64,
     served_rpcs: AtomicU64,
+}
+
+/// Most object files an OST keeps open (least recently used closed first).
+pub const OBJECT_HANDLES_PER_OST_MAX: usize = 64;
+
+/// A small LRU of open object files. Objects are never removed (the protocol has no object
+/// destroy), so an open file never outlives its object's path.
+#[derive(Default)]
+struct ObjectHandles {
+    open: Vec<(u64, Arc<File>)>,
+}
+
+impl ObjectHandles {
+    /// The open file of `object` (moved to the most recent end), if any.
+    fn get(&mut self, object: u64) -> Option<Arc<File>> {
+        let at = self.open.iter().rposition(|(o, _)| *o == object)?;
+        let entry = self.open.remove(at);
+        let f = entry.1.clone();
+        self.open.push(entry);
+        Some(f)
+    }
+
+    fn insert(&mut self, object: u64, f: Arc<File>) -> Arc<File> {
+        if let Some(existing) = self.get(object) {
+            // Another thread opened it meanwhile: keep one open file per object.
+            return existing;
+        }
+        if self.open.len() >= OBJECT_HANDLES_PER_OST_MAX {
+            self.open.remove(0);
+        }
+        self.open.push((object, f.clone()));
+        f
+    }
 }
 
 /// Most distinct jobs whose arrivals are counted per OST between two controller periods.
@@ -730,20 +767,30 @@ impl Ost {
         self.objects.join(format!("{object:016x}"))
     }
 
+    /// The object's open file (read and write); created when `create`, else `NotFound` for
+    /// an object never written.
+    fn object_file(&self, object: u64, create: bool) -> std::io::Result<Arc<File>> {
+        if let Some(f) = lock(&self.handles).get(object) {
+            return Ok(f);
+        }
+        // Opened outside the lock: an open may wait on the disk.
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .open(self.object_path(object))?;
+        Ok(lock(&self.handles).insert(object, Arc::new(f)))
+    }
+
     fn execute(&self, io: &IoRequest, data: Option<Vec<u8>>) -> IoResult {
         if let Some(p) = &self.pacer {
             p.pace(io.length.max(1));
         }
-        let path = self.object_path(io.object);
         match io.op {
             IoOp::Write => {
                 let data = data.ok_or_else(|| RemoteError::new(Errno::EPROTO, "no bulk"))?;
-                let f = OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(&path)
-                    .map_err(io_error)?;
+                let f = self.object_file(io.object, true).map_err(io_error)?;
                 f.write_all_at(&data, io.offset).map_err(io_error)?;
                 if io.sync {
                     f.sync_data().map_err(io_error)?;
@@ -751,7 +798,7 @@ impl Ost {
                 Ok(IoOutcome::Done)
             }
             IoOp::Read => {
-                let f = File::open(&path).map_err(io_error)?;
+                let f = self.object_file(io.object, false).map_err(io_error)?;
                 let mut buf = vec![0u8; io.length as usize];
                 let mut got = 0;
                 while got < buf.len() {
@@ -766,16 +813,11 @@ impl Ost {
                 Ok(IoOutcome::Read(buf))
             }
             IoOp::Punch => {
-                let f = OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(&path)
-                    .map_err(io_error)?;
+                let f = self.object_file(io.object, true).map_err(io_error)?;
                 f.set_len(io.offset).map_err(io_error)?;
                 Ok(IoOutcome::Done)
             }
-            IoOp::Sync => match File::open(&path) {
+            IoOp::Sync => match self.object_file(io.object, false) {
                 Ok(f) => f.sync_all().map(|_| IoOutcome::Done).map_err(io_error),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(IoOutcome::Done),
                 Err(e) => Err(io_error(e)),
@@ -807,6 +849,7 @@ impl Ossd {
                 .with_context(|| format!("OST directory {}", objects.display()))?;
             osts.push(Ost {
                 objects,
+                handles: Mutex::new(ObjectHandles::default()),
                 job_stats: Mutex::new(JobStatsState {
                     stats: OstJobStats::default(),
                     cleanup_interval_s: JOB_CLEANUP_INTERVAL_DEFAULT_S,
@@ -1232,6 +1275,31 @@ mod tests {
         assert!(glob(b"a*b*c", b"aXXbYYc"));
         assert!(!glob(b"a*b*c", b"aXXbYY"));
         assert!(glob(b"**", b""));
+    }
+
+    #[test]
+    fn object_handles_stay_bounded_and_evict_the_least_recently_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |i: u64| {
+            let p = dir.path().join(i.to_string());
+            Arc::new(File::create(p).unwrap())
+        };
+        let mut h = ObjectHandles::default();
+        for o in 0..OBJECT_HANDLES_PER_OST_MAX as u64 {
+            h.insert(o, open(o));
+        }
+        // Object 0 is used again, so object 1 is now the least recently used.
+        assert!(h.get(0).is_some());
+        let extra = OBJECT_HANDLES_PER_OST_MAX as u64;
+        h.insert(extra, open(extra));
+        assert_eq!(h.open.len(), OBJECT_HANDLES_PER_OST_MAX);
+        assert!(h.get(1).is_none());
+        assert!(h.get(0).is_some() && h.get(extra).is_some());
+        // A second open of an object already held keeps the first.
+        let first = h.get(5).unwrap();
+        let kept = h.insert(5, open(999));
+        assert!(Arc::ptr_eq(&first, &kept));
+        assert_eq!(h.open.len(), OBJECT_HANDLES_PER_OST_MAX);
     }
 
     #[test]

@@ -71,16 +71,7 @@ fn main() {
                 .effective_system_bytes_per_s()
                 .map_or(f64::NAN, |b| b / f64::from(1u32 << 20));
             let written = out.jobs.iter().map(|j| j.bytes_written).sum::<u64>() as f64;
-            // Node-hours of the runs (nodes × run time), as gift_repro's regret share uses.
-            let node_hours: f64 = out
-                .jobs
-                .iter()
-                .filter_map(|j| {
-                    j.phases
-                        .as_ref()
-                        .map(|p| f64::from(j.node_count) * p.run_time_ns() as f64 / 3600e9)
-                })
-                .sum();
+            let node_hours = out.node_hours();
             let coupons = out.regret.map_or_else(
                 || ["–"; 6].map(String::from).join(" | "),
                 |r| {

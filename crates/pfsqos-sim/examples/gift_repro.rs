@@ -38,15 +38,7 @@ struct Metrics {
 }
 
 fn metrics(out: &RunOutput, wall_s: f64) -> Metrics {
-    let node_hours = out
-        .jobs
-        .iter()
-        .filter_map(|j| {
-            j.phases
-                .as_ref()
-                .map(|p| f64::from(j.node_count) * p.run_time_ns() as f64 / 3600e9)
-        })
-        .sum();
+    let node_hours = out.node_hours();
     Metrics {
         io_s: out.mean_app_io_time_ns().unwrap_or(f64::NAN) / 1e9,
         run_s: out.mean_app_run_time_ns().unwrap_or(f64::NAN) / 1e9,

@@ -151,6 +151,19 @@ impl RunOutput {
         (!times.is_empty()).then(|| times.iter().sum::<u64>() as f64 / times.len() as f64)
     }
 
+    /// Compute node-hours the phased jobs held (nodes × run time), the unit of GIFT's regret
+    /// budget (§3.3) and the denominator of its "fraction of node-hours" claims.
+    pub fn node_hours(&self) -> f64 {
+        self.jobs
+            .iter()
+            .filter_map(|j| {
+                j.phases
+                    .as_ref()
+                    .map(|p| f64::from(j.node_count) * p.run_time_ns() as f64 / 3600e9)
+            })
+            .sum()
+    }
+
     /// Mean application run time (GIFT §4) over the phased jobs that completed every phase.
     pub fn mean_app_run_time_ns(&self) -> Option<f64> {
         let times: Vec<u64> = self
@@ -376,5 +389,15 @@ mod tests {
         assert_eq!(p.run_time_ns(), 7_000_000_000);
         assert_eq!(p.phases_done(), 2);
         assert_eq!(p.done[0].effective_bytes_per_s(), Some(100.0));
+        // Run times 7 s on 1 node and 3.5 s on 4 nodes; the job without phases holds no
+        // node-hours here.
+        let mut run = run;
+        run.jobs[1].node_count = 4;
+        let expected = (7.0 + 4.0 * 3.5) / 3600.0;
+        assert!(
+            (run.node_hours() - expected).abs() < 1e-12,
+            "{}",
+            run.node_hours()
+        );
     }
 }

@@ -8,6 +8,7 @@
 # on the mount, plus `dd iflag=nocache` on the OST objects, so both sides read from the disk)
 # and warm (nothing dropped: the backing read is a page-cache copy, the mount's goes through
 # FUSE, the client and the ossd, which read the objects from the page cache).
+# BENCH_MOUNT_ARGS adds options to `pfsqos mount` (e.g. "--direct-io").
 # Benchmarks are not tests: nothing passes or fails on a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +47,8 @@ oss=$(first_line "$work/ossd.out" | sed 's/^ossd listening on //')
   --stripe-count 2 --stripe-size 1048576 >"$work/mds.out" 2>"$work/mds.err" &
 pids+=($!)
 mds=$(first_line "$work/mds.out" | sed 's/^mds listening on //')
-"$bin" mount "$work/mnt" --mds "$mds" --key-file "$work/key" >"$work/mount.out" 2>"$work/mount.err" &
+# shellcheck disable=SC2086 # BENCH_MOUNT_ARGS is a list of options
+"$bin" mount "$work/mnt" --mds "$mds" --key-file "$work/key" ${BENCH_MOUNT_ARGS:-} >"$work/mount.out" 2>"$work/mount.err" &
 pids+=($!)
 first_line "$work/mount.out" >/dev/null
 
@@ -79,10 +81,10 @@ import statistics, sys
 rows = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
 med = [statistics.median(c) for c in zip(*rows)]
 mw, mr, mh, pw, pr, ph = med
-print("| fio, 1 MiB blocks, %s, median of %d | write MiB/s | cold read MiB/s | warm read MiB/s |" % (sys.argv[1], len(rows)))
+print("| fio, 1 MiB blocks, %s, median of %d%s | write MiB/s | cold read MiB/s | warm read MiB/s |" % (sys.argv[1], len(rows), (", mount " + sys.argv[2]) if sys.argv[2] else ""))
 print("|---|---|---|---|")
 print("| through `pfsqos mount` | %.0f | %.0f | %.0f |" % (mw, mr, mh))
 print("| backing directory of the OSTs | %.0f | %.0f | %.0f |" % (pw, pr, ph))
 print("| ratio | %.0f %% | %.0f %% | %.0f %% |" % (100 * mw / pw, 100 * mr / pr, 100 * mh / ph))
 print("rounds (mount w, cold r, warm r; dir w, cold r, warm r): " + "; ".join(" ".join("%.0f" % v for v in r) for r in rows))
-' "$size"
+' "$size" "${BENCH_MOUNT_ARGS:-}"

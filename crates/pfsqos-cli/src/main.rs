@@ -195,9 +195,15 @@ enum Command {
         /// Bytes written but not yet acknowledged by the OSSs, in MiB.
         #[arg(long, default_value_t = pfsqos_live::mount::MAX_DIRTY_MB_DEFAULT)]
         max_dirty_mb: u64,
-        /// Kernel read-ahead of the mount in MiB (0: the kernel's 128 KiB).
+        /// Read-ahead in MiB: the kernel's (0: its 128 KiB), or with --direct-io the client's
+        /// window and budget (0: none).
         #[arg(long, default_value_t = pfsqos_live::mount::MAX_READ_AHEAD_MB_DEFAULT)]
         max_read_ahead_mb: u64,
+        /// Open files with direct I/O: no client page cache (one copy less, no stale pages
+        /// after other clients' writes), the client reads ahead itself, MAP_SHARED mmap is
+        /// refused, and writes reach the OSSs in the application's pieces.
+        #[arg(long)]
+        direct_io: bool,
         /// FUSE session threads.
         #[arg(long, default_value_t = pfsqos_live::mount::THREADS_DEFAULT)]
         threads: usize,
@@ -365,6 +371,7 @@ fn main() -> ExitCode {
             brw_size_bytes,
             max_dirty_mb,
             max_read_ahead_mb,
+            direct_io,
             threads,
             recovery_s,
         } => {
@@ -382,6 +389,7 @@ fn main() -> ExitCode {
             config.brw_size_bytes = brw_size_bytes;
             config.max_dirty_mb = max_dirty_mb;
             config.max_read_ahead_mb = max_read_ahead_mb;
+            config.direct_io = direct_io;
             config.threads = threads;
             config.recovery = std::time::Duration::from_secs(recovery_s);
             if let Err(e) = config.validate() {

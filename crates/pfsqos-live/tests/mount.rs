@@ -581,3 +581,141 @@ fn at_most_max_rpcs_in_flight_per_ost() {
     );
     assert_eq!(fs::read(c.p("slow")).unwrap(), pattern(1 << 20, 9));
 }
+
+/// With direct I/O the client reads ahead itself: a sequential reader in small pieces causes
+/// one read RPC per stripe piece, not one per read; writes and truncates through the mount
+/// are never hidden by bytes read ahead before them; random reads still see every byte.
+#[test]
+fn direct_io_reads_ahead_and_never_serves_stale_bytes() {
+    use pfsqos_core::jobstats::OstCounter;
+    let c = Cluster::start(|m| {
+        m.direct_io = true;
+        m.max_read_ahead_mb = 4;
+        m.jobid_name = "ra-test".into();
+    });
+    fs::create_dir(c.p("wide")).unwrap();
+    xattr_set(
+        &c.p("wide"),
+        "user.pfsqos.layout",
+        b"stripe_count=2 stripe_size=1048576 stripe_offset=-1",
+    );
+    let mut data = pattern(12 << 20, 5);
+    {
+        let mut h = File::create(c.p("wide/f")).unwrap();
+        h.write_all(&data).unwrap();
+        h.sync_all().unwrap();
+    }
+    let read_rpcs = || -> (u64, u64) {
+        c.job_entries()
+            .iter()
+            .filter(|e| e.job_id.as_str() == "ra-test")
+            .map(|e| e.counter(OstCounter::ReadBytes))
+            .fold((0, 0), |(n, s), r| (n + r.samples, s + r.sum))
+    };
+    assert_eq!(read_rpcs(), (0, 0));
+    // Sequential reads of 300 KiB (41 reads) straddling the 1 MiB stripes.
+    let mut back = Vec::new();
+    {
+        let mut h = File::open(c.p("wide/f")).unwrap();
+        let mut buf = vec![0u8; 300 << 10];
+        loop {
+            let n = h.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            back.extend_from_slice(&buf[..n]);
+        }
+    }
+    assert_eq!(sha(&back), sha(&data));
+    let (rpcs, bytes) = read_rpcs();
+    assert_eq!(
+        bytes,
+        12 << 20,
+        "every byte read once, nothing beyond the end"
+    );
+    assert_eq!(rpcs, 12, "one RPC per 1 MiB stripe piece, not one per read");
+
+    // Bytes read ahead are dropped when the file is written: read 1 MiB (the window now
+    // reaches 5 MiB), overwrite [2 MiB, 3 MiB) through another handle, read on.
+    let mut h = File::open(c.p("wide/f")).unwrap();
+    let mut first = vec![0u8; 1 << 20];
+    h.read_exact(&mut first).unwrap();
+    assert_eq!(first, &data[..1 << 20]);
+    let fresh = pattern(1 << 20, 99);
+    {
+        let mut w = OpenOptions::new().write(true).open(c.p("wide/f")).unwrap();
+        w.seek(SeekFrom::Start(2 << 20)).unwrap();
+        w.write_all(&fresh).unwrap();
+        w.flush().unwrap();
+    }
+    data[2 << 20..3 << 20].copy_from_slice(&fresh);
+    let mut rest = vec![0u8; 3 << 20];
+    h.read_exact(&mut rest).unwrap();
+    assert_eq!(sha(&rest), sha(&data[1 << 20..4 << 20]), "stale read-ahead");
+
+    // A truncate empties the window too: the next sequential read ends at the new size.
+    OpenOptions::new()
+        .write(true)
+        .open(c.p("wide/f"))
+        .unwrap()
+        .set_len(4 << 20 | 1234)
+        .unwrap();
+    let mut tail = Vec::new();
+    h.read_to_end(&mut tail).unwrap();
+    assert_eq!(tail, &data[4 << 20..(4 << 20) + 1234]);
+
+    // Random reads bypass the window and still see every byte.
+    let mut r = File::open(c.p("wide/f")).unwrap();
+    for &at in &[3_000_000u64, 17, 1 << 20, 2_500_000] {
+        r.seek(SeekFrom::Start(at)).unwrap();
+        let mut b = vec![0u8; 5000];
+        r.read_exact(&mut b).unwrap();
+        assert_eq!(b, &data[at as usize..at as usize + 5000], "at {at}");
+    }
+}
+
+/// Maps `len` bytes of `path` read-only, shared or private; the first bytes, or the errno.
+fn mmap_head(path: &Path, len: usize, shared: bool) -> Result<Vec<u8>, i32> {
+    use std::os::fd::AsRawFd;
+    let f = File::open(path).unwrap();
+    let flags = if shared {
+        libc::MAP_SHARED
+    } else {
+        libc::MAP_PRIVATE
+    };
+    // SAFETY: a fresh read-only mapping of an open file, read within its length, then unmapped.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            flags,
+            f.as_raw_fd(),
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error().raw_os_error().unwrap());
+        }
+        let v = std::slice::from_raw_parts(p as *const u8, len).to_vec();
+        libc::munmap(p, len);
+        Ok(v)
+    }
+}
+
+/// Direct I/O refuses shared mappings and serves private ones (so programs on the mount run);
+/// the page cache (the default) maps both.
+#[test]
+fn mappings_with_direct_io_and_with_the_page_cache() {
+    let data = pattern(3 << 20, 8);
+    for direct_io in [true, false] {
+        let c = Cluster::start(|m| m.direct_io = direct_io);
+        fs::write(c.p("m"), &data).unwrap();
+        assert_eq!(sha(&fs::read(c.p("m")).unwrap()), sha(&data));
+        assert_eq!(mmap_head(&c.p("m"), 8192, false).unwrap(), &data[..8192]);
+        match mmap_head(&c.p("m"), 8192, true) {
+            Err(e) if direct_io => assert_eq!(e, libc::ENODEV),
+            Ok(v) if !direct_io => assert_eq!(v, &data[..8192]),
+            other => panic!("direct_io {direct_io}: shared mapping gave {other:?}"),
+        }
+    }
+}

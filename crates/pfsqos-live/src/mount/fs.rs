@@ -32,15 +32,27 @@ pub struct PfsFs {
     rt: tokio::runtime::Handle,
     max_write_bytes: u32,
     blksize: u32,
+    /// What every open and create answers (direct I/O or not).
+    open_flags: FopenFlags,
 }
 
 impl PfsFs {
-    pub fn new(ops: Arc<Ops>, rt: tokio::runtime::Handle, max_write_bytes: u32) -> PfsFs {
+    pub fn new(
+        ops: Arc<Ops>,
+        rt: tokio::runtime::Handle,
+        max_write_bytes: u32,
+        direct_io: bool,
+    ) -> PfsFs {
         PfsFs {
             ops,
             rt,
             max_write_bytes,
             blksize: max_write_bytes,
+            open_flags: if direct_io {
+                FopenFlags::FOPEN_DIRECT_IO
+            } else {
+                FopenFlags::empty()
+            },
         }
     }
 
@@ -284,10 +296,10 @@ impl Filesystem for PfsFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let ops = self.ops.clone();
+        let (ops, flags) = (self.ops.clone(), self.open_flags);
         self.spawn(async move {
             match ops.open(ino.0).await {
-                Ok(()) => reply.opened(FileHandle(0), FopenFlags::empty()),
+                Ok(()) => reply.opened(FileHandle(0), flags),
                 Err(e) => reply.error(errno(e)),
             }
         });
@@ -303,11 +315,12 @@ impl Filesystem for PfsFs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        let (ops, c, name, bs) = (
+        let (ops, c, name, bs, flags) = (
             self.ops.clone(),
             caller(req),
             name.as_bytes().to_vec(),
             self.blksize,
+            self.open_flags,
         );
         self.spawn(async move {
             match ops
@@ -319,7 +332,7 @@ impl Filesystem for PfsFs {
                     &file_attr(&a, bs),
                     Generation(0),
                     FileHandle(0),
-                    FopenFlags::empty(),
+                    flags,
                 ),
                 Err(e) => reply.error(errno(e)),
             }

@@ -56,8 +56,17 @@ pub struct MountConfig {
     pub max_rpcs_in_flight: usize,
     pub brw_size_bytes: u64,
     pub max_dirty_mb: u64,
-    /// Read-ahead window of the kernel for this mount (MiB; 0 leaves the kernel's 128 KiB).
+    /// Read-ahead window of the kernel for this mount (MiB; 0 leaves the kernel's 128 KiB);
+    /// with `direct_io`, the client's own read-ahead window and budget.
     pub max_read_ahead_mb: u64,
+    /// Open files with FUSE direct I/O (`--direct-io`): no copy into the kernel's page cache
+    /// on this client (one memory copy less per byte written or read, and no stale cached
+    /// pages when other clients write: pfsqos has no locks to keep client caches coherent, as
+    /// Lustre's LDLM does), and the client reads ahead itself; shared mappings (`MAP_SHARED`)
+    /// are refused. Off by default: the kernel then hands writes over in the application's
+    /// pieces, so an unaligned 1 MiB write becomes two RPCs, and TBF rules in RPCs/s no longer
+    /// mean MiB/s (Lustre's client gathers dirty pages into full RPCs; this one does not yet).
+    pub direct_io: bool,
     pub threads: usize,
     /// How long a request waits for a restarting daemon before failing with `EIO`.
     pub recovery: Duration,
@@ -76,6 +85,7 @@ impl MountConfig {
             brw_size_bytes: BRW_SIZE_DEFAULT_BYTES,
             max_dirty_mb: MAX_DIRTY_MB_DEFAULT,
             max_read_ahead_mb: MAX_READ_AHEAD_MB_DEFAULT,
+            direct_io: false,
             threads: THREADS_DEFAULT,
             recovery: RECOVERY_DEFAULT,
         }
@@ -224,7 +234,12 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
         .enable_all()
         .build()?;
     let ops = rt.block_on(connect(&config))?;
-    let fs = fs::PfsFs::new(Arc::new(ops), rt.handle().clone(), FUSE_MAX_WRITE_BYTES);
+    let fs = fs::PfsFs::new(
+        Arc::new(ops),
+        rt.handle().clone(),
+        FUSE_MAX_WRITE_BYTES,
+        config.direct_io,
+    );
     let mut options = fuser::Config::default();
     options.mount_options = vec![
         fuser::MountOption::FSName(format!("pfsqos@{}", config.mds)),
@@ -245,7 +260,7 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
     // mount serves requests, and the read-ahead set below is not undone by INIT.
     let root = std::fs::metadata(&config.mountpoint)
         .with_context(|| format!("stat of the new mount {}", config.mountpoint.display()))?;
-    if config.max_read_ahead_mb > 0 {
+    if config.max_read_ahead_mb > 0 && !config.direct_io {
         set_read_ahead(&root, config.max_read_ahead_mb);
     }
     info!(mountpoint = %config.mountpoint.display(), mds = %config.mds, "mounted");
@@ -317,6 +332,11 @@ async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {
             brw_size_bytes: config.brw_size_bytes,
             max_rpcs_in_flight: config.max_rpcs_in_flight,
             max_dirty_bytes: config.max_dirty_mb << 20,
+            read_ahead_bytes: if config.direct_io {
+                config.max_read_ahead_mb << 20
+            } else {
+                0
+            },
         },
     ))
 }

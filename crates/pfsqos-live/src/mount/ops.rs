@@ -16,6 +16,16 @@
 //! the same bytes must not overtake an earlier one on the way to the OSS), and a read waits
 //! for unfinished writes to the bytes it reads. Sequential I/O never overlaps, so never waits.
 //!
+//! # Read-ahead (with direct I/O only)
+//! With direct I/O the kernel neither caches nor reads ahead, so the client does, as Lustre's
+//! llite does: a read that starts where the file's previous read ended extends a window of
+//! prefetched read RPCs (split as any read) up to `read_ahead_bytes` past its end; a read the
+//! window covers is answered from it, any other read resets it. Every write or truncate of the
+//! file empties the window, and nothing is prefetched over an unfinished write, so a read never
+//! sees bytes older than a write this mount has acknowledged. Prefetched bytes count against a
+//! mount-wide budget of `read_ahead_bytes` (Lustre's `max_read_ahead_mb`); without budget left,
+//! nothing more is prefetched.
+//!
 //! Size: while a file is open here the client's size is authoritative (every write extends
 //! it at once, so `stat` from any process on this mount sees it); it is written to the MDS at
 //! `flush`, `fsync` and `release`.
@@ -76,6 +86,31 @@ fn fail(f: Failure) -> i32 {
     errno(f.0)
 }
 
+/// The bytes `[offset, offset + len)` from prefetched RPCs starting at the given file offsets
+/// and covering that range; bytes past a short answer (a hole or the object's end) are zeros.
+async fn assemble(parts: Vec<(u64, Prefetch)>, offset: u64, len: u64) -> Res<Bytes> {
+    if let [(start, fetch)] = &parts[..] {
+        // One RPC answers the whole read: hand out a slice of its buffer, no copy.
+        let d = fetch.clone().await?;
+        if d.len() as u64 >= offset + len - start {
+            let at = (offset - start) as usize;
+            return Ok(d.slice(at..at + len as usize));
+        }
+    }
+    let mut buf = vec![0u8; len as usize];
+    for (start, fetch) in parts {
+        let d = fetch.await?;
+        // The overlap of [start, start + d.len()) with [offset, offset + len).
+        let from = start.max(offset);
+        let to = (start + d.len() as u64).min(offset + len);
+        if to > from {
+            buf[(from - offset) as usize..(to - offset) as usize]
+                .copy_from_slice(&d[(from - start) as usize..(to - start) as usize]);
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
 /// Who asks (from the FUSE request).
 #[derive(Clone, Copy, Debug)]
 pub struct Caller {
@@ -90,6 +125,24 @@ pub struct Tuning {
     pub brw_size_bytes: u64,
     pub max_rpcs_in_flight: usize,
     pub max_dirty_bytes: u64,
+    /// Client read-ahead window and mount-wide budget (0: none; the kernel's read-ahead
+    /// serves mounts without direct I/O).
+    pub read_ahead_bytes: u64,
+}
+
+/// A prefetched read RPC: shared, so the read that needs it waits for the one in flight.
+type Prefetch =
+    futures_util::future::Shared<futures_util::future::BoxFuture<'static, Result<Bytes, i32>>>;
+
+/// The file's read-ahead window (see the module docs).
+#[derive(Default)]
+struct ReadAhead {
+    /// Where a sequential read starts next.
+    next: u64,
+    /// End of what has been prefetched.
+    issued_end: u64,
+    /// Prefetched RPCs by file offset: end offset, data, their share of the budget.
+    pieces: BTreeMap<u64, (u64, Prefetch, tokio::sync::OwnedSemaphorePermit)>,
 }
 
 struct WriteRec {
@@ -105,6 +158,7 @@ struct FileInner {
     next_seq: u64,
     error: Option<i32>,
     opens: u32,
+    read_ahead: ReadAhead,
 }
 
 /// An open file's client state.
@@ -127,6 +181,7 @@ impl FileState {
                 next_seq: 0,
                 error: None,
                 opens: 0,
+                read_ahead: ReadAhead::default(),
             }),
             changed: Notify::new(),
         }
@@ -211,6 +266,7 @@ pub struct Ops {
     nid: Nid,
     tuning: Tuning,
     dirty_kib: Arc<Semaphore>,
+    read_ahead_kib: Arc<Semaphore>,
     files: Mutex<HashMap<u64, Arc<FileState>>>,
 }
 
@@ -248,6 +304,7 @@ impl Ops {
             osts,
             jobids,
             nid,
+            read_ahead_kib: Arc::new(Semaphore::new((tuning.read_ahead_bytes / 1024) as usize)),
             tuning,
             dirty_kib,
             files: Mutex::new(HashMap::new()),
@@ -528,6 +585,7 @@ impl Ops {
                 let mut st = f.lock();
                 st.size = size;
                 st.size_dirty = false;
+                st.read_ahead = ReadAhead::default();
             }
             return a.map(|mut a| {
                 a.size_bytes = size;
@@ -564,6 +622,7 @@ impl Ops {
         let id = self.identity(c);
         let pieces = split(&f.layout, offset, len, self.tuning.brw_size_bytes);
         let seq = f.begin_write(offset, end, pieces.len()).await;
+        f.lock().read_ahead = ReadAhead::default();
         let bytes = Bytes::from(data);
         for p in pieces {
             let kib = p.len_bytes.div_ceil(1024) as u32;
@@ -608,6 +667,11 @@ impl Ops {
         let len = (size as u64).min(file_size - offset);
         f.wait_writes(Some((offset, offset + len))).await;
         let id = self.identity(c);
+        if self.tuning.read_ahead_bytes > 0 {
+            if let Some(parts) = self.read_ahead(&f, &id, offset, len) {
+                return assemble(parts, offset, len).await;
+            }
+        }
         let mut tasks = Vec::new();
         for p in split(&f.layout, offset, len, self.tuning.brw_size_bytes) {
             let pool = self.osts[p.stripe.ost as usize].clone();
@@ -658,6 +722,73 @@ impl Ops {
             Some(e) => Err(e),
             None => Ok(Bytes::from(buf)),
         }
+    }
+
+    /// Moves the file's read-ahead window along a sequential read of `[offset, offset + len)`
+    /// and returns the prefetched RPCs that cover it, or `None` (the read is not sequential,
+    /// or the window does not cover it): then the caller reads directly.
+    fn read_ahead(
+        &self,
+        f: &Arc<FileState>,
+        id: &Identity,
+        offset: u64,
+        len: u64,
+    ) -> Option<Vec<(u64, Prefetch)>> {
+        let end = offset + len;
+        let mut st = f.lock();
+        let file_size = st.size;
+        let sequential = offset == st.read_ahead.next;
+        st.read_ahead.next = end;
+        if !sequential {
+            st.read_ahead.pieces.clear();
+            st.read_ahead.issued_end = end;
+            return None;
+        }
+        // What earlier reads consumed gives its budget back.
+        st.read_ahead.pieces.retain(|_, (e, _, _)| *e > offset);
+        let from = st.read_ahead.issued_end.max(offset);
+        let to = (end + self.tuning.read_ahead_bytes).min(file_size);
+        if to > from && !FileState::overlaps(&st, Some((from, to))) {
+            for p in split(&f.layout, from, to - from, self.tuning.brw_size_bytes) {
+                let kib = p.len_bytes.div_ceil(1024) as u32;
+                let Ok(budget) = self.read_ahead_kib.clone().try_acquire_many_owned(kib) else {
+                    break;
+                };
+                let pool = self.osts[p.stripe.ost as usize].clone();
+                let op = ObjOp::Read {
+                    object: p.stripe.object,
+                    offset: p.object_offset_bytes,
+                    len: p.len_bytes,
+                };
+                let id = *id;
+                let task = tokio::spawn(async move {
+                    let slot = pool.admit().await;
+                    pool.run(&slot, &id, &op).await.map_err(fail)
+                });
+                let fetch: Prefetch = futures_util::FutureExt::shared(Box::pin(async move {
+                    task.await.unwrap_or(Err(libc::EIO))
+                })
+                    as futures_util::future::BoxFuture<'static, _>);
+                let piece_end = p.file_offset_bytes + p.len_bytes;
+                st.read_ahead
+                    .pieces
+                    .insert(p.file_offset_bytes, (piece_end, fetch, budget));
+                st.read_ahead.issued_end = piece_end;
+            }
+        }
+        let mut parts = Vec::new();
+        let mut covered = offset;
+        for (&start, (e, fetch, _)) in st.read_ahead.pieces.range(..end) {
+            if *e <= offset {
+                continue;
+            }
+            if start > covered {
+                break;
+            }
+            parts.push((start, fetch.clone()));
+            covered = covered.max(*e);
+        }
+        (covered >= end).then_some(parts)
     }
 
     /// Waits for the file's writes, records its size at the MDS, and returns (and clears)

@@ -286,16 +286,23 @@ impl OssClient {
         Ok(params)
     }
 
+    /// Sends the parameter request `make(tag)` and returns its reply.
+    async fn param_request(
+        &mut self,
+        make: impl FnOnce(u64) -> WireRequest,
+    ) -> Result<ReplyBody, ClientError> {
+        let tag = self.tag();
+        self.writer.msg(&make(tag)).await?;
+        self.reply(tag).await
+    }
+
     /// The names of the parameters `pattern` matches, in name order.
     pub async fn list_params(&mut self, pattern: &str) -> Result<Vec<String>, ClientError> {
-        let tag = self.tag();
-        self.writer
-            .msg(&WireRequest::ListParams {
-                tag,
-                pattern: pattern.to_string(),
-            })
-            .await?;
-        match self.reply(tag).await? {
+        let pattern = pattern.to_string();
+        match self
+            .param_request(|tag| WireRequest::ListParams { tag, pattern })
+            .await?
+        {
             ReplyBody::Names(n) => Ok(n),
             other => Err(ProtocolError::Invalid(format!("list_params answered {other:?}")).into()),
         }
@@ -304,14 +311,10 @@ impl OssClient {
     /// Every parameter `pattern` matches, in one reply (`EOVERFLOW` when their values exceed
     /// [`PARAM_REPLY_BYTES_MAX`]).
     pub async fn get_params_at_once(&mut self, pattern: &str) -> Result<Vec<Param>, ClientError> {
-        let tag = self.tag();
-        self.writer
-            .msg(&WireRequest::GetParam {
-                tag,
-                pattern: pattern.to_string(),
-            })
+        let pattern = pattern.to_string();
+        let body = self
+            .param_request(|tag| WireRequest::GetParam { tag, pattern })
             .await?;
-        let body = self.reply(tag).await?;
         self.params(body, "get_param").await
     }
 
@@ -332,15 +335,14 @@ impl OssClient {
         pattern: &str,
         value: &str,
     ) -> Result<Vec<Param>, ClientError> {
-        let tag = self.tag();
-        self.writer
-            .msg(&WireRequest::SetParam {
+        let (pattern, value) = (pattern.to_string(), value.to_string());
+        let body = self
+            .param_request(|tag| WireRequest::SetParam {
                 tag,
-                pattern: pattern.to_string(),
-                value: value.to_string(),
+                pattern,
+                value,
             })
             .await?;
-        let body = self.reply(tag).await?;
         self.params(body, "set_param").await
     }
 

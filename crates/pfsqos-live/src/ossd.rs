@@ -582,6 +582,29 @@ impl Shared {
         }
     }
 
+    /// The values of `names`, stopping with `EOVERFLOW` as soon as they exceed what one reply
+    /// carries (rendering every OST's job_stats first could hold gigabytes).
+    fn get_params(&self, names: Vec<String>) -> Result<Vec<Param>, RemoteError> {
+        let mut total = 0u64;
+        let mut params = Vec::with_capacity(names.len());
+        for name in names {
+            let value = self.get_param(&name)?;
+            total += value.len() as u64;
+            if total > PARAM_REPLY_BYTES_MAX {
+                return Err(RemoteError::new(
+                    Errno::EOVERFLOW,
+                    format!(
+                        "the values reach {total} bytes at {name}, more than the \
+                         {PARAM_REPLY_BYTES_MAX} bytes one reply carries; ask for fewer \
+                         parameters at a time"
+                    ),
+                ));
+            }
+            params.push(Param { name, value });
+        }
+        Ok(params)
+    }
+
     fn ost_of_param(&self, name: &str) -> Result<(usize, OstParam), RemoteError> {
         for i in 0..self.osts.len() {
             if self.job_stats_param(i) == name {
@@ -1196,15 +1219,9 @@ async fn read_requests(
             }
             Request::GetParam { tag, pattern } => {
                 let params = if peer.role.may_use_params() {
-                    shared.matching(&pattern).and_then(|names| {
-                        names
-                            .into_iter()
-                            .map(|name| {
-                                let value = shared.get_param(&name)?;
-                                Ok(Param { name, value })
-                            })
-                            .collect::<Result<Vec<_>, _>>()
-                    })
+                    shared
+                        .matching(&pattern)
+                        .and_then(|names| shared.get_params(names))
                 } else {
                     Err(RemoteError::new(
                         Errno::EPERM,

@@ -457,10 +457,13 @@ pub fn params_to_wire(params: Vec<Param>) -> Result<(Vec<ParamHeader>, Vec<u8>),
 
 /// Total value bytes announced by validated headers (the bulk length to read).
 pub fn params_bulk_len(headers: &[ParamHeader]) -> u64 {
-    headers.iter().map(|h| h.value_bytes).sum()
+    headers
+        .iter()
+        .fold(0u64, |total, h| total.saturating_add(h.value_bytes))
 }
 
-/// Reassembles parameters from validated headers and the bulk data that followed them.
+/// Reassembles parameters from headers and the bulk data that followed them; the bulk must be
+/// exactly as long as the headers announce.
 pub fn params_from_wire(
     headers: Vec<ParamHeader>,
     bulk: &[u8],

@@ -653,16 +653,23 @@ fn direct_io_reads_ahead_and_never_serves_stale_bytes() {
     h.read_exact(&mut rest).unwrap();
     assert_eq!(sha(&rest), sha(&data[1 << 20..4 << 20]), "stale read-ahead");
 
-    // A truncate empties the window too: the next sequential read ends at the new size.
-    OpenOptions::new()
-        .write(true)
-        .open(c.p("wide/f"))
-        .unwrap()
-        .set_len(4 << 20 | 1234)
-        .unwrap();
+    // A truncate empties the window too: cut the file inside the window, then extend it
+    // again, so the bytes past the cut read as zeros where the window held the old bytes.
+    {
+        let t = OpenOptions::new().write(true).open(c.p("wide/f")).unwrap();
+        t.set_len(4 << 20 | 1234).unwrap();
+        t.set_len(5 << 20).unwrap();
+    }
     let mut tail = Vec::new();
     h.read_to_end(&mut tail).unwrap();
-    assert_eq!(tail, &data[4 << 20..(4 << 20) + 1234]);
+    assert_eq!(tail.len(), 1 << 20);
+    assert_eq!(&tail[..1234], &data[4 << 20..(4 << 20) + 1234]);
+    assert!(
+        tail[1234..].iter().all(|&b| b == 0),
+        "stale bytes after truncate"
+    );
+    data.truncate(4 << 20 | 1234);
+    data.resize(5 << 20, 0);
 
     // Random reads bypass the window and still see every byte.
     let mut r = File::open(c.p("wide/f")).unwrap();

@@ -46,7 +46,7 @@ impl From<ProtocolError> for ClientError {
 }
 
 /// Who issues the I/O: the TBF classification fields.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Identity {
     pub job: JobId,
     pub uid: u32,

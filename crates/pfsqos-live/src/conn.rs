@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::protocol::{self, *};
@@ -156,20 +156,40 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
 }
 
 impl<W: AsyncWrite + Unpin> Writer<W> {
-    /// Sends a message and its bulk data without copying the data into new buffers (the
-    /// chunks are slices of `data`), flushing once at the end.
+    /// Sends a message and its bulk data without copying the data: the codec would copy every
+    /// frame into its buffer, so the frames (the same bytes the codec writes: a 4-byte
+    /// big-endian length, then the body) go to the socket straight from `data`, with vectored
+    /// writes.
     pub async fn msg_with_bulk_bytes<T: serde::Serialize>(
         &mut self,
         msg: &T,
         data: Bytes,
     ) -> Result<(), ConnError> {
-        self.inner.feed(Bytes::from(protocol::encode(msg))).await?;
+        let body = protocol::encode(msg);
+        if body.len() > FRAME_LEN_MAX_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("message of {} bytes exceeds the frame limit", body.len()),
+            )
+            .into());
+        }
+        // Whatever the codec holds goes first (it is empty: every send flushes).
+        SinkExt::<Bytes>::flush(&mut self.inner).await?;
+        let mut head = BytesMut::with_capacity(body.len() + 8);
+        head.put_u32(body.len() as u32);
+        head.extend_from_slice(&body);
+        let w = self.inner.get_mut();
         let mut pos = 0;
         for n in protocol::bulk_chunks(data.len() as u64) {
-            self.inner.feed(data.slice(pos..pos + n)).await?;
+            head.put_u32(n as u32);
+            let mut frames = head.split().freeze().chain(data.slice(pos..pos + n));
+            w.write_all_buf(&mut frames).await?;
             pos += n;
         }
-        SinkExt::<Bytes>::flush(&mut self.inner).await?;
+        if !head.is_empty() {
+            w.write_all_buf(&mut head).await?;
+        }
+        w.flush().await?;
         Ok(())
     }
 }
@@ -327,5 +347,38 @@ mod tests {
         assert!(codec.decode(&mut buf).is_err());
         let mut ok = BytesMut::from(&(FRAME_LEN_MAX_BYTES as u32).to_be_bytes()[..]);
         assert!(matches!(codec.decode(&mut ok), Ok(None)));
+    }
+
+    /// Frames written straight from the bulk buffer are exactly the codec's: a reader gets
+    /// the message, then the bulk in its chunks, then the next message, for bulks of none,
+    /// one and several frames.
+    #[tokio::test]
+    async fn bulk_frames_written_without_the_codec_read_back() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let mut w = Writer::new(a);
+        let mut r = Reader::new(b);
+        let lens = [0, 1, 4096, BULK_CHUNK_BYTES, 2 * BULK_CHUNK_BYTES + 3];
+        let send = tokio::spawn(async move {
+            for (i, len) in lens.into_iter().enumerate() {
+                let data: Vec<u8> = (0..len).map(|j| (i + j * 7) as u8).collect();
+                w.msg_with_bulk_bytes(&(i as u64, len as u64), Bytes::from(data))
+                    .await
+                    .unwrap();
+            }
+            w.msg(&u64::MAX).await.unwrap();
+        });
+        for (i, len) in lens.into_iter().enumerate() {
+            let head: (u64, u64) = protocol::decode(&r.frame().await.unwrap()).unwrap();
+            assert_eq!(head, (i as u64, len as u64));
+            let data = r.bulk_bytes(len as u64).await.unwrap();
+            assert_eq!(data.len(), len);
+            assert!(data
+                .iter()
+                .enumerate()
+                .all(|(j, &v)| v == (i + j * 7) as u8));
+        }
+        let last: u64 = protocol::decode(&r.frame().await.unwrap()).unwrap();
+        assert_eq!(last, u64::MAX);
+        send.await.unwrap();
     }
 }

@@ -1121,7 +1121,7 @@ async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(
     let writer_task = tokio::spawn(async move {
         while let Some(o) = rx.recv().await {
             let r = match o.bulk {
-                // The read buffer becomes the frames' storage: no copy before the codec's.
+                // The read buffer is written to the socket as it is: no copy.
                 Some(b) => {
                     writer
                         .msg_with_bulk_bytes(&o.reply, bytes::Bytes::from(b))

@@ -681,6 +681,104 @@ fn direct_io_reads_ahead_and_never_serves_stale_bytes() {
     }
 }
 
+/// With direct I/O the kernel hands the client each application write as it comes; the
+/// client gathers a sequential writer's pieces into whole, aligned RPCs (one per 1 MiB stripe
+/// piece, not one per write, whatever the buffer's alignment). Gathered bytes are seen by a
+/// read before they are sent, are ordered before a later overlapping write, and reach the OST
+/// without a flush or close.
+#[test]
+fn direct_io_gathers_writes_into_whole_rpcs() {
+    use pfsqos_core::jobstats::OstCounter;
+    let c = Cluster::start(|m| {
+        m.direct_io = true;
+        m.jobid_name = "wg-test".into();
+    });
+    fs::create_dir(c.p("wide")).unwrap();
+    xattr_set(
+        &c.p("wide"),
+        "user.pfsqos.layout",
+        b"stripe_count=2 stripe_size=1048576 stripe_offset=-1",
+    );
+    // (RPCs, bytes, smallest, largest) of the job's writes on both OSTs.
+    let writes = || -> (u64, u64, u64, u64) {
+        c.job_entries()
+            .iter()
+            .filter(|e| e.job_id.as_str() == "wg-test")
+            .map(|e| e.counter(OstCounter::WriteBytes))
+            .fold((0, 0, u64::MAX, 0), |(n, s, lo, hi), w| {
+                (n + w.samples, s + w.sum, lo.min(w.min), hi.max(w.max))
+            })
+    };
+    let mut data = pattern(12 << 20, 21);
+    {
+        // 41 writes of 300 KiB.
+        let mut h = File::create(c.p("wide/f")).unwrap();
+        for piece in data.chunks(300 << 10) {
+            h.write_all(piece).unwrap();
+        }
+        h.sync_all().unwrap();
+    }
+    assert_eq!(
+        writes(),
+        (12, 12 << 20, 1 << 20, 1 << 20),
+        "one RPC per MiB"
+    );
+
+    // One 4 MiB write from a buffer that is not page-aligned.
+    let fresh = pattern(4 << 20, 22);
+    let mut odd = vec![0u8; (4 << 20) + 1];
+    odd[1..].copy_from_slice(&fresh);
+    let mut h = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(c.p("wide/f"))
+        .unwrap();
+    h.write_all(&odd[1..]).unwrap();
+    h.sync_all().unwrap();
+    data[..4 << 20].copy_from_slice(&fresh);
+    assert_eq!(writes(), (16, 16 << 20, 1 << 20, 1 << 20));
+
+    // 100,000 bytes past the end stay gathered (no RPC boundary reached); another handle
+    // reads them, and the file's size, at once.
+    let tail = pattern(150_000, 23);
+    h.seek(SeekFrom::Start(12 << 20)).unwrap();
+    h.write_all(&tail[..100_000]).unwrap();
+    data.extend_from_slice(&tail[..100_000]);
+    let mut r = File::open(c.p("wide/f")).unwrap();
+    assert_eq!(r.metadata().unwrap().len(), (12 << 20) + 100_000);
+    r.seek(SeekFrom::Start(12 << 20)).unwrap();
+    let mut back = vec![0u8; 100_000];
+    r.read_exact(&mut back).unwrap();
+    assert!(back == tail[..100_000], "gathered bytes not seen by a read");
+    assert_eq!(writes().0, 17, "the read sent the gathered bytes");
+
+    // An overwrite inside them lands after them, not before.
+    h.seek(SeekFrom::Start((12 << 20) + 50_000)).unwrap();
+    h.write_all(&[0xbb; 10_000]).unwrap();
+    h.sync_all().unwrap();
+    data[(12 << 20) + 50_000..(12 << 20) + 60_000].fill(0xbb);
+    assert_eq!(sha(&fs::read(c.p("wide/f")).unwrap()), sha(&data));
+    assert_eq!(writes().0, 18);
+
+    // Gathered bytes nobody flushes reach the OST on their own.
+    h.seek(SeekFrom::Start((12 << 20) + 100_000)).unwrap();
+    h.write_all(&tail[100_000..]).unwrap();
+    let want = (16 << 20) + 100_000 + 10_000 + 50_000;
+    let deadline = Instant::now() + WAIT_MAX;
+    while writes().1 < want {
+        assert!(
+            Instant::now() < deadline,
+            "gathered bytes never sent: {:?}",
+            writes()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(writes(), (19, want, 10_000, 1 << 20));
+    data.extend_from_slice(&tail[100_000..]);
+    drop(h);
+    assert_eq!(sha(&fs::read(c.p("wide/f")).unwrap()), sha(&data));
+}
+
 /// Maps `len` bytes of `path` read-only, shared or private; the first bytes, or the errno.
 fn mmap_head(path: &Path, len: usize, shared: bool) -> Result<Vec<u8>, i32> {
     use std::os::fd::AsRawFd;

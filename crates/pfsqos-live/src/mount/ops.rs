@@ -3,18 +3,31 @@
 //! these to the kernel's requests.
 //!
 //! # Write-behind (Lustre's dirty cache, simplified)
-//! A write is split into RPCs of at most `brw_size` bytes that never cross a stripe boundary
-//! ([`super::stripe::split`]). Each RPC first takes `len` bytes of the dirty budget
-//! (`max_dirty_mb`) and a slot of its OST's RPC window (`max_rpcs_in_flight`), then runs in the
-//! background; the write returns as soon as all its RPCs are admitted. A sequential writer
-//! therefore keeps the window full. `flush`, `fsync` and `release` wait until every RPC of the
-//! file has finished and report the first error, as Lustre reports asynchronous write errors
-//! at `fsync`/`close`. `fsync` then sends `sync` for every object of the file (the ossd
-//! fdatasyncs it), so fsync-acknowledged data survives a crash of the ossd.
+//! A file's bytes travel in RPCs that never cross an RPC boundary: the end of a stripe unit,
+//! or a multiple of `brw_size` in the object ([`super::stripe::rpc_end`]), so sequential
+//! RPCs are whole and aligned, as Lustre's OSC builds them. A write takes its bytes' share of
+//! the dirty budget (`max_dirty_mb`); bytes that continue the file's gathered bytes (same
+//! JobID, next offset) join them. Everything up to the last RPC boundary reached is sent: each
+//! RPC takes a slot of its OST's RPC window (`max_rpcs_in_flight`) and runs in the background,
+//! and the write returns as soon as all its RPCs are admitted, so a sequential writer keeps the
+//! window full. What stops short of a boundary stays gathered (at most one RPC's worth per
+//! file), and is sent when a write elsewhere in the file arrives, on a read of those bytes, on
+//! truncate, `flush`, `fsync` and `release`, and at the latest [`GATHER_FLUSH_AFTER`] after the
+//! gathering started. An application writing 1 MiB from an unaligned buffer hands the kernel's
+//! direct I/O path two pieces per MiB; gathered, they still make one 1 MiB RPC, so a TBF rule in
+//! RPCs/s keeps meaning MiB/s. The gathered bytes are the application's buffers: only an RPC
+//! that spans two of them is copied.
 //!
-//! Ordering: RPCs of one file that overlap an unfinished write wait for it (a later write to
-//! the same bytes must not overtake an earlier one on the way to the OSS), and a read waits
-//! for unfinished writes to the bytes it reads. Sequential I/O never overlaps, so never waits.
+//! `flush`, `fsync` and `release` wait until every RPC of the file has finished and report the
+//! first error, as Lustre reports asynchronous write errors at `fsync`/`close`. `fsync` then
+//! sends `sync` for every object of the file (the ossd fdatasyncs it), so fsync-acknowledged
+//! data survives a crash of the ossd.
+//!
+//! Ordering: every write is registered, in arrival order, when its bytes are sent; RPCs of one
+//! that overlaps an earlier unfinished write wait for it (a later write to the same bytes must
+//! not overtake an earlier one on the way to the OSS), and a read first sends the gathered
+//! bytes it covers, then waits for unfinished writes to the bytes it reads. Sequential I/O
+//! never overlaps, so never waits.
 //!
 //! # Read-ahead (with direct I/O only)
 //! With direct I/O the kernel neither caches nor reads ahead, so the client does, as Lustre's
@@ -35,12 +48,12 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use pfsqos_core::model::{LNet, NetKind, Nid};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tracing::warn;
 
 use super::jobid::JobIds;
 use super::oss_pool::{Failure, MdsPool, ObjOp, OstPool};
-use super::stripe::{check_layout, object_size, split};
+use super::stripe::{check_layout, object_size, rpc_end, split, Piece};
 use crate::client::Identity;
 use crate::mds::{
     Attr, DirPage, FileLayout, Kind, MdsOp, MdsReplyBody, Owner, SetAttr, StatFs, StripeSpec,
@@ -50,6 +63,9 @@ use crate::protocol::Errno;
 
 /// A libc errno.
 pub type Res<T> = Result<T, i32>;
+
+/// How long gathered bytes wait for the rest of their RPC before they are sent anyway.
+pub const GATHER_FLUSH_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The xattr holding a file's layout or a directory's default layout (text, see
 /// [`format_layout`]).
@@ -149,6 +165,102 @@ struct WriteRec {
     start: u64,
     end: u64,
     pieces_left: usize,
+    /// The write's share of the dirty budget, given back when its last RPC ends.
+    _dirty: OwnedSemaphorePermit,
+}
+
+/// Contiguous written bytes not yet registered as a write: held as the application's buffers
+/// (no copy until an RPC spans two of them).
+struct Extent {
+    start: u64,
+    len: u64,
+    chunks: Vec<Bytes>,
+    id: Identity,
+    dirty: OwnedSemaphorePermit,
+}
+
+impl Extent {
+    fn end(&self) -> u64 {
+        self.start + self.len
+    }
+
+    fn append(&mut self, data: Bytes, dirty: OwnedSemaphorePermit) {
+        self.len += data.len() as u64;
+        self.chunks.push(data);
+        self.dirty.merge(dirty);
+    }
+
+    /// Splits off and returns `[start, at)`; `self` keeps `[at, end)` and the dirty budget its
+    /// bytes need.
+    fn split_to(&mut self, at: u64) -> Extent {
+        debug_assert!(self.start < at && at <= self.end());
+        let front_start = self.start;
+        let mut front = Vec::new();
+        let mut need = at - self.start;
+        let mut rest = std::mem::take(&mut self.chunks).into_iter();
+        while need > 0 {
+            let mut c = rest.next().expect("the chunks hold len bytes");
+            if c.len() as u64 > need {
+                front.push(c.split_to(need as usize));
+                self.chunks.push(c);
+                need = 0;
+            } else {
+                need -= c.len() as u64;
+                front.push(c);
+            }
+        }
+        self.chunks.extend(rest);
+        let front_len = at - self.start;
+        self.len -= front_len;
+        self.start = at;
+        let keep = dirty_kib(self.len).min(self.dirty.num_permits() as u32) as usize;
+        let give = self.dirty.num_permits() - keep;
+        let dirty = self
+            .dirty
+            .split(give)
+            .expect("a permit splits within its count");
+        Extent {
+            start: front_start,
+            len: front_len,
+            chunks: front,
+            id: self.id,
+            dirty,
+        }
+    }
+
+    /// The bytes `[from, from + len)` of the extent: a slice of one buffer, or a copy where
+    /// they span several.
+    fn bytes(&self, from: u64, len: u64) -> Bytes {
+        let mut at = self.start;
+        let mut out: Option<Vec<u8>> = None;
+        let end = from + len;
+        for c in &self.chunks {
+            let c_end = at + c.len() as u64;
+            if c_end > from && at < end {
+                let a = (from.max(at) - at) as usize;
+                let b = (end.min(c_end) - at) as usize;
+                if out.is_none() && at <= from && end <= c_end {
+                    return c.slice(a..b);
+                }
+                out.get_or_insert_with(|| Vec::with_capacity(len as usize))
+                    .extend_from_slice(&c[a..b]);
+            }
+            at = c_end;
+        }
+        Bytes::from(out.unwrap_or_default())
+    }
+}
+
+/// An extent registered as a write, ready to be sent as `pieces`.
+struct Registered {
+    seq: u64,
+    extent: Extent,
+    pieces: Vec<Piece>,
+}
+
+/// Dirty budget units of `len` bytes.
+fn dirty_kib(len: u64) -> u32 {
+    len.div_ceil(1024).min(u32::MAX as u64) as u32
 }
 
 struct FileInner {
@@ -156,9 +268,52 @@ struct FileInner {
     size_dirty: bool,
     writes: BTreeMap<u64, WriteRec>,
     next_seq: u64,
+    /// The tail of a sequential write that stops short of an RPC boundary (module docs).
+    gather: Option<Extent>,
+    /// Counts gathers, so a flush timer knows whether the one it was set for is still there.
+    gather_generation: u64,
     error: Option<i32>,
     opens: u32,
     read_ahead: ReadAhead,
+}
+
+impl FileInner {
+    /// True if an unfinished write or the gathered bytes overlap `[a, b)`.
+    fn overlaps(&self, a: u64, b: u64) -> bool {
+        self.writes.values().any(|w| w.start < b && a < w.end)
+            || self
+                .gather
+                .as_ref()
+                .is_some_and(|g| g.start < b && a < g.end())
+    }
+
+    /// Registers `extent` as the newest write: later overlapping writes wait for it, reads
+    /// of its bytes wait until it is on the OSS.
+    fn register(&mut self, extent: Extent, layout: &FileLayout, brw_size_bytes: u64) -> Registered {
+        let pieces = split(layout, extent.start, extent.len, brw_size_bytes);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let mut extent = extent;
+        let all = extent.dirty.num_permits();
+        let dirty = extent
+            .dirty
+            .split(all)
+            .expect("a permit splits within its count");
+        self.writes.insert(
+            seq,
+            WriteRec {
+                start: extent.start,
+                end: extent.end(),
+                pieces_left: pieces.len(),
+                _dirty: dirty,
+            },
+        );
+        Registered {
+            seq,
+            extent,
+            pieces,
+        }
+    }
 }
 
 /// An open file's client state.
@@ -179,6 +334,8 @@ impl FileState {
                 size_dirty: false,
                 writes: BTreeMap::new(),
                 next_seq: 0,
+                gather: None,
+                gather_generation: 0,
                 error: None,
                 opens: 0,
                 read_ahead: ReadAhead::default(),
@@ -191,47 +348,22 @@ impl FileState {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn overlaps(st: &FileInner, range: Option<(u64, u64)>) -> bool {
-        st.writes.values().any(|w| match range {
-            Some((a, b)) => w.start < b && a < w.end,
-            None => true,
-        })
-    }
-
-    /// Waits until no unfinished write overlaps `range` (all writes: `None`).
-    async fn wait_writes(&self, range: Option<(u64, u64)>) {
-        loop {
-            let notified = self.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if !Self::overlaps(&self.lock(), range) {
-                return;
-            }
-            notified.await;
-        }
-    }
-
-    /// Waits until no unfinished write overlaps `[start, end)`, then registers a write of
-    /// `pieces` RPCs there, atomically, so overlapping writes are ordered.
-    async fn begin_write(&self, start: u64, end: u64, pieces: usize) -> u64 {
+    /// Waits until no unfinished write (registered before `before`, if given) overlaps
+    /// `range` (all writes: `None`).
+    async fn wait_writes(&self, range: Option<(u64, u64)>, before: Option<u64>) {
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             {
-                let mut st = self.lock();
-                if !Self::overlaps(&st, Some((start, end))) {
-                    let seq = st.next_seq;
-                    st.next_seq += 1;
-                    st.writes.insert(
-                        seq,
-                        WriteRec {
-                            start,
-                            end,
-                            pieces_left: pieces,
-                        },
-                    );
-                    return seq;
+                let st = self.lock();
+                let mut writes = st.writes.range(..before.unwrap_or(u64::MAX));
+                let busy = writes.any(|(_, w)| match range {
+                    Some((a, b)) => w.start < b && a < w.end,
+                    None => true,
+                });
+                if !busy {
+                    return;
                 }
             }
             notified.await;
@@ -266,6 +398,7 @@ pub struct Ops {
     nid: Nid,
     tuning: Tuning,
     dirty_kib: Arc<Semaphore>,
+    dirty_kib_total: u32,
     read_ahead_kib: Arc<Semaphore>,
     files: Mutex<HashMap<u64, Arc<FileState>>>,
 }
@@ -296,9 +429,8 @@ impl Ops {
         nid: Nid,
         tuning: Tuning,
     ) -> Ops {
-        let dirty_kib = Arc::new(Semaphore::new(
-            (tuning.max_dirty_bytes / 1024).max(1) as usize
-        ));
+        let dirty_kib_total = (tuning.max_dirty_bytes / 1024).clamp(1, u32::MAX as u64) as u32;
+        let dirty_kib = Arc::new(Semaphore::new(dirty_kib_total as usize));
         Ops {
             mds,
             osts,
@@ -307,6 +439,7 @@ impl Ops {
             read_ahead_kib: Arc::new(Semaphore::new((tuning.read_ahead_bytes / 1024) as usize)),
             tuning,
             dirty_kib,
+            dirty_kib_total,
             files: Mutex::new(HashMap::new()),
         }
     }
@@ -562,7 +695,8 @@ impl Ops {
                 Some(f) => f.clone(),
                 None => self.state_unregistered(ino).await?,
             };
-            f.wait_writes(None).await;
+            self.flush_gather(&f, None, None).await;
+            f.wait_writes(None, None).await;
             let id = self.identity(c);
             let n = f.layout.stripes.len();
             let mut tasks = Vec::new();
@@ -608,8 +742,15 @@ impl Ops {
         )))
     }
 
-    /// Admits a write (see the module docs); returns once every RPC holds a window slot.
-    pub async fn write(&self, c: Caller, ino: u64, offset: u64, data: Vec<u8>) -> Res<u32> {
+    /// Takes a write (see the module docs): its bytes up to the last RPC boundary they reach
+    /// are sent (the call returns once every RPC holds a window slot), the rest is gathered.
+    pub async fn write(
+        self: &Arc<Self>,
+        c: Caller,
+        ino: u64,
+        offset: u64,
+        data: Vec<u8>,
+    ) -> Res<u32> {
         let len = data.len() as u64;
         let end = offset.checked_add(len).ok_or(libc::EFBIG)?;
         if end > FILE_SIZE_MAX_BYTES {
@@ -620,40 +761,131 @@ impl Ops {
         }
         let f = self.state(ino).await?;
         let id = self.identity(c);
-        let pieces = split(&f.layout, offset, len, self.tuning.brw_size_bytes);
-        let seq = f.begin_write(offset, end, pieces.len()).await;
-        f.lock().read_ahead = ReadAhead::default();
-        let bytes = Bytes::from(data);
-        for p in pieces {
-            let kib = p.len_bytes.div_ceil(1024) as u32;
-            let dirty = self
-                .dirty_kib
-                .clone()
-                .acquire_many_owned(kib)
-                .await
-                .expect("the dirty budget is never closed");
+        let kib = dirty_kib(len).min(self.dirty_kib_total);
+        let dirty = match self.dirty_kib.clone().try_acquire_many_owned(kib) {
+            Ok(d) => d,
+            Err(_) => {
+                // Our own gathered bytes may hold the budget we wait for.
+                self.flush_gather(&f, None, None).await;
+                self.dirty_kib
+                    .clone()
+                    .acquire_many_owned(kib)
+                    .await
+                    .expect("the dirty budget is never closed")
+            }
+        };
+        let brw = self.tuning.brw_size_bytes;
+        let (ready, arm) = {
+            let mut st = f.lock();
+            st.read_ahead = ReadAhead::default();
+            if end > st.size {
+                st.size = end;
+                st.size_dirty = true;
+            }
+            let data = Bytes::from(data);
+            let mut ready = Vec::new();
+            let mut gather = match st.gather.take() {
+                Some(mut g) if g.end() == offset && g.id == id => {
+                    g.append(data, dirty);
+                    g
+                }
+                other => {
+                    ready.extend(other);
+                    st.gather_generation += 1;
+                    Extent {
+                        start: offset,
+                        len,
+                        chunks: vec![data],
+                        id,
+                        dirty,
+                    }
+                }
+            };
+            // The last RPC boundary the gathered bytes reach: all before it goes now.
+            let mut cut = None;
+            let mut at = gather.start;
+            while at < gather.end() {
+                at = rpc_end(&f.layout, at, brw);
+                if at <= gather.end() {
+                    cut = Some(at);
+                }
+            }
+            if let Some(cut) = cut {
+                ready.push(gather.split_to(cut));
+            }
+            let arm = (gather.len > 0).then_some(st.gather_generation);
+            if gather.len > 0 {
+                st.gather = Some(gather);
+            }
+            let ready: Vec<Registered> = ready
+                .into_iter()
+                .map(|x| st.register(x, &f.layout, brw))
+                .collect();
+            (ready, arm)
+        };
+        if let Some(generation) = arm {
+            let (ops, f) = (self.clone(), f.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(GATHER_FLUSH_AFTER).await;
+                ops.flush_gather(&f, None, Some(generation)).await;
+            });
+        }
+        for r in ready {
+            self.send(&f, r).await;
+        }
+        Ok(len as u32)
+    }
+
+    /// Sends a registered write once no earlier write overlaps it; returns once every RPC
+    /// holds a window slot. Errors are the file's, reported at flush/fsync/close.
+    async fn send(&self, f: &Arc<FileState>, r: Registered) {
+        let x = &r.extent;
+        f.wait_writes(Some((x.start, x.end())), Some(r.seq)).await;
+        for p in &r.pieces {
             let pool = self.osts[p.stripe.ost as usize].clone();
             let slot = pool.admit().await;
-            let at = (p.file_offset_bytes - offset) as usize;
             let op = ObjOp::Write {
                 object: p.stripe.object,
                 offset: p.object_offset_bytes,
-                data: bytes.slice(at..at + p.len_bytes as usize),
+                data: x.bytes(p.file_offset_bytes, p.len_bytes),
             };
-            let f = f.clone();
+            let (f, seq, id) = (f.clone(), r.seq, x.id);
             tokio::spawn(async move {
                 let r = pool.run(&slot, &id, &op).await;
                 drop(slot);
-                drop(dirty);
                 f.end_piece(seq, r.map(|_| ()).map_err(fail));
             });
         }
-        let mut st = f.lock();
-        if end > st.size {
-            st.size = end;
-            st.size_dirty = true;
+    }
+
+    /// Sends the file's gathered bytes if they overlap `[a, b)` (any: `None`) and, given a
+    /// generation, are still those of that generation.
+    async fn flush_gather(
+        &self,
+        f: &Arc<FileState>,
+        range: Option<(u64, u64)>,
+        generation: Option<u64>,
+    ) {
+        let r = {
+            let mut st = f.lock();
+            let same = generation.is_none_or(|g| g == st.gather_generation);
+            let hit = st.gather.as_ref().is_some_and(|g| match range {
+                Some((a, b)) => g.start < b && a < g.end(),
+                None => true,
+            });
+            match st.gather.take() {
+                Some(g) if hit && same => {
+                    Some(st.register(g, &f.layout, self.tuning.brw_size_bytes))
+                }
+                other => {
+                    st.gather = other;
+                    None
+                }
+            }
+        };
+        if let Some(r) = r {
+            self.send(f, r).await;
         }
-        Ok(len as u32)
     }
 
     /// Reads up to `size` bytes at `offset`, short only at the end of the file; holes and
@@ -665,7 +897,9 @@ impl Ops {
             return Ok(Bytes::new());
         }
         let len = (size as u64).min(file_size - offset);
-        f.wait_writes(Some((offset, offset + len))).await;
+        self.flush_gather(&f, Some((offset, offset + len)), None)
+            .await;
+        f.wait_writes(Some((offset, offset + len)), None).await;
         let id = self.identity(c);
         if self.tuning.read_ahead_bytes > 0 {
             if let Some(parts) = self.read_ahead(&f, &id, offset, len) {
@@ -748,7 +982,7 @@ impl Ops {
         st.read_ahead.pieces.retain(|_, (e, _, _)| *e > offset);
         let from = st.read_ahead.issued_end.max(offset);
         let to = (end + self.tuning.read_ahead_bytes).min(file_size);
-        if to > from && !FileState::overlaps(&st, Some((from, to))) {
+        if to > from && !st.overlaps(from, to) {
             for p in split(&f.layout, from, to - from, self.tuning.brw_size_bytes) {
                 let kib = p.len_bytes.div_ceil(1024) as u32;
                 let Ok(budget) = self.read_ahead_kib.clone().try_acquire_many_owned(kib) else {
@@ -793,8 +1027,9 @@ impl Ops {
 
     /// Waits for the file's writes, records its size at the MDS, and returns (and clears)
     /// the first write error since the last report.
-    async fn settle(&self, f: &FileState) -> Res<()> {
-        f.wait_writes(None).await;
+    async fn settle(&self, f: &Arc<FileState>) -> Res<()> {
+        self.flush_gather(f, None, None).await;
+        f.wait_writes(None, None).await;
         let (push, err) = {
             let mut st = f.lock();
             let push = st.size_dirty.then_some(st.size);
@@ -856,7 +1091,7 @@ impl Ops {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         let mut st = f.lock();
         st.opens = st.opens.saturating_sub(1);
-        if st.opens == 0 && st.writes.is_empty() && !st.size_dirty {
+        if st.opens == 0 && st.writes.is_empty() && st.gather.is_none() && !st.size_dirty {
             files.remove(&ino);
         }
         r
@@ -1023,6 +1258,71 @@ pub fn parse_spec(text: &str) -> Result<(StripeSpec, Option<String>), String> {
 mod tests {
     use super::*;
     use crate::mds::Stripe;
+
+    fn identity(job: &str) -> Identity {
+        Identity {
+            job: pfsqos_core::model::JobId::new(job).unwrap(),
+            uid: 0,
+            gid: 0,
+            nid: Nid::ipv4(
+                127,
+                0,
+                0,
+                1,
+                LNet {
+                    kind: NetKind::Tcp,
+                    num: 0,
+                },
+            ),
+        }
+    }
+
+    /// Gathered bytes split at any point keep every byte in place (slices of the buffers
+    /// where one holds them, copies where they span several) and keep exactly the dirty
+    /// budget their bytes need, giving the rest to the part split off.
+    #[test]
+    fn extents_split_and_slice_without_losing_bytes_or_budget() {
+        let budget = Arc::new(Semaphore::new(100));
+        let take = |kib: u32| budget.clone().try_acquire_many_owned(kib).unwrap();
+        let all: Vec<u8> = (0..10_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let mut x = Extent {
+            start: 5000,
+            len: 3000,
+            chunks: vec![Bytes::copy_from_slice(&all[..3000])],
+            id: identity("a"),
+            dirty: take(3),
+        };
+        x.append(Bytes::copy_from_slice(&all[3000..3100]), take(1));
+        x.append(Bytes::copy_from_slice(&all[3100..10_000]), take(7));
+        assert_eq!((x.end(), x.dirty.num_permits()), (15_000, 11));
+        let at = |x: &Extent, from: u64, len: u64| x.bytes(from, len).to_vec();
+        let want = |from: u64, len: u64| {
+            all[(from - 5000) as usize..(from - 5000 + len) as usize].to_vec()
+        };
+        // Within one buffer (a slice), across three, at the very end.
+        assert_eq!(at(&x, 5100, 200), want(5100, 200));
+        assert_eq!(at(&x, 7000, 2000), want(7000, 2000));
+        assert_eq!(at(&x, 14_999, 1), want(14_999, 1));
+        // Split inside the second buffer.
+        let front = x.split_to(8050);
+        assert_eq!(
+            (front.start, front.len, x.start, x.len),
+            (5000, 3050, 8050, 6950)
+        );
+        assert_eq!(at(&front, 5000, 3050), want(5000, 3050));
+        assert_eq!(at(&x, 8050, 6950), want(8050, 6950));
+        // 6950 bytes need 7 KiB of budget; the 4 left over go with the front.
+        assert_eq!((front.dirty.num_permits(), x.dirty.num_permits()), (4, 7));
+        // Split at a buffer boundary, then take the rest whole.
+        let mid = x.split_to(8100);
+        assert_eq!(at(&mid, 8050, 50), want(8050, 50));
+        let rest = x.split_to(15_000);
+        assert_eq!(at(&rest, 8100, 6900), want(8100, 6900));
+        assert_eq!((x.len, x.dirty.num_permits()), (0, 0));
+        assert_eq!(mid.dirty.num_permits() + rest.dirty.num_permits(), 7);
+        drop((front, mid, rest, x));
+        assert_eq!(budget.available_permits(), 100, "every permit given back");
+    }
 
     #[test]
     fn layout_text_round_trips() {

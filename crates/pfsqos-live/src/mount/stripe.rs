@@ -3,8 +3,10 @@
 //!
 //! Byte `b` of a file with stripe size `S` and `n` stripes lives in stripe
 //! `k = (b / S) mod n`, in that stripe's object at offset `(b / (S n)) S + b mod S`, as in
-//! Lustre's LOV layer. An RPC never crosses a stripe boundary (it goes to one object) and never
-//! exceeds `brw_size`.
+//! Lustre's LOV layer. An RPC never crosses a stripe boundary (it goes to one object) nor a
+//! multiple of `brw_size` in its object, so RPCs are at most `brw_size` long and, for sequential
+//! I/O, aligned as Lustre's OSC aligns them: the client gathers a sequential writer's pieces up
+//! to these boundaries ([`rpc_end`]).
 
 use crate::mds::{FileLayout, Stripe};
 
@@ -31,8 +33,17 @@ pub fn locate(stripe_size_bytes: u64, stripe_count: usize, offset: u64) -> (usiz
     )
 }
 
-/// Splits the file range `[offset, offset + len)` into pieces in file order, each within one
-/// stripe unit and at most `brw_size_bytes` long.
+/// The end of the RPC that file byte `offset` falls in: the nearer of the end of its stripe
+/// unit and the next multiple of `brw_size_bytes` in its object.
+pub fn rpc_end(layout: &FileLayout, offset: u64, brw_size_bytes: u64) -> u64 {
+    let ss = layout.stripe_size_bytes;
+    let (_, obj_off) = locate(ss, layout.stripes.len(), offset);
+    let to_boundary = (ss - offset % ss).min(brw_size_bytes - obj_off % brw_size_bytes);
+    offset.saturating_add(to_boundary)
+}
+
+/// Splits the file range `[offset, offset + len)` into pieces in file order, each ending at the
+/// range's end or at an RPC boundary ([`rpc_end`]).
 ///
 /// Panics if the layout is empty or `brw_size_bytes` is 0 (layouts are checked by
 /// [`check_layout`] before use).
@@ -44,8 +55,7 @@ pub fn split(layout: &FileLayout, offset: u64, len: u64, brw_size_bytes: u64) ->
     let end = offset.saturating_add(len);
     while pos < end {
         let (idx, obj_off) = locate(ss, layout.stripes.len(), pos);
-        let to_boundary = ss - pos % ss;
-        let take = to_boundary.min(end - pos).min(brw_size_bytes);
+        let take = (rpc_end(layout, pos, brw_size_bytes) - pos).min(end - pos);
         out.push(Piece {
             stripe_index: idx,
             stripe: layout.stripes[idx],
@@ -139,6 +149,15 @@ mod tests {
         assert!(p.iter().all(|p| p.len_bytes == 1 << 20));
         assert_eq!(p[2].object_offset_bytes, 2 << 20);
         assert!(split(&l, 5, 0, 1).is_empty());
+        // RPCs are aligned to brw_size in the object, as Lustre's: 2.5 MiB from 0.5 MiB of a
+        // 4 MiB stripe with 1 MiB RPCs is 0.5 + 1 + 1, not 1 + 1 + 0.5.
+        let p = split(&layout(4 << 20, 1), 1 << 19, 5 << 19, 1 << 20);
+        let lens: Vec<u64> = p.iter().map(|p| p.len_bytes).collect();
+        assert_eq!(lens, vec![1 << 19, 1 << 20, 1 << 20]);
+        assert_eq!(rpc_end(&layout(4 << 20, 1), 1 << 19, 1 << 20), 1 << 20);
+        assert_eq!(rpc_end(&layout(4 << 20, 1), 1 << 20, 1 << 20), 2 << 20);
+        // A stripe boundary comes first: 1 MiB stripes, 4 MiB RPCs.
+        assert_eq!(rpc_end(&l, 3 << 19, 4 << 20), 2 << 20);
     }
 
     #[test]
@@ -188,6 +207,12 @@ mod tests {
                 let last = pos + p.len_bytes - 1;
                 prop_assert_eq!(locate(ss, n as usize, last), (i, o + p.len_bytes - 1));
                 prop_assert_eq!(p.stripe, l.stripes[i]);
+                // Every piece but the last ends at an RPC boundary (and none crosses one).
+                let boundary = rpc_end(&l, pos, brw);
+                prop_assert!(pos + p.len_bytes <= boundary);
+                if pos + p.len_bytes < offset + len {
+                    prop_assert_eq!(pos + p.len_bytes, boundary);
+                }
                 pos += p.len_bytes;
             }
             prop_assert_eq!(pos, offset + len);

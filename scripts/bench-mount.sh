@@ -8,7 +8,7 @@
 # on the mount, plus `dd iflag=nocache` on the OST objects, so both sides read from the disk)
 # and warm (nothing dropped: the backing read is a page-cache copy, the mount's goes through
 # FUSE, the client and the ossd, which read the objects from the page cache).
-# BENCH_MOUNT_ARGS adds options to `pfsqos mount` (e.g. "--direct-io").
+# BENCH_MOUNT_ARGS adds options to `pfsqos mount` (e.g. "--page-cache").
 # Benchmarks are not tests: nothing passes or fails on a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."

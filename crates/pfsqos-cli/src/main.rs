@@ -195,15 +195,16 @@ enum Command {
         /// Bytes written but not yet acknowledged by the OSSs, in MiB.
         #[arg(long, default_value_t = pfsqos_live::mount::MAX_DIRTY_MB_DEFAULT)]
         max_dirty_mb: u64,
-        /// Read-ahead in MiB: the kernel's (0: its 128 KiB), or with --direct-io the client's
-        /// window and budget (0: none).
+        /// Read-ahead in MiB: the client's window and budget (0: none), or with --page-cache
+        /// the kernel's (0: its 128 KiB).
         #[arg(long, default_value_t = pfsqos_live::mount::MAX_READ_AHEAD_MB_DEFAULT)]
         max_read_ahead_mb: u64,
-        /// Open files with direct I/O: no client page cache (one copy less, no stale pages
-        /// after other clients' writes), the client reads ahead itself, MAP_SHARED mmap is
-        /// refused, and writes reach the OSSs in the application's pieces.
+        /// Cache file data in the kernel's page cache instead of direct I/O (the default: no
+        /// client page cache, writes gathered into whole RPCs and read-ahead by the client).
+        /// Needed by programs that map files shared (MAP_SHARED); pages cached here may be
+        /// stale after another client's write until the file is opened again.
         #[arg(long)]
-        direct_io: bool,
+        page_cache: bool,
         /// FUSE session threads.
         #[arg(long, default_value_t = pfsqos_live::mount::THREADS_DEFAULT)]
         threads: usize,
@@ -371,7 +372,7 @@ fn main() -> ExitCode {
             brw_size_bytes,
             max_dirty_mb,
             max_read_ahead_mb,
-            direct_io,
+            page_cache,
             threads,
             recovery_s,
         } => {
@@ -389,7 +390,7 @@ fn main() -> ExitCode {
             config.brw_size_bytes = brw_size_bytes;
             config.max_dirty_mb = max_dirty_mb;
             config.max_read_ahead_mb = max_read_ahead_mb;
-            config.direct_io = direct_io;
+            config.direct_io = !page_cache;
             config.threads = threads;
             config.recovery = std::time::Duration::from_secs(recovery_s);
             if let Err(e) = config.validate() {

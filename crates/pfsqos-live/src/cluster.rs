@@ -127,6 +127,7 @@ struct MountSpec {
     max_rpcs_in_flight: Option<u64>,
     brw_size_bytes: Option<u64>,
     max_dirty_mb: Option<u64>,
+    page_cache: Option<bool>,
 }
 
 // ------------------------------------------------------------------ the resolved cluster
@@ -186,6 +187,8 @@ pub struct MountRole {
     pub max_rpcs_in_flight: u32,
     pub brw_size_bytes: Option<u64>,
     pub max_dirty_mb: Option<u64>,
+    /// Files use the kernel's page cache instead of direct I/O (`mount --page-cache`).
+    pub page_cache: bool,
 }
 
 /// One role of the cluster, as `up --only` names it: `mds`, `oss:N`, `mount`.
@@ -714,6 +717,7 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
         )? as u32,
         brw_size_bytes: brw,
         max_dirty_mb,
+        page_cache: m.page_cache.unwrap_or(false),
     })
 }
 

@@ -270,6 +270,9 @@ fn role_args(
             if let Some(d) = m.max_dirty_mb {
                 push("--max-dirty-mb", d.to_string());
             }
+            if m.page_cache {
+                a.push("--page-cache".into());
+            }
         }
     }
     a
@@ -634,6 +637,7 @@ mod tests {
             jobid_name = "%j"
             max_rpcs_in_flight = 4
             max_dirty_mb = 64
+            page_cache = true
             "#,
             "c.toml",
             Path::new("/base"),
@@ -655,7 +659,7 @@ mod tests {
         assert_eq!(
             args_text(&role_args(&c, Role::Mount, &oss, &mds)).join(" "),
             "mount /mnt/p --mds mds1:7989 --key-file /s/cluster.key --jobid-var SLURM_JOB_ID \
-             --jobid-name %j --max-rpcs-in-flight 4 --max-dirty-mb 64"
+             --jobid-name %j --max-rpcs-in-flight 4 --max-dirty-mb 64 --page-cache"
         );
     }
 

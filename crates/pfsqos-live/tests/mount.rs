@@ -206,9 +206,18 @@ fn names(dir: &Path) -> Vec<String> {
     v
 }
 
+/// POSIX calls with direct I/O (the default) and with the kernel's page cache.
 #[test]
 fn posix_file_operations() {
-    let c = Cluster::start(|_| {});
+    posix_file_operations_on(Cluster::start(|_| {}));
+}
+
+#[test]
+fn posix_file_operations_with_the_page_cache() {
+    posix_file_operations_on(Cluster::start(|m| m.direct_io = false));
+}
+
+fn posix_file_operations_on(c: Cluster) {
     let f = c.p("a.txt");
 
     // create, write, read back

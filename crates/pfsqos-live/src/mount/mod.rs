@@ -56,16 +56,15 @@ pub struct MountConfig {
     pub max_rpcs_in_flight: usize,
     pub brw_size_bytes: u64,
     pub max_dirty_mb: u64,
-    /// Read-ahead window of the kernel for this mount (MiB; 0 leaves the kernel's 128 KiB);
-    /// with `direct_io`, the client's own read-ahead window and budget.
+    /// With `direct_io`, the client's own read-ahead window and mount-wide budget (MiB; 0:
+    /// none); without, the kernel's read-ahead window for this mount (0 leaves its 128 KiB).
     pub max_read_ahead_mb: u64,
-    /// Open files with FUSE direct I/O (`--direct-io`): no copy into the kernel's page cache
-    /// on this client (one memory copy less per byte written or read, and no stale cached
-    /// pages when other clients write: pfsqos has no locks to keep client caches coherent, as
-    /// Lustre's LDLM does), and the client reads ahead itself; shared mappings (`MAP_SHARED`)
-    /// are refused. Off by default: the kernel then hands writes over in the application's
-    /// pieces, so an unaligned 1 MiB write becomes two RPCs, and TBF rules in RPCs/s no longer
-    /// mean MiB/s (Lustre's client gathers dirty pages into full RPCs; this one does not yet).
+    /// Open files with FUSE direct I/O (the default; `--page-cache` turns it off): no copy
+    /// into the kernel's page cache on this client (one memory copy less per byte written or
+    /// read, and no stale cached pages when other clients write: pfsqos has no locks to keep
+    /// client caches coherent, as Lustre's LDLM does); the client gathers writes into whole
+    /// RPCs and reads ahead itself. Shared mappings (`MAP_SHARED`) are refused: programs that
+    /// need them want the page cache.
     pub direct_io: bool,
     pub threads: usize,
     /// How long a request waits for a restarting daemon before failing with `EIO`.
@@ -85,7 +84,7 @@ impl MountConfig {
             brw_size_bytes: BRW_SIZE_DEFAULT_BYTES,
             max_dirty_mb: MAX_DIRTY_MB_DEFAULT,
             max_read_ahead_mb: MAX_READ_AHEAD_MB_DEFAULT,
-            direct_io: false,
+            direct_io: true,
             threads: THREADS_DEFAULT,
             recovery: RECOVERY_DEFAULT,
         }

@@ -112,6 +112,16 @@ impl Cluster {
         self.mnt.join(rel)
     }
 
+    /// A directory whose files stripe over both OSTs in 1 MiB stripes.
+    fn mkdir_wide(&self, rel: &str) {
+        fs::create_dir(self.p(rel)).unwrap();
+        xattr_set(
+            &self.p(rel),
+            "user.pfsqos.layout",
+            b"stripe_count=2 stripe_size=1048576 stripe_offset=-1",
+        );
+    }
+
     /// Objects (non-empty files) on OST `i`.
     fn objects(&self, i: usize) -> Vec<(String, u64)> {
         let mut out: Vec<(String, u64)> = fs::read_dir(self.ost_dirs[i].join("objects"))
@@ -310,12 +320,7 @@ fn posix_file_operations_on(c: Cluster) {
 #[test]
 fn large_striped_file_spans_both_osts() {
     let c = Cluster::start(|_| {});
-    fs::create_dir(c.p("wide")).unwrap();
-    xattr_set(
-        &c.p("wide"),
-        "user.pfsqos.layout",
-        b"stripe_count=2 stripe_size=1048576 stripe_offset=-1",
-    );
+    c.mkdir_wide("wide");
     let data = pattern(40 << 20, 7);
     {
         let mut h = File::create(c.p("wide/big")).unwrap();
@@ -602,12 +607,7 @@ fn direct_io_reads_ahead_and_never_serves_stale_bytes() {
         m.max_read_ahead_mb = 4;
         m.jobid_name = "ra-test".into();
     });
-    fs::create_dir(c.p("wide")).unwrap();
-    xattr_set(
-        &c.p("wide"),
-        "user.pfsqos.layout",
-        b"stripe_count=2 stripe_size=1048576 stripe_offset=-1",
-    );
+    c.mkdir_wide("wide");
     let mut data = pattern(12 << 20, 5);
     {
         let mut h = File::create(c.p("wide/f")).unwrap();
@@ -702,12 +702,7 @@ fn direct_io_gathers_writes_into_whole_rpcs() {
         m.direct_io = true;
         m.jobid_name = "wg-test".into();
     });
-    fs::create_dir(c.p("wide")).unwrap();
-    xattr_set(
-        &c.p("wide"),
-        "user.pfsqos.layout",
-        b"stripe_count=2 stripe_size=1048576 stripe_offset=-1",
-    );
+    c.mkdir_wide("wide");
     // (RPCs, bytes, smallest, largest) of the job's writes on both OSTs.
     let writes = || -> (u64, u64, u64, u64) {
         c.job_entries()

@@ -184,10 +184,18 @@ impl Extent {
         self.start + self.len
     }
 
+    /// Appends `data` and its budget, keeping no more budget than the bytes need (a run of
+    /// small writes, each rounded up to 1 KiB, would otherwise hold many times its size).
     fn append(&mut self, data: Bytes, dirty: OwnedSemaphorePermit) {
         self.len += data.len() as u64;
         self.chunks.push(data);
         self.dirty.merge(dirty);
+        let excess = self.dirty.num_permits() - self.dirty_needed().min(self.dirty.num_permits());
+        drop(self.dirty.split(excess));
+    }
+
+    fn dirty_needed(&self) -> usize {
+        dirty_kib(self.len) as usize
     }
 
     /// Splits off and returns `[start, at)`; `self` keeps `[at, end)` and the dirty budget its
@@ -213,7 +221,7 @@ impl Extent {
         let front_len = at - self.start;
         self.len -= front_len;
         self.start = at;
-        let keep = dirty_kib(self.len).min(self.dirty.num_permits() as u32) as usize;
+        let keep = self.dirty_needed().min(self.dirty.num_permits());
         let give = self.dirty.num_permits() - keep;
         let dirty = self
             .dirty
@@ -1293,8 +1301,11 @@ mod tests {
             dirty: take(3),
         };
         x.append(Bytes::copy_from_slice(&all[3000..3100]), take(1));
+        // 3,100 bytes need 4 KiB of the 4 taken; 10,000 need 10 of the 11 taken: one goes back.
+        assert_eq!(x.dirty.num_permits(), 4);
         x.append(Bytes::copy_from_slice(&all[3100..10_000]), take(7));
-        assert_eq!((x.end(), x.dirty.num_permits()), (15_000, 11));
+        assert_eq!((x.end(), x.dirty.num_permits()), (15_000, 10));
+        assert_eq!(budget.available_permits(), 90);
         let at = |x: &Extent, from: u64, len: u64| x.bytes(from, len).to_vec();
         let want = |from: u64, len: u64| {
             all[(from - 5000) as usize..(from - 5000 + len) as usize].to_vec()
@@ -1311,8 +1322,8 @@ mod tests {
         );
         assert_eq!(at(&front, 5000, 3050), want(5000, 3050));
         assert_eq!(at(&x, 8050, 6950), want(8050, 6950));
-        // 6950 bytes need 7 KiB of budget; the 4 left over go with the front.
-        assert_eq!((front.dirty.num_permits(), x.dirty.num_permits()), (4, 7));
+        // 6950 bytes need 7 KiB of budget; the 3 left over go with the front.
+        assert_eq!((front.dirty.num_permits(), x.dirty.num_permits()), (3, 7));
         // Split at a buffer boundary, then take the rest whole.
         let mid = x.split_to(8100);
         assert_eq!(at(&mid, 8050, 50), want(8050, 50));

@@ -690,6 +690,51 @@ fn direct_io_reads_ahead_and_never_serves_stale_bytes() {
     }
 }
 
+/// Each open file handle has its own read-ahead window, as each Lustre file descriptor does:
+/// two readers of one file, taking turns, are each sequential and each read every byte once
+/// (per-file state had them reset each other's window at every read, so every read went
+/// straight to the OSTs).
+#[test]
+fn read_ahead_windows_are_per_open_file() {
+    use pfsqos_core::jobstats::OstCounter;
+    let c = Cluster::start(|m| {
+        m.jobid_name = "ra-fh-test".into();
+    });
+    c.mkdir_wide("wide");
+    let data = pattern(12 << 20, 31);
+    fs::write(c.p("wide/f"), &data).unwrap();
+    let reads = || -> (u64, u64) {
+        c.job_entries()
+            .iter()
+            .filter(|e| e.job_id.as_str() == "ra-fh-test")
+            .map(|e| e.counter(OstCounter::ReadBytes))
+            .fold((0, 0), |(n, s), r| (n + r.samples, s + r.sum))
+    };
+    let mut handles = [
+        File::open(c.p("wide/f")).unwrap(),
+        File::open(c.p("wide/f")).unwrap(),
+    ];
+    let mut back = [Vec::new(), Vec::new()];
+    let mut buf = vec![0u8; 300 << 10];
+    'turns: loop {
+        for (h, b) in handles.iter_mut().zip(back.iter_mut()) {
+            let n = h.read(&mut buf).unwrap();
+            if n == 0 {
+                break 'turns;
+            }
+            b.extend_from_slice(&buf[..n]);
+        }
+    }
+    for b in &back {
+        assert!(sha(b) == sha(&data), "a reader saw other bytes");
+    }
+    assert_eq!(
+        reads(),
+        (24, 24 << 20),
+        "each reader: one RPC per 1 MiB stripe piece"
+    );
+}
+
 /// With direct I/O the kernel hands the client each application write as it comes; the
 /// client gathers a sequential writer's pieces into whole, aligned RPCs (one per 1 MiB stripe
 /// piece, not one per write, whatever the buffer's alignment). Gathered bytes are seen by a

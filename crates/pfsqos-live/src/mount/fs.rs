@@ -34,6 +34,8 @@ pub struct PfsFs {
     blksize: u32,
     /// What every open and create answers (direct I/O or not).
     open_flags: FopenFlags,
+    /// The next file handle: each open gets its own (its read-ahead window is keyed by it).
+    next_fh: std::sync::atomic::AtomicU64,
 }
 
 impl PfsFs {
@@ -53,7 +55,13 @@ impl PfsFs {
             } else {
                 FopenFlags::empty()
             },
+            next_fh: std::sync::atomic::AtomicU64::new(1),
         }
+    }
+
+    fn new_fh(&self) -> u64 {
+        self.next_fh
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     fn spawn(&self, f: impl Future<Output = ()> + Send + 'static) {
@@ -296,10 +304,10 @@ impl Filesystem for PfsFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let (ops, flags) = (self.ops.clone(), self.open_flags);
+        let (ops, flags, fh) = (self.ops.clone(), self.open_flags, self.new_fh());
         self.spawn(async move {
             match ops.open(ino.0).await {
-                Ok(()) => reply.opened(FileHandle(0), flags),
+                Ok(()) => reply.opened(FileHandle(fh), flags),
                 Err(e) => reply.error(errno(e)),
             }
         });
@@ -315,12 +323,13 @@ impl Filesystem for PfsFs {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        let (ops, c, name, bs, flags) = (
+        let (ops, c, name, bs, flags, fh) = (
             self.ops.clone(),
             caller(req),
             name.as_bytes().to_vec(),
             self.blksize,
             self.open_flags,
+            self.new_fh(),
         );
         self.spawn(async move {
             match ops
@@ -331,7 +340,7 @@ impl Filesystem for PfsFs {
                     &TTL,
                     &file_attr(&a, bs),
                     Generation(0),
-                    FileHandle(0),
+                    FileHandle(fh),
                     flags,
                 ),
                 Err(e) => reply.error(errno(e)),
@@ -343,7 +352,7 @@ impl Filesystem for PfsFs {
         &self,
         req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
@@ -360,7 +369,7 @@ impl Filesystem for PfsFs {
         // per request cost a fifth of sequential read throughput). A read that must wait for
         // an RPC goes on to the runtime, which polls it again at once (no wake-up is lost).
         let _runtime = self.rt.enter();
-        let mut read = Box::pin(async move { ops.read(c, ino.0, offset, size).await });
+        let mut read = Box::pin(async move { ops.read(c, ino.0, fh.0, offset, size).await });
         match read
             .as_mut()
             .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
@@ -416,7 +425,7 @@ impl Filesystem for PfsFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        _fh: FileHandle,
+        fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
@@ -424,7 +433,7 @@ impl Filesystem for PfsFs {
     ) {
         let ops = self.ops.clone();
         self.spawn(async move {
-            match ops.release(ino.0).await {
+            match ops.release(ino.0, fh.0).await {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(errno(e)),
             }

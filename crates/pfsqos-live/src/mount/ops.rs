@@ -31,10 +31,12 @@
 //!
 //! # Read-ahead (with direct I/O only)
 //! With direct I/O the kernel neither caches nor reads ahead, so the client does, as Lustre's
-//! llite does: a read that starts where the file's previous read ended extends a window of
-//! prefetched read RPCs (split as any read) up to `read_ahead_bytes` past its end; a read the
-//! window covers is answered from it, any other read resets it. Every write or truncate of the
-//! file empties the window, and nothing is prefetched over an unfinished write, so a read never
+//! llite does: each open file handle has a window (as each Lustre file descriptor has its
+//! read-ahead state, so readers of one file do not disturb each other); a read that starts
+//! where the handle's previous read ended extends its window of prefetched read RPCs (split as
+//! any read) up to `read_ahead_bytes` past its end; a read the window covers is answered from
+//! it, any other read resets it. Every write or truncate of the file empties all its windows,
+//! and nothing is prefetched over an unfinished write, so a read never
 //! sees bytes older than a write this mount has acknowledged. Prefetched bytes count against a
 //! mount-wide budget of `read_ahead_bytes` (Lustre's `max_read_ahead_mb`); without budget left,
 //! nothing more is prefetched.
@@ -282,7 +284,9 @@ struct FileInner {
     gather_generation: u64,
     error: Option<i32>,
     opens: u32,
-    read_ahead: ReadAhead,
+    /// Read-ahead windows by open file handle (as Lustre keeps one per file descriptor, so
+    /// two sequential readers of one file do not reset each other's).
+    read_ahead: HashMap<u64, ReadAhead>,
 }
 
 impl FileInner {
@@ -346,7 +350,7 @@ impl FileState {
                 gather_generation: 0,
                 error: None,
                 opens: 0,
-                read_ahead: ReadAhead::default(),
+                read_ahead: HashMap::new(),
             }),
             changed: Notify::new(),
         }
@@ -727,7 +731,7 @@ impl Ops {
                 let mut st = f.lock();
                 st.size = size;
                 st.size_dirty = false;
-                st.read_ahead = ReadAhead::default();
+                st.read_ahead.clear();
             }
             return a.map(|mut a| {
                 a.size_bytes = size;
@@ -785,7 +789,7 @@ impl Ops {
         let brw = self.tuning.brw_size_bytes;
         let (ready, arm) = {
             let mut st = f.lock();
-            st.read_ahead = ReadAhead::default();
+            st.read_ahead.clear();
             if end > st.size {
                 st.size = end;
                 st.size_dirty = true;
@@ -898,7 +902,8 @@ impl Ops {
 
     /// Reads up to `size` bytes at `offset`, short only at the end of the file; holes and
     /// short objects read as zeros.
-    pub async fn read(&self, c: Caller, ino: u64, offset: u64, size: u32) -> Res<Bytes> {
+    /// Reads through open file handle `fh` (its read-ahead window).
+    pub async fn read(&self, c: Caller, ino: u64, fh: u64, offset: u64, size: u32) -> Res<Bytes> {
         let f = self.state(ino).await?;
         let file_size = f.lock().size;
         if offset >= file_size || size == 0 {
@@ -910,7 +915,7 @@ impl Ops {
         f.wait_writes(Some((offset, offset + len)), None).await;
         let id = self.identity(c);
         if self.tuning.read_ahead_bytes > 0 {
-            if let Some(parts) = self.read_ahead(&f, &id, offset, len) {
+            if let Some(parts) = self.read_ahead(&f, fh, &id, offset, len) {
                 return assemble(parts, offset, len).await;
             }
         }
@@ -966,29 +971,46 @@ impl Ops {
         }
     }
 
-    /// Moves the file's read-ahead window along a sequential read of `[offset, offset + len)`
-    /// and returns the prefetched RPCs that cover it, or `None` (the read is not sequential,
-    /// or the window does not cover it): then the caller reads directly.
+    /// Moves the read-ahead window of file handle `fh` along a sequential read of
+    /// `[offset, offset + len)` and returns the prefetched RPCs that cover it, or `None` (the
+    /// read is not sequential, or the window does not cover it): then the caller reads
+    /// directly.
     fn read_ahead(
         &self,
         f: &Arc<FileState>,
+        fh: u64,
+        id: &Identity,
+        offset: u64,
+        len: u64,
+    ) -> Option<Vec<(u64, Prefetch)>> {
+        let mut st = f.lock();
+        let mut ra = st.read_ahead.remove(&fh).unwrap_or_default();
+        let parts = self.move_window(f, &st, &mut ra, id, offset, len);
+        st.read_ahead.insert(fh, ra);
+        parts
+    }
+
+    fn move_window(
+        &self,
+        f: &Arc<FileState>,
+        st: &FileInner,
+        ra: &mut ReadAhead,
         id: &Identity,
         offset: u64,
         len: u64,
     ) -> Option<Vec<(u64, Prefetch)>> {
         let end = offset + len;
-        let mut st = f.lock();
         let file_size = st.size;
-        let sequential = offset == st.read_ahead.next;
-        st.read_ahead.next = end;
+        let sequential = offset == ra.next;
+        ra.next = end;
         if !sequential {
-            st.read_ahead.pieces.clear();
-            st.read_ahead.issued_end = end;
+            ra.pieces.clear();
+            ra.issued_end = end;
             return None;
         }
         // What earlier reads consumed gives its budget back.
-        st.read_ahead.pieces.retain(|_, (e, _, _)| *e > offset);
-        let from = st.read_ahead.issued_end.max(offset);
+        ra.pieces.retain(|_, (e, _, _)| *e > offset);
+        let from = ra.issued_end.max(offset);
         let to = (end + self.tuning.read_ahead_bytes).min(file_size);
         if to > from && !st.overlaps(from, to) {
             for p in split(&f.layout, from, to - from, self.tuning.brw_size_bytes) {
@@ -1012,15 +1034,14 @@ impl Ops {
                 })
                     as futures_util::future::BoxFuture<'static, _>);
                 let piece_end = p.file_offset_bytes + p.len_bytes;
-                st.read_ahead
-                    .pieces
+                ra.pieces
                     .insert(p.file_offset_bytes, (piece_end, fetch, budget));
-                st.read_ahead.issued_end = piece_end;
+                ra.issued_end = piece_end;
             }
         }
         let mut parts = Vec::new();
         let mut covered = offset;
-        for (&start, (e, fetch, _)) in st.read_ahead.pieces.range(..end) {
+        for (&start, (e, fetch, _)) in ra.pieces.range(..end) {
             if *e <= offset {
                 continue;
             }
@@ -1090,14 +1111,16 @@ impl Ops {
         settled.and(synced)
     }
 
-    /// The last close of a file here: flush, then forget the client state.
-    pub async fn release(&self, ino: u64) -> Res<()> {
+    /// A close of file handle `fh`: flush, forget its read-ahead window, and after the last
+    /// close here the file's client state.
+    pub async fn release(&self, ino: u64, fh: u64) -> Res<()> {
         let Some(f) = self.open_state(ino) else {
             return Ok(());
         };
         let r = self.settle(&f).await;
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         let mut st = f.lock();
+        st.read_ahead.remove(&fh);
         st.opens = st.opens.saturating_sub(1);
         if st.opens == 0 && st.writes.is_empty() && st.gather.is_none() && !st.size_dirty {
             files.remove(&ino);

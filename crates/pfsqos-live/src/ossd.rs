@@ -175,7 +175,7 @@ type IoResult = Result<IoOutcome, RemoteError>;
 /// A request waiting in an NRS head.
 struct Pending {
     io: IoRequest,
-    data: Option<Vec<u8>>,
+    data: Option<bytes::Bytes>,
     done: oneshot::Sender<IoResult>,
 }
 
@@ -402,7 +402,7 @@ impl Shared {
         &self,
         cpt: usize,
         io: IoRequest,
-        data: Option<Vec<u8>>,
+        data: Option<bytes::Bytes>,
         done: oneshot::Sender<IoResult>,
     ) -> Result<(), RemoteError> {
         let c = &self.cpts[cpt];
@@ -806,7 +806,7 @@ impl Ost {
         Ok(lock(&self.handles).insert(object, Arc::new(f)))
     }
 
-    fn execute(&self, io: &IoRequest, data: Option<Vec<u8>>) -> IoResult {
+    fn execute(&self, io: &IoRequest, data: Option<bytes::Bytes>) -> IoResult {
         if let Some(p) = &self.pacer {
             p.pace(io.length.max(1));
         }
@@ -1174,7 +1174,8 @@ async fn read_requests(
                     .expect("the semaphore is never closed");
                 let data = match io.op {
                     IoOp::Write => Some(
-                        tokio::time::timeout(BULK_TIMEOUT, reader.bulk(io.length))
+                        // The frame's buffer itself (no copy for writes up to 8 MiB).
+                        tokio::time::timeout(BULK_TIMEOUT, reader.bulk_bytes(io.length))
                             .await
                             .map_err(|_| {
                                 ProtocolError::Invalid(format!(

@@ -159,7 +159,9 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     /// Sends a message and its bulk data without copying the data: the codec would copy every
     /// frame into its buffer, so the frames (the same bytes the codec writes: a 4-byte
     /// big-endian length, then the body) go to the socket straight from `data`, with vectored
-    /// writes.
+    /// writes. Dropped midway, it leaves part of a frame on the wire (so does the codec's
+    /// flush): the connection must then be dropped too, as the client pools do (a connection
+    /// goes back to its pool only after its request completed).
     pub async fn msg_with_bulk_bytes<T: serde::Serialize>(
         &mut self,
         msg: &T,

@@ -73,6 +73,9 @@ pub struct MountConfig {
     pub threads: usize,
     /// How long a request waits for a restarting daemon before failing with `EIO`.
     pub recovery: Duration,
+    /// How long gathered bytes wait for the rest of their RPC (default
+    /// [`ops::GATHER_FLUSH_AFTER`]); not a command-line option.
+    pub gather_flush_after: Duration,
 }
 
 impl MountConfig {
@@ -91,6 +94,7 @@ impl MountConfig {
             direct_io: true,
             threads: THREADS_DEFAULT,
             recovery: RECOVERY_DEFAULT,
+            gather_flush_after: ops::GATHER_FLUSH_AFTER,
         }
     }
 
@@ -340,6 +344,7 @@ async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {
             } else {
                 0
             },
+            gather_flush_after: config.gather_flush_after,
         },
     ))
 }

@@ -12,7 +12,8 @@
 //! and the write returns as soon as all its RPCs are admitted, so a sequential writer keeps the
 //! window full. What stops short of a boundary stays gathered (at most one RPC's worth per
 //! file), and is sent when a write elsewhere in the file arrives, on a read of those bytes, on
-//! truncate, `flush`, `fsync` and `release`, and at the latest [`GATHER_FLUSH_AFTER`] after the
+//! truncate, `flush`, `fsync` and `release`, and at the latest `gather_flush_after` (default
+//! [`GATHER_FLUSH_AFTER`]) after the
 //! gathering started. An application writing 1 MiB from an unaligned buffer hands the kernel's
 //! direct I/O path two pieces per MiB; gathered, they still make one 1 MiB RPC, so a TBF rule in
 //! RPCs/s keeps meaning MiB/s. The gathered bytes are the application's buffers: only an RPC
@@ -66,8 +67,13 @@ use crate::protocol::Errno;
 /// A libc errno.
 pub type Res<T> = Result<T, i32>;
 
-/// How long gathered bytes wait for the rest of their RPC before they are sent anyway.
+/// How long gathered bytes wait for the rest of their RPC before they are sent anyway (the
+/// default of [`Tuning::gather_flush_after`]).
 pub const GATHER_FLUSH_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Most open handles of one file with a read-ahead window of their own; reads through any
+/// further handle go straight to the OSTs (a bound on state the kernel's requests create).
+pub const READ_AHEAD_HANDLES_MAX: usize = 1024;
 
 /// The xattr holding a file's layout or a directory's default layout (text, see
 /// [`format_layout`]).
@@ -146,6 +152,8 @@ pub struct Tuning {
     /// Client read-ahead window and mount-wide budget (0: none; the kernel's read-ahead
     /// serves mounts without direct I/O).
     pub read_ahead_bytes: u64,
+    /// How long gathered bytes wait for the rest of their RPC.
+    pub gather_flush_after: std::time::Duration,
 }
 
 /// A prefetched read RPC: shared, so the read that needs it waits for the one in flight.
@@ -836,9 +844,9 @@ impl Ops {
             (ready, arm)
         };
         if let Some(generation) = arm {
-            let (ops, f) = (self.clone(), f.clone());
+            let (ops, f, after) = (self.clone(), f.clone(), self.tuning.gather_flush_after);
             tokio::spawn(async move {
-                tokio::time::sleep(GATHER_FLUSH_AFTER).await;
+                tokio::time::sleep(after).await;
                 ops.flush_gather(&f, None, Some(generation)).await;
             });
         }
@@ -984,6 +992,9 @@ impl Ops {
         len: u64,
     ) -> Option<Vec<(u64, Prefetch)>> {
         let mut st = f.lock();
+        if !st.read_ahead.contains_key(&fh) && st.read_ahead.len() >= READ_AHEAD_HANDLES_MAX {
+            return None;
+        }
         let mut ra = st.read_ahead.remove(&fh).unwrap_or_default();
         let parts = self.move_window(f, &st, &mut ra, id, offset, len);
         st.read_ahead.insert(fh, ra);

@@ -79,6 +79,10 @@ enum Command {
         /// Per-OST device ceiling, so a fast disk stands in for a slower one.
         #[arg(long)]
         ceiling_bytes_per_s: Option<u64>,
+        /// Write into the OSTs' page cache and leave writeback to the kernel, instead of
+        /// writing whole aligned RPCs straight to the device (O_DIRECT) before answering.
+        #[arg(long)]
+        buffered_writes: bool,
         /// File system name used in parameter names (obdfilter.<fsname>-OST0000.job_stats).
         #[arg(long, default_value = "pfsqos")]
         fsname: String,
@@ -289,6 +293,7 @@ fn main() -> ExitCode {
             threads,
             cpts,
             ceiling_bytes_per_s,
+            buffered_writes,
             fsname,
             policy,
             period_ms,
@@ -308,6 +313,7 @@ fn main() -> ExitCode {
             config.threads = threads;
             config.cpts = cpts;
             config.ceiling_bytes_per_s = ceiling_bytes_per_s;
+            config.buffered_writes = buffered_writes;
             config.fsname = fsname;
             config.metrics_listen = metrics_listen;
             if let Some(spec) = policy {

@@ -107,6 +107,7 @@ struct OssSpec {
     listen: Option<String>,
     osts: Option<Vec<PathBuf>>,
     ceiling_bytes_per_s: Option<u64>,
+    buffered_writes: Option<bool>,
     threads: Option<u64>,
     cpts: Option<u64>,
     policy: Option<String>,
@@ -167,6 +168,9 @@ pub struct OssRole {
     pub osts: Vec<PathBuf>,
     /// Per-OST pacing; `None` (written as 0 or left out): the device's own speed.
     pub ceiling_bytes_per_s: Option<u64>,
+    /// Writes through the page cache (`ossd --buffered-writes`) instead of straight to the
+    /// device.
+    pub buffered_writes: bool,
     pub threads: usize,
     pub cpts: usize,
     /// A controller spec run inside the ossd (`ossd --policy`).
@@ -623,6 +627,7 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
         listen,
         osts,
         ceiling_bytes_per_s: ceiling,
+        buffered_writes: o.buffered_writes.unwrap_or(false),
         threads,
         cpts,
         policy: o.policy,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::protocol::{self, *};
@@ -47,6 +47,10 @@ impl From<ProtocolError> for ConnError {
     }
 }
 
+/// Where received bulk data starts in memory: a page, what `O_DIRECT` asks of a buffer on
+/// common devices (logical blocks of 512 or 4096 bytes).
+pub const BULK_ALIGN_BYTES: usize = 4096;
+
 /// The frame codec every pfsqos connection uses.
 pub fn codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
@@ -81,24 +85,63 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         }
     }
 
-    /// Reads `length` bytes of bulk data as `Bytes`: a single-frame transfer (every I/O up
-    /// to 8 MiB) is handed over without a copy.
+    /// Reads `length` bytes of bulk data as `Bytes` that start on a [`BULK_ALIGN_BYTES`]
+    /// boundary, so the ossd can hand a received write to `O_DIRECT` as it is. The frames'
+    /// bodies are read from the socket straight into that buffer: only what the codec had
+    /// already read past the last message (at most its small read buffer) is copied. Each
+    /// frame's length is checked against the chunking of `length`; the caller bounds `length`.
     pub async fn bulk_bytes(&mut self, length: u64) -> Result<Bytes, ConnError> {
-        if length <= BULK_CHUNK_BYTES as u64 {
-            if length == 0 {
-                return Ok(Bytes::new());
-            }
-            let f = self.frame().await?;
-            if f.len() as u64 != length {
-                return Err(ProtocolError::UnexpectedBulk {
-                    expected: length as usize,
-                    got: f.len(),
-                }
-                .into());
-            }
-            return Ok(f.freeze());
+        if length == 0 {
+            return Ok(Bytes::new());
         }
-        Ok(Bytes::from(self.bulk(length).await?))
+        let len = usize::try_from(length).map_err(|_| {
+            ProtocolError::Invalid(format!("bulk of {length} bytes does not fit in memory"))
+        })?;
+        let mut buf = BytesMut::with_capacity(len + BULK_ALIGN_BYTES - 1);
+        let pad = buf.as_ptr().align_offset(BULK_ALIGN_BYTES);
+        buf.put_bytes(0, pad);
+        for expected in protocol::bulk_chunks(length) {
+            let mut head = [0u8; 4];
+            self.read_exact_raw(&mut head).await?;
+            let got = u32::from_be_bytes(head) as usize;
+            if got != expected {
+                return Err(ProtocolError::UnexpectedBulk { expected, got }.into());
+            }
+            let end = buf.len() + got;
+            let buffered = self.inner.read_buffer_mut();
+            let take = buffered.len().min(got);
+            buf.extend_from_slice(&buffered[..take]);
+            buffered.advance(take);
+            while buf.len() < end {
+                let room = end - buf.len();
+                if self.inner.get_mut().read_buf(&mut (&mut buf).limit(room)).await? == 0 {
+                    return Err(ConnError::Closed);
+                }
+            }
+        }
+        // Never reallocated (the capacity was reserved up front), so still aligned.
+        debug_assert_eq!(buf[pad..].as_ptr().align_offset(BULK_ALIGN_BYTES), 0);
+        Ok(buf.freeze().slice(pad..))
+    }
+
+    /// Fills `dst` from the bytes the codec has buffered, then from the socket. Only between
+    /// frames: the codec then holds no partial frame of its own.
+    async fn read_exact_raw(&mut self, dst: &mut [u8]) -> Result<(), ConnError> {
+        let buffered = self.inner.read_buffer_mut();
+        let take = buffered.len().min(dst.len());
+        dst[..take].copy_from_slice(&buffered[..take]);
+        buffered.advance(take);
+        if take < dst.len() {
+            self.inner
+                .get_mut()
+                .read_exact(&mut dst[take..])
+                .await
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::UnexpectedEof => ConnError::Closed,
+                    _ => ConnError::Io(e),
+                })?;
+        }
+        Ok(())
     }
 
     /// Reads `length` bytes of bulk data, checking each frame's size.
@@ -374,6 +417,7 @@ mod tests {
             assert_eq!(head, (i as u64, len as u64));
             let data = r.bulk_bytes(len as u64).await.unwrap();
             assert_eq!(data.len(), len);
+            assert!(len == 0 || data.as_ptr().align_offset(BULK_ALIGN_BYTES) == 0);
             assert!(data
                 .iter()
                 .enumerate()
@@ -382,5 +426,29 @@ mod tests {
         let last: u64 = protocol::decode(&r.frame().await.unwrap()).unwrap();
         assert_eq!(last, u64::MAX);
         send.await.unwrap();
+    }
+
+    /// A bulk frame of another length than announced, or a stream that ends inside the bulk,
+    /// is an error, not a short buffer.
+    #[tokio::test]
+    async fn bulk_of_the_wrong_length_or_cut_short_is_refused() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let mut w = Writer::new(a);
+        let mut r = Reader::new(b);
+        w.frame(vec![7; 100]).await.unwrap();
+        match r.bulk_bytes(99).await {
+            Err(ConnError::Protocol(ProtocolError::UnexpectedBulk { expected, got })) => {
+                assert_eq!((expected, got), (99, 100))
+            }
+            other => panic!("{other:?}"),
+        }
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let mut r = Reader::new(b);
+        let mut a = a;
+        let mut cut = 5000u32.to_be_bytes().to_vec();
+        cut.extend_from_slice(&[1; 1000]);
+        a.write_all(&cut).await.unwrap();
+        drop(a);
+        assert!(matches!(r.bulk_bytes(5000).await, Err(ConnError::Closed)));
     }
 }

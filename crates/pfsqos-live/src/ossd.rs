@@ -34,9 +34,24 @@
 //! A malformed frame, a failed handshake or a protocol violation closes that connection with
 //! a `warn!` giving the reason; the daemon and its other connections carry on.
 //!
+//! # Writes
+//! A write whose offset, length and received buffer are page-aligned (every whole RPC a
+//! client builds at RPC boundaries: the bulk is received into an aligned buffer, see
+//! [`conn::Reader::bulk_bytes`]) goes straight to the device with `O_DIRECT`, from that buffer,
+//! and is answered once the device has it, as Lustre's OSS writes bulk data through to disk
+//! before it replies. So an OST's bandwidth is its device's, not a page cache's that
+//! absorbs bursts at memory speed and then stalls in writeback (which would make every TBF
+//! rate meaningless for seconds), and a client's `fsync` finds little left to flush. Other
+//! writes (unaligned, small) go through the page cache; the kernel keeps both paths coherent
+//! (a direct write first writes back and drops cached pages of its range). `buffered_writes`
+//! (`--buffered-writes`) sends every write through the page cache instead. A file system that
+//! refuses `O_DIRECT` turns direct writes off for that OST, with a warning. Reads always go
+//! through the page cache.
+//!
 //! # Durability
-//! A write is answered after `pwrite` has put all its bytes in the object file, and, when the
-//! request asks for `sync`, after `fdatasync`.
+//! A write is answered after all its bytes are in the object file (on the device for a
+//! direct write, in the page cache otherwise), and, when the request asks for `sync`, after
+//! `fdatasync`.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -88,6 +103,10 @@ pub struct OssdConfig {
     pub connections_max: usize,
     pub rpcs_in_flight_per_conn: usize,
     pub in_flight_bytes_max: u64,
+    /// Write into the OSTs' page cache and leave writeback to the kernel
+    /// (`--buffered-writes`), instead of writing whole aligned RPCs straight to the device
+    /// (see "Writes" in the module docs).
+    pub buffered_writes: bool,
     /// A controller run in the daemon (`--policy`); see [`crate::control`].
     pub control: Option<ControlConfig>,
     /// Where to serve Prometheus metrics (`--metrics-listen`); see [`crate::metrics`].
@@ -109,6 +128,7 @@ impl OssdConfig {
             connections_max: 256,
             rpcs_in_flight_per_conn: 8,
             in_flight_bytes_max: 1 << 30,
+            buffered_writes: false,
             control: None,
             metrics_listen: None,
         }
@@ -253,6 +273,9 @@ pub(crate) struct Ost {
     /// kernel's read-ahead state lives in the open file, and a file opened afresh for every
     /// 1 MiB RPC is read as if at random (no read-ahead from the disk).
     handles: Mutex<ObjectHandles>,
+    /// Aligned writes go to the device with `O_DIRECT` (see "Writes" in the module docs);
+    /// cleared for good when the OST's file system refuses it.
+    direct_writes: std::sync::atomic::AtomicBool,
     job_stats: Mutex<JobStatsState>,
     pacer: Option<Pacer>,
     /// RPCs that entered an NRS head since the controller last took them, per job (what the
@@ -266,6 +289,11 @@ pub(crate) struct Ost {
     served_rpcs: AtomicU64,
 }
 
+/// What a direct write asks of its offset, length and buffer: a page (logical blocks of 512
+/// or 4096 bytes; the bulk receive buffers are aligned to it, see
+/// [`conn::BULK_ALIGN_BYTES`]).
+const DIRECT_ALIGN_BYTES: usize = conn::BULK_ALIGN_BYTES;
+
 /// Most object files an OST keeps open (least recently used closed first).
 pub const OBJECT_HANDLES_PER_OST_MAX: usize = 64;
 
@@ -273,12 +301,19 @@ pub const OBJECT_HANDLES_PER_OST_MAX: usize = 64;
 /// destroy), so an open file never outlives its object's path.
 #[derive(Default)]
 struct ObjectHandles {
-    open: Vec<(u64, Arc<File>)>,
+    open: Vec<(u64, Arc<ObjectFile>)>,
+}
+
+/// An object's open file, and the same file opened for direct writes once one is due.
+struct ObjectFile {
+    file: File,
+    /// `None` inside: the file system refused `O_DIRECT`.
+    direct: std::sync::OnceLock<Option<File>>,
 }
 
 impl ObjectHandles {
     /// The open file of `object` (moved to the most recent end), if any.
-    fn get(&mut self, object: u64) -> Option<Arc<File>> {
+    fn get(&mut self, object: u64) -> Option<Arc<ObjectFile>> {
         let at = self.open.iter().rposition(|(o, _)| *o == object)?;
         let entry = self.open.remove(at);
         let f = entry.1.clone();
@@ -286,7 +321,7 @@ impl ObjectHandles {
         Some(f)
     }
 
-    fn insert(&mut self, object: u64, f: Arc<File>) -> Arc<File> {
+    fn insert(&mut self, object: u64, f: Arc<ObjectFile>) -> Arc<ObjectFile> {
         if let Some(existing) = self.get(object) {
             // Another thread opened it meanwhile: keep one open file per object.
             return existing;
@@ -792,7 +827,7 @@ impl Ost {
 
     /// The object's open file (read and write); created when `create`, else `NotFound` for
     /// an object never written.
-    fn object_file(&self, object: u64, create: bool) -> std::io::Result<Arc<File>> {
+    fn object_file(&self, object: u64, create: bool) -> std::io::Result<Arc<ObjectFile>> {
         if let Some(f) = lock(&self.handles).get(object) {
             return Ok(f);
         }
@@ -803,7 +838,57 @@ impl Ost {
             .create(create)
             .truncate(false)
             .open(self.object_path(object))?;
+        let f = ObjectFile {
+            file: f,
+            direct: std::sync::OnceLock::new(),
+        };
         Ok(lock(&self.handles).insert(object, Arc::new(f)))
+    }
+
+    /// Writes `data` at `offset` straight to the device if the OST writes directly and the
+    /// write is aligned (offset, length and buffer on [`DIRECT_ALIGN_BYTES`]); returns false
+    /// when it did not (the caller writes through the page cache). A file system that refuses
+    /// `O_DIRECT` (at open, or with `EINVAL` at the write) turns direct writes off for the
+    /// OST, with a warning: the write is then repeated through the page cache, which is safe,
+    /// since it carries the same bytes to the same place.
+    fn write_direct(&self, f: &ObjectFile, object: u64, data: &[u8], offset: u64) -> std::io::Result<bool> {
+        let aligned = |x: usize| x.is_multiple_of(DIRECT_ALIGN_BYTES);
+        if !self.direct_writes.load(Ordering::Relaxed)
+            || !offset.is_multiple_of(DIRECT_ALIGN_BYTES as u64)
+            || !aligned(data.len())
+            || !aligned(data.as_ptr() as usize)
+        {
+            return Ok(false);
+        }
+        let direct = f.direct.get_or_init(|| {
+            use std::os::unix::fs::OpenOptionsExt;
+            OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(self.object_path(object))
+                .map_err(|e| self.refuse_direct(&e))
+                .ok()
+        });
+        let Some(direct) = direct else {
+            return Ok(false);
+        };
+        match direct.write_all_at(data, offset) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                self.refuse_direct(&e);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn refuse_direct(&self, e: &std::io::Error) {
+        if self.direct_writes.swap(false, Ordering::Relaxed) {
+            warn!(
+                ost = %self.objects.display(),
+                "direct writes refused ({e}): this OST writes through the page cache from now on"
+            );
+        }
     }
 
     fn execute(&self, io: &IoRequest, data: Option<bytes::Bytes>) -> IoResult {
@@ -814,9 +899,14 @@ impl Ost {
             IoOp::Write => {
                 let data = data.ok_or_else(|| RemoteError::new(Errno::EPROTO, "no bulk"))?;
                 let f = self.object_file(io.object, true).map_err(io_error)?;
-                f.write_all_at(&data, io.offset).map_err(io_error)?;
+                if !self
+                    .write_direct(&f, io.object, &data, io.offset)
+                    .map_err(io_error)?
+                {
+                    f.file.write_all_at(&data, io.offset).map_err(io_error)?;
+                }
                 if io.sync {
-                    f.sync_data().map_err(io_error)?;
+                    f.file.sync_data().map_err(io_error)?;
                 }
                 Ok(IoOutcome::Done)
             }
@@ -825,7 +915,7 @@ impl Ost {
                 let mut buf = vec![0u8; io.length as usize];
                 let mut got = 0;
                 while got < buf.len() {
-                    match f.read_at(&mut buf[got..], io.offset + got as u64) {
+                    match f.file.read_at(&mut buf[got..], io.offset + got as u64) {
                         Ok(0) => break,
                         Ok(n) => got += n,
                         Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -837,11 +927,11 @@ impl Ost {
             }
             IoOp::Punch => {
                 let f = self.object_file(io.object, true).map_err(io_error)?;
-                f.set_len(io.offset).map_err(io_error)?;
+                f.file.set_len(io.offset).map_err(io_error)?;
                 Ok(IoOutcome::Done)
             }
             IoOp::Sync => match self.object_file(io.object, false) {
-                Ok(f) => f.sync_all().map(|_| IoOutcome::Done).map_err(io_error),
+                Ok(f) => f.file.sync_all().map(|_| IoOutcome::Done).map_err(io_error),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(IoOutcome::Done),
                 Err(e) => Err(io_error(e)),
             },
@@ -873,6 +963,7 @@ impl Ossd {
             osts.push(Ost {
                 objects,
                 handles: Mutex::new(ObjectHandles::default()),
+                direct_writes: std::sync::atomic::AtomicBool::new(!config.buffered_writes),
                 job_stats: Mutex::new(JobStatsState {
                     stats: OstJobStats::default(),
                     cleanup_interval_s: JOB_CLEANUP_INTERVAL_DEFAULT_S,
@@ -1300,7 +1391,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let open = |i: u64| {
             let p = dir.path().join(i.to_string());
-            Arc::new(File::create(p).unwrap())
+            Arc::new(ObjectFile {
+                file: File::create(p).unwrap(),
+                direct: std::sync::OnceLock::new(),
+            })
         };
         let mut h = ObjectHandles::default();
         for o in 0..OBJECT_HANDLES_PER_OST_MAX as u64 {

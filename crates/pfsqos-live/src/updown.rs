@@ -236,6 +236,9 @@ fn role_args(
                     push("--job-nodes", &format!("{job}={n}"));
                 }
             }
+            if o.buffered_writes {
+                a.push("--buffered-writes".into());
+            }
         }
         Role::Mds => {
             let m = &c.mds;
@@ -629,6 +632,7 @@ mod tests {
             listen = "0.0.0.0:7988"
             osts = ["/d/a", "/d/b"]
             ceiling_bytes_per_s = 8388608
+            buffered_writes = true
             policy = "static"
             job_nodes = { "j.1" = 3 }
             [mount]
@@ -649,7 +653,7 @@ mod tests {
             args_text(&role_args(&c, Role::Oss(0), &oss, &mds)).join(" "),
             "ossd --listen 0.0.0.0:7988 --ost /d/a --ost /d/b --key-file /s/cluster.key \
              --fsname pfsqos --threads 8 --cpts 1 --ceiling-bytes-per-s 8388608 --policy static \
-             --job-nodes j.1=3"
+             --job-nodes j.1=3 --buffered-writes"
         );
         assert_eq!(
             args_text(&role_args(&c, Role::Mds, &oss, &mds)).join(" "),

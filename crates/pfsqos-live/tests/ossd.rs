@@ -621,3 +621,71 @@ async fn connections_beyond_the_limit_are_closed() {
     assert!(ok, "the freed connection slot was never reused");
     f.ossd.shutdown().await;
 }
+
+/// Pages of `path` in the page cache (mincore over a read-only mapping, which faults nothing in).
+fn resident_pages(path: &std::path::Path) -> usize {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    let page = 4096;
+    let mut vec = vec![0u8; len.div_ceil(page)];
+    // SAFETY: a fresh read-only shared mapping of `len` bytes of an open file, unmapped
+    // before return; `vec` has one byte per page of it, as mincore asks.
+    unsafe {
+        let addr = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(addr, libc::MAP_FAILED);
+        assert_eq!(libc::mincore(addr, len, vec.as_mut_ptr()), 0);
+        libc::munmap(addr, len);
+    }
+    vec.iter().filter(|&&v| v & 1 == 1).count()
+}
+
+/// Whole aligned writes go straight to the device: none of their pages is left in the OST's
+/// page cache. Unaligned writes, and every write of an ossd with `buffered_writes`, go through
+/// the page cache. The bytes read back are those written either way, also where an aligned
+/// write lands on bytes an unaligned one left dirty in the page cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aligned_writes_bypass_the_page_cache_unless_buffered() {
+    for buffered in [false, true] {
+        let f = start(1, |c| c.buffered_writes = buffered).await;
+        let mut c = client(&f, Role::Client).await;
+        let id = ident("dd.0");
+        let object = |o: u64| f.dirs[0].join("objects").join(format!("{o:016x}"));
+        let aligned = pattern(1 << 20, 1);
+        c.write(&id, 0, 1, 4096, &aligned, false).await.unwrap();
+        let unaligned = pattern(10_000, 2);
+        c.write(&id, 0, 2, 100, &unaligned, false).await.unwrap();
+        // Object 3: dirty unaligned bytes, then an aligned write over part of them.
+        c.write(&id, 0, 3, 0, &pattern(3 * 4096 + 7, 3), false)
+            .await
+            .unwrap();
+        let over = pattern(2 * 4096, 4);
+        c.write(&id, 0, 3, 4096, &over, false).await.unwrap();
+
+        let pages = |o| resident_pages(&object(o));
+        if buffered {
+            assert_eq!(pages(1), 256, "buffered: the aligned write is cached (page 0 is a hole)");
+        } else {
+            assert_eq!(pages(1), 0, "direct: nothing of the aligned write is cached");
+        }
+        assert_eq!(pages(2), 3, "the unaligned write is cached either way");
+
+        let back = c.read(&id, 0, 1, 0, 4096 + (1 << 20)).await.unwrap();
+        assert_eq!(back[..4096], [0; 4096]);
+        assert_eq!(sha(&back[4096..]), sha(&aligned));
+        let back = c.read(&id, 0, 2, 100, 10_000).await.unwrap();
+        assert_eq!(sha(&back), sha(&unaligned));
+        let mut expect = pattern(3 * 4096 + 7, 3);
+        expect[4096..3 * 4096].copy_from_slice(&over);
+        let back = c.read(&id, 0, 3, 0, 1 << 20).await.unwrap();
+        assert_eq!(sha(&back), sha(&expect));
+        f.ossd.shutdown().await;
+    }
+}

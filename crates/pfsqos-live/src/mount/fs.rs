@@ -397,7 +397,7 @@ impl Filesystem for PfsFs {
         let c = caller(req);
         match self
             .rt
-            .block_on(self.ops.write(c, ino.0, offset, data.to_vec()))
+            .block_on(self.ops.write(c, ino.0, offset, data))
         {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(errno(e)),

@@ -49,7 +49,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use pfsqos_core::model::{LNet, NetKind, Nid};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tracing::warn;
@@ -179,8 +179,8 @@ struct WriteRec {
     _dirty: OwnedSemaphorePermit,
 }
 
-/// Contiguous written bytes not yet registered as a write: held as the application's buffers
-/// (no copy until an RPC spans two of them).
+/// Contiguous written bytes, in buffers none of which crosses an RPC boundary (so each RPC
+/// sent is a slice of one of them).
 struct Extent {
     start: u64,
     len: u64,
@@ -192,58 +192,6 @@ struct Extent {
 impl Extent {
     fn end(&self) -> u64 {
         self.start + self.len
-    }
-
-    /// Appends `data` and its budget, keeping no more budget than the bytes need (a run of
-    /// small writes, each rounded up to 1 KiB, would otherwise hold many times its size).
-    fn append(&mut self, data: Bytes, dirty: OwnedSemaphorePermit) {
-        self.len += data.len() as u64;
-        self.chunks.push(data);
-        self.dirty.merge(dirty);
-        let excess = self.dirty.num_permits() - self.dirty_needed().min(self.dirty.num_permits());
-        drop(self.dirty.split(excess));
-    }
-
-    fn dirty_needed(&self) -> usize {
-        dirty_kib(self.len) as usize
-    }
-
-    /// Splits off and returns `[start, at)`; `self` keeps `[at, end)` and the dirty budget its
-    /// bytes need.
-    fn split_to(&mut self, at: u64) -> Extent {
-        debug_assert!(self.start < at && at <= self.end());
-        let front_start = self.start;
-        let mut front = Vec::new();
-        let mut need = at - self.start;
-        let mut rest = std::mem::take(&mut self.chunks).into_iter();
-        while need > 0 {
-            let mut c = rest.next().expect("the chunks hold len bytes");
-            if c.len() as u64 > need {
-                front.push(c.split_to(need as usize));
-                self.chunks.push(c);
-                need = 0;
-            } else {
-                need -= c.len() as u64;
-                front.push(c);
-            }
-        }
-        self.chunks.extend(rest);
-        let front_len = at - self.start;
-        self.len -= front_len;
-        self.start = at;
-        let keep = self.dirty_needed().min(self.dirty.num_permits());
-        let give = self.dirty.num_permits() - keep;
-        let dirty = self
-            .dirty
-            .split(give)
-            .expect("a permit splits within its count");
-        Extent {
-            start: front_start,
-            len: front_len,
-            chunks: front,
-            id: self.id,
-            dirty,
-        }
     }
 
     /// The bytes `[from, from + len)` of the extent: a slice of one buffer, or a copy where
@@ -269,6 +217,76 @@ impl Extent {
     }
 }
 
+/// Written bytes short of their RPC boundary (module docs). They lie within one RPC, in the
+/// buffer that becomes that RPC's bulk once the rest of it arrives.
+struct Gather {
+    start: u64,
+    buf: BytesMut,
+    id: Identity,
+    dirty: OwnedSemaphorePermit,
+}
+
+impl Gather {
+    fn end(&self) -> u64 {
+        self.start + self.buf.len() as u64
+    }
+
+    fn into_extent(self) -> Extent {
+        Extent {
+            start: self.start,
+            len: self.buf.len() as u64,
+            chunks: vec![self.buf.freeze()],
+            id: self.id,
+            dirty: self.dirty,
+        }
+    }
+
+    /// Appends `data`, which continues the gathered bytes and whose dirty budget has been
+    /// merged into `self.dirty`, copying each byte once into a buffer per RPC (`rpc_end`
+    /// gives the boundary after an offset). Returns the bytes that reached their boundary, as
+    /// whole-RPC buffers, with the budget the bytes kept back do not need; `self` keeps the
+    /// rest, with exactly the budget its bytes need (a run of small writes, each rounded up
+    /// to 1 KiB, would otherwise hold many times its size).
+    fn fill(&mut self, data: &[u8], rpc_end: impl Fn(u64) -> u64) -> Option<Extent> {
+        let front = self.start;
+        let mut chunks = Vec::new();
+        let mut rest = data;
+        while !rest.is_empty() {
+            let boundary = rpc_end(self.start);
+            let room = (boundary - self.end()) as usize;
+            let n = rest.len().min(room);
+            if self.buf.is_empty() {
+                // A write that fills at least half of its RPC gets a buffer for all of it, so
+                // the rest joins without a copy (an unaligned 1 MiB writer's 16-byte tail);
+                // smaller writes grow theirs as they come.
+                self.buf.reserve(if 2 * n >= room { room } else { n });
+            }
+            self.buf.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            if self.end() == boundary {
+                chunks.push(self.buf.split().freeze());
+                self.start = boundary;
+            }
+        }
+        let have = self.dirty.num_permits();
+        let keep = (dirty_kib(self.buf.len() as u64) as usize).min(have);
+        let surplus = self
+            .dirty
+            .split(have - keep)
+            .expect("a permit splits within its count");
+        if chunks.is_empty() {
+            return None;
+        }
+        Some(Extent {
+            start: front,
+            len: self.start - front,
+            chunks,
+            id: self.id,
+            dirty: surplus,
+        })
+    }
+}
+
 /// An extent registered as a write, ready to be sent as `pieces`.
 struct Registered {
     seq: u64,
@@ -287,7 +305,7 @@ struct FileInner {
     writes: BTreeMap<u64, WriteRec>,
     next_seq: u64,
     /// The tail of a sequential write that stops short of an RPC boundary (module docs).
-    gather: Option<Extent>,
+    gather: Option<Gather>,
     /// Counts gathers, so a flush timer knows whether the one it was set for is still there.
     gather_generation: u64,
     error: Option<i32>,
@@ -769,7 +787,7 @@ impl Ops {
         c: Caller,
         ino: u64,
         offset: u64,
-        data: Vec<u8>,
+        data: &[u8],
     ) -> Res<u32> {
         let len = data.len() as u64;
         let end = offset.checked_add(len).ok_or(libc::EFBIG)?;
@@ -802,39 +820,26 @@ impl Ops {
                 st.size = end;
                 st.size_dirty = true;
             }
-            let data = Bytes::from(data);
             let mut ready = Vec::new();
             let mut gather = match st.gather.take() {
                 Some(mut g) if g.end() == offset && g.id == id => {
-                    g.append(data, dirty);
+                    g.dirty.merge(dirty);
                     g
                 }
                 other => {
-                    ready.extend(other);
+                    ready.extend(other.map(Gather::into_extent));
                     st.gather_generation += 1;
-                    Extent {
+                    Gather {
                         start: offset,
-                        len,
-                        chunks: vec![data],
+                        buf: BytesMut::new(),
                         id,
                         dirty,
                     }
                 }
             };
-            // The last RPC boundary the gathered bytes reach: all before it goes now.
-            let mut cut = None;
-            let mut at = gather.start;
-            while at < gather.end() {
-                at = rpc_end(&f.layout, at, brw);
-                if at <= gather.end() {
-                    cut = Some(at);
-                }
-            }
-            if let Some(cut) = cut {
-                ready.push(gather.split_to(cut));
-            }
-            let arm = (gather.len > 0).then_some(st.gather_generation);
-            if gather.len > 0 {
+            ready.extend(gather.fill(data, |at| rpc_end(&f.layout, at, brw)));
+            let arm = (!gather.buf.is_empty()).then_some(st.gather_generation);
+            if !gather.buf.is_empty() {
                 st.gather = Some(gather);
             }
             let ready: Vec<Registered> = ready
@@ -894,9 +899,11 @@ impl Ops {
                 None => true,
             });
             match st.gather.take() {
-                Some(g) if hit && same => {
-                    Some(st.register(g, &f.layout, self.tuning.brw_size_bytes))
-                }
+                Some(g) if hit && same => Some(st.register(
+                    g.into_extent(),
+                    &f.layout,
+                    self.tuning.brw_size_bytes,
+                )),
                 other => {
                     st.gather = other;
                     None
@@ -1319,53 +1326,56 @@ mod tests {
         }
     }
 
-    /// Gathered bytes split at any point keep every byte in place (slices of the buffers
-    /// where one holds them, copies where they span several) and keep exactly the dirty
-    /// budget their bytes need, giving the rest to the part split off.
+    /// Written bytes are copied once, into one buffer per RPC: a write that fills at least
+    /// half of its RPC gets the whole RPC's buffer, so the bytes completing it join without a
+    /// copy; the RPCs completed leave with their budget, the gathered rest keeps exactly what
+    /// its bytes need; an RPC's bytes are a slice of its buffer.
     #[test]
-    fn extents_split_and_slice_without_losing_bytes_or_budget() {
+    fn gathered_bytes_fill_one_buffer_per_rpc_and_keep_their_budget() {
         let budget = Arc::new(Semaphore::new(100));
         let take = |kib: u32| budget.clone().try_acquire_many_owned(kib).unwrap();
-        let all: Vec<u8> = (0..10_000u32).map(|i| (i * 31 % 251) as u8).collect();
-        let mut x = Extent {
-            start: 5000,
-            len: 3000,
-            chunks: vec![Bytes::copy_from_slice(&all[..3000])],
+        let all: Vec<u8> = (0..20_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let want = |from: u64, len: u64| all[from as usize..(from + len) as usize].to_vec();
+        // RPC boundaries every 4096 bytes.
+        let rpc_end = |at: u64| (at / 4096 + 1) * 4096;
+        let mut g = Gather {
+            start: 1000,
+            buf: BytesMut::new(),
             id: identity("a"),
-            dirty: take(3),
+            dirty: take(2),
         };
-        x.append(Bytes::copy_from_slice(&all[3000..3100]), take(1));
-        // 3,100 bytes need 4 KiB of the 4 taken; 10,000 need 10 of the 11 taken: one goes back.
-        assert_eq!(x.dirty.num_permits(), 4);
-        x.append(Bytes::copy_from_slice(&all[3100..10_000]), take(7));
-        assert_eq!((x.end(), x.dirty.num_permits()), (15_000, 10));
-        assert_eq!(budget.available_permits(), 90);
-        let at = |x: &Extent, from: u64, len: u64| x.bytes(from, len).to_vec();
-        let want = |from: u64, len: u64| {
-            all[(from - 5000) as usize..(from - 5000 + len) as usize].to_vec()
+        // 2,000 of the RPC's 3,096 bytes: a buffer for the whole RPC, nothing complete yet.
+        assert!(g.fill(&all[1000..3000], rpc_end).is_none());
+        assert_eq!((g.buf.len(), g.buf.capacity()), (2000, 3096));
+        let first = g.buf.as_ptr();
+        // 10,000 more: three RPCs complete ([1000, 4096), [4096, 8192), [8192, 12288)), 712
+        // bytes stay gathered.
+        g.dirty.merge(take(10));
+        let x = g.fill(&all[3000..13_000], rpc_end).unwrap();
+        assert_eq!((x.start, x.len, g.start, g.end()), (1000, 11_288, 12_288, 13_000));
+        let lens: Vec<usize> = x.chunks.iter().map(|c| c.len()).collect();
+        assert_eq!(lens, [3096, 4096, 4096]);
+        assert_eq!(x.chunks[0].as_ptr(), first, "the first RPC's bytes were not moved");
+        for p in [(1000, 3096), (4096, 4096), (8192, 4096), (5000, 100)] {
+            let b = x.bytes(p.0, p.1);
+            assert_eq!(b.to_vec(), want(p.0, p.1));
+            assert!(x.chunks.iter().any(|c| c.as_ptr_range().contains(&b.as_ptr())));
+        }
+        // Bytes spanning two buffers (not what RPCs ask for) are still right.
+        assert_eq!(x.bytes(4000, 200).to_vec(), want(4000, 200));
+        // 712 gathered bytes need 1 KiB of the 12 taken; the RPCs sent carry the other 11.
+        assert_eq!((g.dirty.num_permits(), x.dirty.num_permits()), (1, 11));
+        assert_eq!(g.into_extent().bytes(12_288, 712).to_vec(), want(12_288, 712));
+        // A small write gets a buffer of its own size, not its RPC's.
+        let mut small = Gather {
+            start: 16_384,
+            buf: BytesMut::new(),
+            id: identity("a"),
+            dirty: take(1),
         };
-        // Within one buffer (a slice), across three, at the very end.
-        assert_eq!(at(&x, 5100, 200), want(5100, 200));
-        assert_eq!(at(&x, 7000, 2000), want(7000, 2000));
-        assert_eq!(at(&x, 14_999, 1), want(14_999, 1));
-        // Split inside the second buffer.
-        let front = x.split_to(8050);
-        assert_eq!(
-            (front.start, front.len, x.start, x.len),
-            (5000, 3050, 8050, 6950)
-        );
-        assert_eq!(at(&front, 5000, 3050), want(5000, 3050));
-        assert_eq!(at(&x, 8050, 6950), want(8050, 6950));
-        // 6950 bytes need 7 KiB of budget; the 3 left over go with the front.
-        assert_eq!((front.dirty.num_permits(), x.dirty.num_permits()), (3, 7));
-        // Split at a buffer boundary, then take the rest whole.
-        let mid = x.split_to(8100);
-        assert_eq!(at(&mid, 8050, 50), want(8050, 50));
-        let rest = x.split_to(15_000);
-        assert_eq!(at(&rest, 8100, 6900), want(8100, 6900));
-        assert_eq!((x.len, x.dirty.num_permits()), (0, 0));
-        assert_eq!(mid.dirty.num_permits() + rest.dirty.num_permits(), 7);
-        drop((front, mid, rest, x));
+        assert!(small.fill(&all[16_384..16_394], rpc_end).is_none());
+        assert!(small.buf.capacity() < 4096);
+        drop((x, small));
         assert_eq!(budget.available_permits(), 100, "every permit given back");
     }
 

@@ -114,7 +114,13 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             buffered.advance(take);
             while buf.len() < end {
                 let room = end - buf.len();
-                if self.inner.get_mut().read_buf(&mut (&mut buf).limit(room)).await? == 0 {
+                if self
+                    .inner
+                    .get_mut()
+                    .read_buf(&mut (&mut buf).limit(room))
+                    .await?
+                    == 0
+                {
                     return Err(ConnError::Closed);
                 }
             }

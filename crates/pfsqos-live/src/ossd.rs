@@ -851,7 +851,13 @@ impl Ost {
     /// `O_DIRECT` (at open, or with `EINVAL` at the write) turns direct writes off for the
     /// OST, with a warning: the write is then repeated through the page cache, which is safe,
     /// since it carries the same bytes to the same place.
-    fn write_direct(&self, f: &ObjectFile, object: u64, data: &[u8], offset: u64) -> std::io::Result<bool> {
+    fn write_direct(
+        &self,
+        f: &ObjectFile,
+        object: u64,
+        data: &[u8],
+        offset: u64,
+    ) -> std::io::Result<bool> {
         let aligned = |x: usize| x.is_multiple_of(DIRECT_ALIGN_BYTES);
         if !self.direct_writes.load(Ordering::Relaxed)
             || !offset.is_multiple_of(DIRECT_ALIGN_BYTES as u64)

@@ -671,9 +671,17 @@ async fn aligned_writes_bypass_the_page_cache_unless_buffered() {
 
         let pages = |o| resident_pages(&object(o));
         if buffered {
-            assert_eq!(pages(1), 256, "buffered: the aligned write is cached (page 0 is a hole)");
+            assert_eq!(
+                pages(1),
+                256,
+                "buffered: the aligned write is cached (page 0 is a hole)"
+            );
         } else {
-            assert_eq!(pages(1), 0, "direct: nothing of the aligned write is cached");
+            assert_eq!(
+                pages(1),
+                0,
+                "direct: nothing of the aligned write is cached"
+            );
         }
         assert_eq!(pages(2), 3, "the unaligned write is cached either way");
 

@@ -395,10 +395,7 @@ impl Filesystem for PfsFs {
         // window slots, without a hop to a runtime thread (the writer waits for this reply).
         // Other requests are served by the other session threads meanwhile.
         let c = caller(req);
-        match self
-            .rt
-            .block_on(self.ops.write(c, ino.0, offset, data))
-        {
+        match self.rt.block_on(self.ops.write(c, ino.0, offset, data)) {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(errno(e)),
         }

@@ -16,8 +16,9 @@
 //! [`GATHER_FLUSH_AFTER`]) after the
 //! gathering started. An application writing 1 MiB from an unaligned buffer hands the kernel's
 //! direct I/O path two pieces per MiB; gathered, they still make one 1 MiB RPC, so a TBF rule in
-//! RPCs/s keeps meaning MiB/s. The gathered bytes are the application's buffers: only an RPC
-//! that spans two of them is copied.
+//! RPCs/s keeps meaning MiB/s. Each byte written is copied once, from the kernel's request
+//! into the buffer of the RPC it belongs to ([`Gather::fill`]); RPCs are slices of those
+//! buffers, sent as they are.
 //!
 //! `flush`, `fsync` and `release` wait until every RPC of the file has finished and report the
 //! first error, as Lustre reports asynchronous write errors at `fsync`/`close`. `fsync` then
@@ -899,11 +900,9 @@ impl Ops {
                 None => true,
             });
             match st.gather.take() {
-                Some(g) if hit && same => Some(st.register(
-                    g.into_extent(),
-                    &f.layout,
-                    self.tuning.brw_size_bytes,
-                )),
+                Some(g) if hit && same => {
+                    Some(st.register(g.into_extent(), &f.layout, self.tuning.brw_size_bytes))
+                }
                 other => {
                     st.gather = other;
                     None
@@ -1352,20 +1351,33 @@ mod tests {
         // bytes stay gathered.
         g.dirty.merge(take(10));
         let x = g.fill(&all[3000..13_000], rpc_end).unwrap();
-        assert_eq!((x.start, x.len, g.start, g.end()), (1000, 11_288, 12_288, 13_000));
+        assert_eq!(
+            (x.start, x.len, g.start, g.end()),
+            (1000, 11_288, 12_288, 13_000)
+        );
         let lens: Vec<usize> = x.chunks.iter().map(|c| c.len()).collect();
         assert_eq!(lens, [3096, 4096, 4096]);
-        assert_eq!(x.chunks[0].as_ptr(), first, "the first RPC's bytes were not moved");
+        assert_eq!(
+            x.chunks[0].as_ptr(),
+            first,
+            "the first RPC's bytes were not moved"
+        );
         for p in [(1000, 3096), (4096, 4096), (8192, 4096), (5000, 100)] {
             let b = x.bytes(p.0, p.1);
             assert_eq!(b.to_vec(), want(p.0, p.1));
-            assert!(x.chunks.iter().any(|c| c.as_ptr_range().contains(&b.as_ptr())));
+            assert!(x
+                .chunks
+                .iter()
+                .any(|c| c.as_ptr_range().contains(&b.as_ptr())));
         }
         // Bytes spanning two buffers (not what RPCs ask for) are still right.
         assert_eq!(x.bytes(4000, 200).to_vec(), want(4000, 200));
         // 712 gathered bytes need 1 KiB of the 12 taken; the RPCs sent carry the other 11.
         assert_eq!((g.dirty.num_permits(), x.dirty.num_permits()), (1, 11));
-        assert_eq!(g.into_extent().bytes(12_288, 712).to_vec(), want(12_288, 712));
+        assert_eq!(
+            g.into_extent().bytes(12_288, 712).to_vec(),
+            want(12_288, 712)
+        );
         // A small write gets a buffer of its own size, not its RPC's.
         let mut small = Gather {
             start: 16_384,

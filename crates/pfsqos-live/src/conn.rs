@@ -245,6 +245,70 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
     }
 }
 
+impl Writer<tokio::net::tcp::OwnedWriteHalf> {
+    /// Sends a message and the bulk data held in `piped` (one frame: a pipe holds at most
+    /// 1 MiB), spliced from the pipe into the socket without passing through user space. The
+    /// frames on the wire are the codec's, as with [`Writer::msg_with_bulk_bytes`]; dropped
+    /// midway, it leaves part of a frame on the wire, so the connection must then be dropped.
+    pub async fn msg_with_piped<T: serde::Serialize>(
+        &mut self,
+        msg: &T,
+        mut piped: crate::splice::Piped,
+    ) -> Result<(), ConnError> {
+        use std::os::fd::AsRawFd;
+        let body = protocol::encode(msg);
+        if body.len() > FRAME_LEN_MAX_BYTES || piped.len() > BULK_CHUNK_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "message or piped bulk exceeds the frame limit",
+            )
+            .into());
+        }
+        SinkExt::<Bytes>::flush(&mut self.inner).await?;
+        let mut head = BytesMut::with_capacity(body.len() + 8);
+        head.put_u32(body.len() as u32);
+        head.extend_from_slice(&body);
+        if !piped.is_empty() {
+            head.put_u32(piped.len() as u32);
+        }
+        let w = self.inner.get_mut();
+        w.write_all_buf(&mut head).await?;
+        let socket: &tokio::net::TcpStream = w.as_ref();
+        let mut left = piped.len();
+        while left > 0 {
+            socket.writable().await?;
+            let sent = socket.try_io(tokio::io::Interest::WRITABLE, || {
+                // SAFETY: plain descriptors; no memory is lent to the kernel.
+                let n = unsafe {
+                    libc::splice(
+                        piped.read_fd(),
+                        std::ptr::null_mut(),
+                        socket.as_raw_fd(),
+                        std::ptr::null_mut(),
+                        left,
+                        libc::SPLICE_F_NONBLOCK,
+                    )
+                };
+                if n < 0 {
+                    Err(std::io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            });
+            match sent {
+                // The pipe holds `left` bytes, so 0 cannot be its end; the socket is closed.
+                Ok(0) => return Err(ConnError::Closed),
+                Ok(n) => left -= n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        piped.set_drained();
+        Ok(())
+    }
+}
+
 /// What the server learnt from a successful handshake.
 #[derive(Clone, Copy, Debug)]
 pub struct Peer {
@@ -432,6 +496,55 @@ mod tests {
         let last: u64 = protocol::decode(&r.frame().await.unwrap()).unwrap();
         assert_eq!(last, u64::MAX);
         send.await.unwrap();
+    }
+
+    /// Bulk data spliced from a file through a pipe into a TCP socket reads back as the same
+    /// frames: the message, then the file's bytes (none past its end), then the next message;
+    /// the pipe goes back to its pool once drained.
+    #[tokio::test]
+    async fn piped_bulk_reads_back_as_frames() {
+        use crate::splice::PipePool;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("obj");
+        let data: Vec<u8> = (0..(1 << 20) + 777).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::spawn(async move {
+            let (r, _w) = tokio::net::TcpStream::connect(addr)
+                .await
+                .unwrap()
+                .into_split();
+            let mut r = Reader::new(r);
+            let mut got = Vec::new();
+            for _ in 0..3 {
+                let len: u64 = protocol::decode(&r.frame().await.unwrap()).unwrap();
+                got.push(r.bulk_bytes(len).await.unwrap());
+            }
+            let last: u64 = protocol::decode(&r.frame().await.unwrap()).unwrap();
+            (got, last)
+        });
+        let (stream, _) = listener.accept().await.unwrap();
+        let (_r, w) = stream.into_split();
+        let mut w = Writer::new(w);
+        let pool = PipePool::new(2);
+        // 1 MiB from the start, 1,000 bytes from 100, and a read past the end (empty).
+        for (offset, len) in [
+            (0u64, 1usize << 20),
+            (100, 1000),
+            (data.len() as u64 + 1, 10),
+        ] {
+            let p = pool.fill(&file, offset, len).unwrap().expect("a pipe");
+            w.msg_with_piped(&(p.len() as u64), p).await.unwrap();
+        }
+        w.msg(&u64::MAX).await.unwrap();
+        let (got, last) = client.await.unwrap();
+        assert_eq!(got[0], data[..1 << 20]);
+        assert_eq!(got[1], data[100..1100]);
+        assert!(got[2].is_empty());
+        assert_eq!(last, u64::MAX);
+        assert_eq!(pool.live(), 1, "one pipe, drained and reused each time");
     }
 
     /// A bulk frame of another length than announced, or a stream that ends inside the bulk,

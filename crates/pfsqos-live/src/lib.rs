@@ -2,7 +2,8 @@
 //! simulator runs.
 //!
 //! This crate holds the foundation: the wire [`protocol`], framed connections ([`conn`]), the
-//! object storage server [`ossd`] with its optional [`control`] loop, the metadata server
+//! object storage server [`ossd`] with its optional [`control`] loop and zero-copy reads
+//! ([`splice`]), the metadata server
 //! [`mds`] (namespace and layouts in SQLite), simple OSS and MDS [`client`]s, and [`lctl`];
 //! and what operates a cluster: the [`cluster`] file, [`updown`] (`pfsqos up/down`), the
 //! Prometheus [`metrics`] endpoint and [`stat`] (`pfsqos stat`, lljobstat-like, recording live
@@ -41,5 +42,6 @@ pub mod metrics;
 pub mod mount;
 pub mod ossd;
 pub mod protocol;
+pub mod splice;
 pub mod stat;
 pub mod updown;

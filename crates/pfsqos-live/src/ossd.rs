@@ -7,7 +7,7 @@
 //! connection task (tokio)            CPT k (std threads)                 OST directory
 //!  read frame, validate  --submit-->  Nrs<Pending>::enqueue (wall ns)
 //!  read bulk (writes)                 I/O thread: dequeue / throttle wait
-//!                                     pacer (ceiling), pread/pwrite, fsync  ----> file
+//!                                     pacer (ceiling), write, splice/pread, fsync  ----> file
 //!  reply (+bulk) <--oneshot---------  job_stats update, reply
 //! ```
 //! Like Lustre's ost_io service, the OSS has one NRS head per CPU partition (CPT), a regular
@@ -45,8 +45,14 @@
 //! writes (unaligned, small) go through the page cache; the kernel keeps both paths coherent
 //! (a direct write first writes back and drops cached pages of its range). `buffered_writes`
 //! (`--buffered-writes`) sends every write through the page cache instead. A file system that
-//! refuses `O_DIRECT` turns direct writes off for that OST, with a warning. Reads always go
-//! through the page cache.
+//! refuses `O_DIRECT` turns direct writes off for that OST, with a warning.
+//!
+//! # Reads
+//! Reads go through the page cache. A read of at most 1 MiB is spliced into a pipe by the I/O
+//! thread (page references, no copy; the disk read, if any, happens there, so the service
+//! time job_stats records is the read's) and from the pipe into the client's socket by the
+//! connection's writer (see [`crate::splice`]); without a pipe (at most
+//! [`crate::splice::PIPES_MAX`] exist) or for larger reads, `pread` fills a buffer instead.
 //!
 //! # Durability
 //! A write is answered after all its bytes are in the object file (on the device for a
@@ -79,6 +85,7 @@ use crate::metrics::{
     render_collector, JobSample, MetricsServer, OssCollector, OssSample, OstSample, Render,
 };
 use crate::protocol::*;
+use crate::splice::{PipePool, Piped, PIPES_MAX};
 
 /// How long a write's bulk data may take to arrive once its request has (it holds memory).
 pub const BULK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -187,7 +194,23 @@ pub fn read_key_file(path: &Path) -> anyhow::Result<Vec<u8>> {
 
 enum IoOutcome {
     Done,
-    Read(Vec<u8>),
+    Read(Bulk),
+}
+
+/// Bulk data of a reply: in a pipe (a read spliced from the page cache, see
+/// [`crate::splice`]) or in a buffer.
+enum Bulk {
+    Piped(Piped),
+    Buf(Vec<u8>),
+}
+
+impl Bulk {
+    fn len(&self) -> usize {
+        match self {
+            Bulk::Piped(p) => p.len(),
+            Bulk::Buf(b) => b.len(),
+        }
+    }
 }
 
 type IoResult = Result<IoOutcome, RemoteError>;
@@ -378,6 +401,8 @@ pub(crate) struct Shared {
     queue_depth_max: usize,
     rpcs_in_flight_per_conn: usize,
     bytes_in_flight: Arc<Semaphore>,
+    /// Pipes for reads spliced from the page cache to the socket.
+    pipes: Arc<PipePool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -516,7 +541,7 @@ impl Shared {
             let Pending { io, data, done } = p;
             let ost = &self.osts[io.ost as usize];
             let started = Instant::now();
-            let result = ost.execute(&io, data);
+            let result = ost.execute(&io, data, &self.pipes);
             let usecs = started.elapsed().as_micros() as u64;
             if result.is_ok() {
                 let bytes = match (&io.op, &result) {
@@ -897,7 +922,12 @@ impl Ost {
         }
     }
 
-    fn execute(&self, io: &IoRequest, data: Option<bytes::Bytes>) -> IoResult {
+    fn execute(
+        &self,
+        io: &IoRequest,
+        data: Option<bytes::Bytes>,
+        pipes: &Arc<PipePool>,
+    ) -> IoResult {
         if let Some(p) = &self.pacer {
             p.pace(io.length.max(1));
         }
@@ -918,8 +948,13 @@ impl Ost {
             }
             IoOp::Read => {
                 let f = self.object_file(io.object, false).map_err(io_error)?;
-                let buf = read_up_to(&f.file, io.offset, io.length as usize)?;
-                Ok(IoOutcome::Read(buf))
+                let len = io.length as usize;
+                if let Some(p) = pipes.fill(&f.file, io.offset, len).map_err(io_error)? {
+                    return Ok(IoOutcome::Read(Bulk::Piped(p)));
+                }
+                Ok(IoOutcome::Read(Bulk::Buf(read_up_to(
+                    &f.file, io.offset, len,
+                )?)))
             }
             IoOp::Punch => {
                 let f = self.object_file(io.object, true).map_err(io_error)?;
@@ -1031,6 +1066,7 @@ impl Ossd {
             queue_depth_max: config.queue_depth_max,
             rpcs_in_flight_per_conn: config.rpcs_in_flight_per_conn,
             bytes_in_flight: Arc::new(Semaphore::new((config.in_flight_bytes_max / 1024) as usize)),
+            pipes: PipePool::new(PIPES_MAX),
         });
         let listener = TcpListener::bind(config.listen)
             .await
@@ -1197,7 +1233,7 @@ async fn accept_loop(
 
 struct Outgoing {
     reply: Reply,
-    bulk: Option<Vec<u8>>,
+    bulk: Option<Bulk>,
 }
 
 /// The reply to `get_param`/`set_param`: headers in the message, values as its bulk data.
@@ -1208,7 +1244,7 @@ fn params_reply(tag: u64, params: Result<Vec<Param>, RemoteError>) -> Outgoing {
                 tag,
                 result: Ok(ReplyBody::Params(headers)),
             },
-            bulk: Some(values),
+            bulk: Some(Bulk::Buf(values)),
         },
         Err(e) => Outgoing {
             reply: Reply {
@@ -1244,11 +1280,12 @@ async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(
         while let Some(o) = rx.recv().await {
             let r = match o.bulk {
                 // The read buffer is written to the socket as it is: no copy.
-                Some(b) => {
+                Some(Bulk::Buf(b)) => {
                     writer
                         .msg_with_bulk_bytes(&o.reply, bytes::Bytes::from(b))
                         .await
                 }
+                Some(Bulk::Piped(p)) => writer.msg_with_piped(&o.reply, p).await,
                 None => writer.msg(&o.reply).await,
             };
             if let Err(e) = r {

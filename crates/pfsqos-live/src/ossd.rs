@@ -26,6 +26,7 @@
 //! * connections: `connections_max`; one more is accepted and closed at once;
 //! * requests in flight per connection: `rpcs_in_flight_per_conn` (reading stops at the limit);
 //! * bulk bytes held in memory over all connections: `in_flight_bytes_max` (same);
+//! * pipes holding reads on their way out: [`crate::splice::PIPES_MAX`] (then `pread`);
 //! * requests queued per CPT: `queue_depth_max`; beyond it a request is answered `EBUSY`;
 //! * handshake: [`HANDSHAKE_TIMEOUT`]; a write's bulk data: [`BULK_TIMEOUT`];
 //!   frames: [`FRAME_LEN_MAX_BYTES`]; I/O sizes:

@@ -697,3 +697,79 @@ async fn aligned_writes_bypass_the_page_cache_unless_buffered() {
         f.ossd.shutdown().await;
     }
 }
+
+/// A ramfs mounted for the length of a test (ramfs refuses `O_DIRECT`); needs root.
+struct RamFs(std::ffi::CString);
+
+impl RamFs {
+    fn mount(dir: &std::path::Path) -> RamFs {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        // SAFETY: NUL-terminated strings that outlive the call; no data argument.
+        let rc = unsafe {
+            libc::mount(
+                c"none".as_ptr(),
+                path.as_ptr(),
+                c"ramfs".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(
+            rc,
+            0,
+            "mounting a ramfs on {} failed ({}): this test needs root",
+            dir.display(),
+            std::io::Error::last_os_error()
+        );
+        RamFs(path)
+    }
+}
+
+impl Drop for RamFs {
+    fn drop(&mut self) {
+        // SAFETY: a NUL-terminated path; a lazy unmount cannot leave the test's files behind
+        // in use.
+        unsafe { libc::umount2(self.0.as_ptr(), libc::MNT_DETACH) };
+    }
+}
+
+/// An OST on a file system that refuses `O_DIRECT` still takes whole aligned writes: the
+/// ossd falls back to the page cache for that OST, and every byte reads back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ost_that_refuses_direct_io_falls_back_to_the_page_cache() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let ram = tmp.path().join("ram");
+    std::fs::create_dir(&ram).unwrap();
+    let _ramfs = RamFs::mount(&ram);
+    let refused = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(ram.join("probe"));
+    assert_eq!(
+        refused.map(|_| ()).map_err(|e| e.raw_os_error()),
+        Err(Some(libc::EINVAL)),
+        "ramfs refuses O_DIRECT"
+    );
+    let mut cfg = OssdConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![ram.join("ost0")],
+        KEY.to_vec(),
+    );
+    cfg.threads = 2;
+    let ossd = Ossd::start(cfg).await.unwrap();
+    let mut c = OssClient::connect(ossd.local_addr(), KEY, Role::Client)
+        .await
+        .unwrap();
+    let id = ident("dd.0");
+    let a = pattern(1 << 20, 5);
+    let b = pattern(2 << 20, 6);
+    c.write(&id, 0, 1, 0, &a, false).await.unwrap();
+    c.write(&id, 0, 1, 1 << 20, &b, true).await.unwrap();
+    let back = c.read(&id, 0, 1, 0, 3 << 20).await.unwrap();
+    assert_eq!(sha(&back), sha(&[a, b].concat()));
+    ossd.shutdown().await;
+}

@@ -1437,6 +1437,52 @@ async fn read_requests(
 mod tests {
     use super::*;
 
+    /// Reads of at most 1 MiB leave through a pipe (one, reused), larger ones through a
+    /// buffer; both deliver the bytes written. Were the ossd to stop splicing, no pipe would
+    /// exist.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn small_reads_are_spliced_and_large_ones_are_not() {
+        use crate::client::{Identity, OssClient};
+        use pfsqos_core::model::{LNet, NetKind, Nid};
+        let dir = tempfile::tempdir().unwrap();
+        let key = b"test-cluster-key-0123456789abcdef".to_vec();
+        let cfg = OssdConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            vec![dir.path().join("ost0")],
+            key.clone(),
+        );
+        let ossd = Ossd::start(cfg).await.unwrap();
+        let mut c = OssClient::connect(ossd.local_addr(), &key, Role::Client)
+            .await
+            .unwrap();
+        let id = Identity {
+            job: JobId::new("dd.0").unwrap(),
+            uid: 0,
+            gid: 0,
+            nid: Nid::ipv4(
+                127,
+                0,
+                0,
+                1,
+                LNet {
+                    kind: NetKind::Tcp,
+                    num: 0,
+                },
+            ),
+        };
+        let data: Vec<u8> = (0..3 << 20).map(|i: u32| (i % 241) as u8).collect();
+        c.write(&id, 0, 7, 0, &data, false).await.unwrap();
+        for (offset, len) in [(0usize, 1 << 20), (100, 5000), (4096, 1 << 20)] {
+            let back = c.read(&id, 0, 7, offset as u64, len as u64).await.unwrap();
+            assert_eq!(back, data[offset..offset + len]);
+        }
+        assert_eq!(ossd.shared().pipes.live(), 1, "one pipe, reused");
+        let back = c.read(&id, 0, 7, 0, 3 << 20).await.unwrap();
+        assert_eq!(back, data);
+        assert_eq!(ossd.shared().pipes.live(), 1, "3 MiB is read into a buffer");
+        ossd.shutdown().await;
+    }
+
     #[test]
     fn param_globs_stay_within_components() {
         assert!(param_matches(

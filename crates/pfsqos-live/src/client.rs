@@ -55,6 +55,22 @@ pub struct Identity {
 }
 
 impl Identity {
+    /// Job `job`, uid and gid 0, from 127.0.0.1@tcp: the identity the crate's unit tests use.
+    #[cfg(test)]
+    pub(crate) fn test(job: &str) -> Identity {
+        use pfsqos_core::model::{LNet, NetKind};
+        let tcp = LNet {
+            kind: NetKind::Tcp,
+            num: 0,
+        };
+        Identity {
+            job: JobId::new(job).expect("a valid test job id"),
+            uid: 0,
+            gid: 0,
+            nid: Nid::ipv4(127, 0, 0, 1, tcp),
+        }
+    }
+
     fn wire(&self) -> WireTags {
         WireTags {
             job: self.job.as_str().to_string(),

@@ -1443,7 +1443,6 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn small_reads_are_spliced_and_large_ones_are_not() {
         use crate::client::{Identity, OssClient};
-        use pfsqos_core::model::{LNet, NetKind, Nid};
         let dir = tempfile::tempdir().unwrap();
         let key = b"test-cluster-key-0123456789abcdef".to_vec();
         let cfg = OssdConfig::new(
@@ -1455,21 +1454,7 @@ mod tests {
         let mut c = OssClient::connect(ossd.local_addr(), &key, Role::Client)
             .await
             .unwrap();
-        let id = Identity {
-            job: JobId::new("dd.0").unwrap(),
-            uid: 0,
-            gid: 0,
-            nid: Nid::ipv4(
-                127,
-                0,
-                0,
-                1,
-                LNet {
-                    kind: NetKind::Tcp,
-                    num: 0,
-                },
-            ),
-        };
+        let id = Identity::test("dd.0");
         let data: Vec<u8> = (0..3 << 20).map(|i: u32| (i % 241) as u8).collect();
         c.write(&id, 0, 7, 0, &data, false).await.unwrap();
         for (offset, len) in [(0usize, 1 << 20), (100, 5000), (4096, 1 << 20)] {

@@ -1307,21 +1307,13 @@ mod tests {
     use super::*;
     use crate::mds::Stripe;
 
-    fn identity(job: &str) -> Identity {
-        Identity {
-            job: pfsqos_core::model::JobId::new(job).unwrap(),
-            uid: 0,
-            gid: 0,
-            nid: Nid::ipv4(
-                127,
-                0,
-                0,
-                1,
-                LNet {
-                    kind: NetKind::Tcp,
-                    num: 0,
-                },
-            ),
+    /// Gathered bytes starting at `start`, none yet, holding `dirty` of the budget.
+    fn gather_at(start: u64, dirty: OwnedSemaphorePermit) -> Gather {
+        Gather {
+            start,
+            buf: BytesMut::new(),
+            id: Identity::test("a"),
+            dirty,
         }
     }
 
@@ -1337,12 +1329,7 @@ mod tests {
         let want = |from: u64, len: u64| all[from as usize..(from + len) as usize].to_vec();
         // RPC boundaries every 4096 bytes.
         let rpc_end = |at: u64| (at / 4096 + 1) * 4096;
-        let mut g = Gather {
-            start: 1000,
-            buf: BytesMut::new(),
-            id: identity("a"),
-            dirty: take(2),
-        };
+        let mut g = gather_at(1000, take(2));
         // 2,000 of the RPC's 3,096 bytes: a buffer for the whole RPC, nothing complete yet.
         assert!(g.fill(&all[1000..3000], rpc_end).is_none());
         assert_eq!((g.buf.len(), g.buf.capacity()), (2000, 3096));
@@ -1379,12 +1366,7 @@ mod tests {
             want(12_288, 712)
         );
         // A small write gets a buffer of its own size, not its RPC's.
-        let mut small = Gather {
-            start: 16_384,
-            buf: BytesMut::new(),
-            id: identity("a"),
-            dirty: take(1),
-        };
+        let mut small = gather_at(16_384, take(1));
         assert!(small.fill(&all[16_384..16_394], rpc_end).is_none());
         assert!(small.buf.capacity() < 4096);
         drop((x, small));

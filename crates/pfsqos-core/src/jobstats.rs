@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 
+use crate::errno::Errno;
 use crate::model::{JobId, JOB_ID_LEN_MAX};
 use crate::NS_PER_S;
 
@@ -258,8 +259,8 @@ pub enum JobStatsError {
 }
 
 impl JobStatsError {
-    pub fn errno(&self) -> &'static str {
-        "EINVAL"
+    pub fn errno(&self) -> Errno {
+        Errno::EINVAL
     }
 }
 

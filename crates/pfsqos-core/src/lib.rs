@@ -8,6 +8,7 @@
 //! no global state. Time is always an argument in integer nanoseconds.
 
 pub mod control;
+pub mod errno;
 pub mod jobstats;
 pub mod metrics;
 pub mod model;

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use crate::errno::Errno;
+
 /// Smallest stripe size and the unit every stripe size is a multiple of (Lustre: 64 KiB).
 pub const STRIPE_SIZE_UNIT_BYTES: u64 = 64 << 10;
 /// Largest stripe size (Lustre: 4 GiB).
@@ -53,10 +55,10 @@ pub enum PlacementError {
 
 impl PlacementError {
     /// The errno Lustre answers for this error.
-    pub fn errno(&self) -> &'static str {
+    pub fn errno(&self) -> Errno {
         match self {
-            PlacementError::NoOsts => "ENOSPC",
-            _ => "EINVAL",
+            PlacementError::NoOsts => Errno::ENOSPC,
+            _ => Errno::EINVAL,
         }
     }
 }

@@ -545,7 +545,7 @@ impl Namespace {
             start_ost: s.start_ost,
         };
         r.resolved_stripe_count()
-            .map_err(|e| err(Errno::from_name(e.errno()), e.to_string()))?;
+            .map_err(|e| err(e.errno(), e.to_string()))?;
         Ok(r)
     }
 
@@ -645,7 +645,7 @@ impl Namespace {
         };
         let placed = placer
             .place(&spec)
-            .map_err(|e| err(Errno::from_name(e.errno()), e.to_string()))?;
+            .map_err(|e| err(e.errno(), e.to_string()))?;
         let first = meta_get(&tx, "next_object")?;
         let stripes: Vec<Stripe> = placed
             .osts

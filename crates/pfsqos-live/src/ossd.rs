@@ -428,7 +428,7 @@ fn io_error(e: std::io::Error) -> RemoteError {
 }
 
 fn nrs_error(e: NrsError) -> RemoteError {
-    RemoteError::new(Errno::from_name(e.errno), e.message)
+    RemoteError::new(e.errno, e.message)
 }
 
 #[derive(Clone, Copy)]
@@ -727,7 +727,7 @@ impl Shared {
                 let mut state = lock(&self.osts[ost].job_stats);
                 match param {
                     OstParam::JobStats => state.stats.write(value).map_err(|e| {
-                        RemoteError::new(Errno::from_name(e.errno()), e.to_string())
+                        RemoteError::new(e.errno(), e.to_string())
                     }),
                     OstParam::CleanupInterval => match value.trim().parse::<u64>() {
                         Ok(s) if s <= JOB_CLEANUP_INTERVAL_MAX_S => {

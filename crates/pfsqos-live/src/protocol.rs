@@ -274,106 +274,7 @@ impl Request {
     }
 }
 
-/// Lustre errno names the protocol carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Errno {
-    EPERM,
-    ENOENT,
-    EIO,
-    EAGAIN,
-    EBUSY,
-    EEXIST,
-    ENODEV,
-    EINVAL,
-    EFBIG,
-    ENOSPC,
-    ERANGE,
-    ENAMETOOLONG,
-    ENOSYS,
-    EPROTO,
-    ENOTDIR,
-    EISDIR,
-    ENOTEMPTY,
-    EOVERFLOW,
-}
-
-impl Errno {
-    const ALL: [Errno; 18] = [
-        Errno::EPERM,
-        Errno::ENOENT,
-        Errno::EIO,
-        Errno::EAGAIN,
-        Errno::EBUSY,
-        Errno::EEXIST,
-        Errno::ENODEV,
-        Errno::EINVAL,
-        Errno::EFBIG,
-        Errno::ENOSPC,
-        Errno::ERANGE,
-        Errno::ENAMETOOLONG,
-        Errno::ENOSYS,
-        Errno::EPROTO,
-        Errno::ENOTDIR,
-        Errno::EISDIR,
-        Errno::ENOTEMPTY,
-        Errno::EOVERFLOW,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Errno::EPERM => "EPERM",
-            Errno::ENOENT => "ENOENT",
-            Errno::EIO => "EIO",
-            Errno::EAGAIN => "EAGAIN",
-            Errno::EBUSY => "EBUSY",
-            Errno::EEXIST => "EEXIST",
-            Errno::ENODEV => "ENODEV",
-            Errno::EINVAL => "EINVAL",
-            Errno::EFBIG => "EFBIG",
-            Errno::ENOSPC => "ENOSPC",
-            Errno::ERANGE => "ERANGE",
-            Errno::ENAMETOOLONG => "ENAMETOOLONG",
-            Errno::ENOSYS => "ENOSYS",
-            Errno::EPROTO => "EPROTO",
-            Errno::ENOTDIR => "ENOTDIR",
-            Errno::EISDIR => "EISDIR",
-            Errno::ENOTEMPTY => "ENOTEMPTY",
-            Errno::EOVERFLOW => "EOVERFLOW",
-        }
-    }
-
-    /// `strerror` text, as `lctl` prints it.
-    pub fn description(self) -> &'static str {
-        match self {
-            Errno::EPERM => "Operation not permitted",
-            Errno::ENOENT => "No such file or directory",
-            Errno::EIO => "Input/output error",
-            Errno::EAGAIN => "Resource temporarily unavailable",
-            Errno::EBUSY => "Device or resource busy",
-            Errno::EEXIST => "File exists",
-            Errno::ENODEV => "No such device",
-            Errno::EINVAL => "Invalid argument",
-            Errno::EFBIG => "File too large",
-            Errno::ENOSPC => "No space left on device",
-            Errno::ERANGE => "Numerical result out of range",
-            Errno::ENAMETOOLONG => "File name too long",
-            Errno::ENOSYS => "Function not implemented",
-            Errno::EPROTO => "Protocol error",
-            Errno::ENOTDIR => "Not a directory",
-            Errno::EISDIR => "Is a directory",
-            Errno::ENOTEMPTY => "Directory not empty",
-            Errno::EOVERFLOW => "Value too large for defined data type",
-        }
-    }
-
-    /// The errno of a name such as core's `NrsError::errno`; unknown names map to `EIO`.
-    pub fn from_name(name: &str) -> Errno {
-        Errno::ALL
-            .into_iter()
-            .find(|e| e.name() == name)
-            .unwrap_or(Errno::EIO)
-    }
-}
+pub use pfsqos_core::errno::Errno;
 
 /// An error answered by the server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -1038,14 +939,6 @@ mod tests {
             bulk_chunks(BULK_CHUNK_BYTES as u64 + 5).collect::<Vec<_>>(),
             [BULK_CHUNK_BYTES, 5]
         );
-    }
-
-    #[test]
-    fn errno_names_round_trip() {
-        for e in Errno::ALL {
-            assert_eq!(Errno::from_name(e.name()), e);
-        }
-        assert_eq!(Errno::from_name("EWHATEVER"), Errno::EIO);
     }
 
     proptest! {

@@ -224,7 +224,7 @@ fn clear_all_and_clear_one() {
         ["x"]
     );
     let err = s.write("nope").unwrap_err();
-    assert_eq!(err.errno(), "EINVAL");
+    assert_eq!(err.errno(), Errno::EINVAL);
     assert_eq!(err, JobStatsError::UnknownJob("nope".into()));
     assert!(s.write(&"y".repeat(500)).is_err());
     s.write("clear").unwrap();

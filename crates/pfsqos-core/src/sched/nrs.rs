@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use crate::errno::Errno;
+
 use super::fifo::Fifo;
 use super::tbf::listing::{CptRules, ListingForm, TbfRuleListing};
 use super::tbf::{ClassType, NrsQueue, Tbf, TbfCommand, TbfConfig, TbfError};
@@ -39,7 +41,7 @@ const OTHER_LUSTRE_POLICIES: [&str; 4] = ["crrn", "orr", "trr", "delay"];
 /// Error of a control write, with the errno Lustre would return.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NrsError {
-    pub errno: &'static str,
+    pub errno: Errno,
     pub message: String,
 }
 
@@ -62,7 +64,7 @@ impl From<TbfError> for NrsError {
 
 fn einval(message: String) -> NrsError {
     NrsError {
-        errno: "EINVAL",
+        errno: Errno::EINVAL,
         message,
     }
 }
@@ -368,7 +370,7 @@ mod tests {
             n.write_tbf_rule(0, "start a jobid={a} rate=5")
                 .unwrap_err()
                 .errno,
-            "ENODEV"
+            Errno::ENODEV
         );
         n.write_policies(0, "tbf jobid").unwrap();
         assert_eq!(n.policy_name(), "tbf jobid");
@@ -387,7 +389,7 @@ mod tests {
         ] {
             assert_eq!(
                 n.write_policies(0, bad).unwrap_err().errno,
-                "EINVAL",
+                Errno::EINVAL,
                 "{bad}"
             );
             assert_eq!(n.policy_name(), "tbf jobid");
@@ -395,7 +397,7 @@ mod tests {
         // A field the type does not enable.
         assert_eq!(
             n.write_tbf_rule(0, "start b uid={1}").unwrap_err().errno,
-            "EINVAL"
+            Errno::EINVAL
         );
         // Different argument: restart, only the default rule comes back.
         n.write_policies(0, "tbf nid").unwrap();
@@ -481,7 +483,7 @@ mod tests {
             tbf_rule_listing(&[&heads[0], &heads[1]], None, ListingForm::Legacy)
                 .unwrap_err()
                 .errno,
-            "ENODEV"
+            Errno::ENODEV
         );
         for h in heads.iter_mut() {
             h.write_policies(0, "tbf jobid").unwrap();

@@ -9,6 +9,8 @@
 
 use std::fmt;
 
+use crate::errno::Errno;
+
 use super::cond::{Condition, Field};
 
 /// Longest command Lustre accepts (`LPROCFS_WR_NRS_TBF_MAX_CMD` = 4096 with the terminator).
@@ -82,14 +84,14 @@ pub enum TbfError {
 }
 
 impl TbfError {
-    pub fn errno(&self) -> &'static str {
+    pub fn errno(&self) -> Errno {
         match self {
-            TbfError::NameTooLong(_) => "ENAMETOOLONG",
-            TbfError::RuleExists(_) => "EEXIST",
-            TbfError::NoSuchRule(_) | TbfError::RankTargetMissing(_) => "ENOENT",
-            TbfError::StopDefault => "EPERM",
-            TbfError::TbfNotStarted => "ENODEV",
-            _ => "EINVAL",
+            TbfError::NameTooLong(_) => Errno::ENAMETOOLONG,
+            TbfError::RuleExists(_) => Errno::EEXIST,
+            TbfError::NoSuchRule(_) | TbfError::RankTargetMissing(_) => Errno::ENOENT,
+            TbfError::StopDefault => Errno::EPERM,
+            TbfError::TbfNotStarted => Errno::ENODEV,
+            _ => Errno::EINVAL,
         }
     }
 }
@@ -399,29 +401,32 @@ mod tests {
     #[test]
     fn rejects_every_malformed_form_with_lustre_errno() {
         let long = format!("start a jobid={{{}}}", "x ".repeat(2100));
-        let cases: Vec<(String, &str)> = vec![
-            ("start abcdefghijklmnop jobid={a}".into(), "ENAMETOOLONG"),
-            ("start  ".into(), "EINVAL"),
-            ("start a-b jobid={a}".into(), "EINVAL"),
-            ("start a.b jobid={a}".into(), "EINVAL"),
-            ("start a".into(), "EINVAL"),
-            ("start a rate=10".into(), "EINVAL"),
-            ("start a jobid={a}rate=10".into(), "EINVAL"),
-            ("start a jobid=a".into(), "EINVAL"),
-            ("start a projid={1}".into(), "EINVAL"),
-            ("start a jobid={a} rate=0".into(), "EINVAL"),
-            ("start a jobid={a} rate=1000000".into(), "EINVAL"),
-            ("start a jobid={a} rate=ten".into(), "EINVAL"),
-            ("start a jobid={a} speed=10".into(), "EINVAL"),
-            ("start a jobid={a} rate".into(), "EINVAL"),
-            ("start a jobid={a} rank=".into(), "EINVAL"),
-            ("change a".into(), "EINVAL"),
-            ("change a realtime=1".into(), "EINVAL"),
-            ("stop a b".into(), "EINVAL"),
-            ("frob a".into(), "EINVAL"),
-            ("".into(), "EINVAL"),
-            ("hp".into(), "EINVAL"),
-            (long, "EINVAL"),
+        let cases: Vec<(String, Errno)> = vec![
+            (
+                "start abcdefghijklmnop jobid={a}".into(),
+                Errno::ENAMETOOLONG,
+            ),
+            ("start  ".into(), Errno::EINVAL),
+            ("start a-b jobid={a}".into(), Errno::EINVAL),
+            ("start a.b jobid={a}".into(), Errno::EINVAL),
+            ("start a".into(), Errno::EINVAL),
+            ("start a rate=10".into(), Errno::EINVAL),
+            ("start a jobid={a}rate=10".into(), Errno::EINVAL),
+            ("start a jobid=a".into(), Errno::EINVAL),
+            ("start a projid={1}".into(), Errno::EINVAL),
+            ("start a jobid={a} rate=0".into(), Errno::EINVAL),
+            ("start a jobid={a} rate=1000000".into(), Errno::EINVAL),
+            ("start a jobid={a} rate=ten".into(), Errno::EINVAL),
+            ("start a jobid={a} speed=10".into(), Errno::EINVAL),
+            ("start a jobid={a} rate".into(), Errno::EINVAL),
+            ("start a jobid={a} rank=".into(), Errno::EINVAL),
+            ("change a".into(), Errno::EINVAL),
+            ("change a realtime=1".into(), Errno::EINVAL),
+            ("stop a b".into(), Errno::EINVAL),
+            ("frob a".into(), Errno::EINVAL),
+            ("".into(), Errno::EINVAL),
+            ("hp".into(), Errno::EINVAL),
+            (long, Errno::EINVAL),
         ];
         for (text, errno) in cases {
             let err = TbfCommand::parse(&text).expect_err(&text);
@@ -436,7 +441,7 @@ mod tests {
             TbfCommand::parse_with_rate_max("start a jobid={a} rate=65535", 65_534)
                 .unwrap_err()
                 .errno(),
-            "EINVAL"
+            Errno::EINVAL
         );
     }
 

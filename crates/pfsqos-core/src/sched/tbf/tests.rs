@@ -1,6 +1,7 @@
 //! Behaviour tests of the TBF scheduler on virtual time (`lustre-tbf.md` §1.3, §2.3-§2.6).
 
 use super::*;
+use crate::errno::Errno;
 use crate::model::{JobId, LNet, NetKind, Nid, Opcode};
 use proptest::prelude::*;
 
@@ -431,11 +432,11 @@ fn rank_table_of_sanityn_77i() {
     let err = t
         .apply(&TbfCommand::parse("change target rank=nosuch").unwrap())
         .unwrap_err();
-    assert_eq!(err.errno(), "ENOENT");
+    assert_eq!(err.errno(), Errno::ENOENT);
     let err = t
         .apply(&TbfCommand::parse("start x jobid={x} rank=nosuch").unwrap())
         .unwrap_err();
-    assert_eq!(err.errno(), "ENOENT");
+    assert_eq!(err.errno(), Errno::ENOENT);
     assert_eq!(t.rule_names(), vec!["before", "after", "target", "default"]);
 }
 
@@ -448,11 +449,11 @@ fn rule_command_errors_use_lustre_errnos() {
             .unwrap_err()
             .errno()
     };
-    assert_eq!(errno(&mut t, "start a jobid={b}"), "EEXIST");
-    assert_eq!(errno(&mut t, "start default jobid={b}"), "EEXIST");
-    assert_eq!(errno(&mut t, "start b opcode={ost_read}"), "EINVAL");
-    assert_eq!(errno(&mut t, "change nosuch rate=5"), "ENOENT");
-    assert_eq!(errno(&mut t, "stop default"), "EPERM");
+    assert_eq!(errno(&mut t, "start a jobid={b}"), Errno::EEXIST);
+    assert_eq!(errno(&mut t, "start default jobid={b}"), Errno::EEXIST);
+    assert_eq!(errno(&mut t, "start b opcode={ost_read}"), Errno::EINVAL);
+    assert_eq!(errno(&mut t, "change nosuch rate=5"), Errno::ENOENT);
+    assert_eq!(errno(&mut t, "stop default"), Errno::EPERM);
     run(&mut t, "stop nosuch");
     run(&mut t, "change default rate=500");
     assert_eq!(t.listing(ListingForm::Expression)[1].rate_rpcs_per_s, 500);
@@ -463,7 +464,10 @@ fn rule_command_errors_use_lustre_errnos() {
         10_000
     );
     let mut old: Tbf<u32> = Tbf::new(ClassType::single(Field::Jobid), TbfConfig::legacy_2_14());
-    assert_eq!(errno(&mut old, "start b jobid={b} rate=65535"), "EINVAL");
+    assert_eq!(
+        errno(&mut old, "start b jobid={b} rate=65535"),
+        Errno::EINVAL
+    );
     run(&mut old, "start b jobid={b} rate=65534");
 }
 

@@ -1,0 +1,128 @@
+//! Lustre errnos as a type (`EINVAL`, `ENOENT`, ...): what a control write, a placement or a
+//! namespace operation answers, from the pure core through the wire to `lctl`'s output.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A Lustre errno, as a type: every error in pfsqos that Lustre would answer with an errno carries
+/// one of these, so a misspelt name is a compile error rather than a silent `EIO` at the boundary.
+/// The variant order is the wire encoding (postcard's variant index): append, never reorder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Errno {
+    EPERM,
+    ENOENT,
+    EIO,
+    EAGAIN,
+    EBUSY,
+    EEXIST,
+    ENODEV,
+    EINVAL,
+    EFBIG,
+    ENOSPC,
+    ERANGE,
+    ENAMETOOLONG,
+    ENOSYS,
+    EPROTO,
+    ENOTDIR,
+    EISDIR,
+    ENOTEMPTY,
+    EOVERFLOW,
+}
+
+impl Errno {
+    pub const ALL: [Errno; 18] = [
+        Errno::EPERM,
+        Errno::ENOENT,
+        Errno::EIO,
+        Errno::EAGAIN,
+        Errno::EBUSY,
+        Errno::EEXIST,
+        Errno::ENODEV,
+        Errno::EINVAL,
+        Errno::EFBIG,
+        Errno::ENOSPC,
+        Errno::ERANGE,
+        Errno::ENAMETOOLONG,
+        Errno::ENOSYS,
+        Errno::EPROTO,
+        Errno::ENOTDIR,
+        Errno::EISDIR,
+        Errno::ENOTEMPTY,
+        Errno::EOVERFLOW,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Errno::EPERM => "EPERM",
+            Errno::ENOENT => "ENOENT",
+            Errno::EIO => "EIO",
+            Errno::EAGAIN => "EAGAIN",
+            Errno::EBUSY => "EBUSY",
+            Errno::EEXIST => "EEXIST",
+            Errno::ENODEV => "ENODEV",
+            Errno::EINVAL => "EINVAL",
+            Errno::EFBIG => "EFBIG",
+            Errno::ENOSPC => "ENOSPC",
+            Errno::ERANGE => "ERANGE",
+            Errno::ENAMETOOLONG => "ENAMETOOLONG",
+            Errno::ENOSYS => "ENOSYS",
+            Errno::EPROTO => "EPROTO",
+            Errno::ENOTDIR => "ENOTDIR",
+            Errno::EISDIR => "EISDIR",
+            Errno::ENOTEMPTY => "ENOTEMPTY",
+            Errno::EOVERFLOW => "EOVERFLOW",
+        }
+    }
+
+    /// `strerror` text, as `lctl` prints it.
+    pub fn description(self) -> &'static str {
+        match self {
+            Errno::EPERM => "Operation not permitted",
+            Errno::ENOENT => "No such file or directory",
+            Errno::EIO => "Input/output error",
+            Errno::EAGAIN => "Resource temporarily unavailable",
+            Errno::EBUSY => "Device or resource busy",
+            Errno::EEXIST => "File exists",
+            Errno::ENODEV => "No such device",
+            Errno::EINVAL => "Invalid argument",
+            Errno::EFBIG => "File too large",
+            Errno::ENOSPC => "No space left on device",
+            Errno::ERANGE => "Numerical result out of range",
+            Errno::ENAMETOOLONG => "File name too long",
+            Errno::ENOSYS => "Function not implemented",
+            Errno::EPROTO => "Protocol error",
+            Errno::ENOTDIR => "Not a directory",
+            Errno::EISDIR => "Is a directory",
+            Errno::ENOTEMPTY => "Directory not empty",
+            Errno::EOVERFLOW => "Value too large for defined data type",
+        }
+    }
+
+    /// The errno named `name` (`"EINVAL"`), if it is one of these.
+    pub fn from_name(name: &str) -> Option<Errno> {
+        Errno::ALL.into_iter().find(|e| e.name() == name)
+    }
+}
+
+impl fmt::Display for Errno {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_are_none() {
+        for e in Errno::ALL {
+            assert_eq!(Errno::from_name(e.name()), Some(e));
+            assert_eq!(e.to_string(), e.name());
+            assert!(!e.description().is_empty());
+        }
+        assert_eq!(Errno::from_name("EWHATEVER"), None);
+        assert_eq!(Errno::from_name("einval"), None);
+    }
+}

@@ -260,51 +260,13 @@ pub struct Rpc {
     pub size_bytes: u64,
 }
 
-/// A file's stripe layout: RAID-0 over `osts` in `stripe_size_bytes` pieces.
+/// A file's stripe layout: RAID-0 over `osts` in `stripe_size_bytes` pieces (stripe `i` is on
+/// `osts[i]`). What placement returns at create; the arithmetic over it is
+/// `pfsqos_node::client::Raid0`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StripeLayout {
     pub stripe_size_bytes: u64,
     pub osts: Vec<OstId>,
-}
-
-/// One contiguous piece of a file access that falls on a single stripe object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StripeExtent {
-    pub ost: OstId,
-    /// Index of the stripe in `StripeLayout::osts`.
-    pub stripe_index: u32,
-    pub object_offset_bytes: u64,
-    pub file_offset_bytes: u64,
-    pub size_bytes: u64,
-}
-
-impl StripeLayout {
-    /// Splits the file range `[offset, offset + size)` into per-object extents, in file order,
-    /// none crossing a stripe boundary. This is the RAID-0 mapping Lustre's LOV layer uses.
-    pub fn extents(&self, offset_bytes: u64, size_bytes: u64) -> Vec<StripeExtent> {
-        assert!(self.stripe_size_bytes > 0, "stripe size must be positive");
-        assert!(!self.osts.is_empty(), "a layout needs at least one OST");
-        let count = self.osts.len() as u64;
-        let mut out = Vec::new();
-        let mut pos = offset_bytes;
-        let end = offset_bytes + size_bytes;
-        while pos < end {
-            let stripe_no = pos / self.stripe_size_bytes;
-            let within = pos % self.stripe_size_bytes;
-            let take = (self.stripe_size_bytes - within).min(end - pos);
-            let stripe_index = (stripe_no % count) as u32;
-            let round = stripe_no / count;
-            out.push(StripeExtent {
-                ost: self.osts[stripe_index as usize],
-                stripe_index,
-                object_offset_bytes: round * self.stripe_size_bytes + within,
-                file_offset_bytes: pos,
-                size_bytes: take,
-            });
-            pos += take;
-        }
-        out
-    }
 }
 
 #[cfg(test)]
@@ -348,21 +310,5 @@ mod tests {
             num: 1,
         };
         assert_eq!(Nid::ipv4(10, 0, 0, 1, o2ib1).to_string(), "10.0.0.1@o2ib1");
-    }
-
-    #[test]
-    fn stripe_extents_round_robin() {
-        let layout = StripeLayout {
-            stripe_size_bytes: 1 << 20,
-            osts: vec![OstId(3), OstId(1)],
-        };
-        // 3.5 MiB starting at 0.5 MiB: pieces 0.5 (ost3), 1 (ost1), 1 (ost3), 1 (ost1).
-        let ex = layout.extents(1 << 19, 7 << 19);
-        let osts: Vec<u32> = ex.iter().map(|e| e.ost.0).collect();
-        assert_eq!(osts, vec![3, 1, 3, 1]);
-        assert_eq!(ex[0].object_offset_bytes, 1 << 19);
-        assert_eq!(ex[0].size_bytes, 1 << 19);
-        assert_eq!(ex[2].object_offset_bytes, 1 << 20);
-        assert_eq!(ex.iter().map(|e| e.size_bytes).sum::<u64>(), 7 << 19);
     }
 }

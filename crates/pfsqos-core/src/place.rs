@@ -6,6 +6,7 @@
 use std::fmt;
 
 use crate::errno::Errno;
+use crate::model::{OstId, StripeLayout};
 
 /// Smallest stripe size and the unit every stripe size is a multiple of (Lustre: 64 KiB).
 pub const STRIPE_SIZE_UNIT_BYTES: u64 = 64 << 10;
@@ -26,13 +27,6 @@ pub struct PlacementRequest {
     pub ost_count: u32,
     /// First OST wanted (`lfs setstripe -i`); `None` lets the placer choose.
     pub start_ost: Option<u32>,
-}
-
-/// Where a file's stripes live: stripe `i` is on `osts[i]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StripeLayout {
-    pub stripe_size_bytes: u64,
-    pub osts: Vec<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -164,7 +158,7 @@ impl Placement for RoundRobin {
             }
         };
         let osts = (0..count)
-            .map(|i| ((start as u64 + i as u64) % n as u64) as u32)
+            .map(|i| OstId(((start as u64 + i as u64) % n as u64) as u32))
             .collect();
         Ok(StripeLayout {
             stripe_size_bytes: request.stripe_size_bytes,
@@ -187,12 +181,16 @@ mod tests {
         }
     }
 
+    fn ids(l: StripeLayout) -> Vec<u32> {
+        l.osts.iter().map(|o| o.0).collect()
+    }
+
     #[test]
     fn round_robin_sequence_of_creates() {
         let mut rr = RoundRobin::default();
         let got: Vec<Vec<u32>> = [1, 1, 2, 3, 1, -1, 2]
             .iter()
-            .map(|&c| rr.place(&req(c, 4)).unwrap().osts)
+            .map(|&c| ids(rr.place(&req(c, 4)).unwrap()))
             .collect();
         assert_eq!(
             got,
@@ -218,8 +216,8 @@ mod tests {
                 ..req(2, 4)
             })
             .unwrap();
-        assert_eq!(l.osts, [3, 0]);
-        assert_eq!(rr.place(&req(1, 4)).unwrap().osts, [1]);
+        assert_eq!(ids(l), [3, 0]);
+        assert_eq!(ids(rr.place(&req(1, 4)).unwrap()), [1]);
     }
 
     #[test]
@@ -271,7 +269,7 @@ mod tests {
                     Ok(l) => {
                         let want = if c == -1 { ost_count } else { c as u32 };
                         prop_assert_eq!(l.osts.len() as u32, want);
-                        prop_assert!(l.osts.iter().all(|&o| o < ost_count));
+                        prop_assert!(l.osts.iter().all(|o| o.0 < ost_count));
                         let mut d = l.osts.clone();
                         d.sort_unstable();
                         d.dedup();

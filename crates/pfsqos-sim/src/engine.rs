@@ -2,10 +2,10 @@
 //!
 //! # Model
 //!
-//! * **Clients.** A process keeps `iodepth` I/O calls of at most `bs` outstanding. A call is
-//!   split along its file's stripe layout into RPCs of at most `brw_size`, each inside one
-//!   object ([`crate::workload::split_rpcs`]: a call maps to one contiguous range per object,
-//!   as Lustre's OSC sees it, so a single-stripe file gets full `brw_size` RPCs). RPCs of
+//! * **Clients.** A process keeps `iodepth` I/O calls of at most `bs` outstanding. A call
+//!   becomes RPCs by the one rule every pfsqos client follows (`pfsqos_node::client`: one
+//!   contiguous range per object, cut at every multiple of `brw_size` in the object, as
+//!   Lustre's OSC builds them). Files are placed by `pfsqos_node::mds::Placer`. RPCs of
 //!   different calls are never merged (no page-cache aggregation). Each (client, OST) pair is an OSC: at most
 //!   `max_rpcs_in_flight` RPCs outstanding, the rest wait in one FIFO shared by every process
 //!   on that client. A call completes when all its RPCs have.
@@ -51,6 +51,8 @@ use pfsqos_core::control::{
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
 use pfsqos_core::sched::nrs::Nrs;
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
+use pfsqos_node::client::{Raid0, RpcWindow};
+use pfsqos_node::mds::Placer;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -62,7 +64,7 @@ use crate::record::{
     CONTROL_TRACE_LEN_MAX,
 };
 use crate::scenario::{EngineKind, FileMode, Rw, Scenario, SchedulerScope, ShapeKind};
-use crate::workload::{secs_to_ns, split_rpcs, Shape};
+use crate::workload::{secs_to_ns, Shape};
 
 /// Event lane of messages that cost only the constant latency (their times never decrease).
 const LANE_LATENCY: u32 = 0;
@@ -269,9 +271,9 @@ struct RpcState {
     bulk_first_end_ns: u64,
 }
 
-#[derive(Default)]
+/// A (client, OST) pair: the client's window to that OST and the RPCs waiting for a slot.
 struct Osc {
-    in_flight: u32,
+    window: RpcWindow,
     waiting: VecDeque<u32>,
 }
 
@@ -372,7 +374,6 @@ struct Sim {
     bins: usize,
     latency_ns: u64,
     brw_size_bytes: u64,
-    max_rpcs_in_flight: u32,
     queue: EventQueue,
     lanes: Lanes,
     events: u64,
@@ -606,30 +607,26 @@ impl Sim {
         let mut files: Vec<FileLayout> = Vec::new();
         let mut layout_osts: Vec<u32> = Vec::new();
         let mut shapes = Vec::new();
-        let mut rr_cursor: u64 = 0;
+        let mut placer = Placer::round_robin(n_osts as u32);
         let mut objects: u64 = 0;
         let mut new_file = |stripe_count: u32,
                             stripe_size: u64,
                             stripe_offset: Option<u32>|
          -> Result<u32, String> {
-            let count = (stripe_count.max(1) as usize).min(n_osts);
-            let first = match stripe_offset {
-                Some(o) => o as u64 % n_osts as u64,
-                None => {
-                    let f = rr_cursor % n_osts as u64;
-                    rr_cursor += count as u64;
-                    f
-                }
-            };
+            // The scenario is validated (1..=OSTs stripes, an existing start OST), so the
+            // placer refuses nothing here.
+            let count = i32::try_from(stripe_count).map_err(|_| "stripe count too large")?;
+            let layout = placer
+                .create(count, stripe_size, stripe_offset)
+                .map_err(|e| e.to_string())?;
+            let count = layout.osts.len();
             let start = layout_osts.len() as u32;
-            for i in 0..count as u64 {
-                layout_osts.push(((first + i) % n_osts as u64) as u32);
-            }
+            layout_osts.extend(layout.osts.iter().map(|o| o.0));
             if objects + count as u64 > u32::MAX as u64 {
                 return Err("too many stripe objects".to_string());
             }
             files.push(FileLayout {
-                stripe_size_bytes: stripe_size.max(1),
+                stripe_size_bytes: stripe_size,
                 osts_start: start,
                 osts_len: count as u32,
                 object_base: objects as u32,
@@ -768,7 +765,6 @@ impl Sim {
             bins,
             latency_ns: secs_to_ns(scenario.network.latency_us * 1e-6),
             brw_size_bytes,
-            max_rpcs_in_flight: cluster.max_rpcs_in_flight.max(1),
             queue: EventQueue::with_lanes(lanes.total as usize),
             lanes,
             events: 0,
@@ -784,7 +780,12 @@ impl Sim {
             scheds,
             pools,
             pool_scheds,
-            oscs: (0..n_clients * n_osts).map(|_| Osc::default()).collect(),
+            oscs: (0..n_clients * n_osts)
+                .map(|_| Osc {
+                    window: RpcWindow::new(cluster.max_rpcs_in_flight.max(1)),
+                    waiting: VecDeque::new(),
+                })
+                .collect(),
             files,
             layout_osts,
             object_next_offset: vec![u64::MAX; objects as usize],
@@ -1160,56 +1161,49 @@ impl Sim {
         let n_osts = self.osts.len();
         let (osts_tbl, osses) = (&self.osts, &self.osses);
         let domains = &self.domains;
-        let max_in_flight = self.max_rpcs_in_flight;
         let queue = &mut self.queue;
         let arrive_ns = now + self.latency_ns;
-        split_rpcs(
-            file.stripe_size_bytes,
-            osts,
-            file_offset,
-            len,
-            self.brw_size_bytes,
-            |piece| {
-                let ost = &osts_tbl[piece.ost as usize];
-                let oss = &osses[ost.oss as usize];
-                let cpt = client_cpt(client, oss.cpts);
-                let state = RpcState {
-                    call,
-                    job,
-                    client,
-                    ost: piece.ost,
-                    object: object_base + piece.stripe_index,
-                    sched: domains[ost.domain as usize].sched_base + cpt,
-                    pool: oss.pool_base + cpt,
-                    read,
-                    object_offset_bytes: piece.object_offset_bytes,
-                    file_offset_bytes: piece.file_offset_bytes,
-                    size_bytes: piece.size_bytes,
-                    created_ns: now,
-                    sent_ns: 0,
-                    bulk_first_end_ns: 0,
-                };
-                let rpc = match free_rpcs.pop() {
-                    Some(r) => {
-                        rpcs[r as usize] = state;
-                        r
-                    }
-                    None => {
-                        rpcs.push(state);
-                        rpcs.len() as u32 - 1
-                    }
-                };
-                rpcs_left += 1;
-                let osc = &mut oscs[client as usize * n_osts + piece.ost as usize];
-                if osc.in_flight < max_in_flight {
-                    osc.in_flight += 1;
-                    rpcs[rpc as usize].sent_ns = now;
-                    queue.push_lane(LANE_LATENCY, arrive_ns, Event::RequestArrive { rpc });
-                } else {
-                    osc.waiting.push_back(rpc);
+        let raid0 = Raid0::new(file.stripe_size_bytes, file.osts_len);
+        raid0.rpcs(file_offset, len, self.brw_size_bytes, |piece| {
+            let piece_ost = osts[piece.stripe_index as usize];
+            let ost = &osts_tbl[piece_ost as usize];
+            let oss = &osses[ost.oss as usize];
+            let cpt = client_cpt(client, oss.cpts);
+            let state = RpcState {
+                call,
+                job,
+                client,
+                ost: piece_ost,
+                object: object_base + piece.stripe_index,
+                sched: domains[ost.domain as usize].sched_base + cpt,
+                pool: oss.pool_base + cpt,
+                read,
+                object_offset_bytes: piece.object_offset_bytes,
+                file_offset_bytes: piece.file_offset_bytes,
+                size_bytes: piece.size_bytes,
+                created_ns: now,
+                sent_ns: 0,
+                bulk_first_end_ns: 0,
+            };
+            let rpc = match free_rpcs.pop() {
+                Some(r) => {
+                    rpcs[r as usize] = state;
+                    r
                 }
-            },
-        );
+                None => {
+                    rpcs.push(state);
+                    rpcs.len() as u32 - 1
+                }
+            };
+            rpcs_left += 1;
+            let osc = &mut oscs[client as usize * n_osts + piece_ost as usize];
+            if osc.window.try_send() {
+                rpcs[rpc as usize].sent_ns = now;
+                queue.push_lane(LANE_LATENCY, arrive_ns, Event::RequestArrive { rpc });
+            } else {
+                osc.waiting.push_back(rpc);
+            }
+        });
         self.calls[call as usize] = Call {
             process: p,
             rpcs_left,
@@ -1445,9 +1439,9 @@ impl Sim {
         // The OSC slot frees: send the next waiting RPC of this (client, OST).
         let n_osts = self.osts.len();
         let osc = &mut self.oscs[r.client as usize * n_osts + r.ost as usize];
-        osc.in_flight -= 1;
+        osc.window.complete();
         if let Some(next) = osc.waiting.pop_front() {
-            osc.in_flight += 1;
+            assert!(osc.window.try_send(), "a slot was just freed");
             self.rpcs[next as usize].sent_ns = now;
             self.queue.push_lane(
                 LANE_LATENCY,

@@ -69,6 +69,7 @@ use crate::record::{
 };
 use crate::scenario::{FileMode, JobSpec, Scenario, ShapeKind};
 use crate::workload::{secs_to_ns, Shape};
+use pfsqos_node::mds::Placer;
 
 /// Progress is reported every this many events.
 const PROGRESS_EVERY_EVENTS: u64 = 1 << 14;
@@ -335,7 +336,7 @@ impl Fluid {
         };
         fluid.bins = (fluid.duration_ns / fluid.bin_ns + 1) as usize;
         let mut app_index: BTreeMap<String, u32> = BTreeMap::new();
-        let mut rr_cursor: u64 = 0;
+        let mut placer = Placer::round_robin(fluid.n_osts as u32);
         for (job, app, walltime, submit_ns) in specs {
             let app_id = JobId::new(&app).map_err(|e| format!("application `{app}`: {e}"))?;
             let next_app = app_index.len() as u32;
@@ -343,7 +344,7 @@ impl Fluid {
             if app == fluid.apps.len() as u32 {
                 fluid.apps.push(app_id);
             }
-            fluid.add_job(job, app, walltime, submit_ns, cluster, &mut rr_cursor)?;
+            fluid.add_job(job, app, walltime, submit_ns, cluster, &mut placer)?;
         }
         if scenario.appset.is_some() {
             let pool = scenario
@@ -363,7 +364,7 @@ impl Fluid {
         batch: Option<u64>,
         submit_ns: u64,
         cluster: &crate::scenario::ClusterSpec,
-        rr_cursor: &mut u64,
+        placer: &mut Placer,
     ) -> Result<(), String> {
         let n_osts = self.n_osts as u64;
         let first_flow = self.flows.len() as u32;
@@ -380,34 +381,30 @@ impl Fluid {
                 .unwrap_or(cluster.stripe_size)
                 .bytes()
                 .max(1);
-            // Layouts as the RPC engine creates them: round robin unless an offset is given.
-            let mut layout = |offset: Option<u32>| -> Vec<u32> {
-                let first = match offset {
-                    Some(o) => u64::from(o) % n_osts,
-                    None => {
-                        let f = *rr_cursor % n_osts;
-                        *rr_cursor += count;
-                        f
-                    }
-                };
-                (0..count).map(|i| ((first + i) % n_osts) as u32).collect()
+            // Layouts from the same placer as the RPC engine's, created in the same order. The
+            // scenario is validated (1..=OSTs stripes, an existing start OST).
+            let mut layout = |offset: Option<u32>| -> Result<Vec<u32>, String> {
+                let l = placer
+                    .create(count as i32, ss, offset)
+                    .map_err(|e| e.to_string())?;
+                Ok(l.osts.iter().map(|o| o.0).collect())
             };
             // (layout, region base, multiplicity)
             let mut members: Vec<(Vec<u32>, u64, u32)> = Vec::new();
             match group.file {
                 FileMode::Shared => {
-                    let l = layout(group.stripe_offset);
+                    let l = layout(group.stripe_offset)?;
                     for k in 0..group.numjobs {
                         members.push((l.clone(), u64::from(k) * group.size.bytes(), 1));
                     }
                 }
                 FileMode::PerProcess if group.stripe_offset.is_some() => {
-                    let l = layout(group.stripe_offset);
+                    let l = layout(group.stripe_offset)?;
                     members.push((l, 0, group.numjobs));
                 }
                 FileMode::PerProcess => {
                     for _ in 0..group.numjobs {
-                        members.push((layout(None), 0, 1));
+                        members.push((layout(None)?, 0, 1));
                     }
                 }
             }

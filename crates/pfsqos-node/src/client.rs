@@ -1,0 +1,386 @@
+//! The client path: where a file byte lives (RAID-0), how I/O becomes RPCs, and the per-OST
+//! window of RPCs in flight. Every driver's client calls these: the RPC-level engine for each
+//! simulated I/O call, the fluid engine for its layouts, the FUSE mount for every RPC it sends.
+//!
+//! # RAID-0 (Lustre's LOV layer)
+//!
+//! Byte `b` of a file with stripe size `S` and `n` stripes lives in stripe `k = (b / S) mod n`,
+//! in that stripe's object at offset `(b / (S n)) S + b mod S`. Consecutive stripe units of one
+//! stripe are consecutive in its object, so any file range maps to **one contiguous range of
+//! each object it touches**.
+//!
+//! # RPC formation: one rule
+//!
+//! Lustre's OSC caches dirty pages per object and builds a bulk RPC from pages contiguous *in
+//! the object*, at most `max_pages_per_rpc` (`brw_size`) of them, in extents that never cross
+//! a `brw_size`-aligned boundary of the object (`osc_extent_find` caps an extent at the chunk
+//! multiple of `max_pages_per_rpc` its first page falls in). Stripe-unit ends are not
+//! boundaries: they are file-space notions the OSC never sees. Hence the rule every pfsqos
+//! driver follows ([`Raid0::rpcs`]):
+//!
+//! > the bytes an I/O puts in one object form one contiguous object range; it is cut at every
+//! > multiple of `brw_size` in the object, and each piece is one RPC.
+//!
+//! So a sequential writer of a single-stripe file sends whole `brw_size` RPCs (4 MiB by
+//! default) whatever the stripe size, and a multi-stripe file's RPC may carry several stripe
+//! units of its object. Unaligned I/O gets a short first (and last) RPC and aligned RPCs in
+//! between, as Lustre's do.
+
+use pfsqos_core::model::StripeLayout;
+
+/// The RAID-0 geometry of a file: stripe size and count (which OST and object each stripe is
+/// on is the driver's table, indexed by stripe index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Raid0 {
+    pub stripe_size_bytes: u64,
+    pub stripe_count: u32,
+}
+
+/// One RPC: a contiguous range of one object, within one `brw_size`-aligned chunk of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RpcPiece {
+    /// Index of the stripe (and so of the object) in the layout.
+    pub stripe_index: u32,
+    pub object_offset_bytes: u64,
+    /// File offset of the RPC's first byte. An RPC that spans several stripe units of its
+    /// object covers several file ranges; [`Raid0::file_offset`] maps any of its bytes.
+    pub file_offset_bytes: u64,
+    pub size_bytes: u64,
+}
+
+/// The bytes a file range puts in one object: `[object_start, object_end)` of stripe
+/// `stripe_index`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectRange {
+    pub stripe_index: u32,
+    pub object_start_bytes: u64,
+    pub object_end_bytes: u64,
+}
+
+/// The end of the `brw_size`-aligned chunk object offset `object_offset` falls in: where the
+/// RPC holding that byte must end at the latest.
+pub fn rpc_end_in_object(object_offset_bytes: u64, brw_size_bytes: u64) -> u64 {
+    assert!(brw_size_bytes > 0, "brw_size must be positive");
+    (object_offset_bytes / brw_size_bytes + 1).saturating_mul(brw_size_bytes)
+}
+
+impl Raid0 {
+    pub fn new(stripe_size_bytes: u64, stripe_count: u32) -> Raid0 {
+        assert!(stripe_size_bytes > 0, "stripe size must be positive");
+        assert!(stripe_count > 0, "a layout needs at least one stripe");
+        Raid0 {
+            stripe_size_bytes,
+            stripe_count,
+        }
+    }
+
+    /// The geometry of a placed layout.
+    pub fn of(layout: &StripeLayout) -> Raid0 {
+        Raid0::new(layout.stripe_size_bytes, layout.osts.len() as u32)
+    }
+
+    /// Where file byte `file_offset` lives: (stripe index, object offset).
+    pub fn locate(&self, file_offset_bytes: u64) -> (u32, u64) {
+        let ss = self.stripe_size_bytes;
+        let n = u64::from(self.stripe_count);
+        let unit = file_offset_bytes / ss;
+        ((unit % n) as u32, (unit / n) * ss + file_offset_bytes % ss)
+    }
+
+    /// The file offset of byte `object_offset` of stripe `stripe_index`'s object (inverse of
+    /// [`Raid0::locate`]).
+    pub fn file_offset(&self, stripe_index: u32, object_offset_bytes: u64) -> u64 {
+        debug_assert!(stripe_index < self.stripe_count);
+        let ss = self.stripe_size_bytes;
+        let n = u64::from(self.stripe_count);
+        (object_offset_bytes / ss) * n * ss
+            + u64::from(stripe_index) * ss
+            + object_offset_bytes % ss
+    }
+
+    /// Length of stripe `index`'s object when the file is `file_size` bytes long: whole rounds
+    /// of `S n` bytes give `S` each, and the last partial round gives stripe `k` the part of
+    /// its unit that lies below the end.
+    pub fn object_size(&self, index: u32, file_size_bytes: u64) -> u64 {
+        let ss = self.stripe_size_bytes;
+        let round = ss * u64::from(self.stripe_count);
+        let full = file_size_bytes / round;
+        let rest = file_size_bytes % round;
+        full * ss + rest.saturating_sub(u64::from(index) * ss).min(ss)
+    }
+
+    /// Calls `f` with the object range of every object `[offset, offset + len)` touches, in
+    /// the order the range first reaches them. Allocates nothing.
+    pub fn object_ranges(&self, offset_bytes: u64, len_bytes: u64, mut f: impl FnMut(ObjectRange)) {
+        if len_bytes == 0 {
+            return;
+        }
+        let ss = self.stripe_size_bytes;
+        let count = u64::from(self.stripe_count);
+        let end = offset_bytes
+            .checked_add(len_bytes)
+            .expect("a file range ends below 2^64");
+        let first_unit = offset_bytes / ss;
+        let last_unit = (end - 1) / ss;
+        let touched = count.min(last_unit - first_unit + 1);
+        for j in 0..touched {
+            let unit = first_unit + j;
+            let stripe_index = unit % count;
+            let start_pos = if j == 0 { offset_bytes } else { unit * ss };
+            // The last unit of this stripe inside the range.
+            let last = last_unit - (last_unit - unit) % count;
+            let last_end_pos = if last == last_unit {
+                end
+            } else {
+                (last + 1) * ss
+            };
+            let range = ObjectRange {
+                stripe_index: stripe_index as u32,
+                object_start_bytes: (unit / count) * ss + start_pos % ss,
+                object_end_bytes: (last / count) * ss + (last_end_pos - last * ss),
+            };
+            debug_assert!(range.object_start_bytes < range.object_end_bytes);
+            f(range);
+        }
+    }
+
+    /// The RPCs of the file range `[offset, offset + len)` (module docs: one contiguous range
+    /// per object, cut at every multiple of `brw_size` in the object), object by object in the
+    /// order the range first reaches them. Allocates nothing.
+    pub fn rpcs(
+        &self,
+        offset_bytes: u64,
+        len_bytes: u64,
+        brw_size_bytes: u64,
+        mut f: impl FnMut(RpcPiece),
+    ) {
+        assert!(brw_size_bytes > 0, "brw_size must be positive");
+        self.object_ranges(offset_bytes, len_bytes, |r| {
+            cut_object_range(
+                r.object_start_bytes,
+                r.object_end_bytes,
+                brw_size_bytes,
+                |o, len| {
+                    f(RpcPiece {
+                        stripe_index: r.stripe_index,
+                        object_offset_bytes: o,
+                        file_offset_bytes: self.file_offset(r.stripe_index, o),
+                        size_bytes: len,
+                    })
+                },
+            )
+        });
+    }
+
+    /// [`Raid0::rpcs`] collected into a vector.
+    pub fn rpc_vec(&self, offset_bytes: u64, len_bytes: u64, brw_size_bytes: u64) -> Vec<RpcPiece> {
+        let mut v = Vec::new();
+        self.rpcs(offset_bytes, len_bytes, brw_size_bytes, |p| v.push(p));
+        v
+    }
+}
+
+/// Cuts the object range `[start, end)` at every multiple of `brw_size`: calls `f(offset, len)`
+/// for each RPC, in object order.
+pub fn cut_object_range(
+    start_bytes: u64,
+    end_bytes: u64,
+    brw_size_bytes: u64,
+    mut f: impl FnMut(u64, u64),
+) {
+    let mut o = start_bytes;
+    while o < end_bytes {
+        let next = rpc_end_in_object(o, brw_size_bytes).min(end_bytes);
+        debug_assert!(next > o && next - o <= brw_size_bytes);
+        f(o, next - o);
+        o = next;
+    }
+}
+
+/// One client's window of RPCs in flight to one OST (Lustre's per-OSC `max_rpcs_in_flight`):
+/// an RPC is sent only while fewer than `max` are outstanding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RpcWindow {
+    in_flight: u32,
+    max: u32,
+}
+
+impl RpcWindow {
+    pub fn new(max_rpcs_in_flight: u32) -> RpcWindow {
+        assert!(max_rpcs_in_flight > 0, "a window holds at least one RPC");
+        RpcWindow {
+            in_flight: 0,
+            max: max_rpcs_in_flight,
+        }
+    }
+
+    /// Takes a slot if one is free.
+    pub fn try_send(&mut self) -> bool {
+        if self.in_flight < self.max {
+            self.in_flight += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Gives back the slot of an RPC that completed.
+    pub fn complete(&mut self) {
+        assert!(self.in_flight > 0, "an RPC completed that was never sent");
+        self.in_flight -= 1;
+    }
+
+    pub fn in_flight(&self) -> u32 {
+        debug_assert!(self.in_flight <= self.max);
+        self.in_flight
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const K: u64 = 1 << 10;
+    const M: u64 = 1 << 20;
+
+    fn rpcs(ss: u64, n: u32, off: u64, len: u64, brw: u64) -> Vec<(u32, u64, u64, u64)> {
+        Raid0::new(ss, n)
+            .rpc_vec(off, len, brw)
+            .iter()
+            .map(|p| {
+                (
+                    p.stripe_index,
+                    p.object_offset_bytes,
+                    p.size_bytes,
+                    p.file_offset_bytes,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn single_stripe_rpcs_are_whole_brw_chunks_whatever_the_stripe_size() {
+        // Lustre's defaults: 1 MiB stripes, 4 MiB brw: a sequential 8 MiB write is 2 RPCs.
+        assert_eq!(
+            rpcs(M, 1, 0, 8 * M, 4 * M),
+            vec![(0, 0, 4 * M, 0), (0, 4 * M, 4 * M, 4 * M)]
+        );
+        // Unaligned: a short head up to the next 4 MiB multiple, then whole chunks, then a tail.
+        assert_eq!(
+            rpcs(M, 1, 3 * M, 6 * M, 4 * M),
+            vec![
+                (0, 3 * M, M, 3 * M),
+                (0, 4 * M, 4 * M, 4 * M),
+                (0, 8 * M, M, 8 * M)
+            ]
+        );
+    }
+
+    #[test]
+    fn multi_stripe_rpcs_are_contiguous_in_the_object_and_aligned() {
+        // 2 stripes of 1 MiB, brw 4 MiB, 16 MiB from 0: each object gets [0, 8) MiB, two RPCs
+        // of 4 MiB each carrying four of the file's stripe units.
+        assert_eq!(
+            rpcs(M, 2, 0, 16 * M, 4 * M),
+            vec![
+                (0, 0, 4 * M, 0),
+                (0, 4 * M, 4 * M, 8 * M),
+                (1, 0, 4 * M, M),
+                (1, 4 * M, 4 * M, 9 * M),
+            ]
+        );
+        // brw 768 KiB, 1 MiB stripes over 2 OSTs, 3 MiB from 0.75 MiB: object 0 holds
+        // [0.75, 2) MiB, object 1 [0, 1.75) MiB, both cut at multiples of 768 KiB.
+        assert_eq!(
+            rpcs(M, 2, 768 * K, 3 * M, 768 * K),
+            vec![
+                (0, 768 * K, 768 * K, 768 * K),
+                (0, 1536 * K, 512 * K, 2560 * K),
+                (1, 0, 768 * K, M),
+                (1, 768 * K, 768 * K, 1792 * K),
+                (1, 1536 * K, 256 * K, 3584 * K),
+            ]
+        );
+        assert!(rpcs(M, 2, 5, 0, M).is_empty());
+    }
+
+    #[test]
+    fn window_counts_slots() {
+        let mut w = RpcWindow::new(2);
+        assert!(w.try_send() && w.try_send() && !w.try_send());
+        w.complete();
+        assert_eq!(w.in_flight(), 1);
+        assert!(w.try_send());
+    }
+
+    #[test]
+    #[should_panic(expected = "never sent")]
+    fn window_refuses_a_completion_without_a_send() {
+        RpcWindow::new(1).complete();
+    }
+
+    #[test]
+    fn object_sizes() {
+        let r = Raid0::new(M, 2);
+        assert_eq!(r.object_size(0, 5 * M / 2), 3 * M / 2);
+        assert_eq!(r.object_size(1, 5 * M / 2), M);
+        assert_eq!(r.object_size(1, M / 2), 0);
+        assert_eq!(Raid0::new(M, 3).object_size(2, 0), 0);
+    }
+
+    proptest! {
+        /// Byte by byte (an independent oracle: `locate` of each byte): the RPCs hold exactly
+        /// the range's bytes, each RPC's bytes are consecutive in one object and stay in one
+        /// brw-aligned chunk, and two RPCs of one object meet only at a chunk boundary.
+        #[test]
+        fn rpcs_hold_exactly_the_range_bytes(
+            units in 1u64..6, n in 1u32..5, brw_units in 1u64..9,
+            offset in 0u64..(1 << 20), len in 0u64..(1 << 19),
+        ) {
+            let ss = units << 14;
+            let brw = brw_units << 13;
+            let r = Raid0::new(ss, n);
+            let pieces = r.rpc_vec(offset, len, brw);
+            let mut seen = std::collections::BTreeSet::new();
+            for p in &pieces {
+                prop_assert!(p.size_bytes > 0 && p.size_bytes <= brw);
+                prop_assert_eq!(
+                    p.object_offset_bytes / brw,
+                    (p.object_offset_bytes + p.size_bytes - 1) / brw
+                );
+                prop_assert_eq!(r.locate(p.file_offset_bytes), (p.stripe_index, p.object_offset_bytes));
+                for o in p.object_offset_bytes..p.object_offset_bytes + p.size_bytes {
+                    let b = r.file_offset(p.stripe_index, o);
+                    prop_assert_eq!(r.locate(b), (p.stripe_index, o));
+                    prop_assert!(b >= offset && b < offset + len, "byte {} outside the range", b);
+                    prop_assert!(seen.insert(b), "byte {} twice", b);
+                }
+            }
+            prop_assert_eq!(seen.len() as u64, len);
+            // Maximal: two pieces of one object that touch meet at a chunk boundary.
+            for a in &pieces {
+                for b in &pieces {
+                    if a.stripe_index == b.stripe_index
+                        && a.object_offset_bytes + a.size_bytes == b.object_offset_bytes
+                    {
+                        prop_assert_eq!(b.object_offset_bytes % brw, 0);
+                    }
+                }
+            }
+        }
+
+        /// Object sizes sum to the file size, and the last byte of the file is the last byte
+        /// of its object.
+        #[test]
+        fn object_sizes_partition_the_file(units in 1u64..8, n in 1u32..6, size in 0u64..(1 << 26)) {
+            let r = Raid0::new(units << 16, n);
+            let total: u64 = (0..n).map(|i| r.object_size(i, size)).sum();
+            prop_assert_eq!(total, size);
+            if size > 0 {
+                let (i, o) = r.locate(size - 1);
+                prop_assert_eq!(r.object_size(i, size), o + 1);
+            }
+        }
+    }
+}

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use pfsqos_core::place::{Placement, PlacementRequest, RoundRobin};
+use pfsqos_core::place::PlacementRequest;
+use pfsqos_node::mds::Placer;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde::{Deserialize, Serialize};
 use tokio::net::{TcpListener, TcpStream};
@@ -276,7 +277,7 @@ CREATE TABLE IF NOT EXISTS meta (
 pub struct Namespace {
     db: Connection,
     config: NamespaceConfig,
-    placer: RoundRobin,
+    placer: Placer,
 }
 
 fn attr_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Attr> {
@@ -500,8 +501,8 @@ impl Namespace {
         db.execute_batch(SCHEMA).map_err(db_err)?;
         let mut ns = Namespace {
             db,
-            config,
-            placer: RoundRobin::default(),
+            config: config.clone(),
+            placer: Placer::round_robin(config.ost_count()),
         };
         // The default must be placeable, or every create would fail later.
         ns.placement_request(&ns.config.default_stripe.clone())?;
@@ -529,7 +530,7 @@ impl Namespace {
         }
         let cursor = meta_get(&tx, "rr_cursor")?;
         tx.commit().map_err(db_err)?;
-        ns.placer = RoundRobin::new(cursor as u32);
+        ns.placer.restore(cursor as u32);
         Ok(ns)
     }
 
@@ -643,21 +644,22 @@ impl Namespace {
                 }
             }
         };
+        debug_assert_eq!(spec.ost_count, placer.ost_count());
         let placed = placer
-            .place(&spec)
+            .create(spec.stripe_count, spec.stripe_size_bytes, spec.start_ost)
             .map_err(|e| err(e.errno(), e.to_string()))?;
         let first = meta_get(&tx, "next_object")?;
         let stripes: Vec<Stripe> = placed
             .osts
             .iter()
             .enumerate()
-            .map(|(i, &ost)| Stripe {
-                ost,
+            .map(|(i, ost)| Stripe {
+                ost: ost.0,
                 object: first + i as u64,
             })
             .collect();
         meta_set(&tx, "next_object", first + stripes.len() as u64)?;
-        meta_set(&tx, "rr_cursor", placer.cursor() as u64)?;
+        meta_set(&tx, "rr_cursor", placer.state() as u64)?;
         tx.execute(
             "INSERT INTO layouts(ino, stripe_size) VALUES (?1, ?2)",
             params![attr.ino as i64, placed.stripe_size_bytes as i64],

@@ -613,14 +613,15 @@ fn at_most_max_rpcs_in_flight_per_ost() {
 }
 
 /// With direct I/O the client reads ahead itself: a sequential reader in small pieces causes
-/// one read RPC per stripe piece, not one per read; writes and truncates through the mount
+/// one read RPC per `brw_size` of each object, not one per read; writes and truncates through the mount
 /// are never hidden by bytes read ahead before them; random reads still see every byte.
 #[test]
 fn direct_io_reads_ahead_and_never_serves_stale_bytes() {
     use pfsqos_core::jobstats::OstCounter;
     let c = Cluster::start(|m| {
         m.direct_io = true;
-        m.max_read_ahead_mb = 4;
+        // Room for a whole 4 MiB RPC of each of the two objects, twice over.
+        m.max_read_ahead_mb = 16;
         m.jobid_name = "ra-test".into();
     });
     c.mkdir_wide("wide");
@@ -655,7 +656,10 @@ fn direct_io_reads_ahead_and_never_serves_stale_bytes() {
         12 << 20,
         "every byte read once, nothing beyond the end"
     );
-    assert_eq!(rpcs, 12, "one RPC per 1 MiB stripe piece, not one per read");
+    assert_eq!(
+        rpcs, 4,
+        "one RPC per 4 MiB of each object, not one per read"
+    );
 
     // Bytes read ahead are dropped when the file is written: read 1 MiB (the window now
     // reaches 5 MiB), overwrite [2 MiB, 3 MiB) through another handle, read on.
@@ -738,16 +742,19 @@ fn read_ahead_windows_are_per_open_file() {
     for b in &back {
         assert!(sha(b) == sha(&data), "a reader saw other bytes");
     }
+    // Each reader's window (32 MiB) covers the file at its first read: per object one 4 MiB
+    // and one 2 MiB RPC.
     assert_eq!(
         reads(),
-        (24, 24 << 20),
-        "each reader: one RPC per 1 MiB stripe piece"
+        (8, 24 << 20),
+        "each reader: one RPC per 4 MiB of each object"
     );
 }
 
 /// With direct I/O the kernel hands the client each application write as it comes; the
-/// client gathers a sequential writer's pieces into whole, aligned RPCs (one per 1 MiB stripe
-/// piece, not one per write, whatever the buffer's alignment). Gathered bytes are seen by a
+/// client gathers a sequential writer's pieces per object into whole, aligned RPCs (one per
+/// `brw_size` of each object, not one per write or per stripe unit, whatever the buffer's
+/// alignment), as the simulator forms them (`pfsqos_node::client`). Gathered bytes are seen by a
 /// read before they are sent, are ordered before a later overlapping write, and reach the OST
 /// without a flush or close.
 #[test]
@@ -772,10 +779,12 @@ fn direct_io_gathers_writes_into_whole_rpcs() {
         }
         h.sync_all().unwrap();
     }
+    // Gathered per object and cut at every 4 MiB (brw_size) of the object: each object holds
+    // 6 MiB (six 1 MiB stripe units), sent as one 4 MiB and one 2 MiB RPC.
     assert_eq!(
         writes(),
-        (12, 12 << 20, 1 << 20, 1 << 20),
-        "one RPC per MiB"
+        (4, 12 << 20, 2 << 20, 4 << 20),
+        "one RPC per 4 MiB of each object"
     );
 
     // One 4 MiB write from a buffer that is not page-aligned.
@@ -790,7 +799,8 @@ fn direct_io_gathers_writes_into_whole_rpcs() {
     h.write_all(&odd[1..]).unwrap();
     h.sync_all().unwrap();
     data[..4 << 20].copy_from_slice(&fresh);
-    assert_eq!(writes(), (16, 16 << 20, 1 << 20, 1 << 20));
+    // Whatever pieces the kernel cut it into: [0, 2) MiB of each object, one RPC each.
+    assert_eq!(writes(), (6, 16 << 20, 2 << 20, 4 << 20));
 
     // 100,000 bytes past the end stay gathered (no RPC boundary reached); another handle
     // reads them, and the file's size, at once.
@@ -804,7 +814,7 @@ fn direct_io_gathers_writes_into_whole_rpcs() {
     let mut back = vec![0u8; 100_000];
     r.read_exact(&mut back).unwrap();
     assert!(back == tail[..100_000], "gathered bytes not seen by a read");
-    assert_eq!(writes().0, 17, "the read sent the gathered bytes");
+    assert_eq!(writes().0, 7, "the read sent the gathered bytes");
 
     // An overwrite inside them lands after them, not before.
     h.seek(SeekFrom::Start((12 << 20) + 50_000)).unwrap();
@@ -812,11 +822,11 @@ fn direct_io_gathers_writes_into_whole_rpcs() {
     h.sync_all().unwrap();
     data[(12 << 20) + 50_000..(12 << 20) + 60_000].fill(0xbb);
     assert_eq!(sha(&fs::read(c.p("wide/f")).unwrap()), sha(&data));
-    assert_eq!(writes().0, 18);
+    assert_eq!(writes().0, 8);
 
     drop((h, r));
     assert_eq!(sha(&fs::read(c.p("wide/f")).unwrap()), sha(&data));
-    assert_eq!(writes(), (18, (16 << 20) + 110_000, 10_000, 1 << 20));
+    assert_eq!(writes(), (8, (16 << 20) + 110_000, 10_000, 4 << 20));
     // (A mount stops once its files are closed: both handles are.)
     drop(c);
 
@@ -883,6 +893,114 @@ fn mappings_with_direct_io_and_with_the_page_cache() {
             Err(e) if direct_io => assert_eq!(e, libc::ENODEV),
             Ok(v) if !direct_io => assert_eq!(v, &data[..8192]),
             other => panic!("direct_io {direct_io}: shared mapping gave {other:?}"),
+        }
+    }
+}
+
+/// The mount forms the very RPCs the simulator forms for the same writes and layout (one rule,
+/// `pfsqos_node::client`): sizes, objects and object offsets, for single- and multi-stripe
+/// files, aligned and not, at the default `brw_size` (4 MiB, larger than the stripes) and a
+/// smaller one. Each case writes two consecutive calls of `len` bytes (the simulator: one
+/// call from each of two processes of a shared file); the mount syncs after each, so its
+/// gathering cannot merge them and each call's RPCs stand alone, as in the simulator.
+#[test]
+fn the_mount_and_the_simulator_form_the_same_rpcs() {
+    use std::os::unix::fs::FileExt;
+    const M: u64 = 1 << 20;
+    // (stripe_count, stripe_size, call length)
+    let cases_by_brw: [(u64, &[(u32, u64, u64)]); 2] = [
+        (
+            4 * M,
+            &[
+                (1, M, 6 * M + 12_345),
+                (2, M, 5 * M + 777),
+                (2, M, 16 * M),
+                (2, 64 << 10, 3_000_000),
+            ],
+        ),
+        (M, &[(2, 64 << 10, 3_000_000), (1, 4 * M, 9 * M + 5)]),
+    ];
+    for (brw, cases) in cases_by_brw {
+        let c = Cluster::start(|m| {
+            m.brw_size_bytes = brw;
+            m.rpc_trace = true;
+            m.gather_flush_after = Duration::from_secs(3600);
+        });
+        for (i, &(count, stripe_size, len)) in cases.iter().enumerate() {
+            let dir = format!("d{i}");
+            fs::create_dir(c.p(&dir)).unwrap();
+            xattr_set(
+                &c.p(&dir),
+                "user.pfsqos.layout",
+                format!("stripe_count={count} stripe_size={stripe_size} stripe_offset=0")
+                    .as_bytes(),
+            );
+            let before = c.mount.as_ref().unwrap().rpc_trace().unwrap().len();
+            let data = pattern(2 * len as usize, i as u64);
+            let h = File::create(c.p(&format!("{dir}/f"))).unwrap();
+            for call in 0..2u64 {
+                let at = (call * len) as usize;
+                h.write_all_at(&data[at..at + len as usize], call * len)
+                    .unwrap();
+                h.sync_all().unwrap();
+            }
+            drop(h);
+            assert_eq!(
+                sha(&fs::read(c.p(&format!("{dir}/f"))).unwrap()),
+                sha(&data)
+            );
+            let mut mount: Vec<(u32, u64, u64)> = c.mount.as_ref().unwrap().rpc_trace().unwrap()
+                [before..]
+                .iter()
+                .filter(|r| r.write)
+                .map(|r| (r.ost, r.object_offset_bytes, r.len_bytes))
+                .collect();
+            mount.sort_unstable();
+
+            let scenario = format!(
+                r#"
+name = "same-rpcs"
+[simulation]
+duration_s = 60.0
+[cluster]
+clients = 1
+brw_size = "{brw}"
+[[oss]]
+name = "oss0"
+osts = 2
+device = "ssd-sata"
+[[job]]
+id = "w"
+nodes = 1
+[[job.processes]]
+rw = "write"
+bs = "{len}"
+size = "{len}"
+numjobs = 2
+file = "shared"
+stripe_count = {count}
+stripe_size = "{stripe_size}"
+stripe_offset = 0
+"#
+            );
+            let s = pfsqos_sim::Scenario::from_toml_str(&scenario, "<test>").unwrap();
+            let (out, trace) = pfsqos_sim::run_traced(&s, "nobw", 1).unwrap();
+            assert!(
+                out.jobs[0].finished,
+                "case {i}: the simulated job did not finish"
+            );
+            let mut sim: Vec<(u32, u64, u64)> = trace
+                .iter()
+                .filter(|t| !t.read)
+                .map(|t| (t.ost, t.object_offset_bytes, t.size_bytes))
+                .collect();
+            sim.sort_unstable();
+            assert_eq!(
+                mount, sim,
+                "brw {brw}, {count} x {stripe_size} stripes, calls of {len}: mount vs simulator"
+            );
+            // Not trivially equal: the calls were cut into several RPCs.
+            assert!(sim.len() > 2, "case {i}: {sim:?}");
         }
     }
 }

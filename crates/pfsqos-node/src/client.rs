@@ -172,6 +172,31 @@ impl Raid0 {
         });
     }
 
+    /// The file ranges of the object range `[object_offset, object_offset + len)` of stripe
+    /// `stripe_index`: calls `f(file_offset, offset_in_range, len)` for each piece of it that
+    /// lies in one stripe unit, in object order. An RPC spanning several stripe units of its
+    /// object carries bytes of several file ranges; this is how they are placed back.
+    pub fn file_segments(
+        &self,
+        stripe_index: u32,
+        object_offset_bytes: u64,
+        len_bytes: u64,
+        mut f: impl FnMut(u64, u64, u64),
+    ) {
+        let ss = self.stripe_size_bytes;
+        let end = object_offset_bytes + len_bytes;
+        let mut o = object_offset_bytes;
+        while o < end {
+            let next = ((o / ss + 1) * ss).min(end);
+            f(
+                self.file_offset(stripe_index, o),
+                o - object_offset_bytes,
+                next - o,
+            );
+            o = next;
+        }
+    }
+
     /// [`Raid0::rpcs`] collected into a vector.
     pub fn rpc_vec(&self, offset_bytes: u64, len_bytes: u64, brw_size_bytes: u64) -> Vec<RpcPiece> {
         let mut v = Vec::new();

@@ -7,7 +7,9 @@
 use pfsqos_core::model::StripeLayout;
 use pfsqos_core::place::{Placement, PlacementError, PlacementRequest, RoundRobin};
 
-/// The MDS's placer: the file system's OST count and the placement policy.
+/// The MDS's placer: the file system's OST count and the placement policy. Cloning it gives a
+/// placer to try a create with, kept only if the create commits (the live MDS's transaction).
+#[derive(Clone, Debug)]
 pub struct Placer {
     ost_count: u32,
     policy: RoundRobin,

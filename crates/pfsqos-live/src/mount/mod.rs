@@ -76,6 +76,9 @@ pub struct MountConfig {
     /// How long gathered bytes wait for the rest of their RPC (default
     /// [`ops::GATHER_FLUSH_AFTER`]); not a command-line option.
     pub gather_flush_after: Duration,
+    /// Keep a bounded trace of the bulk RPCs sent ([`Mounted::rpc_trace`]); not a
+    /// command-line option (tests compare it with the simulator's RPCs).
+    pub rpc_trace: bool,
 }
 
 impl MountConfig {
@@ -95,6 +98,7 @@ impl MountConfig {
             threads: THREADS_DEFAULT,
             recovery: RECOVERY_DEFAULT,
             gather_flush_after: ops::GATHER_FLUSH_AFTER,
+            rpc_trace: false,
         }
     }
 
@@ -148,6 +152,7 @@ impl MountConfig {
 
 /// A mounted file system; unmounts when dropped.
 pub struct Mounted {
+    trace: Option<ops::RpcTrace>,
     session: Option<fuser::BackgroundSession>,
     rt: Option<tokio::runtime::Runtime>,
     mountpoint: PathBuf,
@@ -156,6 +161,18 @@ pub struct Mounted {
 impl Mounted {
     pub fn mountpoint(&self) -> &Path {
         &self.mountpoint
+    }
+
+    /// The bulk RPCs this client sent, oldest first (the newest [`ops::RPC_TRACE_MAX`]), if
+    /// the mount was made with [`MountConfig::rpc_trace`].
+    pub fn rpc_trace(&self) -> Option<Vec<ops::SentRpc>> {
+        self.trace.as_ref().map(|t| {
+            t.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .copied()
+                .collect()
+        })
     }
 
     /// True once the kernel has ended the session (e.g. `umount` from outside).
@@ -241,6 +258,7 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
         .enable_all()
         .build()?;
     let ops = rt.block_on(connect(&config))?;
+    let trace = ops.rpc_trace();
     let fs = fs::PfsFs::new(
         Arc::new(ops),
         rt.handle().clone(),
@@ -259,6 +277,7 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
     let session = fuser::spawn_mount(fs, &config.mountpoint, &options)
         .with_context(|| format!("mounting on {}", config.mountpoint.display()))?;
     let mounted = Mounted {
+        trace,
         session: Some(session),
         rt: Some(rt),
         mountpoint: config.mountpoint.clone(),
@@ -345,6 +364,7 @@ async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {
                 0
             },
             gather_flush_after: config.gather_flush_after,
+            rpc_trace: config.rpc_trace,
         },
     ))
 }

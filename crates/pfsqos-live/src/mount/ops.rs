@@ -3,15 +3,19 @@
 //! these to the kernel's requests.
 //!
 //! # Write-behind (Lustre's dirty cache, simplified)
-//! A file's bytes travel in RPCs that never cross an RPC boundary: the end of a stripe unit,
-//! or a multiple of `brw_size` in the object ([`super::stripe::rpc_end`]), so sequential
-//! RPCs are whole and aligned, as Lustre's OSC builds them. A write takes its bytes' share of
-//! the dirty budget (`max_dirty_mb`); bytes that continue the file's gathered bytes (same
-//! JobID, next offset) join them. Everything up to the last RPC boundary reached is sent: each
+//! A file's bytes travel in RPCs formed by the one rule every pfsqos client follows
+//! (`pfsqos_node::client`): the bytes a write puts in one object are one contiguous object
+//! range, cut at every multiple of `brw_size` in the object, as Lustre's OSC builds RPCs from
+//! its per-object dirty pages. Gathering is per object, as Lustre's dirty cache is: a write
+//! takes its bytes' share of the dirty budget (`max_dirty_mb`); the bytes it puts in an object
+//! that continue that object's gathered bytes (same JobID, next object offset) join them, so a
+//! sequential writer of a file striped over several OSTs still sends whole `brw_size` RPCs,
+//! each carrying several stripe units of its object. Everything up to the last RPC boundary
+//! reached is sent: each
 //! RPC takes a slot of its OST's RPC window (`max_rpcs_in_flight`) and runs in the background,
 //! and the write returns as soon as all its RPCs are admitted, so a sequential writer keeps the
 //! window full. What stops short of a boundary stays gathered (at most one RPC's worth per
-//! file), and is sent when a write elsewhere in the file arrives, on a read of those bytes, on
+//! object), and is sent when a write elsewhere in the object arrives, on a read of those bytes, on
 //! truncate, `flush`, `fsync` and `release`, and at the latest `gather_flush_after` (default
 //! [`GATHER_FLUSH_AFTER`]) after the
 //! gathering started. An application writing 1 MiB from an unaligned buffer hands the kernel's
@@ -25,8 +29,9 @@
 //! sends `sync` for every object of the file (the ossd fdatasyncs it), so fsync-acknowledged
 //! data survives a crash of the ossd.
 //!
-//! Ordering: every write is registered, in arrival order, when its bytes are sent; RPCs of one
-//! that overlaps an earlier unfinished write wait for it (a later write to the same bytes must
+//! Ordering: every object extent of a write is registered, in arrival order, when its bytes
+//! are sent; RPCs of one that overlaps an earlier unfinished one wait for it (overlap is
+//! checked in object offsets, where an extent is one range; a later write to the same bytes must
 //! not overtake an earlier one on the way to the OSS), and a read first sends the gathered
 //! bytes it covers, then waits for unfinished writes to the bytes it reads. Sequential I/O
 //! never overlaps, so never waits.
@@ -57,13 +62,14 @@ use tracing::warn;
 
 use super::jobid::JobIds;
 use super::oss_pool::{Failure, MdsPool, ObjOp, OstPool};
-use super::stripe::{check_layout, object_size, rpc_end, split, Piece};
+use super::stripe::check_layout;
 use crate::client::Identity;
 use crate::mds::{
     Attr, DirPage, FileLayout, Kind, MdsOp, MdsReplyBody, Owner, SetAttr, StatFs, StripeSpec,
     FILE_SIZE_MAX_BYTES,
 };
 use crate::protocol::Errno;
+use pfsqos_node::client::{cut_object_range, rpc_end_in_object, ObjectRange, Raid0};
 
 /// A libc errno.
 pub type Res<T> = Result<T, i32>;
@@ -111,26 +117,36 @@ fn fail(f: Failure) -> i32 {
     errno(f.0)
 }
 
-/// The bytes `[offset, offset + len)` from prefetched RPCs starting at the given file offsets
-/// and covering that range; bytes past a short answer (a hole or the object's end) are zeros.
-async fn assemble(parts: Vec<(u64, Prefetch)>, offset: u64, len: u64) -> Res<Bytes> {
-    if let [(start, fetch)] = &parts[..] {
-        // One RPC answers the whole read: hand out a slice of its buffer, no copy.
-        let d = fetch.clone().await?;
-        if d.len() as u64 >= offset + len - start {
-            let at = (offset - start) as usize;
+/// File bytes `[file_offset, file_offset + len)` of a prefetched RPC, at `in_rpc` in its answer.
+struct Part {
+    file_offset: u64,
+    len: u64,
+    in_rpc: u64,
+    fetch: Prefetch,
+}
+
+/// The bytes `[offset, offset + len)` from prefetched parts covering that range; bytes past a
+/// short answer (a hole or the object's end) are zeros.
+async fn assemble(parts: Vec<Part>, offset: u64, len: u64) -> Res<Bytes> {
+    if let [p] = &parts[..] {
+        // One part answers the whole read: hand out a slice of its RPC's buffer, no copy.
+        let d = p.fetch.clone().await?;
+        let at = (p.in_rpc + offset - p.file_offset) as usize;
+        if d.len() >= at + len as usize {
             return Ok(d.slice(at..at + len as usize));
         }
     }
     let mut buf = vec![0u8; len as usize];
-    for (start, fetch) in parts {
-        let d = fetch.await?;
-        // The overlap of [start, start + d.len()) with [offset, offset + len).
-        let from = start.max(offset);
-        let to = (start + d.len() as u64).min(offset + len);
+    for p in parts {
+        let d = p.fetch.await?;
+        // The overlap of the part's file range with [offset, offset + len).
+        let from = p.file_offset.max(offset);
+        let to = (p.file_offset + p.len).min(offset + len);
         if to > from {
-            buf[(from - offset) as usize..(to - offset) as usize]
-                .copy_from_slice(&d[(from - start) as usize..(to - start) as usize]);
+            let src_from = ((p.in_rpc + from - p.file_offset) as usize).min(d.len());
+            let src_to = ((p.in_rpc + to - p.file_offset) as usize).min(d.len());
+            let at = (from - offset) as usize;
+            buf[at..at + (src_to - src_from)].copy_from_slice(&d[src_from..src_to]);
         }
     }
     Ok(Bytes::from(buf))
@@ -155,7 +171,25 @@ pub struct Tuning {
     pub read_ahead_bytes: u64,
     /// How long gathered bytes wait for the rest of their RPC.
     pub gather_flush_after: std::time::Duration,
+    /// Keep the last [`RPC_TRACE_MAX`] bulk RPCs sent ([`Ops::rpc_trace`]).
+    pub rpc_trace: bool,
 }
+
+/// Most RPCs the client's trace keeps (the newest; older ones are dropped).
+pub const RPC_TRACE_MAX: usize = 65_536;
+
+/// One bulk RPC the client sent, as Lustre's `osc.*.rpc_stats` would count it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SentRpc {
+    pub write: bool,
+    pub ost: u32,
+    pub object: u64,
+    pub object_offset_bytes: u64,
+    pub len_bytes: u64,
+}
+
+/// The bounded record of sent RPCs.
+pub type RpcTrace = Arc<Mutex<std::collections::VecDeque<SentRpc>>>;
 
 /// A prefetched read RPC: shared, so the read that needs it waits for the one in flight.
 type Prefetch =
@@ -166,13 +200,25 @@ type Prefetch =
 struct ReadAhead {
     /// Where a sequential read starts next.
     next: u64,
-    /// End of what has been prefetched.
-    issued_end: u64,
-    /// Prefetched RPCs by file offset: end offset, data, their share of the budget.
-    pieces: BTreeMap<u64, (u64, Prefetch, tokio::sync::OwnedSemaphorePermit)>,
+    /// Per object (stripe index): the object offset up to which reads have been issued
+    /// (empty: nothing yet; an object missing reads as issued up to where the window starts).
+    issued: Vec<u64>,
+    /// Prefetched bytes by file offset: one entry per stripe unit an RPC covers (an RPC may
+    /// carry several units of its object).
+    pieces: BTreeMap<u64, Segment>,
 }
 
+/// File bytes `[start, end)` of a prefetched RPC, at `in_rpc` in its answer.
+struct Segment {
+    end: u64,
+    in_rpc: u64,
+    fetch: Prefetch,
+    _budget: OwnedSemaphorePermit,
+}
+
+/// An unfinished write to one object: object bytes `[start, end)` of stripe `stripe`.
 struct WriteRec {
+    stripe: u32,
     start: u64,
     end: u64,
     pieces_left: usize,
@@ -180,9 +226,10 @@ struct WriteRec {
     _dirty: OwnedSemaphorePermit,
 }
 
-/// Contiguous written bytes, in buffers none of which crosses an RPC boundary (so each RPC
-/// sent is a slice of one of them).
+/// Written bytes contiguous in one object (object offsets), in buffers none of which crosses
+/// an RPC boundary (so each RPC sent is a slice of one of them).
 struct Extent {
+    stripe: u32,
     start: u64,
     len: u64,
     chunks: Vec<Bytes>,
@@ -218,9 +265,13 @@ impl Extent {
     }
 }
 
-/// Written bytes short of their RPC boundary (module docs). They lie within one RPC, in the
-/// buffer that becomes that RPC's bulk once the rest of it arrives.
+/// Written bytes of one object short of their RPC boundary (module docs), in object offsets.
+/// They lie within one RPC, in the buffer that becomes that RPC's bulk once the rest of it
+/// arrives.
 struct Gather {
+    stripe: u32,
+    /// Distinct per gather of the file, so a flush timer knows its gather is still there.
+    generation: u64,
     start: u64,
     buf: BytesMut,
     id: Identity,
@@ -234,6 +285,7 @@ impl Gather {
 
     fn into_extent(self) -> Extent {
         Extent {
+            stripe: self.stripe,
             start: self.start,
             len: self.buf.len() as u64,
             chunks: vec![self.buf.freeze()],
@@ -242,31 +294,33 @@ impl Gather {
         }
     }
 
-    /// Appends `data`, which continues the gathered bytes and whose dirty budget has been
+    /// Appends `parts` (in order), which continue the gathered bytes and whose dirty budget has been
     /// merged into `self.dirty`, copying each byte once into a buffer per RPC (`rpc_end`
     /// gives the boundary after an offset). Returns the bytes that reached their boundary, as
     /// whole-RPC buffers, with the budget the bytes kept back do not need; `self` keeps the
     /// rest, with exactly the budget its bytes need (a run of small writes, each rounded up
     /// to 1 KiB, would otherwise hold many times its size).
-    fn fill(&mut self, data: &[u8], rpc_end: impl Fn(u64) -> u64) -> Option<Extent> {
+    fn fill(&mut self, parts: &[&[u8]], rpc_end: impl Fn(u64) -> u64) -> Option<Extent> {
         let front = self.start;
         let mut chunks = Vec::new();
-        let mut rest = data;
-        while !rest.is_empty() {
-            let boundary = rpc_end(self.start);
-            let room = (boundary - self.end()) as usize;
-            let n = rest.len().min(room);
-            if self.buf.is_empty() {
-                // A write that fills at least half of its RPC gets a buffer for all of it, so
-                // the rest joins without a copy (an unaligned 1 MiB writer's 16-byte tail);
-                // smaller writes grow theirs as they come.
-                self.buf.reserve(if 2 * n >= room { room } else { n });
-            }
-            self.buf.extend_from_slice(&rest[..n]);
-            rest = &rest[n..];
-            if self.end() == boundary {
-                chunks.push(self.buf.split().freeze());
-                self.start = boundary;
+        for &data in parts {
+            let mut rest = data;
+            while !rest.is_empty() {
+                let boundary = rpc_end(self.start);
+                let room = (boundary - self.end()) as usize;
+                let n = rest.len().min(room);
+                if self.buf.is_empty() {
+                    // A write that fills at least half of its RPC gets a buffer for all of it, so
+                    // the rest joins without a copy (an unaligned 1 MiB writer's 16-byte tail);
+                    // smaller writes grow theirs as they come.
+                    self.buf.reserve(if 2 * n >= room { room } else { n });
+                }
+                self.buf.extend_from_slice(&rest[..n]);
+                rest = &rest[n..];
+                if self.end() == boundary {
+                    chunks.push(self.buf.split().freeze());
+                    self.start = boundary;
+                }
             }
         }
         let have = self.dirty.num_permits();
@@ -279,6 +333,7 @@ impl Gather {
             return None;
         }
         Some(Extent {
+            stripe: self.stripe,
             start: front,
             len: self.start - front,
             chunks,
@@ -288,11 +343,16 @@ impl Gather {
     }
 }
 
-/// An extent registered as a write, ready to be sent as `pieces`.
+/// An extent registered as a write, ready to be sent as RPCs `(object offset, length)`.
 struct Registered {
     seq: u64,
     extent: Extent,
-    pieces: Vec<Piece>,
+    rpcs: Vec<(u64, u64)>,
+}
+
+/// True if object range `r` and object bytes `[start, end)` of `stripe` share a byte.
+fn meets(r: &ObjectRange, stripe: u32, start: u64, end: u64) -> bool {
+    r.stripe_index == stripe && start < r.object_end_bytes && r.object_start_bytes < end
 }
 
 /// Dirty budget units of `len` bytes.
@@ -305,8 +365,9 @@ struct FileInner {
     size_dirty: bool,
     writes: BTreeMap<u64, WriteRec>,
     next_seq: u64,
-    /// The tail of a sequential write that stops short of an RPC boundary (module docs).
-    gather: Option<Gather>,
+    /// Per object (stripe index), the tail of a sequential write that stops short of an RPC
+    /// boundary (module docs).
+    gathers: BTreeMap<u32, Gather>,
     /// Counts gathers, so a flush timer knows whether the one it was set for is still there.
     gather_generation: u64,
     error: Option<i32>,
@@ -317,19 +378,26 @@ struct FileInner {
 }
 
 impl FileInner {
-    /// True if an unfinished write or the gathered bytes overlap `[a, b)`.
-    fn overlaps(&self, a: u64, b: u64) -> bool {
-        self.writes.values().any(|w| w.start < b && a < w.end)
-            || self
-                .gather
-                .as_ref()
-                .is_some_and(|g| g.start < b && a < g.end())
+    /// True if an unfinished write or gathered bytes overlap the object ranges `ranges`.
+    fn overlaps(&self, ranges: &[ObjectRange]) -> bool {
+        ranges.iter().any(|r| {
+            self.writes
+                .values()
+                .any(|w| meets(r, w.stripe, w.start, w.end))
+                || self
+                    .gathers
+                    .get(&r.stripe_index)
+                    .is_some_and(|g| meets(r, g.stripe, g.start, g.end()))
+        })
     }
 
     /// Registers `extent` as the newest write: later overlapping writes wait for it, reads
     /// of its bytes wait until it is on the OSS.
-    fn register(&mut self, extent: Extent, layout: &FileLayout, brw_size_bytes: u64) -> Registered {
-        let pieces = split(layout, extent.start, extent.len, brw_size_bytes);
+    fn register(&mut self, extent: Extent, brw_size_bytes: u64) -> Registered {
+        let mut rpcs = Vec::new();
+        cut_object_range(extent.start, extent.end(), brw_size_bytes, |o, len| {
+            rpcs.push((o, len))
+        });
         let seq = self.next_seq;
         self.next_seq += 1;
         let mut extent = extent;
@@ -341,17 +409,14 @@ impl FileInner {
         self.writes.insert(
             seq,
             WriteRec {
+                stripe: extent.stripe,
                 start: extent.start,
                 end: extent.end(),
-                pieces_left: pieces.len(),
+                pieces_left: rpcs.len(),
                 _dirty: dirty,
             },
         );
-        Registered {
-            seq,
-            extent,
-            pieces,
-        }
+        Registered { seq, extent, rpcs }
     }
 }
 
@@ -359,6 +424,7 @@ impl FileInner {
 struct FileState {
     ino: u64,
     layout: FileLayout,
+    raid0: Raid0,
     inner: Mutex<FileInner>,
     changed: Notify,
 }
@@ -367,13 +433,14 @@ impl FileState {
     fn new(ino: u64, layout: FileLayout, size: u64) -> FileState {
         FileState {
             ino,
+            raid0: Raid0::new(layout.stripe_size_bytes, layout.stripes.len() as u32),
             layout,
             inner: Mutex::new(FileInner {
                 size,
                 size_dirty: false,
                 writes: BTreeMap::new(),
                 next_seq: 0,
-                gather: None,
+                gathers: BTreeMap::new(),
                 gather_generation: 0,
                 error: None,
                 opens: 0,
@@ -387,9 +454,17 @@ impl FileState {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Waits until no unfinished write (registered before `before`, if given) overlaps
-    /// `range` (all writes: `None`).
-    async fn wait_writes(&self, range: Option<(u64, u64)>, before: Option<u64>) {
+    /// The object ranges of the file range `[a, b)`.
+    fn object_ranges(&self, a: u64, b: u64) -> Vec<ObjectRange> {
+        let mut v = Vec::new();
+        self.raid0
+            .object_ranges(a, b.saturating_sub(a), |r| v.push(r));
+        v
+    }
+
+    /// Waits until no unfinished write (registered before `before`, if given) overlaps the
+    /// object ranges `range` (all writes: `None`).
+    async fn wait_writes(&self, range: Option<&[ObjectRange]>, before: Option<u64>) {
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
@@ -398,7 +473,7 @@ impl FileState {
                 let st = self.lock();
                 let mut writes = st.writes.range(..before.unwrap_or(u64::MAX));
                 let busy = writes.any(|(_, w)| match range {
-                    Some((a, b)) => w.start < b && a < w.end,
+                    Some(rs) => rs.iter().any(|r| meets(r, w.stripe, w.start, w.end)),
                     None => true,
                 });
                 if !busy {
@@ -440,6 +515,7 @@ pub struct Ops {
     dirty_kib_total: u32,
     read_ahead_kib: Arc<Semaphore>,
     files: Mutex<HashMap<u64, Arc<FileState>>>,
+    trace: Option<RpcTrace>,
 }
 
 /// A NID for this client: the IPv4 address it reaches `peer` from, on `tcp`.
@@ -476,6 +552,7 @@ impl Ops {
             jobids,
             nid,
             read_ahead_kib: Arc::new(Semaphore::new((tuning.read_ahead_bytes / 1024) as usize)),
+            trace: tuning.rpc_trace.then(RpcTrace::default),
             tuning,
             dirty_kib,
             dirty_kib_total,
@@ -485,6 +562,46 @@ impl Ops {
 
     fn ost_count(&self) -> u32 {
         self.osts.len() as u32
+    }
+
+    /// The trace of sent RPCs, if the mount keeps one.
+    pub fn rpc_trace(&self) -> Option<RpcTrace> {
+        self.trace.clone()
+    }
+
+    /// Records an RPC about to be sent (with the trace on).
+    fn note(&self, op: &ObjOp, ost: u32) {
+        let Some(trace) = &self.trace else { return };
+        let rpc = match op {
+            ObjOp::Write {
+                object,
+                offset,
+                data,
+            } => SentRpc {
+                write: true,
+                ost,
+                object: *object,
+                object_offset_bytes: *offset,
+                len_bytes: data.len() as u64,
+            },
+            ObjOp::Read {
+                object,
+                offset,
+                len,
+            } => SentRpc {
+                write: false,
+                ost,
+                object: *object,
+                object_offset_bytes: *offset,
+                len_bytes: *len,
+            },
+            _ => return,
+        };
+        let mut t = trace.lock().unwrap_or_else(|p| p.into_inner());
+        if t.len() == RPC_TRACE_MAX {
+            t.pop_front();
+        }
+        t.push_back(rpc);
     }
 
     fn identity(&self, c: Caller) -> Identity {
@@ -737,13 +854,12 @@ impl Ops {
             self.flush_gather(&f, None, None).await;
             f.wait_writes(None, None).await;
             let id = self.identity(c);
-            let n = f.layout.stripes.len();
             let mut tasks = Vec::new();
             for (i, s) in f.layout.stripes.iter().enumerate() {
                 let pool = self.osts[s.ost as usize].clone();
                 let op = ObjOp::Punch {
                     object: s.object,
-                    size: object_size(f.layout.stripe_size_bytes, n, i, size),
+                    size: f.raid0.object_size(i as u32, size),
                 };
                 tasks.push(tokio::spawn(async move {
                     let slot = pool.admit().await;
@@ -800,8 +916,14 @@ impl Ops {
         }
         let f = self.state(ino).await?;
         let id = self.identity(c);
-        let kib = dirty_kib(len).min(self.dirty_kib_total);
-        let dirty = match self.dirty_kib.clone().try_acquire_many_owned(kib) {
+        let ranges = f.object_ranges(offset, end);
+        // Each object's bytes take their own share of the budget (each rounded up to 1 KiB).
+        let kib = ranges
+            .iter()
+            .map(|r| dirty_kib(r.object_end_bytes - r.object_start_bytes))
+            .fold(0u32, u32::saturating_add)
+            .min(self.dirty_kib_total);
+        let mut dirty = match self.dirty_kib.clone().try_acquire_many_owned(kib) {
             Ok(d) => d,
             Err(_) => {
                 // Our own gathered bytes may hold the budget we wait for.
@@ -822,34 +944,56 @@ impl Ops {
                 st.size_dirty = true;
             }
             let mut ready = Vec::new();
-            let mut gather = match st.gather.take() {
-                Some(mut g) if g.end() == offset && g.id == id => {
-                    g.dirty.merge(dirty);
-                    g
-                }
-                other => {
-                    ready.extend(other.map(Gather::into_extent));
-                    st.gather_generation += 1;
-                    Gather {
-                        start: offset,
-                        buf: BytesMut::new(),
-                        id,
-                        dirty,
+            let mut arm = Vec::new();
+            for (i, r) in ranges.iter().enumerate() {
+                let have = dirty.num_permits();
+                let share = if i + 1 == ranges.len() {
+                    have
+                } else {
+                    (dirty_kib(r.object_end_bytes - r.object_start_bytes) as usize).min(have)
+                };
+                let part = dirty
+                    .split(share)
+                    .expect("a permit splits within its count");
+                let mut gather = match st.gathers.remove(&r.stripe_index) {
+                    Some(mut g) if g.end() == r.object_start_bytes && g.id == id => {
+                        g.dirty.merge(part);
+                        g
                     }
+                    other => {
+                        ready.extend(other.map(Gather::into_extent));
+                        st.gather_generation += 1;
+                        Gather {
+                            stripe: r.stripe_index,
+                            generation: st.gather_generation,
+                            start: r.object_start_bytes,
+                            buf: BytesMut::new(),
+                            id,
+                            dirty: part,
+                        }
+                    }
+                };
+                // The write's bytes of this object in object order: one slice per stripe unit.
+                let mut parts: Vec<&[u8]> = Vec::new();
+                f.raid0.file_segments(
+                    r.stripe_index,
+                    r.object_start_bytes,
+                    r.object_end_bytes - r.object_start_bytes,
+                    |file_offset, _, seg_len| {
+                        let at = (file_offset - offset) as usize;
+                        parts.push(&data[at..at + seg_len as usize]);
+                    },
+                );
+                ready.extend(gather.fill(&parts, |at| rpc_end_in_object(at, brw)));
+                if !gather.buf.is_empty() {
+                    arm.push(gather.generation);
+                    st.gathers.insert(r.stripe_index, gather);
                 }
-            };
-            ready.extend(gather.fill(data, |at| rpc_end(&f.layout, at, brw)));
-            let arm = (!gather.buf.is_empty()).then_some(st.gather_generation);
-            if !gather.buf.is_empty() {
-                st.gather = Some(gather);
             }
-            let ready: Vec<Registered> = ready
-                .into_iter()
-                .map(|x| st.register(x, &f.layout, brw))
-                .collect();
+            let ready: Vec<Registered> = ready.into_iter().map(|x| st.register(x, brw)).collect();
             (ready, arm)
         };
-        if let Some(generation) = arm {
+        for generation in arm {
             let (ops, f, after) = (self.clone(), f.clone(), self.tuning.gather_flush_after);
             tokio::spawn(async move {
                 tokio::time::sleep(after).await;
@@ -866,15 +1010,22 @@ impl Ops {
     /// holds a window slot. Errors are the file's, reported at flush/fsync/close.
     async fn send(&self, f: &Arc<FileState>, r: Registered) {
         let x = &r.extent;
-        f.wait_writes(Some((x.start, x.end())), Some(r.seq)).await;
-        for p in &r.pieces {
-            let pool = self.osts[p.stripe.ost as usize].clone();
+        let range = ObjectRange {
+            stripe_index: x.stripe,
+            object_start_bytes: x.start,
+            object_end_bytes: x.end(),
+        };
+        f.wait_writes(Some(&[range]), Some(r.seq)).await;
+        let stripe = f.layout.stripes[x.stripe as usize];
+        for &(object_offset, len) in &r.rpcs {
+            let pool = self.osts[stripe.ost as usize].clone();
             let slot = pool.admit().await;
             let op = ObjOp::Write {
-                object: p.stripe.object,
-                offset: p.object_offset_bytes,
-                data: x.bytes(p.file_offset_bytes, p.len_bytes),
+                object: stripe.object,
+                offset: object_offset,
+                data: x.bytes(object_offset, len),
             };
+            self.note(&op, stripe.ost);
             let (f, seq, id) = (f.clone(), r.seq, x.id);
             tokio::spawn(async move {
                 let r = pool.run(&slot, &id, &op).await;
@@ -884,32 +1035,35 @@ impl Ops {
         }
     }
 
-    /// Sends the file's gathered bytes if they overlap `[a, b)` (any: `None`) and, given a
-    /// generation, are still those of that generation.
+    /// Sends the file's gathered bytes that overlap the file range `[a, b)` (all: `None`) or,
+    /// given a generation, the gather of that generation if it is still there.
     async fn flush_gather(
         &self,
         f: &Arc<FileState>,
         range: Option<(u64, u64)>,
         generation: Option<u64>,
     ) {
-        let r = {
+        let ranges = range.map(|(a, b)| f.object_ranges(a, b));
+        let registered: Vec<Registered> = {
             let mut st = f.lock();
-            let same = generation.is_none_or(|g| g == st.gather_generation);
-            let hit = st.gather.as_ref().is_some_and(|g| match range {
-                Some((a, b)) => g.start < b && a < g.end(),
-                None => true,
-            });
-            match st.gather.take() {
-                Some(g) if hit && same => {
-                    Some(st.register(g.into_extent(), &f.layout, self.tuning.brw_size_bytes))
-                }
-                other => {
-                    st.gather = other;
-                    None
-                }
-            }
+            let hit: Vec<u32> = st
+                .gathers
+                .values()
+                .filter(|g| generation.is_none_or(|x| x == g.generation))
+                .filter(|g| match &ranges {
+                    Some(rs) => rs.iter().any(|r| meets(r, g.stripe, g.start, g.end())),
+                    None => true,
+                })
+                .map(|g| g.stripe)
+                .collect();
+            hit.into_iter()
+                .map(|k| {
+                    let g = st.gathers.remove(&k).expect("listed above");
+                    st.register(g.into_extent(), self.tuning.brw_size_bytes)
+                })
+                .collect()
         };
-        if let Some(r) = r {
+        for r in registered {
             self.send(f, r).await;
         }
     }
@@ -926,7 +1080,8 @@ impl Ops {
         let len = (size as u64).min(file_size - offset);
         self.flush_gather(&f, Some((offset, offset + len)), None)
             .await;
-        f.wait_writes(Some((offset, offset + len)), None).await;
+        let ranges = f.object_ranges(offset, offset + len);
+        f.wait_writes(Some(&ranges), None).await;
         let id = self.identity(c);
         if self.tuning.read_ahead_bytes > 0 {
             if let Some(parts) = self.read_ahead(&f, fh, &id, offset, len) {
@@ -934,15 +1089,17 @@ impl Ops {
             }
         }
         let mut tasks = Vec::new();
-        for p in split(&f.layout, offset, len, self.tuning.brw_size_bytes) {
-            let pool = self.osts[p.stripe.ost as usize].clone();
+        for p in f.raid0.rpc_vec(offset, len, self.tuning.brw_size_bytes) {
+            let stripe = f.layout.stripes[p.stripe_index as usize];
+            let pool = self.osts[stripe.ost as usize].clone();
             let op = ObjOp::Read {
-                object: p.stripe.object,
+                object: stripe.object,
                 offset: p.object_offset_bytes,
-                len: p.len_bytes,
+                len: p.size_bytes,
             };
+            self.note(&op, stripe.ost);
             tasks.push((
-                p.file_offset_bytes - offset,
+                p,
                 tokio::spawn(async move {
                     let slot = pool.admit().await;
                     pool.run(&slot, &id, &op).await
@@ -950,8 +1107,8 @@ impl Ops {
             ));
         }
         if tasks.len() == 1 {
-            // One RPC (an aligned read within a stripe): its buffer is the answer, unless the
-            // object ended early (a hole or a short object reads as zeros).
+            // One RPC holds every byte of the read, in file order: its buffer is the answer,
+            // unless the object ended early (a hole or a short object reads as zeros).
             let (_, t) = tasks.pop().expect("one task");
             let d = t.await.map_err(|_| libc::EIO)?.map_err(fail)?;
             if d.len() as u64 == len {
@@ -964,12 +1121,22 @@ impl Ops {
         }
         let mut buf = vec![0u8; len as usize];
         let mut first_err = None;
-        for (at, t) in tasks {
+        for (p, t) in tasks {
             match t.await {
                 Ok(Ok(d)) => {
-                    let at = at as usize;
-                    let n = d.len().min(buf.len() - at);
-                    buf[at..at + n].copy_from_slice(&d[..n]);
+                    // The RPC's bytes go back to the file ranges of its stripe units; bytes
+                    // past a short answer stay zeros.
+                    f.raid0.file_segments(
+                        p.stripe_index,
+                        p.object_offset_bytes,
+                        p.size_bytes,
+                        |file_offset, in_rpc, seg_len| {
+                            let at = (file_offset - offset) as usize;
+                            let from = (in_rpc as usize).min(d.len());
+                            let to = ((in_rpc + seg_len) as usize).min(d.len());
+                            buf[at..at + (to - from)].copy_from_slice(&d[from..to]);
+                        },
+                    );
                 }
                 Ok(Err(e)) => {
                     first_err.get_or_insert(fail(e));
@@ -996,7 +1163,7 @@ impl Ops {
         id: &Identity,
         offset: u64,
         len: u64,
-    ) -> Option<Vec<(u64, Prefetch)>> {
+    ) -> Option<Vec<Part>> {
         let mut st = f.lock();
         if !st.read_ahead.contains_key(&fh) && st.read_ahead.len() >= READ_AHEAD_HANDLES_MAX {
             return None;
@@ -1015,32 +1182,75 @@ impl Ops {
         id: &Identity,
         offset: u64,
         len: u64,
-    ) -> Option<Vec<(u64, Prefetch)>> {
+    ) -> Option<Vec<Part>> {
         let end = offset + len;
         let file_size = st.size;
+        let raid0 = f.raid0;
+        let brw = self.tuning.brw_size_bytes;
+        if ra.issued.is_empty() {
+            // A handle's first read: its window starts at file offset 0 (`next`).
+            ra.issued = (0..raid0.stripe_count)
+                .map(|k| raid0.object_size(k, ra.next))
+                .collect();
+        }
         let sequential = offset == ra.next;
         ra.next = end;
         if !sequential {
+            // A new window starts where this read ends: in each object, at its first byte
+            // at or after file offset `end`.
             ra.pieces.clear();
-            ra.issued_end = end;
+            ra.issued = (0..raid0.stripe_count)
+                .map(|k| raid0.object_size(k, end))
+                .collect();
             return None;
         }
         // What earlier reads consumed gives its budget back.
-        ra.pieces.retain(|_, (e, _, _)| *e > offset);
-        let from = ra.issued_end.max(offset);
+        ra.pieces.retain(|_, seg| seg.end > offset);
         let to = (end + self.tuning.read_ahead_bytes).min(file_size);
-        if to > from && !st.overlaps(from, to) {
-            for p in split(&f.layout, from, to - from, self.tuning.brw_size_bytes) {
-                let kib = p.len_bytes.div_ceil(1024) as u32;
-                let Ok(budget) = self.read_ahead_kib.clone().try_acquire_many_owned(kib) else {
-                    break;
+        if to > offset && !st.overlaps(&f.object_ranges(offset, to)) {
+            // Each object is read ahead in whole RPCs (its brw_size-aligned chunks, as the
+            // writes are formed) up to the chunk that holds the window's end in it, never
+            // past the object's end; RPCs go out in file order, each with its budget. An
+            // object whose next RPC finds no budget is not read ahead further this time, so
+            // what is issued of each object stays contiguous.
+            let mut rpcs = Vec::new();
+            for (k, issued) in ra.issued.iter().enumerate() {
+                let k = k as u32;
+                let object_end = raid0.object_size(k, file_size);
+                let want = raid0.object_size(k, to).div_ceil(brw).saturating_mul(brw);
+                cut_object_range(*issued, want.min(object_end), brw, |o, n| {
+                    rpcs.push((raid0.file_offset(k, o), k, o, n))
+                });
+            }
+            rpcs.sort_unstable();
+            let mut stalled = vec![false; raid0.stripe_count as usize];
+            for (_, k, object_offset, n) in rpcs {
+                if stalled[k as usize] {
+                    continue;
+                }
+                // The budget per stripe unit the RPC carries, so each part is given back when
+                // the reads have consumed it.
+                let mut segments = Vec::new();
+                raid0.file_segments(k, object_offset, n, |file_offset, in_rpc, seg_len| {
+                    segments.push((file_offset, in_rpc, seg_len))
+                });
+                let kibs: Vec<u32> = segments.iter().map(|s| s.2.div_ceil(1024) as u32).collect();
+                let Ok(mut budget) = self
+                    .read_ahead_kib
+                    .clone()
+                    .try_acquire_many_owned(kibs.iter().sum())
+                else {
+                    stalled[k as usize] = true;
+                    continue;
                 };
-                let pool = self.osts[p.stripe.ost as usize].clone();
+                let stripe = f.layout.stripes[k as usize];
+                let pool = self.osts[stripe.ost as usize].clone();
                 let op = ObjOp::Read {
-                    object: p.stripe.object,
-                    offset: p.object_offset_bytes,
-                    len: p.len_bytes,
+                    object: stripe.object,
+                    offset: object_offset,
+                    len: n,
                 };
+                self.note(&op, stripe.ost);
                 let id = *id;
                 let task = tokio::spawn(async move {
                     let slot = pool.admit().await;
@@ -1050,23 +1260,39 @@ impl Ops {
                     task.await.unwrap_or(Err(libc::EIO))
                 })
                     as futures_util::future::BoxFuture<'static, _>);
-                let piece_end = p.file_offset_bytes + p.len_bytes;
-                ra.pieces
-                    .insert(p.file_offset_bytes, (piece_end, fetch, budget));
-                ra.issued_end = piece_end;
+                for ((file_offset, in_rpc, seg_len), kib) in segments.into_iter().zip(kibs) {
+                    let part = budget
+                        .split(kib as usize)
+                        .expect("the RPC's budget is the sum of its parts");
+                    ra.pieces.insert(
+                        file_offset,
+                        Segment {
+                            end: file_offset + seg_len,
+                            in_rpc,
+                            fetch: fetch.clone(),
+                            _budget: part,
+                        },
+                    );
+                }
+                ra.issued[k as usize] = object_offset + n;
             }
         }
         let mut parts = Vec::new();
         let mut covered = offset;
-        for (&start, (e, fetch, _)) in ra.pieces.range(..end) {
-            if *e <= offset {
+        for (&start, seg) in ra.pieces.range(..end) {
+            if seg.end <= offset {
                 continue;
             }
             if start > covered {
                 break;
             }
-            parts.push((start, fetch.clone()));
-            covered = covered.max(*e);
+            parts.push(Part {
+                file_offset: start,
+                len: seg.end - start,
+                in_rpc: seg.in_rpc,
+                fetch: seg.fetch.clone(),
+            });
+            covered = covered.max(seg.end);
         }
         (covered >= end).then_some(parts)
     }
@@ -1139,7 +1365,7 @@ impl Ops {
         let mut st = f.lock();
         st.read_ahead.remove(&fh);
         st.opens = st.opens.saturating_sub(1);
-        if st.opens == 0 && st.writes.is_empty() && st.gather.is_none() && !st.size_dirty {
+        if st.opens == 0 && st.writes.is_empty() && st.gathers.is_empty() && !st.size_dirty {
             files.remove(&ino);
         }
         r
@@ -1310,6 +1536,8 @@ mod tests {
     /// Gathered bytes starting at `start`, none yet, holding `dirty` of the budget.
     fn gather_at(start: u64, dirty: OwnedSemaphorePermit) -> Gather {
         Gather {
+            stripe: 0,
+            generation: 0,
             start,
             buf: BytesMut::new(),
             id: Identity::test("a"),
@@ -1331,13 +1559,15 @@ mod tests {
         let rpc_end = |at: u64| (at / 4096 + 1) * 4096;
         let mut g = gather_at(1000, take(2));
         // 2,000 of the RPC's 3,096 bytes: a buffer for the whole RPC, nothing complete yet.
-        assert!(g.fill(&all[1000..3000], rpc_end).is_none());
+        assert!(g.fill(&[&all[1000..3000]], rpc_end).is_none());
         assert_eq!((g.buf.len(), g.buf.capacity()), (2000, 3096));
         let first = g.buf.as_ptr();
-        // 10,000 more: three RPCs complete ([1000, 4096), [4096, 8192), [8192, 12288)), 712
-        // bytes stay gathered.
+        // 10,000 more, in two parts (as a write's stripe units of one object come): three
+        // RPCs complete ([1000, 4096), [4096, 8192), [8192, 12288)), 712 bytes stay gathered.
         g.dirty.merge(take(10));
-        let x = g.fill(&all[3000..13_000], rpc_end).unwrap();
+        let x = g
+            .fill(&[&all[3000..7000], &all[7000..13_000]], rpc_end)
+            .unwrap();
         assert_eq!(
             (x.start, x.len, g.start, g.end()),
             (1000, 11_288, 12_288, 13_000)
@@ -1367,7 +1597,7 @@ mod tests {
         );
         // A small write gets a buffer of its own size, not its RPC's.
         let mut small = gather_at(16_384, take(1));
-        assert!(small.fill(&all[16_384..16_394], rpc_end).is_none());
+        assert!(small.fill(&[&all[16_384..16_394]], rpc_end).is_none());
         assert!(small.buf.capacity() < 4096);
         drop((x, small));
         assert_eq!(budget.available_permits(), 100, "every permit given back");

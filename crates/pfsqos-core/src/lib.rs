@@ -10,6 +10,7 @@
 pub mod control;
 pub mod errno;
 pub mod jobstats;
+pub mod lustre;
 pub mod metrics;
 pub mod model;
 pub mod place;

@@ -8,12 +8,7 @@ use std::fmt;
 use crate::errno::Errno;
 use crate::model::{OstId, StripeLayout};
 
-/// Smallest stripe size and the unit every stripe size is a multiple of (Lustre: 64 KiB).
-pub const STRIPE_SIZE_UNIT_BYTES: u64 = 64 << 10;
-/// Largest stripe size (Lustre: 4 GiB).
-pub const STRIPE_SIZE_MAX_BYTES: u64 = 4 << 30;
-/// Largest stripe count of one file (Lustre's `LOV_MAX_STRIPE_COUNT`).
-pub const STRIPE_COUNT_MAX: u32 = 2000;
+pub use crate::lustre::{STRIPE_COUNT_MAX, STRIPE_SIZE_MAX_BYTES, STRIPE_SIZE_UNIT_BYTES};
 /// Stripe count meaning "every OST" (`lfs setstripe -c -1`).
 pub const STRIPE_COUNT_ALL: i32 = -1;
 

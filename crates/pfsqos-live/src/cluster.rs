@@ -17,8 +17,8 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use pfsqos_core::control::spec::PolicyChoice;
+use pfsqos_core::lustre::{self, STRIPE_SIZE_MAX_BYTES, STRIPE_SIZE_UNIT_BYTES};
 use pfsqos_core::model::JobId;
-use pfsqos_core::place::{STRIPE_SIZE_MAX_BYTES, STRIPE_SIZE_UNIT_BYTES};
 use serde::Deserialize;
 use serde_path_to_error::Segment;
 
@@ -567,7 +567,12 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
         osts.push(cx.path(&format!("oss[{i}].osts[{k}]"), p)?);
     }
     let threads = cx.range(&f("threads"), o.threads.unwrap_or(8), 1, 1024)? as usize;
-    let cpts = cx.range(&f("cpts"), o.cpts.unwrap_or(1), 1, 256)? as usize;
+    let cpts = cx.range(
+        &f("cpts"),
+        o.cpts.unwrap_or(1),
+        1,
+        u64::from(pfsqos_core::lustre::CPTS_MAX),
+    )? as usize;
     let ceiling = o.ceiling_bytes_per_s.filter(|&c| c > 0);
     let mut job_nodes = Vec::new();
     for (job, n) in o.job_nodes.iter().flatten() {
@@ -697,7 +702,10 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
     };
     let max_dirty_mb = match m.max_dirty_mb {
         // At least one RPC must fit in the dirty budget (the mount's default brw is 4 MiB).
-        Some(v) if !(1..=65536).contains(&v) || v << 20 < brw.unwrap_or(4 << 20) => {
+        Some(v)
+            if !(1..=65536).contains(&v)
+                || v << 20 < brw.unwrap_or(lustre::BRW_SIZE_BYTES_DEFAULT) =>
+        {
             return Err(cx.err(
                 "mount.max_dirty_mb",
                 v,
@@ -716,9 +724,10 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
         jobid_name,
         max_rpcs_in_flight: cx.range(
             "mount.max_rpcs_in_flight",
-            m.max_rpcs_in_flight.unwrap_or(8),
+            m.max_rpcs_in_flight
+                .unwrap_or(u64::from(lustre::MAX_RPCS_IN_FLIGHT_DEFAULT)),
             1,
-            256,
+            u64::from(lustre::MAX_RPCS_IN_FLIGHT_MAX),
         )? as u32,
         brw_size_bytes: brw,
         max_dirty_mb,
@@ -942,7 +951,7 @@ mod tests {
             ),
             (
                 "[mds]\ndefault_stripe_size_bytes = 1000",
-                "c.toml: field `mds.default_stripe_size_bytes`: value `1000`: must be a positive multiple of 65536 up to 4294967296",
+                "c.toml: field `mds.default_stripe_size_bytes`: value `1000`: must be a positive multiple of 65536 up to 4294901760",
             ),
             (
                 "[mds]\nhost = \"a b\"",

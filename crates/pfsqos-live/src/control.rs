@@ -48,7 +48,7 @@ pub const PERIOD_MS_DEFAULT: u64 = 100;
 
 /// Lustre's default `brw_size` (4 MiB): the size of one TBF token when capacity comes from a
 /// byte ceiling.
-pub const BRW_SIZE_BYTES_DEFAULT: u64 = 4 << 20;
+pub const BRW_SIZE_BYTES_DEFAULT: u64 = pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT;
 
 /// Most jobs the controller is told about; beyond it the longest-idle jobs not given on the
 /// command line are forgotten.
@@ -58,10 +58,10 @@ pub const KNOWN_JOBS_MAX: usize = 16384;
 pub const JOB_NODES_MAX: usize = 4096;
 
 /// Largest node count of one job.
-pub const NODE_COUNT_MAX: u32 = 1_000_000;
+pub const NODE_COUNT_MAX: u32 = pfsqos_core::lustre::JOB_NODES_MAX;
 
 /// Largest capacity accepted, RPCs per second per OST.
-pub const CAPACITY_RPCS_PER_S_MAX: u64 = 1 << 32;
+pub const CAPACITY_RPCS_PER_S_MAX: u64 = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
 
 /// What the ossd's control loop runs.
 #[derive(Clone, Debug)]

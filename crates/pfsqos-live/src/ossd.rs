@@ -70,12 +70,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use pfsqos_core::control::DomainWrite;
+use pfsqos_core::control::{ControlWrite, DomainWrite};
 use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
 use pfsqos_core::model::JobId;
 use pfsqos_core::sched::nrs::{nrs_policies_yaml, tbf_rule_listing, ActiveRpcs, Nrs, NrsError};
 use pfsqos_core::sched::tbf::{ListingForm, NrsQueue, TbfConfig};
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
+use pfsqos_node::oss::apply_write;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tracing::{debug, info, warn};
@@ -155,8 +156,9 @@ impl OssdConfig {
         {
             bail!("fsname must be 1..={FSNAME_LEN_MAX} letters or digits");
         }
-        if self.cpts == 0 || self.cpts > 256 || self.threads == 0 || self.threads > 1024 {
-            bail!("need 1..=256 CPTs and 1..=1024 threads");
+        let cpts_max = pfsqos_core::lustre::CPTS_MAX as usize;
+        if self.cpts == 0 || self.cpts > cpts_max || self.threads == 0 || self.threads > 1024 {
+            bail!("need 1..={cpts_max} CPTs and 1..=1024 threads");
         }
         if self.ceiling_bytes_per_s == Some(0) {
             bail!("a ceiling of 0 bytes/s would never serve anything");
@@ -699,28 +701,21 @@ impl Shared {
     fn set_param(&self, name: &str, value: &str) -> Result<(), RemoteError> {
         let result = match name {
             PARAM_POLICIES | PARAM_TBF_RULE => {
+                let write = if name == PARAM_POLICIES {
+                    ControlWrite::NrsPolicies(value.to_string())
+                } else {
+                    ControlWrite::NrsTbfRule(value.to_string())
+                };
                 let mut guards = self.lock_cpts();
                 // Read under the locks, so the heads never see time go backwards.
                 let now = self.now_ns();
-                let mut result = Ok(());
-                for g in guards.iter_mut() {
+                let heads = guards.iter_mut().flat_map(|g| {
                     let st = &mut **g;
-                    for head in [&mut st.reg, &mut st.hp] {
-                        let r = if name == PARAM_POLICIES {
-                            head.write_policies(now, value)
-                        } else {
-                            head.write_tbf_rule(now, value)
-                        };
-                        // Every head holds the same policy and rules, so the first error is
-                        // the answer; the others would repeat it.
-                        if let Err(e) = r {
-                            if result.is_ok() {
-                                result = Err(nrs_error(e));
-                            }
-                        }
-                    }
-                }
-                result
+                    [&mut st.reg, &mut st.hp]
+                });
+                apply_write(heads, now, &write)
+                    .map(|_| ())
+                    .map_err(nrs_error)
             }
             _ => {
                 let (ost, param) = self.ost_of_param(name)?;

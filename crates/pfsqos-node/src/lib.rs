@@ -12,3 +12,4 @@
 
 pub mod client;
 pub mod mds;
+pub mod oss;

@@ -45,14 +45,15 @@
 use std::collections::VecDeque;
 
 use pfsqos_core::control::{
-    ControlWrite, Controller, Decision, DomainId, DomainObservation, JobMeta, JobTargetStats,
-    Observation, TargetObservation,
+    Controller, Decision, DomainId, DomainObservation, JobMeta, JobTargetStats, Observation,
+    TargetObservation,
 };
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
 use pfsqos_core::sched::nrs::Nrs;
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
 use pfsqos_node::client::{Raid0, RpcWindow};
 use pfsqos_node::mds::Placer;
+use pfsqos_node::oss::apply_write;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -866,20 +867,11 @@ impl Sim {
             let result = match self.domains.get(w.domain.0 as usize) {
                 None => Err(format!("no domain {}", w.domain.0)),
                 Some(domain) => {
-                    let mut result = Ok(());
-                    for s in domain.sched_base..domain.sched_base + domain.sched_len {
-                        let nrs = &mut self.scheds[s as usize];
-                        let r = match &w.write {
-                            ControlWrite::NrsPolicies(text) => {
-                                nrs.write_policies(self.now_ns, text)
-                            }
-                            ControlWrite::NrsTbfRule(text) => nrs.write_tbf_rule(self.now_ns, text),
-                        };
-                        if let (Err(e), Ok(())) = (r, &result) {
-                            result = Err(e.to_string());
-                        }
-                    }
-                    result
+                    let heads = &mut self.scheds[domain.sched_base as usize
+                        ..(domain.sched_base + domain.sched_len) as usize];
+                    apply_write(heads, self.now_ns, &w.write)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
                 }
             };
             self.control_log.push(ControlLogEntry {

@@ -486,10 +486,10 @@ fn oss_ranges_and_device_reference() {
         "1..=512",
     );
     expect(
-        &with("osts = 1", "osts = 1\ncpts = 65"),
+        &with("osts = 1", "osts = 1\ncpts = 257"),
         "oss[1].cpts",
-        Some("65"),
-        "1..=64",
+        Some("257"),
+        "1..=256",
     );
     expect(
         &with("osts = 1", "osts = 1\nio_threads = 2\ncpts = 4"),

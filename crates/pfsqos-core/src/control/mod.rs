@@ -136,7 +136,7 @@ pub trait Controller {
 }
 
 /// Longest TBF rule name Lustre accepts (`MAX_TBF_NAME` = 16 including the NUL).
-pub const RULE_NAME_LEN_MAX: usize = 15;
+pub const RULE_NAME_LEN_MAX: usize = crate::lustre::TBF_NAME_LEN_MAX;
 
 /// Maps a job id to a TBF rule name: Lustre allows 1-15 characters of `[A-Za-z0-9_]`, so other
 /// characters become `_` and long ids keep their tail (where job numbers differ) behind a `j`

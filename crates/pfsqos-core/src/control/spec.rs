@@ -26,8 +26,8 @@ pub const WINDOW_COUPONS_MAX: u64 = 1_000_000_000_000;
 /// Largest finite regret budget an option may set, node-hours (about 10^4 nodes for 10^5 h).
 pub const REGRET_BUDGET_NODE_HOURS_MAX: f64 = 1e9;
 
-/// Longest control period an option may set (one minute).
-pub const PERIOD_MS_MAX: u64 = 60_000;
+/// Longest control period an option may set.
+pub const PERIOD_MS_MAX: u64 = crate::lustre::CONTROL_PERIOD_MS_MAX;
 
 /// A parsed policy spec.
 #[derive(Clone, Debug, PartialEq)]
@@ -348,7 +348,7 @@ mod tests {
         let e = PolicyChoice::parse("static:period_ms=5").unwrap_err();
         assert!(e.contains("takes no options"), "{e}");
         let e = PolicyChoice::parse("adaptbf:period_ms=0").unwrap_err();
-        assert!(e.contains("1..=60000"), "{e}");
+        assert!(e.contains("1..=3600000"), "{e}");
         let e = PolicyChoice::parse("adaptbf:demand=guess").unwrap_err();
         assert!(e.contains("served, arrived"), "{e}");
         let e = PolicyChoice::parse("adaptbf:speed=3").unwrap_err();

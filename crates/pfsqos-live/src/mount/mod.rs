@@ -31,9 +31,10 @@ use crate::protocol::IO_LEN_MAX_BYTES;
 use oss_pool::{MdsPool, OstPool, RECOVERY_DEFAULT};
 
 /// Default RPC size (Lustre's default `brw_size` of 4 MiB).
-pub const BRW_SIZE_DEFAULT_BYTES: u64 = 4 << 20;
+pub const BRW_SIZE_DEFAULT_BYTES: u64 = pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT;
 /// Default RPCs in flight per OST (Lustre's `max_rpcs_in_flight`).
-pub const MAX_RPCS_IN_FLIGHT_DEFAULT: usize = 8;
+pub const MAX_RPCS_IN_FLIGHT_DEFAULT: usize =
+    pfsqos_core::lustre::MAX_RPCS_IN_FLIGHT_DEFAULT as usize;
 /// Default dirty budget (Lustre's `max_dirty_mb` default per OSC is of this order).
 pub const MAX_DIRTY_MB_DEFAULT: u64 = 64;
 /// Default read-ahead: the client's window and mount-wide budget (Lustre's
@@ -104,9 +105,10 @@ impl MountConfig {
 
     /// Checks every option, naming it and the allowed values.
     pub fn validate(&self) -> anyhow::Result<()> {
-        if !(1..=256).contains(&self.max_rpcs_in_flight) {
+        let rif_max = pfsqos_core::lustre::MAX_RPCS_IN_FLIGHT_MAX as usize;
+        if !(1..=rif_max).contains(&self.max_rpcs_in_flight) {
             bail!(
-                "--max-rpcs-in-flight {}: allowed 1..=256",
+                "--max-rpcs-in-flight {}: allowed 1..={rif_max}",
                 self.max_rpcs_in_flight
             );
         }

@@ -19,7 +19,7 @@ pub const BINS_MAX: u64 = 10_000_000;
 /// series and allocates it up front.
 pub const SERIES_CELLS_MAX: u64 = 1 << 28;
 /// Bin widths and control periods longer than an hour describe no useful measurement.
-pub const PERIOD_MS_MAX: u64 = 3_600_000;
+pub const PERIOD_MS_MAX: u64 = pfsqos_core::lustre::CONTROL_PERIOD_MS_MAX;
 pub const NAME_LEN_MAX: usize = 64;
 pub const SCENARIO_NAME_LEN_MAX: usize = 128;
 pub const DESCRIPTION_LEN_MAX: usize = 16 * 1024;
@@ -29,11 +29,11 @@ pub const BRW_SIZE_MIN: u64 = 4 << 10;
 /// Lustre's protocol maximum bulk RPC (`PTLRPC_MAX_BRW_SIZE`).
 pub const BRW_SIZE_MAX: u64 = 64 << 20;
 /// Lustre's OSC limit on `max_rpcs_in_flight`.
-pub const RPCS_IN_FLIGHT_MAX: u32 = 256;
+pub const RPCS_IN_FLIGHT_MAX: u32 = pfsqos_core::lustre::MAX_RPCS_IN_FLIGHT_MAX;
 /// Lustre requires stripe sizes to be multiples of 64 KiB (`LOV_MIN_STRIPE_SIZE`).
-pub const STRIPE_SIZE_UNIT: u64 = 64 << 10;
+pub const STRIPE_SIZE_UNIT: u64 = pfsqos_core::lustre::STRIPE_SIZE_UNIT_BYTES;
 /// Lustre's `LOV_MAX_STRIPE_SIZE`: 4 GiB less 64 KiB.
-pub const STRIPE_SIZE_MAX: u64 = (4 << 30) - STRIPE_SIZE_UNIT;
+pub const STRIPE_SIZE_MAX: u64 = pfsqos_core::lustre::STRIPE_SIZE_MAX_BYTES;
 
 /// About 8 Tb/s: far above any single link.
 pub const LINK_MIB_S_MAX: f64 = 1_000_000.0;
@@ -53,11 +53,11 @@ pub const OSTS_PER_OSS_MAX: u32 = 256;
 pub const OSTS_MAX: u32 = 4096;
 /// Lustre's `oss_max_threads` ceiling.
 pub const IO_THREADS_MAX: u32 = 512;
-pub const CPTS_MAX: u32 = 64;
-pub const CAPACITY_RPCS_PER_S_MAX: u64 = 999_999;
+pub const CPTS_MAX: u32 = pfsqos_core::lustre::CPTS_MAX;
+pub const CAPACITY_RPCS_PER_S_MAX: u64 = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
 
 pub const JOBS_MAX: usize = 4096;
-pub const NODES_MAX: u32 = 1_000_000;
+pub const NODES_MAX: u32 = pfsqos_core::lustre::JOB_NODES_MAX;
 pub const GROUPS_PER_JOB_MAX: usize = 64;
 pub const NUMJOBS_MAX: u32 = 65_536;
 /// Processes of all jobs together; each is simulated individually.

@@ -1,0 +1,67 @@
+//! One table of Lustre's limits and defaults, and of the bounds pfsqos puts next to them. Every
+//! driver (scenario validation, the daemons' options, the cluster file, the mount) checks
+//! against these, so a value means the same in each.
+//!
+//! Where a limit is Lustre's, the comment names where Lustre keeps it; where pfsqos chose a
+//! bound Lustre does not have, the comment says why.
+
+/// Smallest stripe size and the unit every stripe size is a multiple of
+/// (`LOV_MIN_STRIPE_SIZE`, 64 KiB).
+pub const STRIPE_SIZE_UNIT_BYTES: u64 = 64 << 10;
+/// Largest stripe size: the largest 64 KiB multiple below 4 GiB (`lmm_stripe_size` is 32 bits,
+/// and `llapi_stripe_size_is_too_big` refuses 2^32 and above).
+pub const STRIPE_SIZE_MAX_BYTES: u64 = (4 << 30) - STRIPE_SIZE_UNIT_BYTES;
+/// Largest stripe count of one file (`LOV_MAX_STRIPE_COUNT`).
+pub const STRIPE_COUNT_MAX: u32 = 2000;
+
+/// Default bulk RPC size (`osc.*.max_pages_per_rpc` of 1024 pages: 4 MiB).
+pub const BRW_SIZE_BYTES_DEFAULT: u64 = 4 << 20;
+/// Smallest bulk RPC size: one page.
+pub const BRW_SIZE_BYTES_MIN: u64 = 4 << 10;
+/// Largest bulk RPC size pfsqos accepts: one I/O frame of the live protocol (Lustre's own
+/// maximum is 16 MiB, `PTLRPC_MAX_BRW_SIZE`).
+pub const BRW_SIZE_BYTES_MAX: u64 = 64 << 20;
+
+/// Default RPCs in flight per client and OST (`osc.*.max_rpcs_in_flight`).
+pub const MAX_RPCS_IN_FLIGHT_DEFAULT: u32 = 8;
+/// Largest `max_rpcs_in_flight` (`OSC_MAX_RIF_MAX`).
+pub const MAX_RPCS_IN_FLIGHT_MAX: u32 = 256;
+
+/// Most CPU partitions of one server (libcfs's `CFS_CPT_NUM_MAX` allows more; 256 bounds the
+/// per-partition state pfsqos keeps).
+pub const CPTS_MAX: u32 = 256;
+
+/// Default control period of a controller (AdapTBF's 100 ms).
+pub const CONTROL_PERIOD_MS_DEFAULT: u64 = 100;
+/// Longest control period (one hour: GIFT decides every 10 s, a site may go slower); also the
+/// widest time bin of a report.
+pub const CONTROL_PERIOD_MS_MAX: u64 = 3_600_000;
+
+/// Largest node count of one job (the AdapTBF priority basis).
+pub const JOB_NODES_MAX: u32 = 1_000_000;
+
+/// Largest OST capacity in RPC/s a controller may be told: the largest TBF rate, since
+/// AdapTBF hands out up to the capacity as rule rates and a rate above
+/// [`TBF_RATE_MAX_RPCS_PER_S`] is refused by Lustre.
+pub const OST_CAPACITY_RPCS_PER_S_MAX: u64 = TBF_RATE_MAX_RPCS_PER_S as u64;
+
+pub use crate::model::JOB_ID_LEN_MAX;
+pub use crate::sched::tbf::rule::{
+    TBF_COMMAND_LEN_MAX, TBF_NAME_LEN_MAX, TBF_RATE_MAX_LEGACY_RPCS_PER_S, TBF_RATE_MAX_RPCS_PER_S,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_are_consistent() {
+        assert!(STRIPE_SIZE_MAX_BYTES.is_multiple_of(STRIPE_SIZE_UNIT_BYTES));
+        assert!(STRIPE_SIZE_MAX_BYTES < 1 << 32);
+        assert!(BRW_SIZE_BYTES_MIN <= BRW_SIZE_BYTES_DEFAULT);
+        assert!(BRW_SIZE_BYTES_DEFAULT <= BRW_SIZE_BYTES_MAX);
+        assert!(BRW_SIZE_BYTES_DEFAULT.is_multiple_of(BRW_SIZE_BYTES_MIN));
+        assert!(MAX_RPCS_IN_FLIGHT_DEFAULT <= MAX_RPCS_IN_FLIGHT_MAX);
+        assert!(CONTROL_PERIOD_MS_DEFAULT <= CONTROL_PERIOD_MS_MAX);
+    }
+}

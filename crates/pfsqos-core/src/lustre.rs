@@ -50,18 +50,13 @@ pub use crate::sched::tbf::rule::{
     TBF_COMMAND_LEN_MAX, TBF_NAME_LEN_MAX, TBF_RATE_MAX_LEGACY_RPCS_PER_S, TBF_RATE_MAX_RPCS_PER_S,
 };
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn limits_are_consistent() {
-        assert!(STRIPE_SIZE_MAX_BYTES.is_multiple_of(STRIPE_SIZE_UNIT_BYTES));
-        assert!(STRIPE_SIZE_MAX_BYTES < 1 << 32);
-        assert!(BRW_SIZE_BYTES_MIN <= BRW_SIZE_BYTES_DEFAULT);
-        assert!(BRW_SIZE_BYTES_DEFAULT <= BRW_SIZE_BYTES_MAX);
-        assert!(BRW_SIZE_BYTES_DEFAULT.is_multiple_of(BRW_SIZE_BYTES_MIN));
-        assert!(MAX_RPCS_IN_FLIGHT_DEFAULT <= MAX_RPCS_IN_FLIGHT_MAX);
-        assert!(CONTROL_PERIOD_MS_DEFAULT <= CONTROL_PERIOD_MS_MAX);
-    }
-}
+// The table's own consistency, checked when the crate compiles.
+const _: () = {
+    assert!(STRIPE_SIZE_MAX_BYTES.is_multiple_of(STRIPE_SIZE_UNIT_BYTES));
+    assert!(STRIPE_SIZE_MAX_BYTES < 1 << 32);
+    assert!(BRW_SIZE_BYTES_MIN <= BRW_SIZE_BYTES_DEFAULT);
+    assert!(BRW_SIZE_BYTES_DEFAULT <= BRW_SIZE_BYTES_MAX);
+    assert!(BRW_SIZE_BYTES_DEFAULT.is_multiple_of(BRW_SIZE_BYTES_MIN));
+    assert!(MAX_RPCS_IN_FLIGHT_DEFAULT <= MAX_RPCS_IN_FLIGHT_MAX);
+    assert!(CONTROL_PERIOD_MS_DEFAULT <= CONTROL_PERIOD_MS_MAX);
+};

@@ -22,6 +22,9 @@
 //! unfinished jobs; wall time of one run (mean over the seeds). A cell without a value (regret
 //! of a policy other than GIFT, which alone issues coupons; a mean over no applications) is `–`.
 
+// A driver of the pure crate, not part of it: it measures wall time (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::path::Path;
 use std::time::Instant;
 

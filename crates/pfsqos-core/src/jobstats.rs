@@ -417,6 +417,21 @@ fn plain_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'@' | b'-' | b'_' | b':' | b'/')
 }
 
+/// What a job's counters gained between two reads of `job_stats`, the one delta rule of every
+/// reader (`pfsqos stat`, the controllers' observer, the Lustre agent).
+///
+/// Lustre never lowers a counter of a live entry; an entry is only ever cleared as a whole
+/// (`job_stats=clear`, or `job_cleanup_interval` expiry, after which the job may come back).
+/// So if any counter is below its previous value the entry was restarted, and everything it
+/// holds now is new: the delta is the current values. A job not seen before also counts from
+/// zero.
+pub fn counters_delta<const N: usize>(prev: Option<&[u64; N]>, cur: &[u64; N]) -> [u64; N] {
+    match prev {
+        Some(p) if p.iter().zip(cur).all(|(p, c)| c >= p) => std::array::from_fn(|i| cur[i] - p[i]),
+        _ => *cur,
+    }
+}
+
 /// The job id as job_stats prints it: raw, or double-quoted with unusual bytes as `\xHH`.
 pub fn quote_job_id(job: &str) -> String {
     if !needs_quotes(job) {

@@ -33,6 +33,7 @@ use pfsqos_core::control::{
     ControlWrite, Decision, DomainId, DomainObservation, DomainWrite, JobMeta, JobTargetStats,
     Observation, TargetObservation,
 };
+use pfsqos_core::jobstats::counters_delta;
 use pfsqos_core::model::{JobId, OstId};
 use pfsqos_core::sched::tbf::{TbfCommand, TbfOp};
 use tracing::{info, warn};
@@ -295,14 +296,12 @@ impl Observer {
                 bytes_served: 0,
             };
             for (&job, &(rpcs, bytes)) in &sample.served_totals {
-                let (rpcs0, bytes0) = prev.get(&job).copied().unwrap_or((0, 0));
                 // Totals that went down were cleared (`job_stats=clear`, expiry) and counted
-                // again from zero.
-                let (d_rpcs, d_bytes) = if rpcs < rpcs0 || bytes < bytes0 {
-                    (rpcs, bytes)
-                } else {
-                    (rpcs - rpcs0, bytes - bytes0)
-                };
+                // again from zero: the one delta rule.
+                let [d_rpcs, d_bytes] = counters_delta(
+                    prev.get(&job).map(|&(r, b)| [r, b]).as_ref(),
+                    &[rpcs, bytes],
+                );
                 if d_rpcs > 0 || d_bytes > 0 {
                     let s = per_job.entry(job).or_insert_with(|| entry(job));
                     s.rpcs_served = d_rpcs;

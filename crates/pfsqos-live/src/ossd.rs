@@ -74,6 +74,7 @@ use pfsqos_core::control::{ControlWrite, DomainWrite};
 use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
 use pfsqos_core::model::JobId;
 use pfsqos_core::sched::nrs::{nrs_policies_yaml, tbf_rule_listing, ActiveRpcs, Nrs, NrsError};
+use pfsqos_core::sched::tbf::cond::wildcard_match;
 use pfsqos_core::sched::tbf::{ListingForm, NrsQueue, TbfConfig};
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
 use pfsqos_node::oss::apply_write;
@@ -819,26 +820,10 @@ pub fn param_matches(pattern: &str, name: &str) -> bool {
             .all(|(p, n)| glob(p.as_bytes(), n.as_bytes()))
 }
 
+/// `*` within one component: the same matcher as TBF's jobid wildcards (libcfs
+/// `cfs_match_wildcard`).
 fn glob(p: &[u8], s: &[u8]) -> bool {
-    // Iterative wildcard match with one backtrack point: linear in practice, no recursion.
-    let (mut pi, mut si) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while si < s.len() {
-        if pi < p.len() && p[pi] == b'*' {
-            star = Some((pi, si));
-            pi += 1;
-        } else if pi < p.len() && p[pi] == s[si] {
-            pi += 1;
-            si += 1;
-        } else if let Some((sp, ss)) = star {
-            pi = sp + 1;
-            si = ss + 1;
-            star = Some((sp, ss + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == b'*')
+    wildcard_match(p, s)
 }
 
 impl Ost {
@@ -1432,7 +1417,7 @@ async fn read_requests(
 mod tests {
     use super::*;
 
-    /// Reads of at most 1 MiB leave through a pipe (one, reused), larger ones through a
+    /// Reads of at most 1 MiB leave through a pipe (reused), larger ones through a
     /// buffer; both deliver the bytes written. Were the ossd to stop splicing, no pipe would
     /// exist.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1452,14 +1437,27 @@ mod tests {
         let id = Identity::test("dd.0");
         let data: Vec<u8> = (0..3 << 20).map(|i: u32| (i % 241) as u8).collect();
         c.write(&id, 0, 7, 0, &data, false).await.unwrap();
-        for (offset, len) in [(0usize, 1 << 20), (100, 5000), (4096, 1 << 20)] {
+        let small = [(0usize, 1 << 20), (100, 5000), (4096, 1 << 20), (7, 65_536)];
+        for (offset, len) in small {
             let back = c.read(&id, 0, 7, offset as u64, len as u64).await.unwrap();
             assert_eq!(back, data[offset..offset + len]);
         }
-        assert_eq!(ossd.shared().pipes.live(), 1, "one pipe, reused");
+        // Spliced (a pipe exists) and reused (fewer pipes than reads). Not exactly one: the
+        // writer frees a pipe just after the last byte leaves it, so the next read may find
+        // it still busy; asserting 1 would assert that interleaving.
+        let pipes = ossd.shared().pipes.live();
+        assert!(
+            (1..small.len()).contains(&pipes),
+            "{pipes} pipes for {} reads",
+            small.len()
+        );
         let back = c.read(&id, 0, 7, 0, 3 << 20).await.unwrap();
         assert_eq!(back, data);
-        assert_eq!(ossd.shared().pipes.live(), 1, "3 MiB is read into a buffer");
+        assert_eq!(
+            ossd.shared().pipes.live(),
+            pipes,
+            "3 MiB is read into a buffer"
+        );
         ossd.shutdown().await;
     }
 

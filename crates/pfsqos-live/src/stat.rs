@@ -37,7 +37,9 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use pfsqos_core::jobstats::{parse_lctl_job_stats, quote_job_id, OstCounter, OST_COUNTER_COUNT};
+use pfsqos_core::jobstats::{
+    counters_delta, parse_lctl_job_stats, quote_job_id, OstCounter, OST_COUNTER_COUNT,
+};
 use pfsqos_sim::{EngineStats, JobOutput, RunOutput};
 
 use crate::client::OssClient;
@@ -140,8 +142,9 @@ pub fn parse_snapshot(text: &str, prefix: &str) -> anyhow::Result<Snapshot> {
     Ok(out)
 }
 
-/// Per OST, per job: what changed from `prev` to `cur` (only jobs with a change). A value
-/// below its previous one (job_stats cleared, job expired and back) counts from zero.
+/// Per OST, per job: what changed from `prev` to `cur` (only jobs with a change), by the one
+/// delta rule ([`counters_delta`]: an entry with any counter below its previous value was
+/// cleared and counts from zero).
 pub fn delta(prev: &Snapshot, cur: &Snapshot) -> Snapshot {
     cur.iter()
         .map(|(ost, jobs)| {
@@ -150,10 +153,7 @@ pub fn delta(prev: &Snapshot, cur: &Snapshot) -> Snapshot {
                 .iter()
                 .filter_map(|(job, v)| {
                     let old = before.and_then(|b| b.get(job));
-                    let d: Values = std::array::from_fn(|i| match old {
-                        Some(o) if v[i] >= o[i] => v[i] - o[i],
-                        _ => v[i],
-                    });
+                    let d: Values = counters_delta(old, v);
                     (d.iter().any(|&x| x > 0)).then(|| (job.clone(), d))
                 })
                 .collect();

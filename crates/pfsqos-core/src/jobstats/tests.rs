@@ -342,3 +342,30 @@ proptest! {
         let _ = parse_lctl_job_stats(&text);
     }
 }
+
+#[test]
+fn counters_delta_restarts_the_whole_entry() {
+    assert_eq!(counters_delta(None, &[3, 4]), [3, 4]);
+    assert_eq!(counters_delta(Some(&[1, 1]), &[3, 4]), [2, 3]);
+    assert_eq!(counters_delta(Some(&[3, 4]), &[3, 4]), [0, 0]);
+    // One counter went down: the entry was cleared and counted again, every field is new
+    // (a per-field rule would report 5 - 3 = 2 for the first).
+    assert_eq!(counters_delta(Some(&[3, 9]), &[5, 2]), [5, 2]);
+}
+
+proptest! {
+    /// Without restarts the deltas of consecutive reads add up to the last totals.
+    #[test]
+    fn counters_deltas_add_up(steps in proptest::collection::vec((0u64..1000, 0u64..1000), 1..20)) {
+        let mut total = [0u64; 2];
+        let mut prev: Option<[u64; 2]> = None;
+        let mut sum = [0u64; 2];
+        for (a, b) in steps {
+            total = [total[0] + a, total[1] + b];
+            let d = counters_delta(prev.as_ref(), &total);
+            sum = [sum[0] + d[0], sum[1] + d[1]];
+            prev = Some(total);
+        }
+        prop_assert_eq!(sum, total);
+    }
+}

@@ -13,6 +13,36 @@ use std::time::{Duration, Instant};
 
 use common::{Cluster, Proc, MIB};
 
+/// Longest a fio job may take to reach a byte count before the test fails (fio's own
+/// `--runtime` is 60 s).
+const PROGRESS_WAIT_MAX: Duration = Duration::from_secs(60);
+
+/// Polls job_stats until every `(job, bytes)` has written at least `bytes` more than in
+/// `base`; returns the counts then. Waits on progress, not on time: a slow machine waits
+/// longer, a fast one less.
+fn wait_written(
+    cluster: &Cluster,
+    base: &BTreeMap<String, u64>,
+    want: &[(&str, u64)],
+) -> BTreeMap<String, u64> {
+    let deadline = Instant::now() + PROGRESS_WAIT_MAX;
+    loop {
+        let now = cluster.written_bytes();
+        let done = want.iter().all(|(job, bytes)| {
+            let moved = now.get(*job).copied().unwrap_or(0) - base.get(*job).copied().unwrap_or(0);
+            moved >= *bytes
+        });
+        if done {
+            return now;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fio jobs {want:?} made no such progress in {PROGRESS_WAIT_MAX:?}: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Starts a sequential 1 MiB writer under `SLURM_JOB_ID=job` on mount `mount` of `cluster`;
 /// extra fio options appended.
 fn fio(cluster: &Cluster, mount: usize, job: &str, extra: &[&str]) -> Proc {
@@ -61,12 +91,16 @@ fn fio_jobs_follow_static_tbf_rules() {
     cluster.lctl_set("ost.OSS.ost_io.nrs_tbf_rule=start job202 jobid={202} rate=16");
     let _a = fio(&cluster, 0, "101", &[]);
     let _b = fio(&cluster, 1, "202", &[]);
-    // Warm-up: fio lays out, the write-behind window fills; then one measured window.
-    std::thread::sleep(Duration::from_secs(3));
+    // Warm-up: fio lays out, the write-behind window fills (both jobs have moved 24 MiB); then
+    // one measured window, until the slower job has moved 80 MiB more (about 10 s at its rule).
+    let start = wait_written(
+        &cluster,
+        &BTreeMap::new(),
+        &[("101", 24 << 20), ("202", 24 << 20)],
+    );
     let t0 = Instant::now();
-    let before = cluster.written_bytes();
-    std::thread::sleep(Duration::from_secs(10));
-    let after = cluster.written_bytes();
+    let before = start;
+    let after = wait_written(&cluster, &before, &[("101", 80 << 20)]);
     let secs = t0.elapsed().as_secs_f64();
     for (job, rule_rate) in [("101", 8.0), ("202", 16.0)] {
         let got = rate_mib_per_s(&before, &after, job, secs);
@@ -111,7 +145,13 @@ fn adaptbf_gives_bursts_their_share_and_lends_idle_bandwidth() {
         "301",
         &["--thinktime=3000000", "--thinktime_blocks=48", "--fsync=48"],
     );
-    std::thread::sleep(Duration::from_secs(2));
+    // Both jobs under way (each has moved 8 MiB) before the first sample.
+    wait_written(
+        &cluster,
+        &BTreeMap::new(),
+        &[("301", 8 << 20), ("302", 8 << 20)],
+    );
+    // Rates are sampled every 250 ms for 20 s: a measurement period, not a wait for anything.
     let sample_period = Duration::from_millis(250);
     let mut samples: Vec<(f64, f64)> = Vec::new(); // (hi, lo) MiB/s per sample
     let mut prev = cluster.written_bytes();

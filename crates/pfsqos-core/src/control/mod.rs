@@ -4,6 +4,7 @@
 //! live runtime and a real Lustre OSS alike.
 
 pub mod adaptbf;
+pub mod agent;
 pub mod gift;
 pub mod nobw;
 pub mod spec;

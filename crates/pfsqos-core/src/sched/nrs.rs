@@ -208,7 +208,10 @@ impl<P> Nrs<P> {
             }
         }
         self.stop_tbf(now_ns);
-        let class_type = ClassType::parse_arg(arg, self.config.version).map_err(einval)?;
+        let class_type = ClassType::parse_arg(arg, self.config.version).map_err(|e| NrsError {
+            errno: e.errno,
+            message: e.message,
+        })?;
         self.tbf = Some(TbfPolicy {
             arg: arg.unwrap_or("").to_string(),
             tbf: Tbf::new(class_type, self.config),

@@ -16,6 +16,7 @@ use super::kstrto::{kstrtoull, strim, strsep};
 use super::nid::NidList;
 use super::opcode::{lustre_opcode, opcode_of_name};
 use super::version::LustreVersion;
+use crate::errno::Errno;
 use crate::model::{JobId, RpcTags};
 
 /// A request field TBF can classify on.
@@ -85,6 +86,13 @@ impl fmt::Display for Field {
 /// TBF's own `NRS_TBF_TYPE_MAX_LEN` (20) never binds.
 pub const TBF_TYPE_ARG_LEN_MAX: usize = 15;
 
+/// Why a policy argument is not a TBF type, with the errno Lustre answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassTypeError {
+    pub errno: Errno,
+    pub message: String,
+}
+
 /// The classification type of a TBF instance (`tbf`, `tbf jobid`, `tbf nid+jobid`, ...): the
 /// set of fields that make up a class key and that rules may test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -129,36 +137,44 @@ impl ClassType {
             ));
         }
         Self::parse_arg((!arg.is_empty()).then_some(arg), LustreVersion::MASTER)
+            .map_err(|e| e.message)
     }
 
     /// `nrs_tbf_start`: `None` (no argument) is generic. From 2.16.58 `nrs_tbf_type_parse`:
     /// names joined by `+`, an empty name ends the list (`jobid+` is `jobid`, `+jobid` and ``
-    /// are refused). Before, one name of the table, `generic` included.
-    pub fn parse_arg(arg: Option<&str>, version: LustreVersion) -> Result<ClassType, String> {
+    /// are refused with EINVAL). Before, one name of the table, `generic` included, and an
+    /// unknown name is ENOTSUPP.
+    pub fn parse_arg(
+        arg: Option<&str>,
+        version: LustreVersion,
+    ) -> Result<ClassType, ClassTypeError> {
         let Some(arg) = arg else {
             return Ok(ClassType::generic(version));
         };
-        let unknown = |name: &str| format!("unknown TBF type `{name}`");
-        let field = |name: &str| {
-            Field::from_name(name)
-                .filter(|f| f.exists_in(version))
-                .ok_or_else(|| unknown(name))
+        let unknown = |name: &str, errno| ClassTypeError {
+            errno,
+            message: format!("unknown TBF type `{name}`"),
         };
+        let field = |name: &str| Field::from_name(name).filter(|f| f.exists_in(version));
         if !version.has_combined_types() {
             if arg == "generic" {
                 return Ok(ClassType::generic(version));
             }
-            return field(arg).map(ClassType::single);
+            return field(arg)
+                .map(ClassType::single)
+                .ok_or_else(|| unknown(arg, Errno::ENOTSUPP));
         }
         let mut bits = 0u8;
         for name in arg.split('+') {
             if name.is_empty() {
                 break;
             }
-            bits |= field(name)?.bit();
+            bits |= field(name)
+                .ok_or_else(|| unknown(name, Errno::EINVAL))?
+                .bit();
         }
         if bits == 0 {
-            return Err(unknown(arg));
+            return Err(unknown(arg, Errno::EINVAL));
         }
         Ok(ClassType {
             bits,
@@ -664,14 +680,23 @@ mod tests {
             Ok(ClassType::single(Field::Jobid))
         );
         for bad in ["", "+jobid", "bogus", "jobid+bogus", "generic"] {
-            assert!(ClassType::parse_arg(Some(bad), m).is_err(), "{bad}");
+            assert_eq!(
+                ClassType::parse_arg(Some(bad), m).unwrap_err().errno,
+                Errno::EINVAL,
+                "{bad}"
+            );
         }
         let old = LustreVersion::V2_15;
         assert_eq!(
             ClassType::parse_arg(Some("generic"), old),
             Ok(ClassType::generic(old))
         );
-        assert!(ClassType::parse_arg(Some("jobid+opcode"), old).is_err());
+        assert_eq!(
+            ClassType::parse_arg(Some("jobid+opcode"), old)
+                .unwrap_err()
+                .errno,
+            Errno::ENOTSUPP
+        );
         assert!(ClassType::parse_arg(Some("projid"), LustreVersion::V2_16).is_err());
         assert!(ClassType::parse_arg(Some("nodemap"), LustreVersion::V2_17).is_err());
         assert!(ClassType::parse_arg(Some("nodemap"), m).is_ok());

@@ -9,7 +9,7 @@ use pfsqos_core::sched::tbf::{
 };
 use proptest::prelude::*;
 
-include!("tbf_conformance_cases.rs");
+include!("tbf_conformance/cases.rs");
 
 /// An ost_io service of one CPU partition: a regular and an HP head, every write applied to
 /// both in that order and the first error answered, as the live ossd does.

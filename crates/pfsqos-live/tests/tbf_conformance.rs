@@ -1,5 +1,5 @@
 //! TBF conformance with Lustre through `pfsqos lctl` against a live ossd: the scripts of
-//! `pfsqos-core/tests/tbf_conformance_cases.rs` (Lustre's own TBF tests and cases derived from
+//! `pfsqos-core/tests/tbf_conformance/cases.rs` (Lustre's own TBF tests and cases derived from
 //! its C source, each with Lustre's answer), replayed as an administrator would type them.
 //! The ossd emulates Lustre master (the default `TbfConfig`), so the master scripts run here;
 //! the scripts for older versions run through `Nrs` in pfsqos-core.
@@ -11,7 +11,7 @@ use pfsqos_core::sched::tbf::TbfRuleListing;
 use pfsqos_live::lctl::{self, LctlArgs, LctlCommand};
 use pfsqos_live::ossd::{Ossd, OssdConfig};
 
-include!("../../pfsqos-core/tests/tbf_conformance_cases.rs");
+include!("../../pfsqos-core/tests/tbf_conformance/cases.rs");
 
 const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
 const POLICIES: &str = "ost.OSS.ost_io.nrs_policies";

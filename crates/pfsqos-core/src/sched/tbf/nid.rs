@@ -97,7 +97,7 @@ pub struct NumRange {
 impl NumRange {
     fn matches(&self, v: u32) -> bool {
         // stride > 0 is a parse invariant (the departure from libcfs documented above).
-        v >= self.lo && v <= self.hi && (v - self.lo) % self.stride == 0
+        v >= self.lo && v <= self.hi && (v - self.lo).is_multiple_of(self.stride)
     }
 }
 

@@ -241,6 +241,21 @@ impl<P> Nrs<P> {
     }
 }
 
+/// Applies one `nrs_policies` or `nrs_tbf_rule` write to a service's heads as
+/// `ptlrpc_nrs_policy_control` does: partition by partition, the regular head and then the HP
+/// head, stopping at the first error. Heads after the failing one are left as they were, so a
+/// partial effect (`change a rate=N rank=missing` sets the rate on the first head only) stays
+/// on the heads Lustre would have changed.
+pub fn write_service<'a, P: 'a>(
+    heads: impl IntoIterator<Item = &'a mut Nrs<P>>,
+    mut write: impl FnMut(&mut Nrs<P>) -> Result<(), NrsError>,
+) -> Result<(), NrsError> {
+    for head in heads {
+        write(head)?;
+    }
+    Ok(())
+}
+
 /// `lctl get_param ost.OSS.ost_io.nrs_tbf_rule` over a service: the regular head of each CPT,
 /// and the HP heads if the service has them (`ptlrpc_lprocfs_nrs_tbf_rule_seq_show`). A
 /// regular queue without TBF is skipped (its ENODEV is ignored) and prints an empty section;

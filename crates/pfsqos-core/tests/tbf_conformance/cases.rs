@@ -21,8 +21,10 @@ pub enum Param {
     Rule,
     /// A read of `ost.OSS.ost_io.nrs_policies`.
     ReadPolicies,
-    /// A read of `ost.OSS.ost_io.nrs_tbf_rule`.
+    /// A read of `ost.OSS.ost_io.nrs_tbf_rule`, its regular CPT 0 lines.
     ReadRules,
+    /// The same read, its high-priority CPT 0 lines.
+    ReadHpRules,
 }
 
 /// What Lustre answers.
@@ -33,8 +35,8 @@ pub enum Expect {
     /// Reading `nrs_tbf_rule`: the rule lines of regular CPT 0, `name conditions rate`
     /// (the `, ref N` tail is not compared: it counts classes, which differ live).
     Rules(&'static [&'static str]),
-    /// Reading `nrs_policies`: the name of the started primary policy (`fifo` when TBF is
-    /// stopped).
+    /// Reading `nrs_policies`: the name of the started primary policy of the regular queue
+    /// (`fifo` when TBF is stopped).
     Policy(&'static str),
 }
 
@@ -75,6 +77,10 @@ const fn rule(text: &'static str, expect: Expect, source: &'static str) -> Step 
 
 const fn rules(lines: &'static [&'static str], source: &'static str) -> Step {
     w(Param::ReadRules, "", Expect::Rules(lines), source)
+}
+
+const fn hp_rules(lines: &'static [&'static str], source: &'static str) -> Step {
+    w(Param::ReadHpRules, "", Expect::Rules(lines), source)
 }
 
 const fn rules_fail(errno: Errno, source: &'static str) -> Step {
@@ -883,6 +889,12 @@ pub const SCRIPTS: &[Script] = &[
             rules(
                 &["b jobid={b} 999999", "a jobid={a} 7", "default * 10000"],
                 "nrs_tbf.c:628 partial effect of change",
+            ),
+            // ptlrpc_nrs_policy_control (nrs.c:1689) stops at the first failing head: the
+            // HP head never saw the change.
+            hp_rules(
+                &["b jobid={b} 999999", "a jobid={a} 5", "default * 10000"],
+                "nrs.c:1706 first error ends the walk over heads",
             ),
             rule("change ghost rate=5", ENOENT, "nrs_tbf.c:605"),
             rule("change ghost rank=a", ENOENT, "nrs_tbf.c:574"),

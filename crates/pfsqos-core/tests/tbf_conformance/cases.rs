@@ -1000,6 +1000,11 @@ pub const SCRIPTS: &[Script] = &[
                 "2.17.0 nrs_tbf.c:991",
             ),
             pol("tbf projid", OK, "2.16.60+"),
+            rule("start p projid={1},projid={2} rate=5", OK, "2.17.0 nrs_tbf.c:3529 generic parser"),
+            rules(
+                &["p projid={1},projid={2} 5", "default * 10000"],
+                "2.17.0 nrs_tbf_generic_rule_dump",
+            ),
         ],
     },
 ];

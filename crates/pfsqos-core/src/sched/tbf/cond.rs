@@ -190,13 +190,24 @@ impl ClassType {
         self.bits & field.bit() != 0
     }
 
-    /// The one field of a single-field type (`tbf jobid` etc.), which 2.17.0 and earlier
-    /// parse and list with their own per-type code.
+    /// The one field of a single-field type (`tbf jobid` etc.).
     pub fn single_field(&self) -> Option<Field> {
         if self.generic || self.bits.count_ones() != 1 {
             return None;
         }
         Field::ALL.into_iter().find(|f| self.contains(*f))
+    }
+
+    /// The field of a type that 2.17.50 and earlier parse and list with per-type code
+    /// (`nrs_tbf_id_parse` in 2.17.0: jobid, nid, opcode, uid, gid; `tbf projid` already
+    /// went through the generic parser and printed expressions).
+    pub fn legacy_single_field(&self) -> Option<Field> {
+        self.single_field().filter(|f| {
+            matches!(
+                f,
+                Field::Jobid | Field::Nid | Field::Opcode | Field::Uid | Field::Gid
+            )
+        })
     }
 
     /// The class key of a request: its tags with every field outside the type blanked, so
@@ -456,7 +467,7 @@ impl Condition {
         class_type: ClassType,
         version: LustreVersion,
     ) -> Result<Condition, String> {
-        let any_of = match class_type.single_field() {
+        let any_of = match class_type.legacy_single_field() {
             Some(field) if version.has_legacy_single_field_types() => {
                 // nrs_tbf_check_id_value (2.17.0): the whole text is one `field={list}` of
                 // the type's own field; `,` and `&` are not operators there.
@@ -660,6 +671,11 @@ mod tests {
         assert_eq!(c.any_of, vec![vec![Expression::Jobid(vec!["a,b".into()])]]);
         assert_eq!(c.legacy_list_text(), " a,b ");
         assert!(Condition::parse_for("uid={1}", jobid, LustreVersion::V2_17).is_err());
+        // 2.17.0's `tbf projid` used the generic parser.
+        let projid = ClassType::single(Field::Projid);
+        assert!(
+            Condition::parse_for("projid={1},projid={2}", projid, LustreVersion::V2_17).is_ok()
+        );
         assert!(Condition::parse_for("jobid={a},jobid={b}", jobid, LustreVersion::MASTER).is_ok());
     }
 

@@ -538,7 +538,8 @@ impl<P> Tbf<P> {
     /// as written (`tr_conds_str`), or for single-field types in the legacy form the text
     /// between its braces (`{dd.*}`, 2.17.0's per-type dump functions).
     pub fn listing(&self, form: ListingForm) -> Vec<ListedRule> {
-        let legacy_single = form == ListingForm::Legacy && self.class_type.single_field().is_some();
+        let legacy_single =
+            form == ListingForm::Legacy && self.class_type.legacy_single_field().is_some();
         self.order
             .iter()
             .map(|&id| {

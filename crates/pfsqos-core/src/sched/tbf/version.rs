@@ -62,9 +62,9 @@ impl LustreVersion {
     /// Highest `rate=` accepted: the limit is exclusive in Lustre (`rate >= MAX` fails).
     pub fn rate_max_rpcs_per_s(self) -> u32 {
         if self >= Self::RATE_1M {
-            999_999
+            super::rule::TBF_RATE_MAX_RPCS_PER_S
         } else {
-            65_534
+            super::rule::TBF_RATE_MAX_LEGACY_RPCS_PER_S
         }
     }
 

@@ -28,6 +28,7 @@ fn tags(k: usize) -> RpcTags {
         opcode: Opcode::OstWrite,
         uid: 1000,
         gid: 1000,
+        ..RpcTags::default()
     }
 }
 

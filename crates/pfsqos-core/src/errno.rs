@@ -28,10 +28,13 @@ pub enum Errno {
     EISDIR,
     ENOTEMPTY,
     EOVERFLOW,
+    /// Kernel-internal 524, which Lustre's TBF returns for an unknown policy type up to
+    /// 2.16.57 (`nrs_tbf_start`); userspace has no name for it (`Unknown error 524`).
+    ENOTSUPP,
 }
 
 impl Errno {
-    pub const ALL: [Errno; 18] = [
+    pub const ALL: [Errno; 19] = [
         Errno::EPERM,
         Errno::ENOENT,
         Errno::EIO,
@@ -50,6 +53,7 @@ impl Errno {
         Errno::EISDIR,
         Errno::ENOTEMPTY,
         Errno::EOVERFLOW,
+        Errno::ENOTSUPP,
     ];
 
     pub fn name(self) -> &'static str {
@@ -72,6 +76,7 @@ impl Errno {
             Errno::EISDIR => "EISDIR",
             Errno::ENOTEMPTY => "ENOTEMPTY",
             Errno::EOVERFLOW => "EOVERFLOW",
+            Errno::ENOTSUPP => "ENOTSUPP",
         }
     }
 
@@ -96,6 +101,7 @@ impl Errno {
             Errno::EISDIR => "Is a directory",
             Errno::ENOTEMPTY => "Directory not empty",
             Errno::EOVERFLOW => "Value too large for defined data type",
+            Errno::ENOTSUPP => "Unknown error 524",
         }
     }
 

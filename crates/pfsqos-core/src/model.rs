@@ -239,7 +239,8 @@ impl fmt::Display for OstId {
     }
 }
 
-/// What a request scheduler classifies an RPC by (Lustre's TBF key fields).
+/// What a request scheduler classifies an RPC by (Lustre's TBF key fields, `struct
+/// nrs_tbf_key` in `lustre_nrs_tbf.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RpcTags {
     pub job: JobId,
@@ -247,6 +248,34 @@ pub struct RpcTags {
     pub opcode: Opcode,
     pub uid: u32,
     pub gid: u32,
+    /// Project id of the file the RPC touches (Lustre reads it from the ptlrpc body or the
+    /// obdo). pfsqos has no project quotas: the simulator and the live client send 0.
+    pub projid: u32,
+    /// Id of the nodemap the client's export belongs to. Lustre's `default` nodemap has id 0,
+    /// and pfsqos defines no other, so every simulated and live RPC carries 0.
+    pub nodemap: u32,
+}
+
+/// An empty jobid from `0@lo` reading, uid/gid/projid 0, default nodemap: what a request
+/// carries when nothing else is known; constructors override the fields they have.
+impl Default for RpcTags {
+    fn default() -> Self {
+        RpcTags {
+            job: JobId::EMPTY,
+            nid: Nid {
+                addr: 0,
+                net: LNet {
+                    kind: NetKind::Lo,
+                    num: 0,
+                },
+            },
+            opcode: Opcode::OstRead,
+            uid: 0,
+            gid: 0,
+            projid: 0,
+            nodemap: 0,
+        }
+    }
 }
 
 /// One bulk RPC from a client to a storage target.

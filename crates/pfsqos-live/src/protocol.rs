@@ -602,6 +602,7 @@ fn validate_tags(t: &WireTags, op: IoOp) -> Result<RpcTags, ProtocolError> {
         opcode: op.opcode(),
         uid: t.uid,
         gid: t.gid,
+        ..RpcTags::default()
     })
 }
 

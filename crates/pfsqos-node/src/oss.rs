@@ -3,47 +3,34 @@
 //! A domain (one OSS's `ost_io` service, or one OST with per-OST scheduling) holds one NRS
 //! head per CPU partition, and the live daemon a regular and a high-priority head in each, as
 //! Lustre does. An administrator's `lctl set_param` and a controller's [`ControlWrite`] reach
-//! every one of those heads through [`apply_write`], so the two drivers cannot disagree on
-//! how a write lands or which error it answers.
+//! those heads through [`apply_write`], so the two drivers cannot disagree on how a write
+//! lands or which error it answers.
 
 use pfsqos_core::control::ControlWrite;
-use pfsqos_core::sched::nrs::{Nrs, NrsError};
+use pfsqos_core::sched::nrs::{write_service, Nrs, NrsError};
 
-/// Applies `write` to every head of a domain at `now_ns`; returns how many heads it reached.
-///
-/// Every head holds the same policy and rules, so the first error is the answer (the others
-/// would repeat it), and a write that fails on one head fails on all: Lustre checks a command
-/// before it changes any partition's head.
+/// Applies `write` to the heads of a domain at `now_ns`, in order, as Lustre's
+/// `ptlrpc_nrs_policy_control` walks a service's partitions: it stops at the first head that
+/// refuses it and answers that head's error (`pfsqos_core::sched::nrs::write_service`). Heads
+/// before it keep the write, and so may the failing head where Lustre has a partial effect (a
+/// `change` that sets the rate, then fails on a missing rank target). Returns how many heads
+/// took it.
 pub fn apply_write<'a, P: 'a>(
     heads: impl IntoIterator<Item = &'a mut Nrs<P>>,
     now_ns: u64,
     write: &ControlWrite,
 ) -> Result<usize, NrsError> {
-    let mut result = Ok(());
     let mut applied = 0usize;
-    let mut failed = 0usize;
-    for head in heads {
-        let r = match write {
+    write_service(heads, |head| {
+        match write {
             ControlWrite::NrsPolicies(text) => head.write_policies(now_ns, text),
             ControlWrite::NrsTbfRule(text) => head.write_tbf_rule(now_ns, text),
-        };
-        match r {
-            Ok(()) => applied += 1,
-            Err(e) => {
-                failed += 1;
-                if result.is_ok() {
-                    result = Err(e);
-                }
-            }
-        }
-    }
-    assert!(applied + failed > 0, "a domain has at least one head");
-    // Heads that hold the same state answer the same: a write never half lands.
-    debug_assert!(
-        applied == 0 || failed == 0,
-        "a write landed on {applied} heads and failed on {failed}"
-    );
-    result.map(|()| applied)
+        }?;
+        applied += 1;
+        Ok(())
+    })?;
+    assert!(applied > 0, "a domain has at least one head");
+    Ok(applied)
 }
 
 #[cfg(test)]
@@ -52,7 +39,7 @@ mod tests {
     use pfsqos_core::errno::Errno;
 
     #[test]
-    fn a_write_reaches_every_head_and_the_first_error_answers() {
+    fn a_write_reaches_every_head_and_stops_at_the_first_error() {
         let mut heads: Vec<Nrs<u32>> = (0..3).map(|_| Nrs::new()).collect();
         let start = ControlWrite::NrsPolicies("tbf jobid".into());
         assert_eq!(apply_write(heads.iter_mut(), 0, &start), Ok(3));
@@ -67,6 +54,32 @@ mod tests {
         let bad = ControlWrite::NrsTbfRule("change nosuch rate=5".into());
         assert_eq!(
             apply_write(heads.iter_mut(), 4, &bad).unwrap_err().errno,
+            Errno::ENOENT
+        );
+    }
+
+    /// As Lustre's partition walk: heads before the failing one keep the write, heads after it
+    /// never see it.
+    #[test]
+    fn heads_after_a_refusal_are_not_written() {
+        let mut heads: Vec<Nrs<u32>> = (0..3).map(|_| Nrs::new()).collect();
+        let start = ControlWrite::NrsPolicies("tbf jobid".into());
+        assert_eq!(apply_write(heads.iter_mut(), 0, &start), Ok(3));
+        assert_eq!(
+            heads[1].write_tbf_rule(1, "start b jobid={b} rate=3"),
+            Ok(())
+        );
+        let b = ControlWrite::NrsTbfRule("start b jobid={b} rate=3".into());
+        assert_eq!(
+            apply_write(heads.iter_mut(), 2, &b).unwrap_err().errno,
+            Errno::EEXIST
+        );
+        assert_eq!(heads[0].write_tbf_rule(3, "change b rate=4"), Ok(()));
+        assert_eq!(
+            heads[2]
+                .write_tbf_rule(3, "change b rate=4")
+                .unwrap_err()
+                .errno,
             Errno::ENOENT
         );
     }

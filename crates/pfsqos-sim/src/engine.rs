@@ -1224,6 +1224,7 @@ impl Sim {
             },
             uid: job.uid,
             gid: job.gid,
+            ..RpcTags::default()
         };
         self.scheds[r.sched as usize].enqueue(self.now_ns, &tags, rpc);
         self.check_timer(r.sched);

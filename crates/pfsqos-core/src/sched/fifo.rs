@@ -74,6 +74,7 @@ mod tests {
             opcode: Opcode::OstWrite,
             uid: 0,
             gid: 0,
+            ..RpcTags::default()
         }
     }
 

@@ -13,8 +13,9 @@ use std::fmt;
 use crate::errno::Errno;
 
 use super::fifo::Fifo;
+use super::tbf::kstrto::strsep;
 use super::tbf::listing::{CptRules, ListingForm, TbfRuleListing};
-use super::tbf::{ClassType, NrsQueue, Tbf, TbfCommand, TbfConfig, TbfError};
+use super::tbf::{ClassType, LustreVersion, NrsQueue, Tbf, TbfCommand, TbfConfig, TbfError};
 use super::{Dequeue, RequestScheduler};
 use crate::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
 
@@ -31,10 +32,18 @@ const DRAINED_TAGS: RpcTags = RpcTags {
     opcode: Opcode::OstRead,
     uid: 0,
     gid: 0,
+    projid: 0,
+    nodemap: 0,
 };
 
-/// Longest `nrs_policies` write accepted (the policy name plus a short argument).
-pub const NRS_POLICIES_LEN_MAX: usize = 64;
+/// Longest `nrs_policies` write accepted: `LPROCFS_NRS_WR_MAX_CMD` (policy name 16 + " reg"
+/// + argument 1024) less one (`lproc_ptlrpc.c`, `ptlrpc_lprocfs_nrs_policies_seq_write`).
+pub const NRS_POLICIES_LEN_MAX: usize = 16 + 4 + 1024 - 1;
+/// Longest policy name (`NRS_POL_NAME_MAX` = 16 with the terminator).
+pub const NRS_POLICY_NAME_LEN_MAX: usize = 15;
+/// Longest policy argument (`NRS_POL_ARG_MAX` = 16 with the terminator, `nrs.c`
+/// `nrs_policy_start_locked`).
+pub const NRS_POLICY_ARG_LEN_MAX: usize = 15;
 /// Policies Lustre registers besides fifo and tbf; pfsqos does not implement them.
 const OTHER_LUSTRE_POLICIES: [&str; 4] = ["crrn", "orr", "trr", "delay"];
 
@@ -71,7 +80,8 @@ fn einval(message: String) -> NrsError {
 
 #[derive(Debug)]
 struct TbfPolicy<P> {
-    /// The argument as written (`jobid`, `nid+jobid`, or empty), for the policy name.
+    /// The argument as written (`jobid`, `nid+jobid`, or empty: Lustre's `pol_arg`), for the
+    /// policy name and the "same argument" test.
     arg: String,
     tbf: Tbf<P>,
 }
@@ -136,78 +146,120 @@ impl<P> Nrs<P> {
         }
     }
 
-    /// `lctl set_param ost.OSS.ost_io.nrs_policies=<text>`: `<policy> [reg|hp] [arg]`.
+    /// The version whose TBF this head emulates.
+    pub fn version(&self) -> LustreVersion {
+        self.config.version
+    }
+
+    /// `lctl set_param ost.OSS.ost_io.nrs_policies=<text>`: `<policy> [reg|hp] [arg]`, split
+    /// on single spaces as `ptlrpc_lprocfs_nrs_policies_seq_write` does (no trimming: a
+    /// trailing newline is part of the last token). Then `nrs_policy_start_locked`: an
+    /// argument of 16 characters or more is EINVAL, for fifo too; fifo ignores any shorter
+    /// argument and stops TBF; tbf with the same argument text keeps its rules; tbf with
+    /// another argument stops first and then starts with the new type, so a bad new type
+    /// leaves FIFO running and the error returned (the rules are gone either way).
     pub fn write_policies(&mut self, now_ns: u64, text: &str) -> Result<(), NrsError> {
         if text.len() > NRS_POLICIES_LEN_MAX {
             return Err(einval(format!(
                 "policy text longer than {NRS_POLICIES_LEN_MAX} bytes"
             )));
         }
-        let mut tokens = text.split_whitespace().peekable();
-        let policy = tokens
-            .next()
-            .ok_or_else(|| einval("empty policy".to_string()))?;
-        let target = tokens.peek().and_then(|t| NrsQueue::from_prefix(t));
-        if target.is_some() {
-            tokens.next();
+        let (policy, rest) = strsep(text, ' ');
+        if policy.len() > NRS_POLICY_NAME_LEN_MAX {
+            return Err(einval(format!("policy name `{policy}` is too long")));
         }
-        let arg = tokens.collect::<Vec<_>>().join(" ");
-        match policy {
-            "fifo" => {
-                if !arg.is_empty() {
-                    return Err(einval(format!("fifo takes no argument (got `{arg}`)")));
+        let (target, arg) = match rest {
+            None => (None, None),
+            Some(rest) => {
+                let (queue, after) = strsep(rest, ' ');
+                match NrsQueue::from_prefix(queue) {
+                    Some(q) => (Some(q), after),
+                    None => (None, Some(rest)),
                 }
-                if target.unwrap_or(self.queue) == self.queue {
-                    self.stop_tbf(now_ns);
-                }
-                Ok(())
             }
-            "tbf" => {
-                let class_type = ClassType::parse(&arg).map_err(einval)?;
-                if target.is_some_and(|q| q != self.queue) {
-                    return Ok(());
-                }
-                if let Some(p) = &self.tbf {
-                    if p.tbf.class_type() == class_type {
-                        // Same policy, same argument: nothing happens, rules are kept.
-                        return Ok(());
-                    }
-                }
-                self.stop_tbf(now_ns);
-                self.tbf = Some(TbfPolicy {
-                    arg,
-                    tbf: Tbf::new(class_type, self.config),
-                });
-                Ok(())
+        };
+        if !matches!(policy, "fifo" | "tbf") {
+            if OTHER_LUSTRE_POLICIES.contains(&policy) {
+                return Err(einval(format!(
+                    "policy `{policy}` exists in Lustre but is not implemented by pfsqos"
+                )));
             }
-            p if OTHER_LUSTRE_POLICIES.contains(&p) => Err(einval(format!(
-                "policy `{p}` exists in Lustre but is not implemented by pfsqos"
-            ))),
-            p => Err(einval(format!("unknown policy `{p}`"))),
+            return Err(NrsError {
+                errno: Errno::ENOENT,
+                message: format!("unknown policy `{policy}`"),
+            });
         }
+        if target.is_some_and(|q| q != self.queue) {
+            return Ok(());
+        }
+        if let Some(a) = arg.filter(|a| a.len() > NRS_POLICY_ARG_LEN_MAX) {
+            return Err(einval(format!(
+                "policy argument `{a}` is longer than {NRS_POLICY_ARG_LEN_MAX} characters"
+            )));
+        }
+        if policy == "fifo" {
+            self.stop_tbf(now_ns);
+            return Ok(());
+        }
+        if let Some(p) = &self.tbf {
+            // Same policy, same argument text: nothing happens, rules are kept.
+            if p.arg == arg.unwrap_or("") {
+                return Ok(());
+            }
+        }
+        self.stop_tbf(now_ns);
+        let class_type = ClassType::parse_arg(arg, self.config.version).map_err(|e| NrsError {
+            errno: e.errno,
+            message: e.message,
+        })?;
+        self.tbf = Some(TbfPolicy {
+            arg: arg.unwrap_or("").to_string(),
+            tbf: Tbf::new(class_type, self.config),
+        });
+        Ok(())
     }
 
-    /// `lctl set_param ost.OSS.ost_io.nrs_tbf_rule=<text>`. Fails while TBF is not started.
+    /// `lctl set_param ost.OSS.ost_io.nrs_tbf_rule=<text>` on this head: parsed with this
+    /// head's type (a `start` while FIFO runs is EINVAL, like Lustre, because the condition
+    /// has no type to be parsed with), then applied (a `change` or `stop` while FIFO runs is
+    /// ENODEV). A command addressed with `reg`/`hp` to the other queue is ignored.
     pub fn write_tbf_rule(&mut self, _now_ns: u64, text: &str) -> Result<(), NrsError> {
-        let cmd = TbfCommand::parse_with_rate_max(text, self.config.rate_max_rpcs_per_s)?;
+        let class_type = self.tbf().map(|t| t.class_type());
+        let cmd = TbfCommand::parse_for(text, class_type, self.config.version)?;
         self.apply_tbf_command(&cmd)
     }
 
     /// Applies an already parsed rule command.
     pub fn apply_tbf_command(&mut self, cmd: &TbfCommand) -> Result<(), NrsError> {
-        let Some(p) = self.tbf.as_mut() else {
-            return Err(TbfError::TbfNotStarted.into());
-        };
         if cmd.queue.is_some_and(|q| q != self.queue) {
             return Ok(());
         }
+        let Some(p) = self.tbf.as_mut() else {
+            return Err(TbfError::TbfNotStarted.into());
+        };
         Ok(p.tbf.apply(cmd)?)
     }
 }
 
+/// Applies one `nrs_policies` or `nrs_tbf_rule` write to a service's heads as
+/// `ptlrpc_nrs_policy_control` does: partition by partition, the regular head and then the HP
+/// head, stopping at the first error. Heads after the failing one are left as they were, so a
+/// partial effect (`change a rate=N rank=missing` sets the rate on the first head only) stays
+/// on the heads Lustre would have changed.
+pub fn write_service<'a, P: 'a>(
+    heads: impl IntoIterator<Item = &'a mut Nrs<P>>,
+    mut write: impl FnMut(&mut Nrs<P>) -> Result<(), NrsError>,
+) -> Result<(), NrsError> {
+    for head in heads {
+        write(head)?;
+    }
+    Ok(())
+}
+
 /// `lctl get_param ost.OSS.ost_io.nrs_tbf_rule` over a service: the regular head of each CPT,
-/// and the HP heads if the service has them. Fails when any head is not running TBF
-/// (conf-sanity 117).
+/// and the HP heads if the service has them (`ptlrpc_lprocfs_nrs_tbf_rule_seq_show`). A
+/// regular queue without TBF is skipped (its ENODEV is ignored) and prints an empty section;
+/// an HP queue without TBF, or no TBF at all, fails with ENODEV (conf-sanity 117).
 pub fn tbf_rule_listing<P>(
     regular: &[&Nrs<P>],
     high_priority: Option<&[&Nrs<P>]>,
@@ -226,10 +278,17 @@ pub fn tbf_rule_listing<P>(
             })
             .collect()
     };
-    Ok(TbfRuleListing {
-        regular: section(regular)?,
-        high_priority: high_priority.map(section).transpose()?,
-    })
+    let regular = section(regular);
+    match high_priority {
+        None => Ok(TbfRuleListing {
+            regular: regular?,
+            high_priority: None,
+        }),
+        Some(hp) => Ok(TbfRuleListing {
+            regular: regular.unwrap_or_default(),
+            high_priority: Some(section(hp)?),
+        }),
+    }
 }
 
 /// Policies in Lustre's registration order, as `nrs_policies` lists them.
@@ -351,6 +410,7 @@ mod tests {
             opcode: Opcode::OstWrite,
             uid: 0,
             gid: 0,
+            ..RpcTags::default()
         }
     }
 
@@ -366,51 +426,68 @@ mod tests {
     fn policy_switching_keeps_or_drops_rules_as_lustre_does() {
         let mut n: Nrs<u32> = Nrs::new();
         assert_eq!(n.policy_name(), "fifo");
-        assert_eq!(
-            n.write_tbf_rule(0, "start a jobid={a} rate=5")
-                .unwrap_err()
-                .errno,
-            Errno::ENODEV
-        );
+        // While FIFO runs a start cannot be parsed (no type): EINVAL; change/stop: ENODEV.
+        let errno = |n: &mut Nrs<u32>, t: &str| n.write_tbf_rule(0, t).unwrap_err().errno;
+        assert_eq!(errno(&mut n, "start a jobid={a} rate=5"), Errno::EINVAL);
+        assert_eq!(errno(&mut n, "change a rate=5"), Errno::ENODEV);
+        assert_eq!(errno(&mut n, "stop a"), Errno::ENODEV);
         n.write_policies(0, "tbf jobid").unwrap();
         assert_eq!(n.policy_name(), "tbf jobid");
         n.write_tbf_rule(0, "start a jobid={a} rate=5").unwrap();
-        // Same policy, same argument: rules kept.
+        // Same policy, same argument text: rules kept.
         n.write_policies(0, "tbf jobid").unwrap();
         assert_eq!(n.tbf().unwrap().rule_names(), vec!["a", "default"]);
-        // Unknown type or too long: EINVAL and nothing changes.
-        for bad in [
-            "tbf bogus",
-            "tbf jobid+opcode+nid+uid",
-            "frob",
-            "orr",
-            "",
-            "fifo x",
+        // Refused before anything changes: unknown policy (ENOENT), a policy pfsqos does not
+        // implement, an argument of 16 characters or more, a newline after the name.
+        for (bad, errno) in [
+            ("frob", Errno::ENOENT),
+            ("", Errno::ENOENT),
+            ("tbf\n", Errno::ENOENT),
+            ("orr", Errno::EINVAL),
+            ("tbf jobid+opcode+uid", Errno::EINVAL),
+            ("fifo 0123456789abcdef", Errno::EINVAL),
+            ("tbfxxxxxxxxxxxxxxx", Errno::EINVAL),
         ] {
             assert_eq!(
                 n.write_policies(0, bad).unwrap_err().errno,
-                Errno::EINVAL,
-                "{bad}"
+                errno,
+                "{bad:?}"
             );
-            assert_eq!(n.policy_name(), "tbf jobid");
+            assert_eq!(n.tbf().unwrap().rule_names(), vec!["a", "default"]);
         }
         // A field the type does not enable.
+        assert_eq!(errno(&mut n, "start b uid={1}"), Errno::EINVAL);
+        // Another argument that fails: Lustre has already stopped TBF (nrs_policy_start_locked
+        // stops a started policy before starting it again), so FIFO runs and rules are gone.
         assert_eq!(
-            n.write_tbf_rule(0, "start b uid={1}").unwrap_err().errno,
+            n.write_policies(0, "tbf bogus").unwrap_err().errno,
             Errno::EINVAL
         );
-        // Different argument: restart, only the default rule comes back.
+        assert_eq!(n.policy_name(), "fifo");
+        n.write_policies(0, "tbf jobid").unwrap();
+        // Different argument text, even for the same fields: restart, only default remains.
+        n.write_tbf_rule(0, "start a jobid={a} rate=5").unwrap();
+        n.write_policies(0, "tbf jobid+").unwrap();
+        assert_eq!(n.policy_name(), "tbf jobid+");
+        assert_eq!(n.tbf().unwrap().rule_names(), vec!["default"]);
         n.write_policies(0, "tbf nid").unwrap();
         assert_eq!(n.tbf().unwrap().rule_names(), vec!["default"]);
         n.write_policies(0, "tbf").unwrap();
         assert_eq!(n.policy_name(), "tbf");
-        n.write_policies(0, "fifo").unwrap();
+        // fifo ignores a short argument.
+        n.write_policies(0, "fifo x").unwrap();
         assert!(n.tbf().is_none());
+        // `tbf ` (empty argument) and `tbf  jobid` (empty first type name) are refused.
+        for bad in ["tbf ", "tbf  jobid"] {
+            assert_eq!(n.write_policies(0, bad).unwrap_err().errno, Errno::EINVAL);
+        }
         // A write addressed to the other queue is ignored by this head.
         n.write_policies(0, "tbf hp jobid").unwrap();
         assert_eq!(n.policy_name(), "fifo");
         n.write_policies(0, "tbf reg jobid").unwrap();
         assert_eq!(n.policy_name(), "tbf jobid");
+        n.write_policies(0, "tbf reg").unwrap();
+        assert_eq!(n.policy_name(), "tbf");
         n.write_tbf_rule(0, "hp start h jobid={h}").unwrap();
         assert_eq!(n.tbf().unwrap().rule_names(), vec!["default"]);
     }

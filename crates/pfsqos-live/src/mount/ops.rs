@@ -110,6 +110,7 @@ pub fn errno(e: Errno) -> i32 {
         Errno::EISDIR => libc::EISDIR,
         Errno::ENOTEMPTY => libc::ENOTEMPTY,
         Errno::EOVERFLOW => libc::EOVERFLOW,
+        Errno::ENOTSUPP => libc::EOPNOTSUPP,
     }
 }
 

@@ -1,11 +1,23 @@
-//! TBF classification fields, policy types and rule conditions (`nrs_tbf_conds_parse` and
-//! friends): a condition is an OR (`,`) of ANDs (`&`) of `field={item item ...}` expressions,
-//! and an expression holds when the request's field equals any item.
+//! TBF classification fields, policy types and rule conditions, parsed as Lustre parses them
+//! (`lustre/ptlrpc/nrs_tbf.c`: `nrs_tbf_type_parse`, `nrs_tbf_conds_parse`,
+//! `nrs_tbf_conjunction_parse`, `nrs_tbf_expression_parse`, the list parsers, and for 2.17.0
+//! and earlier single-field types `nrs_tbf_check_id_value`).
+//!
+//! A condition is an OR (`,`) of ANDs (`&`) of `field={item item ...}` expressions. Lustre
+//! splits on `,` and then `&` with `strsep`, before looking at braces, so braces do not
+//! protect either character: `jobid={a,b}` is two broken terms, and a NID list cannot use
+//! `[1,3]`. Around `=`, `&` and `,` white space is trimmed (`strim`); inside the braces items
+//! are separated by single spaces and empty items are skipped. The condition keeps the text
+//! exactly as written, which is what the listing prints.
 
 use std::fmt;
 
-use super::nid::{split_outside, NidRange};
-use crate::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
+use super::kstrto::{kstrtoull, strim, strsep};
+use super::nid::NidList;
+use super::opcode::{lustre_opcode, opcode_of_name};
+use super::version::LustreVersion;
+use crate::errno::Errno;
+use crate::model::{JobId, RpcTags};
 
 /// A request field TBF can classify on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -15,15 +27,22 @@ pub enum Field {
     Opcode,
     Uid,
     Gid,
+    /// 2.16.60 and later.
+    Projid,
+    /// 2.17.55 and later.
+    Nodemap,
 }
 
 impl Field {
-    pub const ALL: [Field; 5] = [
+    /// In `nrs_tbf_types` order.
+    pub const ALL: [Field; 7] = [
         Field::Jobid,
         Field::Nid,
         Field::Opcode,
         Field::Uid,
         Field::Gid,
+        Field::Projid,
+        Field::Nodemap,
     ];
 
     pub fn name(self) -> &'static str {
@@ -33,11 +52,22 @@ impl Field {
             Field::Opcode => "opcode",
             Field::Uid => "uid",
             Field::Gid => "gid",
+            Field::Projid => "projid",
+            Field::Nodemap => "nodemap",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Field> {
         Field::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Whether the field exists in `version`.
+    pub fn exists_in(self, version: LustreVersion) -> bool {
+        match self {
+            Field::Projid => version.has_projid(),
+            Field::Nodemap => version.has_nodemap(),
+            _ => true,
+        }
     }
 
     fn bit(self) -> u8 {
@@ -51,24 +81,45 @@ impl fmt::Display for Field {
     }
 }
 
-/// Longest policy argument Lustre accepts (`NRS_TBF_TYPE_MAX_LEN` = 20, terminator included).
-pub const TBF_TYPE_ARG_LEN_MAX: usize = 19;
+/// Longest policy argument Lustre accepts: `NRS_POL_ARG_MAX` is 16 with the terminator
+/// (`lustre_nrs.h`), checked by `nrs_policy_start_locked` before TBF sees the argument, so
+/// TBF's own `NRS_TBF_TYPE_MAX_LEN` (20) never binds.
+pub const TBF_TYPE_ARG_LEN_MAX: usize = 15;
+
+/// Why a policy argument is not a TBF type, with the errno Lustre answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassTypeError {
+    pub errno: Errno,
+    pub message: String,
+}
 
 /// The classification type of a TBF instance (`tbf`, `tbf jobid`, `tbf nid+jobid`, ...): the
 /// set of fields that make up a class key and that rules may test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ClassType {
     bits: u8,
-    /// Plain `tbf`: every field. Kept apart from "all fields listed with `+`" only for naming.
+    /// Plain `tbf` (or `tbf generic` before 2.16.58): every field of the version.
     generic: bool,
 }
 
 impl ClassType {
-    /// Plain `tbf`: classifies on every field.
+    /// Plain `tbf` on the newest version: every field.
     pub const GENERIC: ClassType = ClassType {
-        bits: 0b1_1111,
+        bits: 0b111_1111,
         generic: true,
     };
+
+    /// Plain `tbf` on `version`: the fields that version has (`NRS_TBF_FLAG_ALL`).
+    pub fn generic(version: LustreVersion) -> ClassType {
+        let bits = Field::ALL
+            .into_iter()
+            .filter(|f| f.exists_in(version))
+            .fold(0, |b, f| b | f.bit());
+        ClassType {
+            bits,
+            generic: true,
+        }
+    }
 
     pub fn single(field: Field) -> ClassType {
         ClassType {
@@ -77,7 +128,7 @@ impl ClassType {
         }
     }
 
-    /// Parses the policy argument: empty for generic, else `field[+field...]`.
+    /// The argument of the newest version, empty meaning plain `tbf` (for tests and tools).
     pub fn parse(arg: &str) -> Result<ClassType, String> {
         let arg = arg.trim();
         if arg.len() > TBF_TYPE_ARG_LEN_MAX {
@@ -85,14 +136,45 @@ impl ClassType {
                 "TBF type `{arg}` is longer than {TBF_TYPE_ARG_LEN_MAX} characters"
             ));
         }
-        if arg.is_empty() {
-            return Ok(ClassType::GENERIC);
+        Self::parse_arg((!arg.is_empty()).then_some(arg), LustreVersion::MASTER)
+            .map_err(|e| e.message)
+    }
+
+    /// `nrs_tbf_start`: `None` (no argument) is generic. From 2.16.58 `nrs_tbf_type_parse`:
+    /// names joined by `+`, an empty name ends the list (`jobid+` is `jobid`, `+jobid` and ``
+    /// are refused with EINVAL). Before, one name of the table, `generic` included, and an
+    /// unknown name is ENOTSUPP.
+    pub fn parse_arg(
+        arg: Option<&str>,
+        version: LustreVersion,
+    ) -> Result<ClassType, ClassTypeError> {
+        let Some(arg) = arg else {
+            return Ok(ClassType::generic(version));
+        };
+        let unknown = |name: &str, errno| ClassTypeError {
+            errno,
+            message: format!("unknown TBF type `{name}`"),
+        };
+        let field = |name: &str| Field::from_name(name).filter(|f| f.exists_in(version));
+        if !version.has_combined_types() {
+            if arg == "generic" {
+                return Ok(ClassType::generic(version));
+            }
+            return field(arg)
+                .map(ClassType::single)
+                .ok_or_else(|| unknown(arg, Errno::ENOTSUPP));
         }
         let mut bits = 0u8;
-        for part in arg.split('+') {
-            let field =
-                Field::from_name(part).ok_or_else(|| format!("unknown TBF type `{part}`"))?;
-            bits |= field.bit();
+        for name in arg.split('+') {
+            if name.is_empty() {
+                break;
+            }
+            bits |= field(name)
+                .ok_or_else(|| unknown(name, Errno::EINVAL))?
+                .bit();
+        }
+        if bits == 0 {
+            return Err(unknown(arg, Errno::EINVAL));
         }
         Ok(ClassType {
             bits,
@@ -108,8 +190,7 @@ impl ClassType {
         self.bits & field.bit() != 0
     }
 
-    /// The one field of a single-field type (`tbf jobid` etc.), which older listings print as
-    /// a bare `{list}`.
+    /// The one field of a single-field type (`tbf jobid` etc.).
     pub fn single_field(&self) -> Option<Field> {
         if self.generic || self.bits.count_ones() != 1 {
             return None;
@@ -117,40 +198,45 @@ impl ClassType {
         Field::ALL.into_iter().find(|f| self.contains(*f))
     }
 
+    /// The field of a type that 2.17.50 and earlier parse and list with per-type code
+    /// (`nrs_tbf_id_parse` in 2.17.0: jobid, nid, opcode, uid, gid; `tbf projid` already
+    /// went through the generic parser and printed expressions).
+    pub fn legacy_single_field(&self) -> Option<Field> {
+        self.single_field().filter(|f| {
+            matches!(
+                f,
+                Field::Jobid | Field::Nid | Field::Opcode | Field::Uid | Field::Gid
+            )
+        })
+    }
+
     /// The class key of a request: its tags with every field outside the type blanked, so
     /// requests that agree on the enabled fields share one class.
     #[inline]
     pub fn key(&self, tags: &RpcTags) -> RpcTags {
-        const BLANK_NID: Nid = Nid {
-            addr: 0,
-            net: LNet {
-                kind: NetKind::Lo,
-                num: 0,
-            },
-        };
+        let blank = RpcTags::default();
+        let pick = |f: Field| self.contains(f);
         RpcTags {
-            job: if self.contains(Field::Jobid) {
+            job: if pick(Field::Jobid) {
                 tags.job
             } else {
                 JobId::EMPTY
             },
-            nid: if self.contains(Field::Nid) {
+            nid: if pick(Field::Nid) {
                 tags.nid
             } else {
-                BLANK_NID
+                blank.nid
             },
-            opcode: if self.contains(Field::Opcode) {
+            opcode: if pick(Field::Opcode) {
                 tags.opcode
             } else {
-                Opcode::OstRead
+                blank.opcode
             },
-            uid: if self.contains(Field::Uid) {
-                tags.uid
-            } else {
-                0
-            },
-            gid: if self.contains(Field::Gid) {
-                tags.gid
+            uid: if pick(Field::Uid) { tags.uid } else { 0 },
+            gid: if pick(Field::Gid) { tags.gid } else { 0 },
+            projid: if pick(Field::Projid) { tags.projid } else { 0 },
+            nodemap: if pick(Field::Nodemap) {
+                tags.nodemap
             } else {
                 0
             },
@@ -178,15 +264,24 @@ impl fmt::Display for ClassType {
     }
 }
 
+/// Nodemaps a condition may name. Lustre looks the name up (`nodemap_lookup_unlocked`) and
+/// refuses unknown ones; pfsqos defines only Lustre's always-present `default` (id 0), which
+/// is also what every simulated and live RPC carries.
+pub const NODEMAPS: [(&str, u32); 1] = [("default", 0)];
+
 /// One `field={items}` test.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Expression {
-    /// Jobid patterns; `*` matches any run of characters, including none.
+    /// Jobids; an item with `*` is a pattern (`cfs_match_wildcard`), else an exact string.
     Jobid(Vec<String>),
-    Nid(Vec<NidRange>),
-    Opcode(Vec<Opcode>),
+    Nid(NidList),
+    /// Lustre opcodes (`OST_READ` = 3, ...).
+    Opcode(Vec<u16>),
     Uid(Vec<u32>),
     Gid(Vec<u32>),
+    Projid(Vec<u32>),
+    /// Nodemap ids.
+    Nodemap(Vec<u32>),
 }
 
 impl Expression {
@@ -197,164 +292,212 @@ impl Expression {
             Expression::Opcode(_) => Field::Opcode,
             Expression::Uid(_) => Field::Uid,
             Expression::Gid(_) => Field::Gid,
+            Expression::Projid(_) => Field::Projid,
+            Expression::Nodemap(_) => Field::Nodemap,
         }
     }
 
     pub fn matches(&self, tags: &RpcTags) -> bool {
         match self {
-            Expression::Jobid(pats) => pats
-                .iter()
-                .any(|p| wildcard_match(p.as_bytes(), tags.job.as_str().as_bytes())),
-            Expression::Nid(ranges) => ranges.iter().any(|r| r.matches(&tags.nid)),
-            Expression::Opcode(ops) => ops.contains(&tags.opcode),
+            Expression::Jobid(items) => {
+                let job = tags.job.as_str().as_bytes();
+                items.iter().any(|p| {
+                    if p.contains('*') {
+                        wildcard_match(p.as_bytes(), job)
+                    } else {
+                        p.as_bytes() == job
+                    }
+                })
+            }
+            Expression::Nid(list) => list.matches(&tags.nid),
+            Expression::Opcode(ops) => ops.contains(&lustre_opcode(tags.opcode)),
             Expression::Uid(ids) => ids.contains(&tags.uid),
             Expression::Gid(ids) => ids.contains(&tags.gid),
+            Expression::Projid(ids) => ids.contains(&tags.projid),
+            Expression::Nodemap(ids) => ids.contains(&tags.nodemap),
         }
     }
 
-    /// Parses `field={items}` (no surrounding spaces).
-    pub fn parse(text: &str) -> Result<Expression, String> {
-        let (name, list) = text
-            .split_once('=')
-            .ok_or_else(|| format!("expression `{text}` is not `field={{list}}`"))?;
-        let field = Field::from_name(name).ok_or_else(|| format!("unknown field `{name}`"))?;
-        let inner = list
-            .strip_prefix('{')
-            .and_then(|l| l.strip_suffix('}'))
-            .ok_or_else(|| format!("`{list}` must be a list in braces"))?;
-        let items: Vec<&str> = inner.split_whitespace().collect();
+    /// The list parser of `field` over the text between the braces.
+    fn parse_list(field: Field, inner: &str) -> Result<Expression, String> {
+        // Items separated by single spaces; an empty item (two spaces, or a leading or trailing
+        // space) is skipped; at least one item is required.
+        let items: Vec<&str> = inner.split(' ').filter(|t| !t.is_empty()).collect();
         if items.is_empty() {
-            return Err(format!("empty list in `{text}`"));
+            return Err(format!("empty {field} list"));
         }
-        if let Some(bad) = items.iter().find(|i| i.contains(['{', '}'])) {
-            return Err(format!("stray brace in item `{bad}`"));
-        }
+        let ids = || -> Result<Vec<u32>, String> {
+            items
+                .iter()
+                .map(|t| {
+                    // kstrtoul(tok, 0) into an unsigned long, then stored in a u32 field of
+                    // `struct tbf_id`: Lustre keeps the low 32 bits of a larger number.
+                    kstrtoull(t, 0)
+                        .map(|v| v as u32)
+                        .map_err(|_| format!("`{t}` is not a number"))
+                })
+                .collect()
+        };
         Ok(match field {
             Field::Jobid => Expression::Jobid(items.iter().map(|s| s.to_string()).collect()),
-            Field::Nid => Expression::Nid(
-                items
-                    .iter()
-                    .map(|s| NidRange::parse(s))
-                    .collect::<Result<_, _>>()?,
-            ),
+            Field::Nid => Expression::Nid(NidList::parse(inner)?),
             Field::Opcode => Expression::Opcode(
                 items
                     .iter()
-                    .map(|s| Opcode::from_name(s).ok_or_else(|| format!("unknown opcode `{s}`")))
+                    .map(|s| opcode_of_name(s).ok_or_else(|| format!("unknown opcode `{s}`")))
                     .collect::<Result<_, _>>()?,
             ),
-            Field::Uid => Expression::Uid(
+            Field::Uid => Expression::Uid(ids()?),
+            Field::Gid => Expression::Gid(ids()?),
+            Field::Projid => Expression::Projid(ids()?),
+            Field::Nodemap => Expression::Nodemap(
                 items
                     .iter()
-                    .map(|s| parse_id(s))
-                    .collect::<Result<_, _>>()?,
-            ),
-            Field::Gid => Expression::Gid(
-                items
-                    .iter()
-                    .map(|s| parse_id(s))
+                    .map(|s| {
+                        NODEMAPS
+                            .iter()
+                            .find(|(n, _)| n == s)
+                            .map(|&(_, id)| id)
+                            .ok_or_else(|| format!("no nodemap `{s}`"))
+                    })
                     .collect::<Result<_, _>>()?,
             ),
         })
     }
-}
 
-/// A uid/gid with the kernel's base auto-detection (`kstrtoul(.., 0)`): `0x..` hex, a leading
-/// `0` octal, otherwise decimal.
-pub fn parse_id(text: &str) -> Result<u32, String> {
-    let (digits, radix) =
-        if let Some(h) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
-            (h, 16)
-        } else if text.len() > 1 && text.starts_with('0') {
-            (&text[1..], 8)
-        } else {
-            (text, 10)
+    /// `nrs_tbf_expression_parse`: `field = {list}` with white space trimmed around the field
+    /// and the braces; the field must be enabled by the type.
+    fn parse(text: &str, class_type: ClassType) -> Result<Expression, String> {
+        let (name, rhs) = strsep(text, '=');
+        let name = strim(name);
+        let rhs = match rhs {
+            Some(r) if !name.is_empty() => strim(r),
+            _ => return Err(format!("expression `{text}` is not `field={{list}}`")),
         };
-    if digits.is_empty() || digits.starts_with(['+', '-']) {
-        return Err(format!("`{text}` is not an id"));
-    }
-    u32::from_str_radix(digits, radix).map_err(|_| format!("`{text}` is not a 32-bit id"))
-}
-
-impl fmt::Display for Expression {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}={{", self.field())?;
-        self.fmt_list_items(f)?;
-        f.write_str("}")
-    }
-}
-
-impl Expression {
-    /// The items separated by single spaces, as the list inside the braces.
-    pub fn fmt_list_items(&self, f: &mut dyn fmt::Write) -> fmt::Result {
-        fn join<T: fmt::Display>(f: &mut dyn fmt::Write, items: &[T]) -> fmt::Result {
-            for (i, it) in items.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(" ")?;
-                }
-                write!(f, "{it}")?;
-            }
-            Ok(())
+        let inner = braced(rhs).ok_or_else(|| format!("`{rhs}` must be a list in braces"))?;
+        let field = Field::from_name(name).ok_or_else(|| format!("unknown field `{name}`"))?;
+        if !class_type.contains(field) {
+            return Err(format!(
+                "field `{field}` is not enabled by the TBF policy type"
+            ));
         }
-        match self {
-            Expression::Jobid(v) => join(f, v),
-            Expression::Nid(v) => join(f, v),
-            Expression::Opcode(v) => join(f, v),
-            Expression::Uid(v) => join(f, v),
-            Expression::Gid(v) => join(f, v),
-        }
+        Expression::parse_list(field, inner)
     }
 }
 
-/// Glob match where `*` is the only metacharacter (libcfs `cfs_match_wildcard`).
+/// The text between a leading `{` and a trailing `}` (at least the two braces).
+fn braced(s: &str) -> Option<&str> {
+    if s.len() >= 2 && s.starts_with('{') && s.ends_with('}') {
+        Some(&s[1..s.len() - 1])
+    } else {
+        None
+    }
+}
+
+/// libcfs `cfs_match_wildcard`, exactly, including its departures from a shell glob: a `*`
+/// that is not the pattern's last character matches nothing once the text is used up (so
+/// `a**` does not match `a`), and equal characters are consumed greedily before a `*` is
+/// expanded (so a `*` in the text is matched literally first). The recursion of the C code is
+/// exponential in the number of stars; the failed `(pattern, text)` positions are remembered,
+/// which bounds the work by their number.
 pub fn wildcard_match(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    // Position after the last `*` seen and the text position it currently absorbs up to.
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p + 1, t));
-            p += 1;
-        } else if p < pattern.len() && pattern[p] == text[t] {
-            p += 1;
-            t += 1;
-        } else if let Some((sp, st)) = star {
-            p = sp;
-            t = st + 1;
-            star = Some((sp, st + 1));
-        } else {
+    fn go(
+        p: &[u8],
+        c: &[u8],
+        mut pi: usize,
+        mut ci: usize,
+        failed: &mut rustc_hash::FxHashSet<(usize, usize)>,
+    ) -> bool {
+        let star_needs_more =
+            |pi: usize, ci: usize| pi + 1 < p.len() && p[pi] == b'*' && ci == c.len();
+        if pi == p.len() && ci == c.len() {
+            return true;
+        }
+        if star_needs_more(pi, ci) {
             return false;
         }
+        while pi < p.len() && ci < c.len() && p[pi] == c[ci] {
+            pi += 1;
+            ci += 1;
+            if pi == p.len() && ci == c.len() {
+                return true;
+            }
+            if star_needs_more(pi, ci) {
+                return false;
+            }
+        }
+        if pi < p.len() && p[pi] == b'*' {
+            if failed.contains(&(pi, ci)) {
+                return false;
+            }
+            let hit =
+                go(p, c, pi + 1, ci, failed) || (ci < c.len() && go(p, c, pi, ci + 1, failed));
+            if !hit {
+                failed.insert((pi, ci));
+            }
+            return hit;
+        }
+        false
     }
-    pattern[p..].iter().all(|&c| c == b'*')
+    go(pattern, text, 0, 0, &mut Default::default())
 }
 
-/// A rule condition: OR of ANDs. An empty list is the default rule's `*`, which is never
-/// matched directly (the default rule is the fallback).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+/// A rule condition: OR of ANDs, and the text it was parsed from. The default rule's
+/// condition is `*` with no terms; it is never matched directly (it is the fallback).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Condition {
+    /// Exactly as the administrator wrote it (Lustre's `tr_conds_str`).
+    pub text: String,
     pub any_of: Vec<Vec<Expression>>,
 }
 
+impl Default for Condition {
+    fn default() -> Self {
+        Condition {
+            text: "*".to_string(),
+            any_of: Vec::new(),
+        }
+    }
+}
+
 impl Condition {
-    /// Parses condition text: `,` separates alternatives, `&` joins expressions, and both are
-    /// only separators outside braces.
-    pub fn parse(text: &str) -> Result<Condition, String> {
-        if text.is_empty() {
-            return Err("missing condition".to_string());
-        }
-        let mut any_of = Vec::new();
-        for term in split_outside(text, ',', '{', '}') {
-            let mut all_of = Vec::new();
-            for expr in split_outside(term, '&', '{', '}') {
-                if expr.is_empty() {
-                    return Err(format!("empty expression in `{text}`"));
-                }
-                all_of.push(Expression::parse(expr)?);
+    /// Parses condition text for a head of `class_type` running `version`.
+    pub fn parse_for(
+        text: &str,
+        class_type: ClassType,
+        version: LustreVersion,
+    ) -> Result<Condition, String> {
+        let any_of = match class_type.legacy_single_field() {
+            Some(field) if version.has_legacy_single_field_types() => {
+                // nrs_tbf_check_id_value (2.17.0): the whole text is one `field={list}` of
+                // the type's own field; `,` and `&` are not operators there.
+                let (name, rhs) = strsep(text, '=');
+                let name = strim(name);
+                let inner = rhs
+                    .map(strim)
+                    .and_then(braced)
+                    .filter(|_| name == field.name())
+                    .ok_or_else(|| format!("condition `{text}` is not `{field}={{list}}`"))?;
+                vec![vec![Expression::parse_list(field, inner)?]]
             }
-            any_of.push(all_of);
-        }
-        Ok(Condition { any_of })
+            _ => text
+                .split(',')
+                .map(|term| {
+                    term.split('&')
+                        .map(|e| Expression::parse(e, class_type))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        Ok(Condition {
+            text: text.to_string(),
+            any_of,
+        })
+    }
+
+    /// Parses for plain `tbf` on the newest version (every field enabled).
+    pub fn parse(text: &str) -> Result<Condition, String> {
+        Self::parse_for(text, ClassType::GENERIC, LustreVersion::MASTER)
     }
 
     pub fn matches(&self, tags: &RpcTags) -> bool {
@@ -368,38 +511,27 @@ impl Condition {
         self.any_of.iter().flatten().map(|e| e.field())
     }
 
-    /// The single expression of a one-expression condition (older listings print its list).
-    pub fn single_expression(&self) -> Option<&Expression> {
-        match self.any_of.as_slice() {
-            [all] if all.len() == 1 => Some(&all[0]),
-            _ => None,
+    /// The text between the braces of a one-expression condition, as 2.17.0 and earlier list
+    /// single-field rules (`{dd.*}`), or `*` for the default rule.
+    pub fn legacy_list_text(&self) -> &str {
+        if self.any_of.is_empty() {
+            return "*";
         }
+        let (_, rhs) = strsep(&self.text, '=');
+        rhs.map(strim).and_then(braced).unwrap_or(&self.text)
     }
 }
 
 impl fmt::Display for Condition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.any_of.is_empty() {
-            return f.write_str("*");
-        }
-        for (i, all) in self.any_of.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            for (j, e) in all.iter().enumerate() {
-                if j > 0 {
-                    f.write_str("&")?;
-                }
-                write!(f, "{e}")?;
-            }
-        }
-        Ok(())
+        f.write_str(&self.text)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{LNet, NetKind, Nid, Opcode};
 
     fn tags(job: &str, op: Opcode, uid: u32) -> RpcTags {
         RpcTags {
@@ -417,11 +549,12 @@ mod tests {
             opcode: op,
             uid,
             gid: 7,
+            ..RpcTags::default()
         }
     }
 
     #[test]
-    fn jobid_wildcards() {
+    fn jobid_wildcards_follow_cfs_match_wildcard() {
         let m = |p: &str, t: &str| wildcard_match(p.as_bytes(), t.as_bytes());
         assert!(m("*.500", "dd.500"));
         assert!(m("*.500", ".500"));
@@ -434,19 +567,22 @@ mod tests {
         assert!(!m("io*.10*", "iozone.201"));
         assert!(m("a*b*c", "aXbYbc"));
         assert!(!m("a*b*c", "aXbYbd"));
-        assert!(m("exact", "exact"));
-        assert!(!m("exact", "exact2"));
-        assert!(!m("", "x"));
-        assert!(m("", ""));
-        // `{*}` matches an empty jobid through the whole condition too.
-        let c = Condition::parse("jobid={*}").unwrap();
-        assert!(c.matches(&tags("", Opcode::OstRead, 0)));
+        // Departures from a shell glob, at the end of the text: a non-final `*` needs text.
+        assert!(!m("a**", "a"));
+        assert!(!m("**", ""));
+        assert!(m("a**", "ab"));
+        // Greedy literal consumption: the text's `*` is taken by the pattern's `*` first.
+        assert!(!m("*a", "*ba"));
+        assert!(m("*a", "xba"));
+        // Bounded: many stars against a text that cannot match.
+        let stars = "*a".repeat(2000);
+        assert!(!m(&stars, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaab"));
     }
 
     #[test]
-    fn or_of_ands() {
+    fn or_of_ands_with_trimmed_operators() {
         let c = Condition::parse(
-            "opcode={ost_write}&jobid={dd.0},nid={192.168.1.[1-128]@tcp 0@lo}&uid={0x10}",
+            "opcode = {ost_write} & jobid={dd.0} , nid={192.168.1.[1-128]@tcp 0@lo}&uid={0x10}",
         )
         .unwrap();
         assert_eq!(c.any_of.len(), 2);
@@ -454,24 +590,44 @@ mod tests {
         assert!(!c.matches(&tags("dd.0", Opcode::OstRead, 0)));
         assert!(c.matches(&tags("x", Opcode::OstRead, 16)));
         assert!(!c.matches(&tags("x", Opcode::OstRead, 15)));
+        // The text is kept as written.
+        assert!(c.to_string().starts_with("opcode = {ost_write} & "));
     }
 
     #[test]
-    fn ids_use_base_auto_detection() {
-        assert_eq!(parse_id("0x1F"), Ok(31));
-        assert_eq!(parse_id("017"), Ok(15));
-        assert_eq!(parse_id("0"), Ok(0));
-        assert_eq!(parse_id("500"), Ok(500));
-        assert!(parse_id("08").is_err());
-        assert!(parse_id("-1").is_err());
-        assert!(parse_id("0x").is_err());
-        assert!(parse_id("4294967296").is_err());
+    fn ids_use_kstrtoul_and_keep_the_low_32_bits() {
+        let c = Condition::parse("uid={0x1F +017 4294967297 8\n}").unwrap();
+        assert_eq!(c.any_of[0][0], Expression::Uid(vec![31, 15, 1, 8]));
+        for bad in [
+            "uid={08}",
+            "uid={-1}",
+            "uid={0x}",
+            "uid={18446744073709551616}",
+        ] {
+            assert!(Condition::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
-    fn spaces_inside_braces_are_tolerated() {
-        let c = Condition::parse("uid={  1   2 }").unwrap();
-        assert_eq!(c.to_string(), "uid={1 2}");
+    fn braces_do_not_protect_separators() {
+        // strsep on `,` first: both halves are broken expressions.
+        assert!(Condition::parse("jobid={a,b}").is_err());
+        assert!(Condition::parse("nid={10.0.0.[1,3]@tcp}").is_err());
+        assert!(Condition::parse("jobid={a&b}").is_err());
+        // `=` inside the braces is fine: only the first `=` splits.
+        let c = Condition::parse("jobid={a=b}").unwrap();
+        assert_eq!(c.any_of[0][0], Expression::Jobid(vec!["a=b".into()]));
+        // Braces inside items are just characters.
+        let c = Condition::parse("jobid={{a}}").unwrap();
+        assert_eq!(c.any_of[0][0], Expression::Jobid(vec!["{a}".into()]));
+    }
+
+    #[test]
+    fn every_opcode_of_the_table_parses() {
+        for (code, name) in super::super::opcode::LUSTRE_OPCODES {
+            let c = Condition::parse(&format!("opcode={{{name}}}")).unwrap();
+            assert_eq!(c.any_of[0][0], Expression::Opcode(vec![code]));
+        }
     }
 
     #[test]
@@ -480,34 +636,87 @@ mod tests {
             "",
             "jobid=dd",
             "jobid={}",
+            "jobid={ }",
             "jobid={a",
             "foo={a}",
-            "projid={1}",
+            "={a}",
+            "jobid",
             "opcode={ost_frobnicate}",
             "uid={abc}",
             "jobid={a}&",
             "jobid={a},",
-            "jobid={a} & opcode={ost_read}",
             "nid={1.2.3@tcp}",
-            "jobid={a{b}}",
+            "nodemap={nosuch}",
         ] {
             assert!(Condition::parse(bad).is_err(), "{bad:?} accepted");
         }
+        assert!(Condition::parse("nodemap={default}").is_ok());
+        assert!(Condition::parse("projid={1}").is_ok());
     }
 
     #[test]
-    fn class_types() {
+    fn fields_follow_type_and_version() {
+        let v2_16_59 = LustreVersion::parse("2.16.59").unwrap();
+        assert!(
+            Condition::parse_for("projid={1}", ClassType::generic(v2_16_59), v2_16_59).is_err()
+        );
+        let jo = ClassType::parse("jobid+opcode").unwrap();
+        assert!(
+            Condition::parse_for("projid={100}&opcode={ost_write}", jo, LustreVersion::MASTER)
+                .is_err()
+        );
+        // 2.17.0 single-field types: one expression of the type's field, `,` and `&` literal.
+        let jobid = ClassType::single(Field::Jobid);
+        let c = Condition::parse_for("jobid = { a,b }", jobid, LustreVersion::V2_17).unwrap();
+        assert_eq!(c.any_of, vec![vec![Expression::Jobid(vec!["a,b".into()])]]);
+        assert_eq!(c.legacy_list_text(), " a,b ");
+        assert!(Condition::parse_for("uid={1}", jobid, LustreVersion::V2_17).is_err());
+        // 2.17.0's `tbf projid` used the generic parser.
+        let projid = ClassType::single(Field::Projid);
+        assert!(
+            Condition::parse_for("projid={1},projid={2}", projid, LustreVersion::V2_17).is_ok()
+        );
+        assert!(Condition::parse_for("jobid={a},jobid={b}", jobid, LustreVersion::MASTER).is_ok());
+    }
+
+    #[test]
+    fn class_types_by_version() {
+        let m = LustreVersion::MASTER;
         assert_eq!(ClassType::parse("").unwrap(), ClassType::GENERIC);
         let t = ClassType::parse("opcode+jobid").unwrap();
         assert!(t.contains(Field::Jobid) && t.contains(Field::Opcode));
         assert!(!t.contains(Field::Uid));
         assert_eq!(t.to_string(), "jobid+opcode");
         assert_eq!(
-            ClassType::parse("nid").unwrap().single_field(),
-            Some(Field::Nid)
+            ClassType::parse_arg(Some("jobid+"), m),
+            Ok(ClassType::single(Field::Jobid))
         );
-        assert!(ClassType::parse("bogus").is_err());
-        assert!(ClassType::parse("jobid+opcode+nid+uid").is_err());
+        assert_eq!(
+            ClassType::parse_arg(Some("jobid++nid"), m),
+            Ok(ClassType::single(Field::Jobid))
+        );
+        for bad in ["", "+jobid", "bogus", "jobid+bogus", "generic"] {
+            assert_eq!(
+                ClassType::parse_arg(Some(bad), m).unwrap_err().errno,
+                Errno::EINVAL,
+                "{bad}"
+            );
+        }
+        let old = LustreVersion::V2_15;
+        assert_eq!(
+            ClassType::parse_arg(Some("generic"), old),
+            Ok(ClassType::generic(old))
+        );
+        assert_eq!(
+            ClassType::parse_arg(Some("jobid+opcode"), old)
+                .unwrap_err()
+                .errno,
+            Errno::ENOTSUPP
+        );
+        assert!(ClassType::parse_arg(Some("projid"), LustreVersion::V2_16).is_err());
+        assert!(ClassType::parse_arg(Some("nodemap"), LustreVersion::V2_17).is_err());
+        assert!(ClassType::parse_arg(Some("nodemap"), m).is_ok());
+        assert!(!ClassType::generic(old).contains(Field::Projid));
         let k = ClassType::single(Field::Jobid).key(&tags("a", Opcode::OstWrite, 5));
         assert_eq!(
             k,

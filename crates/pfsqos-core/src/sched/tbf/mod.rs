@@ -36,9 +36,12 @@
 pub mod cond;
 mod heap;
 mod index;
+pub mod kstrto;
 pub mod listing;
 pub mod nid;
+pub mod opcode;
 pub mod rule;
+pub mod version;
 
 use std::collections::VecDeque;
 
@@ -49,9 +52,10 @@ pub use cond::{ClassType, Condition, Field};
 use heap::{HeapEntry, LineHeap, ARITY as HEAP_ARITY};
 pub use listing::{CptRules, ListedRule, ListingForm, TbfRuleListing};
 pub use rule::{NrsQueue, TbfCommand, TbfError, TbfOp};
+pub use version::LustreVersion;
 
-/// TBF module parameters (`/sys/module/ptlrpc/parameters/tbf_*`) plus the version-dependent
-/// rate limit.
+/// TBF module parameters (`/sys/module/ptlrpc/parameters/tbf_*`) plus the Lustre version whose
+/// text interface (rate limit, types, fields, listing form) the head follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TbfConfig {
     /// `tbf_rate`: rate of the default rule and of `start` without `rate=`.
@@ -60,8 +64,8 @@ pub struct TbfConfig {
     pub depth_tokens: u32,
     /// `tbf_jobid_cache_size`: idle classes kept before the LRU shrinks to 3/4 of this.
     pub cache_size_classes: usize,
-    /// Highest `rate=` accepted: 999,999 from 2.15, 65,534 up to 2.14.
-    pub rate_max_rpcs_per_s: u32,
+    /// The emulated Lustre version.
+    pub version: LustreVersion,
 }
 
 impl Default for TbfConfig {
@@ -70,17 +74,36 @@ impl Default for TbfConfig {
             default_rate_rpcs_per_s: 10_000,
             depth_tokens: 3,
             cache_size_classes: 8192,
-            rate_max_rpcs_per_s: rule::TBF_RATE_MAX_RPCS_PER_S,
+            version: LustreVersion::MASTER,
         }
     }
 }
 
 impl TbfConfig {
-    /// Lustre 2.14 and earlier: rates must be below 65535.
+    /// Lustre 2.14: rates must be below 65535, single-field types list `{ids}`.
     pub fn legacy_2_14() -> Self {
+        Self::for_version(LustreVersion::V2_14)
+    }
+
+    /// Lustre's defaults on `version`.
+    pub fn for_version(version: LustreVersion) -> Self {
         TbfConfig {
-            rate_max_rpcs_per_s: rule::TBF_RATE_MAX_LEGACY_RPCS_PER_S,
+            version,
             ..TbfConfig::default()
+        }
+    }
+
+    /// Highest `rate=` accepted: 999,999 from 2.15, 65,534 up to 2.14.
+    pub fn rate_max_rpcs_per_s(&self) -> u32 {
+        self.version.rate_max_rpcs_per_s()
+    }
+
+    /// The listing form of the version: `{list}` for single-field types up to 2.17.50.
+    pub fn listing_form(&self) -> ListingForm {
+        if self.version.has_legacy_single_field_types() {
+            ListingForm::Legacy
+        } else {
+            ListingForm::Expression
         }
     }
 }
@@ -142,8 +165,12 @@ struct Class<P> {
     seq: u64,
     gen: u64,
     resid_ns: u64,
-    /// Requests after `second`, in arrival order; empty unless `second` is set.
-    rest: VecDeque<P>,
+    /// Requests after `second`, in arrival order; empty unless `second` is set. Boxed (one
+    /// word instead of four) so that the key, grown by projid and nodemap to a full line, and
+    /// the rest still fit in three lines; allocated on a class's first third request and kept.
+    // A box on purpose: the class layout needs the one-word pointer, not the four-word deque.
+    #[allow(clippy::box_collection)]
+    rest: Option<Box<VecDeque<P>>>,
     /// Stamp of the class's latest entry in the idle log; older entries are stale.
     idle_stamp: u64,
 }
@@ -156,7 +183,9 @@ impl<P> Class<P> {
 
     #[inline]
     fn len(&self) -> usize {
-        self.first.is_some() as usize + self.second.is_some() as usize + self.rest.len()
+        self.first.is_some() as usize
+            + self.second.is_some() as usize
+            + self.rest.as_ref().map_or(0, |r| r.len())
     }
 
     #[inline]
@@ -166,7 +195,7 @@ impl<P> Class<P> {
         } else if self.second.is_none() {
             self.second = Some(p);
         } else {
-            self.rest.push_back(p);
+            self.rest.get_or_insert_with(Default::default).push_back(p);
         }
     }
 
@@ -176,7 +205,7 @@ impl<P> Class<P> {
         // Only a class with a second request can have more: one request stays in line 0.
         if let Some(second) = self.second.take() {
             self.first = Some(second);
-            self.second = self.rest.pop_front();
+            self.second = self.rest.as_mut().and_then(|r| r.pop_front());
         }
         p
     }
@@ -240,7 +269,7 @@ pub struct Tbf<P> {
 impl<P> Tbf<P> {
     pub fn new(class_type: ClassType, config: TbfConfig) -> Tbf<P> {
         assert!(
-            (1..=config.rate_max_rpcs_per_s).contains(&config.default_rate_rpcs_per_s),
+            (1..=config.rate_max_rpcs_per_s()).contains(&config.default_rate_rpcs_per_s),
             "default TBF rate out of range"
         );
         let default = Rule {
@@ -358,6 +387,25 @@ impl<P> Tbf<P> {
 
     /// Applies a rule command to this instance (the queue prefix is the caller's business).
     pub fn apply(&mut self, cmd: &TbfCommand) -> Result<(), TbfError> {
+        // The parser checks rates against its version; a command parsed for a newer version
+        // must not smuggle a rate past this head's limit.
+        if let TbfOp::Start {
+            rate_rpcs_per_s: Some(rate),
+            ..
+        }
+        | TbfOp::Change {
+            rate_rpcs_per_s: Some(rate),
+            ..
+        } = &cmd.op
+        {
+            let max = self.config.rate_max_rpcs_per_s();
+            if *rate == 0 || *rate > max {
+                return Err(TbfError::RateOutOfRange {
+                    rate: *rate as u64,
+                    max,
+                });
+            }
+        }
         match &cmd.op {
             TbfOp::Start {
                 name,
@@ -381,16 +429,9 @@ impl<P> Tbf<P> {
         }
     }
 
-    fn check_rate(&self, rate: u32) -> Result<(), TbfError> {
-        if rate == 0 || rate > self.config.rate_max_rpcs_per_s {
-            return Err(TbfError::RateOutOfRange {
-                rate: rate as u64,
-                max: self.config.rate_max_rpcs_per_s,
-            });
-        }
-        Ok(())
-    }
-
+    /// `nrs_tbf_command` then `nrs_tbf_rule_start`: a condition parsed for another type is
+    /// refused first (EINVAL), then an existing name (EEXIST), then a missing rank target
+    /// (ENOENT).
     fn start_rule(
         &mut self,
         name: &str,
@@ -399,14 +440,14 @@ impl<P> Tbf<P> {
         rank: Option<&str>,
         realtime: bool,
     ) -> Result<(), TbfError> {
-        if self.find_rule(name).is_some() {
-            return Err(TbfError::RuleExists(name.to_string()));
-        }
         if let Some(f) = condition.fields().find(|f| !self.class_type.contains(*f)) {
             return Err(TbfError::FieldNotEnabled(f));
         }
+        if self.find_rule(name).is_some() {
+            return Err(TbfError::RuleExists(name.to_string()));
+        }
+        // nrs_tbf_parse_value_pairs puts tbf_rate in when `rate=` is absent.
         let rate = rate.unwrap_or(self.config.default_rate_rpcs_per_s);
-        self.check_rate(rate)?;
         let pos = match rank {
             Some(target) => self
                 .find_rule(target)
@@ -441,6 +482,9 @@ impl<P> Tbf<P> {
         Ok(())
     }
 
+    /// `nrs_tbf_rule_change`: the rate is set first, then the rank. A missing rank target
+    /// fails with ENOENT after the new rate has taken effect, as in Lustre; ranking a rule
+    /// before itself does nothing.
     fn change_rule(
         &mut self,
         name: &str,
@@ -450,16 +494,6 @@ impl<P> Tbf<P> {
         let pos = self
             .find_rule(name)
             .ok_or_else(|| TbfError::NoSuchRule(name.to_string()))?;
-        let target = match rank {
-            Some(t) => Some(
-                self.find_rule(t)
-                    .ok_or_else(|| TbfError::RankTargetMissing(t.to_string()))?,
-            ),
-            None => None,
-        };
-        if let Some(rate) = rate {
-            self.check_rate(rate)?;
-        }
         let id = self.order[pos];
         if let Some(rate) = rate {
             let r = self.rule_mut(id);
@@ -467,13 +501,17 @@ impl<P> Tbf<P> {
             r.nsecs_per_rpc = nsecs_per_rpc(rate);
             r.generation += 1;
         }
-        if let Some(target) = target {
-            if target != pos {
-                // Move immediately before the target; no re-match of existing classes.
-                self.order.remove(pos);
-                let target = if target > pos { target - 1 } else { target };
-                self.order.insert(target, id);
+        if let Some(t) = rank {
+            if t == name {
+                return Ok(());
             }
+            let target = self
+                .find_rule(t)
+                .ok_or_else(|| TbfError::RankTargetMissing(t.to_string()))?;
+            // Move immediately before the target; no re-match of existing classes.
+            self.order.remove(pos);
+            let target = if target > pos { target - 1 } else { target };
+            self.order.insert(target, id);
         }
         Ok(())
     }
@@ -483,6 +521,7 @@ impl<P> Tbf<P> {
             return Err(TbfError::StopDefault);
         }
         let Some(pos) = self.find_rule(name) else {
+            // nrs_tbf_command: stopping a rule that does not exist succeeds.
             return Ok(());
         };
         let id = self.order.remove(pos);
@@ -495,25 +534,20 @@ impl<P> Tbf<P> {
         Ok(())
     }
 
-    /// Rule lines of this instance for `lctl get_param nrs_tbf_rule`.
+    /// Rule lines of this instance for `lctl get_param nrs_tbf_rule`: the condition exactly
+    /// as written (`tr_conds_str`), or for single-field types in the legacy form the text
+    /// between its braces (`{dd.*}`, 2.17.0's per-type dump functions).
     pub fn listing(&self, form: ListingForm) -> Vec<ListedRule> {
-        let legacy_single = form == ListingForm::Legacy && self.class_type.single_field().is_some();
+        let legacy_single =
+            form == ListingForm::Legacy && self.class_type.legacy_single_field().is_some();
         self.order
             .iter()
             .map(|&id| {
                 let r = self.rule(id);
-                let conditions = if id == DEFAULT_RULE {
-                    if legacy_single { "{*}" } else { "*" }.to_string()
+                let conditions = if legacy_single {
+                    format!("{{{}}}", r.condition.legacy_list_text())
                 } else {
-                    match (legacy_single, r.condition.single_expression()) {
-                        (true, Some(e)) => {
-                            let mut s = String::from("{");
-                            e.fmt_list_items(&mut s).expect("write to String");
-                            s.push('}');
-                            s
-                        }
-                        _ => r.condition.to_string(),
-                    }
+                    r.condition.to_string()
                 };
                 ListedRule {
                     name: r.name.clone(),
@@ -634,7 +668,7 @@ impl<P> Tbf<P> {
                 i
             }
             None => {
-                let c = fresh(VecDeque::new());
+                let c = fresh(None);
                 self.classes.push(c);
                 self.heap_pos.push(NONE);
                 (self.classes.len() - 1) as u32

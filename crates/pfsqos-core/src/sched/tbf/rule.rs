@@ -1,17 +1,26 @@
-//! The `nrs_tbf_rule` command language (`nrs_tbf_parse_cmd`, `check_rule_name`,
-//! `nrs_tbf_parse_value_pair`):
+//! The `nrs_tbf_rule` command language, parsed as Lustre parses a write to the file
+//! (`lustre/ptlrpc/nrs_tbf.c`: `ptlrpc_lprocfs_nrs_tbf_rule_seq_write`, `nrs_tbf_parse_cmd`,
+//! `check_rule_name`, `nrs_tbf_parse_value_pairs`, `nrs_tbf_parse_value_pair`):
 //!
 //! ```text
 //! [reg|hp] start  <name> <conditions> [rate=N] [rank=R] [realtime=N]
 //! [reg|hp] change <name> [rate=N] [rank=R]
 //! [reg|hp] stop   <name>
 //! ```
+//!
+//! Lustre splits with `strsep(" ")`, one space at a time, and does not trim the write: two
+//! spaces make an empty token, which is refused where a token is required (`start  a`), and
+//! a trailing newline (`echo ... >`) stays in the last token, where only a number accepts it
+//! (`rate=5\n`). The condition is everything from after the name to the last `}` of the write,
+//! which must end the write or be followed by one space.
 
 use std::fmt;
 
 use crate::errno::Errno;
 
-use super::cond::{Condition, Field};
+use super::cond::{ClassType, Condition, Field};
+use super::kstrto::{kstrtoull, strsep};
+use super::version::LustreVersion;
 
 /// Longest command Lustre accepts (`LPROCFS_WR_NRS_TBF_MAX_CMD` = 4096 with the terminator).
 pub const TBF_COMMAND_LEN_MAX: usize = 4095;
@@ -54,16 +63,21 @@ pub enum TbfError {
     CommandTooLong {
         len_bytes: usize,
     },
+    /// No space in the write, or nothing after the queue prefix or the command word.
     EmptyCommand,
     UnknownCommand(String),
     NameEmpty,
     NameTooLong(String),
     NameInvalid(String),
+    /// `start` or `change` with nothing after the name, or `start` without a `}`.
     MissingExpression,
     /// The text after the last `}` does not start with a space.
     TrailingAfterCondition(String),
+    /// `start` while the target head does not run TBF: Lustre parses conditions with the
+    /// head's type, and an unstarted head has none (`nrs_tbf_id_parse`), so this is EINVAL.
+    NoPolicyType,
     BadCondition(String),
-    /// Token after the conditions that is not `key=value`.
+    /// Token after the conditions that is not `key=value` with a value.
     BadOption(String),
     UnknownOptionKey(String),
     BadRate(String),
@@ -71,15 +85,17 @@ pub enum TbfError {
         rate: u64,
         max: u32,
     },
-    /// `stop` followed by more text.
-    UnexpectedArgument(String),
+    /// `rank=` naming something that is not a rule name.
+    BadRank(String),
+    /// `rate=` or `rank=` on `stop`.
+    OptionNotForStop(String),
     ChangeNeedsRateOrRank,
     FieldNotEnabled(Field),
     RuleExists(String),
     NoSuchRule(String),
     RankTargetMissing(String),
     StopDefault,
-    /// Reading or writing rules while TBF is not the running policy.
+    /// Reading rules, or changing or stopping one, while TBF is not the running policy.
     TbfNotStarted,
 }
 
@@ -103,7 +119,7 @@ impl fmt::Display for TbfError {
                 f,
                 "command is {len_bytes} bytes; at most {TBF_COMMAND_LEN_MAX} are accepted"
             ),
-            TbfError::EmptyCommand => f.write_str("empty command"),
+            TbfError::EmptyCommand => f.write_str("empty or incomplete command"),
             TbfError::UnknownCommand(c) => {
                 write!(f, "unknown command `{c}` (expected start, change or stop)")
             }
@@ -124,6 +140,9 @@ impl fmt::Display for TbfError {
                     "the condition must end with `}}` followed by a space: `{t}`"
                 )
             }
+            TbfError::NoPolicyType => {
+                f.write_str("the TBF policy is not started, so the condition has no type")
+            }
             TbfError::BadCondition(m) => write!(f, "bad condition: {m}"),
             TbfError::BadOption(o) => write!(f, "option `{o}` is not key=value"),
             TbfError::UnknownOptionKey(k) => {
@@ -133,7 +152,8 @@ impl fmt::Display for TbfError {
             TbfError::RateOutOfRange { rate, max } => {
                 write!(f, "rate {rate} is out of range 1..={max}")
             }
-            TbfError::UnexpectedArgument(a) => write!(f, "unexpected argument `{a}`"),
+            TbfError::BadRank(r) => write!(f, "rank `{r}` is not a rule name"),
+            TbfError::OptionNotForStop(o) => write!(f, "`{o}` is not an option of stop"),
             TbfError::ChangeNeedsRateOrRank => f.write_str("change needs rate= or rank="),
             TbfError::FieldNotEnabled(fld) => {
                 write!(f, "field `{fld}` is not enabled by the TBF policy type")
@@ -169,8 +189,8 @@ pub enum TbfOp {
     },
 }
 
-/// A parsed `nrs_tbf_rule` write. `Display` gives canonical text that parses back to the same
-/// value.
+/// A parsed `nrs_tbf_rule` write. `Display` gives text that parses back to the same value
+/// (the condition exactly as written).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TbfCommand {
     /// `None`: both heads (or the regular one where there is no HP head).
@@ -178,138 +198,159 @@ pub struct TbfCommand {
     pub op: TbfOp,
 }
 
+/// `check_rule_name`: characters are checked before the length, over the first 16 only, so
+/// `abcdefghijklmnop-` (a bad character at position 17) is too long, not invalid.
 fn check_name(name: &str) -> Result<(), TbfError> {
     if name.is_empty() {
         return Err(TbfError::NameEmpty);
     }
+    let head = &name.as_bytes()[..name.len().min(TBF_NAME_LEN_MAX + 1)];
+    if !head.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+        return Err(TbfError::NameInvalid(name.to_string()));
+    }
     if name.len() > TBF_NAME_LEN_MAX {
         return Err(TbfError::NameTooLong(name.to_string()));
-    }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return Err(TbfError::NameInvalid(name.to_string()));
     }
     Ok(())
 }
 
-/// Splits off the first space-delimited token.
-fn next_token(text: &str) -> (&str, &str) {
-    let text = text.trim_start_matches(' ');
-    match text.find(' ') {
-        Some(i) => (&text[..i], &text[i..]),
-        None => (text, ""),
-    }
-}
-
 impl TbfCommand {
-    /// Parses a command with the 2.15+ rate limit.
+    /// Parses a command for plain `tbf` on the newest version (every field enabled), for
+    /// callers that only need the command's shape (name, verb).
     pub fn parse(text: &str) -> Result<TbfCommand, TbfError> {
-        Self::parse_with_rate_max(text, TBF_RATE_MAX_RPCS_PER_S)
+        Self::parse_for(text, Some(ClassType::GENERIC), LustreVersion::MASTER)
     }
 
-    pub fn parse_with_rate_max(text: &str, rate_max: u32) -> Result<TbfCommand, TbfError> {
+    /// Parses a write to `nrs_tbf_rule` for a head whose TBF type is `class_type` (`None`: the
+    /// head does not run TBF) on `version`, failing at the first check Lustre fails at.
+    pub fn parse_for(
+        text: &str,
+        class_type: Option<ClassType>,
+        version: LustreVersion,
+    ) -> Result<TbfCommand, TbfError> {
         if text.len() > TBF_COMMAND_LEN_MAX {
             return Err(TbfError::CommandTooLong {
                 len_bytes: text.len(),
             });
         }
-        // `echo` adds a newline; Lustre's writer strips it the same way.
-        let text = text
-            .trim_end_matches(['\n', ' '])
-            .replace(['\n', '\t'], " ");
-        let (mut verb, mut rest) = next_token(&text);
-        let queue = NrsQueue::from_prefix(verb);
-        if queue.is_some() {
-            (verb, rest) = next_token(rest);
-        }
-        if verb.is_empty() {
+        // ptlrpc_lprocfs_nrs_tbf_rule_seq_write: an optional queue prefix.
+        let (first, rest) = strsep(text, ' ');
+        let rest = rest.ok_or(TbfError::EmptyCommand)?;
+        let queue = NrsQueue::from_prefix(first);
+        let body = if queue.is_some() { rest } else { text };
+        if body.is_empty() {
             return Err(TbfError::EmptyCommand);
         }
-        let (name, rest) = next_token(rest);
+        // nrs_tbf_parse_cmd
+        let (verb, rest) = strsep(body, ' ');
+        let rest = rest
+            .filter(|r| !r.is_empty())
+            .ok_or(TbfError::EmptyCommand)?;
+        if !matches!(verb, "start" | "change" | "stop") {
+            return Err(TbfError::UnknownCommand(verb.to_string()));
+        }
+        let (name, rest) = strsep(rest, ' ');
+        // Checked before the name (nrs_tbf_parse_cmd): `start <too long name>` is EINVAL.
+        if rest.is_none() && verb != "stop" {
+            return Err(TbfError::MissingExpression);
+        }
+        check_name(name)?;
+        let name = name.to_string();
         let op = match verb {
             "start" => {
-                check_name(name)?;
-                let rest = rest.trim_start_matches(' ');
-                let end = rest.rfind('}').ok_or(TbfError::MissingExpression)?;
-                let (cond, opts) = rest.split_at(end + 1);
-                if !(opts.is_empty() || opts.starts_with(' ')) {
-                    return Err(TbfError::TrailingAfterCondition(opts.to_string()));
-                }
-                let condition = Condition::parse(cond).map_err(TbfError::BadCondition)?;
-                let opts = parse_options(opts, rate_max)?;
+                let token = rest.unwrap_or_default();
+                let end = token.rfind('}').ok_or(TbfError::MissingExpression)?;
+                let (cond, after) = token.split_at(end + 1);
+                let opts = match after.strip_prefix(' ') {
+                    Some(o) => Some(o),
+                    None if after.is_empty() => None,
+                    None => return Err(TbfError::TrailingAfterCondition(after.to_string())),
+                };
+                let class_type = class_type.ok_or(TbfError::NoPolicyType)?;
+                let condition = Condition::parse_for(cond, class_type, version)
+                    .map_err(TbfError::BadCondition)?;
+                let o = parse_options(opts, Verb::Start, version)?;
                 TbfOp::Start {
-                    name: name.to_string(),
+                    name,
                     condition,
-                    rate_rpcs_per_s: opts.rate,
-                    rank: opts.rank,
-                    realtime: opts.realtime,
+                    rate_rpcs_per_s: o.rate,
+                    rank: o.rank,
+                    realtime: o.realtime,
                 }
             }
             "change" => {
-                check_name(name)?;
-                let opts = parse_options(rest, rate_max)?;
-                if opts.rate.is_none() && opts.rank.is_none() {
+                let o = parse_options(rest, Verb::Change, version)?;
+                if o.rate.is_none() && o.rank.is_none() {
                     return Err(TbfError::ChangeNeedsRateOrRank);
                 }
                 TbfOp::Change {
-                    name: name.to_string(),
-                    rate_rpcs_per_s: opts.rate,
-                    rank: opts.rank,
+                    name,
+                    rate_rpcs_per_s: o.rate,
+                    rank: o.rank,
                 }
             }
-            "stop" => {
-                check_name(name)?;
-                let extra = rest.trim();
-                if !extra.is_empty() {
-                    return Err(TbfError::UnexpectedArgument(extra.to_string()));
-                }
-                TbfOp::Stop {
-                    name: name.to_string(),
-                }
+            _ => {
+                parse_options(rest, Verb::Stop, version)?;
+                TbfOp::Stop { name }
             }
-            other => return Err(TbfError::UnknownCommand(other.to_string())),
         };
         Ok(TbfCommand { queue, op })
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    Start,
+    Change,
+    Stop,
+}
+
+#[derive(Default)]
 struct Options {
     rate: Option<u32>,
     rank: Option<String>,
     realtime: bool,
 }
 
-fn parse_options(text: &str, rate_max: u32) -> Result<Options, TbfError> {
-    let mut o = Options {
-        rate: None,
-        rank: None,
-        realtime: false,
-    };
-    for tok in text.split(' ').filter(|t| !t.is_empty()) {
-        let (key, val) = tok
-            .split_once('=')
-            .filter(|(_, v)| !v.is_empty())
+/// `nrs_tbf_parse_value_pairs`: `key=value` tokens separated by single spaces; a later key
+/// overrides an earlier one; `realtime=` is accepted on every verb and only `start` keeps it.
+fn parse_options(
+    text: Option<&str>,
+    verb: Verb,
+    version: LustreVersion,
+) -> Result<Options, TbfError> {
+    let mut o = Options::default();
+    let mut rest = text;
+    while let Some(r) = rest.filter(|r| !r.is_empty()) {
+        let (tok, next) = strsep(r, ' ');
+        rest = next;
+        let (key, val) = strsep(tok, '=');
+        let val = val
+            .filter(|v| !v.is_empty())
             .ok_or_else(|| TbfError::BadOption(tok.to_string()))?;
         match key {
             "rate" => {
-                if !val.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(TbfError::BadRate(val.to_string()));
+                let rate = kstrtoull(val, 10).map_err(|_| TbfError::BadRate(val.to_string()))?;
+                let max = version.rate_max_rpcs_per_s();
+                if rate == 0 || rate > max as u64 {
+                    return Err(TbfError::RateOutOfRange { rate, max });
                 }
-                let rate: u64 = val.parse().unwrap_or(u64::MAX);
-                if rate == 0 || rate > rate_max as u64 {
-                    return Err(TbfError::RateOutOfRange {
-                        rate,
-                        max: rate_max,
-                    });
+                if verb == Verb::Stop {
+                    return Err(TbfError::OptionNotForStop(tok.to_string()));
                 }
                 o.rate = Some(rate as u32);
             }
-            "rank" => o.rank = Some(val.to_string()),
-            "realtime" => {
-                if !val.bytes().all(|b| b.is_ascii_digit()) {
-                    return Err(TbfError::BadOption(tok.to_string()));
+            "rank" => {
+                // Any check_rule_name failure, ENAMETOOLONG included, becomes EINVAL here.
+                check_name(val).map_err(|_| TbfError::BadRank(val.to_string()))?;
+                if verb == Verb::Stop {
+                    return Err(TbfError::OptionNotForStop(tok.to_string()));
                 }
-                // Any N > 0 sets the flag; only `start` keeps it.
-                o.realtime = val.bytes().any(|b| b != b'0');
+                o.rank = Some(val.to_string());
+            }
+            "realtime" => {
+                let v = kstrtoull(val, 10).map_err(|_| TbfError::BadOption(tok.to_string()))?;
+                o.realtime = v > 0;
             }
             other => return Err(TbfError::UnknownOptionKey(other.to_string())),
         }
@@ -363,7 +404,7 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn manual_examples_parse() {
+    fn manual_examples_parse_and_print_back() {
         for text in [
             "start computes nid={192.168.1.[2-128]@tcp} rate=500",
             "start user2 jobid={io*.10* *.500} rate=200",
@@ -376,26 +417,39 @@ mod tests {
             "hp stop a",
         ] {
             let cmd = TbfCommand::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(cmd.to_string(), text);
             assert_eq!(TbfCommand::parse(&cmd.to_string()).unwrap(), cmd);
         }
         let cmd = TbfCommand::parse("start realjob jobid={dd.0} rate=100 realtime=1").unwrap();
+        let TbfOp::Start {
+            condition,
+            realtime: true,
+            rate_rpcs_per_s: Some(100),
+            ..
+        } = cmd.op
+        else {
+            panic!("{cmd:?}")
+        };
         assert_eq!(
-            cmd.op,
-            TbfOp::Start {
-                name: "realjob".into(),
-                condition: Condition {
-                    any_of: vec![vec![Expression::Jobid(vec!["dd.0".into()])]]
-                },
-                rate_rpcs_per_s: Some(100),
-                rank: None,
-                realtime: true,
-            }
+            condition.any_of,
+            vec![vec![Expression::Jobid(vec!["dd.0".into()])]]
         );
-        // Spaces inside braces, a trailing newline and the realtime flag on change (ignored).
-        let cmd = TbfCommand::parse("start s uid={ 1  2 } rate=5\n").unwrap();
-        assert_eq!(cmd.to_string(), "start s uid={1 2} rate=5");
+        // The condition keeps its spaces; realtime on change is accepted and dropped.
+        let cmd = TbfCommand::parse("start s uid={ 1  2 } rate=5").unwrap();
+        assert_eq!(cmd.to_string(), "start s uid={ 1  2 } rate=5");
         let cmd = TbfCommand::parse("change s rate=7 realtime=1").unwrap();
         assert_eq!(cmd.to_string(), "change s rate=7");
+        // `echo` leaves a newline: numbers accept it, names and braces do not.
+        assert!(TbfCommand::parse("start s uid={1} rate=5\n").is_ok());
+        assert!(TbfCommand::parse("change s rate=5\n").is_ok());
+        assert!(TbfCommand::parse("stop s realtime=0\n").is_ok());
+        for bad in ["stop s\n", "start s uid={1}\n", "change s rank=t\n"] {
+            assert_eq!(
+                TbfCommand::parse(bad).unwrap_err().errno(),
+                Errno::EINVAL,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]
@@ -406,26 +460,57 @@ mod tests {
                 "start abcdefghijklmnop jobid={a}".into(),
                 Errno::ENAMETOOLONG,
             ),
+            // Characters before length, but only over the first 16.
+            (
+                "start abcdefghijklmnop- jobid={a}".into(),
+                Errno::ENAMETOOLONG,
+            ),
+            ("start a-bcdefghijklmnop jobid={a}".into(), Errno::EINVAL),
+            // Missing expression before the name is looked at.
+            ("start abcdefghijklmnop".into(), Errno::EINVAL),
             ("start  ".into(), Errno::EINVAL),
+            ("start  a jobid={a}".into(), Errno::EINVAL),
+            (" start a jobid={a}".into(), Errno::EINVAL),
             ("start a-b jobid={a}".into(), Errno::EINVAL),
             ("start a.b jobid={a}".into(), Errno::EINVAL),
             ("start a".into(), Errno::EINVAL),
+            ("start a ".into(), Errno::EINVAL),
             ("start a rate=10".into(), Errno::EINVAL),
             ("start a jobid={a}rate=10".into(), Errno::EINVAL),
+            ("start a jobid={a}  rate=10".into(), Errno::EINVAL),
+            ("start a jobid={a} rate=10  ".into(), Errno::EINVAL),
             ("start a jobid=a".into(), Errno::EINVAL),
-            ("start a projid={1}".into(), Errno::EINVAL),
             ("start a jobid={a} rate=0".into(), Errno::EINVAL),
             ("start a jobid={a} rate=1000000".into(), Errno::EINVAL),
             ("start a jobid={a} rate=ten".into(), Errno::EINVAL),
+            ("start a jobid={a} rate=-1".into(), Errno::EINVAL),
+            ("start a jobid={a} rate=0x10".into(), Errno::EINVAL),
+            (
+                "start a jobid={a} rate=99999999999999999999999".into(),
+                Errno::EINVAL,
+            ),
             ("start a jobid={a} speed=10".into(), Errno::EINVAL),
             ("start a jobid={a} rate".into(), Errno::EINVAL),
             ("start a jobid={a} rank=".into(), Errno::EINVAL),
+            (
+                "start a jobid={a} rank=abcdefghijklmnop".into(),
+                Errno::EINVAL,
+            ),
+            ("start a jobid={a} realtime=yes".into(), Errno::EINVAL),
             ("change a".into(), Errno::EINVAL),
+            ("change a ".into(), Errno::EINVAL),
             ("change a realtime=1".into(), Errno::EINVAL),
             ("stop a b".into(), Errno::EINVAL),
+            ("stop a rate=5".into(), Errno::EINVAL),
+            ("stop a rank=b".into(), Errno::EINVAL),
+            ("stop a  ".into(), Errno::EINVAL),
+            ("stop".into(), Errno::EINVAL),
+            ("stop ".into(), Errno::EINVAL),
             ("frob a".into(), Errno::EINVAL),
             ("".into(), Errno::EINVAL),
             ("hp".into(), Errno::EINVAL),
+            ("hp ".into(), Errno::EINVAL),
+            ("reg reg start a jobid={a}".into(), Errno::EINVAL),
             (long, Errno::EINVAL),
         ];
         for (text, errno) in cases {
@@ -436,51 +521,80 @@ mod tests {
             TbfCommand::parse(&"x".repeat(4096)),
             Err(TbfError::CommandTooLong { len_bytes: 4096 })
         ));
-        assert!(TbfCommand::parse("start a jobid={a} rate=999999").is_ok());
-        assert_eq!(
-            TbfCommand::parse_with_rate_max("start a jobid={a} rate=65535", 65_534)
-                .unwrap_err()
-                .errno(),
-            Errno::EINVAL
+        for ok in [
+            "start a jobid={a} rate=999999",
+            "start a jobid={a} rate=+5",
+            "start a jobid={a} rate=007",
+            "start a jobid={a} rate=5 rate=6 realtime=0",
+            "stop a ",
+            "stop a realtime=1",
+            "start a  jobid={a}",
+            "start a jobid={a}}",
+        ] {
+            assert!(TbfCommand::parse(ok).is_ok(), "{ok}");
+        }
+        let old = TbfCommand::parse_for(
+            "start a jobid={a} rate=65535",
+            Some(ClassType::GENERIC),
+            LustreVersion::V2_14,
         );
+        assert_eq!(old.unwrap_err().errno(), Errno::EINVAL);
+        assert_eq!(
+            TbfCommand::parse_for("start a jobid={a}", None, LustreVersion::MASTER).unwrap_err(),
+            TbfError::NoPolicyType
+        );
+        assert!(TbfCommand::parse_for("stop a", None, LustreVersion::MASTER).is_ok());
     }
 
     fn name() -> impl Strategy<Value = String> {
         "[A-Za-z0-9_]{1,15}"
     }
 
-    fn expression() -> impl Strategy<Value = Expression> {
+    fn expression() -> impl Strategy<Value = String> {
         prop_oneof![
-            prop::collection::vec("[a-z0-9.*_:-]{1,8}", 1..4).prop_map(Expression::Jobid),
-            prop::collection::vec(any::<u32>(), 1..4).prop_map(Expression::Uid),
-            prop::collection::vec(any::<u32>(), 1..4).prop_map(Expression::Gid),
+            prop::collection::vec("[a-z0-9.*_:-]{1,8}", 1..4)
+                .prop_map(|v| format!("jobid={{{}}}", v.join(" "))),
+            prop::collection::vec(any::<u32>(), 1..4).prop_map(|v| format!(
+                "uid={{{}}}",
+                v.iter()
+                    .map(|u| format!("{u:#x}"))
+                    .collect::<Vec<_>>()
+                    .join("  ")
+            )),
+            prop::collection::vec(any::<u32>(), 1..4).prop_map(|v| format!(
+                " gid = {{{}}}",
+                v.iter()
+                    .map(|u| u.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )),
             prop::collection::vec(
-                prop::sample::select(crate::model::Opcode::ALL.to_vec()),
+                prop::sample::select(
+                    super::super::opcode::LUSTRE_OPCODES
+                        .iter()
+                        .map(|(_, n)| *n)
+                        .collect::<Vec<_>>()
+                ),
                 1..4
             )
-            .prop_map(Expression::Opcode),
+            .prop_map(|v| format!("opcode={{{}}}", v.join(" "))),
             prop::collection::vec(
                 prop::sample::select(vec![
                     "192.168.1.[2-128]@tcp",
                     "*.*.*.*@o2ib",
                     "0@lo",
-                    "10.0.[1,3,5-7].4@tcp1",
+                    "10.0.[1-7/2].4@tcp1",
+                    "10.1.0.0/16@tcp",
+                    "[1-100]@kfi",
                 ]),
                 1..3
             )
-            .prop_map(|v| Expression::Nid(
-                v.iter()
-                    .map(|s| crate::sched::tbf::nid::NidRange::parse(s).unwrap())
-                    .collect()
-            )),
+            .prop_map(|v| format!("nid={{{}}}", v.join(" "))),
         ]
     }
 
-    fn command() -> impl Strategy<Value = TbfCommand> {
-        let queue = prop::option::of(prop::sample::select(vec![
-            NrsQueue::Regular,
-            NrsQueue::HighPriority,
-        ]));
+    fn command() -> impl Strategy<Value = String> {
+        let queue = prop::sample::select(vec!["", "reg ", "hp "]);
         let rate = prop::option::of(1u32..=TBF_RATE_MAX_RPCS_PER_S);
         let op = prop_oneof![
             (
@@ -490,31 +604,44 @@ mod tests {
                 prop::option::of(name()),
                 any::<bool>()
             )
-                .prop_map(|(name, any_of, rate, rank, realtime)| TbfOp::Start {
-                    name,
-                    condition: Condition { any_of },
-                    rate_rpcs_per_s: rate,
-                    rank,
-                    realtime
+                .prop_map(|(name, any_of, rate, rank, realtime)| {
+                    let cond: Vec<String> = any_of.iter().map(|all| all.join("&")).collect();
+                    let mut s = format!("start {name} {}", cond.join(","));
+                    if let Some(r) = rate {
+                        s += &format!(" rate={r}");
+                    }
+                    if let Some(r) = rank {
+                        s += &format!(" rank={r}");
+                    }
+                    if realtime {
+                        s += " realtime=1";
+                    }
+                    s
                 }),
             (name(), rate, prop::option::of(name()))
                 .prop_filter("change needs rate or rank", |(_, r, k)| r.is_some()
                     || k.is_some())
-                .prop_map(|(name, rate, rank)| TbfOp::Change {
-                    name,
-                    rate_rpcs_per_s: rate,
-                    rank
+                .prop_map(|(name, rate, rank)| {
+                    let mut s = format!("change {name}");
+                    if let Some(r) = rate {
+                        s += &format!(" rate={r}");
+                    }
+                    if let Some(r) = rank {
+                        s += &format!(" rank={r}");
+                    }
+                    s
                 }),
-            name().prop_map(|name| TbfOp::Stop { name }),
+            name().prop_map(|name| format!("stop {name}")),
         ];
-        (queue, op).prop_map(|(queue, op)| TbfCommand { queue, op })
+        (queue, op).prop_map(|(q, op)| format!("{q}{op}"))
     }
 
     proptest! {
         #[test]
-        fn display_parses_back_to_the_same_command(cmd in command()) {
-            let text = cmd.to_string();
-            prop_assert_eq!(TbfCommand::parse(&text), Ok(cmd), "text: {}", text);
+        fn valid_commands_parse_and_print_back_as_written(text in command()) {
+            let cmd = TbfCommand::parse(&text).map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+            prop_assert_eq!(cmd.to_string(), text.clone());
+            prop_assert_eq!(TbfCommand::parse(&cmd.to_string()), Ok(cmd));
         }
     }
 }

@@ -23,6 +23,7 @@ fn tags_op(job: &str, opcode: Opcode) -> RpcTags {
         opcode,
         uid: 500,
         gid: 500,
+        ..RpcTags::default()
     }
 }
 

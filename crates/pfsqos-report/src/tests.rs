@@ -46,6 +46,7 @@ fn run(policy: &str, bin_ns: u64, end_ns: u64, jobs: Vec<JobOutput>) -> RunOutpu
             rpcs: 56,
         },
         regret: None,
+        allocation: None,
     }
 }
 

@@ -77,6 +77,10 @@ const FLOWS_MAX: usize = 1 << 22;
 /// Relative tolerance when deciding which resources saturate together in progressive filling.
 const TIGHT_REL: f64 = 1e-12;
 
+/// One application's activity in the last decision period: open streams per OST, node count
+/// per job.
+type AppActivity = (BTreeMap<u32, u32>, BTreeMap<u32, u32>);
+
 /// Runs `scenario` under the policy spec `policy` with the fluid engine.
 pub fn run(
     scenario: &Scenario,
@@ -1122,7 +1126,7 @@ impl Fluid {
         // Applications with activity on an OST in the last period, as the adapter sees them,
         // with their open streams per OST (processes of the flows using it; the `stream`
         // share unit of the authors' artifact counts them).
-        let mut per_app: BTreeMap<u32, (BTreeMap<u32, u32>, BTreeMap<u32, u32>)> = BTreeMap::new();
+        let mut per_app: BTreeMap<u32, AppActivity> = BTreeMap::new();
         for fl in &self.flows {
             let recent = fl.state == FlowState::Active
                 || (fl.planned_bytes > 0 && fl.last_active_ns > since && fl.last_active_ns > 0);

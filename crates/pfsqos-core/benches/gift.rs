@@ -50,6 +50,7 @@ fn inputs(osts: u32, apps: usize, rounds: usize) -> Vec<IntervalInput> {
                             .map(|o| OstDemand {
                                 ost: OstId(o),
                                 demand_bytes_per_s: CAP_BYTES_PER_S,
+                                streams: 1,
                             })
                             .collect(),
                     }
@@ -93,7 +94,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("apps1000/osts200", |b| {
         b.iter(|| {
             k += 1;
-            Bsip.allocate(&rounds[k % rounds.len()]).unwrap()
+            Bsip::default().allocate(&rounds[k % rounds.len()]).unwrap()
         })
     });
     group.finish();

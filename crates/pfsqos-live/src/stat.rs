@@ -316,6 +316,7 @@ impl Recorder {
             control_trace_truncated: false,
             engine: EngineStats::default(),
             regret: None,
+            allocation: None,
         }
     }
 }

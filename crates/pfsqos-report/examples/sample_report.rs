@@ -182,6 +182,7 @@ fn make_run(policy: &str, fair: bool, traced: bool) -> RunOutput {
             rpcs: 54_321,
         },
         regret: None,
+        allocation: None,
     }
 }
 

@@ -226,6 +226,8 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
     out.push_str(
         "<div class=\"scroll\"><table><thead><tr><th>Policy</th>\
          <th>Mean application I/O time (s)</th><th>Effective system MiB/s</th>\
+         <th>Allocated effective BW (% of system)</th>\
+         <th>The artifact's allocated effective BW (%)</th>\
          <th>Phases completed</th></tr></thead><tbody>\n",
     );
     for (i, s) in summaries.iter().enumerate() {
@@ -237,12 +239,16 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
         let _ = writeln!(
             out,
             "<tr><td class=\"name\">{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td></tr>",
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             policy_swatch(i),
             escape(&s.policy),
             s.mean_app_io_time_s
                 .map_or("–".to_string(), |t| format!("{t:.2}")),
             s.effective_system_mib_s.map_or("–".to_string(), mib),
+            s.effective_bandwidth_allocated
+                .map_or("–".to_string(), |f| format!("{:.2}", f * 100.0)),
+            s.effective_bandwidth_allocated_artifact
+                .map_or("–".to_string(), |f| format!("{:.2}", f * 100.0)),
             phases
         );
     }

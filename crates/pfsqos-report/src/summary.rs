@@ -44,6 +44,17 @@ pub struct RunSummary {
     /// docs/reproductions/gift.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_system_mib_s: Option<f64>,
+    /// The authors' artifact's "effective system bandwidth": mean over the policy's decisions
+    /// of the allocation counted toward synchronous progress, as a fraction of the system's
+    /// capacity (idle decisions count 0 for every policy); an allocation snapshot, not
+    /// delivered bytes. Absent without a GIFT-family policy
+    /// (`pfsqos_sim::RunOutput::effective_bandwidth_allocated`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_bandwidth_allocated: Option<f64>,
+    /// The same with the artifact's asymmetry: GIFT and MBW average only their non-idle
+    /// decisions (`pfsqos_sim::RunOutput::effective_bandwidth_allocated_artifact`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_bandwidth_allocated_artifact: Option<f64>,
     pub engine: EngineSummary,
     pub control_writes: u64,
     pub rejected_control_writes: u64,
@@ -243,6 +254,8 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
         effective_system_mib_s: run
             .effective_system_bytes_per_s()
             .map(|b| b / BYTES_PER_MIB),
+        effective_bandwidth_allocated: run.effective_bandwidth_allocated(),
+        effective_bandwidth_allocated_artifact: run.effective_bandwidth_allocated_artifact(),
         engine: EngineSummary {
             events: run.engine.events,
             rpcs: run.engine.rpcs,

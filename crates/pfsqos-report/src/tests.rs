@@ -46,6 +46,7 @@ fn run(policy: &str, bin_ns: u64, end_ns: u64, jobs: Vec<JobOutput>) -> RunOutpu
             rpcs: 56,
         },
         regret: None,
+        allocation: None,
     }
 }
 
@@ -770,6 +771,26 @@ fn phase_metrics_appear_only_for_phased_runs() {
     let json = summary_json(&r);
     assert!(json.contains("\"mean_app_io_time_s\": 2.0"), "{json}");
     assert!(json.contains("\"phases_done\": 1"), "{json}");
+    assert!(!json.contains("effective_bandwidth_allocated"), "{json}");
+    // A GIFT-family run carries the artifact's allocation metric: 3 decisions, one idle, the
+    // other two allocating 0.75 of the system each: 0.5 over all, 0.75 for GIFT's asymmetry.
+    let mut g = r.clone();
+    g.allocation = Some(pfsqos_core::control::gift::AllocationStats {
+        decisions: 3,
+        decisions_allocating: 2,
+        allocated_fraction_sum: 1.5,
+        skips_idle_in_artifact: true,
+    });
+    let s = summary::summarize(&g);
+    assert!((s.effective_bandwidth_allocated.unwrap() - 0.5).abs() < 1e-12);
+    assert!((s.effective_bandwidth_allocated_artifact.unwrap() - 0.75).abs() < 1e-12);
+    let json = summary_json(&g);
+    assert!(
+        json.contains("\"effective_bandwidth_allocated\": 0.5"),
+        "{json}"
+    );
+    let html = report_html(&[g], &scenario());
+    assert!(html.contains("<td class=\"num\">75.00</td>"), "{html}");
 
     let plain_html = report_html(&[two_jobs("nobw")], &scenario());
     assert!(!plain_html.contains("Synchronous I/O phases"));

@@ -227,6 +227,7 @@ mod tests {
             control_trace_truncated: false,
             engine: EngineStats::default(),
             regret: None,
+            allocation: None,
         }
     }
 

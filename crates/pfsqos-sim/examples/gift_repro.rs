@@ -5,18 +5,24 @@
 //!
 //! ```text
 //! cargo run --release -p pfsqos-sim --example gift_repro -- SCENARIO [--apps N] [--label L]
-//!     [--baseline SPEC] [--barrier] [--fluid] [--per-run] [--seeds K] SPEC...
+//!     [--baseline SPEC] [--barrier] [--fluid] [--per-run] [--osts-per-app LO,HI] [--seeds K]
+//!     SPEC...
 //! ```
 //!
 //! `--apps N` changes the appset's application count and scales the inter-arrival times so the
 //! set arrives over the same span (GIFT Fig. 14's contention levels); `--barrier` turns the
 //! appset's `lockstep` off (processes meet only at the end of each phase); `--fluid` runs a
 //! scenario written for the RPC engine in the fluid engine; `--per-run` makes every run its own
-//! application (appset `identity = "run"`); `--seeds K` runs
+//! application (appset `identity = "run"`); `--osts-per-app LO,HI` sets the appset's range of
+//! OSTs per application (powers of two; the sweep toward narrow applications); `--seeds K` runs
 //! seeds `s .. s + K` (`s`: the scenario's seed; each seed draws another application set) and
 //! prints means over the seeds. Columns: policy; mean application I/O time, its change against
 //! the baseline and that change's range over the seeds; run time, effective system bandwidth,
-//! throughput (each with its change); fraction of applications with a longer I/O time than
+//! throughput (each with its change); the authors' artifact's "effective system bandwidth"
+//! (`RunOutput::effective_bandwidth_allocated`: mean over decisions of the allocation counted
+//! toward synchronous progress, % of the system's capacity, idle decisions as 0 for every
+//! policy) and the same with the artifact's asymmetry (GIFT and MBW skip idle decisions), each
+//! with its change; fraction of applications with a longer I/O time than
 //! under the baseline (by more than 0.1 %) and their mean degradation; fraction more than 20 %
 //! faster; regret paid and outstanding in node-hours and as a share of the run's node-hours;
 //! unfinished jobs; wall time of one run (mean over the seeds). A cell without a value (regret
@@ -34,6 +40,8 @@ struct Metrics {
     io_s: f64,
     run_s: f64,
     eff_mib_s: f64,
+    alloc_pct: f64,
+    alloc_artifact_pct: f64,
     jobs_per_h: f64,
     node_hours: f64,
     unfinished: usize,
@@ -46,6 +54,11 @@ fn metrics(out: &RunOutput, wall_s: f64) -> Metrics {
         io_s: out.mean_app_io_time_ns().unwrap_or(f64::NAN) / 1e9,
         run_s: out.mean_app_run_time_ns().unwrap_or(f64::NAN) / 1e9,
         eff_mib_s: out.effective_system_bytes_per_s().unwrap_or(f64::NAN) / (1u64 << 20) as f64,
+        alloc_pct: out.effective_bandwidth_allocated().unwrap_or(f64::NAN) * 100.0,
+        alloc_artifact_pct: out
+            .effective_bandwidth_allocated_artifact()
+            .unwrap_or(f64::NAN)
+            * 100.0,
         jobs_per_h: out.system_throughput_jobs_per_hour().unwrap_or(f64::NAN),
         node_hours,
         unfinished: out.jobs.iter().filter(|j| !j.finished).count(),
@@ -77,6 +90,13 @@ fn main() {
         v
     };
     let apps: Option<u32> = take("--apps").map(|v| v.parse().expect("--apps N"));
+    let osts_per_app: Option<[u32; 2]> = take("--osts-per-app").map(|v| {
+        let (lo, hi) = v.split_once(',').expect("--osts-per-app LO,HI");
+        [
+            lo.parse().expect("--osts-per-app LO,HI"),
+            hi.parse().expect("--osts-per-app LO,HI"),
+        ]
+    });
     let label = take("--label");
     let baseline = take("--baseline").unwrap_or_else(|| "pofs".to_string());
     let seeds: u64 = take("--seeds").map_or(1, |v| v.parse().expect("--seeds N"));
@@ -93,7 +113,7 @@ fn main() {
     let Some((path, specs)) = args.split_first() else {
         eprintln!(
             "usage: gift_repro SCENARIO [--apps N] [--label L] [--baseline SPEC] [--barrier] \
-             [--fluid] [--per-run] [--seeds K] SPEC..."
+             [--fluid] [--per-run] [--osts-per-app LO,HI] [--seeds K] SPEC..."
         );
         std::process::exit(2);
     };
@@ -109,6 +129,13 @@ fn main() {
     }
     if let (true, Some(a)) = (barrier, scenario.appset.as_mut()) {
         a.lockstep = false;
+    }
+    if let (Some(range), Some(a)) = (osts_per_app, scenario.appset.as_mut()) {
+        a.osts_per_app = range;
+        scenario.validate(path).unwrap_or_else(|e| {
+            eprintln!("{e}");
+            std::process::exit(2)
+        });
     }
     if let (Some(n), Some(a)) = (apps, scenario.appset.as_mut()) {
         let old = a.apps.max(1);
@@ -143,16 +170,16 @@ fn main() {
     let bases: Vec<(RunOutput, Metrics)> = seeds.iter().map(|&s| run_one(&baseline, s)).collect();
     let label = label.map_or(String::new(), |l| format!("{l} | "));
     println!(
-        "| {}policy | I/O time s | Δ | Δ range | run time s | Δ | eff. BW MiB/s | Δ | jobs/h | Δ | worse than {baseline} | mean degradation | >20 % better | regret paid node-h | outstanding node-h | regret % of node-h | unfinished | wall s |",
+        "| {}policy | I/O time s | Δ | Δ range | run time s | Δ | eff. BW MiB/s | Δ | alloc. eff. BW % | Δ | artifact's alloc. % | Δ | jobs/h | Δ | worse than {baseline} | mean degradation | >20 % better | regret paid node-h | outstanding node-h | regret % of node-h | unfinished | wall s |",
         if label.is_empty() { "" } else { "set | " }
     );
     println!(
-        "|{}---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|{}---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         if label.is_empty() { "" } else { "---|" }
     );
     let n = seeds.len() as f64;
     let row = |spec: &str, runs: &[(RunOutput, Metrics)]| {
-        let mut acc = [0.0f64; 16];
+        let mut acc = [0.0f64; 20];
         let mut io_lo = f64::INFINITY;
         let mut io_hi = f64::NEG_INFINITY;
         for ((out, m), (base_out, base)) in runs.iter().zip(&bases) {
@@ -171,6 +198,10 @@ fn main() {
                 pct(m.run_s, base.run_s),
                 m.eff_mib_s,
                 pct(m.eff_mib_s, base.eff_mib_s),
+                m.alloc_pct,
+                pct(m.alloc_pct, base.alloc_pct),
+                m.alloc_artifact_pct,
+                pct(m.alloc_artifact_pct, base.alloc_artifact_pct),
                 m.jobs_per_h,
                 pct(m.jobs_per_h, base.jobs_per_h),
                 c.worse_fraction * 100.0,
@@ -200,16 +231,20 @@ fn main() {
             cell(a[3], 2, true, " %"),
             cell(a[4], 1, false, ""),
             cell(a[5], 1, true, " %"),
-            cell(a[6], 3, false, ""),
-            cell(a[7], 2, true, " %"),
-            cell(a[8], 0, false, " %"),
-            cell(a[9], 1, false, " %"),
-            cell(a[10], 0, false, " %"),
-            cell(a[11], 2, false, ""),
-            cell(a[12], 2, false, ""),
-            cell(a[13], 3, false, " %"),
-            cell(a[14], 0, false, ""),
-            cell(a[15], 1, false, ""),
+            cell(a[6], 2, false, ""),
+            cell(a[7], 1, true, " %"),
+            cell(a[8], 2, false, ""),
+            cell(a[9], 1, true, " %"),
+            cell(a[10], 3, false, ""),
+            cell(a[11], 2, true, " %"),
+            cell(a[12], 0, false, " %"),
+            cell(a[13], 1, false, " %"),
+            cell(a[14], 0, false, " %"),
+            cell(a[15], 2, false, ""),
+            cell(a[16], 2, false, ""),
+            cell(a[17], 3, false, " %"),
+            cell(a[18], 0, false, ""),
+            cell(a[19], 1, false, ""),
         ];
         println!("| {label}{spec} | {} |", cells.join(" | "));
     };

@@ -1498,6 +1498,7 @@ impl Sim {
                 rpcs: self.rpcs_completed,
             },
             regret: self.controller.regret(),
+            allocation: self.controller.allocation_stats(),
         }
     }
 }

@@ -78,6 +78,10 @@ const FLOWS_MAX: usize = 1 << 22;
 /// Relative tolerance when deciding which resources saturate together in progressive filling.
 const TIGHT_REL: f64 = 1e-12;
 
+/// One application's activity in the last decision period: open streams per OST, node count
+/// per job.
+type AppActivity = (BTreeMap<u32, u32>, BTreeMap<u32, u32>);
+
 /// Runs `scenario` under the policy spec `policy` with the fluid engine.
 pub fn run(
     scenario: &Scenario,
@@ -1116,9 +1120,10 @@ impl Fluid {
         };
         let now = self.now_ns;
         let since = now.saturating_sub(period);
-        // Applications with activity on an OST in the last period, as the adapter sees them.
-        let mut per_app: BTreeMap<u32, (std::collections::BTreeSet<u32>, BTreeMap<u32, u32>)> =
-            BTreeMap::new();
+        // Applications with activity on an OST in the last period, as the adapter sees them,
+        // with their open streams per OST (processes of the flows using it; the `stream`
+        // share unit of the authors' artifact counts them).
+        let mut per_app: BTreeMap<u32, AppActivity> = BTreeMap::new();
         for fl in &self.flows {
             let recent = fl.state == FlowState::Active
                 || (fl.planned_bytes > 0 && fl.last_active_ns > since && fl.last_active_ns > 0);
@@ -1128,7 +1133,7 @@ impl Fluid {
             let job = &self.jobs[fl.job as usize];
             let e = per_app.entry(job.app).or_default();
             for &(o, _) in &fl.uses {
-                e.0.insert(o);
+                *e.0.entry(o).or_default() += fl.mult;
             }
             e.1.insert(fl.job, job.node_count);
         }
@@ -1146,9 +1151,10 @@ impl Fluid {
                 nodes: jobs.values().sum::<u32>().max(1),
                 osts: o
                     .iter()
-                    .map(|&ost| OstDemand {
+                    .map(|(&ost, &streams)| OstDemand {
                         ost: OstId(ost),
                         demand_bytes_per_s: self.ost_capacity_bytes_per_s[ost as usize],
+                        streams: streams.max(1),
                     })
                     .collect(),
             })
@@ -1257,6 +1263,7 @@ impl Fluid {
                 rpcs: self.rpcs,
             },
             regret,
+            allocation: self.allocator.as_ref().and_then(|a| a.allocation_stats()),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! Drivers other than the simulator (a recorded live run) fill the same types, so reports work
 //! for both.
 
-use pfsqos_core::control::gift::RegretSummary;
+use pfsqos_core::control::gift::{AllocationStats, RegretSummary};
 use pfsqos_core::control::{ControlWrite, DomainId, TraceSample};
 
 /// Everything one run measured.
@@ -28,6 +28,9 @@ pub struct RunOutput {
     pub engine: EngineStats,
     /// GIFT's coupon and regret accounting at the end of the run (`None` for other policies).
     pub regret: Option<RegretSummary>,
+    /// Allocation statistics of a GIFT-family policy over the run's decisions (the authors'
+    /// artifact's "effective system bandwidth"); `None` for other policies.
+    pub allocation: Option<AllocationStats>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -139,6 +142,25 @@ impl RunOutput {
             busy_ns += e - s;
         }
         (busy_ns > 0).then(|| bytes as f64 * 1e9 / busy_ns as f64)
+    }
+
+    /// The authors' artifact's "effective system bandwidth" (GIFT §4 as their `printStats`
+    /// computes it): mean over the policy's decisions of eq. 1 of §3.4 (the allocation that
+    /// counts toward synchronous progress; for POFS its bottleneck share, so POFS equals BSIP
+    /// by construction) divided by the system's capacity; a fraction of the system, idle
+    /// decisions counted as 0 for every policy. An allocation snapshot, not delivered bytes
+    /// (compare [`RunOutput::effective_system_bytes_per_s`]). `None` without a GIFT-family
+    /// policy or decisions.
+    pub fn effective_bandwidth_allocated(&self) -> Option<f64> {
+        self.allocation
+            .and_then(|a| a.effective_bandwidth_allocated())
+    }
+
+    /// [`RunOutput::effective_bandwidth_allocated`] with the artifact's asymmetry: GIFT and MBW
+    /// average only their non-idle decisions, the other policies all of them.
+    pub fn effective_bandwidth_allocated_artifact(&self) -> Option<f64> {
+        self.allocation
+            .and_then(|a| a.effective_bandwidth_allocated_artifact())
     }
 
     /// Mean application I/O time (GIFT §4) over the jobs with phases; `None` without such jobs.
@@ -381,6 +403,7 @@ mod tests {
             control_trace_truncated: false,
             engine: EngineStats::default(),
             regret: None,
+            allocation: None,
         };
         assert_eq!(run.effective_system_bytes_per_s(), Some(400.0 / 4.0));
         // I/O times 3 s and 2 s.

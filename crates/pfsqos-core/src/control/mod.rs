@@ -134,6 +134,12 @@ pub trait Controller {
     fn regret(&self) -> Option<gift::RegretSummary> {
         None
     }
+
+    /// Allocation statistics of a GIFT-family allocator (the artifact's metric); `None` for
+    /// controllers without them.
+    fn allocation_stats(&self) -> Option<gift::AllocationStats> {
+        None
+    }
 }
 
 /// Longest TBF rule name Lustre accepts (`MAX_TBF_NAME` = 16 including the NUL).

@@ -7,7 +7,10 @@
 //! sweep a parameter (the AdapTBF paper's §IV-H allocation frequency) without one scenario file
 //! per value.
 
-use super::gift::{self, Allocator, GiftControllerConfig, GiftOptions};
+use super::gift::{
+    self, Allocator, GiftControllerConfig, GiftOptions, ShareUnit, SystemGate, ThrottleLimit,
+    WindowKind,
+};
 use super::{AdapTbf, AdapTbfConfig, Controller, DemandSource, NoBw, StaticBw};
 
 /// Policy names accepted in a spec, in the order reports list them: the AdapTBF paper's three,
@@ -44,8 +47,10 @@ pub enum PolicyChoice {
         name: &'static str,
         /// `None`: GIFT's 10 s decision interval.
         period_ms: Option<u64>,
-        /// `tau`, `b_thres`, `window_coupons`, `regret_budget_node_hours` (only those the
-        /// policy takes, see `gift::option_names`).
+        /// `tau`, `b_thres`, `window_coupons`, `regret_budget_node_hours`, and the
+        /// artifact-faithful options `share`, `redistribute`, `constraint3`, `window`,
+        /// `system_gate`, `throttle` (only those the policy takes, see `gift::option_names`;
+        /// `docs/scenarios.md`).
         options: GiftOptions,
     },
 }
@@ -160,6 +165,60 @@ impl PolicyChoice {
                                             )
                                         })?,
                                 )
+                            }
+                            "share" => {
+                                opts.share = Some(parse_choice(
+                                    name,
+                                    key,
+                                    value,
+                                    &[("app", ShareUnit::App), ("stream", ShareUnit::Stream)],
+                                )?)
+                            }
+                            "redistribute" => {
+                                opts.redistribute = Some(parse_choice(
+                                    name,
+                                    key,
+                                    value,
+                                    &[("false", false), ("true", true)],
+                                )?)
+                            }
+                            "constraint3" => {
+                                opts.constraint3 = Some(parse_choice(
+                                    name,
+                                    key,
+                                    value,
+                                    &[("true", true), ("false", false)],
+                                )?)
+                            }
+                            "window" => {
+                                opts.window = Some(parse_choice(
+                                    name,
+                                    key,
+                                    value,
+                                    &[("receding", WindowKind::Receding), ("cap", WindowKind::Cap)],
+                                )?)
+                            }
+                            "system_gate" => {
+                                opts.system_gate = Some(parse_choice(
+                                    name,
+                                    key,
+                                    value,
+                                    &[
+                                        ("reset", SystemGate::Reset),
+                                        ("cumulative", SystemGate::Cumulative),
+                                    ],
+                                )?)
+                            }
+                            "throttle" => {
+                                opts.throttle = Some(parse_choice(
+                                    name,
+                                    key,
+                                    value,
+                                    &[
+                                        ("headroom", ThrottleLimit::Headroom),
+                                        ("b_thres", ThrottleLimit::BThres),
+                                    ],
+                                )?)
                             }
                             _ => unreachable!("checked against option_names"),
                         }
@@ -278,6 +337,26 @@ fn parse_unit(policy: &str, key: &str, value: &str) -> Result<f64, String> {
         .ok_or_else(|| format!("{policy} option {key}=`{value}` is not a number in 0..=1"))
 }
 
+/// One of a fixed set of words (the GIFT family's artifact-faithful options).
+fn parse_choice<T: Copy>(
+    policy: &str,
+    key: &str,
+    value: &str,
+    allowed: &[(&str, T)],
+) -> Result<T, String> {
+    allowed
+        .iter()
+        .find(|(word, _)| *word == value)
+        .map(|&(_, v)| v)
+        .ok_or_else(|| {
+            let words: Vec<&str> = allowed.iter().map(|(w, _)| *w).collect();
+            format!(
+                "{policy} option {key}=`{value}` is not allowed (allowed: {})",
+                words.join(", ")
+            )
+        })
+}
+
 /// Checks a policy spec without building anything.
 pub fn check_policy_spec(spec: &str) -> Result<(), String> {
     PolicyChoice::parse(spec).map(|_| ())
@@ -374,6 +453,7 @@ mod tests {
                 b_thres: Some(0.3),
                 window_coupons: Some(2000),
                 regret_budget_node_hours: Some(12.5),
+                ..GiftOptions::default()
             }
         );
         let allocator = choice.allocator(0).unwrap().expect("gift allocates");
@@ -409,6 +489,42 @@ mod tests {
     }
 
     #[test]
+    fn artifact_options_parse_for_the_policies_that_take_them() {
+        let choice = PolicyChoice::parse(
+            "gift:share=stream:redistribute=true:constraint3=false:window=cap:\
+             system_gate=cumulative:throttle=b_thres",
+        )
+        .unwrap();
+        let PolicyChoice::Gift { options, .. } = &choice else {
+            panic!("{choice:?}")
+        };
+        assert_eq!(
+            *options,
+            GiftOptions {
+                share: Some(ShareUnit::Stream),
+                redistribute: Some(true),
+                constraint3: Some(false),
+                window: Some(WindowKind::Cap),
+                system_gate: Some(SystemGate::Cumulative),
+                throttle: Some(ThrottleLimit::BThres),
+                ..GiftOptions::default()
+            }
+        );
+        // Every GIFT-family policy takes the share options; only GIFT the coupon ones.
+        for name in ["pofs", "bsip", "mbw", "tsa", "esa", "tmf", "rnd"] {
+            let spec = format!("{name}:share=stream:redistribute=false");
+            let allocator = PolicyChoice::parse(&spec).unwrap().allocator(0).unwrap();
+            assert!(allocator.unwrap().allocation_stats().is_some(), "{name}");
+            let e = PolicyChoice::parse(&format!("{name}:window=cap")).unwrap_err();
+            assert!(e.contains("unknown"), "{e}");
+        }
+        let e = PolicyChoice::parse("gift:share=process").unwrap_err();
+        assert!(e.contains("allowed: app, stream"), "{e}");
+        let e = PolicyChoice::parse("gift:system_gate=never").unwrap_err();
+        assert!(e.contains("allowed: reset, cumulative"), "{e}");
+    }
+
+    #[test]
     fn gift_option_errors_name_the_option_and_the_range() {
         let e = PolicyChoice::parse("gift:tau=1.5").unwrap_err();
         assert!(e.contains("tau=`1.5`") && e.contains("0..=1"), "{e}");
@@ -429,9 +545,15 @@ mod tests {
         assert!(e.contains("0..="), "{e}");
         // Options a policy does not take are named with what it does take.
         let e = PolicyChoice::parse("bsip:b_thres=0.2").unwrap_err();
-        assert!(e.contains("allowed: period_ms)"), "{e}");
+        assert!(
+            e.contains("allowed: period_ms, share, redistribute)"),
+            "{e}"
+        );
         let e = PolicyChoice::parse("tsa:tau=0.2").unwrap_err();
-        assert!(e.contains("allowed: period_ms, b_thres)"), "{e}");
+        assert!(
+            e.contains("allowed: period_ms, b_thres, share, redistribute)"),
+            "{e}"
+        );
         let e = PolicyChoice::parse("gift:tau").unwrap_err();
         assert!(
             e.contains("key=value") && e.contains("window_coupons"),

@@ -7,20 +7,25 @@
 //!   issued. They differ only in whom they pick: the smaller half by node count (TSA), the
 //!   most frequently appearing half (TMF), a fair coin per application (RND).
 //! * ESA gives BSIP's bandwidth gaps to the smallest applications first (no throttling).
+//!
+//! Every policy carries [`ShareOptions`]: the share unit (per application, the paper; per open
+//! stream, the authors' artifact) and whether leftover bandwidth is redistributed.
 
 use std::collections::BTreeMap;
 
 use rand::{Rng, RngCore};
 
 use super::lp::{self, LpSpec};
-use super::share::{bsip_fractions, pofs_bytes_per_s, repair};
+use super::share::{bsip_fractions, pofs_bytes_per_s, redistribute, repair, ShareOptions};
 use super::{AllocError, Allocation, Allocator, IntervalInput, OstCap, Prepared};
 use crate::model::JobId;
 
 /// Per-OST Fair Share: every OST split max-min fairly among its applications; no
 /// synchronization, so bandwidth above an application's slowest OST is wasted.
 #[derive(Clone, Debug, Default)]
-pub struct Pofs;
+pub struct Pofs {
+    pub share: ShareOptions,
+}
 
 impl Allocator for Pofs {
     fn name(&self) -> &'static str {
@@ -28,7 +33,7 @@ impl Allocator for Pofs {
     }
 
     fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError> {
-        let p = Prepared::new(input)?;
+        let p = Prepared::with_unit(input, self.share.unit)?;
         let pofs = pofs_bytes_per_s(&p);
         let bsip = bsip_fractions(&p, &pofs);
         // Effective progress of a POFS allocation is its slowest OST's, i.e. BSIP's.
@@ -44,6 +49,9 @@ impl Allocator for Pofs {
                 })
                 .collect();
         }
+        if self.share.redistribute {
+            redistribute(&p, &mut out);
+        }
         Ok(out)
     }
 }
@@ -51,7 +59,9 @@ impl Allocator for Pofs {
 /// Basic Synchronous I/O Progress: every application gets, on all its OSTs, the fair share of
 /// its most contended OST. Gaps stay unused.
 #[derive(Clone, Debug, Default)]
-pub struct Bsip;
+pub struct Bsip {
+    pub share: ShareOptions,
+}
 
 impl Allocator for Bsip {
     fn name(&self) -> &'static str {
@@ -59,16 +69,22 @@ impl Allocator for Bsip {
     }
 
     fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError> {
-        let p = Prepared::new(input)?;
+        let p = Prepared::with_unit(input, self.share.unit)?;
         let bsip = bsip_fractions(&p, &pofs_bytes_per_s(&p));
-        Ok(p.synchronous_allocation(&bsip, &bsip))
+        let mut out = p.synchronous_allocation(&bsip, &bsip);
+        if self.share.redistribute {
+            redistribute(&p, &mut out);
+        }
+        Ok(out)
     }
 }
 
 /// Minimum Bandwidth Wastage: the LP maximizing effective bandwidth with synchronous progress
 /// and no fairness floor, so an application can be starved (Fig. 5, application E).
 #[derive(Clone, Debug, Default)]
-pub struct Mbw;
+pub struct Mbw {
+    pub share: ShareOptions,
+}
 
 impl Allocator for Mbw {
     fn name(&self) -> &'static str {
@@ -76,7 +92,7 @@ impl Allocator for Mbw {
     }
 
     fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError> {
-        let p = Prepared::new(input)?;
+        let p = Prepared::with_unit(input, self.share.unit)?;
         let n = p.apps.len();
         let bsip = bsip_fractions(&p, &pofs_bytes_per_s(&p));
         let floors = vec![0.0; n];
@@ -96,12 +112,20 @@ impl Allocator for Mbw {
         for a in &mut out.apps {
             a.throttleable = true;
         }
+        if self.share.redistribute {
+            redistribute(&p, &mut out);
+        }
         Ok(out)
     }
 }
 
 /// The LP shared by TSA, TMF and RND, with `picked[i]` the applications that may be throttled.
-fn throttle_picked(p: &Prepared, picked: &[bool], b_thres: f64) -> Allocation {
+fn throttle_picked(
+    p: &Prepared,
+    picked: &[bool],
+    b_thres: f64,
+    share: &ShareOptions,
+) -> Allocation {
     let n = p.apps.len();
     let bsip = bsip_fractions(p, &pofs_bytes_per_s(p));
     let floors: Vec<f64> = (0..n)
@@ -130,6 +154,9 @@ fn throttle_picked(p: &Prepared, picked: &[bool], b_thres: f64) -> Allocation {
     for (a, &t) in out.apps.iter_mut().zip(picked) {
         a.throttleable = t;
     }
+    if share.redistribute {
+        redistribute(p, &mut out);
+    }
     out
 }
 
@@ -138,11 +165,15 @@ fn throttle_picked(p: &Prepared, picked: &[bool], b_thres: f64) -> Allocation {
 #[derive(Clone, Debug)]
 pub struct Tsa {
     pub b_thres: f64,
+    pub share: ShareOptions,
 }
 
 impl Default for Tsa {
     fn default() -> Self {
-        Tsa { b_thres: 0.1 }
+        Tsa {
+            b_thres: 0.1,
+            share: ShareOptions::default(),
+        }
     }
 }
 
@@ -152,19 +183,21 @@ impl Allocator for Tsa {
     }
 
     fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError> {
-        let p = Prepared::new(input)?;
+        let p = Prepared::with_unit(input, self.share.unit)?;
         let mut nodes: Vec<u32> = p.apps.iter().map(|a| a.nodes).collect();
         nodes.sort_unstable();
         let median = nodes.get(nodes.len().saturating_sub(1) / 2).copied();
         let picked: Vec<bool> = p.apps.iter().map(|a| Some(a.nodes) <= median).collect();
-        Ok(throttle_picked(&p, &picked, self.b_thres))
+        Ok(throttle_picked(&p, &picked, self.b_thres, &self.share))
     }
 }
 
 /// Expand Small Applications: BSIP, then every bandwidth gap goes to the applications with the
 /// fewest nodes first (ties by id), each as far as the gaps on all its OSTs allow.
 #[derive(Clone, Debug, Default)]
-pub struct Esa;
+pub struct Esa {
+    pub share: ShareOptions,
+}
 
 impl Allocator for Esa {
     fn name(&self) -> &'static str {
@@ -172,7 +205,7 @@ impl Allocator for Esa {
     }
 
     fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError> {
-        let p = Prepared::new(input)?;
+        let p = Prepared::with_unit(input, self.share.unit)?;
         let bsip = bsip_fractions(&p, &pofs_bytes_per_s(&p));
         let mut x = bsip.clone();
         let mut gaps = p.gaps_bytes_per_s(&bsip);
@@ -191,7 +224,11 @@ impl Allocator for Esa {
             }
             x[i] += delta;
         }
-        Ok(p.synchronous_allocation(&x, &bsip))
+        let mut out = p.synchronous_allocation(&x, &bsip);
+        if self.share.redistribute {
+            redistribute(&p, &mut out);
+        }
+        Ok(out)
     }
 }
 
@@ -202,6 +239,7 @@ pub struct Tmf {
     pub b_thres: f64,
     /// Most applications whose appearances are counted; later ones count as appearing once.
     pub apps_max: usize,
+    pub share: ShareOptions,
     appearances: BTreeMap<JobId, u64>,
 }
 
@@ -210,6 +248,7 @@ impl Default for Tmf {
         Tmf {
             b_thres: 0.1,
             apps_max: 100_000,
+            share: ShareOptions::default(),
             appearances: BTreeMap::new(),
         }
     }
@@ -227,7 +266,7 @@ impl Allocator for Tmf {
     }
 
     fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError> {
-        let p = Prepared::new(input)?;
+        let p = Prepared::with_unit(input, self.share.unit)?;
         let counts: Vec<u64> = p
             .apps
             .iter()
@@ -247,7 +286,7 @@ impl Allocator for Tmf {
         sorted.sort_unstable();
         let median = sorted.get(sorted.len() / 2).copied();
         let picked: Vec<bool> = counts.iter().map(|&c| Some(c) >= median).collect();
-        Ok(throttle_picked(&p, &picked, self.b_thres))
+        Ok(throttle_picked(&p, &picked, self.b_thres, &self.share))
     }
 }
 
@@ -256,12 +295,17 @@ impl Allocator for Tmf {
 #[derive(Clone, Debug)]
 pub struct Rnd<R: RngCore> {
     pub b_thres: f64,
+    pub share: ShareOptions,
     rng: R,
 }
 
 impl<R: RngCore> Rnd<R> {
     pub fn new(rng: R) -> Self {
-        Rnd { b_thres: 0.1, rng }
+        Rnd {
+            b_thres: 0.1,
+            share: ShareOptions::default(),
+            rng,
+        }
     }
 }
 
@@ -271,8 +315,8 @@ impl<R: RngCore> Allocator for Rnd<R> {
     }
 
     fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError> {
-        let p = Prepared::new(input)?;
+        let p = Prepared::with_unit(input, self.share.unit)?;
         let picked: Vec<bool> = p.apps.iter().map(|_| self.rng.random_bool(0.5)).collect();
-        Ok(throttle_picked(&p, &picked, self.b_thres))
+        Ok(throttle_picked(&p, &picked, self.b_thres, &self.share))
     }
 }

@@ -18,7 +18,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{Allocation, Allocator, AppDemand, IntervalInput, OstCapacity, OstDemand};
+use super::{
+    Allocation, AllocationStats, Allocator, AppDemand, IntervalInput, OstCapacity, OstDemand,
+    ShareOptions, ShareUnit, SystemGate, ThrottleLimit, WindowKind,
+};
 use crate::control::static_bw::TBF_RATE_RPCS_PER_S_MAX;
 use crate::control::{
     ControlWrite, Controller, Decision, DomainId, DomainWrite, Observation, RuleNamer, TraceSample,
@@ -107,7 +110,31 @@ pub struct GiftOptions {
     pub window_coupons: Option<u64>,
     /// GIFT's system regret budget in node-hours (`None`: unbounded).
     pub regret_budget_node_hours: Option<f64>,
+    /// Share unit of every GIFT-family policy (`share=app|stream`).
+    pub share: Option<ShareUnit>,
+    /// Leftover redistribution of every GIFT-family policy (`redistribute=false|true`).
+    pub redistribute: Option<bool>,
+    /// GIFT's constraint (3) (`constraint3=true|false`).
+    pub constraint3: Option<bool>,
+    /// GIFT's application window (`window=receding|cap`).
+    pub window: Option<WindowKind>,
+    /// GIFT's system gate (`system_gate=reset|cumulative`).
+    pub system_gate: Option<SystemGate>,
+    /// GIFT's throttle limit (`throttle=headroom|b_thres`).
+    pub throttle: Option<ThrottleLimit>,
 }
+
+impl GiftOptions {
+    fn share_options(&self) -> ShareOptions {
+        ShareOptions {
+            unit: self.share.unwrap_or_default(),
+            redistribute: self.redistribute.unwrap_or(false),
+        }
+    }
+}
+
+/// Options every GIFT-family policy takes.
+const SHARE_OPTIONS: [&str; 2] = ["share", "redistribute"];
 
 /// Names of the options each allocator accepts besides `period_ms` (in [`GiftOptions`]).
 pub fn option_names(name: &str) -> &'static [&'static str] {
@@ -117,15 +144,23 @@ pub fn option_names(name: &str) -> &'static [&'static str] {
             "b_thres",
             "window_coupons",
             "regret_budget_node_hours",
+            SHARE_OPTIONS[0],
+            SHARE_OPTIONS[1],
+            "constraint3",
+            "window",
+            "system_gate",
+            "throttle",
         ],
-        "tsa" | "tmf" | "rnd" => &["b_thres"],
+        "tsa" | "tmf" | "rnd" => &["b_thres", SHARE_OPTIONS[0], SHARE_OPTIONS[1]],
+        "pofs" | "bsip" | "mbw" | "esa" => &SHARE_OPTIONS,
         _ => &[],
     }
 }
 
 /// The allocator (GIFT or a baseline) named `name` with `options` applied over the defaults;
 /// `seed` feeds RND's generator. `None` for an unknown name. Options a policy does not take
-/// are ignored here (the spec parser rejects them).
+/// are ignored here (the spec parser rejects them). The allocator is wrapped in
+/// [`super::Recorded`], so [`Allocator::allocation_stats`] gives the artifact's metric.
 ///
 /// # Panics
 /// If an option is outside its range (the spec parser never produces one).
@@ -134,29 +169,33 @@ pub fn allocator_by_name(
     seed: u64,
     options: GiftOptions,
 ) -> Option<Box<dyn Allocator>> {
-    use super::{Bsip, Esa, Gift, GiftConfig, Mbw, Pofs, Rnd, Tmf, Tsa};
+    use super::{Bsip, Esa, Gift, GiftConfig, Mbw, Pofs, Recorded, Rnd, Tmf, Tsa};
     use rand::SeedableRng;
     let b_thres = |default: f64| options.b_thres.unwrap_or(default);
+    let share = options.share_options();
     Some(match name {
-        "pofs" => Box::new(Pofs),
-        "bsip" => Box::new(Bsip),
-        "mbw" => Box::new(Mbw),
+        "pofs" => Box::new(Recorded::new(Pofs { share })),
+        "bsip" => Box::new(Recorded::new(Bsip { share })),
+        "mbw" => Box::new(Recorded::new(Mbw { share })),
         "tsa" => {
             let d = Tsa::default();
-            Box::new(Tsa {
+            Box::new(Recorded::new(Tsa {
                 b_thres: b_thres(d.b_thres),
-            })
+                share,
+            }))
         }
-        "esa" => Box::new(Esa),
+        "esa" => Box::new(Recorded::new(Esa { share })),
         "tmf" => {
             let mut t = Tmf::default();
             t.b_thres = b_thres(t.b_thres);
-            Box::new(t)
+            t.share = share;
+            Box::new(Recorded::new(t))
         }
         "rnd" => {
             let mut r = Rnd::new(rand_chacha::ChaCha8Rng::seed_from_u64(seed));
             r.b_thres = b_thres(r.b_thres);
-            Box::new(r)
+            r.share = share;
+            Box::new(Recorded::new(r))
         }
         "gift" => {
             let mut config = GiftConfig::default();
@@ -169,7 +208,12 @@ pub fn allocator_by_name(
             if let Some(budget) = options.regret_budget_node_hours {
                 config.regret_budget_node_hours = budget;
             }
-            Box::new(Gift::new(config))
+            config.share = share;
+            config.constraint3 = options.constraint3.unwrap_or(config.constraint3);
+            config.window = options.window.unwrap_or(config.window);
+            config.system_gate = options.system_gate.unwrap_or(config.system_gate);
+            config.throttle_limit = options.throttle.unwrap_or(config.throttle_limit);
+            Box::new(Recorded::new(Gift::new(config)))
         }
         _ => return None,
     })
@@ -255,6 +299,8 @@ impl<A: Allocator> AllocatorController<A> {
                     per_app.entry(s.job).or_default().push(OstDemand {
                         ost: t.ost,
                         demand_bytes_per_s: demand,
+                        // Observations carry no per-file state: one stream per job and OST.
+                        streams: 1,
                     });
                 }
             }
@@ -302,6 +348,10 @@ impl<A: Allocator> Controller for AllocatorController<A> {
 
     fn regret(&self) -> Option<super::RegretSummary> {
         self.allocator.regret()
+    }
+
+    fn allocation_stats(&self) -> Option<AllocationStats> {
+        self.allocator.allocation_stats()
     }
 
     fn decide(&mut self, observation: &Observation) -> Decision {

@@ -18,9 +18,13 @@
 //!   redeemed.
 //!
 //! Conservation, checked by tests: worth issued = redeemed + outstanding + paid.
+//!
+//! The authors' artifact measures both rates differently ([`WindowKind::Cap`],
+//! [`SystemGate::Cumulative`]); [`CouponLedger::with_kinds`] selects them.
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::gift::{SystemGate, WindowKind};
 use crate::model::JobId;
 
 /// Worth below which a coupon's remainder counts as settled (floating-point dust).
@@ -78,6 +82,11 @@ pub struct CouponLedger {
     system: VecDeque<u64>,
     budget_node_hours: f64,
     totals: LedgerTotals,
+    window_kind: WindowKind,
+    system_gate: SystemGate,
+    /// Per application, lifetime `(issued, redeemed)` worth, for [`WindowKind::Cap`] (never
+    /// forgotten, as in the artifact; at most `apps_max` applications).
+    lifetime: BTreeMap<JobId, (f64, f64)>,
 }
 
 impl CouponLedger {
@@ -104,7 +113,32 @@ impl CouponLedger {
             system: VecDeque::new(),
             budget_node_hours,
             totals: LedgerTotals::default(),
+            window_kind: WindowKind::Receding,
+            system_gate: SystemGate::Reset,
+            lifetime: BTreeMap::new(),
         }
+    }
+
+    /// Selects how the application and system redemption rates are measured.
+    pub fn with_kinds(mut self, window: WindowKind, gate: SystemGate) -> CouponLedger {
+        self.window_kind = window;
+        self.system_gate = gate;
+        self
+    }
+
+    /// Worth the application can still be issued before its rate would fall below `tau`:
+    /// `(c_i - τ) N`, at least 0. Issuing `w` lowers the rate by at most `w / N` (by exactly
+    /// that in [`WindowKind::Cap`]; in the receding window a coupon may also push old
+    /// unredeemed worth out), so staying within it keeps the unredeemed worth in the window
+    /// at most `(1 - τ) N`.
+    pub fn headroom_bytes(&self, app: &JobId, tau: f64) -> f64 {
+        ((self.app_rate(app) - tau) * self.window_bytes).max(0.0)
+    }
+
+    /// Worth counted against the application's window: unredeemed worth in the receding
+    /// window, or lifetime issued minus redeemed with the cap (`(1 - c_i) N`).
+    pub fn unredeemed_in_window_bytes(&self, app: &JobId) -> f64 {
+        (1.0 - self.app_rate(app)) * self.window_bytes
     }
 
     pub fn totals(&self) -> LedgerTotals {
@@ -155,16 +189,31 @@ impl CouponLedger {
         })
     }
 
-    /// `c_i(k)` over the application's receding window.
+    /// `c_i(k)` over the application's receding window (or the artifact's cap).
     pub fn app_rate(&self, app: &JobId) -> f64 {
+        if self.window_kind == WindowKind::Cap {
+            // Paid worth was never redeemed: the artifact's counter knows no payment.
+            return self.lifetime.get(app).map_or(1.0, |&(issued, redeemed)| {
+                (1.0 - (issued - redeemed).max(0.0) / self.window_bytes).clamp(0.0, 1.0)
+            });
+        }
         match self.apps.get(app) {
             None => 1.0,
             Some(l) => self.window_rate(l.coupons.iter().rev(), self.window_bytes),
         }
     }
 
-    /// The system's redemption rate over coupons issued since the last assessment.
+    /// The system's redemption rate over coupons issued since the last assessment (or, with
+    /// the cumulative gate, over every coupon ever issued).
     pub fn system_rate(&self) -> f64 {
+        if self.system_gate == SystemGate::Cumulative {
+            let t = &self.totals;
+            return if t.issued_bytes > 0.0 {
+                (t.redeemed_bytes / t.issued_bytes).clamp(0.0, 1.0)
+            } else {
+                1.0
+            };
+        }
         self.window_rate(self.system.iter().rev(), self.system_window_bytes)
     }
 
@@ -187,6 +236,12 @@ impl CouponLedger {
 
     /// Whether another coupon can be recorded for `app` without exceeding the ledger's bounds.
     pub fn has_room(&self, app: &JobId) -> bool {
+        if self.window_kind == WindowKind::Cap
+            && !self.lifetime.contains_key(app)
+            && self.lifetime.len() >= self.apps_max
+        {
+            return false;
+        }
         match self.apps.get(app) {
             Some(l) => l.coupons.len() < self.coupons_per_app_max,
             None => self.apps.len() < self.apps_max,
@@ -216,6 +271,9 @@ impl CouponLedger {
             done += take;
         }
         self.totals.redeemed_bytes += done;
+        if let Some(t) = self.lifetime.get_mut(app) {
+            t.1 += done;
+        }
         self.trim_app(app);
         done
     }
@@ -243,6 +301,9 @@ impl CouponLedger {
         self.apps.entry(app).or_default().coupons.push_back(seq);
         self.system.push_back(seq);
         self.totals.issued_bytes += worth_bytes;
+        if self.window_kind == WindowKind::Cap {
+            self.lifetime.entry(app).or_default().0 += worth_bytes;
+        }
         self.trim_app(&app);
         self.trim_system();
     }

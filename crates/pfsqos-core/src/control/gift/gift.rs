@@ -11,14 +11,62 @@
 //! 8. (issuing lowers the window rates, inside the ledger).
 //!
 //! A regret assessment runs first whenever a new regret assessment period has begun.
+//!
+//! Options beside the paper's reading (`docs/reproductions/gift.md`, "The authors'
+//! artifact"): the share unit and redistribution ([`ShareOptions`]), constraint (3) of §3.4
+//! on or off, the application window as the paper's receding window or the artifact's fixed
+//! cap on outstanding worth ([`WindowKind`]), the system gate reset at every regret assessment
+//! (§3.2) or cumulative ([`SystemGate`]), and whether a throttle is clamped to the
+//! application's remaining headroom ([`ThrottleLimit`]).
 
 use super::coupons::CouponLedger;
 use super::lp::{self, LpSpec};
-use super::share::{bsip_fractions, pofs_bytes_per_s, repair};
+use super::share::{bsip_fractions, pofs_bytes_per_s, redistribute, repair, ShareOptions};
 use super::{AllocError, Allocation, Allocator, IntervalInput, Prepared};
 
 /// Seconds per hour, for node-hours.
 const S_PER_HOUR: f64 = 3600.0;
+
+/// What an application's redemption rate `c_i` is measured over (§3.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WindowKind {
+    /// The paper's receding window over the last `N` units of worth issued (§3.2); the
+    /// unfilled part counts as redeemed.
+    #[default]
+    Receding,
+    /// The artifact: a new application starts with 1.0 issued and 1.0 redeemed, issuing lowers
+    /// "redeemed", redeeming raises it, nothing decays. `c_i = 1 - (issued - redeemed) / N`
+    /// over the application's whole life: a fixed cap of `(1 - τ) N` on outstanding worth.
+    Cap,
+}
+
+/// The system-level gate of §3.2 ("the system only hands out coupons until its redemption
+/// rate is above τ").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SystemGate {
+    /// The paper: a receding window of `system_window_coupons` over coupons issued since the
+    /// last regret assessment, reset at each assessment.
+    #[default]
+    Reset,
+    /// The artifact: redeemed / issued over every coupon ever issued, never reset (1 before
+    /// the first coupon). After any issuance no application is throttled again until `τ` of
+    /// everything ever issued is redeemed.
+    Cumulative,
+}
+
+/// How far below its BSIP share one decision may throttle an application.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ThrottleLimit {
+    /// `max(B_thres, remaining headroom)`: the throttle is also clamped so that the coupon
+    /// cannot take the application's rate below `τ`, i.e. its unredeemed worth stays within
+    /// `(1 - τ) N` (§3.2: "more coupons are issued only until `c_i(k) ≥ τ`", which "ensures
+    /// that unfairness is bounded for each application"). The artifact does the same.
+    #[default]
+    Headroom,
+    /// `B_thres` alone, whatever the headroom: one decision can issue a coupon far larger than
+    /// `(1 - τ) N` (pfsqos before issue 21).
+    BThres,
+}
 
 /// GIFT's parameters (Table 2 and §3.2-3.5).
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +96,14 @@ pub struct GiftConfig {
     pub coupons_per_app_max: usize,
     /// Most coupons in the system window.
     pub system_coupons_max: usize,
+    /// Share unit and leftover redistribution.
+    pub share: ShareOptions,
+    /// Constraint (3) of §3.4: the waste reduction must cover the worth of the coupons issued.
+    /// The artifact does not have it.
+    pub constraint3: bool,
+    pub window: WindowKind,
+    pub system_gate: SystemGate,
+    pub throttle_limit: ThrottleLimit,
 }
 
 /// Default reference OST bandwidth for the coupon unit: the paper's HDD OSTs (102 MB/s, §4).
@@ -78,11 +134,24 @@ impl GiftConfig {
             apps_max: 100_000,
             coupons_per_app_max: 4_096,
             system_coupons_max: 1 << 20,
+            share: ShareOptions::default(),
+            constraint3: true,
+            window: WindowKind::Receding,
+            system_gate: SystemGate::Reset,
+            throttle_limit: ThrottleLimit::Headroom,
         }
     }
 
     pub fn window_bytes(&self) -> f64 {
         self.coupon_unit_bytes * self.window_coupons as f64
+    }
+
+    /// Smallest coupon the ledger records: one coupon unit (the artifact's granularity, 1e-6
+    /// of an OST-interval; 1,020 bytes with the defaults). A throttle worth less is undone
+    /// (the application keeps its BSIP share): the LP's tolerances otherwise leave dust
+    /// coupons of a few dozen bytes where constraint (3) binds.
+    pub fn coupon_min_bytes(&self) -> f64 {
+        self.coupon_unit_bytes
     }
 }
 
@@ -162,7 +231,8 @@ impl Gift {
             config.apps_max,
             config.coupons_per_app_max,
             config.system_coupons_max,
-        );
+        )
+        .with_kinds(config.window, config.system_gate);
         Ok(Gift {
             config,
             ledger,
@@ -193,7 +263,7 @@ impl Allocator for Gift {
     }
 
     fn allocate(&mut self, input: &IntervalInput) -> Result<Allocation, AllocError> {
-        let p = Prepared::new(input)?;
+        let p = Prepared::with_unit(input, self.config.share.unit)?;
         let n = p.apps.len();
 
         let period = input.now_ns / self.config.regret_period_ns;
@@ -259,11 +329,22 @@ impl Allocator for Gift {
             })
             .collect();
 
-        // Line 6: LP.
-        let floors: Vec<f64> = (0..n)
+        // Line 6: LP. A throttle-friendly application may go down to (1 - B_thres) of BSIP
+        // (§3.4 constraint (a)) and, with the headroom limit, no further than its remaining
+        // headroom (c_i - τ) N allows (§3.2: coupons are issued "only until c_i ≥ τ").
+        let mut floors: Vec<f64> = (0..n)
             .map(|i| {
                 if friendly[i] {
-                    bsip[i] * (1.0 - self.config.b_thres)
+                    let by_b_thres = bsip[i] * (1.0 - self.config.b_thres);
+                    match self.config.throttle_limit {
+                        ThrottleLimit::BThres => by_b_thres,
+                        ThrottleLimit::Headroom => {
+                            let a = &p.apps[i];
+                            let headroom = self.ledger.headroom_bytes(&a.app, self.config.tau);
+                            let per_fraction_bytes = a.demand_total_bytes_per_s * p.interval_s;
+                            by_b_thres.max(bsip[i] - headroom / per_fraction_bytes)
+                        }
+                    }
                 } else {
                     bsip[i] + redeemed_fraction[i]
                 }
@@ -277,13 +358,39 @@ impl Allocator for Gift {
             floors: &floors,
             throttle_reference: &reference,
             effective_min_bytes_per_s: Some(e_bsip),
-            coupon_baseline_bytes_per_s: Some(e_start),
+            coupon_baseline_bytes_per_s: self.config.constraint3.then_some(e_start),
         };
         let (mut x, lp_fallback) = match lp::solve(&p, &spec) {
             Some(x) => (x, false),
             None => (start.clone(), true),
         };
         repair(&p, &mut x, &floors);
+
+        // Coupon granularity: a throttle worth less than one coupon unit is undone (the
+        // application gets its BSIP share back). Nobody else is pushed further down to make
+        // room: every friendly application's floor becomes its current level (at most BSIP),
+        // so `repair` only trims expansions. Those floors are below BSIP plus redemptions,
+        // which is feasible, so the repair always succeeds.
+        let coupon_min = self.config.coupon_min_bytes();
+        let mut undone = false;
+        for i in 0..n {
+            if !friendly[i] {
+                continue;
+            }
+            let worth = (bsip[i] - x[i]) * p.apps[i].demand_total_bytes_per_s * p.interval_s;
+            if worth > 0.0 && worth < coupon_min {
+                x[i] = bsip[i];
+                undone = true;
+            }
+        }
+        if undone {
+            for i in 0..n {
+                if friendly[i] {
+                    floors[i] = x[i].min(bsip[i]);
+                }
+            }
+            repair(&p, &mut x, &floors);
+        }
 
         // Line 7: coupons for throttled throttle-friendly applications.
         let mut issued_bytes = vec![0.0; n];
@@ -294,8 +401,7 @@ impl Allocator for Gift {
             let throttle = bsip[i] - x[i];
             let a = &p.apps[i];
             let worth = throttle * a.demand_total_bytes_per_s * p.interval_s;
-            // Below a millionth of a unit the throttle is solver noise, not worth a coupon.
-            if worth < self.config.coupon_unit_bytes * 1e-6 {
+            if worth < coupon_min {
                 continue;
             }
             let bsip_bytes_per_s = bsip[i] * a.demand_total_bytes_per_s;
@@ -315,6 +421,9 @@ impl Allocator for Gift {
         out.regret_paid_node_hours = regret_paid_node_hours;
         out.system_redemption_rate = Some(system_rate);
         out.lp_fallback = lp_fallback;
+        if self.config.share.redistribute {
+            redistribute(&p, &mut out);
+        }
         Ok(out)
     }
 }

@@ -43,6 +43,7 @@ pub mod coupons;
 pub mod gift;
 pub mod lp;
 pub mod share;
+pub mod stats;
 
 use std::fmt;
 
@@ -54,7 +55,9 @@ pub use controller::{
     AllocatorController, DemandModel, GiftControllerConfig, GiftOptions, POLICY_NAMES,
 };
 pub use coupons::{Coupon, CouponLedger, LedgerTotals};
-pub use gift::{Gift, GiftConfig, GiftConfigError};
+pub use gift::{Gift, GiftConfig, GiftConfigError, SystemGate, ThrottleLimit, WindowKind};
+pub use share::{ShareOptions, ShareUnit};
+pub use stats::{AllocationStats, Recorded};
 
 /// Most applications in one decision.
 pub const APPS_MAX: usize = 100_000;
@@ -78,6 +81,11 @@ pub struct OstDemand {
     pub ost: OstId,
     /// Bandwidth the application would use on this OST if nobody limited it (> 0).
     pub demand_bytes_per_s: f64,
+    /// Open streams (files, or objects of striped files) the application has on this OST
+    /// (>= 1). Only the `stream` share unit reads it: the authors' artifact gives every open
+    /// stream its own share, so an application with `k` streams on an OST counts `k` times
+    /// (`docs/reproductions/gift.md`, "The authors' artifact").
+    pub streams: u32,
 }
 
 /// One application doing I/O in the interval.
@@ -181,6 +189,7 @@ pub enum AllocError {
     UnknownOst { app: JobId, ost: OstId },
     BadCapacity { ost: OstId },
     BadDemand { app: JobId, ost: OstId },
+    BadStreams { app: JobId, ost: OstId },
     ZeroInterval,
 }
 
@@ -214,6 +223,10 @@ impl fmt::Display for AllocError {
                 f,
                 "application {app} demand on {ost} must be finite and positive"
             ),
+            AllocError::BadStreams { app, ost } => write!(
+                f,
+                "application {app} must have at least one stream on {ost}"
+            ),
             AllocError::ZeroInterval => write!(f, "decision interval must be positive"),
         }
     }
@@ -232,6 +245,12 @@ pub trait Allocator {
     fn regret(&self) -> Option<RegretSummary> {
         None
     }
+
+    /// The artifact's allocation statistics over every decision so far, for allocators
+    /// wrapped in [`Recorded`]; `None` otherwise.
+    fn allocation_stats(&self) -> Option<AllocationStats> {
+        None
+    }
 }
 
 impl<A: Allocator + ?Sized> Allocator for Box<A> {
@@ -245,6 +264,10 @@ impl<A: Allocator + ?Sized> Allocator for Box<A> {
 
     fn regret(&self) -> Option<RegretSummary> {
         (**self).regret()
+    }
+
+    fn allocation_stats(&self) -> Option<AllocationStats> {
+        (**self).allocation_stats()
     }
 }
 
@@ -263,7 +286,8 @@ pub struct RegretSummary {
 pub(crate) struct PreparedApp {
     pub app: JobId,
     pub nodes: u32,
-    /// `(OST index, demand bytes/s)` in input order.
+    /// `(OST index, demand bytes/s)` in input order. With the `stream` share unit the demand
+    /// is the input's demand times the stream count (every stream may use the whole OST).
     pub uses: Vec<(usize, f64)>,
     /// `D_i`: total demand over the application's OSTs.
     pub demand_total_bytes_per_s: f64,
@@ -279,10 +303,20 @@ pub(crate) struct Prepared {
     pub apps: Vec<PreparedApp>,
     /// Per OST: `(app index, demand)` of the applications on it, by app index.
     pub users: Vec<Vec<(usize, f64)>>,
+    /// Per OST: the fair-share weight of each entry of `users` (1 with the `app` share unit,
+    /// the stream count with the `stream` unit).
+    pub user_weights: Vec<Vec<f64>>,
 }
 
 impl Prepared {
+    /// Validates the input with the paper's share unit (one share per application and OST).
+    #[cfg(test)]
     pub fn new(input: &IntervalInput) -> Result<Prepared, AllocError> {
+        Prepared::with_unit(input, ShareUnit::App)
+    }
+
+    /// Validates the input; `unit` says what one fair share belongs to.
+    pub fn with_unit(input: &IntervalInput, unit: ShareUnit) -> Result<Prepared, AllocError> {
         if input.interval_ns == 0 {
             return Err(AllocError::ZeroInterval);
         }
@@ -316,6 +350,7 @@ impl Prepared {
         order.sort_by_key(|&i| input.apps[i].app);
         let mut apps = Vec::with_capacity(order.len());
         let mut users = vec![Vec::new(); osts.len()];
+        let mut user_weights = vec![Vec::new(); osts.len()];
         for (idx, &i) in order.iter().enumerate() {
             let a = &input.apps[i];
             if idx > 0 && apps.last().is_some_and(|p: &PreparedApp| p.app == a.app) {
@@ -344,14 +379,28 @@ impl Prepared {
                         ost: d.ost,
                     });
                 }
+                if d.streams == 0 {
+                    return Err(AllocError::BadStreams {
+                        app: a.app,
+                        ost: d.ost,
+                    });
+                }
                 if uses.iter().any(|&(k, _)| k == j) {
                     return Err(AllocError::DuplicateOstForApp {
                         app: a.app,
                         ost: d.ost,
                     });
                 }
-                uses.push((j, d.demand_bytes_per_s));
-                users[j].push((idx, d.demand_bytes_per_s));
+                let (demand, weight) = match unit {
+                    ShareUnit::App => (d.demand_bytes_per_s, 1.0),
+                    ShareUnit::Stream => {
+                        let k = f64::from(d.streams);
+                        (d.demand_bytes_per_s * k, k)
+                    }
+                };
+                uses.push((j, demand));
+                users[j].push((idx, demand));
+                user_weights[j].push(weight);
             }
             apps.push(PreparedApp {
                 app: a.app,
@@ -367,6 +416,7 @@ impl Prepared {
             capacity_bytes_per_s: osts.iter().map(|o| o.capacity_bytes_per_s).collect(),
             apps,
             users,
+            user_weights,
         })
     }
 

@@ -1,8 +1,40 @@
 //! Fair shares: per-OST max-min fair share (POFS) and the synchronous share set by each
 //! application's most contended OST (BSIP), plus the repair that keeps LP results inside the
-//! capacities despite floating-point slack.
+//! capacities despite floating-point slack, and the optional redistribution of leftover
+//! bandwidth.
+//!
+//! Two definitions of "a share" (`docs/reproductions/gift.md`, "The authors' artifact"):
+//!
+//! * [`ShareUnit::App`] (the paper's §2 and Fig. 5: `1/n_j` per *application* on OST `j`);
+//! * [`ShareUnit::Stream`] (the authors' artifact: one share per open stream, so an
+//!   application with `k` streams on an OST gets `k/n_j` where `n_j` counts streams; BSIP gives
+//!   each stream its application's bottleneck per-stream share `min_j 1/n_j`). Implemented as
+//!   demand `k · d_ij` and fair-share weight `k`: the progress fraction `x_i` is then the
+//!   artifact's per-stream rate, and eq. 1 `Σ_i x_i D_i` the artifact's LP objective.
 
-use super::Prepared;
+use super::{Allocation, Prepared};
+
+/// What one fair share belongs to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShareUnit {
+    /// One share per application and OST (the paper, §2; pfsqos's default).
+    #[default]
+    App,
+    /// One share per open stream (file) per OST (the authors' artifact).
+    Stream,
+}
+
+/// How a GIFT-family policy turns its decision into caps: the share unit and whether leftover
+/// bandwidth is handed out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShareOptions {
+    pub unit: ShareUnit,
+    /// After the policy's allocation, split every OST's leftover capacity among the
+    /// applications on it (weighted max-min, each up to its demand). The extra is not
+    /// synchronous (eq. 1 is unchanged) but makes the policy work-conserving. `false` (default,
+    /// and the artifact, where the switch is compiled off) leaves gaps unused.
+    pub redistribute: bool,
+}
 
 /// Per application and OST (in `uses` order): the max-min fair share of the OST among the
 /// applications on it, each capped at its demand (water-filling). With every demand at least the
@@ -16,24 +48,77 @@ pub(crate) fn pofs_bytes_per_s(p: &Prepared) -> Vec<Vec<f64>> {
             slot[j].push(k);
         }
     }
-    let mut order: Vec<usize> = Vec::new();
     for (j, users) in p.users.iter().enumerate() {
-        order.clear();
-        order.extend(0..users.len());
-        // Smallest demands are satisfied first; ties keep app order (deterministic).
-        order.sort_by(|&a, &b| users[a].1.total_cmp(&users[b].1).then(a.cmp(&b)));
-        let mut left = p.capacity_bytes_per_s[j];
-        let mut remaining = users.len();
-        for &u in &order {
-            let (app, demand) = users[u];
-            let level = left / remaining as f64;
-            let share = demand.min(level);
-            out[app][slot[j][u]] = share;
-            left = (left - share).max(0.0);
-            remaining -= 1;
+        let demands: Vec<f64> = users.iter().map(|&(_, d)| d).collect();
+        let shares = water_fill(p.capacity_bytes_per_s[j], &demands, &p.user_weights[j]);
+        for (u, &(app, _)) in users.iter().enumerate() {
+            out[app][slot[j][u]] = shares[u];
         }
     }
     out
+}
+
+/// Weighted max-min fair split of `capacity` among claimants wanting `wants[u]` with weights
+/// `weights[u] > 0`: the smallest `want / weight` are satisfied first, the rest share what is
+/// left in proportion to their weights. With unit weights the arithmetic is exactly the
+/// unweighted water-filling (`x * 1.0` and sums of `1.0` are exact), so the `app` unit's
+/// results are bit-identical to what they were before weights existed.
+fn water_fill(capacity: f64, wants: &[f64], weights: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..wants.len()).collect();
+    // Ties keep input order (deterministic).
+    order.sort_by(|&a, &b| {
+        (wants[a] / weights[a])
+            .total_cmp(&(wants[b] / weights[b]))
+            .then(a.cmp(&b))
+    });
+    let mut out = vec![0.0; wants.len()];
+    let mut left = capacity;
+    let mut remaining: f64 = weights.iter().sum();
+    for &u in &order {
+        let level = left / remaining;
+        let share = wants[u].min(level * weights[u]);
+        out[u] = share;
+        left = (left - share).max(0.0);
+        remaining -= weights[u];
+    }
+    out
+}
+
+/// Hands every OST's leftover capacity (capacity minus the sum of the caps on it) to the
+/// applications on it, weighted max-min by the share unit's weights, each up to its demand.
+/// Progress fractions and eq. 1 stay as the policy computed them: the extra is bandwidth
+/// beyond the synchronous share, usable only by processes that may run ahead of their
+/// application's slowest OST.
+pub(crate) fn redistribute(p: &Prepared, out: &mut Allocation) {
+    let mut slot: Vec<Vec<usize>> = vec![Vec::new(); p.osts.len()];
+    for a in &p.apps {
+        for (k, &(j, _)) in a.uses.iter().enumerate() {
+            slot[j].push(k);
+        }
+    }
+    for (j, users) in p.users.iter().enumerate() {
+        if users.is_empty() {
+            continue;
+        }
+        let load: f64 = users
+            .iter()
+            .enumerate()
+            .map(|(u, &(i, _))| out.apps[i].caps[slot[j][u]].cap_bytes_per_s)
+            .sum();
+        let left = p.capacity_bytes_per_s[j] - load;
+        if left <= 0.0 {
+            continue;
+        }
+        let wants: Vec<f64> = users
+            .iter()
+            .enumerate()
+            .map(|(u, &(i, d))| (d - out.apps[i].caps[slot[j][u]].cap_bytes_per_s).max(0.0))
+            .collect();
+        let extra = water_fill(left, &wants, &p.user_weights[j]);
+        for (u, &(i, _)) in users.iter().enumerate() {
+            out.apps[i].caps[slot[j][u]].cap_bytes_per_s += extra[u];
+        }
+    }
 }
 
 /// BSIP progress fraction per application: `min_j pofs_ij / d_ij` (§2, Fig. 5): the share on
@@ -115,6 +200,7 @@ mod tests {
                     osts: vec![OstDemand {
                         ost: OstId(0),
                         demand_bytes_per_s: d,
+                        streams: 1,
                     }],
                 })
                 .collect(),

@@ -908,7 +908,8 @@ fn the_mount_and_the_simulator_form_the_same_rpcs() {
     use std::os::unix::fs::FileExt;
     const M: u64 = 1 << 20;
     // (stripe_count, stripe_size, call length)
-    let cases_by_brw: [(u64, &[(u32, u64, u64)]); 2] = [
+    type Case = (u32, u64, u64);
+    let cases_by_brw: [(u64, &[Case]); 2] = [
         (
             4 * M,
             &[

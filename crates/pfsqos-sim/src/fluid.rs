@@ -58,7 +58,7 @@ use pfsqos_core::control::gift::{
     allocation_trace, Allocation, Allocator, AppDemand, IntervalInput, OstCapacity, OstDemand,
 };
 use pfsqos_core::control::spec::PolicyChoice;
-use pfsqos_core::control::static_bw::TBF_RATE_RPCS_PER_S_MAX;
+use pfsqos_core::control::tbf_rate_rpcs_per_s;
 use pfsqos_core::model::{JobId, OstId};
 
 use crate::batch::{Batch, BatchJob};
@@ -1204,8 +1204,7 @@ impl Fluid {
                 continue;
             };
             for c in &a.caps {
-                let rpcs = ((c.cap_bytes_per_s / brw + 1e-6).floor() as u64)
-                    .clamp(1, TBF_RATE_RPCS_PER_S_MAX);
+                let rpcs = tbf_rate_rpcs_per_s(c.cap_bytes_per_s, self.brw_size_bytes);
                 self.caps.insert((app, c.ost.0), rpcs as f64 * brw);
             }
         }

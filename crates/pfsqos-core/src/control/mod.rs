@@ -142,6 +142,18 @@ pub trait Controller {
     }
 }
 
+/// The TBF rate (RPCs/s of `rpc_size_bytes`) that carries a bandwidth cap of `bytes_per_s`:
+/// rounded down, so a rule never lets more through than the cap, but absorbing float noise (a
+/// cap computed as 34.9999999 RPCs/s is 35), and within Lustre's `1..=999_999`. Every driver
+/// and controller that turns bytes into rule rates uses this one rule (the GIFT adapter, the
+/// fluid engine's caps).
+pub fn tbf_rate_rpcs_per_s(bytes_per_s: f64, rpc_size_bytes: u64) -> u64 {
+    assert!(rpc_size_bytes > 0, "an RPC carries bytes");
+    let rpcs = (bytes_per_s / rpc_size_bytes as f64 + 1e-6).floor();
+    // NaN and negatives become 0, then the minimum rate 1.
+    (rpcs.max(0.0) as u64).clamp(1, u64::from(crate::lustre::TBF_RATE_MAX_RPCS_PER_S))
+}
+
 /// Longest TBF rule name Lustre accepts (`MAX_TBF_NAME` = 16 including the NUL).
 pub const RULE_NAME_LEN_MAX: usize = crate::lustre::TBF_NAME_LEN_MAX;
 
@@ -207,6 +219,17 @@ impl RuleNamer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tbf_rates_round_down_absorb_noise_and_stay_in_range() {
+        let m = 1u64 << 20;
+        assert_eq!(tbf_rate_rpcs_per_s(35.0 * m as f64, m), 35);
+        assert_eq!(tbf_rate_rpcs_per_s(34.999_999_9 * m as f64, m), 35);
+        assert_eq!(tbf_rate_rpcs_per_s(35.9 * m as f64, m), 35);
+        assert_eq!(tbf_rate_rpcs_per_s(0.2 * m as f64, m), 1);
+        assert_eq!(tbf_rate_rpcs_per_s(f64::NAN, m), 1);
+        assert_eq!(tbf_rate_rpcs_per_s(1e18, 1), 999_999);
+    }
 
     #[test]
     fn namer_keeps_names_distinct_and_stable() {

@@ -22,7 +22,7 @@ use super::{
     Allocation, AllocationStats, Allocator, AppDemand, IntervalInput, OstCapacity, OstDemand,
     ShareOptions, ShareUnit, SystemGate, ThrottleLimit, WindowKind,
 };
-use crate::control::static_bw::TBF_RATE_RPCS_PER_S_MAX;
+use crate::control::tbf_rate_rpcs_per_s;
 use crate::control::{
     ControlWrite, Controller, Decision, DomainId, DomainWrite, Observation, RuleNamer, TraceSample,
 };
@@ -371,7 +371,6 @@ impl<A: Allocator> Controller for AllocatorController<A> {
                     .push((a.app, c.cap_bytes_per_s));
             }
         }
-        let rpc = self.config.rpc_size_bytes as f64;
         let mut writes = Vec::new();
         for d in &observation.domains {
             let mut sums: BTreeMap<JobId, f64> = BTreeMap::new();
@@ -383,9 +382,10 @@ impl<A: Allocator> Controller for AllocatorController<A> {
             let rates: BTreeMap<JobId, u64> = sums
                 .into_iter()
                 .map(|(job, bytes_per_s)| {
-                    // Round down (never above the cap) but absorb float noise: 34.9999999 is 35.
-                    let rate = (bytes_per_s / rpc + 1e-6).floor() as u64;
-                    (job, rate.clamp(1, TBF_RATE_RPCS_PER_S_MAX))
+                    (
+                        job,
+                        tbf_rate_rpcs_per_s(bytes_per_s, self.config.rpc_size_bytes),
+                    )
                 })
                 .collect();
             let rules = self.rules.entry(d.domain).or_default();

@@ -74,7 +74,6 @@ use pfsqos_core::control::{ControlWrite, DomainWrite};
 use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
 use pfsqos_core::model::JobId;
 use pfsqos_core::sched::nrs::{nrs_policies_yaml, tbf_rule_listing, ActiveRpcs, Nrs, NrsError};
-use pfsqos_core::sched::tbf::cond::wildcard_match;
 use pfsqos_core::sched::tbf::{ListingForm, NrsQueue, TbfConfig};
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
 use pfsqos_node::oss::apply_write;
@@ -820,10 +819,30 @@ pub fn param_matches(pattern: &str, name: &str) -> bool {
             .all(|(p, n)| glob(p.as_bytes(), n.as_bytes()))
 }
 
-/// `*` within one component: the same matcher as TBF's jobid wildcards (libcfs
-/// `cfs_match_wildcard`).
+/// `*` within one component, as `lctl` expands parameter paths with glob(3): a `*` matches any
+/// run, empty included, wherever it stands. Deliberately not TBF's jobid matcher
+/// (`cond::wildcard_match`): libcfs's `cfs_match_wildcard` refuses `a**` against `a`, glob(3)
+/// does not, and each must behave as the Lustre code it stands for.
 fn glob(p: &[u8], s: &[u8]) -> bool {
-    wildcard_match(p, s)
+    // Iterative wildcard match with one backtrack point: linear in practice, no recursion.
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, si));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == s[si] {
+            pi += 1;
+            si += 1;
+        } else if let Some((sp, ss)) = star {
+            pi = sp + 1;
+            si = ss + 1;
+            star = Some((sp, ss + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
 }
 
 impl Ost {
@@ -1477,6 +1496,8 @@ mod tests {
         assert!(glob(b"a*b*c", b"aXXbYYc"));
         assert!(!glob(b"a*b*c", b"aXXbYY"));
         assert!(glob(b"**", b""));
+        // glob(3), not libcfs: trailing stars match the empty rest.
+        assert!(glob(b"a**", b"a"));
     }
 
     #[test]

@@ -83,6 +83,10 @@ enum Command {
         /// writing whole aligned RPCs straight to the device (O_DIRECT) before answering.
         #[arg(long)]
         buffered_writes: bool,
+        /// The Lustre version whose NRS interface to emulate (TBF rule forms, fields, rate
+        /// limits, listing form), e.g. 2.15 or 2.17.57; default: master.
+        #[arg(long)]
+        lustre_version: Option<String>,
         /// File system name used in parameter names (obdfilter.<fsname>-OST0000.job_stats).
         #[arg(long, default_value = "pfsqos")]
         fsname: String,
@@ -294,6 +298,7 @@ fn main() -> ExitCode {
             cpts,
             ceiling_bytes_per_s,
             buffered_writes,
+            lustre_version,
             fsname,
             policy,
             period_ms,
@@ -314,6 +319,15 @@ fn main() -> ExitCode {
             config.cpts = cpts;
             config.ceiling_bytes_per_s = ceiling_bytes_per_s;
             config.buffered_writes = buffered_writes;
+            if let Some(text) = lustre_version {
+                match pfsqos_live::ossd::parse_lustre_version(&text) {
+                    Ok(v) => config.lustre_version = v,
+                    Err(e) => {
+                        eprintln!("pfsqos: error: --lustre-version {text:?}: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
             config.fsname = fsname;
             config.metrics_listen = metrics_listen;
             if let Some(spec) = policy {

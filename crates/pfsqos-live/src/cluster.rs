@@ -108,6 +108,7 @@ struct OssSpec {
     osts: Option<Vec<PathBuf>>,
     ceiling_bytes_per_s: Option<u64>,
     buffered_writes: Option<bool>,
+    lustre_version: Option<String>,
     threads: Option<u64>,
     cpts: Option<u64>,
     policy: Option<String>,
@@ -171,6 +172,9 @@ pub struct OssRole {
     /// Writes through the page cache (`ossd --buffered-writes`) instead of straight to the
     /// device.
     pub buffered_writes: bool,
+    /// The Lustre version whose NRS interface the ossd emulates (`ossd --lustre-version`);
+    /// `None`: master.
+    pub lustre_version: Option<String>,
     pub threads: usize,
     pub cpts: usize,
     /// A controller spec run inside the ossd (`ossd --policy`).
@@ -633,6 +637,13 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
         osts,
         ceiling_bytes_per_s: ceiling,
         buffered_writes: o.buffered_writes.unwrap_or(false),
+        lustre_version: match o.lustre_version {
+            Some(v) => match crate::ossd::parse_lustre_version(&v) {
+                Ok(parsed) => Some(parsed.to_string()),
+                Err(e) => return Err(cx.err(&f("lustre_version"), &v, e)),
+            },
+            None => None,
+        },
         threads,
         cpts,
         policy: o.policy,
@@ -976,6 +987,10 @@ mod tests {
             ),
             ("[[oss]]\nthreads = 0", "c.toml: field `oss[0].threads`: value `0`: must be 1..=1024"),
             ("[[oss]]\ncpts = 300", "c.toml: field `oss[0].cpts`: value `300`: must be 1..=256"),
+            (
+                "[[oss]]\nlustre_version = \"2.9\"",
+                "c.toml: field `oss[0].lustre_version`: value `2.9`: emulated versions are 2.12.0 to 2.17.57 (master)",
+            ),
             (
                 "[[oss]]\npolicy = \"nonsense\"",
                 "c.toml: field `oss[0].policy`: value `nonsense`: unknown policy `nonsense` (allowed: nobw, static, adaptbf, pofs, bsip, mbw, tsa, esa, tmf, rnd, gift; options as in `adaptbf:period_ms=200`)",

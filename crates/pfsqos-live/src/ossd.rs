@@ -74,7 +74,8 @@ use pfsqos_core::control::{ControlWrite, DomainWrite};
 use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
 use pfsqos_core::model::JobId;
 use pfsqos_core::sched::nrs::{nrs_policies_yaml, tbf_rule_listing, ActiveRpcs, Nrs, NrsError};
-use pfsqos_core::sched::tbf::{ListingForm, NrsQueue, TbfConfig};
+use pfsqos_core::sched::tbf::version::LustreVersion;
+use pfsqos_core::sched::tbf::{NrsQueue, TbfConfig};
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
 use pfsqos_node::oss::apply_write;
 use tokio::net::{TcpListener, TcpStream};
@@ -116,10 +117,31 @@ pub struct OssdConfig {
     /// (`--buffered-writes`), instead of writing whole aligned RPCs straight to the device
     /// (see "Writes" in the module docs).
     pub buffered_writes: bool,
+    /// The Lustre version whose NRS text interface the daemon emulates (`--lustre-version`):
+    /// which TBF rule forms, fields and rate limits it accepts and which listing form it
+    /// prints (docs/tbf-conformance.md). Default: master.
+    pub lustre_version: LustreVersion,
     /// A controller run in the daemon (`--policy`); see [`crate::control`].
     pub control: Option<ControlConfig>,
     /// Where to serve Prometheus metrics (`--metrics-listen`); see [`crate::metrics`].
     pub metrics_listen: Option<SocketAddr>,
+}
+
+/// Oldest Lustre version the daemon emulates: the oldest whose TBF interface was checked.
+pub const LUSTRE_VERSION_MIN: LustreVersion = LustreVersion::V2_12;
+
+/// A `--lustre-version` value (`2.15`, `2.17.57`, `v2_15_3`), within
+/// [`LUSTRE_VERSION_MIN`]..=master.
+pub fn parse_lustre_version(text: &str) -> Result<LustreVersion, String> {
+    let v = LustreVersion::parse(text)
+        .ok_or_else(|| "not a version (MAJOR.MINOR[.PATCH], e.g. 2.15 or 2.17.57)".to_string())?;
+    if v < LUSTRE_VERSION_MIN || v > LustreVersion::MASTER {
+        return Err(format!(
+            "emulated versions are {LUSTRE_VERSION_MIN} to {} (master)",
+            LustreVersion::MASTER
+        ));
+    }
+    Ok(v)
 }
 
 impl OssdConfig {
@@ -138,6 +160,7 @@ impl OssdConfig {
             rpcs_in_flight_per_conn: 8,
             in_flight_bytes_max: 1 << 30,
             buffered_writes: false,
+            lustre_version: LustreVersion::MASTER,
             control: None,
             metrics_listen: None,
         }
@@ -406,6 +429,8 @@ pub(crate) struct Shared {
     bytes_in_flight: Arc<Semaphore>,
     /// Pipes for reads spliced from the page cache to the socket.
     pipes: Arc<PipePool>,
+    /// The TBF configuration of every head (the emulated Lustre version).
+    tbf: TbfConfig,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -441,8 +466,8 @@ enum OstParam {
 
 pub(crate) const PARAM_POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
 pub(crate) const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
-/// Which Lustre version's listing and job_stats layouts the daemon prints (master).
-const LISTING_FORM: ListingForm = ListingForm::Expression;
+/// Which Lustre version's job_stats layout the daemon prints (master; the TBF listing form
+/// follows `OssdConfig::lustre_version`).
 const JOB_STATS_FORMAT: JobStatsFormat = JobStatsFormat::Master;
 
 impl Shared {
@@ -627,7 +652,7 @@ impl Shared {
                 let guards = self.lock_cpts();
                 let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.reg).collect();
                 let hp: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.hp).collect();
-                tbf_rule_listing(&reg, Some(&hp), LISTING_FORM)
+                tbf_rule_listing(&reg, Some(&hp), self.tbf.listing_form())
                     .map(|l| l.to_string())
                     .map_err(nrs_error)
             }
@@ -788,7 +813,7 @@ impl Shared {
             .reg
             .tbf()
             .map(|t| {
-                t.listing(LISTING_FORM)
+                t.listing(self.tbf.listing_form())
                     .into_iter()
                     .map(|r| (r.name, r.rate_rpcs_per_s))
                     .collect()
@@ -1045,11 +1070,12 @@ impl Ossd {
                 served_rpcs: AtomicU64::new(0),
             });
         }
+        let tbf = TbfConfig::for_version(config.lustre_version);
         let cpts = (0..config.cpts)
             .map(|_| Cpt {
                 state: Mutex::new(CptState {
-                    reg: Nrs::with_config(NrsQueue::Regular, TbfConfig::default()),
-                    hp: Nrs::with_config(NrsQueue::HighPriority, TbfConfig::default()),
+                    reg: Nrs::with_config(NrsQueue::Regular, tbf.clone()),
+                    hp: Nrs::with_config(NrsQueue::HighPriority, tbf.clone()),
                     active: 0,
                     dequeued: BTreeMap::new(),
                     shutdown: false,
@@ -1067,6 +1093,7 @@ impl Ossd {
             rpcs_in_flight_per_conn: config.rpcs_in_flight_per_conn,
             bytes_in_flight: Arc::new(Semaphore::new((config.in_flight_bytes_max / 1024) as usize)),
             pipes: PipePool::new(PIPES_MAX),
+            tbf,
         });
         let listener = TcpListener::bind(config.listen)
             .await
@@ -1478,6 +1505,22 @@ mod tests {
             "3 MiB is read into a buffer"
         );
         ossd.shutdown().await;
+    }
+
+    #[test]
+    fn lustre_versions_parse_within_the_emulated_range() {
+        assert_eq!(
+            parse_lustre_version("2.15").unwrap(),
+            LustreVersion::parse("2.15.0").unwrap()
+        );
+        assert_eq!(
+            parse_lustre_version("v2_17_57").unwrap(),
+            LustreVersion::MASTER
+        );
+        assert!(parse_lustre_version("2.11").is_err());
+        assert!(parse_lustre_version("2.18").is_err());
+        assert!(parse_lustre_version("two").is_err());
+        assert!(parse_lustre_version("2.15.3.1").is_err());
     }
 
     #[test]

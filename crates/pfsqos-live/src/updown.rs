@@ -239,6 +239,10 @@ fn role_args(
             if o.buffered_writes {
                 a.push("--buffered-writes".into());
             }
+            if let Some(v) = &o.lustre_version {
+                a.push("--lustre-version".into());
+                a.push(v.into());
+            }
         }
         Role::Mds => {
             let m = &c.mds;
@@ -633,6 +637,7 @@ mod tests {
             osts = ["/d/a", "/d/b"]
             ceiling_bytes_per_s = 8388608
             buffered_writes = true
+            lustre_version = "2.15"
             policy = "static"
             job_nodes = { "j.1" = 3 }
             [mount]
@@ -653,7 +658,7 @@ mod tests {
             args_text(&role_args(&c, Role::Oss(0), &oss, &mds)).join(" "),
             "ossd --listen 0.0.0.0:7988 --ost /d/a --ost /d/b --key-file /s/cluster.key \
              --fsname pfsqos --threads 8 --cpts 1 --ceiling-bytes-per-s 8388608 --policy static \
-             --job-nodes j.1=3 --buffered-writes"
+             --job-nodes j.1=3 --buffered-writes --lustre-version 2.15.0"
         );
         assert_eq!(
             args_text(&role_args(&c, Role::Mds, &oss, &mds)).join(" "),

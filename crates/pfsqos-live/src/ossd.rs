@@ -1074,8 +1074,8 @@ impl Ossd {
         let cpts = (0..config.cpts)
             .map(|_| Cpt {
                 state: Mutex::new(CptState {
-                    reg: Nrs::with_config(NrsQueue::Regular, tbf.clone()),
-                    hp: Nrs::with_config(NrsQueue::HighPriority, tbf.clone()),
+                    reg: Nrs::with_config(NrsQueue::Regular, tbf),
+                    hp: Nrs::with_config(NrsQueue::HighPriority, tbf),
                     active: 0,
                     dequeued: BTreeMap::new(),
                     shutdown: false,

@@ -256,25 +256,30 @@ pub struct RpcTags {
     pub nodemap: u32,
 }
 
-/// An empty jobid from `0@lo` reading, uid/gid/projid 0, default nodemap: what a request
-/// carries when nothing else is known; constructors override the fields they have.
+impl RpcTags {
+    /// An empty jobid from `0@lo` reading, uid/gid/projid 0, default nodemap: what a request
+    /// carries when nothing else is known (and what the FIFO's drained requests carry).
+    pub const UNKNOWN: RpcTags = RpcTags {
+        job: JobId::EMPTY,
+        nid: Nid {
+            addr: 0,
+            net: LNet {
+                kind: NetKind::Lo,
+                num: 0,
+            },
+        },
+        opcode: Opcode::OstRead,
+        uid: 0,
+        gid: 0,
+        projid: 0,
+        nodemap: 0,
+    };
+}
+
+/// [`RpcTags::UNKNOWN`]; constructors override the fields they have.
 impl Default for RpcTags {
     fn default() -> Self {
-        RpcTags {
-            job: JobId::EMPTY,
-            nid: Nid {
-                addr: 0,
-                net: LNet {
-                    kind: NetKind::Lo,
-                    num: 0,
-                },
-            },
-            opcode: Opcode::OstRead,
-            uid: 0,
-            gid: 0,
-            projid: 0,
-            nodemap: 0,
-        }
+        RpcTags::UNKNOWN
     }
 }
 

@@ -534,6 +534,9 @@ fn rpcs_are_split_at_brw_size_and_reads_see_every_piece() {
     let c = Cluster::start(|m| {
         m.brw_size_bytes = 256 << 10;
         m.jobid_name = "brw-test".into();
+        // The RPC counts below must not depend on machine speed (a gather flushed by its
+        // timer between two FUSE writes would add a short RPC).
+        m.gather_flush_after = Duration::from_secs(3600);
     });
     // The file system default: one stripe of 1 MiB. 4 MiB arrive as 1 MiB FUSE writes, each
     // split into four 256 KiB RPCs on the file's one OST.
@@ -551,10 +554,11 @@ fn rpcs_are_split_at_brw_size_and_reads_see_every_piece() {
         .collect();
     assert_eq!(entries.len(), 1, "one OST saw the job");
     let w = entries[0].counter(OstCounter::WriteBytes);
-    assert_eq!(
-        (w.samples, w.min, w.max, w.sum),
-        (16, 256 << 10, 256 << 10, 4 << 20)
-    );
+    // Every RPC at most brw_size, all bytes once; 16 whole RPCs when the kernel's pieces of
+    // the write arrive in order (the kernel may issue them concurrently, and a piece that
+    // arrives early sends what was gathered before it, so more RPCs are allowed, never larger).
+    assert_eq!((w.max, w.sum), (256 << 10, 4 << 20));
+    assert!(w.samples >= 16, "{} RPCs", w.samples);
     let r = entries[0].counter(OstCounter::ReadBytes);
     assert_eq!(r.max, 256 << 10, "reads are split too");
     assert_eq!(r.sum, 4 << 20);

@@ -90,10 +90,19 @@ fn nobw_setup_writes_fifo_to_every_domain() {
 }
 
 #[test]
-fn static_without_tbf_records_rejected_writes() {
-    // On a branch where TBF is not there, the writes are recorded with their error, not fatal.
+fn static_writes_are_logged_and_accepted() {
     let s = scenario(RANDOM);
     let out = run_quiet(&s, "static", 1);
-    // One `nrs_policies` write plus one rule per job, per domain.
+    // One `nrs_policies` write plus one rule per job, per domain, each accepted by every head
+    // (a test that only counted the entries passed whether the writes landed or not).
     assert_eq!(out.control_log.len(), 2 * 3);
+    for e in &out.control_log {
+        assert_eq!(e.result, Ok(()), "{:?} refused", e.write);
+    }
+    let rules = out
+        .control_log
+        .iter()
+        .filter(|e| matches!(&e.write, pfsqos_core::control::ControlWrite::NrsTbfRule(t) if t.starts_with("start ")))
+        .count();
+    assert_eq!(rules, 2 * 2, "a start per job and domain");
 }

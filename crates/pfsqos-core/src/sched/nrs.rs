@@ -17,24 +17,10 @@ use super::tbf::kstrto::strsep;
 use super::tbf::listing::{CptRules, ListingForm, TbfRuleListing};
 use super::tbf::{ClassType, LustreVersion, NrsQueue, Tbf, TbfCommand, TbfConfig, TbfError};
 use super::{Dequeue, RequestScheduler};
-use crate::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
+use crate::model::RpcTags;
 
 /// Placeholder tags for requests moved into the FIFO, which does not classify.
-const DRAINED_TAGS: RpcTags = RpcTags {
-    job: JobId::EMPTY,
-    nid: Nid {
-        addr: 0,
-        net: LNet {
-            kind: NetKind::Lo,
-            num: 0,
-        },
-    },
-    opcode: Opcode::OstRead,
-    uid: 0,
-    gid: 0,
-    projid: 0,
-    nodemap: 0,
-};
+const DRAINED_TAGS: RpcTags = RpcTags::UNKNOWN;
 
 /// Longest `nrs_policies` write accepted: `LPROCFS_NRS_WR_MAX_CMD` (policy name 16 + " reg"
 /// + argument 1024) less one (`lproc_ptlrpc.c`, `ptlrpc_lprocfs_nrs_policies_seq_write`).
@@ -392,7 +378,7 @@ impl<P> RequestScheduler<P> for Nrs<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{JobId, Nid};
+    use crate::model::{JobId, LNet, NetKind, Nid, Opcode};
 
     fn tags(job: &str) -> RpcTags {
         RpcTags {

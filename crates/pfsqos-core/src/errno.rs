@@ -31,10 +31,11 @@ pub enum Errno {
     /// Kernel-internal 524, which Lustre's TBF returns for an unknown policy type up to
     /// 2.16.57 (`nrs_tbf_start`); userspace has no name for it (`Unknown error 524`).
     ENOTSUPP,
+    ENOMEM,
 }
 
 impl Errno {
-    pub const ALL: [Errno; 19] = [
+    pub const ALL: [Errno; 20] = [
         Errno::EPERM,
         Errno::ENOENT,
         Errno::EIO,
@@ -54,6 +55,7 @@ impl Errno {
         Errno::ENOTEMPTY,
         Errno::EOVERFLOW,
         Errno::ENOTSUPP,
+        Errno::ENOMEM,
     ];
 
     pub fn name(self) -> &'static str {
@@ -77,6 +79,7 @@ impl Errno {
             Errno::ENOTEMPTY => "ENOTEMPTY",
             Errno::EOVERFLOW => "EOVERFLOW",
             Errno::ENOTSUPP => "ENOTSUPP",
+            Errno::ENOMEM => "ENOMEM",
         }
     }
 
@@ -102,6 +105,7 @@ impl Errno {
             Errno::ENOTEMPTY => "Directory not empty",
             Errno::EOVERFLOW => "Value too large for defined data type",
             Errno::ENOTSUPP => "Unknown error 524",
+            Errno::ENOMEM => "Cannot allocate memory",
         }
     }
 

@@ -40,6 +40,12 @@ pub const CONTROL_PERIOD_MS_MAX: u64 = 3_600_000;
 /// Largest node count of one job (the AdapTBF priority basis).
 pub const JOB_NODES_MAX: u32 = 1_000_000;
 
+/// Most TBF rules one head holds, the default rule included. Lustre has no bound but memory;
+/// pfsqos bounds the list an administrator or a controller can grow (each new class walks it).
+/// As many as the jobs a controller tracks ([`crate::control::agent::KNOWN_JOBS_MAX`]), so a
+/// rule per tracked job always fits.
+pub const TBF_RULES_MAX: usize = crate::control::agent::KNOWN_JOBS_MAX + 1;
+
 /// Largest OST capacity in RPC/s a controller may be told: the largest TBF rate, since
 /// AdapTBF hands out up to the capacity as rule rates and a rate above
 /// [`TBF_RATE_MAX_RPCS_PER_S`] is refused by Lustre.

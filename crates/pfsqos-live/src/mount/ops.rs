@@ -111,6 +111,7 @@ pub fn errno(e: Errno) -> i32 {
         Errno::ENOTEMPTY => libc::ENOTEMPTY,
         Errno::EOVERFLOW => libc::EOVERFLOW,
         Errno::ENOTSUPP => libc::EOPNOTSUPP,
+        Errno::ENOMEM => libc::ENOMEM,
     }
 }
 

@@ -446,6 +446,11 @@ impl<P> Tbf<P> {
         if self.find_rule(name).is_some() {
             return Err(TbfError::RuleExists(name.to_string()));
         }
+        // A bound Lustre leaves to memory: every rule is walked when a new class binds.
+        let max = crate::lustre::TBF_RULES_MAX;
+        if self.order.len() >= max {
+            return Err(TbfError::TooManyRules { max });
+        }
         // nrs_tbf_parse_value_pairs puts tbf_rate in when `rate=` is absent.
         let rate = rate.unwrap_or(self.config.default_rate_rpcs_per_s);
         let pos = match rank {
@@ -477,6 +482,7 @@ impl<P> Tbf<P> {
             }
         };
         self.order.insert(pos, id);
+        assert!(self.order.len() <= crate::lustre::TBF_RULES_MAX);
         // Only a start makes existing classes re-match (lazily, on their next arrival).
         self.rule_sequence += 1;
         Ok(())

@@ -92,6 +92,10 @@ pub enum TbfError {
     ChangeNeedsRateOrRank,
     FieldNotEnabled(Field),
     RuleExists(String),
+    /// A head already holds [`crate::lustre::TBF_RULES_MAX`] rules.
+    TooManyRules {
+        max: usize,
+    },
     NoSuchRule(String),
     RankTargetMissing(String),
     StopDefault,
@@ -104,6 +108,8 @@ impl TbfError {
         match self {
             TbfError::NameTooLong(_) => Errno::ENAMETOOLONG,
             TbfError::RuleExists(_) => Errno::EEXIST,
+            // What Lustre answers when it cannot allocate another rule.
+            TbfError::TooManyRules { .. } => Errno::ENOMEM,
             TbfError::NoSuchRule(_) | TbfError::RankTargetMissing(_) => Errno::ENOENT,
             TbfError::StopDefault => Errno::EPERM,
             TbfError::TbfNotStarted => Errno::ENODEV,
@@ -159,6 +165,9 @@ impl fmt::Display for TbfError {
                 write!(f, "field `{fld}` is not enabled by the TBF policy type")
             }
             TbfError::RuleExists(n) => write!(f, "rule `{n}` already exists"),
+            TbfError::TooManyRules { max } => {
+                write!(f, "a head holds at most {max} rules (the default included)")
+            }
             TbfError::NoSuchRule(n) => write!(f, "no rule named `{n}`"),
             TbfError::RankTargetMissing(n) => write!(f, "rank target `{n}` does not exist"),
             TbfError::StopDefault => f.write_str("the default rule cannot be stopped"),

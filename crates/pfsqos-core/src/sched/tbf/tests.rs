@@ -731,3 +731,22 @@ fn lru_order_follows_the_latest_idle_time() {
         .collect();
     assert_eq!(alive, vec!["a", "d", "e"]);
 }
+
+/// A head holds at most `TBF_RULES_MAX` rules (the default included): one more start is
+/// refused with ENOMEM, as Lustre answers a rule it cannot allocate; a stop makes room again.
+#[test]
+fn the_rule_list_is_bounded() {
+    let max = crate::lustre::TBF_RULES_MAX;
+    let mut t = jobid_tbf();
+    for k in 1..max {
+        run(&mut t, &format!("start r{k} jobid={{j{k}}} rate=10"));
+    }
+    assert_eq!(t.rule_names().len(), max);
+    let over = t
+        .apply(&TbfCommand::parse("start over jobid={x} rate=10").unwrap())
+        .unwrap_err();
+    assert_eq!(over.errno(), Errno::ENOMEM, "{over}");
+    run(&mut t, "stop r1");
+    run(&mut t, "start over jobid={x} rate=10");
+    assert_eq!(t.rule_names().len(), max);
+}

@@ -69,6 +69,7 @@ use crate::record::{
 };
 use crate::scenario::{FileMode, JobSpec, Scenario, ShapeKind};
 use crate::workload::{secs_to_ns, Shape};
+use pfsqos_node::client::Raid0;
 use pfsqos_node::mds::Placer;
 
 /// Progress is reported every this many events.
@@ -220,14 +221,13 @@ struct Fluid {
     control_trace_truncated: bool,
 }
 
-/// Bytes of `[start, start + len)` of a RAID-0 file (`count` stripes of `ss`) on each stripe.
+/// Bytes of `[start, start + len)` of a RAID-0 file (`count` stripes of `ss`) on each stripe:
+/// what the first `start + len` bytes put in each object less what the first `start` did
+/// (`pfsqos_node::client::Raid0`, the one RAID-0 arithmetic).
 fn stripe_bytes(ss: u64, count: u64, start: u64, len: u64) -> Vec<u64> {
-    let upto = |x: u64, i: u64| -> u64 {
-        let row = ss * count;
-        (x / row) * ss + (x % row).saturating_sub(i * ss).min(ss)
-    };
-    (0..count)
-        .map(|i| upto(start + len, i) - upto(start, i))
+    let raid0 = Raid0::new(ss, count as u32);
+    (0..count as u32)
+        .map(|i| raid0.object_size(i, start + len) - raid0.object_size(i, start))
         .collect()
 }
 

@@ -1,13 +1,232 @@
 //! The OSS's mechanics around its NRS heads, written once for the simulator and the `ossd`.
 //!
-//! A domain (one OSS's `ost_io` service, or one OST with per-OST scheduling) holds one NRS
-//! head per CPU partition, and the live daemon a regular and a high-priority head in each, as
-//! Lustre does. An administrator's `lctl set_param` and a controller's [`ControlWrite`] reach
-//! every one of those heads through [`apply_write`], so the two drivers cannot disagree on how
-//! a write lands or which error it answers.
+//! * [`CptService`]: one CPU partition of an OSS's `ost_io` service, its NRS heads and its
+//!   service threads. Requests arrive at a head; an idle thread polls the heads round robin
+//!   and takes the first request a scheduler hands out; the thread is busy until the driver
+//!   reports the request complete (with its cost, for cost-counting schedulers). The
+//!   simulator drives it from events on virtual time; the `ossd`'s I/O threads drive the very
+//!   same code under the partition's lock with the monotonic clock.
+//! * [`apply_write`]: a domain (one OSS's `ost_io` service, or one OST with per-OST
+//!   scheduling) holds one NRS head per CPU partition, and the live daemon a regular and a
+//!   high-priority head in each, as Lustre does. An administrator's `lctl set_param` and a
+//!   controller's [`ControlWrite`] reach every one of those heads through it, so the two
+//!   drivers cannot disagree on how a write lands or which error it answers.
 
-use pfsqos_core::control::ControlWrite;
+use pfsqos_core::control::{ControlWrite, DomainId};
+use pfsqos_core::model::RpcTags;
 use pfsqos_core::sched::nrs::{Nrs, NrsError};
+use pfsqos_core::sched::{Dequeue, RequestScheduler};
+
+/// What an idle thread found when it asked the partition for work.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Dispatch<P> {
+    /// Serve this request, dequeued from head `head`; one thread is now busy with it.
+    Start { head: usize, payload: P },
+    /// Nothing may start now. `until_ns`: the earliest throttle end among the heads that
+    /// hold requests back (`None`: every head is empty). The driver waits for that time, an
+    /// arrival, or a completion.
+    Wait { until_ns: Option<u64> },
+    /// Every thread is busy.
+    AllBusy,
+}
+
+/// One CPU partition of an OSS's `ost_io` service: its NRS heads (one per scheduling domain
+/// it serves, and in the live daemon an HP head beside each regular one) and `threads`
+/// service threads.
+///
+/// Invariants, asserted: threads busy <= threads; requests started = requests completed +
+/// threads busy; the heads' queued counts sum to arrivals - starts (nothing is lost or
+/// served twice, whatever the policies do).
+#[derive(Debug)]
+pub struct CptService<P> {
+    heads: Vec<(DomainId, Nrs<P>)>,
+    threads: u32,
+    busy: u32,
+    /// Head the next poll starts at (round robin, so no domain starves another's threads).
+    next: usize,
+    arrived: u64,
+    started: u64,
+    completed: u64,
+}
+
+impl<P: Send + 'static> CptService<P> {
+    /// A partition with `threads` service threads (at least one) polling `heads`.
+    pub fn new(heads: Vec<(DomainId, Nrs<P>)>, threads: u32) -> CptService<P> {
+        assert!(threads > 0, "a partition has at least one service thread");
+        CptService {
+            heads,
+            threads,
+            busy: 0,
+            next: 0,
+            arrived: 0,
+            started: 0,
+            completed: 0,
+        }
+    }
+
+    pub fn threads(&self) -> u32 {
+        self.threads
+    }
+
+    /// Threads serving a request now.
+    pub fn busy(&self) -> u32 {
+        self.busy
+    }
+
+    pub fn head_count(&self) -> usize {
+        self.heads.len()
+    }
+
+    pub fn head(&self, head: usize) -> &Nrs<P> {
+        &self.heads[head].1
+    }
+
+    pub fn head_domain(&self, head: usize) -> DomainId {
+        self.heads[head].0
+    }
+
+    /// Every head of `domain` on this partition, in order (for [`apply_write`]).
+    pub fn domain_heads_mut(&mut self, domain: DomainId) -> impl Iterator<Item = &mut Nrs<P>> {
+        self.heads
+            .iter_mut()
+            .filter(move |(d, _)| *d == domain)
+            .map(|(_, h)| h)
+    }
+
+    /// Every head, in order.
+    pub fn heads(&self) -> impl Iterator<Item = &Nrs<P>> {
+        self.heads.iter().map(|(_, h)| h)
+    }
+
+    /// Requests waiting in the heads.
+    pub fn queued(&self) -> u64 {
+        self.arrived - self.started
+    }
+
+    /// Requests that arrived, started and completed since the partition was made.
+    pub fn totals(&self) -> (u64, u64, u64) {
+        (self.arrived, self.started, self.completed)
+    }
+
+    /// A request of `cost` arrives at head `head` at `now_ns`. The driver re-checks the
+    /// head's timer afterwards ([`RequestScheduler::timer_deadline_ns`]): an arrival can move
+    /// it earlier.
+    pub fn arrive(&mut self, now_ns: u64, head: usize, tags: &RpcTags, cost: u64, payload: P) {
+        self.heads[head]
+            .1
+            .enqueue_with_cost(now_ns, tags, cost, payload);
+        self.arrived += 1;
+        self.check_counts();
+    }
+
+    /// An idle thread asks for work at `now_ns`: the heads are polled round robin from the
+    /// one after the last that gave work; each head that holds requests back is reported to
+    /// `throttled(head, until_ns)` (the simulator arms one timer per head from it).
+    pub fn dispatch(&mut self, now_ns: u64, mut throttled: impl FnMut(usize, u64)) -> Dispatch<P> {
+        if self.busy >= self.threads {
+            return Dispatch::AllBusy;
+        }
+        let len = self.heads.len();
+        let mut until_min: Option<u64> = None;
+        for i in 0..len {
+            let slot = (self.next + i) % len;
+            match self.heads[slot].1.dequeue(now_ns) {
+                Dequeue::Request(payload) => {
+                    self.busy += 1;
+                    self.started += 1;
+                    self.next = (slot + 1) % len;
+                    assert!(
+                        self.busy <= self.threads,
+                        "more requests in service than threads"
+                    );
+                    self.check_counts();
+                    return Dispatch::Start {
+                        head: slot,
+                        payload,
+                    };
+                }
+                Dequeue::Throttled { until_ns } => {
+                    throttled(slot, until_ns);
+                    until_min = Some(until_min.map_or(until_ns, |u| u.min(until_ns)));
+                }
+                Dequeue::Empty => {}
+            }
+        }
+        Dispatch::Wait {
+            until_ns: until_min,
+        }
+    }
+
+    /// The request a thread took from `head` finished at `now_ns`; the thread is free.
+    pub fn complete(&mut self, now_ns: u64, head: usize, tags: &RpcTags, cost: u64) {
+        assert!(self.busy > 0, "a completion without a request in service");
+        self.busy -= 1;
+        self.completed += 1;
+        self.heads[head].1.on_complete(now_ns, tags, cost);
+        self.check_counts();
+    }
+
+    /// The throttle timer of `head` fires at `now_ns`.
+    pub fn on_timer(&mut self, now_ns: u64, head: usize) {
+        self.heads[head].1.on_timer(now_ns);
+    }
+
+    /// Fires every head timer that is due at `now_ns` (a driver that wakes on its own, like
+    /// the `ossd`'s threads, rather than per head).
+    pub fn fire_due_timers(&mut self, now_ns: u64) {
+        for (_, h) in &mut self.heads {
+            if h.timer_deadline_ns().is_some_and(|d| d <= now_ns) {
+                h.on_timer(now_ns);
+            }
+        }
+    }
+
+    /// The armed timer deadline of `head`, if it throttles.
+    pub fn timer_deadline_ns(&self, head: usize) -> Option<u64> {
+        self.heads[head].1.timer_deadline_ns()
+    }
+
+    /// Applies `write` to this partition's heads of `domain` (see [`apply_write`]).
+    pub fn apply_write(
+        &mut self,
+        now_ns: u64,
+        domain: DomainId,
+        write: &ControlWrite,
+    ) -> Result<usize, NrsError> {
+        apply_write(self.domain_heads_mut(domain), now_ns, write)
+    }
+
+    /// Removes every queued request, for a daemon that shuts down and answers them with an
+    /// error: every head goes back to FIFO first (which moves the requests a policy holds
+    /// into the FIFO in its drain order), so no throttle holds anything back.
+    pub fn drain(&mut self, now_ns: u64) -> Vec<P> {
+        let mut out = Vec::new();
+        for (_, h) in &mut self.heads {
+            h.write_policies(now_ns, "fifo")
+                .expect("fifo is always accepted");
+            while let Dequeue::Request(p) = h.dequeue(now_ns) {
+                out.push(p);
+            }
+            assert_eq!(h.queued(), 0, "a FIFO head drains completely");
+        }
+        self.started += out.len() as u64;
+        self.completed += out.len() as u64;
+        self.check_counts();
+        out
+    }
+
+    fn check_counts(&self) {
+        debug_assert_eq!(
+            self.heads
+                .iter()
+                .map(|(_, h)| h.queued() as u64)
+                .sum::<u64>(),
+            self.arrived - self.started,
+            "the heads hold what arrived and has not started"
+        );
+        debug_assert_eq!(self.started, self.completed + u64::from(self.busy));
+    }
+}
 
 /// Applies `write` to every head of a domain at `now_ns`; returns how many heads it reached.
 ///
@@ -17,7 +236,7 @@ use pfsqos_core::sched::nrs::{Nrs, NrsError};
 /// fails on a missing rank target), where pfsqos leaves every head alike rather than only the
 /// first one changed (docs/tbf-conformance.md, "Departures";
 /// `pfsqos_core::sched::nrs::write_service` is Lustre's walk, used by the conformance tests).
-pub fn apply_write<'a, P: 'a>(
+pub fn apply_write<'a, P: Send + 'static>(
     heads: impl IntoIterator<Item = &'a mut Nrs<P>>,
     now_ns: u64,
     write: &ControlWrite,

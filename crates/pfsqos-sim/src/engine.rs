@@ -50,10 +50,9 @@ use pfsqos_core::control::{
 };
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
 use pfsqos_core::sched::nrs::Nrs;
-use pfsqos_core::sched::{Dequeue, RequestScheduler};
 use pfsqos_node::client::{Raid0, RpcWindow};
 use pfsqos_node::mds::Placer;
-use pfsqos_node::oss::apply_write;
+use pfsqos_node::oss::{apply_write, CptService, Dispatch};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -298,15 +297,6 @@ impl Link {
     }
 }
 
-struct Pool {
-    threads: u32,
-    busy: u32,
-    /// Range into `Sim::pool_scheds`.
-    scheds_start: u32,
-    scheds_len: u32,
-    next: u32,
-}
-
 struct Oss {
     cpts: u32,
     pool_base: u32,
@@ -388,12 +378,15 @@ struct Sim {
     service_memo: Vec<[(u64, ServiceTime); 2]>,
     devices: Vec<Device>,
     domains: Vec<Domain>,
-    scheds: Vec<Nrs<u32>>,
-    /// Armed timer deadline of each scheduler.
+    /// Armed timer deadline of each scheduler (NRS head), by global head index.
     sched_timer_ns: Vec<Option<u64>>,
-    /// The thread pool (OSS partition) that polls each scheduler.
-    sched_pool: Vec<u32>,
-    pools: Vec<Pool>,
+    /// The partition that holds each head, and the head's index in it.
+    sched_slot: Vec<(u32, u32)>,
+    /// One `pfsqos_node::oss::CptService` per OSS partition: its heads and service threads.
+    pools: Vec<CptService<u32>>,
+    /// Global head index of each partition's first head (its heads are consecutive).
+    pool_sched_base: Vec<u32>,
+    /// Global head index of each partition's heads, partition after partition.
     pool_scheds: Vec<u32>,
     oscs: Vec<Osc>,
     files: Vec<FileLayout>,
@@ -444,6 +437,23 @@ fn client_cpt(client: u32, cpts: u32) -> u32 {
     ((h >> 32) % u64::from(cpts.max(1))) as u32
 }
 
+/// Arms a timer event for head `sched` if its deadline differs from the armed one. A deadline
+/// not in the future is armed at `now + 1`, so a scheduler that keeps answering "throttled
+/// until now" cannot stall time.
+fn arm_timer(
+    timers: &mut [Option<u64>],
+    queue: &mut EventQueue,
+    now_ns: u64,
+    sched: u32,
+    deadline_ns: u64,
+) {
+    let at_ns = deadline_ns.max(now_ns + 1);
+    if timers[sched as usize] != Some(at_ns) {
+        timers[sched as usize] = Some(at_ns);
+        queue.push(at_ns, Event::SchedTimer { sched });
+    }
+}
+
 fn link_ns_per_byte(mib_s: f64) -> f64 {
     if mib_s.is_finite() && mib_s > 0.0 {
         1e9 / (mib_s * (1u64 << 20) as f64)
@@ -483,7 +493,7 @@ impl Sim {
         let mut device_models: Vec<DeviceModel> = Vec::new();
         let mut osses = Vec::new();
         let mut osts = Vec::new();
-        let mut pools = Vec::new();
+        let mut pool_threads: Vec<u32> = Vec::new();
         for (oss_index, spec) in scenario.osses.iter().enumerate() {
             let model_index = match device_models.iter().position(|m| m.name == spec.device) {
                 Some(i) => i,
@@ -509,7 +519,7 @@ impl Sim {
             let cpts = spec.cpts.max(1);
             osses.push(Oss {
                 cpts,
-                pool_base: pools.len() as u32,
+                pool_base: pool_threads.len() as u32,
                 link: Link {
                     ns_per_byte: server_ns_per_byte,
                     ..Link::default()
@@ -517,13 +527,7 @@ impl Sim {
             });
             for cpt in 0..cpts {
                 let share = spec.io_threads / cpts + u32::from(cpt < spec.io_threads % cpts);
-                pools.push(Pool {
-                    threads: share.max(1),
-                    busy: 0,
-                    scheds_start: 0,
-                    scheds_len: 0,
-                    next: 0,
-                });
+                pool_threads.push(share.max(1));
             }
             for _ in 0..spec.osts {
                 osts.push(Ost {
@@ -564,43 +568,49 @@ impl Sim {
                 }
             }
         }
-        let mut scheds = Vec::new();
+        let mut n_scheds = 0u32;
         for (d, domain) in domains.iter_mut().enumerate() {
             let oss = match domain.osts.first() {
                 Some(&o) => osts[o as usize].oss,
                 // An OSS without OSTs: its domain has no schedulers and serves nothing.
                 None => {
-                    domain.sched_base = scheds.len() as u32;
+                    domain.sched_base = n_scheds;
                     continue;
                 }
             };
             for &o in &domain.osts {
                 osts[o as usize].domain = d as u32;
             }
-            domain.sched_base = scheds.len() as u32;
+            domain.sched_base = n_scheds;
             domain.sched_len = osses[oss as usize].cpts;
-            for _ in 0..domain.sched_len {
-                scheds.push(Nrs::new());
-            }
+            n_scheds += domain.sched_len;
         }
-        // Each partition's pool polls the instance of every domain of its OSS on that CPT.
-        let mut pool_scheds = Vec::new();
-        let mut sched_pool = vec![0u32; scheds.len()];
+        // Each partition polls the head of every domain of its OSS on that CPT, in domain
+        // order.
+        let mut pools = Vec::with_capacity(pool_threads.len());
+        let mut pool_sched_base = Vec::with_capacity(pool_threads.len());
+        let mut sched_slot = vec![(0u32, 0u32); n_scheds as usize];
+        let mut global_of_slot: Vec<u32> = Vec::with_capacity(n_scheds as usize);
         for (oss_index, oss) in osses.iter().enumerate() {
             for cpt in 0..oss.cpts {
-                let pool = &mut pools[(oss.pool_base + cpt) as usize];
-                pool.scheds_start = pool_scheds.len() as u32;
-                for domain in &domains {
+                let pool = oss.pool_base + cpt;
+                let mut heads = Vec::new();
+                pool_sched_base.push(global_of_slot.len() as u32);
+                for (d, domain) in domains.iter().enumerate() {
                     if let Some(&o) = domain.osts.first() {
                         if osts[o as usize].oss == oss_index as u32 {
-                            pool_scheds.push(domain.sched_base + cpt);
-                            sched_pool[(domain.sched_base + cpt) as usize] = oss.pool_base + cpt;
+                            let global = domain.sched_base + cpt;
+                            sched_slot[global as usize] = (pool, heads.len() as u32);
+                            global_of_slot.push(global);
+                            heads.push((DomainId(d as u32), Nrs::new()));
                         }
                     }
                 }
-                pool.scheds_len = pool_scheds.len() as u32 - pool.scheds_start;
+                pools.push(CptService::new(heads, pool_threads[pool as usize]));
             }
         }
+        // Heads are numbered per domain and CPT; timers are kept by that number.
+        let pool_scheds = global_of_slot;
 
         // Jobs, processes, files.
         let mut jobs = Vec::new();
@@ -776,10 +786,10 @@ impl Sim {
             service_memo: vec![[(u64::MAX, ServiceTime::default()); 2]; device_models.len()],
             device_models,
             domains,
-            sched_timer_ns: vec![None; scheds.len()],
-            sched_pool,
-            scheds,
+            sched_timer_ns: vec![None; n_scheds as usize],
+            sched_slot,
             pools,
+            pool_sched_base,
             pool_scheds,
             oscs: (0..n_clients * n_osts)
                 .map(|_| Osc {
@@ -867,8 +877,11 @@ impl Sim {
             let result = match self.domains.get(w.domain.0 as usize) {
                 None => Err(format!("no domain {}", w.domain.0)),
                 Some(domain) => {
-                    let heads = &mut self.scheds[domain.sched_base as usize
-                        ..(domain.sched_base + domain.sched_len) as usize];
+                    // The domain's heads sit in its OSS's partitions, one per CPT.
+                    let oss = &self.osses[self.osts[domain.osts[0] as usize].oss as usize];
+                    let pools = &mut self.pools
+                        [oss.pool_base as usize..(oss.pool_base + oss.cpts) as usize];
+                    let heads = pools.iter_mut().flat_map(|p| p.domain_heads_mut(w.domain));
                     apply_write(heads, self.now_ns, &w.write)
                         .map(|_| ())
                         .map_err(|e| e.to_string())
@@ -882,7 +895,7 @@ impl Sim {
             });
         }
         // A write can change throttling: re-arm timers and let idle threads look again.
-        for s in 0..self.scheds.len() as u32 {
+        for s in 0..self.sched_timer_ns.len() as u32 {
             self.check_timer(s);
         }
         for p in 0..self.pools.len() as u32 {
@@ -962,7 +975,7 @@ impl Sim {
             Event::ReadBulkHop { rpc } => self.read_bulk_hop(rpc),
             Event::ReadDone { rpc } => {
                 let pool = self.rpcs[rpc as usize].pool;
-                self.pools[pool as usize].busy -= 1;
+                self.service_complete(rpc);
                 self.dispatch(pool);
                 self.client_complete(rpc);
             }
@@ -970,9 +983,9 @@ impl Sim {
             Event::SchedTimer { sched } => {
                 if self.sched_timer_ns[sched as usize] == Some(self.now_ns) {
                     self.sched_timer_ns[sched as usize] = None;
-                    self.scheds[sched as usize].on_timer(self.now_ns);
                     // Exactly one partition's threads poll each scheduler instance.
-                    let pool = self.sched_pool[sched as usize];
+                    let (pool, head) = self.sched_slot[sched as usize];
+                    self.pools[pool as usize].on_timer(self.now_ns, head as usize);
                     self.dispatch(pool);
                 }
             }
@@ -1213,8 +1226,18 @@ impl Sim {
         let n_jobs = self.jobs.len();
         self.period_stats[r.ost as usize * n_jobs + r.job as usize].arrived += 1;
         self.queued_per_ost[r.ost as usize] += 1;
+        let tags = self.rpc_tags(&r);
+        let (pool, head) = self.sched_slot[r.sched as usize];
+        debug_assert_eq!(pool, r.pool);
+        self.pools[pool as usize].arrive(self.now_ns, head as usize, &tags, r.size_bytes, rpc);
+        self.check_timer(r.sched);
+        self.dispatch(r.pool);
+    }
+
+    /// What the OSS's schedulers see of an RPC.
+    fn rpc_tags(&self, r: &RpcState) -> RpcTags {
         let job = &self.jobs[r.job as usize];
-        let tags = RpcTags {
+        RpcTags {
             job: job.id,
             nid: self.clients[r.client as usize].0,
             opcode: if r.read {
@@ -1225,54 +1248,49 @@ impl Sim {
             uid: job.uid,
             gid: job.gid,
             ..RpcTags::default()
-        };
-        self.scheds[r.sched as usize].enqueue(self.now_ns, &tags, rpc);
-        self.check_timer(r.sched);
-        self.dispatch(r.pool);
+        }
+    }
+
+    /// The service thread holding `rpc` is free again: the partition learns the completion
+    /// (with the RPC's bytes as its cost).
+    fn service_complete(&mut self, rpc: u32) {
+        let r = self.rpcs[rpc as usize];
+        let tags = self.rpc_tags(&r);
+        let (pool, head) = self.sched_slot[r.sched as usize];
+        self.pools[pool as usize].complete(self.now_ns, head as usize, &tags, r.size_bytes);
     }
 
     /// Arms a timer event if the scheduler's deadline differs from the armed one.
     fn check_timer(&mut self, sched: u32) {
-        if let Some(deadline) = self.scheds[sched as usize].timer_deadline_ns() {
-            self.arm_timer(sched, deadline);
+        let (pool, head) = self.sched_slot[sched as usize];
+        if let Some(deadline) = self.pools[pool as usize].timer_deadline_ns(head as usize) {
+            arm_timer(
+                &mut self.sched_timer_ns,
+                &mut self.queue,
+                self.now_ns,
+                sched,
+                deadline,
+            );
         }
     }
 
-    fn arm_timer(&mut self, sched: u32, deadline_ns: u64) {
-        let at_ns = deadline_ns.max(self.now_ns + 1);
-        if self.sched_timer_ns[sched as usize] != Some(at_ns) {
-            self.sched_timer_ns[sched as usize] = Some(at_ns);
-            self.queue.push(at_ns, Event::SchedTimer { sched });
-        }
-    }
-
-    /// Hands queued requests to idle threads of `pool`, polling its schedulers round robin.
+    /// Hands queued requests to idle threads of `pool` (the partition polls its heads round
+    /// robin), arming a timer for every head that holds requests back.
     fn dispatch(&mut self, pool: u32) {
         loop {
-            let pl = &self.pools[pool as usize];
-            if pl.busy >= pl.threads || pl.scheds_len == 0 {
-                return;
-            }
-            let (start, len, next) = (pl.scheds_start, pl.scheds_len, pl.next);
-            let mut started = false;
-            for i in 0..len {
-                let slot = (next + i) % len;
-                let sched = self.pool_scheds[(start + slot) as usize];
-                match self.scheds[sched as usize].dequeue(self.now_ns) {
-                    Dequeue::Request(rpc) => {
-                        let pl = &mut self.pools[pool as usize];
-                        pl.busy += 1;
-                        pl.next = (slot + 1) % len;
-                        self.start_service(rpc);
-                        started = true;
-                        break;
-                    }
-                    Dequeue::Throttled { until_ns } => self.arm_timer(sched, until_ns),
-                    Dequeue::Empty => {}
-                }
-            }
-            if !started {
-                return;
+            let base = self.pool_sched_base[pool as usize] as usize;
+            let (timers, queue, scheds, now_ns) = (
+                &mut self.sched_timer_ns,
+                &mut self.queue,
+                &self.pool_scheds,
+                self.now_ns,
+            );
+            let next = self.pools[pool as usize].dispatch(now_ns, |head, until_ns| {
+                arm_timer(timers, queue, now_ns, scheds[base + head], until_ns)
+            });
+            match next {
+                Dispatch::Start { payload: rpc, .. } => self.start_service(rpc),
+                Dispatch::Wait { .. } | Dispatch::AllBusy => return,
             }
         }
     }
@@ -1360,7 +1378,7 @@ impl Sim {
         stats.served += 1;
         stats.bytes += r.size_bytes;
         if !r.read {
-            self.pools[r.pool as usize].busy -= 1;
+            self.service_complete(rpc);
             self.queue.push_lane(
                 LANE_LATENCY,
                 now + self.latency_ns,

@@ -41,9 +41,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::control::rules::{JobRate, JobRules};
+
 use super::{
     ControlWrite, Controller, Decision, DomainId, DomainWrite, JobTargetStats, Observation,
-    RuleNamer, TraceSample,
+    TraceSample,
 };
 use crate::control::static_bw::TBF_RATE_RPCS_PER_S_MAX;
 use crate::model::{JobId, OstId};
@@ -628,12 +630,10 @@ pub struct AdapTbf {
     last_steps: BTreeMap<OstId, TargetStep>,
 }
 
-/// A domain's rules as the daemon last wrote them.
+/// A domain's rules as the daemon last wrote them (the shared rule manager).
 #[derive(Debug, Default)]
 struct DomainRules {
-    namer: RuleNamer,
-    /// job -> (rule name, rate, node count), in no particular order.
-    active: BTreeMap<JobId, (String, u64, u32)>,
+    rules: JobRules,
 }
 
 impl AdapTbf {
@@ -759,52 +759,28 @@ impl Controller for AdapTbf {
 impl DomainRules {
     /// Rule commands that bring the domain's rules to `tokens` (per period): stop rules of jobs
     /// that are no longer active, change rates that moved, start rules for new jobs placed by
-    /// priority (more nodes first) with `rank=`.
+    /// priority (more nodes first) with `rank=` (the rule manager, `super::rules`).
     fn update(
         &mut self,
         tokens: &BTreeMap<JobId, u64>,
         nodes: &BTreeMap<JobId, u32>,
         period_ns: u64,
     ) -> Vec<String> {
-        let mut out = Vec::new();
-        let gone: Vec<JobId> = self
-            .active
-            .keys()
-            .filter(|j| !tokens.contains_key(j))
-            .copied()
+        let desired: BTreeMap<JobId, JobRate> = tokens
+            .iter()
+            .map(|(job, &t)| {
+                let want = JobRate {
+                    rate_rpcs_per_s: rate_for_tokens(t, period_ns),
+                    priority: Some(nodes.get(job).copied().unwrap_or(1)),
+                };
+                (*job, want)
+            })
             .collect();
-        for job in gone {
-            let (name, _, _) = self.active.remove(&job).expect("listed");
-            out.push(format!("stop {name}"));
-            self.namer.release(&job);
-        }
-        for (job, &t) in tokens {
-            let rate = rate_for_tokens(t, period_ns);
-            let node_count = nodes.get(job).copied().unwrap_or(1);
-            if let Some((name, old_rate, _)) = self.active.get_mut(job) {
-                if *old_rate != rate {
-                    *old_rate = rate;
-                    out.push(format!("change {name} rate={rate}"));
-                }
-                continue;
-            }
-            let name = self.namer.name_for(job).to_string();
-            // Rules are kept in priority order: the new rule goes before the first rule of a
-            // job with fewer nodes (or a later id at equal nodes), else before `default`.
-            let rank_key = |j: &JobId, n: u32| (n, std::cmp::Reverse(*j));
-            let before = self
-                .active
-                .iter()
-                .filter(|(other, (_, _, n))| rank_key(other, *n) < rank_key(job, node_count))
-                .max_by_key(|(other, (_, _, n))| rank_key(other, *n))
-                .map(|(_, (name, _, _))| name.clone())
-                .unwrap_or_else(|| "default".to_string());
-            out.push(format!(
-                "start {name} jobid={{{job}}} rate={rate} rank={before}"
-            ));
-            self.active.insert(*job, (name, rate, node_count));
-        }
-        out
+        self.rules
+            .reconcile(&desired)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 }
 

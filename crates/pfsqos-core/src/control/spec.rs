@@ -12,12 +12,7 @@ use super::gift::{
     WindowKind,
 };
 use super::{AdapTbf, AdapTbfConfig, Controller, DemandSource, NoBw, StaticBw};
-
-/// Policy names accepted in a spec, in the order reports list them: the AdapTBF paper's three,
-/// then GIFT's seven baselines and GIFT itself.
-pub const POLICY_NAMES: &[&str] = &[
-    "nobw", "static", "adaptbf", "pofs", "bsip", "mbw", "tsa", "esa", "tmf", "rnd", "gift",
-];
+use std::fmt;
 
 /// Longest accepted policy spec; specs also name output folders (GIFT with all its options
 /// fits).
@@ -32,27 +27,138 @@ pub const REGRET_BUDGET_NODE_HOURS_MAX: f64 = 1e9;
 /// Longest control period an option may set.
 pub const PERIOD_MS_MAX: u64 = crate::lustre::CONTROL_PERIOD_MS_MAX;
 
-/// A parsed policy spec.
-#[derive(Clone, Debug, PartialEq)]
-pub enum PolicyChoice {
-    NoBw,
-    Static,
-    AdapTbf {
-        /// `None`: the scenario's `policy.period_ms`.
-        period_ms: Option<u64>,
-        demand: DemandSource,
+/// What building a controller needs from its driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControllerContext {
+    /// The period of policies whose spec sets no `period_ms` and that have no period of their
+    /// own (AdapTBF): the scenario's `policy.period_ms`, the daemon's `--period-ms`.
+    pub period_ms_default: u64,
+    /// The size of one TBF token: the OSS's `brw_size`.
+    pub rpc_size_bytes: u64,
+    /// Feeds randomized policies (RND).
+    pub seed: u64,
+}
+
+/// A spec's options, parsed by its registry row: builds the controller (and, for the GIFT
+/// family, the bandwidth allocator the fluid engine applies directly).
+pub trait PolicyOptions: fmt::Debug + Send + Sync {
+    fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller>;
+
+    /// The bandwidth allocator: `Ok(None)` for `nobw` (no caps: every OST shares its
+    /// bandwidth first come, first served), an error for TBF controllers, which are not
+    /// allocators.
+    fn allocator(&self, _seed: u64) -> Result<Option<Box<dyn Allocator>>, String> {
+        Err(String::new())
+    }
+
+    /// The decision interval of an allocator; `None` for the others.
+    fn allocator_period_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// For tests and tools that inspect a row's parsed options.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// How a registry row parses a spec's options (`name`, then the `key=value` texts in order).
+pub type ParseOptions =
+    fn(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String>;
+
+/// One row of the controller registry: a policy name and how to parse its options. Adding a
+/// controller is one file implementing [`Controller`] and one row in [`CONTROLLER_ROWS`].
+pub struct ControllerRow {
+    pub name: &'static str,
+    /// Parses the spec's `key=value` options (in order) for policy `name`.
+    pub parse: ParseOptions,
+}
+
+/// The controller registry, in the order reports list policies: the AdapTBF paper's three,
+/// then GIFT's seven baselines and GIFT itself.
+pub const CONTROLLER_ROWS: [ControllerRow; 11] = [
+    ControllerRow {
+        name: "nobw",
+        parse: parse_nobw,
     },
-    /// GIFT (`gift`) or one of its baselines, by name (one of `gift::POLICY_NAMES`).
-    Gift {
-        name: &'static str,
-        /// `None`: GIFT's 10 s decision interval.
-        period_ms: Option<u64>,
-        /// `tau`, `b_thres`, `window_coupons`, `regret_budget_node_hours`, and the
-        /// artifact-faithful options `share`, `redistribute`, `constraint3`, `window`,
-        /// `system_gate`, `throttle` (only those the policy takes, see `gift::option_names`;
-        /// `docs/scenarios.md`).
-        options: GiftOptions,
+    ControllerRow {
+        name: "static",
+        parse: parse_static,
     },
+    ControllerRow {
+        name: "adaptbf",
+        parse: parse_adaptbf,
+    },
+    ControllerRow {
+        name: "pofs",
+        parse: parse_gift_family,
+    },
+    ControllerRow {
+        name: "bsip",
+        parse: parse_gift_family,
+    },
+    ControllerRow {
+        name: "mbw",
+        parse: parse_gift_family,
+    },
+    ControllerRow {
+        name: "tsa",
+        parse: parse_gift_family,
+    },
+    ControllerRow {
+        name: "esa",
+        parse: parse_gift_family,
+    },
+    ControllerRow {
+        name: "tmf",
+        parse: parse_gift_family,
+    },
+    ControllerRow {
+        name: "rnd",
+        parse: parse_gift_family,
+    },
+    ControllerRow {
+        name: "gift",
+        parse: parse_gift_family,
+    },
+];
+
+const fn row_names<const N: usize>(rows: &[ControllerRow; N]) -> [&'static str; N] {
+    let mut names = [""; N];
+    let mut i = 0;
+    while i < N {
+        names[i] = rows[i].name;
+        i += 1;
+    }
+    names
+}
+
+/// Policy names accepted in a spec, in registry order.
+pub const POLICY_NAMES: &[&str] = &row_names(&CONTROLLER_ROWS);
+
+/// A parsed policy spec: its registry row and its options.
+#[derive(Debug)]
+pub struct PolicyChoice {
+    name: &'static str,
+    /// The spec as given, which identifies the choice.
+    spec: String,
+    options: std::sync::Arc<dyn PolicyOptions>,
+}
+
+impl Clone for PolicyChoice {
+    fn clone(&self) -> Self {
+        PolicyChoice {
+            name: self.name,
+            spec: self.spec.clone(),
+            options: std::sync::Arc::clone(&self.options),
+        }
+    }
+}
+
+/// Two choices are equal when their options are: the same row with the same parsed values
+/// (so `adaptbf` equals `adaptbf:demand=served`).
+impl PartialEq for PolicyChoice {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && format!("{:?}", self.options) == format!("{:?}", other.options)
+    }
 }
 
 impl PolicyChoice {
@@ -67,174 +173,20 @@ impl PolicyChoice {
         let mut parts = spec.split(':');
         let name = parts.next().unwrap_or_default();
         let options: Vec<&str> = parts.collect();
-        let no_options = |choice: PolicyChoice| {
-            if let Some(o) = options.first() {
-                Err(format!("policy `{name}` takes no options, got `{o}`"))
-            } else {
-                Ok(choice)
-            }
-        };
-        match name {
-            "nobw" => no_options(PolicyChoice::NoBw),
-            "static" => no_options(PolicyChoice::Static),
-            "adaptbf" => {
-                let mut period_ms = None;
-                let mut demand = DemandSource::default();
-                for option in options {
-                    let (key, value) = option
-                        .split_once('=')
-                        .ok_or_else(|| format!("option `{option}` of `{name}` is not key=value"))?;
-                    match key {
-                        "period_ms" => period_ms = Some(parse_period_ms(name, value)?),
-                        "demand" => {
-                            demand = match value {
-                                "served" => DemandSource::Served,
-                                "arrived" => DemandSource::Arrived,
-                                other => {
-                                    return Err(format!(
-                                        "adaptbf option demand=`{other}` is not allowed \
-                                         (allowed: served, arrived)"
-                                    ))
-                                }
-                            }
-                        }
-                        other => {
-                            return Err(format!(
-                                "unknown adaptbf option `{other}` (allowed: period_ms, demand)"
-                            ))
-                        }
-                    }
-                }
-                Ok(PolicyChoice::AdapTbf { period_ms, demand })
-            }
-            other => match gift::POLICY_NAMES.iter().find(|n| **n == other) {
-                Some(name) => {
-                    let mut period_ms = None;
-                    let mut opts = GiftOptions::default();
-                    let takes = gift::option_names(name);
-                    let allowed = || {
-                        let mut all = vec!["period_ms"];
-                        all.extend_from_slice(takes);
-                        all.join(", ")
-                    };
-                    for option in options {
-                        let (key, value) = option.split_once('=').ok_or_else(|| {
-                            format!(
-                                "option `{option}` of `{name}` is not key=value (allowed: {})",
-                                allowed()
-                            )
-                        })?;
-                        if key != "period_ms" && !takes.contains(&key) {
-                            return Err(format!(
-                                "unknown {name} option `{option}` (allowed: {})",
-                                allowed()
-                            ));
-                        }
-                        match key {
-                            "period_ms" => period_ms = Some(parse_period_ms(name, value)?),
-                            "tau" => opts.tau = Some(parse_unit(name, key, value)?),
-                            "b_thres" => opts.b_thres = Some(parse_unit(name, key, value)?),
-                            "window_coupons" => {
-                                opts.window_coupons = Some(
-                                    value
-                                        .parse()
-                                        .ok()
-                                        .filter(|v| (1..=WINDOW_COUPONS_MAX).contains(v))
-                                        .ok_or_else(|| {
-                                            format!(
-                                                "{name} option window_coupons=`{value}` is not a \
-                                                 whole number in 1..={WINDOW_COUPONS_MAX}"
-                                            )
-                                        })?,
-                                )
-                            }
-                            "regret_budget_node_hours" => {
-                                opts.regret_budget_node_hours = Some(
-                                    value
-                                        .parse::<f64>()
-                                        .ok()
-                                        .filter(|v| {
-                                            (0.0..=REGRET_BUDGET_NODE_HOURS_MAX).contains(v)
-                                        })
-                                        .ok_or_else(|| {
-                                            format!(
-                                                "{name} option regret_budget_node_hours=`{value}` \
-                                                 is not a number in \
-                                                 0..={REGRET_BUDGET_NODE_HOURS_MAX} (omit it for \
-                                                 an unbounded budget)"
-                                            )
-                                        })?,
-                                )
-                            }
-                            "share" => {
-                                opts.share = Some(parse_choice(
-                                    name,
-                                    key,
-                                    value,
-                                    &[("app", ShareUnit::App), ("stream", ShareUnit::Stream)],
-                                )?)
-                            }
-                            "redistribute" => {
-                                opts.redistribute = Some(parse_choice(
-                                    name,
-                                    key,
-                                    value,
-                                    &[("false", false), ("true", true)],
-                                )?)
-                            }
-                            "constraint3" => {
-                                opts.constraint3 = Some(parse_choice(
-                                    name,
-                                    key,
-                                    value,
-                                    &[("true", true), ("false", false)],
-                                )?)
-                            }
-                            "window" => {
-                                opts.window = Some(parse_choice(
-                                    name,
-                                    key,
-                                    value,
-                                    &[("receding", WindowKind::Receding), ("cap", WindowKind::Cap)],
-                                )?)
-                            }
-                            "system_gate" => {
-                                opts.system_gate = Some(parse_choice(
-                                    name,
-                                    key,
-                                    value,
-                                    &[
-                                        ("reset", SystemGate::Reset),
-                                        ("cumulative", SystemGate::Cumulative),
-                                    ],
-                                )?)
-                            }
-                            "throttle" => {
-                                opts.throttle = Some(parse_choice(
-                                    name,
-                                    key,
-                                    value,
-                                    &[
-                                        ("headroom", ThrottleLimit::Headroom),
-                                        ("b_thres", ThrottleLimit::BThres),
-                                    ],
-                                )?)
-                            }
-                            _ => unreachable!("checked against option_names"),
-                        }
-                    }
-                    Ok(PolicyChoice::Gift {
-                        name,
-                        period_ms,
-                        options: opts,
-                    })
-                }
-                None => Err(format!(
-                    "unknown policy `{other}` (allowed: {}; options as in `adaptbf:period_ms=200`)",
+        let row = CONTROLLER_ROWS
+            .iter()
+            .find(|r| r.name == name)
+            .ok_or_else(|| {
+                format!(
+                    "unknown policy `{name}` (allowed: {}; options as in `adaptbf:period_ms=200`)",
                     POLICY_NAMES.join(", ")
-                )),
-            },
-        }
+                )
+            })?;
+        Ok(PolicyChoice {
+            name: row.name,
+            spec: spec.to_string(),
+            options: std::sync::Arc::from((row.parse)(row.name, &options)?),
+        })
     }
 
     /// The bandwidth allocator of a GIFT-family choice (for drivers that apply per-OST caps
@@ -242,41 +194,37 @@ impl PolicyChoice {
     /// shares its bandwidth first come, first served); an error for `static` and `adaptbf`,
     /// which are TBF controllers, not allocators.
     pub fn allocator(&self, seed: u64) -> Result<Option<Box<dyn Allocator>>, String> {
-        match self {
-            PolicyChoice::NoBw => Ok(None),
-            PolicyChoice::Gift { name, options, .. } => Ok(Some(
-                gift::allocator_by_name(name, seed, *options)
-                    .expect("names come from gift::POLICY_NAMES"),
-            )),
-            PolicyChoice::Static | PolicyChoice::AdapTbf { .. } => Err(format!(
+        self.options.allocator(seed).map_err(|_| {
+            let allocators: Vec<&str> = CONTROLLER_ROWS
+                .iter()
+                .filter(|r| {
+                    (r.parse)(r.name, &[])
+                        .is_ok_and(|o| o.allocator(0).is_ok_and(|a| a.is_some()))
+                })
+                .map(|r| r.name)
+                .collect();
+            format!(
                 "policy `{}` is a TBF controller, not a bandwidth allocator (allowed here: nobw, {})",
-                self.name(),
-                gift::POLICY_NAMES.join(", ")
-            )),
-        }
+                self.name,
+                allocators.join(", ")
+            )
+        })
     }
 
     /// The policy's name (without options).
     pub fn name(&self) -> &'static str {
-        match self {
-            PolicyChoice::NoBw => "nobw",
-            PolicyChoice::Static => "static",
-            PolicyChoice::AdapTbf { .. } => "adaptbf",
-            PolicyChoice::Gift { name, .. } => name,
-        }
+        self.name
+    }
+
+    /// The spec as given.
+    pub fn spec(&self) -> &str {
+        &self.spec
     }
 
     /// The decision interval a GIFT-family choice runs at (its `period_ms` or GIFT's 10 s);
     /// `None` for the others.
     pub fn allocator_period_ns(&self) -> Option<u64> {
-        match self {
-            PolicyChoice::Gift { period_ms, .. } => Some(
-                period_ms.map_or(GiftControllerConfig::default().period_ns, |ms| {
-                    ms * 1_000_000
-                }),
-            ),
-            _ => None,
-        }
+        self.options.allocator_period_ns()
     }
 
     /// The controller for this choice: `period_ms_default` applies to policies whose spec sets no
@@ -288,31 +236,282 @@ impl PolicyChoice {
         rpc_size_bytes: u64,
         seed: u64,
     ) -> Box<dyn Controller> {
-        match self {
-            PolicyChoice::NoBw => Box::new(NoBw),
-            PolicyChoice::Static => Box::new(StaticBw),
-            PolicyChoice::AdapTbf { period_ms, demand } => Box::new(AdapTbf::new(AdapTbfConfig {
-                period_ns: period_ms.unwrap_or(period_ms_default) * 1_000_000,
-                demand: *demand,
-                ..AdapTbfConfig::default()
-            })),
-            PolicyChoice::Gift {
-                name,
-                period_ms,
-                options,
-            } => {
-                let defaults = GiftControllerConfig::default();
-                let config = GiftControllerConfig {
-                    period_ns: period_ms.map_or(defaults.period_ns, |ms| ms * 1_000_000),
-                    // One TBF token is one RPC of the cluster's largest size.
-                    rpc_size_bytes,
-                    ..defaults
-                };
-                gift::controller_with_options(name, seed, config, *options)
-                    .expect("names come from gift::POLICY_NAMES")
+        self.options.controller(&ControllerContext {
+            period_ms_default,
+            rpc_size_bytes,
+            seed,
+        })
+    }
+}
+
+/// Splits `key=value`, with an error that names the policy and what it allows.
+fn key_value<'a>(name: &str, option: &'a str, allowed: &str) -> Result<(&'a str, &'a str), String> {
+    option.split_once('=').ok_or_else(|| {
+        format!("option `{option}` of `{name}` is not key=value (allowed: {allowed})")
+    })
+}
+
+#[derive(Debug)]
+struct NoBwOptions;
+
+impl PolicyOptions for NoBwOptions {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(NoBw)
+    }
+    fn allocator(&self, _seed: u64) -> Result<Option<Box<dyn Allocator>>, String> {
+        Ok(None)
+    }
+}
+
+fn parse_nobw(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
+    no_options(name, options)?;
+    Ok(Box::new(NoBwOptions))
+}
+
+fn no_options(name: &str, options: &[&str]) -> Result<(), String> {
+    match options.first() {
+        Some(o) => Err(format!("policy `{name}` takes no options, got `{o}`")),
+        None => Ok(()),
+    }
+}
+
+#[derive(Debug)]
+struct StaticOptions;
+
+impl PolicyOptions for StaticOptions {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(StaticBw)
+    }
+}
+
+fn parse_static(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
+    no_options(name, options)?;
+    Ok(Box::new(StaticOptions))
+}
+
+#[derive(Debug, PartialEq)]
+struct AdapTbfOptions {
+    /// `None`: the driver's default period.
+    period_ms: Option<u64>,
+    demand: DemandSource,
+}
+
+impl PolicyOptions for AdapTbfOptions {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(AdapTbf::new(AdapTbfConfig {
+            period_ns: self.period_ms.unwrap_or(ctx.period_ms_default) * 1_000_000,
+            demand: self.demand,
+            ..AdapTbfConfig::default()
+        }))
+    }
+}
+
+fn parse_adaptbf(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
+    let mut parsed = AdapTbfOptions {
+        period_ms: None,
+        demand: DemandSource::default(),
+    };
+    for option in options {
+        let (key, value) = key_value(name, option, "period_ms, demand")?;
+        match key {
+            "period_ms" => parsed.period_ms = Some(parse_period_ms(name, value)?),
+            "demand" => {
+                parsed.demand = parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[
+                        ("served", DemandSource::Served),
+                        ("arrived", DemandSource::Arrived),
+                    ],
+                )?
+            }
+            other => {
+                return Err(format!(
+                    "unknown adaptbf option `{other}` (allowed: period_ms, demand)"
+                ))
             }
         }
     }
+    Ok(Box::new(parsed))
+}
+
+/// GIFT (`gift`) or one of its baselines.
+#[derive(Debug, PartialEq)]
+struct GiftFamilyOptions {
+    name: &'static str,
+    /// `None`: GIFT's 10 s decision interval.
+    period_ms: Option<u64>,
+    /// `tau`, `b_thres`, `window_coupons`, `regret_budget_node_hours`, and the
+    /// artifact-faithful options `share`, `redistribute`, `constraint3`, `window`,
+    /// `system_gate`, `throttle` (only those the policy takes, see `gift::option_names`;
+    /// `docs/scenarios.md`).
+    options: GiftOptions,
+}
+
+impl PolicyOptions for GiftFamilyOptions {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
+        let defaults = GiftControllerConfig::default();
+        let config = GiftControllerConfig {
+            period_ns: self
+                .period_ms
+                .map_or(defaults.period_ns, |ms| ms * 1_000_000),
+            // One TBF token is one RPC of the cluster's largest size.
+            rpc_size_bytes: ctx.rpc_size_bytes,
+            ..defaults
+        };
+        gift::controller_with_options(self.name, ctx.seed, config, self.options)
+            .expect("names come from the registry")
+    }
+
+    fn allocator(&self, seed: u64) -> Result<Option<Box<dyn Allocator>>, String> {
+        Ok(Some(
+            gift::allocator_by_name(self.name, seed, self.options)
+                .expect("names come from the registry"),
+        ))
+    }
+
+    fn allocator_period_ns(&self) -> Option<u64> {
+        Some(
+            self.period_ms
+                .map_or(GiftControllerConfig::default().period_ns, |ms| {
+                    ms * 1_000_000
+                }),
+        )
+    }
+}
+
+fn parse_gift_family(
+    name: &'static str,
+    options: &[&str],
+) -> Result<Box<dyn PolicyOptions>, String> {
+    let mut period_ms = None;
+    let mut opts = GiftOptions::default();
+    let takes = gift::option_names(name);
+    let allowed = || {
+        let mut all = vec!["period_ms"];
+        all.extend_from_slice(takes);
+        all.join(", ")
+    };
+    for option in options {
+        let (key, value) = key_value(name, option, &allowed())?;
+        if key != "period_ms" && !takes.contains(&key) {
+            return Err(format!(
+                "unknown {name} option `{option}` (allowed: {})",
+                allowed()
+            ));
+        }
+        match key {
+            "period_ms" => period_ms = Some(parse_period_ms(name, value)?),
+            "tau" => opts.tau = Some(parse_unit(name, key, value)?),
+            "b_thres" => opts.b_thres = Some(parse_unit(name, key, value)?),
+            "window_coupons" => {
+                opts.window_coupons = Some(
+                    value
+                        .parse()
+                        .ok()
+                        .filter(|v| (1..=WINDOW_COUPONS_MAX).contains(v))
+                        .ok_or_else(|| {
+                            format!(
+                                "{name} option window_coupons=`{value}` is not a whole number \
+                                 in 1..={WINDOW_COUPONS_MAX}"
+                            )
+                        })?,
+                )
+            }
+            "regret_budget_node_hours" => {
+                opts.regret_budget_node_hours = Some(
+                    value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|v| (0.0..=REGRET_BUDGET_NODE_HOURS_MAX).contains(v))
+                        .ok_or_else(|| {
+                            format!(
+                                "{name} option regret_budget_node_hours=`{value}` is not a \
+                                 number in 0..={REGRET_BUDGET_NODE_HOURS_MAX} (omit it for an \
+                                 unbounded budget)"
+                            )
+                        })?,
+                )
+            }
+            "share" => {
+                opts.share = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[("app", ShareUnit::App), ("stream", ShareUnit::Stream)],
+                )?)
+            }
+            "redistribute" => {
+                opts.redistribute = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[("false", false), ("true", true)],
+                )?)
+            }
+            "constraint3" => {
+                opts.constraint3 = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[("true", true), ("false", false)],
+                )?)
+            }
+            "window" => {
+                opts.window = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[("receding", WindowKind::Receding), ("cap", WindowKind::Cap)],
+                )?)
+            }
+            "system_gate" => {
+                opts.system_gate = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[
+                        ("reset", SystemGate::Reset),
+                        ("cumulative", SystemGate::Cumulative),
+                    ],
+                )?)
+            }
+            "throttle" => {
+                opts.throttle = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[
+                        ("headroom", ThrottleLimit::Headroom),
+                        ("b_thres", ThrottleLimit::BThres),
+                    ],
+                )?)
+            }
+            _ => unreachable!("checked against option_names"),
+        }
+    }
+    Ok(Box::new(GiftFamilyOptions {
+        name,
+        period_ms,
+        options: opts,
+    }))
 }
 
 fn parse_period_ms(policy: &str, value: &str) -> Result<u64, String> {
@@ -366,23 +565,50 @@ pub fn check_policy_spec(spec: &str) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// The GIFT options a choice parsed to.
+    fn gift_options(choice: &PolicyChoice) -> GiftOptions {
+        choice
+            .options
+            .as_any()
+            .downcast_ref::<GiftFamilyOptions>()
+            .expect("a GIFT-family choice")
+            .options
+    }
+
     #[test]
     fn specs_parse() {
-        assert_eq!(PolicyChoice::parse("nobw"), Ok(PolicyChoice::NoBw));
+        assert_eq!(PolicyChoice::parse("nobw").unwrap().name(), "nobw");
+        let a = PolicyChoice::parse("adaptbf:period_ms=200:demand=arrived").unwrap();
         assert_eq!(
-            PolicyChoice::parse("adaptbf:period_ms=200:demand=arrived"),
-            Ok(PolicyChoice::AdapTbf {
-                period_ms: Some(200),
-                demand: DemandSource::Arrived
-            })
+            format!("{a:?}"),
+            format!(
+                "{:?}",
+                PolicyChoice {
+                    name: "adaptbf",
+                    spec: "adaptbf:period_ms=200:demand=arrived".into(),
+                    options: std::sync::Arc::new(AdapTbfOptions {
+                        period_ms: Some(200),
+                        demand: DemandSource::Arrived
+                    })
+                }
+            )
         );
         assert_eq!(
             PolicyChoice::parse("adaptbf"),
-            Ok(PolicyChoice::AdapTbf {
-                period_ms: None,
-                demand: DemandSource::Served
-            })
+            PolicyChoice::parse("adaptbf:demand=served")
         );
+        assert_ne!(
+            PolicyChoice::parse("adaptbf"),
+            PolicyChoice::parse("adaptbf:demand=arrived")
+        );
+        // The registry is the list of names.
+        assert_eq!(
+            POLICY_NAMES,
+            CONTROLLER_ROWS.iter().map(|r| r.name).collect::<Vec<_>>()
+        );
+        for name in POLICY_NAMES {
+            assert_eq!(PolicyChoice::parse(name).unwrap().name(), *name);
+        }
     }
 
     #[test]
@@ -398,7 +624,8 @@ mod tests {
             Some(40_000_000)
         );
         assert_eq!(
-            PolicyChoice::Static
+            PolicyChoice::parse("static")
+                .unwrap()
                 .controller_with(250, 4 << 20, 0)
                 .period_ns(),
             None
@@ -415,12 +642,10 @@ mod tests {
         let e = PolicyChoice::parse("warp").unwrap_err();
         assert!(e.contains("nobw, static, adaptbf, pofs"), "{e}");
         assert_eq!(
-            PolicyChoice::parse("gift:period_ms=5000"),
-            Ok(PolicyChoice::Gift {
-                name: "gift",
-                period_ms: Some(5000),
-                options: GiftOptions::default(),
-            })
+            PolicyChoice::parse("gift:period_ms=5000")
+                .unwrap()
+                .allocator_period_ns(),
+            Some(5_000_000_000)
         );
         let e = PolicyChoice::parse("rnd:demand=served").unwrap_err();
         assert!(e.contains("allowed: period_ms, b_thres"), "{e}");
@@ -443,9 +668,7 @@ mod tests {
             "gift:tau=0.5:b_thres=0.3:window_coupons=2000:regret_budget_node_hours=12.5",
         )
         .unwrap();
-        let PolicyChoice::Gift { options, .. } = &choice else {
-            panic!("{choice:?}")
-        };
+        let options = &gift_options(&choice);
         assert_eq!(
             *options,
             GiftOptions {
@@ -495,9 +718,7 @@ mod tests {
              system_gate=cumulative:throttle=b_thres",
         )
         .unwrap();
-        let PolicyChoice::Gift { options, .. } = &choice else {
-            panic!("{choice:?}")
-        };
+        let options = &gift_options(&choice);
         assert_eq!(
             *options,
             GiftOptions {

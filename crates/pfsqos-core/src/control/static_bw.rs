@@ -8,7 +8,11 @@
 //! Lustre's valid range `1..=999_999`. The share is over *all* jobs, active or not, which is
 //! what makes the baseline static: idle jobs keep their share and it is wasted.
 
-use super::{ControlWrite, Controller, Decision, DomainWrite, Observation, RuleNamer};
+use std::collections::BTreeMap;
+
+use super::rules::{JobRate, JobRules};
+use super::{ControlWrite, Controller, Decision, DomainWrite, Observation};
+use crate::model::JobId;
 
 /// Lustre 2.15+ accepts `rate=N` for `1 <= N < 1_000_000`.
 pub const TBF_RATE_RPCS_PER_S_MAX: u64 = crate::lustre::TBF_RATE_MAX_RPCS_PER_S as u64;
@@ -42,7 +46,6 @@ impl Controller for StaticBw {
 
     fn setup(&mut self, initial: &Observation) -> Decision {
         let node_counts: Vec<u32> = initial.jobs.iter().map(|j| j.node_count).collect();
-        let mut namer = RuleNamer::new();
         let mut writes = Vec::new();
         for domain in &initial.domains {
             writes.push(DomainWrite {
@@ -50,14 +53,23 @@ impl Controller for StaticBw {
                 write: ControlWrite::NrsPolicies("tbf jobid".to_string()),
             });
             let rates = Self::rates_rpcs_per_s(domain.capacity_rpcs_per_s(), &node_counts);
-            for (job, rate) in initial.jobs.iter().zip(rates) {
+            let desired: BTreeMap<JobId, JobRate> = initial
+                .jobs
+                .iter()
+                .zip(rates)
+                .map(|(job, rate)| {
+                    let want = JobRate {
+                        rate_rpcs_per_s: rate,
+                        priority: None,
+                    };
+                    (job.job, want)
+                })
+                .collect();
+            // Rule names are given in job order, the same on every domain.
+            for cmd in JobRules::new().reconcile(&desired) {
                 writes.push(DomainWrite {
                     domain: domain.domain,
-                    write: ControlWrite::NrsTbfRule(format!(
-                        "start {} jobid={{{}}} rate={rate}",
-                        namer.name_for(&job.job),
-                        job.job
-                    )),
+                    write: ControlWrite::NrsTbfRule(cmd.to_string()),
                 });
             }
         }

@@ -31,7 +31,7 @@ impl<P> Fifo<P> {
 }
 
 impl<P> RequestScheduler<P> for Fifo<P> {
-    fn enqueue(&mut self, _now_ns: u64, _tags: &RpcTags, payload: P) {
+    fn enqueue_with_cost(&mut self, _now_ns: u64, _tags: &RpcTags, _cost: u64, payload: P) {
         self.queue.push_back(payload);
     }
 

@@ -1,12 +1,14 @@
-//! One NRS head: FIFO always present as the fallback, TBF when started. Accepts the
+//! One NRS head: FIFO always present as the fallback, and one primary policy from the
+//! scheduler registry ([`nrs_policy_rows`]: TBF today) when started. Accepts the
 //! administrator's controls as Lustre's own text (`nrs_policies`, `nrs_tbf_rule`).
 //!
 //! Policy transitions are instantaneous here (Lustre's STOPPING/`EAGAIN` window is not
-//! modelled). Requests never get lost across them: when TBF stops (`fifo`) or restarts with
-//! another type, every request it still holds is moved to the FIFO in forced-dequeue order
-//! (the order Lustre drains a stopping policy in). The head serves the FIFO before TBF, since
-//! those requests are older than anything TBF receives afterwards; a TBF throttle still blocks
-//! the whole head, FIFO included, as `ptlrpc_server_allow_normal` does.
+//! modelled). Requests never get lost across them: when the primary policy stops (`fifo`) or
+//! restarts with another argument, every request it still holds is moved to the FIFO in its
+//! drain order (TBF: forced-dequeue order, the order Lustre drains a stopping policy in). The
+//! head serves the FIFO before the primary policy, since those requests are older than
+//! anything it receives afterwards; a TBF throttle still blocks the whole head, FIFO
+//! included, as `ptlrpc_server_allow_normal` does.
 
 use std::fmt;
 
@@ -16,7 +18,7 @@ use super::fifo::Fifo;
 use super::tbf::kstrto::strsep;
 use super::tbf::listing::{CptRules, ListingForm, TbfRuleListing};
 use super::tbf::{ClassType, LustreVersion, NrsQueue, Tbf, TbfCommand, TbfConfig, TbfError};
-use super::{Dequeue, RequestScheduler};
+use super::{Dequeue, RequestScheduler, ServiceReport};
 use crate::model::RpcTags;
 
 /// Placeholder tags for requests moved into the FIFO, which does not classify.
@@ -64,12 +66,125 @@ fn einval(message: String) -> NrsError {
     }
 }
 
-#[derive(Debug)]
+/// A primary NRS policy: what a head runs besides its FIFO fallback. Built by a row of the
+/// scheduler registry ([`nrs_policy_rows`]) when `nrs_policies` names it.
+pub trait NrsPolicy<P>: RequestScheduler<P> + Send {
+    /// The argument it was started with, as written (`jobid`, `nid+jobid`, or empty: Lustre's
+    /// `pol_arg`), for the policy name and the "same argument" test.
+    fn arg(&self) -> &str;
+
+    /// Removes every queued request, in the order Lustre drains a stopping policy.
+    fn drain(&mut self, now_ns: u64) -> Vec<P>;
+
+    /// When the policy holds the whole head at `now_ns` (TBF's throttle stops FIFO requests
+    /// too, as `ptlrpc_server_allow_normal` does), the time it ends; clears a throttle that
+    /// is due. Most policies hold nothing.
+    fn head_throttled_until(&mut self, _now_ns: u64) -> Option<u64> {
+        None
+    }
+
+    /// The TBF instance, for the TBF-only parameter files (`nrs_tbf_rule`).
+    fn as_tbf(&self) -> Option<&Tbf<P>> {
+        None
+    }
+
+    fn as_tbf_mut(&mut self) -> Option<&mut Tbf<P>> {
+        None
+    }
+}
+
+/// How a registry row starts its policy on a head.
+pub type StartPolicy<P> =
+    fn(arg: Option<&str>, config: TbfConfig) -> Result<Box<dyn NrsPolicy<P>>, NrsError>;
+
+/// One row of the scheduler registry: a policy name `nrs_policies` accepts and how to start
+/// it on a head. Adding a scheduler is one row here and one file implementing [`NrsPolicy`].
+pub struct NrsPolicyRow<P> {
+    pub name: &'static str,
+    /// Starts the policy with `arg` (the text after the name and queue, if any) on a head
+    /// whose TBF/Lustre-version configuration is `config`.
+    pub start: StartPolicy<P>,
+}
+
+/// The scheduler registry: every primary policy a head can run (FIFO, the fallback, is
+/// always there and is not a row).
+pub fn nrs_policy_rows<P: Send + 'static>() -> [NrsPolicyRow<P>; 1] {
+    [NrsPolicyRow {
+        name: "tbf",
+        start: start_tbf::<P>,
+    }]
+}
+
+/// TBF started with `arg` as its classification type.
 struct TbfPolicy<P> {
-    /// The argument as written (`jobid`, `nid+jobid`, or empty: Lustre's `pol_arg`), for the
-    /// policy name and the "same argument" test.
     arg: String,
     tbf: Tbf<P>,
+}
+
+fn start_tbf<P: Send + 'static>(
+    arg: Option<&str>,
+    config: TbfConfig,
+) -> Result<Box<dyn NrsPolicy<P>>, NrsError> {
+    let class_type = ClassType::parse_arg(arg, config.version).map_err(|e| NrsError {
+        errno: e.errno,
+        message: e.message,
+    })?;
+    Ok(Box::new(TbfPolicy {
+        arg: arg.unwrap_or("").to_string(),
+        tbf: Tbf::new(class_type, config),
+    }))
+}
+
+impl<P> RequestScheduler<P> for TbfPolicy<P> {
+    fn enqueue_with_cost(&mut self, now_ns: u64, tags: &RpcTags, cost: u64, payload: P) {
+        self.tbf.enqueue_with_cost(now_ns, tags, cost, payload)
+    }
+    fn dequeue(&mut self, now_ns: u64) -> Dequeue<P> {
+        self.tbf.dequeue(now_ns)
+    }
+    fn on_timer(&mut self, now_ns: u64) {
+        self.tbf.on_timer(now_ns)
+    }
+    fn timer_deadline_ns(&self) -> Option<u64> {
+        self.tbf.timer_deadline_ns()
+    }
+    fn queued(&self) -> usize {
+        self.tbf.queued()
+    }
+}
+
+impl<P: Send> NrsPolicy<P> for TbfPolicy<P> {
+    fn arg(&self) -> &str {
+        &self.arg
+    }
+    fn drain(&mut self, now_ns: u64) -> Vec<P> {
+        self.tbf.drain(now_ns)
+    }
+    fn head_throttled_until(&mut self, now_ns: u64) -> Option<u64> {
+        self.tbf.throttled_until(now_ns)
+    }
+    fn as_tbf(&self) -> Option<&Tbf<P>> {
+        Some(&self.tbf)
+    }
+    fn as_tbf_mut(&mut self) -> Option<&mut Tbf<P>> {
+        Some(&mut self.tbf)
+    }
+}
+
+/// The running primary policy and the registry name it was started under.
+struct Primary<P> {
+    name: &'static str,
+    policy: Box<dyn NrsPolicy<P>>,
+}
+
+impl<P> fmt::Debug for Primary<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Primary")
+            .field("name", &self.name)
+            .field("arg", &self.policy.arg())
+            .field("queued", &self.policy.queued())
+            .finish()
+    }
 }
 
 /// An NRS head (one per CPU partition and queue).
@@ -78,16 +193,16 @@ pub struct Nrs<P> {
     queue: NrsQueue,
     config: TbfConfig,
     fifo: Fifo<P>,
-    tbf: Option<TbfPolicy<P>>,
+    primary: Option<Primary<P>>,
 }
 
-impl<P> Default for Nrs<P> {
+impl<P: Send + 'static> Default for Nrs<P> {
     fn default() -> Self {
         Nrs::with_config(NrsQueue::Regular, TbfConfig::default())
     }
 }
 
-impl<P> Nrs<P> {
+impl<P: Send + 'static> Nrs<P> {
     /// A regular head with Lustre's default TBF parameters, running FIFO.
     pub fn new() -> Self {
         Self::default()
@@ -100,7 +215,7 @@ impl<P> Nrs<P> {
             queue,
             config,
             fifo: Fifo::new(),
-            tbf: None,
+            primary: None,
         }
     }
 
@@ -110,25 +225,27 @@ impl<P> Nrs<P> {
 
     /// The primary policy's name as `nrs_policies` shows it: `fifo`, `tbf`, `tbf jobid`, ...
     pub fn policy_name(&self) -> String {
-        match &self.tbf {
+        match &self.primary {
             None => "fifo".to_string(),
-            Some(p) if p.arg.is_empty() => "tbf".to_string(),
-            Some(p) => format!("tbf {}", p.arg),
+            Some(p) if p.policy.arg().is_empty() => p.name.to_string(),
+            Some(p) => format!("{} {}", p.name, p.policy.arg()),
         }
     }
 
     /// The TBF instance, when TBF is the running policy.
     pub fn tbf(&self) -> Option<&Tbf<P>> {
-        self.tbf.as_ref().map(|p| &p.tbf)
+        self.primary.as_ref().and_then(|p| p.policy.as_tbf())
     }
 
-    /// Stops TBF (if running), moving its requests to the FIFO in dequeue order.
-    fn stop_tbf(&mut self, now_ns: u64) {
-        if let Some(mut old) = self.tbf.take() {
-            for r in old.tbf.drain(now_ns) {
+    /// Stops the primary policy (if one runs), moving its requests to the FIFO in its drain
+    /// order.
+    fn stop_primary(&mut self, now_ns: u64) {
+        if let Some(mut old) = self.primary.take() {
+            for r in old.policy.drain(now_ns) {
                 // FIFO ignores the tags.
                 self.fifo.enqueue(now_ns, &DRAINED_TAGS, r);
             }
+            assert_eq!(old.policy.queued(), 0, "a drained policy holds nothing");
         }
     }
 
@@ -141,9 +258,10 @@ impl<P> Nrs<P> {
     /// on single spaces as `ptlrpc_lprocfs_nrs_policies_seq_write` does (no trimming: a
     /// trailing newline is part of the last token). Then `nrs_policy_start_locked`: an
     /// argument of 16 characters or more is EINVAL, for fifo too; fifo ignores any shorter
-    /// argument and stops TBF; tbf with the same argument text keeps its rules; tbf with
-    /// another argument stops first and then starts with the new type, so a bad new type
-    /// leaves FIFO running and the error returned (the rules are gone either way).
+    /// argument and stops the primary policy; the running policy with the same argument text
+    /// keeps its state (TBF its rules); another policy or argument stops first and then
+    /// starts, so a bad new argument leaves FIFO running and the error returned (the rules
+    /// are gone either way). Policy names come from the registry ([`nrs_policy_rows`]).
     pub fn write_policies(&mut self, now_ns: u64, text: &str) -> Result<(), NrsError> {
         if text.len() > NRS_POLICIES_LEN_MAX {
             return Err(einval(format!(
@@ -164,7 +282,10 @@ impl<P> Nrs<P> {
                 }
             }
         };
-        if !matches!(policy, "fifo" | "tbf") {
+        let row = nrs_policy_rows::<P>()
+            .into_iter()
+            .find(|r| r.name == policy);
+        if policy != "fifo" && row.is_none() {
             if OTHER_LUSTRE_POLICIES.contains(&policy) {
                 return Err(einval(format!(
                     "policy `{policy}` exists in Lustre but is not implemented by pfsqos"
@@ -183,32 +304,32 @@ impl<P> Nrs<P> {
                 "policy argument `{a}` is longer than {NRS_POLICY_ARG_LEN_MAX} characters"
             )));
         }
-        if policy == "fifo" {
-            self.stop_tbf(now_ns);
+        let Some(row) = row else {
+            // fifo
+            self.stop_primary(now_ns);
             return Ok(());
-        }
-        if let Some(p) = &self.tbf {
-            // Same policy, same argument text: nothing happens, rules are kept.
-            if p.arg == arg.unwrap_or("") {
+        };
+        if let Some(p) = &self.primary {
+            // Same policy, same argument text: nothing happens, state is kept.
+            if p.name == row.name && p.policy.arg() == arg.unwrap_or("") {
                 return Ok(());
             }
         }
-        self.stop_tbf(now_ns);
-        let class_type = ClassType::parse_arg(arg, self.config.version).map_err(|e| NrsError {
-            errno: e.errno,
-            message: e.message,
-        })?;
-        self.tbf = Some(TbfPolicy {
-            arg: arg.unwrap_or("").to_string(),
-            tbf: Tbf::new(class_type, self.config),
+        self.stop_primary(now_ns);
+        let policy = (row.start)(arg, self.config)?;
+        assert_eq!(policy.queued(), 0, "a policy starts empty");
+        self.primary = Some(Primary {
+            name: row.name,
+            policy,
         });
         Ok(())
     }
 
     /// `lctl set_param ost.OSS.ost_io.nrs_tbf_rule=<text>` on this head: parsed with this
-    /// head's type (a `start` while FIFO runs is EINVAL, like Lustre, because the condition
-    /// has no type to be parsed with), then applied (a `change` or `stop` while FIFO runs is
-    /// ENODEV). A command addressed with `reg`/`hp` to the other queue is ignored.
+    /// head's type (a `start` while TBF does not run is EINVAL, like Lustre, because the
+    /// condition has no type to be parsed with), then applied (a `change` or `stop` while TBF
+    /// does not run is ENODEV). A command addressed with `reg`/`hp` to the other queue is
+    /// ignored.
     pub fn write_tbf_rule(&mut self, _now_ns: u64, text: &str) -> Result<(), NrsError> {
         let class_type = self.tbf().map(|t| t.class_type());
         let cmd = TbfCommand::parse_for(text, class_type, self.config.version)?;
@@ -220,10 +341,10 @@ impl<P> Nrs<P> {
         if cmd.queue.is_some_and(|q| q != self.queue) {
             return Ok(());
         }
-        let Some(p) = self.tbf.as_mut() else {
+        let Some(tbf) = self.primary.as_mut().and_then(|p| p.policy.as_tbf_mut()) else {
             return Err(TbfError::TbfNotStarted.into());
         };
-        Ok(p.tbf.apply(cmd)?)
+        Ok(tbf.apply(cmd)?)
     }
 }
 
@@ -246,7 +367,7 @@ pub fn write_service<'a, P: 'a>(
 /// and the HP heads if the service has them (`ptlrpc_lprocfs_nrs_tbf_rule_seq_show`). A
 /// regular queue without TBF is skipped (its ENODEV is ignored) and prints an empty section;
 /// an HP queue without TBF, or no TBF at all, fails with ENODEV (conf-sanity 117).
-pub fn tbf_rule_listing<P>(
+pub fn tbf_rule_listing<P: Send + 'static>(
     regular: &[&Nrs<P>],
     high_priority: Option<&[&Nrs<P>]>,
     form: ListingForm,
@@ -287,28 +408,36 @@ pub struct ActiveRpcs {
     pub active: u64,
 }
 
-fn policies_section<P>(out: &mut String, heads: &[&Nrs<P>], active: ActiveRpcs) {
+fn policies_section<P: Send + 'static>(out: &mut String, heads: &[&Nrs<P>], active: ActiveRpcs) {
     use std::fmt::Write;
-    let tbf_name = heads
+    // The primary policy of the first head names the started entry (heads of one queue run
+    // the same policy: every write reaches them all).
+    let started = heads
         .first()
-        .map_or_else(|| "tbf".to_string(), |h| h.policy_name());
-    let tbf_started = heads.iter().any(|h| h.tbf.is_some());
-    for policy in LUSTRE_POLICY_ORDER {
-        let (name, state, queued, act) = match policy {
-            "fifo" => {
+        .and_then(|h| h.primary.as_ref().map(|p| (p.name, h.policy_name())));
+    // Lustre's registration order, then pfsqos's own registry rows.
+    let mut order = LUSTRE_POLICY_ORDER.to_vec();
+    for row in nrs_policy_rows::<P>() {
+        if !order.contains(&row.name) {
+            order.push(row.name);
+        }
+    }
+    for policy in order {
+        let (name, state, queued, act) = match (policy, &started) {
+            ("fifo", _) => {
                 let queued: usize = heads.iter().map(|h| h.fifo.queued()).sum();
-                let act = if tbf_started { 0 } else { active.active };
+                let act = if started.is_some() { 0 } else { active.active };
                 ("fifo".to_string(), "started", queued, act)
             }
-            "tbf" if tbf_started => {
+            (p, Some((name, shown))) if p == *name => {
                 let queued: usize = heads
                     .iter()
-                    .filter_map(|h| h.tbf())
-                    .map(|t| t.queued())
+                    .filter_map(|h| h.primary.as_ref())
+                    .map(|p| p.policy.queued())
                     .sum();
-                (tbf_name.clone(), "started", queued, active.active)
+                (shown.clone(), "started", queued, active.active)
             }
-            other => (other.to_string(), "stopped", 0, 0),
+            (other, _) => (other.to_string(), "stopped", 0, 0),
         };
         let fallback = if policy == "fifo" { "yes" } else { "no" };
         let _ = write!(
@@ -321,7 +450,7 @@ fn policies_section<P>(out: &mut String, heads: &[&Nrs<P>], active: ActiveRpcs) 
 
 /// `lctl get_param -n ost.OSS.ost_io.nrs_policies` (YAML, §6.3): one entry per registered
 /// policy, queued/active summed over the CPTs, left-justified in 20 columns.
-pub fn nrs_policies_yaml<P>(
+pub fn nrs_policies_yaml<P: Send + 'static>(
     regular: &[&Nrs<P>],
     regular_active: ActiveRpcs,
     high_priority: Option<(&[&Nrs<P>], ActiveRpcs)>,
@@ -335,18 +464,18 @@ pub fn nrs_policies_yaml<P>(
     out
 }
 
-impl<P> RequestScheduler<P> for Nrs<P> {
-    fn enqueue(&mut self, now_ns: u64, tags: &RpcTags, payload: P) {
-        match self.tbf.as_mut() {
-            Some(p) => p.tbf.enqueue(now_ns, tags, payload),
-            None => self.fifo.enqueue(now_ns, tags, payload),
+impl<P: Send + 'static> RequestScheduler<P> for Nrs<P> {
+    fn enqueue_with_cost(&mut self, now_ns: u64, tags: &RpcTags, cost: u64, payload: P) {
+        match self.primary.as_mut() {
+            Some(p) => p.policy.enqueue_with_cost(now_ns, tags, cost, payload),
+            None => self.fifo.enqueue_with_cost(now_ns, tags, cost, payload),
         }
     }
 
     fn dequeue(&mut self, now_ns: u64) -> Dequeue<P> {
-        if let Some(p) = self.tbf.as_mut() {
-            if let Some(until_ns) = p.tbf.throttled_until(now_ns) {
-                if p.tbf.queued() > 0 || self.fifo.queued() > 0 {
+        if let Some(p) = self.primary.as_mut() {
+            if let Some(until_ns) = p.policy.head_throttled_until(now_ns) {
+                if p.policy.queued() > 0 || self.fifo.queued() > 0 {
                     return Dequeue::Throttled { until_ns };
                 }
             }
@@ -354,24 +483,47 @@ impl<P> RequestScheduler<P> for Nrs<P> {
         if self.fifo.queued() > 0 {
             return self.fifo.dequeue(now_ns);
         }
-        match self.tbf.as_mut() {
-            Some(p) => p.tbf.dequeue(now_ns),
+        match self.primary.as_mut() {
+            Some(p) => p.policy.dequeue(now_ns),
             None => Dequeue::Empty,
         }
     }
 
     fn on_timer(&mut self, now_ns: u64) {
-        if let Some(p) = self.tbf.as_mut() {
-            p.tbf.on_timer(now_ns);
+        if let Some(p) = self.primary.as_mut() {
+            p.policy.on_timer(now_ns);
         }
     }
 
     fn timer_deadline_ns(&self) -> Option<u64> {
-        self.tbf.as_ref().and_then(|p| p.tbf.timer_deadline_ns())
+        self.primary
+            .as_ref()
+            .and_then(|p| p.policy.timer_deadline_ns())
     }
 
     fn queued(&self) -> usize {
-        self.fifo.queued() + self.tbf.as_ref().map_or(0, |p| p.tbf.queued())
+        self.fifo.queued() + self.primary.as_ref().map_or(0, |p| p.policy.queued())
+    }
+
+    /// Completions go to the running primary policy; a request served from the FIFO (moved
+    /// there when its policy stopped) is reported too, and policies ignore what they do not
+    /// recognise as their own (their counts are by flow, not by request).
+    fn on_complete(&mut self, now_ns: u64, tags: &RpcTags, cost: u64) {
+        if let Some(p) = self.primary.as_mut() {
+            p.policy.on_complete(now_ns, tags, cost);
+        }
+    }
+
+    fn take_service_reports(&mut self) -> Vec<ServiceReport> {
+        self.primary
+            .as_mut()
+            .map_or_else(Vec::new, |p| p.policy.take_service_reports())
+    }
+
+    fn on_peer_service(&mut self, now_ns: u64, report: &ServiceReport) {
+        if let Some(p) = self.primary.as_mut() {
+            p.policy.on_peer_service(now_ns, report);
+        }
     }
 }
 

@@ -18,13 +18,15 @@
 
 use std::collections::BTreeMap;
 
+use crate::control::rules::{JobRate, JobRules};
+
 use super::{
     Allocation, AllocationStats, Allocator, AppDemand, IntervalInput, OstCapacity, OstDemand,
     ShareOptions, ShareUnit, SystemGate, ThrottleLimit, WindowKind,
 };
 use crate::control::tbf_rate_rpcs_per_s;
 use crate::control::{
-    ControlWrite, Controller, Decision, DomainId, DomainWrite, Observation, RuleNamer, TraceSample,
+    ControlWrite, Controller, Decision, DomainId, DomainWrite, Observation, TraceSample,
 };
 use crate::model::{JobId, OstId};
 
@@ -58,40 +60,29 @@ impl Default for GiftControllerConfig {
     }
 }
 
+/// A domain's rules as last written (the shared rule manager, `control::rules`).
 #[derive(Debug, Default)]
 struct DomainRules {
-    namer: RuleNamer,
-    /// Job -> (rule name, rate).
-    active: BTreeMap<JobId, (String, u64)>,
+    rules: JobRules,
 }
 
 impl DomainRules {
     fn update(&mut self, rates: &BTreeMap<JobId, u64>) -> Vec<String> {
-        let mut out = Vec::new();
-        let gone: Vec<JobId> = self
-            .active
-            .keys()
-            .filter(|j| !rates.contains_key(j))
-            .copied()
+        let desired: BTreeMap<JobId, JobRate> = rates
+            .iter()
+            .map(|(job, &rate)| {
+                let want = JobRate {
+                    rate_rpcs_per_s: rate,
+                    priority: None,
+                };
+                (*job, want)
+            })
             .collect();
-        for job in gone {
-            let (name, _) = self.active.remove(&job).expect("listed");
-            out.push(format!("stop {name}"));
-            self.namer.release(&job);
-        }
-        for (job, &rate) in rates {
-            if let Some((name, old)) = self.active.get_mut(job) {
-                if *old != rate {
-                    *old = rate;
-                    out.push(format!("change {name} rate={rate}"));
-                }
-                continue;
-            }
-            let name = self.namer.name_for(job).to_string();
-            out.push(format!("start {name} jobid={{{job}}} rate={rate}"));
-            self.active.insert(*job, (name, rate));
-        }
-        out
+        self.rules
+            .reconcile(&desired)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 }
 

@@ -931,7 +931,7 @@ impl<P> Tbf<P> {
 }
 
 impl<P> RequestScheduler<P> for Tbf<P> {
-    fn enqueue(&mut self, now_ns: u64, tags: &RpcTags, payload: P) {
+    fn enqueue_with_cost(&mut self, now_ns: u64, tags: &RpcTags, _cost: u64, payload: P) {
         let key = self.class_type.key(tags);
         let hash = hash_key(&key) & self.hash_mask;
         let i = match self.lookup(&key, hash) {

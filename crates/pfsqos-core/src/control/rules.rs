@@ -1,0 +1,257 @@
+//! One rule manager for every controller that gives jobs their own TBF rules (static,
+//! AdapTBF, GIFT and its baselines): the controller says which rate each job should have on a
+//! domain; [`JobRules`] answers with the typed commands ([`RuleCommand`]) that bring the
+//! domain's rules there (stop the rules of jobs that left, change rates that moved, start
+//! rules for new jobs, in priority order when the controller ranks them), and renders each as
+//! the `nrs_tbf_rule` text Lustre accepts, in one place.
+//!
+//! A job id is user input (`SLURM_JOB_ID`, a process name): Lustre's TBF has no escaping, so
+//! an id holding TBF syntax (`*` is a wildcard, space separates list items, `{ } , & =` end or
+//! join conditions) would match other jobs or add conditions an administrator never wrote.
+//! Such jobs get no rule of their own (their RPCs stay in `default`) and are listed by
+//! [`JobRules::refused_jobs`]; nothing of them ever reaches rule text.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use super::RuleNamer;
+use crate::model::JobId;
+
+/// Whether `job` can stand in a `jobid={...}` list as itself: non-empty, and only characters
+/// that carry no TBF meaning (letters, digits and `. _ - : @ / + % # ~ ^`; no wildcard `*`, no
+/// space, no braces, comma, ampersand or equals sign, nothing outside ASCII).
+pub fn job_id_is_rule_safe(job: &JobId) -> bool {
+    let s = job.as_str();
+    !s.is_empty()
+        && s.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'.' | b'_' | b'-' | b':' | b'@' | b'/' | b'+' | b'%' | b'#' | b'~' | b'^'
+                )
+        })
+}
+
+/// A TBF rule command on one job's rule, rendered by [`fmt::Display`] as `nrs_tbf_rule` text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuleCommand {
+    /// `start NAME jobid={JOB} rate=R [rank=BEFORE]`.
+    Start {
+        name: String,
+        job: JobId,
+        rate_rpcs_per_s: u64,
+        /// The rule this one goes before (`None`: no `rank=`, Lustre puts it first).
+        rank: Option<String>,
+    },
+    /// `change NAME rate=R`.
+    Change { name: String, rate_rpcs_per_s: u64 },
+    /// `stop NAME`.
+    Stop { name: String },
+}
+
+impl fmt::Display for RuleCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuleCommand::Start {
+                name,
+                job,
+                rate_rpcs_per_s,
+                rank,
+            } => {
+                // Never reached with an unsafe id: JobRules refuses those before.
+                assert!(job_id_is_rule_safe(job), "job id with TBF syntax in a rule");
+                write!(f, "start {name} jobid={{{job}}} rate={rate_rpcs_per_s}")?;
+                match rank {
+                    Some(before) => write!(f, " rank={before}"),
+                    None => Ok(()),
+                }
+            }
+            RuleCommand::Change {
+                name,
+                rate_rpcs_per_s,
+            } => write!(f, "change {name} rate={rate_rpcs_per_s}"),
+            RuleCommand::Stop { name } => write!(f, "stop {name}"),
+        }
+    }
+}
+
+/// What a controller wants for one job on one domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobRate {
+    pub rate_rpcs_per_s: u64,
+    /// With `Some(p)`, rules are kept in priority order: a job's new rule goes before the
+    /// rule of the highest-priority job below it (higher `p` first, then the smaller job id),
+    /// else before `default` (AdapTBF: `p` is the node count). `None`: no rank (GIFT, static).
+    pub priority: Option<u32>,
+}
+
+#[derive(Clone, Debug)]
+struct ActiveRule {
+    name: String,
+    rate_rpcs_per_s: u64,
+    priority: Option<u32>,
+}
+
+/// The rules a controller holds on one domain, and the names it gave them.
+#[derive(Debug, Default, Clone)]
+pub struct JobRules {
+    namer: RuleNamer,
+    active: BTreeMap<JobId, ActiveRule>,
+    refused: BTreeSet<JobId>,
+}
+
+impl JobRules {
+    pub fn new() -> JobRules {
+        JobRules::default()
+    }
+
+    /// The commands that bring the domain's rules to `desired`: stops first (in job order),
+    /// then changes and starts in job order.
+    pub fn reconcile(&mut self, desired: &BTreeMap<JobId, JobRate>) -> Vec<RuleCommand> {
+        let mut out = Vec::new();
+        let gone: Vec<JobId> = self
+            .active
+            .keys()
+            .filter(|j| !desired.contains_key(j))
+            .copied()
+            .collect();
+        for job in gone {
+            let rule = self.active.remove(&job).expect("listed");
+            out.push(RuleCommand::Stop { name: rule.name });
+            self.namer.release(&job);
+        }
+        for (job, want) in desired {
+            if let Some(rule) = self.active.get_mut(job) {
+                if rule.rate_rpcs_per_s != want.rate_rpcs_per_s {
+                    rule.rate_rpcs_per_s = want.rate_rpcs_per_s;
+                    out.push(RuleCommand::Change {
+                        name: rule.name.clone(),
+                        rate_rpcs_per_s: want.rate_rpcs_per_s,
+                    });
+                }
+                continue;
+            }
+            if !job_id_is_rule_safe(job) {
+                if self.refused.len() < super::agent::KNOWN_JOBS_MAX {
+                    self.refused.insert(*job);
+                }
+                continue;
+            }
+            let name = self.namer.name_for(job).to_string();
+            let rank = want.priority.map(|p| {
+                let key = |j: &JobId, p: u32| (p, std::cmp::Reverse(*j));
+                self.active
+                    .iter()
+                    .filter_map(|(other, r)| r.priority.map(|q| (key(other, q), &r.name)))
+                    .filter(|(k, _)| *k < key(job, p))
+                    .max_by_key(|(k, _)| *k)
+                    .map_or_else(|| "default".to_string(), |(_, n)| n.clone())
+            });
+            out.push(RuleCommand::Start {
+                name: name.clone(),
+                job: *job,
+                rate_rpcs_per_s: want.rate_rpcs_per_s,
+                rank,
+            });
+            self.active.insert(
+                *job,
+                ActiveRule {
+                    name,
+                    rate_rpcs_per_s: want.rate_rpcs_per_s,
+                    priority: want.priority,
+                },
+            );
+        }
+        out
+    }
+
+    /// Jobs that wanted a rule but whose id holds TBF syntax (at most
+    /// [`super::agent::KNOWN_JOBS_MAX`] listed).
+    pub fn refused_jobs(&self) -> &BTreeSet<JobId> {
+        &self.refused
+    }
+
+    /// Rules held, by job.
+    pub fn len(&self) -> usize {
+        self.active.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.active.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::tbf::{TbfCommand, TbfOp};
+
+    fn j(s: &str) -> JobId {
+        JobId::new(s).unwrap()
+    }
+
+    fn want(rate: u64, priority: Option<u32>) -> JobRate {
+        JobRate {
+            rate_rpcs_per_s: rate,
+            priority,
+        }
+    }
+
+    #[test]
+    fn reconcile_starts_changes_and_stops_in_order() {
+        let mut r = JobRules::new();
+        let mut d = BTreeMap::new();
+        d.insert(j("a"), want(10, Some(1)));
+        d.insert(j("b"), want(20, Some(4)));
+        let text: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            text,
+            vec![
+                "start ja jobid={a} rate=10 rank=default",
+                // b (4 nodes) goes before a (1 node), the highest-priority rule below it.
+                "start jb jobid={b} rate=20 rank=ja",
+            ]
+        );
+        d.insert(j("c"), want(5, Some(2)));
+        d.insert(j("a"), want(11, Some(1)));
+        d.remove(&j("b"));
+        let text: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        // c (2 nodes) goes before a (1 node), the highest-priority rule below it.
+        assert_eq!(
+            text,
+            vec![
+                "stop jb",
+                "change ja rate=11",
+                "start jc jobid={c} rate=5 rank=ja"
+            ]
+        );
+        assert!(r.reconcile(&d).is_empty());
+        // Every command is valid TBF text.
+        let mut r = JobRules::new();
+        for c in r.reconcile(&d) {
+            assert!(matches!(
+                TbfCommand::parse(&c.to_string()).unwrap().op,
+                TbfOp::Start { .. }
+            ));
+        }
+    }
+
+    /// A job id with TBF syntax never reaches rule text: a wildcard would take other jobs'
+    /// RPCs, a brace or ampersand would add a condition.
+    #[test]
+    fn job_ids_with_tbf_syntax_get_no_rule() {
+        let mut r = JobRules::new();
+        let mut d = BTreeMap::new();
+        for bad in ["*", "dd.*", "a b", "x}&opcode={ost_read", "a,b", "k=v", "é"] {
+            d.insert(j(bad), want(1, None));
+        }
+        d.insert(j("ok.1"), want(7, None));
+        let cmds = r.reconcile(&d);
+        assert_eq!(
+            cmds.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+            vec!["start jok_1 jobid={ok.1} rate=7"]
+        );
+        assert_eq!(r.refused_jobs().len(), 7);
+        assert!(!job_id_is_rule_safe(&JobId::EMPTY));
+    }
+}

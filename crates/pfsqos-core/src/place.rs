@@ -1,12 +1,17 @@
 //! Object placement: which OSTs hold the stripes of a new file.
 //!
 //! The MDS asks a [`Placement`] for a layout at every create; round-robin ([`RoundRobin`]) is
-//! Lustre's default allocator, and QoS-aware placers implement the same trait.
+//! Lustre's default allocator, and load-aware placers (iez) implement the same trait: they
+//! get the time and the creating application's identity with each create
+//! ([`PlacementContext`]), and the same per-OSS, per-OST, per-job load feed controllers get
+//! ([`Placement::observe`] with a control `Observation`). Placers are chosen by name from
+//! [`PLACER_ROWS`].
 
 use std::fmt;
 
+use crate::control::Observation;
 use crate::errno::Errno;
-use crate::model::{OstId, StripeLayout};
+use crate::model::{JobId, OstId, StripeLayout};
 
 pub use crate::lustre::{STRIPE_COUNT_MAX, STRIPE_SIZE_MAX_BYTES, STRIPE_SIZE_UNIT_BYTES};
 /// Stripe count meaning "every OST" (`lfs setstripe -c -1`).
@@ -114,9 +119,75 @@ impl PlacementRequest {
     }
 }
 
+/// Who creates a file, and when: what a load-aware placer keys its forecasts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlacementContext {
+    pub now_ns: u64,
+    /// The creating application (its job id); [`JobId::EMPTY`] when unknown.
+    pub job: JobId,
+}
+
+impl PlacementContext {
+    /// A create nothing is known about (set-up, tools).
+    pub const UNKNOWN: PlacementContext = PlacementContext {
+        now_ns: 0,
+        job: JobId::EMPTY,
+    };
+}
+
 /// Chooses the OSTs of new files.
-pub trait Placement {
-    fn place(&mut self, request: &PlacementRequest) -> Result<StripeLayout, PlacementError>;
+pub trait Placement: fmt::Debug + Send {
+    /// The layout of a new file.
+    fn place(
+        &mut self,
+        request: &PlacementRequest,
+        context: &PlacementContext,
+    ) -> Result<StripeLayout, PlacementError>;
+
+    /// The load the servers reported over the last period (the observation controllers get:
+    /// per OSS and OST, queue lengths and per-job service). Placers that ignore load ignore it.
+    fn observe(&mut self, _observation: &Observation) {}
+
+    /// State to persist across MDS restarts, as one word (round robin: its cursor). Richer
+    /// state is rebuilt from [`Placement::observe`] after a restart.
+    fn state(&self) -> u64 {
+        0
+    }
+
+    /// Continues from a persisted [`Placement::state`].
+    fn restore(&mut self, _state: u64) {}
+
+    /// A copy (the MDS tries a create on a copy and keeps it only if the create commits).
+    fn clone_box(&self) -> Box<dyn Placement>;
+}
+
+/// One row of the placer registry: a name and how to make the policy for a file system of
+/// `ost_count` OSTs. Adding a placement policy is one file implementing [`Placement`] and one
+/// row here.
+pub struct PlacerRow {
+    pub name: &'static str,
+    pub build: fn(ost_count: u32) -> Box<dyn Placement>,
+}
+
+/// The placer registry.
+pub const PLACER_ROWS: [PlacerRow; 1] = [PlacerRow {
+    name: "roundrobin",
+    build: |_| Box::new(RoundRobin::default()),
+}];
+
+/// The placement policy `name` for `ost_count` OSTs, or an error listing the names.
+pub fn placement_by_name(name: &str, ost_count: u32) -> Result<Box<dyn Placement>, String> {
+    PLACER_ROWS
+        .iter()
+        .find(|r| r.name == name)
+        .map(|r| (r.build)(ost_count))
+        .ok_or_else(|| {
+            let names: Vec<&str> = PLACER_ROWS.iter().map(|r| r.name).collect();
+            format!(
+                "unknown placement policy `{name}` (allowed: {})",
+                names.join(", ")
+            )
+        })
 }
 
 /// Lustre's round-robin allocator: each file's stripes go on consecutive OSTs (modulo the
@@ -139,7 +210,11 @@ impl RoundRobin {
 }
 
 impl Placement for RoundRobin {
-    fn place(&mut self, request: &PlacementRequest) -> Result<StripeLayout, PlacementError> {
+    fn place(
+        &mut self,
+        request: &PlacementRequest,
+        _context: &PlacementContext,
+    ) -> Result<StripeLayout, PlacementError> {
         let count = request.resolved_stripe_count()?;
         let n = request.ost_count;
         // An explicit start (lfs setstripe -i) is the user's choice and leaves the rotation
@@ -160,12 +235,27 @@ impl Placement for RoundRobin {
             osts,
         })
     }
+
+    fn state(&self) -> u64 {
+        u64::from(self.cursor)
+    }
+
+    fn restore(&mut self, state: u64) {
+        // Any word is a valid cursor (taken modulo the OST count at the next create).
+        self.cursor = state as u32;
+    }
+
+    fn clone_box(&self) -> Box<dyn Placement> {
+        Box::new(self.clone())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    const U: PlacementContext = PlacementContext::UNKNOWN;
 
     fn req(stripe_count: i32, ost_count: u32) -> PlacementRequest {
         PlacementRequest {
@@ -185,7 +275,7 @@ mod tests {
         let mut rr = RoundRobin::default();
         let got: Vec<Vec<u32>> = [1, 1, 2, 3, 1, -1, 2]
             .iter()
-            .map(|&c| ids(rr.place(&req(c, 4)).unwrap()))
+            .map(|&c| ids(rr.place(&req(c, 4), &U).unwrap()))
             .collect();
         assert_eq!(
             got,
@@ -206,49 +296,73 @@ mod tests {
     fn start_hint_is_honoured_and_leaves_the_cursor() {
         let mut rr = RoundRobin::new(1);
         let l = rr
-            .place(&PlacementRequest {
-                start_ost: Some(3),
-                ..req(2, 4)
-            })
+            .place(
+                &PlacementRequest {
+                    start_ost: Some(3),
+                    ..req(2, 4)
+                },
+                &U,
+            )
             .unwrap();
         assert_eq!(ids(l), [3, 0]);
-        assert_eq!(ids(rr.place(&req(1, 4)).unwrap()), [1]);
+        assert_eq!(ids(rr.place(&req(1, 4), &U).unwrap()), [1]);
     }
 
     #[test]
     fn bad_requests_are_typed_errors() {
         let mut rr = RoundRobin::default();
         assert_eq!(
-            rr.place(&req(5, 4)),
+            rr.place(&req(5, 4), &U),
             Err(PlacementError::StripeCountExceedsOsts {
                 stripe_count: 5,
                 ost_count: 4
             })
         );
-        assert_eq!(rr.place(&req(0, 4)), Err(PlacementError::BadStripeCount(0)));
         assert_eq!(
-            rr.place(&req(-2, 4)),
+            rr.place(&req(0, 4), &U),
+            Err(PlacementError::BadStripeCount(0))
+        );
+        assert_eq!(
+            rr.place(&req(-2, 4), &U),
             Err(PlacementError::BadStripeCount(-2))
         );
-        assert_eq!(rr.place(&req(1, 0)), Err(PlacementError::NoOsts));
+        assert_eq!(rr.place(&req(1, 0), &U), Err(PlacementError::NoOsts));
         for s in [0, 4096, (64 << 10) + 1, (4 << 30) + (64 << 10)] {
             assert_eq!(
-                rr.place(&PlacementRequest {
-                    stripe_size_bytes: s,
-                    ..req(1, 4)
-                }),
+                rr.place(
+                    &PlacementRequest {
+                        stripe_size_bytes: s,
+                        ..req(1, 4)
+                    },
+                    &U
+                ),
                 Err(PlacementError::BadStripeSize(s))
             );
         }
         assert!(matches!(
-            rr.place(&PlacementRequest {
-                start_ost: Some(4),
-                ..req(1, 4)
-            }),
+            rr.place(
+                &PlacementRequest {
+                    start_ost: Some(4),
+                    ..req(1, 4)
+                },
+                &U
+            ),
             Err(PlacementError::StartOstOutOfRange { .. })
         ));
         // Failed requests do not move the cursor.
         assert_eq!(rr.cursor(), 0);
+    }
+
+    #[test]
+    fn the_registry_builds_round_robin_and_names_what_exists() {
+        let mut p = placement_by_name("roundrobin", 4).unwrap();
+        p.restore(3);
+        assert_eq!(ids(p.place(&req(2, 4), &U).unwrap()), [3, 0]);
+        assert_eq!(p.state(), 1);
+        let copy = p.clone_box();
+        assert_eq!(copy.state(), 1);
+        let e = placement_by_name("qos", 4).unwrap_err();
+        assert!(e.contains("allowed: roundrobin"), "{e}");
     }
 
     proptest! {
@@ -260,7 +374,7 @@ mod tests {
         ) {
             let mut rr = RoundRobin::new(cursor);
             for c in counts {
-                match rr.place(&req(c, ost_count)) {
+                match rr.place(&req(c, ost_count), &U) {
                     Ok(l) => {
                         let want = if c == -1 { ost_count } else { c as u32 };
                         prop_assert_eq!(l.osts.len() as u32, want);

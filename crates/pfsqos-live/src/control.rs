@@ -193,6 +193,9 @@ fn sample(shared: &Shared) -> Vec<OstSample> {
             arrived: ost.take_arrivals(),
             served_totals: ost.served_totals(),
             queued_rpcs: ost.queued_rpcs(),
+            // The ossd does not sample its devices' queues yet (issue #15 adds the block
+            // layer's counters).
+            device_queue_rpcs: 0,
         })
         .collect()
 }

@@ -4,38 +4,78 @@
 //! restored through [`Placer::state`] / [`Placer::restore`], so a restarted MDS continues the
 //! rotation where it stopped.
 
+use pfsqos_core::control::Observation;
 use pfsqos_core::model::StripeLayout;
-use pfsqos_core::place::{Placement, PlacementError, PlacementRequest, RoundRobin};
+use pfsqos_core::place::{
+    placement_by_name, Placement, PlacementContext, PlacementError, PlacementRequest,
+};
 
 /// The MDS's placer: the file system's OST count and the placement policy. Cloning it gives a
 /// placer to try a create with, kept only if the create commits (the live MDS's transaction).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Placer {
     ost_count: u32,
-    policy: RoundRobin,
+    policy: Box<dyn Placement>,
     /// Files placed since this placer was made (for assertions and statistics).
     creates: u64,
+}
+
+impl Clone for Placer {
+    fn clone(&self) -> Self {
+        Placer {
+            ost_count: self.ost_count,
+            policy: self.policy.clone_box(),
+            creates: self.creates,
+        }
+    }
 }
 
 impl Placer {
     /// Lustre's default allocator (round robin) over `ost_count` OSTs.
     pub fn round_robin(ost_count: u32) -> Placer {
-        Placer {
+        Placer::by_name("roundrobin", ost_count).expect("round robin is a registry row")
+    }
+
+    /// The placement policy `name` of the registry (`pfsqos_core::place::PLACER_ROWS`).
+    pub fn by_name(name: &str, ost_count: u32) -> Result<Placer, String> {
+        Ok(Placer {
             ost_count,
-            policy: RoundRobin::default(),
+            policy: placement_by_name(name, ost_count)?,
             creates: 0,
-        }
+        })
+    }
+
+    /// The servers' load over the last period, for load-aware policies.
+    pub fn observe(&mut self, observation: &Observation) {
+        self.policy.observe(observation);
     }
 
     pub fn ost_count(&self) -> u32 {
         self.ost_count
     }
 
-    /// The layout of a new file: `stripe_count` stripes (or all OSTs for
-    /// [`pfsqos_core::place::STRIPE_COUNT_ALL`]) of `stripe_size_bytes`, starting at
-    /// `start_ost` if given.
+    /// The layout of a new file created with nothing known of its creator (see
+    /// [`Placer::create_for`]).
     pub fn create(
         &mut self,
+        stripe_count: i32,
+        stripe_size_bytes: u64,
+        start_ost: Option<u32>,
+    ) -> Result<StripeLayout, PlacementError> {
+        self.create_for(
+            &PlacementContext::UNKNOWN,
+            stripe_count,
+            stripe_size_bytes,
+            start_ost,
+        )
+    }
+
+    /// The layout of a new file created by `context`: `stripe_count` stripes (or all OSTs for
+    /// [`pfsqos_core::place::STRIPE_COUNT_ALL`]) of `stripe_size_bytes`, starting at
+    /// `start_ost` if given.
+    pub fn create_for(
+        &mut self,
+        context: &PlacementContext,
         stripe_count: i32,
         stripe_size_bytes: u64,
         start_ost: Option<u32>,
@@ -46,7 +86,7 @@ impl Placer {
             ost_count: self.ost_count,
             start_ost,
         };
-        let layout = self.policy.place(&request)?;
+        let layout = self.policy.place(&request, context)?;
         // What every placement must give: the stripes asked for, each on an existing OST,
         // no OST twice.
         assert_eq!(
@@ -66,12 +106,14 @@ impl Placer {
 
     /// The policy's state to persist (round robin: its cursor).
     pub fn state(&self) -> u32 {
-        self.policy.cursor()
+        // Round robin's cursor is a u32; a policy with a wider word would need a wider
+        // column in the MDS's metadata table.
+        u32::try_from(self.policy.state()).expect("placer state fits the MDS's column")
     }
 
     /// Continues from a persisted state.
     pub fn restore(&mut self, state: u32) {
-        self.policy = RoundRobin::new(state);
+        self.policy.restore(u64::from(state));
     }
 
     pub fn creates(&self) -> u64 {

@@ -45,10 +45,11 @@
 use std::collections::VecDeque;
 
 use pfsqos_core::control::{
-    Controller, Decision, DomainId, DomainObservation, JobMeta, JobTargetStats, Observation,
-    TargetObservation,
+    ClientId, ClientWrite, Controller, Decision, DomainId, DomainObservation, JobMeta,
+    JobTargetStats, Observation, TargetObservation,
 };
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
+use pfsqos_core::place::PlacementContext;
 use pfsqos_core::sched::nrs::Nrs;
 use pfsqos_node::client::{Raid0, RpcWindow};
 use pfsqos_node::mds::Placer;
@@ -280,6 +281,14 @@ struct Osc {
 #[derive(Clone, Copy, Default)]
 struct Link {
     ns_per_byte: f64,
+    /// A client's outgoing limit (a controller's `ClientWrite`, Linux `tc` on the node), as
+    /// a shaper in front of the uplink: a transfer may start only once the shaper has let
+    /// the previous ones through at the limit, then leaves at the link's speed (a token
+    /// bucket one transfer deep). Slowing the serializer instead would hold the server's
+    /// receiving link for the whole slow transfer (cut-through), which TCP does not. 0: none.
+    up_limit_ns_per_byte: f64,
+    /// When the shaper lets the next transfer start.
+    up_shaper_free_ns: u64,
     up_free_ns: u64,
     down_free_ns: u64,
     /// Last transfer size and time: RPC sizes repeat, and the float rounding is a libm call.
@@ -288,6 +297,25 @@ struct Link {
 }
 
 impl Link {
+    /// When a transfer of `bytes` may start up this link at or after `now_ns` (the link
+    /// free, the shaper open), and books it with the shaper.
+    fn up_start_ns(&mut self, now_ns: u64, bytes: u64) -> u64 {
+        let start_ns = now_ns.max(self.up_free_ns).max(self.up_shaper_free_ns);
+        if self.up_limit_ns_per_byte > 0.0 {
+            self.up_shaper_free_ns =
+                start_ns + (bytes as f64 * self.up_limit_ns_per_byte).ceil() as u64;
+        }
+        start_ns
+    }
+
+    /// Sets or lifts (`None`) an outgoing limit.
+    fn limit_up(&mut self, limit_bytes_per_s: Option<u64>) {
+        self.up_limit_ns_per_byte = match limit_bytes_per_s {
+            Some(b) => 1e9 / b.max(1) as f64,
+            None => 0.0,
+        };
+    }
+
     fn transfer_ns(&mut self, bytes: u64) -> u64 {
         if bytes != self.memo_bytes {
             self.memo_bytes = bytes;
@@ -620,15 +648,18 @@ impl Sim {
         let mut shapes = Vec::new();
         let mut placer = Placer::round_robin(n_osts as u32);
         let mut objects: u64 = 0;
-        let mut new_file = |stripe_count: u32,
+        // Files are created at set-up, by their job: the placer learns who creates each.
+        let mut new_file = |job: JobId,
+                            stripe_count: u32,
                             stripe_size: u64,
                             stripe_offset: Option<u32>|
          -> Result<u32, String> {
             // The scenario is validated (1..=OSTs stripes, an existing start OST), so the
             // placer refuses nothing here.
             let count = i32::try_from(stripe_count).map_err(|_| "stripe count too large")?;
+            let context = PlacementContext { now_ns: 0, job };
             let layout = placer
-                .create(count, stripe_size, stripe_offset)
+                .create_for(&context, count, stripe_size, stripe_offset)
                 .map_err(|e| e.to_string())?;
             let count = layout.osts.len();
             let start = layout_osts.len() as u32;
@@ -662,9 +693,12 @@ impl Sim {
                 let stripe_count = group.stripe_count.unwrap_or(cluster.stripe_count);
                 let stripe_size = group.stripe_size.unwrap_or(cluster.stripe_size).bytes();
                 let shared_file = match group.file {
-                    FileMode::Shared => {
-                        Some(new_file(stripe_count, stripe_size, group.stripe_offset)?)
-                    }
+                    FileMode::Shared => Some(new_file(
+                        id,
+                        stripe_count,
+                        stripe_size,
+                        group.stripe_offset,
+                    )?),
                     FileMode::PerProcess => None,
                 };
                 for k in 0..group.numjobs {
@@ -673,7 +707,7 @@ impl Sim {
                     }
                     let file = match shared_file {
                         Some(f) => f,
-                        None => new_file(stripe_count, stripe_size, group.stripe_offset)?,
+                        None => new_file(id, stripe_count, stripe_size, group.stripe_offset)?,
                     };
                     let size_bytes = group.size.bytes();
                     let region_base_bytes = if shared_file.is_some() {
@@ -845,6 +879,10 @@ impl Sim {
                 targets.push(TargetObservation {
                     ost: OstId(o),
                     queue_len_rpcs: self.queued_per_ost[o as usize],
+                    device_queue_rpcs: {
+                        let d = &self.devices[o as usize];
+                        u64::from(d.busy) + d.waiting.len() as u64
+                    },
                     capacity_rpcs_per_s: self.osts[o as usize].capacity_rpcs_per_s,
                     jobs,
                 });
@@ -861,6 +899,7 @@ impl Sim {
             now_ns: self.now_ns,
             period_ns,
             domains,
+            clients: (0..self.clients.len() as u32).map(ClientId).collect(),
             jobs: self
                 .jobs_by_id
                 .iter()
@@ -893,6 +932,20 @@ impl Sim {
                 write: w.write,
                 result,
             });
+        }
+        for ClientWrite {
+            client,
+            limit_bytes_per_s,
+        } in decision.client_writes
+        {
+            // Controllers address only the clients the observation listed.
+            let (_, link) = self.clients.get_mut(client.0 as usize).unwrap_or_else(|| {
+                panic!(
+                    "a controller addressed client {}, which does not exist",
+                    client.0
+                )
+            });
+            link.limit_up(limit_bytes_per_s);
         }
         // A write can change throttling: re-arm timers and let idle threads look again.
         for s in 0..self.sched_timer_ns.len() as u32 {
@@ -1305,7 +1358,7 @@ impl Sim {
         }
         // Pull the bulk data: client uplink first.
         let link = &mut self.clients[r.client as usize].1;
-        let start_ns = now.max(link.up_free_ns);
+        let start_ns = link.up_start_ns(now, r.size_bytes);
         let end_ns = start_ns + link.transfer_ns(r.size_bytes);
         link.up_free_ns = end_ns;
         self.rpcs[rpc as usize].bulk_first_end_ns = end_ns;

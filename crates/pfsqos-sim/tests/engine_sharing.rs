@@ -173,7 +173,7 @@ impl pfsqos_core::control::Controller for LimitA {
                 )),
             });
         }
-        pfsqos_core::control::Decision { writes }
+        pfsqos_core::control::Decision::of_writes(writes)
     }
     fn period_ns(&self) -> Option<u64> {
         None
@@ -229,4 +229,63 @@ fn tbf_rates_are_per_cpt_and_the_throttle_timer_alone_drives_service() {
             "cpts {cpts}: a {a}"
         );
     }
+}
+
+/// Limits what client 0 sends to `limit_mib_s` (a `ClientWrite`), servers untouched.
+struct LimitClient0 {
+    limit_mib_s: u64,
+}
+
+impl pfsqos_core::control::Controller for LimitClient0 {
+    fn name(&self) -> &'static str {
+        "limit-client-0"
+    }
+    fn setup(
+        &mut self,
+        initial: &pfsqos_core::control::Observation,
+    ) -> pfsqos_core::control::Decision {
+        use pfsqos_core::control::{ClientId, ClientWrite};
+        assert_eq!(
+            initial.clients.len(),
+            4,
+            "the observation lists every client"
+        );
+        pfsqos_core::control::Decision {
+            writes: Vec::new(),
+            client_writes: vec![ClientWrite {
+                client: ClientId(0),
+                limit_bytes_per_s: Some(self.limit_mib_s << 20),
+            }],
+        }
+    }
+    fn period_ns(&self) -> Option<u64> {
+        None
+    }
+    fn decide(
+        &mut self,
+        _observation: &pfsqos_core::control::Observation,
+    ) -> pfsqos_core::control::Decision {
+        pfsqos_core::control::Decision::default()
+    }
+}
+
+/// A client limit caps what that client writes, and the device's other user takes the rest.
+#[test]
+fn a_client_limit_caps_its_writes_and_the_other_client_takes_the_rest() {
+    let s = scenario(&one_ost(&format!(
+        "{}{}",
+        job("a", 1, "[0]"),
+        job("b", 1, "[1]")
+    )));
+    let out = pfsqos_sim::run_with_controller(
+        &s,
+        Box::new(LimitClient0 { limit_mib_s: 15 }),
+        1,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let a = mib_s(&out, 0, 10, 100);
+    let b = mib_s(&out, 1, 10, 100);
+    assert!((a - 15.0).abs() / 15.0 < 0.05, "a {a}");
+    assert!((a + b - 100.0).abs() / 100.0 < 0.02, "a {a} b {b}");
 }

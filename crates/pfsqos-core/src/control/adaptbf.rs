@@ -677,7 +677,7 @@ impl Controller for AdapTbf {
                 write: ControlWrite::NrsPolicies("tbf jobid".to_string()),
             });
         }
-        Decision { writes }
+        Decision::of_writes(writes)
     }
 
     fn period_ns(&self) -> Option<u64> {
@@ -752,7 +752,7 @@ impl Controller for AdapTbf {
                     }),
             );
         }
-        Decision { writes }
+        Decision::of_writes(writes)
     }
 }
 

@@ -74,6 +74,8 @@ pub struct OstSample {
     /// job_stats totals (RPCs, bytes) per job.
     pub served_totals: BTreeMap<JobId, (u64, u64)>,
     pub queued_rpcs: u64,
+    /// Requests at the device (in service or waiting for it) when sampled.
+    pub device_queue_rpcs: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -174,6 +176,7 @@ impl Observer {
             targets.push(TargetObservation {
                 ost: OstId(ost as u32),
                 queue_len_rpcs: sample.queued_rpcs,
+                device_queue_rpcs: sample.device_queue_rpcs,
                 capacity_rpcs_per_s: self.capacity_rpcs_per_s,
                 jobs: per_job.into_values().collect(),
             });
@@ -182,6 +185,7 @@ impl Observer {
         let period_ns = now_ns.saturating_sub(self.last_ns);
         self.last_ns = now_ns;
         Observation {
+            clients: Vec::new(),
             now_ns,
             period_ns,
             domains: vec![DomainObservation {
@@ -211,6 +215,7 @@ impl Observer {
                     arrived: BTreeMap::new(),
                     served_totals: s.served_totals,
                     queued_rpcs: s.queued_rpcs,
+                    device_queue_rpcs: s.device_queue_rpcs,
                 }
             })
             .collect();
@@ -245,6 +250,7 @@ mod tests {
 
     fn sample_of(arrived: &[(&str, u64)], served: &[(&str, u64, u64)], queued: u64) -> OstSample {
         OstSample {
+            device_queue_rpcs: 0,
             arrived: arrived.iter().map(|&(j, n)| (job(j), n)).collect(),
             served_totals: served.iter().map(|&(j, r, b)| (job(j), (r, b))).collect(),
             queued_rpcs: queued,
@@ -334,6 +340,7 @@ mod tests {
                     *t = (t.0 + r, t.1 + b);
                 }
                 let sample = OstSample {
+                    device_queue_rpcs: 0,
                     arrived: BTreeMap::new(),
                     served_totals: jobs.iter().copied().zip(totals).collect(),
                     queued_rpcs: 0,

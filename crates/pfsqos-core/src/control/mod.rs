@@ -39,6 +39,10 @@ pub struct TargetObservation {
     pub ost: OstId,
     /// RPCs of this target waiting in the scheduler at the end of the period.
     pub queue_len_rpcs: u64,
+    /// Requests at the target's device at the end of the period: in service or waiting for
+    /// it (the block layer's dispatch queue, what `/sys/block/<dev>/stat` shows; PI control's
+    /// sensor). Drivers without a device model report the requests in service.
+    pub device_queue_rpcs: u64,
     /// RPC capacity of the target (its maximum token rate, `T_i` in AdapTBF).
     pub capacity_rpcs_per_s: u64,
     /// Jobs with any activity in the period, sorted by job id.
@@ -66,6 +70,10 @@ pub struct JobMeta {
     pub node_count: u32,
 }
 
+/// A client node, by its index in the driver's list of clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClientId(pub u32);
+
 /// Input of one controller step.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observation {
@@ -75,6 +83,9 @@ pub struct Observation {
     pub domains: Vec<DomainObservation>,
     /// Every job known to the system (running or not), sorted by job id.
     pub jobs: Vec<JobMeta>,
+    /// The client nodes a [`ClientWrite`] can address; empty when the driver cannot limit
+    /// clients (a server-side agent sees no clients).
+    pub clients: Vec<ClientId>,
 }
 
 /// One write an administrator would make with `lctl set_param` on a domain's OSS.
@@ -93,10 +104,30 @@ pub struct DomainWrite {
     pub write: ControlWrite,
 }
 
-/// Output of one controller step, applied in order.
+/// A limit on what one client node sends, in bytes per second (`None`: unlimited): the
+/// outgoing-bandwidth actuator of client-side control (the PI controller sets one with Linux
+/// `tc` on every client).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientWrite {
+    pub client: ClientId,
+    pub limit_bytes_per_s: Option<u64>,
+}
+
+/// Output of one controller step, applied in order: server writes, then client limits.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Decision {
     pub writes: Vec<DomainWrite>,
+    pub client_writes: Vec<ClientWrite>,
+}
+
+impl Decision {
+    /// A decision of server writes only.
+    pub fn of_writes(writes: Vec<DomainWrite>) -> Decision {
+        Decision {
+            writes,
+            client_writes: Vec::new(),
+        }
+    }
 }
 
 /// One value of a controller's internal state after a step, per target and job, so reports can

@@ -12,8 +12,8 @@ impl Controller for NoBw {
     }
 
     fn setup(&mut self, initial: &Observation) -> Decision {
-        Decision {
-            writes: initial
+        Decision::of_writes(
+            initial
                 .domains
                 .iter()
                 .map(|d| DomainWrite {
@@ -21,7 +21,7 @@ impl Controller for NoBw {
                     write: ControlWrite::NrsPolicies("fifo".to_string()),
                 })
                 .collect(),
-        }
+        )
     }
 
     fn period_ns(&self) -> Option<u64> {

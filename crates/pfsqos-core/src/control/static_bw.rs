@@ -73,7 +73,7 @@ impl Controller for StaticBw {
                 });
             }
         }
-        Decision { writes }
+        Decision::of_writes(writes)
     }
 
     fn period_ns(&self) -> Option<u64> {
@@ -106,6 +106,7 @@ mod tests {
     #[test]
     fn setup_writes_policy_then_one_rule_per_job() {
         let obs = Observation {
+            clients: Vec::new(),
             now_ns: 0,
             period_ns: 0,
             domains: vec![DomainObservation {
@@ -114,12 +115,14 @@ mod tests {
                     TargetObservation {
                         ost: OstId(0),
                         queue_len_rpcs: 0,
+                        device_queue_rpcs: 0,
                         capacity_rpcs_per_s: 600,
                         jobs: vec![],
                     },
                     TargetObservation {
                         ost: OstId(1),
                         queue_len_rpcs: 0,
+                        device_queue_rpcs: 0,
                         capacity_rpcs_per_s: 400,
                         jobs: vec![],
                     },

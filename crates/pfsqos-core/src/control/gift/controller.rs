@@ -330,7 +330,7 @@ impl<A: Allocator> Controller for AllocatorController<A> {
                 write: ControlWrite::NrsPolicies("tbf jobid".to_string()),
             });
         }
-        Decision { writes }
+        Decision::of_writes(writes)
     }
 
     fn period_ns(&self) -> Option<u64> {
@@ -386,7 +386,7 @@ impl<A: Allocator> Controller for AllocatorController<A> {
             }));
         }
         self.last = Some(allocation);
-        Decision { writes }
+        Decision::of_writes(writes)
     }
 
     /// Per OST and job: the cap and the BSIP cap (bytes/s); per job on its first OST: the

@@ -483,6 +483,7 @@ fn controller_writes_domain_rules_from_summed_caps() {
     let target = |ost: u32, jobs: &[&str]| TargetObservation {
         ost: OstId(ost),
         queue_len_rpcs: 0,
+        device_queue_rpcs: 0,
         capacity_rpcs_per_s: 100,
         jobs: jobs
             .iter()
@@ -495,6 +496,7 @@ fn controller_writes_domain_rules_from_summed_caps() {
             .collect(),
     };
     let obs = Observation {
+        clients: Vec::new(),
         now_ns: T_NS,
         period_ns: T_NS,
         domains: vec![
@@ -553,6 +555,7 @@ fn gift_controller_turns_fig6_k1_into_tbf_rates() {
     let target = |ost: u32, jobs: &[&str]| TargetObservation {
         ost: OstId(ost),
         queue_len_rpcs: 0,
+        device_queue_rpcs: 0,
         capacity_rpcs_per_s: 100,
         jobs: jobs
             .iter()
@@ -565,6 +568,7 @@ fn gift_controller_turns_fig6_k1_into_tbf_rates() {
             .collect(),
     };
     let obs = Observation {
+        clients: Vec::new(),
         now_ns: 0,
         period_ns: T_NS,
         domains: vec![

@@ -113,7 +113,8 @@ fn run_one(scenario: &Scenario, policy: &str, seed: u64) -> Result<RunOutput, Cl
         progress.update(now_ns, end_ns)
     });
     progress.finish();
-    result.map_err(|e| CliError::RunFailed(format!("run under policy `{policy}` failed: {e}")))
+    // Every reason a run does not happen is in the input: the user can fix it (exit code 2).
+    result.map_err(|e| CliError::BadInput(format!("cannot run under policy `{policy}`: {e}")))
 }
 
 fn print_summary_line(run: &RunOutput) {

@@ -58,6 +58,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::device::{Device, DeviceModel, ServiceTime};
+use crate::error::RunError;
 use crate::events::{Event, EventQueue};
 use crate::policy::controller_for;
 use crate::record::{
@@ -122,12 +123,12 @@ pub fn run(
     policy: &str,
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<RunOutput, String> {
+) -> Result<RunOutput, RunError> {
     if scenario.simulation.engine == EngineKind::Fluid {
         return crate::fluid::run(scenario, policy, seed, progress);
     }
-    let controller = controller_for(policy, scenario, seed)?;
-    let mut sim = Sim::new(scenario, controller, policy, seed)?;
+    let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
+    let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
     sim.run(progress);
     Ok(sim.finish())
 }
@@ -139,12 +140,12 @@ pub fn run_rpc(
     policy: &str,
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<RunOutput, String> {
+) -> Result<RunOutput, RunError> {
     if scenario.appset.is_some() {
-        return Err(NEEDS_FLUID.to_string());
+        return Err(RunError::Engine(NEEDS_FLUID.to_string()));
     }
-    let controller = controller_for(policy, scenario, seed)?;
-    let mut sim = Sim::new(scenario, controller, policy, seed)?;
+    let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
+    let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
     sim.run(progress);
     Ok(sim.finish())
 }
@@ -159,12 +160,12 @@ pub fn run_with_controller(
     controller: Box<dyn Controller>,
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<RunOutput, String> {
+) -> Result<RunOutput, RunError> {
     if scenario.simulation.engine == EngineKind::Fluid || scenario.appset.is_some() {
-        return Err(NEEDS_FLUID.to_string());
+        return Err(RunError::Engine(NEEDS_FLUID.to_string()));
     }
     let name = controller.name();
-    let mut sim = Sim::new(scenario, controller, name, seed)?;
+    let mut sim = Sim::new(scenario, controller, name, seed).map_err(RunError::Scenario)?;
     sim.run(progress);
     Ok(sim.finish())
 }
@@ -175,12 +176,12 @@ pub fn run_traced(
     scenario: &Scenario,
     policy: &str,
     seed: u64,
-) -> Result<(RunOutput, Vec<RpcTrace>), String> {
+) -> Result<(RunOutput, Vec<RpcTrace>), RunError> {
     if scenario.simulation.engine == EngineKind::Fluid || scenario.appset.is_some() {
-        return Err(NEEDS_FLUID.to_string());
+        return Err(RunError::Engine(NEEDS_FLUID.to_string()));
     }
-    let controller = controller_for(policy, scenario, seed)?;
-    let mut sim = Sim::new(scenario, controller, policy, seed)?;
+    let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
+    let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
     sim.trace = Some(Vec::new());
     sim.run(&mut |_, _| {});
     let trace = sim.trace.take().unwrap_or_default();

@@ -89,11 +89,13 @@ pub fn run(
     policy: &str,
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<RunOutput, String> {
-    let choice = PolicyChoice::parse(policy)?;
-    let allocator = choice.allocator(seed)?;
+) -> Result<RunOutput, crate::error::RunError> {
+    use crate::error::RunError;
+    let choice = PolicyChoice::parse(policy).map_err(RunError::Policy)?;
+    let allocator = choice.allocator(seed).map_err(RunError::Policy)?;
     let period_ns = choice.allocator_period_ns();
-    let mut sim = Fluid::new(scenario, policy, seed, allocator, period_ns)?;
+    let mut sim =
+        Fluid::new(scenario, policy, seed, allocator, period_ns).map_err(RunError::Scenario)?;
     sim.run(progress);
     Ok(sim.finish())
 }

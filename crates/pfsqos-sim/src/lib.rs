@@ -8,6 +8,7 @@
 pub mod batch;
 pub mod device;
 pub mod engine;
+pub mod error;
 pub mod events;
 pub mod fluid;
 pub mod policy;
@@ -16,6 +17,7 @@ pub mod scenario;
 pub mod workload;
 
 pub use engine::{run, run_rpc, run_traced, run_with_controller, RpcTrace};
+pub use error::RunError;
 pub use policy::{check_policy_spec, controller_for, PolicyChoice, POLICY_NAMES};
 pub use record::{
     compare_io_times, Comparison, ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput,

@@ -62,7 +62,10 @@ fn same_seed_same_output_other_seed_other_output() {
 fn unknown_policy_is_an_error() {
     let s = scenario(RANDOM);
     let err = pfsqos_sim::run(&s, "magic", 1, &mut |_, _| {}).unwrap_err();
-    assert!(err.contains("magic"), "{err}");
+    assert!(
+        matches!(&err, pfsqos_sim::RunError::Policy(m) if m.contains("magic")),
+        "{err}"
+    );
 }
 
 #[test]

@@ -109,14 +109,20 @@ fn appset_runs_are_deterministic_and_rpc_refuses_them() {
     assert_eq!(quiet(&s, "gift"), quiet(&s, "gift"));
     assert_eq!(quiet(&s, "rnd"), quiet(&s, "rnd"));
     let e = run_rpc(&s, "nobw", 1, &mut |_, _| {}).unwrap_err();
-    assert!(e.contains("fluid"), "{e}");
+    assert!(
+        matches!(&e, pfsqos_sim::RunError::Engine(m) if m.contains("fluid")),
+        "{e}"
+    );
 }
 
 #[test]
 fn policies_not_expressible_as_caps_are_refused() {
     let s = scenario(8, 32);
     let e = run(&s, "adaptbf", 1, &mut |_, _| {}).unwrap_err();
-    assert!(e.contains("not a bandwidth allocator"), "{e}");
+    assert!(
+        matches!(&e, pfsqos_sim::RunError::Policy(m) if m.contains("not a bandwidth allocator")),
+        "{e}"
+    );
 }
 
 #[test]

@@ -1,21 +1,23 @@
-//! Entry points for the `pfsqos ossd`, `pfsqos mds`, `pfsqos lctl`, `pfsqos mount`,
-//! `pfsqos setstripe` and `pfsqos getstripe` subcommands: they own the tokio runtime and
-//! logging so the binary stays thin.
+//! The process side of the live subcommands (`pfsqos ossd`, `mds`, `mount`, `up`, `down`,
+//! `stat`, `lctl`, `setstripe`, `getstripe`): the tokio runtime, logging, signals, allocator
+//! settings, readiness lines and exit codes. The libraries (pfsqos-ossd, -mds, -mount, -ops) do
+//! the work and own none of these.
 
 use std::io::Write;
 use std::path::Path;
 
 use tracing::info;
 
-use crate::cluster::{Cluster, Role};
-use crate::lctl::{self, LctlArgs};
-use crate::mds::{Mds, MdsConfig};
-use crate::mount::{self, lfs, MountConfig};
-use crate::ossd::{Ossd, OssdConfig};
-use crate::updown::{self, UpOptions};
+use pfsqos_mds::{Mds, MdsConfig};
+use pfsqos_mount::{self as mount, lfs, MountConfig};
+use pfsqos_ops::cluster::{Cluster, Role};
+use pfsqos_ops::lctl::{self, LctlArgs};
+use pfsqos_ops::stat::{self, StatArgs};
+use pfsqos_ops::updown::{self, UpOptions};
+use pfsqos_ossd::{Ossd, OssdConfig};
 
 /// Logs to stderr at INFO (or the level in `PFSQOS_LOG`: error, warn, info, debug, trace).
-pub fn init_logging() {
+fn init_logging() {
     let level = std::env::var("PFSQOS_LOG")
         .ok()
         .and_then(|l| l.parse::<tracing::Level>().ok())
@@ -29,7 +31,7 @@ pub fn init_logging() {
 
 /// Waits for SIGINT (Ctrl-C) or SIGTERM (what `pfsqos down`, systemd and `kill` send); returns
 /// the signal's name for the log.
-pub async fn stop_signal() -> anyhow::Result<&'static str> {
+async fn stop_signal() -> anyhow::Result<&'static str> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -45,7 +47,7 @@ pub async fn stop_signal() -> anyhow::Result<&'static str> {
 /// by the kernel again: a tenth of the daemon's CPU time at 1 GB/s. With the threshold at its
 /// maximum (32 MiB) and trimming above 256 MiB, freed bulk buffers are reused. The cost is
 /// memory the daemon keeps after a burst: at most what its in-flight byte limits allowed.
-pub fn keep_bulk_buffers_in_the_heap() {
+fn keep_bulk_buffers_in_the_heap() {
     // SAFETY: mallopt only adjusts glibc allocator parameters; called before any thread.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
@@ -166,7 +168,7 @@ pub fn run_down(path: Option<&Path>, only: Option<Role>) -> u8 {
 }
 
 /// Runs `pfsqos stat`; returns the exit code (0, or 2 when it could not start).
-pub fn run_stat(args: &crate::stat::StatArgs) -> u8 {
+pub fn run_stat(args: &StatArgs) -> u8 {
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -178,7 +180,7 @@ pub fn run_stat(args: &crate::stat::StatArgs) -> u8 {
         }
     };
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
-    match rt.block_on(crate::stat::run(args, &mut out, &mut err)) {
+    match rt.block_on(stat::run(args, stop_signal(), &mut out, &mut err)) {
         Ok(()) => 0,
         Err(e) => {
             let _ = writeln!(err, "pfsqos: error: {e:#}");

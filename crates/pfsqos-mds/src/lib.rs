@@ -8,6 +8,14 @@
 //!
 //! Durability: WAL journal with `synchronous=FULL`, so a mutation is on stable storage before
 //! it is acknowledged and survives `kill -9` of the server.
+//!
+//! pfsqos-mds's one job is this server. API boundary: [`Mds::start`] with an [`MdsConfig`]
+//! (built from the command line's [`MdsArgs`]) and [`Mds::shutdown`]; [`Namespace`] for direct
+//! use. The types on the wire are `pfsqos_wire::mds`'s (clients never depend on this crate);
+//! the process around the server (runtime, logging, signals) is the `pfsqos` binary's.
+
+mod args;
+pub use args::MdsArgs;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -17,134 +25,40 @@ use std::sync::{Arc, Mutex};
 use pfsqos_core::place::PlacementRequest;
 use pfsqos_node::mds::Placer;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use serde::{Deserialize, Serialize};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tracing::{debug, info, warn};
 
-use crate::conn::{self, Reader, Writer, HANDSHAKE_TIMEOUT};
-use crate::metrics::{render_collector, MdsCollector, MdsSample, MetricsServer, Render};
-use crate::protocol::{self, Errno, ProtocolError, RemoteError, MESSAGE_LEN_MAX};
+use pfsqos_metrics::{render_collector, MdsCollector, MdsSample, MetricsServer, Render};
+use pfsqos_wire::conn::{self, Reader, Writer, HANDSHAKE_TIMEOUT};
+use pfsqos_wire::mds::{decode_mds_request, FILE_SIZE_MAX_BYTES};
+use pfsqos_wire::mds::{
+    Attr, DirEntry, DirPage, FileLayout, Kind, MdsOp, MdsReply, MdsReplyBody, OstInfo, Owner,
+    SetAttr, StatFs, Stripe, StripeSpec, MDS_OP_NAMES, NAME_LEN_MAX, READDIR_ENTRIES_MAX, ROOT_INO,
+};
+use pfsqos_wire::protocol::{self, Errno, RemoteError};
 
-/// Inode number of the root directory.
-pub const ROOT_INO: u64 = 1;
-/// Longest name of one directory entry (bytes).
-pub const NAME_LEN_MAX: usize = 255;
 /// Deepest directory nesting below the root.
 pub const DEPTH_MAX: u32 = 256;
-/// Most entries one readdir reply may carry.
-pub const READDIR_ENTRIES_MAX: u32 = 1024;
-/// Largest file size the MDS records (ext4-backed objects hold 16 TiB each; 1 PiB overall).
-pub const FILE_SIZE_MAX_BYTES: u64 = 1 << 50;
 /// Largest OSS list in the configuration.
 pub const OSS_COUNT_MAX: usize = 1024;
 
-/// File or directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Kind {
-    File,
-    Dir,
-}
-
-impl Kind {
-    fn code(self) -> i64 {
-        match self {
-            Kind::File => 1,
-            Kind::Dir => 2,
-        }
-    }
-
-    fn from_code(c: i64) -> Kind {
-        if c == 2 {
-            Kind::Dir
-        } else {
-            Kind::File
-        }
+/// A [`Kind`]'s number in the database.
+fn kind_code(kind: Kind) -> i64 {
+    match kind {
+        Kind::File => 1,
+        Kind::Dir => 2,
     }
 }
 
-/// Attributes of an inode.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Attr {
-    pub ino: u64,
-    pub kind: Kind,
-    /// Permission bits only (`0o7777`); the kind carries the file type.
-    pub mode: u32,
-    pub uid: u32,
-    pub gid: u32,
-    pub size_bytes: u64,
-    pub mtime_ns: u64,
-    pub ctime_ns: u64,
-    pub nlink: u32,
-}
-
-/// One stripe of a file: its OST and the object id on that OST.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stripe {
-    pub ost: u32,
-    pub object: u64,
-}
-
-/// Where a file's bytes live: byte `b` is in stripe `(b / stripe_size) % stripes.len()`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FileLayout {
-    pub stripe_size_bytes: u64,
-    pub stripes: Vec<Stripe>,
-}
-
-/// A layout template (`lfs setstripe`): a directory default or an explicit create request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StripeSpec {
-    /// 1..=OST count, or -1 for every OST.
-    pub stripe_count: i32,
-    pub stripe_size_bytes: u64,
-    pub start_ost: Option<u32>,
-}
-
-/// Attribute changes; `None` leaves a field alone. A size change is a truncate.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SetAttr {
-    pub mode: Option<u32>,
-    pub uid: Option<u32>,
-    pub gid: Option<u32>,
-    pub size_bytes: Option<u64>,
-    pub mtime_ns: Option<u64>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DirEntry {
-    pub name: Vec<u8>,
-    pub ino: u64,
-    pub kind: Kind,
-}
-
-/// One page of a directory listing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DirPage {
-    pub entries: Vec<DirEntry>,
-    /// Cursor for the next page; `None` at the end.
-    pub next: Option<u64>,
-}
-
-/// One OST as the MDS's configuration knows it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OstInfo {
-    pub index: u32,
-    /// Address of the ossd serving it.
-    pub oss_addr: String,
-    /// The OST's index on that ossd.
-    pub oss_ost_index: u32,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatFs {
-    pub fsname: String,
-    pub osts: Vec<OstInfo>,
-    pub inodes: u64,
-    pub inodes_max: u64,
-    pub default_stripe: StripeSpec,
+fn kind_from_code(c: i64) -> Kind {
+    if c == 2 {
+        Kind::Dir
+    } else {
+        Kind::File
+    }
 }
 
 /// An ossd as given by `--oss ADDR:OSTCOUNT`.
@@ -283,7 +197,7 @@ pub struct Namespace {
 fn attr_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Attr> {
     Ok(Attr {
         ino: r.get::<_, i64>(0)? as u64,
-        kind: Kind::from_code(r.get(1)?),
+        kind: kind_from_code(r.get(1)?),
         mode: r.get::<_, i64>(2)? as u32,
         uid: r.get::<_, i64>(3)? as u32,
         gid: r.get::<_, i64>(4)? as u32,
@@ -469,14 +383,6 @@ fn check_time(t: u64) -> Result<(), RemoteError> {
     Ok(())
 }
 
-/// Who creates an inode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Owner {
-    pub mode: u32,
-    pub uid: u32,
-    pub gid: u32,
-}
-
 impl Namespace {
     /// Opens (creating if needed) the database at `path`.
     pub fn open(path: &Path, config: NamespaceConfig) -> Result<Namespace, RemoteError> {
@@ -593,7 +499,7 @@ impl Namespace {
             params![
                 parent as i64,
                 name,
-                kind.code(),
+                kind_code(kind),
                 owner.mode,
                 owner.uid,
                 owner.gid,
@@ -807,7 +713,7 @@ impl Namespace {
                 Ok(DirEntry {
                     ino: r.get::<_, i64>(0)? as u64,
                     name: r.get(1)?,
-                    kind: Kind::from_code(r.get(2)?),
+                    kind: kind_from_code(r.get(2)?),
                 })
             })
             .map_err(db_err)?
@@ -1003,173 +909,8 @@ fn set_dir_stripe(tx: &Connection, dir: u64, s: &StripeSpec) -> Result<(), Remot
     Ok(())
 }
 
-// ---------------------------------------------------------------------------------------------
-// Protocol
-
-/// A metadata operation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum MdsOp {
-    Create {
-        parent: u64,
-        name: Vec<u8>,
-        owner: Owner,
-        stripe: Option<StripeSpec>,
-    },
-    Mkdir {
-        parent: u64,
-        name: Vec<u8>,
-        owner: Owner,
-    },
-    Lookup {
-        parent: u64,
-        name: Vec<u8>,
-    },
-    GetAttr {
-        ino: u64,
-    },
-    GetLayout {
-        ino: u64,
-    },
-    SetAttr {
-        ino: u64,
-        set: SetAttr,
-    },
-    ReadDir {
-        dir: u64,
-        after: u64,
-        max: u32,
-    },
-    Unlink {
-        parent: u64,
-        name: Vec<u8>,
-    },
-    Rmdir {
-        parent: u64,
-        name: Vec<u8>,
-    },
-    Rename {
-        parent: u64,
-        name: Vec<u8>,
-        new_parent: u64,
-        new_name: Vec<u8>,
-    },
-    SetDirStripe {
-        dir: u64,
-        spec: Option<StripeSpec>,
-    },
-    GetDirStripe {
-        dir: u64,
-    },
-    StatFs,
-}
-
-/// Names of the operation kinds in [`MdsOp::kind`] order: the `op` label of the metrics.
-pub const MDS_OP_NAMES: [&str; 13] = [
-    "create",
-    "mkdir",
-    "lookup",
-    "getattr",
-    "getlayout",
-    "setattr",
-    "readdir",
-    "unlink",
-    "rmdir",
-    "rename",
-    "setdirstripe",
-    "getdirstripe",
-    "statfs",
-];
-
-impl MdsOp {
-    /// Index of the operation's name in [`MDS_OP_NAMES`].
-    pub fn kind(&self) -> usize {
-        match self {
-            MdsOp::Create { .. } => 0,
-            MdsOp::Mkdir { .. } => 1,
-            MdsOp::Lookup { .. } => 2,
-            MdsOp::GetAttr { .. } => 3,
-            MdsOp::GetLayout { .. } => 4,
-            MdsOp::SetAttr { .. } => 5,
-            MdsOp::ReadDir { .. } => 6,
-            MdsOp::Unlink { .. } => 7,
-            MdsOp::Rmdir { .. } => 8,
-            MdsOp::Rename { .. } => 9,
-            MdsOp::SetDirStripe { .. } => 10,
-            MdsOp::GetDirStripe { .. } => 11,
-            MdsOp::StatFs => 12,
-        }
-    }
-}
-
 /// Operations answered per kind, for the metrics endpoint.
 type OpCounts = [AtomicU64; MDS_OP_NAMES.len()];
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MdsRequest {
-    pub tag: u64,
-    pub op: MdsOp,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum MdsReplyBody {
-    Done,
-    Attr(Attr),
-    Created(Attr, FileLayout),
-    Layout(FileLayout),
-    /// Unlink and rename: the layout of a removed file, whose objects the client destroys.
-    Removed(Option<FileLayout>),
-    Dir(DirPage),
-    DirStripe(Option<StripeSpec>),
-    StatFs(StatFs),
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MdsReply {
-    pub tag: u64,
-    pub result: Result<MdsReplyBody, RemoteError>,
-}
-
-/// Names on the wire are bounded before they reach the namespace (which checks them fully).
-fn wire_name_ok(n: &[u8]) -> bool {
-    n.len() <= NAME_LEN_MAX + 1
-}
-
-/// Decodes a request frame; oversize names close the connection as a protocol error.
-pub fn decode_mds_request(frame: &[u8]) -> Result<MdsRequest, ProtocolError> {
-    let req: MdsRequest = protocol::decode(frame)?;
-    let ok = match &req.op {
-        MdsOp::Create { name, .. }
-        | MdsOp::Mkdir { name, .. }
-        | MdsOp::Lookup { name, .. }
-        | MdsOp::Unlink { name, .. }
-        | MdsOp::Rmdir { name, .. } => wire_name_ok(name),
-        MdsOp::Rename { name, new_name, .. } => wire_name_ok(name) && wire_name_ok(new_name),
-        _ => true,
-    };
-    if !ok {
-        return Err(ProtocolError::Invalid("name far beyond 255 bytes".into()));
-    }
-    Ok(req)
-}
-
-/// Client side: bounds what a reply may carry.
-pub fn decode_mds_reply(frame: &[u8]) -> Result<MdsReply, ProtocolError> {
-    let reply: MdsReply = protocol::decode(frame)?;
-    let bad = |m: &str| Err(ProtocolError::Invalid(m.into()));
-    match &reply.result {
-        Err(e) if e.message.len() > MESSAGE_LEN_MAX => return bad("error message too long"),
-        Ok(MdsReplyBody::Dir(p)) if p.entries.len() > READDIR_ENTRIES_MAX as usize => {
-            return bad("readdir reply too long")
-        }
-        Ok(MdsReplyBody::Created(_, l) | MdsReplyBody::Layout(l))
-            if l.stripes.len() > pfsqos_core::place::STRIPE_COUNT_MAX as usize =>
-        {
-            return bad("layout too long")
-        }
-        _ => {}
-    }
-    Ok(reply)
-}
 
 fn now_ns() -> u64 {
     std::time::SystemTime::now()
@@ -1232,7 +973,7 @@ pub struct MdsConfig {
     pub key: Vec<u8>,
     pub namespace: NamespaceConfig,
     pub connections_max: usize,
-    /// Where to serve Prometheus metrics; see [`crate::metrics`].
+    /// Where to serve Prometheus metrics; see [`pfsqos_metrics`].
     pub metrics_listen: Option<SocketAddr>,
 }
 

@@ -491,13 +491,3 @@ fn failed_creates_leave_rotation_and_objects_alone() {
     let (_, l) = ns.create(ROOT_INO, b"b", O, None, 0).unwrap();
     assert_eq!(l.stripes, [Stripe { ost: 1, object: 2 }]);
 }
-
-proptest::proptest! {
-    #[test]
-    fn request_and_reply_decoders_never_panic(
-        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)
-    ) {
-        let _ = decode_mds_request(&bytes);
-        let _ = decode_mds_reply(&bytes);
-    }
-}

@@ -1,9 +1,10 @@
 //! The MDS over the protocol on loopback: every operation through `MdsClient`, and hostile
 //! input answered with errors while the server keeps serving.
 
-use pfsqos_live::client::{ClientError, MdsClient};
-use pfsqos_live::mds::*;
-use pfsqos_live::protocol::{self, Errno};
+use pfsqos_mds::*;
+use pfsqos_wire::client::{ClientError, MdsClient};
+use pfsqos_wire::mds::*;
+use pfsqos_wire::protocol::{self, Errno};
 
 const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
 

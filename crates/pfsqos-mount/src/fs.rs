@@ -18,7 +18,7 @@ use fuser::{
 use tracing::debug;
 
 use super::ops::{Caller, Ops, XATTR_CREATE, XATTR_LAYOUT};
-use crate::mds::{Attr, Kind, SetAttr};
+use pfsqos_wire::mds::{Attr, Kind, SetAttr};
 
 /// How long the kernel may cache attributes and entries. Every change made through this
 /// mount goes through the kernel, which updates its caches; 1 s bounds how stale a change
@@ -527,7 +527,7 @@ impl Filesystem for PfsFs {
                     s.inodes_max,
                     s.inodes_max.saturating_sub(s.inodes),
                     bs,
-                    crate::mds::NAME_LEN_MAX as u32,
+                    pfsqos_wire::mds::NAME_LEN_MAX as u32,
                     bs,
                 ),
                 Err(e) => reply.error(errno(e)),

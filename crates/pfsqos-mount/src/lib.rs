@@ -12,13 +12,21 @@
 //!
 //! The client runs on its own tokio runtime (2 worker threads); FUSE session threads decode
 //! kernel requests and hand them to it.
+//!
+//! pfsqos-mount's one job is this client. API boundary: [`mount`] with a [`MountConfig`] (built
+//! from the command line's [`MountArgs`]) gives a [`Mounted`] file system; [`lfs`] works on a
+//! mounted one. It talks to the servers only through `pfsqos-wire`; the process around it
+//! (signals, logging) is the `pfsqos` binary's.
 
+mod args;
 pub mod fs;
 pub mod jobid;
 pub mod lfs;
 pub mod ops;
 pub mod oss_pool;
 pub mod stripe;
+
+pub use args::MountArgs;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,8 +35,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use tracing::info;
 
-use crate::protocol::IO_LEN_MAX_BYTES;
 use oss_pool::{MdsPool, OstPool, RECOVERY_DEFAULT};
+use pfsqos_wire::protocol::IO_LEN_MAX_BYTES;
 
 /// Default RPC size (Lustre's default `brw_size` of 4 MiB).
 pub const BRW_SIZE_DEFAULT_BYTES: u64 = pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT;
@@ -328,7 +336,7 @@ async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {
         .await
         .with_context(|| format!("statfs of the MDS at {addr}"))?;
     mds.give(c);
-    if statfs.osts.is_empty() || statfs.osts.len() > crate::protocol::OST_COUNT_MAX as usize {
+    if statfs.osts.is_empty() || statfs.osts.len() > pfsqos_wire::protocol::OST_COUNT_MAX as usize {
         bail!("the MDS lists {} OSTs", statfs.osts.len());
     }
     let osts = statfs

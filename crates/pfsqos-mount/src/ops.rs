@@ -63,13 +63,13 @@ use tracing::warn;
 use super::jobid::JobIds;
 use super::oss_pool::{Failure, MdsPool, ObjOp, OstPool};
 use super::stripe::check_layout;
-use crate::client::Identity;
-use crate::mds::{
+use pfsqos_node::client::{cut_object_range, rpc_end_in_object, ObjectRange, Raid0};
+use pfsqos_wire::client::Identity;
+use pfsqos_wire::mds::{
     Attr, DirPage, FileLayout, Kind, MdsOp, MdsReplyBody, Owner, SetAttr, StatFs, StripeSpec,
     FILE_SIZE_MAX_BYTES,
 };
-use crate::protocol::Errno;
-use pfsqos_node::client::{cut_object_range, rpc_end_in_object, ObjectRange, Raid0};
+use pfsqos_wire::protocol::Errno;
 
 /// A libc errno.
 pub type Res<T> = Result<T, i32>;
@@ -1533,7 +1533,7 @@ pub fn parse_spec(text: &str) -> Result<(StripeSpec, Option<String>), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mds::Stripe;
+    use pfsqos_wire::mds::Stripe;
 
     /// Gathered bytes starting at `start`, none yet, holding `dirty` of the budget.
     fn gather_at(start: u64, dirty: OwnedSemaphorePermit) -> Gather {

@@ -23,9 +23,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, warn};
 
-use crate::client::{ClientError, Identity, MdsClient, OssClient};
-use crate::mds::{MdsOp, MdsReplyBody};
-use crate::protocol::{Errno, Role};
+use pfsqos_wire::client::{ClientError, Identity, MdsClient, OssClient};
+use pfsqos_wire::mds::{MdsOp, MdsReplyBody};
+use pfsqos_wire::protocol::{Errno, Role};
 
 /// How long a request waits for a restarting daemon by default.
 pub const RECOVERY_DEFAULT: Duration = Duration::from_secs(60);

@@ -2,7 +2,7 @@
 //! any I/O uses it. The RAID-0 arithmetic and the RPC formation rule are
 //! `pfsqos_node::client`'s, shared with the simulator.
 
-use crate::mds::FileLayout;
+use pfsqos_wire::mds::FileLayout;
 
 /// Layout sanity before use: the protocol decoder bounds the sizes; this checks the layout
 /// makes sense for this cluster.
@@ -30,7 +30,7 @@ pub fn check_layout(layout: &FileLayout, ost_count: u32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mds::Stripe;
+    use pfsqos_wire::mds::Stripe;
 
     fn layout(ss: u64, n: u32) -> FileLayout {
         FileLayout {

@@ -10,12 +10,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use pfsqos_live::client::OssClient;
-use pfsqos_live::mds::{Mds, MdsConfig, OssSpec};
-use pfsqos_live::mount::lfs::{self, SetStripe};
-use pfsqos_live::mount::{self, MountConfig, Mounted};
-use pfsqos_live::ossd::{Ossd, OssdConfig};
-use pfsqos_live::protocol::Role;
+use pfsqos_mds::{Mds, MdsConfig, OssSpec};
+use pfsqos_mount::lfs::{self, SetStripe};
+use pfsqos_mount::{MountConfig, Mounted};
+use pfsqos_ossd::{Ossd, OssdConfig};
+use pfsqos_wire::client::OssClient;
+use pfsqos_wire::protocol::Role;
 use sha2::{Digest, Sha256};
 
 const KEY: &[u8] = b"mount-test-cluster-key-0123456789";
@@ -87,7 +87,7 @@ impl Cluster {
         fs::create_dir(&mnt).unwrap();
         let mut mc = MountConfig::new(mnt.clone(), mds.local_addr().to_string(), KEY.to_vec());
         tune(&mut mc);
-        let m = mount::mount(mc).unwrap();
+        let m = pfsqos_mount::mount(mc).unwrap();
         let deadline = Instant::now() + WAIT_MAX;
         while !mounted(&mnt) {
             assert!(

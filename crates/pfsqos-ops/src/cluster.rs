@@ -22,8 +22,8 @@ use pfsqos_core::model::JobId;
 use serde::Deserialize;
 use serde_path_to_error::Segment;
 
-use crate::control::{ControlConfig, NODE_COUNT_MAX};
-use crate::protocol::{FSNAME_LEN_MAX, IO_LEN_MAX_BYTES, OST_COUNT_MAX};
+use pfsqos_ossd::control::{ControlConfig, NODE_COUNT_MAX};
+use pfsqos_wire::protocol::{FSNAME_LEN_MAX, IO_LEN_MAX_BYTES, OST_COUNT_MAX};
 
 /// Largest cluster file read.
 pub const FILE_LEN_MAX_BYTES: u64 = 1 << 20;
@@ -596,11 +596,13 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
             // The same checks `ossd --policy` makes, so `up` fails before spawning anything.
             let control = ControlConfig {
                 policy,
-                period_ms: o.period_ms.unwrap_or(crate::control::PERIOD_MS_DEFAULT),
+                period_ms: o
+                    .period_ms
+                    .unwrap_or(pfsqos_ossd::control::PERIOD_MS_DEFAULT),
                 capacity_rpcs_per_s: o.capacity_rpcs_per_s,
                 brw_size_bytes: o
                     .brw_size_bytes
-                    .unwrap_or(crate::control::BRW_SIZE_BYTES_DEFAULT),
+                    .unwrap_or(pfsqos_ossd::control::BRW_SIZE_BYTES_DEFAULT),
                 job_nodes: job_nodes.clone(),
                 seed: 0,
             };
@@ -638,7 +640,7 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
         ceiling_bytes_per_s: ceiling,
         buffered_writes: o.buffered_writes.unwrap_or(false),
         lustre_version: match o.lustre_version {
-            Some(v) => match crate::ossd::parse_lustre_version(&v) {
+            Some(v) => match pfsqos_ossd::parse_lustre_version(&v) {
                 Ok(parsed) => Some(parsed.to_string()),
                 Err(e) => return Err(cx.err(&f("lustre_version"), &v, e)),
             },

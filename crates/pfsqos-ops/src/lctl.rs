@@ -11,14 +11,12 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::client::{ClientError, OssClient};
-use crate::ossd::read_key_file;
-use crate::protocol::{Param, Role};
+use pfsqos_wire::client::{ClientError, OssClient};
+use pfsqos_wire::key::read_key_file;
+use pfsqos_wire::protocol::{Param, Role};
 
 /// Default ossd address for `lctl`.
 pub const DEFAULT_SERVER: &str = "127.0.0.1:7988";
-/// Default cluster key file.
-pub const DEFAULT_KEY_FILE: &str = "/etc/pfsqos/cluster.key";
 
 #[derive(Clone, Debug)]
 pub enum LctlCommand {

@@ -40,12 +40,12 @@ use anyhow::{bail, Context};
 use pfsqos_core::jobstats::{
     counters_delta, parse_lctl_job_stats, quote_job_id, OstCounter, OST_COUNTER_COUNT,
 };
-use pfsqos_sim::{EngineStats, JobOutput, RunOutput};
+use pfsqos_core::run::{EngineStats, JobOutput, RunOutput};
 
-use crate::client::OssClient;
 use crate::lctl::format_param;
-use crate::ossd::read_key_file;
-use crate::protocol::Role;
+use pfsqos_wire::client::OssClient;
+use pfsqos_wire::key::read_key_file;
+use pfsqos_wire::protocol::Role;
 
 /// Parameter read every interval.
 pub const JOB_STATS_PATTERN: &str = "obdfilter.*.job_stats";
@@ -394,9 +394,15 @@ async fn fetch(sources: &mut [Source], key: &[u8], err: &mut dyn Write) -> Snaps
     snap
 }
 
-/// Runs `pfsqos stat`. Returns once the iterations are done or a signal arrives, after
-/// writing the record if one was asked for.
-pub async fn run(args: &StatArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<()> {
+/// Runs `pfsqos stat`. Returns once the iterations are done or `stop` completes (the binary
+/// passes its signal wait; the value names the signal for the message), after writing the
+/// record if one was asked for.
+pub async fn run(
+    args: &StatArgs,
+    stop: impl std::future::Future<Output = anyhow::Result<&'static str>>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<()> {
     check(args)?;
     let key = read_key_file(&args.key_file)?;
     let several = args.servers.len() > 1;
@@ -421,7 +427,7 @@ pub async fn run(args: &StatArgs, out: &mut dyn Write, err: &mut dyn Write) -> a
                 .with_context(|| format!("cannot reach ossd at {}", s.addr))?,
         );
     }
-    let mut stop = std::pin::pin!(crate::cli::stop_signal());
+    let mut stop = std::pin::pin!(stop);
     let mut prev = fetch(&mut sources, &key, err).await;
     let mut recorder = args.record.as_ref().map(|_| Recorder::default());
     let start = tokio::time::Instant::now();

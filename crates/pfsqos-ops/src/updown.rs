@@ -14,6 +14,7 @@
 //! database, key and logs stay. A pid file is trusted only if `/proc/PID/cmdline` shows the
 //! role's subcommand, so a recycled pid is never signalled.
 
+use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -23,6 +24,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use pfsqos_mds::{MdsArgs, OssSpec};
+use pfsqos_mount::MountArgs;
+use pfsqos_ossd::OssdArgs;
 
 use crate::cluster::{reach_addr, Cluster, Role};
 
@@ -107,7 +111,7 @@ fn send_signal(pid: u32, signal: libc::c_int) -> std::io::Result<()> {
 /// Returns whether it was created.
 pub fn ensure_key(path: &Path) -> anyhow::Result<bool> {
     if path.exists() {
-        crate::ossd::read_key_file(path)?;
+        pfsqos_wire::key::read_key_file(path)?;
         return Ok(false);
     }
     if let Some(dir) = path.parent() {
@@ -193,95 +197,77 @@ fn wait_ready(
 
 /// The command line of a role. `oss_addrs` are the addresses the MDS gives clients for each
 /// OSS; `mds_addr` the one the mount connects to.
-fn role_args(
-    c: &Cluster,
-    role: Role,
-    oss_addrs: &[String],
-    mds_addr: &str,
-) -> Vec<std::ffi::OsString> {
-    let mut a: Vec<std::ffi::OsString> = vec![role.subcommand().into()];
-    let mut push = |k: &str, v: &dyn AsRef<std::ffi::OsStr>| {
-        a.push(k.into());
-        a.push(v.as_ref().to_os_string());
-    };
-    match role {
-        Role::Oss(i) => {
-            let o = &c.osses[i];
-            push("--listen", &o.listen.to_string());
-            for d in &o.osts {
-                push("--ost", d);
-            }
-            push("--key-file", &c.key_file);
-            push("--fsname", &c.fsname);
-            push("--threads", &o.threads.to_string());
-            push("--cpts", &o.cpts.to_string());
-            if let Some(b) = o.ceiling_bytes_per_s {
-                push("--ceiling-bytes-per-s", &b.to_string());
-            }
-            if let Some(m) = o.metrics_listen {
-                push("--metrics-listen", &m.to_string());
-            }
-            if let Some(p) = &o.policy {
-                push("--policy", p);
-                if let Some(v) = o.period_ms {
-                    push("--period-ms", &v.to_string());
-                }
-                if let Some(v) = o.capacity_rpcs_per_s {
-                    push("--capacity-rpcs-per-s", &v.to_string());
-                }
-                if let Some(v) = o.brw_size_bytes {
-                    push("--brw-size-bytes", &v.to_string());
-                }
-                for (job, n) in &o.job_nodes {
-                    push("--job-nodes", &format!("{job}={n}"));
-                }
-            }
-            if o.buffered_writes {
-                a.push("--buffered-writes".into());
-            }
-            if let Some(v) = &o.lustre_version {
-                a.push("--lustre-version".into());
-                a.push(v.into());
-            }
-        }
-        Role::Mds => {
-            let m = &c.mds;
-            push("--listen", &m.listen.to_string());
-            push("--db", &m.db);
-            push("--key-file", &c.key_file);
-            push("--fsname", &c.fsname);
-            for (o, addr) in c.osses.iter().zip(oss_addrs) {
-                push("--oss", &format!("{addr}:{}", o.osts.len()));
-            }
-            push("--stripe-count", &m.default_stripe_count.to_string());
-            push("--stripe-size", &m.default_stripe_size_bytes.to_string());
-            if let Some(a) = m.metrics_listen {
-                push("--metrics-listen", &a.to_string());
-            }
-        }
-        Role::Mount => {
-            let m = &c.mount;
-            a.push(m.path.clone().into());
-            let mut push = |k: &str, v: String| {
-                a.push(k.into());
-                a.push(v.into());
-            };
-            push("--mds", mds_addr.to_string());
-            push("--key-file", c.key_file.display().to_string());
-            push("--jobid-var", m.jobid_var.clone());
-            push("--jobid-name", m.jobid_name.clone());
-            push("--max-rpcs-in-flight", m.max_rpcs_in_flight.to_string());
-            if let Some(b) = m.brw_size_bytes {
-                push("--brw-size-bytes", b.to_string());
-            }
-            if let Some(d) = m.max_dirty_mb {
-                push("--max-dirty-mb", d.to_string());
-            }
-            if m.page_cache {
-                a.push("--page-cache".into());
-            }
-        }
+fn role_args(c: &Cluster, role: Role, oss_addrs: &[String], mds_addr: &str) -> Vec<OsString> {
+    let mut a: Vec<OsString> = vec![role.subcommand().into()];
+    a.extend(match role {
+        Role::Oss(i) => ossd_args(c, i).to_args(),
+        Role::Mds => mds_args(c, oss_addrs).to_args(),
+        Role::Mount => mount_args(c, mds_addr).to_args(),
+    });
+    a
+}
+
+/// `pfsqos ossd`'s options for OSS `i` of the cluster.
+fn ossd_args(c: &Cluster, i: usize) -> OssdArgs {
+    let o = &c.osses[i];
+    let mut a = OssdArgs::new(o.listen, o.osts.clone(), c.key_file.clone());
+    a.fsname = c.fsname.clone();
+    a.threads = o.threads;
+    a.cpts = o.cpts;
+    a.ceiling_bytes_per_s = o.ceiling_bytes_per_s;
+    a.metrics_listen = o.metrics_listen;
+    a.policy = o.policy.clone();
+    if let Some(v) = o.period_ms {
+        a.period_ms = v;
     }
+    a.capacity_rpcs_per_s = o.capacity_rpcs_per_s;
+    if let Some(v) = o.brw_size_bytes {
+        a.brw_size_bytes = v;
+    }
+    a.job_nodes = o.job_nodes.clone();
+    a.buffered_writes = o.buffered_writes;
+    a.lustre_version = o.lustre_version.clone();
+    a
+}
+
+/// `pfsqos mds`'s options; the MDS tells clients the OSSs at `oss_addrs`.
+fn mds_args(c: &Cluster, oss_addrs: &[String]) -> MdsArgs {
+    let m = &c.mds;
+    MdsArgs {
+        listen: m.listen,
+        db: m.db.clone(),
+        key_file: c.key_file.clone(),
+        osses: c
+            .osses
+            .iter()
+            .zip(oss_addrs)
+            .map(|(o, addr)| OssSpec {
+                addr: addr.clone(),
+                ost_count: o.osts.len() as u32,
+            })
+            .collect(),
+        stripe_count: m.default_stripe_count,
+        stripe_size: m.default_stripe_size_bytes,
+        fsname: c.fsname.clone(),
+        metrics_listen: m.metrics_listen,
+    }
+}
+
+/// `pfsqos mount`'s options; it connects to the MDS at `mds_addr`.
+fn mount_args(c: &Cluster, mds_addr: &str) -> MountArgs {
+    let m = &c.mount;
+    let mut a = MountArgs::new(m.path.clone(), mds_addr.to_string());
+    a.key_file = c.key_file.clone();
+    a.jobid_var = m.jobid_var.clone();
+    a.jobid_name = m.jobid_name.clone();
+    a.max_rpcs_in_flight = m.max_rpcs_in_flight as usize;
+    if let Some(b) = m.brw_size_bytes {
+        a.brw_size_bytes = b;
+    }
+    if let Some(d) = m.max_dirty_mb {
+        a.max_dirty_mb = d;
+    }
+    a.page_cache = m.page_cache;
     a
 }
 
@@ -289,7 +275,7 @@ fn role_args(
 fn start_role(
     c: &Cluster,
     role: Role,
-    args: &[std::ffi::OsString],
+    args: &[OsString],
     opts: &UpOptions,
 ) -> anyhow::Result<Started> {
     let log = log_file(c, role);
@@ -614,7 +600,7 @@ pub fn down(
 mod tests {
     use super::*;
 
-    fn args_text(a: &[std::ffi::OsString]) -> Vec<String> {
+    fn args_text(a: &[OsString]) -> Vec<String> {
         a.iter().map(|s| s.to_string_lossy().into_owned()).collect()
     }
 
@@ -690,7 +676,10 @@ mod tests {
         assert_eq!(first.trim().len(), 2 * KEY_BYTES);
         assert!(!ensure_key(&k).unwrap());
         assert_eq!(std::fs::read_to_string(&k).unwrap(), first);
-        assert_eq!(crate::ossd::read_key_file(&k).unwrap().len(), 2 * KEY_BYTES);
+        assert_eq!(
+            pfsqos_wire::key::read_key_file(&k).unwrap().len(),
+            2 * KEY_BYTES
+        );
     }
 
     #[test]

@@ -11,9 +11,9 @@ use std::net::SocketAddr;
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
-use pfsqos_live::client::{Identity, OssClient};
-use pfsqos_live::ossd::{Ossd, OssdConfig};
-use pfsqos_live::protocol::Role;
+use pfsqos_ossd::{Ossd, OssdConfig};
+use pfsqos_wire::client::{Identity, OssClient};
+use pfsqos_wire::protocol::Role;
 use tokio::runtime::Runtime;
 
 const KEY: &[u8] = b"bench-cluster-key-0123456789abcdef";

@@ -5,7 +5,7 @@
 //!  control thread, every period:
 //!   per OST: arrivals (counted at enqueue), job_stats totals (-> deltas), queue length
 //!     -> Observation (one domain: this OSS and its OSTs) -> Controller::decide
-//!     -> each ControlWrite through Shared::set_params, the path of `lctl set_param`
+//!     -> each ControlWrite through Controlled::apply (the ossd: the path of `lctl set_param`)
 //! ```
 //!
 //! The policy logic is entirely in `pfsqos_core::control`; controllers are built from a spec by
@@ -34,8 +34,19 @@ use pfsqos_core::control::{ControlWrite, Decision, DomainId, DomainWrite};
 use pfsqos_core::model::JobId;
 use tracing::{info, warn};
 
-use crate::ossd::{Shared, PARAM_POLICIES, PARAM_TBF_RULE};
-use crate::protocol::{Errno, RemoteError, IO_LEN_MAX_BYTES};
+use pfsqos_wire::protocol::{Errno, RemoteError, IO_LEN_MAX_BYTES};
+
+/// What the control loop needs of the daemon it runs in (the ossd implements it in
+/// `controlled.rs`, so this module does not depend on the daemon's internals).
+pub(crate) trait Controlled: Send + Sync + 'static {
+    /// Monotonic time in ns since the daemon started.
+    fn now_ns(&self) -> u64;
+    fn ost_count(&self) -> usize;
+    /// Per OST: arrivals since the last call, job_stats totals, RPCs queued now.
+    fn sample(&self) -> Vec<OstSample>;
+    /// Applies one write with the checks and errors of `lctl set_param`.
+    fn apply(&self, write: &ControlWrite) -> Result<(), RemoteError>;
+}
 
 /// The one scheduling domain an ossd is: its `ost_io` service over all of its OSTs.
 pub const OSS_DOMAIN: DomainId = DomainId(0);
@@ -88,7 +99,7 @@ impl ControlConfig {
     }
 
     /// Checks the limits and returns the per-OST capacity to report.
-    pub(crate) fn capacity(&self, ceiling_bytes_per_s: Option<u64>) -> anyhow::Result<u64> {
+    pub fn capacity(&self, ceiling_bytes_per_s: Option<u64>) -> anyhow::Result<u64> {
         if !(1..=PERIOD_MS_MAX).contains(&self.period_ms) {
             bail!("the control period must be 1..={} ms", PERIOD_MS_MAX);
         }
@@ -142,7 +153,7 @@ pub fn parse_job_nodes(text: &str) -> Result<(JobId, u32), String> {
 /// Applies one controller write through the path of `lctl set_param`, so it gets the same
 /// checks and errors, and records what it changed.
 pub(crate) fn apply_write(
-    shared: &Shared,
+    shared: &impl Controlled,
     write: &DomainWrite,
     ledger: &mut Ledger,
 ) -> Result<(), RemoteError> {
@@ -155,16 +166,12 @@ pub(crate) fn apply_write(
             ),
         ));
     }
-    let (param, text) = match &write.write {
-        ControlWrite::NrsPolicies(t) => (PARAM_POLICIES, t),
-        ControlWrite::NrsTbfRule(t) => (PARAM_TBF_RULE, t),
-    };
-    shared.set_params(param, text)?;
+    shared.apply(&write.write)?;
     ledger.note(&write.write);
     Ok(())
 }
 
-fn apply_decision(shared: &Shared, decision: Decision, ledger: &mut Ledger) {
+fn apply_decision(shared: &impl Controlled, decision: Decision, ledger: &mut Ledger) {
     for w in decision.writes {
         if let Err(e) = apply_write(shared, &w, ledger) {
             warn!(domain = w.domain.0, write = ?w.write, error = %e, "controller write refused");
@@ -173,7 +180,7 @@ fn apply_decision(shared: &Shared, decision: Decision, ledger: &mut Ledger) {
 }
 
 /// Undoes what the ledger holds ([`Ledger::undo_writes`]).
-fn clean_up(shared: &Shared, ledger: &mut Ledger) {
+pub(crate) fn clean_up(shared: &impl Controlled, ledger: &mut Ledger) {
     for write in ledger.undo_writes() {
         let w = DomainWrite {
             domain: OSS_DOMAIN,
@@ -185,18 +192,6 @@ fn clean_up(shared: &Shared, ledger: &mut Ledger) {
     }
 }
 
-fn sample(shared: &Shared) -> Vec<OstSample> {
-    shared
-        .osts
-        .iter()
-        .map(|ost| OstSample {
-            arrived: ost.take_arrivals(),
-            served_totals: ost.served_totals(),
-            queued_rpcs: ost.queued_rpcs(),
-        })
-        .collect()
-}
-
 /// A running control loop.
 pub(crate) struct ControlHandle {
     stop: mpsc::Sender<()>,
@@ -206,7 +201,7 @@ pub(crate) struct ControlHandle {
 impl ControlHandle {
     /// Starts the loop: `setup` at once, then `decide` every period.
     pub fn spawn(
-        shared: Arc<Shared>,
+        shared: Arc<impl Controlled>,
         config: &ControlConfig,
         capacity_rpcs_per_s: u64,
     ) -> anyhow::Result<ControlHandle> {
@@ -226,17 +221,17 @@ impl ControlHandle {
                 let mut ledger = Ledger::default();
                 let mut observer = Observer::new(
                     OSS_DOMAIN,
-                    shared.osts.len(),
+                    shared.ost_count(),
                     capacity_rpcs_per_s,
                     &config.job_nodes,
                     shared.now_ns(),
                 );
-                let initial = observer.initial(shared.now_ns(), sample(&shared));
+                let initial = observer.initial(shared.now_ns(), shared.sample());
                 info!(
                     policy = controller.name(),
                     capacity_rpcs_per_s, "controller started"
                 );
-                apply_decision(&shared, controller.setup(&initial), &mut ledger);
+                apply_decision(&*shared, controller.setup(&initial), &mut ledger);
                 match controller.period_ns() {
                     None => {
                         let _ = stopped.recv();
@@ -250,8 +245,8 @@ impl ControlHandle {
                                 Err(RecvTimeoutError::Timeout) => {}
                                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                             }
-                            let obs = observer.observe(shared.now_ns(), sample(&shared));
-                            apply_decision(&shared, controller.decide(&obs), &mut ledger);
+                            let obs = observer.observe(shared.now_ns(), shared.sample());
+                            apply_decision(&*shared, controller.decide(&obs), &mut ledger);
                             // Keep to the period's grid; after an overrun, start afresh.
                             next += period;
                             let now = Instant::now();
@@ -261,7 +256,7 @@ impl ControlHandle {
                         }
                     }
                 }
-                clean_up(&shared, &mut ledger);
+                clean_up(&*shared, &mut ledger);
                 info!(policy = controller.name(), "controller stopped");
             })
             .context("spawning the control thread")?;
@@ -310,104 +305,5 @@ mod tests {
         assert_eq!(c.capacity(Some(40 << 20)).unwrap(), 300);
         c.job_nodes = vec![(job("a"), 1), (job("a"), 2)];
         assert!(c.capacity(None).unwrap_err().to_string().contains("twice"));
-    }
-
-    async fn daemon(tmp: &tempfile::TempDir) -> crate::ossd::Ossd {
-        let cfg = crate::ossd::OssdConfig::new(
-            "127.0.0.1:0".parse().unwrap(),
-            vec![tmp.path().join("ost0")],
-            b"unit-test-key-0123456789".to_vec(),
-        );
-        crate::ossd::Ossd::start(cfg).await.unwrap()
-    }
-
-    fn rule(text: &str) -> DomainWrite {
-        DomainWrite {
-            domain: OSS_DOMAIN,
-            write: ControlWrite::NrsTbfRule(text.to_string()),
-        }
-    }
-
-    fn rule_names(shared: &Shared) -> Vec<String> {
-        let text = shared.get_param(PARAM_TBF_RULE).unwrap();
-        let listing = pfsqos_core::sched::tbf::TbfRuleListing::parse(&text).unwrap();
-        listing.regular[0]
-            .rules
-            .iter()
-            .map(|r| r.name.clone())
-            .collect()
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn refused_writes_get_lctls_errors_and_are_not_recorded() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ossd = daemon(&tmp).await;
-        let shared = ossd.shared();
-        let mut ledger = Ledger::default();
-        let start = rule("start ja jobid={a} rate=5");
-        // TBF is not running yet: the same refusal an administrator gets.
-        let e = apply_write(shared, &start, &mut ledger).unwrap_err();
-        let admin = shared
-            .set_params("ost.OSS.ost_io.nrs_tbf_rule", "start ja jobid={a} rate=5")
-            .unwrap_err();
-        assert_eq!(e, admin);
-        // Lustre parses a start with the head's TBF type; with none it is EINVAL (nrs_tbf.c
-        // nrs_tbf_id_parse).
-        assert_eq!(e.errno, Errno::EINVAL, "{e}");
-        assert_eq!(ledger, Ledger::default());
-
-        let tbf = DomainWrite {
-            domain: OSS_DOMAIN,
-            write: ControlWrite::NrsPolicies("tbf jobid".into()),
-        };
-        apply_write(shared, &tbf, &mut ledger).unwrap();
-        let bad_rate =
-            apply_write(shared, &rule("start jb jobid={b} rate=0"), &mut ledger).unwrap_err();
-        assert_eq!(bad_rate.errno, Errno::EINVAL, "{bad_rate}");
-        apply_write(shared, &start, &mut ledger).unwrap();
-        let twice = apply_write(shared, &start, &mut ledger).unwrap_err();
-        assert_eq!(twice.errno, Errno::EEXIST, "{twice}");
-        let elsewhere = DomainWrite {
-            domain: DomainId(1),
-            write: ControlWrite::NrsTbfRule("stop ja".into()),
-        };
-        let e = apply_write(shared, &elsewhere, &mut ledger).unwrap_err();
-        assert_eq!(e.errno, Errno::ENODEV, "{e}");
-        assert_eq!(ledger.rules.iter().collect::<Vec<_>>(), vec!["ja"]);
-        assert!(ledger.policies_changed);
-        ossd.shutdown().await;
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn clean_up_stops_only_the_controllers_rules() {
-        let tmp = tempfile::tempdir().unwrap();
-        let ossd = daemon(&tmp).await;
-        let shared = ossd.shared();
-        shared.set_params(PARAM_POLICIES, "tbf jobid").unwrap();
-        shared
-            .set_params(PARAM_TBF_RULE, "start adm jobid={x} rate=9")
-            .unwrap();
-        let mut ledger = Ledger::default();
-        for text in [
-            "start ja jobid={a} rate=5",
-            "start jb jobid={b} rate=6",
-            "stop jb",
-            "start jc jobid={c} rate=7",
-        ] {
-            apply_write(shared, &rule(text), &mut ledger).unwrap();
-        }
-        assert_eq!(rule_names(shared), vec!["jc", "ja", "adm", "default"]);
-        // The controller left the policy alone: TBF stays, with the administrator's rule.
-        clean_up(shared, &mut ledger);
-        assert_eq!(rule_names(shared), vec!["adm", "default"]);
-        assert!(ledger.rules.is_empty());
-
-        // It had changed the policy: back to FIFO, where no rule listing exists.
-        apply_write(shared, &rule("start jd jobid={d} rate=5"), &mut ledger).unwrap();
-        ledger.policies_changed = true;
-        clean_up(shared, &mut ledger);
-        let e = shared.get_param(PARAM_TBF_RULE).unwrap_err();
-        assert_eq!(e.errno, Errno::ENODEV, "{e}");
-        ossd.shutdown().await;
     }
 }

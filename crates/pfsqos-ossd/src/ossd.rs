@@ -26,7 +26,7 @@
 //! * connections: `connections_max`; one more is accepted and closed at once;
 //! * requests in flight per connection: `rpcs_in_flight_per_conn` (reading stops at the limit);
 //! * bulk bytes held in memory over all connections: `in_flight_bytes_max` (same);
-//! * pipes holding reads on their way out: [`crate::splice::PIPES_MAX`] (then `pread`);
+//! * pipes holding reads on their way out: [`pfsqos_wire::splice::PIPES_MAX`] (then `pread`);
 //! * requests queued per CPT: `queue_depth_max`; beyond it a request is answered `EBUSY`;
 //! * handshake: [`HANDSHAKE_TIMEOUT`]; a write's bulk data: [`BULK_TIMEOUT`];
 //!   frames: [`FRAME_LEN_MAX_BYTES`]; I/O sizes:
@@ -52,8 +52,8 @@
 //! Reads go through the page cache. A read of at most 1 MiB is spliced into a pipe by the I/O
 //! thread (page references, no copy; the disk read, if any, happens there, so the service
 //! time job_stats records is the read's) and from the pipe into the client's socket by the
-//! connection's writer (see [`crate::splice`]); without a pipe (at most
-//! [`crate::splice::PIPES_MAX`] exist) or for larger reads, `pread` fills a buffer instead.
+//! connection's writer (see [`pfsqos_wire::splice`]); without a pipe (at most
+//! [`pfsqos_wire::splice::PIPES_MAX`] exist) or for larger reads, `pread` fills a buffer instead.
 //!
 //! # Durability
 //! A write is answered after all its bytes are in the object file (on the device for a
@@ -64,7 +64,7 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::net::SocketAddr;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -82,13 +82,13 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tracing::{debug, info, warn};
 
-use crate::conn::{self, ConnError, Reader, Writer, HANDSHAKE_TIMEOUT};
 use crate::control::{ControlConfig, ControlHandle};
-use crate::metrics::{
+use pfsqos_metrics::{
     render_collector, JobSample, MetricsServer, OssCollector, OssSample, OstSample, Render,
 };
-use crate::protocol::*;
-use crate::splice::{PipePool, Piped, PIPES_MAX};
+use pfsqos_wire::conn::{self, ConnError, Reader, Writer, HANDSHAKE_TIMEOUT};
+use pfsqos_wire::protocol::*;
+use pfsqos_wire::splice::{PipePool, Piped, PIPES_MAX};
 
 /// How long a write's bulk data may take to arrive once its request has (it holds memory).
 pub const BULK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -123,7 +123,7 @@ pub struct OssdConfig {
     pub lustre_version: LustreVersion,
     /// A controller run in the daemon (`--policy`); see [`crate::control`].
     pub control: Option<ControlConfig>,
-    /// Where to serve Prometheus metrics (`--metrics-listen`); see [`crate::metrics`].
+    /// Where to serve Prometheus metrics (`--metrics-listen`); see [`pfsqos_metrics`].
     pub metrics_listen: Option<SocketAddr>,
 }
 
@@ -202,29 +202,13 @@ impl OssdConfig {
     }
 }
 
-/// Reads a key file: its bytes without trailing whitespace.
-pub fn read_key_file(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let meta = std::fs::metadata(path).with_context(|| format!("key file {}", path.display()))?;
-    if meta.len() > 4096 {
-        bail!("key file {} is larger than 4096 bytes", path.display());
-    }
-    let mut key = std::fs::read(path).with_context(|| format!("key file {}", path.display()))?;
-    while key.last().is_some_and(|b| b.is_ascii_whitespace()) {
-        key.pop();
-    }
-    if key.len() < 16 {
-        bail!("key file {} holds fewer than 16 bytes", path.display());
-    }
-    Ok(key)
-}
-
 enum IoOutcome {
     Done,
     Read(Bulk),
 }
 
 /// Bulk data of a reply: in a pipe (a read spliced from the page cache, see
-/// [`crate::splice`]) or in a buffer.
+/// [`pfsqos_wire::splice`]) or in a buffer.
 enum Bulk {
     Piped(Piped),
     Buf(Vec<u8>),
@@ -1179,7 +1163,7 @@ impl Ossd {
     /// Applies a controller write as the control loop does (through `lctl set_param`'s path),
     /// without recording it for the clean exit.
     pub fn apply_control_write(&self, write: &DomainWrite) -> Result<(), RemoteError> {
-        crate::control::apply_write(&self.shared, write, &mut Default::default())
+        crate::control::apply_write(&*self.shared, write, &mut Default::default())
     }
 
     /// Stops the controller (undoing its writes), stops accepting, stops the I/O threads
@@ -1468,7 +1452,7 @@ mod tests {
     /// exist.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn small_reads_are_spliced_and_large_ones_are_not() {
-        use crate::client::{Identity, OssClient};
+        use pfsqos_wire::client::{Identity, OssClient};
         let dir = tempfile::tempdir().unwrap();
         let key = b"test-cluster-key-0123456789abcdef".to_vec();
         let cfg = OssdConfig::new(

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use pfsqos_core::control::{ControlWrite, DomainId, DomainWrite};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
 use pfsqos_core::sched::tbf::{ListedRule, TbfRuleListing};
-use pfsqos_live::client::{Identity, OssClient};
-use pfsqos_live::control::{parse_job_nodes, ControlConfig};
-use pfsqos_live::lctl::{self, LctlArgs, LctlCommand};
-use pfsqos_live::ossd::{Ossd, OssdConfig};
-use pfsqos_live::protocol::Role;
+use pfsqos_ops::lctl::{self, LctlArgs, LctlCommand};
+use pfsqos_ossd::control::{parse_job_nodes, ControlConfig};
+use pfsqos_ossd::{Ossd, OssdConfig};
+use pfsqos_wire::client::{Identity, OssClient};
+use pfsqos_wire::protocol::Role;
 
 const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
 /// Upper bound of every wait on a condition; generous for a loaded 2-core machine.

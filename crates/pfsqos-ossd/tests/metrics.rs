@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
-use pfsqos_live::client::{Identity, MdsClient, OssClient};
-use pfsqos_live::mds::{Mds, MdsConfig, Owner, ROOT_INO};
-use pfsqos_live::metrics::REQUEST_HEAD_MAX_BYTES;
-use pfsqos_live::ossd::{Ossd, OssdConfig};
-use pfsqos_live::protocol::Role;
+use pfsqos_mds::{Mds, MdsConfig};
+use pfsqos_metrics::REQUEST_HEAD_MAX_BYTES;
+use pfsqos_ossd::{Ossd, OssdConfig};
+use pfsqos_wire::client::{Identity, MdsClient, OssClient};
+use pfsqos_wire::mds::{Owner, ROOT_INO};
+use pfsqos_wire::protocol::Role;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

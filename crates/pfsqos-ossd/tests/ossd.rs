@@ -9,11 +9,11 @@ use std::time::Instant;
 use pfsqos_core::jobstats::{parse_lctl_job_stats, OstCounter};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
 use pfsqos_core::sched::tbf::TbfRuleListing;
-use pfsqos_live::client::{ClientError, Identity, OssClient};
-use pfsqos_live::conn::ConnError;
-use pfsqos_live::lctl::{self, LctlArgs, LctlCommand};
-use pfsqos_live::ossd::{Ossd, OssdConfig};
-use pfsqos_live::protocol::{Errno, ProtocolError, Role, BULK_CHUNK_BYTES};
+use pfsqos_ops::lctl::{self, LctlArgs, LctlCommand};
+use pfsqos_ossd::{Ossd, OssdConfig};
+use pfsqos_wire::client::{ClientError, Identity, OssClient};
+use pfsqos_wire::conn::ConnError;
+use pfsqos_wire::protocol::{Errno, ProtocolError, Role, BULK_CHUNK_BYTES};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -176,7 +176,7 @@ async fn objects_written_are_read_back_intact() {
 /// back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_stats_larger_than_a_frame_reach_lctl() {
-    use pfsqos_live::protocol::FRAME_LEN_MAX_BYTES;
+    use pfsqos_wire::protocol::FRAME_LEN_MAX_BYTES;
     const JOBS: usize = 4_000;
     let f = start(2, |_| {}).await;
     let mut c = client(&f, Role::Client).await;
@@ -443,20 +443,20 @@ async fn hostile_input_closes_only_that_connection() {
 
     // A write whose bulk frame has the wrong size.
     let mut c = client(&f, Role::Client).await;
-    let req = pfsqos_live::protocol::encode(&pfsqos_live::protocol::WireRequest::Io {
+    let req = pfsqos_wire::protocol::encode(&pfsqos_wire::protocol::WireRequest::Io {
         tag: 1,
-        io: pfsqos_live::protocol::WireIo {
-            op: pfsqos_live::protocol::IoOp::Write,
+        io: pfsqos_wire::protocol::WireIo {
+            op: pfsqos_wire::protocol::IoOp::Write,
             ost: 0,
             object: 5,
             offset: 0,
             length: 10,
             sync: false,
-            tags: pfsqos_live::protocol::WireTags {
+            tags: pfsqos_wire::protocol::WireTags {
                 job: "j".into(),
                 uid: 0,
                 gid: 0,
-                nid: pfsqos_live::protocol::WireNid {
+                nid: pfsqos_wire::protocol::WireNid {
                     addr: 0,
                     net_kind: 0,
                     net_num: 0,
@@ -529,8 +529,8 @@ async fn full_queue_answers_ebusy() {
 /// replies of requests the scheduler lets through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_requests_are_answered_by_tag() {
-    use pfsqos_live::conn::{client_handshake, Reader, Writer};
-    use pfsqos_live::protocol::{
+    use pfsqos_wire::conn::{client_handshake, Reader, Writer};
+    use pfsqos_wire::protocol::{
         decode_reply, IoOp, ReplyBody, WireIo, WireNid, WireRequest, WireTags, PROTOCOL_VERSION,
     };
     let f = start(1, |c| c.threads = 2).await;

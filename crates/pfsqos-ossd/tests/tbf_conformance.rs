@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use pfsqos_core::errno::Errno;
 use pfsqos_core::sched::tbf::{CptRules, TbfRuleListing};
-use pfsqos_live::lctl::{self, LctlArgs, LctlCommand};
-use pfsqos_live::ossd::{Ossd, OssdConfig};
+use pfsqos_ops::lctl::{self, LctlArgs, LctlCommand};
+use pfsqos_ossd::{Ossd, OssdConfig};
 
 include!("../../pfsqos-core/tests/tbf_conformance/cases.rs");
 
@@ -36,7 +36,7 @@ async fn start(version: &str) -> Fixture {
     cfg.threads = 2;
     // Two CPU partitions: every rule command reaches four heads (2 CPTs x reg/hp).
     cfg.cpts = 2;
-    cfg.lustre_version = pfsqos_live::ossd::parse_lustre_version(version).unwrap();
+    cfg.lustre_version = pfsqos_ossd::parse_lustre_version(version).unwrap();
     Fixture {
         ossd: Ossd::start(cfg).await.unwrap(),
         key_file,

@@ -55,9 +55,9 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// Job `job`, uid and gid 0, from 127.0.0.1@tcp: the identity the crate's unit tests use.
-    #[cfg(test)]
-    pub(crate) fn test(job: &str) -> Identity {
+    /// Job `job`, uid and gid 0, from 127.0.0.1@tcp: the identity the unit tests of this crate
+    /// and of the daemons use. Panics on an invalid job id.
+    pub fn test(job: &str) -> Identity {
         use pfsqos_core::model::{LNet, NetKind};
         let tcp = LNet {
             kind: NetKind::Tcp,

@@ -10,10 +10,7 @@ use pfsqos_wire::key::{read_key_file, DEFAULT_KEY_FILE};
 
 use crate::jobid::{JOBID_NAME_DEFAULT, JOBID_VAR_DEFAULT};
 use crate::oss_pool::RECOVERY_DEFAULT;
-use crate::{
-    MountConfig, BRW_SIZE_DEFAULT_BYTES, MAX_DIRTY_MB_DEFAULT, MAX_READ_AHEAD_MB_DEFAULT,
-    MAX_RPCS_IN_FLIGHT_DEFAULT, THREADS_DEFAULT,
-};
+use crate::{MountConfig, MAX_READ_AHEAD_MB_DEFAULT, MAX_RPCS_IN_FLIGHT_DEFAULT, THREADS_DEFAULT};
 
 /// Default `--recovery-s`.
 pub const RECOVERY_S_DEFAULT: u64 = RECOVERY_DEFAULT.as_secs();
@@ -40,12 +37,12 @@ pub struct MountArgs {
     /// RPCs in flight per OST.
     #[arg(long, default_value_t = MAX_RPCS_IN_FLIGHT_DEFAULT)]
     pub max_rpcs_in_flight: usize,
-    /// Largest RPC in bytes.
-    #[arg(long, default_value_t = BRW_SIZE_DEFAULT_BYTES)]
-    pub brw_size_bytes: u64,
-    /// Bytes written but not yet acknowledged by the OSSs, in MiB.
-    #[arg(long, default_value_t = MAX_DIRTY_MB_DEFAULT)]
-    pub max_dirty_mb: u64,
+    /// Largest RPC in bytes [default: 4194304]
+    #[arg(long)]
+    pub brw_size_bytes: Option<u64>,
+    /// Bytes written but not yet acknowledged by the OSSs, in MiB [default: 64]
+    #[arg(long)]
+    pub max_dirty_mb: Option<u64>,
     /// Read-ahead in MiB: the client's window and budget (0: none), or with --page-cache
     /// the kernel's (0: its 128 KiB).
     #[arg(long, default_value_t = MAX_READ_AHEAD_MB_DEFAULT)]
@@ -74,8 +71,8 @@ impl MountArgs {
             jobid_var: JOBID_VAR_DEFAULT.to_string(),
             jobid_name: JOBID_NAME_DEFAULT.to_string(),
             max_rpcs_in_flight: MAX_RPCS_IN_FLIGHT_DEFAULT,
-            brw_size_bytes: BRW_SIZE_DEFAULT_BYTES,
-            max_dirty_mb: MAX_DIRTY_MB_DEFAULT,
+            brw_size_bytes: None,
+            max_dirty_mb: None,
             max_read_ahead_mb: MAX_READ_AHEAD_MB_DEFAULT,
             page_cache: false,
             threads: THREADS_DEFAULT,
@@ -85,7 +82,8 @@ impl MountArgs {
 
     /// The command line (after `mount`) that parses back into `self`: the mount point, then
     /// `--mds`, `--key-file`, `--jobid-var`, `--jobid-name` and `--max-rpcs-in-flight` always,
-    /// the other options only when they differ from their default.
+    /// `--brw-size-bytes` and `--max-dirty-mb` when set, the others when they differ from their
+    /// default.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut a = vec![self.mountpoint.clone().into_os_string()];
         push(&mut a, "--mds", &self.mds);
@@ -97,17 +95,11 @@ impl MountArgs {
             "--max-rpcs-in-flight",
             self.max_rpcs_in_flight.to_string(),
         );
-        for (name, value, default) in [
-            (
-                "--brw-size-bytes",
-                self.brw_size_bytes,
-                BRW_SIZE_DEFAULT_BYTES,
-            ),
-            ("--max-dirty-mb", self.max_dirty_mb, MAX_DIRTY_MB_DEFAULT),
-        ] {
-            if value != default {
-                push(&mut a, name, value.to_string());
-            }
+        if let Some(b) = self.brw_size_bytes {
+            push(&mut a, "--brw-size-bytes", b.to_string());
+        }
+        if let Some(d) = self.max_dirty_mb {
+            push(&mut a, "--max-dirty-mb", d.to_string());
         }
         if self.page_cache {
             a.push("--page-cache".into());
@@ -136,8 +128,8 @@ impl MountArgs {
         config.jobid_var = self.jobid_var;
         config.jobid_name = self.jobid_name;
         config.max_rpcs_in_flight = self.max_rpcs_in_flight;
-        config.brw_size_bytes = self.brw_size_bytes;
-        config.max_dirty_mb = self.max_dirty_mb;
+        config.brw_size_bytes = self.brw_size_bytes.unwrap_or(config.brw_size_bytes);
+        config.max_dirty_mb = self.max_dirty_mb.unwrap_or(config.max_dirty_mb);
         config.max_read_ahead_mb = self.max_read_ahead_mb;
         config.direct_io = !self.page_cache;
         config.threads = self.threads;
@@ -180,8 +172,8 @@ mod tests {
             jobid_var: "SLURM_JOB_ID".into(),
             jobid_name: "%j.%h".into(),
             max_rpcs_in_flight: 4,
-            brw_size_bytes: 1 << 20,
-            max_dirty_mb: 128,
+            brw_size_bytes: Some(1 << 20),
+            max_dirty_mb: Some(128),
             max_read_ahead_mb: 0,
             page_cache: true,
             threads: 2,

@@ -217,13 +217,9 @@ fn ossd_args(c: &Cluster, i: usize) -> OssdArgs {
     a.ceiling_bytes_per_s = o.ceiling_bytes_per_s;
     a.metrics_listen = o.metrics_listen;
     a.policy = o.policy.clone();
-    if let Some(v) = o.period_ms {
-        a.period_ms = v;
-    }
+    a.period_ms = o.period_ms;
     a.capacity_rpcs_per_s = o.capacity_rpcs_per_s;
-    if let Some(v) = o.brw_size_bytes {
-        a.brw_size_bytes = v;
-    }
+    a.brw_size_bytes = o.brw_size_bytes;
     a.job_nodes = o.job_nodes.clone();
     a.buffered_writes = o.buffered_writes;
     a.lustre_version = o.lustre_version.clone();
@@ -261,12 +257,8 @@ fn mount_args(c: &Cluster, mds_addr: &str) -> MountArgs {
     a.jobid_var = m.jobid_var.clone();
     a.jobid_name = m.jobid_name.clone();
     a.max_rpcs_in_flight = m.max_rpcs_in_flight as usize;
-    if let Some(b) = m.brw_size_bytes {
-        a.brw_size_bytes = b;
-    }
-    if let Some(d) = m.max_dirty_mb {
-        a.max_dirty_mb = d;
-    }
+    a.brw_size_bytes = m.brw_size_bytes;
+    a.max_dirty_mb = m.max_dirty_mb;
     a.page_cache = m.page_cache;
     a
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use pfsqos_core::model::JobId;
 
-use crate::control::{parse_job_nodes, ControlConfig, BRW_SIZE_BYTES_DEFAULT, PERIOD_MS_DEFAULT};
+use crate::control::{parse_job_nodes, ControlConfig};
 use crate::ossd::{parse_lustre_version, OssdConfig};
 
 /// Default `--threads`.
@@ -55,15 +55,16 @@ pub struct OssdArgs {
     /// `static`, `adaptbf:period_ms=200`); it writes nrs_policies/nrs_tbf_rule as lctl does.
     #[arg(long)]
     pub policy: Option<String>,
-    /// Control period for policies whose spec sets none.
-    #[arg(long, default_value_t = PERIOD_MS_DEFAULT, requires = "policy")]
-    pub period_ms: u64,
+    /// Control period for policies whose spec sets none [default: 100]
+    #[arg(long, requires = "policy")]
+    pub period_ms: Option<u64>,
     /// RPC capacity of each OST the controller shares out (default: the ceiling / brw size).
     #[arg(long, requires = "policy")]
     pub capacity_rpcs_per_s: Option<u64>,
-    /// Size of a full RPC (one TBF token) for a capacity taken from the ceiling.
-    #[arg(long, default_value_t = BRW_SIZE_BYTES_DEFAULT, requires = "policy")]
-    pub brw_size_bytes: u64,
+    /// Size of a full RPC (one TBF token) for a capacity taken from the ceiling [default:
+    /// 4194304]
+    #[arg(long, requires = "policy")]
+    pub brw_size_bytes: Option<u64>,
     /// Node count of a job, as JOB=N; repeat for more jobs. Other jobs count one node.
     #[arg(long = "job-nodes", value_parser = parse_job_nodes, requires = "policy")]
     pub job_nodes: Vec<(JobId, u32)>,
@@ -86,17 +87,16 @@ impl OssdArgs {
             lustre_version: None,
             fsname: FSNAME_DEFAULT.to_string(),
             policy: None,
-            period_ms: PERIOD_MS_DEFAULT,
+            period_ms: None,
             capacity_rpcs_per_s: None,
-            brw_size_bytes: BRW_SIZE_BYTES_DEFAULT,
+            brw_size_bytes: None,
             job_nodes: Vec::new(),
             metrics_listen: None,
         }
     }
 
     /// The command line (after `ossd`) that parses back into `self`. The required options,
-    /// `--fsname`, `--threads` and `--cpts` are always written; the others only when set or
-    /// different from their default.
+    /// `--fsname`, `--threads` and `--cpts` are always written; the others only when set.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut a = Vec::new();
         push(&mut a, "--listen", self.listen.to_string());
@@ -116,14 +116,14 @@ impl OssdArgs {
         if let Some(p) = &self.policy {
             push(&mut a, "--policy", p);
         }
-        if self.period_ms != PERIOD_MS_DEFAULT {
-            push(&mut a, "--period-ms", self.period_ms.to_string());
+        if let Some(p) = self.period_ms {
+            push(&mut a, "--period-ms", p.to_string());
         }
         if let Some(c) = self.capacity_rpcs_per_s {
             push(&mut a, "--capacity-rpcs-per-s", c.to_string());
         }
-        if self.brw_size_bytes != BRW_SIZE_BYTES_DEFAULT {
-            push(&mut a, "--brw-size-bytes", self.brw_size_bytes.to_string());
+        if let Some(b) = self.brw_size_bytes {
+            push(&mut a, "--brw-size-bytes", b.to_string());
         }
         for (job, n) in &self.job_nodes {
             push(&mut a, "--job-nodes", format!("{job}={n}"));
@@ -154,9 +154,9 @@ impl OssdArgs {
         config.metrics_listen = self.metrics_listen;
         if let Some(spec) = self.policy {
             let mut control = ControlConfig::new(&spec).map_err(anyhow::Error::msg)?;
-            control.period_ms = self.period_ms;
+            control.period_ms = self.period_ms.unwrap_or(control.period_ms);
             control.capacity_rpcs_per_s = self.capacity_rpcs_per_s;
-            control.brw_size_bytes = self.brw_size_bytes;
+            control.brw_size_bytes = self.brw_size_bytes.unwrap_or(control.brw_size_bytes);
             control.job_nodes = self.job_nodes;
             config.control = Some(control);
         }
@@ -201,9 +201,9 @@ mod tests {
             lustre_version: Some("2.15.0".into()),
             fsname: "lfs1".into(),
             policy: Some("adaptbf".into()),
-            period_ms: 250,
+            period_ms: Some(250),
             capacity_rpcs_per_s: Some(300),
-            brw_size_bytes: 1 << 20,
+            brw_size_bytes: Some(1 << 20),
             job_nodes: vec![
                 (JobId::new("j.1").unwrap(), 3),
                 (JobId::new("a=b").unwrap(), 2),

@@ -1,8 +1,8 @@
 //! The metadata server: the namespace and file layouts in an embedded SQLite database.
 //!
 //! [`Namespace`] is the storage layer (every operation, every check, one SQLite transaction per
-//! mutation); [`Mds`] serves it over the pfsqos protocol ([`MdsRequest`]/[`MdsReply`] after the
-//! usual handshake). The MDS never touches objects: a truncate records the new size, and an
+//! mutation); [`Mds`] serves it over the pfsqos protocol
+//! ([`pfsqos_wire::mds::MdsRequest`]/`MdsReply` after the usual handshake). The MDS never touches objects: a truncate records the new size, and an
 //! unlink or a rename that replaces a file hands back the dead file's layout; punching or
 //! removing the objects on the OSSs is the client's job.
 //!

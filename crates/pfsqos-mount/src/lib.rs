@@ -3,11 +3,11 @@
 //! flight per OST, writes behind within a dirty budget, and tags every RPC with the JobID of
 //! the process that caused it, derived as Lustre's client does (`jobid_var`, `jobid_name`).
 //!
-//! * [`stripe`]: pure RAID-0 arithmetic (offset to object, RPC splitting, object sizes);
-//! * [`jobid`]: JobID derivation (pattern expansion, `/proc/PID/environ`);
+//! * `stripe`: pure RAID-0 arithmetic (offset to object, RPC splitting, object sizes);
+//! * `jobid`: JobID derivation (pattern expansion, `/proc/PID/environ`);
 //! * [`oss_pool`]: per-OST connection pools with the RPC window, the MDS pool, recovery;
 //! * [`ops`]: the file operations, write-behind and size tracking, layouts as xattrs;
-//! * [`fs`]: the `fuser` adapter;
+//! * `fs`: the `fuser` adapter;
 //! * [`lfs`]: `pfsqos setstripe`/`getstripe` over the layout xattrs.
 //!
 //! The client runs on its own tokio runtime (2 worker threads); FUSE session threads decode
@@ -19,14 +19,15 @@
 //! (signals, logging) is the `pfsqos` binary's.
 
 mod args;
-pub mod fs;
-pub mod jobid;
+mod fs;
+mod jobid;
 pub mod lfs;
 pub mod ops;
 pub mod oss_pool;
-pub mod stripe;
+mod stripe;
 
 pub use args::MountArgs;
+pub use ops::{SentRpc, GATHER_FLUSH_AFTER, RPC_TRACE_MAX};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -83,7 +84,7 @@ pub struct MountConfig {
     /// How long a request waits for a restarting daemon before failing with `EIO`.
     pub recovery: Duration,
     /// How long gathered bytes wait for the rest of their RPC (default
-    /// [`ops::GATHER_FLUSH_AFTER`]); not a command-line option.
+    /// [`GATHER_FLUSH_AFTER`]); not a command-line option.
     pub gather_flush_after: Duration,
     /// Keep a bounded trace of the bulk RPCs sent ([`Mounted::rpc_trace`]); not a
     /// command-line option (tests compare it with the simulator's RPCs).
@@ -173,7 +174,7 @@ impl Mounted {
         &self.mountpoint
     }
 
-    /// The bulk RPCs this client sent, oldest first (the newest [`ops::RPC_TRACE_MAX`]), if
+    /// The bulk RPCs this client sent, oldest first (the newest [`RPC_TRACE_MAX`]), if
     /// the mount was made with [`MountConfig::rpc_trace`].
     pub fn rpc_trace(&self) -> Option<Vec<ops::SentRpc>> {
         self.trace.as_ref().map(|t| {

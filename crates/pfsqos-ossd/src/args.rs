@@ -48,8 +48,12 @@ pub struct OssdArgs {
     /// limits, listing form), e.g. 2.15 or 2.17.57; default: master.
     #[arg(long)]
     pub lustre_version: Option<String>,
-    /// File system name used in parameter names (obdfilter.<fsname>-OST0000.job_stats).
-    #[arg(long, default_value = FSNAME_DEFAULT)]
+    /// File system name used in parameter names (`obdfilter.<fsname>-OST0000.job_stats`).
+    #[arg(
+        long,
+        default_value = FSNAME_DEFAULT,
+        help = "File system name used in parameter names (obdfilter.<fsname>-OST0000.job_stats)"
+    )]
     pub fsname: String,
     /// Run a controller in the daemon (same specs as `sim --policy`, e.g. `adaptbf`,
     /// `static`, `adaptbf:period_ms=200`); it writes nrs_policies/nrs_tbf_rule as lctl does.

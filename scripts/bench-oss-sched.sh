@@ -9,10 +9,10 @@ cd "$(dirname "$0")/.."
 R1=${R1:-2}
 R2=${R2:-8}
 if [[ "${SKIP_WALL:-0}" != 1 ]]; then
-  cargo bench -q -p pfsqos-live --bench oss_sched -- --warm-up-time 1 --measurement-time "${BENCH_SECONDS:-3}" 2>&1 |
+  cargo bench -q -p pfsqos-ossd --bench oss_sched -- --warm-up-time 1 --measurement-time "${BENCH_SECONDS:-3}" 2>&1 |
     grep -E "time:|paired|median"
 fi
-bin=$(cargo bench -q -p pfsqos-live --bench oss_sched --no-run --message-format=json 2>/dev/null |
+bin=$(cargo bench -q -p pfsqos-ossd --bench oss_sched --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use pfsqos_report::{
-    summarize, write_comparison, write_index, write_run, IndexEntry, POLICIES_MAX,
+    summarize, write_comparison, write_index, write_run, IndexEntry, ScenarioText, POLICIES_MAX,
 };
 use pfsqos_sim::{check_policy_spec, RunOutput, Scenario, ScenarioError, POLICY_NAMES};
 
@@ -107,6 +107,14 @@ fn load(path: &Path) -> Result<Scenario, CliError> {
     Ok(Scenario::load(path)?)
 }
 
+/// What the report shows of a scenario.
+fn text(scenario: &Scenario) -> ScenarioText<'_> {
+    ScenarioText {
+        name: &scenario.name,
+        description: &scenario.description,
+    }
+}
+
 fn run_one(scenario: &Scenario, policy: &str, seed: u64) -> Result<RunOutput, CliError> {
     let mut progress = Progress::new(policy);
     let result = pfsqos_sim::run(scenario, policy, seed, &mut |now_ns, end_ns| {
@@ -165,7 +173,7 @@ pub fn sim(
         PathBuf::from("out").join(format!("{}-{policy}", dir_component(&scenario.name)))
     });
     let run = run_one(&scenario, &policy, seed)?;
-    write_run(&out, &run, &scenario).map_err(|e| CliError::RunFailed(e.to_string()))?;
+    write_run(&out, &run, &text(&scenario)).map_err(|e| CliError::RunFailed(e.to_string()))?;
     print_summary_line(&run);
     println!(
         "wrote {}/{{timeseries.csv,summary.json,report.html}}",
@@ -188,7 +196,8 @@ fn compare_runs(
         print_summary_line(&run);
         runs.push(run);
     }
-    write_comparison(out, &runs, scenario).map_err(|e| CliError::RunFailed(e.to_string()))?;
+    write_comparison(out, &runs, &text(scenario))
+        .map_err(|e| CliError::RunFailed(e.to_string()))?;
     println!(
         "wrote {0}/summary.json, {0}/<policy>/{{timeseries.csv,summary.json[,control_trace.csv]}}",
         out.display()
@@ -306,7 +315,7 @@ pub fn demo(out: &Path) -> Result<(), CliError> {
         .iter()
         .map(|(link, scenario, runs)| IndexEntry {
             link: link.clone(),
-            scenario,
+            scenario: text(scenario),
             runs,
         })
         .collect();

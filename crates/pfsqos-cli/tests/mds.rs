@@ -4,8 +4,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use pfsqos_live::client::MdsClient;
-use pfsqos_live::mds::{Owner, ROOT_INO};
+use pfsqos_wire::client::MdsClient;
+use pfsqos_wire::mds::{Owner, ROOT_INO};
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
-use pfsqos_live::client::{Identity, MdsClient, OssClient};
-use pfsqos_live::protocol::Role;
+use pfsqos_wire::client::{Identity, MdsClient, OssClient};
+use pfsqos_wire::protocol::Role;
 
 fn pfsqos(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pfsqos"))
@@ -171,7 +171,7 @@ fn up_stat_record_and_down_with_the_real_binary() {
     let key_file = dir.join("st/cluster.key");
     let mode = std::fs::metadata(&key_file).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
-    let key = pfsqos_live::ossd::read_key_file(&key_file).unwrap();
+    let key = pfsqos_wire::key::read_key_file(&key_file).unwrap();
     let pids = [
         read_pid(&dir.join("st/oss0.pid")),
         read_pid(&dir.join("st/mds.pid")),

@@ -14,6 +14,7 @@ pub mod lustre;
 pub mod metrics;
 pub mod model;
 pub mod place;
+pub mod run;
 pub mod sched;
 
 /// Nanoseconds per second, the unit every time value in pfsqos is expressed in.

@@ -3,7 +3,7 @@
 
 use pfsqos_core::control::TraceSample;
 use pfsqos_core::model::{JobId, OstId};
-use pfsqos_sim::{ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput, Scenario};
+use pfsqos_core::run::{ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput};
 
 const MIB: u64 = 1 << 20;
 const BIN_NS: u64 = 100_000_000;
@@ -190,13 +190,10 @@ fn main() {
     let dir = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "sample-report".to_string());
-    let scenario = Scenario::from_toml_str(
-        "name = \"sample\"\ndescription = \"Three jobs of 4, 8 and 16 nodes start 10 s apart on two OSTs.\"\n\
-         [simulation]\nduration_s = 60.0\n[[oss]]\nname = \"oss0\"\nosts = 2\n\
-         [[job]]\nid = \"x\"\nnodes = 1\n[[job.processes]]\nrw = \"write\"\nbs = \"1M\"\nsize = \"1G\"\n",
-        "<sample>",
-    )
-    .expect("sample scenario");
+    let scenario = pfsqos_report::ScenarioText {
+        name: "sample",
+        description: "Three jobs of 4, 8 and 16 nodes start 10 s apart on two OSTs.",
+    };
     let runs = [
         make_run("nobw", false, false),
         make_run("static", true, false),

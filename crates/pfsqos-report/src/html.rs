@@ -2,12 +2,12 @@
 
 use std::fmt::Write as _;
 
-use pfsqos_sim::{RunOutput, Scenario};
+use pfsqos_core::run::RunOutput;
 
 use crate::summary::{summarize, RunSummary, WindowBasis};
 use crate::svg::{bar_chart, job_color, line_chart, policy_color, Bar, BarGroup, Series};
 use crate::trace::{metric_labels, trace_charts};
-use crate::{bin_count, escape, ns_to_s, BYTES_PER_MIB};
+use crate::{bin_count, escape, ns_to_s, ScenarioText, BYTES_PER_MIB};
 
 /// Points drawn per line; longer runs merge neighbouring bins (mean throughput) so the page
 /// stays light and a browser draws it at once.
@@ -535,8 +535,8 @@ fn rejected_writes(out: &mut String, summaries: &[RunSummary]) {
 
 /// The page for one run or a comparison of runs of the same scenario (one per policy).
 /// `runs` must not be empty.
-pub fn report_html(runs: &[RunOutput], scenario: &Scenario) -> String {
-    report_html_described(runs, &scenario.description)
+pub fn report_html(runs: &[RunOutput], scenario: &ScenarioText) -> String {
+    report_html_described(runs, scenario.description)
 }
 
 /// [`report_html`] for runs without a scenario file (a recorded live run): `description`
@@ -596,7 +596,7 @@ pub fn report_html_described(runs: &[RunOutput], description: &str) -> String {
 pub struct IndexEntry<'a> {
     /// Relative link to the comparison's own `report.html`.
     pub link: String,
-    pub scenario: &'a Scenario,
+    pub scenario: ScenarioText<'a>,
     /// The comparison's runs, one per policy; not empty.
     pub runs: &'a [RunOutput],
 }
@@ -624,7 +624,7 @@ pub fn index_html(title: &str, intro: &str, entries: &[IndexEntry]) -> String {
             out,
             "<h2>{}</h2>\n<p class=\"desc\">{}</p>\n<p><a href=\"{}\">Full report: per-job \
              tables, throughput over time, controller state</a></p>",
-            escape(&entry.scenario.name),
+            escape(entry.scenario.name),
             escape(entry.scenario.description.trim()),
             escape(&entry.link)
         );

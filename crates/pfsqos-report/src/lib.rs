@@ -5,7 +5,9 @@
 //! description) to bytes; the `write_*` functions only put those bytes in files. Same input,
 //! same bytes: no timestamps, no hash-map order, fixed float formatting.
 //!
-//! API boundary: this crate reads the record types of `pfsqos-sim` and never runs anything.
+//! API boundary: this crate reads the record types of `pfsqos_core::run` (filled by the
+//! simulator or by a recorded live run) and a scenario's name and description
+//! ([`ScenarioText`]); it never runs anything and does not depend on the simulator.
 //! Numbers derived from a run (throughput, fairness) are computed here, with the metric
 //! functions of `pfsqos-core`.
 
@@ -19,8 +21,16 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use pfsqos_core::control::ControlWrite;
-use pfsqos_sim::{RunOutput, Scenario};
+use pfsqos_core::run::RunOutput;
 use serde::Serialize;
+
+/// What a report shows of a scenario: its name and description (a simulator `Scenario`'s
+/// fields of those names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScenarioText<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+}
 
 pub use html::{
     index_html, report_html, report_html_described, IndexEntry, POINTS_PER_LINE_MAX,
@@ -94,12 +104,12 @@ pub fn summary_json(run: &RunOutput) -> String {
 }
 
 /// `summary.json` text of a comparison.
-pub fn comparison_json(runs: &[RunOutput], scenario: &Scenario) -> String {
+pub fn comparison_json(runs: &[RunOutput], scenario: &ScenarioText) -> String {
     to_json(&ComparisonSummary {
         scenario: runs
             .first()
-            .map_or_else(|| scenario.name.clone(), |r| r.scenario_name.clone()),
-        description: scenario.description.clone(),
+            .map_or_else(|| scenario.name.to_string(), |r| r.scenario_name.clone()),
+        description: scenario.description.to_string(),
         seed: runs.first().map_or(0, |r| r.seed),
         policies: runs.iter().map(|r| r.policy.clone()).collect(),
         runs: runs.iter().map(summarize).collect(),
@@ -137,8 +147,8 @@ fn write_trace(dir: &Path, run: &RunOutput) -> Result<(), ReportError> {
 
 /// Writes `dir/{timeseries.csv,summary.json,report.html}` for one run, and
 /// `dir/control_trace.csv` if the run has a controller trace; creates `dir`.
-pub fn write_run(dir: &Path, run: &RunOutput, scenario: &Scenario) -> Result<(), ReportError> {
-    write_run_described(dir, run, &scenario.description)
+pub fn write_run(dir: &Path, run: &RunOutput, scenario: &ScenarioText) -> Result<(), ReportError> {
+    write_run_described(dir, run, scenario.description)
 }
 
 /// [`write_run`] for a run without a scenario file (a live run recorded by `pfsqos stat
@@ -181,7 +191,7 @@ fn check_policy_dir_name(policy: &str) -> Result<(), ReportError> {
 pub fn write_comparison(
     dir: &Path,
     runs: &[RunOutput],
-    scenario: &Scenario,
+    scenario: &ScenarioText,
 ) -> Result<(), ReportError> {
     if runs.is_empty() || runs.len() > POLICIES_MAX {
         return Err(ReportError::Invalid(format!(

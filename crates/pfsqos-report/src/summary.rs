@@ -7,7 +7,7 @@
 //! `fairness_window.basis` says so.
 
 use pfsqos_core::metrics::{jain_index, share_deviation, weighted_jain_index};
-use pfsqos_sim::RunOutput;
+use pfsqos_core::run::RunOutput;
 use serde::Serialize;
 
 use crate::{control_write_text, ns_to_s, BYTES_PER_MIB};
@@ -36,11 +36,11 @@ pub struct RunSummary {
     pub share_deviation: f64,
     pub fairness_window: FairnessWindow,
     /// GIFT's mean application I/O time over the jobs with synchronous I/O phases; absent when
-    /// no job has phases (`pfsqos_sim::RunOutput::mean_app_io_time_ns`).
+    /// no job has phases (`pfsqos_core::run::RunOutput::mean_app_io_time_ns`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_app_io_time_s: Option<f64>,
     /// GIFT's effective system bandwidth over completed phases; absent without phases
-    /// (`pfsqos_sim::RunOutput::effective_system_bytes_per_s`, formula in
+    /// (`pfsqos_core::run::RunOutput::effective_system_bytes_per_s`, formula in
     /// docs/reproductions/gift.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_system_mib_s: Option<f64>,
@@ -48,11 +48,11 @@ pub struct RunSummary {
     /// of the allocation counted toward synchronous progress, as a fraction of the system's
     /// capacity (idle decisions count 0 for every policy); an allocation snapshot, not
     /// delivered bytes. Absent without a GIFT-family policy
-    /// (`pfsqos_sim::RunOutput::effective_bandwidth_allocated`).
+    /// (`pfsqos_core::run::RunOutput::effective_bandwidth_allocated`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_bandwidth_allocated: Option<f64>,
     /// The same with the artifact's asymmetry: GIFT and MBW average only their non-idle
-    /// decisions (`pfsqos_sim::RunOutput::effective_bandwidth_allocated_artifact`).
+    /// decisions (`pfsqos_core::run::RunOutput::effective_bandwidth_allocated_artifact`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_bandwidth_allocated_artifact: Option<f64>,
     pub engine: EngineSummary,

@@ -1,6 +1,6 @@
 use pfsqos_core::control::{ControlWrite, DomainId, TraceSample};
 use pfsqos_core::model::{JobId, OstId};
-use pfsqos_sim::{ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput, Scenario};
+use pfsqos_core::run::{ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput};
 
 use super::*;
 
@@ -69,34 +69,11 @@ fn two_jobs(policy: &str) -> RunOutput {
     )
 }
 
-fn scenario() -> Scenario {
-    Scenario::from_toml_str(
-        r#"
-name = "tiny"
-description = "Two jobs <sharing> one OST & more"
-[simulation]
-duration_s = 4.0
-[[oss]]
-name = "oss0"
-osts = 2
-[[job]]
-id = "A"
-nodes = 1
-[[job.processes]]
-rw = "write"
-bs = "1M"
-size = "400M"
-[[job]]
-id = "B"
-nodes = 3
-[[job.processes]]
-rw = "write"
-bs = "1M"
-size = "300M"
-"#,
-        "<test>",
-    )
-    .expect("test scenario is valid")
+fn scenario() -> ScenarioText<'static> {
+    ScenarioText {
+        name: "tiny",
+        description: "Two jobs <sharing> one OST & more",
+    }
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -754,9 +731,9 @@ fn phase_metrics_appear_only_for_phased_runs() {
     assert!(!plain.contains("effective_system_mib_s"), "{plain}");
     let mut r = two_jobs("bsip");
     // One phase of 200 MiB from 1 s to 3 s; the job started at 0.5 s.
-    r.jobs[0].phases = Some(pfsqos_sim::JobPhases {
+    r.jobs[0].phases = Some(pfsqos_core::run::JobPhases {
         start_ns: S / 2,
-        done: vec![pfsqos_sim::PhaseRecord {
+        done: vec![pfsqos_core::run::PhaseRecord {
             start_ns: S,
             end_ns: 3 * S,
             bytes: 200 * MIB,

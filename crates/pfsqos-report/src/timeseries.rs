@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use pfsqos_sim::RunOutput;
+use pfsqos_core::run::RunOutput;
 
 use crate::{bin_count, fmt_seconds, BYTES_PER_MIB};
 

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use pfsqos_sim::RunOutput;
+use pfsqos_core::run::RunOutput;
 
 use crate::fmt_seconds;
 use crate::timeseries::{csv_field, ost_name};
@@ -181,7 +181,7 @@ pub(crate) fn trace_charts(run: &RunOutput, points_max: usize) -> Option<TraceCh
 mod tests {
     use pfsqos_core::control::TraceSample;
     use pfsqos_core::model::{JobId, OstId};
-    use pfsqos_sim::{ControlTraceEntry, EngineStats, JobOutput, RunOutput};
+    use pfsqos_core::run::{ControlTraceEntry, EngineStats, JobOutput, RunOutput};
     use proptest::prelude::*;
 
     use super::*;

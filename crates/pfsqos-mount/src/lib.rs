@@ -1,0 +1,381 @@
+//! `pfsqos mount`: the FUSE client. It stripes file data over the OSTs as the MDS's layouts say,
+//! splits I/O into RPCs of at most `brw_size`, keeps at most `max_rpcs_in_flight` RPCs in
+//! flight per OST, writes behind within a dirty budget, and tags every RPC with the JobID of
+//! the process that caused it, derived as Lustre's client does (`jobid_var`, `jobid_name`).
+//!
+//! * `stripe`: pure RAID-0 arithmetic (offset to object, RPC splitting, object sizes);
+//! * `jobid`: JobID derivation (pattern expansion, `/proc/PID/environ`);
+//! * [`oss_pool`]: per-OST connection pools with the RPC window, the MDS pool, recovery;
+//! * [`ops`]: the file operations, write-behind and size tracking, layouts as xattrs;
+//! * `fs`: the `fuser` adapter;
+//! * [`lfs`]: `pfsqos setstripe`/`getstripe` over the layout xattrs.
+//!
+//! The client runs on its own tokio runtime (2 worker threads); FUSE session threads decode
+//! kernel requests and hand them to it.
+//!
+//! pfsqos-mount's one job is this client. API boundary: [`mount`] with a [`MountConfig`] (built
+//! from the command line's [`MountArgs`]) gives a [`Mounted`] file system; [`lfs`] works on a
+//! mounted one. It talks to the servers only through `pfsqos-wire`; the process around it
+//! (signals, logging) is the `pfsqos` binary's.
+
+mod args;
+mod fs;
+mod jobid;
+pub mod lfs;
+pub mod ops;
+pub mod oss_pool;
+mod stripe;
+
+pub use args::MountArgs;
+pub use ops::{SentRpc, GATHER_FLUSH_AFTER, RPC_TRACE_MAX};
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use tracing::info;
+
+use oss_pool::{MdsPool, OstPool, RECOVERY_DEFAULT};
+use pfsqos_wire::protocol::IO_LEN_MAX_BYTES;
+
+/// Default RPC size (Lustre's default `brw_size` of 4 MiB).
+pub const BRW_SIZE_DEFAULT_BYTES: u64 = pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT;
+/// Default RPCs in flight per OST (Lustre's `max_rpcs_in_flight`).
+pub const MAX_RPCS_IN_FLIGHT_DEFAULT: usize =
+    pfsqos_core::lustre::MAX_RPCS_IN_FLIGHT_DEFAULT as usize;
+/// Default dirty budget (Lustre's `max_dirty_mb` default per OSC is of this order).
+pub const MAX_DIRTY_MB_DEFAULT: u64 = 64;
+/// Default read-ahead: the client's window and mount-wide budget (Lustre's
+/// `max_read_ahead_mb`), or the kernel's window with the page cache. 32 MiB keeps both OSTs'
+/// RPC windows (8 RPCs of 1 MiB each) full for one sequential reader: with 8 MiB, cold reads
+/// ran at 63 % of the backing directory, with 32 MiB at 82 % (docs/benchmarks.md). Lustre's
+/// own defaults are larger still: min(RAM / 32, 1 GiB) per mount, a quarter of that per file.
+pub const MAX_READ_AHEAD_MB_DEFAULT: u64 = 32;
+/// Default FUSE session threads.
+pub const THREADS_DEFAULT: usize = 4;
+/// Largest FUSE write the kernel sends: 1 MiB (256 pages, the kernel's default
+/// `max_pages` limit); bigger writes arrive split.
+pub const FUSE_MAX_WRITE_BYTES: u32 = 1 << 20;
+
+/// Everything `pfsqos mount` takes.
+#[derive(Clone, Debug)]
+pub struct MountConfig {
+    pub mountpoint: PathBuf,
+    /// The MDS, `HOST:PORT`.
+    pub mds: String,
+    pub key: Vec<u8>,
+    pub jobid_var: String,
+    pub jobid_name: String,
+    pub max_rpcs_in_flight: usize,
+    pub brw_size_bytes: u64,
+    pub max_dirty_mb: u64,
+    /// With `direct_io`, the client's own read-ahead window and mount-wide budget (MiB; 0:
+    /// none); without, the kernel's read-ahead window for this mount (0 leaves its 128 KiB).
+    pub max_read_ahead_mb: u64,
+    /// Open files with FUSE direct I/O (the default; `--page-cache` turns it off): no copy
+    /// into the kernel's page cache on this client (one memory copy less per byte written or
+    /// read, and no stale cached pages when other clients write: pfsqos has no locks to keep
+    /// client caches coherent, as Lustre's LDLM does); the client gathers writes into whole
+    /// RPCs and reads ahead itself. Shared mappings (`MAP_SHARED`) are refused: programs that
+    /// need them want the page cache.
+    pub direct_io: bool,
+    pub threads: usize,
+    /// How long a request waits for a restarting daemon before failing with `EIO`.
+    pub recovery: Duration,
+    /// How long gathered bytes wait for the rest of their RPC (default
+    /// [`GATHER_FLUSH_AFTER`]); not a command-line option.
+    pub gather_flush_after: Duration,
+    /// Keep a bounded trace of the bulk RPCs sent ([`Mounted::rpc_trace`]); not a
+    /// command-line option (tests compare it with the simulator's RPCs).
+    pub rpc_trace: bool,
+}
+
+impl MountConfig {
+    /// Defaults for everything but the mount point, MDS and key.
+    pub fn new(mountpoint: PathBuf, mds: String, key: Vec<u8>) -> MountConfig {
+        MountConfig {
+            mountpoint,
+            mds,
+            key,
+            jobid_var: jobid::JOBID_VAR_DEFAULT.to_string(),
+            jobid_name: jobid::JOBID_NAME_DEFAULT.to_string(),
+            max_rpcs_in_flight: MAX_RPCS_IN_FLIGHT_DEFAULT,
+            brw_size_bytes: BRW_SIZE_DEFAULT_BYTES,
+            max_dirty_mb: MAX_DIRTY_MB_DEFAULT,
+            max_read_ahead_mb: MAX_READ_AHEAD_MB_DEFAULT,
+            direct_io: true,
+            threads: THREADS_DEFAULT,
+            recovery: RECOVERY_DEFAULT,
+            gather_flush_after: ops::GATHER_FLUSH_AFTER,
+            rpc_trace: false,
+        }
+    }
+
+    /// Checks every option, naming it and the allowed values.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        let rif_max = pfsqos_core::lustre::MAX_RPCS_IN_FLIGHT_MAX as usize;
+        if !(1..=rif_max).contains(&self.max_rpcs_in_flight) {
+            bail!(
+                "--max-rpcs-in-flight {}: allowed 1..={rif_max}",
+                self.max_rpcs_in_flight
+            );
+        }
+        if self.brw_size_bytes < 4096
+            || self.brw_size_bytes > IO_LEN_MAX_BYTES
+            || !self.brw_size_bytes.is_multiple_of(4096)
+        {
+            bail!(
+                "--brw-size-bytes {}: allowed a multiple of 4096 in 4096..={IO_LEN_MAX_BYTES}",
+                self.brw_size_bytes
+            );
+        }
+        if !(1..=65536).contains(&self.max_dirty_mb)
+            || self.max_dirty_mb << 20 < self.brw_size_bytes
+        {
+            bail!(
+                "--max-dirty-mb {}: allowed 1..=65536 and at least one RPC ({} bytes)",
+                self.max_dirty_mb,
+                self.brw_size_bytes
+            );
+        }
+        if self.max_read_ahead_mb > 1024 {
+            bail!(
+                "--max-read-ahead-mb {}: allowed 0..=1024",
+                self.max_read_ahead_mb
+            );
+        }
+        if !(1..=64).contains(&self.threads) {
+            bail!("--threads {}: allowed 1..=64", self.threads);
+        }
+        jobid::validate_var(&self.jobid_var).map_err(|e| anyhow::anyhow!("--jobid-var: {e}"))?;
+        jobid::validate_pattern(&self.jobid_name)
+            .map_err(|e| anyhow::anyhow!("--jobid-name: {e}"))?;
+        if self.recovery.is_zero() || self.recovery > Duration::from_secs(3600) {
+            bail!(
+                "recovery time (--recovery-s) {:?}: allowed more than 0 and at most 1 h",
+                self.recovery
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A mounted file system; unmounts when dropped.
+pub struct Mounted {
+    trace: Option<ops::RpcTrace>,
+    session: Option<fuser::BackgroundSession>,
+    rt: Option<tokio::runtime::Runtime>,
+    mountpoint: PathBuf,
+}
+
+impl Mounted {
+    pub fn mountpoint(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    /// The bulk RPCs this client sent, oldest first (the newest [`RPC_TRACE_MAX`]), if
+    /// the mount was made with [`MountConfig::rpc_trace`].
+    pub fn rpc_trace(&self) -> Option<Vec<ops::SentRpc>> {
+        self.trace.as_ref().map(|t| {
+            t.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .iter()
+                .copied()
+                .collect()
+        })
+    }
+
+    /// True once the kernel has ended the session (e.g. `umount` from outside).
+    pub fn is_finished(&self) -> bool {
+        self.session.as_ref().is_none_or(|s| s.guard.is_finished())
+    }
+
+    /// Unmounts (if still mounted) and stops the client.
+    pub fn unmount(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        if let Some(s) = self.session.take() {
+            // Unmounted from outside: the kernel side is gone, only the thread is left.
+            if !s.guard.is_finished() {
+                detach(&self.mountpoint);
+            }
+            // The session thread ends once the kernel has destroyed the connection: at once after
+            // a plain unmount, after the last open file is closed after a lazy one.
+            if let Err(e) = s.join() {
+                tracing::warn!(mountpoint = %self.mountpoint.display(), "unmount: {e}");
+            }
+        }
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+/// Unmounts `mountpoint`. While files are open a plain unmount fails with `EBUSY`, and exiting
+/// then would leave a dead mount ("Transport endpoint is not connected") and lose the
+/// write-behind data of those files; so it detaches lazily instead: the mount leaves the
+/// namespace at once, open files keep working, and the kernel ends the session when the last
+/// one is closed, after which their data has reached the OSTs.
+fn detach(mountpoint: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(mountpoint.as_os_str().as_bytes()) else {
+        return;
+    };
+    // SAFETY: `path` is a valid NUL-terminated string that outlives both calls.
+    if unsafe { libc::umount2(path.as_ptr(), 0) } == 0 {
+        return;
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EBUSY) {
+        tracing::warn!(
+            mountpoint = %mountpoint.display(),
+            "files are still open: detaching lazily; the client exits when the last one is closed"
+        );
+        // SAFETY: as above.
+        if unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) } != 0 {
+            let err = std::io::Error::last_os_error();
+            tracing::warn!(mountpoint = %mountpoint.display(), "lazy unmount: {err}");
+        }
+    } else {
+        tracing::warn!(mountpoint = %mountpoint.display(), "unmount: {err}");
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Connects to the MDS (failing at once on a wrong address or key), learns the OSTs, and
+/// mounts. Returns once the kernel has the mount; requests are served in the background.
+pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
+    config.validate()?;
+    if !Path::new("/dev/fuse").exists() {
+        bail!("/dev/fuse does not exist: load the fuse module (modprobe fuse) to mount");
+    }
+    if !config.mountpoint.is_dir() {
+        bail!(
+            "mount point {} is not a directory",
+            config.mountpoint.display()
+        );
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("pfsqos-client")
+        .enable_all()
+        .build()?;
+    let ops = rt.block_on(connect(&config))?;
+    let trace = ops.rpc_trace();
+    let fs = fs::PfsFs::new(
+        Arc::new(ops),
+        rt.handle().clone(),
+        FUSE_MAX_WRITE_BYTES,
+        config.direct_io,
+    );
+    let mut options = fuser::Config::default();
+    options.mount_options = vec![
+        fuser::MountOption::FSName(format!("pfsqos@{}", config.mds)),
+        fuser::MountOption::Subtype("pfsqos".into()),
+        fuser::MountOption::DefaultPermissions,
+        fuser::MountOption::NoAtime,
+    ];
+    options.acl = fuser::SessionACL::All;
+    options.n_threads = Some(config.threads);
+    let session = fuser::spawn_mount(fs, &config.mountpoint, &options)
+        .with_context(|| format!("mounting on {}", config.mountpoint.display()))?;
+    let mounted = Mounted {
+        trace,
+        session: Some(session),
+        rt: Some(rt),
+        mountpoint: config.mountpoint.clone(),
+    };
+    // A stat of the root is answered only after the kernel's INIT handshake: from here on the
+    // mount serves requests, and the read-ahead set below is not undone by INIT.
+    let root = std::fs::metadata(&config.mountpoint)
+        .with_context(|| format!("stat of the new mount {}", config.mountpoint.display()))?;
+    if config.max_read_ahead_mb > 0 && !config.direct_io {
+        set_read_ahead(&root, config.max_read_ahead_mb);
+    }
+    info!(mountpoint = %config.mountpoint.display(), mds = %config.mds, "mounted");
+    Ok(mounted)
+}
+
+/// Sets the kernel's read-ahead window of the mount's backing device info: FUSE starts at
+/// 128 KiB, which leaves a sequential reader with about one request in flight; a larger window
+/// lets the kernel issue several 1 MiB reads ahead (the client serves them concurrently).
+fn set_read_ahead(root: &std::fs::Metadata, mb: u64) {
+    use std::os::unix::fs::MetadataExt;
+    let dev = root.dev();
+    let path = format!(
+        "/sys/class/bdi/{}:{}/read_ahead_kb",
+        libc::major(dev),
+        libc::minor(dev)
+    );
+    if let Err(e) = std::fs::write(&path, format!("{}", mb * 1024)) {
+        tracing::warn!(%path, "read-ahead not set ({e}); the kernel's default stays");
+    }
+}
+
+async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {
+    let addr = tokio::net::lookup_host(&config.mds)
+        .await
+        .with_context(|| format!("--mds {}", config.mds))?
+        .next()
+        .with_context(|| format!("--mds {} resolves to no address", config.mds))?;
+    let key: Arc<[u8]> = config.key.clone().into();
+    let mds = MdsPool::new(addr, key.clone(), config.recovery);
+    let mut c = mds
+        .prime()
+        .await
+        .with_context(|| format!("connecting to the MDS at {addr}"))?;
+    let statfs = c
+        .statfs()
+        .await
+        .with_context(|| format!("statfs of the MDS at {addr}"))?;
+    mds.give(c);
+    if statfs.osts.is_empty() || statfs.osts.len() > pfsqos_wire::protocol::OST_COUNT_MAX as usize {
+        bail!("the MDS lists {} OSTs", statfs.osts.len());
+    }
+    let osts = statfs
+        .osts
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            if o.index as usize != i {
+                bail!("the MDS lists OST {} at position {i}", o.index);
+            }
+            Ok(Arc::new(OstPool::new(
+                o.index,
+                o.oss_addr.clone(),
+                o.oss_ost_index,
+                key.clone(),
+                config.max_rpcs_in_flight,
+                config.recovery,
+            )))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let jobids = jobid::JobIds::new(&config.jobid_var, &config.jobid_name)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    Ok(ops::Ops::new(
+        mds,
+        osts,
+        jobids,
+        ops::local_nid(addr),
+        ops::Tuning {
+            brw_size_bytes: config.brw_size_bytes,
+            max_rpcs_in_flight: config.max_rpcs_in_flight,
+            max_dirty_bytes: config.max_dirty_mb << 20,
+            read_ahead_bytes: if config.direct_io {
+                config.max_read_ahead_mb << 20
+            } else {
+                0
+            },
+            gather_flush_after: config.gather_flush_after,
+            rpc_trace: config.rpc_trace,
+        },
+    ))
+}

@@ -1,0 +1,221 @@
+//! `pfsqos ossd`'s options, defined once: the binary parses them ([`clap::Args`]), they become an
+//! [`OssdConfig`] ([`OssdArgs::into_config`]), and `pfsqos up` builds them from the cluster file
+//! and renders them into the child's command line ([`OssdArgs::to_args`]).
+
+use std::ffi::{OsStr, OsString};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use pfsqos_core::model::JobId;
+
+use crate::control::{parse_job_nodes, ControlConfig};
+use crate::ossd::{parse_lustre_version, OssdConfig};
+
+/// Default `--threads`.
+pub const THREADS_DEFAULT: usize = 8;
+/// Default `--cpts`.
+pub const CPTS_DEFAULT: usize = 1;
+/// Default `--fsname`.
+pub const FSNAME_DEFAULT: &str = "pfsqos";
+
+/// The options of `pfsqos ossd`.
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
+pub struct OssdArgs {
+    /// Address to listen on, e.g. 127.0.0.1:7988.
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// OST directory; repeat for more OSTs (OST0000, OST0001, ... in order).
+    #[arg(long = "ost", required = true)]
+    pub osts: Vec<PathBuf>,
+    /// File holding the shared cluster key (at least 16 bytes).
+    #[arg(long)]
+    pub key_file: PathBuf,
+    /// I/O threads in total, split over the CPU partitions.
+    #[arg(long, default_value_t = THREADS_DEFAULT)]
+    pub threads: usize,
+    /// CPU partitions (one NRS head each).
+    #[arg(long, default_value_t = CPTS_DEFAULT)]
+    pub cpts: usize,
+    /// Per-OST device ceiling, so a fast disk stands in for a slower one.
+    #[arg(long)]
+    pub ceiling_bytes_per_s: Option<u64>,
+    /// Write into the OSTs' page cache and leave writeback to the kernel, instead of
+    /// writing whole aligned RPCs straight to the device (O_DIRECT) before answering.
+    #[arg(long)]
+    pub buffered_writes: bool,
+    /// The Lustre version whose NRS interface to emulate (TBF rule forms, fields, rate
+    /// limits, listing form), e.g. 2.15 or 2.17.57; default: master.
+    #[arg(long)]
+    pub lustre_version: Option<String>,
+    /// File system name used in parameter names (`obdfilter.<fsname>-OST0000.job_stats`).
+    #[arg(
+        long,
+        default_value = FSNAME_DEFAULT,
+        help = "File system name used in parameter names (obdfilter.<fsname>-OST0000.job_stats)"
+    )]
+    pub fsname: String,
+    /// Run a controller in the daemon (same specs as `sim --policy`, e.g. `adaptbf`,
+    /// `static`, `adaptbf:period_ms=200`); it writes nrs_policies/nrs_tbf_rule as lctl does.
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Control period for policies whose spec sets none [default: 100]
+    #[arg(long, requires = "policy")]
+    pub period_ms: Option<u64>,
+    /// RPC capacity of each OST the controller shares out (default: the ceiling / brw size).
+    #[arg(long, requires = "policy")]
+    pub capacity_rpcs_per_s: Option<u64>,
+    /// Size of a full RPC (one TBF token) for a capacity taken from the ceiling [default:
+    /// 4194304]
+    #[arg(long, requires = "policy")]
+    pub brw_size_bytes: Option<u64>,
+    /// Node count of a job, as JOB=N; repeat for more jobs. Other jobs count one node.
+    #[arg(long = "job-nodes", value_parser = parse_job_nodes, requires = "policy")]
+    pub job_nodes: Vec<(JobId, u32)>,
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
+}
+
+impl OssdArgs {
+    /// Options with these required values and every other at its default.
+    pub fn new(listen: SocketAddr, osts: Vec<PathBuf>, key_file: PathBuf) -> OssdArgs {
+        OssdArgs {
+            listen,
+            osts,
+            key_file,
+            threads: THREADS_DEFAULT,
+            cpts: CPTS_DEFAULT,
+            ceiling_bytes_per_s: None,
+            buffered_writes: false,
+            lustre_version: None,
+            fsname: FSNAME_DEFAULT.to_string(),
+            policy: None,
+            period_ms: None,
+            capacity_rpcs_per_s: None,
+            brw_size_bytes: None,
+            job_nodes: Vec::new(),
+            metrics_listen: None,
+        }
+    }
+
+    /// The command line (after `ossd`) that parses back into `self`. The required options,
+    /// `--fsname`, `--threads` and `--cpts` are always written; the others only when set.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut a = Vec::new();
+        push(&mut a, "--listen", self.listen.to_string());
+        for d in &self.osts {
+            push(&mut a, "--ost", d);
+        }
+        push(&mut a, "--key-file", &self.key_file);
+        push(&mut a, "--fsname", &self.fsname);
+        push(&mut a, "--threads", self.threads.to_string());
+        push(&mut a, "--cpts", self.cpts.to_string());
+        if let Some(b) = self.ceiling_bytes_per_s {
+            push(&mut a, "--ceiling-bytes-per-s", b.to_string());
+        }
+        if let Some(m) = self.metrics_listen {
+            push(&mut a, "--metrics-listen", m.to_string());
+        }
+        if let Some(p) = &self.policy {
+            push(&mut a, "--policy", p);
+        }
+        if let Some(p) = self.period_ms {
+            push(&mut a, "--period-ms", p.to_string());
+        }
+        if let Some(c) = self.capacity_rpcs_per_s {
+            push(&mut a, "--capacity-rpcs-per-s", c.to_string());
+        }
+        if let Some(b) = self.brw_size_bytes {
+            push(&mut a, "--brw-size-bytes", b.to_string());
+        }
+        for (job, n) in &self.job_nodes {
+            push(&mut a, "--job-nodes", format!("{job}={n}"));
+        }
+        if self.buffered_writes {
+            a.push("--buffered-writes".into());
+        }
+        if let Some(v) = &self.lustre_version {
+            push(&mut a, "--lustre-version", v);
+        }
+        a
+    }
+
+    /// The daemon's configuration: reads the key file, parses the Lustre version and the
+    /// controller spec. Errors are the user's (exit code 2).
+    pub fn into_config(self) -> anyhow::Result<OssdConfig> {
+        let key = pfsqos_wire::key::read_key_file(&self.key_file)?;
+        let mut config = OssdConfig::new(self.listen, self.osts, key);
+        config.threads = self.threads;
+        config.cpts = self.cpts;
+        config.ceiling_bytes_per_s = self.ceiling_bytes_per_s;
+        config.buffered_writes = self.buffered_writes;
+        if let Some(text) = self.lustre_version {
+            config.lustre_version = parse_lustre_version(&text)
+                .map_err(|e| anyhow!("--lustre-version {text:?}: {e}"))?;
+        }
+        config.fsname = self.fsname;
+        config.metrics_listen = self.metrics_listen;
+        if let Some(spec) = self.policy {
+            let mut control = ControlConfig::new(&spec).map_err(anyhow::Error::msg)?;
+            control.period_ms = self.period_ms.unwrap_or(control.period_ms);
+            control.capacity_rpcs_per_s = self.capacity_rpcs_per_s;
+            control.brw_size_bytes = self.brw_size_bytes.unwrap_or(control.brw_size_bytes);
+            control.job_nodes = self.job_nodes;
+            config.control = Some(control);
+        }
+        Ok(config)
+    }
+}
+
+fn push(a: &mut Vec<OsString>, name: &str, value: impl AsRef<OsStr>) {
+    a.push(name.into());
+    a.push(value.as_ref().to_os_string());
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: OssdArgs,
+    }
+
+    fn parse(args: &[OsString]) -> OssdArgs {
+        let argv = std::iter::once(OsString::from("ossd")).chain(args.iter().cloned());
+        Cli::try_parse_from(argv).unwrap().args
+    }
+
+    /// Every option set, none at its default: what `to_args` writes parses back to the same
+    /// options, so an option cannot be left out of the rendering.
+    #[test]
+    fn every_option_round_trips() {
+        let x = OssdArgs {
+            listen: "10.0.0.1:7988".parse().unwrap(),
+            osts: vec!["/d/a b".into(), "/d/c".into()],
+            key_file: "/k/cluster.key".into(),
+            threads: 16,
+            cpts: 2,
+            ceiling_bytes_per_s: Some(8 << 20),
+            buffered_writes: true,
+            lustre_version: Some("2.15.0".into()),
+            fsname: "lfs1".into(),
+            policy: Some("adaptbf".into()),
+            period_ms: Some(250),
+            capacity_rpcs_per_s: Some(300),
+            brw_size_bytes: Some(1 << 20),
+            job_nodes: vec![
+                (JobId::new("j.1").unwrap(), 3),
+                (JobId::new("a=b").unwrap(), 2),
+            ],
+            metrics_listen: Some("127.0.0.1:9988".parse().unwrap()),
+        };
+        assert_eq!(parse(&x.to_args()), x);
+        let minimal = OssdArgs::new(x.listen, vec!["/d/a".into()], x.key_file.clone());
+        assert_eq!(parse(&minimal.to_args()), minimal);
+    }
+}

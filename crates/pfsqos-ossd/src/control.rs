@@ -1,0 +1,309 @@
+//! The control loop of `pfsqos ossd --policy SPEC`: runs one of `pfsqos_core`'s controllers
+//! against the live daemon.
+//!
+//! ```text
+//!  control thread, every period:
+//!   per OST: arrivals (counted at enqueue), job_stats totals (-> deltas), queue length
+//!     -> Observation (one domain: this OSS and its OSTs) -> Controller::decide
+//!     -> each ControlWrite through Controlled::apply (the ossd: the path of `lctl set_param`)
+//! ```
+//!
+//! The policy logic is entirely in `pfsqos_core::control`; controllers are built from a spec by
+//! `pfsqos_core::control::spec::PolicyChoice`, the same names and options the simulator takes. This module
+//! only measures and applies.
+//!
+//! Observation semantics follow the simulator's: per target and period, `rpcs_arrived` counts
+//! RPCs that entered an NRS head, `rpcs_served`/`bytes_served` are job_stats deltas (one bytes
+//! sample per read or write RPC, one sample per punch or sync), jobs sorted by id and listed
+//! only when they did something; `queue_len_rpcs` is the target's queue when the period ends.
+//! `period_ns` is the wall time actually elapsed since the previous observation (the thread
+//! may wake late), so counts divided by it are true rates.
+//!
+//! Clean exit: when stopped, the loop stops every TBF rule its controller started and still
+//! holds, then writes `nrs_policies=fifo` if the controller ever changed the policy.
+
+use std::collections::BTreeSet;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use pfsqos_core::control::agent::{Ledger, Observer, OstSample};
+use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
+use pfsqos_core::control::{ControlWrite, Decision, DomainId, DomainWrite};
+use pfsqos_core::model::JobId;
+use tracing::{info, warn};
+
+use pfsqos_wire::protocol::{Errno, RemoteError, IO_LEN_MAX_BYTES};
+
+/// What the control loop needs of the daemon it runs in (the ossd implements it in
+/// `controlled.rs`, so this module does not depend on the daemon's internals).
+pub(crate) trait Controlled: Send + Sync + 'static {
+    /// Monotonic time in ns since the daemon started.
+    fn now_ns(&self) -> u64;
+    fn ost_count(&self) -> usize;
+    /// Per OST: arrivals since the last call, job_stats totals, RPCs queued now.
+    fn sample(&self) -> Vec<OstSample>;
+    /// Applies one write with the checks and errors of `lctl set_param`.
+    fn apply(&self, write: &ControlWrite) -> Result<(), RemoteError>;
+}
+
+/// The one scheduling domain an ossd is: its `ost_io` service over all of its OSTs.
+pub const OSS_DOMAIN: DomainId = DomainId(0);
+
+/// Default control period for policies whose spec sets none (the simulator's default).
+pub const PERIOD_MS_DEFAULT: u64 = 100;
+
+/// Lustre's default `brw_size` (4 MiB): the size of one TBF token when capacity comes from a
+/// byte ceiling.
+pub const BRW_SIZE_BYTES_DEFAULT: u64 = pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT;
+
+/// Most `--job-nodes` entries.
+pub const JOB_NODES_MAX: usize = 4096;
+
+/// Largest node count of one job.
+pub const NODE_COUNT_MAX: u32 = pfsqos_core::lustre::JOB_NODES_MAX;
+
+/// Largest capacity accepted, RPCs per second per OST.
+pub const CAPACITY_RPCS_PER_S_MAX: u64 = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
+
+/// What the ossd's control loop runs.
+#[derive(Clone, Debug)]
+pub struct ControlConfig {
+    pub policy: PolicyChoice,
+    /// Period for policies whose spec sets no `period_ms` (AdapTBF); GIFT and its baselines
+    /// keep their own 10 s unless the spec says otherwise.
+    pub period_ms: u64,
+    /// RPC capacity of each OST. `None`: the ossd's `ceiling_bytes_per_s / brw_size_bytes`.
+    pub capacity_rpcs_per_s: Option<u64>,
+    /// Size of one RPC at full size (one TBF token), for capacities from a byte ceiling and
+    /// for GIFT's byte-to-token conversion.
+    pub brw_size_bytes: u64,
+    /// Node counts of jobs known before they send anything; other jobs count as one node.
+    pub job_nodes: Vec<(JobId, u32)>,
+    /// Seed of randomized policies (RND).
+    pub seed: u64,
+}
+
+impl ControlConfig {
+    /// A configuration running `spec` (as `pfsqos sim --policy` takes it) with defaults.
+    pub fn new(spec: &str) -> Result<ControlConfig, String> {
+        Ok(ControlConfig {
+            policy: PolicyChoice::parse(spec)?,
+            period_ms: PERIOD_MS_DEFAULT,
+            capacity_rpcs_per_s: None,
+            brw_size_bytes: BRW_SIZE_BYTES_DEFAULT,
+            job_nodes: Vec::new(),
+            seed: 0,
+        })
+    }
+
+    /// Checks the limits and returns the per-OST capacity to report.
+    pub fn capacity(&self, ceiling_bytes_per_s: Option<u64>) -> anyhow::Result<u64> {
+        if !(1..=PERIOD_MS_MAX).contains(&self.period_ms) {
+            bail!("the control period must be 1..={} ms", PERIOD_MS_MAX);
+        }
+        if !(4096..=IO_LEN_MAX_BYTES).contains(&self.brw_size_bytes) {
+            bail!("brw_size must be 4096..={IO_LEN_MAX_BYTES} bytes");
+        }
+        if self.job_nodes.len() > JOB_NODES_MAX {
+            bail!("at most {JOB_NODES_MAX} --job-nodes entries");
+        }
+        let mut seen = BTreeSet::new();
+        for (job, nodes) in &self.job_nodes {
+            if job.is_empty() || !seen.insert(*job) {
+                bail!("job `{job}` is empty or given twice in --job-nodes");
+            }
+            if !(1..=NODE_COUNT_MAX).contains(nodes) {
+                bail!("job `{job}`: node count must be 1..={NODE_COUNT_MAX}");
+            }
+        }
+        let capacity = match (self.capacity_rpcs_per_s, ceiling_bytes_per_s) {
+            (Some(c), _) => c,
+            (None, Some(ceiling)) => ceiling / self.brw_size_bytes,
+            (None, None) => bail!(
+                "a controller needs the OSTs' capacity: give --capacity-rpcs-per-s or \
+                 --ceiling-bytes-per-s"
+            ),
+        };
+        if !(1..=CAPACITY_RPCS_PER_S_MAX).contains(&capacity) {
+            bail!(
+                "OST capacity of {capacity} RPCs/s is outside 1..={CAPACITY_RPCS_PER_S_MAX} \
+                 (a ceiling below one brw_size per second gives 0)"
+            );
+        }
+        Ok(capacity)
+    }
+}
+
+/// Parses `JOB=N` as `--job-nodes` takes it.
+pub fn parse_job_nodes(text: &str) -> Result<(JobId, u32), String> {
+    let (job, nodes) = text
+        .rsplit_once('=')
+        .ok_or_else(|| format!("`{text}` is not JOB=NODES"))?;
+    let job = JobId::new(job).map_err(|e| format!("job `{job}`: {e}"))?;
+    let nodes = nodes
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=NODE_COUNT_MAX).contains(n))
+        .ok_or_else(|| format!("`{nodes}` is not a node count in 1..={NODE_COUNT_MAX}"))?;
+    Ok((job, nodes))
+}
+
+/// Applies one controller write through the path of `lctl set_param`, so it gets the same
+/// checks and errors, and records what it changed.
+pub(crate) fn apply_write(
+    shared: &impl Controlled,
+    write: &DomainWrite,
+    ledger: &mut Ledger,
+) -> Result<(), RemoteError> {
+    if write.domain != OSS_DOMAIN {
+        return Err(RemoteError::new(
+            Errno::ENODEV,
+            format!(
+                "no domain {}: an ossd is domain {}",
+                write.domain.0, OSS_DOMAIN.0
+            ),
+        ));
+    }
+    shared.apply(&write.write)?;
+    ledger.note(&write.write);
+    Ok(())
+}
+
+fn apply_decision(shared: &impl Controlled, decision: Decision, ledger: &mut Ledger) {
+    for w in decision.writes {
+        if let Err(e) = apply_write(shared, &w, ledger) {
+            warn!(domain = w.domain.0, write = ?w.write, error = %e, "controller write refused");
+        }
+    }
+}
+
+/// Undoes what the ledger holds ([`Ledger::undo_writes`]).
+pub(crate) fn clean_up(shared: &impl Controlled, ledger: &mut Ledger) {
+    for write in ledger.undo_writes() {
+        let w = DomainWrite {
+            domain: OSS_DOMAIN,
+            write,
+        };
+        if let Err(e) = apply_write(shared, &w, ledger) {
+            warn!(write = ?w.write, error = %e, "could not undo a controller write");
+        }
+    }
+}
+
+/// A running control loop.
+pub(crate) struct ControlHandle {
+    stop: mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl ControlHandle {
+    /// Starts the loop: `setup` at once, then `decide` every period.
+    pub fn spawn(
+        shared: Arc<impl Controlled>,
+        config: &ControlConfig,
+        capacity_rpcs_per_s: u64,
+    ) -> anyhow::Result<ControlHandle> {
+        let config = config.clone();
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("ossd-control".to_string())
+            .spawn(move || {
+                // Built here: controllers need not be `Send`.
+                let mut controller = config.policy.controller_with(
+                    config.period_ms,
+                    config.brw_size_bytes,
+                    config.seed,
+                );
+                // Marks the set_param log lines of the controller's writes.
+                let _span = tracing::info_span!("control", policy = controller.name()).entered();
+                let mut ledger = Ledger::default();
+                let mut observer = Observer::new(
+                    OSS_DOMAIN,
+                    shared.ost_count(),
+                    capacity_rpcs_per_s,
+                    &config.job_nodes,
+                    shared.now_ns(),
+                );
+                let initial = observer.initial(shared.now_ns(), shared.sample());
+                info!(
+                    policy = controller.name(),
+                    capacity_rpcs_per_s, "controller started"
+                );
+                apply_decision(&*shared, controller.setup(&initial), &mut ledger);
+                match controller.period_ns() {
+                    None => {
+                        let _ = stopped.recv();
+                    }
+                    Some(period_ns) => {
+                        let period = Duration::from_nanos(period_ns.max(1));
+                        let mut next = Instant::now() + period;
+                        loop {
+                            let wait = next.saturating_duration_since(Instant::now());
+                            match stopped.recv_timeout(wait) {
+                                Err(RecvTimeoutError::Timeout) => {}
+                                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                            }
+                            let obs = observer.observe(shared.now_ns(), shared.sample());
+                            apply_decision(&*shared, controller.decide(&obs), &mut ledger);
+                            // Keep to the period's grid; after an overrun, start afresh.
+                            next += period;
+                            let now = Instant::now();
+                            if next < now {
+                                next = now + period;
+                            }
+                        }
+                    }
+                }
+                clean_up(&*shared, &mut ledger);
+                info!(policy = controller.name(), "controller stopped");
+            })
+            .context("spawning the control thread")?;
+        Ok(ControlHandle { stop, thread })
+    }
+
+    /// Stops the loop and waits until it has undone its writes.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let thread = self.thread;
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(s: &str) -> JobId {
+        JobId::new(s).unwrap()
+    }
+
+    #[test]
+    fn job_nodes_parse_with_limits() {
+        assert_eq!(parse_job_nodes("dd.1=3"), Ok((job("dd.1"), 3)));
+        assert_eq!(parse_job_nodes("a=b=2"), Ok((job("a=b"), 2)));
+        assert!(parse_job_nodes("a").unwrap_err().contains("JOB=NODES"));
+        assert!(parse_job_nodes("a=0").unwrap_err().contains("1..="));
+        assert!(parse_job_nodes(&format!("{}=1", "x".repeat(40))).is_err());
+    }
+
+    #[test]
+    fn capacity_comes_from_the_flag_or_the_ceiling() {
+        let mut c = ControlConfig::new("adaptbf").unwrap();
+        assert!(c
+            .capacity(None)
+            .unwrap_err()
+            .to_string()
+            .contains("--capacity-rpcs-per-s"));
+        assert_eq!(c.capacity(Some(40 << 20)).unwrap(), 10);
+        assert!(
+            c.capacity(Some(1 << 20)).is_err(),
+            "a quarter RPC per second"
+        );
+        c.capacity_rpcs_per_s = Some(300);
+        assert_eq!(c.capacity(Some(40 << 20)).unwrap(), 300);
+        c.job_nodes = vec![(job("a"), 1), (job("a"), 2)];
+        assert!(c.capacity(None).unwrap_err().to_string().contains("twice"));
+    }
+}

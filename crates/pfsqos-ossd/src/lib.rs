@@ -1,0 +1,24 @@
+//! pfsqos-ossd: the object storage server (`pfsqos ossd`). Its one job is serving OSTs: every
+//! I/O request passes through Lustre's NRS (the `pfsqos_core` schedulers) before a bounded pool
+//! of I/O threads carries it out; a controller ([`control`]) may run inside the daemon.
+//!
+//! API boundary: [`Ossd::start`] with an [`OssdConfig`] (built from the command line's
+//! [`OssdArgs`]) gives a running daemon; [`Ossd::shutdown`] stops it. The process around it
+//! (runtime, logging, signals, readiness lines) belongs to the `pfsqos` binary. The wire
+//! (protocol, connections, key file) is `pfsqos-wire`'s, the metrics endpoint
+//! `pfsqos-metrics`'.
+//!
+//! Invariant: scheduling decisions are made only by `pfsqos_core`; this crate feeds it
+//! wall-clock nanoseconds and carries out what it dequeues. The control loop sees the daemon
+//! only through [`control`]'s `Controlled` trait.
+
+mod args;
+pub mod control;
+mod controlled;
+mod ossd;
+
+pub use args::OssdArgs;
+pub use ossd::{
+    parse_lustre_version, Ossd, OssdConfig, BULK_TIMEOUT, LUSTRE_VERSION_MIN,
+    OBJECT_HANDLES_PER_OST_MAX,
+};

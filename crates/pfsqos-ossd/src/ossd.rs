@@ -1,0 +1,1571 @@
+//! `pfsqos ossd`: an object storage server. Serves OSTs (one local directory each, one file per
+//! object) over the pfsqos protocol; every I/O request passes through Lustre's NRS (FIFO or
+//! TBF, the exact `pfsqos_core` code) before a bounded pool of I/O threads executes it.
+//!
+//! # Request path
+//! ```text
+//! connection task (tokio)            CPT k (std threads)                 OST directory
+//!  read frame, validate  --submit-->  Nrs<Pending>::enqueue (wall ns)
+//!  read bulk (writes)                 I/O thread: dequeue / throttle wait
+//!                                     pacer (ceiling), write, splice/pread, fsync  ----> file
+//!  reply (+bulk) <--oneshot---------  job_stats update, reply
+//! ```
+//! Like Lustre's ost_io service, the OSS has one NRS head per CPU partition (CPT), a regular
+//! and a high-priority one; requests enter the regular head of the CPT their connection is
+//! bound to (connection id modulo CPT count). The HP heads exist so that the parameter files
+//! look like Lustre's; nothing is queued on them. The I/O threads of a CPT are its service
+//! threads: each asks the head for work (`dequeue` with the monotonic clock in ns since the
+//! daemon started), sleeps on a condition variable until the throttle deadline when TBF says
+//! `Throttled`, and is woken by every enqueue, since an arrival can move the deadline earlier.
+//!
+//! With `OssdConfig::control` set, a control thread runs a `pfsqos_core` controller against
+//! the daemon and writes its decisions through the same path as `lctl set_param`
+//! (see [`crate::control`]).
+//!
+//! # Limits
+//! * connections: `connections_max`; one more is accepted and closed at once;
+//! * requests in flight per connection: `rpcs_in_flight_per_conn` (reading stops at the limit);
+//! * bulk bytes held in memory over all connections: `in_flight_bytes_max` (same);
+//! * pipes holding reads on their way out: [`pfsqos_wire::splice::PIPES_MAX`] (then `pread`);
+//! * requests queued per CPT: `queue_depth_max`; beyond it a request is answered `EBUSY`;
+//! * handshake: [`HANDSHAKE_TIMEOUT`]; a write's bulk data: [`BULK_TIMEOUT`];
+//!   frames: [`FRAME_LEN_MAX_BYTES`]; I/O sizes:
+//!   [`IO_LEN_MAX_BYTES`]; job_stats: `pfsqos_core::jobstats::JOBS_PER_OST_MAX` jobs per OST.
+//!
+//! A malformed frame, a failed handshake or a protocol violation closes that connection with
+//! a `warn!` giving the reason; the daemon and its other connections carry on.
+//!
+//! # Writes
+//! A write whose offset, length and received buffer are page-aligned (every whole RPC a
+//! client builds at RPC boundaries: the bulk is received into an aligned buffer, see
+//! [`conn::Reader::bulk_bytes`]) goes straight to the device with `O_DIRECT`, from that buffer,
+//! and is answered once the device has it, as Lustre's OSS writes bulk data through to disk
+//! before it replies. So an OST's bandwidth is its device's, not a page cache's that
+//! absorbs bursts at memory speed and then stalls in writeback (which would make every TBF
+//! rate meaningless for seconds), and a client's `fsync` finds little left to flush. Other
+//! writes (unaligned, small) go through the page cache; the kernel keeps both paths coherent
+//! (a direct write first writes back and drops cached pages of its range). `buffered_writes`
+//! (`--buffered-writes`) sends every write through the page cache instead. A file system that
+//! refuses `O_DIRECT` turns direct writes off for that OST, with a warning.
+//!
+//! # Reads
+//! Reads go through the page cache. A read of at most 1 MiB is spliced into a pipe by the I/O
+//! thread (page references, no copy; the disk read, if any, happens there, so the service
+//! time job_stats records is the read's) and from the pipe into the client's socket by the
+//! connection's writer (see [`pfsqos_wire::splice`]); without a pipe (at most
+//! [`pfsqos_wire::splice::PIPES_MAX`] exist) or for larger reads, `pread` fills a buffer instead.
+//!
+//! # Durability
+//! A write is answered after all its bytes are in the object file (on the device for a
+//! direct write, in the page cache otherwise), and, when the request asks for `sync`, after
+//! `fdatasync`.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::net::SocketAddr;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use pfsqos_core::control::{ControlWrite, DomainWrite};
+use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
+use pfsqos_core::model::JobId;
+use pfsqos_core::sched::nrs::{nrs_policies_yaml, tbf_rule_listing, ActiveRpcs, Nrs, NrsError};
+use pfsqos_core::sched::tbf::version::LustreVersion;
+use pfsqos_core::sched::tbf::{NrsQueue, TbfConfig};
+use pfsqos_core::sched::{Dequeue, RequestScheduler};
+use pfsqos_node::oss::apply_write;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
+use tracing::{debug, info, warn};
+
+use crate::control::{ControlConfig, ControlHandle};
+use pfsqos_metrics::{
+    render_collector, JobSample, MetricsServer, OssCollector, OssSample, OstSample, Render,
+};
+use pfsqos_wire::conn::{self, ConnError, Reader, Writer, HANDSHAKE_TIMEOUT};
+use pfsqos_wire::protocol::*;
+use pfsqos_wire::splice::{PipePool, Piped, PIPES_MAX};
+
+/// How long a write's bulk data may take to arrive once its request has (it holds memory).
+pub const BULK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Daemon configuration.
+#[derive(Clone, Debug)]
+pub struct OssdConfig {
+    pub listen: SocketAddr,
+    /// One directory per OST; OST index = position.
+    pub osts: Vec<PathBuf>,
+    /// Shared cluster key (never sent).
+    pub key: Vec<u8>,
+    /// File system name, for `obdfilter.<fsname>-OSTxxxx.job_stats`.
+    pub fsname: String,
+    /// I/O threads in total, split evenly over the CPTs (at least one each).
+    pub threads: usize,
+    /// CPU partitions, each with its own NRS heads.
+    pub cpts: usize,
+    /// Per-OST device ceiling, so a fast disk stands in for a slower one.
+    pub ceiling_bytes_per_s: Option<u64>,
+    pub queue_depth_max: usize,
+    pub connections_max: usize,
+    pub rpcs_in_flight_per_conn: usize,
+    pub in_flight_bytes_max: u64,
+    /// Write into the OSTs' page cache and leave writeback to the kernel
+    /// (`--buffered-writes`), instead of writing whole aligned RPCs straight to the device
+    /// (see "Writes" in the module docs).
+    pub buffered_writes: bool,
+    /// The Lustre version whose NRS text interface the daemon emulates (`--lustre-version`):
+    /// which TBF rule forms, fields and rate limits it accepts and which listing form it
+    /// prints (docs/tbf-conformance.md). Default: master.
+    pub lustre_version: LustreVersion,
+    /// A controller run in the daemon (`--policy`); see [`crate::control`].
+    pub control: Option<ControlConfig>,
+    /// Where to serve Prometheus metrics (`--metrics-listen`); see [`pfsqos_metrics`].
+    pub metrics_listen: Option<SocketAddr>,
+}
+
+/// Oldest Lustre version the daemon emulates: the oldest whose TBF interface was checked.
+pub const LUSTRE_VERSION_MIN: LustreVersion = LustreVersion::V2_12;
+
+/// A `--lustre-version` value (`2.15`, `2.17.57`, `v2_15_3`), within
+/// [`LUSTRE_VERSION_MIN`]..=master.
+pub fn parse_lustre_version(text: &str) -> Result<LustreVersion, String> {
+    let v = LustreVersion::parse(text)
+        .ok_or_else(|| "not a version (MAJOR.MINOR[.PATCH], e.g. 2.15 or 2.17.57)".to_string())?;
+    if v < LUSTRE_VERSION_MIN || v > LustreVersion::MASTER {
+        return Err(format!(
+            "emulated versions are {LUSTRE_VERSION_MIN} to {} (master)",
+            LustreVersion::MASTER
+        ));
+    }
+    Ok(v)
+}
+
+impl OssdConfig {
+    /// Defaults for everything but the address, OSTs and key.
+    pub fn new(listen: SocketAddr, osts: Vec<PathBuf>, key: Vec<u8>) -> OssdConfig {
+        OssdConfig {
+            listen,
+            osts,
+            key,
+            fsname: "pfsqos".to_string(),
+            threads: 8,
+            cpts: 1,
+            ceiling_bytes_per_s: None,
+            queue_depth_max: 4096,
+            connections_max: 256,
+            rpcs_in_flight_per_conn: 8,
+            in_flight_bytes_max: 1 << 30,
+            buffered_writes: false,
+            lustre_version: LustreVersion::MASTER,
+            control: None,
+            metrics_listen: None,
+        }
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.osts.is_empty() || self.osts.len() > OST_COUNT_MAX as usize {
+            bail!("an OSS serves 1..={OST_COUNT_MAX} OSTs");
+        }
+        if self.key.len() < 16 {
+            bail!("the cluster key must be at least 16 bytes");
+        }
+        if self.fsname.is_empty()
+            || self.fsname.len() > FSNAME_LEN_MAX
+            || !self.fsname.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            bail!("fsname must be 1..={FSNAME_LEN_MAX} letters or digits");
+        }
+        let cpts_max = pfsqos_core::lustre::CPTS_MAX as usize;
+        if self.cpts == 0 || self.cpts > cpts_max || self.threads == 0 || self.threads > 1024 {
+            bail!("need 1..={cpts_max} CPTs and 1..=1024 threads");
+        }
+        if self.ceiling_bytes_per_s == Some(0) {
+            bail!("a ceiling of 0 bytes/s would never serve anything");
+        }
+        if self.queue_depth_max == 0
+            || self.connections_max == 0
+            || self.rpcs_in_flight_per_conn == 0
+        {
+            bail!("queue depth, connections and RPCs in flight must be positive");
+        }
+        if self.in_flight_bytes_max < IO_LEN_MAX_BYTES || self.in_flight_bytes_max > 1 << 40 {
+            bail!("in-flight bytes must be between {IO_LEN_MAX_BYTES} and 1 TiB");
+        }
+        if let Some(c) = &self.control {
+            c.capacity(self.ceiling_bytes_per_s)?;
+        }
+        Ok(())
+    }
+}
+
+enum IoOutcome {
+    Done,
+    Read(Bulk),
+}
+
+/// Bulk data of a reply: in a pipe (a read spliced from the page cache, see
+/// [`pfsqos_wire::splice`]) or in a buffer.
+enum Bulk {
+    Piped(Piped),
+    Buf(Vec<u8>),
+}
+
+impl Bulk {
+    fn len(&self) -> usize {
+        match self {
+            Bulk::Piped(p) => p.len(),
+            Bulk::Buf(b) => b.len(),
+        }
+    }
+}
+
+type IoResult = Result<IoOutcome, RemoteError>;
+
+/// A request waiting in an NRS head.
+struct Pending {
+    io: IoRequest,
+    data: Option<bytes::Bytes>,
+    done: oneshot::Sender<IoResult>,
+}
+
+/// Most distinct jobs whose dequeues are counted per CPT (a bound on outside input).
+const DEQUEUE_COUNT_JOBS_MAX: usize = 4096;
+
+struct CptState {
+    reg: Nrs<Pending>,
+    hp: Nrs<Pending>,
+    /// Requests being served by this CPT's threads.
+    active: u64,
+    dequeued: BTreeMap<JobId, u64>,
+    shutdown: bool,
+}
+
+struct Cpt {
+    state: Mutex<CptState>,
+    work: Condvar,
+}
+
+/// Paces an OST to a byte rate: each I/O reserves `bytes / rate` of device time, starting no
+/// earlier than the previous reservation ends.
+struct Pacer {
+    rate_bytes_per_s: u64,
+    next_free: Mutex<Instant>,
+}
+
+impl Pacer {
+    fn pace(&self, bytes: u64) {
+        let cost_ns = (bytes as u128 * 1_000_000_000 / self.rate_bytes_per_s as u128)
+            .min(u64::MAX as u128) as u64;
+        let wait = {
+            let mut next = lock(&self.next_free);
+            let now = Instant::now();
+            let start = (*next).max(now);
+            *next = start + Duration::from_nanos(cost_ns);
+            start - now
+        };
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+    }
+}
+
+/// Lustre's default `job_cleanup_interval`, seconds.
+const JOB_CLEANUP_INTERVAL_DEFAULT_S: u64 = 600;
+/// Largest `job_cleanup_interval` accepted (about 31 years; keeps ns arithmetic in range).
+const JOB_CLEANUP_INTERVAL_MAX_S: u64 = 1 << 30;
+
+/// job_stats of one OST with Lustre's expiry: jobs idle for `cleanup_interval_s` are dropped
+/// by a scan that runs at most once per half interval (when a new job appears, when the file
+/// is read) and whenever the interval is written. 0 disables expiry.
+struct JobStatsState {
+    stats: OstJobStats,
+    cleanup_interval_s: u64,
+    last_cleanup_ns: u64,
+}
+
+impl JobStatsState {
+    fn cleanup(&mut self, now_ns: u64, force: bool) {
+        let interval_ns = self.cleanup_interval_s * 1_000_000_000;
+        if interval_ns == 0 {
+            return;
+        }
+        if force || now_ns.saturating_sub(self.last_cleanup_ns) >= interval_ns / 2 {
+            self.stats.expire(now_ns, interval_ns);
+            self.last_cleanup_ns = now_ns;
+        }
+    }
+}
+
+pub(crate) struct Ost {
+    objects: PathBuf,
+    /// Open object files, so that consecutive RPCs of a stream share one open file: the
+    /// kernel's read-ahead state lives in the open file, and a file opened afresh for every
+    /// 1 MiB RPC is read as if at random (no read-ahead from the disk).
+    handles: Mutex<ObjectHandles>,
+    /// Aligned writes go to the device with `O_DIRECT` (see "Writes" in the module docs);
+    /// cleared for good when the OST's file system refuses it.
+    direct_writes: std::sync::atomic::AtomicBool,
+    job_stats: Mutex<JobStatsState>,
+    pacer: Option<Pacer>,
+    /// RPCs that entered an NRS head since the controller last took them, per job (what the
+    /// AdapTBF paper calls demand; Lustre has no counter for it).
+    arrived: Mutex<BTreeMap<JobId, u64>>,
+    /// RPCs of this OST waiting in the NRS heads.
+    queued: AtomicU64,
+    /// Bytes and RPCs served since start, RPCs without a job id included (for metrics:
+    /// job_stats forgets cleared and expired jobs, these never go back).
+    served_bytes: AtomicU64,
+    served_rpcs: AtomicU64,
+}
+
+/// What a direct write asks of its offset, length and buffer: a page (logical blocks of 512
+/// or 4096 bytes; the bulk receive buffers are aligned to it, see
+/// [`conn::BULK_ALIGN_BYTES`]).
+const DIRECT_ALIGN_BYTES: usize = conn::BULK_ALIGN_BYTES;
+
+/// Most object files an OST keeps open (least recently used closed first).
+pub const OBJECT_HANDLES_PER_OST_MAX: usize = 64;
+
+/// A small LRU of open object files. Objects are never removed (the protocol has no object
+/// destroy), so an open file never outlives its object's path.
+#[derive(Default)]
+struct ObjectHandles {
+    open: Vec<(u64, Arc<ObjectFile>)>,
+}
+
+/// An object's open file, and the same file opened for direct writes once one is due.
+struct ObjectFile {
+    file: File,
+    /// `None` inside: the file system refused `O_DIRECT`.
+    direct: std::sync::OnceLock<Option<File>>,
+}
+
+impl ObjectHandles {
+    /// The open file of `object` (moved to the most recent end), if any.
+    fn get(&mut self, object: u64) -> Option<Arc<ObjectFile>> {
+        let at = self.open.iter().rposition(|(o, _)| *o == object)?;
+        let entry = self.open.remove(at);
+        let f = entry.1.clone();
+        self.open.push(entry);
+        Some(f)
+    }
+
+    fn insert(&mut self, object: u64, f: Arc<ObjectFile>) -> Arc<ObjectFile> {
+        if let Some(existing) = self.get(object) {
+            // Another thread opened it meanwhile: keep one open file per object.
+            return existing;
+        }
+        if self.open.len() >= OBJECT_HANDLES_PER_OST_MAX {
+            self.open.remove(0);
+        }
+        self.open.push((object, f.clone()));
+        f
+    }
+}
+
+/// Most distinct jobs whose arrivals are counted per OST between two controller periods.
+const ARRIVAL_COUNT_JOBS_MAX: usize = 16384;
+
+impl Ost {
+    /// Takes the arrivals counted since the last call.
+    pub(crate) fn take_arrivals(&self) -> BTreeMap<JobId, u64> {
+        std::mem::take(&mut *lock(&self.arrived))
+    }
+
+    pub(crate) fn queued_rpcs(&self) -> u64 {
+        self.queued.load(Ordering::Relaxed)
+    }
+
+    /// Served RPCs and bytes per job since the job's first RPC (or the last `clear`): one
+    /// bytes sample per read or write, one sample per punch or sync.
+    pub(crate) fn served_totals(&self) -> BTreeMap<JobId, (u64, u64)> {
+        let state = lock(&self.job_stats);
+        state
+            .stats
+            .entries()
+            .map(|e| {
+                let (r, w) = (
+                    e.counter(OstCounter::ReadBytes),
+                    e.counter(OstCounter::WriteBytes),
+                );
+                let rpcs = r.samples
+                    + w.samples
+                    + e.counter(OstCounter::Punch).samples
+                    + e.counter(OstCounter::Sync).samples;
+                (e.job_id, (rpcs, r.sum + w.sum))
+            })
+            .collect()
+    }
+}
+
+pub(crate) struct Shared {
+    fsname: String,
+    key: Vec<u8>,
+    cpts: Vec<Cpt>,
+    pub(crate) osts: Vec<Ost>,
+    epoch: Instant,
+    queue_depth_max: usize,
+    rpcs_in_flight_per_conn: usize,
+    bytes_in_flight: Arc<Semaphore>,
+    /// Pipes for reads spliced from the page cache to the socket.
+    pipes: Arc<PipePool>,
+    /// The TBF configuration of every head (the emulated Lustre version).
+    tbf: TbfConfig,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking I/O thread must not take the daemon down with poisoned locks.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn io_error(e: std::io::Error) -> RemoteError {
+    let errno = match (e.kind(), e.raw_os_error()) {
+        (std::io::ErrorKind::NotFound, _) => Errno::ENOENT,
+        (_, Some(28)) => Errno::ENOSPC,
+        (_, Some(27)) => Errno::EFBIG,
+        _ => Errno::EIO,
+    };
+    RemoteError::new(errno, e.to_string())
+}
+
+fn nrs_error(e: NrsError) -> RemoteError {
+    RemoteError::new(e.errno, e.message)
+}
+
+#[derive(Clone, Copy)]
+enum OstParam {
+    JobStats,
+    CleanupInterval,
+}
+
+pub(crate) const PARAM_POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
+pub(crate) const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
+/// Which Lustre version's job_stats layout the daemon prints (master; the TBF listing form
+/// follows `OssdConfig::lustre_version`).
+const JOB_STATS_FORMAT: JobStatsFormat = JobStatsFormat::Master;
+
+impl Shared {
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    fn job_stats_param(&self, ost: usize) -> String {
+        format!("obdfilter.{}-OST{:04x}.job_stats", self.fsname, ost)
+    }
+
+    fn cleanup_interval_param(&self, ost: usize) -> String {
+        format!(
+            "obdfilter.{}-OST{:04x}.job_cleanup_interval",
+            self.fsname, ost
+        )
+    }
+
+    fn submit(
+        &self,
+        cpt: usize,
+        io: IoRequest,
+        data: Option<bytes::Bytes>,
+        done: oneshot::Sender<IoResult>,
+    ) -> Result<(), RemoteError> {
+        let c = &self.cpts[cpt];
+        {
+            let mut st = lock(&c.state);
+            if st.shutdown {
+                return Err(RemoteError::new(Errno::ENODEV, "OSS is shutting down"));
+            }
+            if st.reg.queued() >= self.queue_depth_max {
+                return Err(RemoteError::new(
+                    Errno::EBUSY,
+                    format!("{} requests already queued", self.queue_depth_max),
+                ));
+            }
+            let tags = io.tags;
+            let ost = &self.osts[io.ost as usize];
+            st.reg
+                .enqueue(self.now_ns(), &tags, Pending { io, data, done });
+            ost.queued.fetch_add(1, Ordering::Relaxed);
+            if !tags.job.is_empty() {
+                let mut arrived = lock(&ost.arrived);
+                if arrived.len() < ARRIVAL_COUNT_JOBS_MAX || arrived.contains_key(&tags.job) {
+                    *arrived.entry(tags.job).or_insert(0) += 1;
+                }
+            }
+        }
+        c.work.notify_one();
+        Ok(())
+    }
+
+    /// The loop of one I/O thread of one CPT.
+    fn serve(&self, cpt: usize) {
+        let c = &self.cpts[cpt];
+        loop {
+            let p = {
+                let mut st = lock(&c.state);
+                loop {
+                    if st.shutdown {
+                        return;
+                    }
+                    let now = self.now_ns();
+                    if st.reg.timer_deadline_ns().is_some_and(|d| d <= now) {
+                        st.reg.on_timer(now);
+                    }
+                    match st.reg.dequeue(now) {
+                        Dequeue::Request(p) => {
+                            st.active += 1;
+                            self.osts[p.io.ost as usize]
+                                .queued
+                                .fetch_sub(1, Ordering::Relaxed);
+                            let job = p.io.tags.job;
+                            if st.dequeued.len() < DEQUEUE_COUNT_JOBS_MAX
+                                || st.dequeued.contains_key(&job)
+                            {
+                                *st.dequeued.entry(job).or_insert(0) += 1;
+                            }
+                            if st.reg.queued() > 0 {
+                                c.work.notify_one();
+                            }
+                            break p;
+                        }
+                        Dequeue::Throttled { until_ns } => {
+                            let wait = Duration::from_nanos(until_ns.saturating_sub(now));
+                            st = c
+                                .work
+                                .wait_timeout(st, wait)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0;
+                        }
+                        Dequeue::Empty => {
+                            st = c.work.wait(st).unwrap_or_else(|e| e.into_inner());
+                        }
+                    }
+                }
+            };
+            let Pending { io, data, done } = p;
+            let ost = &self.osts[io.ost as usize];
+            let started = Instant::now();
+            let result = ost.execute(&io, data, &self.pipes);
+            let usecs = started.elapsed().as_micros() as u64;
+            if result.is_ok() {
+                let bytes = match (&io.op, &result) {
+                    (IoOp::Write, _) => io.length,
+                    (_, Ok(IoOutcome::Read(d))) => d.len() as u64,
+                    _ => 0,
+                };
+                ost.served_bytes.fetch_add(bytes, Ordering::Relaxed);
+                ost.served_rpcs.fetch_add(1, Ordering::Relaxed);
+                let mut state = lock(&ost.job_stats);
+                let now = wall_ns();
+                if state.stats.get(&io.tags.job).is_none() {
+                    state.cleanup(now, false);
+                }
+                let js = &mut state.stats;
+                match (&io.op, &result) {
+                    (IoOp::Write, _) => js.record_brw(now, io.tags.job, true, io.length, usecs),
+                    (IoOp::Read, Ok(IoOutcome::Read(d))) => {
+                        js.record_brw(now, io.tags.job, false, d.len() as u64, usecs)
+                    }
+                    (IoOp::Punch, _) => js.record(now, io.tags.job, OstCounter::Punch, usecs),
+                    (IoOp::Sync, _) => js.record(now, io.tags.job, OstCounter::Sync, usecs),
+                    _ => {}
+                }
+            }
+            // Out of service before the reply leaves: the client frees its RPC window slot
+            // when the reply arrives and may send the next RPC at once, which must not be
+            // counted next to this one (`nrs_policies` would show more RPCs at the OSS than
+            // `max_rpcs_in_flight` allows).
+            lock(&c.state).active -= 1;
+            // The requester may have gone; its reply is then dropped.
+            let _ = done.send(result);
+        }
+    }
+
+    fn lock_cpts(&self) -> Vec<MutexGuard<'_, CptState>> {
+        // Always in index order, so two callers cannot deadlock.
+        self.cpts.iter().map(|c| lock(&c.state)).collect()
+    }
+
+    fn param_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = (0..self.osts.len())
+            .flat_map(|i| [self.job_stats_param(i), self.cleanup_interval_param(i)])
+            .collect();
+        names.push(PARAM_POLICIES.to_string());
+        names.push(PARAM_TBF_RULE.to_string());
+        names.sort();
+        names
+    }
+
+    fn matching(&self, pattern: &str) -> Result<Vec<String>, RemoteError> {
+        let names: Vec<String> = self
+            .param_names()
+            .into_iter()
+            .filter(|n| param_matches(pattern, n))
+            .collect();
+        if names.is_empty() {
+            return Err(RemoteError::new(
+                Errno::ENOENT,
+                format!("param_path '{pattern}': No such file or directory"),
+            ));
+        }
+        Ok(names)
+    }
+
+    pub(crate) fn get_param(&self, name: &str) -> Result<String, RemoteError> {
+        match name {
+            PARAM_POLICIES => {
+                let guards = self.lock_cpts();
+                let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.reg).collect();
+                let hp: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.hp).collect();
+                let active = guards.iter().map(|g| g.active).sum();
+                Ok(nrs_policies_yaml(
+                    &reg,
+                    ActiveRpcs { active },
+                    Some((&hp, ActiveRpcs::default())),
+                ))
+            }
+            PARAM_TBF_RULE => {
+                let guards = self.lock_cpts();
+                let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.reg).collect();
+                let hp: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.hp).collect();
+                tbf_rule_listing(&reg, Some(&hp), self.tbf.listing_form())
+                    .map(|l| l.to_string())
+                    .map_err(nrs_error)
+            }
+            _ => {
+                let (ost, param) = self.ost_of_param(name)?;
+                let mut state = lock(&self.osts[ost].job_stats);
+                match param {
+                    OstParam::JobStats => {
+                        state.cleanup(wall_ns(), false);
+                        Ok(state.stats.render(JOB_STATS_FORMAT))
+                    }
+                    OstParam::CleanupInterval => Ok(format!("{}\n", state.cleanup_interval_s)),
+                }
+            }
+        }
+    }
+
+    /// The values of `names`, stopping with `EOVERFLOW` as soon as they exceed what one reply
+    /// carries (rendering every OST's job_stats first could hold gigabytes).
+    fn get_params(&self, names: Vec<String>) -> Result<Vec<Param>, RemoteError> {
+        let mut total = 0u64;
+        let mut params = Vec::with_capacity(names.len());
+        for name in names {
+            let value = self.get_param(&name)?;
+            total += value.len() as u64;
+            if total > PARAM_REPLY_BYTES_MAX {
+                return Err(RemoteError::new(
+                    Errno::EOVERFLOW,
+                    format!(
+                        "the values reach {total} bytes at {name}, more than the \
+                         {PARAM_REPLY_BYTES_MAX} bytes one reply carries; ask for fewer \
+                         parameters at a time"
+                    ),
+                ));
+            }
+            params.push(Param { name, value });
+        }
+        Ok(params)
+    }
+
+    fn ost_of_param(&self, name: &str) -> Result<(usize, OstParam), RemoteError> {
+        for i in 0..self.osts.len() {
+            if self.job_stats_param(i) == name {
+                return Ok((i, OstParam::JobStats));
+            }
+            if self.cleanup_interval_param(i) == name {
+                return Ok((i, OstParam::CleanupInterval));
+            }
+        }
+        Err(RemoteError::new(
+            Errno::ENOENT,
+            format!("no parameter {name}"),
+        ))
+    }
+
+    /// `lctl set_param PATTERN=VALUE`: what an administrator's write and a controller's write
+    /// both go through, so both get the same checks, errors and log lines.
+    pub(crate) fn set_params(&self, pattern: &str, value: &str) -> Result<Vec<Param>, RemoteError> {
+        let mut set = Vec::new();
+        for name in self.matching(pattern)? {
+            self.set_param(&name, value)?;
+            info!(param = %name, %value, "set_param");
+            set.push(Param {
+                name,
+                value: value.to_string(),
+            });
+        }
+        Ok(set)
+    }
+
+    fn set_param(&self, name: &str, value: &str) -> Result<(), RemoteError> {
+        let result = match name {
+            PARAM_POLICIES | PARAM_TBF_RULE => {
+                let write = if name == PARAM_POLICIES {
+                    ControlWrite::NrsPolicies(value.to_string())
+                } else {
+                    ControlWrite::NrsTbfRule(value.to_string())
+                };
+                let mut guards = self.lock_cpts();
+                // Read under the locks, so the heads never see time go backwards.
+                let now = self.now_ns();
+                let heads = guards.iter_mut().flat_map(|g| {
+                    let st = &mut **g;
+                    [&mut st.reg, &mut st.hp]
+                });
+                apply_write(heads, now, &write)
+                    .map(|_| ())
+                    .map_err(nrs_error)
+            }
+            _ => {
+                let (ost, param) = self.ost_of_param(name)?;
+                let mut state = lock(&self.osts[ost].job_stats);
+                match param {
+                    OstParam::JobStats => state.stats.write(value).map_err(|e| {
+                        RemoteError::new(e.errno(), e.to_string())
+                    }),
+                    OstParam::CleanupInterval => match value.trim().parse::<u64>() {
+                        Ok(s) if s <= JOB_CLEANUP_INTERVAL_MAX_S => {
+                            state.cleanup_interval_s = s;
+                            state.cleanup(wall_ns(), true);
+                            Ok(())
+                        }
+                        _ => Err(RemoteError::new(
+                            Errno::EINVAL,
+                            format!(
+                                "job_cleanup_interval takes seconds in 0..={JOB_CLEANUP_INTERVAL_MAX_S}"
+                            ),
+                        )),
+                    },
+                }
+            }
+        };
+        // New rates or policies can make queued requests eligible now.
+        for c in &self.cpts {
+            c.work.notify_all();
+        }
+        result
+    }
+
+    /// What the metrics endpoint reports, read from the daemon's own state at scrape time.
+    pub(crate) fn metrics_sample(&self) -> OssSample {
+        let osts = self
+            .osts
+            .iter()
+            .enumerate()
+            .map(|(i, ost)| {
+                let jobs = {
+                    let state = lock(&ost.job_stats);
+                    state
+                        .stats
+                        .entries()
+                        .map(|e| JobSample {
+                            job: e.job_id.as_str().to_string(),
+                            read_bytes: e.counter(OstCounter::ReadBytes).sum,
+                            write_bytes: e.counter(OstCounter::WriteBytes).sum,
+                            rpcs: [
+                                OstCounter::Read,
+                                OstCounter::Write,
+                                OstCounter::Punch,
+                                OstCounter::Sync,
+                            ]
+                            .map(|c| e.counter(c).samples),
+                        })
+                        .collect()
+                };
+                OstSample {
+                    name: format!("{}-OST{:04x}", self.fsname, i),
+                    queued_rpcs: ost.queued_rpcs(),
+                    served_bytes: ost.served_bytes.load(Ordering::Relaxed),
+                    served_rpcs: ost.served_rpcs.load(Ordering::Relaxed),
+                    jobs,
+                }
+            })
+            .collect();
+        // Every CPT's regular head holds the same rules (writes go to all), so CPT 0 speaks
+        // for the service.
+        let rules = lock(&self.cpts[0].state)
+            .reg
+            .tbf()
+            .map(|t| {
+                t.listing(self.tbf.listing_form())
+                    .into_iter()
+                    .map(|r| (r.name, r.rate_rpcs_per_s))
+                    .collect()
+            })
+            .unwrap_or_default();
+        OssSample { osts, rules }
+    }
+
+    fn dequeue_counts(&self) -> BTreeMap<JobId, u64> {
+        let mut out = BTreeMap::new();
+        for g in self.lock_cpts() {
+            for (job, n) in &g.dequeued {
+                *out.entry(*job).or_insert(0) += n;
+            }
+        }
+        out
+    }
+}
+
+/// Glob match of a parameter name: `*` matches any run of characters within one
+/// dot-separated component, as `lctl`'s path globbing does.
+pub fn param_matches(pattern: &str, name: &str) -> bool {
+    let p: Vec<&str> = pattern.split('.').collect();
+    let n: Vec<&str> = name.split('.').collect();
+    p.len() == n.len()
+        && p.iter()
+            .zip(&n)
+            .all(|(p, n)| glob(p.as_bytes(), n.as_bytes()))
+}
+
+/// `*` within one component, as `lctl` expands parameter paths with glob(3): a `*` matches any
+/// run, empty included, wherever it stands. Deliberately not TBF's jobid matcher
+/// (`cond::wildcard_match`): libcfs's `cfs_match_wildcard` refuses `a**` against `a`, glob(3)
+/// does not, and each must behave as the Lustre code it stands for.
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    // Iterative wildcard match with one backtrack point: linear in practice, no recursion.
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            star = Some((pi, si));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == s[si] {
+            pi += 1;
+            si += 1;
+        } else if let Some((sp, ss)) = star {
+            pi = sp + 1;
+            si = ss + 1;
+            star = Some((sp, ss + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+impl Ost {
+    fn object_path(&self, object: u64) -> PathBuf {
+        self.objects.join(format!("{object:016x}"))
+    }
+
+    /// The object's open file (read and write); created when `create`, else `NotFound` for
+    /// an object never written.
+    fn object_file(&self, object: u64, create: bool) -> std::io::Result<Arc<ObjectFile>> {
+        if let Some(f) = lock(&self.handles).get(object) {
+            return Ok(f);
+        }
+        // Opened outside the lock: an open may wait on the disk.
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .open(self.object_path(object))?;
+        let f = ObjectFile {
+            file: f,
+            direct: std::sync::OnceLock::new(),
+        };
+        Ok(lock(&self.handles).insert(object, Arc::new(f)))
+    }
+
+    /// Writes `data` at `offset` straight to the device if the OST writes directly and the
+    /// write is aligned (offset, length and buffer on [`DIRECT_ALIGN_BYTES`]); returns false
+    /// when it did not (the caller writes through the page cache). A file system that refuses
+    /// `O_DIRECT` (at open, or with `EINVAL` at the write) turns direct writes off for the
+    /// OST, with a warning: the write is then repeated through the page cache, which is safe,
+    /// since it carries the same bytes to the same place.
+    fn write_direct(
+        &self,
+        f: &ObjectFile,
+        object: u64,
+        data: &[u8],
+        offset: u64,
+    ) -> std::io::Result<bool> {
+        let aligned = |x: usize| x.is_multiple_of(DIRECT_ALIGN_BYTES);
+        if !self.direct_writes.load(Ordering::Relaxed)
+            || !offset.is_multiple_of(DIRECT_ALIGN_BYTES as u64)
+            || !aligned(data.len())
+            || !aligned(data.as_ptr() as usize)
+        {
+            return Ok(false);
+        }
+        let direct = f.direct.get_or_init(|| {
+            use std::os::unix::fs::OpenOptionsExt;
+            OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(self.object_path(object))
+                .map_err(|e| self.refuse_direct(&e))
+                .ok()
+        });
+        let Some(direct) = direct else {
+            return Ok(false);
+        };
+        match direct.write_all_at(data, offset) {
+            Ok(()) => Ok(true),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                self.refuse_direct(&e);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn refuse_direct(&self, e: &std::io::Error) {
+        if self.direct_writes.swap(false, Ordering::Relaxed) {
+            warn!(
+                ost = %self.objects.display(),
+                "direct writes refused ({e}): this OST writes through the page cache from now on"
+            );
+        }
+    }
+
+    fn execute(
+        &self,
+        io: &IoRequest,
+        data: Option<bytes::Bytes>,
+        pipes: &Arc<PipePool>,
+    ) -> IoResult {
+        if let Some(p) = &self.pacer {
+            p.pace(io.length.max(1));
+        }
+        match io.op {
+            IoOp::Write => {
+                let data = data.ok_or_else(|| RemoteError::new(Errno::EPROTO, "no bulk"))?;
+                let f = self.object_file(io.object, true).map_err(io_error)?;
+                if !self
+                    .write_direct(&f, io.object, &data, io.offset)
+                    .map_err(io_error)?
+                {
+                    f.file.write_all_at(&data, io.offset).map_err(io_error)?;
+                }
+                if io.sync {
+                    f.file.sync_data().map_err(io_error)?;
+                }
+                Ok(IoOutcome::Done)
+            }
+            IoOp::Read => {
+                let f = self.object_file(io.object, false).map_err(io_error)?;
+                let len = io.length as usize;
+                if let Some(p) = pipes.fill(&f.file, io.offset, len).map_err(io_error)? {
+                    return Ok(IoOutcome::Read(Bulk::Piped(p)));
+                }
+                Ok(IoOutcome::Read(Bulk::Buf(read_up_to(
+                    &f.file, io.offset, len,
+                )?)))
+            }
+            IoOp::Punch => {
+                let f = self.object_file(io.object, true).map_err(io_error)?;
+                f.file.set_len(io.offset).map_err(io_error)?;
+                Ok(IoOutcome::Done)
+            }
+            IoOp::Sync => match self.object_file(io.object, false) {
+                Ok(f) => f.file.sync_all().map(|_| IoOutcome::Done).map_err(io_error),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(IoOutcome::Done),
+                Err(e) => Err(io_error(e)),
+            },
+        }
+    }
+}
+
+/// Reads up to `len` bytes at `offset`, fewer only at the end of the file, into a buffer
+/// the kernel fills without zeroing it first (a memset of every buffer cost as much CPU as
+/// copying the data out of a warm page cache).
+fn read_up_to(file: &File, offset: u64, len: usize) -> Result<Vec<u8>, RemoteError> {
+    use std::os::fd::AsRawFd;
+    let mut buf: Vec<u8> = Vec::with_capacity(len);
+    while buf.len() < len {
+        let got = buf.len();
+        let spare = &mut buf.spare_capacity_mut()[..len - got];
+        let at = offset + got as u64;
+        // SAFETY: the kernel writes at most `spare.len()` bytes into the vector's unused
+        // capacity, and only the `n` bytes it reports written are added to its length.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                spare.as_mut_ptr().cast(),
+                spare.len(),
+                at as libc::off_t,
+            )
+        };
+        match n {
+            0 => break,
+            // SAFETY: the kernel initialised these `n` bytes (above).
+            n if n > 0 => unsafe { buf.set_len(got + n as usize) },
+            _ => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(io_error(e));
+                }
+            }
+        }
+    }
+    Ok(buf)
+}
+
+/// A running ossd.
+pub struct Ossd {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    stop: Arc<Notify>,
+    accept: tokio::task::JoinHandle<()>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    control: Option<ControlHandle>,
+    metrics: Option<MetricsServer>,
+}
+
+impl Ossd {
+    /// Binds, starts the I/O threads and the accept loop. Returns once the socket is
+    /// listening, so a caller may connect at once.
+    pub async fn start(config: OssdConfig) -> anyhow::Result<Ossd> {
+        config.validate()?;
+        let mut osts = Vec::with_capacity(config.osts.len());
+        for dir in &config.osts {
+            let objects = dir.join("objects");
+            std::fs::create_dir_all(&objects)
+                .with_context(|| format!("OST directory {}", objects.display()))?;
+            osts.push(Ost {
+                objects,
+                handles: Mutex::new(ObjectHandles::default()),
+                direct_writes: std::sync::atomic::AtomicBool::new(!config.buffered_writes),
+                job_stats: Mutex::new(JobStatsState {
+                    stats: OstJobStats::default(),
+                    cleanup_interval_s: JOB_CLEANUP_INTERVAL_DEFAULT_S,
+                    last_cleanup_ns: wall_ns(),
+                }),
+                pacer: config.ceiling_bytes_per_s.map(|rate| Pacer {
+                    rate_bytes_per_s: rate,
+                    next_free: Mutex::new(Instant::now()),
+                }),
+                arrived: Mutex::new(BTreeMap::new()),
+                queued: AtomicU64::new(0),
+                served_bytes: AtomicU64::new(0),
+                served_rpcs: AtomicU64::new(0),
+            });
+        }
+        let tbf = TbfConfig::for_version(config.lustre_version);
+        let cpts = (0..config.cpts)
+            .map(|_| Cpt {
+                state: Mutex::new(CptState {
+                    reg: Nrs::with_config(NrsQueue::Regular, tbf),
+                    hp: Nrs::with_config(NrsQueue::HighPriority, tbf),
+                    active: 0,
+                    dequeued: BTreeMap::new(),
+                    shutdown: false,
+                }),
+                work: Condvar::new(),
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            fsname: config.fsname.clone(),
+            key: config.key.clone(),
+            cpts,
+            osts,
+            epoch: Instant::now(),
+            queue_depth_max: config.queue_depth_max,
+            rpcs_in_flight_per_conn: config.rpcs_in_flight_per_conn,
+            bytes_in_flight: Arc::new(Semaphore::new((config.in_flight_bytes_max / 1024) as usize)),
+            pipes: PipePool::new(PIPES_MAX),
+            tbf,
+        });
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("listening on {}", config.listen))?;
+        let addr = listener.local_addr()?;
+        // Bound before any thread starts, so a busy metrics port fails the start cleanly.
+        let metrics = match config.metrics_listen {
+            Some(listen) => {
+                let s = shared.clone();
+                let render: Render =
+                    Arc::new(move || render_collector(OssCollector(s.metrics_sample())));
+                Some(MetricsServer::start(listen, render).await?)
+            }
+            None => None,
+        };
+        let per_cpt = (config.threads / config.cpts).max(1);
+        let mut workers = Vec::new();
+        for cpt in 0..config.cpts {
+            for t in 0..per_cpt {
+                let s = shared.clone();
+                workers.push(
+                    std::thread::Builder::new()
+                        .name(format!("ossd-io-{cpt}-{t}"))
+                        .spawn(move || s.serve(cpt))
+                        .context("spawning an I/O thread")?,
+                );
+            }
+        }
+        let stop = Arc::new(Notify::new());
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            shared.clone(),
+            stop.clone(),
+            config.connections_max,
+        ));
+        info!(%addr, osts = config.osts.len(), cpts = config.cpts, threads = per_cpt * config.cpts, "ossd listening");
+        let control = match &config.control {
+            Some(c) => {
+                let capacity = c.capacity(config.ceiling_bytes_per_s)?;
+                Some(ControlHandle::spawn(shared.clone(), c, capacity)?)
+            }
+            None => None,
+        };
+        Ok(Ossd {
+            addr,
+            shared,
+            stop,
+            accept,
+            workers,
+            control,
+            metrics,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Where the metrics endpoint listens, if it runs.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(MetricsServer::local_addr)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// Requests dequeued from the NRS heads so far, per job, summed over CPTs: what the
+    /// scheduler let through.
+    pub fn dequeue_counts(&self) -> BTreeMap<JobId, u64> {
+        self.shared.dequeue_counts()
+    }
+
+    /// Stops the controller, if one runs, once it has stopped the rules it started and put
+    /// `nrs_policies` back to `fifo` if it had changed it. The daemon keeps serving.
+    pub async fn stop_control(&mut self) {
+        if let Some(c) = self.control.take() {
+            c.stop().await;
+        }
+    }
+
+    /// Applies a controller write as the control loop does (through `lctl set_param`'s path),
+    /// without recording it for the clean exit.
+    pub fn apply_control_write(&self, write: &DomainWrite) -> Result<(), RemoteError> {
+        crate::control::apply_write(&*self.shared, write, &mut Default::default())
+    }
+
+    /// Stops the controller (undoing its writes), stops accepting, stops the I/O threads
+    /// (queued requests are answered with an error as their senders drop) and waits for them.
+    pub async fn shutdown(mut self) {
+        if let Some(m) = self.metrics.take() {
+            m.stop().await;
+        }
+        self.stop_control().await;
+        self.stop.notify_one();
+        let _ = self.accept.await;
+        for c in &self.shared.cpts {
+            let pending: Vec<Pending> = {
+                let mut st = lock(&c.state);
+                st.shutdown = true;
+                let now = self.shared.now_ns();
+                // Moving everything to the FIFO first means nothing is held back by a throttle.
+                let _ = st.reg.write_policies(now, "fifo");
+                let mut drained = Vec::new();
+                while let Dequeue::Request(p) = st.reg.dequeue(now) {
+                    self.shared.osts[p.io.ost as usize]
+                        .queued
+                        .fetch_sub(1, Ordering::Relaxed);
+                    drained.push(p);
+                }
+                drained
+            };
+            drop(pending);
+            c.work.notify_all();
+        }
+        let workers = self.workers;
+        let _ = tokio::task::spawn_blocking(move || {
+            for w in workers {
+                let _ = w.join();
+            }
+        })
+        .await;
+        info!(addr = %self.addr, "ossd stopped");
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    stop: Arc<Notify>,
+    connections_max: usize,
+) {
+    let conns = Arc::new(Semaphore::new(connections_max));
+    let next_id = AtomicU64::new(0);
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = stop.notified() => return,
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    // Out of descriptors and the like: back off instead of spinning.
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = conns.clone().try_acquire_owned() else {
+            warn!(%peer, connections_max, "too many connections; closing the new one");
+            continue;
+        };
+        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            match serve_conn(shared, stream, id).await {
+                Ok(()) | Err(ConnError::Closed) => debug!(%peer, id, "connection closed"),
+                Err(e) => warn!(%peer, id, reason = %e, "closing connection"),
+            }
+            drop(permit);
+        });
+    }
+}
+
+struct Outgoing {
+    reply: Reply,
+    bulk: Option<Bulk>,
+}
+
+/// The reply to `get_param`/`set_param`: headers in the message, values as its bulk data.
+fn params_reply(tag: u64, params: Result<Vec<Param>, RemoteError>) -> Outgoing {
+    match params.and_then(params_to_wire) {
+        Ok((headers, values)) => Outgoing {
+            reply: Reply {
+                tag,
+                result: Ok(ReplyBody::Params(headers)),
+            },
+            bulk: Some(Bulk::Buf(values)),
+        },
+        Err(e) => Outgoing {
+            reply: Reply {
+                tag,
+                result: Err(e),
+            },
+            bulk: None,
+        },
+    }
+}
+
+async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(), ConnError> {
+    stream.set_nodelay(true)?;
+    let (r, w) = stream.into_split();
+    let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
+    let ost_count = shared.osts.len() as u32;
+    let peer = tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        conn::server_handshake(
+            &mut reader,
+            &mut writer,
+            &shared.key,
+            &shared.fsname,
+            ost_count,
+        ),
+    )
+    .await
+    .map_err(|_| ConnError::Timeout)??;
+    debug!(id, role = ?peer.role, "peer authenticated");
+    let cpt = (id % shared.cpts.len() as u64) as usize;
+    let (tx, mut rx) = mpsc::channel::<Outgoing>(shared.rpcs_in_flight_per_conn);
+    let writer_task = tokio::spawn(async move {
+        while let Some(o) = rx.recv().await {
+            let r = match o.bulk {
+                // The read buffer is written to the socket as it is: no copy.
+                Some(Bulk::Buf(b)) => {
+                    writer
+                        .msg_with_bulk_bytes(&o.reply, bytes::Bytes::from(b))
+                        .await
+                }
+                Some(Bulk::Piped(p)) => writer.msg_with_piped(&o.reply, p).await,
+                None => writer.msg(&o.reply).await,
+            };
+            if let Err(e) = r {
+                debug!(id, error = %e, "reply not delivered");
+                return;
+            }
+        }
+    });
+    let in_flight = Arc::new(Semaphore::new(shared.rpcs_in_flight_per_conn));
+    let result = read_requests(&shared, &mut reader, peer, cpt, &tx, &in_flight).await;
+    drop(tx);
+    let _ = writer_task.await;
+    result
+}
+
+async fn read_requests(
+    shared: &Arc<Shared>,
+    reader: &mut Reader<tokio::net::tcp::OwnedReadHalf>,
+    peer: conn::Peer,
+    cpt: usize,
+    tx: &mpsc::Sender<Outgoing>,
+    in_flight: &Arc<Semaphore>,
+) -> Result<(), ConnError> {
+    let ost_count = shared.osts.len() as u32;
+    loop {
+        let frame = reader.frame().await?;
+        let req = decode_request(&frame, ost_count)?;
+        let permit = in_flight
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed");
+        let reply = |tag, result| Outgoing {
+            reply: Reply { tag, result },
+            bulk: None,
+        };
+        match req {
+            Request::Io { tag, io } => {
+                let kib = io.length.div_ceil(1024).max(1) as u32;
+                let bytes = shared
+                    .bytes_in_flight
+                    .clone()
+                    .acquire_many_owned(kib)
+                    .await
+                    .expect("the semaphore is never closed");
+                let data = match io.op {
+                    IoOp::Write => Some(
+                        // The frame's buffer itself (no copy for writes up to 8 MiB).
+                        tokio::time::timeout(BULK_TIMEOUT, reader.bulk_bytes(io.length))
+                            .await
+                            .map_err(|_| {
+                                ProtocolError::Invalid(format!(
+                                    "bulk data not received within {BULK_TIMEOUT:?}"
+                                ))
+                            })??,
+                    ),
+                    _ => None,
+                };
+                if !peer.role.may_do_io() {
+                    let e = RemoteError::new(Errno::EPERM, "this role may not do object I/O");
+                    let _ = tx.send(reply(tag, Err(e))).await;
+                    continue;
+                }
+                let (done_tx, done_rx) = oneshot::channel();
+                if let Err(e) = shared.submit(cpt, io, data, done_tx) {
+                    let _ = tx.send(reply(tag, Err(e))).await;
+                    continue;
+                }
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let out = match done_rx.await {
+                        Ok(Ok(IoOutcome::Done)) => reply(tag, Ok(ReplyBody::Done)),
+                        Ok(Ok(IoOutcome::Read(d))) => Outgoing {
+                            reply: Reply {
+                                tag,
+                                result: Ok(ReplyBody::Read {
+                                    length: d.len() as u64,
+                                }),
+                            },
+                            bulk: Some(d),
+                        },
+                        Ok(Err(e)) => reply(tag, Err(e)),
+                        Err(_) => reply(
+                            tag,
+                            Err(RemoteError::new(Errno::EIO, "OSS stopped before serving")),
+                        ),
+                    };
+                    let _ = tx.send(out).await;
+                    drop((permit, bytes));
+                });
+            }
+            Request::GetParam { tag, pattern } => {
+                let params = if peer.role.may_use_params() {
+                    shared
+                        .matching(&pattern)
+                        .and_then(|names| shared.get_params(names))
+                } else {
+                    Err(RemoteError::new(
+                        Errno::EPERM,
+                        "this role may not read parameters",
+                    ))
+                };
+                let _ = tx.send(params_reply(tag, params)).await;
+            }
+            Request::SetParam {
+                tag,
+                pattern,
+                value,
+            } => {
+                let params = if peer.role.may_use_params() {
+                    shared.set_params(&pattern, &value)
+                } else {
+                    Err(RemoteError::new(
+                        Errno::EPERM,
+                        "this role may not set parameters",
+                    ))
+                };
+                let _ = tx.send(params_reply(tag, params)).await;
+            }
+            Request::ListParams { tag, pattern } => {
+                let result = if peer.role.may_use_params() {
+                    shared.matching(&pattern).and_then(|names| {
+                        if names.len() > PARAMS_PER_REPLY_MAX {
+                            return Err(RemoteError::new(
+                                Errno::EOVERFLOW,
+                                format!(
+                                    "{} parameters match; one reply names at most \
+                                     {PARAMS_PER_REPLY_MAX}",
+                                    names.len()
+                                ),
+                            ));
+                        }
+                        Ok(ReplyBody::Names(names))
+                    })
+                } else {
+                    Err(RemoteError::new(
+                        Errno::EPERM,
+                        "this role may not read parameters",
+                    ))
+                };
+                let _ = tx.send(reply(tag, result)).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads of at most 1 MiB leave through a pipe (reused), larger ones through a
+    /// buffer; both deliver the bytes written. Were the ossd to stop splicing, no pipe would
+    /// exist.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn small_reads_are_spliced_and_large_ones_are_not() {
+        use pfsqos_wire::client::{Identity, OssClient};
+        let dir = tempfile::tempdir().unwrap();
+        let key = b"test-cluster-key-0123456789abcdef".to_vec();
+        let cfg = OssdConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            vec![dir.path().join("ost0")],
+            key.clone(),
+        );
+        let ossd = Ossd::start(cfg).await.unwrap();
+        let mut c = OssClient::connect(ossd.local_addr(), &key, Role::Client)
+            .await
+            .unwrap();
+        let id = Identity::test("dd.0");
+        let data: Vec<u8> = (0..3 << 20).map(|i: u32| (i % 241) as u8).collect();
+        c.write(&id, 0, 7, 0, &data, false).await.unwrap();
+        let small = [(0usize, 1 << 20), (100, 5000), (4096, 1 << 20), (7, 65_536)];
+        for (offset, len) in small {
+            let back = c.read(&id, 0, 7, offset as u64, len as u64).await.unwrap();
+            assert_eq!(back, data[offset..offset + len]);
+        }
+        // Spliced (a pipe exists) and reused (fewer pipes than reads). Not exactly one: the
+        // writer frees a pipe just after the last byte leaves it, so the next read may find
+        // it still busy; asserting 1 would assert that interleaving.
+        let pipes = ossd.shared().pipes.live();
+        assert!(
+            (1..small.len()).contains(&pipes),
+            "{pipes} pipes for {} reads",
+            small.len()
+        );
+        let back = c.read(&id, 0, 7, 0, 3 << 20).await.unwrap();
+        assert_eq!(back, data);
+        assert_eq!(
+            ossd.shared().pipes.live(),
+            pipes,
+            "3 MiB is read into a buffer"
+        );
+        ossd.shutdown().await;
+    }
+
+    #[test]
+    fn lustre_versions_parse_within_the_emulated_range() {
+        assert_eq!(
+            parse_lustre_version("2.15").unwrap(),
+            LustreVersion::parse("2.15.0").unwrap()
+        );
+        assert_eq!(
+            parse_lustre_version("v2_17_57").unwrap(),
+            LustreVersion::MASTER
+        );
+        assert!(parse_lustre_version("2.11").is_err());
+        assert!(parse_lustre_version("2.18").is_err());
+        assert!(parse_lustre_version("two").is_err());
+        assert!(parse_lustre_version("2.15.3.1").is_err());
+    }
+
+    #[test]
+    fn param_globs_stay_within_components() {
+        assert!(param_matches(
+            "obdfilter.*.job_stats",
+            "obdfilter.pfsqos-OST0000.job_stats"
+        ));
+        assert!(param_matches("ost.OSS.ost_io.nrs_*", PARAM_TBF_RULE));
+        assert!(param_matches("*.*.*.*", PARAM_POLICIES));
+        assert!(!param_matches("ost.*", PARAM_POLICIES));
+        assert!(!param_matches(
+            "obdfilter.*OST0001.job_stats",
+            "obdfilter.x-OST0000.job_stats"
+        ));
+        assert!(glob(b"a*b*c", b"aXXbYYc"));
+        assert!(!glob(b"a*b*c", b"aXXbYY"));
+        assert!(glob(b"**", b""));
+        // glob(3), not libcfs: trailing stars match the empty rest.
+        assert!(glob(b"a**", b"a"));
+    }
+
+    #[test]
+    fn object_handles_stay_bounded_and_evict_the_least_recently_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |i: u64| {
+            let p = dir.path().join(i.to_string());
+            Arc::new(ObjectFile {
+                file: File::create(p).unwrap(),
+                direct: std::sync::OnceLock::new(),
+            })
+        };
+        let mut h = ObjectHandles::default();
+        for o in 0..OBJECT_HANDLES_PER_OST_MAX as u64 {
+            h.insert(o, open(o));
+        }
+        // Object 0 is used again, so object 1 is now the least recently used.
+        assert!(h.get(0).is_some());
+        let extra = OBJECT_HANDLES_PER_OST_MAX as u64;
+        h.insert(extra, open(extra));
+        assert_eq!(h.open.len(), OBJECT_HANDLES_PER_OST_MAX);
+        assert!(h.get(1).is_none());
+        assert!(h.get(0).is_some() && h.get(extra).is_some());
+        // A second open of an object already held keeps the first.
+        let first = h.get(5).unwrap();
+        let kept = h.insert(5, open(999));
+        assert!(Arc::ptr_eq(&first, &kept));
+        assert_eq!(h.open.len(), OBJECT_HANDLES_PER_OST_MAX);
+    }
+
+    #[test]
+    fn pacer_spaces_reservations_by_the_rate() {
+        let p = Pacer {
+            rate_bytes_per_s: 1_000_000_000,
+            next_free: Mutex::new(Instant::now()),
+        };
+        let before = *lock(&p.next_free);
+        p.pace(1_000);
+        p.pace(1_000);
+        let after = *lock(&p.next_free);
+        // Two 1000-byte I/Os at 1 GB/s reserve at least 2 µs of device time.
+        assert!(after.duration_since(before) >= Duration::from_micros(2));
+    }
+}

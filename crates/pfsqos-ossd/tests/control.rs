@@ -1,0 +1,224 @@
+//! An ossd running a controller (`--policy`), checked from outside through lctl on loopback.
+//! Synchronization is by bounded polling on explicit conditions (a rule listed, a rule gone);
+//! no test asserts wall-clock durations.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pfsqos_core::control::{ControlWrite, DomainId, DomainWrite};
+use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
+use pfsqos_core::sched::tbf::{ListedRule, TbfRuleListing};
+use pfsqos_ops::lctl::{self, LctlArgs, LctlCommand};
+use pfsqos_ossd::control::{parse_job_nodes, ControlConfig};
+use pfsqos_ossd::{Ossd, OssdConfig};
+use pfsqos_wire::client::{Identity, OssClient};
+use pfsqos_wire::protocol::Role;
+
+const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
+/// Upper bound of every wait on a condition; generous for a loaded 2-core machine.
+const WAIT_MAX: Duration = Duration::from_secs(60);
+
+struct Fixture {
+    ossd: Ossd,
+    key_file: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+async fn start(osts: usize, control: ControlConfig) -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..osts)
+        .map(|i| tmp.path().join(format!("ost{i}")))
+        .collect();
+    let key_file = tmp.path().join("key");
+    std::fs::write(&key_file, KEY).unwrap();
+    let mut cfg = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs, KEY.to_vec());
+    cfg.threads = 4;
+    cfg.control = Some(control);
+    Fixture {
+        ossd: Ossd::start(cfg).await.unwrap(),
+        key_file,
+        _tmp: tmp,
+    }
+}
+
+async fn lctl_get(f: &Fixture, name: &str) -> (u8, String, String) {
+    let args = LctlArgs {
+        server: f.ossd.local_addr(),
+        key_file: f.key_file.clone(),
+        command: LctlCommand::GetParam {
+            names: vec![name.to_string()],
+            values_only: true,
+        },
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = lctl::run(&args, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+async fn lctl_set(f: &Fixture, assignment: &str) -> (u8, String, String) {
+    let args = LctlArgs {
+        server: f.ossd.local_addr(),
+        key_file: f.key_file.clone(),
+        command: LctlCommand::SetParam {
+            assignments: vec![assignment.to_string()],
+            values_only: false,
+        },
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = lctl::run(&args, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+/// The regular rules of CPT 0 as lctl lists them, without `default`; `None` while TBF is off.
+async fn rules(f: &Fixture) -> Option<Vec<ListedRule>> {
+    let (code, out, _) = lctl_get(f, "ost.OSS.ost_io.nrs_tbf_rule").await;
+    if code != 0 {
+        return None;
+    }
+    let listing = TbfRuleListing::parse(&out).unwrap();
+    Some(
+        listing.regular[0]
+            .rules
+            .iter()
+            .filter(|r| r.name != "default")
+            .cloned()
+            .collect(),
+    )
+}
+
+/// Polls until `cond` holds on the listing; panics with the last listing after `WAIT_MAX`.
+async fn wait_for_rules(f: &Fixture, what: &str, cond: impl Fn(&[ListedRule]) -> bool) {
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        let r = rules(f).await;
+        if r.as_deref().is_some_and(&cond) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: last listing {r:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn ident(job: &str) -> Identity {
+    Identity {
+        job: JobId::new(job).unwrap(),
+        uid: 1000,
+        gid: 1000,
+        nid: Nid::ipv4(
+            10,
+            0,
+            0,
+            1,
+            LNet {
+                kind: NetKind::Tcp,
+                num: 0,
+            },
+        ),
+    }
+}
+
+/// The `state:` of TBF in the regular section of `nrs_policies`.
+async fn tbf_state(f: &Fixture) -> String {
+    let (code, yaml, err) = lctl_get(f, "ost.OSS.ost_io.nrs_policies").await;
+    assert_eq!(code, 0, "{err}");
+    yaml.lines()
+        .skip_while(|l| !l.contains("name: tbf"))
+        .nth(1)
+        .and_then(|l| l.trim().strip_prefix("state: "))
+        .unwrap_or_else(|| panic!("no TBF state in {yaml}"))
+        .to_string()
+}
+
+fn for_job(rules: &[ListedRule], job: &str) -> Option<ListedRule> {
+    rules
+        .iter()
+        .find(|r| r.conditions == format!("jobid={{{job}}}"))
+        .cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_rules_follow_node_counts_and_go_away_on_exit() {
+    let mut control = ControlConfig::new("static").unwrap();
+    control.capacity_rpcs_per_s = Some(1000);
+    control.job_nodes = vec![
+        parse_job_nodes("small.1=1").unwrap(),
+        parse_job_nodes("big.2=3").unwrap(),
+    ];
+    let mut f = start(2, control).await;
+    wait_for_rules(&f, "two static rules", |r| r.len() == 2).await;
+    let r = rules(&f).await.unwrap();
+    let small = for_job(&r, "small.1").expect("rule for small.1");
+    let big = for_job(&r, "big.2").expect("rule for big.2");
+    // One domain of two OSTs at 1000 RPC/s each, shared 1:3.
+    assert_eq!((small.rate_rpcs_per_s, big.rate_rpcs_per_s), (500, 1500));
+    assert_eq!(tbf_state(&f).await, "started");
+
+    // A write the controller path refuses is refused to lctl alike.
+    let bad = format!("start {} jobid={{big.2}} rate=5", big.name);
+    let e = f
+        .ossd
+        .apply_control_write(&DomainWrite {
+            domain: DomainId(0),
+            write: ControlWrite::NrsTbfRule(bad.clone()),
+        })
+        .unwrap_err();
+    let (code, _, err) = lctl_set(&f, &format!("ost.OSS.ost_io.nrs_tbf_rule={bad}")).await;
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("EEXIST") && err.contains(&e.message),
+        "{err} vs {e}"
+    );
+
+    f.ossd.stop_control().await;
+    // The controller had started TBF: after it, FIFO again, so there is no rule listing.
+    let (code, _, err) = lctl_get(&f, "ost.OSS.ost_io.nrs_tbf_rule").await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("ENODEV"), "{err}");
+    assert_eq!(tbf_state(&f).await, "stopped");
+    f.ossd.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adaptbf_gives_an_active_job_a_rule_and_takes_it_back_when_idle() {
+    let mut control = ControlConfig::new("adaptbf:period_ms=50").unwrap();
+    control.capacity_rpcs_per_s = Some(2000);
+    let mut f = start(1, control).await;
+    // Setup switched the policy to TBF, with no job rules yet.
+    wait_for_rules(&f, "TBF started without rules", |r| r.is_empty()).await;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut client = OssClient::connect(f.ossd.local_addr(), KEY, Role::Client)
+        .await
+        .unwrap();
+    let writer_stop = stop.clone();
+    let writer = tokio::spawn(async move {
+        let id = ident("jobA");
+        let mut n = 0u64;
+        while !writer_stop.load(Ordering::Relaxed) {
+            client
+                .write(&id, 0, 7, (n % 256) * 4096, &[7; 4096], false)
+                .await
+                .unwrap();
+            n += 1;
+        }
+        n
+    });
+    wait_for_rules(&f, "a rule for jobA", |r| for_job(r, "jobA").is_some()).await;
+    stop.store(true, Ordering::Relaxed);
+    let written = writer.await.unwrap();
+    assert!(written > 0);
+    wait_for_rules(&f, "jobA's rule stopped", |r| for_job(r, "jobA").is_none()).await;
+    f.ossd.stop_control().await;
+    assert_eq!(tbf_state(&f).await, "stopped");
+    f.ossd.shutdown().await;
+}

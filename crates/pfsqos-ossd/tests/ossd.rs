@@ -1,0 +1,775 @@
+//! End-to-end tests of a real ossd on loopback (ephemeral ports, in-process). Synchronization
+//! is explicit: `Ossd::start` returns once listening, every client call returns once served.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use pfsqos_core::jobstats::{parse_lctl_job_stats, OstCounter};
+use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
+use pfsqos_core::sched::tbf::TbfRuleListing;
+use pfsqos_ops::lctl::{self, LctlArgs, LctlCommand};
+use pfsqos_ossd::{Ossd, OssdConfig};
+use pfsqos_wire::client::{ClientError, Identity, OssClient};
+use pfsqos_wire::conn::ConnError;
+use pfsqos_wire::protocol::{Errno, ProtocolError, Role, BULK_CHUNK_BYTES};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
+
+struct Fixture {
+    ossd: Ossd,
+    dirs: Vec<PathBuf>,
+    key_file: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+async fn start(osts: usize, tweak: impl FnOnce(&mut OssdConfig)) -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..osts)
+        .map(|i| tmp.path().join(format!("ost{i}")))
+        .collect();
+    let key_file = tmp.path().join("key");
+    std::fs::write(&key_file, [KEY, b"\n"].concat()).unwrap();
+    let mut cfg = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs.clone(), KEY.to_vec());
+    cfg.fsname = "testfs".into();
+    cfg.threads = 4;
+    tweak(&mut cfg);
+    Fixture {
+        ossd: Ossd::start(cfg).await.unwrap(),
+        dirs,
+        key_file,
+        _tmp: tmp,
+    }
+}
+
+fn ident(job: &str) -> Identity {
+    Identity {
+        job: JobId::new(job).unwrap(),
+        uid: 1000,
+        gid: 1000,
+        nid: Nid::ipv4(
+            192,
+            168,
+            1,
+            2,
+            LNet {
+                kind: NetKind::Tcp,
+                num: 0,
+            },
+        ),
+    }
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn sha(d: &[u8]) -> [u8; 32] {
+    Sha256::digest(d).into()
+}
+
+async fn client(f: &Fixture, role: Role) -> OssClient {
+    OssClient::connect(f.ossd.local_addr(), KEY, role)
+        .await
+        .unwrap()
+}
+
+async fn lctl_out(f: &Fixture, command: LctlCommand) -> (u8, String, String) {
+    let args = LctlArgs {
+        server: f.ossd.local_addr(),
+        key_file: f.key_file.clone(),
+        command,
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = lctl::run(&args, &mut out, &mut err).await;
+    (
+        code,
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    )
+}
+
+fn get(names: &[&str]) -> LctlCommand {
+    LctlCommand::GetParam {
+        names: names.iter().map(|s| s.to_string()).collect(),
+        values_only: false,
+    }
+}
+
+fn set(a: &str) -> LctlCommand {
+    LctlCommand::SetParam {
+        assignments: vec![a.to_string()],
+        values_only: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_written_are_read_back_intact() {
+    let f = start(2, |_| {}).await;
+    let mut c = client(&f, Role::Client).await;
+    assert_eq!(c.server().ost_count, 2);
+    let id = ident("dd.500");
+    let cases: [(u32, u64, u64, usize); 4] = [
+        (0, 1, 0, 1),
+        (0, 2, 4096, 1 << 20),
+        (1, 3, 0, BULK_CHUNK_BYTES + 5), // two bulk frames
+        (1, 4, 123, 64 << 20),           // the largest RPC: 8 bulk frames
+    ];
+    for (k, &(ost, obj, off, len)) in cases.iter().enumerate() {
+        let data = pattern(len, k as u8);
+        c.write(&id, ost, obj, off, &data, k % 2 == 0)
+            .await
+            .unwrap();
+        let back = c.read(&id, ost, obj, off, len as u64).await.unwrap();
+        assert_eq!(sha(&back), sha(&data), "object {obj}");
+        // And it is really in the OST directory's object file.
+        let on_disk = std::fs::read(
+            f.dirs[ost as usize]
+                .join("objects")
+                .join(format!("{obj:016x}")),
+        )
+        .unwrap();
+        assert_eq!(sha(&on_disk[off as usize..]), sha(&data));
+    }
+    // Reads stop at the end of the object; punch truncates; sync succeeds.
+    assert_eq!(c.read(&id, 0, 1, 0, 100).await.unwrap().len(), 1);
+    c.punch(&id, 0, 2, 10).await.unwrap();
+    assert_eq!(c.read(&id, 0, 2, 0, 100).await.unwrap(), vec![0; 10]);
+    c.sync(&id, 0, 2).await.unwrap();
+    match c.read(&id, 0, 99, 0, 1).await {
+        Err(ClientError::Remote(e)) => assert_eq!(e.errno, Errno::ENOENT),
+        other => panic!("{other:?}"),
+    }
+    // An OST index out of range is a protocol violation: the connection is closed...
+    match c.read(&id, 2, 1, 0, 1).await {
+        Err(ClientError::Conn(_)) => {}
+        other => panic!("{other:?}"),
+    }
+    // ...and the job_stats of OST0001 counted two writes and two reads of that job.
+    let mut admin = client(&f, Role::Lctl).await;
+    let p = admin
+        .get_param("obdfilter.testfs-OST0001.job_stats")
+        .await
+        .unwrap();
+    let text = format!("{}={}", p[0].name, p[0].value);
+    let parsed = parse_lctl_job_stats(&text).unwrap();
+    let e = &parsed[0].1[0];
+    assert_eq!(e.job_id.as_str(), "dd.500");
+    assert_eq!(e.counter(OstCounter::WriteBytes).samples, 2);
+    assert_eq!(
+        e.counter(OstCounter::WriteBytes).sum,
+        (BULK_CHUNK_BYTES + 5 + (64 << 20)) as u64
+    );
+    assert_eq!(e.counter(OstCounter::Read).samples, 2);
+    assert_eq!(e.write_hist.0[26], 1, "the 64 MiB write is in bucket 64M");
+    f.ossd.shutdown().await;
+}
+
+/// The job_stats of thousands of jobs is larger than one frame: values travel as bulk data
+/// and `get_param` fetches them name by name, so `lctl` still prints all of it, and it parses
+/// back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_stats_larger_than_a_frame_reach_lctl() {
+    use pfsqos_wire::protocol::FRAME_LEN_MAX_BYTES;
+    const JOBS: usize = 4_000;
+    let f = start(2, |_| {}).await;
+    let mut c = client(&f, Role::Client).await;
+    for j in 0..JOBS {
+        c.write(&ident(&format!("job{j:05}.1000")), 0, 1, 0, b"x", false)
+            .await
+            .unwrap();
+    }
+    c.write(&ident("other.1000"), 1, 2, 0, b"y", false)
+        .await
+        .unwrap();
+    let mut admin = client(&f, Role::Lctl).await;
+    let p = admin.get_param("obdfilter.*.job_stats").await.unwrap();
+    assert_eq!(p.len(), 2);
+    assert!(
+        p[0].value.len() > FRAME_LEN_MAX_BYTES,
+        "{} bytes: too few jobs to need more than one frame",
+        p[0].value.len()
+    );
+    let (code, out, err) = lctl_out(&f, get(&["obdfilter.*.job_stats"])).await;
+    assert_eq!(code, 0, "{err}");
+    let parsed = parse_lctl_job_stats(&out).unwrap();
+    assert_eq!(parsed.len(), 2);
+    assert_eq!(parsed[0].1.len(), JOBS);
+    assert_eq!(parsed[1].1.len(), 1);
+    assert_eq!(parsed[0].1[JOBS - 1].job_id.as_str(), "job03999.1000");
+    assert_eq!(parsed[0].1[JOBS - 1].counter(OstCounter::WriteBytes).sum, 1);
+    f.ossd.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_tbf_rule_limits_its_job_only() {
+    let f = start(1, |_| {}).await;
+    let (code, _, err) = lctl_out(&f, set("ost.OSS.ost_io.nrs_policies=tbf jobid")).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = lctl_out(
+        &f,
+        set("ost.OSS.ost_io.nrs_tbf_rule=start slow jobid={slow} rate=5"),
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "ost.OSS.ost_io.nrs_tbf_rule=start slow jobid={slow} rate=5\n"
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut slow = client(&f, Role::Client).await;
+    let slow_stop = stop.clone();
+    let started = Instant::now();
+    let slow_task = tokio::spawn(async move {
+        let id = ident("slow");
+        let mut n = 0u64;
+        while !slow_stop.load(Ordering::Relaxed) {
+            slow.write(&id, 0, 1, n * 4096, &[1; 4096], false)
+                .await
+                .unwrap();
+            n += 1;
+        }
+        n
+    });
+    let mut fast = client(&f, Role::Client).await;
+    let id = ident("fast");
+    const FAST_RPCS: u64 = 200;
+    for n in 0..FAST_RPCS {
+        fast.write(&id, 0, 2, n * 4096, &[2; 4096], false)
+            .await
+            .unwrap();
+    }
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let counts = f.ossd.dequeue_counts();
+    let fast_n = counts[&JobId::new("fast").unwrap()];
+    let slow_n = counts
+        .get(&JobId::new("slow").unwrap())
+        .copied()
+        .unwrap_or(0);
+    assert_eq!(fast_n, FAST_RPCS);
+    // TBF lets through at most depth (3) + rate x elapsed; a margin of 2 covers the request
+    // that was in flight when the clock was read.
+    let bound = 3.0 + 5.0 * elapsed_s + 2.0;
+    assert!(
+        (slow_n as f64) <= bound,
+        "slow job got {slow_n} RPCs in {elapsed_s:.3} s (bound {bound:.1})"
+    );
+    stop.store(true, Ordering::Relaxed);
+
+    // The listing shows the rule and parses back with the core's listing parser.
+    let (code, out, _) = lctl_out(&f, get(&["ost.OSS.ost_io.nrs_tbf_rule"])).await;
+    assert_eq!(code, 0);
+    assert!(out.starts_with("ost.OSS.ost_io.nrs_tbf_rule=\nregular_requests:\nCPT 0:\n"));
+    let listing = TbfRuleListing::parse(&out).unwrap();
+    let rules = &listing.regular[0].rules;
+    assert_eq!(rules[0].name, "slow");
+    assert_eq!(rules[0].conditions, "jobid={slow}");
+    assert_eq!(rules[0].rate_rpcs_per_s, 5);
+    assert_eq!(rules[0].refs, 1);
+    assert_eq!(rules.last().unwrap().name, "default");
+    assert!(listing.high_priority.is_some());
+
+    // job_stats through lctl parse back with the core's parser.
+    let (code, out, _) = lctl_out(&f, get(&["obdfilter.*.job_stats"])).await;
+    assert_eq!(code, 0);
+    let all = parse_lctl_job_stats(&out).unwrap();
+    assert_eq!(all[0].0, "obdfilter.testfs-OST0000.job_stats");
+    let fast_entry = all[0]
+        .1
+        .iter()
+        .find(|e| e.job_id.as_str() == "fast")
+        .unwrap();
+    assert_eq!(
+        fast_entry.counter(OstCounter::WriteBytes).samples,
+        FAST_RPCS
+    );
+    assert_eq!(fast_entry.write_hist.0[12], FAST_RPCS, "4K bucket");
+
+    // nrs_policies shows tbf jobid started.
+    let (_, out, _) = lctl_out(&f, get(&["ost.OSS.ost_io.nrs_policies"])).await;
+    assert!(out.starts_with("ost.OSS.ost_io.nrs_policies=\n\nregular_requests:\n"));
+    assert!(out.contains("  - name: tbf jobid\n    state: started\n"));
+    assert!(out.contains("high_priority_requests:\n"));
+
+    // Clearing one job, an unknown job (EINVAL), then everything.
+    let (code, _, _) = lctl_out(&f, set("obdfilter.testfs-OST0000.job_stats=fast")).await;
+    assert_eq!(code, 0);
+    let (code, _, err) = lctl_out(&f, set("obdfilter.testfs-OST0000.job_stats=nope")).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("Invalid argument (EINVAL)"), "{err}");
+    let served_slow = slow_task.await.unwrap();
+    assert!(served_slow >= 1);
+    let (_, _, _) = lctl_out(&f, set("obdfilter.*.job_stats=clear")).await;
+    let (_, out, _) = lctl_out(&f, get(&["obdfilter.*.job_stats"])).await;
+    assert_eq!(out, "obdfilter.testfs-OST0000.job_stats=\n");
+    f.ossd.shutdown().await;
+}
+
+async fn assert_still_serving(f: &Fixture) {
+    let mut c = client(f, Role::Client).await;
+    let id = ident("ok.1");
+    c.write(&id, 0, 77, 0, b"still here", true).await.unwrap();
+    assert_eq!(c.read(&id, 0, 77, 0, 64).await.unwrap(), b"still here");
+}
+
+/// Reads until the server closes; true if it did (EOF or reset) rather than timing out.
+async fn closed_by_server(s: &mut TcpStream) -> bool {
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        match s.read(&mut buf).await {
+            Ok(0) | Err(_) => return true,
+            Ok(_) => continue,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_input_closes_only_that_connection() {
+    let f = start(1, |_| {}).await;
+    let addr = f.ossd.local_addr();
+
+    // Arbitrary bytes instead of a hello.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(&[0, 0, 0, 5, 1, 2, 3, 4, 5, 9, 9])
+        .await
+        .unwrap();
+    assert!(closed_by_server(&mut s).await);
+    assert_still_serving(&f).await;
+
+    // A frame header announcing 4 GiB.
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(&[0xff, 0xff, 0xff, 0xff, 0]).await.unwrap();
+    assert!(closed_by_server(&mut s).await);
+    assert_still_serving(&f).await;
+
+    // Wrong protocol version: a clear rejection.
+    match OssClient::connect_with_version(addr, KEY, Role::Client, 99).await {
+        Err(ConnError::Protocol(ProtocolError::Rejected(r))) => {
+            assert!(r.contains("protocol version 99 not supported"), "{r}")
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    // Bad key: refused, and the key never crossed the wire (only MACs do).
+    match OssClient::connect(addr, b"wrong-key-wrong-key-wrong", Role::Lctl).await {
+        Err(ConnError::Protocol(ProtocolError::Rejected(r))) => {
+            assert!(r.contains("authentication failed"), "{r}")
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    assert_still_serving(&f).await;
+
+    // Invalid rule text: Lustre's errno, and the connection stays usable.
+    let mut admin = client(&f, Role::Lctl).await;
+    admin
+        .set_param("ost.OSS.ost_io.nrs_policies", "tbf jobid")
+        .await
+        .unwrap();
+    for (cmd, errno) in [
+        ("start bad!name jobid={x}", Errno::EINVAL),
+        ("start waytoolongrulename1 jobid={x}", Errno::ENAMETOOLONG),
+        ("stop default", Errno::EPERM),
+        ("change ghost rate=5", Errno::ENOENT),
+    ] {
+        match admin.set_param("ost.OSS.ost_io.nrs_tbf_rule", cmd).await {
+            Err(ClientError::Remote(e)) => assert_eq!(e.errno, errno, "{cmd}: {e}"),
+            other => panic!("{cmd}: {other:?}"),
+        }
+    }
+    let (code, _, err) = lctl_out(&f, set("ost.OSS.ost_io.nrs_tbf_rule=start a b c")).await;
+    assert_eq!(code, 1);
+    assert!(err.starts_with("error: set_param: setting ost.OSS.ost_io.nrs_tbf_rule=start a b c: Invalid argument (EINVAL)"), "{err}");
+    let (code, _, err) = lctl_out(&f, get(&["no.such.param"])).await;
+    assert_eq!(code, 1);
+    assert!(err.contains("No such file or directory"), "{err}");
+    assert_eq!(admin.get_param("ost.OSS.ost_io.*").await.unwrap().len(), 2);
+    let interval = "obdfilter.testfs-OST0000.job_cleanup_interval";
+    assert_eq!(admin.get_param(interval).await.unwrap()[0].value, "600\n");
+    match admin.set_param(interval, "soon").await {
+        Err(ClientError::Remote(e)) => assert_eq!(e.errno, Errno::EINVAL),
+        other => panic!("{other:?}"),
+    }
+    admin.set_param(interval, "0").await.unwrap();
+    assert_eq!(admin.get_param(interval).await.unwrap()[0].value, "0\n");
+
+    // A client may not set parameters; an lctl may not do I/O.
+    let mut c = client(&f, Role::Client).await;
+    match c.set_param("obdfilter.*.job_stats", "clear").await {
+        Err(ClientError::Remote(e)) => assert_eq!(e.errno, Errno::EPERM),
+        other => panic!("{other:?}"),
+    }
+    match admin.read(&ident("x"), 0, 1, 0, 1).await {
+        Err(ClientError::Remote(e)) => assert_eq!(e.errno, Errno::EPERM),
+        other => panic!("{other:?}"),
+    }
+
+    // Garbage after a good handshake: the server closes that connection.
+    for garbage in [vec![], vec![0xff; 3], vec![2, 0, 200, 200, 200]] {
+        let mut c = client(&f, Role::Mds).await;
+        c.send_raw_frame(garbage).await.unwrap();
+        assert!(c.next_frame().await.is_err());
+    }
+    // Seeded pseudo-random garbage, before and after a handshake.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..16 {
+        let len = (next() % 300) as usize;
+        let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        if round % 2 == 0 {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            let mut framed = (len as u32).to_be_bytes().to_vec();
+            framed.extend(&bytes);
+            s.write_all(&framed).await.unwrap();
+            assert!(closed_by_server(&mut s).await);
+        } else {
+            let mut c = client(&f, Role::Mds).await;
+            c.send_raw_frame(bytes).await.unwrap();
+            // Either a clean reply to a frame that happened to decode, or a close.
+            let _ = c.next_frame().await;
+        }
+    }
+    assert_still_serving(&f).await;
+
+    // A write whose bulk frame has the wrong size.
+    let mut c = client(&f, Role::Client).await;
+    let req = pfsqos_wire::protocol::encode(&pfsqos_wire::protocol::WireRequest::Io {
+        tag: 1,
+        io: pfsqos_wire::protocol::WireIo {
+            op: pfsqos_wire::protocol::IoOp::Write,
+            ost: 0,
+            object: 5,
+            offset: 0,
+            length: 10,
+            sync: false,
+            tags: pfsqos_wire::protocol::WireTags {
+                job: "j".into(),
+                uid: 0,
+                gid: 0,
+                nid: pfsqos_wire::protocol::WireNid {
+                    addr: 0,
+                    net_kind: 0,
+                    net_num: 0,
+                },
+            },
+        },
+    });
+    c.send_raw_frame(req).await.unwrap();
+    c.send_raw_frame(vec![0; 11]).await.unwrap();
+    assert!(c.next_frame().await.is_err());
+    assert_still_serving(&f).await;
+    f.ossd.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_queue_answers_ebusy() {
+    // One I/O thread held by a 1-RPC/s rule and a queue of one: the third request must bounce.
+    let f = start(1, |c| {
+        c.threads = 1;
+        c.queue_depth_max = 1;
+    })
+    .await;
+    let mut admin = client(&f, Role::Lctl).await;
+    admin
+        .set_param("ost.OSS.ost_io.nrs_policies", "tbf jobid")
+        .await
+        .unwrap();
+    admin
+        .set_param(
+            "ost.OSS.ost_io.nrs_tbf_rule",
+            "start hold jobid={hold} rate=1",
+        )
+        .await
+        .unwrap();
+    // Use up the bucket's depth (3 tokens) so the next request waits about a second.
+    let mut c = client(&f, Role::Client).await;
+    for _ in 0..3 {
+        c.write(&ident("hold"), 0, 1, 0, b"x", false).await.unwrap();
+    }
+    let waiter = {
+        let mut c = client(&f, Role::Client).await;
+        tokio::spawn(async move { c.write(&ident("hold"), 0, 1, 0, b"y", false).await })
+    };
+    // Poll (bounded) until the waiting request is queued, via the policies file.
+    let mut queued = false;
+    for _ in 0..1000 {
+        let p = admin
+            .get_param("ost.OSS.ost_io.nrs_policies")
+            .await
+            .unwrap();
+        if p[0]
+            .value
+            .contains("name: tbf jobid\n    state: started\n    fallback: no\n    queued: 1 ")
+        {
+            queued = true;
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(queued, "the throttled request never showed as queued");
+    match c.write(&ident("other"), 0, 2, 0, b"z", false).await {
+        Err(ClientError::Remote(e)) => assert_eq!(e.errno, Errno::EBUSY),
+        other => panic!("{other:?}"),
+    }
+    waiter.await.unwrap().unwrap();
+    f.ossd.shutdown().await;
+}
+
+/// The server answers pipelined requests by tag; a throttled request does not hold back the
+/// replies of requests the scheduler lets through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_requests_are_answered_by_tag() {
+    use pfsqos_wire::conn::{client_handshake, Reader, Writer};
+    use pfsqos_wire::protocol::{
+        decode_reply, IoOp, ReplyBody, WireIo, WireNid, WireRequest, WireTags, PROTOCOL_VERSION,
+    };
+    let f = start(1, |c| c.threads = 2).await;
+    let mut admin = client(&f, Role::Lctl).await;
+    admin
+        .set_param("ost.OSS.ost_io.nrs_policies", "tbf jobid")
+        .await
+        .unwrap();
+    admin
+        .set_param(
+            "ost.OSS.ost_io.nrs_tbf_rule",
+            "start hold jobid={hold} rate=1",
+        )
+        .await
+        .unwrap();
+    let stream = TcpStream::connect(f.ossd.local_addr()).await.unwrap();
+    let (r, w) = stream.into_split();
+    let (mut r, mut w) = (Reader::new(r), Writer::new(w));
+    client_handshake(&mut r, &mut w, KEY, Role::Client, PROTOCOL_VERSION)
+        .await
+        .unwrap();
+    let req = |tag: u64, job: &str| WireRequest::Io {
+        tag,
+        io: WireIo {
+            op: IoOp::Write,
+            ost: 0,
+            object: tag,
+            offset: 0,
+            length: 3,
+            sync: false,
+            tags: WireTags {
+                job: job.into(),
+                uid: 0,
+                gid: 0,
+                nid: WireNid {
+                    addr: 0,
+                    net_kind: 0,
+                    net_num: 0,
+                },
+            },
+        },
+    };
+    // Four `hold` writes (depth 3: the fourth waits about a second), then one `free` write.
+    for tag in 1..=4 {
+        w.msg_with_bulk(&req(tag, "hold"), b"abc").await.unwrap();
+    }
+    w.msg_with_bulk(&req(5, "free"), b"abc").await.unwrap();
+    let mut order = Vec::new();
+    for _ in 0..5 {
+        let reply = decode_reply(&r.frame().await.unwrap()).unwrap();
+        assert_eq!(reply.result, Ok(ReplyBody::Done));
+        order.push(reply.tag);
+    }
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, [1, 2, 3, 4, 5]);
+    assert_eq!(
+        *order.last().unwrap(),
+        4,
+        "the throttled request is answered last: {order:?}"
+    );
+    f.ossd.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_limit_are_closed() {
+    let f = start(1, |c| c.connections_max = 1).await;
+    let mut first = client(&f, Role::Client).await;
+    match OssClient::connect(f.ossd.local_addr(), KEY, Role::Client).await {
+        Err(ConnError::Closed) | Err(ConnError::Io(_)) => {}
+        other => panic!("second connection: {:?}", other.err()),
+    }
+    // The first one is unaffected, and its slot is reused once it is gone.
+    let id = ident("a");
+    first.write(&id, 0, 1, 0, b"x", false).await.unwrap();
+    drop(first);
+    let mut ok = false;
+    for _ in 0..1000 {
+        if OssClient::connect(f.ossd.local_addr(), KEY, Role::Client)
+            .await
+            .is_ok()
+        {
+            ok = true;
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(ok, "the freed connection slot was never reused");
+    f.ossd.shutdown().await;
+}
+
+/// Pages of `path` in the page cache (mincore over a read-only mapping, which faults nothing in).
+fn resident_pages(path: &std::path::Path) -> usize {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    let page = 4096;
+    let mut vec = vec![0u8; len.div_ceil(page)];
+    // SAFETY: a fresh read-only shared mapping of `len` bytes of an open file, unmapped
+    // before return; `vec` has one byte per page of it, as mincore asks.
+    unsafe {
+        let addr = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(addr, libc::MAP_FAILED);
+        assert_eq!(libc::mincore(addr, len, vec.as_mut_ptr()), 0);
+        libc::munmap(addr, len);
+    }
+    vec.iter().filter(|&&v| v & 1 == 1).count()
+}
+
+/// Whole aligned writes go straight to the device: none of their pages is left in the OST's
+/// page cache. Unaligned writes, and every write of an ossd with `buffered_writes`, go through
+/// the page cache. The bytes read back are those written either way, also where an aligned
+/// write lands on bytes an unaligned one left dirty in the page cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aligned_writes_bypass_the_page_cache_unless_buffered() {
+    for buffered in [false, true] {
+        let f = start(1, |c| c.buffered_writes = buffered).await;
+        let mut c = client(&f, Role::Client).await;
+        let id = ident("dd.0");
+        let object = |o: u64| f.dirs[0].join("objects").join(format!("{o:016x}"));
+        let aligned = pattern(1 << 20, 1);
+        c.write(&id, 0, 1, 4096, &aligned, false).await.unwrap();
+        let unaligned = pattern(10_000, 2);
+        c.write(&id, 0, 2, 100, &unaligned, false).await.unwrap();
+        // Object 3: dirty unaligned bytes, then an aligned write over part of them.
+        c.write(&id, 0, 3, 0, &pattern(3 * 4096 + 7, 3), false)
+            .await
+            .unwrap();
+        let over = pattern(2 * 4096, 4);
+        c.write(&id, 0, 3, 4096, &over, false).await.unwrap();
+
+        let pages = |o| resident_pages(&object(o));
+        if buffered {
+            assert_eq!(
+                pages(1),
+                256,
+                "buffered: the aligned write is cached (page 0 is a hole)"
+            );
+        } else {
+            assert_eq!(
+                pages(1),
+                0,
+                "direct: nothing of the aligned write is cached"
+            );
+        }
+        assert_eq!(pages(2), 3, "the unaligned write is cached either way");
+
+        let back = c.read(&id, 0, 1, 0, 4096 + (1 << 20)).await.unwrap();
+        assert_eq!(back[..4096], [0; 4096]);
+        assert_eq!(sha(&back[4096..]), sha(&aligned));
+        let back = c.read(&id, 0, 2, 100, 10_000).await.unwrap();
+        assert_eq!(sha(&back), sha(&unaligned));
+        let mut expect = pattern(3 * 4096 + 7, 3);
+        expect[4096..3 * 4096].copy_from_slice(&over);
+        let back = c.read(&id, 0, 3, 0, 1 << 20).await.unwrap();
+        assert_eq!(sha(&back), sha(&expect));
+        f.ossd.shutdown().await;
+    }
+}
+
+/// A ramfs mounted for the length of a test (ramfs refuses `O_DIRECT`); needs root.
+struct RamFs(std::ffi::CString);
+
+impl RamFs {
+    fn mount(dir: &std::path::Path) -> RamFs {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        // SAFETY: NUL-terminated strings that outlive the call; no data argument.
+        let rc = unsafe {
+            libc::mount(
+                c"none".as_ptr(),
+                path.as_ptr(),
+                c"ramfs".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        assert_eq!(
+            rc,
+            0,
+            "mounting a ramfs on {} failed ({}): this test needs root",
+            dir.display(),
+            std::io::Error::last_os_error()
+        );
+        RamFs(path)
+    }
+}
+
+impl Drop for RamFs {
+    fn drop(&mut self) {
+        // SAFETY: a NUL-terminated path; a lazy unmount cannot leave the test's files behind
+        // in use.
+        unsafe { libc::umount2(self.0.as_ptr(), libc::MNT_DETACH) };
+    }
+}
+
+/// An OST on a file system that refuses `O_DIRECT` still takes whole aligned writes: the
+/// ossd falls back to the page cache for that OST, and every byte reads back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ost_that_refuses_direct_io_falls_back_to_the_page_cache() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let ram = tmp.path().join("ram");
+    std::fs::create_dir(&ram).unwrap();
+    let _ramfs = RamFs::mount(&ram);
+    let refused = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(ram.join("probe"));
+    assert_eq!(
+        refused.map(|_| ()).map_err(|e| e.raw_os_error()),
+        Err(Some(libc::EINVAL)),
+        "ramfs refuses O_DIRECT"
+    );
+    let mut cfg = OssdConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![ram.join("ost0")],
+        KEY.to_vec(),
+    );
+    cfg.threads = 2;
+    let ossd = Ossd::start(cfg).await.unwrap();
+    let mut c = OssClient::connect(ossd.local_addr(), KEY, Role::Client)
+        .await
+        .unwrap();
+    let id = ident("dd.0");
+    let a = pattern(1 << 20, 5);
+    let b = pattern(2 << 20, 6);
+    c.write(&id, 0, 1, 0, &a, false).await.unwrap();
+    c.write(&id, 0, 1, 1 << 20, &b, true).await.unwrap();
+    let back = c.read(&id, 0, 1, 0, 3 << 20).await.unwrap();
+    assert_eq!(sha(&back), sha(&[a, b].concat()));
+    ossd.shutdown().await;
+}

@@ -1,0 +1,593 @@
+//! A simple OSS client: one request at a time on one connection. Used by `lctl` and the tests;
+//! the protocol allows pipelining (tags), which a later FUSE client can use.
+
+use std::net::SocketAddr;
+
+use pfsqos_core::model::{JobId, Nid};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+use crate::conn::{self, ConnError, Reader, ServerInfo, Writer, HANDSHAKE_TIMEOUT};
+use crate::mds::{
+    decode_mds_reply, Attr, DirPage, FileLayout, MdsOp, MdsReplyBody, MdsRequest, Owner, SetAttr,
+    StatFs, StripeSpec,
+};
+use crate::protocol::*;
+
+/// A failed request: the connection failed, or the server answered an error.
+#[derive(Debug)]
+pub enum ClientError {
+    Conn(ConnError),
+    Remote(RemoteError),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ClientError::Conn(e) => write!(f, "{e}"),
+            ClientError::Remote(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+impl From<ConnError> for ClientError {
+    fn from(e: ConnError) -> Self {
+        ClientError::Conn(e)
+    }
+}
+
+impl From<ProtocolError> for ClientError {
+    fn from(e: ProtocolError) -> Self {
+        ClientError::Conn(e.into())
+    }
+}
+
+/// Who issues the I/O: the TBF classification fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub job: JobId,
+    pub uid: u32,
+    pub gid: u32,
+    pub nid: Nid,
+}
+
+impl Identity {
+    /// Job `job`, uid and gid 0, from 127.0.0.1@tcp: the identity the unit tests of this crate
+    /// and of the daemons use. Panics on an invalid job id.
+    pub fn test(job: &str) -> Identity {
+        use pfsqos_core::model::{LNet, NetKind};
+        let tcp = LNet {
+            kind: NetKind::Tcp,
+            num: 0,
+        };
+        Identity {
+            job: JobId::new(job).expect("a valid test job id"),
+            uid: 0,
+            gid: 0,
+            nid: Nid::ipv4(127, 0, 0, 1, tcp),
+        }
+    }
+
+    fn wire(&self) -> WireTags {
+        WireTags {
+            job: self.job.as_str().to_string(),
+            uid: self.uid,
+            gid: self.gid,
+            nid: self.nid.into(),
+        }
+    }
+}
+
+pub struct OssClient {
+    reader: Reader<OwnedReadHalf>,
+    writer: Writer<OwnedWriteHalf>,
+    info: ServerInfo,
+    next_tag: u64,
+}
+
+impl OssClient {
+    pub async fn connect(addr: SocketAddr, key: &[u8], role: Role) -> Result<Self, ConnError> {
+        Self::connect_with_version(addr, key, role, PROTOCOL_VERSION).await
+    }
+
+    /// Connects speaking protocol `version` (tests use a wrong one).
+    pub async fn connect_with_version(
+        addr: SocketAddr,
+        key: &[u8],
+        role: Role,
+        version: u16,
+    ) -> Result<Self, ConnError> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (r, w) = stream.into_split();
+        let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
+        let info = timeout(
+            HANDSHAKE_TIMEOUT,
+            conn::client_handshake(&mut reader, &mut writer, key, role, version),
+        )
+        .await
+        .map_err(|_| ConnError::Timeout)??;
+        Ok(OssClient {
+            reader,
+            writer,
+            info,
+            next_tag: 1,
+        })
+    }
+
+    pub fn server(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    fn tag(&mut self) -> u64 {
+        self.next_tag += 1;
+        self.next_tag
+    }
+
+    async fn reply(&mut self, tag: u64) -> Result<ReplyBody, ClientError> {
+        let reply = decode_reply(&self.reader.frame().await?)?;
+        if reply.tag != tag {
+            return Err(ProtocolError::Invalid(format!(
+                "reply tag {} for request {tag}",
+                reply.tag
+            ))
+            .into());
+        }
+        reply.result.map_err(ClientError::Remote)
+    }
+
+    /// Writes `data` at `offset` without copying it (see [`OssClient::write`]).
+    pub async fn write_bytes(
+        &mut self,
+        id: &Identity,
+        ost: u32,
+        object: u64,
+        offset: u64,
+        data: bytes::Bytes,
+        sync: bool,
+    ) -> Result<(), ClientError> {
+        let tag = self.tag();
+        let io = WireIo {
+            op: IoOp::Write,
+            ost,
+            object,
+            offset,
+            length: data.len() as u64,
+            sync,
+            tags: id.wire(),
+        };
+        self.writer
+            .msg_with_bulk_bytes(&WireRequest::Io { tag, io }, data)
+            .await?;
+        self.reply(tag).await.map(|_| ())
+    }
+
+    /// Reads up to `length` bytes at `offset` as `Bytes` (no copy for reads up to 8 MiB).
+    pub async fn read_bytes(
+        &mut self,
+        id: &Identity,
+        ost: u32,
+        object: u64,
+        offset: u64,
+        length: u64,
+    ) -> Result<bytes::Bytes, ClientError> {
+        let io = WireIo {
+            op: IoOp::Read,
+            ost,
+            object,
+            offset,
+            length,
+            sync: false,
+            tags: id.wire(),
+        };
+        match self.io(io, None).await? {
+            ReplyBody::Read { length: got } if got <= length => {
+                Ok(self.reader.bulk_bytes(got).await?)
+            }
+            other => Err(ProtocolError::Invalid(format!("read answered with {other:?}")).into()),
+        }
+    }
+
+    async fn io(&mut self, io: WireIo, data: Option<&[u8]>) -> Result<ReplyBody, ClientError> {
+        let tag = self.tag();
+        let req = WireRequest::Io { tag, io };
+        match data {
+            Some(d) => self.writer.msg_with_bulk(&req, d).await?,
+            None => self.writer.msg(&req).await?,
+        }
+        self.reply(tag).await
+    }
+
+    /// Writes `data` at `offset`; returns once the server has it in the file (and on stable
+    /// storage when `sync`).
+    pub async fn write(
+        &mut self,
+        id: &Identity,
+        ost: u32,
+        object: u64,
+        offset: u64,
+        data: &[u8],
+        sync: bool,
+    ) -> Result<(), ClientError> {
+        let io = WireIo {
+            op: IoOp::Write,
+            ost,
+            object,
+            offset,
+            length: data.len() as u64,
+            sync,
+            tags: id.wire(),
+        };
+        self.io(io, Some(data)).await.map(|_| ())
+    }
+
+    /// Reads up to `length` bytes at `offset` (fewer at the end of the object).
+    pub async fn read(
+        &mut self,
+        id: &Identity,
+        ost: u32,
+        object: u64,
+        offset: u64,
+        length: u64,
+    ) -> Result<Vec<u8>, ClientError> {
+        let io = WireIo {
+            op: IoOp::Read,
+            ost,
+            object,
+            offset,
+            length,
+            sync: false,
+            tags: id.wire(),
+        };
+        match self.io(io, None).await? {
+            ReplyBody::Read { length: got } if got <= length => Ok(self.reader.bulk(got).await?),
+            other => Err(ProtocolError::Invalid(format!("read answered with {other:?}")).into()),
+        }
+    }
+
+    /// Truncates the object to `size` bytes.
+    pub async fn punch(
+        &mut self,
+        id: &Identity,
+        ost: u32,
+        object: u64,
+        size: u64,
+    ) -> Result<(), ClientError> {
+        let io = WireIo {
+            op: IoOp::Punch,
+            ost,
+            object,
+            offset: size,
+            length: 0,
+            sync: false,
+            tags: id.wire(),
+        };
+        self.io(io, None).await.map(|_| ())
+    }
+
+    pub async fn sync(&mut self, id: &Identity, ost: u32, object: u64) -> Result<(), ClientError> {
+        let io = WireIo {
+            op: IoOp::Sync,
+            ost,
+            object,
+            offset: 0,
+            length: 0,
+            sync: true,
+            tags: id.wire(),
+        };
+        self.io(io, None).await.map(|_| ())
+    }
+
+    /// `lctl get_param PATTERN`: matching parameters in name order. The names come first,
+    /// then each value in a request of its own, so that a pattern matching many large values
+    /// (`obdfilter.*.job_stats` with thousands of jobs) never needs one oversized reply.
+    pub async fn get_param(&mut self, pattern: &str) -> Result<Vec<Param>, ClientError> {
+        let names = self.list_params(pattern).await?;
+        let mut params = Vec::with_capacity(names.len());
+        for name in names {
+            let mut got = self.get_params_at_once(&name).await?;
+            match (got.pop(), got.is_empty()) {
+                (Some(p), true) if p.name == name => params.push(p),
+                _ => {
+                    return Err(ProtocolError::Invalid(format!(
+                        "get_param {name} answered with other parameters"
+                    ))
+                    .into())
+                }
+            }
+        }
+        Ok(params)
+    }
+
+    /// Sends the parameter request `make(tag)` and returns its reply.
+    async fn param_request(
+        &mut self,
+        make: impl FnOnce(u64) -> WireRequest,
+    ) -> Result<ReplyBody, ClientError> {
+        let tag = self.tag();
+        self.writer.msg(&make(tag)).await?;
+        self.reply(tag).await
+    }
+
+    /// The names of the parameters `pattern` matches, in name order.
+    pub async fn list_params(&mut self, pattern: &str) -> Result<Vec<String>, ClientError> {
+        let pattern = pattern.to_string();
+        match self
+            .param_request(|tag| WireRequest::ListParams { tag, pattern })
+            .await?
+        {
+            ReplyBody::Names(n) => Ok(n),
+            other => Err(ProtocolError::Invalid(format!("list_params answered {other:?}")).into()),
+        }
+    }
+
+    /// Every parameter `pattern` matches, in one reply (`EOVERFLOW` when their values exceed
+    /// [`PARAM_REPLY_BYTES_MAX`]).
+    pub async fn get_params_at_once(&mut self, pattern: &str) -> Result<Vec<Param>, ClientError> {
+        let pattern = pattern.to_string();
+        let body = self
+            .param_request(|tag| WireRequest::GetParam { tag, pattern })
+            .await?;
+        self.params(body, "get_param").await
+    }
+
+    /// Reads the values that follow a `Params` reply.
+    async fn params(&mut self, body: ReplyBody, what: &str) -> Result<Vec<Param>, ClientError> {
+        match body {
+            ReplyBody::Params(headers) => {
+                let values = self.reader.bulk(params_bulk_len(&headers)).await?;
+                Ok(params_from_wire(headers, &values)?)
+            }
+            other => Err(ProtocolError::Invalid(format!("{what} answered {other:?}")).into()),
+        }
+    }
+
+    /// `lctl set_param PATTERN=VALUE`: the parameters that were set.
+    pub async fn set_param(
+        &mut self,
+        pattern: &str,
+        value: &str,
+    ) -> Result<Vec<Param>, ClientError> {
+        let (pattern, value) = (pattern.to_string(), value.to_string());
+        let body = self
+            .param_request(|tag| WireRequest::SetParam {
+                tag,
+                pattern,
+                value,
+            })
+            .await?;
+        self.params(body, "set_param").await
+    }
+
+    /// Sends raw bytes as one frame (tests of hostile input).
+    pub async fn send_raw_frame(&mut self, body: Vec<u8>) -> Result<(), ConnError> {
+        self.writer.frame(body).await
+    }
+
+    /// Waits for the next frame (tests: to see the server close the connection).
+    pub async fn next_frame(&mut self) -> Result<Vec<u8>, ConnError> {
+        Ok(self.reader.frame().await?.to_vec())
+    }
+}
+
+/// A metadata client: one request at a time on one connection. Every call is one MDS
+/// operation; errors the server answers come back as [`ClientError::Remote`] with the errno.
+pub struct MdsClient {
+    reader: Reader<OwnedReadHalf>,
+    writer: Writer<OwnedWriteHalf>,
+    info: ServerInfo,
+    next_tag: u64,
+}
+
+impl MdsClient {
+    pub async fn connect(addr: SocketAddr, key: &[u8]) -> Result<Self, ConnError> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (r, w) = stream.into_split();
+        let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
+        let info = timeout(
+            HANDSHAKE_TIMEOUT,
+            conn::client_handshake(
+                &mut reader,
+                &mut writer,
+                key,
+                Role::Client,
+                PROTOCOL_VERSION,
+            ),
+        )
+        .await
+        .map_err(|_| ConnError::Timeout)??;
+        Ok(MdsClient {
+            reader,
+            writer,
+            info,
+            next_tag: 1,
+        })
+    }
+
+    /// File system name and total OST count from the handshake.
+    pub fn server(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    /// Sends one operation and waits for its reply.
+    pub async fn call(&mut self, op: MdsOp) -> Result<MdsReplyBody, ClientError> {
+        self.next_tag += 1;
+        let tag = self.next_tag;
+        self.writer.msg(&MdsRequest { tag, op }).await?;
+        let reply = decode_mds_reply(&self.reader.frame().await?)?;
+        if reply.tag != tag {
+            return Err(ProtocolError::Invalid(format!(
+                "reply tag {} for request {tag}",
+                reply.tag
+            ))
+            .into());
+        }
+        reply.result.map_err(ClientError::Remote)
+    }
+
+    fn unexpected<T>(what: &str, body: MdsReplyBody) -> Result<T, ClientError> {
+        Err(ProtocolError::Invalid(format!("{what} answered {body:?}")).into())
+    }
+
+    pub async fn create(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        owner: Owner,
+        stripe: Option<StripeSpec>,
+    ) -> Result<(Attr, FileLayout), ClientError> {
+        let op = MdsOp::Create {
+            parent,
+            name: name.to_vec(),
+            owner,
+            stripe,
+        };
+        match self.call(op).await? {
+            MdsReplyBody::Created(a, l) => Ok((a, l)),
+            b => Self::unexpected("create", b),
+        }
+    }
+
+    pub async fn mkdir(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        owner: Owner,
+    ) -> Result<Attr, ClientError> {
+        let op = MdsOp::Mkdir {
+            parent,
+            name: name.to_vec(),
+            owner,
+        };
+        self.attr("mkdir", op).await
+    }
+
+    async fn attr(&mut self, what: &str, op: MdsOp) -> Result<Attr, ClientError> {
+        match self.call(op).await? {
+            MdsReplyBody::Attr(a) => Ok(a),
+            b => Self::unexpected(what, b),
+        }
+    }
+
+    pub async fn lookup(&mut self, parent: u64, name: &[u8]) -> Result<Attr, ClientError> {
+        let op = MdsOp::Lookup {
+            parent,
+            name: name.to_vec(),
+        };
+        self.attr("lookup", op).await
+    }
+
+    pub async fn getattr(&mut self, ino: u64) -> Result<Attr, ClientError> {
+        self.attr("getattr", MdsOp::GetAttr { ino }).await
+    }
+
+    /// Changes attributes; a size change is a truncate the MDS records. Punching the objects
+    /// on the OSSs (with [`OssClient::punch`]) is the caller's job.
+    pub async fn setattr(&mut self, ino: u64, set: SetAttr) -> Result<Attr, ClientError> {
+        self.attr("setattr", MdsOp::SetAttr { ino, set }).await
+    }
+
+    pub async fn layout(&mut self, ino: u64) -> Result<FileLayout, ClientError> {
+        match self.call(MdsOp::GetLayout { ino }).await? {
+            MdsReplyBody::Layout(l) => Ok(l),
+            b => Self::unexpected("layout", b),
+        }
+    }
+
+    /// One page of at most `max` entries after cursor `after` (0 to start).
+    pub async fn readdir(
+        &mut self,
+        dir: u64,
+        after: u64,
+        max: u32,
+    ) -> Result<DirPage, ClientError> {
+        match self.call(MdsOp::ReadDir { dir, after, max }).await? {
+            MdsReplyBody::Dir(p) => Ok(p),
+            b => Self::unexpected("readdir", b),
+        }
+    }
+
+    /// Removes a file; returns its layout so the caller can destroy the objects.
+    pub async fn unlink(&mut self, parent: u64, name: &[u8]) -> Result<FileLayout, ClientError> {
+        let op = MdsOp::Unlink {
+            parent,
+            name: name.to_vec(),
+        };
+        match self.call(op).await? {
+            MdsReplyBody::Removed(Some(l)) => Ok(l),
+            b => Self::unexpected("unlink", b),
+        }
+    }
+
+    pub async fn rmdir(&mut self, parent: u64, name: &[u8]) -> Result<(), ClientError> {
+        let op = MdsOp::Rmdir {
+            parent,
+            name: name.to_vec(),
+        };
+        match self.call(op).await? {
+            MdsReplyBody::Done => Ok(()),
+            b => Self::unexpected("rmdir", b),
+        }
+    }
+
+    /// Returns the layout of a file the rename replaced, whose objects the caller destroys.
+    pub async fn rename(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        new_parent: u64,
+        new_name: &[u8],
+    ) -> Result<Option<FileLayout>, ClientError> {
+        let op = MdsOp::Rename {
+            parent,
+            name: name.to_vec(),
+            new_parent,
+            new_name: new_name.to_vec(),
+        };
+        match self.call(op).await? {
+            MdsReplyBody::Removed(l) => Ok(l),
+            b => Self::unexpected("rename", b),
+        }
+    }
+
+    /// `lfs setstripe` on a directory (`None` clears it).
+    pub async fn set_dir_stripe(
+        &mut self,
+        dir: u64,
+        spec: Option<StripeSpec>,
+    ) -> Result<(), ClientError> {
+        match self.call(MdsOp::SetDirStripe { dir, spec }).await? {
+            MdsReplyBody::Done => Ok(()),
+            b => Self::unexpected("setstripe", b),
+        }
+    }
+
+    pub async fn dir_stripe(&mut self, dir: u64) -> Result<Option<StripeSpec>, ClientError> {
+        match self.call(MdsOp::GetDirStripe { dir }).await? {
+            MdsReplyBody::DirStripe(s) => Ok(s),
+            b => Self::unexpected("getstripe", b),
+        }
+    }
+
+    /// File system name, OSTs with their ossd addresses, inode counts, default layout.
+    pub async fn statfs(&mut self) -> Result<StatFs, ClientError> {
+        match self.call(MdsOp::StatFs).await? {
+            MdsReplyBody::StatFs(s) => Ok(s),
+            b => Self::unexpected("statfs", b),
+        }
+    }
+
+    /// Sends raw bytes as one frame (tests of hostile input).
+    pub async fn send_raw_frame(&mut self, body: Vec<u8>) -> Result<(), ConnError> {
+        self.writer.frame(body).await
+    }
+
+    /// Waits for the next frame (tests: to see the server close the connection).
+    pub async fn next_frame(&mut self) -> Result<Vec<u8>, ConnError> {
+        Ok(self.reader.frame().await?.to_vec())
+    }
+}

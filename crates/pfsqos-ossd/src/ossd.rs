@@ -5,18 +5,20 @@
 //! # Request path
 //! ```text
 //! connection task (tokio)            CPT k (std threads)                 OST directory
-//!  read frame, validate  --submit-->  Nrs<Pending>::enqueue (wall ns)
-//!  read bulk (writes)                 I/O thread: dequeue / throttle wait
+//!  read frame, validate  --submit-->  CptService::arrive (wall ns, cost = bytes)
+//!  read bulk (writes)                 I/O thread: dispatch / throttle wait
 //!                                     pacer (ceiling), write, splice/pread, fsync  ----> file
-//!  reply (+bulk) <--oneshot---------  job_stats update, reply
+//!  reply (+bulk) <--oneshot---------  job_stats update, CptService::complete, reply
 //! ```
 //! Like Lustre's ost_io service, the OSS has one NRS head per CPU partition (CPT), a regular
 //! and a high-priority one; requests enter the regular head of the CPT their connection is
 //! bound to (connection id modulo CPT count). The HP heads exist so that the parameter files
-//! look like Lustre's; nothing is queued on them. The I/O threads of a CPT are its service
-//! threads: each asks the head for work (`dequeue` with the monotonic clock in ns since the
-//! daemon started), sleeps on a condition variable until the throttle deadline when TBF says
-//! `Throttled`, and is woken by every enqueue, since an arrival can move the deadline earlier.
+//! look like Lustre's; nothing is queued on them. Each CPT is a `pfsqos_node::oss::CptService`,
+//! the very code the simulator's engine drives on virtual time: its I/O threads ask it for work
+//! (`dispatch` with the monotonic clock in ns since the daemon started), sleep on a condition
+//! variable until the throttle deadline when it answers `Wait`, and are woken by every
+//! enqueue, since an arrival can move the deadline earlier; a finished request is reported with
+//! its cost (`complete`), which frees the thread.
 //!
 //! With `OssdConfig::control` set, a control thread runs a `pfsqos_core` controller against
 //! the daemon and writes its decisions through the same path as `lctl set_param`
@@ -70,14 +72,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context};
-use pfsqos_core::control::{ControlWrite, DomainWrite};
+use pfsqos_core::control::{ControlWrite, DomainId, DomainWrite};
 use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
 use pfsqos_core::model::JobId;
 use pfsqos_core::sched::nrs::{nrs_policies_yaml, tbf_rule_listing, ActiveRpcs, Nrs, NrsError};
 use pfsqos_core::sched::tbf::version::LustreVersion;
 use pfsqos_core::sched::tbf::{NrsQueue, TbfConfig};
-use pfsqos_core::sched::{Dequeue, RequestScheduler};
-use pfsqos_node::oss::apply_write;
+
+use pfsqos_node::oss::{apply_write, CptService, Dispatch};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tracing::{debug, info, warn};
@@ -235,11 +237,17 @@ struct Pending {
 /// Most distinct jobs whose dequeues are counted per CPT (a bound on outside input).
 const DEQUEUE_COUNT_JOBS_MAX: usize = 4096;
 
+/// Head indices in a CPT's service: requests enter the regular head; the HP head exists so
+/// the parameter files look like Lustre's.
+const REG_HEAD: usize = 0;
+const HP_HEAD: usize = 1;
+/// The ossd's one scheduling domain: every OST of the OSS, as Lustre's `ost_io` service.
+const DOMAIN: DomainId = DomainId(0);
+
 struct CptState {
-    reg: Nrs<Pending>,
-    hp: Nrs<Pending>,
-    /// Requests being served by this CPT's threads.
-    active: u64,
+    /// The partition's heads and threads: the same `pfsqos_node::oss::CptService` the
+    /// simulator's engine drives, here under the partition's lock with the monotonic clock.
+    svc: CptService<Pending>,
     dequeued: BTreeMap<JobId, u64>,
     shutdown: bool,
 }
@@ -483,7 +491,7 @@ impl Shared {
             if st.shutdown {
                 return Err(RemoteError::new(Errno::ENODEV, "OSS is shutting down"));
             }
-            if st.reg.queued() >= self.queue_depth_max {
+            if st.svc.queued() >= self.queue_depth_max as u64 {
                 return Err(RemoteError::new(
                     Errno::EBUSY,
                     format!("{} requests already queued", self.queue_depth_max),
@@ -491,8 +499,18 @@ impl Shared {
             }
             let tags = io.tags;
             let ost = &self.osts[io.ost as usize];
-            st.reg
-                .enqueue(self.now_ns(), &tags, Pending { io, data, done });
+            // A bulk RPC costs its bytes; punch and sync move none.
+            let cost_bytes = match io.op {
+                IoOp::Write | IoOp::Read => io.length,
+                _ => 0,
+            };
+            st.svc.arrive(
+                self.now_ns(),
+                REG_HEAD,
+                &tags,
+                cost_bytes,
+                Pending { io, data, done },
+            );
             ost.queued.fetch_add(1, Ordering::Relaxed);
             if !tags.job.is_empty() {
                 let mut arrived = lock(&ost.arrived);
@@ -516,27 +534,27 @@ impl Shared {
                         return;
                     }
                     let now = self.now_ns();
-                    if st.reg.timer_deadline_ns().is_some_and(|d| d <= now) {
-                        st.reg.on_timer(now);
-                    }
-                    match st.reg.dequeue(now) {
-                        Dequeue::Request(p) => {
-                            st.active += 1;
-                            self.osts[p.io.ost as usize]
+                    st.svc.fire_due_timers(now);
+                    match st.svc.dispatch(now, |_, _| {}) {
+                        Dispatch::Start { head, payload: p } => {
+                            let prev = self.osts[p.io.ost as usize]
                                 .queued
                                 .fetch_sub(1, Ordering::Relaxed);
+                            assert!(prev > 0, "an OST's queued count went below zero");
                             let job = p.io.tags.job;
                             if st.dequeued.len() < DEQUEUE_COUNT_JOBS_MAX
                                 || st.dequeued.contains_key(&job)
                             {
                                 *st.dequeued.entry(job).or_insert(0) += 1;
                             }
-                            if st.reg.queued() > 0 {
+                            if st.svc.queued() > 0 {
                                 c.work.notify_one();
                             }
-                            break p;
+                            break (head, p);
                         }
-                        Dequeue::Throttled { until_ns } => {
+                        Dispatch::Wait {
+                            until_ns: Some(until_ns),
+                        } => {
                             let wait = Duration::from_nanos(until_ns.saturating_sub(now));
                             st = c
                                 .work
@@ -544,13 +562,21 @@ impl Shared {
                                 .unwrap_or_else(|e| e.into_inner())
                                 .0;
                         }
-                        Dequeue::Empty => {
+                        Dispatch::Wait { until_ns: None } => {
                             st = c.work.wait(st).unwrap_or_else(|e| e.into_inner());
                         }
+                        // A thread asks only while it serves nothing, and the service has
+                        // exactly as many threads as the CPT runs.
+                        Dispatch::AllBusy => unreachable!("an idle thread found every thread busy"),
                     }
                 }
             };
-            let Pending { io, data, done } = p;
+            let (head, Pending { io, data, done }) = p;
+            let tags = io.tags;
+            let cost_bytes = match io.op {
+                IoOp::Write | IoOp::Read => io.length,
+                _ => 0,
+            };
             let ost = &self.osts[io.ost as usize];
             let started = Instant::now();
             let result = ost.execute(&io, data, &self.pipes);
@@ -583,7 +609,9 @@ impl Shared {
             // when the reply arrives and may send the next RPC at once, which must not be
             // counted next to this one (`nrs_policies` would show more RPCs at the OSS than
             // `max_rpcs_in_flight` allows).
-            lock(&c.state).active -= 1;
+            lock(&c.state)
+                .svc
+                .complete(self.now_ns(), head, &tags, cost_bytes);
             // The requester may have gone; its reply is then dropped.
             let _ = done.send(result);
         }
@@ -623,9 +651,9 @@ impl Shared {
         match name {
             PARAM_POLICIES => {
                 let guards = self.lock_cpts();
-                let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.reg).collect();
-                let hp: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.hp).collect();
-                let active = guards.iter().map(|g| g.active).sum();
+                let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| g.svc.head(REG_HEAD)).collect();
+                let hp: Vec<&Nrs<Pending>> = guards.iter().map(|g| g.svc.head(HP_HEAD)).collect();
+                let active = guards.iter().map(|g| u64::from(g.svc.busy())).sum();
                 Ok(nrs_policies_yaml(
                     &reg,
                     ActiveRpcs { active },
@@ -634,8 +662,8 @@ impl Shared {
             }
             PARAM_TBF_RULE => {
                 let guards = self.lock_cpts();
-                let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.reg).collect();
-                let hp: Vec<&Nrs<Pending>> = guards.iter().map(|g| &g.hp).collect();
+                let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| g.svc.head(REG_HEAD)).collect();
+                let hp: Vec<&Nrs<Pending>> = guards.iter().map(|g| g.svc.head(HP_HEAD)).collect();
                 tbf_rule_listing(&reg, Some(&hp), self.tbf.listing_form())
                     .map(|l| l.to_string())
                     .map_err(nrs_error)
@@ -718,10 +746,10 @@ impl Shared {
                 let mut guards = self.lock_cpts();
                 // Read under the locks, so the heads never see time go backwards.
                 let now = self.now_ns();
-                let heads = guards.iter_mut().flat_map(|g| {
-                    let st = &mut **g;
-                    [&mut st.reg, &mut st.hp]
-                });
+                // Partition by partition, the regular head and then the HP head.
+                let heads = guards
+                    .iter_mut()
+                    .flat_map(|g| g.svc.domain_heads_mut(DOMAIN));
                 apply_write(heads, now, &write)
                     .map(|_| ())
                     .map_err(nrs_error)
@@ -794,7 +822,8 @@ impl Shared {
         // Every CPT's regular head holds the same rules (writes go to all), so CPT 0 speaks
         // for the service.
         let rules = lock(&self.cpts[0].state)
-            .reg
+            .svc
+            .head(REG_HEAD)
             .tbf()
             .map(|t| {
                 t.listing(self.tbf.listing_form())
@@ -1055,12 +1084,17 @@ impl Ossd {
             });
         }
         let tbf = TbfConfig::for_version(config.lustre_version);
+        let per_cpt = (config.threads / config.cpts).max(1);
         let cpts = (0..config.cpts)
             .map(|_| Cpt {
                 state: Mutex::new(CptState {
-                    reg: Nrs::with_config(NrsQueue::Regular, tbf),
-                    hp: Nrs::with_config(NrsQueue::HighPriority, tbf),
-                    active: 0,
+                    svc: CptService::new(
+                        vec![
+                            (DOMAIN, Nrs::with_config(NrsQueue::Regular, tbf)),
+                            (DOMAIN, Nrs::with_config(NrsQueue::HighPriority, tbf)),
+                        ],
+                        per_cpt as u32,
+                    ),
                     dequeued: BTreeMap::new(),
                     shutdown: false,
                 }),
@@ -1093,7 +1127,6 @@ impl Ossd {
             }
             None => None,
         };
-        let per_cpt = (config.threads / config.cpts).max(1);
         let mut workers = Vec::new();
         for cpt in 0..config.cpts {
             for t in 0..per_cpt {
@@ -1180,14 +1213,13 @@ impl Ossd {
                 let mut st = lock(&c.state);
                 st.shutdown = true;
                 let now = self.shared.now_ns();
-                // Moving everything to the FIFO first means nothing is held back by a throttle.
-                let _ = st.reg.write_policies(now, "fifo");
-                let mut drained = Vec::new();
-                while let Dequeue::Request(p) = st.reg.dequeue(now) {
-                    self.shared.osts[p.io.ost as usize]
+                // Every head goes back to FIFO first, so nothing is held back by a throttle.
+                let drained = st.svc.drain(now);
+                for p in &drained {
+                    let prev = self.shared.osts[p.io.ost as usize]
                         .queued
                         .fetch_sub(1, Ordering::Relaxed);
-                    drained.push(p);
+                    assert!(prev > 0, "an OST's queued count went below zero");
                 }
                 drained
             };

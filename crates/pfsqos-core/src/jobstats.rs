@@ -600,7 +600,7 @@ impl fmt::Display for JobStatsParseError {
 impl std::error::Error for JobStatsParseError {}
 
 /// Longest text the parsers accept (a bound on outside input).
-pub const JOB_STATS_TEXT_LEN_MAX_BYTES: usize = 256 << 20;
+pub const JOB_STATS_TEXT_LEN_BYTES_MAX: usize = 256 << 20;
 
 fn parse_time_ns(text: &str) -> Option<u64> {
     let t = text.trim();
@@ -704,10 +704,10 @@ pub fn parse_job_stats(text: &str) -> Result<Vec<JobEntry>, JobStatsParseError> 
 pub fn parse_lctl_job_stats(
     text: &str,
 ) -> Result<Vec<(String, Vec<JobEntry>)>, JobStatsParseError> {
-    if text.len() > JOB_STATS_TEXT_LEN_MAX_BYTES {
+    if text.len() > JOB_STATS_TEXT_LEN_BYTES_MAX {
         return Err(JobStatsParseError {
             line: 0,
-            message: format!("longer than {JOB_STATS_TEXT_LEN_MAX_BYTES} bytes"),
+            message: format!("longer than {JOB_STATS_TEXT_LEN_BYTES_MAX} bytes"),
         });
     }
     let mut out: Vec<(String, Vec<JobEntry>)> = Vec::new();

@@ -10,7 +10,7 @@
 pub const STRIPE_SIZE_UNIT_BYTES: u64 = 64 << 10;
 /// Largest stripe size: the largest 64 KiB multiple below 4 GiB (`lmm_stripe_size` is 32 bits,
 /// and `llapi_stripe_size_is_too_big` refuses 2^32 and above).
-pub const STRIPE_SIZE_MAX_BYTES: u64 = (4 << 30) - STRIPE_SIZE_UNIT_BYTES;
+pub const STRIPE_SIZE_BYTES_MAX: u64 = (4 << 30) - STRIPE_SIZE_UNIT_BYTES;
 /// Largest stripe count of one file (`LOV_MAX_STRIPE_COUNT`).
 pub const STRIPE_COUNT_MAX: u32 = 2000;
 
@@ -48,18 +48,18 @@ pub const TBF_RULES_MAX: usize = crate::control::agent::KNOWN_JOBS_MAX + 1;
 
 /// Largest OST capacity in RPC/s a controller may be told: the largest TBF rate, since
 /// AdapTBF hands out up to the capacity as rule rates and a rate above
-/// [`TBF_RATE_MAX_RPCS_PER_S`] is refused by Lustre.
-pub const OST_CAPACITY_RPCS_PER_S_MAX: u64 = TBF_RATE_MAX_RPCS_PER_S as u64;
+/// [`TBF_RATE_RPCS_PER_S_MAX`] is refused by Lustre.
+pub const OST_CAPACITY_RPCS_PER_S_MAX: u64 = TBF_RATE_RPCS_PER_S_MAX as u64;
 
 pub use crate::model::JOB_ID_LEN_MAX;
 pub use crate::sched::tbf::rule::{
-    TBF_COMMAND_LEN_MAX, TBF_NAME_LEN_MAX, TBF_RATE_MAX_LEGACY_RPCS_PER_S, TBF_RATE_MAX_RPCS_PER_S,
+    TBF_COMMAND_LEN_MAX, TBF_NAME_LEN_MAX, TBF_RATE_LEGACY_RPCS_PER_S_MAX, TBF_RATE_RPCS_PER_S_MAX,
 };
 
 // The table's own consistency, checked when the crate compiles.
 const _: () = {
-    assert!(STRIPE_SIZE_MAX_BYTES.is_multiple_of(STRIPE_SIZE_UNIT_BYTES));
-    assert!(STRIPE_SIZE_MAX_BYTES < 1 << 32);
+    assert!(STRIPE_SIZE_BYTES_MAX.is_multiple_of(STRIPE_SIZE_UNIT_BYTES));
+    assert!(STRIPE_SIZE_BYTES_MAX < 1 << 32);
     assert!(BRW_SIZE_BYTES_MIN <= BRW_SIZE_BYTES_DEFAULT);
     assert!(BRW_SIZE_BYTES_DEFAULT <= BRW_SIZE_BYTES_MAX);
     assert!(BRW_SIZE_BYTES_DEFAULT.is_multiple_of(BRW_SIZE_BYTES_MIN));

@@ -13,7 +13,7 @@ use crate::control::Observation;
 use crate::errno::Errno;
 use crate::model::{JobId, OstId, StripeLayout};
 
-pub use crate::lustre::{STRIPE_COUNT_MAX, STRIPE_SIZE_MAX_BYTES, STRIPE_SIZE_UNIT_BYTES};
+pub use crate::lustre::{STRIPE_COUNT_MAX, STRIPE_SIZE_BYTES_MAX, STRIPE_SIZE_UNIT_BYTES};
 /// Stripe count meaning "every OST" (`lfs setstripe -c -1`).
 pub const STRIPE_COUNT_ALL: i32 = -1;
 
@@ -39,7 +39,7 @@ pub enum PlacementError {
         stripe_count: u32,
         ost_count: u32,
     },
-    /// Not a positive multiple of [`STRIPE_SIZE_UNIT_BYTES`] up to [`STRIPE_SIZE_MAX_BYTES`].
+    /// Not a positive multiple of [`STRIPE_SIZE_UNIT_BYTES`] up to [`STRIPE_SIZE_BYTES_MAX`].
     BadStripeSize(u64),
     StartOstOutOfRange {
         start_ost: u32,
@@ -74,7 +74,7 @@ impl fmt::Display for PlacementError {
             ),
             PlacementError::BadStripeSize(s) => write!(
                 f,
-                "stripe size {s} invalid (a multiple of {STRIPE_SIZE_UNIT_BYTES} up to {STRIPE_SIZE_MAX_BYTES})"
+                "stripe size {s} invalid (a multiple of {STRIPE_SIZE_UNIT_BYTES} up to {STRIPE_SIZE_BYTES_MAX})"
             ),
             PlacementError::StartOstOutOfRange {
                 start_ost,
@@ -93,7 +93,7 @@ impl PlacementRequest {
             return Err(PlacementError::NoOsts);
         }
         let s = self.stripe_size_bytes;
-        if s == 0 || !s.is_multiple_of(STRIPE_SIZE_UNIT_BYTES) || s > STRIPE_SIZE_MAX_BYTES {
+        if s == 0 || !s.is_multiple_of(STRIPE_SIZE_UNIT_BYTES) || s > STRIPE_SIZE_BYTES_MAX {
             return Err(PlacementError::BadStripeSize(s));
         }
         if let Some(start_ost) = self.start_ost {

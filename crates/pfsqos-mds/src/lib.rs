@@ -33,7 +33,7 @@ use tracing::{debug, info, warn};
 
 use pfsqos_metrics::{render_collector, MdsCollector, MdsSample, MetricsServer, Render};
 use pfsqos_wire::conn::{self, Reader, Writer, HANDSHAKE_TIMEOUT};
-use pfsqos_wire::mds::{decode_mds_request, FILE_SIZE_MAX_BYTES};
+use pfsqos_wire::mds::{decode_mds_request, FILE_SIZE_BYTES_MAX};
 use pfsqos_wire::mds::{
     Attr, DirEntry, DirPage, FileLayout, Kind, MdsOp, MdsReply, MdsReplyBody, OstInfo, Owner,
     SetAttr, StatFs, Stripe, StripeSpec, MDS_OP_NAMES, NAME_LEN_MAX, READDIR_ENTRIES_MAX, ROOT_INO,
@@ -657,10 +657,10 @@ impl Namespace {
             if a.kind == Kind::Dir {
                 return Err(err(Errno::EISDIR, "cannot truncate a directory"));
             }
-            if size > FILE_SIZE_MAX_BYTES {
+            if size > FILE_SIZE_BYTES_MAX {
                 return Err(err(
                     Errno::EFBIG,
-                    format!("size {size} beyond {FILE_SIZE_MAX_BYTES}"),
+                    format!("size {size} beyond {FILE_SIZE_BYTES_MAX}"),
                 ));
             }
             a.size_bytes = size;

@@ -190,7 +190,7 @@ fn setattr_and_truncate() {
     assert_eq!((a.mtime_ns, a.ctime_ns), (3, 10));
     assert_eq!(ns.getattr(f.ino).unwrap(), a);
     let big = SetAttr {
-        size_bytes: Some(FILE_SIZE_MAX_BYTES + 1),
+        size_bytes: Some(FILE_SIZE_BYTES_MAX + 1),
         ..SetAttr::default()
     };
     assert_eq!(errno(ns.setattr(f.ino, big, 0)), Errno::EFBIG);

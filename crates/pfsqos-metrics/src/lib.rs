@@ -22,7 +22,7 @@
 //! mds families: `pfsqos_mds_ops_total{op}` (operations answered, by kind, errors included),
 //! `pfsqos_mds_inodes` (files and directories, root included).
 //!
-//! HTTP limits: request head at most [`REQUEST_HEAD_MAX_BYTES`], read within
+//! HTTP limits: request head at most [`REQUEST_HEAD_BYTES_MAX`], read within
 //! [`REQUEST_TIMEOUT`]; at most [`CONNECTIONS_MAX`] connections at once (more are closed at
 //! once); one request per connection. `GET`/`HEAD /metrics` is answered 200; other paths 404,
 //! other methods 405, malformed requests 400, oversized heads 431.
@@ -45,7 +45,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 /// Largest request head (request line and headers) read.
-pub const REQUEST_HEAD_MAX_BYTES: usize = 8 << 10;
+pub const REQUEST_HEAD_BYTES_MAX: usize = 8 << 10;
 /// Time a client has to send its request head.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Scrape connections served at once.
@@ -150,7 +150,7 @@ fn route(head: &[u8]) -> Answer {
     }
 }
 
-/// Reads a request head: up to the blank line, at most [`REQUEST_HEAD_MAX_BYTES`].
+/// Reads a request head: up to the blank line, at most [`REQUEST_HEAD_BYTES_MAX`].
 async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
@@ -159,10 +159,10 @@ async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
             buf.truncate(end + 4);
             return Ok(Some(buf));
         }
-        if buf.len() >= REQUEST_HEAD_MAX_BYTES {
+        if buf.len() >= REQUEST_HEAD_BYTES_MAX {
             return Ok(None);
         }
-        let want = (REQUEST_HEAD_MAX_BYTES - buf.len()).min(chunk.len());
+        let want = (REQUEST_HEAD_BYTES_MAX - buf.len()).min(chunk.len());
         let n = stream.read(&mut chunk[..want]).await?;
         if n == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());

@@ -30,7 +30,7 @@ const READDIR_PAGE: u32 = 256;
 pub struct PfsFs {
     ops: Arc<Ops>,
     rt: tokio::runtime::Handle,
-    max_write_bytes: u32,
+    write_bytes_max: u32,
     blksize: u32,
     /// What every open and create answers (direct I/O or not).
     open_flags: FopenFlags,
@@ -42,14 +42,14 @@ impl PfsFs {
     pub fn new(
         ops: Arc<Ops>,
         rt: tokio::runtime::Handle,
-        max_write_bytes: u32,
+        write_bytes_max: u32,
         direct_io: bool,
     ) -> PfsFs {
         PfsFs {
             ops,
             rt,
-            max_write_bytes,
-            blksize: max_write_bytes,
+            write_bytes_max,
+            blksize: write_bytes_max,
             open_flags: if direct_io {
                 FopenFlags::FOPEN_DIRECT_IO
             } else {
@@ -133,10 +133,10 @@ impl Filesystem for PfsFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         // Without this the kernel sends writes in 128 KiB pieces (or 4 KiB without big
         // writes): one FUSE write should carry a whole RPC's worth where possible.
-        if let Err(nearest) = config.set_max_write(self.max_write_bytes) {
+        if let Err(nearest) = config.set_max_write(self.write_bytes_max) {
             let _ = config.set_max_write(nearest);
         }
-        if let Err(nearest) = config.set_max_readahead(self.max_write_bytes) {
+        if let Err(nearest) = config.set_max_readahead(self.write_bytes_max) {
             let _ = config.set_max_readahead(nearest);
         }
         let _ = config.set_max_background(64);

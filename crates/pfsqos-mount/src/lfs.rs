@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use super::ops::{parse_spec, XATTR_CREATE, XATTR_LAYOUT};
 
 /// Largest xattr value read (a 2000-stripe layout is about 40 KiB of text).
-const XATTR_VALUE_MAX_BYTES: usize = 1 << 20;
+const XATTR_VALUE_BYTES_MAX: usize = 1 << 20;
 
 /// `setstripe` options; `None` means the default of the directory or the file system.
 #[derive(Clone, Debug, Default)]
@@ -115,7 +115,7 @@ fn set_xattr(p: &Path, name: &str, value: &[u8]) -> std::io::Result<()> {
 pub fn get_xattr(p: &Path, name: &str) -> std::io::Result<Vec<u8>> {
     let path = cpath(p).map_err(std::io::Error::other)?;
     let name = CString::new(name).expect("xattr names have no NUL");
-    let mut buf = vec![0u8; XATTR_VALUE_MAX_BYTES];
+    let mut buf = vec![0u8; XATTR_VALUE_BYTES_MAX];
     // SAFETY: valid NUL-terminated strings and a buffer of the given length.
     let r = unsafe {
         libc::getxattr(

@@ -37,7 +37,7 @@ use anyhow::{bail, Context};
 use tracing::info;
 
 use oss_pool::{MdsPool, OstPool, RECOVERY_DEFAULT};
-use pfsqos_wire::protocol::IO_LEN_MAX_BYTES;
+use pfsqos_wire::protocol::IO_LEN_BYTES_MAX;
 
 /// Default RPC size (Lustre's default `brw_size` of 4 MiB).
 pub const BRW_SIZE_DEFAULT_BYTES: u64 = pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT;
@@ -56,7 +56,7 @@ pub const MAX_READ_AHEAD_MB_DEFAULT: u64 = 32;
 pub const THREADS_DEFAULT: usize = 4;
 /// Largest FUSE write the kernel sends: 1 MiB (256 pages, the kernel's default
 /// `max_pages` limit); bigger writes arrive split.
-pub const FUSE_MAX_WRITE_BYTES: u32 = 1 << 20;
+pub const FUSE_WRITE_BYTES_MAX: u32 = 1 << 20;
 
 /// Everything `pfsqos mount` takes.
 #[derive(Clone, Debug)]
@@ -122,11 +122,11 @@ impl MountConfig {
             );
         }
         if self.brw_size_bytes < 4096
-            || self.brw_size_bytes > IO_LEN_MAX_BYTES
+            || self.brw_size_bytes > IO_LEN_BYTES_MAX
             || !self.brw_size_bytes.is_multiple_of(4096)
         {
             bail!(
-                "--brw-size-bytes {}: allowed a multiple of 4096 in 4096..={IO_LEN_MAX_BYTES}",
+                "--brw-size-bytes {}: allowed a multiple of 4096 in 4096..={IO_LEN_BYTES_MAX}",
                 self.brw_size_bytes
             );
         }
@@ -273,7 +273,7 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
     let fs = fs::PfsFs::new(
         Arc::new(ops),
         rt.handle().clone(),
-        FUSE_MAX_WRITE_BYTES,
+        FUSE_WRITE_BYTES_MAX,
         config.direct_io,
     );
     let mut options = fuser::Config::default();
@@ -368,7 +368,7 @@ async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {
         ops::Tuning {
             brw_size_bytes: config.brw_size_bytes,
             max_rpcs_in_flight: config.max_rpcs_in_flight,
-            max_dirty_bytes: config.max_dirty_mb << 20,
+            dirty_bytes_max: config.max_dirty_mb << 20,
             read_ahead_bytes: if config.direct_io {
                 config.max_read_ahead_mb << 20
             } else {

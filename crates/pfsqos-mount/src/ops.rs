@@ -67,7 +67,7 @@ use pfsqos_node::client::{cut_object_range, rpc_end_in_object, ObjectRange, Raid
 use pfsqos_wire::client::Identity;
 use pfsqos_wire::mds::{
     Attr, DirPage, FileLayout, Kind, MdsOp, MdsReplyBody, Owner, SetAttr, StatFs, StripeSpec,
-    FILE_SIZE_MAX_BYTES,
+    FILE_SIZE_BYTES_MAX,
 };
 use pfsqos_wire::protocol::Errno;
 
@@ -167,7 +167,7 @@ pub struct Caller {
 pub struct Tuning {
     pub brw_size_bytes: u64,
     pub max_rpcs_in_flight: usize,
-    pub max_dirty_bytes: u64,
+    pub dirty_bytes_max: u64,
     /// Client read-ahead window and mount-wide budget (0: none; the kernel's read-ahead
     /// serves mounts without direct I/O).
     pub read_ahead_bytes: u64,
@@ -546,7 +546,7 @@ impl Ops {
         nid: Nid,
         tuning: Tuning,
     ) -> Ops {
-        let dirty_kib_total = (tuning.max_dirty_bytes / 1024).clamp(1, u32::MAX as u64) as u32;
+        let dirty_kib_total = (tuning.dirty_bytes_max / 1024).clamp(1, u32::MAX as u64) as u32;
         let dirty_kib = Arc::new(Semaphore::new(dirty_kib_total as usize));
         Ops {
             mds,
@@ -845,7 +845,7 @@ impl Ops {
     /// of the new size, then records the size at the MDS.
     pub async fn setattr(&self, c: Caller, ino: u64, set: SetAttr) -> Res<Attr> {
         if let Some(size) = set.size_bytes {
-            if size > FILE_SIZE_MAX_BYTES {
+            if size > FILE_SIZE_BYTES_MAX {
                 return Err(libc::EFBIG);
             }
             let open = self.open_state(ino);
@@ -910,7 +910,7 @@ impl Ops {
     ) -> Res<u32> {
         let len = data.len() as u64;
         let end = offset.checked_add(len).ok_or(libc::EFBIG)?;
-        if end > FILE_SIZE_MAX_BYTES {
+        if end > FILE_SIZE_BYTES_MAX {
             return Err(libc::EFBIG);
         }
         if len == 0 {

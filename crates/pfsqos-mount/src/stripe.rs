@@ -9,10 +9,10 @@ use pfsqos_wire::mds::FileLayout;
 pub fn check_layout(layout: &FileLayout, ost_count: u32) -> Result<(), String> {
     let ss = layout.stripe_size_bytes;
     let unit = pfsqos_core::place::STRIPE_SIZE_UNIT_BYTES;
-    if ss == 0 || !ss.is_multiple_of(unit) || ss > pfsqos_core::place::STRIPE_SIZE_MAX_BYTES {
+    if ss == 0 || !ss.is_multiple_of(unit) || ss > pfsqos_core::place::STRIPE_SIZE_BYTES_MAX {
         return Err(format!(
             "stripe size {ss} is not a multiple of {unit} up to {}",
-            pfsqos_core::place::STRIPE_SIZE_MAX_BYTES
+            pfsqos_core::place::STRIPE_SIZE_BYTES_MAX
         ));
     }
     if layout.stripes.is_empty() || layout.stripes.len() > ost_count as usize {

@@ -17,16 +17,16 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use pfsqos_core::control::spec::PolicyChoice;
-use pfsqos_core::lustre::{self, STRIPE_SIZE_MAX_BYTES, STRIPE_SIZE_UNIT_BYTES};
+use pfsqos_core::lustre::{self, STRIPE_SIZE_BYTES_MAX, STRIPE_SIZE_UNIT_BYTES};
 use pfsqos_core::model::JobId;
 use serde::Deserialize;
 use serde_path_to_error::Segment;
 
 use pfsqos_ossd::control::{ControlConfig, NODE_COUNT_MAX};
-use pfsqos_wire::protocol::{FSNAME_LEN_MAX, IO_LEN_MAX_BYTES, OST_COUNT_MAX};
+use pfsqos_wire::protocol::{FSNAME_LEN_MAX, IO_LEN_BYTES_MAX, OST_COUNT_MAX};
 
 /// Largest cluster file read.
-pub const FILE_LEN_MAX_BYTES: u64 = 1 << 20;
+pub const FILE_LEN_BYTES_MAX: u64 = 1 << 20;
 /// Most OSSs in one cluster file.
 pub const OSS_COUNT_MAX: usize = 1024;
 /// Default MDS address.
@@ -317,9 +317,9 @@ impl Cluster {
         let len = std::fs::metadata(path)
             .map_err(|e| err(format!("cannot read: {e}")))?
             .len();
-        if len > FILE_LEN_MAX_BYTES {
+        if len > FILE_LEN_BYTES_MAX {
             return Err(err(format!(
-                "file is {len} bytes long; a cluster file may be at most {FILE_LEN_MAX_BYTES} bytes"
+                "file is {len} bytes long; a cluster file may be at most {FILE_LEN_BYTES_MAX} bytes"
             )));
         }
         let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
@@ -486,13 +486,13 @@ fn resolve(spec: FileSpec, base: &Path, file: &str) -> Result<Cluster, ClusterEr
     let stripe_size = m.default_stripe_size_bytes.unwrap_or(1 << 20);
     if stripe_size == 0
         || !stripe_size.is_multiple_of(STRIPE_SIZE_UNIT_BYTES)
-        || stripe_size > STRIPE_SIZE_MAX_BYTES
+        || stripe_size > STRIPE_SIZE_BYTES_MAX
     {
         return Err(cx.err(
             "mds.default_stripe_size_bytes",
             stripe_size,
             format!(
-                "must be a positive multiple of {STRIPE_SIZE_UNIT_BYTES} up to {STRIPE_SIZE_MAX_BYTES}"
+                "must be a positive multiple of {STRIPE_SIZE_UNIT_BYTES} up to {STRIPE_SIZE_BYTES_MAX}"
             ),
         ));
     }
@@ -704,11 +704,11 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
         ));
     }
     let brw = match m.brw_size_bytes {
-        Some(b) if !(4096..=IO_LEN_MAX_BYTES).contains(&b) || !b.is_multiple_of(4096) => {
+        Some(b) if !(4096..=IO_LEN_BYTES_MAX).contains(&b) || !b.is_multiple_of(4096) => {
             return Err(cx.err(
                 "mount.brw_size_bytes",
                 b,
-                format!("must be a multiple of 4096 in 4096..={IO_LEN_MAX_BYTES}"),
+                format!("must be a multiple of 4096 in 4096..={IO_LEN_BYTES_MAX}"),
             ))
         }
         b => b,

@@ -34,7 +34,7 @@ use pfsqos_core::control::{ControlWrite, Decision, DomainId, DomainWrite};
 use pfsqos_core::model::JobId;
 use tracing::{info, warn};
 
-use pfsqos_wire::protocol::{Errno, RemoteError, IO_LEN_MAX_BYTES};
+use pfsqos_wire::protocol::{Errno, RemoteError, IO_LEN_BYTES_MAX};
 
 /// What the control loop needs of the daemon it runs in (the ossd implements it in
 /// `controlled.rs`, so this module does not depend on the daemon's internals).
@@ -103,8 +103,8 @@ impl ControlConfig {
         if !(1..=PERIOD_MS_MAX).contains(&self.period_ms) {
             bail!("the control period must be 1..={} ms", PERIOD_MS_MAX);
         }
-        if !(4096..=IO_LEN_MAX_BYTES).contains(&self.brw_size_bytes) {
-            bail!("brw_size must be 4096..={IO_LEN_MAX_BYTES} bytes");
+        if !(4096..=IO_LEN_BYTES_MAX).contains(&self.brw_size_bytes) {
+            bail!("brw_size must be 4096..={IO_LEN_BYTES_MAX} bytes");
         }
         if self.job_nodes.len() > JOB_NODES_MAX {
             bail!("at most {JOB_NODES_MAX} --job-nodes entries");

@@ -31,8 +31,8 @@
 //! * pipes holding reads on their way out: [`pfsqos_wire::splice::PIPES_MAX`] (then `pread`);
 //! * requests queued per CPT: `queue_depth_max`; beyond it a request is answered `EBUSY`;
 //! * handshake: [`HANDSHAKE_TIMEOUT`]; a write's bulk data: [`BULK_TIMEOUT`];
-//!   frames: [`FRAME_LEN_MAX_BYTES`]; I/O sizes:
-//!   [`IO_LEN_MAX_BYTES`]; job_stats: `pfsqos_core::jobstats::JOBS_PER_OST_MAX` jobs per OST.
+//!   frames: [`FRAME_LEN_BYTES_MAX`]; I/O sizes:
+//!   [`IO_LEN_BYTES_MAX`]; job_stats: `pfsqos_core::jobstats::JOBS_PER_OST_MAX` jobs per OST.
 //!
 //! A malformed frame, a failed handshake or a protocol violation closes that connection with
 //! a `warn!` giving the reason; the daemon and its other connections carry on.
@@ -194,8 +194,8 @@ impl OssdConfig {
         {
             bail!("queue depth, connections and RPCs in flight must be positive");
         }
-        if self.in_flight_bytes_max < IO_LEN_MAX_BYTES || self.in_flight_bytes_max > 1 << 40 {
-            bail!("in-flight bytes must be between {IO_LEN_MAX_BYTES} and 1 TiB");
+        if self.in_flight_bytes_max < IO_LEN_BYTES_MAX || self.in_flight_bytes_max > 1 << 40 {
+            bail!("in-flight bytes must be between {IO_LEN_BYTES_MAX} and 1 TiB");
         }
         if let Some(c) = &self.control {
             c.capacity(self.ceiling_bytes_per_s)?;
@@ -284,7 +284,7 @@ impl Pacer {
 /// Lustre's default `job_cleanup_interval`, seconds.
 const JOB_CLEANUP_INTERVAL_DEFAULT_S: u64 = 600;
 /// Largest `job_cleanup_interval` accepted (about 31 years; keeps ns arithmetic in range).
-const JOB_CLEANUP_INTERVAL_MAX_S: u64 = 1 << 30;
+const JOB_CLEANUP_INTERVAL_S_MAX: u64 = 1 << 30;
 
 /// job_stats of one OST with Lustre's expiry: jobs idle for `cleanup_interval_s` are dropped
 /// by a scan that runs at most once per half interval (when a new job appears, when the file
@@ -762,7 +762,7 @@ impl Shared {
                         RemoteError::new(e.errno(), e.to_string())
                     }),
                     OstParam::CleanupInterval => match value.trim().parse::<u64>() {
-                        Ok(s) if s <= JOB_CLEANUP_INTERVAL_MAX_S => {
+                        Ok(s) if s <= JOB_CLEANUP_INTERVAL_S_MAX => {
                             state.cleanup_interval_s = s;
                             state.cleanup(wall_ns(), true);
                             Ok(())
@@ -770,7 +770,7 @@ impl Shared {
                         _ => Err(RemoteError::new(
                             Errno::EINVAL,
                             format!(
-                                "job_cleanup_interval takes seconds in 0..={JOB_CLEANUP_INTERVAL_MAX_S}"
+                                "job_cleanup_interval takes seconds in 0..={JOB_CLEANUP_INTERVAL_S_MAX}"
                             ),
                         )),
                     },

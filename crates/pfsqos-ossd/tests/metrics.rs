@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
 use pfsqos_mds::{Mds, MdsConfig};
-use pfsqos_metrics::REQUEST_HEAD_MAX_BYTES;
+use pfsqos_metrics::REQUEST_HEAD_BYTES_MAX;
 use pfsqos_ossd::{Ossd, OssdConfig};
 use pfsqos_wire::client::{Identity, MdsClient, OssClient};
 use pfsqos_wire::mds::{Owner, ROOT_INO};
@@ -169,7 +169,7 @@ async fn ossd_metrics_follow_the_io_and_the_rules() {
     assert_eq!(http(m, b"POST /metrics HTTP/1.1\r\n\r\n").await.0, 405);
     assert_eq!(http(m, b"garbage\r\n\r\n").await.0, 400);
     assert_eq!(http(m, b"GET /metrics HTTP/9\r\n\r\n").await.0, 400);
-    let huge = vec![b'a'; REQUEST_HEAD_MAX_BYTES + 10];
+    let huge = vec![b'a'; REQUEST_HEAD_BYTES_MAX + 10];
     assert_eq!(http(m, &huge).await.0, 431);
     // A client that connects and sends nothing does not block others.
     let _idle = TcpStream::connect(m).await.unwrap();

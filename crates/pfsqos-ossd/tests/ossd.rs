@@ -176,7 +176,7 @@ async fn objects_written_are_read_back_intact() {
 /// back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_stats_larger_than_a_frame_reach_lctl() {
-    use pfsqos_wire::protocol::FRAME_LEN_MAX_BYTES;
+    use pfsqos_wire::protocol::FRAME_LEN_BYTES_MAX;
     const JOBS: usize = 4_000;
     let f = start(2, |_| {}).await;
     let mut c = client(&f, Role::Client).await;
@@ -192,7 +192,7 @@ async fn job_stats_larger_than_a_frame_reach_lctl() {
     let p = admin.get_param("obdfilter.*.job_stats").await.unwrap();
     assert_eq!(p.len(), 2);
     assert!(
-        p[0].value.len() > FRAME_LEN_MAX_BYTES,
+        p[0].value.len() > FRAME_LEN_BYTES_MAX,
         "{} bytes: too few jobs to need more than one frame",
         p[0].value.len()
     );

@@ -42,7 +42,7 @@ const LEGEND_WIDTH_PX: f64 = 190.0;
 const TOP_PX: f64 = 44.0;
 const BOTTOM_PX: f64 = 56.0;
 const LEFT_PX: f64 = 78.0;
-const BAR_WIDTH_MAX_PX: f64 = 110.0;
+const BAR_WIDTH_PX_MAX: f64 = 110.0;
 
 const GRID: &str = "#E5E7EB";
 const AXIS: &str = "#374151";
@@ -392,7 +392,7 @@ pub(crate) fn bar_chart(
         let gx = x0 + group_w * g as f64;
         let bars = group.bars.len().max(1) as f64;
         // Wide plots with few bars would otherwise draw slabs.
-        let bar_w = (group_w * 0.8 / bars).min(BAR_WIDTH_MAX_PX);
+        let bar_w = (group_w * 0.8 / bars).min(BAR_WIDTH_PX_MAX);
         let pad = (group_w - bar_w * bars) / 2.0;
         for (b, bar) in group.bars.iter().enumerate() {
             let v = if bar.value.is_finite() {

@@ -55,7 +55,7 @@ pub const BULK_ALIGN_BYTES: usize = 4096;
 pub fn codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
         .length_field_length(4)
-        .max_frame_length(FRAME_LEN_MAX_BYTES)
+        .max_frame_length(FRAME_LEN_BYTES_MAX)
         .new_codec()
 }
 
@@ -217,7 +217,7 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
         data: Bytes,
     ) -> Result<(), ConnError> {
         let body = protocol::encode(msg);
-        if body.len() > FRAME_LEN_MAX_BYTES {
+        if body.len() > FRAME_LEN_BYTES_MAX {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!("message of {} bytes exceeds the frame limit", body.len()),
@@ -257,7 +257,7 @@ impl Writer<tokio::net::tcp::OwnedWriteHalf> {
     ) -> Result<(), ConnError> {
         use std::os::fd::AsRawFd;
         let body = protocol::encode(msg);
-        if body.len() > FRAME_LEN_MAX_BYTES || piped.len() > BULK_CHUNK_BYTES {
+        if body.len() > FRAME_LEN_BYTES_MAX || piped.len() > BULK_CHUNK_BYTES {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 "message or piped bulk exceeds the frame limit",
@@ -446,7 +446,7 @@ mod tests {
                 buf.extend_from_slice(&c);
                 loop {
                     match codec.decode(&mut buf) {
-                        Ok(Some(frame)) => prop_assert!(frame.len() <= FRAME_LEN_MAX_BYTES),
+                        Ok(Some(frame)) => prop_assert!(frame.len() <= FRAME_LEN_BYTES_MAX),
                         Ok(None) => break,
                         Err(_) => break 'outer,
                     }
@@ -458,9 +458,9 @@ mod tests {
     #[test]
     fn oversized_length_is_refused_before_the_body() {
         let mut codec = codec();
-        let mut buf = BytesMut::from(&((FRAME_LEN_MAX_BYTES + 1) as u32).to_be_bytes()[..]);
+        let mut buf = BytesMut::from(&((FRAME_LEN_BYTES_MAX + 1) as u32).to_be_bytes()[..]);
         assert!(codec.decode(&mut buf).is_err());
-        let mut ok = BytesMut::from(&(FRAME_LEN_MAX_BYTES as u32).to_be_bytes()[..]);
+        let mut ok = BytesMut::from(&(FRAME_LEN_BYTES_MAX as u32).to_be_bytes()[..]);
         assert!(matches!(codec.decode(&mut ok), Ok(None)));
     }
 

@@ -15,7 +15,7 @@ pub const NAME_LEN_MAX: usize = 255;
 /// Most entries one readdir reply may carry.
 pub const READDIR_ENTRIES_MAX: u32 = 1024;
 /// Largest file size the MDS records (ext4-backed objects hold 16 TiB each; 1 PiB overall).
-pub const FILE_SIZE_MAX_BYTES: u64 = 1 << 50;
+pub const FILE_SIZE_BYTES_MAX: u64 = 1 << 50;
 
 /// File or directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

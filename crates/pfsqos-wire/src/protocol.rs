@@ -3,7 +3,7 @@
 //!
 //! # Frames
 //! Every frame is a 4-byte big-endian length followed by that many bytes (tokio-util's
-//! `LengthDelimitedCodec`); a frame longer than [`FRAME_LEN_MAX_BYTES`] closes the connection
+//! `LengthDelimitedCodec`); a frame longer than [`FRAME_LEN_BYTES_MAX`] closes the connection
 //! before its body is read. A message frame holds one postcard-encoded message and nothing
 //! else (trailing bytes are an error). Bulk data follows its message as raw frames of exactly
 //! `min(BULK_CHUNK_BYTES, remaining)` bytes each, so a 64 MiB write is 8 frames of 8 MiB.
@@ -45,11 +45,11 @@ pub const PROTOCOL_VERSION: u16 = 2;
 /// Largest bulk frame: bulk data is split into chunks of this size.
 pub const BULK_CHUNK_BYTES: usize = 8 << 20;
 /// Largest frame of any kind: one bulk chunk plus room for a header.
-pub const FRAME_LEN_MAX_BYTES: usize = BULK_CHUNK_BYTES + 4096;
+pub const FRAME_LEN_BYTES_MAX: usize = BULK_CHUNK_BYTES + 4096;
 /// Largest I/O of one request: Lustre's maximum `brw_size` (64 MiB).
-pub const IO_LEN_MAX_BYTES: u64 = 64 << 20;
+pub const IO_LEN_BYTES_MAX: u64 = 64 << 20;
 /// Largest object offset + length (16 TiB, ext4's file size limit).
-pub const OBJECT_END_MAX_BYTES: u64 = 16 << 40;
+pub const OBJECT_END_BYTES_MAX: u64 = 16 << 40;
 /// Largest OST count an OSS may serve (Lustre indexes OSTs with 16 bits).
 pub const OST_COUNT_MAX: u32 = 1 << 16;
 /// Longest parameter name or pattern.
@@ -617,9 +617,9 @@ pub fn validate_io(io: &WireIo, ost_count: u32) -> Result<IoRequest, ProtocolErr
     }
     match io.op {
         IoOp::Read | IoOp::Write => {
-            if io.length == 0 || io.length > IO_LEN_MAX_BYTES {
+            if io.length == 0 || io.length > IO_LEN_BYTES_MAX {
                 return bad(format!(
-                    "I/O length {} outside 1..={IO_LEN_MAX_BYTES}",
+                    "I/O length {} outside 1..={IO_LEN_BYTES_MAX}",
                     io.length
                 ));
             }
@@ -636,10 +636,10 @@ pub fn validate_io(io: &WireIo, ost_count: u32) -> Result<IoRequest, ProtocolErr
         }
     }
     match io.offset.checked_add(io.length) {
-        Some(end) if end <= OBJECT_END_MAX_BYTES => {}
+        Some(end) if end <= OBJECT_END_BYTES_MAX => {}
         _ => {
             return bad(format!(
-                "object range {}+{} beyond {OBJECT_END_MAX_BYTES}",
+                "object range {}+{} beyond {OBJECT_END_BYTES_MAX}",
                 io.offset, io.length
             ))
         }
@@ -698,7 +698,7 @@ pub fn decode_reply(frame: &[u8]) -> Result<Reply, ProtocolError> {
         Err(e) if e.message.len() > MESSAGE_LEN_MAX => {
             return Err(ProtocolError::Invalid("error message too long".into()))
         }
-        Ok(ReplyBody::Read { length }) if *length > IO_LEN_MAX_BYTES => {
+        Ok(ReplyBody::Read { length }) if *length > IO_LEN_BYTES_MAX => {
             return Err(ProtocolError::Invalid(format!(
                 "read reply of {length} bytes"
             )))
@@ -786,7 +786,7 @@ mod tests {
     fn every_field_is_checked() {
         let cases: Vec<(WireIo, &str)> = vec![
             (io(IoOp::Write, 0, 0), "length"),
-            (io(IoOp::Read, 0, IO_LEN_MAX_BYTES + 1), "length"),
+            (io(IoOp::Read, 0, IO_LEN_BYTES_MAX + 1), "length"),
             (io(IoOp::Read, u64::MAX, 1), "range"),
             (io(IoOp::Punch, 0, 5), "punch"),
             (io(IoOp::Sync, 1, 0), "sync"),
@@ -933,7 +933,7 @@ mod tests {
     fn bulk_chunking() {
         assert_eq!(bulk_chunks(1).collect::<Vec<_>>(), [1]);
         assert_eq!(
-            bulk_chunks(IO_LEN_MAX_BYTES).collect::<Vec<_>>(),
+            bulk_chunks(IO_LEN_BYTES_MAX).collect::<Vec<_>>(),
             [BULK_CHUNK_BYTES; 8]
         );
         assert_eq!(

@@ -47,7 +47,6 @@ use super::{
     ControlWrite, Controller, Decision, DomainId, DomainWrite, JobTargetStats, Observation,
     TraceSample,
 };
-use crate::control::static_bw::TBF_RATE_RPCS_PER_S_MAX;
 use crate::model::{JobId, OstId};
 use crate::NS_PER_S;
 
@@ -787,7 +786,7 @@ impl DomainRules {
 /// TBF rate (RPC/s) that serves `tokens` RPCs in one period, within Lustre's valid range.
 pub fn rate_for_tokens(tokens: u64, period_ns: u64) -> u64 {
     let rate = (u128::from(tokens) * u128::from(NS_PER_S) / u128::from(period_ns.max(1))) as u64;
-    rate.clamp(1, TBF_RATE_RPCS_PER_S_MAX)
+    rate.clamp(1, u64::from(crate::lustre::TBF_RATE_RPCS_PER_S_MAX))
 }
 
 #[cfg(test)]
@@ -1445,7 +1444,7 @@ mod tests {
         assert_eq!(rate_for_tokens(25, 100_000_000), 250);
         assert_eq!(
             rate_for_tokens(10_000_000, 1_000_000),
-            TBF_RATE_RPCS_PER_S_MAX
+            u64::from(crate::lustre::TBF_RATE_RPCS_PER_S_MAX)
         );
     }
 

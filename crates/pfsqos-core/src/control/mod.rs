@@ -183,7 +183,7 @@ pub fn tbf_rate_rpcs_per_s(bytes_per_s: f64, rpc_size_bytes: u64) -> u64 {
     assert!(rpc_size_bytes > 0, "an RPC carries bytes");
     let rpcs = (bytes_per_s / rpc_size_bytes as f64 + 1e-6).floor();
     // NaN and negatives become 0, then the minimum rate 1.
-    (rpcs.max(0.0) as u64).clamp(1, u64::from(crate::lustre::TBF_RATE_MAX_RPCS_PER_S))
+    (rpcs.max(0.0) as u64).clamp(1, u64::from(crate::lustre::TBF_RATE_RPCS_PER_S_MAX))
 }
 
 /// Longest TBF rule name Lustre accepts (`MAX_TBF_NAME` = 16 including the NUL).

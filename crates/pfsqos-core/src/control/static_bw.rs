@@ -15,7 +15,7 @@ use super::{ControlWrite, Controller, Decision, DomainWrite, Observation};
 use crate::model::JobId;
 
 /// Lustre 2.15+ accepts `rate=N` for `1 <= N < 1_000_000`.
-pub const TBF_RATE_RPCS_PER_S_MAX: u64 = crate::lustre::TBF_RATE_MAX_RPCS_PER_S as u64;
+const TBF_RATE_RPCS_PER_S_MAX: u64 = crate::lustre::TBF_RATE_RPCS_PER_S_MAX as u64;
 
 /// Fixed per-job TBF rules, written once.
 #[derive(Debug, Default)]

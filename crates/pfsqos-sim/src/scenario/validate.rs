@@ -33,7 +33,7 @@ pub const RPCS_IN_FLIGHT_MAX: u32 = pfsqos_core::lustre::MAX_RPCS_IN_FLIGHT_MAX;
 /// Lustre requires stripe sizes to be multiples of 64 KiB (`LOV_MIN_STRIPE_SIZE`).
 pub const STRIPE_SIZE_UNIT: u64 = pfsqos_core::lustre::STRIPE_SIZE_UNIT_BYTES;
 /// Lustre's `LOV_MAX_STRIPE_SIZE`: 4 GiB less 64 KiB.
-pub const STRIPE_SIZE_MAX: u64 = pfsqos_core::lustre::STRIPE_SIZE_MAX_BYTES;
+pub const STRIPE_SIZE_MAX: u64 = pfsqos_core::lustre::STRIPE_SIZE_BYTES_MAX;
 
 /// About 8 Tb/s: far above any single link.
 pub const LINK_MIB_S_MAX: f64 = 1_000_000.0;

@@ -23,7 +23,7 @@ pub enum ListingForm {
 }
 
 /// Longest listing text the parser accepts (a bound on outside input).
-pub const LISTING_LEN_MAX_BYTES: usize = 16 << 20;
+pub const LISTING_LEN_BYTES_MAX: usize = 16 << 20;
 
 /// One rule line of one CPT.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,8 +139,8 @@ impl TbfRuleListing {
     /// `lctl get_param` (without `-n`) prints.
     pub fn parse(text: &str) -> Result<TbfRuleListing, ListingParseError> {
         let err = |line: usize, message: String| ListingParseError { line, message };
-        if text.len() > LISTING_LEN_MAX_BYTES {
-            return Err(err(0, format!("longer than {LISTING_LEN_MAX_BYTES} bytes")));
+        if text.len() > LISTING_LEN_BYTES_MAX {
+            return Err(err(0, format!("longer than {LISTING_LEN_BYTES_MAX} bytes")));
         }
         let mut lines = text.lines().enumerate().peekable();
         // A `param=` first line, possibly with the first value line glued after the `=`.

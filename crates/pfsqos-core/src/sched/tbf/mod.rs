@@ -94,8 +94,8 @@ impl TbfConfig {
     }
 
     /// Highest `rate=` accepted: 999,999 from 2.15, 65,534 up to 2.14.
-    pub fn rate_max_rpcs_per_s(&self) -> u32 {
-        self.version.rate_max_rpcs_per_s()
+    pub fn rate_rpcs_per_s_max(&self) -> u32 {
+        self.version.rate_rpcs_per_s_max()
     }
 
     /// The listing form of the version: `{list}` for single-field types up to 2.17.50.
@@ -269,7 +269,7 @@ pub struct Tbf<P> {
 impl<P> Tbf<P> {
     pub fn new(class_type: ClassType, config: TbfConfig) -> Tbf<P> {
         assert!(
-            (1..=config.rate_max_rpcs_per_s()).contains(&config.default_rate_rpcs_per_s),
+            (1..=config.rate_rpcs_per_s_max()).contains(&config.default_rate_rpcs_per_s),
             "default TBF rate out of range"
         );
         let default = Rule {
@@ -398,7 +398,7 @@ impl<P> Tbf<P> {
             ..
         } = &cmd.op
         {
-            let max = self.config.rate_max_rpcs_per_s();
+            let max = self.config.rate_rpcs_per_s_max();
             if *rate == 0 || *rate > max {
                 return Err(TbfError::RateOutOfRange {
                     rate: *rate as u64,

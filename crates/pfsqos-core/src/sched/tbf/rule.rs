@@ -27,9 +27,9 @@ pub const TBF_COMMAND_LEN_MAX: usize = 4095;
 /// Longest rule name (`MAX_TBF_NAME` = 16 with the terminator).
 pub const TBF_NAME_LEN_MAX: usize = 15;
 /// Highest rate from Lustre 2.15 on (must be below 1,000,000).
-pub const TBF_RATE_MAX_RPCS_PER_S: u32 = 999_999;
+pub const TBF_RATE_RPCS_PER_S_MAX: u32 = 999_999;
 /// Highest rate up to Lustre 2.14 (must be below 65535).
-pub const TBF_RATE_MAX_LEGACY_RPCS_PER_S: u32 = 65_534;
+pub const TBF_RATE_LEGACY_RPCS_PER_S_MAX: u32 = 65_534;
 /// Name of the built-in fallback rule.
 pub const DEFAULT_RULE_NAME: &str = "default";
 
@@ -340,7 +340,7 @@ fn parse_options(
         match key {
             "rate" => {
                 let rate = kstrtoull(val, 10).map_err(|_| TbfError::BadRate(val.to_string()))?;
-                let max = version.rate_max_rpcs_per_s();
+                let max = version.rate_rpcs_per_s_max();
                 if rate == 0 || rate > max as u64 {
                     return Err(TbfError::RateOutOfRange { rate, max });
                 }
@@ -604,7 +604,7 @@ mod tests {
 
     fn command() -> impl Strategy<Value = String> {
         let queue = prop::sample::select(vec!["", "reg ", "hp "]);
-        let rate = prop::option::of(1u32..=TBF_RATE_MAX_RPCS_PER_S);
+        let rate = prop::option::of(1u32..=TBF_RATE_RPCS_PER_S_MAX);
         let op = prop_oneof![
             (
                 name(),

@@ -60,11 +60,11 @@ impl LustreVersion {
     }
 
     /// Highest `rate=` accepted: the limit is exclusive in Lustre (`rate >= MAX` fails).
-    pub fn rate_max_rpcs_per_s(self) -> u32 {
+    pub fn rate_rpcs_per_s_max(self) -> u32 {
         if self >= Self::RATE_1M {
-            super::rule::TBF_RATE_MAX_RPCS_PER_S
+            super::rule::TBF_RATE_RPCS_PER_S_MAX
         } else {
-            super::rule::TBF_RATE_MAX_LEGACY_RPCS_PER_S
+            super::rule::TBF_RATE_LEGACY_RPCS_PER_S_MAX
         }
     }
 
@@ -117,7 +117,7 @@ mod tests {
         assert!(!v(2, 17, 54).has_nodemap() && v(2, 17, 55).has_nodemap());
         assert!(v(2, 17, 50).has_legacy_single_field_types());
         assert!(!v(2, 17, 51).has_legacy_single_field_types());
-        assert_eq!(LustreVersion::V2_14.rate_max_rpcs_per_s(), 65_534);
-        assert_eq!(LustreVersion::V2_15.rate_max_rpcs_per_s(), 999_999);
+        assert_eq!(LustreVersion::V2_14.rate_rpcs_per_s_max(), 65_534);
+        assert_eq!(LustreVersion::V2_15.rate_rpcs_per_s_max(), 999_999);
     }
 }

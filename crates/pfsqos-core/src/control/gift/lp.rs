@@ -298,6 +298,7 @@ fn whole_model(
 }
 
 /// The LP's objective at `x` (one fraction per application), in units of the largest OST.
+#[cfg(test)]
 pub(crate) fn objective(p: &Prepared, spec: &LpSpec<'_>, x: &[f64]) -> f64 {
     let scale = scale_of(p);
     p.apps
@@ -385,21 +386,13 @@ fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
     }
 
     // Step 3: coupling rows that hold with every free application at its lower bound.
-    let at_lower: Vec<f64> = columns
-        .iter()
-        .zip(&value)
-        .map(|(c, v)| v.unwrap_or(c.lower))
-        .collect();
-    let effective_at_lower: f64 = columns
-        .iter()
-        .zip(&at_lower)
-        .map(|(c, x)| c.weight * x)
-        .sum();
-    let throttled_at_lower: f64 = columns
-        .iter()
-        .zip(&at_lower)
-        .map(|(c, x)| c.reference.map_or(0.0, |r| c.weight * (r - x).max(0.0)))
-        .sum();
+    let (effective_at_lower, throttled_at_lower) = totals(
+        &columns,
+        value
+            .iter()
+            .enumerate()
+            .map(|(k, v)| (k, v.unwrap_or(columns[k].lower))),
+    );
     let coupon_min = spec
         .coupon_baseline_bytes_per_s
         .map(|e| e / scale * (1.0 - 1e-9))
@@ -414,16 +407,8 @@ fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
         .zip(&value)
         .map(|(c, v)| v.unwrap_or(c.reference.unwrap_or(c.lower)))
         .collect();
-    let effective_unthrottled: f64 = columns
-        .iter()
-        .zip(&unthrottled)
-        .map(|(c, x)| c.weight * x)
-        .sum();
-    let throttled_unthrottled: f64 = columns
-        .iter()
-        .zip(&unthrottled)
-        .map(|(c, x)| c.reference.map_or(0.0, |r| c.weight * (r - x).max(0.0)))
-        .sum();
+    let (effective_unthrottled, throttled_unthrottled) =
+        totals(&columns, unthrottled.iter().copied().enumerate());
     let effective_min = spec
         .effective_min_bytes_per_s
         .map(|e| e / scale * (1.0 - 1e-9))
@@ -453,16 +438,13 @@ fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
             }
         }
     }
-    let decided_effective: f64 = columns
-        .iter()
-        .zip(&value)
-        .filter_map(|(c, v)| v.map(|x| c.weight * x))
-        .sum();
-    let decided_throttled: f64 = columns
-        .iter()
-        .zip(&value)
-        .filter_map(|(c, v)| v.map(|x| c.reference.map_or(0.0, |r| c.weight * (r - x).max(0.0))))
-        .sum();
+    let (decided_effective, decided_throttled) = totals(
+        &columns,
+        value
+            .iter()
+            .enumerate()
+            .filter_map(|(k, v)| v.map(|x| (k, x))),
+    );
     let coupling = Coupling {
         effective_min: effective_min.map(|e| e - decided_effective),
         coupon_min: coupon_min.map(|e| e - (decided_effective - decided_throttled)),
@@ -550,6 +532,17 @@ fn solve_blocks(
     Some(out)
 }
 
+/// Effective bandwidth and throttled worth of `(group, fraction)` pairs, in units of the
+/// largest OST.
+fn totals(columns: &[Column], xs: impl IntoIterator<Item = (usize, f64)>) -> (f64, f64) {
+    xs.into_iter()
+        .fold((0.0, 0.0), |(effective, throttled), (k, x)| {
+            let c = &columns[k];
+            let t = c.reference.map_or(0.0, |r| c.weight * (r - x).max(0.0));
+            (effective + c.weight * x, throttled + t)
+        })
+}
+
 fn find(parent: &mut [usize], mut k: usize) -> usize {
     while parent[k] != k {
         parent[k] = parent[parent[k]];
@@ -567,14 +560,7 @@ struct Coupling {
 impl Coupling {
     /// Whether `solved` (group, fraction) meets both rows.
     fn holds(&self, columns: &[Column], solved: &[(usize, f64)]) -> bool {
-        let effective: f64 = solved.iter().map(|&(k, x)| columns[k].weight * x).sum();
-        let throttled: f64 = solved
-            .iter()
-            .map(|&(k, x)| {
-                let c = &columns[k];
-                c.reference.map_or(0.0, |r| c.weight * (r - x).max(0.0))
-            })
-            .sum();
+        let (effective, throttled) = totals(columns, solved.iter().copied());
         self.effective_min.is_none_or(|e| effective >= e)
             && self.coupon_min.is_none_or(|e0| effective - throttled >= e0)
     }
@@ -650,6 +636,7 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
+    use crate::control::gift::baselines::picked_bounds;
     use crate::control::gift::share::{bsip_fractions, pofs_bytes_per_s};
     use crate::control::gift::{AppDemand, IntervalInput, OstCapacity, OstDemand};
     use crate::model::{JobId, OstId};
@@ -725,16 +712,7 @@ mod tests {
         let e_bsip = p.effective_bytes_per_s(&bsip);
         let b_thres = [0.1, 0.5, 1.0][rng.random_range(0..3)];
         let picked: Vec<bool> = (0..n).map(|_| rng.random_bool(0.5)).collect();
-        let floors: Vec<f64> = (0..n)
-            .map(|i| {
-                if picked[i] {
-                    bsip[i] * (1.0 - b_thres)
-                } else {
-                    bsip[i]
-                }
-            })
-            .collect();
-        let reference: Vec<Option<f64>> = (0..n).map(|i| picked[i].then_some(bsip[i])).collect();
+        let (floors, reference) = picked_bounds(&bsip, &picked, b_thres);
         let throttling = |e_min, e0| Case {
             floors: floors.clone(),
             reference: reference.clone(),
@@ -793,7 +771,7 @@ mod tests {
         let g = groups(p, spec);
         (0..g.representatives.len())
             .map(|group| {
-                let mut bound = |maximize| {
+                let bound = |maximize| {
                     let probe = Probe {
                         group,
                         maximize,

@@ -643,40 +643,50 @@ mod tests {
 
     const CAP: f64 = 102e6;
 
-    /// A random decision: OSTs of equal or random capacity, applications on 1-4 of them
-    /// demanding the whole OST (the paper's model, full of ties) or a random part of it.
-    fn random_input(rng: &mut ChaCha8Rng, osts_max: u32, apps_max: usize) -> IntervalInput {
-        let osts = rng.random_range(1..=osts_max);
-        let equal = rng.random_bool(0.5);
-        let whole = rng.random_bool(0.5);
+    /// A whole OST, or a random part of it no smaller than `low`.
+    fn bytes_per_s(rng: &mut ChaCha8Rng, whole: bool, low: f64) -> f64 {
+        if whole {
+            CAP
+        } else {
+            CAP * rng.random_range(low..1.0)
+        }
+    }
+
+    /// A random decision on `osts` OSTs of equal or random capacity: `apps` applications on 1
+    /// to `width_max` OSTs `stride` apart, demanding the whole OST (the paper's model, full of
+    /// ties) or a random part of it.
+    fn decision(
+        rng: &mut ChaCha8Rng,
+        (osts, apps): (u32, usize),
+        (width_max, stride): (u32, u32),
+        whole: bool,
+        equal: bool,
+    ) -> IntervalInput {
         IntervalInput {
             now_ns: 0,
             interval_ns: 10_000_000_000,
             osts: (0..osts)
                 .map(|o| OstCapacity {
                     ost: OstId(o),
-                    capacity_bytes_per_s: if equal {
-                        CAP
-                    } else {
-                        CAP * rng.random_range(0.2..1.0)
-                    },
+                    capacity_bytes_per_s: bytes_per_s(rng, equal, 0.2),
                 })
                 .collect(),
-            apps: (0..rng.random_range(1..=apps_max))
+            apps: (0..apps)
                 .map(|i| {
-                    let width = rng.random_range(1..=4u32.min(osts));
+                    let width = rng.random_range(1..=width_max.min(osts));
                     let start = rng.random_range(0..osts);
+                    let mut used: Vec<u32> =
+                        (0..width).map(|k| (start + k * stride) % osts).collect();
+                    used.sort_unstable();
+                    used.dedup();
                     AppDemand {
                         app: JobId::new(&format!("a{i}")).unwrap(),
                         nodes: 1,
-                        osts: (0..width)
-                            .map(|k| OstDemand {
-                                ost: OstId((start + k) % osts),
-                                demand_bytes_per_s: if whole {
-                                    CAP
-                                } else {
-                                    CAP * rng.random_range(0.05..1.0)
-                                },
+                        osts: used
+                            .into_iter()
+                            .map(|o| OstDemand {
+                                ost: OstId(o),
+                                demand_bytes_per_s: bytes_per_s(rng, whole, 0.05),
                                 streams: 1,
                             })
                             .collect(),
@@ -684,6 +694,15 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// A small random decision: 1 to `osts_max` OSTs, 1 to `apps_max` applications on 1-4
+    /// adjacent OSTs.
+    fn random_input(rng: &mut ChaCha8Rng, osts_max: u32, apps_max: usize) -> IntervalInput {
+        let osts = rng.random_range(1..=osts_max);
+        let apps = rng.random_range(1..=apps_max);
+        let (whole, equal) = (rng.random_bool(0.5), rng.random_bool(0.5));
+        decision(rng, (osts, apps), (4, 1), whole, equal)
     }
 
     /// The LPs the policies pose on a decision: MBW's, TSA/TMF/RND's, GIFT's with and without
@@ -843,43 +862,8 @@ mod tests {
     fn presolved_matches_whole_lp_at_scale() {
         let mut rng = ChaCha8Rng::seed_from_u64(2021);
         for round in 0..4 {
-            let osts = 64u32;
-            let input = IntervalInput {
-                now_ns: 0,
-                interval_ns: 10_000_000_000,
-                osts: (0..osts)
-                    .map(|o| OstCapacity {
-                        ost: OstId(o),
-                        capacity_bytes_per_s: CAP,
-                    })
-                    .collect(),
-                apps: (0..300)
-                    .map(|i| {
-                        let width = rng.random_range(1..=8u32);
-                        let start = rng.random_range(0..osts);
-                        let mut used: Vec<u32> =
-                            (0..width).map(|k| (start + k * 7) % osts).collect();
-                        used.sort_unstable();
-                        used.dedup();
-                        AppDemand {
-                            app: JobId::new(&format!("app{i}")).unwrap(),
-                            nodes: 1,
-                            osts: used
-                                .into_iter()
-                                .map(|o| OstDemand {
-                                    ost: OstId(o),
-                                    demand_bytes_per_s: if round % 2 == 0 {
-                                        CAP
-                                    } else {
-                                        CAP * rng.random_range(0.05..1.0)
-                                    },
-                                    streams: 1,
-                                })
-                                .collect(),
-                        }
-                    })
-                    .collect(),
-            };
+            // The benchmark's stripes: 1-8 OSTs, 7 apart.
+            let input = decision(&mut rng, (64, 300), (8, 7), round % 2 == 0, true);
             let p = Prepared::new(&input).unwrap();
             for case in cases(&p, &mut rng) {
                 let spec = case.spec();

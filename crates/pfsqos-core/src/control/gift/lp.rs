@@ -66,6 +66,9 @@ pub const THROTTLE_PENALTY: f64 = 1e-6;
 
 /// Capacity left on an OST (relative to the largest OST) below which the OST counts as full.
 const FULL_TOLERANCE: f64 = 1e-12;
+/// Overload (relative to the largest OST) of the floors alone beyond which the LP is
+/// infeasible; below it, float noise.
+const INFEASIBLE_TOLERANCE: f64 = 1e-9;
 
 /// How the LP is solved; both give an optimum of the same LP (module documentation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -361,6 +364,10 @@ fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
         for &(j, a) in &c.entries {
             gap[j] -= a * c.lower;
         }
+    }
+    if gap.iter().any(|&r| r < -INFEASIBLE_TOLERANCE) {
+        // The floors alone overload an OST: the LP has no solution (as the whole LP reports).
+        return None;
     }
     let full: Vec<bool> = gap.iter().map(|&r| r <= FULL_TOLERANCE).collect();
     // `None`: still free; `Some(x)`: decided.
@@ -854,6 +861,24 @@ mod tests {
         );
         eprintln!("{pinned} fractions pinned, {loose} free among optima, {unprobed} not probed");
         assert_eq!(lps, 1000);
+    }
+
+    /// Floors that overload an OST by themselves: neither solver returns an allocation (the
+    /// callers fall back to their starting point).
+    #[test]
+    fn both_solvers_refuse_floors_that_overload_an_ost() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let input = decision(&mut rng, (1, 2), (1, 1), true, true);
+        let p = Prepared::new(&input).unwrap();
+        let case = Case {
+            floors: vec![0.8, 0.8],
+            reference: vec![None, None],
+            effective_min: None,
+            coupon_baseline: None,
+        };
+        for solver in [LpSolver::Whole, LpSolver::Presolved] {
+            assert_eq!(solve_with(&p, &case.spec(), solver), None, "{solver:?}");
+        }
     }
 
     /// At the benchmark's size class (hundreds of applications on 64 OSTs, 1-8 OSTs each),

@@ -1,5 +1,8 @@
 //! GIFT decision time at 32, 64 and 200 OSTs with 100 and 1,000 applications doing I/O. The
 //! paper (§4) reports 1 to 5 ms from 32 to 200 OSTs with 1,000 applications (COIN-OR CLP).
+//! `gift_decision` uses the default LP solver (exact presolve, then `microlp` per block),
+//! `gift_decision_whole_lp` the whole LP in one `microlp` call (before issue 21), on the same
+//! inputs in the same run.
 //!
 //! Every application stripes over 1 to 8 OSTs chosen by a fixed generator; every decision runs
 //! the full Algorithm 1 (BSIP, redemption, throttle-friendly set, LP, coupons) on a GIFT whose
@@ -7,7 +10,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pfsqos_core::control::gift::{
-    Allocator, AppDemand, Bsip, Gift, GiftConfig, IntervalInput, OstCapacity, OstDemand,
+    Allocator, AppDemand, Bsip, Gift, GiftConfig, IntervalInput, LpSolver, OstCapacity, OstDemand,
 };
 use pfsqos_core::model::{JobId, OstId};
 use rand::{Rng, SeedableRng};
@@ -61,31 +64,39 @@ fn inputs(osts: u32, apps: usize, rounds: usize) -> Vec<IntervalInput> {
 }
 
 fn bench(c: &mut Criterion) {
-    let mut group = c.benchmark_group("gift_decision");
-    group.sample_size(10);
-    for &apps in &[100usize, 1_000] {
-        for &osts in &[32u32, 64, 200] {
-            let rounds = inputs(osts, apps, 8);
-            let mut gift = Gift::new(GiftConfig::default());
-            for r in &rounds {
-                gift.allocate(r).unwrap();
+    for (group_name, lp) in [
+        ("gift_decision", LpSolver::Presolved),
+        ("gift_decision_whole_lp", LpSolver::Whole),
+    ] {
+        let mut group = c.benchmark_group(group_name);
+        group.sample_size(10);
+        for &apps in &[100usize, 1_000] {
+            for &osts in &[32u32, 64, 200] {
+                let rounds = inputs(osts, apps, 8);
+                let mut gift = Gift::new(GiftConfig {
+                    lp,
+                    ..GiftConfig::default()
+                });
+                for r in &rounds {
+                    gift.allocate(r).unwrap();
+                }
+                let mut k = 0usize;
+                group.bench_with_input(
+                    BenchmarkId::new(format!("apps{apps}"), format!("osts{osts}")),
+                    &osts,
+                    |b, _| {
+                        b.iter(|| {
+                            k += 1;
+                            let mut input = rounds[k % rounds.len()].clone();
+                            input.now_ns = (8 + k as u64) * INTERVAL_NS;
+                            gift.allocate(&input).unwrap()
+                        })
+                    },
+                );
             }
-            let mut k = 0usize;
-            group.bench_with_input(
-                BenchmarkId::new(format!("apps{apps}"), format!("osts{osts}")),
-                &osts,
-                |b, _| {
-                    b.iter(|| {
-                        k += 1;
-                        let mut input = rounds[k % rounds.len()].clone();
-                        input.now_ns = (8 + k as u64) * INTERVAL_NS;
-                        gift.allocate(&input).unwrap()
-                    })
-                },
-            );
         }
+        group.finish();
     }
-    group.finish();
     // For scale: the same decision without the LP (BSIP only), largest case.
     let mut group = c.benchmark_group("bsip_decision");
     group.sample_size(10);

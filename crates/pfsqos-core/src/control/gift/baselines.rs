@@ -119,6 +119,26 @@ impl Allocator for Mbw {
     }
 }
 
+/// LP bounds for TSA, TMF and RND: a picked application may go down to `(1 - B_thres)` of its
+/// BSIP share (its throttle measured from BSIP), the others not below BSIP.
+pub(crate) fn picked_bounds(
+    bsip: &[f64],
+    picked: &[bool],
+    b_thres: f64,
+) -> (Vec<f64>, Vec<Option<f64>>) {
+    let floors = bsip
+        .iter()
+        .zip(picked)
+        .map(|(&b, &t)| if t { b * (1.0 - b_thres) } else { b })
+        .collect();
+    let reference = bsip
+        .iter()
+        .zip(picked)
+        .map(|(&b, &t)| t.then_some(b))
+        .collect();
+    (floors, reference)
+}
+
 /// The LP shared by TSA, TMF and RND, with `picked[i]` the applications that may be throttled.
 fn throttle_picked(
     p: &Prepared,
@@ -126,18 +146,8 @@ fn throttle_picked(
     b_thres: f64,
     share: &ShareOptions,
 ) -> Allocation {
-    let n = p.apps.len();
     let bsip = bsip_fractions(p, &pofs_bytes_per_s(p));
-    let floors: Vec<f64> = (0..n)
-        .map(|i| {
-            if picked[i] {
-                bsip[i] * (1.0 - b_thres)
-            } else {
-                bsip[i]
-            }
-        })
-        .collect();
-    let reference: Vec<Option<f64>> = (0..n).map(|i| picked[i].then_some(bsip[i])).collect();
+    let (floors, reference) = picked_bounds(&bsip, picked, b_thres);
     let spec = LpSpec {
         floors: &floors,
         throttle_reference: &reference,

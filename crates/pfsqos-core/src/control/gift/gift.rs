@@ -20,7 +20,7 @@
 //! application's remaining headroom ([`ThrottleLimit`]).
 
 use super::coupons::CouponLedger;
-use super::lp::{self, LpSpec};
+use super::lp::{self, LpSolver, LpSpec};
 use super::share::{bsip_fractions, pofs_bytes_per_s, redistribute, repair, ShareOptions};
 use super::{AllocError, Allocation, Allocator, IntervalInput, Prepared};
 
@@ -104,6 +104,8 @@ pub struct GiftConfig {
     pub window: WindowKind,
     pub system_gate: SystemGate,
     pub throttle_limit: ThrottleLimit,
+    /// How the §3.4 LP is solved (the same optimum either way; [`LpSolver`]).
+    pub lp: LpSolver,
 }
 
 /// Default reference OST bandwidth for the coupon unit: the paper's HDD OSTs (102 MB/s, §4).
@@ -139,6 +141,7 @@ impl GiftConfig {
             window: WindowKind::Receding,
             system_gate: SystemGate::Reset,
             throttle_limit: ThrottleLimit::Headroom,
+            lp: LpSolver::Presolved,
         }
     }
 
@@ -360,7 +363,7 @@ impl Allocator for Gift {
             effective_min_bytes_per_s: Some(e_bsip),
             coupon_baseline_bytes_per_s: self.config.constraint3.then_some(e_start),
         };
-        let (mut x, lp_fallback) = match lp::solve(&p, &spec) {
+        let (mut x, lp_fallback) = match lp::solve_with(&p, &spec, self.config.lp) {
             Some(x) => (x, false),
             None => (start.clone(), true),
         };

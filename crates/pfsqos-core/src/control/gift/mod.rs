@@ -56,6 +56,7 @@ pub use controller::{
 };
 pub use coupons::{Coupon, CouponLedger, LedgerTotals};
 pub use gift::{Gift, GiftConfig, GiftConfigError, SystemGate, ThrottleLimit, WindowKind};
+pub use lp::LpSolver;
 pub use share::{ShareOptions, ShareUnit};
 pub use stats::{AllocationStats, Recorded};
 

@@ -416,6 +416,19 @@ fn rnd_is_reproducible_with_the_same_seed() {
             .collect::<Vec<_>>()
     };
     assert_eq!(run(3), run(3));
+    // The seed is used: other seeds give other choices (a test that passed with the seed
+    // ignored would be no test).
+    assert!((0..16).filter(|&s| s != 3).any(|s| run(s) != run(3)));
+    // And the seed a spec is built with reaches the allocator.
+    let by_spec = |seed| {
+        let choice = crate::control::spec::PolicyChoice::parse("rnd").unwrap();
+        let mut a = choice.allocator(seed).unwrap().unwrap();
+        (0..5)
+            .map(|_| a.allocate(&fig5()).unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(by_spec(3), by_spec(3));
+    assert!((0..16).filter(|&s| s != 3).any(|s| by_spec(s) != by_spec(3)));
 }
 
 #[test]

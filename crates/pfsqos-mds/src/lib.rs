@@ -324,6 +324,8 @@ fn remove_inode(tx: &Connection, ino: u64) -> Result<Option<FileLayout>, RemoteE
         tx.execute(sql, [ino as i64]).map_err(db_err)?;
     }
     let n = meta_get(tx, "inodes")?;
+    // The inode being removed was counted.
+    debug_assert!(n > 0, "inode count is zero while an inode is removed");
     meta_set(tx, "inodes", n.saturating_sub(1))?;
     Ok(layout)
 }

@@ -493,6 +493,9 @@ impl FileState {
         }
         let done = match st.writes.get_mut(&seq) {
             Some(w) => {
+                // Each piece of a write ends once: a second end would release the write's
+                // waiters while a piece is still on its way.
+                assert!(w.pieces_left > 0, "a write piece ended twice");
                 w.pieces_left -= 1;
                 w.pieces_left == 0
             }

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use pfsqos_core::control::agent::{Ledger, Observer, OstSample};
 use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
-use pfsqos_core::control::{ControlWrite, Decision, DomainId, DomainWrite};
+use pfsqos_core::control::{ControlWrite, Controller, Decision, DomainId, DomainWrite};
 use pfsqos_core::model::JobId;
 use tracing::{info, warn};
 
@@ -171,11 +171,25 @@ pub(crate) fn apply_write(
     Ok(())
 }
 
-fn apply_decision(shared: &impl Controlled, decision: Decision, ledger: &mut Ledger) {
+fn apply_decision(
+    shared: &impl Controlled,
+    controller: &mut dyn Controller,
+    decision: Decision,
+    ledger: &mut Ledger,
+) {
     for w in decision.writes {
         if let Err(e) = apply_write(shared, &w, ledger) {
             warn!(domain = w.domain.0, write = ?w.write, error = %e, "controller write refused");
+            // The controller must not hold what the server refused (else it keeps sending
+            // `change` to a rule that does not exist and ranks later rules against it).
+            controller.on_write_refused(&w, e.errno);
         }
+    }
+    if !decision.client_writes.is_empty() {
+        warn!(
+            count = decision.client_writes.len(),
+            "client limits ignored: the ossd cannot reach clients"
+        );
     }
 }
 
@@ -231,7 +245,8 @@ impl ControlHandle {
                     policy = controller.name(),
                     capacity_rpcs_per_s, "controller started"
                 );
-                apply_decision(&*shared, controller.setup(&initial), &mut ledger);
+                let decision = controller.setup(&initial);
+                apply_decision(&*shared, &mut *controller, decision, &mut ledger);
                 match controller.period_ns() {
                     None => {
                         let _ = stopped.recv();
@@ -246,7 +261,8 @@ impl ControlHandle {
                                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                             }
                             let obs = observer.observe(shared.now_ns(), shared.sample());
-                            apply_decision(&*shared, controller.decide(&obs), &mut ledger);
+                            let decision = controller.decide(&obs);
+                            apply_decision(&*shared, &mut *controller, decision, &mut ledger);
                             // Keep to the period's grid; after an overrun, start afresh.
                             next += period;
                             let now = Instant::now();

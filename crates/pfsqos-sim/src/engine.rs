@@ -924,7 +924,11 @@ impl Sim {
                     let heads = pools.iter_mut().flat_map(|p| p.domain_heads_mut(w.domain));
                     apply_write(heads, self.now_ns, &w.write)
                         .map(|_| ())
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| {
+                            // The controller must not hold what the heads refused.
+                            self.controller.on_write_refused(&w, e.errno);
+                            e.to_string()
+                        })
                 }
             };
             self.control_log.push(ControlLogEntry {

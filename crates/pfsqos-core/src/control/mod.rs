@@ -172,6 +172,12 @@ pub trait Controller {
     fn allocation_stats(&self) -> Option<gift::AllocationStats> {
         None
     }
+
+    /// The server refused `write` (with `errno`). A controller that keeps rules must not hold
+    /// a refused rule as active: it would keep sending `change` to a rule that does not exist
+    /// and rank later rules against it, so one refused write would stop control of other jobs.
+    /// Controllers that keep no state about their writes ignore it.
+    fn on_write_refused(&mut self, _write: &DomainWrite, _errno: crate::errno::Errno) {}
 }
 
 /// The TBF rate (RPCs/s of `rpc_size_bytes`) that carries a bandwidth cap of `bytes_per_s`:

@@ -16,6 +16,7 @@ use std::fmt;
 
 use super::RuleNamer;
 use crate::model::JobId;
+use crate::sched::tbf::{TbfCommand, TbfOp};
 
 /// Whether `job` can stand in a `jobid={...}` list as itself: non-empty, and only characters
 /// that carry no TBF meaning (letters, digits and `. _ - : @ / + % # ~ ^`; no wildcard `*`, no
@@ -165,6 +166,30 @@ impl JobRules {
         out
     }
 
+    /// The server refused `text` (an `nrs_tbf_rule` write): the rule it names is no longer
+    /// held, so the next [`JobRules::reconcile`] starts it afresh if the job still wants one
+    /// (a refused start, or a change to a rule an administrator stopped). Returns whether the
+    /// write named one of these rules.
+    pub fn refused(&mut self, text: &str) -> bool {
+        let name = match TbfCommand::parse(text).map(|c| c.op) {
+            Ok(TbfOp::Start { name, .. } | TbfOp::Change { name, .. } | TbfOp::Stop { name }) => {
+                name
+            }
+            _ => return false,
+        };
+        let Some(job) = self
+            .active
+            .iter()
+            .find(|(_, r)| r.name == name)
+            .map(|(job, _)| *job)
+        else {
+            return false;
+        };
+        self.active.remove(&job);
+        self.namer.release(&job);
+        true
+    }
+
     /// Jobs that wanted a rule but whose id holds TBF syntax (at most
     /// [`super::agent::KNOWN_JOBS_MAX`] listed).
     pub fn refused_jobs(&self) -> &BTreeSet<JobId> {
@@ -184,7 +209,6 @@ impl JobRules {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::tbf::{TbfCommand, TbfOp};
 
     fn j(s: &str) -> JobId {
         JobId::new(s).unwrap()
@@ -234,6 +258,33 @@ mod tests {
                 TbfOp::Start { .. }
             ));
         }
+    }
+
+    /// A refused start or change is not held: the next reconcile starts the rule again, and
+    /// the other jobs' rules are unaffected.
+    #[test]
+    fn a_refused_write_is_not_held() {
+        let mut r = JobRules::new();
+        let mut d = BTreeMap::new();
+        d.insert(j("a"), want(10, Some(1)));
+        d.insert(j("b"), want(20, Some(2)));
+        let first: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        assert!(r.refused(&first[0]), "{first:?}");
+        assert!(!r.refused("start other jobid={x} rate=1"));
+        assert!(!r.refused("not a command"));
+        d.insert(j("b"), want(21, Some(2)));
+        let next: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        // a is started again (ranked against b, which is still held), b is changed.
+        assert_eq!(
+            next,
+            vec![
+                "start ja jobid={a} rate=10 rank=default",
+                "change jb rate=21"
+            ]
+        );
+        assert!(r.refused("change jb rate=21"));
+        let again: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        assert_eq!(again, vec!["start jb jobid={b} rate=21 rank=ja"]);
     }
 
     /// A job id with TBF syntax never reaches rule text: a wildcard would take other jobs'

@@ -321,6 +321,14 @@ impl<A: Allocator> Controller for AllocatorController<A> {
         self.allocator.name()
     }
 
+    fn on_write_refused(&mut self, write: &DomainWrite, _errno: crate::errno::Errno) {
+        if let (ControlWrite::NrsTbfRule(text), Some(rules)) =
+            (&write.write, self.rules.get_mut(&write.domain))
+        {
+            rules.rules.refused(text);
+        }
+    }
+
     fn setup(&mut self, initial: &Observation) -> Decision {
         let mut writes = Vec::new();
         for d in &initial.domains {

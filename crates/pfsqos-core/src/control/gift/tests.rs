@@ -428,7 +428,9 @@ fn rnd_is_reproducible_with_the_same_seed() {
             .collect::<Vec<_>>()
     };
     assert_eq!(by_spec(3), by_spec(3));
-    assert!((0..16).filter(|&s| s != 3).any(|s| by_spec(s) != by_spec(3)));
+    assert!((0..16)
+        .filter(|&s| s != 3)
+        .any(|s| by_spec(s) != by_spec(3)));
 }
 
 #[test]

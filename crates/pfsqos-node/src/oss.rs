@@ -247,6 +247,9 @@ pub fn apply_write<'a, P: Send + 'static>(
         let r = match write {
             ControlWrite::NrsPolicies(text) => head.write_policies(now_ns, text),
             ControlWrite::NrsTbfRule(text) => head.write_tbf_rule(now_ns, text),
+            ControlWrite::NrsPolicyParam { param, text } => {
+                head.write_policy_param(now_ns, param, text)
+            }
         };
         match r {
             Ok(()) => applied += 1,

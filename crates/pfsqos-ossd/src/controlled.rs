@@ -6,7 +6,7 @@ use pfsqos_core::control::ControlWrite;
 use pfsqos_wire::protocol::RemoteError;
 
 use crate::control::Controlled;
-use crate::ossd::{Shared, PARAM_POLICIES, PARAM_TBF_RULE};
+use crate::ossd::{Shared, SERVICE_PREFIX};
 
 impl Controlled for Shared {
     fn now_ns(&self) -> u64 {
@@ -32,17 +32,15 @@ impl Controlled for Shared {
     }
 
     fn apply(&self, write: &ControlWrite) -> Result<(), RemoteError> {
-        let (param, text) = match write {
-            ControlWrite::NrsPolicies(t) => (PARAM_POLICIES, t),
-            ControlWrite::NrsTbfRule(t) => (PARAM_TBF_RULE, t),
-        };
-        self.set_params(param, text)?;
+        let (param, text) = write.param_and_text();
+        self.set_params(&format!("{SERVICE_PREFIX}{param}"), text)?;
         Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::ossd::{PARAM_POLICIES, PARAM_TBF_RULE};
     use pfsqos_core::control::agent::Ledger;
     use pfsqos_core::control::{DomainId, DomainWrite};
     use pfsqos_wire::protocol::Errno;

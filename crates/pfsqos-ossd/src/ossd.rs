@@ -75,7 +75,9 @@ use anyhow::{bail, Context};
 use pfsqos_core::control::{ControlWrite, DomainId, DomainWrite};
 use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
 use pfsqos_core::model::JobId;
-use pfsqos_core::sched::nrs::{nrs_policies_yaml, tbf_rule_listing, ActiveRpcs, Nrs, NrsError};
+use pfsqos_core::sched::nrs::{
+    nrs_policies_yaml, nrs_policy_rows, tbf_rule_listing, ActiveRpcs, Nrs, NrsError,
+};
 use pfsqos_core::sched::tbf::version::LustreVersion;
 use pfsqos_core::sched::tbf::{NrsQueue, TbfConfig};
 
@@ -456,8 +458,20 @@ enum OstParam {
     CleanupInterval,
 }
 
+/// The `ost_io` service's parameter directory.
+pub(crate) const SERVICE_PREFIX: &str = "ost.OSS.ost_io.";
 pub(crate) const PARAM_POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
 pub(crate) const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
+
+/// The service's NRS parameter files below [`SERVICE_PREFIX`]: `nrs_policies` and every file a
+/// policy of the scheduler registry owns (TBF's `nrs_tbf_rule`, ...).
+fn service_params() -> Vec<&'static str> {
+    let mut params = vec!["nrs_policies"];
+    for row in nrs_policy_rows::<Pending>() {
+        params.extend_from_slice(row.params);
+    }
+    params
+}
 /// Which Lustre version's job_stats layout the daemon prints (master; the TBF listing form
 /// follows `OssdConfig::lustre_version`).
 const JOB_STATS_FORMAT: JobStatsFormat = JobStatsFormat::Master;
@@ -626,8 +640,11 @@ impl Shared {
         let mut names: Vec<String> = (0..self.osts.len())
             .flat_map(|i| [self.job_stats_param(i), self.cleanup_interval_param(i)])
             .collect();
-        names.push(PARAM_POLICIES.to_string());
-        names.push(PARAM_TBF_RULE.to_string());
+        names.extend(
+            service_params()
+                .iter()
+                .map(|p| format!("{SERVICE_PREFIX}{p}")),
+        );
         names.sort();
         names
     }
@@ -736,12 +753,19 @@ impl Shared {
     }
 
     fn set_param(&self, name: &str, value: &str) -> Result<(), RemoteError> {
-        let result = match name {
-            PARAM_POLICIES | PARAM_TBF_RULE => {
-                let write = if name == PARAM_POLICIES {
-                    ControlWrite::NrsPolicies(value.to_string())
-                } else {
-                    ControlWrite::NrsTbfRule(value.to_string())
+        let service_param = name
+            .strip_prefix(SERVICE_PREFIX)
+            .filter(|p| service_params().contains(p));
+        let result = match service_param {
+            Some(param) => {
+                let text = value.to_string();
+                let write = match param {
+                    "nrs_policies" => ControlWrite::NrsPolicies(text),
+                    "nrs_tbf_rule" => ControlWrite::NrsTbfRule(text),
+                    other => ControlWrite::NrsPolicyParam {
+                        param: other.to_string(),
+                        text,
+                    },
                 };
                 let mut guards = self.lock_cpts();
                 // Read under the locks, so the heads never see time go backwards.
@@ -754,7 +778,7 @@ impl Shared {
                     .map(|_| ())
                     .map_err(nrs_error)
             }
-            _ => {
+            None => {
                 let (ost, param) = self.ost_of_param(name)?;
                 let mut state = lock(&self.osts[ost].job_stats);
                 match param {

@@ -272,6 +272,7 @@ pub(crate) fn control_write_text(write: &ControlWrite) -> String {
     match write {
         ControlWrite::NrsPolicies(text) => format!("nrs_policies={text}"),
         ControlWrite::NrsTbfRule(text) => format!("nrs_tbf_rule={text}"),
+        ControlWrite::NrsPolicyParam { param, text } => format!("{param}={text}"),
         other => format!("{other:?}"),
     }
 }

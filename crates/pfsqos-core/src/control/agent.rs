@@ -48,6 +48,8 @@ impl Ledger {
                 }
                 _ => {}
             },
+            // A policy's own parameters go with the policy, which the undo stops.
+            ControlWrite::NrsPolicyParam { .. } => {}
         }
     }
 

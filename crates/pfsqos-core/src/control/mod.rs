@@ -95,6 +95,22 @@ pub enum ControlWrite {
     NrsPolicies(String),
     /// `ost.OSS.ost_io.nrs_tbf_rule=<text>`, e.g. `start j1 jobid={job1} rate=250`.
     NrsTbfRule(String),
+    /// `ost.OSS.ost_io.<param>=<text>` for a parameter file another policy of the scheduler
+    /// registry owns (`sched::nrs::NrsPolicyRow::params`, e.g. a fair-queuing policy's
+    /// weights). Written to the running policy; ENODEV if the owner is not running.
+    NrsPolicyParam { param: String, text: String },
+}
+
+impl ControlWrite {
+    /// The `ost.OSS.ost_io` parameter the write goes to and its text, as `lctl set_param`
+    /// takes them.
+    pub fn param_and_text(&self) -> (&str, &str) {
+        match self {
+            ControlWrite::NrsPolicies(t) => ("nrs_policies", t),
+            ControlWrite::NrsTbfRule(t) => (crate::sched::nrs::PARAM_TBF_RULE, t),
+            ControlWrite::NrsPolicyParam { param, text } => (param, text),
+        }
+    }
 }
 
 /// A write addressed to one domain.

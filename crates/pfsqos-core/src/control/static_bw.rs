@@ -146,6 +146,7 @@ mod tests {
             .map(|w| match &w.write {
                 ControlWrite::NrsPolicies(t) => format!("policies:{t}"),
                 ControlWrite::NrsTbfRule(t) => format!("rule:{t}"),
+                other => format!("{other:?}"),
             })
             .collect();
         assert_eq!(

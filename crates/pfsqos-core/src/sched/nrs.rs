@@ -91,7 +91,19 @@ pub trait NrsPolicy<P>: RequestScheduler<P> + Send {
     fn as_tbf_mut(&mut self) -> Option<&mut Tbf<P>> {
         None
     }
+
+    /// A write to one of the parameter files its registry row lists
+    /// ([`NrsPolicyRow::params`]); TBF's `nrs_tbf_rule` goes through [`Nrs::write_tbf_rule`].
+    fn write_param(&mut self, param: &str, _now_ns: u64, _text: &str) -> Result<(), NrsError> {
+        Err(NrsError {
+            errno: Errno::ENOENT,
+            message: format!("the running policy has no parameter `{param}`"),
+        })
+    }
 }
+
+/// TBF's rule parameter file.
+pub const PARAM_TBF_RULE: &str = "nrs_tbf_rule";
 
 /// How a registry row starts its policy on a head.
 pub type StartPolicy<P> =
@@ -101,6 +113,8 @@ pub type StartPolicy<P> =
 /// it on a head. Adding a scheduler is one row here and one file implementing [`NrsPolicy`].
 pub struct NrsPolicyRow<P> {
     pub name: &'static str,
+    /// The `ost.OSS.ost_io` parameter files the policy owns besides `nrs_policies`.
+    pub params: &'static [&'static str],
     /// Starts the policy with `arg` (the text after the name and queue, if any) on a head
     /// whose TBF/Lustre-version configuration is `config`.
     pub start: StartPolicy<P>,
@@ -111,6 +125,7 @@ pub struct NrsPolicyRow<P> {
 pub fn nrs_policy_rows<P: Send + 'static>() -> [NrsPolicyRow<P>; 1] {
     [NrsPolicyRow {
         name: "tbf",
+        params: &[PARAM_TBF_RULE],
         start: start_tbf::<P>,
     }]
 }
@@ -334,6 +349,37 @@ impl<P: Send + 'static> Nrs<P> {
         let class_type = self.tbf().map(|t| t.class_type());
         let cmd = TbfCommand::parse_for(text, class_type, self.config.version)?;
         self.apply_tbf_command(&cmd)
+    }
+
+    /// A write to a registry policy's own parameter file (`param` as its row lists it):
+    /// ENOENT if no row owns it, ENODEV if its owner is not the running policy (as Lustre
+    /// answers for a stopped policy's file), else the policy's answer.
+    pub fn write_policy_param(
+        &mut self,
+        now_ns: u64,
+        param: &str,
+        text: &str,
+    ) -> Result<(), NrsError> {
+        if param == PARAM_TBF_RULE {
+            return self.write_tbf_rule(now_ns, text);
+        }
+        let Some(owner) = nrs_policy_rows::<P>()
+            .into_iter()
+            .find(|r| r.params.contains(&param))
+            .map(|r| r.name)
+        else {
+            return Err(NrsError {
+                errno: Errno::ENOENT,
+                message: format!("no policy has a parameter `{param}`"),
+            });
+        };
+        match self.primary.as_mut() {
+            Some(p) if p.name == owner => p.policy.write_param(param, now_ns, text),
+            _ => Err(NrsError {
+                errno: Errno::ENODEV,
+                message: format!("policy `{owner}` is not started"),
+            }),
+        }
     }
 
     /// Applies an already parsed rule command.
@@ -628,6 +674,34 @@ mod tests {
         assert_eq!(n.policy_name(), "tbf");
         n.write_tbf_rule(0, "hp start h jobid={h}").unwrap();
         assert_eq!(n.tbf().unwrap().rule_names(), vec!["default"]);
+    }
+
+    /// A policy's own parameter files are reached by name through the registry: TBF's rule
+    /// file as `write_tbf_rule`, a file no row owns is ENOENT.
+    #[test]
+    fn policy_parameters_route_through_the_registry() {
+        let mut n: Nrs<u32> = Nrs::new();
+        let errno = |n: &mut Nrs<u32>, p: &str, t: &str| {
+            n.write_policy_param(0, p, t).unwrap_err().errno
+        };
+        assert_eq!(errno(&mut n, "nrs_sfqd_weight", "a=2"), Errno::ENOENT);
+        assert_eq!(errno(&mut n, PARAM_TBF_RULE, "change a rate=5"), Errno::ENODEV);
+        n.write_policies(0, "tbf jobid").unwrap();
+        n.write_policy_param(0, PARAM_TBF_RULE, "start a jobid={a} rate=5")
+            .unwrap();
+        assert_eq!(n.tbf().unwrap().rule_names(), vec!["a", "default"]);
+        // Every registry row's files are distinct and named like Lustre's (`nrs_<policy>_...`).
+        let rows = nrs_policy_rows::<u32>();
+        let mut all: Vec<&str> = rows.iter().flat_map(|r| r.params.iter().copied()).collect();
+        for r in &rows {
+            for p in r.params {
+                assert!(p.starts_with(&format!("nrs_{}_", r.name)), "{p}");
+            }
+        }
+        let count = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), count);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::*;
 use crate::control::{
-    ControlWrite, Controller, DomainId, DomainObservation, JobMeta, JobTargetStats, Observation,
+    Controller, DomainId, DomainObservation, JobMeta, JobTargetStats, Observation,
     TargetObservation,
 };
 
@@ -546,10 +546,7 @@ fn controller_writes_domain_rules_from_summed_caps() {
     let texts: Vec<(u32, String)> = d
         .writes
         .iter()
-        .map(|w| match &w.write {
-            ControlWrite::NrsTbfRule(t) => (w.domain.0, t.clone()),
-            ControlWrite::NrsPolicies(t) => (w.domain.0, t.clone()),
-        })
+        .map(|w| (w.domain.0, w.write.param_and_text().1.to_string()))
         .collect();
     // BSIP: A = B = 50 RPC/s on OST1; B also 50 on OST2, so B's domain-0 rule is 100.
     assert_eq!(
@@ -606,9 +603,7 @@ fn gift_controller_turns_fig6_k1_into_tbf_rates() {
         .decide(&obs)
         .writes
         .into_iter()
-        .map(|w| match w.write {
-            ControlWrite::NrsTbfRule(t) | ControlWrite::NrsPolicies(t) => t,
-        })
+        .map(|w| w.write.param_and_text().1.to_string())
         .collect();
     assert_eq!(
         rules,

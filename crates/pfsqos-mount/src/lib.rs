@@ -22,8 +22,8 @@ mod args;
 mod fs;
 mod jobid;
 pub mod lfs;
-pub mod ops;
-pub mod oss_pool;
+mod ops;
+mod oss_pool;
 mod stripe;
 
 pub use args::MountArgs;
@@ -367,7 +367,6 @@ async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {
         ops::local_nid(addr),
         ops::Tuning {
             brw_size_bytes: config.brw_size_bytes,
-            max_rpcs_in_flight: config.max_rpcs_in_flight,
             dirty_bytes_max: config.max_dirty_mb << 20,
             read_ahead_bytes: if config.direct_io {
                 config.max_read_ahead_mb << 20

@@ -21,7 +21,7 @@
 //! gathering started. An application writing 1 MiB from an unaligned buffer hands the kernel's
 //! direct I/O path two pieces per MiB; gathered, they still make one 1 MiB RPC, so a TBF rule in
 //! RPCs/s keeps meaning MiB/s. Each byte written is copied once, from the kernel's request
-//! into the buffer of the RPC it belongs to ([`Gather::fill`]); RPCs are slices of those
+//! into the buffer of the RPC it belongs to (`Gather::fill`); RPCs are slices of those
 //! buffers, sent as they are.
 //!
 //! `flush`, `fsync` and `release` wait until every RPC of the file has finished and report the
@@ -166,7 +166,6 @@ pub struct Caller {
 #[derive(Clone, Debug)]
 pub struct Tuning {
     pub brw_size_bytes: u64,
-    pub max_rpcs_in_flight: usize,
     pub dirty_bytes_max: u64,
     /// Client read-ahead window and mount-wide budget (0: none; the kernel's read-ahead
     /// serves mounts without direct I/O).

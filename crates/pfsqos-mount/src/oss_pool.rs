@@ -143,11 +143,6 @@ impl OstPool {
             .expect("the window semaphore is never closed")
     }
 
-    /// RPCs in flight now (tests, debugging).
-    pub fn in_flight(&self, max: usize) -> usize {
-        max - self.window.available_permits()
-    }
-
     async fn connection(&self) -> Result<OssClient, ClientError> {
         if let Some(c) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
             return Ok(c);

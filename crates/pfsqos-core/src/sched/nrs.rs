@@ -681,11 +681,13 @@ mod tests {
     #[test]
     fn policy_parameters_route_through_the_registry() {
         let mut n: Nrs<u32> = Nrs::new();
-        let errno = |n: &mut Nrs<u32>, p: &str, t: &str| {
-            n.write_policy_param(0, p, t).unwrap_err().errno
-        };
+        let errno =
+            |n: &mut Nrs<u32>, p: &str, t: &str| n.write_policy_param(0, p, t).unwrap_err().errno;
         assert_eq!(errno(&mut n, "nrs_sfqd_weight", "a=2"), Errno::ENOENT);
-        assert_eq!(errno(&mut n, PARAM_TBF_RULE, "change a rate=5"), Errno::ENODEV);
+        assert_eq!(
+            errno(&mut n, PARAM_TBF_RULE, "change a rate=5"),
+            Errno::ENODEV
+        );
         n.write_policies(0, "tbf jobid").unwrap();
         n.write_policy_param(0, PARAM_TBF_RULE, "start a jobid={a} rate=5")
             .unwrap();

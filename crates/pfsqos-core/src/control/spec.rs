@@ -493,6 +493,17 @@ fn parse_gift_family(
                     ],
                 )?)
             }
+            "lp" => {
+                opts.lp = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[
+                        ("presolved", gift::LpSolver::Presolved),
+                        ("whole", gift::LpSolver::Whole),
+                    ],
+                )?)
+            }
             "throttle" => {
                 opts.throttle = Some(parse_choice(
                     name,
@@ -741,6 +752,14 @@ mod tests {
         }
         let e = PolicyChoice::parse("gift:share=process").unwrap_err();
         assert!(e.contains("allowed: app, stream"), "{e}");
+        assert_eq!(
+            gift_options(&PolicyChoice::parse("gift:lp=whole").unwrap()).lp,
+            Some(gift::LpSolver::Whole)
+        );
+        let e = PolicyChoice::parse("gift:lp=simplex").unwrap_err();
+        assert!(e.contains("allowed: presolved, whole"), "{e}");
+        let e = PolicyChoice::parse("mbw:lp=whole").unwrap_err();
+        assert!(e.contains("unknown"), "{e}");
         let e = PolicyChoice::parse("gift:system_gate=never").unwrap_err();
         assert!(e.contains("allowed: reset, cumulative"), "{e}");
     }

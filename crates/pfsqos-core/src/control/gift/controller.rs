@@ -113,6 +113,9 @@ pub struct GiftOptions {
     pub system_gate: Option<SystemGate>,
     /// GIFT's throttle limit (`throttle=headroom|b_thres`).
     pub throttle: Option<ThrottleLimit>,
+    /// How GIFT solves its §3.4 LP (`lp=presolved|whole`): both give an optimum of the same
+    /// LP; they may pick different optima where the LP is indifferent.
+    pub lp: Option<super::lp::LpSolver>,
 }
 
 impl GiftOptions {
@@ -141,6 +144,7 @@ pub fn option_names(name: &str) -> &'static [&'static str] {
             "window",
             "system_gate",
             "throttle",
+            "lp",
         ],
         "tsa" | "tmf" | "rnd" => &["b_thres", SHARE_OPTIONS[0], SHARE_OPTIONS[1]],
         "pofs" | "bsip" | "mbw" | "esa" => &SHARE_OPTIONS,
@@ -204,6 +208,7 @@ pub fn allocator_by_name(
             config.window = options.window.unwrap_or(config.window);
             config.system_gate = options.system_gate.unwrap_or(config.system_gate);
             config.throttle_limit = options.throttle.unwrap_or(config.throttle_limit);
+            config.lp = options.lp.unwrap_or(config.lp);
             Box::new(Recorded::new(Gift::new(config)))
         }
         _ => return None,

@@ -14,14 +14,19 @@
 
 use pfsqos_core::control::{ControlWrite, DomainId};
 use pfsqos_core::model::RpcTags;
-use pfsqos_core::sched::nrs::{Nrs, NrsError};
+use pfsqos_core::sched::nrs::{Nrs, NrsError, ServiceTicket};
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
 
 /// What an idle thread found when it asked the partition for work.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Dispatch<P> {
-    /// Serve this request, dequeued from head `head`; one thread is now busy with it.
-    Start { head: usize, payload: P },
+    /// Serve this request, dequeued from head `head`; one thread is now busy with it. The
+    /// driver keeps `ticket` with the request and hands it back to [`CptService::complete`].
+    Start {
+        head: usize,
+        payload: P,
+        ticket: ServiceTicket,
+    },
     /// Nothing may start now. `until_ns`: the earliest throttle end among the heads that
     /// hold requests back (`None`: every head is empty). The driver waits for that time, an
     /// arrival, or a completion.
@@ -130,8 +135,8 @@ impl<P: Send + 'static> CptService<P> {
         let mut until_min: Option<u64> = None;
         for i in 0..len {
             let slot = (self.next + i) % len;
-            match self.heads[slot].1.dequeue(now_ns) {
-                Dequeue::Request(payload) => {
+            match self.heads[slot].1.dequeue_for_service(now_ns) {
+                Dequeue::Request((payload, ticket)) => {
                     self.busy += 1;
                     self.started += 1;
                     self.next = (slot + 1) % len;
@@ -143,6 +148,7 @@ impl<P: Send + 'static> CptService<P> {
                     return Dispatch::Start {
                         head: slot,
                         payload,
+                        ticket,
                     };
                 }
                 Dequeue::Throttled { until_ns } => {
@@ -157,12 +163,20 @@ impl<P: Send + 'static> CptService<P> {
         }
     }
 
-    /// The request a thread took from `head` finished at `now_ns`; the thread is free.
-    pub fn complete(&mut self, now_ns: u64, head: usize, tags: &RpcTags, cost: u64) {
+    /// The request a thread took from `head` with `ticket` finished at `now_ns`; the thread
+    /// is free, and the policy that dispatched it (if it still runs) learns its cost.
+    pub fn complete(
+        &mut self,
+        now_ns: u64,
+        head: usize,
+        ticket: ServiceTicket,
+        tags: &RpcTags,
+        cost: u64,
+    ) {
         assert!(self.busy > 0, "a completion without a request in service");
         self.busy -= 1;
         self.completed += 1;
-        self.heads[head].1.on_complete(now_ns, tags, cost);
+        self.heads[head].1.complete(now_ns, ticket, tags, cost);
         self.check_counts();
     }
 

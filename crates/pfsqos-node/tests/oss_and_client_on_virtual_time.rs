@@ -9,7 +9,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use pfsqos_core::control::{ControlWrite, DomainId};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
-use pfsqos_core::sched::nrs::Nrs;
+use pfsqos_core::sched::nrs::{Nrs, ServiceTicket};
 use pfsqos_node::client::{Raid0, RpcPiece, RpcWindow};
 use pfsqos_node::oss::{CptService, Dispatch};
 
@@ -39,6 +39,7 @@ struct Rpc {
     piece: RpcPiece,
     tags: RpcTags,
     head: usize,
+    ticket: Option<ServiceTicket>,
 }
 
 /// Events in time order, ties in push order.
@@ -124,6 +125,7 @@ fn run(file_bytes: u64, trace: &mut Vec<(u64, usize)>) -> Vec<(usize, u64)> {
                 piece,
                 tags,
                 head: 0,
+                ticket: None,
             });
         }
     }
@@ -156,7 +158,8 @@ fn run(file_bytes: u64, trace: &mut Vec<(u64, usize)>) -> Vec<(usize, u64)> {
             Ev::Done(i) => {
                 let r = &rpcs[i];
                 let c = cpt_of(r);
-                cpts[c].complete(now, r.head, &r.tags, r.piece.size_bytes);
+                let ticket = r.ticket.expect("a completed RPC was dispatched");
+                cpts[c].complete(now, r.head, ticket, &r.tags, r.piece.size_bytes);
                 served_bytes[r.client] += r.piece.size_bytes;
                 done.push((i, now));
                 trace.push((now, i));
@@ -170,7 +173,10 @@ fn run(file_bytes: u64, trace: &mut Vec<(u64, usize)>) -> Vec<(usize, u64)> {
         loop {
             let mut throttled = None;
             match cpts[touched].dispatch(now, |head, until| throttled = Some((head, until))) {
-                Dispatch::Start { payload, .. } => {
+                Dispatch::Start {
+                    payload, ticket, ..
+                } => {
+                    rpcs[payload].ticket = Some(ticket);
                     let ns = rpcs[payload].piece.size_bytes * NS_PER_MIB / MIB;
                     events.push(now + ns, Ev::Done(payload));
                 }

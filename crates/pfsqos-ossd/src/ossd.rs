@@ -550,7 +550,11 @@ impl Shared {
                     let now = self.now_ns();
                     st.svc.fire_due_timers(now);
                     match st.svc.dispatch(now, |_, _| {}) {
-                        Dispatch::Start { head, payload: p } => {
+                        Dispatch::Start {
+                            head,
+                            payload: p,
+                            ticket,
+                        } => {
                             let prev = self.osts[p.io.ost as usize]
                                 .queued
                                 .fetch_sub(1, Ordering::Relaxed);
@@ -564,7 +568,7 @@ impl Shared {
                             if st.svc.queued() > 0 {
                                 c.work.notify_one();
                             }
-                            break (head, p);
+                            break (head, ticket, p);
                         }
                         Dispatch::Wait {
                             until_ns: Some(until_ns),
@@ -585,7 +589,7 @@ impl Shared {
                     }
                 }
             };
-            let (head, Pending { io, data, done }) = p;
+            let (head, ticket, Pending { io, data, done }) = p;
             let tags = io.tags;
             let cost_bytes = match io.op {
                 IoOp::Write | IoOp::Read => io.length,
@@ -625,7 +629,7 @@ impl Shared {
             // `max_rpcs_in_flight` allows).
             lock(&c.state)
                 .svc
-                .complete(self.now_ns(), head, &tags, cost_bytes);
+                .complete(self.now_ns(), head, ticket, &tags, cost_bytes);
             // The requester may have gone; its reply is then dropped.
             let _ = done.send(result);
         }

@@ -50,7 +50,7 @@ use pfsqos_core::control::{
 };
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
 use pfsqos_core::place::PlacementContext;
-use pfsqos_core::sched::nrs::Nrs;
+use pfsqos_core::sched::nrs::{Nrs, ServiceTicket};
 use pfsqos_node::client::{Raid0, RpcWindow};
 use pfsqos_node::mds::Placer;
 use pfsqos_node::oss::{apply_write, CptService, Dispatch};
@@ -263,6 +263,8 @@ struct RpcState {
     object: u32,
     sched: u32,
     pool: u32,
+    /// Whose dispatch this is, for the completion (`pfsqos_core::sched::nrs::ServiceTicket`).
+    ticket: ServiceTicket,
     read: bool,
     object_offset_bytes: u64,
     file_offset_bytes: u64,
@@ -1240,6 +1242,7 @@ impl Sim {
                 object: object_base + piece.stripe_index,
                 sched: domains[ost.domain as usize].sched_base + cpt,
                 pool: oss.pool_base + cpt,
+                ticket: ServiceTicket::default(),
                 read,
                 object_offset_bytes: piece.object_offset_bytes,
                 file_offset_bytes: piece.file_offset_bytes,
@@ -1315,7 +1318,13 @@ impl Sim {
         let r = self.rpcs[rpc as usize];
         let tags = self.rpc_tags(&r);
         let (pool, head) = self.sched_slot[r.sched as usize];
-        self.pools[pool as usize].complete(self.now_ns, head as usize, &tags, r.size_bytes);
+        self.pools[pool as usize].complete(
+            self.now_ns,
+            head as usize,
+            r.ticket,
+            &tags,
+            r.size_bytes,
+        );
     }
 
     /// Arms a timer event if the scheduler's deadline differs from the armed one.
@@ -1347,7 +1356,14 @@ impl Sim {
                 arm_timer(timers, queue, now_ns, scheds[base + head], until_ns)
             });
             match next {
-                Dispatch::Start { payload: rpc, .. } => self.start_service(rpc),
+                Dispatch::Start {
+                    payload: rpc,
+                    ticket,
+                    ..
+                } => {
+                    self.rpcs[rpc as usize].ticket = ticket;
+                    self.start_service(rpc)
+                }
                 Dispatch::Wait { .. } | Dispatch::AllBusy => return,
             }
         }

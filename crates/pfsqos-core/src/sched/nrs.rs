@@ -190,6 +190,19 @@ impl<P: Send> NrsPolicy<P> for TbfPolicy<P> {
 struct Primary<P> {
     name: &'static str,
     policy: Box<dyn NrsPolicy<P>>,
+    /// Which start of a primary policy on this head this is (from 1).
+    epoch: u32,
+}
+
+/// Where a request a head handed out came from, so its completion reaches the policy
+/// instance that dispatched it and no other: a request served from the FIFO (moved there when
+/// its policy stopped) or dispatched by an instance since replaced completes without telling
+/// the running policy (a depth-limited policy would otherwise miscount what it has
+/// outstanding). The driver keeps it with the request and hands it back at completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServiceTicket {
+    /// The primary policy's epoch, 0 for the FIFO.
+    epoch: u32,
 }
 
 impl<P> fmt::Debug for Primary<P> {
@@ -209,6 +222,8 @@ pub struct Nrs<P> {
     config: TbfConfig,
     fifo: Fifo<P>,
     primary: Option<Primary<P>>,
+    /// Primary policies started on this head so far.
+    epochs: u32,
 }
 
 impl<P: Send + 'static> Default for Nrs<P> {
@@ -231,6 +246,7 @@ impl<P: Send + 'static> Nrs<P> {
             config,
             fifo: Fifo::new(),
             primary: None,
+            epochs: 0,
         }
     }
 
@@ -333,9 +349,12 @@ impl<P: Send + 'static> Nrs<P> {
         self.stop_primary(now_ns);
         let policy = (row.start)(arg, self.config)?;
         assert_eq!(policy.queued(), 0, "a policy starts empty");
+        // Wrapping is harmless: a ticket four billion starts old is long completed.
+        self.epochs = self.epochs.wrapping_add(1).max(1);
         self.primary = Some(Primary {
             name: row.name,
             policy,
+            epoch: self.epochs,
         });
         Ok(())
     }
@@ -379,6 +398,48 @@ impl<P: Send + 'static> Nrs<P> {
                 errno: Errno::ENODEV,
                 message: format!("policy `{owner}` is not started"),
             }),
+        }
+    }
+
+    /// The next request for a service thread, with the ticket its completion must bring back
+    /// ([`Nrs::complete`]). The FIFO goes first (its requests are older than anything the
+    /// primary policy received since), but a TBF throttle holds the whole head.
+    pub fn dequeue_for_service(&mut self, now_ns: u64) -> Dequeue<(P, ServiceTicket)> {
+        if let Some(p) = self.primary.as_mut() {
+            if let Some(until_ns) = p.policy.head_throttled_until(now_ns) {
+                if p.policy.queued() > 0 || self.fifo.queued() > 0 {
+                    return Dequeue::Throttled { until_ns };
+                }
+            }
+        }
+        if let Dequeue::Request(r) = self.fifo.dequeue(now_ns) {
+            return Dequeue::Request((r, ServiceTicket { epoch: 0 }));
+        }
+        match self.primary.as_mut() {
+            Some(p) => match p.policy.dequeue(now_ns) {
+                Dequeue::Request(r) => Dequeue::Request((r, ServiceTicket { epoch: p.epoch })),
+                Dequeue::Throttled { until_ns } => Dequeue::Throttled { until_ns },
+                Dequeue::Empty => Dequeue::Empty,
+            },
+            None => Dequeue::Empty,
+        }
+    }
+
+    /// A request handed out with `ticket` finished at `now_ns`: the running policy learns it
+    /// only if it dispatched the request itself. Returns whether it was told.
+    pub fn complete(
+        &mut self,
+        now_ns: u64,
+        ticket: ServiceTicket,
+        tags: &RpcTags,
+        cost: u64,
+    ) -> bool {
+        match self.primary.as_mut() {
+            Some(p) if ticket.epoch != 0 && p.epoch == ticket.epoch => {
+                p.policy.on_complete(now_ns, tags, cost);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -519,19 +580,10 @@ impl<P: Send + 'static> RequestScheduler<P> for Nrs<P> {
     }
 
     fn dequeue(&mut self, now_ns: u64) -> Dequeue<P> {
-        if let Some(p) = self.primary.as_mut() {
-            if let Some(until_ns) = p.policy.head_throttled_until(now_ns) {
-                if p.policy.queued() > 0 || self.fifo.queued() > 0 {
-                    return Dequeue::Throttled { until_ns };
-                }
-            }
-        }
-        if self.fifo.queued() > 0 {
-            return self.fifo.dequeue(now_ns);
-        }
-        match self.primary.as_mut() {
-            Some(p) => p.policy.dequeue(now_ns),
-            None => Dequeue::Empty,
+        match self.dequeue_for_service(now_ns) {
+            Dequeue::Request((p, _)) => Dequeue::Request(p),
+            Dequeue::Throttled { until_ns } => Dequeue::Throttled { until_ns },
+            Dequeue::Empty => Dequeue::Empty,
         }
     }
 
@@ -551,14 +603,9 @@ impl<P: Send + 'static> RequestScheduler<P> for Nrs<P> {
         self.fifo.queued() + self.primary.as_ref().map_or(0, |p| p.policy.queued())
     }
 
-    /// Completions go to the running primary policy; a request served from the FIFO (moved
-    /// there when its policy stopped) is reported too, and policies ignore what they do not
-    /// recognise as their own (their counts are by flow, not by request).
-    fn on_complete(&mut self, now_ns: u64, tags: &RpcTags, cost: u64) {
-        if let Some(p) = self.primary.as_mut() {
-            p.policy.on_complete(now_ns, tags, cost);
-        }
-    }
+    /// Without a ticket the head cannot tell whose request finished: drivers use
+    /// [`Nrs::dequeue_for_service`] and [`Nrs::complete`] instead, and this tells nobody.
+    fn on_complete(&mut self, _now_ns: u64, _tags: &RpcTags, _cost: u64) {}
 
     fn take_service_reports(&mut self) -> Vec<ServiceReport> {
         self.primary
@@ -704,6 +751,38 @@ mod tests {
         all.sort_unstable();
         all.dedup();
         assert_eq!(all.len(), count);
+    }
+
+    /// A completion reaches the policy instance that dispatched the request and no other.
+    #[test]
+    fn completions_reach_only_the_instance_that_dispatched() {
+        let mut n: Nrs<u32> = Nrs::new();
+        let take = |n: &mut Nrs<u32>| match n.dequeue_for_service(0) {
+            Dequeue::Request(r) => r,
+            other => panic!("{other:?}"),
+        };
+        n.enqueue(0, &tags("a"), 1);
+        let (_, fifo_ticket) = take(&mut n);
+        n.write_policies(0, "tbf jobid").unwrap();
+        n.enqueue(0, &tags("a"), 2);
+        n.enqueue(0, &tags("a"), 3);
+        let (_, tbf_ticket) = take(&mut n);
+        assert_ne!(fifo_ticket, tbf_ticket);
+        assert!(
+            !n.complete(0, fifo_ticket, &tags("a"), 1),
+            "served by the FIFO"
+        );
+        assert!(n.complete(0, tbf_ticket, &tags("a"), 1));
+        // Restarted with another type: request 3 is moved to the FIFO, and the old instance's
+        // tickets no longer reach the new one.
+        n.write_policies(0, "tbf nid").unwrap();
+        let (r, moved) = take(&mut n);
+        assert_eq!((r, moved), (3, fifo_ticket));
+        assert!(!n.complete(0, tbf_ticket, &tags("a"), 1));
+        n.enqueue(0, &tags("a"), 4);
+        let (_, new_ticket) = take(&mut n);
+        assert!(n.complete(0, new_ticket, &tags("a"), 1));
+        assert_ne!(new_ticket, tbf_ticket);
     }
 
     #[test]

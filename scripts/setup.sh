@@ -8,6 +8,8 @@ need() {
   fi
 }
 need cargo "install Rust with rustup (https://rustup.rs)"
+# Linking, and the SQLite the MDS bundles (rusqlite's `bundled` feature), need a C compiler.
+need cc "install a C compiler (Debian: apt-get install build-essential)"
 if ! cargo fmt --version >/dev/null 2>&1; then
   rustup component add rustfmt
 fi

@@ -229,6 +229,14 @@ impl Bulk {
 
 type IoResult = Result<IoOutcome, RemoteError>;
 
+/// What a request costs the schedulers: a bulk RPC its bytes; punch and sync move none.
+fn cost_bytes(io: &IoRequest) -> u64 {
+    match io.op {
+        IoOp::Write | IoOp::Read => io.length,
+        _ => 0,
+    }
+}
+
 /// A request waiting in an NRS head.
 struct Pending {
     io: IoRequest,
@@ -513,11 +521,7 @@ impl Shared {
             }
             let tags = io.tags;
             let ost = &self.osts[io.ost as usize];
-            // A bulk RPC costs its bytes; punch and sync move none.
-            let cost_bytes = match io.op {
-                IoOp::Write | IoOp::Read => io.length,
-                _ => 0,
-            };
+            let cost_bytes = cost_bytes(&io);
             st.svc.arrive(
                 self.now_ns(),
                 REG_HEAD,
@@ -591,10 +595,8 @@ impl Shared {
             };
             let (head, ticket, Pending { io, data, done }) = p;
             let tags = io.tags;
-            let cost_bytes = match io.op {
-                IoOp::Write | IoOp::Read => io.length,
-                _ => 0,
-            };
+            // The cost given at arrival, given back at completion.
+            let cost_bytes = cost_bytes(&io);
             let ost = &self.osts[io.ost as usize];
             let started = Instant::now();
             let result = ost.execute(&io, data, &self.pipes);

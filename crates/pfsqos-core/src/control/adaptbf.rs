@@ -1282,6 +1282,68 @@ mod tests {
         step.jobs.iter().map(|a| a.tokens).collect()
     }
 
+    /// A rule start the server refused is not held: the next decision starts it again (else
+    /// the controller would `change` a rule that does not exist and rank others against it).
+    #[test]
+    fn a_refused_start_is_started_again() {
+        use crate::control::{DomainObservation, JobMeta, JobTargetStats, TargetObservation};
+        let stats = |j: &str| JobTargetStats {
+            job: job(j),
+            rpcs_arrived: 50,
+            rpcs_served: 50,
+            bytes_served: 50 << 20,
+        };
+        let obs = |now_ns: u64| Observation {
+            now_ns,
+            period_ns: 100_000_000,
+            domains: vec![DomainObservation {
+                domain: DomainId(0),
+                targets: vec![TargetObservation {
+                    ost: OstId(0),
+                    queue_len_rpcs: 10,
+                    device_queue_rpcs: 0,
+                    capacity_rpcs_per_s: 1000,
+                    jobs: vec![stats("a"), stats("b")],
+                }],
+            }],
+            jobs: vec![
+                JobMeta {
+                    job: job("a"),
+                    node_count: 1,
+                },
+                JobMeta {
+                    job: job("b"),
+                    node_count: 2,
+                },
+            ],
+            clients: Vec::new(),
+        };
+        let mut c = AdapTbf::new(AdapTbfConfig::default());
+        c.setup(&obs(0));
+        let first = c.decide(&obs(100_000_000));
+        let start_a = first
+            .writes
+            .iter()
+            .find(|w| w.write.param_and_text().1.starts_with("start ja "))
+            .expect("a gets a rule")
+            .clone();
+        c.on_write_refused(&start_a, crate::errno::Errno::EEXIST);
+        let texts: Vec<String> = c
+            .decide(&obs(200_000_000))
+            .writes
+            .iter()
+            .map(|w| w.write.param_and_text().1.to_string())
+            .collect();
+        assert!(
+            texts.iter().any(|t| t.starts_with("start ja ")),
+            "{texts:?}"
+        );
+        assert!(
+            !texts.iter().any(|t| t.starts_with("change ja ")),
+            "{texts:?}"
+        );
+    }
+
     /// T = 1000 RPC/s, Δt = 100 ms: a budget of exactly 100 tokens per period.
     fn allocator() -> TargetAllocator {
         TargetAllocator::new(AdapTbfConfig::default())

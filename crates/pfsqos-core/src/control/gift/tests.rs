@@ -559,6 +559,15 @@ fn controller_writes_domain_rules_from_summed_caps() {
     );
     // Same observation: nothing to change.
     assert!(c.decide(&obs).writes.is_empty());
+    // The server refused B's start: the controller does not hold it, and starts it again.
+    c.on_write_refused(&d.writes[1], crate::errno::Errno::EEXIST);
+    let again: Vec<String> = c
+        .decide(&obs)
+        .writes
+        .iter()
+        .map(|w| w.write.param_and_text().1.to_string())
+        .collect();
+    assert_eq!(again, vec!["start jB jobid={B} rate=100"]);
 }
 
 #[test]

@@ -37,6 +37,9 @@ pub struct RunOutput {
 pub struct JobOutput {
     pub job_id: String,
     pub node_count: u32,
+    /// Proportional-share weight (the scenario's `weight`, by default the node count): what
+    /// the weighted fairness metrics compare shares against.
+    pub weight: u32,
     pub bytes_read: u64,
     pub bytes_written: u64,
     /// RPCs completed.
@@ -355,6 +358,7 @@ mod tests {
         JobOutput {
             job_id: "j".to_string(),
             node_count: 1,
+            weight: 1,
             bytes_read: 0,
             bytes_written: 0,
             rpcs: 0,

@@ -292,6 +292,7 @@ impl Recorder {
                 JobOutput {
                     job_id: job.clone(),
                     node_count: 1,
+                    weight: 1,
                     bytes_read: read,
                     bytes_written: written,
                     rpcs,

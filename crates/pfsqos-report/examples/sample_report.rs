@@ -138,6 +138,7 @@ fn make_run(policy: &str, fair: bool, traced: bool) -> RunOutput {
             JobOutput {
                 job_id: format!("job{}.{}nodes", j + 1, nodes[j]),
                 node_count: nodes[j],
+                weight: nodes[j],
                 bytes_read: 0,
                 bytes_written: total,
                 rpcs: total / (4 * MIB),

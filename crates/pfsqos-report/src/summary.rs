@@ -6,7 +6,9 @@
 //! run records of time); when no whole bin has every job active the whole-run bytes are used and
 //! `fairness_window.basis` says so.
 
-use pfsqos_core::metrics::{jain_index, share_deviation, weighted_jain_index};
+use pfsqos_core::metrics::{
+    jain_index, share_deviation, weighted_jain_index, windowed_share_deviation, JobBins,
+};
 use pfsqos_core::run::RunOutput;
 use serde::Serialize;
 
@@ -30,11 +32,16 @@ pub struct RunSummary {
     pub aggregate_throughput_mib_s: f64,
     /// Jain's index over the per-job throughputs (`jobs[].throughput_mib_s`).
     pub jain_index: f64,
-    /// Jain's index of the fairness-window bytes normalised by node counts.
+    /// Jain's index of the fairness-window bytes normalised by the jobs' weights (by default
+    /// their node counts).
     pub weighted_jain_index: f64,
-    /// Sum of |share - node share| over the fairness-window bytes.
+    /// Sum of |share - weight share| over the fairness-window bytes.
     pub share_deviation: f64,
     pub fairness_window: FairnessWindow,
+    /// vPFS's unfairness over time (§IV-B, Fig. 6) in windows of 5 s.
+    pub unfairness_5s: UnfairnessSummary,
+    /// The same in windows of 60 s.
+    pub unfairness_60s: UnfairnessSummary,
     /// GIFT's mean application I/O time over the jobs with synchronous I/O phases; absent when
     /// no job has phases (`pfsqos_core::run::RunOutput::mean_app_io_time_ns`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,6 +78,8 @@ pub struct RunSummary {
 pub struct JobSummary {
     pub job_id: String,
     pub nodes: u32,
+    /// Proportional-share weight (the scenario's `weight`, by default `nodes`).
+    pub weight: u32,
     pub bytes: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
@@ -119,6 +128,53 @@ pub struct FairnessWindow {
     pub basis: WindowBasis,
     pub start_s: f64,
     pub end_s: f64,
+}
+
+/// vPFS's unfairness (the sum over the existing jobs of |normalised throughput - normalised
+/// weight|, 0..=2) over consecutive windows of one width
+/// ([`pfsqos_core::metrics::windowed_share_deviation`] says which windows count).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UnfairnessSummary {
+    /// Window width: the nominal width rounded to whole bins.
+    pub window_s: f64,
+    /// Windows in which at least two jobs existed and something completed.
+    pub windows: u64,
+    /// Mean over those windows; absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+}
+
+/// Nominal unfairness windows: the vPFS paper's Fig. 6 plots 5 s and 60 s.
+const UNFAIRNESS_WINDOWS_NS: [u64; 2] = [5_000_000_000, 60_000_000_000];
+
+fn unfairness(run: &RunOutput, per_job_bins: &[Vec<u64>], window_ns: u64) -> UnfairnessSummary {
+    let window_bins = window_ns.checked_div(run.bin_ns).unwrap_or(1).max(1) as usize;
+    let jobs: Vec<JobBins<'_>> = run
+        .jobs
+        .iter()
+        .zip(per_job_bins)
+        .map(|(job, bins)| JobBins {
+            bytes_per_bin: bins,
+            weight: f64::from(job.weight.max(1)),
+            exists_bins: match (job.first_io_ns, job.last_io_ns, run.bin_ns) {
+                (Some(a), Some(b), bin_ns) if bin_ns > 0 => {
+                    let first = (a / bin_ns) as usize;
+                    Some((first, (b.div_ceil(bin_ns) as usize).max(first + 1)))
+                }
+                _ => None,
+            },
+        })
+        .collect();
+    let windows = windowed_share_deviation(&jobs, window_bins);
+    let n = windows.len();
+    UnfairnessSummary {
+        window_s: ns_to_s(window_bins as u64 * run.bin_ns),
+        windows: n as u64,
+        mean: (n > 0).then(|| windows.iter().map(|w| w.deviation).sum::<f64>() / n as f64),
+        max: windows.iter().map(|w| w.deviation).reduce(f64::max),
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -193,6 +249,7 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
         .map(|(job, &window_bytes)| JobSummary {
             job_id: job.job_id.clone(),
             nodes: job.node_count,
+            weight: job.weight,
             bytes: job.bytes(),
             bytes_read: job.bytes_read,
             bytes_written: job.bytes_written,
@@ -222,7 +279,27 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
     };
 
     let throughputs: Vec<f64> = jobs.iter().map(|j| j.throughput_mib_s).collect();
-    let weights: Vec<f64> = run.jobs.iter().map(|j| f64::from(j.node_count)).collect();
+    let weights: Vec<f64> = run.jobs.iter().map(|j| f64::from(j.weight)).collect();
+    let per_job_bins: Vec<Vec<u64>> = run
+        .jobs
+        .iter()
+        .map(|job| {
+            let bins = job
+                .bytes_per_ost_bin
+                .iter()
+                .map(Vec::len)
+                .max()
+                .unwrap_or(0);
+            (0..bins)
+                .map(|b| {
+                    job.bytes_per_ost_bin
+                        .iter()
+                        .map(|s| s.get(b).copied().unwrap_or(0))
+                        .sum()
+                })
+                .collect()
+        })
+        .collect();
     let window_values: Vec<f64> = window_bytes.iter().map(|&b| b as f64).collect();
 
     let rejected_all = run.control_log.iter().filter(|e| e.result.is_err());
@@ -250,6 +327,8 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
         weighted_jain_index: weighted_jain_index(&window_values, &weights),
         share_deviation: share_deviation(&window_values, &weights),
         fairness_window,
+        unfairness_5s: unfairness(run, &per_job_bins, UNFAIRNESS_WINDOWS_NS[0]),
+        unfairness_60s: unfairness(run, &per_job_bins, UNFAIRNESS_WINDOWS_NS[1]),
         mean_app_io_time_s: run.mean_app_io_time_ns().map(|ns| ns / 1e9),
         effective_system_mib_s: run
             .effective_system_bytes_per_s()

@@ -18,6 +18,7 @@ fn job(
     JobOutput {
         job_id: id.to_string(),
         node_count: nodes,
+        weight: nodes,
         bytes_read: 0,
         bytes_written: total,
         rpcs: total / MIB,
@@ -193,6 +194,29 @@ fn summary_numbers_hand_computed() {
 }
 
 #[test]
+fn weights_and_unfairness_windows_hand_computed() {
+    // 1 s bins; two jobs over 10 s, 1 MiB per bin each on one OST (equal throughput), weights
+    // 1:3 (not the node counts, 2:2). Each 5 s window holds both: |1/2 - 1/4| + |1/2 - 3/4| =
+    // 0.5, twice. No 60 s window fits in 10 s.
+    let flat = vec![vec![MIB; 10], vec![0; 10]];
+    let mut a = job("a", 2, Some(0), Some(10 * S), flat.clone());
+    let mut b = job("b", 2, Some(0), Some(10 * S), flat);
+    a.weight = 1;
+    b.weight = 3;
+    let s = summarize(&run("x", S, 10 * S, vec![a, b]));
+    assert_eq!((s.jobs[0].weight, s.jobs[1].weight), (1, 3));
+    assert!(close(s.share_deviation, 0.5), "{}", s.share_deviation);
+    assert_eq!(s.unfairness_5s.windows, 2);
+    assert!(close(s.unfairness_5s.window_s, 5.0));
+    assert!(close(s.unfairness_5s.mean.unwrap(), 0.5));
+    assert!(close(s.unfairness_5s.max.unwrap(), 0.5));
+    assert_eq!(s.unfairness_60s.windows, 0);
+    assert_eq!(s.unfairness_60s.mean, None);
+    let json = summary_json(&run("x", S, 10 * S, vec![]));
+    assert!(json.contains("\"unfairness_5s\""), "{json}");
+}
+
+#[test]
 fn fairness_window_rounds_inwards_to_whole_bins() {
     let mut r = two_jobs("nobw");
     r.jobs[1].first_io_ns = Some(S / 2);
@@ -313,6 +337,8 @@ fn summary_json_has_stable_key_order() {
         "\"weighted_jain_index\"",
         "\"share_deviation\"",
         "\"fairness_window\"",
+        "\"unfairness_5s\"",
+        "\"unfairness_60s\"",
         "\"engine\"",
         "\"control_writes\"",
         "\"rejected_control_writes\"",

@@ -201,6 +201,7 @@ mod tests {
                 .map(|id| JobOutput {
                     job_id: id.to_string(),
                     node_count: 1,
+                    weight: 1,
                     bytes_read: 0,
                     bytes_written: 0,
                     rpcs: 0,

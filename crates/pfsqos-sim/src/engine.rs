@@ -351,6 +351,7 @@ struct JobState {
     id: JobId,
     spec_id: String,
     node_count: u32,
+    weight: u32,
     uid: u32,
     gid: u32,
     processes_left: u32,
@@ -751,6 +752,7 @@ impl Sim {
                 id,
                 spec_id: job.id.clone(),
                 node_count: job.nodes,
+                weight: job.weight(),
                 uid: job.uid,
                 gid: job.gid,
                 processes_left: process_in_job as u32,
@@ -909,6 +911,7 @@ impl Sim {
                 .map(|&j| JobMeta {
                     job: self.jobs[j as usize].id,
                     node_count: self.jobs[j as usize].node_count,
+                    weight: self.jobs[j as usize].weight,
                 })
                 .collect(),
         }
@@ -1563,6 +1566,7 @@ impl Sim {
                 JobOutput {
                     job_id: job.spec_id,
                     node_count: job.node_count,
+                    weight: job.weight,
                     bytes_read: job.bytes_read,
                     bytes_written: job.bytes_written,
                     rpcs: job.rpcs,

@@ -147,6 +147,7 @@ struct JobRt {
     spec_id: String,
     app: u32,
     node_count: u32,
+    weight: u32,
     flows: std::ops::Range<u32>,
     processes_left: u32,
     bytes_read: u64,
@@ -456,6 +457,7 @@ impl Fluid {
             spec_id: job.id.clone(),
             app,
             node_count: job.nodes,
+            weight: job.weight(),
             flows: flows.clone(),
             processes_left: processes,
             bytes_read: 0,
@@ -1237,6 +1239,7 @@ impl Fluid {
                 JobOutput {
                     job_id: job.spec_id,
                     node_count: job.node_count,
+                    weight: job.weight,
                     bytes_read: job.bytes_read,
                     bytes_written: job.bytes_written,
                     rpcs: job.rpcs,

@@ -250,6 +250,10 @@ pub struct JobSpec {
     pub id: String,
     /// Compute nodes of the job: the AdapTBF and Static BW priority basis.
     pub nodes: u32,
+    /// Proportional-share weight (vPFS): what the weighted fairness metrics compare the job's
+    /// share against and what proportional-share policies give it. Default: `nodes`.
+    #[serde(default)]
+    pub weight: Option<u32>,
     /// Client nodes the job's processes run on, round robin. Default: all clients.
     #[serde(default)]
     pub clients: Option<Vec<u32>>,
@@ -259,6 +263,13 @@ pub struct JobSpec {
     pub gid: u32,
     #[serde(rename = "processes")]
     pub groups: Vec<ProcessGroupSpec>,
+}
+
+impl JobSpec {
+    /// The job's proportional-share weight: `weight`, or its node count.
+    pub fn weight(&self) -> u32 {
+        self.weight.unwrap_or(self.nodes)
+    }
 }
 
 /// Access pattern, named as in fio.

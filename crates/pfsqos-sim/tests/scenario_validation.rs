@@ -585,6 +585,12 @@ fn job_ids() {
         Some("0"),
         "1..=1000000",
     );
+    expect(
+        &with("nodes = 2", "nodes = 2\nweight = 0"),
+        "job[0].weight",
+        Some("0"),
+        "proportional-share weight must be in 1..=1000000",
+    );
 }
 
 #[test]

@@ -1310,10 +1310,12 @@ mod tests {
                 JobMeta {
                     job: job("a"),
                     node_count: 1,
+                    weight: 1,
                 },
                 JobMeta {
                     job: job("b"),
                     node_count: 2,
+                    weight: 2,
                 },
             ],
             clients: Vec::new(),

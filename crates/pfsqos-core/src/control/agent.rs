@@ -200,6 +200,9 @@ impl Observer {
                 .map(|(&job, k)| JobMeta {
                     job,
                     node_count: k.node_count,
+                    // The live runtime has no per-job weight yet: the node count, as the
+                    // simulator's default.
+                    weight: k.node_count.max(1),
                 })
                 .collect(),
         }

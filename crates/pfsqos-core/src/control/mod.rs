@@ -63,11 +63,18 @@ impl DomainObservation {
     }
 }
 
-/// What the scheduler knows about a job: the AdapTBF priority basis is its node count.
+/// Largest proportional-share weight a job can be given.
+pub const JOB_WEIGHT_MAX: u32 = 1_000_000;
+
+/// What the scheduler knows about a job: the AdapTBF priority basis is its node count; the
+/// proportional-share designs (vPFS) share by its weight.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobMeta {
     pub job: JobId,
     pub node_count: u32,
+    /// Proportional-share weight, 1..=[`JOB_WEIGHT_MAX`]; drivers that have no weight for a
+    /// job give its node count (the priority basis every other design uses).
+    pub weight: u32,
 }
 
 /// A client node, by its index in the driver's list of clients.

@@ -132,10 +132,12 @@ mod tests {
                 JobMeta {
                     job: JobId::new("job1").unwrap(),
                     node_count: 1,
+                    weight: 1,
                 },
                 JobMeta {
                     job: JobId::new("job2").unwrap(),
                     node_count: 3,
+                    weight: 3,
                 },
             ],
         };

@@ -291,6 +291,7 @@ impl AppSetSpec {
                 job: JobSpec {
                     id: format!("{app}.{i}"),
                     nodes: tp.nodes,
+                    weight: None,
                     clients: None,
                     uid: 0,
                     gid: 0,

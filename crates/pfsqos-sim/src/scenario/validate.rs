@@ -467,6 +467,16 @@ impl Scenario {
                 NODES_MAX,
                 "compute nodes",
             )?;
+            if let Some(weight) = j.weight {
+                check_u32(
+                    c,
+                    &format!("{p}.weight"),
+                    weight,
+                    1,
+                    pfsqos_core::control::JOB_WEIGHT_MAX,
+                    "proportional-share weight",
+                )?;
+            }
             if let Some(list) = &j.clients {
                 if list.is_empty() || list.len() > clients as usize {
                     return Err(c.err(

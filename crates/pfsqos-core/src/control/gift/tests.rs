@@ -528,14 +528,17 @@ fn controller_writes_domain_rules_from_summed_caps() {
             JobMeta {
                 job: job("A"),
                 node_count: 1,
+                weight: 1,
             },
             JobMeta {
                 job: job("B"),
                 node_count: 1,
+                weight: 1,
             },
             JobMeta {
                 job: job("C"),
                 node_count: 1,
+                weight: 1,
             },
         ],
     };

@@ -15,7 +15,47 @@
 use pfsqos_core::control::{ControlWrite, DomainId};
 use pfsqos_core::model::RpcTags;
 use pfsqos_core::sched::nrs::{Nrs, NrsError, ServiceTicket};
-use pfsqos_core::sched::{Dequeue, RequestScheduler};
+use pfsqos_core::sched::{Dequeue, RequestScheduler, ServiceReport};
+
+// SCRATCH (replaced by the vpfs-core branch)
+pub trait ScratchLen {
+    fn encoded_len_bytes(&self) -> u64;
+}
+impl ScratchLen for ServiceReport {
+    fn encoded_len_bytes(&self) -> u64 {
+        40
+    }
+}
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncMessage {
+    pub from_instance: u32,
+    pub report: ServiceReport,
+}
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyncCounters {
+    pub broadcasts_out: u64,
+    pub bytes_out: u64,
+    pub messages_in: u64,
+    pub bytes_in: u64,
+    pub rejected_in: u64,
+    pub dropped_out: u64,
+}
+impl<P: Send + 'static> CptService<P> {
+    pub fn set_sync_instance(&mut self, instance: u32) {
+        self.completed += u64::from(instance) * 0;
+    }
+    pub fn take_sync_out(&mut self) -> Vec<SyncMessage> {
+        Vec::new()
+    }
+    pub fn deliver_sync(&mut self, now_ns: u64, message: &SyncMessage) {
+        for (_, h) in &mut self.heads {
+            h.on_peer_service(now_ns, &message.report);
+        }
+    }
+    pub fn sync_counters(&self) -> SyncCounters {
+        SyncCounters::default()
+    }
+}
 
 /// What an idle thread found when it asked the partition for work.
 #[derive(Debug, PartialEq, Eq)]

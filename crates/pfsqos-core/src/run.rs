@@ -31,6 +31,26 @@ pub struct RunOutput {
     /// Allocation statistics of a GIFT-family policy over the run's decisions (the authors'
     /// artifact's "effective system bandwidth"); `None` for other policies.
     pub allocation: Option<AllocationStats>,
+    /// Synchronization traffic of distributed schedulers (DSFQ), one entry per OSS in index
+    /// order; empty when the driver has none to report.
+    pub sync: Vec<SyncOutput>,
+}
+
+/// The synchronization messages one OSS's scheduler instances sent and received (DSFQ's
+/// service reports), summed over its CPU partitions. A broadcast is one report handed to the
+/// network; each copy delivered to another instance is one message in.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncOutput {
+    /// The OSS's name (`OSS0000`, ...).
+    pub oss: String,
+    pub broadcasts_out: u64,
+    pub bytes_out: u64,
+    pub messages_in: u64,
+    pub bytes_in: u64,
+    /// Messages refused as malformed (unknown flow, absurd cost): never applied.
+    pub rejected_in: u64,
+    /// Reports dropped because the outbox was full.
+    pub dropped_out: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -408,6 +428,7 @@ mod tests {
             engine: EngineStats::default(),
             regret: None,
             allocation: None,
+            sync: Vec::new(),
         };
         assert_eq!(run.effective_system_bytes_per_s(), Some(400.0 / 4.0));
         // I/O times 3 s and 2 s.

@@ -318,6 +318,7 @@ impl Recorder {
             engine: EngineStats::default(),
             regret: None,
             allocation: None,
+            sync: Vec::new(),
         }
     }
 }

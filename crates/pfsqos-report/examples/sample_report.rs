@@ -184,6 +184,7 @@ fn make_run(policy: &str, fair: bool, traced: bool) -> RunOutput {
         },
         regret: None,
         allocation: None,
+        sync: Vec::new(),
     }
 }
 

@@ -63,6 +63,10 @@ pub struct RunSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effective_bandwidth_allocated_artifact: Option<f64>,
     pub engine: EngineSummary,
+    /// Synchronization traffic of distributed schedulers (DSFQ) per OSS; absent when no
+    /// scheduler synchronized.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sync: Vec<SyncSummary>,
     pub control_writes: u64,
     pub rejected_control_writes: u64,
     /// Samples in the controller trace (`control_trace.csv` rows); 0 for controllers without
@@ -177,6 +181,21 @@ fn unfairness(run: &RunOutput, per_job_bins: &[Vec<u64>], window_ns: u64) -> Unf
     }
 }
 
+/// One OSS's synchronization traffic ([`pfsqos_core::run::SyncOutput`]) and its rate over the
+/// run's simulated time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SyncSummary {
+    pub oss: String,
+    pub broadcasts_out: u64,
+    pub bytes_out: u64,
+    pub messages_in: u64,
+    pub bytes_in: u64,
+    pub rejected_in: u64,
+    pub dropped_out: u64,
+    pub messages_in_per_s: f64,
+    pub bytes_in_per_s: f64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct EngineSummary {
     pub events: u64,
@@ -212,6 +231,37 @@ fn mib_per_s(bytes: u64, time_ns: u64) -> f64 {
         return 0.0;
     }
     bytes as f64 / BYTES_PER_MIB / ns_to_s(time_ns)
+}
+
+fn sync_summary(run: &RunOutput) -> Vec<SyncSummary> {
+    let quiet = run
+        .sync
+        .iter()
+        .all(|s| s.broadcasts_out == 0 && s.messages_in == 0 && s.rejected_in == 0);
+    if quiet {
+        return Vec::new();
+    }
+    let per_s = |n: u64| {
+        if run.end_ns == 0 {
+            0.0
+        } else {
+            n as f64 / ns_to_s(run.end_ns)
+        }
+    };
+    run.sync
+        .iter()
+        .map(|s| SyncSummary {
+            oss: s.oss.clone(),
+            broadcasts_out: s.broadcasts_out,
+            bytes_out: s.bytes_out,
+            messages_in: s.messages_in,
+            bytes_in: s.bytes_in,
+            rejected_in: s.rejected_in,
+            dropped_out: s.dropped_out,
+            messages_in_per_s: per_s(s.messages_in),
+            bytes_in_per_s: per_s(s.bytes_in),
+        })
+        .collect()
 }
 
 /// Computes the summary of one run.
@@ -339,6 +389,7 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
             events: run.engine.events,
             rpcs: run.engine.rpcs,
         },
+        sync: sync_summary(run),
         control_writes: run.control_log.len() as u64,
         rejected_control_writes: rejected_all.count() as u64,
         control_trace_entries: run.control_trace.len() as u64,

@@ -48,6 +48,7 @@ fn run(policy: &str, bin_ns: u64, end_ns: u64, jobs: Vec<JobOutput>) -> RunOutpu
         },
         regret: None,
         allocation: None,
+        sync: Vec::new(),
     }
 }
 
@@ -214,6 +215,41 @@ fn weights_and_unfairness_windows_hand_computed() {
     assert_eq!(s.unfairness_60s.mean, None);
     let json = summary_json(&run("x", S, 10 * S, vec![]));
     assert!(json.contains("\"unfairness_5s\""), "{json}");
+}
+
+#[test]
+fn sync_traffic_is_listed_per_oss_with_rates_only_when_there_is_some() {
+    let mut r = two_jobs("dsfq");
+    r.sync = vec![
+        pfsqos_core::run::SyncOutput {
+            oss: "oss0".to_string(),
+            broadcasts_out: 10,
+            bytes_out: 400,
+            messages_in: 20,
+            bytes_in: 800,
+            ..Default::default()
+        },
+        pfsqos_core::run::SyncOutput {
+            oss: "oss1".to_string(),
+            ..Default::default()
+        },
+    ];
+    let s = summarize(&r);
+    assert_eq!(s.sync.len(), 2);
+    assert_eq!(
+        (s.sync[0].oss.as_str(), s.sync[0].messages_in),
+        ("oss0", 20)
+    );
+    // The run lasts 4 s.
+    assert!(close(s.sync[0].messages_in_per_s, 5.0));
+    assert!(close(s.sync[0].bytes_in_per_s, 200.0));
+    assert!(summary_json(&r).contains("\"messages_in_per_s\""));
+    r.sync[0] = pfsqos_core::run::SyncOutput {
+        oss: "oss0".to_string(),
+        ..Default::default()
+    };
+    assert!(summarize(&r).sync.is_empty());
+    assert!(!summary_json(&r).contains("\"sync\""));
 }
 
 #[test]

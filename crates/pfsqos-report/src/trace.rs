@@ -229,6 +229,7 @@ mod tests {
             engine: EngineStats::default(),
             regret: None,
             allocation: None,
+            sync: Vec::new(),
         }
     }
 

@@ -53,7 +53,9 @@ use pfsqos_core::place::PlacementContext;
 use pfsqos_core::sched::nrs::{Nrs, ServiceTicket};
 use pfsqos_node::client::{Raid0, RpcWindow};
 use pfsqos_node::mds::Placer;
-use pfsqos_node::oss::{apply_write, CptService, Dispatch};
+#[allow(unused_imports)]
+use pfsqos_node::oss::ScratchLen;
+use pfsqos_node::oss::{apply_write, CptService, Dispatch, SyncMessage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -63,7 +65,7 @@ use crate::events::{Event, EventQueue};
 use crate::policy::controller_for;
 use crate::record::{
     ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, PhaseRecord, RunOutput,
-    CONTROL_TRACE_LEN_MAX,
+    SyncOutput, CONTROL_TRACE_LEN_MAX,
 };
 use crate::scenario::{EngineKind, FileMode, Rw, Scenario, SchedulerScope, ShapeKind};
 use crate::workload::{secs_to_ns, Shape};
@@ -329,6 +331,8 @@ impl Link {
 }
 
 struct Oss {
+    /// The scenario's name for it.
+    name: String,
     cpts: u32,
     pool_base: u32,
     link: Link,
@@ -418,6 +422,12 @@ struct Sim {
     pools: Vec<CptService<u32>>,
     /// Global head index of each partition's first head (its heads are consecutive).
     pool_sched_base: Vec<u32>,
+    /// The OSS of each partition.
+    pool_oss: Vec<u32>,
+    /// Synchronization messages in flight (`Event::SyncDeliver`), by slot; freed slots are
+    /// reused, so the table never holds more than the messages in flight at once.
+    sync_slots: Vec<Option<SyncMessage>>,
+    sync_free: Vec<u32>,
     /// Global head index of each partition's heads, partition after partition.
     pool_scheds: Vec<u32>,
     oscs: Vec<Osc>,
@@ -550,6 +560,7 @@ impl Sim {
                 .unwrap_or_else(|| device_models[model_index].capacity_rpcs_per_s(brw_size_bytes));
             let cpts = spec.cpts.max(1);
             osses.push(Oss {
+                name: spec.name.clone(),
                 cpts,
                 pool_base: pool_threads.len() as u32,
                 link: Link {
@@ -621,6 +632,7 @@ impl Sim {
         // order.
         let mut pools = Vec::with_capacity(pool_threads.len());
         let mut pool_sched_base = Vec::with_capacity(pool_threads.len());
+        let mut pool_oss = Vec::with_capacity(pool_threads.len());
         let mut sched_slot = vec![(0u32, 0u32); n_scheds as usize];
         let mut global_of_slot: Vec<u32> = Vec::with_capacity(n_scheds as usize);
         for (oss_index, oss) in osses.iter().enumerate() {
@@ -638,7 +650,11 @@ impl Sim {
                         }
                     }
                 }
-                pools.push(CptService::new(heads, pool_threads[pool as usize]));
+                let mut service = CptService::new(heads, pool_threads[pool as usize]);
+                // Messages name their sender by the partition's global index.
+                service.set_sync_instance(pools.len() as u32);
+                pools.push(service);
+                pool_oss.push(oss_index as u32);
             }
         }
         // Heads are numbered per domain and CPT; timers are kept by that number.
@@ -829,6 +845,9 @@ impl Sim {
             sched_slot,
             pools,
             pool_sched_base,
+            pool_oss,
+            sync_slots: Vec::new(),
+            sync_free: Vec::new(),
             pool_scheds,
             oscs: (0..n_clients * n_osts)
                 .map(|_| Osc {
@@ -1052,6 +1071,7 @@ impl Sim {
                     self.dispatch(pool);
                 }
             }
+            Event::SyncDeliver { pool, slot } => self.sync_deliver(pool, slot),
             Event::ControlTick => {
                 let period = self.period_ns.unwrap_or(0);
                 let obs = self.observation(period, true);
@@ -1367,9 +1387,70 @@ impl Sim {
                     self.rpcs[rpc as usize].ticket = ticket;
                     self.start_service(rpc)
                 }
-                Dispatch::Wait { .. } | Dispatch::AllBusy => return,
+                Dispatch::Wait { .. } | Dispatch::AllBusy => break,
             }
         }
+        // Arrivals, starts and completions all end here: what the partition's distributed
+        // schedulers want to tell the others leaves now.
+        self.send_sync(pool);
+    }
+
+    /// Sends every synchronization message partition `pool` has ready to every other
+    /// partition: at once to the partitions of the same OSS (one process, shared memory),
+    /// after the network latency plus the message's own time on the sender's link (not
+    /// queued behind bulk data: a few dozen bytes) to those of other OSSs.
+    fn send_sync(&mut self, pool: u32) {
+        let messages = self.pools[pool as usize].take_sync_out();
+        if messages.is_empty() {
+            return;
+        }
+        let from_oss = self.pool_oss[pool as usize];
+        for message in messages {
+            debug_assert_eq!(message.from_instance, pool);
+            let remote_ns = {
+                let bytes = message.report.encoded_len_bytes();
+                let link = &mut self.osses[from_oss as usize].link;
+                self.latency_ns + link.transfer_ns(bytes)
+            };
+            for to in 0..self.pools.len() as u32 {
+                if to == pool {
+                    continue;
+                }
+                let at_ns = if self.pool_oss[to as usize] == from_oss {
+                    self.now_ns
+                } else {
+                    self.now_ns + remote_ns
+                };
+                let slot = match self.sync_free.pop() {
+                    Some(slot) => {
+                        debug_assert!(self.sync_slots[slot as usize].is_none());
+                        self.sync_slots[slot as usize] = Some(message.clone());
+                        slot
+                    }
+                    None => {
+                        self.sync_slots.push(Some(message.clone()));
+                        self.sync_slots.len() as u32 - 1
+                    }
+                };
+                self.queue
+                    .push(at_ns, Event::SyncDeliver { pool: to, slot });
+            }
+        }
+    }
+
+    /// A synchronization message reaches partition `pool`: its schedulers learn the service
+    /// given elsewhere, which can change what they hold back (timers) and hand out.
+    fn sync_deliver(&mut self, pool: u32, slot: u32) {
+        let message = self.sync_slots[slot as usize]
+            .take()
+            .expect("a sync slot is delivered once");
+        self.sync_free.push(slot);
+        self.pools[pool as usize].deliver_sync(self.now_ns, &message);
+        let base = self.pool_sched_base[pool as usize];
+        for head in 0..self.pools[pool as usize].head_count() as u32 {
+            self.check_timer(self.pool_scheds[(base + head) as usize]);
+        }
+        self.dispatch(pool);
     }
 
     fn start_service(&mut self, rpc: u32) {
@@ -1551,6 +1632,24 @@ impl Sim {
     // ---------------------------------------------------------------- output
 
     fn finish(self) -> RunOutput {
+        let mut sync: Vec<SyncOutput> = self
+            .osses
+            .iter()
+            .map(|o| SyncOutput {
+                oss: o.name.clone(),
+                ..SyncOutput::default()
+            })
+            .collect();
+        for (pool, service) in self.pools.iter().enumerate() {
+            let c = service.sync_counters();
+            let s = &mut sync[self.pool_oss[pool] as usize];
+            s.broadcasts_out += c.broadcasts_out;
+            s.bytes_out += c.bytes_out;
+            s.messages_in += c.messages_in;
+            s.bytes_in += c.bytes_in;
+            s.rejected_in += c.rejected_in;
+            s.dropped_out += c.dropped_out;
+        }
         let bins = (self.end_ns.div_ceil(self.bin_ns) as usize).clamp(1, self.bins);
         let osts = (0..self.osts.len() as u32)
             .map(|o| OstId(o).to_string())
@@ -1595,6 +1694,7 @@ impl Sim {
             },
             regret: self.controller.regret(),
             allocation: self.controller.allocation_stats(),
+            sync,
         }
     }
 }

@@ -32,6 +32,9 @@ pub enum Event {
     SchedTimer { sched: u32 },
     /// The controller's period elapsed.
     ControlTick,
+    /// A distributed scheduler's synchronization message (held in slot `slot`) reaches the
+    /// CPU partition `pool`.
+    SyncDeliver { pool: u32, slot: u32 },
 }
 
 /// `key` is `time_ns << 64 | seq`: one integer comparison orders by time, then push order.

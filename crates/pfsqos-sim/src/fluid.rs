@@ -1268,6 +1268,7 @@ impl Fluid {
             },
             regret,
             allocation: self.allocator.as_ref().and_then(|a| a.allocation_stats()),
+            sync: Vec::new(),
         }
     }
 }

@@ -58,6 +58,14 @@ pub trait PolicyOptions: fmt::Debug + Send + Sync {
 
     /// For tests and tools that inspect a row's parsed options.
     fn as_any(&self) -> &dyn std::any::Any;
+
+    /// Whether `other` holds the same parsed options (implemented with [`same_options`]).
+    fn same_options(&self, other: &dyn PolicyOptions) -> bool;
+}
+
+/// [`PolicyOptions::same_options`] for an options type that compares by value.
+pub fn same_options<T: PartialEq + 'static>(me: &T, other: &dyn PolicyOptions) -> bool {
+    other.as_any().downcast_ref::<T>() == Some(me)
 }
 
 /// How a registry row parses a spec's options (`name`, then the `key=value` texts in order).
@@ -157,7 +165,7 @@ impl Clone for PolicyChoice {
 /// (so `adaptbf` equals `adaptbf:demand=served`).
 impl PartialEq for PolicyChoice {
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name && format!("{:?}", self.options) == format!("{:?}", other.options)
+        self.name == other.name && self.options.same_options(other.options.as_ref())
     }
 }
 
@@ -251,12 +259,16 @@ fn key_value<'a>(name: &str, option: &'a str, allowed: &str) -> Result<(&'a str,
     })
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct NoBwOptions;
 
 impl PolicyOptions for NoBwOptions {
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+
+    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
+        same_options(self, other)
     }
 
     fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
@@ -279,12 +291,16 @@ fn no_options(name: &str, options: &[&str]) -> Result<(), String> {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct StaticOptions;
 
 impl PolicyOptions for StaticOptions {
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+
+    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
+        same_options(self, other)
     }
 
     fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
@@ -307,6 +323,10 @@ struct AdapTbfOptions {
 impl PolicyOptions for AdapTbfOptions {
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+
+    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
+        same_options(self, other)
     }
 
     fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
@@ -364,6 +384,10 @@ struct GiftFamilyOptions {
 impl PolicyOptions for GiftFamilyOptions {
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+
+    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
+        same_options(self, other)
     }
 
     fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {

@@ -777,7 +777,7 @@ impl DomainRules {
             .iter()
             .map(|(job, &t)| {
                 let want = JobRate {
-                    rate_rpcs_per_s: rate_for_tokens(t, period_ns),
+                    value: rate_for_tokens(t, period_ns),
                     priority: Some(nodes.get(job).copied().unwrap_or(1)),
                 };
                 (*job, want)

@@ -10,6 +10,7 @@ pub mod nobw;
 pub mod rules;
 pub mod spec;
 pub mod static_bw;
+pub mod vpfs;
 
 use crate::model::{JobId, OstId};
 

@@ -1,9 +1,11 @@
-//! One rule manager for every controller that gives jobs their own TBF rules (static,
-//! AdapTBF, GIFT and its baselines): the controller says which rate each job should have on a
-//! domain; [`JobRules`] answers with the typed commands ([`RuleCommand`]) that bring the
-//! domain's rules there (stop the rules of jobs that left, change rates that moved, start
+//! One rule manager for every controller that gives jobs their own scheduler rules: TBF rules
+//! (static, AdapTBF, GIFT and its baselines) and the weight rules of the fair-queuing policies
+//! (vPFS's SFQ(D)/DSFQ, `nrs_<policy>_weight`, whose commands have TBF's shape with `weight=`
+//! where TBF has `rate=`). The controller says which value (rate, weight) each job should have
+//! on a domain; [`JobRules`] answers with the typed commands ([`RuleCommand`]) that bring the
+//! domain's rules there (stop the rules of jobs that left, change values that moved, start
 //! rules for new jobs, in priority order when the controller ranks them), and renders each as
-//! the `nrs_tbf_rule` text Lustre accepts, in one place.
+//! the text the rule file accepts ([`RuleFile`]), in one place.
 //!
 //! A job id is user input (`SLURM_JOB_ID`, a process name): Lustre's TBF has no escaping, so
 //! an id holding TBF syntax (`*` is a wildcard, space separates list items, `{ } , & =` end or
@@ -14,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::RuleNamer;
+use super::{ControlWrite, RuleNamer};
 use crate::model::JobId;
 use crate::sched::tbf::{TbfCommand, TbfOp};
 
@@ -33,53 +35,97 @@ pub fn job_id_is_rule_safe(job: &JobId) -> bool {
         })
 }
 
-/// A TBF rule command on one job's rule, rendered by [`fmt::Display`] as `nrs_tbf_rule` text.
+/// The rule file a [`JobRules`] writes, which fixes the value's key and where the text goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuleFile {
+    /// `nrs_tbf_rule`: the value is a rate in RPCs per second (`rate=`).
+    TbfRule,
+    /// A fair-queuing policy's weight rules (`nrs_dsfq_weight`, `nrs_sfqd_weight`): the value
+    /// is a weight (`weight=`); no ranks.
+    Weight { param: &'static str },
+}
+
+impl RuleFile {
+    fn key(self) -> &'static str {
+        match self {
+            RuleFile::TbfRule => "rate",
+            RuleFile::Weight { .. } => "weight",
+        }
+    }
+}
+
+/// A rule command on one job's rule, rendered by [`fmt::Display`] as `nrs_tbf_rule` text and
+/// by [`RuleCommand::render`] for any [`RuleFile`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RuleCommand {
-    /// `start NAME jobid={JOB} rate=R [rank=BEFORE]`.
+    /// `start NAME jobid={JOB} rate=V [rank=BEFORE]` (`weight=V` in a weight file).
     Start {
         name: String,
         job: JobId,
-        rate_rpcs_per_s: u64,
+        /// The rate in RPCs per second, or the weight.
+        value: u64,
         /// The rule this one goes before (`None`: no `rank=`, Lustre puts it first).
         rank: Option<String>,
     },
-    /// `change NAME rate=R`.
-    Change { name: String, rate_rpcs_per_s: u64 },
+    /// `change NAME rate=V` (`weight=V`).
+    Change { name: String, value: u64 },
     /// `stop NAME`.
     Stop { name: String },
 }
 
-impl fmt::Display for RuleCommand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl RuleCommand {
+    /// The command as `file` takes it.
+    pub fn render(&self, file: RuleFile) -> String {
+        let key = file.key();
         match self {
             RuleCommand::Start {
                 name,
                 job,
-                rate_rpcs_per_s,
+                value,
                 rank,
             } => {
                 // Never reached with an unsafe id: JobRules refuses those before.
                 assert!(job_id_is_rule_safe(job), "job id with TBF syntax in a rule");
-                write!(f, "start {name} jobid={{{job}}} rate={rate_rpcs_per_s}")?;
-                match rank {
-                    Some(before) => write!(f, " rank={before}"),
-                    None => Ok(()),
+                assert!(
+                    rank.is_none() || file == RuleFile::TbfRule,
+                    "only TBF rules are ranked"
+                );
+                let mut text = format!("start {name} jobid={{{job}}} {key}={value}");
+                if let Some(before) = rank {
+                    text.push_str(" rank=");
+                    text.push_str(before);
                 }
+                text
             }
-            RuleCommand::Change {
-                name,
-                rate_rpcs_per_s,
-            } => write!(f, "change {name} rate={rate_rpcs_per_s}"),
-            RuleCommand::Stop { name } => write!(f, "stop {name}"),
+            RuleCommand::Change { name, value } => format!("change {name} {key}={value}"),
+            RuleCommand::Stop { name } => format!("stop {name}"),
         }
+    }
+
+    /// The control write that carries the command to `file`.
+    pub fn to_write(&self, file: RuleFile) -> ControlWrite {
+        let text = self.render(file);
+        match file {
+            RuleFile::TbfRule => ControlWrite::NrsTbfRule(text),
+            RuleFile::Weight { param } => ControlWrite::NrsPolicyParam {
+                param: param.to_string(),
+                text,
+            },
+        }
+    }
+}
+
+impl fmt::Display for RuleCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(RuleFile::TbfRule))
     }
 }
 
 /// What a controller wants for one job on one domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobRate {
-    pub rate_rpcs_per_s: u64,
+    /// The rate in RPCs per second, or the weight (in the rule file's unit).
+    pub value: u64,
     /// With `Some(p)`, rules are kept in priority order: a job's new rule goes before the
     /// rule of the highest-priority job below it (higher `p` first, then the smaller job id),
     /// else before `default` (AdapTBF: `p` is the node count). `None`: no rank (GIFT, static).
@@ -89,7 +135,7 @@ pub struct JobRate {
 #[derive(Clone, Debug)]
 struct ActiveRule {
     name: String,
-    rate_rpcs_per_s: u64,
+    value: u64,
     priority: Option<u32>,
 }
 
@@ -123,11 +169,11 @@ impl JobRules {
         }
         for (job, want) in desired {
             if let Some(rule) = self.active.get_mut(job) {
-                if rule.rate_rpcs_per_s != want.rate_rpcs_per_s {
-                    rule.rate_rpcs_per_s = want.rate_rpcs_per_s;
+                if rule.value != want.value {
+                    rule.value = want.value;
                     out.push(RuleCommand::Change {
                         name: rule.name.clone(),
-                        rate_rpcs_per_s: want.rate_rpcs_per_s,
+                        value: want.value,
                     });
                 }
                 continue;
@@ -151,14 +197,14 @@ impl JobRules {
             out.push(RuleCommand::Start {
                 name: name.clone(),
                 job: *job,
-                rate_rpcs_per_s: want.rate_rpcs_per_s,
+                value: want.value,
                 rank,
             });
             self.active.insert(
                 *job,
                 ActiveRule {
                     name,
-                    rate_rpcs_per_s: want.rate_rpcs_per_s,
+                    value: want.value,
                     priority: want.priority,
                 },
             );
@@ -166,16 +212,26 @@ impl JobRules {
         out
     }
 
-    /// The server refused `text` (an `nrs_tbf_rule` write): the rule it names is no longer
-    /// held, so the next [`JobRules::reconcile`] starts it afresh if the job still wants one
-    /// (a refused start, or a change to a rule an administrator stopped). Returns whether the
-    /// write named one of these rules.
+    /// The server refused `text` (an `nrs_tbf_rule` write, or a weight-file write of the same
+    /// shape): the rule it names is no longer held, so the next [`JobRules::reconcile`] starts
+    /// it afresh if the job still wants one (a refused start, or a change to a rule an
+    /// administrator stopped). Returns whether the write named one of these rules.
     pub fn refused(&mut self, text: &str) -> bool {
         let name = match TbfCommand::parse(text).map(|c| c.op) {
             Ok(TbfOp::Start { name, .. } | TbfOp::Change { name, .. } | TbfOp::Stop { name }) => {
                 name
             }
-            _ => return false,
+            // A weight command (TBF's parser refuses `weight=`): `[reg|hp] OP NAME ...`, and
+            // only names this manager gave are looked up.
+            _ => {
+                let mut words = text
+                    .split_ascii_whitespace()
+                    .skip_while(|w| *w == "reg" || *w == "hp");
+                match (words.next(), words.next()) {
+                    (Some("start" | "change" | "stop"), Some(name)) => name.to_string(),
+                    _ => return false,
+                }
+            }
         };
         let Some(job) = self
             .active
@@ -216,7 +272,7 @@ mod tests {
 
     fn want(rate: u64, priority: Option<u32>) -> JobRate {
         JobRate {
-            rate_rpcs_per_s: rate,
+            value: rate,
             priority,
         }
     }

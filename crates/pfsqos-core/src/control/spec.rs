@@ -11,6 +11,7 @@ use super::gift::{
     self, Allocator, GiftControllerConfig, GiftOptions, ShareUnit, SystemGate, ThrottleLimit,
     WindowKind,
 };
+use super::vpfs::{FairQueuing, Vpfs, VpfsConfig};
 use super::{AdapTbf, AdapTbfConfig, Controller, DemandSource, NoBw, StaticBw};
 use std::fmt;
 
@@ -81,8 +82,8 @@ pub struct ControllerRow {
 }
 
 /// The controller registry, in the order reports list policies: the AdapTBF paper's three,
-/// then GIFT's seven baselines and GIFT itself.
-pub const CONTROLLER_ROWS: [ControllerRow; 11] = [
+/// then GIFT's seven baselines and GIFT itself, then vPFS.
+pub const CONTROLLER_ROWS: [ControllerRow; 12] = [
     ControllerRow {
         name: "nobw",
         parse: parse_nobw,
@@ -126,6 +127,10 @@ pub const CONTROLLER_ROWS: [ControllerRow; 11] = [
     ControllerRow {
         name: "gift",
         parse: parse_gift_family,
+    },
+    ControllerRow {
+        name: "vpfs",
+        parse: parse_vpfs,
     },
 ];
 
@@ -367,6 +372,155 @@ fn parse_adaptbf(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyO
     }
     Ok(Box::new(parsed))
 }
+
+/// vPFS (`vpfs`): which fair-queuing policy and its tunables.
+#[derive(Debug, PartialEq)]
+struct VpfsOptions {
+    policy: FairQueuing,
+    period_ms: Option<u64>,
+    sync: Option<&'static str>,
+    threshold_bytes: Option<u64>,
+    depth: Option<u32>,
+    count: Option<&'static str>,
+    nwc_bytes_per_s: Option<u64>,
+    rpc_cost_bytes: Option<u64>,
+}
+
+impl PolicyOptions for VpfsOptions {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
+        same_options(self, other)
+    }
+
+    fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(Vpfs::new(VpfsConfig {
+            policy: self.policy,
+            period_ns: self.period_ms.unwrap_or(ctx.period_ms_default) * 1_000_000,
+            sync: self.sync,
+            threshold_bytes: self.threshold_bytes,
+            depth: self.depth,
+            count: self.count,
+            nwc_bytes_per_s: self.nwc_bytes_per_s,
+            rpc_cost_bytes: self.rpc_cost_bytes,
+        }))
+    }
+}
+
+/// Largest byte count a vPFS option takes (the scheduler's own bounds are checked again when
+/// the write lands, with Lustre's errnos).
+const VPFS_BYTES_MAX: u64 = 1 << 50;
+
+/// A byte count: digits with an optional binary suffix (`k`, `M`, `G`, `T`, as scenario sizes).
+fn parse_bytes(policy: &str, key: &str, value: &str) -> Result<u64, String> {
+    let (digits, shift) = match value.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&value[..i], 10),
+        Some((i, 'm' | 'M')) => (&value[..i], 20),
+        Some((i, 'g' | 'G')) => (&value[..i], 30),
+        Some((i, 't' | 'T')) => (&value[..i], 40),
+        _ => (value, 0),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n <= VPFS_BYTES_MAX)
+        .ok_or_else(|| {
+            format!(
+                "{policy} option {key}=`{value}` is not a byte count in 0..={VPFS_BYTES_MAX} \
+                 (digits with an optional k, M, G or T)"
+            )
+        })
+}
+
+fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
+    const ALLOWED: &str = "sched, period_ms, sync, threshold, depth, count, nwc, rpc_cost";
+    let mut parsed = VpfsOptions {
+        policy: FairQueuing::Dsfq,
+        period_ms: None,
+        sync: None,
+        threshold_bytes: None,
+        depth: None,
+        count: None,
+        nwc_bytes_per_s: None,
+        rpc_cost_bytes: None,
+    };
+    for option in options {
+        let (key, value) = key_value(name, option, ALLOWED)?;
+        match key {
+            "sched" => {
+                parsed.policy = parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[("dsfq", FairQueuing::Dsfq), ("sfqd", FairQueuing::Sfqd)],
+                )?
+            }
+            "period_ms" => parsed.period_ms = Some(parse_period_ms(name, value)?),
+            "sync" => {
+                parsed.sync = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[
+                        ("none", "none"),
+                        ("threshold", "threshold"),
+                        ("flow_threshold", "flow_threshold"),
+                        ("layout", "layout"),
+                    ],
+                )?)
+            }
+            "count" => {
+                parsed.count = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[
+                        ("arrival", "arrival"),
+                        ("dispatch", "dispatch"),
+                        ("finish", "finish"),
+                    ],
+                )?)
+            }
+            "threshold" => parsed.threshold_bytes = Some(parse_bytes(name, key, value)?),
+            "nwc" => parsed.nwc_bytes_per_s = Some(parse_bytes(name, key, value)?),
+            "rpc_cost" => parsed.rpc_cost_bytes = Some(parse_bytes(name, key, value)?),
+            "depth" => {
+                parsed.depth = Some(
+                    value
+                        .parse()
+                        .ok()
+                        .filter(|d| (1..=VPFS_DEPTH_MAX).contains(d))
+                        .ok_or_else(|| {
+                            format!(
+                                "{name} option depth=`{value}` is not a whole number in \
+                                 1..={VPFS_DEPTH_MAX}"
+                            )
+                        })?,
+                )
+            }
+            other => {
+                return Err(format!(
+                    "unknown vpfs option `{other}` (allowed: {ALLOWED})"
+                ))
+            }
+        }
+    }
+    if parsed.policy == FairQueuing::Sfqd
+        && (parsed.sync.is_some() || parsed.count.is_some() || parsed.threshold_bytes.is_some())
+    {
+        return Err(
+            "vpfs options sync, count and threshold need sched=dsfq (sfqd does not synchronize)"
+                .to_string(),
+        );
+    }
+    Ok(Box::new(parsed))
+}
+
+/// Largest depth a spec may ask for (the scheduler's `SFQ_DEPTH_MAX`).
+const VPFS_DEPTH_MAX: u32 = 1024;
 
 /// GIFT (`gift`) or one of its baselines.
 #[derive(Debug, PartialEq)]
@@ -644,6 +798,33 @@ mod tests {
         for name in POLICY_NAMES {
             assert_eq!(PolicyChoice::parse(name).unwrap().name(), *name);
         }
+    }
+
+    #[test]
+    fn vpfs_specs_parse_and_refuse_what_does_not_apply() {
+        let v = PolicyChoice::parse("vpfs:sync=layout:threshold=10M:depth=8:nwc=64M").unwrap();
+        let o = v.options.as_any().downcast_ref::<VpfsOptions>().unwrap();
+        assert_eq!(o.policy, FairQueuing::Dsfq);
+        assert_eq!(o.sync, Some("layout"));
+        assert_eq!(o.threshold_bytes, Some(10 << 20));
+        assert_eq!(o.nwc_bytes_per_s, Some(64 << 20));
+        assert_eq!(o.depth, Some(8));
+        assert_eq!(
+            PolicyChoice::parse("vpfs:threshold=1k").unwrap(),
+            PolicyChoice::parse("vpfs:threshold=1024").unwrap()
+        );
+        for bad in [
+            "vpfs:sync=sometimes",
+            "vpfs:threshold=-1",
+            "vpfs:threshold=2P",
+            "vpfs:depth=0",
+            "vpfs:sched=sfqd:sync=layout",
+            "vpfs:weight=3",
+        ] {
+            assert!(PolicyChoice::parse(bad).is_err(), "{bad}");
+        }
+        // vPFS is a scheduler configuration, not a bandwidth allocator.
+        assert!(PolicyChoice::parse("vpfs").unwrap().allocator(1).is_err());
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl Controller for StaticBw {
                 .zip(rates)
                 .map(|(job, rate)| {
                     let want = JobRate {
-                        rate_rpcs_per_s: rate,
+                        value: rate,
                         priority: None,
                     };
                     (job.job, want)

@@ -72,7 +72,7 @@ impl DomainRules {
             .iter()
             .map(|(job, &rate)| {
                 let want = JobRate {
-                    rate_rpcs_per_s: rate,
+                    value: rate,
                     priority: None,
                 };
                 (*job, want)

@@ -15,46 +15,47 @@
 use pfsqos_core::control::{ControlWrite, DomainId};
 use pfsqos_core::model::RpcTags;
 use pfsqos_core::sched::nrs::{Nrs, NrsError, ServiceTicket};
+use pfsqos_core::sched::sfq::SYNC_INSTANCES_MAX;
 use pfsqos_core::sched::{Dequeue, RequestScheduler, ServiceReport};
 
-// SCRATCH (replaced by the vpfs-core branch)
-pub trait ScratchLen {
-    fn encoded_len_bytes(&self) -> u64;
-}
-impl ScratchLen for ServiceReport {
-    fn encoded_len_bytes(&self) -> u64 {
-        40
-    }
-}
+/// Most synchronization messages one [`CptService::take_sync_out`] returns. The heads'
+/// policies bound what they hold themselves; beyond this, the *oldest* messages of the batch
+/// are dropped (counted in [`SyncCounters::dropped_out`]): the newest carry the latest
+/// presence changes, and a dropped service report only loosens fairness by its cost (its
+/// receivers charge the flow less), never blocks I/O.
+pub const SYNC_OUTBOX_LEN_MAX: usize = 65_536;
+
+/// Bytes a message adds to its report in a plain encoding: the sender's number.
+const SYNC_MESSAGE_HEADER_BYTES: u64 = 4;
+
+/// One synchronization message between instances of a distributed policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyncMessage {
     pub from_instance: u32,
     pub report: ServiceReport,
 }
+
+impl SyncMessage {
+    /// Size in a plain encoding (the sender's number and the report), what the channel
+    /// counts as bytes.
+    pub fn encoded_len_bytes(&self) -> u64 {
+        SYNC_MESSAGE_HEADER_BYTES + self.report.encoded_len_bytes()
+    }
+}
+
+/// What crossed a [`CptService`]'s synchronization channel since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SyncCounters {
+    /// Messages handed to the driver to broadcast (one per report, whatever the fan-out).
     pub broadcasts_out: u64,
     pub bytes_out: u64,
+    /// Messages delivered, refused ones included.
     pub messages_in: u64,
     pub bytes_in: u64,
+    /// Delivered messages refused (hostile or broken: absurd cost, unknown flow, bad sender).
     pub rejected_in: u64,
+    /// Messages dropped because more than [`SYNC_OUTBOX_LEN_MAX`] were pending.
     pub dropped_out: u64,
-}
-impl<P: Send + 'static> CptService<P> {
-    pub fn set_sync_instance(&mut self, instance: u32) {
-        self.completed += u64::from(instance) * 0;
-    }
-    pub fn take_sync_out(&mut self) -> Vec<SyncMessage> {
-        Vec::new()
-    }
-    pub fn deliver_sync(&mut self, now_ns: u64, message: &SyncMessage) {
-        for (_, h) in &mut self.heads {
-            h.on_peer_service(now_ns, &message.report);
-        }
-    }
-    pub fn sync_counters(&self) -> SyncCounters {
-        SyncCounters::default()
-    }
 }
 
 /// What an idle thread found when it asked the partition for work.
@@ -68,8 +69,9 @@ pub enum Dispatch<P> {
         ticket: ServiceTicket,
     },
     /// Nothing may start now. `until_ns`: the earliest throttle end among the heads that
-    /// hold requests back (`None`: every head is empty). The driver waits for that time, an
-    /// arrival, or a completion.
+    /// hold requests back (`None`: no head has a timer: every head is empty, or a
+    /// depth-limited policy waits for one of its requests to complete). The driver waits for
+    /// that time, an arrival, or a completion.
     Wait { until_ns: Option<u64> },
     /// Every thread is busy.
     AllBusy,
@@ -92,6 +94,9 @@ pub struct CptService<P> {
     arrived: u64,
     started: u64,
     completed: u64,
+    /// This partition's number among the cluster's synchronizing instances.
+    sync_instance: u32,
+    sync: SyncCounters,
 }
 
 impl<P: Send + 'static> CptService<P> {
@@ -106,7 +111,81 @@ impl<P: Send + 'static> CptService<P> {
             arrived: 0,
             started: 0,
             completed: 0,
+            sync_instance: 0,
+            sync: SyncCounters::default(),
         }
+    }
+
+    /// The driver numbers every CptService of a cluster (0..n); messages carry it.
+    pub fn set_sync_instance(&mut self, instance: u32) {
+        assert!(
+            instance < SYNC_INSTANCES_MAX,
+            "instance numbers are below {SYNC_INSTANCES_MAX}"
+        );
+        self.sync_instance = instance;
+    }
+
+    pub fn sync_instance(&self) -> u32 {
+        self.sync_instance
+    }
+
+    /// Reports the heads' policies produced since the last call, stamped with this
+    /// instance, counted (one broadcast each); at most [`SYNC_OUTBOX_LEN_MAX`], the oldest
+    /// beyond it dropped and counted in `dropped_out`. Allocates nothing when nothing is
+    /// pending (the simulator calls it after every event).
+    pub fn take_sync_out(&mut self) -> Vec<SyncMessage> {
+        let mut out: Vec<SyncMessage> = Vec::new();
+        for (_, h) in &mut self.heads {
+            // An empty Vec from a policy is `Vec::new()`: no allocation.
+            let reports = h.take_service_reports();
+            if reports.is_empty() {
+                continue;
+            }
+            out.reserve(reports.len());
+            out.extend(reports.into_iter().map(|report| SyncMessage {
+                from_instance: self.sync_instance,
+                report,
+            }));
+        }
+        if out.len() > SYNC_OUTBOX_LEN_MAX {
+            let excess = out.len() - SYNC_OUTBOX_LEN_MAX;
+            out.drain(..excess);
+            self.sync.dropped_out += excess as u64;
+        }
+        assert!(out.len() <= SYNC_OUTBOX_LEN_MAX);
+        self.sync.broadcasts_out += out.len() as u64;
+        self.sync.bytes_out += out.iter().map(SyncMessage::encoded_len_bytes).sum::<u64>();
+        out
+    }
+
+    /// A message from another instance at `now_ns`: counted, validated (a message claiming
+    /// this instance's own number, an instance number out of range, an absurd cost or a
+    /// presence report with a cost is refused before any head sees it), then given to every
+    /// head's policy; a policy may refuse it too (a flow key its type cannot have, a
+    /// departure never announced, a full flow table), which counts as one refusal.
+    pub fn deliver_sync(&mut self, now_ns: u64, message: &SyncMessage) {
+        self.sync.messages_in += 1;
+        self.sync.bytes_in += message.encoded_len_bytes();
+        let valid = message.from_instance != self.sync_instance
+            && message.from_instance < SYNC_INSTANCES_MAX
+            && message.report.validate().is_ok();
+        if !valid {
+            self.sync.rejected_in += 1;
+            return;
+        }
+        let mut refused = false;
+        for (_, h) in &mut self.heads {
+            refused |= h
+                .on_peer_service(now_ns, message.from_instance, &message.report)
+                .is_err();
+        }
+        if refused {
+            self.sync.rejected_in += 1;
+        }
+    }
+
+    pub fn sync_counters(&self) -> SyncCounters {
+        self.sync
     }
 
     pub fn threads(&self) -> u32 {

@@ -8,6 +8,7 @@
 
 pub mod fifo;
 pub mod nrs;
+pub mod sfq;
 pub mod tbf;
 
 use crate::model::{JobId, RpcTags};
@@ -16,14 +17,90 @@ use crate::model::{JobId, RpcTags};
 /// count requests (what Lustre's RPC-counting policies do).
 pub const COST_ONE_REQUEST: u64 = 1;
 
-/// Service a scheduler instance gave one flow, reported to the instances of the same policy
-/// on other servers. Distributed fair queuing (DSFQ, vPFS) delays a flow's requests on one
-/// server by what it received elsewhere; the driver carries these between servers, counted.
+/// What a [`ServiceReport`] tells the instances of a distributed policy on other servers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReportKind {
+    /// `cost` was served to the flow here since the previous report (threshold-driven
+    /// synchronization, vPFS §III-B-1): receivers delay the flow's next local request by it.
+    Service,
+    /// The flow started being served here (layout-driven synchronization, §III-B-2):
+    /// receivers count this server among those the flow is striped over. `cost` is 0.
+    FlowArrived,
+    /// The flow stopped being served here (idle for the policy's idle time). `cost` is 0.
+    FlowLeft,
+    /// Layout mode's check of its own assumption: `cost` is all the service the flow received
+    /// here since it arrived; a receiver whose own count differs too much switches the flow to
+    /// threshold-driven synchronization (the paper's dynamic switch).
+    LayoutAudit,
+}
+
+/// Largest cost one report may carry: 2 TiB, above any threshold a policy accepts
+/// ([`sfq::SYNC_THRESHOLD_COST_MAX`]) plus a request. Anything above is hostile or broken.
+pub const SERVICE_REPORT_COST_MAX: u64 = 1 << 41;
+
+/// Bytes of a report's fixed fields in a plain encoding: kind 1, cost 8, job id length 1, NID
+/// 9 (address 4, network kind 1, number 4), opcode 2, uid, gid, projid, nodemap 4 each.
+const SERVICE_REPORT_FIXED_BYTES: u64 = 1 + 8 + 1 + 9 + 2 + 4 * 4;
+
+/// One synchronization report of a distributed scheduler instance (DSFQ, vPFS) for the
+/// instances of the same policy on other servers; the driver carries them, counted
+/// (pfsqos-node's `CptService::take_sync_out` / `deliver_sync`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServiceReport {
-    pub job: JobId,
-    /// Cost served since the previous report, in the policy's cost unit (bytes by default).
+    pub kind: ReportKind,
+    /// The flow's class key: its tags with every field outside the policy's classification
+    /// type blanked (what [`tbf::ClassType::key`] returns). The job id is data: it is never
+    /// parsed, and printed only quoted ([`crate::jobstats::quote_job_id`]).
+    pub flow: RpcTags,
+    /// In the policy's cost unit (bytes by default); see [`ReportKind`].
     pub cost: u64,
+}
+
+/// Why a synchronization report was refused. A refused report has no effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncRejection {
+    /// Cost above [`SERVICE_REPORT_COST_MAX`].
+    AbsurdCost { cost: u64 },
+    /// A presence report (arrived, left) with a cost.
+    CostOnPresence,
+    /// The flow key sets a field the receiver's classification type does not have (it cannot
+    /// be one of its flows), or a `FlowLeft` for a flow the sender never announced.
+    UnknownFlow,
+    /// The receiver's flow table is full ([`sfq::SFQ_FLOWS_MAX`]).
+    TooManyFlows,
+    /// More serving instances than [`sfq::SYNC_INSTANCES_MAX`], or an instance number
+    /// beyond it.
+    BadInstance,
+}
+
+impl ServiceReport {
+    pub fn new(kind: ReportKind, flow: RpcTags, cost: u64) -> ServiceReport {
+        ServiceReport { kind, flow, cost }
+    }
+
+    /// Size of the report in a plain field-by-field encoding (the wire crate may encode it
+    /// differently); what the sync channel counts as bytes.
+    pub fn encoded_len_bytes(&self) -> u64 {
+        SERVICE_REPORT_FIXED_BYTES + self.flow.job.as_str().len() as u64
+    }
+
+    /// The checks that need no receiver state: cost bounds. The job id needs none: a
+    /// [`JobId`] longer than 31 bytes or with a control character cannot be built (a decoder
+    /// fails in `JobId::new`), so an oversized job id never reaches a scheduler.
+    pub fn validate(&self) -> Result<(), SyncRejection> {
+        if self.cost > SERVICE_REPORT_COST_MAX {
+            return Err(SyncRejection::AbsurdCost { cost: self.cost });
+        }
+        if matches!(self.kind, ReportKind::FlowArrived | ReportKind::FlowLeft) && self.cost != 0 {
+            return Err(SyncRejection::CostOnPresence);
+        }
+        Ok(())
+    }
+
+    /// The job id as a listing prints it (quoted when unusual).
+    pub fn job(&self) -> JobId {
+        self.flow.job
+    }
 }
 
 /// Result of asking a scheduler for the next request.
@@ -34,7 +111,9 @@ pub enum Dequeue<P> {
     /// Requests are queued but none may start before `until_ns` (a token-bucket throttle). The
     /// driver must call [`RequestScheduler::on_timer`] at or after that time.
     Throttled { until_ns: u64 },
-    /// Nothing is queued.
+    /// Nothing may start and no timer is armed: nothing is queued, or a depth-limited
+    /// policy (SFQ(D)) has D requests outstanding and waits for a completion
+    /// ([`RequestScheduler::on_complete`]), after which the driver asks again.
     Empty,
 }
 
@@ -60,8 +139,16 @@ pub trait RequestScheduler<P> {
         Vec::new()
     }
 
-    /// A report from an instance of the same policy on another server.
-    fn on_peer_service(&mut self, _now_ns: u64, _report: &ServiceReport) {}
+    /// A report from the instance of the same policy numbered `from_instance` (on another
+    /// server). Policies that do not synchronize ignore it; a refused report has no effect.
+    fn on_peer_service(
+        &mut self,
+        _now_ns: u64,
+        _from_instance: u32,
+        _report: &ServiceReport,
+    ) -> Result<(), SyncRejection> {
+        Ok(())
+    }
 
     /// A service thread is free at `now_ns` and asks for work.
     fn dequeue(&mut self, now_ns: u64) -> Dequeue<P>;

@@ -15,10 +15,11 @@ use std::fmt;
 use crate::errno::Errno;
 
 use super::fifo::Fifo;
+use super::sfq::{start_dsfq, start_sfqd, ParamValue, Sfq, PARAMS_DSFQ, PARAMS_SFQD};
 use super::tbf::kstrto::strsep;
 use super::tbf::listing::{CptRules, ListingForm, TbfRuleListing};
 use super::tbf::{ClassType, LustreVersion, NrsQueue, Tbf, TbfCommand, TbfConfig, TbfError};
-use super::{Dequeue, RequestScheduler, ServiceReport};
+use super::{Dequeue, RequestScheduler, ServiceReport, SyncRejection};
 use crate::model::RpcTags;
 
 /// Placeholder tags for requests moved into the FIFO, which does not classify.
@@ -92,9 +93,30 @@ pub trait NrsPolicy<P>: RequestScheduler<P> + Send {
         None
     }
 
+    /// The SFQ(D)/DSFQ instance, for tests and listings.
+    fn as_sfq(&self) -> Option<&Sfq<P>> {
+        None
+    }
+
     /// A write to one of the parameter files its registry row lists
-    /// ([`NrsPolicyRow::params`]); TBF's `nrs_tbf_rule` goes through [`Nrs::write_tbf_rule`].
-    fn write_param(&mut self, param: &str, _now_ns: u64, _text: &str) -> Result<(), NrsError> {
+    /// ([`NrsPolicyRow::params`]) on a head of `queue` (a command addressed with `reg`/`hp`
+    /// to the other queue is accepted and ignored); TBF's `nrs_tbf_rule` goes through
+    /// [`Nrs::write_tbf_rule`].
+    fn write_param(
+        &mut self,
+        param: &str,
+        _queue: NrsQueue,
+        _now_ns: u64,
+        _text: &str,
+    ) -> Result<(), NrsError> {
+        Err(NrsError {
+            errno: Errno::ENOENT,
+            message: format!("the running policy has no parameter `{param}`"),
+        })
+    }
+
+    /// What one of its parameter files reads as on this head.
+    fn read_param(&self, param: &str) -> Result<ParamValue, NrsError> {
         Err(NrsError {
             errno: Errno::ENOENT,
             message: format!("the running policy has no parameter `{param}`"),
@@ -122,12 +144,33 @@ pub struct NrsPolicyRow<P> {
 
 /// The scheduler registry: every primary policy a head can run (FIFO, the fallback, is
 /// always there and is not a row).
-pub fn nrs_policy_rows<P: Send + 'static>() -> [NrsPolicyRow<P>; 1] {
-    [NrsPolicyRow {
-        name: "tbf",
-        params: &[PARAM_TBF_RULE],
-        start: start_tbf::<P>,
-    }]
+///
+/// * `tbf`: Lustre's Token Bucket Filter ([`super::tbf`]).
+/// * `sfqd`: start-time fair queuing with depth D ([`super::sfq`], vPFS's [6]).
+/// * `dsfq`: the same with DSFQ's delay term and vPFS's synchronization ([`super::sfq`]).
+///
+/// Named as Lustre names its policies (short, lower case, the algorithm's usual name: `crrn`,
+/// `orr`, `tbf`): `sfqd` is "SFQ(D)" without the parentheses, which `lctl` would need quoted,
+/// and `dsfq` is the DSFQ paper's own name; vPFS's variants (threshold, layout, NWC) are
+/// tunables of `dsfq` rather than more rows, because they share every tag and queue.
+pub fn nrs_policy_rows<P: Send + 'static>() -> [NrsPolicyRow<P>; 3] {
+    [
+        NrsPolicyRow {
+            name: "tbf",
+            params: &[PARAM_TBF_RULE],
+            start: start_tbf::<P>,
+        },
+        NrsPolicyRow {
+            name: "sfqd",
+            params: &PARAMS_SFQD,
+            start: start_sfqd::<P>,
+        },
+        NrsPolicyRow {
+            name: "dsfq",
+            params: &PARAMS_DSFQ,
+            start: start_dsfq::<P>,
+        },
+    ]
 }
 
 /// TBF started with `arg` as its classification type.
@@ -268,6 +311,33 @@ impl<P: Send + 'static> Nrs<P> {
         self.primary.as_ref().and_then(|p| p.policy.as_tbf())
     }
 
+    /// The SFQ(D)/DSFQ instance, when `sfqd` or `dsfq` is the running policy.
+    pub fn sfq(&self) -> Option<&Sfq<P>> {
+        self.primary.as_ref().and_then(|p| p.policy.as_sfq())
+    }
+
+    /// What a registry policy's own parameter file reads as on this head: ENOENT if no row
+    /// owns it, ENODEV if its owner is not the running policy.
+    pub fn read_policy_param(&self, param: &str) -> Result<ParamValue, NrsError> {
+        let Some(owner) = nrs_policy_rows::<P>()
+            .into_iter()
+            .find(|r| r.params.contains(&param))
+            .map(|r| r.name)
+        else {
+            return Err(NrsError {
+                errno: Errno::ENOENT,
+                message: format!("no policy has a parameter `{param}`"),
+            });
+        };
+        match self.primary.as_ref() {
+            Some(p) if p.name == owner => p.policy.read_param(param),
+            _ => Err(NrsError {
+                errno: Errno::ENODEV,
+                message: format!("policy `{owner}` is not started"),
+            }),
+        }
+    }
+
     /// Stops the primary policy (if one runs), moving its requests to the FIFO in its drain
     /// order.
     fn stop_primary(&mut self, now_ns: u64) {
@@ -392,8 +462,9 @@ impl<P: Send + 'static> Nrs<P> {
                 message: format!("no policy has a parameter `{param}`"),
             });
         };
+        let queue = self.queue;
         match self.primary.as_mut() {
-            Some(p) if p.name == owner => p.policy.write_param(param, now_ns, text),
+            Some(p) if p.name == owner => p.policy.write_param(param, queue, now_ns, text),
             _ => Err(NrsError {
                 errno: Errno::ENODEV,
                 message: format!("policy `{owner}` is not started"),
@@ -505,6 +576,68 @@ pub fn tbf_rule_listing<P: Send + 'static>(
     }
 }
 
+/// `lctl get_param ost.OSS.ost_io.<param>` for a registry policy's own file (other than
+/// `nrs_tbf_rule`) over a service. Listings (weights, flows) print as `nrs_tbf_rule` does:
+/// `regular_requests:` then `CPT n:` and the head's lines, then the HP section if the service
+/// has HP heads. Scalars print as Lustre's `nrs_orr_quantum`: `reg_<name>:<value>` and
+/// `hp_<name>:<value>` (the first head of each queue; every write reaches them all), where
+/// `<name>` is the file name after `nrs_<policy>_`. A queue whose heads do not run the
+/// owner is skipped, and ENODEV if none does (as `nrs_tbf_rule`).
+pub fn policy_param_text<P: Send + 'static>(
+    regular: &[&Nrs<P>],
+    high_priority: Option<&[&Nrs<P>]>,
+    param: &str,
+) -> Result<String, NrsError> {
+    use std::fmt::Write;
+    let suffix = param.splitn(3, '_').nth(2).unwrap_or(param);
+    let mut sections: Vec<(NrsQueue, Vec<ParamValue>)> = Vec::new();
+    let mut first_err = None;
+    let queues = [
+        (NrsQueue::Regular, Some(regular)),
+        (NrsQueue::HighPriority, high_priority),
+    ];
+    for (queue, heads) in queues {
+        let Some(heads) = heads else { continue };
+        match heads.iter().map(|h| h.read_policy_param(param)).collect() {
+            Ok(values) => sections.push((queue, values)),
+            Err(e) => {
+                if e.errno == Errno::ENOENT {
+                    return Err(e);
+                }
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    if sections.is_empty() {
+        return Err(first_err.unwrap_or(NrsError {
+            errno: Errno::ENODEV,
+            message: "no head".into(),
+        }));
+    }
+    let mut out = String::new();
+    for (queue, values) in sections {
+        match values.first() {
+            Some(ParamValue::Scalar(v)) => {
+                let _ = writeln!(out, "{}_{suffix}:{v}", queue.prefix());
+            }
+            _ => {
+                let title = match queue {
+                    NrsQueue::Regular => "regular_requests",
+                    NrsQueue::HighPriority => "high_priority_requests",
+                };
+                let _ = writeln!(out, "{title}:");
+                for (cpt, v) in values.iter().enumerate() {
+                    let _ = writeln!(out, "CPT {cpt}:");
+                    if let ParamValue::Lines(lines) = v {
+                        out.push_str(lines);
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Policies in Lustre's registration order, as `nrs_policies` lists them.
 const LUSTRE_POLICY_ORDER: [&str; 6] = ["fifo", "crrn", "orr", "trr", "tbf", "delay"];
 
@@ -613,9 +746,15 @@ impl<P: Send + 'static> RequestScheduler<P> for Nrs<P> {
             .map_or_else(Vec::new, |p| p.policy.take_service_reports())
     }
 
-    fn on_peer_service(&mut self, now_ns: u64, report: &ServiceReport) {
-        if let Some(p) = self.primary.as_mut() {
-            p.policy.on_peer_service(now_ns, report);
+    fn on_peer_service(
+        &mut self,
+        now_ns: u64,
+        from_instance: u32,
+        report: &ServiceReport,
+    ) -> Result<(), SyncRejection> {
+        match self.primary.as_mut() {
+            Some(p) => p.policy.on_peer_service(now_ns, from_instance, report),
+            None => Ok(()),
         }
     }
 }
@@ -730,7 +869,8 @@ mod tests {
         let mut n: Nrs<u32> = Nrs::new();
         let errno =
             |n: &mut Nrs<u32>, p: &str, t: &str| n.write_policy_param(0, p, t).unwrap_err().errno;
-        assert_eq!(errno(&mut n, "nrs_sfqd_weight", "a=2"), Errno::ENOENT);
+        assert_eq!(errno(&mut n, "nrs_frob_weight", "a=2"), Errno::ENOENT);
+        assert_eq!(errno(&mut n, "nrs_sfqd_weight", "stop a"), Errno::ENODEV);
         assert_eq!(
             errno(&mut n, PARAM_TBF_RULE, "change a rate=5"),
             Errno::ENODEV
@@ -940,7 +1080,16 @@ default * 10000, ref 7
             .collect();
         assert_eq!(
             names,
-            vec!["fifo", "crrn", "orr", "trr", "tbf jobid", "delay"]
+            vec![
+                "fifo",
+                "crrn",
+                "orr",
+                "trr",
+                "tbf jobid",
+                "delay",
+                "sfqd",
+                "dsfq"
+            ]
         );
     }
 

@@ -209,7 +209,7 @@ pub struct TbfCommand {
 
 /// `check_rule_name`: characters are checked before the length, over the first 16 only, so
 /// `abcdefghijklmnop-` (a bad character at position 17) is too long, not invalid.
-fn check_name(name: &str) -> Result<(), TbfError> {
+pub(crate) fn check_name(name: &str) -> Result<(), TbfError> {
     if name.is_empty() {
         return Err(TbfError::NameEmpty);
     }

@@ -1,0 +1,1445 @@
+//! Start-time fair queuing with depth D (SFQ(D), the vPFS paper's [6]) and distributed SFQ
+//! (DSFQ, its [7]) with vPFS's threshold- and layout-driven synchronization (vpfs.txt §III-B)
+//! and its non-work-conserving variant (§IV-C-3). One [`Sfq`] is one instance: one NRS head
+//! on one CPU partition, as TBF.
+//!
+//! # Tags (SFQ(D))
+//!
+//! A request `p` of flow `f` and cost `c` arriving at virtual time `v` gets
+//! `start(p) = max(v, finish(f's previous request) + delay/φ_f)` and
+//! `finish(p) = start(p) + c/φ_f`; the queued request with the smallest start tag is
+//! dispatched (ties by arrival order) while fewer than D are dispatched and not completed,
+//! and `v` becomes the start tag of the dispatched request. This is the authors' proxy
+//! (`scheduler_SFQD.c`, shared/docs/anchors.md A1). Two readings chosen:
+//! * **Tag width.** The proxy keeps tags in C `int` (they overflow); PFSsim in doubles.
+//!   Here a tag is a `u128` fixed-point number of cost units per unit weight with 32
+//!   fraction bits: a `u64` with enough fraction bits for weight 999,999 would wrap after
+//!   about 2^32 bytes per unit weight (weeks at 10 GB/s), an `f64` loses small costs once
+//!   tags pass 2^53. `u128` never wraps (2^96 cost units) and compares in two instructions.
+//! * **Virtual time with NWC.** With a non-work-conserving cap, a held flow can be released
+//!   after requests with later start tags went; `v` then stays at the largest dispatched
+//!   start tag (it is `max`), so it remains monotone.
+//!
+//! # The delay term (DSFQ)
+//!
+//! `delay` is the service the flow received on other servers, counted in cost units:
+//! * threshold-driven (§III-B-1): peers broadcast each flow's service; a receiver adds it to
+//!   the flow's pending delay, which the flow's next local arrival consumes (the proxy's
+//!   `dsfq_delay_values`, `scheduler_DSFQ.c`). A sender broadcasts once the cost it counted
+//!   since its last broadcast *reaches* the threshold (the proxy's test; the paper says
+//!   "exceeds"), summed over all flows (the paper's simplified single threshold, default) or
+//!   per flow (`flow_threshold`, the theorem's `C_f^prop`). Threshold 0 therefore broadcasts
+//!   on every counted request: the original DSFQ. Service is counted at a request's arrival
+//!   (default, as the proxy and the paper's "accumulated cost of arrived requests"), dispatch
+//!   or completion (PFSsim's DSFQA, DSFQD, DSFQF).
+//! * layout-driven (§III-B-2, the proxy's "vDSFQ"): an instance broadcasts only when a flow
+//!   first arrives (and, here, when it leaves after [`SfqConfig::flow_idle_ns`] without
+//!   requests); receivers count the other instances serving each flow, and every local
+//!   request of cost `c` is charged `delay = c x (remote instances)`, as if mirrored on each
+//!   (RAID-0 striping: "local cost x servers involved"). The paper switches a flow whose I/O
+//!   does not match its layout to threshold mode "based on its observation of the I/O
+//!   patterns" without saying how; here an optional audit
+//!   ([`SfqConfig::layout_audit_cost`]) has each instance report a flow's cumulative local
+//!   service each time it grows by the audit amount, and a receiver whose own cumulative
+//!   count for the flow differs by more than [`LAYOUT_MISMATCH_FACTOR`] switches that flow
+//!   to threshold mode; a threshold-mode service report reaching a layout-mode flow switches
+//!   it as well, so the switch spreads. With the audit off (the default) layout mode sends
+//!   nothing but arrivals and departures.
+//!
+//! # Non-work-conserving cap (NWC)
+//!
+//! With a capacity `C` (cost units per second), a flow may be dispatched only while the
+//! service dispatched to it stays within `C x φ_f / Σφ(active flows)` per second since it
+//! became backlogged; otherwise it is held and [`Dequeue::Throttled`] says until when. The
+//! vPFS paper holds a flow "when its completed I/O service exceeds its given bandwidth cap";
+//! counting at dispatch instead bounds the completed service too and gives the bound the
+//! tests check: over any interval, at most one request beyond the cap. Active flows are the
+//! ones served here (not yet departed) or announced by a peer.
+//!
+//! # Bounds
+//!
+//! Flows: at most [`SfqConfig::flows_max`] (default [`SFQ_FLOWS_MAX`]). A new flow beyond it
+//! first evicts the oldest departed flow that holds no state worth keeping; if there is
+//! none, its requests are *folded* into one shared overflow flow with the default weight.
+//! Refusing is not possible (an RPC that arrived must be served, and `enqueue` has no error
+//! path), and folding keeps every request served and the fairness among the known flows
+//! intact; the overflow flow is listed as `*`. Peers' reports for new flows beyond the bound
+//! are refused ([`SyncRejection::TooManyFlows`]). Pending reports: at most
+//! [`SFQ_REPORTS_PENDING_MAX`]; beyond, the oldest is dropped and counted.
+
+mod weights;
+
+#[cfg(test)]
+mod tests;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use rustc_hash::FxHashMap;
+
+use super::nrs::{NrsError, NrsPolicy};
+use super::tbf::kstrto::{kstrtoull, strsep};
+use super::tbf::{ClassType, Field, LustreVersion, NrsQueue, TbfConfig};
+use super::{Dequeue, ReportKind, RequestScheduler, ServiceReport, SyncRejection};
+use crate::errno::Errno;
+use crate::jobstats::quote_job_id;
+use crate::model::RpcTags;
+use crate::NS_PER_S;
+
+pub use weights::{
+    WeightCommand, WeightOp, WeightRule, DEFAULT_RULE_NAME, SFQ_WEIGHT_DEFAULT, SFQ_WEIGHT_MAX,
+    SFQ_WEIGHT_RULES_MAX,
+};
+
+/// Most flows one instance tracks (a flow costs about 200 bytes: 50 MiB at the bound).
+/// Above the 100,000 flows the benchmarks use; see the module doc for what happens beyond.
+pub const SFQ_FLOWS_MAX: usize = 262_144;
+/// Largest depth D: more outstanding requests than any device queue holds.
+pub const SFQ_DEPTH_MAX: u32 = 1024;
+/// Depth of a newly started policy: the vPFS evaluation's D = 8 (§IV-A; the proxy's default
+/// is 1).
+pub const SFQ_DEPTH_DEFAULT: u32 = 8;
+/// Largest per-request constant cost.
+pub const RPC_COST_MAX: u64 = 1 << 30;
+/// Largest synchronization threshold: 1 TiB.
+pub const SYNC_THRESHOLD_COST_MAX: u64 = 1 << 40;
+/// Threshold of a newly started DSFQ: the vPFS evaluation's 10 MB (§IV-C-1).
+pub const SYNC_THRESHOLD_COST_DEFAULT: u64 = 10 << 20;
+/// Instance numbers run from 0 to this bound (exclusive); also the most instances one flow
+/// can be announced by.
+pub const SYNC_INSTANCES_MAX: u32 = 65_536;
+/// Reports an instance holds until the driver takes them.
+pub const SFQ_REPORTS_PENDING_MAX: usize = 65_536;
+/// Largest NWC capacity: 1 PiB/s.
+pub const NWC_CAPACITY_COST_PER_S_MAX: u64 = 1 << 50;
+/// A flow without requests here for this long has left (layout mode broadcasts it).
+pub const FLOW_IDLE_NS_DEFAULT: u64 = NS_PER_S;
+/// Layout audit: a flow whose cumulative service on two instances differs by more than this
+/// factor is not striped as its layout says.
+pub const LAYOUT_MISMATCH_FACTOR: u64 = 2;
+
+/// Fraction bits of a tag.
+const TAG_FRAC_BITS: u32 = 32;
+/// A start or finish tag: cost units per unit weight, 96.32 fixed point.
+pub type Tag = u128;
+
+/// How an instance synchronizes with its peers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SyncMode {
+    /// Plain SFQ(D): no delay term, no reports.
+    None,
+    /// Broadcast once the cost counted over all flows reaches the threshold (§III-B-1,
+    /// simplified single threshold).
+    Threshold,
+    /// Broadcast a flow's service once its own count reaches the threshold (`C_f^prop`).
+    FlowThreshold,
+    /// Broadcast only flow arrivals and departures (§III-B-2).
+    Layout,
+}
+
+impl SyncMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMode::None => "none",
+            SyncMode::Threshold => "threshold",
+            SyncMode::FlowThreshold => "flow_threshold",
+            SyncMode::Layout => "layout",
+        }
+    }
+
+    pub fn from_name(text: &str) -> Option<SyncMode> {
+        [
+            SyncMode::None,
+            SyncMode::Threshold,
+            SyncMode::FlowThreshold,
+            SyncMode::Layout,
+        ]
+        .into_iter()
+        .find(|m| m.name() == text)
+    }
+}
+
+/// When a request's cost counts as service for the threshold broadcast (PFSsim's DSFQA,
+/// DSFQD, DSFQF).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CountPoint {
+    Arrival,
+    Dispatch,
+    Finish,
+}
+
+impl CountPoint {
+    pub fn name(self) -> &'static str {
+        match self {
+            CountPoint::Arrival => "arrival",
+            CountPoint::Dispatch => "dispatch",
+            CountPoint::Finish => "finish",
+        }
+    }
+
+    pub fn from_name(text: &str) -> Option<CountPoint> {
+        [
+            CountPoint::Arrival,
+            CountPoint::Dispatch,
+            CountPoint::Finish,
+        ]
+        .into_iter()
+        .find(|m| m.name() == text)
+    }
+}
+
+/// How one flow's delay term is computed, as the flows listing shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FlowMode {
+    /// No synchronization (SFQ(D)).
+    Local,
+    /// Delay from peers' service reports.
+    Threshold,
+    /// Delay from the number of instances serving the flow.
+    Layout,
+}
+
+impl FlowMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowMode::Local => "local",
+            FlowMode::Threshold => "threshold",
+            FlowMode::Layout => "layout",
+        }
+    }
+}
+
+/// The tunables of an instance, each one a parameter file (see [`param_names`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SfqConfig {
+    /// D: requests dispatched and not completed, at most.
+    pub depth_max: u32,
+    /// Added to each request's cost (bytes): cost = `rpc_cost` + bytes. 0: bytes only.
+    pub rpc_cost: u64,
+    pub sync: SyncMode,
+    pub threshold_cost: u64,
+    pub count_at: CountPoint,
+    /// NWC capacity in cost units per second; 0: work-conserving.
+    pub nwc_capacity_cost_per_s: u64,
+    /// Layout audit amount; 0: no audit.
+    pub layout_audit_cost: u64,
+    pub flow_idle_ns: u64,
+    pub flows_max: usize,
+}
+
+impl SfqConfig {
+    /// `sfqd`: local SFQ(D).
+    pub fn sfqd() -> SfqConfig {
+        SfqConfig {
+            depth_max: SFQ_DEPTH_DEFAULT,
+            rpc_cost: 0,
+            sync: SyncMode::None,
+            threshold_cost: SYNC_THRESHOLD_COST_DEFAULT,
+            count_at: CountPoint::Arrival,
+            nwc_capacity_cost_per_s: 0,
+            layout_audit_cost: 0,
+            flow_idle_ns: FLOW_IDLE_NS_DEFAULT,
+            flows_max: SFQ_FLOWS_MAX,
+        }
+    }
+
+    /// `dsfq`: threshold-driven DSFQ with the evaluation's 10 MB threshold.
+    pub fn dsfq() -> SfqConfig {
+        SfqConfig {
+            sync: SyncMode::Threshold,
+            ..SfqConfig::sfqd()
+        }
+    }
+
+    fn initial_mode(&self) -> FlowMode {
+        match self.sync {
+            SyncMode::None => FlowMode::Local,
+            SyncMode::Threshold | SyncMode::FlowThreshold => FlowMode::Threshold,
+            SyncMode::Layout => FlowMode::Layout,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Queued<P> {
+    payload: P,
+    start: Tag,
+    cost: u64,
+    seq: u64,
+}
+
+#[derive(Debug)]
+struct Flow<P> {
+    key: RpcTags,
+    /// False while the slot is free.
+    live: bool,
+    rule_id: u32,
+    weight: u32,
+    last_finish: Tag,
+    queue: VecDeque<Queued<P>>,
+    /// Dispatched and not completed (best effort: folded requests may complete under their
+    /// own key; only the instance-wide count bounds the depth).
+    outstanding: u32,
+    /// Served here and not departed.
+    present: bool,
+    /// When the flow last became idle (no queued, no outstanding request).
+    idle_since_ns: u64,
+    in_idle_log: bool,
+    in_departed_log: bool,
+    /// Counted in the NWC share (present, or announced by a peer).
+    active: bool,
+    mode: FlowMode,
+    /// Peers' reported service not yet charged (threshold mode).
+    delay_cost: u64,
+    /// Service counted here since the last broadcast.
+    unreported_cost: u64,
+    dirty: bool,
+    /// Other instances that announced the flow (layout mode), sorted.
+    remote: Vec<u32>,
+    /// This instance broadcast the flow's arrival and not yet its departure.
+    announced: bool,
+    /// Service counted here since the flow arrived (layout audit).
+    local_cost_total: u64,
+    audited_cost: u64,
+    /// NWC: the flow may be dispatched again at this time.
+    cap_clock_ns: u64,
+    held: bool,
+    /// Cost dispatched here, for the listing.
+    dispatched_cost: u64,
+}
+
+impl<P> Flow<P> {
+    fn new(key: RpcTags, rule_id: u32, weight: u32, mode: FlowMode) -> Flow<P> {
+        Flow {
+            key,
+            live: true,
+            rule_id,
+            weight,
+            last_finish: 0,
+            queue: VecDeque::new(),
+            outstanding: 0,
+            present: false,
+            idle_since_ns: 0,
+            in_idle_log: false,
+            in_departed_log: false,
+            active: false,
+            mode,
+            delay_cost: 0,
+            unreported_cost: 0,
+            dirty: false,
+            remote: Vec::new(),
+            announced: false,
+            local_cost_total: 0,
+            audited_cost: 0,
+            cap_clock_ns: 0,
+            held: false,
+            dispatched_cost: 0,
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.queue.is_empty() && self.outstanding == 0
+    }
+
+    /// Nothing would be lost by forgetting the flow.
+    fn evictable(&self) -> bool {
+        self.live
+            && !self.present
+            && self.is_idle()
+            && self.remote.is_empty()
+            && self.delay_cost == 0
+            && self.unreported_cost == 0
+            && !self.announced
+    }
+}
+
+#[inline]
+fn tag(cost: u64, weight: u32) -> Tag {
+    debug_assert!(weight > 0);
+    ((cost as Tag) << TAG_FRAC_BITS) / weight as Tag
+}
+
+/// One SFQ(D)/DSFQ instance.
+#[derive(Debug)]
+pub struct Sfq<P> {
+    config: SfqConfig,
+    class_type: ClassType,
+    version: LustreVersion,
+    rules: weights::WeightRules,
+    flows: Vec<Flow<P>>,
+    free: Vec<u32>,
+    index: FxHashMap<RpcTags, u32>,
+    /// The overflow flow, once a flow had to be folded.
+    fold: Option<u32>,
+    /// Backlogged, not held flows by their head request's `(start, seq)`.
+    heap: BinaryHeap<Reverse<(Tag, u64, u32)>>,
+    /// NWC: held flows by release time.
+    held: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Flows that became idle, roughly oldest first, as `(flow, idle since)`.
+    idle_log: VecDeque<(u32, u64)>,
+    /// Departed flows, candidates for eviction.
+    departed_log: VecDeque<u32>,
+    seq: u64,
+    vtime: Tag,
+    outstanding: u32,
+    queued: usize,
+    active_weight_sum: u64,
+    reports: Vec<ServiceReport>,
+    reports_dropped: u64,
+    dirty: Vec<u32>,
+    unreported_total: u64,
+    folded_requests: u64,
+}
+
+impl<P> Sfq<P> {
+    pub fn new(class_type: ClassType, config: SfqConfig, version: LustreVersion) -> Sfq<P> {
+        assert!((1..=SFQ_DEPTH_MAX).contains(&config.depth_max));
+        assert!(config.flows_max >= 1 && config.flows_max <= SFQ_FLOWS_MAX);
+        Sfq {
+            config,
+            class_type,
+            version,
+            rules: weights::WeightRules::new(),
+            flows: Vec::new(),
+            free: Vec::new(),
+            index: FxHashMap::default(),
+            fold: None,
+            heap: BinaryHeap::new(),
+            held: BinaryHeap::new(),
+            idle_log: VecDeque::new(),
+            departed_log: VecDeque::new(),
+            seq: 0,
+            vtime: 0,
+            outstanding: 0,
+            queued: 0,
+            active_weight_sum: 0,
+            reports: Vec::new(),
+            reports_dropped: 0,
+            dirty: Vec::new(),
+            unreported_total: 0,
+            folded_requests: 0,
+        }
+    }
+
+    pub fn config(&self) -> &SfqConfig {
+        &self.config
+    }
+
+    pub fn class_type(&self) -> ClassType {
+        self.class_type
+    }
+
+    /// The virtual time `v`, in tag units.
+    pub fn vtime(&self) -> Tag {
+        self.vtime
+    }
+
+    /// Requests dispatched and not completed.
+    pub fn outstanding(&self) -> u32 {
+        self.outstanding
+    }
+
+    /// Flows tracked (the overflow flow included).
+    pub fn flow_count(&self) -> usize {
+        self.index.len() + usize::from(self.fold.is_some())
+    }
+
+    /// Requests that went to the overflow flow because the table was full.
+    pub fn folded_requests(&self) -> u64 {
+        self.folded_requests
+    }
+
+    /// Reports dropped because [`SFQ_REPORTS_PENDING_MAX`] were pending.
+    pub fn reports_dropped(&self) -> u64 {
+        self.reports_dropped
+    }
+
+    /// The mode of the flow `tags` belongs to, if tracked.
+    pub fn flow_mode(&self, tags: &RpcTags) -> Option<FlowMode> {
+        self.lookup(tags).map(|f| self.flows[f as usize].mode)
+    }
+
+    /// The weight of the flow `tags` belongs to, if tracked.
+    pub fn flow_weight(&self, tags: &RpcTags) -> Option<u32> {
+        self.lookup(tags).map(|f| self.flows[f as usize].weight)
+    }
+
+    /// Other instances serving the flow, as announced to this one.
+    pub fn flow_remote_instances(&self, tags: &RpcTags) -> Option<&[u32]> {
+        self.lookup(tags)
+            .map(|f| self.flows[f as usize].remote.as_slice())
+    }
+
+    fn lookup(&self, tags: &RpcTags) -> Option<u32> {
+        self.index.get(&self.class_type.key(tags)).copied()
+    }
+
+    // ------------------------------------------------------------ flows
+
+    fn alloc_flow(&mut self, flow: Flow<P>) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.flows[i as usize] = flow;
+                i
+            }
+            None => {
+                self.flows.push(flow);
+                (self.flows.len() - 1) as u32
+            }
+        }
+    }
+
+    /// A new flow for `key`, evicting a departed one at the bound; `None` if the table is
+    /// full of flows worth keeping.
+    fn new_flow(&mut self, key: RpcTags) -> Option<u32> {
+        if self.index.len() >= self.config.flows_max {
+            self.evict_one();
+            if self.index.len() >= self.config.flows_max {
+                return None;
+            }
+        }
+        let (rule_id, weight) = self.rules.matching(&key);
+        let f = self.alloc_flow(Flow::new(key, rule_id, weight, self.config.initial_mode()));
+        self.index.insert(key, f);
+        assert!(self.index.len() <= self.config.flows_max);
+        Some(f)
+    }
+
+    fn evict_one(&mut self) {
+        for _ in 0..self.departed_log.len() {
+            let Some(f) = self.departed_log.pop_front() else {
+                return;
+            };
+            let flow = &mut self.flows[f as usize];
+            flow.in_departed_log = false;
+            if flow.evictable() && self.fold != Some(f) {
+                let key = flow.key;
+                flow.live = false;
+                flow.queue = VecDeque::new();
+                flow.remote = Vec::new();
+                self.index.remove(&key);
+                self.free.push(f);
+                return;
+            }
+        }
+    }
+
+    fn fold_flow(&mut self) -> u32 {
+        if let Some(f) = self.fold {
+            return f;
+        }
+        let key = RpcTags::UNKNOWN;
+        let (rule_id, weight) = self.rules.matching(&key);
+        let mode = self.config.initial_mode();
+        let f = self.alloc_flow(Flow::new(key, rule_id, weight, mode));
+        self.fold = Some(f);
+        f
+    }
+
+    fn flow_for_arrival(&mut self, tags: &RpcTags) -> u32 {
+        let key = self.class_type.key(tags);
+        if let Some(&f) = self.index.get(&key) {
+            return f;
+        }
+        match self.new_flow(key) {
+            Some(f) => f,
+            None => {
+                self.folded_requests += 1;
+                self.fold_flow()
+            }
+        }
+    }
+
+    fn update_active(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        let active = flow.live && (flow.present || !flow.remote.is_empty());
+        if active != flow.active {
+            flow.active = active;
+            if active {
+                self.active_weight_sum += flow.weight as u64;
+            } else {
+                self.active_weight_sum -= flow.weight as u64;
+            }
+        }
+    }
+
+    /// The flow is served here from now on (again).
+    fn make_present(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        if flow.present {
+            return;
+        }
+        flow.present = true;
+        flow.local_cost_total = 0;
+        flow.audited_cost = 0;
+        if self.config.sync == SyncMode::Layout && !flow.announced && self.fold != Some(f) {
+            flow.announced = true;
+            let key = flow.key;
+            self.push_report(ServiceReport::new(ReportKind::FlowArrived, key, 0));
+        }
+        self.update_active(f);
+    }
+
+    fn became_idle(&mut self, f: u32, now_ns: u64) {
+        let flow = &mut self.flows[f as usize];
+        if !flow.is_idle() {
+            return;
+        }
+        flow.idle_since_ns = now_ns;
+        if !flow.in_idle_log {
+            flow.in_idle_log = true;
+            self.idle_log.push_back((f, now_ns));
+        }
+    }
+
+    /// Flows idle for [`SfqConfig::flow_idle_ns`] at `now_ns` depart. Amortized O(1): each
+    /// idle period puts a flow in the log at most twice.
+    fn expire_idle(&mut self, now_ns: u64) {
+        let idle_ns = self.config.flow_idle_ns;
+        while let Some(&(f, since)) = self.idle_log.front() {
+            if since.saturating_add(idle_ns) > now_ns {
+                break;
+            }
+            self.idle_log.pop_front();
+            let flow = &mut self.flows[f as usize];
+            flow.in_idle_log = false;
+            if !flow.live || !flow.present || !flow.is_idle() {
+                continue;
+            }
+            if flow.idle_since_ns.saturating_add(idle_ns) > now_ns {
+                // Busy and idle again since the entry was made: wait for the new period.
+                flow.in_idle_log = true;
+                let since = flow.idle_since_ns;
+                self.idle_log.push_back((f, since));
+                continue;
+            }
+            self.depart(f);
+        }
+    }
+
+    fn depart(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        flow.present = false;
+        if flow.announced {
+            flow.announced = false;
+            let key = flow.key;
+            self.push_report(ServiceReport::new(ReportKind::FlowLeft, key, 0));
+        }
+        self.update_active(f);
+        self.note_departed(f);
+    }
+
+    fn note_departed(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        if !flow.in_departed_log {
+            flow.in_departed_log = true;
+            self.departed_log.push_back(f);
+        }
+    }
+
+    // ------------------------------------------------------------ synchronization
+
+    fn push_report(&mut self, report: ServiceReport) {
+        if self.reports.len() >= SFQ_REPORTS_PENDING_MAX {
+            self.reports.remove(0);
+            self.reports_dropped += 1;
+        }
+        self.reports.push(report);
+        assert!(self.reports.len() <= SFQ_REPORTS_PENDING_MAX);
+    }
+
+    /// `cost` of flow `f` counts as service here (at the configured [`CountPoint`]).
+    fn count_service(&mut self, f: u32, cost: u64) {
+        let flow = &mut self.flows[f as usize];
+        flow.local_cost_total = flow.local_cost_total.saturating_add(cost);
+        if self.fold == Some(f) {
+            // The overflow flow mixes flows: its service means nothing to a peer.
+            return;
+        }
+        match (self.config.sync, flow.mode) {
+            (SyncMode::None, _) => {}
+            (SyncMode::FlowThreshold, _) => {
+                flow.unreported_cost = flow.unreported_cost.saturating_add(cost);
+                if flow.unreported_cost >= self.config.threshold_cost {
+                    let (key, c) = (flow.key, flow.unreported_cost);
+                    flow.unreported_cost = 0;
+                    if c > 0 {
+                        self.push_report(ServiceReport::new(ReportKind::Service, key, c));
+                    }
+                }
+            }
+            (SyncMode::Layout, FlowMode::Layout) => {
+                let audit = self.config.layout_audit_cost;
+                if audit > 0 && flow.local_cost_total - flow.audited_cost >= audit {
+                    flow.audited_cost = flow.local_cost_total;
+                    let key = flow.key;
+                    let c = flow.local_cost_total.min(super::SERVICE_REPORT_COST_MAX);
+                    self.push_report(ServiceReport::new(ReportKind::LayoutAudit, key, c));
+                }
+            }
+            // Single threshold, and layout-mode instances' flows switched to threshold.
+            _ => {
+                flow.unreported_cost = flow.unreported_cost.saturating_add(cost);
+                if !flow.dirty {
+                    flow.dirty = true;
+                    self.dirty.push(f);
+                }
+                self.unreported_total = self.unreported_total.saturating_add(cost);
+                if self.unreported_total >= self.config.threshold_cost {
+                    self.flush_service();
+                }
+            }
+        }
+    }
+
+    /// One broadcast: every flow's service since the last one (§III-B-1: "the broadcast
+    /// contains the costs of all of these flows").
+    fn flush_service(&mut self) {
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for &f in &dirty {
+            let flow = &mut self.flows[f as usize];
+            if !flow.dirty {
+                continue;
+            }
+            flow.dirty = false;
+            let (key, c) = (flow.key, flow.unreported_cost);
+            flow.unreported_cost = 0;
+            if c > 0 && flow.live {
+                self.push_report(ServiceReport::new(ReportKind::Service, key, c));
+            }
+        }
+        dirty.clear();
+        self.dirty = dirty;
+        self.unreported_total = 0;
+    }
+
+    fn switch_to_threshold(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        if flow.mode == FlowMode::Layout {
+            flow.mode = FlowMode::Threshold;
+        }
+    }
+
+    /// A report from instance `from`. Refused reports change nothing.
+    pub fn peer_report(
+        &mut self,
+        now_ns: u64,
+        from: u32,
+        report: &ServiceReport,
+    ) -> Result<(), SyncRejection> {
+        report.validate()?;
+        if from >= SYNC_INSTANCES_MAX {
+            return Err(SyncRejection::BadInstance);
+        }
+        if self.class_type.key(&report.flow) != report.flow {
+            return Err(SyncRejection::UnknownFlow);
+        }
+        self.expire_idle(now_ns);
+        let known = self.index.get(&report.flow).copied();
+        match (report.kind, self.config.sync) {
+            (_, SyncMode::None) => Ok(()),
+            (ReportKind::Service, _) => {
+                // A flow never served here is none of this instance's business: its service
+                // elsewhere before it arrives here is forgiven as SFQ forgives idle time.
+                if let Some(f) = known {
+                    self.switch_to_threshold(f);
+                    let flow = &mut self.flows[f as usize];
+                    flow.delay_cost = flow.delay_cost.saturating_add(report.cost);
+                }
+                Ok(())
+            }
+            (ReportKind::LayoutAudit, SyncMode::Layout) => {
+                if let Some(f) = known {
+                    let flow = &self.flows[f as usize];
+                    let (mine, theirs) = (flow.local_cost_total, report.cost);
+                    let floor = self.config.layout_audit_cost;
+                    if flow.present
+                        && flow.mode == FlowMode::Layout
+                        && mine.max(theirs) >= floor
+                        && mine.max(theirs)
+                            > mine.min(theirs).saturating_mul(LAYOUT_MISMATCH_FACTOR)
+                    {
+                        self.switch_to_threshold(f);
+                    }
+                }
+                Ok(())
+            }
+            (ReportKind::FlowArrived, SyncMode::Layout) => {
+                let f = match known {
+                    Some(f) => f,
+                    None => self
+                        .new_flow(report.flow)
+                        .ok_or(SyncRejection::TooManyFlows)?,
+                };
+                let flow = &mut self.flows[f as usize];
+                if let Err(at) = flow.remote.binary_search(&from) {
+                    if flow.remote.len() >= SYNC_INSTANCES_MAX as usize {
+                        return Err(SyncRejection::BadInstance);
+                    }
+                    flow.remote.insert(at, from);
+                }
+                self.update_active(f);
+                Ok(())
+            }
+            (ReportKind::FlowLeft, SyncMode::Layout) => {
+                let f = known.ok_or(SyncRejection::UnknownFlow)?;
+                let flow = &mut self.flows[f as usize];
+                let at = flow
+                    .remote
+                    .binary_search(&from)
+                    .map_err(|_| SyncRejection::UnknownFlow)?;
+                flow.remote.remove(at);
+                let gone = !flow.present && flow.remote.is_empty();
+                self.update_active(f);
+                if gone {
+                    self.note_departed(f);
+                }
+                Ok(())
+            }
+            // Presence and audit reports mean nothing to a threshold-mode instance.
+            _ => Ok(()),
+        }
+    }
+
+    // ------------------------------------------------------------ weights
+
+    /// Re-binds every flow to its first matching rule after a rule change (control plane:
+    /// O(flows x rules)). Queued requests keep their tags; later arrivals use the new weight.
+    fn rebind_flows(&mut self) {
+        for i in 0..self.flows.len() {
+            let flow = &self.flows[i];
+            if !flow.live {
+                continue;
+            }
+            let (rule_id, weight) = self.rules.matching(&flow.key);
+            let flow = &mut self.flows[i];
+            if flow.active {
+                self.active_weight_sum =
+                    self.active_weight_sum - flow.weight as u64 + weight as u64;
+            }
+            flow.rule_id = rule_id;
+            flow.weight = weight;
+        }
+    }
+
+    /// Applies a parsed weight command (its queue prefix is the caller's business).
+    pub fn apply_weight(&mut self, op: &WeightOp) -> Result<(), NrsError> {
+        if let WeightOp::Start { condition, .. } = op {
+            if let Some(f) = condition.fields().find(|f| !self.class_type.contains(*f)) {
+                return Err(NrsError {
+                    errno: Errno::EINVAL,
+                    message: format!("field `{f}` is not enabled by the policy type"),
+                });
+            }
+        }
+        self.rules.apply(op)?;
+        self.rebind_flows();
+        Ok(())
+    }
+
+    /// The weight rules, highest priority first, as `nrs_<policy>_weight` lists them.
+    pub fn weight_listing(&self) -> String {
+        let mut refs: FxHashMap<u32, u64> = FxHashMap::default();
+        for f in self.flows.iter().filter(|f| f.live) {
+            *refs.entry(f.rule_id).or_default() += 1;
+        }
+        self.rules.listing(|id| refs.get(&id).copied().unwrap_or(0))
+    }
+
+    /// Names of the rules, highest priority first.
+    pub fn rule_names(&self) -> Vec<&str> {
+        self.rules.rules.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    /// The flows, one line each, sorted: the class key (job ids quoted as job_stats quotes
+    /// them, so a job id's characters are never read as syntax), weight, mode, instances
+    /// serving it (this one included), queued and outstanding requests, cost dispatched.
+    pub fn flows_listing(&self) -> String {
+        let mut lines: Vec<String> = self
+            .flows
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.live)
+            .map(|(i, f)| {
+                let key = if self.fold == Some(i as u32) {
+                    "*".to_string()
+                } else {
+                    self.key_text(&f.key)
+                };
+                format!(
+                    "{key} weight={} mode={} servers={} queued={} outstanding={} dispatched={}",
+                    f.weight,
+                    f.mode.name(),
+                    f.remote.len() as u64 + u64::from(f.present),
+                    f.queue.len(),
+                    f.outstanding,
+                    f.dispatched_cost
+                )
+            })
+            .collect();
+        lines.sort_unstable();
+        let mut out = String::new();
+        for l in lines {
+            out.push_str(&l);
+            out.push('\n');
+        }
+        out
+    }
+
+    fn key_text(&self, key: &RpcTags) -> String {
+        let mut parts = Vec::new();
+        for field in Field::ALL {
+            if !self.class_type.contains(field) {
+                continue;
+            }
+            let v = match field {
+                Field::Jobid => quote_job_id(key.job.as_str()),
+                Field::Nid => key.nid.to_string(),
+                Field::Opcode => format!("{:?}", key.opcode),
+                Field::Uid => key.uid.to_string(),
+                Field::Gid => key.gid.to_string(),
+                Field::Projid => key.projid.to_string(),
+                Field::Nodemap => key.nodemap.to_string(),
+            };
+            parts.push(format!("{}={v}", field.name()));
+        }
+        parts.join("&")
+    }
+
+    // ------------------------------------------------------------ tunables
+
+    /// Sets a tunable by its parameter suffix (`depth`, `rpc_cost`, ...; see
+    /// [`param_names`]) from an already extracted value.
+    fn set_tunable(&mut self, suffix: &str, value: &str) -> Result<(), NrsError> {
+        let number = |max: u64, min: u64| -> Result<u64, NrsError> {
+            let v =
+                kstrtoull(value, 10).map_err(|_| einval(format!("`{value}` is not a number")))?;
+            if v < min || v > max {
+                return Err(einval(format!("{v} is out of range {min}..={max}")));
+            }
+            Ok(v)
+        };
+        let word = value.strip_suffix('\n').unwrap_or(value);
+        match suffix {
+            "depth" => self.config.depth_max = number(SFQ_DEPTH_MAX as u64, 1)? as u32,
+            "rpc_cost" => self.config.rpc_cost = number(RPC_COST_MAX, 0)?,
+            "nwc" => {
+                self.config.nwc_capacity_cost_per_s = number(NWC_CAPACITY_COST_PER_S_MAX, 0)?;
+                if self.config.nwc_capacity_cost_per_s == 0 {
+                    self.release_all_held();
+                }
+            }
+            "threshold" => self.config.threshold_cost = number(SYNC_THRESHOLD_COST_MAX, 0)?,
+            "layout_audit" => self.config.layout_audit_cost = number(SYNC_THRESHOLD_COST_MAX, 0)?,
+            "count" => {
+                self.config.count_at = CountPoint::from_name(word).ok_or_else(|| {
+                    einval(format!("`{word}`: expected arrival, dispatch or finish"))
+                })?
+            }
+            "sync" => {
+                let mode = SyncMode::from_name(word).ok_or_else(|| {
+                    einval(format!(
+                        "`{word}`: expected none, threshold, flow_threshold or layout"
+                    ))
+                })?;
+                self.set_sync(mode);
+            }
+            "flows" => {
+                return Err(NrsError {
+                    errno: Errno::EPERM,
+                    message: "the flows listing is read-only".into(),
+                })
+            }
+            _ => {
+                return Err(NrsError {
+                    errno: Errno::ENOENT,
+                    message: format!("no tunable `{suffix}`"),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    fn tunable_text(&self, suffix: &str) -> Option<String> {
+        let c = &self.config;
+        Some(match suffix {
+            "depth" => c.depth_max.to_string(),
+            "rpc_cost" => c.rpc_cost.to_string(),
+            "nwc" => c.nwc_capacity_cost_per_s.to_string(),
+            "threshold" => c.threshold_cost.to_string(),
+            "layout_audit" => c.layout_audit_cost.to_string(),
+            "count" => c.count_at.name().to_string(),
+            "sync" => c.sync.name().to_string(),
+            _ => return None,
+        })
+    }
+
+    /// A new synchronization mode: every flow's synchronization state starts over (pending
+    /// delays and counts are dropped; in layout mode present flows are announced again).
+    fn set_sync(&mut self, mode: SyncMode) {
+        self.config.sync = mode;
+        let initial = self.config.initial_mode();
+        for i in 0..self.flows.len() {
+            let flow = &mut self.flows[i];
+            if !flow.live {
+                continue;
+            }
+            flow.mode = initial;
+            flow.delay_cost = 0;
+            flow.unreported_cost = 0;
+            flow.dirty = false;
+            flow.remote.clear();
+            flow.announced = false;
+            flow.audited_cost = flow.local_cost_total;
+            let present = flow.present;
+            let key = flow.key;
+            self.update_active(i as u32);
+            if present && mode == SyncMode::Layout && self.fold != Some(i as u32) {
+                self.flows[i].announced = true;
+                self.push_report(ServiceReport::new(ReportKind::FlowArrived, key, 0));
+            }
+        }
+        self.dirty.clear();
+        self.unreported_total = 0;
+    }
+
+    // ------------------------------------------------------------ NWC
+
+    fn nwc(&self) -> bool {
+        self.config.nwc_capacity_cost_per_s > 0
+    }
+
+    fn release_held(&mut self, now_ns: u64) {
+        while let Some(&Reverse((until, f))) = self.held.peek() {
+            if until > now_ns {
+                break;
+            }
+            self.held.pop();
+            self.unhold(f);
+        }
+    }
+
+    fn release_all_held(&mut self) {
+        while let Some(Reverse((_, f))) = self.held.pop() {
+            self.unhold(f);
+        }
+    }
+
+    fn unhold(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        flow.held = false;
+        if let Some(head) = flow.queue.front() {
+            self.heap.push(Reverse((head.start, head.seq, f)));
+        }
+    }
+
+    /// Time the flow's share of the capacity takes to serve `cost`, rounded up.
+    fn nwc_time_ns(&self, f: u32, cost: u64) -> u64 {
+        let w = self.flows[f as usize].weight as u128;
+        let total = (self.active_weight_sum as u128).max(w);
+        let num = cost as u128 * NS_PER_S as u128 * total;
+        let den = self.config.nwc_capacity_cost_per_s as u128 * w;
+        num.div_ceil(den).min(u64::MAX as u128) as u64
+    }
+
+    // ------------------------------------------------------------ invariants
+
+    /// The invariants that are cheap enough for every operation are asserted where they can
+    /// break (depth at dispatch, virtual time at dispatch); the sums are checked here in debug
+    /// builds (O(flows)).
+    fn check(&self) {
+        debug_assert_eq!(
+            self.flows
+                .iter()
+                .filter(|f| f.live)
+                .map(|f| f.queue.len())
+                .sum::<usize>(),
+            self.queued,
+            "queued count is the sum of the flow queues"
+        );
+        debug_assert_eq!(
+            self.flows
+                .iter()
+                .filter(|f| f.live && f.active)
+                .map(|f| f.weight as u64)
+                .sum::<u64>(),
+            self.active_weight_sum
+        );
+    }
+}
+
+fn einval(message: impl Into<String>) -> NrsError {
+    NrsError {
+        errno: Errno::EINVAL,
+        message: message.into(),
+    }
+}
+
+impl<P> RequestScheduler<P> for Sfq<P> {
+    fn enqueue_with_cost(&mut self, now_ns: u64, tags: &RpcTags, cost: u64, payload: P) {
+        self.expire_idle(now_ns);
+        let cost = cost.saturating_add(self.config.rpc_cost);
+        let f = self.flow_for_arrival(tags);
+        self.make_present(f);
+        let vtime = self.vtime;
+        let seq = self.seq;
+        self.seq += 1;
+        let flow = &mut self.flows[f as usize];
+        let delay_cost = match flow.mode {
+            FlowMode::Local => 0,
+            FlowMode::Threshold => std::mem::take(&mut flow.delay_cost),
+            // Mirrored on every other instance of the flow's stripe set.
+            FlowMode::Layout => cost.saturating_mul(flow.remote.len() as u64),
+        };
+        let start = vtime.max(flow.last_finish + tag(delay_cost, flow.weight));
+        flow.last_finish = start + tag(cost, flow.weight);
+        let was_empty = flow.queue.is_empty();
+        flow.queue.push_back(Queued {
+            payload,
+            start,
+            cost,
+            seq,
+        });
+        if was_empty && !flow.held {
+            self.heap.push(Reverse((start, seq, f)));
+        }
+        self.queued += 1;
+        if self.config.count_at == CountPoint::Arrival {
+            self.count_service(f, cost);
+        }
+        self.check();
+    }
+
+    fn dequeue(&mut self, now_ns: u64) -> Dequeue<P> {
+        self.expire_idle(now_ns);
+        self.release_held(now_ns);
+        if self.queued == 0 || self.outstanding >= self.config.depth_max {
+            return Dequeue::Empty;
+        }
+        let nwc = self.nwc();
+        while let Some(Reverse((start, seq, f))) = self.heap.pop() {
+            let flow = &mut self.flows[f as usize];
+            debug_assert_eq!(
+                flow.queue.front().map(|q| (q.start, q.seq)),
+                Some((start, seq))
+            );
+            if nwc && flow.cap_clock_ns > now_ns {
+                flow.held = true;
+                self.held.push(Reverse((flow.cap_clock_ns, f)));
+                continue;
+            }
+            let q = flow
+                .queue
+                .pop_front()
+                .expect("a flow in the heap has a request");
+            if let Some(next) = flow.queue.front() {
+                self.heap.push(Reverse((next.start, next.seq, f)));
+            }
+            flow.outstanding += 1;
+            flow.dispatched_cost = flow.dispatched_cost.saturating_add(q.cost);
+            // Without holds, every queued start tag is at least v (arrivals start at v or
+            // later, and v is the smallest start tag when it moves): v only grows.
+            assert!(
+                nwc || q.start >= self.vtime,
+                "virtual time would move backwards"
+            );
+            self.vtime = self.vtime.max(q.start);
+            self.outstanding += 1;
+            self.queued -= 1;
+            assert!(
+                self.outstanding <= self.config.depth_max,
+                "more requests outstanding than the depth"
+            );
+            if nwc {
+                let t = self.nwc_time_ns(f, q.cost);
+                let flow = &mut self.flows[f as usize];
+                flow.cap_clock_ns = flow.cap_clock_ns.max(now_ns).saturating_add(t);
+            }
+            if self.config.count_at == CountPoint::Dispatch {
+                self.count_service(f, q.cost);
+            }
+            self.check();
+            return Dequeue::Request(q.payload);
+        }
+        match self.held.peek() {
+            Some(&Reverse((until_ns, _))) => {
+                assert!(until_ns > now_ns, "a due hold was released");
+                Dequeue::Throttled { until_ns }
+            }
+            None => Dequeue::Empty,
+        }
+    }
+
+    fn on_complete(&mut self, now_ns: u64, tags: &RpcTags, cost: u64) {
+        assert!(self.outstanding > 0, "a completion without a dispatch");
+        self.outstanding -= 1;
+        let f = self.lookup(tags).or(self.fold);
+        if let Some(f) = f {
+            let flow = &mut self.flows[f as usize];
+            flow.outstanding = flow.outstanding.saturating_sub(1);
+            if self.config.count_at == CountPoint::Finish {
+                self.count_service(f, cost.saturating_add(self.config.rpc_cost));
+            }
+            self.became_idle(f, now_ns);
+        }
+        self.expire_idle(now_ns);
+    }
+
+    fn take_service_reports(&mut self) -> Vec<ServiceReport> {
+        std::mem::take(&mut self.reports)
+    }
+
+    fn on_peer_service(
+        &mut self,
+        now_ns: u64,
+        from_instance: u32,
+        report: &ServiceReport,
+    ) -> Result<(), SyncRejection> {
+        self.peer_report(now_ns, from_instance, report)
+    }
+
+    fn on_timer(&mut self, now_ns: u64) {
+        self.release_held(now_ns);
+        self.expire_idle(now_ns);
+    }
+
+    fn timer_deadline_ns(&self) -> Option<u64> {
+        self.held.peek().map(|&Reverse((until_ns, _))| until_ns)
+    }
+
+    fn queued(&self) -> usize {
+        self.queued
+    }
+}
+
+impl<P> Sfq<P> {
+    /// Removes every queued request in start-tag order (ties by arrival), the order the
+    /// policy would have served them without depth or caps.
+    pub fn drain(&mut self, _now_ns: u64) -> Vec<P> {
+        let mut all: Vec<Queued<P>> = Vec::with_capacity(self.queued);
+        for flow in self.flows.iter_mut().filter(|f| f.live) {
+            all.extend(flow.queue.drain(..));
+            flow.held = false;
+        }
+        all.sort_unstable_by_key(|q| (q.start, q.seq));
+        self.heap.clear();
+        self.held.clear();
+        self.queued = 0;
+        all.into_iter().map(|q| q.payload).collect()
+    }
+}
+
+/// The parameter files of the registry row `policy` (`sfqd` or `dsfq`), e.g.
+/// `nrs_dsfq_weight`. The suffix after `nrs_<policy>_` names the tunable.
+pub fn param_names(policy: &str) -> &'static [&'static str] {
+    match policy {
+        "sfqd" => &PARAMS_SFQD,
+        "dsfq" => &PARAMS_DSFQ,
+        _ => &[],
+    }
+}
+
+/// `sfqd`'s files: weights, depth D, per-request cost, NWC capacity, the flows listing.
+pub const PARAMS_SFQD: [&str; 5] = [
+    "nrs_sfqd_weight",
+    "nrs_sfqd_depth",
+    "nrs_sfqd_rpc_cost",
+    "nrs_sfqd_nwc",
+    "nrs_sfqd_flows",
+];
+
+/// `dsfq`'s files: as `sfqd`'s, plus the synchronization mode, threshold, counting point and
+/// layout audit.
+pub const PARAMS_DSFQ: [&str; 9] = [
+    "nrs_dsfq_weight",
+    "nrs_dsfq_depth",
+    "nrs_dsfq_rpc_cost",
+    "nrs_dsfq_nwc",
+    "nrs_dsfq_flows",
+    "nrs_dsfq_sync",
+    "nrs_dsfq_threshold",
+    "nrs_dsfq_count",
+    "nrs_dsfq_layout_audit",
+];
+
+/// What a policy parameter file reads as on one head.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamValue {
+    /// Lines listed per CPT, as `nrs_tbf_rule` is (weights, flows).
+    Lines(String),
+    /// One value, listed as `reg_<name>:<value>` / `hp_<name>:<value>` as Lustre's
+    /// `nrs_orr_quantum` and `nrs_delay_min` are.
+    Scalar(String),
+}
+
+/// SFQ(D)/DSFQ as a head's primary policy.
+struct SfqPolicy<P> {
+    name: &'static str,
+    arg: String,
+    sfq: Sfq<P>,
+}
+
+fn start_with<P: Send + 'static>(
+    name: &'static str,
+    arg: Option<&str>,
+    tbf: TbfConfig,
+    config: SfqConfig,
+) -> Result<Box<dyn NrsPolicy<P>>, NrsError> {
+    // The TBF type parser, so `jobid`, `nid`, `uid`, `gid` (and combinations) mean the same
+    // as for TBF; no argument means jobid (vPFS identifies applications).
+    let class_type = match arg {
+        None => ClassType::single(Field::Jobid),
+        Some(a) => ClassType::parse_arg(Some(a), tbf.version).map_err(|e| NrsError {
+            errno: e.errno,
+            message: e.message,
+        })?,
+    };
+    Ok(Box::new(SfqPolicy {
+        name,
+        arg: arg.unwrap_or("").to_string(),
+        sfq: Sfq::new(class_type, config, tbf.version),
+    }))
+}
+
+/// Registry start function of `sfqd`.
+pub fn start_sfqd<P: Send + 'static>(
+    arg: Option<&str>,
+    tbf: TbfConfig,
+) -> Result<Box<dyn NrsPolicy<P>>, NrsError> {
+    start_with("sfqd", arg, tbf, SfqConfig::sfqd())
+}
+
+/// Registry start function of `dsfq`.
+pub fn start_dsfq<P: Send + 'static>(
+    arg: Option<&str>,
+    tbf: TbfConfig,
+) -> Result<Box<dyn NrsPolicy<P>>, NrsError> {
+    start_with("dsfq", arg, tbf, SfqConfig::dsfq())
+}
+
+/// The value of a tunable write for a head of `queue`: `V` (every head), or tokens
+/// `reg_<suffix>:V` / `hp_<suffix>:V` separated by single spaces (Lustre's
+/// `nrs_orr_quantum` form). `None`: the write addresses only the other queue.
+fn tunable_value<'a>(
+    text: &'a str,
+    suffix: &str,
+    queue: NrsQueue,
+) -> Result<Option<&'a str>, NrsError> {
+    if !text.contains(':') {
+        return Ok(Some(text));
+    }
+    let mut found = None;
+    let mut rest = Some(text);
+    while let Some(r) = rest.filter(|r| !r.is_empty()) {
+        let (tok, next) = strsep(r, ' ');
+        rest = next;
+        let (name, value) = strsep(tok, ':');
+        let value = value.ok_or_else(|| einval(format!("`{tok}` is not name:value")))?;
+        let q = name
+            .strip_suffix(suffix)
+            .and_then(|p| p.strip_suffix('_'))
+            .and_then(NrsQueue::from_prefix)
+            .ok_or_else(|| einval(format!("`{name}`: expected reg_{suffix} or hp_{suffix}")))?;
+        if q == queue {
+            found = Some(value);
+        }
+    }
+    Ok(found)
+}
+
+impl<P> RequestScheduler<P> for SfqPolicy<P> {
+    fn enqueue_with_cost(&mut self, now_ns: u64, tags: &RpcTags, cost: u64, payload: P) {
+        self.sfq.enqueue_with_cost(now_ns, tags, cost, payload)
+    }
+    fn dequeue(&mut self, now_ns: u64) -> Dequeue<P> {
+        self.sfq.dequeue(now_ns)
+    }
+    fn on_complete(&mut self, now_ns: u64, tags: &RpcTags, cost: u64) {
+        self.sfq.on_complete(now_ns, tags, cost)
+    }
+    fn take_service_reports(&mut self) -> Vec<ServiceReport> {
+        self.sfq.take_service_reports()
+    }
+    fn on_peer_service(
+        &mut self,
+        now_ns: u64,
+        from_instance: u32,
+        report: &ServiceReport,
+    ) -> Result<(), SyncRejection> {
+        self.sfq.peer_report(now_ns, from_instance, report)
+    }
+    fn on_timer(&mut self, now_ns: u64) {
+        self.sfq.on_timer(now_ns)
+    }
+    fn timer_deadline_ns(&self) -> Option<u64> {
+        self.sfq.timer_deadline_ns()
+    }
+    fn queued(&self) -> usize {
+        self.sfq.queued()
+    }
+}
+
+impl<P: Send> NrsPolicy<P> for SfqPolicy<P> {
+    fn arg(&self) -> &str {
+        &self.arg
+    }
+
+    fn drain(&mut self, now_ns: u64) -> Vec<P> {
+        self.sfq.drain(now_ns)
+    }
+
+    fn as_sfq(&self) -> Option<&Sfq<P>> {
+        Some(&self.sfq)
+    }
+
+    fn write_param(
+        &mut self,
+        param: &str,
+        queue: NrsQueue,
+        _now_ns: u64,
+        text: &str,
+    ) -> Result<(), NrsError> {
+        let prefix = format!("nrs_{}_", self.name);
+        let suffix = param
+            .strip_prefix(prefix.as_str())
+            .filter(|_| param_names(self.name).contains(&param))
+            .ok_or_else(|| NrsError {
+                errno: Errno::ENOENT,
+                message: format!("policy `{}` has no parameter `{param}`", self.name),
+            })?;
+        if suffix == "weight" {
+            let cmd = WeightCommand::parse(text, self.sfq.class_type, self.sfq.version)?;
+            if cmd.queue.is_some_and(|q| q != queue) {
+                return Ok(());
+            }
+            return self.sfq.apply_weight(&cmd.op);
+        }
+        match tunable_value(text, suffix, queue)? {
+            Some(v) => self.sfq.set_tunable(suffix, v),
+            None => Ok(()),
+        }
+    }
+
+    fn read_param(&self, param: &str) -> Result<ParamValue, NrsError> {
+        let prefix = format!("nrs_{}_", self.name);
+        let suffix = param
+            .strip_prefix(prefix.as_str())
+            .filter(|_| param_names(self.name).contains(&param));
+        match suffix {
+            Some("weight") => Ok(ParamValue::Lines(self.sfq.weight_listing())),
+            Some("flows") => Ok(ParamValue::Lines(self.sfq.flows_listing())),
+            Some(s) => self
+                .sfq
+                .tunable_text(s)
+                .map(ParamValue::Scalar)
+                .ok_or_else(|| NrsError {
+                    errno: Errno::ENOENT,
+                    message: format!("no tunable `{s}`"),
+                }),
+            None => Err(NrsError {
+                errno: Errno::ENOENT,
+                message: format!("policy `{}` has no parameter `{param}`", self.name),
+            }),
+        }
+    }
+}

@@ -53,8 +53,6 @@ use pfsqos_core::place::PlacementContext;
 use pfsqos_core::sched::nrs::{Nrs, ServiceTicket};
 use pfsqos_node::client::{Raid0, RpcWindow};
 use pfsqos_node::mds::Placer;
-#[allow(unused_imports)]
-use pfsqos_node::oss::ScratchLen;
 use pfsqos_node::oss::{apply_write, CptService, Dispatch, SyncMessage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

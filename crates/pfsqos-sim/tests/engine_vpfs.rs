@@ -1,0 +1,143 @@
+//! vPFS in the RPC engine: the `vpfs` controller starts SFQ(D)/DSFQ on every server, the engine
+//! carries the DSFQ instances' synchronization messages between servers (counted per OSS), and
+//! the total-service shares of the paper's asymmetric set-up (Fig. 5: one application on half
+//! the servers, one on all) follow the weights only when the servers synchronize.
+
+mod engine_common;
+
+use engine_common::{run_quiet, scenario, EXACT_DEVICE};
+use pfsqos_sim::RunOutput;
+
+const SERVERS: u32 = 4;
+
+/// app1 on servers 0-1, app2 on all four; 16 processes each writing 1 MiB calls to one shared
+/// file, continuously; app1's weight `w1`, app2's 1. Exact 100 MiB/s devices, fast links.
+fn asymmetric(w1: u32, duration_s: f64) -> String {
+    let mut s = format!(
+        r#"
+name = "vpfs-asymmetric"
+[simulation]
+duration_s = {duration_s}
+[cluster]
+clients = 4
+brw_size = "1M"
+stripe_size = "1M"
+[network]
+client_link_mib_s = 100000.0
+server_link_mib_s = 100000.0
+latency_us = 50.0
+{EXACT_DEVICE}
+"#
+    );
+    for i in 0..SERVERS {
+        s.push_str(&format!(
+            "[[oss]]\nname = \"s{i}\"\nosts = 1\ndevice = \"exact\"\n"
+        ));
+    }
+    s.push_str(&format!(
+        r#"
+[[job]]
+id = "app1"
+nodes = 2
+weight = {w1}
+clients = [0, 1]
+[[job.processes]]
+rw = "write"
+bs = "2M"
+size = "64G"
+numjobs = 16
+file = "shared"
+stripe_count = 2
+stripe_offset = 0
+
+[[job]]
+id = "app2"
+nodes = 2
+weight = 1
+clients = [2, 3]
+[[job.processes]]
+rw = "write"
+bs = "4M"
+size = "64G"
+numjobs = 16
+file = "shared"
+stripe_count = 4
+stripe_offset = 0
+"#
+    ));
+    s
+}
+
+/// app1's share of all bytes completed after the first second (start-up excluded).
+fn app1_share(out: &RunOutput) -> f64 {
+    let bytes = |j: usize| -> u64 { out.jobs[j].bytes_per_bin()[10..].iter().sum() };
+    bytes(0) as f64 / (bytes(0) + bytes(1)) as f64
+}
+
+fn messages(out: &RunOutput) -> (u64, u64) {
+    let broadcasts = out.sync.iter().map(|s| s.broadcasts_out).sum();
+    let received = out.sync.iter().map(|s| s.messages_in).sum();
+    (broadcasts, received)
+}
+
+#[test]
+fn only_synchronized_servers_share_the_total_bandwidth_by_weight() {
+    let s = scenario(&asymmetric(2, 6.0));
+    // Unmanaged, app2 has twice the servers and takes two thirds.
+    let fifo = run_quiet(&s, "nobw", 1);
+    assert!(
+        (app1_share(&fifo) - 1.0 / 3.0).abs() < 0.05,
+        "{}",
+        app1_share(&fifo)
+    );
+    assert_eq!(messages(&fifo), (0, 0));
+    // SFQ(D) alone shares each server 2:1, but app2 also has the two servers app1 never
+    // uses: the total stays far from 2:1 and no server says anything.
+    let local = run_quiet(&s, "vpfs:sched=sfqd", 1);
+    assert!(app1_share(&local) < 0.6, "{}", app1_share(&local));
+    assert_eq!(messages(&local), (0, 0));
+    // DSFQ with a broadcast per request (threshold 0, the original DSFQ) and with vPFS's
+    // 10 MiB threshold: the total is 2:1 within 3 %.
+    let every = run_quiet(&s, "vpfs:sync=threshold:threshold=0", 1);
+    let batched = run_quiet(&s, "vpfs:sync=threshold:threshold=10M", 1);
+    for (name, out) in [("every request", &every), ("10 MiB", &batched)] {
+        let share = app1_share(out);
+        assert!((share - 2.0 / 3.0).abs() < 0.02, "{name}: {share}");
+        let (broadcasts, received) = messages(out);
+        // Each broadcast reaches every other server; those still in flight at the end do not.
+        assert!(broadcasts > 0, "{name}");
+        assert!(
+            received <= broadcasts * u64::from(SERVERS - 1)
+                && received + 64 * u64::from(SERVERS - 1) >= broadcasts * u64::from(SERVERS - 1),
+            "{name}: {broadcasts} broadcasts, {received} received"
+        );
+        assert!(out.sync.iter().all(|s| s.rejected_in == 0 && s.dropped_out == 0));
+    }
+    // The threshold batches: far fewer messages for the same fairness.
+    assert!(
+        messages(&batched).0 * 5 < messages(&every).0,
+        "{:?} vs {:?}",
+        messages(&batched),
+        messages(&every)
+    );
+}
+
+#[test]
+fn layout_driven_sync_announces_flows_and_nothing_else() {
+    let s = scenario(&asymmetric(2, 4.0));
+    let out = run_quiet(&s, "vpfs:sync=layout", 1);
+    let (broadcasts, _) = messages(&out);
+    // One announcement per flow per server serving it (2 + 4); departures only at the end
+    // of the run, if a flow went idle for a second, which continuous writers never do.
+    assert_eq!(broadcasts, 6, "{:?}", out.sync);
+    let share = app1_share(&out);
+    assert!((share - 2.0 / 3.0).abs() < 0.03, "{share}");
+}
+
+#[test]
+fn dsfq_runs_are_deterministic() {
+    let s = scenario(&asymmetric(3, 2.0));
+    let a = run_quiet(&s, "vpfs:sync=threshold:threshold=1M", 7);
+    let b = run_quiet(&s, "vpfs:sync=threshold:threshold=1M", 7);
+    assert_eq!(a, b);
+}

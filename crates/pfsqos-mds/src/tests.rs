@@ -435,7 +435,13 @@ fn reopen_keeps_everything_and_the_rotation() {
 #[test]
 fn meta_values_keep_every_u64_across_a_reopen() {
     let d = tempfile::tempdir().unwrap();
-    let words = [0, u64::from(u32::MAX) + 1, 1 << 40, i64::MAX as u64 + 1, u64::MAX];
+    let words = [
+        0,
+        u64::from(u32::MAX) + 1,
+        1 << 40,
+        i64::MAX as u64 + 1,
+        u64::MAX,
+    ];
     {
         let ns = open(&d, 3);
         for (i, w) in words.iter().enumerate() {

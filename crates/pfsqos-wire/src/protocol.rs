@@ -913,6 +913,18 @@ mod tests {
             decode_hello(&encode_hello(9, &body)),
             Err(ProtocolError::Version { got: 9 })
         );
+        // A peer of the previous version (replies without a client limit) is refused at the
+        // handshake, with a message naming both versions.
+        let older = decode_hello(&encode_hello(PROTOCOL_VERSION - 1, &body)).unwrap_err();
+        assert_eq!(
+            older,
+            ProtocolError::Version {
+                got: PROTOCOL_VERSION - 1
+            }
+        );
+        assert!(older
+            .to_string()
+            .contains(&format!("this side speaks {PROTOCOL_VERSION}")));
         let mut bad = encode_hello(PROTOCOL_VERSION, &body);
         bad[0] = b'X';
         assert!(matches!(

@@ -28,7 +28,9 @@
 //! After the handshake the client sends [`Request`]s, each with a `tag` it chooses; the server
 //! answers each with one [`Reply`] carrying the same tag, possibly out of order (requests are
 //! scheduled). Every field is validated on decode ([`decode_request`]): sizes, offsets, names,
-//! the job id (through [`JobId::new`]), the NID, the OST index.
+//! the job id (through [`JobId::new`]), the NID, the OST index. Every reply also states the
+//! server's current outgoing limit for the client ([`ClientLimit`], bounds checked by
+//! [`decode_reply`]): how a controller in an ossd reaches the client nodes.
 
 use hmac::{Hmac, Mac};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};

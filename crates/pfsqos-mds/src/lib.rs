@@ -187,6 +187,18 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 ";
 
+/// The database layout this MDS writes, kept in SQLite's `user_version`. Version 1: every
+/// `meta` value is a u64 stored as the i64 of the same bits (SQLite's INTEGER is a signed
+/// 64-bit word), and `rr_cursor` holds the placer's whole state word
+/// (`pfsqos_node::mds::Placer::state`). Version 0 (databases from before the version was
+/// kept) has the same tables; its values were all below 2^32, which read the same, so it is
+/// taken as is and marked 1. A database of a later version is refused: this MDS cannot know
+/// what it changed.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The meta key of the placer's state.
+const META_PLACER_STATE: &str = "rr_cursor";
+
 /// The namespace: one SQLite database.
 pub struct Namespace {
     db: Connection,
@@ -245,21 +257,24 @@ fn lookup_in(tx: &Connection, parent: u64, name: &[u8]) -> Result<Option<Attr>, 
     .map_err(db_err)
 }
 
+/// A meta value (0 if absent): the u64 whose bits the stored i64 holds ([`SCHEMA_VERSION`]).
 fn meta_get(tx: &Connection, key: &str) -> Result<u64, RemoteError> {
-    Ok(tx
+    let stored = tx
         .query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| {
             r.get::<_, i64>(0)
         })
         .optional()
         .map_err(db_err)?
-        .unwrap_or(0) as u64)
+        .unwrap_or(0);
+    Ok(u64::from_ne_bytes(stored.to_ne_bytes()))
 }
 
+/// Stores a meta value: any u64, as the i64 of the same bits.
 fn meta_set(tx: &Connection, key: &str, value: u64) -> Result<(), RemoteError> {
     tx.execute(
         "INSERT INTO meta(key, value) VALUES (?1, ?2)
          ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        params![key, value as i64],
+        params![key, i64::from_ne_bytes(value.to_ne_bytes())],
     )
     .map_err(db_err)?;
     Ok(())
@@ -406,7 +421,24 @@ impl Namespace {
             .map_err(db_err)?;
         db.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(db_err)?;
+        let version: i64 = db
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(db_err)?;
+        if !(0..=SCHEMA_VERSION).contains(&version) {
+            return Err(err(
+                Errno::EINVAL,
+                format!(
+                    "{}: database schema version {version}, this MDS reads 0..={SCHEMA_VERSION} \
+                     (written by a newer pfsqos?)",
+                    path.display()
+                ),
+            ));
+        }
         db.execute_batch(SCHEMA).map_err(db_err)?;
+        if version < SCHEMA_VERSION {
+            db.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(db_err)?;
+        }
         let mut ns = Namespace {
             db,
             config: config.clone(),
@@ -436,9 +468,9 @@ impl Namespace {
                 .map_err(db_err)?;
             meta_set(&tx, "next_ino", max as u64 + 1)?;
         }
-        let cursor = meta_get(&tx, "rr_cursor")?;
+        let placer_state = meta_get(&tx, META_PLACER_STATE)?;
         tx.commit().map_err(db_err)?;
-        ns.placer.restore(cursor as u32);
+        ns.placer.restore(placer_state);
         Ok(ns)
     }
 
@@ -567,7 +599,7 @@ impl Namespace {
             })
             .collect();
         meta_set(&tx, "next_object", first + stripes.len() as u64)?;
-        meta_set(&tx, "rr_cursor", placer.state() as u64)?;
+        meta_set(&tx, META_PLACER_STATE, placer.state())?;
         tx.execute(
             "INSERT INTO layouts(ino, stripe_size) VALUES (?1, ?2)",
             params![attr.ino as i64, placed.stripe_size_bytes as i64],

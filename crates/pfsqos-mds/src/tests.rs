@@ -430,6 +430,62 @@ fn reopen_keeps_everything_and_the_rotation() {
     assert_eq!(ns.statfs().unwrap().inodes, 5);
 }
 
+/// Meta values are whole u64 words: above u32::MAX and above i64::MAX they come back as
+/// stored (no placer of the registry produces such a state yet; round robin's is a u32).
+#[test]
+fn meta_values_keep_every_u64_across_a_reopen() {
+    let d = tempfile::tempdir().unwrap();
+    let words = [
+        0,
+        u64::from(u32::MAX) + 1,
+        1 << 40,
+        i64::MAX as u64 + 1,
+        u64::MAX,
+    ];
+    {
+        let ns = open(&d, 3);
+        for (i, w) in words.iter().enumerate() {
+            meta_set(&ns.db, &format!("w{i}"), *w).unwrap();
+        }
+        // A placer state beyond u32: stored without a panic, restored as the whole word.
+        meta_set(&ns.db, META_PLACER_STATE, u64::from(u32::MAX) + 2).unwrap();
+    }
+    let mut ns = open(&d, 3);
+    for (i, w) in words.iter().enumerate() {
+        assert_eq!(meta_get(&ns.db, &format!("w{i}")).unwrap(), *w);
+    }
+    // Round robin keeps the low 32 bits of its state (its cursor is a u32): 2^32 + 1 is 1.
+    let (_, l) = ns.create(ROOT_INO, b"f", O, None, 0).unwrap();
+    assert_eq!(osts(&l), [1]);
+    assert_eq!(meta_get(&ns.db, META_PLACER_STATE).unwrap(), 2);
+}
+
+/// A database of the layout before the version was kept is marked current; one of a later
+/// version is refused.
+#[test]
+fn schema_versions_are_checked() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let ns = open(&d, 1);
+        ns.db.pragma_update(None, "user_version", 0).unwrap();
+    }
+    let ns = open(&d, 1);
+    let v: i64 = ns
+        .db
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, SCHEMA_VERSION);
+    ns.db
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .unwrap();
+    drop(ns);
+    let e = Namespace::open(&d.path().join("mds.db"), config(1))
+        .err()
+        .unwrap();
+    assert_eq!(e.errno, Errno::EINVAL);
+    assert!(e.message.contains("schema version"), "{}", e.message);
+}
+
 #[test]
 fn statfs_lists_osts_with_their_servers() {
     let d = tempfile::tempdir().unwrap();

@@ -6,6 +6,8 @@
 //! * `stripe`: pure RAID-0 arithmetic (offset to object, RPC splitting, object sizes);
 //! * `jobid`: JobID derivation (pattern expansion, `/proc/PID/environ`);
 //! * [`oss_pool`]: per-OST connection pools with the RPC window, the MDS pool, recovery;
+//! * [`limit`]: the per-OST RPC window and the node's outgoing limiter (the client path's
+//!   `RpcWindow` and `RateLimiter`), and how an ossd's controller sets the limit;
 //! * [`ops`]: the file operations, write-behind and size tracking, layouts as xattrs;
 //! * `fs`: the `fuser` adapter;
 //! * [`lfs`]: `pfsqos setstripe`/`getstripe` over the layout xattrs.
@@ -22,11 +24,13 @@ mod args;
 mod fs;
 mod jobid;
 pub mod lfs;
+mod limit;
 mod ops;
 mod oss_pool;
 mod stripe;
 
 pub use args::MountArgs;
+pub use limit::LIMIT_LEASE;
 pub use ops::{SentRpc, GATHER_FLUSH_AFTER, RPC_TRACE_MAX};
 
 use std::path::{Path, PathBuf};
@@ -164,6 +168,7 @@ impl MountConfig {
 /// A mounted file system; unmounts when dropped.
 pub struct Mounted {
     trace: Option<ops::RpcTrace>,
+    limiter: Arc<limit::NodeLimiter>,
     session: Option<fuser::BackgroundSession>,
     rt: Option<tokio::runtime::Runtime>,
     mountpoint: PathBuf,
@@ -184,6 +189,18 @@ impl Mounted {
                 .copied()
                 .collect()
         })
+    }
+
+    /// The node's outgoing limit in force (`None`: unlimited): the strictest an ossd stated
+    /// within [`LIMIT_LEASE`].
+    pub fn limit_bytes_per_s(&self) -> Option<u64> {
+        self.limiter.limit_bytes_per_s()
+    }
+
+    /// Write bytes the outgoing limiter has let through so far (each counted once its RPC
+    /// may start; a resent RPC counts again).
+    pub fn sent_write_bytes(&self) -> u64 {
+        self.limiter.sent_bytes()
     }
 
     /// True once the kernel has ended the session (e.g. `umount` from outside).
@@ -268,7 +285,8 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
         .thread_name("pfsqos-client")
         .enable_all()
         .build()?;
-    let ops = rt.block_on(connect(&config))?;
+    let limiter = Arc::new(limit::NodeLimiter::new());
+    let ops = rt.block_on(connect(&config, &limiter))?;
     let trace = ops.rpc_trace();
     let fs = fs::PfsFs::new(
         Arc::new(ops),
@@ -289,6 +307,7 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
         .with_context(|| format!("mounting on {}", config.mountpoint.display()))?;
     let mounted = Mounted {
         trace,
+        limiter,
         session: Some(session),
         rt: Some(rt),
         mountpoint: config.mountpoint.clone(),
@@ -320,7 +339,10 @@ fn set_read_ahead(root: &std::fs::Metadata, mb: u64) {
     }
 }
 
-async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {
+async fn connect(
+    config: &MountConfig,
+    limiter: &Arc<limit::NodeLimiter>,
+) -> anyhow::Result<ops::Ops> {
     let addr = tokio::net::lookup_host(&config.mds)
         .await
         .with_context(|| format!("--mds {}", config.mds))?
@@ -353,7 +375,8 @@ async fn connect(config: &MountConfig) -> anyhow::Result<ops::Ops> {
                 o.oss_addr.clone(),
                 o.oss_ost_index,
                 key.clone(),
-                config.max_rpcs_in_flight,
+                config.max_rpcs_in_flight as u32,
+                limiter.clone(),
                 config.recovery,
             )))
         })

@@ -2,9 +2,11 @@
 //! recovery.
 //!
 //! * [`OstPool`]: one per OST. At most `max_rpcs_in_flight` RPCs are in flight to the OST
-//!   (a semaphore, the client's RPC window as in Lustre's `osc.*.max_rpcs_in_flight`); each
-//!   RPC in flight holds one connection of the pool, so the ossd sees up to that many
-//!   concurrent requests from this client for the OST.
+//!   (the client path's `RpcWindow`, Lustre's `osc.*.max_rpcs_in_flight`, see
+//!   [`crate::limit`]); each RPC in flight holds one connection of the pool, so the ossd sees
+//!   up to that many concurrent requests from this client for the OST. Every write RPC passes
+//!   the node's outgoing limiter ([`crate::limit::NodeLimiter`]) before it is sent, and every
+//!   reply's statement of the ossd's limit for this client is handed to it.
 //! * [`MdsPool`]: a few connections to the MDS, one request at a time each.
 //!
 //! Recovery: when a daemon restarts, requests on its old connections fail with a connection
@@ -20,8 +22,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tracing::{debug, warn};
+
+use crate::limit::{NodeLimiter, Window, WindowSlot};
 
 use pfsqos_wire::client::{ClientError, Identity, MdsClient, OssClient};
 use pfsqos_wire::mds::{MdsOp, MdsReplyBody};
@@ -109,7 +113,9 @@ pub struct OstPool {
     /// The OST's index on its ossd.
     local_index: u32,
     key: Arc<[u8]>,
-    window: Arc<Semaphore>,
+    window: Arc<Window>,
+    /// The node's outgoing limiter, shared by every pool of the mount.
+    limiter: Arc<NodeLimiter>,
     idle: Mutex<Vec<OssClient>>,
     recovery: Duration,
 }
@@ -120,7 +126,8 @@ impl OstPool {
         addr: String,
         local_index: u32,
         key: Arc<[u8]>,
-        max_rpcs_in_flight: usize,
+        max_rpcs_in_flight: u32,
+        limiter: Arc<NodeLimiter>,
         recovery: Duration,
     ) -> OstPool {
         OstPool {
@@ -128,19 +135,16 @@ impl OstPool {
             addr,
             local_index,
             key,
-            window: Arc::new(Semaphore::new(max_rpcs_in_flight)),
+            window: Window::new(max_rpcs_in_flight),
+            limiter,
             idle: Mutex::new(Vec::new()),
             recovery,
         }
     }
 
     /// Waits for a slot in the RPC window.
-    pub async fn admit(&self) -> OwnedSemaphorePermit {
-        self.window
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the window semaphore is never closed")
+    pub async fn admit(&self) -> WindowSlot {
+        self.window.admit().await
     }
 
     async fn connection(&self) -> Result<OssClient, ClientError> {
@@ -158,7 +162,7 @@ impl OstPool {
     /// the object).
     pub async fn run(
         &self,
-        _slot: &OwnedSemaphorePermit,
+        _slot: &WindowSlot,
         id: &Identity,
         op: &ObjOp,
     ) -> Result<bytes::Bytes, Failure> {
@@ -171,8 +175,10 @@ impl OstPool {
                             object,
                             offset,
                             data,
-                        } => c
-                            .write_bytes(
+                        } => {
+                            // Sent (again, after a resend) only once the shaper lets it go.
+                            self.limiter.admit(data.len() as u64).await;
+                            c.write_bytes(
                                 id,
                                 self.local_index,
                                 *object,
@@ -181,7 +187,8 @@ impl OstPool {
                                 false,
                             )
                             .await
-                            .map(|_| bytes::Bytes::new()),
+                            .map(|_| bytes::Bytes::new())
+                        }
                         ObjOp::Read {
                             object,
                             offset,
@@ -199,6 +206,7 @@ impl OstPool {
                             .await
                             .map(|_| bytes::Bytes::new()),
                     };
+                    self.limiter.note(&self.addr, c.client_limit());
                     // A connection that answered (even with an error) is still good.
                     if !matches!(r, Err(ClientError::Conn(_))) {
                         self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(c);

@@ -1009,3 +1009,126 @@ stripe_offset = 0
         }
     }
 }
+
+/// A controller that limits every client the ossd lists to `limit_bytes_per_s`, every period.
+struct LimitEveryClient {
+    limit_bytes_per_s: u64,
+}
+
+impl pfsqos_core::control::Controller for LimitEveryClient {
+    fn name(&self) -> &'static str {
+        "limit-every-client"
+    }
+    fn setup(
+        &mut self,
+        initial: &pfsqos_core::control::Observation,
+    ) -> pfsqos_core::control::Decision {
+        self.decide(initial)
+    }
+    fn period_ns(&self) -> Option<u64> {
+        Some(20_000_000)
+    }
+    fn decide(
+        &mut self,
+        observation: &pfsqos_core::control::Observation,
+    ) -> pfsqos_core::control::Decision {
+        pfsqos_core::control::Decision {
+            writes: Vec::new(),
+            client_writes: observation
+                .clients
+                .iter()
+                .map(|&client| pfsqos_core::control::ClientWrite {
+                    client,
+                    limit_bytes_per_s: Some(self.limit_bytes_per_s),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A controller in the ossd limits the mount: the limit reaches the mount on the ossd's
+/// replies, and from the moment the mount has it, the write bytes its limiter lets through
+/// never exceed the limit times the time elapsed plus one RPC (sampled while a writer runs);
+/// when the controller stops, the limit is lifted.
+#[test]
+fn a_controller_in_the_ossd_limits_the_mounts_writes() {
+    use pfsqos_ossd::control::{ControlConfig, ControllerFactory};
+    const LIMIT: u64 = 4 << 20;
+    const BRW: u64 = 256 << 10;
+    const FILE: usize = 6 << 20;
+    let mut c = Cluster::start_with(
+        |o| {
+            let mut cc = ControlConfig::new("nobw").unwrap();
+            cc.capacity_rpcs_per_s = Some(100);
+            cc.factory = Some(ControllerFactory(std::sync::Arc::new(|| {
+                Box::new(LimitEveryClient {
+                    limit_bytes_per_s: LIMIT,
+                })
+            })));
+            o.control = Some(cc);
+        },
+        |m| {
+            m.brw_size_bytes = BRW;
+            m.max_rpcs_in_flight = 2;
+        },
+    );
+    let mount = c.mount.as_ref().unwrap();
+    // The mount learns the limit from the replies to its writes: write until it has it.
+    let deadline = Instant::now() + WAIT_MAX;
+    let mut n = 0;
+    while mount.limit_bytes_per_s() != Some(LIMIT) {
+        assert!(
+            Instant::now() < deadline,
+            "the limit never reached the mount"
+        );
+        let mut h = File::create(c.p(&format!("prime{}", n % 4))).unwrap();
+        h.write_all(&[1u8; 4096]).unwrap();
+        h.sync_all().unwrap();
+        n += 1;
+    }
+    // Every write before this point has completed (synced): what is let through from here
+    // on started under the limit.
+    let t0 = Instant::now();
+    let sent0 = mount.sent_write_bytes();
+    let path = c.p("limited");
+    let writer = std::thread::spawn(move || {
+        let mut h = File::create(path).unwrap();
+        h.write_all(&pattern(FILE, 13)).unwrap();
+        h.sync_all().unwrap();
+    });
+    let bound =
+        |elapsed: Duration| (u128::from(LIMIT) * elapsed.as_nanos() / 1_000_000_000) as u64 + BRW;
+    let mut samples = 0u64;
+    loop {
+        let finished = writer.is_finished();
+        let sent = mount.sent_write_bytes() - sent0;
+        // Taken after the counter: the interval can only be overstated.
+        let elapsed = t0.elapsed();
+        assert!(
+            sent <= bound(elapsed),
+            "{sent} bytes let through in {elapsed:?} under a limit of {LIMIT} bytes/s"
+        );
+        samples += 1;
+        if finished {
+            break;
+        }
+        assert!(t0.elapsed() < WAIT_MAX, "the limited writer never finished");
+        std::thread::yield_now();
+    }
+    writer.join().unwrap();
+    let sent = mount.sent_write_bytes() - sent0;
+    assert!(sent >= FILE as u64, "only {sent} bytes let through");
+    assert!(samples > 1);
+    assert_eq!(fs::read(c.p("limited")).unwrap(), pattern(FILE, 13));
+    // The controller stops: it lifts the limit, which the next reply tells the mount.
+    let ossd = c.ossd.as_mut().unwrap();
+    c.rt.block_on(ossd.stop_control());
+    let mount = c.mount.as_ref().unwrap();
+    let deadline = Instant::now() + WAIT_MAX;
+    while mount.limit_bytes_per_s().is_some() {
+        assert!(Instant::now() < deadline, "the limit was never lifted");
+        let mut h = File::create(c.p("after")).unwrap();
+        h.write_all(&[2u8; 4096]).unwrap();
+        h.sync_all().unwrap();
+    }
+}

@@ -1,5 +1,5 @@
-//! The client path: where a file byte lives (RAID-0), how I/O becomes RPCs, and the per-OST
-//! window of RPCs in flight. Every driver's client calls these: the RPC-level engine for each
+//! The client path: where a file byte lives (RAID-0), how I/O becomes RPCs, the per-OST
+//! window of RPCs in flight, and the node's outgoing rate limiter ([`RateLimiter`]). Every driver's client calls these: the RPC-level engine for each
 //! simulated I/O call, the fluid engine for its layouts, the FUSE mount for every RPC it sends.
 //!
 //! # RAID-0 (Lustre's LOV layer)
@@ -261,6 +261,76 @@ impl RpcWindow {
     }
 }
 
+/// Largest outgoing limit a [`RateLimiter`] takes, bytes per second (1 PiB/s: far above any
+/// node's link; larger values are a mistake, not a limit).
+pub const LIMIT_BYTES_PER_S_MAX: u64 = 1 << 50;
+
+/// A client node's outgoing limit (a controller's `ClientWrite`, Linux `tc` on the node): a
+/// shaper in front of the uplink. A transfer may start only once the shaper has let the
+/// previous ones through at the limit; it then leaves at the link's speed (a token bucket one
+/// transfer deep). `None`: unlimited, the shaper books nothing.
+///
+/// Exact in integers: a transfer of `b` bytes started at `s` holds the shaper until
+/// `s + ceil(b * 10^9 / limit)` ns. Each hold is rounded up by less than 1 ns on its own (no
+/// float, no error carried from one transfer to the next), so the shaper never lets more
+/// through than the limit, and over any interval `[t0, t1]` the transfers it starts carry at
+/// most `limit * (t1 - t0) / 10^9` bytes plus the last transfer's.
+///
+/// Changing the limit changes the holds of later transfers only; a hold already booked stands
+/// (as the RPC engine's link shaper always did).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RateLimiter {
+    limit_bytes_per_s: Option<u64>,
+    /// When the shaper lets the next transfer start.
+    free_ns: u64,
+}
+
+impl RateLimiter {
+    /// An unlimited shaper.
+    pub fn new() -> RateLimiter {
+        RateLimiter::default()
+    }
+
+    pub fn limit_bytes_per_s(&self) -> Option<u64> {
+        self.limit_bytes_per_s
+    }
+
+    /// Sets or lifts (`None`) the limit. Panics on 0 or above [`LIMIT_BYTES_PER_S_MAX`]:
+    /// drivers validate what controllers and the network give them first.
+    pub fn set_limit(&mut self, limit_bytes_per_s: Option<u64>) {
+        if let Some(l) = limit_bytes_per_s {
+            assert!(
+                (1..=LIMIT_BYTES_PER_S_MAX).contains(&l),
+                "an outgoing limit of {l} bytes/s is outside 1..={LIMIT_BYTES_PER_S_MAX}"
+            );
+        }
+        self.limit_bytes_per_s = limit_bytes_per_s;
+    }
+
+    /// When a transfer of `bytes` that is ready at `ready_ns` (its link free) may start, and
+    /// books it: the later of `ready_ns` and the shaper's free time.
+    pub fn start_ns(&mut self, ready_ns: u64, bytes: u64) -> u64 {
+        let start_ns = ready_ns.max(self.free_ns);
+        if let Some(limit) = self.limit_bytes_per_s {
+            self.free_ns = start_ns.saturating_add(hold_ns(bytes, limit));
+            debug_assert!(self.free_ns >= start_ns);
+        }
+        start_ns
+    }
+
+    /// When the shaper lets the next transfer start (`0` until one was booked under a limit).
+    pub fn free_ns(&self) -> u64 {
+        self.free_ns
+    }
+}
+
+/// `ceil(bytes * 10^9 / limit)`, saturating at `u64::MAX`.
+fn hold_ns(bytes: u64, limit_bytes_per_s: u64) -> u64 {
+    assert!(limit_bytes_per_s > 0);
+    let ns = (u128::from(bytes) * 1_000_000_000).div_ceil(u128::from(limit_bytes_per_s));
+    u64::try_from(ns).unwrap_or(u64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,6 +416,35 @@ mod tests {
     }
 
     #[test]
+    fn limiter_spaces_transfers_at_the_limit_and_rounds_up() {
+        let mut l = RateLimiter::new();
+        // Unlimited: every transfer starts when ready, nothing is booked.
+        assert_eq!(l.start_ns(5, M), 5);
+        assert_eq!(l.start_ns(3, M), 3);
+        assert_eq!(l.free_ns(), 0);
+        l.set_limit(Some(3));
+        // 1 byte at 3 B/s holds the shaper ceil(10^9 / 3) ns.
+        assert_eq!(l.start_ns(10, 1), 10);
+        assert_eq!(l.free_ns(), 10 + 333_333_334);
+        // The next one waits for it, however early it is ready.
+        assert_eq!(l.start_ns(11, 3), 10 + 333_333_334);
+        assert_eq!(l.free_ns(), 10 + 333_333_334 + 1_000_000_000);
+        // Lifting the limit keeps the booked hold.
+        l.set_limit(None);
+        assert_eq!(l.start_ns(12, 1), 10 + 333_333_334 + 1_000_000_000);
+        // Huge holds saturate instead of wrapping.
+        l.set_limit(Some(1));
+        l.start_ns(0, u64::MAX);
+        assert_eq!(l.free_ns(), u64::MAX);
+    }
+
+    #[test]
+    #[should_panic(expected = "outside")]
+    fn limiter_refuses_a_zero_limit() {
+        RateLimiter::new().set_limit(Some(0));
+    }
+
+    #[test]
     fn object_sizes() {
         let r = Raid0::new(M, 2);
         assert_eq!(r.object_size(0, 5 * M / 2), 3 * M / 2);
@@ -391,6 +490,40 @@ mod tests {
                     {
                         prop_assert_eq!(b.object_offset_bytes % brw, 0);
                     }
+                }
+            }
+        }
+
+        /// Over any window of started transfers, the bytes of all but the last are at most
+        /// the limit times the time between the first and the last start, however the ready
+        /// times and sizes go: exact integers, no drift over long runs.
+        #[test]
+        fn limiter_never_exceeds_its_limit(
+            limit in 1u64..(1 << 40),
+            steps in proptest::collection::vec((0u64..(1 << 30), 1u64..(1 << 24)), 1..200),
+        ) {
+            let mut l = RateLimiter::new();
+            l.set_limit(Some(limit));
+            let mut ready = 0u64;
+            let mut starts = Vec::new();
+            for (gap, bytes) in steps {
+                ready += gap;
+                let s = l.start_ns(ready, bytes);
+                prop_assert!(s >= ready);
+                if let Some(&(prev, _)) = starts.last() {
+                    prop_assert!(s >= prev);
+                }
+                starts.push((s, bytes));
+            }
+            for i in 0..starts.len() {
+                let mut bytes = 0u128;
+                for j in i..starts.len() {
+                    // Bytes of transfers i..j (j excluded) fit in the time up to j's start.
+                    prop_assert!(
+                        bytes * 1_000_000_000
+                            <= u128::from(limit) * u128::from(starts[j].0 - starts[i].0)
+                    );
+                    bytes += u128::from(starts[j].1);
                 }
             }
         }

@@ -104,16 +104,15 @@ impl Placer {
         Ok(layout)
     }
 
-    /// The policy's state to persist (round robin: its cursor).
-    pub fn state(&self) -> u32 {
-        // Round robin's cursor is a u32; a policy with a wider word would need a wider
-        // column in the MDS's metadata table.
-        u32::try_from(self.policy.state()).expect("placer state fits the MDS's column")
+    /// The policy's state to persist, the whole [`Placement::state`] word (round robin: its
+    /// cursor). The live MDS stores it in a 64-bit column.
+    pub fn state(&self) -> u64 {
+        self.policy.state()
     }
 
     /// Continues from a persisted state.
-    pub fn restore(&mut self, state: u32) {
-        self.policy.restore(u64::from(state));
+    pub fn restore(&mut self, state: u64) {
+        self.policy.restore(state);
     }
 
     pub fn creates(&self) -> u64 {

@@ -605,6 +605,7 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
                     .unwrap_or(pfsqos_ossd::control::BRW_SIZE_BYTES_DEFAULT),
                 job_nodes: job_nodes.clone(),
                 seed: 0,
+                factory: None,
             };
             control.capacity(ceiling).map_err(|e| {
                 cx.err(

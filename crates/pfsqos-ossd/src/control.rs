@@ -19,8 +19,19 @@
 //! `period_ns` is the wall time actually elapsed since the previous observation (the thread
 //! may wake late), so counts divided by it are true rates.
 //!
+//! `device_queue_rpcs` is the RPCs of the target an I/O thread has started and not completed
+//! (the requests at the OST's I/O when the period ends); the block layer's own queue
+//! (`/sys/block/<dev>/stat`) is a later addition (issue #15).
+//!
+//! Client limits: `Observation::clients` lists the client nodes connected when the period
+//! ends, by NID in sorted order (`ClientId(i)` is the `i`-th); a decision's `ClientWrite` for
+//! an id the observation did not list, or with a rate outside the protocol's bounds, is logged
+//! and dropped. The ossd keeps each connected client's limit and states it on every reply to
+//! that client, which applies it to its node's limiter (docs/live.md, "Client limits").
+//!
 //! Clean exit: when stopped, the loop stops every TBF rule its controller started and still
-//! holds, then writes `nrs_policies=fifo` if the controller ever changed the policy.
+//! holds, then writes `nrs_policies=fifo` if the controller ever changed the policy, and
+//! lifts every client limit.
 
 use std::collections::BTreeSet;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -30,11 +41,16 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use pfsqos_core::control::agent::{Ledger, Observer, OstSample};
 use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
-use pfsqos_core::control::{ControlWrite, Controller, Decision, DomainId, DomainWrite};
-use pfsqos_core::model::JobId;
-use tracing::{info, warn};
+use pfsqos_core::control::{
+    ClientId, ClientWrite, ControlWrite, Controller, Decision, DomainId, DomainWrite, Observation,
+};
+use pfsqos_core::model::{JobId, Nid};
+use tracing::{debug, info, warn};
 
-use pfsqos_wire::protocol::{Errno, RemoteError, IO_LEN_BYTES_MAX};
+use pfsqos_wire::protocol::{
+    Errno, RemoteError, CLIENT_LIMIT_BYTES_PER_S_MAX, CLIENT_LIMIT_BYTES_PER_S_MIN,
+    IO_LEN_BYTES_MAX,
+};
 
 /// What the control loop needs of the daemon it runs in (the ossd implements it in
 /// `controlled.rs`, so this module does not depend on the daemon's internals).
@@ -46,6 +62,25 @@ pub(crate) trait Controlled: Send + Sync + 'static {
     fn sample(&self) -> Vec<OstSample>;
     /// Applies one write with the checks and errors of `lctl set_param`.
     fn apply(&self, write: &ControlWrite) -> Result<(), RemoteError>;
+    /// The client nodes connected now, by NID, sorted: `ClientId(i)` of an observation is
+    /// the `i`-th of the list taken for it.
+    fn clients(&self) -> Vec<Nid>;
+    /// Sets or lifts (`None`) the outgoing limit of a connected client node; false if it is
+    /// not connected any more. The caller has validated the rate.
+    fn set_client_limit(&self, nid: Nid, limit_bytes_per_s: Option<u64>) -> bool;
+    /// Lifts every client limit (the controller stopped).
+    fn clear_client_limits(&self);
+}
+
+/// A controller made by code instead of named by a spec: when [`ControlConfig::factory`] is
+/// set it runs instead of the spec's (the seam tests plug a test controller into).
+#[derive(Clone)]
+pub struct ControllerFactory(pub Arc<dyn Fn() -> Box<dyn Controller> + Send + Sync>);
+
+impl std::fmt::Debug for ControllerFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ControllerFactory")
+    }
 }
 
 /// The one scheduling domain an ossd is: its `ost_io` service over all of its OSTs.
@@ -83,6 +118,8 @@ pub struct ControlConfig {
     pub job_nodes: Vec<(JobId, u32)>,
     /// Seed of randomized policies (RND).
     pub seed: u64,
+    /// Runs this controller instead of `policy`'s (not a command-line option).
+    pub factory: Option<ControllerFactory>,
 }
 
 impl ControlConfig {
@@ -95,6 +132,7 @@ impl ControlConfig {
             brw_size_bytes: BRW_SIZE_BYTES_DEFAULT,
             job_nodes: Vec::new(),
             seed: 0,
+            factory: None,
         })
     }
 
@@ -171,10 +209,45 @@ pub(crate) fn apply_write(
     Ok(())
 }
 
+/// Lists the connected clients in an observation (`ClientId(i)` is `clients[i]`).
+fn observe_clients(obs: &mut Observation, clients: &[Nid]) {
+    obs.clients = (0..clients.len() as u32).map(ClientId).collect();
+}
+
+/// Applies one client limit of a decision taken on an observation that listed `clients`:
+/// the id must be one of the list and the rate within the protocol's bounds.
+pub(crate) fn apply_client_write(
+    shared: &impl Controlled,
+    clients: &[Nid],
+    w: &ClientWrite,
+) -> Result<(), String> {
+    let nid = clients.get(w.client.0 as usize).ok_or_else(|| {
+        format!(
+            "no client {} (the observation listed {})",
+            w.client.0,
+            clients.len()
+        )
+    })?;
+    if let Some(rate) = w.limit_bytes_per_s {
+        if !(CLIENT_LIMIT_BYTES_PER_S_MIN..=CLIENT_LIMIT_BYTES_PER_S_MAX).contains(&rate) {
+            return Err(format!(
+                "client {nid}: a limit of {rate} bytes/s is outside \
+                 {CLIENT_LIMIT_BYTES_PER_S_MIN}..={CLIENT_LIMIT_BYTES_PER_S_MAX}"
+            ));
+        }
+    }
+    if !shared.set_client_limit(*nid, w.limit_bytes_per_s) {
+        // Gone since the observation: nothing to limit (it starts unlimited if it returns).
+        debug!(%nid, "client limit for a client that has disconnected");
+    }
+    Ok(())
+}
+
 fn apply_decision(
     shared: &impl Controlled,
     controller: &mut dyn Controller,
     decision: Decision,
+    clients: &[Nid],
     ledger: &mut Ledger,
 ) {
     for w in decision.writes {
@@ -185,16 +258,16 @@ fn apply_decision(
             controller.on_write_refused(&w, e.errno);
         }
     }
-    if !decision.client_writes.is_empty() {
-        warn!(
-            count = decision.client_writes.len(),
-            "client limits ignored: the ossd cannot reach clients"
-        );
+    for w in &decision.client_writes {
+        if let Err(e) = apply_client_write(shared, clients, w) {
+            warn!(client = w.client.0, error = %e, "client limit refused");
+        }
     }
 }
 
-/// Undoes what the ledger holds ([`Ledger::undo_writes`]).
+/// Undoes what the ledger holds ([`Ledger::undo_writes`]) and lifts every client limit.
 pub(crate) fn clean_up(shared: &impl Controlled, ledger: &mut Ledger) {
+    shared.clear_client_limits();
     for write in ledger.undo_writes() {
         let w = DomainWrite {
             domain: OSS_DOMAIN,
@@ -225,11 +298,14 @@ impl ControlHandle {
             .name("ossd-control".to_string())
             .spawn(move || {
                 // Built here: controllers need not be `Send`.
-                let mut controller = config.policy.controller_with(
-                    config.period_ms,
-                    config.brw_size_bytes,
-                    config.seed,
-                );
+                let mut controller = match &config.factory {
+                    Some(f) => (f.0)(),
+                    None => config.policy.controller_with(
+                        config.period_ms,
+                        config.brw_size_bytes,
+                        config.seed,
+                    ),
+                };
                 // Marks the set_param log lines of the controller's writes.
                 let _span = tracing::info_span!("control", policy = controller.name()).entered();
                 let mut ledger = Ledger::default();
@@ -240,13 +316,15 @@ impl ControlHandle {
                     &config.job_nodes,
                     shared.now_ns(),
                 );
-                let initial = observer.initial(shared.now_ns(), shared.sample());
+                let mut initial = observer.initial(shared.now_ns(), shared.sample());
+                let clients = shared.clients();
+                observe_clients(&mut initial, &clients);
                 info!(
                     policy = controller.name(),
                     capacity_rpcs_per_s, "controller started"
                 );
                 let decision = controller.setup(&initial);
-                apply_decision(&*shared, &mut *controller, decision, &mut ledger);
+                apply_decision(&*shared, &mut *controller, decision, &clients, &mut ledger);
                 match controller.period_ns() {
                     None => {
                         let _ = stopped.recv();
@@ -260,9 +338,17 @@ impl ControlHandle {
                                 Err(RecvTimeoutError::Timeout) => {}
                                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                             }
-                            let obs = observer.observe(shared.now_ns(), shared.sample());
+                            let mut obs = observer.observe(shared.now_ns(), shared.sample());
+                            let clients = shared.clients();
+                            observe_clients(&mut obs, &clients);
                             let decision = controller.decide(&obs);
-                            apply_decision(&*shared, &mut *controller, decision, &mut ledger);
+                            apply_decision(
+                                &*shared,
+                                &mut *controller,
+                                decision,
+                                &clients,
+                                &mut ledger,
+                            );
                             // Keep to the period's grid; after an overrun, start afresh.
                             next += period;
                             let now = Instant::now();

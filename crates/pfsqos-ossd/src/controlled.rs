@@ -3,6 +3,7 @@
 
 use pfsqos_core::control::agent::OstSample;
 use pfsqos_core::control::ControlWrite;
+use pfsqos_core::model::Nid;
 use pfsqos_wire::protocol::RemoteError;
 
 use crate::control::Controlled;
@@ -24,9 +25,10 @@ impl Controlled for Shared {
                 arrived: ost.take_arrivals(),
                 served_totals: ost.served_totals(),
                 queued_rpcs: ost.queued_rpcs(),
-                // The ossd does not sample its devices' queues yet (issue #15 reads the block
-                // layer's counters).
-                device_queue_rpcs: 0,
+                // RPCs an I/O thread has started and not completed: the requests at the
+                // OST's I/O. The block layer's own queue (/sys/block/<dev>/stat, requests
+                // the kernel holds for the device) is a later addition (issue #15).
+                device_queue_rpcs: ost.in_service_rpcs(),
             })
             .collect()
     }
@@ -36,6 +38,22 @@ impl Controlled for Shared {
         self.set_params(&format!("{SERVICE_PREFIX}{param}"), text)?;
         Ok(())
     }
+
+    fn clients(&self) -> Vec<Nid> {
+        lock(&self.clients).nids()
+    }
+
+    fn set_client_limit(&self, nid: Nid, limit_bytes_per_s: Option<u64>) -> bool {
+        lock(&self.clients).set_limit(nid, limit_bytes_per_s)
+    }
+
+    fn clear_client_limits(&self) {
+        lock(&self.clients).clear_limits()
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]
@@ -111,6 +129,117 @@ mod tests {
         assert_eq!(e.errno, Errno::ENODEV, "{e}");
         assert_eq!(ledger.rules.iter().collect::<Vec<_>>(), vec!["ja"]);
         assert!(ledger.policies_changed);
+        ossd.shutdown().await;
+    }
+
+    /// The device queue counts the RPCs I/O threads have started and not completed: while
+    /// writes run against a slow OST it is seen above zero and never above the I/O threads,
+    /// and once every write is answered it is zero again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn device_queue_counts_rpcs_in_service() {
+        use pfsqos_wire::client::{Identity, OssClient};
+        use pfsqos_wire::protocol::Role;
+        let tmp = tempfile::tempdir().unwrap();
+        let key = b"unit-test-key-0123456789".to_vec();
+        let mut cfg = crate::ossd::OssdConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            vec![tmp.path().join("ost0")],
+            key.clone(),
+        );
+        cfg.threads = 2;
+        cfg.cpts = 1;
+        // 256 KiB/s: each 64 KiB write holds its I/O thread for about 250 ms.
+        cfg.ceiling_bytes_per_s = Some(256 << 10);
+        let ossd = crate::ossd::Ossd::start(cfg).await.unwrap();
+        let addr = ossd.local_addr();
+        let writers: Vec<_> = (0..4u64)
+            .map(|i| {
+                let key = key.clone();
+                tokio::spawn(async move {
+                    let mut c = OssClient::connect(addr, &key, Role::Client).await.unwrap();
+                    c.write(&Identity::test("dq.0"), 0, i, 0, &[7u8; 64 << 10], false)
+                        .await
+                        .unwrap();
+                })
+            })
+            .collect();
+        let shared = ossd.shared();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut seen_max = 0;
+        while writers.iter().any(|w| !w.is_finished()) {
+            let q = shared.sample()[0].device_queue_rpcs;
+            assert!(q <= 2, "{q} RPCs in service with 2 I/O threads");
+            seen_max = seen_max.max(q);
+            assert!(
+                std::time::Instant::now() < deadline,
+                "writes never finished"
+            );
+            tokio::task::yield_now().await;
+        }
+        for w in writers {
+            w.await.unwrap();
+        }
+        assert!(seen_max >= 1, "never saw an RPC in service");
+        // A reply leaves after its RPC is out of service.
+        assert_eq!(shared.sample()[0].device_queue_rpcs, 0);
+        ossd.shutdown().await;
+    }
+
+    /// A client limit must name a client the observation listed and carry a rate within the
+    /// protocol's bounds; the clean-up lifts every limit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn client_writes_are_checked_and_lifted_at_clean_up() {
+        use crate::control::apply_client_write;
+        use pfsqos_core::control::{ClientId, ClientWrite};
+        use pfsqos_core::model::{LNet, NetKind};
+        use pfsqos_wire::protocol::{
+            ClientLimit, CLIENT_LIMIT_BYTES_PER_S_MAX, CLIENT_LIMIT_BYTES_PER_S_MIN,
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let ossd = daemon(&tmp).await;
+        let shared = ossd.shared();
+        let nid = Nid::ipv4(
+            10,
+            0,
+            0,
+            1,
+            LNet {
+                kind: NetKind::Tcp,
+                num: 0,
+            },
+        );
+        lock(&shared.clients).connect_for_test(nid);
+        let clients = shared.clients();
+        assert_eq!(clients, vec![nid]);
+        let write = |client, limit_bytes_per_s| ClientWrite {
+            client: ClientId(client),
+            limit_bytes_per_s,
+        };
+        let e = apply_client_write(shared, &clients, &write(1, Some(8 << 20))).unwrap_err();
+        assert!(e.contains("no client 1"), "{e}");
+        for bad in [
+            0,
+            CLIENT_LIMIT_BYTES_PER_S_MIN - 1,
+            CLIENT_LIMIT_BYTES_PER_S_MAX + 1,
+            u64::MAX,
+        ] {
+            let e = apply_client_write(shared, &clients, &write(0, Some(bad))).unwrap_err();
+            assert!(e.contains("outside"), "{e}");
+        }
+        assert_eq!(
+            lock(&shared.clients).limit_for_test(nid),
+            ClientLimit::Unlimited
+        );
+        apply_client_write(shared, &clients, &write(0, Some(8 << 20))).unwrap();
+        assert_eq!(
+            lock(&shared.clients).limit_for_test(nid),
+            ClientLimit::BytesPerS(8 << 20)
+        );
+        clean_up(shared, &mut Ledger::default());
+        assert_eq!(
+            lock(&shared.clients).limit_for_test(nid),
+            ClientLimit::Unlimited
+        );
         ossd.shutdown().await;
     }
 

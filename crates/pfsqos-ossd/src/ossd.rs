@@ -74,7 +74,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context};
 use pfsqos_core::control::{ControlWrite, DomainId, DomainWrite};
 use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
-use pfsqos_core::model::JobId;
+use pfsqos_core::model::{JobId, Nid};
 use pfsqos_core::sched::nrs::{
     nrs_policies_yaml, nrs_policy_rows, tbf_rule_listing, ActiveRpcs, Nrs, NrsError,
 };
@@ -334,6 +334,9 @@ pub(crate) struct Ost {
     arrived: Mutex<BTreeMap<JobId, u64>>,
     /// RPCs of this OST waiting in the NRS heads.
     queued: AtomicU64,
+    /// RPCs of this OST an I/O thread has taken from its head and not yet completed: the
+    /// device queue the control loop reports (`TargetObservation::device_queue_rpcs`).
+    in_service: AtomicU64,
     /// Bytes and RPCs served since start, RPCs without a job id included (for metrics:
     /// job_stats forgets cleared and expired jobs, these never go back).
     served_bytes: AtomicU64,
@@ -398,6 +401,11 @@ impl Ost {
         self.queued.load(Ordering::Relaxed)
     }
 
+    /// RPCs dispatched to this OST's I/O (started by an I/O thread) and not yet completed.
+    pub(crate) fn in_service_rpcs(&self) -> u64 {
+        self.in_service.load(Ordering::Relaxed)
+    }
+
     /// Served RPCs and bytes per job since the job's first RPC (or the last `clear`): one
     /// bytes sample per read or write, one sample per punch or sync.
     pub(crate) fn served_totals(&self) -> BTreeMap<JobId, (u64, u64)> {
@@ -420,6 +428,113 @@ impl Ost {
     }
 }
 
+/// Most client nodes an ossd keeps limits for (a bound on outside input); connections of
+/// further nodes are served, but no controller can limit them.
+pub const CLIENTS_MAX: usize = 4096;
+
+/// A connected client node: its connections (bound to it by their first I/O request) and the
+/// outgoing limit a controller set on it.
+struct ClientEntry {
+    connections: u32,
+    limit_bytes_per_s: Option<u64>,
+}
+
+/// The client nodes connected now, by NID.
+#[derive(Default)]
+pub(crate) struct Clients {
+    by_nid: BTreeMap<Nid, ClientEntry>,
+}
+
+impl Clients {
+    /// A connection bound to `nid`; false if the table is full and `nid` is not in it.
+    fn connect(&mut self, nid: Nid) -> bool {
+        if let Some(e) = self.by_nid.get_mut(&nid) {
+            e.connections += 1;
+            return true;
+        }
+        if self.by_nid.len() >= CLIENTS_MAX {
+            return false;
+        }
+        self.by_nid.insert(
+            nid,
+            ClientEntry {
+                connections: 1,
+                limit_bytes_per_s: None,
+            },
+        );
+        true
+    }
+
+    /// A connection bound to `nid` closed; the node (and its limit) is forgotten with its
+    /// last connection.
+    fn disconnect(&mut self, nid: Nid) {
+        let e = self
+            .by_nid
+            .get_mut(&nid)
+            .expect("a bound connection's client is in the table");
+        assert!(
+            e.connections > 0,
+            "a client's connection count went below zero"
+        );
+        e.connections -= 1;
+        if e.connections == 0 {
+            self.by_nid.remove(&nid);
+        }
+    }
+
+    pub(crate) fn nids(&self) -> Vec<Nid> {
+        debug_assert!(self.by_nid.len() <= CLIENTS_MAX);
+        // A BTreeMap's keys come sorted.
+        self.by_nid.keys().copied().collect()
+    }
+
+    pub(crate) fn set_limit(&mut self, nid: Nid, limit_bytes_per_s: Option<u64>) -> bool {
+        match self.by_nid.get_mut(&nid) {
+            Some(e) => {
+                e.limit_bytes_per_s = limit_bytes_per_s;
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(crate) fn clear_limits(&mut self) {
+        for e in self.by_nid.values_mut() {
+            e.limit_bytes_per_s = None;
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn connect_for_test(&mut self, nid: Nid) -> bool {
+        self.connect(nid)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn limit_for_test(&self, nid: Nid) -> ClientLimit {
+        self.limit(nid)
+    }
+
+    fn limit(&self, nid: Nid) -> ClientLimit {
+        match self.by_nid.get(&nid).map(|e| e.limit_bytes_per_s) {
+            Some(Some(rate)) => ClientLimit::BytesPerS(rate),
+            Some(None) => ClientLimit::Unlimited,
+            None => ClientLimit::Unstated,
+        }
+    }
+}
+
+/// A client connection's binding to its node, undone when the connection ends.
+struct ClientBinding {
+    shared: Arc<Shared>,
+    nid: Nid,
+}
+
+impl Drop for ClientBinding {
+    fn drop(&mut self) {
+        lock(&self.shared.clients).disconnect(self.nid);
+    }
+}
+
 pub(crate) struct Shared {
     fsname: String,
     key: Vec<u8>,
@@ -433,6 +548,8 @@ pub(crate) struct Shared {
     pipes: Arc<PipePool>,
     /// The TBF configuration of every head (the emulated Lustre version).
     tbf: TbfConfig,
+    /// Connected client nodes and their limits (control loop: `Controlled::clients`).
+    pub(crate) clients: Mutex<Clients>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -563,6 +680,9 @@ impl Shared {
                                 .queued
                                 .fetch_sub(1, Ordering::Relaxed);
                             assert!(prev > 0, "an OST's queued count went below zero");
+                            self.osts[p.io.ost as usize]
+                                .in_service
+                                .fetch_add(1, Ordering::Relaxed);
                             let job = p.io.tags.job;
                             if st.dequeued.len() < DEQUEUE_COUNT_JOBS_MAX
                                 || st.dequeued.contains_key(&job)
@@ -625,6 +745,8 @@ impl Shared {
                     _ => {}
                 }
             }
+            let prev = ost.in_service.fetch_sub(1, Ordering::Relaxed);
+            assert!(prev > 0, "an OST's in-service count went below zero");
             // Out of service before the reply leaves: the client frees its RPC window slot
             // when the reply arrives and may send the next RPC at once, which must not be
             // counted next to this one (`nrs_policies` would show more RPCs at the OSS than
@@ -1109,6 +1231,7 @@ impl Ossd {
                 }),
                 arrived: Mutex::new(BTreeMap::new()),
                 queued: AtomicU64::new(0),
+                in_service: AtomicU64::new(0),
                 served_bytes: AtomicU64::new(0),
                 served_rpcs: AtomicU64::new(0),
             });
@@ -1142,6 +1265,7 @@ impl Ossd {
             bytes_in_flight: Arc::new(Semaphore::new((config.in_flight_bytes_max / 1024) as usize)),
             pipes: PipePool::new(PIPES_MAX),
             tbf,
+            clients: Mutex::new(Clients::default()),
         });
         let listener = TcpListener::bind(config.listen)
             .await
@@ -1316,6 +1440,7 @@ fn params_reply(tag: u64, params: Result<Vec<Param>, RemoteError>) -> Outgoing {
             reply: Reply {
                 tag,
                 result: Ok(ReplyBody::Params(headers)),
+                client_limit: ClientLimit::Unstated,
             },
             bulk: Some(Bulk::Buf(values)),
         },
@@ -1323,6 +1448,7 @@ fn params_reply(tag: u64, params: Result<Vec<Param>, RemoteError>) -> Outgoing {
             reply: Reply {
                 tag,
                 result: Err(e),
+                client_limit: ClientLimit::Unstated,
             },
             bulk: None,
         },
@@ -1349,8 +1475,16 @@ async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(
     debug!(id, role = ?peer.role, "peer authenticated");
     let cpt = (id % shared.cpts.len() as u64) as usize;
     let (tx, mut rx) = mpsc::channel::<Outgoing>(shared.rpcs_in_flight_per_conn);
+    // The node a client connection is bound to (by its first I/O request): every reply states
+    // that node's current limit as the reply leaves.
+    let bound: Arc<std::sync::OnceLock<ClientBinding>> = Arc::default();
+    let (writer_shared, writer_bound) = (shared.clone(), bound.clone());
     let writer_task = tokio::spawn(async move {
-        while let Some(o) = rx.recv().await {
+        while let Some(mut o) = rx.recv().await {
+            o.reply.client_limit = match writer_bound.get() {
+                Some(b) => lock(&writer_shared.clients).limit(b.nid),
+                None => ClientLimit::Unstated,
+            };
             let r = match o.bulk {
                 // The read buffer is written to the socket as it is: no copy.
                 Some(Bulk::Buf(b)) => {
@@ -1368,9 +1502,11 @@ async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(
         }
     });
     let in_flight = Arc::new(Semaphore::new(shared.rpcs_in_flight_per_conn));
-    let result = read_requests(&shared, &mut reader, peer, cpt, &tx, &in_flight).await;
+    let result = read_requests(&shared, &mut reader, peer, cpt, &tx, &in_flight, &bound).await;
     drop(tx);
     let _ = writer_task.await;
+    // The binding (if any) goes with the last reference: the node is disconnected once.
+    drop(bound);
     result
 }
 
@@ -1381,6 +1517,7 @@ async fn read_requests(
     cpt: usize,
     tx: &mpsc::Sender<Outgoing>,
     in_flight: &Arc<Semaphore>,
+    bound: &std::sync::OnceLock<ClientBinding>,
 ) -> Result<(), ConnError> {
     let ost_count = shared.osts.len() as u32;
     loop {
@@ -1392,7 +1529,11 @@ async fn read_requests(
             .await
             .expect("the semaphore is never closed");
         let reply = |tag, result| Outgoing {
-            reply: Reply { tag, result },
+            reply: Reply {
+                tag,
+                result,
+                client_limit: ClientLimit::Unstated,
+            },
             bulk: None,
         };
         match req {
@@ -1422,6 +1563,20 @@ async fn read_requests(
                     let _ = tx.send(reply(tag, Err(e))).await;
                     continue;
                 }
+                if peer.role == Role::Client && bound.get().is_none() {
+                    let nid = io.tags.nid;
+                    if lock(&shared.clients).connect(nid) {
+                        let binding = ClientBinding {
+                            shared: shared.clone(),
+                            nid,
+                        };
+                        if bound.set(binding).is_err() {
+                            unreachable!("only this task binds its connection");
+                        }
+                    } else {
+                        warn!(%nid, CLIENTS_MAX, "too many client nodes: this one cannot be limited");
+                    }
+                }
                 let (done_tx, done_rx) = oneshot::channel();
                 if let Err(e) = shared.submit(cpt, io, data, done_tx) {
                     let _ = tx.send(reply(tag, Err(e))).await;
@@ -1437,6 +1592,7 @@ async fn read_requests(
                                 result: Ok(ReplyBody::Read {
                                     length: d.len() as u64,
                                 }),
+                                client_limit: ClientLimit::Unstated,
                             },
                             bulk: Some(d),
                         },
@@ -1615,6 +1771,38 @@ mod tests {
         let kept = h.insert(5, open(999));
         assert!(Arc::ptr_eq(&first, &kept));
         assert_eq!(h.open.len(), OBJECT_HANDLES_PER_OST_MAX);
+    }
+
+    #[test]
+    fn the_client_table_is_bounded_and_forgets_a_node_with_its_last_connection() {
+        use pfsqos_core::model::{LNet, NetKind};
+        let nid = |i: u32| Nid {
+            addr: i,
+            net: LNet {
+                kind: NetKind::Tcp,
+                num: 0,
+            },
+        };
+        let mut t = Clients::default();
+        assert!(t.connect(nid(7)) && t.connect(nid(7)));
+        assert_eq!(t.limit(nid(7)), ClientLimit::Unlimited);
+        assert_eq!(t.limit(nid(8)), ClientLimit::Unstated);
+        assert!(t.set_limit(nid(7), Some(5 << 20)));
+        assert!(!t.set_limit(nid(8), Some(5 << 20)), "not connected");
+        t.disconnect(nid(7));
+        assert_eq!(t.limit(nid(7)), ClientLimit::BytesPerS(5 << 20));
+        t.clear_limits();
+        assert_eq!(t.limit(nid(7)), ClientLimit::Unlimited);
+        t.disconnect(nid(7));
+        assert_eq!(t.limit(nid(7)), ClientLimit::Unstated, "forgotten");
+        for i in (0..CLIENTS_MAX as u32).rev() {
+            assert!(t.connect(nid(i)));
+        }
+        assert!(!t.connect(nid(CLIENTS_MAX as u32)), "the table is full");
+        assert!(t.connect(nid(0)), "a known node connects again");
+        let nids = t.nids();
+        assert_eq!(nids.len(), CLIENTS_MAX);
+        assert!(nids.windows(2).all(|w| w[0] < w[1]), "sorted");
     }
 
     #[test]

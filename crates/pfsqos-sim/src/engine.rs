@@ -51,7 +51,7 @@ use pfsqos_core::control::{
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
 use pfsqos_core::place::PlacementContext;
 use pfsqos_core::sched::nrs::{Nrs, ServiceTicket};
-use pfsqos_node::client::{Raid0, RpcWindow};
+use pfsqos_node::client::{Raid0, RateLimiter, RpcWindow, LIMIT_BYTES_PER_S_MAX};
 use pfsqos_node::mds::Placer;
 use pfsqos_node::oss::{apply_write, CptService, Dispatch, SyncMessage};
 use rand::{Rng, SeedableRng};
@@ -284,14 +284,13 @@ struct Osc {
 #[derive(Clone, Copy, Default)]
 struct Link {
     ns_per_byte: f64,
-    /// A client's outgoing limit (a controller's `ClientWrite`, Linux `tc` on the node), as
-    /// a shaper in front of the uplink: a transfer may start only once the shaper has let
-    /// the previous ones through at the limit, then leaves at the link's speed (a token
-    /// bucket one transfer deep). Slowing the serializer instead would hold the server's
-    /// receiving link for the whole slow transfer (cut-through), which TCP does not. 0: none.
-    up_limit_ns_per_byte: f64,
-    /// When the shaper lets the next transfer start.
-    up_shaper_free_ns: u64,
+    /// A client's outgoing limit (a controller's `ClientWrite`, Linux `tc` on the node): the
+    /// client path's shaper in front of the uplink (`pfsqos_node::client::RateLimiter`, the
+    /// mount's too): a transfer may start only once the shaper has let the previous ones
+    /// through at the limit, then leaves at the link's speed. Slowing the serializer instead
+    /// would hold the server's receiving link for the whole slow transfer (cut-through),
+    /// which TCP does not.
+    up_shaper: RateLimiter,
     up_free_ns: u64,
     down_free_ns: u64,
     /// Last transfer size and time: RPC sizes repeat, and the float rounding is a libm call.
@@ -303,20 +302,14 @@ impl Link {
     /// When a transfer of `bytes` may start up this link at or after `now_ns` (the link
     /// free, the shaper open), and books it with the shaper.
     fn up_start_ns(&mut self, now_ns: u64, bytes: u64) -> u64 {
-        let start_ns = now_ns.max(self.up_free_ns).max(self.up_shaper_free_ns);
-        if self.up_limit_ns_per_byte > 0.0 {
-            self.up_shaper_free_ns =
-                start_ns + (bytes as f64 * self.up_limit_ns_per_byte).ceil() as u64;
-        }
-        start_ns
+        self.up_shaper.start_ns(now_ns.max(self.up_free_ns), bytes)
     }
 
-    /// Sets or lifts (`None`) an outgoing limit.
+    /// Sets or lifts (`None`) an outgoing limit (0 is taken as 1 byte/s, as the engine
+    /// always did; a limit above the limiter's maximum as that maximum).
     fn limit_up(&mut self, limit_bytes_per_s: Option<u64>) {
-        self.up_limit_ns_per_byte = match limit_bytes_per_s {
-            Some(b) => 1e9 / b.max(1) as f64,
-            None => 0.0,
-        };
+        self.up_shaper
+            .set_limit(limit_bytes_per_s.map(|b| b.clamp(1, LIMIT_BYTES_PER_S_MAX)));
     }
 
     fn transfer_ns(&mut self, bytes: u64) -> u64 {

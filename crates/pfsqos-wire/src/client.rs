@@ -86,6 +86,8 @@ pub struct OssClient {
     writer: Writer<OwnedWriteHalf>,
     info: ServerInfo,
     next_tag: u64,
+    /// The outgoing limit the server stated in its last reply that stated one.
+    client_limit: ClientLimit,
 }
 
 impl OssClient {
@@ -115,11 +117,18 @@ impl OssClient {
             writer,
             info,
             next_tag: 1,
+            client_limit: ClientLimit::Unstated,
         })
     }
 
     pub fn server(&self) -> &ServerInfo {
         &self.info
+    }
+
+    /// The outgoing limit the server stated for this client in its latest reply that stated
+    /// one ([`ClientLimit::Unstated`] until then); validated on decode.
+    pub fn client_limit(&self) -> ClientLimit {
+        self.client_limit
     }
 
     fn tag(&mut self) -> u64 {
@@ -129,6 +138,9 @@ impl OssClient {
 
     async fn reply(&mut self, tag: u64) -> Result<ReplyBody, ClientError> {
         let reply = decode_reply(&self.reader.frame().await?)?;
+        if reply.client_limit != ClientLimit::Unstated {
+            self.client_limit = reply.client_limit;
+        }
         if reply.tag != tag {
             return Err(ProtocolError::Invalid(format!(
                 "reply tag {} for request {tag}",

@@ -28,7 +28,9 @@
 //! After the handshake the client sends [`Request`]s, each with a `tag` it chooses; the server
 //! answers each with one [`Reply`] carrying the same tag, possibly out of order (requests are
 //! scheduled). Every field is validated on decode ([`decode_request`]): sizes, offsets, names,
-//! the job id (through [`JobId::new`]), the NID, the OST index.
+//! the job id (through [`JobId::new`]), the NID, the OST index. Every reply also states the
+//! server's current outgoing limit for the client ([`ClientLimit`], bounds checked by
+//! [`decode_reply`]): how a controller in an ossd reaches the client nodes.
 
 use hmac::{Hmac, Mac};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
@@ -41,7 +43,9 @@ pub const MAGIC: [u8; 4] = *b"PFSQ";
 /// Protocol version this build speaks; peers must match exactly.
 /// Version 2: parameter values travel as bulk data after their reply (`ReplyBody::Params`), and
 /// `ListParams` names the parameters a pattern matches.
-pub const PROTOCOL_VERSION: u16 = 2;
+/// Version 3: every reply carries the server's outgoing limit for the client
+/// ([`Reply::client_limit`]).
+pub const PROTOCOL_VERSION: u16 = 3;
 /// Largest bulk frame: bulk data is split into chunks of this size.
 pub const BULK_CHUNK_BYTES: usize = 8 << 20;
 /// Largest frame of any kind: one bulk chunk plus room for a header.
@@ -406,10 +410,61 @@ pub enum ReplyBody {
     Names(Vec<String>),
 }
 
+/// Smallest client limit a server may set: 1 MiB/s. The largest RPC (64 MiB) then holds the
+/// client's shaper for 64 s, within the time a client keeps a statement without a newer
+/// reply (the mount's `LIMIT_LEASE`); a slower limit is a mistake, not a limit.
+pub const CLIENT_LIMIT_BYTES_PER_S_MIN: u64 = 1 << 20;
+/// Largest client limit a server may set: 1 TiB/s (above any node's link).
+pub const CLIENT_LIMIT_BYTES_PER_S_MAX: u64 = 1 << 40;
+
+/// What a reply says about the receiving client's outgoing limit: how a controller running in
+/// an ossd reaches the client nodes (`pfsqos_core::control::ClientWrite`). An ossd states its
+/// current limit for the client on every reply to a client connection; the client applies it
+/// to its node's limiter (docs/live.md, "Client limits").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientLimit {
+    /// Nothing said (replies to `lctl` and the MDS).
+    Unstated,
+    /// This server sets no limit on the client.
+    Unlimited,
+    /// This server limits what the client sends to this many bytes per second, within
+    /// [`CLIENT_LIMIT_BYTES_PER_S_MIN`]`..=`[`CLIENT_LIMIT_BYTES_PER_S_MAX`].
+    BytesPerS(u64),
+}
+
+impl ClientLimit {
+    /// The stated limit as the client's limiter takes it: `Some(None)` unlimited,
+    /// `Some(Some(rate))` limited, `None` not stated.
+    pub fn stated(self) -> Option<Option<u64>> {
+        match self {
+            ClientLimit::Unstated => None,
+            ClientLimit::Unlimited => Some(None),
+            ClientLimit::BytesPerS(b) => Some(Some(b)),
+        }
+    }
+
+    /// Checks a stated rate against the bounds.
+    pub fn validate(self) -> Result<ClientLimit, ProtocolError> {
+        match self {
+            ClientLimit::BytesPerS(b)
+                if !(CLIENT_LIMIT_BYTES_PER_S_MIN..=CLIENT_LIMIT_BYTES_PER_S_MAX).contains(&b) =>
+            {
+                Err(ProtocolError::Invalid(format!(
+                    "client limit of {b} bytes/s outside \
+                     {CLIENT_LIMIT_BYTES_PER_S_MIN}..={CLIENT_LIMIT_BYTES_PER_S_MAX}"
+                )))
+            }
+            ok => Ok(ok),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reply {
     pub tag: u64,
     pub result: Result<ReplyBody, RemoteError>,
+    /// The server's current outgoing limit for the client (since version 3).
+    pub client_limit: ClientLimit,
 }
 
 /// Why a frame was refused. Any of these closes the connection.
@@ -694,6 +749,7 @@ pub fn decode_request(frame: &[u8], ost_count: u32) -> Result<Request, ProtocolE
 /// Validates a reply (client side): message lengths, parameter counts and names.
 pub fn decode_reply(frame: &[u8]) -> Result<Reply, ProtocolError> {
     let reply: Reply = decode(frame)?;
+    reply.client_limit.validate()?;
     match &reply.result {
         Err(e) if e.message.len() > MESSAGE_LEN_MAX => {
             return Err(ProtocolError::Invalid("error message too long".into()))
@@ -859,6 +915,18 @@ mod tests {
             decode_hello(&encode_hello(9, &body)),
             Err(ProtocolError::Version { got: 9 })
         );
+        // A peer of the previous version (replies without a client limit) is refused at the
+        // handshake, with a message naming both versions.
+        let older = decode_hello(&encode_hello(PROTOCOL_VERSION - 1, &body)).unwrap_err();
+        assert_eq!(
+            older,
+            ProtocolError::Version {
+                got: PROTOCOL_VERSION - 1
+            }
+        );
+        assert!(older
+            .to_string()
+            .contains(&format!("this side speaks {PROTOCOL_VERSION}")));
         let mut bad = encode_hello(PROTOCOL_VERSION, &body);
         bad[0] = b'X';
         assert!(matches!(
@@ -913,6 +981,7 @@ mod tests {
         let announce = |sizes: &[u64]| {
             encode(&Reply {
                 tag: 1,
+                client_limit: ClientLimit::Unstated,
                 result: Ok(ReplyBody::Params(
                     sizes
                         .iter()
@@ -927,6 +996,37 @@ mod tests {
         assert!(decode_reply(&announce(&[PARAM_REPLY_BYTES_MAX])).is_ok());
         assert!(decode_reply(&announce(&[PARAM_REPLY_BYTES_MAX, 1])).is_err());
         assert!(decode_reply(&announce(&[u64::MAX, u64::MAX])).is_err());
+    }
+
+    #[test]
+    fn client_limits_in_replies_are_bounded() {
+        let reply = |client_limit| {
+            encode(&Reply {
+                tag: 1,
+                result: Ok(ReplyBody::Done),
+                client_limit,
+            })
+        };
+        for ok in [
+            ClientLimit::Unstated,
+            ClientLimit::Unlimited,
+            ClientLimit::BytesPerS(CLIENT_LIMIT_BYTES_PER_S_MIN),
+            ClientLimit::BytesPerS(CLIENT_LIMIT_BYTES_PER_S_MAX),
+        ] {
+            assert_eq!(decode_reply(&reply(ok)).unwrap().client_limit, ok);
+        }
+        for bad in [
+            0,
+            CLIENT_LIMIT_BYTES_PER_S_MIN - 1,
+            CLIENT_LIMIT_BYTES_PER_S_MAX + 1,
+            u64::MAX,
+        ] {
+            let e = decode_reply(&reply(ClientLimit::BytesPerS(bad))).unwrap_err();
+            assert!(e.to_string().contains("client limit"), "{e}");
+        }
+        assert_eq!(ClientLimit::Unstated.stated(), None);
+        assert_eq!(ClientLimit::Unlimited.stated(), Some(None));
+        assert_eq!(ClientLimit::BytesPerS(7).stated(), Some(Some(7)));
     }
 
     #[test]

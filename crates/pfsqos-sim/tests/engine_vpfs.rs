@@ -111,7 +111,10 @@ fn only_synchronized_servers_share_the_total_bandwidth_by_weight() {
                 && received + 64 * u64::from(SERVERS - 1) >= broadcasts * u64::from(SERVERS - 1),
             "{name}: {broadcasts} broadcasts, {received} received"
         );
-        assert!(out.sync.iter().all(|s| s.rejected_in == 0 && s.dropped_out == 0));
+        assert!(out
+            .sync
+            .iter()
+            .all(|s| s.rejected_in == 0 && s.dropped_out == 0));
     }
     // The threshold batches: far fewer messages for the same fairness.
     assert!(

@@ -1,0 +1,216 @@
+//! vPFS §IV-C reproduction driver: runs the paper's Fig. 5 and Fig. 6 set-ups
+//! (`scenarios/vpfs/`) under the policies the paper compares and prints Markdown tables.
+//! `scripts/reproduce-vpfs.sh` calls it; every measured number in `docs/reproductions/vpfs.md`
+//! comes from its output.
+//!
+//! ```text
+//! cargo run --release -p pfsqos-sim --example vpfs_repro -- fig5 scenarios/vpfs/fig5-asymmetric.toml
+//! cargo run --release -p pfsqos-sim --example vpfs_repro -- fig6 scenarios/vpfs/fig6-arrivals.toml
+//! ```
+//!
+//! **fig5**: for each of app2's access patterns (sequential write, sequential read, random
+//! reads and writes: half its processes `randread`, half `randwrite`) and each target ratio
+//! (app1's weight 2, 8, 32 against app2's 1), runs DSFQ with the paper's 10 MB threshold and
+//! with a threshold below the request size (512 KiB: a broadcast on every request), plus FIFO
+//! and SFQ(D) without synchronization once per pattern. Columns: the achieved app1:app2 ratio of
+//! bytes completed after the first `WARMUP_S` seconds, its error against the target, and the
+//! synchronization traffic (broadcasts, messages received, bytes received, all servers).
+//!
+//! **fig6**: runs FIFO and layout-driven DSFQ and prints the unfairness (vPFS's formula) of
+//! every 60 s window, then the mean of the 60 s and 5 s windows before and after the last
+//! arrival (420 s), and their maxima.
+
+// A driver of the pure crate, not part of it: it reads files (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::path::Path;
+
+use pfsqos_core::metrics::{windowed_share_deviation, JobBins, WindowDeviation};
+use pfsqos_sim::scenario::{ProcessGroupSpec, Rw};
+use pfsqos_sim::{run, RunOutput, Scenario};
+
+/// Start-up excluded from the Fig. 5 ratios.
+const WARMUP_S: f64 = 5.0;
+/// Fig. 6's last arrival: all eight applications run from here on.
+const ALL_ARRIVED_S: f64 = 420.0;
+
+fn run_quiet(s: &Scenario, policy: &str) -> RunOutput {
+    run(s, policy, s.simulation.seed, &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("{policy}: {e}"))
+}
+
+fn bins_from(out: &RunOutput, from_s: f64) -> usize {
+    (from_s * 1e9 / out.bin_ns as f64).ceil() as usize
+}
+
+fn job_bytes_from(out: &RunOutput, job: usize, from_bin: usize) -> u64 {
+    out.jobs[job].bytes_per_bin().iter().skip(from_bin).sum()
+}
+
+fn sync_totals(out: &RunOutput) -> (u64, u64, u64) {
+    out.sync.iter().fold((0, 0, 0), |(b, m, y), s| {
+        (b + s.broadcasts_out, m + s.messages_in, y + s.bytes_in)
+    })
+}
+
+fn with_pattern(base: &Scenario, pattern: &str, w1: u32) -> Scenario {
+    let mut s = base.clone();
+    s.jobs[0].weight = Some(w1);
+    s.jobs[1].weight = Some(1);
+    let g = s.jobs[1].groups[0].clone();
+    s.jobs[1].groups = match pattern {
+        "write" => vec![ProcessGroupSpec { rw: Rw::Write, ..g }],
+        "read" => vec![ProcessGroupSpec { rw: Rw::Read, ..g }],
+        "random r/w" => {
+            let half = g.numjobs / 2;
+            vec![
+                ProcessGroupSpec {
+                    rw: Rw::Randread,
+                    numjobs: half,
+                    ..g.clone()
+                },
+                ProcessGroupSpec {
+                    rw: Rw::Randwrite,
+                    numjobs: g.numjobs - half,
+                    ..g
+                },
+            ]
+        }
+        other => panic!("unknown pattern {other}"),
+    };
+    s
+}
+
+fn fig5(base: &Scenario) {
+    println!("| app2 pattern | target app1:app2 | policy | achieved | error | broadcasts | messages in | bytes in |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for pattern in ["write", "read", "random r/w"] {
+        for w1 in [2u32, 8, 32] {
+            let s = with_pattern(base, pattern, w1);
+            let mut policies = vec![
+                "vpfs:sync=threshold:threshold=10M",
+                "vpfs:sync=threshold:threshold=512k",
+            ];
+            if w1 == 2 {
+                policies.insert(0, "vpfs:sched=sfqd");
+                policies.insert(0, "nobw");
+            }
+            for policy in policies {
+                let out = run_quiet(&s, policy);
+                let from = bins_from(&out, WARMUP_S);
+                let (a, b) = (job_bytes_from(&out, 0, from), job_bytes_from(&out, 1, from));
+                let ratio = a as f64 / b.max(1) as f64;
+                let (broadcasts, messages, bytes) = sync_totals(&out);
+                println!(
+                    "| {pattern} | {w1}:1 | `{policy}` | {ratio:.2}:1 | {:+.1} % | {broadcasts} | {messages} | {bytes} |",
+                    (ratio / f64::from(w1) - 1.0) * 100.0
+                );
+            }
+        }
+    }
+}
+
+fn windows(out: &RunOutput, window_s: f64) -> Vec<WindowDeviation> {
+    let per_job: Vec<Vec<u64>> = out.jobs.iter().map(|j| j.bytes_per_bin()).collect();
+    let jobs: Vec<JobBins<'_>> = out
+        .jobs
+        .iter()
+        .zip(&per_job)
+        .map(|(j, bins)| JobBins {
+            bytes_per_bin: bins,
+            weight: f64::from(j.weight),
+            exists_bins: match (j.first_io_ns, j.last_io_ns) {
+                (Some(a), Some(b)) => {
+                    let first = (a / out.bin_ns) as usize;
+                    Some((first, (b.div_ceil(out.bin_ns) as usize).max(first + 1)))
+                }
+                _ => None,
+            },
+        })
+        .collect();
+    windowed_share_deviation(&jobs, (window_s * 1e9 / out.bin_ns as f64).round() as usize)
+}
+
+fn mean_max(ws: &[&WindowDeviation]) -> (f64, f64) {
+    if ws.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let mean = ws.iter().map(|w| w.deviation).sum::<f64>() / ws.len() as f64;
+    let max = ws.iter().map(|w| w.deviation).fold(0.0, f64::max);
+    (mean * 100.0, max * 100.0)
+}
+
+fn fig6(base: &Scenario) {
+    let runs: Vec<(&str, RunOutput)> = ["nobw", "vpfs:sched=sfqd", "vpfs:sync=layout"]
+        .into_iter()
+        .map(|p| (p, run_quiet(base, p)))
+        .collect();
+    println!("Unfairness of each 60 s window (%):");
+    println!();
+    print!("| window |");
+    for (p, _) in &runs {
+        print!(" `{p}` |");
+    }
+    println!();
+    print!("|---|");
+    for _ in &runs {
+        print!("---|");
+    }
+    println!();
+    let per_run: Vec<Vec<WindowDeviation>> = runs.iter().map(|(_, o)| windows(o, 60.0)).collect();
+    let starts: std::collections::BTreeSet<usize> = per_run
+        .iter()
+        .flat_map(|ws| ws.iter().map(|w| w.first_bin))
+        .collect();
+    for start in starts {
+        let bin_s = runs[0].1.bin_ns as f64 / 1e9;
+        print!("| {:.0}-{:.0} s |", start as f64 * bin_s, start as f64 * bin_s + 60.0);
+        for ws in &per_run {
+            match ws.iter().find(|w| w.first_bin == start) {
+                Some(w) => print!(" {:.1} ({} apps) |", w.deviation * 100.0, w.jobs),
+                None => print!(" – |"),
+            }
+        }
+        println!();
+    }
+    println!();
+    println!("| policy | window | mean before 420 s | mean after 420 s | max after 420 s | max overall | sync broadcasts | messages in |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for (policy, out) in &runs {
+        let bin_s = out.bin_ns as f64 / 1e9;
+        let (broadcasts, messages, _) = sync_totals(out);
+        for window_s in [60.0, 5.0] {
+            let ws = windows(out, window_s);
+            let split = (ALL_ARRIVED_S / bin_s).round() as usize;
+            let before: Vec<&WindowDeviation> = ws.iter().filter(|w| w.first_bin < split).collect();
+            let after: Vec<&WindowDeviation> = ws.iter().filter(|w| w.first_bin >= split).collect();
+            let all: Vec<&WindowDeviation> = ws.iter().collect();
+            let (mb, _) = mean_max(&before);
+            let (ma, xa) = mean_max(&after);
+            let (_, x) = mean_max(&all);
+            println!(
+                "| `{policy}` | {window_s:.0} s | {mb:.1} % | {ma:.1} % | {xa:.1} % | {x:.1} % | {broadcasts} | {messages} |"
+            );
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(which), Some(path)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: vpfs_repro fig5|fig6 SCENARIO");
+        std::process::exit(2);
+    };
+    let scenario = Scenario::load(Path::new(path)).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2);
+    });
+    match which.as_str() {
+        "fig5" => fig5(&scenario),
+        "fig6" => fig6(&scenario),
+        other => {
+            eprintln!("unknown experiment {other} (fig5, fig6)");
+            std::process::exit(2);
+        }
+    }
+}

@@ -995,10 +995,6 @@ mod tests {
                 "c.toml: field `oss[0].lustre_version`: value `2.9`: emulated versions are 2.12.0 to 2.17.57 (master)",
             ),
             (
-                "[[oss]]\npolicy = \"nonsense\"",
-                "c.toml: field `oss[0].policy`: value `nonsense`: unknown policy `nonsense` (allowed: nobw, static, adaptbf, pofs, bsip, mbw, tsa, esa, tmf, rnd, gift; options as in `adaptbf:period_ms=200`)",
-            ),
-            (
                 "[[oss]]\npolicy = \"adaptbf\"",
                 "c.toml: field `oss[0].policy`: value `adaptbf`: a controller needs the OSTs' capacity: give --capacity-rpcs-per-s or --ceiling-bytes-per-s (fields capacity_rpcs_per_s, ceiling_bytes_per_s, period_ms, brw_size_bytes)",
             ),
@@ -1048,6 +1044,14 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(load(text).unwrap_err(), *want, "for {text:?}");
         }
+        // The allowed names are the controller registry's.
+        assert_eq!(
+            load("[[oss]]\npolicy = \"nonsense\"").unwrap_err(),
+            format!(
+                "c.toml: field `oss[0].policy`: value `nonsense`: unknown policy `nonsense` (allowed: {}; options as in `adaptbf:period_ms=200`)",
+                pfsqos_core::control::spec::POLICY_NAMES.join(", ")
+            )
+        );
     }
 
     #[test]

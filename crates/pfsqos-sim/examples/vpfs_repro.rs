@@ -35,8 +35,7 @@ const WARMUP_S: f64 = 5.0;
 const ALL_ARRIVED_S: f64 = 420.0;
 
 fn run_quiet(s: &Scenario, policy: &str) -> RunOutput {
-    run(s, policy, s.simulation.seed, &mut |_, _| {})
-        .unwrap_or_else(|e| panic!("{policy}: {e}"))
+    run(s, policy, s.simulation.seed, &mut |_, _| {}).unwrap_or_else(|e| panic!("{policy}: {e}"))
 }
 
 fn bins_from(out: &RunOutput, from_s: f64) -> usize {
@@ -164,7 +163,11 @@ fn fig6(base: &Scenario) {
         .collect();
     for start in starts {
         let bin_s = runs[0].1.bin_ns as f64 / 1e9;
-        print!("| {:.0}-{:.0} s |", start as f64 * bin_s, start as f64 * bin_s + 60.0);
+        print!(
+            "| {:.0}-{:.0} s |",
+            start as f64 * bin_s,
+            start as f64 * bin_s + 60.0
+        );
         for ws in &per_run {
             match ws.iter().find(|w| w.first_bin == start) {
                 Some(w) => print!(" {:.1} ({} apps) |", w.deviation * 100.0, w.jobs),

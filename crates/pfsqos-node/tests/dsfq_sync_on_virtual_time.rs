@@ -557,10 +557,13 @@ fn theorem_1_fails_when_the_fair_share_is_infeasible() {
 /// Open: f (weight 4, 64 KiB requests) on server 0 only, g (weight 5, 576 KiB) on servers 0
 /// and 1, D = 1, threshold 0: the fair split exists (f gets 8/9 of server 0), yet over the
 /// intervals starting at 50 ms the unfairness (4.0 MB) exceeds Theorem 1's bound (3.3 MB) by
-/// 21 %, growing slowly with the interval's end. Either the bound's depth terms are too
-/// small for D_s = 1 with requests of very different sizes, or the delay is charged later
-/// than the theorem assumes (at the flow's next arrival, behind its queued requests, as the
-/// authors' proxy does). Not resolved.
+/// 21 %. It is a slowly decaying start-up transient: over intervals starting at 50, 100, 200
+/// and 500 ms the worst unfairness is 4.0, 2.6, 1.4 and 0.29 MB. Each of g's requests at
+/// server 0 is tagged with the remote service known when it arrives (DSFQ's and the authors'
+/// proxy's rule), and g keeps eight requests queued there, so the feedback lags eight
+/// requests (about 40 ms here) while the bound's `(D_s + 1) BC/phi` term allows one
+/// inter-arrival gap per depth slot. The suspicion is that the proof assumes a flow's queue
+/// at A bounded by the depth; the tech report with the proof was not available to check.
 #[test]
 #[ignore = "open question on Theorem 1, see the doc comment"]
 fn theorem_1_open_case_near_the_feasibility_edge() {

@@ -67,6 +67,7 @@
 //! are refused ([`SyncRejection::TooManyFlows`]). Pending reports: at most
 //! [`SFQ_REPORTS_PENDING_MAX`]; beyond, the oldest is dropped and counted.
 
+mod heap;
 mod weights;
 
 #[cfg(test)]
@@ -74,6 +75,8 @@ mod tests;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+
+use heap::{Entry, QuadHeap};
 
 use rustc_hash::FxHashMap;
 
@@ -388,7 +391,7 @@ pub struct Sfq<P> {
     /// The overflow flow, once a flow had to be folded.
     fold: Option<u32>,
     /// Backlogged, not held flows by their head request's `(start, seq)`.
-    heap: BinaryHeap<Reverse<(Tag, u64, u32)>>,
+    heap: QuadHeap,
     /// NWC: held flows by release time.
     held: BinaryHeap<Reverse<(u64, u32)>>,
     /// Flows that became idle, roughly oldest first, as `(flow, idle since)`.
@@ -422,7 +425,7 @@ impl<P> Sfq<P> {
             index: ClassIndex::default(),
             indexed: 0,
             fold: None,
-            heap: BinaryHeap::new(),
+            heap: QuadHeap::default(),
             held: BinaryHeap::new(),
             idle_log: VecDeque::new(),
             departed_log: VecDeque::new(),
@@ -1055,7 +1058,11 @@ impl<P> Sfq<P> {
         let flow = &mut self.flows[f as usize];
         flow.held = false;
         if let Some(head) = flow.queue.front() {
-            self.heap.push(Reverse((head.start, head.seq, f)));
+            self.heap.push(Entry {
+                start: head.start,
+                seq: head.seq,
+                flow: f,
+            });
         }
     }
 
@@ -1127,7 +1134,11 @@ impl<P> RequestScheduler<P> for Sfq<P> {
             seq,
         });
         if was_empty && !flow.held {
-            self.heap.push(Reverse((start, seq, f)));
+            self.heap.push(Entry {
+                start,
+                seq,
+                flow: f,
+            });
         }
         self.queued += 1;
         if self.config.count_at == CountPoint::Arrival {
@@ -1143,7 +1154,12 @@ impl<P> RequestScheduler<P> for Sfq<P> {
             return Dequeue::Empty;
         }
         let nwc = self.nwc();
-        while let Some(Reverse((start, seq, f))) = self.heap.pop() {
+        while let Some(Entry {
+            start,
+            seq,
+            flow: f,
+        }) = self.heap.pop()
+        {
             let flow = &mut self.flows[f as usize];
             debug_assert_eq!(
                 flow.queue.front().map(|q| (q.start, q.seq)),
@@ -1159,7 +1175,11 @@ impl<P> RequestScheduler<P> for Sfq<P> {
                 .pop_front()
                 .expect("a flow in the heap has a request");
             if let Some(next) = flow.queue.front() {
-                self.heap.push(Reverse((next.start, next.seq, f)));
+                self.heap.push(Entry {
+                    start: next.start,
+                    seq: next.seq,
+                    flow: f,
+                });
             }
             let now_idle = flow.queue.is_empty();
             flow.dispatched_cost = flow.dispatched_cost.saturating_add(q.cost);

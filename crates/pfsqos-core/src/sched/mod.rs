@@ -6,6 +6,7 @@
 //! request (the simulator stores an RPC index, the live runtime a pending I/O), and only look at
 //! the [`RpcTags`] to classify it.
 
+mod class_index;
 pub mod fifo;
 pub mod nrs;
 pub mod sfq;
@@ -97,7 +98,7 @@ impl ServiceReport {
         Ok(())
     }
 
-    /// The job id as a listing prints it (quoted when unusual).
+    /// The flow's job id (blank when the policy does not classify by job id).
     pub fn job(&self) -> JobId {
         self.flow.job
     }

@@ -1,11 +1,14 @@
 //! One NRS head: FIFO always present as the fallback, and one primary policy from the
-//! scheduler registry ([`nrs_policy_rows`]: TBF today) when started. Accepts the
-//! administrator's controls as Lustre's own text (`nrs_policies`, `nrs_tbf_rule`).
+//! scheduler registry ([`nrs_policy_rows`]: TBF, SFQ(D), DSFQ) when started. Accepts the
+//! administrator's controls as Lustre's own text (`nrs_policies`, `nrs_tbf_rule`, and each
+//! policy's own parameter files such as `nrs_dsfq_weight`).
 //!
 //! Policy transitions are instantaneous here (Lustre's STOPPING/`EAGAIN` window is not
 //! modelled). Requests never get lost across them: when the primary policy stops (`fifo`) or
 //! restarts with another argument, every request it still holds is moved to the FIFO in its
-//! drain order (TBF: forced-dequeue order, the order Lustre drains a stopping policy in). The
+//! drain order (TBF: forced-dequeue order, the order Lustre drains a stopping policy in;
+//! SFQ: start-tag order). Requests a depth-limited policy dispatched before it stopped
+//! complete without reaching its successor (service tickets). The
 //! head serves the FIFO before the primary policy, since those requests are older than
 //! anything it receives afterwards; a TBF throttle still blocks the whole head, FIFO
 //! included, as `ptlrpc_server_allow_normal` does.

@@ -67,6 +67,7 @@
 //! are refused ([`SyncRejection::TooManyFlows`]). Pending reports: at most
 //! [`SFQ_REPORTS_PENDING_MAX`]; beyond, the oldest is dropped and counted.
 
+mod heap;
 mod weights;
 
 #[cfg(test)]
@@ -75,7 +76,11 @@ mod tests;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use heap::{Entry, QuadHeap};
+
 use rustc_hash::FxHashMap;
+
+use super::class_index::ClassIndex;
 
 use super::nrs::{NrsError, NrsPolicy};
 use super::tbf::kstrto::{kstrtoull, strsep};
@@ -268,44 +273,45 @@ struct Queued<P> {
     seq: u64,
 }
 
+/// Field order is chosen for the cache (`repr(C)`, line-aligned): line 0 holds what a lookup
+/// compares (the 64-byte key), line 1 the tag, queue, weight and flags an enqueue and a
+/// dispatch touch, the rest what only some paths read.
 #[derive(Debug)]
+#[repr(C, align(64))]
 struct Flow<P> {
     key: RpcTags,
-    /// False while the slot is free.
-    live: bool,
-    rule_id: u32,
-    weight: u32,
     last_finish: Tag,
     queue: VecDeque<Queued<P>>,
-    /// Dispatched and not completed (best effort: folded requests may complete under their
-    /// own key; only the instance-wide count bounds the depth).
-    outstanding: u32,
+    weight: u32,
+    mode: FlowMode,
+    /// False while the slot is free.
+    live: bool,
     /// Served here and not departed.
     present: bool,
-    /// When the flow last became idle (no queued, no outstanding request).
+    held: bool,
+    /// When the flow last became idle (its last queued request dispatched).
     idle_since_ns: u64,
+    /// Service counted here since the flow arrived (layout audit).
+    local_cost_total: u64,
+    /// Cost dispatched here, for the listing.
+    dispatched_cost: u64,
+    /// Peers' reported service not yet charged (threshold mode).
+    delay_cost: u64,
+    /// NWC: the flow may be dispatched again at this time.
+    cap_clock_ns: u64,
     in_idle_log: bool,
+    dirty: bool,
     in_departed_log: bool,
     /// Counted in the NWC share (present, or announced by a peer).
     active: bool,
-    mode: FlowMode,
-    /// Peers' reported service not yet charged (threshold mode).
-    delay_cost: u64,
-    /// Service counted here since the last broadcast.
-    unreported_cost: u64,
-    dirty: bool,
-    /// Other instances that announced the flow (layout mode), sorted.
-    remote: Vec<u32>,
     /// This instance broadcast the flow's arrival and not yet its departure.
     announced: bool,
-    /// Service counted here since the flow arrived (layout audit).
-    local_cost_total: u64,
+    rule_id: u32,
+    /// Other instances that announced the flow (layout mode), sorted.
+    remote: Vec<u32>,
+    /// Service counted here since the last broadcast.
+    unreported_cost: u64,
     audited_cost: u64,
-    /// NWC: the flow may be dispatched again at this time.
-    cap_clock_ns: u64,
-    held: bool,
-    /// Cost dispatched here, for the listing.
-    dispatched_cost: u64,
 }
 
 impl<P> Flow<P> {
@@ -317,7 +323,6 @@ impl<P> Flow<P> {
             weight,
             last_finish: 0,
             queue: VecDeque::new(),
-            outstanding: 0,
             present: false,
             idle_since_ns: 0,
             in_idle_log: false,
@@ -337,8 +342,12 @@ impl<P> Flow<P> {
         }
     }
 
+    /// No request queued. A flow whose last request is still in service counts as idle: it
+    /// departs [`SfqConfig::flow_idle_ns`] after its last dispatch, which saves a flow
+    /// lookup on every completion (a request in service longer than the idle time is an
+    /// anomaly, and the flow returns with its next arrival anyway).
     fn is_idle(&self) -> bool {
-        self.queue.is_empty() && self.outstanding == 0
+        self.queue.is_empty()
     }
 
     /// Nothing would be lost by forgetting the flow.
@@ -351,6 +360,12 @@ impl<P> Flow<P> {
             && self.unreported_cost == 0
             && !self.announced
     }
+}
+
+#[inline]
+fn hash_key(key: &RpcTags) -> u32 {
+    use std::hash::BuildHasher;
+    (rustc_hash::FxBuildHasher.hash_one(key) >> 32) as u32
 }
 
 #[inline]
@@ -368,11 +383,15 @@ pub struct Sfq<P> {
     rules: weights::WeightRules,
     flows: Vec<Flow<P>>,
     free: Vec<u32>,
-    index: FxHashMap<RpcTags, u32>,
+    /// 32-bit key hash -> flow (TBF's index: one 8-byte slot per flow, so a lookup touches
+    /// one line of the index and then the flow).
+    index: ClassIndex,
+    /// Flows in the index.
+    indexed: usize,
     /// The overflow flow, once a flow had to be folded.
     fold: Option<u32>,
     /// Backlogged, not held flows by their head request's `(start, seq)`.
-    heap: BinaryHeap<Reverse<(Tag, u64, u32)>>,
+    heap: QuadHeap,
     /// NWC: held flows by release time.
     held: BinaryHeap<Reverse<(u64, u32)>>,
     /// Flows that became idle, roughly oldest first, as `(flow, idle since)`.
@@ -384,7 +403,8 @@ pub struct Sfq<P> {
     outstanding: u32,
     queued: usize,
     active_weight_sum: u64,
-    reports: Vec<ServiceReport>,
+    /// Pending reports, oldest first.
+    reports: VecDeque<ServiceReport>,
     reports_dropped: u64,
     dirty: Vec<u32>,
     unreported_total: u64,
@@ -402,9 +422,10 @@ impl<P> Sfq<P> {
             rules: weights::WeightRules::new(),
             flows: Vec::new(),
             free: Vec::new(),
-            index: FxHashMap::default(),
+            index: ClassIndex::default(),
+            indexed: 0,
             fold: None,
-            heap: BinaryHeap::new(),
+            heap: QuadHeap::default(),
             held: BinaryHeap::new(),
             idle_log: VecDeque::new(),
             departed_log: VecDeque::new(),
@@ -413,7 +434,7 @@ impl<P> Sfq<P> {
             outstanding: 0,
             queued: 0,
             active_weight_sum: 0,
-            reports: Vec::new(),
+            reports: VecDeque::new(),
             reports_dropped: 0,
             dirty: Vec::new(),
             unreported_total: 0,
@@ -441,7 +462,7 @@ impl<P> Sfq<P> {
 
     /// Flows tracked (the overflow flow included).
     pub fn flow_count(&self) -> usize {
-        self.index.len() + usize::from(self.fold.is_some())
+        self.indexed + usize::from(self.fold.is_some())
     }
 
     /// Requests that went to the overflow flow because the table was full.
@@ -471,7 +492,14 @@ impl<P> Sfq<P> {
     }
 
     fn lookup(&self, tags: &RpcTags) -> Option<u32> {
-        self.index.get(&self.class_type.key(tags)).copied()
+        self.find(&self.class_type.key(tags))
+    }
+
+    /// The flow whose class key is `key`.
+    #[inline]
+    fn find(&self, key: &RpcTags) -> Option<u32> {
+        self.index
+            .find(hash_key(key), |f| self.flows[f as usize].key == *key)
     }
 
     // ------------------------------------------------------------ flows
@@ -492,16 +520,17 @@ impl<P> Sfq<P> {
     /// A new flow for `key`, evicting a departed one at the bound; `None` if the table is
     /// full of flows worth keeping.
     fn new_flow(&mut self, key: RpcTags) -> Option<u32> {
-        if self.index.len() >= self.config.flows_max {
+        if self.indexed >= self.config.flows_max {
             self.evict_one();
-            if self.index.len() >= self.config.flows_max {
+            if self.indexed >= self.config.flows_max {
                 return None;
             }
         }
         let (rule_id, weight) = self.rules.matching(&key);
         let f = self.alloc_flow(Flow::new(key, rule_id, weight, self.config.initial_mode()));
-        self.index.insert(key, f);
-        assert!(self.index.len() <= self.config.flows_max);
+        self.index.insert(hash_key(&key), f);
+        self.indexed += 1;
+        assert!(self.indexed <= self.config.flows_max);
         Some(f)
     }
 
@@ -517,7 +546,8 @@ impl<P> Sfq<P> {
                 flow.live = false;
                 flow.queue = VecDeque::new();
                 flow.remote = Vec::new();
-                self.index.remove(&key);
+                self.index.remove(hash_key(&key), f);
+                self.indexed -= 1;
                 self.free.push(f);
                 return;
             }
@@ -538,7 +568,7 @@ impl<P> Sfq<P> {
 
     fn flow_for_arrival(&mut self, tags: &RpcTags) -> u32 {
         let key = self.class_type.key(tags);
-        if let Some(&f) = self.index.get(&key) {
+        if let Some(f) = self.find(&key) {
             return f;
         }
         match self.new_flow(key) {
@@ -641,10 +671,10 @@ impl<P> Sfq<P> {
 
     fn push_report(&mut self, report: ServiceReport) {
         if self.reports.len() >= SFQ_REPORTS_PENDING_MAX {
-            self.reports.remove(0);
+            self.reports.pop_front();
             self.reports_dropped += 1;
         }
-        self.reports.push(report);
+        self.reports.push_back(report);
         assert!(self.reports.len() <= SFQ_REPORTS_PENDING_MAX);
     }
 
@@ -735,7 +765,7 @@ impl<P> Sfq<P> {
             return Err(SyncRejection::UnknownFlow);
         }
         self.expire_idle(now_ns);
-        let known = self.index.get(&report.flow).copied();
+        let known = self.find(&report.flow);
         match (report.kind, self.config.sync) {
             (_, SyncMode::None) => Ok(()),
             (ReportKind::Service, _) => {
@@ -853,7 +883,7 @@ impl<P> Sfq<P> {
 
     /// The flows, one line each, sorted: the class key (job ids quoted as job_stats quotes
     /// them, so a job id's characters are never read as syntax), weight, mode, instances
-    /// serving it (this one included), queued and outstanding requests, cost dispatched.
+    /// serving it (this one included), queued requests, cost dispatched.
     pub fn flows_listing(&self) -> String {
         let mut lines: Vec<String> = self
             .flows
@@ -867,12 +897,11 @@ impl<P> Sfq<P> {
                     self.key_text(&f.key)
                 };
                 format!(
-                    "{key} weight={} mode={} servers={} queued={} outstanding={} dispatched={}",
+                    "{key} weight={} mode={} servers={} queued={} dispatched={}",
                     f.weight,
                     f.mode.name(),
                     f.remote.len() as u64 + u64::from(f.present),
                     f.queue.len(),
-                    f.outstanding,
                     f.dispatched_cost
                 )
             })
@@ -1029,7 +1058,11 @@ impl<P> Sfq<P> {
         let flow = &mut self.flows[f as usize];
         flow.held = false;
         if let Some(head) = flow.queue.front() {
-            self.heap.push(Reverse((head.start, head.seq, f)));
+            self.heap.push(Entry {
+                start: head.start,
+                seq: head.seq,
+                flow: f,
+            });
         }
     }
 
@@ -1101,7 +1134,11 @@ impl<P> RequestScheduler<P> for Sfq<P> {
             seq,
         });
         if was_empty && !flow.held {
-            self.heap.push(Reverse((start, seq, f)));
+            self.heap.push(Entry {
+                start,
+                seq,
+                flow: f,
+            });
         }
         self.queued += 1;
         if self.config.count_at == CountPoint::Arrival {
@@ -1117,7 +1154,12 @@ impl<P> RequestScheduler<P> for Sfq<P> {
             return Dequeue::Empty;
         }
         let nwc = self.nwc();
-        while let Some(Reverse((start, seq, f))) = self.heap.pop() {
+        while let Some(Entry {
+            start,
+            seq,
+            flow: f,
+        }) = self.heap.pop()
+        {
             let flow = &mut self.flows[f as usize];
             debug_assert_eq!(
                 flow.queue.front().map(|q| (q.start, q.seq)),
@@ -1133,9 +1175,13 @@ impl<P> RequestScheduler<P> for Sfq<P> {
                 .pop_front()
                 .expect("a flow in the heap has a request");
             if let Some(next) = flow.queue.front() {
-                self.heap.push(Reverse((next.start, next.seq, f)));
+                self.heap.push(Entry {
+                    start: next.start,
+                    seq: next.seq,
+                    flow: f,
+                });
             }
-            flow.outstanding += 1;
+            let now_idle = flow.queue.is_empty();
             flow.dispatched_cost = flow.dispatched_cost.saturating_add(q.cost);
             // Without holds, every queued start tag is at least v (arrivals start at v or
             // later, and v is the smallest start tag when it moves): v only grows.
@@ -1158,6 +1204,9 @@ impl<P> RequestScheduler<P> for Sfq<P> {
             if self.config.count_at == CountPoint::Dispatch {
                 self.count_service(f, q.cost);
             }
+            if now_idle {
+                self.became_idle(f, now_ns);
+            }
             self.check();
             return Dequeue::Request(q.payload);
         }
@@ -1173,20 +1222,19 @@ impl<P> RequestScheduler<P> for Sfq<P> {
     fn on_complete(&mut self, now_ns: u64, tags: &RpcTags, cost: u64) {
         assert!(self.outstanding > 0, "a completion without a dispatch");
         self.outstanding -= 1;
-        let f = self.lookup(tags).or(self.fold);
-        if let Some(f) = f {
-            let flow = &mut self.flows[f as usize];
-            flow.outstanding = flow.outstanding.saturating_sub(1);
-            if self.config.count_at == CountPoint::Finish {
+        // Only service counted at completion needs the flow (a folded request's service
+        // goes to its own flow if that exists by now, else to the overflow flow).
+        if self.config.count_at == CountPoint::Finish {
+            if let Some(f) = self.lookup(tags).or(self.fold) {
                 self.count_service(f, cost.saturating_add(self.config.rpc_cost));
             }
-            self.became_idle(f, now_ns);
         }
         self.expire_idle(now_ns);
     }
 
     fn take_service_reports(&mut self) -> Vec<ServiceReport> {
-        std::mem::take(&mut self.reports)
+        // In place (the deque's buffer becomes the Vec's); nothing allocated when empty.
+        Vec::from(std::mem::take(&mut self.reports))
     }
 
     fn on_peer_service(

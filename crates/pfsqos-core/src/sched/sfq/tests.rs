@@ -246,8 +246,8 @@ fn flows_listing_quotes_job_ids() {
     s.enqueue_with_cost(0, &tags("dd.0"), 1, ("x".into(), 0));
     assert_eq!(
         s.flows_listing(),
-        "jobid=\"a\\x20b\\x20weight\\x3d9\" weight=1 mode=local servers=1 queued=1 outstanding=0 dispatched=0\n\
-         jobid=dd.0 weight=1 mode=local servers=1 queued=1 outstanding=0 dispatched=0\n"
+        "jobid=\"a\\x20b\\x20weight\\x3d9\" weight=1 mode=local servers=1 queued=1 dispatched=0\n\
+         jobid=dd.0 weight=1 mode=local servers=1 queued=1 dispatched=0\n"
     );
 }
 
@@ -361,6 +361,20 @@ fn threshold_zero_reports_every_request() {
         assert_eq!((r.kind, r.cost), (ReportKind::Service, c));
     }
     assert_eq!(zero, run(1));
+    // "Reaches": a request whose cost equals the threshold is broadcast at once.
+    let mut s = dsfq(SyncMode::Threshold, 4096);
+    s.enqueue_with_cost(0, &tags("a"), 4095, ("a".into(), 0));
+    assert!(s.take_service_reports().is_empty());
+    s.enqueue_with_cost(0, &tags("a"), 1, ("a".into(), 1));
+    assert_eq!(s.take_service_reports()[0].cost, 4096);
+    // Per-flow thresholds: each flow against the threshold on its own.
+    let mut s = dsfq(SyncMode::FlowThreshold, 100);
+    for (job, c) in [("a", 60), ("b", 60), ("a", 40), ("b", 10)] {
+        s.enqueue_with_cost(0, &tags(job), c, (job.into(), 0));
+    }
+    let r = s.take_service_reports();
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].flow.job.as_str(), r[0].cost), ("a", 100));
     // 10 MB: nothing until the sum reaches it, then one report per flow.
     let big = run(1 << 20);
     assert_eq!(big.len(), 2);
@@ -859,4 +873,14 @@ proptest! {
             prop_assert!(kinds.len().is_multiple_of(2), "every flow left at the end");
         }
     }
+}
+
+/// The lookup reads line 0 (the key); enqueue and dispatch then read line 1.
+#[test]
+fn flow_hot_state_fits_in_two_cache_lines() {
+    use std::mem::offset_of;
+    assert_eq!(std::mem::size_of::<RpcTags>(), 64);
+    assert_eq!(offset_of!(Flow<u32>, last_finish), 64);
+    assert!(offset_of!(Flow<u32>, idle_since_ns) + 8 <= 128);
+    assert!(offset_of!(Flow<u32>, held) < 128);
 }

@@ -35,7 +35,6 @@
 
 pub mod cond;
 mod heap;
-mod index;
 pub mod kstrto;
 pub mod listing;
 pub mod nid;
@@ -45,6 +44,7 @@ pub mod version;
 
 use std::collections::VecDeque;
 
+use super::class_index as index;
 use super::{Dequeue, RequestScheduler};
 use crate::model::RpcTags;
 use crate::NS_PER_S;

@@ -1,5 +1,5 @@
 //! The class index: an open-addressing (linear probing) table from a 32-bit key hash to a class
-//! slot.
+//! slot. Shared by TBF (its classes) and SFQ(D)/DSFQ (their flows).
 //!
 //! It replaces a `FxHashMap<u32, u32>` plus collision chains through the classes. With 100,000
 //! classes the index no longer fits in the caches, and a lookup cost two dependent misses there

@@ -1,0 +1,143 @@
+//! Per-RPC cost of SFQ(D) and DSFQ beside TBF, in one run: one enqueue, one dequeue and (for
+//! the depth-limited SFQ policies, which need it to dispatch again) one completion, in a
+//! steady state where every flow has a request queued and the next arrival goes to the
+//! next flow round robin. TBF runs the same loop without the completion (it does not count
+//! them), with rate 999,999 so it never throttles. DSFQ counts service at arrival against
+//! the evaluation's 10 MiB threshold with 1 MiB requests (a broadcast every ten RPCs, whose
+//! reports the loop takes, as a driver does after every event).
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
+use pfsqos_core::sched::sfq::{Sfq, SfqConfig, SyncMode};
+use pfsqos_core::sched::tbf::{ClassType, Field, LustreVersion, Tbf, TbfCommand, TbfConfig};
+use pfsqos_core::sched::{Dequeue, RequestScheduler};
+
+const COST_BYTES: u64 = 1 << 20;
+
+fn tags(k: usize) -> RpcTags {
+    RpcTags {
+        job: JobId::new(&format!("job.{k}")).unwrap(),
+        nid: Nid::ipv4(
+            10,
+            (k >> 16) as u8,
+            (k >> 8) as u8,
+            k as u8,
+            LNet {
+                kind: NetKind::Tcp,
+                num: 0,
+            },
+        ),
+        opcode: Opcode::OstWrite,
+        uid: 1000,
+        gid: 1000,
+        ..RpcTags::default()
+    }
+}
+
+struct Steady<S> {
+    sched: S,
+    tags: Vec<RpcTags>,
+    next: usize,
+    now_ns: u64,
+    step_ns: u64,
+    complete: bool,
+}
+
+impl<S: RequestScheduler<u32>> Steady<S> {
+    fn new(mut sched: S, flows: usize, complete: bool) -> Self {
+        let tags: Vec<RpcTags> = (0..flows).map(tags).collect();
+        for (k, t) in tags.iter().enumerate() {
+            sched.enqueue_with_cost(0, t, COST_BYTES, k as u32);
+        }
+        let step_ns = 2_000 / flows as u64 + 1;
+        let mut s = Steady {
+            sched,
+            tags,
+            next: 0,
+            now_ns: 0,
+            step_ns,
+            complete,
+        };
+        for _ in 0..4 * flows.max(1000) {
+            assert!(s.step(), "steady state must dispatch every step");
+        }
+        s
+    }
+
+    #[inline]
+    fn step(&mut self) -> bool {
+        self.now_ns += self.step_ns;
+        let k = self.next;
+        self.next = if k + 1 == self.tags.len() { 0 } else { k + 1 };
+        self.sched
+            .enqueue_with_cost(self.now_ns, &self.tags[k], COST_BYTES, k as u32);
+        match self.sched.dequeue(self.now_ns) {
+            Dequeue::Request(r) => {
+                if self.complete {
+                    self.sched
+                        .on_complete(self.now_ns, &self.tags[r as usize], COST_BYTES);
+                    black_box(self.sched.take_service_reports());
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+fn sfq(flows: usize, sync: SyncMode) -> Sfq<u32> {
+    assert!(flows <= pfsqos_core::sched::sfq::SFQ_FLOWS_MAX);
+    Sfq::new(
+        ClassType::single(Field::Jobid),
+        SfqConfig {
+            sync,
+            ..SfqConfig::sfqd()
+        },
+        LustreVersion::MASTER,
+    )
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("sfq_enqueue_dequeue_per_rpc");
+    for flows in [10usize, 1_000, 100_000] {
+        g.bench_with_input(BenchmarkId::new("tbf_jobid", flows), &flows, |b, &n| {
+            let mut tbf: Tbf<u32> = Tbf::new(
+                ClassType::single(Field::Jobid),
+                TbfConfig {
+                    cache_size_classes: 1 << 20,
+                    ..TbfConfig::default()
+                },
+            );
+            tbf.apply(&TbfCommand::parse("change default rate=999999").unwrap())
+                .unwrap();
+            let mut s = Steady::new(tbf, n, false);
+            b.iter(|| black_box(s.step()));
+        });
+        g.bench_with_input(BenchmarkId::new("sfqd_jobid", flows), &flows, |b, &n| {
+            let mut s = Steady::new(sfq(n, SyncMode::None), n, true);
+            b.iter(|| black_box(s.step()));
+        });
+        g.bench_with_input(
+            BenchmarkId::new("dsfq_threshold_jobid", flows),
+            &flows,
+            |b, &n| {
+                let mut s = Steady::new(sfq(n, SyncMode::Threshold), n, true);
+                b.iter(|| black_box(s.step()));
+            },
+        );
+        g.bench_with_input(
+            BenchmarkId::new("dsfq_layout_jobid", flows),
+            &flows,
+            |b, &n| {
+                let mut s = Steady::new(sfq(n, SyncMode::Layout), n, true);
+                b.iter(|| black_box(s.step()));
+            },
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

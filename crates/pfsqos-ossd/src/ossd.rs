@@ -76,7 +76,8 @@ use pfsqos_core::control::{ControlWrite, DomainId, DomainWrite};
 use pfsqos_core::jobstats::{JobStatsFormat, OstCounter, OstJobStats};
 use pfsqos_core::model::{JobId, Nid};
 use pfsqos_core::sched::nrs::{
-    nrs_policies_yaml, nrs_policy_rows, tbf_rule_listing, ActiveRpcs, Nrs, NrsError,
+    nrs_policies_yaml, nrs_policy_rows, policy_param_text, tbf_rule_listing, ActiveRpcs, Nrs,
+    NrsError,
 };
 use pfsqos_core::sched::tbf::version::LustreVersion;
 use pfsqos_core::sched::tbf::{NrsQueue, TbfConfig};
@@ -812,6 +813,18 @@ impl Shared {
                 tbf_rule_listing(&reg, Some(&hp), self.tbf.listing_form())
                     .map(|l| l.to_string())
                     .map_err(nrs_error)
+            }
+            // Every other file a registry policy owns (`nrs_dsfq_weight`, `nrs_sfqd_depth`, ...),
+            // read from the running policy of every head as Lustre prints per-policy files.
+            _ if name
+                .strip_prefix(SERVICE_PREFIX)
+                .is_some_and(|p| service_params().contains(&p)) =>
+            {
+                let param = &name[SERVICE_PREFIX.len()..];
+                let guards = self.lock_cpts();
+                let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| g.svc.head(REG_HEAD)).collect();
+                let hp: Vec<&Nrs<Pending>> = guards.iter().map(|g| g.svc.head(HP_HEAD)).collect();
+                policy_param_text(&reg, Some(&hp), param).map_err(nrs_error)
             }
             _ => {
                 let (ost, param) = self.ost_of_param(name)?;

@@ -208,6 +208,60 @@ async fn job_stats_larger_than_a_frame_reach_lctl() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dsfq_runs_live_with_weights_and_tunables_through_lctl() {
+    let f = start(1, |_| {}).await;
+    // Before the policy runs, its files answer ENODEV (the owner is not running).
+    let (code, _, err) = lctl_out(&f, get(&["ost.OSS.ost_io.nrs_dsfq_weight"])).await;
+    assert_eq!(code, 1, "{err}");
+    let (code, _, err) = lctl_out(&f, set("ost.OSS.ost_io.nrs_policies=dsfq jobid")).await;
+    assert_eq!(code, 0, "{err}");
+    for a in [
+        "ost.OSS.ost_io.nrs_dsfq_weight=start big jobid={app1} weight=4",
+        "ost.OSS.ost_io.nrs_dsfq_threshold=0",
+        "ost.OSS.ost_io.nrs_dsfq_sync=layout",
+    ] {
+        let (code, _, err) = lctl_out(&f, set(a)).await;
+        assert_eq!(code, 0, "{a}: {err}");
+    }
+    // A job id cannot close the condition: the weight parser refuses it.
+    let (code, _, err) = lctl_out(
+        &f,
+        set("ost.OSS.ost_io.nrs_dsfq_weight=start bad jobid={x}&uid={0} weight=0"),
+    )
+    .await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("EINVAL"), "{err}");
+    // Requests are served under it.
+    let mut c = client(&f, Role::Client).await;
+    let id = ident("app1");
+    for n in 0..8u64 {
+        c.write(&id, 0, 1, n * 4096, &[1; 4096], false)
+            .await
+            .unwrap();
+    }
+    let (code, out, err) = lctl_out(
+        &f,
+        get(&[
+            "ost.OSS.ost_io.nrs_dsfq_weight",
+            "ost.OSS.ost_io.nrs_dsfq_sync",
+            "ost.OSS.ost_io.nrs_dsfq_threshold",
+        ]),
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("ost.OSS.ost_io.nrs_dsfq_weight=\nregular_requests:\nCPT 0:\n"),
+        "{out}"
+    );
+    // The rule has weight 4 and app1's flow is bound to it (ref 1) on the regular head.
+    assert!(out.contains("CPT 0:\nbig jobid={app1} 4, ref 1\n"), "{out}");
+    assert!(out.contains("reg_sync:layout"), "{out}");
+    assert!(out.contains("reg_threshold:0"), "{out}");
+    assert!(!out.contains("bad"), "{out}");
+    f.ossd.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_static_tbf_rule_limits_its_job_only() {
     let f = start(1, |_| {}).await;
     let (code, _, err) = lctl_out(&f, set("ost.OSS.ost_io.nrs_policies=tbf jobid")).await;

@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p pfsqos-cli
+bin=${CARGO_TARGET_DIR:-target}/release/pfsqos
 run_dir=$(mktemp -d)
 trap 'rm -rf "$run_dir"' EXIT
-target/release/pfsqos demo --out "$run_dir" >/dev/null
+"$bin" demo --out "$run_dir" >/dev/null
 out=docs/reproductions/adaptbf
 mkdir -p "$out"
 rm -f "$out"/*.svg

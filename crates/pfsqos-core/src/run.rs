@@ -41,16 +41,9 @@ pub struct RunOutput {
 /// network; each copy delivered to another instance is one message in.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SyncOutput {
-    /// The OSS's name (`OSS0000`, ...).
+    /// The OSS's name in the scenario.
     pub oss: String,
-    pub broadcasts_out: u64,
-    pub bytes_out: u64,
-    pub messages_in: u64,
-    pub bytes_in: u64,
-    /// Messages refused as malformed (unknown flow, absurd cost): never applied.
-    pub rejected_in: u64,
-    /// Reports dropped because the outbox was full.
-    pub dropped_out: u64,
+    pub counters: crate::sched::SyncCounters,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -43,20 +43,9 @@ impl SyncMessage {
     }
 }
 
-/// What crossed a [`CptService`]'s synchronization channel since it was made.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SyncCounters {
-    /// Messages handed to the driver to broadcast (one per report, whatever the fan-out).
-    pub broadcasts_out: u64,
-    pub bytes_out: u64,
-    /// Messages delivered, refused ones included.
-    pub messages_in: u64,
-    pub bytes_in: u64,
-    /// Delivered messages refused (hostile or broken: absurd cost, unknown flow, bad sender).
-    pub rejected_in: u64,
-    /// Messages dropped because more than [`SYNC_OUTBOX_LEN_MAX`] were pending.
-    pub dropped_out: u64,
-}
+/// What crossed a [`CptService`]'s synchronization channel since it was made (one type from
+/// the channel to `RunOutput` and `summary.json`).
+pub use pfsqos_core::sched::SyncCounters;
 
 /// What an idle thread found when it asked the partition for work.
 #[derive(Debug, PartialEq, Eq)]

@@ -571,9 +571,10 @@ fn theorem_1_fails_when_the_fair_share_is_infeasible() {
 /// requests (about 40 ms here) while the bound's `(D_s + 1) BC/phi` term allows one
 /// inter-arrival gap per depth slot. The suspicion is that the proof assumes a flow's queue
 /// at A bounded by the depth; the tech report with the proof was not available to check.
+/// The test pins what is measured: the bound is exceeded from 50 ms and holds from 500 ms, so
+/// a change in either direction (a fix of the lag, or a worse transient) is noticed.
 #[test]
-#[ignore = "open question on Theorem 1, see the doc comment"]
-fn theorem_1_open_case_near_the_feasibility_edge() {
+fn theorem_1_is_exceeded_by_a_start_up_transient_near_the_feasibility_edge() {
     let apps = [
         App {
             job: "f",
@@ -589,5 +590,13 @@ fn theorem_1_open_case_near_the_feasibility_edge() {
         },
     ];
     let (bound, worst) = theorem_1_check(2, &apps, 1, 0, 50_000_000);
-    assert!(worst <= bound, "unfairness {worst} > bound {bound}");
+    assert!(
+        worst > bound,
+        "from 50 ms: unfairness {worst} within bound {bound}"
+    );
+    let (bound, worst) = theorem_1_check(2, &apps, 1, 0, 500_000_000);
+    assert!(
+        worst <= bound,
+        "from 500 ms: unfairness {worst} > bound {bound}"
+    );
 }

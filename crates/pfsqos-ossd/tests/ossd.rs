@@ -258,6 +258,14 @@ async fn dsfq_runs_live_with_weights_and_tunables_through_lctl() {
     assert!(out.contains("reg_sync:layout"), "{out}");
     assert!(out.contains("reg_threshold:0"), "{out}");
     assert!(!out.contains("bad"), "{out}");
+    // A wildcard lists the running policy's files, not those of policies that are not started.
+    let (code, out, err) = lctl_out(&f, get(&["ost.OSS.ost_io.*"])).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("ost.OSS.ost_io.nrs_dsfq_flows="), "{out}");
+    assert!(
+        !out.contains("nrs_tbf_rule") && !out.contains("nrs_sfqd_"),
+        "{out}"
+    );
     f.ossd.shutdown().await;
 }
 

@@ -186,12 +186,8 @@ fn unfairness(run: &RunOutput, per_job_bins: &[Vec<u64>], window_ns: u64) -> Unf
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SyncSummary {
     pub oss: String,
-    pub broadcasts_out: u64,
-    pub bytes_out: u64,
-    pub messages_in: u64,
-    pub bytes_in: u64,
-    pub rejected_in: u64,
-    pub dropped_out: u64,
+    #[serde(flatten)]
+    pub counters: pfsqos_core::sched::SyncCounters,
     pub messages_in_per_s: f64,
     pub bytes_in_per_s: f64,
 }
@@ -234,10 +230,10 @@ fn mib_per_s(bytes: u64, time_ns: u64) -> f64 {
 }
 
 fn sync_summary(run: &RunOutput) -> Vec<SyncSummary> {
-    let quiet = run
-        .sync
-        .iter()
-        .all(|s| s.broadcasts_out == 0 && s.messages_in == 0 && s.rejected_in == 0);
+    let quiet = run.sync.iter().all(|s| {
+        let c = &s.counters;
+        c.broadcasts_out == 0 && c.messages_in == 0 && c.rejected_in == 0
+    });
     if quiet {
         return Vec::new();
     }
@@ -252,14 +248,9 @@ fn sync_summary(run: &RunOutput) -> Vec<SyncSummary> {
         .iter()
         .map(|s| SyncSummary {
             oss: s.oss.clone(),
-            broadcasts_out: s.broadcasts_out,
-            bytes_out: s.bytes_out,
-            messages_in: s.messages_in,
-            bytes_in: s.bytes_in,
-            rejected_in: s.rejected_in,
-            dropped_out: s.dropped_out,
-            messages_in_per_s: per_s(s.messages_in),
-            bytes_in_per_s: per_s(s.bytes_in),
+            counters: s.counters,
+            messages_in_per_s: per_s(s.counters.messages_in),
+            bytes_in_per_s: per_s(s.counters.bytes_in),
         })
         .collect()
 }

@@ -223,11 +223,13 @@ fn sync_traffic_is_listed_per_oss_with_rates_only_when_there_is_some() {
     r.sync = vec![
         pfsqos_core::run::SyncOutput {
             oss: "oss0".to_string(),
-            broadcasts_out: 10,
-            bytes_out: 400,
-            messages_in: 20,
-            bytes_in: 800,
-            ..Default::default()
+            counters: pfsqos_core::sched::SyncCounters {
+                broadcasts_out: 10,
+                bytes_out: 400,
+                messages_in: 20,
+                bytes_in: 800,
+                ..Default::default()
+            },
         },
         pfsqos_core::run::SyncOutput {
             oss: "oss1".to_string(),
@@ -237,7 +239,7 @@ fn sync_traffic_is_listed_per_oss_with_rates_only_when_there_is_some() {
     let s = summarize(&r);
     assert_eq!(s.sync.len(), 2);
     assert_eq!(
-        (s.sync[0].oss.as_str(), s.sync[0].messages_in),
+        (s.sync[0].oss.as_str(), s.sync[0].counters.messages_in),
         ("oss0", 20)
     );
     // The run lasts 4 s.

@@ -48,7 +48,11 @@ fn job_bytes_from(out: &RunOutput, job: usize, from_bin: usize) -> u64 {
 
 fn sync_totals(out: &RunOutput) -> (u64, u64, u64) {
     out.sync.iter().fold((0, 0, 0), |(b, m, y), s| {
-        (b + s.broadcasts_out, m + s.messages_in, y + s.bytes_in)
+        (
+            b + s.counters.broadcasts_out,
+            m + s.counters.messages_in,
+            y + s.counters.bytes_in,
+        )
     })
 }
 

@@ -1632,14 +1632,7 @@ impl Sim {
             })
             .collect();
         for (pool, service) in self.pools.iter().enumerate() {
-            let c = service.sync_counters();
-            let s = &mut sync[self.pool_oss[pool] as usize];
-            s.broadcasts_out += c.broadcasts_out;
-            s.bytes_out += c.bytes_out;
-            s.messages_in += c.messages_in;
-            s.bytes_in += c.bytes_in;
-            s.rejected_in += c.rejected_in;
-            s.dropped_out += c.dropped_out;
+            sync[self.pool_oss[pool] as usize].counters += service.sync_counters();
         }
         let bins = (self.end_ns.div_ceil(self.bin_ns) as usize).clamp(1, self.bins);
         let osts = (0..self.osts.len() as u32)

@@ -75,8 +75,8 @@ fn app1_share(out: &RunOutput) -> f64 {
 }
 
 fn messages(out: &RunOutput) -> (u64, u64) {
-    let broadcasts = out.sync.iter().map(|s| s.broadcasts_out).sum();
-    let received = out.sync.iter().map(|s| s.messages_in).sum();
+    let broadcasts = out.sync.iter().map(|s| s.counters.broadcasts_out).sum();
+    let received = out.sync.iter().map(|s| s.counters.messages_in).sum();
     (broadcasts, received)
 }
 
@@ -114,7 +114,7 @@ fn only_synchronized_servers_share_the_total_bandwidth_by_weight() {
         assert!(out
             .sync
             .iter()
-            .all(|s| s.rejected_in == 0 && s.dropped_out == 0));
+            .all(|s| s.counters.rejected_in == 0 && s.counters.dropped_out == 0));
     }
     // The threshold batches: far fewer messages for the same fairness.
     assert!(

@@ -104,6 +104,33 @@ impl ServiceReport {
     }
 }
 
+/// What crossed a scheduler instance's synchronization channel (`pfsqos_node::oss::CptService`
+/// counts it; `RunOutput::sync` and `summary.json` report it per server).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SyncCounters {
+    /// Messages handed to the driver to broadcast (one per report, whatever the fan-out).
+    pub broadcasts_out: u64,
+    pub bytes_out: u64,
+    /// Messages delivered, refused ones included.
+    pub messages_in: u64,
+    pub bytes_in: u64,
+    /// Delivered messages refused (hostile or broken: absurd cost, unknown flow, bad sender).
+    pub rejected_in: u64,
+    /// Messages dropped because the outbox was full.
+    pub dropped_out: u64,
+}
+
+impl std::ops::AddAssign for SyncCounters {
+    fn add_assign(&mut self, other: SyncCounters) {
+        self.broadcasts_out += other.broadcasts_out;
+        self.bytes_out += other.bytes_out;
+        self.messages_in += other.messages_in;
+        self.bytes_in += other.bytes_in;
+        self.rejected_in += other.rejected_in;
+        self.dropped_out += other.dropped_out;
+    }
+}
+
 /// Result of asking a scheduler for the next request.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Dequeue<P> {

@@ -127,6 +127,18 @@ pub trait NrsPolicy<P>: RequestScheduler<P> + Send {
     }
 }
 
+/// The registry policy that owns parameter file `param` (ENOENT if none does).
+fn param_owner<P: Send + 'static>(param: &str) -> Result<&'static str, NrsError> {
+    nrs_policy_rows::<P>()
+        .into_iter()
+        .find(|r| r.params.contains(&param))
+        .map(|r| r.name)
+        .ok_or_else(|| NrsError {
+            errno: Errno::ENOENT,
+            message: format!("no policy has a parameter `{param}`"),
+        })
+}
+
 /// TBF's rule parameter file.
 pub const PARAM_TBF_RULE: &str = "nrs_tbf_rule";
 
@@ -322,16 +334,7 @@ impl<P: Send + 'static> Nrs<P> {
     /// What a registry policy's own parameter file reads as on this head: ENOENT if no row
     /// owns it, ENODEV if its owner is not the running policy.
     pub fn read_policy_param(&self, param: &str) -> Result<ParamValue, NrsError> {
-        let Some(owner) = nrs_policy_rows::<P>()
-            .into_iter()
-            .find(|r| r.params.contains(&param))
-            .map(|r| r.name)
-        else {
-            return Err(NrsError {
-                errno: Errno::ENOENT,
-                message: format!("no policy has a parameter `{param}`"),
-            });
-        };
+        let owner = param_owner::<P>(param)?;
         match self.primary.as_ref() {
             Some(p) if p.name == owner => p.policy.read_param(param),
             _ => Err(NrsError {
@@ -455,16 +458,7 @@ impl<P: Send + 'static> Nrs<P> {
         if param == PARAM_TBF_RULE {
             return self.write_tbf_rule(now_ns, text);
         }
-        let Some(owner) = nrs_policy_rows::<P>()
-            .into_iter()
-            .find(|r| r.params.contains(&param))
-            .map(|r| r.name)
-        else {
-            return Err(NrsError {
-                errno: Errno::ENOENT,
-                message: format!("no policy has a parameter `{param}`"),
-            });
-        };
+        let owner = param_owner::<P>(param)?;
         let queue = self.queue;
         match self.primary.as_mut() {
             Some(p) if p.name == owner => p.policy.write_param(param, queue, now_ns, text),

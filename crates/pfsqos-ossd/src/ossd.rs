@@ -778,11 +778,24 @@ impl Shared {
         names
     }
 
+    /// The parameter names `pattern` matches. A wildcard leaves out the files of NRS policies
+    /// that are not started (reading one answers ENODEV), so `ost.OSS.ost_io.*` shows what is
+    /// in use; Lustre's lctl would print an error line for each. Named alone, such a file still
+    /// answers ENODEV.
     fn matching(&self, pattern: &str) -> Result<Vec<String>, RemoteError> {
+        let wildcard = pattern.contains('*');
         let names: Vec<String> = self
             .param_names()
             .into_iter()
             .filter(|n| param_matches(pattern, n))
+            .filter(|n| {
+                let policy_file = n
+                    .strip_prefix(SERVICE_PREFIX)
+                    .is_some_and(|p| p != "nrs_policies");
+                !(wildcard
+                    && policy_file
+                    && self.get_param(n).is_err_and(|e| e.errno == Errno::ENODEV))
+            })
             .collect();
         if names.is_empty() {
             return Err(RemoteError::new(
@@ -841,18 +854,12 @@ impl Shared {
     }
 
     /// The values of `names`, stopping with `EOVERFLOW` as soon as they exceed what one reply
-    /// carries (rendering every OST's job_stats first could hold gigabytes). When the names
-    /// come from a wildcard, the files of registry policies that are not running (ENODEV) are
-    /// left out, so `ost.OSS.ost_io.*` shows what is in use; Lustre's lctl would print an
-    /// error line for each of them. Named alone, such a file still answers ENODEV.
-    fn get_params(&self, names: Vec<String>, wildcard: bool) -> Result<Vec<Param>, RemoteError> {
+    /// carries (rendering every OST's job_stats first could hold gigabytes).
+    fn get_params(&self, names: Vec<String>) -> Result<Vec<Param>, RemoteError> {
         let mut total = 0u64;
         let mut params = Vec::with_capacity(names.len());
         for name in names {
-            let value = match self.get_param(&name) {
-                Err(e) if wildcard && e.errno == Errno::ENODEV => continue,
-                other => other?,
-            };
+            let value = self.get_param(&name)?;
             total += value.len() as u64;
             if total > PARAM_REPLY_BYTES_MAX {
                 return Err(RemoteError::new(
@@ -1627,9 +1634,9 @@ async fn read_requests(
             }
             Request::GetParam { tag, pattern } => {
                 let params = if peer.role.may_use_params() {
-                    shared.matching(&pattern).and_then(|names| {
-                        shared.get_params(names, pattern.contains(['*', '?', '[']))
-                    })
+                    shared
+                        .matching(&pattern)
+                        .and_then(|names| shared.get_params(names))
                 } else {
                     Err(RemoteError::new(
                         Errno::EPERM,

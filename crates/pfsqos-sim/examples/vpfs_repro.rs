@@ -6,6 +6,7 @@
 //! ```text
 //! cargo run --release -p pfsqos-sim --example vpfs_repro -- fig5 scenarios/vpfs/fig5-asymmetric.toml
 //! cargo run --release -p pfsqos-sim --example vpfs_repro -- fig6 scenarios/vpfs/fig6-arrivals.toml
+//! cargo run --release -p pfsqos-sim --example vpfs_repro -- table2 scenarios/vpfs/table2-96-servers.toml
 //! ```
 //!
 //! **fig5**: for each of app2's access patterns (sequential write, sequential read, random
@@ -19,11 +20,19 @@
 //! **fig6**: runs FIFO and layout-driven DSFQ and prints the unfairness (vPFS's formula) of
 //! every 60 s window, then the mean of the 60 s and 5 s windows before and after the last
 //! arrival (420 s), and their maxima.
+//!
+//! **table2**: runs FIFO, threshold DSFQ with a broadcast on every request and layout DSFQ on
+//! the 96-server set-up; prints the total throughput's mean and standard deviation over 1 s
+//! windows after `WARMUP_S`, one application's, the 60 s unfairness, the synchronization
+//! traffic per server and second (mean over servers), and the simulator's speed (events per
+//! wall-clock second of this run).
 
-// A driver of the pure crate, not part of it: it reads files (clippy.toml).
+// A driver of the pure crate, not part of it: it reads files and measures wall time
+// (clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 use std::path::Path;
+use std::time::Instant;
 
 use pfsqos_core::metrics::{windowed_share_deviation, JobBins, WindowDeviation};
 use pfsqos_sim::scenario::{ProcessGroupSpec, Rw};
@@ -202,10 +211,66 @@ fn fig6(base: &Scenario) {
     }
 }
 
+/// Mean and standard deviation of `bytes_per_bin` summed into windows of `window_bins`, as MB/s
+/// (the paper's unit, 10^6 bytes).
+fn mean_std_mb_s(
+    bytes_per_bin: &[u64],
+    from_bin: usize,
+    window_bins: usize,
+    bin_s: f64,
+) -> (f64, f64) {
+    let rates: Vec<f64> = bytes_per_bin[from_bin.min(bytes_per_bin.len())..]
+        .chunks_exact(window_bins)
+        .map(|w| w.iter().sum::<u64>() as f64 / 1e6 / (window_bins as f64 * bin_s))
+        .collect();
+    if rates.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let mean = rates.iter().sum::<f64>() / rates.len() as f64;
+    let var = rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / rates.len() as f64;
+    (mean, var.sqrt())
+}
+
+fn table2(base: &Scenario) {
+    println!("| policy | total MB/s (mean ± std over 1 s) | app1 MB/s (mean ± std) | unfairness, 60 s mean | sync messages in per server per s | sync bytes in per server per s | events | events per wall-clock s |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for policy in [
+        "nobw",
+        "vpfs:sync=threshold:threshold=0",
+        "vpfs:sync=layout",
+    ] {
+        let started = Instant::now();
+        let out = run_quiet(base, policy);
+        let wall_s = started.elapsed().as_secs_f64();
+        let bin_s = out.bin_ns as f64 / 1e9;
+        let from = bins_from(&out, WARMUP_S);
+        let window = (1.0 / bin_s).round().max(1.0) as usize;
+        let per_job: Vec<Vec<u64>> = out.jobs.iter().map(|j| j.bytes_per_bin()).collect();
+        let bins = per_job.iter().map(Vec::len).max().unwrap_or(0);
+        let total: Vec<u64> = (0..bins)
+            .map(|b| per_job.iter().map(|j| j.get(b).copied().unwrap_or(0)).sum())
+            .collect();
+        let (tm, ts) = mean_std_mb_s(&total, from, window, bin_s);
+        let (am, asd) = mean_std_mb_s(&per_job[0], from, window, bin_s);
+        let ws = windows(&out, 60.0);
+        let (unfair, _) = mean_max(&ws.iter().collect::<Vec<_>>());
+        let sim_s = out.end_ns as f64 / 1e9;
+        let servers = out.sync.len().max(1) as f64;
+        let (_, messages, bytes) = sync_totals(&out);
+        println!(
+            "| `{policy}` | {tm:.1} ± {ts:.2} | {am:.1} ± {asd:.2} | {unfair:.1} % | {:.0} | {:.0} | {} | {:.2e} |",
+            messages as f64 / servers / sim_s,
+            bytes as f64 / servers / sim_s,
+            out.engine.events,
+            out.engine.events as f64 / wall_s
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(which), Some(path)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: vpfs_repro fig5|fig6 SCENARIO");
+        eprintln!("usage: vpfs_repro fig5|fig6|table2 SCENARIO");
         std::process::exit(2);
     };
     let scenario = Scenario::load(Path::new(path)).unwrap_or_else(|e| {
@@ -215,8 +280,9 @@ fn main() {
     match which.as_str() {
         "fig5" => fig5(&scenario),
         "fig6" => fig6(&scenario),
+        "table2" => table2(&scenario),
         other => {
-            eprintln!("unknown experiment {other} (fig5, fig6)");
+            eprintln!("unknown experiment {other} (fig5, fig6, table2)");
             std::process::exit(2);
         }
     }

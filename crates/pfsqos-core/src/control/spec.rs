@@ -384,6 +384,7 @@ struct VpfsOptions {
     count: Option<&'static str>,
     nwc_bytes_per_s: Option<u64>,
     rpc_cost_bytes: Option<u64>,
+    flow_idle_ms: Option<u64>,
 }
 
 impl PolicyOptions for VpfsOptions {
@@ -405,6 +406,7 @@ impl PolicyOptions for VpfsOptions {
             count: self.count,
             nwc_bytes_per_s: self.nwc_bytes_per_s,
             rpc_cost_bytes: self.rpc_cost_bytes,
+            flow_idle_ms: self.flow_idle_ms,
         }))
     }
 }
@@ -436,7 +438,8 @@ fn parse_bytes(policy: &str, key: &str, value: &str) -> Result<u64, String> {
 }
 
 fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
-    const ALLOWED: &str = "sched, period_ms, sync, threshold, depth, count, nwc, rpc_cost";
+    const ALLOWED: &str =
+        "sched, period_ms, sync, threshold, depth, count, nwc, rpc_cost, flow_idle_ms";
     let mut parsed = VpfsOptions {
         policy: FairQueuing::Dsfq,
         period_ms: None,
@@ -446,6 +449,7 @@ fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOpti
         count: None,
         nwc_bytes_per_s: None,
         rpc_cost_bytes: None,
+        flow_idle_ms: None,
     };
     for option in options {
         let (key, value) = key_value(name, option, ALLOWED)?;
@@ -501,6 +505,20 @@ fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOpti
                         })?,
                 )
             }
+            "flow_idle_ms" => {
+                parsed.flow_idle_ms = Some(
+                    value
+                        .parse()
+                        .ok()
+                        .filter(|v| (1..=FLOW_IDLE_MS_MAX).contains(v))
+                        .ok_or_else(|| {
+                            format!(
+                                "{name} option flow_idle_ms=`{value}` is not a whole number of \
+                                 milliseconds in 1..={FLOW_IDLE_MS_MAX}"
+                            )
+                        })?,
+                )
+            }
             other => {
                 return Err(format!(
                     "unknown vpfs option `{other}` (allowed: {ALLOWED})"
@@ -509,18 +527,24 @@ fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOpti
         }
     }
     if parsed.policy == FairQueuing::Sfqd
-        && (parsed.sync.is_some() || parsed.count.is_some() || parsed.threshold_bytes.is_some())
+        && (parsed.sync.is_some()
+            || parsed.count.is_some()
+            || parsed.threshold_bytes.is_some()
+            || parsed.flow_idle_ms.is_some())
     {
         return Err(
-            "vpfs options sync, count and threshold need sched=dsfq (sfqd does not synchronize)"
+            "vpfs options sync, count, threshold and flow_idle_ms need sched=dsfq (sfqd does \
+             not synchronize)"
                 .to_string(),
         );
     }
     Ok(Box::new(parsed))
 }
 
-/// Largest depth a spec may ask for (the scheduler's `SFQ_DEPTH_MAX`).
-const VPFS_DEPTH_MAX: u32 = 1024;
+/// Largest depth a spec may ask for.
+const VPFS_DEPTH_MAX: u32 = crate::sched::sfq::SFQ_DEPTH_MAX;
+/// Longest flow idle time a spec may ask for.
+const FLOW_IDLE_MS_MAX: u64 = crate::sched::sfq::FLOW_IDLE_MS_MAX;
 
 /// GIFT (`gift`) or one of its baselines.
 #[derive(Debug, PartialEq)]
@@ -819,6 +843,8 @@ mod tests {
             "vpfs:threshold=2P",
             "vpfs:depth=0",
             "vpfs:sched=sfqd:sync=layout",
+            "vpfs:sched=sfqd:flow_idle_ms=100",
+            "vpfs:flow_idle_ms=0",
             "vpfs:weight=3",
         ] {
             assert!(PolicyChoice::parse(bad).is_err(), "{bad}");

@@ -71,6 +71,9 @@ pub struct VpfsConfig {
     pub nwc_bytes_per_s: Option<u64>,
     /// Per-request constant added to a request's bytes as its cost.
     pub rpc_cost_bytes: Option<u64>,
+    /// How long a flow may be idle on a server before it leaves (DSFQ only; layout mode
+    /// announces departures, so this must exceed a flow's gap between requests at a server).
+    pub flow_idle_ms: Option<u64>,
 }
 
 /// The vPFS controller.
@@ -108,6 +111,7 @@ impl Vpfs {
         if p == FairQueuing::Dsfq {
             push("count", c.count.map(str::to_string));
             push("threshold", c.threshold_bytes.map(|v| v.to_string()));
+            push("flow_idle_ms", c.flow_idle_ms.map(|v| v.to_string()));
             // Last: a new mode starts every flow's synchronization afresh.
             push("sync", c.sync.map(str::to_string));
         }
@@ -228,6 +232,7 @@ mod tests {
             count: None,
             nwc_bytes_per_s: None,
             rpc_cost_bytes: None,
+            flow_idle_ms: Some(5000),
         }
     }
 
@@ -250,6 +255,7 @@ mod tests {
             "nrs_policies=dsfq jobid",
             "nrs_dsfq_depth=4",
             "nrs_dsfq_threshold=10485760",
+            "nrs_dsfq_flow_idle_ms=5000",
             "nrs_dsfq_sync=layout",
             "nrs_dsfq_weight=start japp1 jobid={app1} weight=1",
             "nrs_dsfq_weight=start japp2 jobid={app2} weight=2",

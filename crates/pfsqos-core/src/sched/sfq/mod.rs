@@ -119,6 +119,10 @@ pub const SFQ_REPORTS_PENDING_MAX: usize = 65_536;
 pub const NWC_CAPACITY_COST_PER_S_MAX: u64 = 1 << 50;
 /// A flow without requests here for this long has left (layout mode broadcasts it).
 pub const FLOW_IDLE_NS_DEFAULT: u64 = NS_PER_S;
+/// Longest idle time before a flow leaves (`nrs_dsfq_flow_idle_ms`): one hour. Layout mode
+/// needs it above the longest gap between a flow's requests at one server, or the flow keeps
+/// leaving and being announced again (vPFS Table 2 reproduction, docs/reproductions/vpfs.md).
+pub const FLOW_IDLE_MS_MAX: u64 = 3_600_000;
 /// Layout audit: a flow whose cumulative service on two instances differs by more than this
 /// factor is not striped as its layout says.
 pub const LAYOUT_MISMATCH_FACTOR: u64 = 2;
@@ -960,6 +964,7 @@ impl<P> Sfq<P> {
             }
             "threshold" => self.config.threshold_cost = number(SYNC_THRESHOLD_COST_MAX, 0)?,
             "layout_audit" => self.config.layout_audit_cost = number(SYNC_THRESHOLD_COST_MAX, 0)?,
+            "flow_idle_ms" => self.config.flow_idle_ns = number(FLOW_IDLE_MS_MAX, 1)? * 1_000_000,
             "count" => {
                 self.config.count_at = CountPoint::from_name(word).ok_or_else(|| {
                     einval(format!("`{word}`: expected arrival, dispatch or finish"))
@@ -997,6 +1002,7 @@ impl<P> Sfq<P> {
             "nwc" => c.nwc_capacity_cost_per_s.to_string(),
             "threshold" => c.threshold_cost.to_string(),
             "layout_audit" => c.layout_audit_cost.to_string(),
+            "flow_idle_ms" => (c.flow_idle_ns / 1_000_000).to_string(),
             "count" => c.count_at.name().to_string(),
             "sync" => c.sync.name().to_string(),
             _ => return None,
@@ -1296,9 +1302,9 @@ pub const PARAMS_SFQD: [&str; 5] = [
     "nrs_sfqd_flows",
 ];
 
-/// `dsfq`'s files: as `sfqd`'s, plus the synchronization mode, threshold, counting point and
-/// layout audit.
-pub const PARAMS_DSFQ: [&str; 9] = [
+/// `dsfq`'s files: as `sfqd`'s, plus the synchronization mode, threshold, counting point,
+/// layout audit and the idle time after which a flow leaves (layout mode announces it).
+pub const PARAMS_DSFQ: [&str; 10] = [
     "nrs_dsfq_weight",
     "nrs_dsfq_depth",
     "nrs_dsfq_rpc_cost",
@@ -1308,6 +1314,7 @@ pub const PARAMS_DSFQ: [&str; 9] = [
     "nrs_dsfq_threshold",
     "nrs_dsfq_count",
     "nrs_dsfq_layout_audit",
+    "nrs_dsfq_flow_idle_ms",
 ];
 
 /// What a policy parameter file reads as on one head.

@@ -306,6 +306,7 @@ fn sfqd_and_dsfq_start_from_nrs_policies_and_own_their_files() {
         ("nrs_dsfq_nwc", "1000000"),
         ("nrs_dsfq_layout_audit", "1048576"),
         ("nrs_dsfq_rpc_cost", "4096"),
+        ("nrs_dsfq_flow_idle_ms", "10000"),
     ] {
         reg.write_policy_param(0, p, v).unwrap();
         let suffix = p.strip_prefix("nrs_dsfq_").unwrap();
@@ -316,6 +317,11 @@ fn sfqd_and_dsfq_start_from_nrs_policies_and_own_their_files() {
     }
     assert_eq!(errno(&mut reg, "nrs_dsfq_sync", "sometimes"), Errno::EINVAL);
     assert_eq!(errno(&mut reg, "nrs_dsfq_count", "never"), Errno::EINVAL);
+    assert_eq!(errno(&mut reg, "nrs_dsfq_flow_idle_ms", "0"), Errno::EINVAL);
+    assert_eq!(
+        errno(&mut reg, "nrs_dsfq_flow_idle_ms", "3600001"),
+        Errno::EINVAL
+    );
     assert_eq!(errno(&mut reg, "nrs_sfqd_depth", "3"), Errno::ENODEV);
     assert_eq!(
         policy_param_text(&[&reg], None, "nrs_sfqd_depth")

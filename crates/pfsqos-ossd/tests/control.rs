@@ -222,3 +222,46 @@ async fn adaptbf_gives_an_active_job_a_rule_and_takes_it_back_when_idle() {
     assert_eq!(tbf_state(&f).await, "stopped");
     f.ossd.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vpfs_starts_dsfq_with_weights_and_undoes_it_on_exit() {
+    let mut control = ControlConfig::new("vpfs:sync=layout:flow_idle_ms=5000").unwrap();
+    // vPFS does not use it, but the ossd asks every controller for the OSTs' capacity.
+    control.capacity_rpcs_per_s = Some(1000);
+    // Live jobs have no weight of their own yet: the node count is the weight.
+    control.job_nodes = vec![
+        parse_job_nodes("small.1=1").unwrap(),
+        parse_job_nodes("big.2=3").unwrap(),
+    ];
+    let mut f = start(2, control).await;
+    let deadline = Instant::now() + WAIT_MAX;
+    let listing = loop {
+        let (code, out, _) = lctl_get(&f, "ost.OSS.ost_io.nrs_dsfq_weight").await;
+        if code == 0 && out.contains("big_2 ") && out.contains("small_1 ") {
+            break out;
+        }
+        assert!(Instant::now() < deadline, "no weight rules: {out}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(
+        listing.contains("jbig_2 jobid={big.2} 3, ref 0"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("jsmall_1 jobid={small.1} 1, ref 0"),
+        "{listing}"
+    );
+    let (code, out, err) = lctl_get(&f, "ost.OSS.ost_io.nrs_dsfq_sync").await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("reg_sync:layout\n"), "{out}");
+    let (code, out, err) = lctl_get(&f, "ost.OSS.ost_io.nrs_dsfq_flow_idle_ms").await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("reg_flow_idle_ms:5000\n"), "{out}");
+
+    f.ossd.stop_control().await;
+    // The controller had started dsfq: after it, FIFO again, and dsfq's files answer ENODEV.
+    let (code, _, err) = lctl_get(&f, "ost.OSS.ost_io.nrs_dsfq_weight").await;
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("ENODEV"), "{err}");
+    f.ossd.shutdown().await;
+}

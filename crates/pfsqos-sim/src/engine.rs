@@ -30,11 +30,16 @@
 //! * **Devices.** See [`crate::device`]: table-driven service time, random penalty when a
 //!   request does not start where the previous one on the same object ended (in device start
 //!   order), `concurrency` requests in service sharing one transfer serializer.
-//! * **Schedulers.** Only `RequestScheduler::{enqueue, dequeue, on_timer, timer_deadline_ns,
-//!   queued}` are called. `Throttled { until_ns }` arms a timer event; the deadline is
-//!   re-checked after every enqueue and after control writes; a timer event whose time is not
-//!   the armed deadline is stale and ignored. A deadline not in the future is armed at
+//! * **Schedulers.** Each partition's `CptService` drives its heads (arrival with the RPC's
+//!   bytes as cost, dispatch, completion, timers). `Throttled { until_ns }` arms a timer
+//!   event; the deadline is re-checked after every enqueue and after control writes; a timer
+//!   event whose time is not the armed deadline is stale and ignored. A deadline not in the future is armed at
 //!   `now + 1` so a scheduler that keeps answering "throttled until now" cannot stall time.
+//! * **Synchronization.** Distributed schedulers (DSFQ) report service through their
+//!   partition's counted channel (`CptService::take_sync_out`, read after every dispatch
+//!   round); each message reaches every other partition: at once within one OSS, after the
+//!   latency plus its own time on the sender's link at another OSS (not queued behind bulk
+//!   data). Counts per OSS are in `RunOutput::sync`.
 //!
 //! # Determinism
 //!

@@ -304,6 +304,31 @@ pub struct StripeLayout {
 }
 
 #[cfg(test)]
+impl RpcTags {
+    /// The tags the scheduler tests give a write of `job` from one client (10.0.0.1@tcp,
+    /// uid and gid 0).
+    pub(crate) fn test_write(job: &str) -> RpcTags {
+        RpcTags {
+            job: JobId::new(job).unwrap(),
+            nid: Nid::ipv4(
+                10,
+                0,
+                0,
+                1,
+                LNet {
+                    kind: NetKind::Tcp,
+                    num: 0,
+                },
+            ),
+            opcode: Opcode::OstWrite,
+            uid: 0,
+            gid: 0,
+            ..RpcTags::default()
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -4,6 +4,7 @@
 
 use crate::control::gift::{AllocationStats, RegretSummary};
 use crate::control::{ControlWrite, DomainId, TraceSample};
+use crate::metrics::{windowed_share_deviation, JobBins, WindowDeviation};
 
 /// Everything one run measured.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,6 +126,32 @@ impl JobPhases {
 }
 
 impl RunOutput {
+    /// vPFS's unfairness over consecutive windows of `window_ns` rounded down to whole bins (at
+    /// least one), with that width in bins: each job's bytes per bin over all OSTs, its weight,
+    /// and its life from the bin of its first issue to the bin of its last completion
+    /// ([`windowed_share_deviation`] says which windows count).
+    pub fn windowed_share_deviation(&self, window_ns: u64) -> (usize, Vec<WindowDeviation>) {
+        let window_bins = window_ns.checked_div(self.bin_ns).unwrap_or(1).max(1) as usize;
+        let per_job: Vec<Vec<u64>> = self.jobs.iter().map(JobOutput::bytes_per_bin).collect();
+        let jobs: Vec<JobBins<'_>> = self
+            .jobs
+            .iter()
+            .zip(&per_job)
+            .map(|(job, bins)| JobBins {
+                bytes_per_bin: bins,
+                weight: f64::from(job.weight.max(1)),
+                exists_bins: match (job.first_io_ns, job.last_io_ns, self.bin_ns) {
+                    (Some(a), Some(b), bin_ns) if bin_ns > 0 => {
+                        let first = (a / bin_ns) as usize;
+                        Some((first, (b.div_ceil(bin_ns) as usize).max(first + 1)))
+                    }
+                    _ => None,
+                },
+            })
+            .collect();
+        (window_bins, windowed_share_deviation(&jobs, window_bins))
+    }
+
     /// Mean effective system bandwidth (GIFT §2 and §4, "overall system bandwidth minus the
     /// wasted bandwidth"): at time `t` the effective system bandwidth is
     /// `E(t) = Σ_{phases p in progress at t} bytes_p / (end_p − start_p)`, each job

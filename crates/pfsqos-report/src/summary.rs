@@ -6,9 +6,7 @@
 //! run records of time); when no whole bin has every job active the whole-run bytes are used and
 //! `fairness_window.basis` says so.
 
-use pfsqos_core::metrics::{
-    jain_index, share_deviation, weighted_jain_index, windowed_share_deviation, JobBins,
-};
+use pfsqos_core::metrics::{jain_index, share_deviation, weighted_jain_index};
 use pfsqos_core::run::RunOutput;
 use serde::Serialize;
 
@@ -153,25 +151,8 @@ pub struct UnfairnessSummary {
 /// Nominal unfairness windows: the vPFS paper's Fig. 6 plots 5 s and 60 s.
 const UNFAIRNESS_WINDOWS_NS: [u64; 2] = [5_000_000_000, 60_000_000_000];
 
-fn unfairness(run: &RunOutput, per_job_bins: &[Vec<u64>], window_ns: u64) -> UnfairnessSummary {
-    let window_bins = window_ns.checked_div(run.bin_ns).unwrap_or(1).max(1) as usize;
-    let jobs: Vec<JobBins<'_>> = run
-        .jobs
-        .iter()
-        .zip(per_job_bins)
-        .map(|(job, bins)| JobBins {
-            bytes_per_bin: bins,
-            weight: f64::from(job.weight.max(1)),
-            exists_bins: match (job.first_io_ns, job.last_io_ns, run.bin_ns) {
-                (Some(a), Some(b), bin_ns) if bin_ns > 0 => {
-                    let first = (a / bin_ns) as usize;
-                    Some((first, (b.div_ceil(bin_ns) as usize).max(first + 1)))
-                }
-                _ => None,
-            },
-        })
-        .collect();
-    let windows = windowed_share_deviation(&jobs, window_bins);
+fn unfairness(run: &RunOutput, window_ns: u64) -> UnfairnessSummary {
+    let (window_bins, windows) = run.windowed_share_deviation(window_ns);
     let n = windows.len();
     UnfairnessSummary {
         window_s: ns_to_s(window_bins as u64 * run.bin_ns),
@@ -321,26 +302,6 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
 
     let throughputs: Vec<f64> = jobs.iter().map(|j| j.throughput_mib_s).collect();
     let weights: Vec<f64> = run.jobs.iter().map(|j| f64::from(j.weight)).collect();
-    let per_job_bins: Vec<Vec<u64>> = run
-        .jobs
-        .iter()
-        .map(|job| {
-            let bins = job
-                .bytes_per_ost_bin
-                .iter()
-                .map(Vec::len)
-                .max()
-                .unwrap_or(0);
-            (0..bins)
-                .map(|b| {
-                    job.bytes_per_ost_bin
-                        .iter()
-                        .map(|s| s.get(b).copied().unwrap_or(0))
-                        .sum()
-                })
-                .collect()
-        })
-        .collect();
     let window_values: Vec<f64> = window_bytes.iter().map(|&b| b as f64).collect();
 
     let rejected_all = run.control_log.iter().filter(|e| e.result.is_err());
@@ -368,8 +329,8 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
         weighted_jain_index: weighted_jain_index(&window_values, &weights),
         share_deviation: share_deviation(&window_values, &weights),
         fairness_window,
-        unfairness_5s: unfairness(run, &per_job_bins, UNFAIRNESS_WINDOWS_NS[0]),
-        unfairness_60s: unfairness(run, &per_job_bins, UNFAIRNESS_WINDOWS_NS[1]),
+        unfairness_5s: unfairness(run, UNFAIRNESS_WINDOWS_NS[0]),
+        unfairness_60s: unfairness(run, UNFAIRNESS_WINDOWS_NS[1]),
         mean_app_io_time_s: run.mean_app_io_time_ns().map(|ns| ns / 1e9),
         effective_system_mib_s: run
             .effective_system_bytes_per_s()

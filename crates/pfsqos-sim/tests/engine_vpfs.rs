@@ -144,3 +144,32 @@ fn dsfq_runs_are_deterministic() {
     let b = run_quiet(&s, "vpfs:sync=threshold:threshold=1M", 7);
     assert_eq!(a, b);
 }
+
+#[test]
+fn a_job_without_a_weight_weighs_its_node_count() {
+    let text = asymmetric(5, 1.0).replace("weight = 1\nclients = [2, 3]", "clients = [2, 3]");
+    assert!(
+        !text.contains("weight = 1\n"),
+        "the second job keeps no weight"
+    );
+    let out = run_quiet(&scenario(&text), "vpfs", 1);
+    assert_eq!((out.jobs[0].weight, out.jobs[1].weight), (5, 2));
+    // The controller gave app2 its node count as weight, through the weight rules.
+    let texts: Vec<String> = out
+        .control_log
+        .iter()
+        .map(|e| e.write.param_and_text().1.to_string())
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t == "start japp2 jobid={app2} weight=2"),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t == "start japp1 jobid={app1} weight=5"),
+        "{texts:?}"
+    );
+}

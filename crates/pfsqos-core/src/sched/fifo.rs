@@ -56,26 +56,9 @@ impl<P> RequestScheduler<P> for Fifo<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{JobId, LNet, NetKind, Nid, Opcode};
 
     fn tags(job: &str) -> RpcTags {
-        RpcTags {
-            job: JobId::new(job).unwrap(),
-            nid: Nid::ipv4(
-                10,
-                0,
-                0,
-                1,
-                LNet {
-                    kind: NetKind::Tcp,
-                    num: 0,
-                },
-            ),
-            opcode: Opcode::OstWrite,
-            uid: 0,
-            gid: 0,
-            ..RpcTags::default()
-        }
+        RpcTags::test_write(job)
     }
 
     #[test]

@@ -759,26 +759,9 @@ impl<P: Send + 'static> RequestScheduler<P> for Nrs<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{JobId, LNet, NetKind, Nid, Opcode};
 
     fn tags(job: &str) -> RpcTags {
-        RpcTags {
-            job: JobId::new(job).unwrap(),
-            nid: Nid::ipv4(
-                10,
-                0,
-                0,
-                1,
-                LNet {
-                    kind: NetKind::Tcp,
-                    num: 0,
-                },
-            ),
-            opcode: Opcode::OstWrite,
-            uid: 0,
-            gid: 0,
-            ..RpcTags::default()
-        }
+        RpcTags::test_write(job)
     }
 
     fn take_all(n: &mut Nrs<u32>, now: u64) -> Vec<u32> {

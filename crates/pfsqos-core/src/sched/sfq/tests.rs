@@ -2,29 +2,12 @@
 //! dmclock's `pull_weight`), and properties over random workloads.
 
 use super::*;
-use crate::model::{JobId, LNet, NetKind, Nid, Opcode};
 use crate::sched::nrs::{policy_param_text, Nrs};
 use crate::sched::SERVICE_REPORT_COST_MAX;
 use proptest::prelude::*;
 
 fn tags(job: &str) -> RpcTags {
-    RpcTags {
-        job: JobId::new(job).unwrap(),
-        nid: Nid::ipv4(
-            10,
-            0,
-            0,
-            1,
-            LNet {
-                kind: NetKind::Tcp,
-                num: 0,
-            },
-        ),
-        opcode: Opcode::OstWrite,
-        uid: 0,
-        gid: 0,
-        ..RpcTags::default()
-    }
+    RpcTags::test_write(job)
 }
 
 fn sfq(config: SfqConfig) -> Sfq<(String, u32)> {

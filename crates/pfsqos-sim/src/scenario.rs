@@ -268,7 +268,8 @@ pub struct JobSpec {
 impl JobSpec {
     /// The job's proportional-share weight: `weight`, or its node count.
     pub fn weight(&self) -> u32 {
-        self.weight.unwrap_or(self.nodes)
+        self.weight
+            .unwrap_or_else(|| pfsqos_core::control::default_job_weight(self.nodes))
     }
 }
 

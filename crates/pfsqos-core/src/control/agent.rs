@@ -200,9 +200,8 @@ impl Observer {
                 .map(|(&job, k)| JobMeta {
                     job,
                     node_count: k.node_count,
-                    // The live runtime has no per-job weight yet: the node count, as the
-                    // simulator's default.
-                    weight: k.node_count.max(1),
+                    // The live runtime has no per-job weight yet.
+                    weight: super::default_job_weight(k.node_count),
                 })
                 .collect(),
         }

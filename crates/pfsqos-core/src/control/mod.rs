@@ -67,6 +67,12 @@ impl DomainObservation {
 /// Largest proportional-share weight a job can be given.
 pub const JOB_WEIGHT_MAX: u32 = 1_000_000;
 
+/// The weight of a job nobody gave one: its node count (the priority basis every other design
+/// uses), within `1..=JOB_WEIGHT_MAX`. The one rule for every driver.
+pub fn default_job_weight(node_count: u32) -> u32 {
+    node_count.clamp(1, JOB_WEIGHT_MAX)
+}
+
 /// What the scheduler knows about a job: the AdapTBF priority basis is its node count; the
 /// proportional-share designs (vPFS) share by its weight.
 #[derive(Clone, Debug, PartialEq, Eq)]

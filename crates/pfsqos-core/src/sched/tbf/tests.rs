@@ -2,28 +2,17 @@
 
 use super::*;
 use crate::errno::Errno;
-use crate::model::{JobId, LNet, NetKind, Nid, Opcode};
+use crate::model::Opcode;
 use proptest::prelude::*;
 
 const MS: u64 = 1_000_000;
 
 fn tags_op(job: &str, opcode: Opcode) -> RpcTags {
     RpcTags {
-        job: JobId::new(job).unwrap(),
-        nid: Nid::ipv4(
-            10,
-            0,
-            0,
-            1,
-            LNet {
-                kind: NetKind::Tcp,
-                num: 0,
-            },
-        ),
         opcode,
         uid: 500,
         gid: 500,
-        ..RpcTags::default()
+        ..RpcTags::test_write(job)
     }
 }
 

@@ -29,6 +29,7 @@ impl Controlled for Shared {
                 // OST's I/O. The block layer's own queue (/sys/block/<dev>/stat, requests
                 // the kernel holds for the device) is a later addition (issue #15).
                 device_queue_rpcs: ost.in_service_rpcs(),
+                device_time_in_queue_ns: ost.time_in_queue_ns(),
             })
             .collect()
     }

@@ -338,6 +338,9 @@ pub(crate) struct Ost {
     /// RPCs of this OST an I/O thread has taken from its head and not yet completed: the
     /// device queue the control loop reports (`TargetObservation::device_queue_rpcs`).
     in_service: AtomicU64,
+    /// Time RPCs of this OST spent in an I/O thread's service, summed at completion, in ns
+    /// (`TargetObservation::device_time_in_queue_ns`: Linux's `time_in_queue`).
+    time_in_queue_ns: AtomicU64,
     /// Bytes and RPCs served since start, RPCs without a job id included (for metrics:
     /// job_stats forgets cleared and expired jobs, these never go back).
     served_bytes: AtomicU64,
@@ -405,6 +408,11 @@ impl Ost {
     /// RPCs dispatched to this OST's I/O (started by an I/O thread) and not yet completed.
     pub(crate) fn in_service_rpcs(&self) -> u64 {
         self.in_service.load(Ordering::Relaxed)
+    }
+
+    /// Time RPCs spent in service, summed over completed RPCs since start, in ns.
+    pub(crate) fn time_in_queue_ns(&self) -> u64 {
+        self.time_in_queue_ns.load(Ordering::Relaxed)
     }
 
     /// Served RPCs and bytes per job since the job's first RPC (or the last `clear`): one
@@ -746,6 +754,10 @@ impl Shared {
                     _ => {}
                 }
             }
+            ost.time_in_queue_ns.fetch_add(
+                u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+                Ordering::Relaxed,
+            );
             let prev = ost.in_service.fetch_sub(1, Ordering::Relaxed);
             assert!(prev > 0, "an OST's in-service count went below zero");
             // Out of service before the reply leaves: the client frees its RPC window slot
@@ -1258,6 +1270,7 @@ impl Ossd {
                 arrived: Mutex::new(BTreeMap::new()),
                 queued: AtomicU64::new(0),
                 in_service: AtomicU64::new(0),
+                time_in_queue_ns: AtomicU64::new(0),
                 served_bytes: AtomicU64::new(0),
                 served_rpcs: AtomicU64::new(0),
             });

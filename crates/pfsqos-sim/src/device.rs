@@ -209,6 +209,9 @@ pub struct Device {
     pub transfer_free_ns: u64,
     /// Requests waiting for a service slot, FIFO (payload: RPC index).
     pub waiting: VecDeque<u32>,
+    /// Time completed requests spent at the device, from submission (waiting included) to
+    /// completion, summed, in ns: Linux's `time_in_queue` (`/sys/block/<dev>/stat` field 11).
+    pub time_in_queue_ns: u64,
 }
 
 impl Device {

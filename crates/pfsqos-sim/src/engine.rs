@@ -276,6 +276,8 @@ struct RpcState {
     size_bytes: u64,
     created_ns: u64,
     sent_ns: u64,
+    /// When the RPC reached its OST's device queue (for the device's time in queue).
+    device_submit_ns: u64,
     /// End of the bulk transfer on its first link (carried to the second hop).
     bulk_first_end_ns: u64,
 }
@@ -903,6 +905,7 @@ impl Sim {
                         let d = &self.devices[o as usize];
                         u64::from(d.busy) + d.waiting.len() as u64
                     },
+                    device_time_in_queue_ns: self.devices[o as usize].time_in_queue_ns,
                     capacity_rpcs_per_s: self.osts[o as usize].capacity_rpcs_per_s,
                     jobs,
                 });
@@ -1268,6 +1271,7 @@ impl Sim {
                 size_bytes: piece.size_bytes,
                 created_ns: now,
                 sent_ns: 0,
+                device_submit_ns: 0,
                 bulk_first_end_ns: 0,
             };
             let rpc = match free_rpcs.pop() {
@@ -1485,6 +1489,7 @@ impl Sim {
     }
 
     fn device_submit(&mut self, rpc: u32) {
+        self.rpcs[rpc as usize].device_submit_ns = self.now_ns;
         let ost = self.rpcs[rpc as usize].ost as usize;
         let model = &self.device_models[self.osts[ost].device_model as usize];
         if self.devices[ost].busy < model.concurrency {
@@ -1524,6 +1529,7 @@ impl Sim {
         let r = self.rpcs[rpc as usize];
         let device = &mut self.devices[r.ost as usize];
         device.busy -= 1;
+        device.time_in_queue_ns += now - r.device_submit_ns;
         if let Some(next) = device.waiting.pop_front() {
             self.device_start(next);
         }

@@ -1302,6 +1302,7 @@ mod tests {
                     ost: OstId(0),
                     queue_len_rpcs: 10,
                     device_queue_rpcs: 0,
+                    device_time_in_queue_ns: 0,
                     capacity_rpcs_per_s: 1000,
                     jobs: vec![stats("a"), stats("b")],
                 }],

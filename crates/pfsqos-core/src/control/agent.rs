@@ -78,6 +78,8 @@ pub struct OstSample {
     pub queued_rpcs: u64,
     /// Requests at the device (in service or waiting for it) when sampled.
     pub device_queue_rpcs: u64,
+    /// The device's cumulative time in queue (`TargetObservation::device_time_in_queue_ns`).
+    pub device_time_in_queue_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -179,6 +181,7 @@ impl Observer {
                 ost: OstId(ost as u32),
                 queue_len_rpcs: sample.queued_rpcs,
                 device_queue_rpcs: sample.device_queue_rpcs,
+                device_time_in_queue_ns: sample.device_time_in_queue_ns,
                 capacity_rpcs_per_s: self.capacity_rpcs_per_s,
                 jobs: per_job.into_values().collect(),
             });
@@ -220,6 +223,7 @@ impl Observer {
                     served_totals: s.served_totals,
                     queued_rpcs: s.queued_rpcs,
                     device_queue_rpcs: s.device_queue_rpcs,
+                    device_time_in_queue_ns: s.device_time_in_queue_ns,
                 }
             })
             .collect();
@@ -255,6 +259,7 @@ mod tests {
     fn sample_of(arrived: &[(&str, u64)], served: &[(&str, u64, u64)], queued: u64) -> OstSample {
         OstSample {
             device_queue_rpcs: 0,
+            device_time_in_queue_ns: 0,
             arrived: arrived.iter().map(|&(j, n)| (job(j), n)).collect(),
             served_totals: served.iter().map(|&(j, r, b)| (job(j), (r, b))).collect(),
             queued_rpcs: queued,
@@ -345,6 +350,7 @@ mod tests {
                 }
                 let sample = OstSample {
                     device_queue_rpcs: 0,
+                    device_time_in_queue_ns: 0,
                     arrived: BTreeMap::new(),
                     served_totals: jobs.iter().copied().zip(totals).collect(),
                     queued_rpcs: 0,

@@ -44,6 +44,12 @@ pub struct TargetObservation {
     /// it (the block layer's dispatch queue, what `/sys/block/<dev>/stat` shows; PI control's
     /// sensor). Drivers without a device model report the requests in service.
     pub device_queue_rpcs: u64,
+    /// Time requests spent at the device (submission to completion), summed over the requests
+    /// completed since the target started, in ns: Linux's `time_in_queue` (field 11 of
+    /// `/sys/block/<dev>/stat`, there in ms). It advances when a request completes, so two
+    /// readings give the mean device queue between them, lagging by one service time (PI
+    /// control derives its sensor this way).
+    pub device_time_in_queue_ns: u64,
     /// RPC capacity of the target (its maximum token rate, `T_i` in AdapTBF).
     pub capacity_rpcs_per_s: u64,
     /// Jobs with any activity in the period, sorted by job id.

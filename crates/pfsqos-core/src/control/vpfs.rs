@@ -212,6 +212,7 @@ mod tests {
                         ost: OstId(d),
                         queue_len_rpcs: 0,
                         device_queue_rpcs: 0,
+                        device_time_in_queue_ns: 0,
                         capacity_rpcs_per_s: 100,
                         jobs: Vec::new(),
                     }],

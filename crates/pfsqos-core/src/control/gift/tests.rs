@@ -499,6 +499,7 @@ fn controller_writes_domain_rules_from_summed_caps() {
         ost: OstId(ost),
         queue_len_rpcs: 0,
         device_queue_rpcs: 0,
+        device_time_in_queue_ns: 0,
         capacity_rpcs_per_s: 100,
         jobs: jobs
             .iter()
@@ -580,6 +581,7 @@ fn gift_controller_turns_fig6_k1_into_tbf_rates() {
         ost: OstId(ost),
         queue_len_rpcs: 0,
         device_queue_rpcs: 0,
+        device_time_in_queue_ns: 0,
         capacity_rpcs_per_s: 100,
         jobs: jobs
             .iter()

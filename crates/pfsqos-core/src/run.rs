@@ -35,6 +35,33 @@ pub struct RunOutput {
     /// Synchronization traffic of distributed schedulers (DSFQ), one entry per OSS in index
     /// order; empty when the driver has none to report.
     pub sync: Vec<SyncOutput>,
+    /// Space of each OST at the end of the run, in OST index order (iez's OST utilization,
+    /// eq. 7); empty when the driver does not track space.
+    pub ost_space: Vec<OstSpace>,
+}
+
+/// One OST's space at the end of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OstSpace {
+    /// Size of the OST (Lustre's `kbytestotal`); `None` when nobody gave one, so utilization
+    /// is undefined.
+    pub capacity_bytes: Option<u64>,
+    /// Bytes in use before the run (other tenants' data).
+    pub used_initial_bytes: u64,
+    /// Bytes the run's objects occupy: each object's highest written offset, summed (holes
+    /// counted, as an extent-based estimate; the objects are written sequentially in every
+    /// shipped scenario, so it is their data).
+    pub written_bytes: u64,
+}
+
+impl OstSpace {
+    /// Fraction of the OST in use at the end, `(used_initial + written) / capacity`;
+    /// `None` without a capacity.
+    pub fn utilization(&self) -> Option<f64> {
+        let capacity = self.capacity_bytes?;
+        assert!(capacity > 0, "an OST with a capacity holds bytes");
+        Some((self.used_initial_bytes + self.written_bytes) as f64 / capacity as f64)
+    }
 }
 
 /// The synchronization messages one OSS's scheduler instances sent and received (DSFQ's
@@ -126,6 +153,17 @@ impl JobPhases {
 }
 
 impl RunOutput {
+    /// iez's OSTCost (eq. 7) at the end of the run, over the OSTs with a size; `None` when no
+    /// OST has one or nothing is used.
+    pub fn ost_cost(&self) -> Option<f64> {
+        let utilizations: Vec<f64> = self
+            .ost_space
+            .iter()
+            .filter_map(|s| s.utilization())
+            .collect();
+        crate::metrics::ost_cost(&utilizations)
+    }
+
     /// vPFS's unfairness over consecutive windows of `window_ns` rounded down to whole bins (at
     /// least one), with that width in bins: each job's bytes per bin over all OSTs, its weight,
     /// and its life from the bin of its first issue to the bin of its last completion
@@ -427,6 +465,7 @@ mod tests {
             bin_ns: 1,
             end_ns: 10_000_000_000,
             osts: Vec::new(),
+            ost_space: Vec::new(),
             jobs: vec![
                 // [1, 3) s and [2, 4) s overlap: busy 3 s; [6, 7) s adds 1 s.
                 job(Some(JobPhases {

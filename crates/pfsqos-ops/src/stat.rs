@@ -319,6 +319,7 @@ impl Recorder {
             regret: None,
             allocation: None,
             sync: Vec::new(),
+            ost_space: Vec::new(),
         }
     }
 }

@@ -185,6 +185,7 @@ fn make_run(policy: &str, fair: bool, traced: bool) -> RunOutput {
         regret: None,
         allocation: None,
         sync: Vec::new(),
+        ost_space: Vec::new(),
     }
 }
 

@@ -65,6 +65,13 @@ pub struct RunSummary {
     /// scheduler synchronized.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sync: Vec<SyncSummary>,
+    /// Space of each OST with a size at the end of the run; absent when no OST has one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ost_space: Vec<OstSpaceSummary>,
+    /// iez's OSTCost (eq. 7): the fullest OST's utilization over the mean; absent when no
+    /// OST has a size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ost_cost: Option<f64>,
     pub control_writes: u64,
     pub rejected_control_writes: u64,
     /// Samples in the controller trace (`control_trace.csv` rows); 0 for controllers without
@@ -171,6 +178,17 @@ pub struct SyncSummary {
     pub counters: pfsqos_core::sched::SyncCounters,
     pub messages_in_per_s: f64,
     pub bytes_in_per_s: f64,
+}
+
+/// One OST's space at the end of the run ([`pfsqos_core::run::OstSpace`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OstSpaceSummary {
+    pub ost: String,
+    pub capacity_bytes: u64,
+    pub used_initial_bytes: u64,
+    pub written_bytes: u64,
+    /// `(used_initial_bytes + written_bytes) / capacity_bytes`.
+    pub utilization: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -342,6 +360,21 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
             rpcs: run.engine.rpcs,
         },
         sync: sync_summary(run),
+        ost_space: run
+            .ost_space
+            .iter()
+            .zip(&run.osts)
+            .filter_map(|(s, ost)| {
+                Some(OstSpaceSummary {
+                    ost: ost.clone(),
+                    capacity_bytes: s.capacity_bytes?,
+                    used_initial_bytes: s.used_initial_bytes,
+                    written_bytes: s.written_bytes,
+                    utilization: s.utilization()?,
+                })
+            })
+            .collect(),
+        ost_cost: run.ost_cost(),
         control_writes: run.control_log.len() as u64,
         rejected_control_writes: rejected_all.count() as u64,
         control_trace_entries: run.control_trace.len() as u64,

@@ -49,6 +49,7 @@ fn run(policy: &str, bin_ns: u64, end_ns: u64, jobs: Vec<JobOutput>) -> RunOutpu
         regret: None,
         allocation: None,
         sync: Vec::new(),
+        ost_space: Vec::new(),
     }
 }
 

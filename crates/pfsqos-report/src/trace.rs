@@ -230,6 +230,7 @@ mod tests {
             regret: None,
             allocation: None,
             sync: Vec::new(),
+            ost_space: Vec::new(),
         }
     }
 

@@ -68,7 +68,7 @@ use crate::events::{Event, EventQueue};
 use crate::policy::controller_for;
 use crate::record::{
     ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, PhaseRecord, RunOutput,
-    SyncOutput, CONTROL_TRACE_LEN_MAX,
+    OstSpace, SyncOutput, CONTROL_TRACE_LEN_MAX,
 };
 use crate::scenario::{EngineKind, FileMode, Rw, Scenario, SchedulerScope, ShapeKind};
 use crate::workload::{secs_to_ns, Shape};
@@ -341,6 +341,11 @@ struct Ost {
     domain: u32,
     device_model: u32,
     capacity_rpcs_per_s: u64,
+    /// Size and initial fill (the scenario's `ost_capacity`, `ost_used`).
+    capacity_bytes: Option<u64>,
+    used_initial_bytes: u64,
+    /// Bytes the run's objects occupy on this OST (each object's highest written offset).
+    written_bytes: u64,
 }
 
 struct Domain {
@@ -433,6 +438,8 @@ struct Sim {
     layout_osts: Vec<u32>,
     /// Where the last request on each object ended (`u64::MAX`: none yet).
     object_next_offset: Vec<u64>,
+    /// Highest offset written in each object (its extent: what it occupies on its OST).
+    object_extent_bytes: Vec<u64>,
     shapes: Vec<Shape>,
     processes: Vec<Process>,
     processes_left: usize,
@@ -576,6 +583,9 @@ impl Sim {
                     domain: 0,
                     device_model: model_index as u32,
                     capacity_rpcs_per_s: capacity,
+                    capacity_bytes: spec.ost_capacity.map(|c| c.0),
+                    used_initial_bytes: spec.ost_used.map_or(0, |u| u.0),
+                    written_bytes: 0,
                 });
             }
         }
@@ -664,7 +674,7 @@ impl Sim {
         let mut files: Vec<FileLayout> = Vec::new();
         let mut layout_osts: Vec<u32> = Vec::new();
         let mut shapes = Vec::new();
-        let mut placer = Placer::round_robin(n_osts as u32);
+        let mut placer = Placer::by_name(&scenario.cluster.placement, n_osts as u32)?;
         let mut objects: u64 = 0;
         // Files are created at set-up, by their job: the placer learns who creates each.
         let mut new_file = |job: JobId,
@@ -856,6 +866,7 @@ impl Sim {
             files,
             layout_osts,
             object_next_offset: vec![u64::MAX; objects as usize],
+            object_extent_bytes: vec![0; objects as usize],
             shapes,
             processes,
             processes_left,
@@ -1538,6 +1549,12 @@ impl Sim {
         stats.served += 1;
         stats.bytes += r.size_bytes;
         if !r.read {
+            let extent = &mut self.object_extent_bytes[r.object as usize];
+            let end = r.object_offset_bytes + r.size_bytes;
+            if end > *extent {
+                self.osts[r.ost as usize].written_bytes += end - *extent;
+                *extent = end;
+            }
             self.service_complete(rpc);
             self.queue.push_lane(
                 LANE_LATENCY,
@@ -1649,6 +1666,15 @@ impl Sim {
         let osts = (0..self.osts.len() as u32)
             .map(|o| OstId(o).to_string())
             .collect();
+        let ost_space = self
+            .osts
+            .iter()
+            .map(|o| OstSpace {
+                capacity_bytes: o.capacity_bytes,
+                used_initial_bytes: o.used_initial_bytes,
+                written_bytes: o.written_bytes,
+            })
+            .collect();
         let jobs = self
             .jobs
             .into_iter()
@@ -1679,6 +1705,7 @@ impl Sim {
             bin_ns: self.bin_ns,
             end_ns: self.end_ns,
             osts,
+            ost_space,
             jobs,
             control_log: self.control_log,
             control_trace: self.control_trace,

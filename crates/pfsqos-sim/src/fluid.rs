@@ -343,7 +343,7 @@ impl Fluid {
         };
         fluid.bins = (fluid.duration_ns / fluid.bin_ns + 1) as usize;
         let mut app_index: BTreeMap<String, u32> = BTreeMap::new();
-        let mut placer = Placer::round_robin(fluid.n_osts as u32);
+        let mut placer = Placer::by_name(&scenario.cluster.placement, fluid.n_osts as u32)?;
         for (job, app, walltime, submit_ns) in specs {
             let app_id = JobId::new(&app).map_err(|e| format!("application `{app}`: {e}"))?;
             let next_app = app_index.len() as u32;
@@ -1269,6 +1269,7 @@ impl Fluid {
             regret,
             allocation: self.allocator.as_ref().and_then(|a| a.allocation_stats()),
             sync: Vec::new(),
+            ost_space: Vec::new(),
         }
     }
 }

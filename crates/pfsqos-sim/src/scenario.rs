@@ -120,6 +120,13 @@ pub struct ClusterSpec {
     pub stripe_count: u32,
     #[serde(default = "default_stripe_size")]
     pub stripe_size: ByteSize,
+    /// The MDS's placement policy for new files: a row of `pfsqos_core::place::PLACER_ROWS`.
+    #[serde(default = "default_placement")]
+    pub placement: String,
+}
+
+fn default_placement() -> String {
+    "roundrobin".to_string()
 }
 
 fn default_clients() -> u32 {
@@ -147,6 +154,7 @@ impl Default for ClusterSpec {
             scheduler_scope: SchedulerScope::default(),
             stripe_count: default_stripe_count(),
             stripe_size: default_stripe_size(),
+            placement: default_placement(),
         }
     }
 }
@@ -231,6 +239,14 @@ pub struct OssSpec {
     /// as the rate of `brw_size` writes the device sustains.
     #[serde(default)]
     pub capacity_rpcs_per_s: Option<u64>,
+    /// Size of each OST here (Lustre's `kbytestotal`): what OST utilization (iez's eq. 7)
+    /// and space-aware placement divide by. Default: none (utilization not reported; the
+    /// placers see every OST as equally empty).
+    #[serde(default)]
+    pub ost_capacity: Option<ByteSize>,
+    /// Bytes already in use on each OST here when the run starts (other tenants' data).
+    #[serde(default)]
+    pub ost_used: Option<ByteSize>,
 }
 
 fn default_device() -> String {

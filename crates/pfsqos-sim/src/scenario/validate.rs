@@ -55,6 +55,8 @@ pub const OSTS_MAX: u32 = 4096;
 pub const IO_THREADS_MAX: u32 = 512;
 pub const CPTS_MAX: u32 = pfsqos_core::lustre::CPTS_MAX;
 pub const CAPACITY_RPCS_PER_S_MAX: u64 = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
+/// Largest OST size a scenario may give (1 PiB; Lustre's ldiskfs OSTs stop at 1 PiB).
+pub const OST_CAPACITY_BYTES_MAX: u64 = 1 << 50;
 
 pub const JOBS_MAX: usize = 4096;
 pub const NODES_MAX: u32 = pfsqos_core::lustre::JOB_NODES_MAX;
@@ -409,6 +411,31 @@ impl Scenario {
                     o.io_threads.to_string(),
                     format!("each CPU partition needs at least one I/O thread: io_threads must be at least cpts ({})", o.cpts),
                 ));
+            }
+            if let Some(used) = o.ost_used {
+                let capacity = o.ost_capacity.ok_or_else(|| {
+                    c.err(
+                        format!("{p}.ost_used"),
+                        used.0.to_string(),
+                        "a fill level needs the OST's size: set ost_capacity too",
+                    )
+                })?;
+                if used.0 > capacity.0 {
+                    return Err(c.err(
+                        format!("{p}.ost_used"),
+                        used.0.to_string(),
+                        format!("at most ost_capacity ({} bytes)", capacity.0),
+                    ));
+                }
+            }
+            if let Some(capacity) = o.ost_capacity {
+                if capacity.0 == 0 || capacity.0 > OST_CAPACITY_BYTES_MAX {
+                    return Err(c.err(
+                        format!("{p}.ost_capacity"),
+                        capacity.0.to_string(),
+                        format!("1..={OST_CAPACITY_BYTES_MAX} bytes (1 PiB)"),
+                    ));
+                }
             }
             if let Some(cap) = o.capacity_rpcs_per_s {
                 check_u64(
@@ -1170,6 +1197,9 @@ impl ClusterSpec {
             "RPCs in flight (Lustre OSC limit)",
         )?;
         check_stripe_count(c, "cluster.stripe_count", self.stripe_count, osts)?;
+        if let Err(e) = pfsqos_core::place::placement_by_name(&self.placement, osts) {
+            return Err(c.err("cluster.placement", self.placement.clone(), e));
+        }
         check_stripe_size(c, "cluster.stripe_size", self.stripe_size)
     }
 }

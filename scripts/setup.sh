@@ -30,3 +30,14 @@ fi
 if [ ! -e /dev/fuse ]; then
   echo "pfsqos setup: /dev/fuse is missing: the mount tests will fail (modprobe fuse)" >&2
 fi
+# The tc actuator's test (pfsqos-linux) makes a network namespace and a veth pair with `ip`
+# and shapes it with `tc`, both from iproute2; it skips (and passes) without them or root.
+if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends iproute2 >/dev/null 2>&1 ||
+      { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends iproute2 >/dev/null; }
+  else
+    echo "pfsqos setup: ip and tc are missing (apt-get install iproute2 as root)" >&2
+  fi
+fi

@@ -93,7 +93,7 @@ impl AimdLaw {
 pub struct AimdConfig {
     pub ts_ns: u64,
     pub sensor: SensorConfig,
-    pub target_rpcs: f64,
+    pub target: super::TargetSchedule,
     pub decrease: f64,
     pub increase: Increase,
     pub bw_min_bytes_per_s: u64,
@@ -109,13 +109,14 @@ pub struct Aimd {
     sensor: QueueSensor,
     law: AimdLaw,
     actuator: ClientActuator,
+    /// The setup observation's time: the target schedule's origin.
+    start_ns: Option<u64>,
     trace: Vec<TraceSample>,
 }
 
 impl Aimd {
     pub fn new(config: AimdConfig) -> Aimd {
         assert!(config.ts_ns > 0, "a positive period");
-        assert!(config.target_rpcs.is_finite() && config.target_rpcs >= 0.0);
         Aimd {
             sensor: QueueSensor::new(config.sensor),
             law: AimdLaw::new(
@@ -126,6 +127,7 @@ impl Aimd {
                 config.bw_max_bytes_per_s,
             ),
             actuator: ClientActuator::default(),
+            start_ns: None,
             trace: Vec::new(),
             config,
         }
@@ -139,6 +141,7 @@ impl Controller for Aimd {
 
     fn setup(&mut self, initial: &Observation) -> Decision {
         self.sensor.prime(initial);
+        self.start_ns = Some(initial.now_ns);
         Decision {
             writes: Vec::new(),
             client_writes: self
@@ -152,6 +155,7 @@ impl Controller for Aimd {
     }
 
     fn decide(&mut self, observation: &Observation) -> Decision {
+        let start_ns = *self.start_ns.get_or_insert(observation.now_ns);
         let reading = self.sensor.read(observation);
         self.trace = super::measured_trace(&self.sensor);
         let Some(reading) = reading else {
@@ -160,14 +164,13 @@ impl Controller for Aimd {
         if observation.clients.is_empty() {
             return Decision::default();
         }
-        let limit = self
-            .law
-            .step(self.config.target_rpcs, reading.filtered_rpcs);
-        self.trace.extend(super::control_trace(
-            reading,
-            self.config.target_rpcs,
-            limit,
-        ));
+        let target = self
+            .config
+            .target
+            .at(observation.now_ns.saturating_sub(start_ns));
+        let limit = self.law.step(target, reading.filtered_rpcs);
+        self.trace
+            .extend(super::control_trace(reading, target, limit));
         Decision {
             writes: Vec::new(),
             client_writes: self.actuator.writes(&observation.clients, limit),
@@ -212,7 +215,7 @@ mod tests {
                 source: QueueSource::Instant,
                 ..SensorConfig::default()
             },
-            target_rpcs: 80.0,
+            target: super::super::TargetSchedule::constant(80.0),
             decrease: 0.5,
             increase: Increase::default(),
             bw_min_bytes_per_s: 1 << 20,

@@ -138,7 +138,8 @@ pub fn identify(
     }
     let det = s11 * s22 - s12 * s12;
     // Relative test: the Gram determinant vanishes (to rounding) when x1 ∝ x2.
-    if !(det.abs() > 1e-10 * s11 * s22) {
+    // (Also true for NaN, from sums that overflowed.)
+    if det.abs().partial_cmp(&(1e-10 * s11 * s22)) != Some(std::cmp::Ordering::Greater) {
         return Err(IdentifyError::Degenerate);
     }
     let a = (t1 * s22 - t2 * s12) / det;

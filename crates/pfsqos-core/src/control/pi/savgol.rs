@@ -88,7 +88,7 @@ pub struct SavGol {
 
 impl SavGol {
     pub fn new(window: usize, order: usize) -> Result<SavGol, SavGolError> {
-        if window % 2 == 0 {
+        if window.is_multiple_of(2) {
             return Err(SavGolError::WindowNotOdd { window });
         }
         if window > SAVGOL_WINDOW_MAX {

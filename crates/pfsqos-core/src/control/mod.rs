@@ -7,6 +7,7 @@ pub mod adaptbf;
 pub mod agent;
 pub mod gift;
 pub mod nobw;
+pub mod pi;
 pub mod rules;
 pub mod spec;
 pub mod static_bw;

@@ -11,6 +11,10 @@ use super::gift::{
     self, Allocator, GiftControllerConfig, GiftOptions, ShareUnit, SystemGate, ThrottleLimit,
     WindowKind,
 };
+use super::pi::{
+    self as pi_control, Aimd, AimdConfig, DesignSpec, Gains, Increase, Pi, PiConfig,
+    ProportionalOn, QueueSource, SensorConfig, TargetChoice, TargetSchedule,
+};
 use super::vpfs::{FairQueuing, Vpfs, VpfsConfig};
 use super::{AdapTbf, AdapTbfConfig, Controller, DemandSource, NoBw, StaticBw};
 use std::fmt;
@@ -82,8 +86,9 @@ pub struct ControllerRow {
 }
 
 /// The controller registry, in the order reports list policies: the AdapTBF paper's three,
-/// then GIFT's seven baselines and GIFT itself, then vPFS.
-pub const CONTROLLER_ROWS: [ControllerRow; 12] = [
+/// then GIFT's seven baselines and GIFT itself, then vPFS, then PI control and its AIMD
+/// baseline.
+pub const CONTROLLER_ROWS: [ControllerRow; 14] = [
     ControllerRow {
         name: "nobw",
         parse: parse_nobw,
@@ -131,6 +136,14 @@ pub const CONTROLLER_ROWS: [ControllerRow; 12] = [
     ControllerRow {
         name: "vpfs",
         parse: parse_vpfs,
+    },
+    ControllerRow {
+        name: "pi",
+        parse: parse_pi,
+    },
+    ControllerRow {
+        name: "aimd",
+        parse: parse_aimd,
     },
 ];
 
@@ -727,6 +740,346 @@ fn parse_gift_family(
     }))
 }
 
+/// PI control (`pi`, issue #15): the controller's settings with the gains designed.
+#[derive(Debug, PartialEq)]
+struct PiOptions(PiConfig);
+
+impl PolicyOptions for PiOptions {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
+        same_options(self, other)
+    }
+
+    /// Ts is the spec's `ts_ms` (default the paper's 300 ms), not the driver's period: the
+    /// gains were designed for it.
+    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(Pi::new(self.0.clone()))
+    }
+}
+
+/// The AIMD baseline (`aimd`).
+#[derive(Debug, PartialEq)]
+struct AimdOptions(AimdConfig);
+
+impl PolicyOptions for AimdOptions {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
+        same_options(self, other)
+    }
+
+    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(Aimd::new(self.0.clone()))
+    }
+}
+
+/// Longest moving-average window (`filter=`), in periods.
+pub const PI_FILTER_SAMPLES_MAX: usize = 1000;
+
+/// Largest queue target, requests (Linux's `nr_requests` tops out at a few thousand).
+pub const PI_TARGET_RPCS_MAX: f64 = 1e6;
+
+/// Latest target step, seconds after the start (about 115 days).
+pub const PI_TARGET_AT_S_MAX: f64 = 1e7;
+
+/// A finite number that `ok` accepts, `what` saying which.
+fn parse_number(
+    policy: &str,
+    key: &str,
+    value: &str,
+    ok: fn(f64) -> bool,
+    what: &str,
+) -> Result<f64, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && ok(*v))
+        .ok_or_else(|| format!("{policy} option {key}=`{value}` is not {what}"))
+}
+
+/// A whole number of milliseconds in `1..=PERIOD_MS_MAX`.
+fn parse_ms(policy: &str, key: &str, value: &str) -> Result<u64, String> {
+    value
+        .parse()
+        .ok()
+        .filter(|v| (1..=PERIOD_MS_MAX).contains(v))
+        .ok_or_else(|| {
+            format!(
+                "{policy} option {key}=`{value}` is not a whole number of milliseconds in \
+                 1..={PERIOD_MS_MAX}"
+            )
+        })
+}
+
+/// `target=80` (a constant queue target, requests) or `target=40@0,80@30,60@60` (targets
+/// from the given second after the start, the first at 0: the paper's Fig. 4 steps).
+fn parse_target(policy: &str, value: &str) -> Result<TargetSchedule, String> {
+    let bad = |why: String| {
+        format!(
+            "{policy} option target=`{value}` is not a queue target: {why} (a number of \
+             requests, or steps like 40@0,80@30 in requests@seconds)"
+        )
+    };
+    let queue = |text: &str| {
+        text.parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && (0.0..=PI_TARGET_RPCS_MAX).contains(v))
+            .ok_or_else(|| bad(format!("`{text}` is not in 0..={PI_TARGET_RPCS_MAX}")))
+    };
+    if !value.contains('@') {
+        return Ok(TargetSchedule::constant(queue(value)?));
+    }
+    let mut steps = Vec::new();
+    for step in value.split(',') {
+        let (target, at) = step
+            .split_once('@')
+            .ok_or_else(|| bad(format!("`{step}` is not target@seconds")))?;
+        let at_s = at
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && (0.0..=PI_TARGET_AT_S_MAX).contains(v))
+            .ok_or_else(|| bad(format!("`{at}` is not a time in seconds")))?;
+        steps.push(((at_s * 1e9).round() as u64, queue(target)?));
+    }
+    TargetSchedule::new(steps).map_err(bad)
+}
+
+/// The sensor options both controllers take: `sensor=`, `ost=`, `filter=`. `Ok(false)` if
+/// `key` is not one of them.
+fn parse_sensor_option(
+    policy: &str,
+    key: &str,
+    value: &str,
+    sensor: &mut SensorConfig,
+) -> Result<bool, String> {
+    match key {
+        "sensor" => {
+            sensor.source = parse_choice(
+                policy,
+                key,
+                value,
+                &[
+                    ("time_in_queue", QueueSource::TimeInQueue),
+                    ("instant", QueueSource::Instant),
+                    ("nrs", QueueSource::Nrs),
+                ],
+            )?
+        }
+        "ost" => {
+            sensor.targets =
+                TargetChoice::Ost(crate::model::OstId(value.parse().map_err(|_| {
+                    format!("{policy} option ost=`{value}` is not a target index")
+                })?))
+        }
+        "filter" => {
+            sensor.filter_samples = value
+                .parse()
+                .ok()
+                .filter(|v| (1..=PI_FILTER_SAMPLES_MAX).contains(v))
+                .ok_or_else(|| {
+                    format!(
+                        "{policy} option filter=`{value}` is not a number of periods in \
+                         1..={PI_FILTER_SAMPLES_MAX}"
+                    )
+                })?
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `bw_min` and `bw_max` (bytes/s with binary suffixes): `bw_min >= 1`, `bw_min <= bw_max`.
+fn check_limits(policy: &str, bw_min: u64, bw_max: u64) -> Result<(), String> {
+    if bw_min == 0 {
+        return Err(format!("{policy} option bw_min must be at least 1 byte/s"));
+    }
+    if bw_min > bw_max {
+        return Err(format!(
+            "{policy} option bw_min ({bw_min} bytes/s) is above bw_max ({bw_max} bytes/s)"
+        ));
+    }
+    Ok(())
+}
+
+/// `pi[:ts_ms=300][:target=80|40@0,80@30][:ks_ms=1400][:mp=0.02][:a=0.8][:b=0.5]
+/// [:kp=..:ki=..][:p_on=error|measurement][:bw_min=1M][:bw_max=..][:sensor=..][:ost=N]
+/// [:filter=1]`. Gains come from eq. 3-4 for (a, b, Ts, Ks, Mp) unless `kp` and `ki` are
+/// both given (then the model and specification options are refused: they would be unused).
+/// `b` is in requests per MiB/s of per-client limit, `kp` and `ki` in MiB/s per request.
+fn parse_pi(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
+    const ALLOWED: &str = "ts_ms, target, ks_ms, mp, a, b, kp, ki, p_on, bw_min, bw_max, \
+                           sensor, ost, filter";
+    let mut ts_ms = pi_control::PI_TS_MS_DEFAULT;
+    let mut target = TargetSchedule::constant(pi_control::PI_TARGET_RPCS_DEFAULT);
+    let mut ks_ms = None;
+    let mut mp = None;
+    let mut a = None;
+    let mut b = None;
+    let mut kp = None;
+    let mut ki = None;
+    let mut p_on = ProportionalOn::default();
+    let mut bw_min = pi_control::BW_MIN_BYTES_PER_S_DEFAULT;
+    let mut bw_max = pi_control::BW_MAX_BYTES_PER_S_DEFAULT;
+    let mut sensor = SensorConfig::default();
+    for option in options {
+        let (key, value) = key_value(name, option, ALLOWED)?;
+        if parse_sensor_option(name, key, value, &mut sensor)? {
+            continue;
+        }
+        let any = |_: f64| true;
+        match key {
+            "ts_ms" => ts_ms = parse_ms(name, key, value)?,
+            "target" => target = parse_target(name, value)?,
+            "ks_ms" => ks_ms = Some(parse_ms(name, key, value)?),
+            "mp" => {
+                mp = Some(parse_number(
+                    name,
+                    key,
+                    value,
+                    |v| v > 0.0 && v < 1.0,
+                    "an overshoot fraction in (0, 1)",
+                )?)
+            }
+            "a" => a = Some(parse_number(name, key, value, any, "a finite number")?),
+            "b" => {
+                b = Some(parse_number(
+                    name,
+                    key,
+                    value,
+                    |v| v != 0.0,
+                    "a non-zero number (requests per MiB/s)",
+                )?)
+            }
+            "kp" => kp = Some(parse_number(name, key, value, any, "a finite number")?),
+            "ki" => ki = Some(parse_number(name, key, value, any, "a finite number")?),
+            "p_on" => {
+                p_on = parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[
+                        ("error", ProportionalOn::Error),
+                        ("measurement", ProportionalOn::Measurement),
+                    ],
+                )?
+            }
+            "bw_min" => bw_min = parse_bytes(name, key, value)?,
+            "bw_max" => bw_max = parse_bytes(name, key, value)?,
+            other => {
+                return Err(format!(
+                    "unknown {name} option `{other}` (allowed: {ALLOWED})"
+                ))
+            }
+        }
+    }
+    check_limits(name, bw_min, bw_max)?;
+    let gains = match (kp, ki) {
+        (Some(kp), Some(ki)) => {
+            if ks_ms.is_some() || mp.is_some() || a.is_some() || b.is_some() {
+                return Err(format!(
+                    "{name}: kp and ki set the gains directly; ks_ms, mp, a and b would be \
+                     unused"
+                ));
+            }
+            Gains { kp, ki }
+        }
+        (None, None) => {
+            let spec = DesignSpec {
+                ts_s: ts_ms as f64 / 1e3,
+                ks_s: ks_ms.unwrap_or(pi_control::PI_KS_MS_DEFAULT) as f64 / 1e3,
+                mp: mp.unwrap_or(pi_control::PI_MP_DEFAULT),
+            };
+            let (gains, _) = pi_control::design_gains(
+                a.unwrap_or(pi_control::PI_MODEL_A_DEFAULT),
+                b.unwrap_or(pi_control::PI_MODEL_B_DEFAULT),
+                spec,
+            )
+            .map_err(|e| format!("{name}: no gains for this design: {e}"))?;
+            gains
+        }
+        _ => return Err(format!("{name}: kp and ki go together")),
+    };
+    Ok(Box::new(PiOptions(PiConfig {
+        ts_ns: ts_ms * 1_000_000,
+        sensor,
+        target,
+        gains,
+        p_on,
+        bw_min_bytes_per_s: bw_min,
+        bw_max_bytes_per_s: bw_max,
+    })))
+}
+
+/// `aimd[:ts_ms=300][:target=80|40@0,80@30][:decrease=0.5][:increase=6.25%|4M][:bw_min=1M]
+/// [:bw_max=..][:sensor=..][:ost=N][:filter=1]`. `increase` is a percentage of the current
+/// limit (default 6.25 %, io.latency's 1/16) or a fixed step in bytes/s.
+fn parse_aimd(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
+    const ALLOWED: &str = "ts_ms, target, decrease, increase, bw_min, bw_max, sensor, ost, filter";
+    let mut config = AimdConfig {
+        ts_ns: pi_control::PI_TS_MS_DEFAULT * 1_000_000,
+        sensor: SensorConfig::default(),
+        target: TargetSchedule::constant(pi_control::PI_TARGET_RPCS_DEFAULT),
+        decrease: 0.5,
+        increase: Increase::default(),
+        bw_min_bytes_per_s: pi_control::BW_MIN_BYTES_PER_S_DEFAULT,
+        bw_max_bytes_per_s: pi_control::BW_MAX_BYTES_PER_S_DEFAULT,
+    };
+    for option in options {
+        let (key, value) = key_value(name, option, ALLOWED)?;
+        if parse_sensor_option(name, key, value, &mut config.sensor)? {
+            continue;
+        }
+        match key {
+            "ts_ms" => config.ts_ns = parse_ms(name, key, value)? * 1_000_000,
+            "target" => config.target = parse_target(name, value)?,
+            "decrease" => {
+                config.decrease = parse_number(
+                    name,
+                    key,
+                    value,
+                    |v| v > 0.0 && v < 1.0,
+                    "a factor in (0, 1)",
+                )?
+            }
+            "increase" => {
+                config.increase = match value.strip_suffix('%') {
+                    Some(percent) => Increase::Fraction(
+                        parse_number(
+                            name,
+                            key,
+                            percent,
+                            |v| v > 0.0 && v <= 1000.0,
+                            "a percentage in (0, 1000]",
+                        )? / 100.0,
+                    ),
+                    None => match parse_bytes(name, key, value)? {
+                        0 => {
+                            return Err(format!(
+                                "{name} option increase=`{value}` must be positive"
+                            ))
+                        }
+                        step => Increase::StepBytesPerS(step),
+                    },
+                }
+            }
+            "bw_min" => config.bw_min_bytes_per_s = parse_bytes(name, key, value)?,
+            "bw_max" => config.bw_max_bytes_per_s = parse_bytes(name, key, value)?,
+            other => {
+                return Err(format!(
+                    "unknown {name} option `{other}` (allowed: {ALLOWED})"
+                ))
+            }
+        }
+    }
+    check_limits(name, config.bw_min_bytes_per_s, config.bw_max_bytes_per_s)?;
+    Ok(Box::new(AimdOptions(config)))
+}
+
 fn parse_period_ms(policy: &str, value: &str) -> Result<u64, String> {
     value
         .parse()
@@ -1030,5 +1383,134 @@ mod tests {
             e.contains("key=value") && e.contains("window_coupons"),
             "{e}"
         );
+    }
+
+    fn pi_config(spec: &str) -> PiConfig {
+        PolicyChoice::parse(spec)
+            .unwrap()
+            .options
+            .as_any()
+            .downcast_ref::<PiOptions>()
+            .expect("a pi choice")
+            .0
+            .clone()
+    }
+
+    #[test]
+    fn pi_specs_parse_with_the_papers_defaults() {
+        let c = pi_config("pi");
+        assert_eq!(c.ts_ns, 300_000_000);
+        assert_eq!(c.target, TargetSchedule::constant(80.0));
+        assert_eq!(c.p_on, ProportionalOn::Error);
+        assert_eq!(c.sensor, SensorConfig::default());
+        // The default model and the paper's Ks = 1.4 s, Mp = 0.02.
+        let (gains, _) = pi_control::design_gains(
+            0.8,
+            0.5,
+            DesignSpec {
+                ts_s: 0.3,
+                ks_s: 1.4,
+                mp: 0.02,
+            },
+        )
+        .unwrap();
+        assert_eq!(c.gains, gains);
+        assert_eq!(
+            PolicyChoice::parse("pi"),
+            PolicyChoice::parse("pi:a=0.8:b=0.5")
+        );
+        assert_ne!(PolicyChoice::parse("pi"), PolicyChoice::parse("pi:b=0.25"));
+        let c = pi_config(
+            "pi:ts_ms=500:target=40@0,80@30.5:kp=2:ki=0.5:p_on=measurement:bw_min=2M:\
+             bw_max=1G:sensor=instant:ost=3:filter=5",
+        );
+        assert_eq!(c.ts_ns, 500_000_000);
+        assert_eq!(c.target.steps(), &[(0, 40.0), (30_500_000_000, 80.0)]);
+        assert_eq!(c.gains, Gains { kp: 2.0, ki: 0.5 });
+        assert_eq!(c.p_on, ProportionalOn::Measurement);
+        assert_eq!(
+            (c.bw_min_bytes_per_s, c.bw_max_bytes_per_s),
+            (2 << 20, 1 << 30)
+        );
+        assert_eq!(
+            c.sensor,
+            SensorConfig {
+                source: QueueSource::Instant,
+                targets: TargetChoice::Ost(crate::model::OstId(3)),
+                filter_samples: 5
+            }
+        );
+        let pi = PolicyChoice::parse("pi:ts_ms=500")
+            .unwrap()
+            .controller_with(250, 4 << 20, 0);
+        assert_eq!((pi.name(), pi.period_ns()), ("pi", Some(500_000_000)));
+        // Not an allocator.
+        assert!(PolicyChoice::parse("pi").unwrap().allocator(0).is_err());
+    }
+
+    #[test]
+    fn bad_pi_specs_say_why() {
+        for (spec, expected) in [
+            ("pi:mp=1", "(0, 1)"),
+            ("pi:mp=0", "(0, 1)"),
+            ("pi:ks_ms=0", "1..="),
+            ("pi:ks_ms=300", "r <= Mp"),
+            ("pi:b=0", "non-zero"),
+            ("pi:a=nan", "finite"),
+            ("pi:kp=1", "go together"),
+            ("pi:kp=1:ki=1:a=0.5", "unused"),
+            ("pi:bw_min=0", "at least 1"),
+            ("pi:bw_min=2G:bw_max=1G", "above bw_max"),
+            ("pi:target=-5", "queue target"),
+            ("pi:target=80@5", "start at 0"),
+            ("pi:target=40@0,80@x", "seconds"),
+            ("pi:target=40@0,80@0", "increasing"),
+            ("pi:sensor=guess", "time_in_queue, instant, nrs"),
+            ("pi:filter=0", "1..=1000"),
+            ("pi:ost=-1", "target index"),
+            ("pi:p_on=both", "error, measurement"),
+            ("pi:speed=3", "allowed: ts_ms, target"),
+        ] {
+            let e = PolicyChoice::parse(spec).unwrap_err();
+            assert!(e.contains(expected), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn aimd_specs_parse() {
+        let choice = PolicyChoice::parse(
+            "aimd:target=60:decrease=0.7:increase=4M:bw_min=1M:bw_max=512M:ts_ms=100:filter=2",
+        )
+        .unwrap();
+        let c = &choice
+            .options
+            .as_any()
+            .downcast_ref::<AimdOptions>()
+            .unwrap()
+            .0;
+        assert_eq!(c.target, TargetSchedule::constant(60.0));
+        assert_eq!(c.decrease, 0.7);
+        assert_eq!(c.increase, Increase::StepBytesPerS(4 << 20));
+        assert_eq!(
+            (c.bw_min_bytes_per_s, c.bw_max_bytes_per_s),
+            (1 << 20, 512 << 20)
+        );
+        assert_eq!(c.ts_ns, 100_000_000);
+        assert_eq!(c.sensor.filter_samples, 2);
+        assert_eq!(
+            PolicyChoice::parse("aimd"),
+            PolicyChoice::parse("aimd:increase=6.25%:decrease=0.5")
+        );
+        for (spec, expected) in [
+            ("aimd:decrease=1", "(0, 1)"),
+            ("aimd:increase=0", "positive"),
+            ("aimd:increase=0%", "percentage"),
+            ("aimd:kp=1", "allowed: ts_ms, target, decrease"),
+        ] {
+            let e = PolicyChoice::parse(spec).unwrap_err();
+            assert!(e.contains(expected), "{spec}: {e}");
+        }
+        let aimd = choice.controller_with(250, 4 << 20, 0);
+        assert_eq!((aimd.name(), aimd.period_ns()), ("aimd", Some(100_000_000)));
     }
 }

@@ -67,8 +67,8 @@ use crate::error::RunError;
 use crate::events::{Event, EventQueue};
 use crate::policy::controller_for;
 use crate::record::{
-    ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, PhaseRecord, RunOutput,
-    OstSpace, SyncOutput, CONTROL_TRACE_LEN_MAX,
+    ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, OstSpace, PhaseRecord,
+    RunOutput, SyncOutput, CONTROL_TRACE_LEN_MAX,
 };
 use crate::scenario::{EngineKind, FileMode, Rw, Scenario, SchedulerScope, ShapeKind};
 use crate::workload::{secs_to_ns, Shape};

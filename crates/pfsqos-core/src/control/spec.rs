@@ -816,13 +816,13 @@ fn parse_ms(policy: &str, key: &str, value: &str) -> Result<u64, String> {
         })
 }
 
-/// `target=80` (a constant queue target, requests) or `target=40@0,80@30,60@60` (targets
+/// `target=80` (a constant queue target, requests) or `target=40@0/80@30/60@60` (targets
 /// from the given second after the start, the first at 0: the paper's Fig. 4 steps).
 fn parse_target(policy: &str, value: &str) -> Result<TargetSchedule, String> {
     let bad = |why: String| {
         format!(
             "{policy} option target=`{value}` is not a queue target: {why} (a number of \
-             requests, or steps like 40@0,80@30 in requests@seconds)"
+             requests, or steps like 40@0/80@30 in requests@seconds)"
         )
     };
     let queue = |text: &str| {
@@ -835,7 +835,7 @@ fn parse_target(policy: &str, value: &str) -> Result<TargetSchedule, String> {
         return Ok(TargetSchedule::constant(queue(value)?));
     }
     let mut steps = Vec::new();
-    for step in value.split(',') {
+    for step in value.split('/') {
         let (target, at) = step
             .split_once('@')
             .ok_or_else(|| bad(format!("`{step}` is not target@seconds")))?;
@@ -906,7 +906,7 @@ fn check_limits(policy: &str, bw_min: u64, bw_max: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// `pi[:ts_ms=300][:target=80|40@0,80@30][:ks_ms=1400][:mp=0.02][:a=0.8][:b=0.5]
+/// `pi[:ts_ms=300][:target=80|40@0/80@30][:ks_ms=1400][:mp=0.02][:a=0.8][:b=0.5]
 /// [:kp=..:ki=..][:p_on=error|measurement][:bw_min=1M][:bw_max=..][:sensor=..][:ost=N]
 /// [:filter=1]`. Gains come from eq. 3-4 for (a, b, Ts, Ks, Mp) unless `kp` and `ki` are
 /// both given (then the model and specification options are refused: they would be unused).
@@ -1015,7 +1015,7 @@ fn parse_pi(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOption
     })))
 }
 
-/// `aimd[:ts_ms=300][:target=80|40@0,80@30][:decrease=0.5][:increase=6.25%|4M][:bw_min=1M]
+/// `aimd[:ts_ms=300][:target=80|40@0/80@30][:decrease=0.5][:increase=6.25%|4M][:bw_min=1M]
 /// [:bw_max=..][:sensor=..][:ost=N][:filter=1]`. `increase` is a percentage of the current
 /// limit (default 6.25 %, io.latency's 1/16) or a fixed step in bytes/s.
 fn parse_aimd(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
@@ -1421,7 +1421,7 @@ mod tests {
         );
         assert_ne!(PolicyChoice::parse("pi"), PolicyChoice::parse("pi:b=0.25"));
         let c = pi_config(
-            "pi:ts_ms=500:target=40@0,80@30.5:kp=2:ki=0.5:p_on=measurement:bw_min=2M:\
+            "pi:ts_ms=500:target=40@0/80@30.5:kp=2:ki=0.5:p_on=measurement:bw_min=2M:\
              bw_max=1G:sensor=instant:ost=3:filter=5",
         );
         assert_eq!(c.ts_ns, 500_000_000);
@@ -1463,8 +1463,8 @@ mod tests {
             ("pi:bw_min=2G:bw_max=1G", "above bw_max"),
             ("pi:target=-5", "queue target"),
             ("pi:target=80@5", "start at 0"),
-            ("pi:target=40@0,80@x", "seconds"),
-            ("pi:target=40@0,80@0", "increasing"),
+            ("pi:target=40@0/80@x", "seconds"),
+            ("pi:target=40@0/80@0", "increasing"),
             ("pi:sensor=guess", "time_in_queue, instant, nrs"),
             ("pi:filter=0", "1..=1000"),
             ("pi:ost=-1", "target index"),

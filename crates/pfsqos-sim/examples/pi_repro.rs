@@ -1,0 +1,396 @@
+//! PI control §4 reproduction driver (control-theory-pi.txt): runs the paper's experiments on
+//! `scenarios/pi/listing1.toml` (16 clients, fio Listing 1, one SSD server) and prints
+//! Markdown tables. `scripts/reproduce-pi.sh` calls it; every measured number in
+//! `docs/reproductions/pi-control.md` comes from its output.
+//!
+//! ```text
+//! cargo run --release -p pfsqos-sim --example pi_repro -- all scenarios/pi/listing1.toml
+//! ```
+//!
+//! * **fig3**: the open-loop staircase (`pi-openloop`): per-client limits from 2 to 40 MiB/s in
+//!   20 levels, each held 20 periods of 300 ms, three times; the static curve (mean queue per
+//!   limit, the first 5 periods of each hold skipped) and the identified model (Savitzky-Golay
+//!   window 11, order 2; empty below 1 request, saturated from 115 of the 128 the server's
+//!   threads allow), with the gains eq. 3-4 give for the paper's `Ks = 1.4 s`, `Mp = 0.02`.
+//! * **fig4**: `pi` with those gains and a stepped target (40, 80, 60, 100, 50 requests, 30 s
+//!   each): per step, the mean queue over the step's second half, the steady-state error
+//!   (last 30 %), settling time (5 % band) and overshoot.
+//! * **fig5**: the same with gains 4 times larger (noisy) and 10 times smaller (sluggish): the
+//!   standard deviation of the queue in the second half of each step, and the mean settling
+//!   time.
+//! * **fig6/7**: job run times (first I/O to last completion, per client) for fixed targets 50
+//!   to 100 against no control (`nobw`) and the AIMD baseline at 80, over 5 seeds: mean, 10th
+//!   and 90th percentile, and the tail (longest run time of each seed, averaged).
+//! * **fig8**: sampling times 100 ms, 300 ms and 1 s at target 80: the queue's standard
+//!   deviation in steady state and the settling time after a step from 40 to 80.
+
+// A driver of the pure crate, not part of it: it reads files and measures wall time
+// (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use pfsqos_core::control::pi::{
+    design_gains, identify, open_loop_record, static_curve, DesignSpec, IdentifyConfig,
+    OpenLoopPeriod, SensorConfig, Staircase, StaircaseConfig,
+};
+use pfsqos_core::control::pi::quality::step_quality;
+use pfsqos_core::control::pi::savgol::SavGol;
+use pfsqos_core::control::spec::PolicyChoice;
+use pfsqos_core::control::Controller;
+use pfsqos_sim::policy::controller_for_choice;
+use pfsqos_sim::{run_with_controller, RunOutput, Scenario};
+
+const MIB: u64 = 1 << 20;
+const TS_MS: u64 = 300;
+/// The queue the server's 128 I/O threads allow (the scenario's `io_threads`).
+const QUEUE_MAX_RPCS: f64 = 128.0;
+/// Fig. 4's target steps: (start s, requests).
+const STEPS: [(f64, f64); 5] = [(0.0, 40.0), (30.0, 80.0), (60.0, 60.0), (90.0, 100.0), (120.0, 50.0)];
+const STEP_S: f64 = 30.0;
+const SEEDS: u64 = 5;
+
+fn run(s: &Scenario, controller: Box<dyn Controller>, seed: u64) -> RunOutput {
+    run_with_controller(s, controller, seed, &mut |_, _| {}).expect("the run succeeds")
+}
+
+fn policy(s: &Scenario, spec: &str, seed: u64) -> Box<dyn Controller> {
+    let choice = PolicyChoice::parse(spec).unwrap_or_else(|e| panic!("{spec}: {e}"));
+    controller_for_choice(&choice, s, seed)
+}
+
+/// Per control step: (time s, metric → value) from the run's controller trace.
+fn steps_of(out: &RunOutput) -> Vec<(f64, BTreeMap<&'static str, f64>)> {
+    let mut steps: Vec<(f64, BTreeMap<&'static str, f64>)> = Vec::new();
+    for e in &out.control_trace {
+        let t = e.time_ns as f64 / 1e9;
+        if steps.last().map(|s| s.0) != Some(t) {
+            steps.push((t, BTreeMap::new()));
+        }
+        steps.last_mut().unwrap().1.insert(e.sample.metric, e.sample.value);
+    }
+    steps
+}
+
+/// (time s, measured queue) of every step.
+fn queue_series(out: &RunOutput) -> Vec<(f64, f64)> {
+    steps_of(out)
+        .into_iter()
+        .filter_map(|(t, m)| m.get("queue_measured").map(|&q| (t, q)))
+        .collect()
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+fn std_dev(v: &[f64]) -> f64 {
+    let m = mean(v);
+    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len().max(1) as f64).sqrt()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i]
+}
+
+fn with_duration(base: &Scenario, duration_s: f64) -> Scenario {
+    let mut s = base.clone();
+    s.simulation.duration_s = duration_s;
+    s
+}
+
+struct Identified {
+    a: f64,
+    b: f64,
+}
+
+fn fig3(base: &Scenario) -> Identified {
+    let levels = StaircaseConfig::linear_levels(2 * MIB, 40 * MIB, 20);
+    let config = StaircaseConfig {
+        ts_ns: TS_MS * 1_000_000,
+        sensor: SensorConfig::default(),
+        levels_bytes_per_s: levels,
+        hold_periods: 20,
+        repeats: 3,
+    };
+    let duration_s = config.periods() as f64 * TS_MS as f64 / 1e3;
+    let s = with_duration(base, duration_s);
+    let out = run(&s, Box::new(Staircase::new(config).unwrap()), s.simulation.seed);
+    let periods: Vec<OpenLoopPeriod> = steps_of(&out)
+        .into_iter()
+        .filter_map(|(_, m)| {
+            Some(OpenLoopPeriod {
+                limit_bytes_per_s: *m.get("limit_bytes_per_s")? as u64,
+                queue_rpcs: *m.get("queue_measured")?,
+            })
+        })
+        .collect();
+    println!("### Fig. 3a: static curve (mean queue per fixed limit, three staircases)\n");
+    println!("| limit per client (MiB/s) | all 16 clients (MiB/s) | mean queue (requests) |");
+    println!("|---:|---:|---:|");
+    for (limit, q) in static_curve(&periods, 5) {
+        println!("| {limit:.1} | {:.0} | {q:.1} |", limit * 16.0);
+    }
+    let record = open_loop_record(&periods);
+    let config = IdentifyConfig {
+        smoothing: SavGol::new(11, 2).unwrap(),
+        queue_empty_rpcs: 1.0,
+        queue_saturated_rpcs: 0.9 * QUEUE_MAX_RPCS,
+        pairs_min: 10,
+    };
+    println!("\n### Fig. 3b: identified model (eq. 1)\n");
+    let model = match identify(&record, &config) {
+        Ok(m) => m,
+        Err(e) => {
+            println!("identification failed: {e}\n");
+            return Identified { a: 0.8, b: 0.5 };
+        }
+    };
+    println!(
+        "a = {:.4}, b = {:.4} requests per MiB/s, R² = {:.3}, {} of {} pairs used (limits {:.1}..{:.1} MiB/s, queues {:.1}..{:.1})\n",
+        model.a,
+        model.b,
+        model.r_squared,
+        model.pairs_used,
+        record.len().saturating_sub(1),
+        model.limit_min_mib_per_s,
+        model.limit_max_mib_per_s,
+        model.queue_min_rpcs,
+        model.queue_max_rpcs
+    );
+    let spec = DesignSpec {
+        ts_s: TS_MS as f64 / 1e3,
+        ks_s: 1.4,
+        mp: 0.02,
+    };
+    match design_gains(model.a, model.b, spec) {
+        Ok((g, p)) => println!(
+            "Gains for Ks = 1.4 s, Mp = 0.02, Ts = 0.3 s (eq. 3-4): Kp = {:.4}, Ki = {:.4} MiB/s per request (poles r = {:.4}, θ = {:.4} rad)\n",
+            g.kp, g.ki, p.r, p.theta_rad
+        ),
+        Err(e) => println!("gain design failed: {e}\n"),
+    }
+    Identified {
+        a: model.a,
+        b: model.b,
+    }
+}
+
+fn steps_text() -> String {
+    STEPS
+        .iter()
+        .map(|(at, q)| format!("{q}@{at}"))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Per step of `out`'s queue: (mean of the second half, std of the second half, quality).
+fn step_rows(out: &RunOutput) -> Vec<(f64, f64, f64, pfsqos_core::control::pi::quality::StepQuality)> {
+    let series = queue_series(out);
+    let mut rows = Vec::new();
+    for (i, &(at, target)) in STEPS.iter().enumerate() {
+        let initial = if i == 0 { 0.0 } else { STEPS[i - 1].1 };
+        let seg: Vec<(f64, f64)> = series
+            .iter()
+            .copied()
+            .filter(|&(t, _)| t > at && t <= at + STEP_S)
+            .collect();
+        let half: Vec<f64> = seg
+            .iter()
+            .filter(|&&(t, _)| t > at + STEP_S / 2.0)
+            .map(|&(_, q)| q)
+            .collect();
+        let quality = step_quality(&seg, at, initial, target, 0.05, 0.3).expect("a step segment");
+        rows.push((target, mean(&half), std_dev(&half), quality));
+    }
+    rows
+}
+
+fn pi_spec(m: &Identified, extra: &str) -> String {
+    format!("pi:a={:.6}:b={:.6}:ts_ms={TS_MS}{extra}", m.a, m.b)
+}
+
+fn fig4(base: &Scenario, m: &Identified) {
+    let s = with_duration(base, STEPS.len() as f64 * STEP_S);
+    let spec = pi_spec(m, &format!(":ks_ms=1400:mp=0.02:target={}", steps_text()));
+    let out = run(&s, policy(&s, &spec, 1), 1);
+    println!("### Fig. 4: stepped target, `{spec}`\n");
+    println!("| target | mean queue (2nd half) | steady-state error | settling time (s, 5 %) | overshoot |");
+    println!("|---:|---:|---:|---:|---:|");
+    for (target, mean_q, _, q) in step_rows(&out) {
+        println!(
+            "| {target:.0} | {mean_q:.1} | {:+.1} % | {} | {:.1} % |",
+            q.steady_state_error * 100.0,
+            q.settling_time_s
+                .map_or("not settled".to_string(), |t| format!("{t:.1}")),
+            q.overshoot * 100.0
+        );
+    }
+    println!();
+}
+
+fn fig5(base: &Scenario, m: &Identified) {
+    let s = with_duration(base, STEPS.len() as f64 * STEP_S);
+    let spec = DesignSpec {
+        ts_s: TS_MS as f64 / 1e3,
+        ks_s: 1.4,
+        mp: 0.02,
+    };
+    let Ok((g, _)) = design_gains(m.a, m.b, spec) else {
+        println!("no designed gains: Fig. 5 skipped\n");
+        return;
+    };
+    println!("### Fig. 5: gain sets (stepped target as Fig. 4)\n");
+    println!("| gains | Kp | Ki | queue std in steady state (mean over steps) | mean abs. steady-state error | steps settled | mean settling time (s) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (label, factor) in [("designed", 1.0), ("noisy (x4)", 4.0), ("sluggish (x0.1)", 0.1)] {
+        let kp = g.kp * factor;
+        let ki = g.ki * factor;
+        let spec = format!(
+            "pi:kp={kp:.6}:ki={ki:.6}:ts_ms={TS_MS}:target={}",
+            steps_text()
+        );
+        let out = run(&s, policy(&s, &spec, 1), 1);
+        let rows = step_rows(&out);
+        let stds: Vec<f64> = rows.iter().map(|r| r.2).collect();
+        let errs: Vec<f64> = rows.iter().map(|r| r.3.steady_state_error.abs()).collect();
+        let settled: Vec<f64> = rows.iter().filter_map(|r| r.3.settling_time_s).collect();
+        println!(
+            "| {label} | {kp:.4} | {ki:.4} | {:.1} | {:.1} % | {} of {} | {} |",
+            mean(&stds),
+            mean(&errs) * 100.0,
+            settled.len(),
+            rows.len(),
+            if settled.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.1}", mean(&settled))
+            }
+        );
+    }
+    println!();
+}
+
+fn run_times_s(out: &RunOutput) -> Vec<f64> {
+    out.jobs
+        .iter()
+        .map(|j| match (j.first_io_ns, j.last_io_ns, j.finished) {
+            (Some(a), Some(b), true) => (b - a) as f64 / 1e9,
+            _ => f64::INFINITY,
+        })
+        .collect()
+}
+
+fn fig6(base: &Scenario, m: &Identified) {
+    println!("### Fig. 6 and 7: job run time per client over {SEEDS} seeds\n");
+    println!("| control | mean (s) | p10 (s) | p90 (s) | tail: longest per seed, mean (s) | mean vs baseline | tail vs baseline |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    let mut configs: Vec<(String, String)> = vec![("baseline (nobw)".into(), "nobw".into())];
+    for target in [50, 60, 70, 80, 90, 100] {
+        configs.push((
+            format!("Ctrl-{target}"),
+            pi_spec(m, &format!(":ks_ms=1400:mp=0.02:target={target}")),
+        ));
+    }
+    configs.push(("AIMD-80".into(), format!("aimd:target=80:ts_ms={TS_MS}")));
+    let mut baseline = (0.0, 0.0);
+    for (label, spec) in configs {
+        let mut all = Vec::new();
+        let mut tails = Vec::new();
+        for seed in 1..=SEEDS {
+            let out = run(base, policy(base, &spec, seed), seed);
+            let t = run_times_s(&out);
+            tails.push(t.iter().copied().fold(0.0, f64::max));
+            all.extend(t);
+        }
+        all.sort_by(f64::total_cmp);
+        let (m_all, tail) = (mean(&all), mean(&tails));
+        if label.starts_with("baseline") {
+            baseline = (m_all, tail);
+        }
+        println!(
+            "| {label} | {m_all:.1} | {:.1} | {:.1} | {tail:.1} | {:+.1} % | {:+.1} % |",
+            percentile(&all, 0.1),
+            percentile(&all, 0.9),
+            (m_all / baseline.0 - 1.0) * 100.0,
+            (tail / baseline.1 - 1.0) * 100.0
+        );
+    }
+    println!();
+}
+
+fn fig8(base: &Scenario, m: &Identified) {
+    println!("### Fig. 8: sampling time (target 40 then 80 at 30 s, gains designed for each Ts)\n");
+    println!("| Ts | queue std, 2nd half at 80 | mean queue | settling time after the step (s) |");
+    println!("|---:|---:|---:|---:|");
+    let s = with_duration(base, 60.0);
+    for ts_ms in [100u64, 300, 1000] {
+        let spec = format!(
+            "pi:a={:.6}:b={:.6}:ts_ms={ts_ms}:ks_ms=1400:mp=0.02:target=40@0/80@30",
+            m.a, m.b
+        );
+        let spec = if ts_ms * 4 >= 1400 {
+            // Ks must exceed 4 Ts for r = exp(-4 Ts/Ks) to leave room; scale it.
+            spec.replace("ks_ms=1400", &format!("ks_ms={}", ts_ms * 14 / 3))
+        } else {
+            spec
+        };
+        match PolicyChoice::parse(&spec) {
+            Ok(_) => {}
+            Err(e) => {
+                println!("| {ts_ms} ms | {e} | | |");
+                continue;
+            }
+        }
+        let out = run(&s, policy(&s, &spec, 1), 1);
+        let series = queue_series(&out);
+        let seg: Vec<(f64, f64)> = series
+            .iter()
+            .copied()
+            .filter(|&(t, _)| t > 30.0)
+            .collect();
+        let half: Vec<f64> = seg
+            .iter()
+            .filter(|&&(t, _)| t > 45.0)
+            .map(|&(_, q)| q)
+            .collect();
+        let q = step_quality(&seg, 30.0, 40.0, 80.0, 0.05, 0.3).expect("a step");
+        println!(
+            "| {ts_ms} ms | {:.1} | {:.1} | {} |",
+            std_dev(&half),
+            mean(&half),
+            q.settling_time_s
+                .map_or("not settled".to_string(), |t| format!("{t:.1}"))
+        );
+    }
+    println!();
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (what, path) = match args.as_slice() {
+        [_, what, path] => (what.as_str(), path.as_str()),
+        _ => {
+            eprintln!("usage: pi_repro all|fig3|fig4|fig5|fig6|fig8 SCENARIO");
+            std::process::exit(2);
+        }
+    };
+    let base = Scenario::load(Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
+    let m = fig3(&base);
+    match what {
+        "fig3" => {}
+        "fig4" => fig4(&base, &m),
+        "fig5" => fig5(&base, &m),
+        "fig6" => fig6(&base, &m),
+        "fig8" => fig8(&base, &m),
+        "all" => {
+            fig4(&base, &m);
+            fig5(&base, &m);
+            fig6(&base, &m);
+            fig8(&base, &m);
+        }
+        other => panic!("unknown part {other}"),
+    }
+}

@@ -255,14 +255,33 @@ pub(crate) mod tests {
         noise: f64,
         seed: u64,
     ) -> Vec<OpenLoopSample> {
+        open_loop_measured(a, b, levels, hold, noise, 0.0, seed)
+    }
+
+    /// [`open_loop`] whose queue readings also carry uniform `±measurement_noise` (the
+    /// sensor's noise, which does not enter the dynamics).
+    fn open_loop_measured(
+        a: f64,
+        b: f64,
+        levels: &[f64],
+        hold: usize,
+        noise: f64,
+        measurement_noise: f64,
+        seed: u64,
+    ) -> Vec<OpenLoopSample> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut q: f64 = 0.0;
         let mut out = Vec::new();
         for &bw in levels {
             for _ in 0..hold {
+                let v = if measurement_noise > 0.0 {
+                    measurement_noise * (2.0 * rng.random::<f64>() - 1.0)
+                } else {
+                    0.0
+                };
                 out.push(OpenLoopSample {
                     limit_mib_per_s: bw,
-                    queue_rpcs: q,
+                    queue_rpcs: (q + v).clamp(0.0, SATURATED_RPCS),
                 });
                 let w = noise * (2.0 * rng.random::<f64>() - 1.0);
                 q = (a * q + b * bw + w).clamp(0.0, SATURATED_RPCS);
@@ -354,5 +373,34 @@ pub(crate) mod tests {
             identify(&steady, &upside_down),
             Err(IdentifyError::BadConfig { .. })
         ));
+    }
+
+    #[test]
+    fn smoothing_removes_most_of_the_measurement_noise_bias() {
+        // Sensor noise on q(k) biases least squares (errors in variables); the
+        // Savitzky-Golay filter of Section 4.2 takes most of it out.
+        let levels = [
+            5.0, 20.0, 10.0, 40.0, 0.0, 30.0, 60.0, 15.0, 45.0, 25.0, 0.0, 35.0,
+        ];
+        let worst = |smoothing: SavGol| {
+            (0..5)
+                .map(|seed| {
+                    let record = open_loop_measured(0.8, 0.5, &levels, 30, 0.5, 2.0, seed);
+                    let m = identify(
+                        &record,
+                        &IdentifyConfig {
+                            smoothing,
+                            ..config()
+                        },
+                    )
+                    .unwrap();
+                    ((m.a - 0.8) / 0.8).abs().max(((m.b - 0.5) / 0.5).abs())
+                })
+                .fold(0.0, f64::max)
+        };
+        let raw = worst(SavGol::new(1, 0).unwrap());
+        let smoothed = worst(SavGol::new(7, 3).unwrap());
+        assert!(smoothed < 0.02, "{smoothed}");
+        assert!(raw > 2.0 * smoothed, "raw {raw} vs smoothed {smoothed}");
     }
 }

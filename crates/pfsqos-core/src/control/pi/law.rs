@@ -244,40 +244,63 @@ mod tests {
     }
 
     /// Periods until the queue stays within 5 % of the target, after `unreachable_periods`
-    /// periods during which a disturbance keeps it below the target even at `u_max`.
-    fn recovery_periods(unreachable_periods: usize, p_on: ProportionalOn) -> usize {
-        let (a, b) = (0.8, 0.5);
-        let (gains, _) = design_gains(a, b, SPEC).unwrap();
-        let (u_min, u_max, target) = (1.0, 60.0, 80.0);
-        let mut law = PiLaw::new(gains, p_on, u_min, u_max, u_max);
+    /// periods during which a disturbance keeps it below the target even at the highest
+    /// output 60; `law(target, q)` is the clamped output.
+    fn recovery_periods(unreachable_periods: usize, mut law: impl FnMut(f64, f64) -> f64) -> usize {
+        let (a, b, target) = (0.8, 0.5, 80.0);
         let mut q = 0.0;
         // Reachable steady state: q = b u / (1 - a) = 80 at u = 32; the disturbance takes
-        // 20 requests per period, so at u_max the queue stays at (0.5 · 60 - 20) / 0.2 = 50.
+        // 20 requests per period, so at u = 60 the queue stays at (0.5 · 60 - 20) / 0.2 = 50.
         for _ in 0..unreachable_periods {
-            let u = law.step(target, q);
+            let u = law(target, q);
             q = a * q + b * u - 20.0;
         }
-        assert_eq!(law.output(), u_max, "saturated while unreachable");
         let mut last_out = 0;
-        for k in 0..200 {
+        for k in 0..100_000 {
             if ((q - target) / target).abs() > 0.05 {
                 last_out = k + 1;
             }
-            let u = law.step(target, q);
+            let u = law(target, q);
             q = a * q + b * u;
         }
         last_out
     }
 
+    const U_MIN: f64 = 1.0;
+    const U_MAX: f64 = 60.0;
+
     #[test]
     fn saturation_does_not_wind_up() {
+        let (gains, _) = design_gains(0.8, 0.5, SPEC).unwrap();
         for p_on in [ProportionalOn::Error, ProportionalOn::Measurement] {
-            let short = recovery_periods(10, p_on);
+            let recovery = |n| {
+                let mut law = PiLaw::new(gains, p_on, U_MIN, U_MAX, U_MAX);
+                recovery_periods(n, |target, q| law.step(target, q))
+            };
+            let short = recovery(10);
             for n in [100, 1_000, 10_000] {
-                assert_eq!(recovery_periods(n, p_on), short, "{p_on:?} after {n}");
+                assert_eq!(recovery(n), short, "{p_on:?} after {n}");
             }
             assert!(short < 20, "{short}");
         }
+    }
+
+    #[test]
+    fn eq2_with_a_clamped_output_winds_up() {
+        // The positional form (eq. 2, Ki unscaled so its poles are eq. 3's) clamped at the
+        // output only: its sum of errors grows all the while the target is unreachable, and
+        // unwinding it takes longer the longer that lasted.
+        let (gains, _) = design_gains(0.8, 0.5, SPEC).unwrap();
+        let recovery = |n| {
+            let mut sum = 0.0;
+            recovery_periods(n, |target, q| {
+                let e = target - q;
+                sum += e;
+                (gains.kp * e + gains.ki * sum).clamp(U_MIN, U_MAX)
+            })
+        };
+        let (r10, r100, r1000) = (recovery(10), recovery(100), recovery(1_000));
+        assert!(r10 < r100 && r100 < r1000, "{r10} {r100} {r1000}");
     }
 
     #[test]

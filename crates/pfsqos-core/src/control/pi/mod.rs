@@ -4,7 +4,7 @@
 //!
 //! The pieces, in the paper's order:
 //! * [`savgol`]: Savitzky-Golay smoothing of the open-loop record (Section 4.2);
-//! * [`identify`]: least-squares fit of the first-order model `q(k+1) = a q(k) + b bw(k)`
+//! * [`mod@identify`]: least-squares fit of the first-order model `q(k+1) = a q(k) + b bw(k)`
 //!   (eq. 1) on the unsaturated, non-empty part of the record;
 //! * [`gains`]: pole placement, `r = exp(-4 Ts/Ks)`, `θ = π ln r / ln Mp` (eq. 4),
 //!   `Kp = (a - r²)/b`, `Ki = (1 - 2 r cos θ + r²)/b` (eq. 3);

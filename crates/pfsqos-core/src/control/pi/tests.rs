@@ -65,58 +65,101 @@ fn segment(samples: &[(f64, f64)], from_s: f64, to_s: f64) -> Vec<(f64, f64)> {
 
 #[test]
 fn closed_loop_on_the_identified_model_meets_the_specification() {
-    // Identify from a noisy open loop of a known plant, design, then run the loop on the
-    // identified model with a target step 40 -> 80 at 30 s (Fig. 4's kind of step).
+    // Identify from a noisy open loop of a known plant, design, then run the loop with a
+    // target step 40 -> 80 at 30 s (Fig. 4's kind of step), on the identified model and on
+    // the true plant (the model is off by about 1 %).
+    let (a_true, b_true) = (0.8, 0.5);
     let levels = [
         5.0, 20.0, 10.0, 40.0, 0.0, 30.0, 60.0, 15.0, 45.0, 25.0, 0.0, 35.0,
     ];
-    let model = identify(
-        &open_loop(0.8, 0.5, &levels, 30, 1.0, 3),
-        &identify_config(),
-    )
-    .unwrap();
+    let record = open_loop(a_true, b_true, &levels, 30, 1.0, 3);
+    let model = identify(&record, &identify_config()).unwrap();
     let schedule = TargetSchedule::new(vec![(0, 40.0), (30_000_000_000, 80.0)]).unwrap();
-    let mut results = Vec::new();
-    for p_on in [ProportionalOn::Measurement, ProportionalOn::Error] {
-        let mut pi = Pi::new(pi_config(model.a, model.b, p_on, schedule.clone()));
-        let samples = closed_loop(&mut pi, model.a, model.b, 200);
-        let step = segment(&samples, 30.0, 60.0);
-        let before = segment(&samples, 20.0, 30.0);
-        let initial = before.last().unwrap().1;
+    // Overshoot tolerance: 25 % of Mp on the identified model (measured 2.3 %); the true
+    // plant, which the gains were not designed for, overshoots more (measured 2.6 %): the
+    // 2 % overshoot is sensitive to a 1 % model error, so 50 % there.
+    for (plant_a, plant_b, over_tolerance) in [(model.a, model.b, 0.25), (a_true, b_true, 0.5)] {
+        let mut results = Vec::new();
+        for p_on in [ProportionalOn::Measurement, ProportionalOn::Error] {
+            let mut pi = Pi::new(pi_config(model.a, model.b, p_on, schedule.clone()));
+            let samples = closed_loop(&mut pi, plant_a, plant_b, 200);
+            let step = segment(&samples, 30.0, 60.0);
+            let before = segment(&samples, 20.0, 30.0);
+            let initial = before.last().unwrap().1;
+            assert!(
+                (initial - 40.0).abs() < 0.01,
+                "at 40 before the step: {initial}"
+            );
+            // Eq. 4's r = exp(-4 Ts/Ks) settles within e⁻⁴ ≈ 2 % of the step: check Ks
+            // against that band, 2 % of the 40-request step, which is 1 % of the target 80.
+            let band = 0.02 * (80.0 - initial) / 80.0;
+            let settling = settling_time_s(&step, 30.0, 80.0, band).unwrap().unwrap();
+            // The paper's 5 % band (of the target) is reached sooner.
+            let settling_5 = settling_time_s(&step, 30.0, 80.0, 0.05).unwrap().unwrap();
+            assert!(settling_5 < settling);
+            let over = overshoot(&step, initial, 80.0).unwrap();
+            let sse = steady_state_error(&step, 80.0, 0.5).unwrap();
+            assert!(sse.abs() < 1e-6, "{p_on:?}: steady-state error {sse}");
+            results.push((settling, over));
+        }
+        // Proportional on the measurement: the closed loop is eq. 3's poles alone (measured:
+        // 1.5 s, 2.3 %).
+        let (settling, over) = results[0];
         assert!(
-            (initial - 40.0).abs() < 0.01,
-            "settled at 40 before the step: {initial}"
+            (settling - 1.4).abs() <= 0.25 * 1.4,
+            "settling {settling} s vs 1.4 s"
         );
-        // Eq. 4's r = exp(-4 Ts/Ks) settles within e⁻⁴ ≈ 2 % of the step: check Ks against
-        // that band, 2 % of the 40-request step, which is 1 % of the target 80.
-        let band = 0.02 * (80.0 - initial) / 80.0;
-        let settling = settling_time_s(&step, 30.0, 80.0, band).unwrap().unwrap();
-        let over = overshoot(&step, initial, 80.0).unwrap();
-        let sse = steady_state_error(&step, 80.0, 0.5).unwrap();
-        assert!(sse.abs() < 1e-6, "{p_on:?}: steady-state error {sse}");
-        // The paper's 5 % band (of the target): shorter, ln(0.05 · 2) / ln r periods.
-        let settling_5 = settling_time_s(&step, 30.0, 80.0, 0.05).unwrap().unwrap();
-        assert!(settling_5 < settling);
-        results.push((p_on, settling, over));
+        assert!(
+            (over - 0.02).abs() <= over_tolerance * 0.02,
+            "overshoot {over} vs Mp 0.02"
+        );
+        // Proportional on the error (eq. 2's form): same poles, but the PI's zero at
+        // Kp / (Kp + Ki) makes the step overshoot an order of magnitude beyond Mp
+        // (measured: 27 %).
+        let (settling, over) = results[1];
+        assert!(
+            (settling - 1.4).abs() <= 0.25 * 1.4,
+            "settling {settling} s vs 1.4 s"
+        );
+        assert!(over > 5.0 * 0.02, "overshoot {over}");
     }
-    let (_, settling, over) = results[0];
-    // Proportional on the measurement: the closed loop is eq. 3's poles alone.
+}
+
+#[test]
+fn aimd_oscillates_where_pi_settles() {
+    // The same plant and target 80: PI holds the queue at the target, AIMD saws around
+    // it (halving drops the queue far below, the 1/16 increases climb back; measured: 63 to
+    // 84 requests).
+    let (a, b) = (0.8, 0.5);
+    let mut pi = Pi::new(pi_config(
+        a,
+        b,
+        ProportionalOn::Error,
+        TargetSchedule::constant(80.0),
+    ));
+    let mut aimd = Aimd::new(AimdConfig {
+        ts_ns: TS_NS,
+        sensor: SensorConfig::default(),
+        target: TargetSchedule::constant(80.0),
+        decrease: 0.5,
+        increase: Increase::default(),
+        bw_min_bytes_per_s: BW_MIN_BYTES_PER_S_DEFAULT,
+        bw_max_bytes_per_s: 1 << 30,
+    });
+    let tail = |samples: Vec<(f64, f64)>| -> (f64, f64, f64) {
+        let last: Vec<f64> = samples[100..].iter().map(|&(_, q)| q).collect();
+        let min = last.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = last.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (min, max, last.iter().sum::<f64>() / last.len() as f64)
+    };
+    let (min, max, mean) = tail(closed_loop(&mut pi, a, b, 400));
     assert!(
-        (settling - 1.4).abs() <= 0.25 * 1.4,
-        "settling {settling} s vs Ks 1.4 s"
+        max - min < 1e-6 && (mean - 80.0).abs() < 1e-6,
+        "{min} {max} {mean}"
     );
-    assert!(
-        (over - 0.02).abs() <= 0.25 * 0.02,
-        "overshoot {over} vs Mp 0.02"
-    );
-    // Proportional on the error (eq. 2's form): same poles, but the PI's zero at
-    // Kp / (Kp + Ki) makes the step overshoot an order of magnitude beyond Mp.
-    let (_, settling, over) = results[1];
-    assert!(
-        (settling - 1.4).abs() <= 0.25 * 1.4,
-        "settling {settling} s vs Ks 1.4 s"
-    );
-    assert!(over > 5.0 * 0.02, "overshoot {over}");
+    let (min, max, mean) = tail(closed_loop(&mut aimd, a, b, 400));
+    assert!(max - min > 0.2 * 80.0, "AIMD swings: {min} .. {max}");
+    assert!(max < 1.25 * 80.0 && mean < 80.0, "{min} {max} {mean}");
 }
 
 #[test]

@@ -31,12 +31,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use pfsqos_core::control::pi::quality::step_quality;
+use pfsqos_core::control::pi::savgol::SavGol;
 use pfsqos_core::control::pi::{
     design_gains, identify, open_loop_record, static_curve, DesignSpec, IdentifyConfig,
     OpenLoopPeriod, SensorConfig, Staircase, StaircaseConfig,
 };
-use pfsqos_core::control::pi::quality::step_quality;
-use pfsqos_core::control::pi::savgol::SavGol;
 use pfsqos_core::control::spec::PolicyChoice;
 use pfsqos_core::control::Controller;
 use pfsqos_sim::policy::controller_for_choice;
@@ -47,7 +47,13 @@ const TS_MS: u64 = 300;
 /// The queue the server's 128 I/O threads allow (the scenario's `io_threads`).
 const QUEUE_MAX_RPCS: f64 = 128.0;
 /// Fig. 4's target steps: (start s, requests).
-const STEPS: [(f64, f64); 5] = [(0.0, 40.0), (30.0, 80.0), (60.0, 60.0), (90.0, 100.0), (120.0, 50.0)];
+const STEPS: [(f64, f64); 5] = [
+    (0.0, 40.0),
+    (30.0, 80.0),
+    (60.0, 60.0),
+    (90.0, 100.0),
+    (120.0, 50.0),
+];
 const STEP_S: f64 = 30.0;
 const SEEDS: u64 = 5;
 
@@ -68,7 +74,11 @@ fn steps_of(out: &RunOutput) -> Vec<(f64, BTreeMap<&'static str, f64>)> {
         if steps.last().map(|s| s.0) != Some(t) {
             steps.push((t, BTreeMap::new()));
         }
-        steps.last_mut().unwrap().1.insert(e.sample.metric, e.sample.value);
+        steps
+            .last_mut()
+            .unwrap()
+            .1
+            .insert(e.sample.metric, e.sample.value);
     }
     steps
 }
@@ -117,7 +127,11 @@ fn fig3(base: &Scenario) -> Identified {
     };
     let duration_s = config.periods() as f64 * TS_MS as f64 / 1e3;
     let s = with_duration(base, duration_s);
-    let out = run(&s, Box::new(Staircase::new(config).unwrap()), s.simulation.seed);
+    let out = run(
+        &s,
+        Box::new(Staircase::new(config).unwrap()),
+        s.simulation.seed,
+    );
     let periods: Vec<OpenLoopPeriod> = steps_of(&out)
         .into_iter()
         .filter_map(|(_, m)| {
@@ -133,13 +147,55 @@ fn fig3(base: &Scenario) -> Identified {
     for (limit, q) in static_curve(&periods, 5) {
         println!("| {limit:.1} | {:.0} | {q:.1} |", limit * 16.0);
     }
+    // Fig. 3b: the dynamic experiment around the knee of the static curve (the largest limit
+    // whose mean queue stays below half the saturation level): limits alternately above and
+    // below it, 10 periods each, so the queue ramps up and down at several slopes without
+    // clamping for long.
+    let curve = static_curve(&periods, 5);
+    let knee = curve
+        .iter()
+        .filter(|&&(_, q)| q < QUEUE_MAX_RPCS / 2.0)
+        .map(|&(l, _)| l)
+        .fold(0.0, f64::max);
+    let factors = [
+        1.10, 0.90, 1.06, 0.94, 1.03, 0.97, 1.08, 0.92, 1.04, 0.96, 1.12, 0.88, 1.02, 0.98,
+    ];
+    let config = StaircaseConfig {
+        ts_ns: TS_MS * 1_000_000,
+        sensor: SensorConfig::default(),
+        levels_bytes_per_s: factors
+            .iter()
+            .map(|f| (knee * f * MIB as f64).round() as u64)
+            .collect(),
+        hold_periods: 10,
+        repeats: 3,
+    };
+    let s = with_duration(base, config.periods() as f64 * TS_MS as f64 / 1e3);
+    let out = run(
+        &s,
+        Box::new(Staircase::new(config).unwrap()),
+        s.simulation.seed,
+    );
+    let periods: Vec<OpenLoopPeriod> = steps_of(&out)
+        .into_iter()
+        .filter_map(|(_, m)| {
+            Some(OpenLoopPeriod {
+                limit_bytes_per_s: *m.get("limit_bytes_per_s")? as u64,
+                queue_rpcs: *m.get("queue_measured")?,
+            })
+        })
+        .collect();
     let record = open_loop_record(&periods);
     let config = IdentifyConfig {
         smoothing: SavGol::new(11, 2).unwrap(),
         queue_empty_rpcs: 1.0,
         queue_saturated_rpcs: 0.9 * QUEUE_MAX_RPCS,
         pairs_min: 10,
+        offset: true,
     };
+    println!(
+        "\nDynamic experiment: limits alternating around the knee at {knee:.1} MiB/s per client (x 0.88 .. 1.12), 10 periods each, three times."
+    );
     println!("\n### Fig. 3b: identified model (eq. 1)\n");
     let model = match identify(&record, &config) {
         Ok(m) => m,
@@ -149,9 +205,10 @@ fn fig3(base: &Scenario) -> Identified {
         }
     };
     println!(
-        "a = {:.4}, b = {:.4} requests per MiB/s, R² = {:.3}, {} of {} pairs used (limits {:.1}..{:.1} MiB/s, queues {:.1}..{:.1})\n",
+        "a = {:.4}, b = {:.4} requests per MiB/s, c = {:.2} requests (affine fit), R² = {:.3}, {} of {} pairs used (limits {:.1}..{:.1} MiB/s, queues {:.1}..{:.1})\n",
         model.a,
         model.b,
+        model.c,
         model.r_squared,
         model.pairs_used,
         record.len().saturating_sub(1),
@@ -187,7 +244,14 @@ fn steps_text() -> String {
 }
 
 /// Per step of `out`'s queue: (mean of the second half, std of the second half, quality).
-fn step_rows(out: &RunOutput) -> Vec<(f64, f64, f64, pfsqos_core::control::pi::quality::StepQuality)> {
+fn step_rows(
+    out: &RunOutput,
+) -> Vec<(
+    f64,
+    f64,
+    f64,
+    pfsqos_core::control::pi::quality::StepQuality,
+)> {
     let series = queue_series(out);
     let mut rows = Vec::new();
     for (i, &(at, target)) in STEPS.iter().enumerate() {
@@ -208,27 +272,40 @@ fn step_rows(out: &RunOutput) -> Vec<(f64, f64, f64, pfsqos_core::control::pi::q
     rows
 }
 
+/// Highest per-client limit the controllers may set: 64 MiB/s, about 2.4 times a client's
+/// share of the device (the paper does not say; starting at its 10 Gb/s links, every run
+/// would begin with a 40 s descent through a saturated queue).
+const BW_MAX: &str = "bw_max=64M";
+
 fn pi_spec(m: &Identified, extra: &str) -> String {
-    format!("pi:a={:.6}:b={:.6}:ts_ms={TS_MS}{extra}", m.a, m.b)
+    format!("pi:a={:.6}:b={:.6}:ts_ms={TS_MS}:{BW_MAX}{extra}", m.a, m.b)
 }
 
 fn fig4(base: &Scenario, m: &Identified) {
     let s = with_duration(base, STEPS.len() as f64 * STEP_S);
-    let spec = pi_spec(m, &format!(":ks_ms=1400:mp=0.02:target={}", steps_text()));
-    let out = run(&s, policy(&s, &spec, 1), 1);
-    println!("### Fig. 4: stepped target, `{spec}`\n");
-    println!("| target | mean queue (2nd half) | steady-state error | settling time (s, 5 %) | overshoot |");
-    println!("|---:|---:|---:|---:|---:|");
-    for (target, mean_q, _, q) in step_rows(&out) {
-        println!(
-            "| {target:.0} | {mean_q:.1} | {:+.1} % | {} | {:.1} % |",
-            q.steady_state_error * 100.0,
-            q.settling_time_s
-                .map_or("not settled".to_string(), |t| format!("{t:.1}")),
-            q.overshoot * 100.0
+    for sensor in ["time_in_queue", "instant"] {
+        let spec = pi_spec(
+            m,
+            &format!(
+                ":ks_ms=1400:mp=0.02:sensor={sensor}:target={}",
+                steps_text()
+            ),
         );
+        let out = run(&s, policy(&s, &spec, 1), 1);
+        println!("### Fig. 4: stepped target, sensor `{sensor}`: `{spec}`\n");
+        println!("| target | mean queue (2nd half) | queue std (2nd half) | steady-state error | settling time (s, 5 %) | overshoot |");
+        println!("|---:|---:|---:|---:|---:|---:|");
+        for (target, mean_q, std_q, q) in step_rows(&out) {
+            println!(
+                "| {target:.0} | {mean_q:.1} | {std_q:.1} | {:+.1} % | {} | {:.1} % |",
+                q.steady_state_error * 100.0,
+                q.settling_time_s
+                    .map_or("not settled".to_string(), |t| format!("{t:.1}")),
+                q.overshoot * 100.0
+            );
+        }
+        println!();
     }
-    println!();
 }
 
 fn fig5(base: &Scenario, m: &Identified) {
@@ -242,14 +319,18 @@ fn fig5(base: &Scenario, m: &Identified) {
         println!("no designed gains: Fig. 5 skipped\n");
         return;
     };
-    println!("### Fig. 5: gain sets (stepped target as Fig. 4)\n");
+    println!("### Fig. 5: gain sets (stepped target as Fig. 4, sensor `instant`)\n");
     println!("| gains | Kp | Ki | queue std in steady state (mean over steps) | mean abs. steady-state error | steps settled | mean settling time (s) |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    for (label, factor) in [("designed", 1.0), ("noisy (x4)", 4.0), ("sluggish (x0.1)", 0.1)] {
+    for (label, factor) in [
+        ("designed", 1.0),
+        ("noisy (x4)", 4.0),
+        ("sluggish (x0.1)", 0.1),
+    ] {
         let kp = g.kp * factor;
         let ki = g.ki * factor;
         let spec = format!(
-            "pi:kp={kp:.6}:ki={ki:.6}:ts_ms={TS_MS}:target={}",
+            "pi:kp={kp:.6}:ki={ki:.6}:ts_ms={TS_MS}:{BW_MAX}:sensor=instant:target={}",
             steps_text()
         );
         let out = run(&s, policy(&s, &spec, 1), 1);
@@ -288,13 +369,21 @@ fn fig6(base: &Scenario, m: &Identified) {
     println!("| control | mean (s) | p10 (s) | p90 (s) | tail: longest per seed, mean (s) | mean vs baseline | tail vs baseline |");
     println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut configs: Vec<(String, String)> = vec![("baseline (nobw)".into(), "nobw".into())];
-    for target in [50, 60, 70, 80, 90, 100] {
-        configs.push((
-            format!("Ctrl-{target}"),
-            pi_spec(m, &format!(":ks_ms=1400:mp=0.02:target={target}")),
-        ));
+    for sensor in ["time_in_queue", "instant"] {
+        for target in [50, 60, 70, 80, 90, 100] {
+            configs.push((
+                format!("Ctrl-{target} ({sensor})"),
+                pi_spec(
+                    m,
+                    &format!(":ks_ms=1400:mp=0.02:sensor={sensor}:target={target}"),
+                ),
+            ));
+        }
     }
-    configs.push(("AIMD-80".into(), format!("aimd:target=80:ts_ms={TS_MS}")));
+    configs.push((
+        "AIMD-80 (instant)".into(),
+        format!("aimd:target=80:ts_ms={TS_MS}:{BW_MAX}:sensor=instant"),
+    ));
     let mut baseline = (0.0, 0.0);
     for (label, spec) in configs {
         let mut all = Vec::new();
@@ -328,7 +417,7 @@ fn fig8(base: &Scenario, m: &Identified) {
     let s = with_duration(base, 60.0);
     for ts_ms in [100u64, 300, 1000] {
         let spec = format!(
-            "pi:a={:.6}:b={:.6}:ts_ms={ts_ms}:ks_ms=1400:mp=0.02:target=40@0/80@30",
+            "pi:a={:.6}:b={:.6}:ts_ms={ts_ms}:{BW_MAX}:ks_ms=1400:mp=0.02:target=40@0/80@30",
             m.a, m.b
         );
         let spec = if ts_ms * 4 >= 1400 {
@@ -346,11 +435,7 @@ fn fig8(base: &Scenario, m: &Identified) {
         }
         let out = run(&s, policy(&s, &spec, 1), 1);
         let series = queue_series(&out);
-        let seg: Vec<(f64, f64)> = series
-            .iter()
-            .copied()
-            .filter(|&(t, _)| t > 30.0)
-            .collect();
+        let seg: Vec<(f64, f64)> = series.iter().copied().filter(|&(t, _)| t > 30.0).collect();
         let half: Vec<f64> = seg
             .iter()
             .filter(|&&(t, _)| t > 45.0)

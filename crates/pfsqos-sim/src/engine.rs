@@ -409,6 +409,14 @@ struct Sim {
     events: u64,
 
     clients: Vec<(Nid, Link)>,
+    /// Per client, writes whose bulk waits for the uplink, in order, and whether one
+    /// transfer is booked to start later. At most one transfer is booked ahead, as Linux's
+    /// `tc` holds packets rather than scheduling them: a limit a controller changes applies
+    /// to every transfer not yet booked (booking all of them at the old rate would freeze it
+    /// for as long as the client's window takes to drain, seconds at a low limit, and a PI
+    /// loop on that delay oscillates).
+    uplink_waiting: Vec<VecDeque<u32>>,
+    uplink_booked: Vec<bool>,
     osses: Vec<Oss>,
     osts: Vec<Ost>,
     device_models: Vec<DeviceModel>,
@@ -842,6 +850,8 @@ impl Sim {
             queue: EventQueue::with_lanes(lanes.total as usize),
             lanes,
             events: 0,
+            uplink_waiting: vec![VecDeque::new(); n_clients],
+            uplink_booked: vec![false; n_clients],
             clients,
             devices: (0..n_osts).map(|_| Device::default()).collect(),
             osses,
@@ -1061,7 +1071,12 @@ impl Sim {
                 }
             }
             Event::RequestArrive { rpc } => self.request_arrive(rpc),
-            Event::WriteBulkHop { rpc } => self.write_bulk_hop(rpc),
+            Event::WriteBulkHop { rpc } => {
+                let client = self.rpcs[rpc as usize].client as usize;
+                self.uplink_booked[client] = false;
+                self.write_bulk_hop(rpc);
+                self.book_uplink(client);
+            }
             Event::DeviceSubmit { rpc } => self.device_submit(rpc),
             Event::DeviceDone { rpc } => self.device_done(rpc),
             Event::ReadBulkHop { rpc } => self.read_bulk_hop(rpc),
@@ -1465,25 +1480,40 @@ impl Sim {
     }
 
     fn start_service(&mut self, rpc: u32) {
-        let now = self.now_ns;
         let r = self.rpcs[rpc as usize];
         self.queued_per_ost[r.ost as usize] -= 1;
         if r.read {
             self.device_submit(rpc);
             return;
         }
-        // Pull the bulk data: client uplink first.
-        let link = &mut self.clients[r.client as usize].1;
-        let start_ns = link.up_start_ns(now, r.size_bytes);
-        let end_ns = start_ns + link.transfer_ns(r.size_bytes);
-        link.up_free_ns = end_ns;
-        self.rpcs[rpc as usize].bulk_first_end_ns = end_ns;
-        if start_ns <= now {
-            self.write_bulk_hop(rpc);
-        } else {
-            let lane = self.lanes.client_up + r.client;
-            self.queue
-                .push_lane(lane, start_ns, Event::WriteBulkHop { rpc });
+        // Pull the bulk data: client uplink first, in order behind the client's others.
+        let client = r.client as usize;
+        self.uplink_waiting[client].push_back(rpc);
+        self.book_uplink(client);
+    }
+
+    /// Books the client's waiting transfers on its uplink while they can start at once, and
+    /// at most one to start later (its `WriteBulkHop` books the next).
+    fn book_uplink(&mut self, client: usize) {
+        let now = self.now_ns;
+        while !self.uplink_booked[client] {
+            let Some(rpc) = self.uplink_waiting[client].pop_front() else {
+                return;
+            };
+            let size_bytes = self.rpcs[rpc as usize].size_bytes;
+            let link = &mut self.clients[client].1;
+            let start_ns = link.up_start_ns(now, size_bytes);
+            let end_ns = start_ns + link.transfer_ns(size_bytes);
+            link.up_free_ns = end_ns;
+            self.rpcs[rpc as usize].bulk_first_end_ns = end_ns;
+            if start_ns <= now {
+                self.write_bulk_hop(rpc);
+            } else {
+                self.uplink_booked[client] = true;
+                let lane = self.lanes.client_up + client as u32;
+                self.queue
+                    .push_lane(lane, start_ns, Event::WriteBulkHop { rpc });
+            }
         }
     }
 

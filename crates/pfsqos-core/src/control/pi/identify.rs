@@ -11,7 +11,13 @@
 //!   empty floor and the saturation level (a clamped `q(k+1)` does not follow eq. 1);
 //! * the smoothing runs over each stretch of constant input separately (`smoothed_pairs`):
 //!   across an input step it would bias `a` by about 10 %;
-//! * eq. 1 has no constant term, so neither has the fit.
+//! * eq. 1 has no constant term, so neither has the fit by default. With
+//!   [`IdentifyConfig::offset`] the fit is `q(k+1) = a q(k) + b bw(k) + c`: eq. 1 in deviation
+//!   variables around an operating point, which is what a linear design assumes anyway. A
+//!   queue that stays nearly empty below the device's capacity and grows past it (an
+//!   integrator above a knee: the simulated server, `docs/reproductions/pi-control.md`) has
+//!   no model through the origin: forced through it, the fit returns `a > 1` and `b ≈ 0`,
+//!   an unstable plant with no input gain. The gain design uses only `a` and `b`.
 //!
 //! Units: `q` in requests, `bw` in MiB/s of per-client limit, so `b` is in requests per
 //! MiB/s and `a` has none.
@@ -38,8 +44,11 @@ pub struct IdentifyConfig {
     /// Queue at or above this is saturated: excluded (the device's or block layer's queue
     /// limit, `nr_requests`).
     pub queue_saturated_rpcs: f64,
-    /// Fewest usable pairs for a fit (at least 2, eq. 1 has two parameters).
+    /// Fewest usable pairs for a fit (at least 2, eq. 1 has two parameters; 3 with an
+    /// offset).
     pub pairs_min: usize,
+    /// Also fit a constant `c` (module doc).
+    pub offset: bool,
 }
 
 /// The identified model and how well it fits.
@@ -48,6 +57,8 @@ pub struct Model {
     pub a: f64,
     /// Requests per MiB/s of per-client limit.
     pub b: f64,
+    /// The constant of the affine fit, requests; 0 without [`IdentifyConfig::offset`].
+    pub c: f64,
     /// Coefficient of determination of `q(k+1)` over the used pairs (`1 - SS_res / SS_tot`).
     pub r_squared: f64,
     /// Pairs used in the fit.
@@ -126,10 +137,32 @@ pub fn identify(
             required: config.pairs_min,
         });
     }
-    // Normal equations of y = a x1 + b x2, x1 = q(k), x2 = bw(k), y = q(k+1).
+    if config.offset && pairs.len() < 3 {
+        return Err(IdentifyError::TooFewUsable {
+            usable: pairs.len(),
+            required: 3,
+        });
+    }
+    // Normal equations of y = a x1 + b x2 (+ c), x1 = q(k), x2 = bw(k), y = q(k+1). With
+    // the offset, least squares on the centred variables gives the same a and b, and
+    // c = mean(y) - a mean(x1) - b mean(x2).
+    let n = pairs.len() as f64;
+    let (m1, m2, my) = if config.offset {
+        (
+            pairs.iter().map(|p| p.queue_rpcs).sum::<f64>() / n,
+            pairs.iter().map(|p| p.limit_mib_per_s).sum::<f64>() / n,
+            pairs.iter().map(|p| p.next_queue_rpcs).sum::<f64>() / n,
+        )
+    } else {
+        (0.0, 0.0, 0.0)
+    };
     let (mut s11, mut s12, mut s22, mut t1, mut t2) = (0.0, 0.0, 0.0, 0.0, 0.0);
     for p in &pairs {
-        let (x1, x2, y) = (p.queue_rpcs, p.limit_mib_per_s, p.next_queue_rpcs);
+        let (x1, x2, y) = (
+            p.queue_rpcs - m1,
+            p.limit_mib_per_s - m2,
+            p.next_queue_rpcs - my,
+        );
         s11 += x1 * x1;
         s12 += x1 * x2;
         s22 += x2 * x2;
@@ -144,15 +177,15 @@ pub fn identify(
     }
     let a = (t1 * s22 - t2 * s12) / det;
     let b = (s11 * t2 - s12 * t1) / det;
-    if !(a.is_finite() && b.is_finite()) {
+    let c = my - a * m1 - b * m2;
+    if !(a.is_finite() && b.is_finite() && c.is_finite()) {
         return Err(IdentifyError::Degenerate);
     }
-    let n = pairs.len() as f64;
     let y_mean = pairs.iter().map(|p| p.next_queue_rpcs).sum::<f64>() / n;
     let (mut ss_res, mut ss_tot) = (0.0, 0.0);
     for p in &pairs {
         let y = p.next_queue_rpcs;
-        let fit = a * p.queue_rpcs + b * p.limit_mib_per_s;
+        let fit = a * p.queue_rpcs + b * p.limit_mib_per_s + c;
         ss_res += (y - fit) * (y - fit);
         ss_tot += (y - y_mean) * (y - y_mean);
     }
@@ -166,6 +199,7 @@ pub fn identify(
     let model = Model {
         a,
         b,
+        c,
         r_squared,
         pairs_used: pairs.len(),
         limit_min_mib_per_s: min(|p| p.limit_mib_per_s),
@@ -296,7 +330,47 @@ pub(crate) mod tests {
             queue_empty_rpcs: 1.0,
             queue_saturated_rpcs: SATURATED_RPCS,
             pairs_min: 20,
+            offset: false,
         }
+    }
+
+    /// An integrator above a knee (the simulated server: empty below capacity, filling at
+    /// the excess above it) has no model through the origin; the affine fit recovers its
+    /// slope, `a = 1` and `b` = clients × Ts per MiB, and the operating point in `c`.
+    #[test]
+    fn the_offset_fit_recovers_an_integrating_queue() {
+        // 16 clients, Ts = 0.3 s, 1 MiB requests, device capacity 429 MiB/s:
+        // q(k+1) = q(k) + 16 × 0.3 × (bw(k) - 429 / 16), clamped to 0..=128.
+        let (gain, knee) = (16.0 * 0.3, 429.0 / 16.0);
+        let mut record = Vec::new();
+        let mut q: f64 = 0.0;
+        for &bw in &[26.0, 27.5, 26.5, 28.0, 25.5, 27.0, 29.0, 25.0, 27.8, 26.2] {
+            for _ in 0..15 {
+                record.push(OpenLoopSample {
+                    limit_mib_per_s: bw,
+                    queue_rpcs: q,
+                });
+                q = (q + gain * (bw - knee)).clamp(0.0, 128.0);
+            }
+        }
+        let through_origin = identify(&record, &config()).unwrap();
+        assert!(through_origin.a > 1.0 || through_origin.b.abs() < 0.1 * gain);
+        let m = identify(
+            &record,
+            &IdentifyConfig {
+                offset: true,
+                ..config()
+            },
+        )
+        .unwrap();
+        assert!((m.a - 1.0).abs() < 0.02, "a = {}", m.a);
+        assert!(((m.b - gain) / gain).abs() < 0.02, "b = {}", m.b);
+        assert!(
+            ((m.c + gain * knee) / (gain * knee)).abs() < 0.02,
+            "c = {}",
+            m.c
+        );
+        assert!(m.r_squared > 0.99);
     }
 
     #[test]

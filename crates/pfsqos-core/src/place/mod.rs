@@ -7,6 +7,9 @@
 //! ([`Placement::observe`] with a control `Observation`). Placers are chosen by name from
 //! [`PLACER_ROWS`].
 
+pub mod mcmf;
+pub mod stripe;
+
 use std::fmt;
 
 use crate::control::Observation;

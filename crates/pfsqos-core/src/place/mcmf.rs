@@ -37,7 +37,10 @@ const _: () = assert!(
 pub enum FlowError {
     TooManyNodes(usize),
     TooManyEdges,
-    NodeOutOfRange { node: usize, node_count: usize },
+    NodeOutOfRange {
+        node: usize,
+        node_count: usize,
+    },
     /// Negative or above [`MCMF_CAPACITY_MAX`].
     BadCapacity(i64),
     /// Negative or above [`MCMF_COST_MAX`].

@@ -80,7 +80,9 @@ pub enum StripeSizeError {
     FileTooLarge(u64),
     /// The stripe size the method gives exceeds [`STRIPE_SIZE_BYTES_MAX`] (a large file on
     /// few stripes).
-    StripeTooLarge { stripe_size_bytes: u64 },
+    StripeTooLarge {
+        stripe_size_bytes: u64,
+    },
 }
 
 impl fmt::Display for StripeSizeError {

@@ -270,7 +270,8 @@ impl LustreAllocator {
         let prio_wide = 256 - prio_free;
         let threshold_rr = u64::from(self.config.threshold_rr_pct.min(100)) * 256 / 100;
         let maxage = self.config.maxage_s.max(1);
-        let active_osts = self.osts.iter().filter(|o| o.avail_bytes >> 8 > 0).count() as u64;
+        // Lustre counts active (connected) OSTs; ours are all active.
+        let active_osts = self.osts.len() as u64;
         for s in &mut self.osses {
             s.ba = 0;
         }
@@ -586,7 +587,6 @@ impl Placement for Lustre {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::OssId;
     use crate::place::stats::ServerStats;
 
     const GIB: u64 = 1 << 30;
@@ -738,6 +738,5 @@ mod tests {
         // A snapshot of another size is refused.
         let other = ServerStats::uniform(1, 3, GIB, GIB);
         assert!(a.observe_servers(&other).is_err());
-        let _ = OssId(0);
     }
 }

@@ -447,6 +447,50 @@ mod tests {
         assert!(e.contains("allowed: roundrobin, lustre, iez"), "{e}");
     }
 
+    #[test]
+    fn the_registry_drives_lustre_and_iez_through_the_trait() {
+        const GIB: u64 = 1 << 30;
+        let stats = ServerStats::uniform(3, 5, 10 * GIB, 10 * GIB);
+        let job = JobId::new("ior").unwrap();
+        let ctx = PlacementContext { now_ns: 0, job };
+        let mut lustre = placement_by_name("lustre", 15).unwrap();
+        assert_eq!(lustre.observe_servers(&stats), Ok(()));
+        assert_eq!(lustre.set_predictions(job, &[]), 0);
+        let l = lustre.place(&req(3, 15), &ctx).unwrap();
+        // Round robin over the interleaved array: three OSSs.
+        let mut oss: Vec<u32> = l.osts.iter().map(|o| o.0 / 5).collect();
+        oss.sort();
+        assert_eq!(oss, [0, 1, 2]);
+        assert_eq!(l.stripe_size_bytes, 1 << 20);
+
+        let mut iez = placement_by_name("iez", 15).unwrap();
+        iez.observe_servers(&stats).unwrap();
+        let files = [PredictedFile {
+            predicted_bytes: 4 * GIB,
+            stripe_count: 4,
+        }; 2];
+        assert_eq!(iez.set_predictions(job, &files), 2);
+        let a = iez.place(&req(4, 15), &ctx).unwrap();
+        assert_eq!(iez.last_fallback(), None);
+        assert_eq!(a.stripe_size_bytes, GIB);
+        let b = iez.place(&req(4, 15), &ctx).unwrap();
+        assert!(a.osts.iter().all(|o| !b.osts.contains(o)));
+        iez.place(&req(4, 15), &ctx).unwrap();
+        assert!(iez.last_fallback().unwrap().contains("no prediction"));
+        // Statistics of another size are refused.
+        assert!(iez
+            .observe_servers(&ServerStats::uniform(1, 2, GIB, GIB))
+            .is_err());
+        assert_eq!(
+            PlacementError::NotEnoughSpace {
+                stripe_count: 2,
+                found: 1
+            }
+            .errno(),
+            Errno::ENOSPC
+        );
+    }
+
     proptest! {
         #[test]
         fn layouts_are_in_range_distinct_and_of_the_wanted_count(

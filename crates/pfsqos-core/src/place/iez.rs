@@ -489,40 +489,50 @@ impl Iez {
         request: &PlacementRequest,
         context: &PlacementContext,
     ) -> Result<(FileAllocation, u64), IezFallback> {
+        // Whether Algorithm 2 may run: statistics of this file system, and an MDS not busy.
+        let usable = match &self.stats {
+            None => Err(IezFallback::NoStatistics),
+            Some(s) if s.osts.len() != request.ost_count as usize => {
+                Err(IezFallback::OstCountMismatch {
+                    statistics: s.osts.len(),
+                    request: request.ost_count,
+                })
+            }
+            Some(ServerStats { mds: Some(mds), .. })
+                if mds.cpu_util >= MDS_CPU_UTIL_MAX || mds.mem_util >= MDS_MEM_UTIL_MAX =>
+            {
+                Err(IezFallback::MdsBusy {
+                    cpu_util: mds.cpu_util,
+                    mem_util: mds.mem_util,
+                })
+            }
+            Some(_) => Ok(()),
+        };
+        if usable.is_ok() {
+            self.replan();
+        }
+        // Every create of the job consumes its next prediction, placed by the plan or not, so
+        // the job's k-th create always meets its k-th predicted file.
+        let next = self.pop(context.job);
         if request.start_ost.is_some() {
             return Err(IezFallback::StartOstGiven);
         }
-        let (stats_osts, mds) = match &self.stats {
-            None => return Err(IezFallback::NoStatistics),
-            Some(s) => (s.osts.len(), s.mds),
-        };
-        if stats_osts != request.ost_count as usize {
-            return Err(IezFallback::OstCountMismatch {
-                statistics: stats_osts,
-                request: request.ost_count,
-            });
-        }
-        if let Some(mds) = mds {
-            if mds.cpu_util >= MDS_CPU_UTIL_MAX || mds.mem_util >= MDS_MEM_UTIL_MAX {
-                // The create still consumes its prediction.
-                self.pop(context.job);
-                return Err(IezFallback::MdsBusy {
-                    cpu_util: mds.cpu_util,
-                    mem_util: mds.mem_util,
-                });
-            }
-        }
-        self.replan();
-        let Some(p) = self.pop(context.job) else {
+        usable?;
+        let Some(p) = next else {
             return Err(IezFallback::NoPrediction);
         };
-        let plan = p.plan.map_err(IezFallback::Unplaced)?;
-        if plan.osts.len() as u32 != count {
+        if p.file.stripe_count != count {
             return Err(IezFallback::StripeCountDiffers {
-                predicted: plan.osts.len() as u32,
+                predicted: p.file.stripe_count,
                 requested: count,
             });
         }
+        let plan = p.plan.map_err(IezFallback::Unplaced)?;
+        assert_eq!(
+            plan.osts.len() as u32,
+            count,
+            "a plan has the predicted stripes"
+        );
         let stats = self.stats.as_ref().expect("checked above");
         for o in &plan.osts {
             if o.0 >= request.ost_count {
@@ -883,6 +893,23 @@ mod tests {
                 requested: 4
             })
         );
+        // A start OST is the user's choice; the create still uses up its prediction.
+        p.set_predictions(a, &hacc(2));
+        p.place(
+            &PlacementRequest {
+                stripe_count: 8,
+                stripe_size_bytes: 1 << 20,
+                ost_count: 15,
+                start_ost: Some(3),
+            },
+            &PlacementContext { now_ns: 0, job: a },
+        )
+        .unwrap();
+        assert_eq!(p.fallback(), Some(&IezFallback::StartOstGiven));
+        create(&mut p, a, 8, 15);
+        assert_eq!(p.fallback(), None);
+        create(&mut p, a, 8, 15);
+        assert_eq!(p.fallback(), Some(&IezFallback::NoPrediction));
         // A busy MDS.
         let mut busy = ServerStats::uniform(3, 5, 10 * GIB, 10 * GIB);
         busy.mds = Some(ServerLoad {

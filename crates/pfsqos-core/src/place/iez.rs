@@ -53,7 +53,7 @@ use super::lustre::{LustreAllocator, LustreQosConfig};
 use super::mcmf::{EdgeId, FlowError, FlowNetwork, MCMF_CAPACITY_MAX};
 use super::stats::{ServerStats, StatsError};
 use super::stripe::{iez_stripe_size_bytes, StripeSizeError};
-use super::{Placement, PlacementContext, PlacementError, PlacementRequest};
+use super::{Placement, PlacementContext, PlacementError, PlacementRequest, PLACER_OSTS_MAX};
 use crate::model::{JobId, OstId, StripeLayout};
 
 /// Costs are utilizations in parts per million.
@@ -423,7 +423,10 @@ pub struct Iez {
 }
 
 impl Iez {
+    /// A placer for `ost_count` OSTs (at most [`PLACER_OSTS_MAX`]; requests for more are
+    /// refused).
     pub fn new(ost_count: u32, config: IezConfig) -> Iez {
+        let ost_count = ost_count.min(PLACER_OSTS_MAX);
         Iez {
             lustre: LustreAllocator::new(ost_count, config.lustre, config.seed),
             config,
@@ -573,6 +576,9 @@ impl Placement for Iez {
         context: &PlacementContext,
     ) -> Result<StripeLayout, PlacementError> {
         let count = request.resolved_stripe_count()?;
+        if request.ost_count > PLACER_OSTS_MAX {
+            return Err(PlacementError::TooManyOsts(request.ost_count));
+        }
         if self.lustre.ost_count() != request.ost_count {
             // Another file system size than we were built for: start over for this one.
             *self = Iez::new(request.ost_count, self.config);

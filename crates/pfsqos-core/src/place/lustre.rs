@@ -34,7 +34,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::stats::{ServerStats, StatsError};
-use super::{Placement, PlacementContext, PlacementError, PlacementRequest};
+use super::{Placement, PlacementContext, PlacementError, PlacementRequest, PLACER_OSTS_MAX};
 use crate::model::{OstId, StripeLayout};
 use crate::NS_PER_S;
 
@@ -85,21 +85,24 @@ pub fn rr_array(ost_oss: &[u32]) -> Vec<u32> {
         list.insert(at, (oss, count));
     }
     let n = ost_oss.len();
+    // Each OSS's OSTs in index order.
+    let oss_slots = ost_oss.iter().map(|&o| o as usize + 1).max().unwrap_or(0);
+    let mut by_oss: Vec<Vec<u32>> = vec![Vec::new(); oss_slots];
+    for (i, &o) in ost_oss.iter().enumerate() {
+        by_oss[o as usize].push(i as u32);
+    }
     let mut array: Vec<Option<u32>> = vec![None; n];
     let mut placed = 0;
     for &(oss, count) in &list {
-        let mut j = 0usize;
-        for (i, &o) in ost_oss.iter().enumerate() {
-            if o != oss {
-                continue;
-            }
+        let osts = &by_oss[oss as usize];
+        assert_eq!(osts.len(), count as usize);
+        for (j, &i) in osts.iter().enumerate() {
             // "Evenly space these OSTs across arrayspace".
             let mut next = j * n / count as usize;
             while array[next].is_some() {
                 next = (next + 1) % n;
             }
-            array[next] = Some(i as u32);
-            j += 1;
+            array[next] = Some(i);
             placed += 1;
         }
     }
@@ -167,12 +170,15 @@ pub struct LustreAllocator {
 }
 
 impl LustreAllocator {
-    /// An allocator for `ost_count` OSTs with nothing known of them; randomness from `seed`.
+    /// An allocator for `ost_count` OSTs (at most [`PLACER_OSTS_MAX`]: more are cut there, and
+    /// placers refuse such requests) with nothing known of them; randomness from `seed`.
     pub fn new(ost_count: u32, config: LustreQosConfig, seed: u64) -> LustreAllocator {
+        let ost_count = ost_count.min(PLACER_OSTS_MAX);
         let ost_oss: Vec<u32> = (0..ost_count).collect();
         LustreAllocator {
             config,
-            rr_array: rr_array(&ost_oss),
+            // What rr_array gives for one OST per OSS (tested), without its quadratic walk.
+            rr_array: ost_oss.clone(),
             osts: (0..ost_count as usize)
                 .map(|i| QosOst {
                     oss: i,
@@ -554,6 +560,9 @@ impl Placement for Lustre {
         context: &PlacementContext,
     ) -> Result<StripeLayout, PlacementError> {
         let count = request.resolved_stripe_count()?;
+        if request.ost_count > PLACER_OSTS_MAX {
+            return Err(PlacementError::TooManyOsts(request.ost_count));
+        }
         if self.alloc.ost_count() != request.ost_count {
             // Another file system size than we were built for: start over for this one.
             self.alloc = LustreAllocator::new(request.ost_count, self.config, self.seed);
@@ -602,6 +611,9 @@ mod tests {
         // OSTs already interleaved by index stay in index order.
         let map: Vec<u32> = (0..6).map(|i| i % 3).collect();
         assert_eq!(rr_array(&map), [0, 1, 2, 3, 4, 5]);
+        // One OST per OSS (an allocator without statistics): index order.
+        let map: Vec<u32> = (0..7).collect();
+        assert_eq!(rr_array(&map), map);
         // Uneven OSSs: the OSS with most OSTs is placed first (slots j·4/3 = 0, 1, 2 for
         // OSS 1's OSTs 1, 2, 3), OSS 0's one OST takes the slot left.
         assert_eq!(rr_array(&[0, 1, 1, 1]), [1, 2, 3, 0]);

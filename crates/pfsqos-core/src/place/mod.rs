@@ -43,6 +43,9 @@ pub use lustre::{Lustre, LustreAllocator, LustreQosConfig};
 pub use stats::{OstStats, ServerLoad, ServerStats, StatsError};
 
 pub use crate::lustre::{STRIPE_COUNT_MAX, STRIPE_SIZE_BYTES_MAX, STRIPE_SIZE_UNIT_BYTES};
+/// Most OSTs the `lustre` and `iez` placers place on (they keep per-OST state); Lustre's own
+/// limit on OST indices is of this order (`LOV_V1_INSANE_STRIPE_COUNT` is 65532).
+pub const PLACER_OSTS_MAX: u32 = 1 << 16;
 /// Stripe count meaning "every OST" (`lfs setstripe -c -1`).
 pub const STRIPE_COUNT_ALL: i32 = -1;
 
@@ -80,6 +83,8 @@ pub enum PlacementError {
         stripe_count: u32,
         found: u32,
     },
+    /// More OSTs than a placer with per-OST state takes ([`PLACER_OSTS_MAX`]).
+    TooManyOsts(u32),
 }
 
 impl PlacementError {
@@ -115,6 +120,10 @@ impl fmt::Display for PlacementError {
                 start_ost,
                 ost_count,
             } => write!(f, "start OST {start_ost} out of range ({ost_count} OSTs)"),
+            PlacementError::TooManyOsts(n) => write!(
+                f,
+                "{n} OSTs exceed the {PLACER_OSTS_MAX} this placement policy takes"
+            ),
             PlacementError::NotEnoughSpace {
                 stripe_count,
                 found,
@@ -481,6 +490,14 @@ mod tests {
         assert!(iez
             .observe_servers(&ServerStats::uniform(1, 2, GIB, GIB))
             .is_err());
+        let huge = PLACER_OSTS_MAX + 1;
+        for name in ["lustre", "iez"] {
+            let mut p = placement_by_name(name, huge).unwrap();
+            assert_eq!(
+                p.place(&req(1, huge), &ctx),
+                Err(PlacementError::TooManyOsts(huge))
+            );
+        }
         assert_eq!(
             PlacementError::NotEnoughSpace {
                 stripe_count: 2,

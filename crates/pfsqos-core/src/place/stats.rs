@@ -8,8 +8,8 @@ use std::fmt;
 
 use crate::model::OssId;
 
-/// Most OSTs a statistics snapshot may list (placers refuse larger ones).
-pub const STATS_OSTS_MAX: usize = 4096;
+/// Most OSTs a statistics snapshot may list (placers refuse larger ones): the placers' bound.
+pub const STATS_OSTS_MAX: usize = super::PLACER_OSTS_MAX as usize;
 /// Most OSSs a statistics snapshot may list.
 pub const STATS_OSSES_MAX: usize = 1024;
 

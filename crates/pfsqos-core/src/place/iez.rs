@@ -826,6 +826,36 @@ mod tests {
     }
 
     #[test]
+    fn a_large_batch_stays_balanced() {
+        // 8 OSSs × 12 OSTs of 100 GiB, a third of them 30 % full; 512 files of 8 stripes.
+        let mut stats = ServerStats::uniform(8, 12, 100 * GIB, 100 * GIB);
+        for o in stats.osts.iter_mut().step_by(3) {
+            o.avail_bytes = 70 * GIB;
+        }
+        let files = vec![
+            PredictedFile {
+                predicted_bytes: 2 * GIB,
+                stripe_count: 8,
+            };
+            512
+        ];
+        let plans = allocate_osts(&stats, &[0; 96], &files, &IezConfig::default()).unwrap();
+        assert!(plans.iter().all(Option::is_some));
+        check_invariants(&stats, &files, &plans);
+        // 1 TiB of 256 MiB stripes: 16 GiB (16 %) on each of the 64 empty OSTs keeps them
+        // below the 30 % of the others, so the fuller ones get nothing and the empty ones end
+        // within one stripe (0.25 %) of each other.
+        let after = utilization_after(&stats, &plans);
+        for (j, u) in after.iter().enumerate() {
+            if j % 3 == 0 {
+                assert_eq!(*u, 0.3, "OST {j}");
+            } else {
+                assert!((u - 0.16).abs() < 0.0026, "OST {j}: {u}");
+            }
+        }
+    }
+
+    #[test]
     fn bad_inputs_are_errors() {
         let stats = ServerStats::uniform(1, 2, GIB, GIB);
         let c = IezConfig::default();

@@ -1,11 +1,36 @@
 //! Object placement: which OSTs hold the stripes of a new file.
 //!
 //! The MDS asks a [`Placement`] for a layout at every create; round-robin ([`RoundRobin`]) is
-//! Lustre's default allocator, and load-aware placers (iez) implement the same trait: they
-//! get the time and the creating application's identity with each create
-//! ([`PlacementContext`]), and the same per-OSS, per-OST, per-job load feed controllers get
-//! ([`Placement::observe`] with a control `Observation`). Placers are chosen by name from
-//! [`PLACER_ROWS`].
+//! pfsqos's simple rotation, and load-aware placers implement the same trait: they get the
+//! time and the creating application's identity with each create ([`PlacementContext`]), the
+//! same per-OSS, per-OST, per-job load feed controllers get ([`Placement::observe`] with a
+//! control `Observation`), the servers' space and load ([`Placement::observe_servers`] with a
+//! [`ServerStats`] snapshot), and forecasts of each job's next files
+//! ([`Placement::set_predictions`]). Placers are chosen by name from [`PLACER_ROWS`]:
+//!
+//! - `roundrobin`: [`RoundRobin`], consecutive OSTs from a cursor.
+//! - `lustre`: [`lustre::Lustre`], Lustre's own allocator (`lod_qos.c`): round robin over an
+//!   array interleaving the OSSs, weighted QOS by free space when it is uneven.
+//! - `iez`: [`iez::Iez`], iez's OST allocation (IPDPS'19, Algorithm 2, a min-cost max-flow,
+//!   [`mcmf`]) over the predicted files, with Method II stripe sizes ([`stripe`]); Lustre's
+//!   allocator when it has no statistics or no prediction.
+//!
+//! How a driver feeds iez (the simplest the simulator and the MDS can do): after each
+//! statistics period, `observe_servers` with the OSTs' OSS, total and available bytes and the
+//! OSSs' (and, if known, the MDS's) CPU and memory utilization; when a job's forecast is known
+//! (the `forecast` module's ARIMA, or a scenario's file list), `set_predictions(job, files)`
+//! with its next files in creation order (predicted bytes and stripe count each). The job's
+//! `k`-th create after that gets the `k`-th planned layout; [`Placement::last_fallback`] says
+//! why a create was not planned. Everything is bounded ([`iez::PREDICTIONS_HELD_MAX`],
+//! [`stats::STATS_OSTS_MAX`], [`iez::PLAN_STRIPES_MAX`], [`mcmf::MCMF_EDGES_MAX`]). Pure: no
+//! I/O, clock or thread; randomness is a seeded ChaCha8 stream.
+
+pub mod cost;
+pub mod iez;
+pub mod lustre;
+pub mod mcmf;
+pub mod stats;
+pub mod stripe;
 
 use std::fmt;
 
@@ -13,7 +38,14 @@ use crate::control::Observation;
 use crate::errno::Errno;
 use crate::model::{JobId, OstId, StripeLayout};
 
+pub use iez::{Iez, IezConfig, IezFallback, PredictedFile};
+pub use lustre::{Lustre, LustreAllocator, LustreQosConfig};
+pub use stats::{OstStats, ServerLoad, ServerStats, StatsError};
+
 pub use crate::lustre::{STRIPE_COUNT_MAX, STRIPE_SIZE_BYTES_MAX, STRIPE_SIZE_UNIT_BYTES};
+/// Most OSTs the `lustre` and `iez` placers place on (they keep per-OST state); Lustre's own
+/// limit on OST indices is of this order (`LOV_V1_INSANE_STRIPE_COUNT` is 65532).
+pub const PLACER_OSTS_MAX: u32 = 1 << 16;
 /// Stripe count meaning "every OST" (`lfs setstripe -c -1`).
 pub const STRIPE_COUNT_ALL: i32 = -1;
 
@@ -45,13 +77,21 @@ pub enum PlacementError {
         start_ost: u32,
         ost_count: u32,
     },
+    /// Fewer OSTs with free space than stripes (Lustre would shrink the stripe count; a
+    /// layout here always has the stripes asked for).
+    NotEnoughSpace {
+        stripe_count: u32,
+        found: u32,
+    },
+    /// More OSTs than a placer with per-OST state takes ([`PLACER_OSTS_MAX`]).
+    TooManyOsts(u32),
 }
 
 impl PlacementError {
     /// The errno Lustre answers for this error.
     pub fn errno(&self) -> Errno {
         match self {
-            PlacementError::NoOsts => Errno::ENOSPC,
+            PlacementError::NoOsts | PlacementError::NotEnoughSpace { .. } => Errno::ENOSPC,
             _ => Errno::EINVAL,
         }
     }
@@ -80,6 +120,17 @@ impl fmt::Display for PlacementError {
                 start_ost,
                 ost_count,
             } => write!(f, "start OST {start_ost} out of range ({ost_count} OSTs)"),
+            PlacementError::TooManyOsts(n) => write!(
+                f,
+                "{n} OSTs exceed the {PLACER_OSTS_MAX} this placement policy takes"
+            ),
+            PlacementError::NotEnoughSpace {
+                stripe_count,
+                found,
+            } => write!(
+                f,
+                "{stripe_count} stripes wanted, {found} OSTs with free space"
+            ),
         }
     }
 }
@@ -148,6 +199,25 @@ pub trait Placement: fmt::Debug + Send {
     /// per OSS and OST, queue lengths and per-job service). Placers that ignore load ignore it.
     fn observe(&mut self, _observation: &Observation) {}
 
+    /// The servers' space and load (a statistics snapshot). Placers that ignore it accept it;
+    /// placers that use it refuse a snapshot they cannot use (and keep the previous one).
+    fn observe_servers(&mut self, _stats: &ServerStats) -> Result<(), StatsError> {
+        Ok(())
+    }
+
+    /// A job's next files in creation order, predicted (replacing the job's earlier
+    /// predictions). Returns how many the placer holds (0 for placers without forecasts;
+    /// fewer than given when its bound is reached).
+    fn set_predictions(&mut self, _job: JobId, _files: &[PredictedFile]) -> usize {
+        0
+    }
+
+    /// Why the last create did not follow the placer's own plan (`None`: it did, or the
+    /// placer has no plan).
+    fn last_fallback(&self) -> Option<String> {
+        None
+    }
+
     /// State to persist across MDS restarts, as one word (round robin: its cursor). Richer
     /// state is rebuilt from [`Placement::observe`] after a restart.
     fn state(&self) -> u64 {
@@ -169,11 +239,32 @@ pub struct PlacerRow {
     pub build: fn(ost_count: u32) -> Box<dyn Placement>,
 }
 
+/// Seed of the `lustre` and `iez` rows' randomness (Lustre's start index and QOS picks).
+pub const PLACER_SEED: u64 = 0;
+
 /// The placer registry.
-pub const PLACER_ROWS: [PlacerRow; 1] = [PlacerRow {
-    name: "roundrobin",
-    build: |_| Box::new(RoundRobin::default()),
-}];
+pub const PLACER_ROWS: [PlacerRow; 3] = [
+    PlacerRow {
+        name: "roundrobin",
+        build: |_| Box::new(RoundRobin::default()),
+    },
+    PlacerRow {
+        name: "lustre",
+        build: |n| Box::new(Lustre::new(n, LustreQosConfig::default(), PLACER_SEED)),
+    },
+    PlacerRow {
+        name: "iez",
+        build: |n| {
+            Box::new(Iez::new(
+                n,
+                IezConfig {
+                    seed: PLACER_SEED,
+                    ..IezConfig::default()
+                },
+            ))
+        },
+    },
+];
 
 /// The placement policy `name` for `ost_count` OSTs, or an error listing the names.
 pub fn placement_by_name(name: &str, ost_count: u32) -> Result<Box<dyn Placement>, String> {
@@ -362,7 +453,59 @@ mod tests {
         let copy = p.clone_box();
         assert_eq!(copy.state(), 1);
         let e = placement_by_name("qos", 4).unwrap_err();
-        assert!(e.contains("allowed: roundrobin"), "{e}");
+        assert!(e.contains("allowed: roundrobin, lustre, iez"), "{e}");
+    }
+
+    #[test]
+    fn the_registry_drives_lustre_and_iez_through_the_trait() {
+        const GIB: u64 = 1 << 30;
+        let stats = ServerStats::uniform(3, 5, 10 * GIB, 10 * GIB);
+        let job = JobId::new("ior").unwrap();
+        let ctx = PlacementContext { now_ns: 0, job };
+        let mut lustre = placement_by_name("lustre", 15).unwrap();
+        assert_eq!(lustre.observe_servers(&stats), Ok(()));
+        assert_eq!(lustre.set_predictions(job, &[]), 0);
+        let l = lustre.place(&req(3, 15), &ctx).unwrap();
+        // Round robin over the interleaved array: three OSSs.
+        let mut oss: Vec<u32> = l.osts.iter().map(|o| o.0 / 5).collect();
+        oss.sort();
+        assert_eq!(oss, [0, 1, 2]);
+        assert_eq!(l.stripe_size_bytes, 1 << 20);
+
+        let mut iez = placement_by_name("iez", 15).unwrap();
+        iez.observe_servers(&stats).unwrap();
+        let files = [PredictedFile {
+            predicted_bytes: 4 * GIB,
+            stripe_count: 4,
+        }; 2];
+        assert_eq!(iez.set_predictions(job, &files), 2);
+        let a = iez.place(&req(4, 15), &ctx).unwrap();
+        assert_eq!(iez.last_fallback(), None);
+        assert_eq!(a.stripe_size_bytes, GIB);
+        let b = iez.place(&req(4, 15), &ctx).unwrap();
+        assert!(a.osts.iter().all(|o| !b.osts.contains(o)));
+        iez.place(&req(4, 15), &ctx).unwrap();
+        assert!(iez.last_fallback().unwrap().contains("no prediction"));
+        // Statistics of another size are refused.
+        assert!(iez
+            .observe_servers(&ServerStats::uniform(1, 2, GIB, GIB))
+            .is_err());
+        let huge = PLACER_OSTS_MAX + 1;
+        for name in ["lustre", "iez"] {
+            let mut p = placement_by_name(name, huge).unwrap();
+            assert_eq!(
+                p.place(&req(1, huge), &ctx),
+                Err(PlacementError::TooManyOsts(huge))
+            );
+        }
+        assert_eq!(
+            PlacementError::NotEnoughSpace {
+                stripe_count: 2,
+                found: 1
+            }
+            .errno(),
+            Errno::ENOSPC
+        );
     }
 
     proptest! {

@@ -1,21 +1,5 @@
-//! Metrics every design is judged by: fairness indices, share deviation, and how evenly
-//! storage targets fill (iez's OSTCost).
-
-/// iez's OSTCost (iez.txt eq. 7): the largest OST utilization over the mean utilization, 1
-/// for perfectly even targets. `None` for no OSTs or when nothing is used (the ratio is
-/// undefined). Utilizations are fractions of each OST's size.
-pub fn ost_cost(utilizations: &[f64]) -> Option<f64> {
-    assert!(
-        utilizations.iter().all(|u| u.is_finite() && *u >= 0.0),
-        "utilizations are non-negative fractions"
-    );
-    let mean = utilizations.iter().sum::<f64>() / utilizations.len() as f64;
-    if utilizations.is_empty() || mean <= 0.0 {
-        return None;
-    }
-    let max = utilizations.iter().copied().fold(0.0, f64::max);
-    Some(max / mean)
-}
+//! Metrics every design is judged by: fairness indices and share deviation (how evenly
+//! storage targets fill, iez's OSTCost, is `place::cost`).
 
 /// Jain's fairness index of `values`: (sum x)^2 / (n * sum x^2). 1 means perfectly equal, 1/n
 /// means one value takes everything. Defined as 1 for an empty or all-zero input (nobody is
@@ -144,18 +128,6 @@ pub fn windowed_share_deviation(jobs: &[JobBins<'_>], window_bins: usize) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ost_cost_is_max_over_mean_utilization() {
-        // The paper's IOR FPP example: max 75 % over mean 51.06 % gives 1.47 (§IV-A).
-        let mut u = vec![0.5106; 15];
-        u[8] = 0.75;
-        let mean = u.iter().sum::<f64>() / 15.0;
-        assert!((ost_cost(&u).unwrap() - 0.75 / mean).abs() < 1e-12);
-        assert_eq!(ost_cost(&[0.3, 0.3, 0.3]), Some(1.0));
-        assert_eq!(ost_cost(&[]), None);
-        assert_eq!(ost_cost(&[0.0, 0.0]), None);
-    }
 
     #[test]
     fn jain_extremes() {

@@ -161,7 +161,7 @@ impl RunOutput {
             .iter()
             .filter_map(|s| s.utilization())
             .collect();
-        crate::metrics::ost_cost(&utilizations)
+        crate::place::cost::ost_cost(&utilizations)
     }
 
     /// vPFS's unfairness over consecutive windows of `window_ns` rounded down to whole bins (at

@@ -5,9 +5,10 @@
 //! rotation where it stopped.
 
 use pfsqos_core::control::Observation;
-use pfsqos_core::model::StripeLayout;
+use pfsqos_core::model::{JobId, StripeLayout};
 use pfsqos_core::place::{
     placement_by_name, Placement, PlacementContext, PlacementError, PlacementRequest,
+    PredictedFile, ServerStats, StatsError,
 };
 
 /// The MDS's placer: the file system's OST count and the placement policy. Cloning it gives a
@@ -48,6 +49,23 @@ impl Placer {
     /// The servers' load over the last period, for load-aware policies.
     pub fn observe(&mut self, observation: &Observation) {
         self.policy.observe(observation);
+    }
+
+    /// A statistics snapshot of the servers' space and load (iez's 60 s statistics); a
+    /// policy that uses it refuses one it cannot use and keeps the previous.
+    pub fn observe_servers(&mut self, stats: &ServerStats) -> Result<(), StatsError> {
+        self.policy.observe_servers(stats)
+    }
+
+    /// `job`'s next files in creation order, predicted from its earlier run (iez's
+    /// interaction database); returns how many the policy holds.
+    pub fn set_predictions(&mut self, job: JobId, files: &[PredictedFile]) -> usize {
+        self.policy.set_predictions(job, files)
+    }
+
+    /// Why the last create did not follow the policy's plan (`None`: it did, or it has none).
+    pub fn last_fallback(&self) -> Option<String> {
+        self.policy.last_fallback()
     }
 
     pub fn ost_count(&self) -> u32 {

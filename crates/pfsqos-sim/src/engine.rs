@@ -682,7 +682,7 @@ impl Sim {
         let mut files: Vec<FileLayout> = Vec::new();
         let mut layout_osts: Vec<u32> = Vec::new();
         let mut shapes = Vec::new();
-        let mut placer = Placer::by_name(&scenario.cluster.placement, n_osts as u32)?;
+        let (mut placer, _) = crate::placement::placer_for(scenario, n_osts as u32)?;
         let mut objects: u64 = 0;
         // Files are created at set-up, by their job: the placer learns who creates each.
         let mut new_file = |job: JobId,
@@ -703,8 +703,9 @@ impl Sim {
             if objects + count as u64 > u32::MAX as u64 {
                 return Err("too many stripe objects".to_string());
             }
+            // The placer's stripe size (iez sizes stripes from the forecast, Method II).
             files.push(FileLayout {
-                stripe_size_bytes: stripe_size,
+                stripe_size_bytes: layout.stripe_size_bytes,
                 osts_start: start,
                 osts_len: count as u32,
                 object_base: objects as u32,

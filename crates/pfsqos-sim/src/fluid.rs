@@ -343,7 +343,7 @@ impl Fluid {
         };
         fluid.bins = (fluid.duration_ns / fluid.bin_ns + 1) as usize;
         let mut app_index: BTreeMap<String, u32> = BTreeMap::new();
-        let mut placer = Placer::by_name(&scenario.cluster.placement, fluid.n_osts as u32)?;
+        let (mut placer, _) = crate::placement::placer_for(scenario, fluid.n_osts as u32)?;
         for (job, app, walltime, submit_ns) in specs {
             let app_id = JobId::new(&app).map_err(|e| format!("application `{app}`: {e}"))?;
             let next_app = app_index.len() as u32;

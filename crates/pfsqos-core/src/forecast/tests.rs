@@ -12,18 +12,27 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
-/// Simulates `n` values of ARIMA(p, d, q) with mean `mean` (of the d-th difference), after a
-/// burn-in of 200 values, starting the integration at `start`.
-fn simulate(
-    seed: u64,
-    n: usize,
+/// An ARIMA model to simulate: `mean` is that of the d-th difference, `sigma` the innovations'
+/// standard deviation, `start` the level the integration starts from.
+struct Spec<'a> {
     d: usize,
     mean: f64,
-    ar: &[f64],
-    ma: &[f64],
+    ar: &'a [f64],
+    ma: &'a [f64],
     sigma: f64,
     start: f64,
-) -> Vec<f64> {
+}
+
+/// Simulates `n` values of `spec` after a burn-in of 200 values.
+fn simulate(seed: u64, n: usize, spec: &Spec) -> Vec<f64> {
+    let Spec {
+        d,
+        mean,
+        ar,
+        ma,
+        sigma,
+        start,
+    } = *spec;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let burn = 200;
     let total = n + burn;
@@ -57,7 +66,18 @@ fn simulate(
 
 #[test]
 fn fits_ar1_with_mean() {
-    let y = simulate(1, 500, 0, 5.0, &[0.6], &[], 1.0, 0.0);
+    let y = simulate(
+        1,
+        500,
+        &Spec {
+            d: 0,
+            mean: 5.0,
+            ar: &[0.6],
+            ma: &[],
+            sigma: 1.0,
+            start: 0.0,
+        },
+    );
     let m = fit_arima(&y, ArimaOrder::new(1, 0, 0), &ArimaFitOptions::default()).unwrap();
     assert!(m.converged, "{m:?}");
     assert!((m.ar[0] - 0.6).abs() < 0.1, "{:?}", m.ar);
@@ -67,7 +87,18 @@ fn fits_ar1_with_mean() {
 
 #[test]
 fn fits_arima_211() {
-    let y = simulate(2, 600, 1, 0.0, &[0.5, -0.3], &[0.4], 2.0, 100.0);
+    let y = simulate(
+        2,
+        600,
+        &Spec {
+            d: 1,
+            mean: 0.0,
+            ar: &[0.5, -0.3],
+            ma: &[0.4],
+            sigma: 2.0,
+            start: 100.0,
+        },
+    );
     let m = fit_arima(&y, ArimaOrder::new(2, 1, 1), &ArimaFitOptions::default()).unwrap();
     assert!(m.converged, "{m:?}");
     assert!((m.ar[0] - 0.5).abs() < 0.15, "{:?}", m.ar);
@@ -269,7 +300,18 @@ fn fixtures_record_their_provenance() {
 /// every order of a small grid by hand.
 #[test]
 fn selection_keeps_the_least_rmse_of_converged_orders() {
-    let y = simulate(31, 200, 1, 0.0, &[0.5], &[0.3], 1.0, 10.0);
+    let y = simulate(
+        31,
+        200,
+        &Spec {
+            d: 1,
+            mean: 0.0,
+            ar: &[0.5],
+            ma: &[0.3],
+            sigma: 1.0,
+            start: 10.0,
+        },
+    );
     let opts = SelectionOptions {
         p_max: 2,
         d_max: 1,
@@ -301,10 +343,22 @@ fn selection_keeps_the_least_rmse_of_converged_orders() {
 ///   RMSE (no more, since the truth is a candidate; and not much less, it cannot beat the
 ///   truth by much out of sample), though it need not be the true order (near-unit-root d = 0 ARMAs compete with d = 1:
 ///   with seeds 21-23 and n = 1000 it picked (3,0,3), (4,0,3), (3,0,3)).
+///
 /// Neither reading recovers the order reliably; iez only needs the forecast.
 #[test]
 fn selection_on_a_long_arima_211_series() {
-    let y = simulate(21, 600, 1, 0.0, &[0.5, -0.3], &[0.4], 2.0, 100.0);
+    let y = simulate(
+        21,
+        600,
+        &Spec {
+            d: 1,
+            mean: 0.0,
+            ar: &[0.5, -0.3],
+            ma: &[0.4],
+            sigma: 2.0,
+            start: 100.0,
+        },
+    );
     let truth = ArimaOrder::new(2, 1, 1);
 
     let ins = select_order(
@@ -342,7 +396,18 @@ fn selection_on_a_long_arima_211_series() {
 /// selection chooses an order that contains the truth (p ≥ 2).
 #[test]
 fn selection_finds_ar_structure() {
-    let y = simulate(41, 400, 0, 50.0, &[1.2, -0.5], &[], 1.0, 0.0);
+    let y = simulate(
+        41,
+        400,
+        &Spec {
+            d: 0,
+            mean: 50.0,
+            ar: &[1.2, -0.5],
+            ma: &[],
+            sigma: 1.0,
+            start: 0.0,
+        },
+    );
     let sel = select_order(
         &y,
         &SelectionOptions {
@@ -430,7 +495,18 @@ fn grid_is_the_papers_216_orders() {
 
 #[test]
 fn white_noise_fits_converge_to_the_mean() {
-    let y = simulate(51, 300, 0, -3.0, &[], &[], 0.5, 0.0);
+    let y = simulate(
+        51,
+        300,
+        &Spec {
+            d: 0,
+            mean: -3.0,
+            ar: &[],
+            ma: &[],
+            sigma: 0.5,
+            start: 0.0,
+        },
+    );
     let m = fit_arima(&y, ArimaOrder::new(0, 0, 0), &ArimaFitOptions::default()).unwrap();
     let sample_mean = y.iter().sum::<f64>() / y.len() as f64;
     assert!(m.converged);
@@ -482,7 +558,18 @@ fn predict_next_falls_back_to_the_last_value() {
 #[test]
 fn predict_next_uses_arima_on_a_long_history() {
     // Bytes written per run, trending up with AR noise: ARIMA beats the last value.
-    let y: Vec<f64> = simulate(61, 60, 1, 1e6, &[0.5], &[], 2e5, 1e8);
+    let y: Vec<f64> = simulate(
+        61,
+        60,
+        &Spec {
+            d: 1,
+            mean: 1e6,
+            ar: &[0.5],
+            ma: &[],
+            sigma: 2e5,
+            start: 1e8,
+        },
+    );
     let p = predict_next(&y).unwrap();
     let order = p.order().expect("ARIMA used");
     let rmse = p.rmse.expect("ARIMA reports its hold-out RMSE");
@@ -502,7 +589,18 @@ fn predict_next_uses_arima_on_a_long_history() {
 /// series. Not a benchmark (the test profile is opt-level 1), only a guard against blow-ups.
 #[test]
 fn full_grid_on_300_values_is_bounded() {
-    let y = simulate(71, 300, 1, 0.0, &[0.5, -0.3], &[0.4], 2.0, 100.0);
+    let y = simulate(
+        71,
+        300,
+        &Spec {
+            d: 1,
+            mean: 0.0,
+            ar: &[0.5, -0.3],
+            ma: &[0.4],
+            sigma: 2.0,
+            start: 100.0,
+        },
+    );
     let sel = select_order(&y, &SelectionOptions::default()).unwrap();
     assert_eq!(sel.fitted, 216);
     assert!(sel.converged > 100, "{}", sel.converged);

@@ -11,6 +11,7 @@
 //! Pure: no I/O, no clock, deterministic.
 
 pub mod arima;
+mod kalman;
 pub mod optim;
 
 #[cfg(test)]
@@ -18,7 +19,9 @@ mod tests;
 
 use std::fmt;
 
-pub use arima::{fit_arima, ArimaFitOptions, ArimaModel, ArimaOrder, ORDER_MAX, SERIES_LEN_MAX};
+pub use arima::{
+    fit_arima, ArimaFitOptions, ArimaModel, ArimaOrder, Estimator, ORDER_MAX, SERIES_LEN_MAX,
+};
 
 /// Why a series could not be fitted or forecast.
 #[derive(Clone, Debug, PartialEq)]
@@ -168,9 +171,9 @@ impl Default for SelectionOptions {
 /// Result of [`select_order`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Selection {
-    /// The chosen model, fitted on the whole series.
+    /// The chosen model, fitted on the whole series with `SelectionOptions::fit`.
     pub model: ArimaModel,
-    /// Its RMSE under the criterion, in the series' units.
+    /// Its order's RMSE under the criterion (of the CSS screening fit), in the series' units.
     pub rmse: f64,
     /// Orders whose minimum length the series (training part) meets and that were fitted.
     pub fitted: usize,
@@ -182,6 +185,11 @@ pub struct Selection {
 /// not converge, keep the least RMSE (see [`RmseCriterion`] for which RMSE). Orders the series is
 /// too short for are skipped too. Ties keep the first order in (p, d, q) lexicographic order,
 /// i.e. the smaller p, then d, then q.
+///
+/// The grid is screened with CSS fits ([`Estimator::Css`]: the paper does not say how its
+/// candidates were fitted, and CSS costs a fifth of the exact likelihood); the chosen order is
+/// then fitted on the whole series with `opts.fit` (by default exact maximum likelihood, the
+/// paper's "next step"). If that final fit does not converge, the next best order is taken.
 pub fn select_order(series: &[f64], opts: &SelectionOptions) -> Result<Selection, ForecastError> {
     arima::validate_series(series)?;
     if opts.p_max > ORDER_MAX || opts.d_max > ORDER_MAX || opts.q_max > ORDER_MAX {
@@ -208,6 +216,10 @@ pub fn select_order(series: &[f64], opts: &SelectionOptions) -> Result<Selection
         }
     };
     let train = &series[..n_train];
+    let screen = ArimaFitOptions {
+        estimator: Estimator::Css,
+        ..opts.fit
+    };
     let mut fitted = 0usize;
     let mut candidates: Vec<(f64, ArimaModel)> = Vec::new();
     for order in ArimaOrder::grid(ORDER_MAX)
@@ -217,7 +229,7 @@ pub fn select_order(series: &[f64], opts: &SelectionOptions) -> Result<Selection
             continue;
         }
         fitted += 1;
-        let model = fit_arima(train, order, &opts.fit)?;
+        let model = fit_arima(train, order, &screen)?;
         if !model.converged {
             continue;
         }
@@ -241,7 +253,7 @@ pub fn select_order(series: &[f64], opts: &SelectionOptions) -> Result<Selection
     // Stable sort: equal RMSEs keep grid order.
     candidates.sort_by(|a, b| a.0.total_cmp(&b.0));
     for (rmse, model) in candidates {
-        let model = if n_train == n {
+        let model = if n_train == n && opts.fit.estimator == Estimator::Css {
             model
         } else {
             let refit = fit_arima(series, model.order, &opts.fit)?;

@@ -1,4 +1,5 @@
-//! ARIMA(p, d, q) fitted by conditional sum of squares (CSS), the predictor of iez's AIPA
+//! ARIMA(p, d, q) fitted by conditional sum of squares (CSS) and exact maximum likelihood, the
+//! predictor of iez's AIPA
 //! (paper Section III-A2: "AutoRegressive Integrated Moving Average ... 'p' is the number of lag
 //! observations, 'd' ... the number of times raw observations are differenced, and 'q' ... the
 //! size of moving average window").
@@ -654,8 +655,9 @@ impl ArimaModel {
     }
 
     /// One-step-ahead prediction errors `y_t - ŷ_{t|t-1}` for t = d + p .. len (in the series'
-    /// units). For d ≥ 1 the one-step error of y equals that of its difference, so these are the
-    /// CSS residuals.
+    /// units) of the conditional model: the CSS residuals at the model's parameters (also for
+    /// [`Estimator::CssMle`] fits, so RMSEs of both estimators compare on one footing). For
+    /// d ≥ 1 the one-step error of y equals that of its difference.
     pub fn one_step_errors(&self) -> &[f64] {
         &self.residuals[self.order.p..]
     }

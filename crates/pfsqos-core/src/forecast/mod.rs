@@ -2,7 +2,9 @@
 //! Prediction Algorithm (AIPA)"): predict an application's next I/O requests (bytes written per
 //! file, stripe count, MPI rank) from its traced history.
 //!
-//! - [`arima`]: ARIMA(p, d, q) by conditional sum of squares, forecasts, differencing.
+//! - [`arima`]: ARIMA(p, d, q) by conditional sum of squares and exact maximum likelihood,
+//!   forecasts, differencing.
+//! - `kalman`: the exact ARMA likelihood and forecasts by the Kalman filter.
 //! - [`optim`]: the Nelder-Mead minimizer the fits use.
 //! - [`select_order`]: the paper's order search, p, d, q in 0..=5 (216 orders), skipping fits
 //!   that do not converge and keeping the least RMSE.

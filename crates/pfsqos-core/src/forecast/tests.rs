@@ -678,3 +678,67 @@ fn full_grid_on_300_values_is_bounded() {
     let f = sel.model.forecast(10);
     assert!(f.iter().all(|v| v.is_finite()));
 }
+
+/// Over-differencing white noise puts a unit root in the MA polynomial (θ = -1). Exact
+/// maximum likelihood goes close to the invertibility boundary (the known pile-up of the MLE at
+/// θ = -1; here θ ≈ -0.997, inside the 0.999 boundary margin, so still "converged"). CSS stays
+/// further inside (here θ ≈ -0.95): its conditioning on zero pre-sample residuals penalizes
+/// θ near -1. So neither estimator skips an over-differenced order by itself; the boundary rule
+/// only catches solutions practically on the unit circle.
+#[test]
+fn over_differencing_pushes_theta_towards_minus_one() {
+    let y = simulate(
+        81,
+        300,
+        &Spec {
+            d: 0,
+            mean: 0.0,
+            ar: &[],
+            ma: &[],
+            sigma: 1.0,
+            start: 0.0,
+        },
+    );
+    let css = ArimaFitOptions {
+        estimator: Estimator::Css,
+        ..ArimaFitOptions::default()
+    };
+    let mle = ArimaFitOptions::default();
+    let over = fit_arima(&y, ArimaOrder::new(0, 1, 1), &mle).unwrap();
+    assert!(over.ma[0] < -0.99, "{:?}", over.ma);
+    let over_css = fit_arima(&y, ArimaOrder::new(0, 1, 1), &css).unwrap();
+    assert!(over_css.converged, "{:?}", over_css.ma);
+    assert!(
+        over_css.ma[0] < -0.9 && over_css.ma[0] > -0.99,
+        "{:?}",
+        over_css.ma
+    );
+    for opts in [css, mle] {
+        assert!(
+            fit_arima(&y, ArimaOrder::new(0, 0, 0), &opts)
+                .unwrap()
+                .converged
+        );
+    }
+}
+
+/// The boundary rule: a solution with a partial autocorrelation beyond 1 - 1e-3 is a unit root
+/// and does not count as converged.
+#[test]
+fn boundary_solutions_are_not_converged() {
+    // Twice-integrated white noise fitted as AR(1) with d = 0: φ̂ runs to 1.
+    let y = simulate(
+        91,
+        800,
+        &Spec {
+            d: 2,
+            mean: 0.0,
+            ar: &[],
+            ma: &[],
+            sigma: 1.0,
+            start: 0.0,
+        },
+    );
+    let m = fit_arima(&y, ArimaOrder::new(1, 0, 0), &ArimaFitOptions::default()).unwrap();
+    assert!(!m.converged, "{:?}", m.ar);
+}

@@ -462,7 +462,8 @@ fn css_residuals(z: &[f64], mu: f64, phi: &[f64], theta: &[f64], resid: &mut [f6
     }
 }
 
-/// Fits ARIMA(`order`) to `series` by CSS (see the module doc).
+/// Fits ARIMA(`order`) to `series` (oldest first) by CSS, then, for [`Estimator::CssMle`], by
+/// exact maximum likelihood from the CSS solution (see the module doc).
 ///
 /// Errors: empty, non-finite or too long series; an order beyond [`ORDER_MAX`]; a series shorter
 /// than [`ArimaOrder::min_series_len`]. A fit that runs but does not converge is returned with
@@ -586,8 +587,9 @@ pub fn fit_arima(
 }
 
 /// Two Nelder-Mead runs, the second restarted from the first's best point (the usual remedy for
-/// a simplex collapsed away from the minimum). Converged: the restart met its tolerances and did
-/// not move the objective materially (1e-6 relative) -- a genuine minimum passes this quickly.
+/// a simplex collapsed away from the minimum). Converged: both met their tolerances and the
+/// restart did not move the objective materially (1e-6 relative) -- a genuine minimum passes
+/// this quickly.
 fn minimize_twice<F>(
     objective: &mut F,
     x0: &[f64],
@@ -597,6 +599,13 @@ where
     F: FnMut(&[f64]) -> f64,
 {
     let first = nelder_mead(&mut *objective, x0, &opts.optimizer);
+    if !first.converged {
+        // Budget exhausted (a ridge or a run to the boundary): a restart would most likely
+        // exhaust it too, and the fit is skipped anyway. Saves half the cost of the orders of
+        // the grid that do not converge.
+        let evals = first.evals;
+        return (first, evals, false);
+    }
     let second = nelder_mead(&mut *objective, &first.x, &opts.optimizer);
     let evals = first.evals + second.evals;
     let restart_agrees =

@@ -4,7 +4,7 @@
 //! observations, 'd' ... the number of times raw observations are differenced, and 'q' ... the
 //! size of moving average window").
 //!
-//! The model, for the d-times differenced series `w_t = (1 - B)^d y_t`, is (Box-Jenkins [32])
+//! The model, for the d-times differenced series `w_t = (1 - B)^d y_t`, is (Box and Jenkins, the paper's reference 32)
 //!
 //! ```text
 //! w_t - μ = Σ_{i=1..p} φ_i (w_{t-i} - μ) + e_t + Σ_{j=1..q} θ_j e_{t-j},   e_t ~ N(0, σ²)
@@ -22,7 +22,7 @@
 //!
 //! **Exact maximum likelihood** ([`Estimator::CssMle`], the default): the CSS solution starts a
 //! second Nelder-Mead search on the exact Gaussian likelihood of the differenced series computed
-//! by the Kalman filter ([`super::kalman`]), σ² concentrated out; forecasts then come from the
+//! by the Kalman filter (the `kalman` module), σ² concentrated out; forecasts then come from the
 //! filtered state. This is the paper's final step ("fit the ARIMA(p, q, d) model by exact maximum
 //! likelihood via Kalman filters") and what statsmodels' `tsa.arima.model.ARIMA.fit()` computes.
 //!

@@ -1,4 +1,4 @@
-//! Exact Gaussian likelihood of a stationary ARMA(p, q) by the Kalman filter (Harvey [33] in the
+//! Exact Gaussian likelihood of a stationary ARMA(p, q) by the Kalman filter (Harvey, reference 33 of the
 //! iez paper, Section III-A2: "fit the ARIMA(p, q, d) model by exact maximum likelihood via
 //! Kalman filters").
 //!

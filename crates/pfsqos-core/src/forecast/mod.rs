@@ -130,9 +130,9 @@ impl Fitted for ArimaModel {
 
 /// How [`select_order`] measures a candidate's RMSE.
 ///
-/// The paper (Section III-A2) runs "the model on all combinations ... over our dataset ... and
-/// select[s] the combination with the least Root Mean Square Error", without saying whether the
-/// RMSE is in-sample. In-sample one-step RMSE can only fall as p and q grow (nested models, CSS),
+/// The paper (Section III-A2): "we run the model on all combinations ... over our dataset ...
+/// and select the combination with the least Root Mean Square Error (RMSE)", without saying
+/// whether the RMSE is in-sample. In-sample one-step RMSE can only fall as p and q grow (nested models, CSS),
 /// so it systematically prefers large orders; its (5, 1, 2) for HACC-I/O is consistent with
 /// that. The default here is therefore the out-of-sample reading, which can recover a true
 /// order; [`RmseCriterion::InSample`] reproduces the literal reading.

@@ -9,6 +9,7 @@
 
 pub mod control;
 pub mod errno;
+pub mod forecast;
 pub mod jobstats;
 pub mod lustre;
 pub mod metrics;

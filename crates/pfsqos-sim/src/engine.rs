@@ -57,7 +57,6 @@ use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
 use pfsqos_core::place::PlacementContext;
 use pfsqos_core::sched::nrs::{Nrs, ServiceTicket};
 use pfsqos_node::client::{Raid0, RateLimiter, RpcWindow, LIMIT_BYTES_PER_S_MAX};
-use pfsqos_node::mds::Placer;
 use pfsqos_node::oss::{apply_write, CptService, Dispatch, SyncMessage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -29,6 +29,7 @@ pub mod cost;
 pub mod iez;
 pub mod lustre;
 pub mod mcmf;
+pub mod profile;
 pub mod stats;
 pub mod stripe;
 

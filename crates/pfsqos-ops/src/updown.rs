@@ -200,15 +200,17 @@ fn wait_ready(
 fn role_args(c: &Cluster, role: Role, oss_addrs: &[String], mds_addr: &str) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec![role.subcommand().into()];
     a.extend(match role {
-        Role::Oss(i) => ossd_args(c, i).to_args(),
+        Role::Oss(i) => ossd_args(c, i, oss_addrs).to_args(),
         Role::Mds => mds_args(c, oss_addrs).to_args(),
         Role::Mount => mount_args(c, mds_addr).to_args(),
     });
     a
 }
 
-/// `pfsqos ossd`'s options for OSS `i` of the cluster.
-fn ossd_args(c: &Cluster, i: usize) -> OssdArgs {
+/// `pfsqos ossd`'s options for OSS `i` of the cluster; `oss_addrs` are where every OSS is
+/// reached, its DSFQ synchronization peers. An OSS still listening on port 0 (its port is
+/// known only once it runs) is no one's peer.
+fn ossd_args(c: &Cluster, i: usize, oss_addrs: &[String]) -> OssdArgs {
     let o = &c.osses[i];
     let mut a = OssdArgs::new(o.listen, o.osts.clone(), c.key_file.clone());
     a.fsname = c.fsname.clone();
@@ -223,6 +225,14 @@ fn ossd_args(c: &Cluster, i: usize) -> OssdArgs {
     a.job_nodes = o.job_nodes.clone();
     a.buffered_writes = o.buffered_writes;
     a.lustre_version = o.lustre_version.clone();
+    a.peers = oss_addrs
+        .iter()
+        .enumerate()
+        .filter(|&(j, addr)| j != i && !addr.ends_with(":0"))
+        .map(|(_, addr)| addr.clone())
+        .collect();
+    // Every CPT of every OSS is one DSFQ instance, numbered in cluster-file order.
+    a.sync_instance_base = c.osses[..i].iter().map(|o| o.cpts as u32).sum();
     a
 }
 

@@ -660,6 +660,51 @@ mod tests {
         );
     }
 
+    /// Every OSS names the others as its DSFQ peers, and its instance numbers start after
+    /// the CPTs of the OSSs before it; an OSS on port 0 is no one's peer.
+    #[test]
+    fn ossds_learn_their_peers_and_instance_numbers() {
+        let c = Cluster::from_toml_str(
+            r#"
+            [cluster]
+            state_dir = "/s"
+            [[oss]]
+            host = "oss1"
+            listen = "0.0.0.0:7988"
+            osts = ["/d/a"]
+            cpts = 2
+            [[oss]]
+            host = "oss2"
+            listen = "0.0.0.0:7988"
+            osts = ["/d/b"]
+            cpts = 3
+            [[oss]]
+            host = "oss3"
+            listen = "0.0.0.0:0"
+            osts = ["/d/c"]
+            "#,
+            "c.toml",
+            Path::new("/base"),
+        )
+        .unwrap();
+        let addrs: Vec<String> = c
+            .osses
+            .iter()
+            .map(|o| reach_addr(o.host.as_deref(), o.listen))
+            .collect();
+        let args: Vec<OssdArgs> = (0..3).map(|i| ossd_args(&c, i, &addrs)).collect();
+        assert_eq!(args[0].peers, ["oss2:7988"]);
+        assert_eq!(args[1].peers, ["oss1:7988"]);
+        assert_eq!(args[2].peers, ["oss1:7988", "oss2:7988"]);
+        let bases: Vec<u32> = args.iter().map(|a| a.sync_instance_base).collect();
+        assert_eq!(bases, [0, 2, 5]);
+        let line = args_text(&role_args(&c, Role::Oss(2), &addrs, "m:1")).join(" ");
+        assert!(
+            line.ends_with("--peer oss1:7988 --peer oss2:7988 --sync-instance-base 5"),
+            "{line}"
+        );
+    }
+
     #[test]
     fn mountinfo_escapes_are_undone() {
         assert_eq!(unescape_mountinfo("/mnt/a\\040b"), "/mnt/a b");

@@ -163,7 +163,7 @@ fn served(ossd: &Ossd, job: &str) -> u64 {
 /// the total is 9:1. The ratio of RPCs served (all the same size) is checked within 5 %.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_ossds_keep_a_4_to_1_share_of_the_total_bandwidth() {
-    let (ratio, stats) = measure_share(true).await;
+    let (ratio, stats) = measure_share(true, true).await;
     assert!(
         (ratio / 4.0 - 1.0).abs() <= 0.05,
         "big:small = {ratio:.3}, not 4 within 5 % (sync {stats:?})"
@@ -171,11 +171,23 @@ async fn two_ossds_keep_a_4_to_1_share_of_the_total_bandwidth() {
     assert!(stats.messages_out > 0 && stats.cpts.messages_in > 0);
 }
 
+/// The control: the same run without peers is far from 4:1 (9:1 in theory), so it is the
+/// exchange that holds the share above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_exchange_the_total_share_is_not_kept() {
+    let (ratio, stats) = measure_share(true, false).await;
+    assert!(
+        ratio > 6.0,
+        "big:small = {ratio:.3} without synchronization"
+    );
+    assert_eq!(stats.messages_out + stats.cpts.messages_in, 0, "{stats:?}");
+}
+
 /// The same two jobs, both striped over both ossds: each ossd alone already shares 4:1, and
 /// the exchange must not disturb that.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_jobs_striped_over_both_ossds_share_4_to_1() {
-    let (ratio, stats) = measure_share(false).await;
+    let (ratio, stats) = measure_share(false, true).await;
     assert!(
         (ratio / 4.0 - 1.0).abs() <= 0.05,
         "big:small = {ratio:.3}, not 4 within 5 % (sync {stats:?})"
@@ -183,8 +195,8 @@ async fn two_jobs_striped_over_both_ossds_share_4_to_1() {
 }
 
 /// Returns big:small served over both ossds in a window after a warm-up, and the first
-/// ossd's sync statistics.
-async fn measure_share(small_on_second_only: bool) -> (f64, SyncStats) {
+/// ossd's sync statistics; `synchronize`: the ossds are each other's peers.
+async fn measure_share(small_on_second_only: bool, synchronize: bool) -> (f64, SyncStats) {
     const CEILING_BYTES_PER_S: u64 = 12 << 20;
     let tmp = tempfile::tempdir().unwrap();
     let addrs = free_addrs(2);
@@ -194,7 +206,7 @@ async fn measure_share(small_on_second_only: bool) -> (f64, SyncStats) {
             *addr,
             tmp.path().join(format!("ost{i}")),
             i as u32,
-            &addrs,
+            if synchronize { &addrs } else { &[] },
             &|c| c.ceiling_bytes_per_s = Some(CEILING_BYTES_PER_S),
         );
         ossds.push(Ossd::start(cfg).await.unwrap());
@@ -219,7 +231,9 @@ async fn measure_share(small_on_second_only: bool) -> (f64, SyncStats) {
     // Warm-up: both ossds busy and exchanging reports.
     poll("both ossds serve and synchronize", || {
         let (big, small) = totals(&ossds);
-        big > 100 && small > 20 && ossds.iter().all(|o| o.sync_stats().cpts.messages_in > 50)
+        big > 100
+            && small > 20
+            && (!synchronize || ossds.iter().all(|o| o.sync_stats().cpts.messages_in > 50))
     })
     .await;
     let (big0, small0) = totals(&ossds);

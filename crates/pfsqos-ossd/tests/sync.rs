@@ -252,6 +252,10 @@ async fn measure_share(small_on_second_only: bool, synchronize: bool) -> (f64, S
         o.shutdown().await;
     }
     let ratio = (big1 - big0) as f64 / (small1 - small0).max(1) as f64;
+    eprintln!(
+        "big:small over both ossds = {ratio:.3} (small on the second only: \
+         {small_on_second_only}, synchronized: {synchronize})"
+    );
     (ratio, stats)
 }
 
@@ -409,6 +413,8 @@ async fn hostile_sync_input_is_refused_counted_and_has_no_effect() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
     let base = a.sync_stats();
+    // Numbers 8..=199 of instance 7 never arrived (100 went to the refused connection).
+    assert_eq!(base.messages_lost_in, 192, "{base:?}");
 
     // Wrong key: the handshake fails.
     let wrong = OssClient::connect(addr, b"another-key-0123456789abcdef", Role::Oss).await;
@@ -497,5 +503,31 @@ async fn hostile_sync_input_is_refused_counted_and_has_no_effect() {
     io.write(&ident("big"), 0, 1, 4096, &[1; 4096], false)
         .await
         .unwrap();
+    a.shutdown().await;
+}
+
+/// The CPTs of one ossd are instances too: without any peer, their reports reach each other
+/// in memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cpts_of_one_ossd_exchange_reports_in_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let addr = free_addrs(1)[0];
+    let a = Ossd::start(config(addr, tmp.path().join("ost0"), 4, &[], &|c| {
+        c.cpts = 2
+    }))
+    .await
+    .unwrap();
+    start_dsfq(addr, 8).await;
+    // Connections are bound to CPTs round robin: four of them load both.
+    let l = load(addr, "big", 4, 100).await;
+    poll("both CPTs receive the other's reports", || {
+        let s = a.sync_stats();
+        s.cpts.broadcasts_out > 10 && s.cpts.messages_in > 10
+    })
+    .await;
+    let s = a.sync_stats();
+    assert_eq!(s.cpts.rejected_in, 0, "{s:?}");
+    assert_eq!(s.messages_out + s.batches_in, 0, "no peer, no wire: {s:?}");
+    assert!(l.finish().await > 0);
     a.shutdown().await;
 }

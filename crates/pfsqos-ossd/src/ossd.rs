@@ -604,6 +604,9 @@ enum OstParam {
 pub(crate) const SERVICE_PREFIX: &str = "ost.OSS.ost_io.";
 pub(crate) const PARAM_POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
 pub(crate) const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
+/// What DSFQ synchronization with the peer ossds did (read-only; `ENODEV` while no CPT
+/// runs `dsfq`, so a wildcard shows it only then).
+pub(crate) const PARAM_SYNC_STATS: &str = "ost.OSS.ost_io.nrs_dsfq_sync_stats";
 
 /// The service's NRS parameter files below [`SERVICE_PREFIX`]: `nrs_policies` and every file a
 /// policy of the scheduler registry owns (TBF's `nrs_tbf_rule`, ...).
@@ -821,6 +824,7 @@ impl Shared {
                 .iter()
                 .map(|p| format!("{SERVICE_PREFIX}{p}")),
         );
+        names.push(PARAM_SYNC_STATS.to_string());
         names.sort();
         names
     }
@@ -864,6 +868,24 @@ impl Shared {
                     &reg,
                     ActiveRpcs { active },
                     Some((&hp, ActiveRpcs::default())),
+                ))
+            }
+            PARAM_SYNC_STATS => {
+                let dsfq = self.lock_cpts().iter().any(|g| {
+                    g.svc
+                        .heads()
+                        .any(|h| h.policy_name().split(' ').next() == Some("dsfq"))
+                });
+                if !dsfq {
+                    return Err(RemoteError::new(
+                        Errno::ENODEV,
+                        "dsfq is not the running policy",
+                    ));
+                }
+                Ok(crate::sync::render_stats(
+                    &self.sync.config,
+                    self.cpt_count(),
+                    &self.sync_stats(),
                 ))
             }
             PARAM_TBF_RULE => {
@@ -954,6 +976,12 @@ impl Shared {
     }
 
     fn set_param(&self, name: &str, value: &str) -> Result<(), RemoteError> {
+        if name == PARAM_SYNC_STATS {
+            return Err(RemoteError::new(
+                Errno::EPERM,
+                format!("{name} is read-only"),
+            ));
+        }
         let service_param = name
             .strip_prefix(SERVICE_PREFIX)
             .filter(|p| service_params().contains(p));

@@ -143,6 +143,39 @@ pub struct SyncStats {
     pub handshakes_failed: u64,
 }
 
+/// `ost.OSS.ost_io.nrs_dsfq_sync_stats`: one `name: value` line each (YAML, like Lustre's
+/// `stats` files).
+pub(crate) fn render_stats(config: &SyncConfig, cpts: usize, s: &SyncStats) -> String {
+    let c = &s.cpts;
+    let base = u64::from(config.instance_base);
+    let mut out = format!(
+        "instances: {base}-{}\npeers: {}\n",
+        base + cpts as u64 - 1,
+        config.peers.len()
+    );
+    for (name, value) in [
+        ("reports_out", c.broadcasts_out),
+        ("report_bytes_out", c.bytes_out),
+        ("reports_dropped_out", c.dropped_out + s.dropped_out),
+        ("batches_out", s.batches_out),
+        ("messages_out", s.messages_out),
+        ("connects", s.connects),
+        ("connect_failures", s.connect_failures),
+        ("batches_in", s.batches_in),
+        ("batches_refused_in", s.batches_refused_in),
+        ("messages_refused_in", s.messages_refused_in),
+        ("messages_lost_in", s.messages_lost_in),
+        ("reports_in", c.messages_in),
+        ("report_bytes_in", c.bytes_in),
+        ("reports_rejected_in", c.rejected_in),
+        ("peer_connections_refused", s.peer_connections_refused),
+        ("handshakes_failed", s.handshakes_failed),
+    ] {
+        out.push_str(&format!("{name}: {value}\n"));
+    }
+    out
+}
+
 #[derive(Default)]
 pub(crate) struct SyncCountersAtomic {
     batches_out: AtomicU64,

@@ -296,6 +296,24 @@ async fn the_exchange_resumes_after_a_peer_restarts_and_io_never_stops() {
         0,
         "{sa:?} {sb:?}"
     );
+    // lctl shows the counters while dsfq runs.
+    let mut admin = OssClient::connect(addrs[0], KEY, Role::Lctl).await.unwrap();
+    let text = admin
+        .get_param("ost.OSS.ost_io.nrs_dsfq_sync_stats")
+        .await
+        .unwrap()
+        .remove(0)
+        .value;
+    assert!(text.starts_with("instances: 0-0\npeers: 1\n"), "{text}");
+    assert!(!text.contains("batches_out: 0\n"), "{text}");
+    assert!(text.contains("batches_refused_in: 0\n"), "{text}");
+    match admin
+        .set_param("ost.OSS.ost_io.nrs_dsfq_sync_stats", "0")
+        .await
+    {
+        Err(ClientError::Remote(e)) => assert_eq!(e.errno, Errno::EPERM),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(sa.messages_refused_in + sb.messages_refused_in, 0);
     assert!(sa.cpts.broadcasts_out > 0 && sb.cpts.messages_in > 0);
 

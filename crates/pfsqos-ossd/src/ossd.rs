@@ -1301,7 +1301,7 @@ pub struct Ossd {
     addr: SocketAddr,
     shared: Arc<Shared>,
     stop: Arc<Notify>,
-    accept: tokio::task::JoinHandle<()>,
+    accept: tokio::task::JoinHandle<tokio::task::JoinSet<()>>,
     workers: Vec<std::thread::JoinHandle<()>>,
     control: Option<ControlHandle>,
     metrics: Option<MetricsServer>,
@@ -1482,7 +1482,7 @@ impl Ossd {
             let _ = t.await;
         }
         self.stop.notify_one();
-        let _ = self.accept.await;
+        let open = self.accept.await;
         for c in &self.shared.cpts {
             let pending: Vec<Pending> = {
                 let mut st = lock(&c.state);
@@ -1508,6 +1508,11 @@ impl Ossd {
             }
         })
         .await;
+        // Last, so the requests answered with an error above may still leave.
+        if let Ok(mut open) = open {
+            open.abort_all();
+            while open.join_next().await.is_some() {}
+        }
         info!(addr = %self.addr, "ossd stopped");
     }
 }
@@ -1517,19 +1522,16 @@ async fn accept_loop(
     shared: Arc<Shared>,
     stop: Arc<Notify>,
     connections_max: usize,
-) {
+) -> tokio::task::JoinSet<()> {
     let conns = Arc::new(Semaphore::new(connections_max));
     let next_id = AtomicU64::new(0);
-    // Connections end with the daemon, as they would with its process: a peer ossd must see
-    // a stopped daemon go away and reconnect to its successor.
+    // The open connections, returned at stop: they end with the daemon, as they would with
+    // its process (a peer ossd must see a stopped daemon go away and reconnect to its
+    // successor).
     let mut open = tokio::task::JoinSet::new();
     loop {
         let (stream, peer) = tokio::select! {
-            _ = stop.notified() => {
-                open.abort_all();
-                while open.join_next().await.is_some() {}
-                return;
-            }
+            _ = stop.notified() => return open,
             Some(_) = open.join_next(), if !open.is_empty() => continue,
             r = listener.accept() => match r {
                 Ok(x) => x,

@@ -19,7 +19,9 @@
 //! * **Reconnecting.** A peer task connects when it has something to send (an ossd that runs
 //!   no DSFQ opens no connection), retries with a backoff from [`RECONNECT_BACKOFF_MIN`]
 //!   doubling to [`RECONNECT_BACKOFF_MAX`], and drops (counts) the batch that was in flight
-//!   when a connection failed: resending it could count the same service twice.
+//!   when a connection failed (resending it could count the same service twice) and, at each
+//!   failed attempt, what waited in the outbox (a report delivered late would charge a
+//!   restarted peer's flows for service long past).
 //! * **Receiving.** Only an authenticated [`Role::Oss`] connection may send batches (others
 //!   get `EPERM`), at most `max(2 x peers, PEER_CONNECTIONS_MIN)` of them at once (a
 //!   restarted peer's old connection may linger until TCP notices). The wire crate checks
@@ -137,7 +139,7 @@ pub struct SyncStats {
     pub messages_refused_in: u64,
     /// Messages a sender numbered but that never arrived (gaps in its sequence numbers).
     pub messages_lost_in: u64,
-    /// Peer connections refused because [`PEER_CONNECTIONS_MIN`]/2 x peers were open.
+    /// Peer connections refused because `max(2 x peers, PEER_CONNECTIONS_MIN)` were open.
     pub peer_connections_refused: u64,
     /// Failed handshakes of any role (a wrong key among them).
     pub handshakes_failed: u64,
@@ -386,6 +388,11 @@ async fn peer_task(shared: Arc<Shared>, peer: Arc<Peer>) {
                 }
                 Err(e) => {
                     add(&counters.connect_failures, 1);
+                    // What waited for an unreachable peer is dropped rather than delivered
+                    // late: a restarted peer would charge its flows for service long past.
+                    // So a report is at most one backoff (200 ms) old when it arrives.
+                    let stale = lock(&peer.outbox).drain(..).count();
+                    add(&counters.dropped_out, stale as u64);
                     if !down_logged {
                         warn!(peer = %peer.addr, error = %e, "sync peer unreachable; retrying");
                         down_logged = true;

@@ -163,19 +163,37 @@ fn served(ossd: &Ossd, job: &str) -> u64 {
 /// the total is 9:1. The ratio of RPCs served (all the same size) is checked within 5 %.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_ossds_keep_a_4_to_1_share_of_the_total_bandwidth() {
-    let (ratio, stats) = measure_share(true, true).await;
+    let (ratio, stats, stat_out) = measure_share(true, true).await;
     assert!(
         (ratio / 4.0 - 1.0).abs() <= 0.05,
         "big:small = {ratio:.3}, not 4 within 5 % (sync {stats:?})"
     );
     assert!(stats.messages_out > 0 && stats.cpts.messages_in > 0);
+    // `pfsqos stat` shows each job's share of both servers' bytes against its weight.
+    eprintln!("{stat_out}");
+    let line = |job: &str| {
+        stat_out
+            .lines()
+            .find(|l| l.starts_with(&format!("- {job}: {{bytes: ")))
+            .unwrap_or_else(|| panic!("no {job} share in {stat_out}"))
+            .to_string()
+    };
+    assert!(stat_out.contains("\nshares:\n"), "{stat_out}");
+    assert!(
+        line("big").ends_with("weight: 4, weight_share: 0.800}"),
+        "{stat_out}"
+    );
+    assert!(
+        line("small").ends_with("weight: 1, weight_share: 0.200}"),
+        "{stat_out}"
+    );
 }
 
 /// The control: the same run without peers is far from 4:1 (9:1 in theory), so it is the
 /// exchange that holds the share above.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_the_exchange_the_total_share_is_not_kept() {
-    let (ratio, stats) = measure_share(true, false).await;
+    let (ratio, stats, _) = measure_share(true, false).await;
     assert!(
         ratio > 6.0,
         "big:small = {ratio:.3} without synchronization"
@@ -187,7 +205,7 @@ async fn without_the_exchange_the_total_share_is_not_kept() {
 /// the exchange must not disturb that.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_jobs_striped_over_both_ossds_share_4_to_1() {
-    let (ratio, stats) = measure_share(false, true).await;
+    let (ratio, stats, _) = measure_share(false, true).await;
     assert!(
         (ratio / 4.0 - 1.0).abs() <= 0.05,
         "big:small = {ratio:.3}, not 4 within 5 % (sync {stats:?})"
@@ -195,8 +213,9 @@ async fn two_jobs_striped_over_both_ossds_share_4_to_1() {
 }
 
 /// Returns big:small served over both ossds in a window after a warm-up, and the first
-/// ossd's sync statistics; `synchronize`: the ossds are each other's peers.
-async fn measure_share(small_on_second_only: bool, synchronize: bool) -> (f64, SyncStats) {
+/// ossd's sync statistics and one interval of `pfsqos stat` over both; `synchronize`: the
+/// ossds are each other's peers.
+async fn measure_share(small_on_second_only: bool, synchronize: bool) -> (f64, SyncStats, String) {
     const CEILING_BYTES_PER_S: u64 = 12 << 20;
     let tmp = tempfile::tempdir().unwrap();
     let addrs = free_addrs(2);
@@ -245,6 +264,21 @@ async fn measure_share(small_on_second_only: bool, synchronize: bool) -> (f64, S
     .await;
     let (big1, small1) = totals(&ossds);
     let stats = ossds[0].sync_stats();
+    let key_file = tmp.path().join("key");
+    std::fs::write(&key_file, KEY).unwrap();
+    let stat_args = pfsqos_ops::stat::StatArgs {
+        servers: addrs.clone(),
+        key_file,
+        count: 5,
+        interval: Duration::from_millis(300),
+        iterations: Some(1),
+        record: None,
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    pfsqos_ops::stat::run(&stat_args, std::future::pending(), &mut out, &mut err)
+        .await
+        .unwrap();
+    let stat_out = String::from_utf8(out).unwrap();
     for l in loads {
         l.finish().await;
     }
@@ -256,7 +290,7 @@ async fn measure_share(small_on_second_only: bool, synchronize: bool) -> (f64, S
         "big:small over both ossds = {ratio:.3} (small on the second only: \
          {small_on_second_only}, synchronized: {synchronize})"
     );
-    (ratio, stats)
+    (ratio, stats, stat_out)
 }
 
 /// Both ossds report to each other over real sockets; the second is stopped and a new one

@@ -1085,7 +1085,11 @@ impl Shared {
                     .collect()
             })
             .unwrap_or_default();
-        OssSample { osts, rules }
+        OssSample {
+            osts,
+            rules,
+            sync: crate::sync::stats_fields(&self.sync_stats()).to_vec(),
+        }
     }
 
     fn dequeue_counts(&self) -> BTreeMap<JobId, u64> {

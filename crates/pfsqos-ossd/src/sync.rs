@@ -145,17 +145,25 @@ pub struct SyncStats {
     pub handshakes_failed: u64,
 }
 
-/// `ost.OSS.ost_io.nrs_dsfq_sync_stats`: one `name: value` line each (YAML, like Lustre's
-/// `stats` files).
+/// `ost.OSS.ost_io.nrs_dsfq_sync_stats`: the instance range and peer count, then one
+/// `name: value` line per counter (YAML, like Lustre's `stats` files).
 pub(crate) fn render_stats(config: &SyncConfig, cpts: usize, s: &SyncStats) -> String {
-    let c = &s.cpts;
     let base = u64::from(config.instance_base);
     let mut out = format!(
         "instances: {base}-{}\npeers: {}\n",
         base + cpts as u64 - 1,
         config.peers.len()
     );
-    for (name, value) in [
+    for (name, value) in stats_fields(s) {
+        out.push_str(&format!("{name}: {value}\n"));
+    }
+    out
+}
+
+/// The counters by name, for the parameter and the metrics endpoint alike.
+pub(crate) fn stats_fields(s: &SyncStats) -> [(&'static str, u64); 16] {
+    let c = &s.cpts;
+    [
         ("reports_out", c.broadcasts_out),
         ("report_bytes_out", c.bytes_out),
         ("reports_dropped_out", c.dropped_out + s.dropped_out),
@@ -172,10 +180,7 @@ pub(crate) fn render_stats(config: &SyncConfig, cpts: usize, s: &SyncStats) -> S
         ("reports_rejected_in", c.rejected_in),
         ("peer_connections_refused", s.peer_connections_refused),
         ("handshakes_failed", s.handshakes_failed),
-    ] {
-        out.push_str(&format!("{name}: {value}\n"));
-    }
-    out
+    ]
 }
 
 #[derive(Default)]

@@ -241,6 +241,9 @@ pub struct OssSample {
     pub osts: Vec<OstSample>,
     /// TBF rules of the regular NRS head (name, rate), highest priority first.
     pub rules: Vec<(String, u32)>,
+    /// DSFQ synchronization with the peer ossds: (counter name, value), as
+    /// `ost.OSS.ost_io.nrs_dsfq_sync_stats` names them.
+    pub sync: Vec<(&'static str, u64)>,
 }
 
 impl fmt::Debug for OssCollector {
@@ -361,6 +364,18 @@ impl Collector for OssCollector {
                     .encode(f.encode_family(&[("rule", rule.as_str())])?)?;
             }
         }
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_oss_sync",
+                "DSFQ synchronization with the peer ossds since the daemon started, by counter \
+                 (ost.OSS.ost_io.nrs_dsfq_sync_stats).",
+                None,
+                MetricType::Counter,
+            )?;
+            for (counter, v) in &s.sync {
+                ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
+            }
+        }
         Ok(())
     }
 }
@@ -456,6 +471,7 @@ mod tests {
                 }],
             }],
             rules: vec![("r1".into(), 250), ("default".into(), 10000)],
+            sync: vec![("reports_out", 12), ("batches_in", 3)],
         }));
         for line in [
             "pfsqos_ost_job_read_bytes_total{ost=\"pfsqos-OST0000\",job=\"dd.0\"} 10",
@@ -465,6 +481,8 @@ mod tests {
             "pfsqos_ost_served_rpcs_total{ost=\"pfsqos-OST0000\"} 2",
             "pfsqos_ost_queue_rpcs{ost=\"pfsqos-OST0000\"} 3",
             "pfsqos_oss_tbf_rule_rate_rpcs_per_s{rule=\"r1\"} 250",
+            "pfsqos_oss_sync_total{counter=\"reports_out\"} 12",
+            "pfsqos_oss_sync_total{counter=\"batches_in\"} 3",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }

@@ -25,6 +25,16 @@
 //! them. With several servers, OST names are prefixed by the server address
 //! (`127.0.0.1:7988/pfsqos-OST0000`), since each ossd numbers its OSTs from 0.
 //!
+//! When a fair-queuing policy runs (`dsfq` or `sfqd` by job id), each interval also shows
+//! every job's share of the bytes moved over all servers against its share of the weights
+//! (weights from `ost.OSS.ost_io.nrs_dsfq_flows` / `nrs_sfqd_flows`, the weight each flow is
+//! bound to; the largest when servers disagree), over the jobs that moved bytes:
+//!
+//! ```text
+//! shares:
+//! - big: {bytes: 83886080, share: 0.800, weight: 4, weight_share: 0.800}
+//! ```
+//!
 //! Recording: bin `k` of the time series holds the bytes (read + written) each job moved on
 //! each OST during interval `k`; bins are the nominal intervals (the loop keeps a fixed
 //! schedule, so sampling jitter does not accumulate). The run is written when the last
@@ -49,6 +59,14 @@ use pfsqos_wire::protocol::Role;
 
 /// Parameter read every interval.
 pub const JOB_STATS_PATTERN: &str = "obdfilter.*.job_stats";
+/// Flow listings of the fair-queuing policies (each flow's weight), read every interval;
+/// a policy that is not running answers `ENODEV` and is skipped.
+pub const FLOWS_PARAMS: [&str; 2] = [
+    "ost.OSS.ost_io.nrs_dsfq_flows",
+    "ost.OSS.ost_io.nrs_sfqd_flows",
+];
+/// Most jobs whose weights one interval keeps (a bound on what servers send).
+pub const WEIGHTED_JOBS_MAX: usize = 65_536;
 /// Shortest interval accepted.
 pub const INTERVAL_MIN: Duration = Duration::from_millis(10);
 /// Longest interval accepted.
@@ -201,6 +219,85 @@ pub fn render_top(d: &Snapshot, timestamp_s: u64, interval: Duration, count: usi
                 fields.join(", ")
             ));
         }
+    }
+    out
+}
+
+/// Adds the weights of the flows keyed by job id alone in a flows listing (lines
+/// `jobid=JOB weight=N mode=M servers=S queued=Q dispatched=D`, the job quoted as job_stats
+/// quotes it) to `weights`, keeping the largest weight per job. Other lines (section
+/// headers, flows of other classifications) are skipped.
+pub fn parse_flow_weights(text: &str, weights: &mut BTreeMap<String, u32>) {
+    for line in text.lines() {
+        // The five fields after the key have no spaces; the key may (a quoted job id).
+        let mut parts = line.trim().rsplitn(6, ' ');
+        let fields: Vec<&str> = parts.by_ref().take(5).collect();
+        let (Some(key), [_, _, _, _, weight]) = (parts.next(), fields.as_slice()) else {
+            continue;
+        };
+        let (Some(job), Some(Ok(w))) = (
+            key.strip_prefix("jobid="),
+            weight.strip_prefix("weight=").map(str::parse::<u32>),
+        ) else {
+            continue;
+        };
+        let Ok(job) = pfsqos_core::jobstats::unquote_job_id(job) else {
+            continue;
+        };
+        if weights.len() >= WEIGHTED_JOBS_MAX && !weights.contains_key(&job) {
+            continue;
+        }
+        let e = weights.entry(job).or_insert(w);
+        *e = (*e).max(w);
+    }
+}
+
+/// Each job's share of the bytes of one interval over every OST, against its share of the
+/// weights of the jobs that moved bytes; empty when no job has a weight.
+pub fn render_shares(d: &Snapshot, weights: &BTreeMap<String, u32>) -> String {
+    if weights.is_empty() {
+        return String::new();
+    }
+    let mut per_job: BTreeMap<&str, u64> = BTreeMap::new();
+    for (_, jobs) in d {
+        for (job, v) in jobs {
+            *per_job.entry(job).or_insert(0) += bytes(v);
+        }
+    }
+    per_job.retain(|_, b| *b > 0);
+    let total_bytes: u64 = per_job.values().sum();
+    let total_weight: u64 = per_job
+        .keys()
+        .filter_map(|j| weights.get(*j))
+        .map(|&w| u64::from(w))
+        .sum();
+    let mut out = String::from(
+        "shares:
+",
+    );
+    if per_job.is_empty() {
+        out.push_str(
+            "  []
+",
+        );
+        return out;
+    }
+    for (job, b) in &per_job {
+        let share = *b as f64 / total_bytes as f64;
+        let mut fields = vec![format!("bytes: {b}"), format!("share: {share:.3}")];
+        if let Some(&w) = weights.get(*job) {
+            fields.push(format!("weight: {w}"));
+            fields.push(format!(
+                "weight_share: {:.3}",
+                f64::from(w) / total_weight as f64
+            ));
+        }
+        out.push_str(&format!(
+            "- {}: {{{}}}
+",
+            quote_job_id(job),
+            fields.join(", ")
+        ));
     }
     out
 }
@@ -365,6 +462,25 @@ struct Source {
     prefix: String,
 }
 
+/// The weights of the jobs' flows on every reachable server (see [`parse_flow_weights`]).
+async fn fetch_weights(sources: &mut [Source]) -> BTreeMap<String, u32> {
+    let mut weights = BTreeMap::new();
+    for s in sources.iter_mut() {
+        let Some(client) = s.client.as_mut() else {
+            continue;
+        };
+        for name in FLOWS_PARAMS {
+            // ENODEV (the policy does not run) and other refusals: no weights from here.
+            if let Ok(params) = client.get_param(name).await {
+                for p in params {
+                    parse_flow_weights(&p.value, &mut weights);
+                }
+            }
+        }
+    }
+    weights
+}
+
 async fn fetch(sources: &mut [Source], key: &[u8], err: &mut dyn Write) -> Snapshot {
     let mut snap = Vec::new();
     for s in sources.iter_mut() {
@@ -451,6 +567,8 @@ pub async fn run(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |t| t.as_secs());
         out.write_all(render_top(&d, now_s, args.interval, args.count).as_bytes())?;
+        let weights = fetch_weights(&mut sources).await;
+        out.write_all(render_shares(&d, &weights).as_bytes())?;
         out.flush()?;
         if let Some(r) = recorder.as_mut() {
             r.push(&d);
@@ -598,6 +716,42 @@ mod tests {
         assert!(csv.starts_with(pfsqos_report::CSV_HEADER));
         assert!(csv.contains("\n0,j,o0,10,"), "{csv}");
         assert!(csv.contains("\n0.4,j,o1,7,"), "{csv}");
+    }
+
+    #[test]
+    fn shares_against_weights() {
+        let listing = "regular_requests:\nCPT 0:\n\
+            jobid=big weight=4 mode=threshold servers=2 queued=3 dispatched=100\n\
+            jobid=\"a b\" weight=2 mode=layout servers=1 queued=0 dispatched=5\n\
+            nid=1@tcp weight=9 mode=threshold servers=1 queued=0 dispatched=1\n\
+            high_priority_requests:\nCPT 0:\n\
+            jobid=big weight=3 mode=threshold servers=1 queued=0 dispatched=0\n";
+        let mut weights = BTreeMap::new();
+        parse_flow_weights(listing, &mut weights);
+        assert_eq!(weights.len(), 2, "{weights:?}");
+        assert_eq!(weights["big"], 4);
+        assert_eq!(weights["a b"], 2);
+        let d = snap(&[
+            (
+                "s1/OST0000",
+                &[("big", vals(&[(OstCounter::ReadBytes, 600)]))],
+            ),
+            (
+                "s2/OST0000",
+                &[
+                    ("big", vals(&[(OstCounter::WriteBytes, 200)])),
+                    ("small", vals(&[(OstCounter::WriteBytes, 200)])),
+                ],
+            ),
+        ]);
+        weights.insert("small".into(), 1);
+        assert_eq!(
+            render_shares(&d, &weights),
+            "shares:\n\
+             - big: {bytes: 800, share: 0.800, weight: 4, weight_share: 0.800}\n\
+             - small: {bytes: 200, share: 0.200, weight: 1, weight_share: 0.200}\n"
+        );
+        assert_eq!(render_shares(&d, &BTreeMap::new()), "");
     }
 
     #[test]

@@ -200,15 +200,17 @@ fn wait_ready(
 fn role_args(c: &Cluster, role: Role, oss_addrs: &[String], mds_addr: &str) -> Vec<OsString> {
     let mut a: Vec<OsString> = vec![role.subcommand().into()];
     a.extend(match role {
-        Role::Oss(i) => ossd_args(c, i).to_args(),
+        Role::Oss(i) => ossd_args(c, i, oss_addrs).to_args(),
         Role::Mds => mds_args(c, oss_addrs).to_args(),
         Role::Mount => mount_args(c, mds_addr).to_args(),
     });
     a
 }
 
-/// `pfsqos ossd`'s options for OSS `i` of the cluster.
-fn ossd_args(c: &Cluster, i: usize) -> OssdArgs {
+/// `pfsqos ossd`'s options for OSS `i` of the cluster; `oss_addrs` are where every OSS is
+/// reached, its DSFQ synchronization peers. An OSS still listening on port 0 (its port is
+/// known only once it runs) is no one's peer.
+fn ossd_args(c: &Cluster, i: usize, oss_addrs: &[String]) -> OssdArgs {
     let o = &c.osses[i];
     let mut a = OssdArgs::new(o.listen, o.osts.clone(), c.key_file.clone());
     a.fsname = c.fsname.clone();
@@ -223,6 +225,14 @@ fn ossd_args(c: &Cluster, i: usize) -> OssdArgs {
     a.job_nodes = o.job_nodes.clone();
     a.buffered_writes = o.buffered_writes;
     a.lustre_version = o.lustre_version.clone();
+    a.peers = oss_addrs
+        .iter()
+        .enumerate()
+        .filter(|&(j, addr)| j != i && !addr.ends_with(":0"))
+        .map(|(_, addr)| addr.clone())
+        .collect();
+    // Every CPT of every OSS is one DSFQ instance, numbered in cluster-file order.
+    a.sync_instance_base = c.osses[..i].iter().map(|o| o.cpts as u32).sum();
     a
 }
 
@@ -647,6 +657,51 @@ mod tests {
             args_text(&role_args(&c, Role::Mount, &oss, &mds)).join(" "),
             "mount /mnt/p --mds mds1:7989 --key-file /s/cluster.key --jobid-var SLURM_JOB_ID \
              --jobid-name %j --max-rpcs-in-flight 4 --max-dirty-mb 64 --page-cache"
+        );
+    }
+
+    /// Every OSS names the others as its DSFQ peers, and its instance numbers start after
+    /// the CPTs of the OSSs before it; an OSS on port 0 is no one's peer.
+    #[test]
+    fn ossds_learn_their_peers_and_instance_numbers() {
+        let c = Cluster::from_toml_str(
+            r#"
+            [cluster]
+            state_dir = "/s"
+            [[oss]]
+            host = "oss1"
+            listen = "0.0.0.0:7988"
+            osts = ["/d/a"]
+            cpts = 2
+            [[oss]]
+            host = "oss2"
+            listen = "0.0.0.0:7988"
+            osts = ["/d/b"]
+            cpts = 3
+            [[oss]]
+            host = "oss3"
+            listen = "0.0.0.0:0"
+            osts = ["/d/c"]
+            "#,
+            "c.toml",
+            Path::new("/base"),
+        )
+        .unwrap();
+        let addrs: Vec<String> = c
+            .osses
+            .iter()
+            .map(|o| reach_addr(o.host.as_deref(), o.listen))
+            .collect();
+        let args: Vec<OssdArgs> = (0..3).map(|i| ossd_args(&c, i, &addrs)).collect();
+        assert_eq!(args[0].peers, ["oss2:7988"]);
+        assert_eq!(args[1].peers, ["oss1:7988"]);
+        assert_eq!(args[2].peers, ["oss1:7988", "oss2:7988"]);
+        let bases: Vec<u32> = args.iter().map(|a| a.sync_instance_base).collect();
+        assert_eq!(bases, [0, 2, 5]);
+        let line = args_text(&role_args(&c, Role::Oss(2), &addrs, "m:1")).join(" ");
+        assert!(
+            line.ends_with("--peer oss1:7988 --peer oss2:7988 --sync-instance-base 5"),
+            "{line}"
         );
     }
 

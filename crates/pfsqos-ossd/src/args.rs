@@ -75,6 +75,19 @@ pub struct OssdArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     pub metrics_listen: Option<SocketAddr>,
+    /// Another ossd of the cluster (HOST:PORT) to exchange DSFQ synchronization messages
+    /// with; repeat for every other ossd.
+    #[arg(long = "peer", value_parser = parse_peer)]
+    pub peers: Vec<String>,
+    /// Cluster-wide DSFQ instance number of this ossd's CPT 0 (CPT k is BASE + k): the sum
+    /// of the CPT counts of the ossds before it.
+    #[arg(long, default_value_t = 0)]
+    pub sync_instance_base: u32,
+}
+
+fn parse_peer(text: &str) -> Result<String, String> {
+    crate::sync::validate_peer_addr(text)?;
+    Ok(text.to_string())
 }
 
 impl OssdArgs {
@@ -96,6 +109,8 @@ impl OssdArgs {
             brw_size_bytes: None,
             job_nodes: Vec::new(),
             metrics_listen: None,
+            peers: Vec::new(),
+            sync_instance_base: 0,
         }
     }
 
@@ -138,6 +153,16 @@ impl OssdArgs {
         if let Some(v) = &self.lustre_version {
             push(&mut a, "--lustre-version", v);
         }
+        for p in &self.peers {
+            push(&mut a, "--peer", p);
+        }
+        if self.sync_instance_base != 0 {
+            push(
+                &mut a,
+                "--sync-instance-base",
+                self.sync_instance_base.to_string(),
+            );
+        }
         a
     }
 
@@ -156,6 +181,10 @@ impl OssdArgs {
         }
         config.fsname = self.fsname;
         config.metrics_listen = self.metrics_listen;
+        config.sync = crate::sync::SyncConfig {
+            instance_base: self.sync_instance_base,
+            peers: self.peers,
+        };
         if let Some(spec) = self.policy {
             let mut control = ControlConfig::new(&spec).map_err(anyhow::Error::msg)?;
             control.period_ms = self.period_ms.unwrap_or(control.period_ms);
@@ -213,6 +242,8 @@ mod tests {
                 (JobId::new("a=b").unwrap(), 2),
             ],
             metrics_listen: Some("127.0.0.1:9988".parse().unwrap()),
+            peers: vec!["oss2:7988".into(), "[::1]:7990".into()],
+            sync_instance_base: 3,
         };
         assert_eq!(parse(&x.to_args()), x);
         let minimal = OssdArgs::new(x.listen, vec!["/d/a".into()], x.key_file.clone());

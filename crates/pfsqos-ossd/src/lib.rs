@@ -16,9 +16,11 @@ mod args;
 pub mod control;
 mod controlled;
 mod ossd;
+pub mod sync;
 
 pub use args::OssdArgs;
 pub use ossd::{
     parse_lustre_version, Ossd, OssdConfig, BULK_TIMEOUT, LUSTRE_VERSION_MIN,
     OBJECT_HANDLES_PER_OST_MAX,
 };
+pub use sync::{SyncConfig, SyncStats};

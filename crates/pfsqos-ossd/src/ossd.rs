@@ -88,6 +88,7 @@ use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tracing::{debug, info, warn};
 
 use crate::control::{ControlConfig, ControlHandle};
+use crate::sync::{SyncConfig, SyncState, SyncStats};
 use pfsqos_metrics::{
     render_collector, JobSample, MetricsServer, OssCollector, OssSample, OstSample, Render,
 };
@@ -130,6 +131,9 @@ pub struct OssdConfig {
     pub control: Option<ControlConfig>,
     /// Where to serve Prometheus metrics (`--metrics-listen`); see [`pfsqos_metrics`].
     pub metrics_listen: Option<SocketAddr>,
+    /// This ossd's DSFQ instance numbers and its peer ossds (`--sync-instance-base`,
+    /// `--peer`); see [`crate::sync`].
+    pub sync: SyncConfig,
 }
 
 /// Oldest Lustre version the daemon emulates: the oldest whose TBF interface was checked.
@@ -168,6 +172,7 @@ impl OssdConfig {
             lustre_version: LustreVersion::MASTER,
             control: None,
             metrics_listen: None,
+            sync: SyncConfig::default(),
         }
     }
 
@@ -203,6 +208,7 @@ impl OssdConfig {
         if let Some(c) = &self.control {
             c.capacity(self.ceiling_bytes_per_s)?;
         }
+        self.sync.validate(self.cpts)?;
         Ok(())
     }
 }
@@ -239,7 +245,7 @@ fn cost_bytes(io: &IoRequest) -> u64 {
 }
 
 /// A request waiting in an NRS head.
-struct Pending {
+pub(crate) struct Pending {
     io: IoRequest,
     data: Option<bytes::Bytes>,
     done: oneshot::Sender<IoResult>,
@@ -255,10 +261,10 @@ const HP_HEAD: usize = 1;
 /// The ossd's one scheduling domain: every OST of the OSS, as Lustre's `ost_io` service.
 const DOMAIN: DomainId = DomainId(0);
 
-struct CptState {
+pub(crate) struct CptState {
     /// The partition's heads and threads: the same `pfsqos_node::oss::CptService` the
     /// simulator's engine drives, here under the partition's lock with the monotonic clock.
-    svc: CptService<Pending>,
+    pub(crate) svc: CptService<Pending>,
     dequeued: BTreeMap<JobId, u64>,
     shutdown: bool,
 }
@@ -559,9 +565,11 @@ pub(crate) struct Shared {
     tbf: TbfConfig,
     /// Connected client nodes and their limits (control loop: `Controlled::clients`).
     pub(crate) clients: Mutex<Clients>,
+    /// DSFQ synchronization with the peer ossds (see [`crate::sync`]).
+    pub(crate) sync: SyncState,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panicking I/O thread must not take the daemon down with poisoned locks.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -596,6 +604,9 @@ enum OstParam {
 pub(crate) const SERVICE_PREFIX: &str = "ost.OSS.ost_io.";
 pub(crate) const PARAM_POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
 pub(crate) const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
+/// What DSFQ synchronization with the peer ossds did (read-only; `ENODEV` while no CPT
+/// runs `dsfq`, so a wildcard shows it only then).
+pub(crate) const PARAM_SYNC_STATS: &str = "ost.OSS.ost_io.nrs_dsfq_sync_stats";
 
 /// The service's NRS parameter files below [`SERVICE_PREFIX`]: `nrs_policies` and every file a
 /// policy of the scheduler registry owns (TBF's `nrs_tbf_rule`, ...).
@@ -613,6 +624,33 @@ const JOB_STATS_FORMAT: JobStatsFormat = JobStatsFormat::Master;
 impl Shared {
     pub(crate) fn now_ns(&self) -> u64 {
         self.epoch.elapsed().as_nanos() as u64
+    }
+
+    pub(crate) fn cpt_count(&self) -> usize {
+        self.cpts.len()
+    }
+
+    pub(crate) fn cpt_state(&self, cpt: usize) -> &Mutex<CptState> {
+        &self.cpts[cpt].state
+    }
+
+    /// Wakes every I/O thread of a CPT to ask its heads again (something changed there
+    /// other than an arrival).
+    pub(crate) fn wake_cpt(&self, cpt: usize) {
+        self.cpts[cpt].work.notify_all();
+    }
+
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// What the synchronization channel did so far (partitions' counters summed).
+    pub(crate) fn sync_stats(&self) -> SyncStats {
+        let mut cpts = pfsqos_core::sched::SyncCounters::default();
+        for c in &self.cpts {
+            cpts += lock(&c.state).svc.sync_counters();
+        }
+        self.sync.stats(cpts)
     }
 
     fn job_stats_param(&self, ost: usize) -> String {
@@ -786,6 +824,7 @@ impl Shared {
                 .iter()
                 .map(|p| format!("{SERVICE_PREFIX}{p}")),
         );
+        names.push(PARAM_SYNC_STATS.to_string());
         names.sort();
         names
     }
@@ -829,6 +868,24 @@ impl Shared {
                     &reg,
                     ActiveRpcs { active },
                     Some((&hp, ActiveRpcs::default())),
+                ))
+            }
+            PARAM_SYNC_STATS => {
+                let dsfq = self.lock_cpts().iter().any(|g| {
+                    g.svc
+                        .heads()
+                        .any(|h| h.policy_name().split(' ').next() == Some("dsfq"))
+                });
+                if !dsfq {
+                    return Err(RemoteError::new(
+                        Errno::ENODEV,
+                        "dsfq is not the running policy",
+                    ));
+                }
+                Ok(crate::sync::render_stats(
+                    &self.sync.config,
+                    self.cpt_count(),
+                    &self.sync_stats(),
                 ))
             }
             PARAM_TBF_RULE => {
@@ -919,6 +976,12 @@ impl Shared {
     }
 
     fn set_param(&self, name: &str, value: &str) -> Result<(), RemoteError> {
+        if name == PARAM_SYNC_STATS {
+            return Err(RemoteError::new(
+                Errno::EPERM,
+                format!("{name} is read-only"),
+            ));
+        }
         let service_param = name
             .strip_prefix(SERVICE_PREFIX)
             .filter(|p| service_params().contains(p));
@@ -1022,7 +1085,11 @@ impl Shared {
                     .collect()
             })
             .unwrap_or_default();
-        OssSample { osts, rules }
+        OssSample {
+            osts,
+            rules,
+            sync: crate::sync::stats_fields(&self.sync_stats()).to_vec(),
+        }
     }
 
     fn dequeue_counts(&self) -> BTreeMap<JobId, u64> {
@@ -1238,10 +1305,12 @@ pub struct Ossd {
     addr: SocketAddr,
     shared: Arc<Shared>,
     stop: Arc<Notify>,
-    accept: tokio::task::JoinHandle<()>,
+    accept: tokio::task::JoinHandle<tokio::task::JoinSet<()>>,
     workers: Vec<std::thread::JoinHandle<()>>,
     control: Option<ControlHandle>,
     metrics: Option<MetricsServer>,
+    /// The synchronization pump and peer tasks ([`crate::sync`]).
+    sync_tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl Ossd {
@@ -1278,19 +1347,24 @@ impl Ossd {
         let tbf = TbfConfig::for_version(config.lustre_version);
         let per_cpt = (config.threads / config.cpts).max(1);
         let cpts = (0..config.cpts)
-            .map(|_| Cpt {
-                state: Mutex::new(CptState {
-                    svc: CptService::new(
-                        vec![
-                            (DOMAIN, Nrs::with_config(NrsQueue::Regular, tbf)),
-                            (DOMAIN, Nrs::with_config(NrsQueue::HighPriority, tbf)),
-                        ],
-                        per_cpt as u32,
-                    ),
-                    dequeued: BTreeMap::new(),
-                    shutdown: false,
-                }),
-                work: Condvar::new(),
+            .map(|k| {
+                let mut svc = CptService::new(
+                    vec![
+                        (DOMAIN, Nrs::with_config(NrsQueue::Regular, tbf)),
+                        (DOMAIN, Nrs::with_config(NrsQueue::HighPriority, tbf)),
+                    ],
+                    per_cpt as u32,
+                );
+                // Validated: the instance range fits below SYNC_INSTANCES_MAX.
+                svc.set_sync_instance(config.sync.instance_base + k as u32);
+                Cpt {
+                    state: Mutex::new(CptState {
+                        svc,
+                        dequeued: BTreeMap::new(),
+                        shutdown: false,
+                    }),
+                    work: Condvar::new(),
+                }
             })
             .collect();
         let shared = Arc::new(Shared {
@@ -1305,6 +1379,7 @@ impl Ossd {
             pipes: PipePool::new(PIPES_MAX),
             tbf,
             clients: Mutex::new(Clients::default()),
+            sync: SyncState::new(config.sync.clone()).context("choosing a sync epoch")?,
         });
         let listener = TcpListener::bind(config.listen)
             .await
@@ -1340,6 +1415,7 @@ impl Ossd {
             config.connections_max,
         ));
         info!(%addr, osts = config.osts.len(), cpts = config.cpts, threads = per_cpt * config.cpts, "ossd listening");
+        let sync_tasks = crate::sync::spawn(&shared);
         let control = match &config.control {
             Some(c) => {
                 let capacity = c.capacity(config.ceiling_bytes_per_s)?;
@@ -1355,6 +1431,7 @@ impl Ossd {
             workers,
             control,
             metrics,
+            sync_tasks,
         })
     }
 
@@ -1378,6 +1455,11 @@ impl Ossd {
         self.shared.dequeue_counts()
     }
 
+    /// What DSFQ synchronization with the peer ossds did so far.
+    pub fn sync_stats(&self) -> SyncStats {
+        self.shared.sync_stats()
+    }
+
     /// Stops the controller, if one runs, once it has stopped the rules it started and put
     /// `nrs_policies` back to `fifo` if it had changed it. The daemon keeps serving.
     pub async fn stop_control(&mut self) {
@@ -1399,8 +1481,12 @@ impl Ossd {
             m.stop().await;
         }
         self.stop_control().await;
+        for t in self.sync_tasks.drain(..) {
+            t.abort();
+            let _ = t.await;
+        }
         self.stop.notify_one();
-        let _ = self.accept.await;
+        let open = self.accept.await;
         for c in &self.shared.cpts {
             let pending: Vec<Pending> = {
                 let mut st = lock(&c.state);
@@ -1426,6 +1512,11 @@ impl Ossd {
             }
         })
         .await;
+        // Last, so the requests answered with an error above may still leave.
+        if let Ok(mut open) = open {
+            open.abort_all();
+            while open.join_next().await.is_some() {}
+        }
         info!(addr = %self.addr, "ossd stopped");
     }
 }
@@ -1435,12 +1526,17 @@ async fn accept_loop(
     shared: Arc<Shared>,
     stop: Arc<Notify>,
     connections_max: usize,
-) {
+) -> tokio::task::JoinSet<()> {
     let conns = Arc::new(Semaphore::new(connections_max));
     let next_id = AtomicU64::new(0);
+    // The open connections, returned at stop: they end with the daemon, as they would with
+    // its process (a peer ossd must see a stopped daemon go away and reconnect to its
+    // successor).
+    let mut open = tokio::task::JoinSet::new();
     loop {
         let (stream, peer) = tokio::select! {
-            _ = stop.notified() => return,
+            _ = stop.notified() => return open,
+            Some(_) = open.join_next(), if !open.is_empty() => continue,
             r = listener.accept() => match r {
                 Ok(x) => x,
                 Err(e) => {
@@ -1457,7 +1553,7 @@ async fn accept_loop(
         };
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let shared = shared.clone();
-        tokio::spawn(async move {
+        open.spawn(async move {
             match serve_conn(shared, stream, id).await {
                 Ok(()) | Err(ConnError::Closed) => debug!(%peer, id, "connection closed"),
                 Err(e) => warn!(%peer, id, reason = %e, "closing connection"),
@@ -1510,8 +1606,32 @@ async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(
         ),
     )
     .await
-    .map_err(|_| ConnError::Timeout)??;
+    .map_err(|_| ConnError::Timeout)
+    .and_then(|r| r)
+    .inspect_err(|_| {
+        shared
+            .sync
+            .counters
+            .handshakes_failed
+            .fetch_add(1, Ordering::Relaxed);
+    })?;
     debug!(id, role = ?peer.role, "peer authenticated");
+    // A peer ossd holds one of a bounded number of slots while connected.
+    let _peer_slot = if peer.role == Role::Oss {
+        match shared.sync.peer_connections.clone().try_acquire_owned() {
+            Ok(p) => Some(p),
+            Err(_) => {
+                shared
+                    .sync
+                    .counters
+                    .peer_connections_refused
+                    .fetch_add(1, Ordering::Relaxed);
+                return Err(ProtocolError::Invalid("too many peer ossd connections".into()).into());
+            }
+        }
+    } else {
+        None
+    };
     let cpt = (id % shared.cpts.len() as u64) as usize;
     let (tx, mut rx) = mpsc::channel::<Outgoing>(shared.rpcs_in_flight_per_conn);
     // The node a client connection is bound to (by its first I/O request): every reply states
@@ -1561,7 +1681,19 @@ async fn read_requests(
     let ost_count = shared.osts.len() as u32;
     loop {
         let frame = reader.frame().await?;
-        let req = decode_request(&frame, ost_count)?;
+        let req = match decode_request(&frame, ost_count) {
+            Ok(r) => r,
+            Err(e) => {
+                if peer.role == Role::Oss {
+                    shared
+                        .sync
+                        .counters
+                        .batches_refused_in
+                        .fetch_add(1, Ordering::Relaxed);
+                }
+                return Err(e.into());
+            }
+        };
         let permit = in_flight
             .clone()
             .acquire_owned()
@@ -1692,6 +1824,23 @@ async fn read_requests(
                     Err(RemoteError::new(
                         Errno::EPERM,
                         "this role may not read parameters",
+                    ))
+                };
+                let _ = tx.send(reply(tag, result)).await;
+            }
+            Request::Sync { tag, batch } => {
+                let result = if peer.role.may_sync() {
+                    shared.deliver_sync_batch(&batch);
+                    Ok(ReplyBody::Done)
+                } else {
+                    shared
+                        .sync
+                        .counters
+                        .batches_refused_in
+                        .fetch_add(1, Ordering::Relaxed);
+                    Err(RemoteError::new(
+                        Errno::EPERM,
+                        "only a peer ossd may send synchronization messages",
                     ))
                 };
                 let _ = tx.send(reply(tag, result)).await;

@@ -132,6 +132,12 @@ async fn ossd_metrics_follow_the_io_and_the_rules() {
         4.0
     );
     assert_eq!(get(r#"pfsqos_ost_queue_rpcs{ost="testfs-OST0000"}"#), 0.0);
+    // No peer, one CPT, FIFO: nothing synchronized, every counter there at 0.
+    assert_eq!(get(r#"pfsqos_oss_sync_total{counter="reports_out"}"#), 0.0);
+    assert_eq!(
+        get(r#"pfsqos_oss_sync_total{counter="handshakes_failed"}"#),
+        0.0
+    );
     assert!(
         !v.keys().any(|k| k.starts_with("pfsqos_oss_tbf_rule_rate")),
         "no rule while FIFO runs"

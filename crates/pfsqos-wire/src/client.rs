@@ -374,6 +374,17 @@ impl OssClient {
         self.params(body, "set_param").await
     }
 
+    /// Sends one batch of synchronization messages (a peer ossd, [`Role::Oss`]) and waits
+    /// until the receiver has handed them to its schedulers.
+    pub async fn send_sync_batch(&mut self, batch: WireSyncBatch) -> Result<(), ClientError> {
+        let tag = self.tag();
+        self.writer.msg(&WireRequest::Sync { tag, batch }).await?;
+        match self.reply(tag).await? {
+            ReplyBody::Done => Ok(()),
+            other => Err(ProtocolError::Invalid(format!("sync answered {other:?}")).into()),
+        }
+    }
+
     /// Sends raw bytes as one frame (tests of hostile input).
     pub async fn send_raw_frame(&mut self, body: Vec<u8>) -> Result<(), ConnError> {
         self.writer.frame(body).await

@@ -34,6 +34,8 @@
 
 use hmac::{Hmac, Mac};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
+use pfsqos_core::sched::sfq::SYNC_INSTANCES_MAX;
+use pfsqos_core::sched::{ReportKind, ServiceReport, SERVICE_REPORT_COST_MAX};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use sha2::Sha256;
 use std::fmt;
@@ -45,7 +47,9 @@ pub const MAGIC: [u8; 4] = *b"PFSQ";
 /// `ListParams` names the parameters a pattern matches.
 /// Version 3: every reply carries the server's outgoing limit for the client
 /// ([`Reply::client_limit`]).
-pub const PROTOCOL_VERSION: u16 = 3;
+/// Version 4: ossds exchange DSFQ synchronization batches ([`Role::Oss`],
+/// [`WireRequest::Sync`]).
+pub const PROTOCOL_VERSION: u16 = 4;
 /// Largest bulk frame: bulk data is split into chunks of this size.
 pub const BULK_CHUNK_BYTES: usize = 8 << 20;
 /// Largest frame of any kind: one bulk chunk plus room for a header.
@@ -85,6 +89,8 @@ pub enum Role {
     Lctl,
     /// The metadata server: object I/O and parameters.
     Mds,
+    /// Another ossd of the cluster: synchronization batches only.
+    Oss,
 }
 
 impl Role {
@@ -93,6 +99,7 @@ impl Role {
             Role::Client => 1,
             Role::Lctl => 2,
             Role::Mds => 3,
+            Role::Oss => 4,
         }
     }
 
@@ -102,6 +109,12 @@ impl Role {
 
     pub fn may_use_params(self) -> bool {
         matches!(self, Role::Lctl | Role::Mds)
+    }
+
+    /// Only a peer ossd reports the service its schedulers gave: a client that could inject
+    /// reports would charge other jobs for service they never received.
+    pub fn may_sync(self) -> bool {
+        matches!(self, Role::Oss)
     }
 }
 
@@ -231,6 +244,12 @@ pub enum WireRequest {
         tag: u64,
         pattern: String,
     },
+    /// Synchronization messages of the sender's distributed schedulers (DSFQ), answered
+    /// `Done` once every message was handed to the receiver's schedulers.
+    Sync {
+        tag: u64,
+        batch: WireSyncBatch,
+    },
 }
 
 /// A validated object I/O request.
@@ -265,6 +284,10 @@ pub enum Request {
         tag: u64,
         pattern: String,
     },
+    Sync {
+        tag: u64,
+        batch: SyncBatch,
+    },
 }
 
 impl Request {
@@ -273,9 +296,146 @@ impl Request {
             Request::Io { tag, .. }
             | Request::GetParam { tag, .. }
             | Request::SetParam { tag, .. }
-            | Request::ListParams { tag, .. } => *tag,
+            | Request::ListParams { tag, .. }
+            | Request::Sync { tag, .. } => *tag,
         }
     }
+}
+
+/// Most synchronization messages one [`WireRequest::Sync`] carries. A sender with more sends
+/// several batches; 1,024 messages are about 100 KB, well within [`SYNC_FRAME_LEN_BYTES_MAX`].
+pub const SYNC_BATCH_LEN_MAX: usize = 1024;
+/// Largest frame a `Sync` request may be: [`SYNC_BATCH_LEN_MAX`] messages of the largest
+/// encoding ([`SYNC_MESSAGE_ENCODED_BYTES_MAX`]) plus the request's own fields, rounded up.
+/// A larger frame is refused before it is decoded.
+pub const SYNC_FRAME_LEN_BYTES_MAX: usize = 128 << 10;
+/// Largest postcard encoding of one [`WireSyncMessage`]: varints of at most 5 (u32) and 10
+/// (u64) bytes, the kind and opcode 1 byte each, the job id 1 + 31 bytes.
+pub const SYNC_MESSAGE_ENCODED_BYTES_MAX: usize =
+    5 + 10 + 1 + 10 + (1 + 31) + (5 + 1 + 5) + 1 + 4 * 5;
+
+/// What a synchronization message says (`pfsqos_core::sched::ReportKind` on the wire).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WireReportKind {
+    Service,
+    FlowArrived,
+    FlowLeft,
+    LayoutAudit,
+}
+
+impl From<ReportKind> for WireReportKind {
+    fn from(k: ReportKind) -> Self {
+        match k {
+            ReportKind::Service => WireReportKind::Service,
+            ReportKind::FlowArrived => WireReportKind::FlowArrived,
+            ReportKind::FlowLeft => WireReportKind::FlowLeft,
+            ReportKind::LayoutAudit => WireReportKind::LayoutAudit,
+        }
+    }
+}
+
+impl From<WireReportKind> for ReportKind {
+    fn from(k: WireReportKind) -> Self {
+        match k {
+            WireReportKind::Service => ReportKind::Service,
+            WireReportKind::FlowArrived => ReportKind::FlowArrived,
+            WireReportKind::FlowLeft => ReportKind::FlowLeft,
+            WireReportKind::LayoutAudit => ReportKind::LayoutAudit,
+        }
+    }
+}
+
+/// A flow key as on the wire: every field of [`RpcTags`], since a scheduler's classification
+/// may keep any of them (the fields it does not classify by are blank).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireFlow {
+    pub job: String,
+    pub nid: WireNid,
+    /// Index into [`Opcode::ALL`].
+    pub opcode: u8,
+    pub uid: u32,
+    pub gid: u32,
+    pub projid: u32,
+    pub nodemap: u32,
+}
+
+impl From<&RpcTags> for WireFlow {
+    fn from(t: &RpcTags) -> Self {
+        WireFlow {
+            job: t.job.as_str().to_string(),
+            nid: t.nid.into(),
+            opcode: Opcode::ALL
+                .iter()
+                .position(|o| *o == t.opcode)
+                .expect("every Opcode is in ALL") as u8,
+            uid: t.uid,
+            gid: t.gid,
+            projid: t.projid,
+            nodemap: t.nodemap,
+        }
+    }
+}
+
+/// One synchronization message: a scheduler instance's report on one flow.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireSyncMessage {
+    /// The sending instance's cluster-wide number (below `SYNC_INSTANCES_MAX`).
+    pub from_instance: u32,
+    /// The sending instance's count of messages before this one, within the sender's
+    /// [`WireSyncBatch::sender_epoch`]: a receiver sees lost messages as gaps and refuses
+    /// repeats.
+    pub seq: u64,
+    pub kind: WireReportKind,
+    /// In the policy's cost unit; at most `SERVICE_REPORT_COST_MAX`, 0 for presence reports.
+    pub cost: u64,
+    pub flow: WireFlow,
+}
+
+/// A batch of synchronization messages from one ossd.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireSyncBatch {
+    /// Chosen at random when the sending ossd starts: a restarted sender numbers its messages
+    /// from 0 again, and the receiver must not take them for repeats.
+    pub sender_epoch: u64,
+    pub messages: Vec<WireSyncMessage>,
+}
+
+impl WireSyncBatch {
+    /// A batch of validated messages (the sender's side: what it got from its schedulers).
+    pub fn from_messages(sender_epoch: u64, messages: &[SyncItem]) -> WireSyncBatch {
+        assert!(
+            messages.len() <= SYNC_BATCH_LEN_MAX,
+            "a batch holds at most {SYNC_BATCH_LEN_MAX} messages"
+        );
+        WireSyncBatch {
+            sender_epoch,
+            messages: messages
+                .iter()
+                .map(|m| WireSyncMessage {
+                    from_instance: m.from_instance,
+                    seq: m.seq,
+                    kind: m.report.kind.into(),
+                    cost: m.report.cost,
+                    flow: (&m.report.flow).into(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A validated synchronization message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncItem {
+    pub from_instance: u32,
+    pub seq: u64,
+    pub report: ServiceReport,
+}
+
+/// A validated synchronization batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncBatch {
+    pub sender_epoch: u64,
+    pub messages: Vec<SyncItem>,
 }
 
 pub use pfsqos_core::errno::Errno;
@@ -641,19 +801,9 @@ pub fn validate_param_name(name: &str) -> Result<(), ProtocolError> {
 
 fn validate_tags(t: &WireTags, op: IoOp) -> Result<RpcTags, ProtocolError> {
     let job = JobId::new(&t.job).map_err(|e| ProtocolError::Invalid(e.to_string()))?;
-    let kind = NetKind::ALL
-        .get(t.nid.net_kind as usize)
-        .copied()
-        .ok_or_else(|| ProtocolError::Invalid(format!("LNet kind {}", t.nid.net_kind)))?;
     Ok(RpcTags {
         job,
-        nid: Nid {
-            addr: t.nid.addr,
-            net: LNet {
-                kind,
-                num: t.nid.net_num,
-            },
-        },
+        nid: validate_nid(&t.nid)?,
         opcode: op.opcode(),
         uid: t.uid,
         gid: t.gid,
@@ -710,9 +860,88 @@ pub fn validate_io(io: &WireIo, ost_count: u32) -> Result<IoRequest, ProtocolErr
     })
 }
 
+fn validate_nid(n: &WireNid) -> Result<Nid, ProtocolError> {
+    let kind = NetKind::ALL
+        .get(n.net_kind as usize)
+        .copied()
+        .ok_or_else(|| ProtocolError::Invalid(format!("LNet kind {}", n.net_kind)))?;
+    Ok(Nid {
+        addr: n.addr,
+        net: LNet {
+            kind,
+            num: n.net_num,
+        },
+    })
+}
+
+/// Checks every field of a synchronization message: the instance number, the cost bound (a
+/// presence report carries none), the job id, the NID's network kind and the opcode. Whether
+/// the flow is one the receiver's schedulers can have is theirs to say (`deliver_sync`).
+pub fn validate_sync_message(m: &WireSyncMessage) -> Result<SyncItem, ProtocolError> {
+    let bad = |m: String| Err(ProtocolError::Invalid(m));
+    if m.from_instance >= SYNC_INSTANCES_MAX {
+        return bad(format!(
+            "sync instance {} (at most {})",
+            m.from_instance,
+            SYNC_INSTANCES_MAX - 1
+        ));
+    }
+    let job = JobId::new(&m.flow.job).map_err(|e| ProtocolError::Invalid(e.to_string()))?;
+    let opcode = Opcode::ALL
+        .get(m.flow.opcode as usize)
+        .copied()
+        .ok_or_else(|| ProtocolError::Invalid(format!("opcode {}", m.flow.opcode)))?;
+    let flow = RpcTags {
+        job,
+        nid: validate_nid(&m.flow.nid)?,
+        opcode,
+        uid: m.flow.uid,
+        gid: m.flow.gid,
+        projid: m.flow.projid,
+        nodemap: m.flow.nodemap,
+    };
+    let report = ServiceReport::new(m.kind.into(), flow, m.cost);
+    if let Err(e) = report.validate() {
+        return bad(format!(
+            "sync report refused: {e:?} (costs at most {SERVICE_REPORT_COST_MAX}, none on \
+             presence reports)"
+        ));
+    }
+    Ok(SyncItem {
+        from_instance: m.from_instance,
+        seq: m.seq,
+        report,
+    })
+}
+
+/// Checks a synchronization batch: 1..=[`SYNC_BATCH_LEN_MAX`] messages, each valid.
+pub fn validate_sync_batch(b: &WireSyncBatch) -> Result<SyncBatch, ProtocolError> {
+    if b.messages.is_empty() || b.messages.len() > SYNC_BATCH_LEN_MAX {
+        return Err(ProtocolError::Invalid(format!(
+            "sync batch of {} messages (1..={SYNC_BATCH_LEN_MAX} allowed)",
+            b.messages.len()
+        )));
+    }
+    Ok(SyncBatch {
+        sender_epoch: b.sender_epoch,
+        messages: b
+            .messages
+            .iter()
+            .map(validate_sync_message)
+            .collect::<Result<_, _>>()?,
+    })
+}
+
 /// Decodes and validates one request frame.
 pub fn decode_request(frame: &[u8], ost_count: u32) -> Result<Request, ProtocolError> {
-    match decode::<WireRequest>(frame)? {
+    let request = decode::<WireRequest>(frame)?;
+    if matches!(request, WireRequest::Sync { .. }) && frame.len() > SYNC_FRAME_LEN_BYTES_MAX {
+        return Err(ProtocolError::Invalid(format!(
+            "sync frame of {} bytes (at most {SYNC_FRAME_LEN_BYTES_MAX})",
+            frame.len()
+        )));
+    }
+    match request {
         WireRequest::Io { tag, io } => Ok(Request::Io {
             tag,
             io: validate_io(&io, ost_count)?,
@@ -743,6 +972,10 @@ pub fn decode_request(frame: &[u8], ost_count: u32) -> Result<Request, ProtocolE
             validate_param_name(&pattern)?;
             Ok(Request::ListParams { tag, pattern })
         }
+        WireRequest::Sync { tag, batch } => Ok(Request::Sync {
+            tag,
+            batch: validate_sync_batch(&batch)?,
+        }),
     }
 }
 
@@ -1027,6 +1260,163 @@ mod tests {
         assert_eq!(ClientLimit::Unstated.stated(), None);
         assert_eq!(ClientLimit::Unlimited.stated(), Some(None));
         assert_eq!(ClientLimit::BytesPerS(7).stated(), Some(Some(7)));
+    }
+
+    fn sync_message(kind: WireReportKind, cost: u64) -> WireSyncMessage {
+        WireSyncMessage {
+            from_instance: 3,
+            seq: 9,
+            kind,
+            cost,
+            flow: (&RpcTags {
+                job: JobId::new("app1").unwrap(),
+                ..RpcTags::UNKNOWN
+            })
+                .into(),
+        }
+    }
+
+    fn sync_frame(messages: Vec<WireSyncMessage>) -> Vec<u8> {
+        encode(&WireRequest::Sync {
+            tag: 5,
+            batch: WireSyncBatch {
+                sender_epoch: 77,
+                messages,
+            },
+        })
+    }
+
+    #[test]
+    fn sync_batches_round_trip() {
+        let m = sync_message(WireReportKind::Service, 1 << 20);
+        let Request::Sync { tag: 5, batch } =
+            decode_request(&sync_frame(vec![m.clone()]), 1).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(batch.sender_epoch, 77);
+        let item = batch.messages[0];
+        assert_eq!((item.from_instance, item.seq), (3, 9));
+        assert_eq!(item.report.kind, ReportKind::Service);
+        assert_eq!(item.report.cost, 1 << 20);
+        assert_eq!(item.report.flow.job.as_str(), "app1");
+        // The sender's encoding of the validated item is the message it came from.
+        assert_eq!(WireSyncBatch::from_messages(77, &[item]).messages, [m]);
+    }
+
+    #[test]
+    fn every_sync_field_is_checked() {
+        let ok = sync_message(WireReportKind::Service, 1);
+        let cases: Vec<(WireSyncMessage, &str)> = vec![
+            (
+                WireSyncMessage {
+                    from_instance: SYNC_INSTANCES_MAX,
+                    ..ok.clone()
+                },
+                "sync instance",
+            ),
+            (
+                sync_message(WireReportKind::Service, SERVICE_REPORT_COST_MAX + 1),
+                "AbsurdCost",
+            ),
+            (
+                sync_message(WireReportKind::FlowArrived, 1),
+                "CostOnPresence",
+            ),
+            (
+                WireSyncMessage {
+                    flow: WireFlow {
+                        job: "x".repeat(32),
+                        ..ok.flow.clone()
+                    },
+                    ..ok.clone()
+                },
+                "job id",
+            ),
+            (
+                WireSyncMessage {
+                    flow: WireFlow {
+                        opcode: Opcode::ALL.len() as u8,
+                        ..ok.flow.clone()
+                    },
+                    ..ok.clone()
+                },
+                "opcode",
+            ),
+            (
+                WireSyncMessage {
+                    flow: WireFlow {
+                        nid: WireNid {
+                            addr: 0,
+                            net_kind: 200,
+                            net_num: 0,
+                        },
+                        ..ok.flow.clone()
+                    },
+                    ..ok.clone()
+                },
+                "LNet kind",
+            ),
+        ];
+        for (m, what) in cases {
+            let e = decode_request(&sync_frame(vec![m]), 1)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(what), "{e} lacks {what}");
+        }
+        let e = decode_request(&sync_frame(vec![]), 1).unwrap_err();
+        assert!(e.to_string().contains("sync batch of 0"), "{e}");
+        let e = decode_request(&sync_frame(vec![ok; SYNC_BATCH_LEN_MAX + 1]), 1).unwrap_err();
+        assert!(e.to_string().contains("sync batch of 1025"), "{e}");
+    }
+
+    /// The largest batch of the largest messages fits the sync frame limit (a sender never
+    /// builds a frame its peer refuses), and a larger frame is refused before its messages
+    /// are looked at.
+    #[test]
+    fn the_largest_sync_batch_fits_its_frame_limit() {
+        let widest = WireSyncMessage {
+            from_instance: SYNC_INSTANCES_MAX - 1,
+            seq: u64::MAX,
+            kind: WireReportKind::LayoutAudit,
+            cost: SERVICE_REPORT_COST_MAX,
+            flow: WireFlow {
+                job: "j".repeat(31),
+                nid: WireNid {
+                    addr: u32::MAX,
+                    net_kind: 0,
+                    net_num: u32::MAX,
+                },
+                opcode: 0,
+                uid: u32::MAX,
+                gid: u32::MAX,
+                projid: u32::MAX,
+                nodemap: u32::MAX,
+            },
+        };
+        assert!(encode(&widest).len() <= SYNC_MESSAGE_ENCODED_BYTES_MAX);
+        let frame = sync_frame(vec![widest.clone(); SYNC_BATCH_LEN_MAX]);
+        assert!(frame.len() <= SYNC_FRAME_LEN_BYTES_MAX, "{}", frame.len());
+        assert!(decode_request(&frame, 1).is_ok());
+        // Padding the job id past its limit makes a frame beyond the bound: refused by size.
+        let fat = WireSyncMessage {
+            flow: WireFlow {
+                job: "j".repeat(200),
+                ..widest.flow
+            },
+            ..widest
+        };
+        let e = decode_request(&sync_frame(vec![fat; SYNC_BATCH_LEN_MAX]), 1).unwrap_err();
+        assert!(e.to_string().contains("sync frame of"), "{e}");
+    }
+
+    #[test]
+    fn only_a_peer_ossd_may_sync() {
+        for role in [Role::Client, Role::Lctl, Role::Mds] {
+            assert!(!role.may_sync());
+        }
+        assert!(Role::Oss.may_sync());
+        assert!(!Role::Oss.may_do_io() && !Role::Oss.may_use_params());
     }
 
     #[test]

@@ -38,6 +38,8 @@ CASES = [
     ("arima111", (1, 1, 1), 0.0, [0.7], [-0.3], 1.5, 20.0, 250, 14),
     # Bytes-scaled ARMA(1,1): the scaling of the Rust fit must not matter.
     ("arma11_bytes", (1, 0, 1), 1.0e9, [0.5], [0.3], 2.0e7, 0.0, 200, 15),
+    # Twice integrated: checks the d >= 2 integration and statsmodels' diffuse likelihood.
+    ("arima120", (1, 2, 0), 0.0, [0.4], [], 1.0, 10.0, 150, 16),
 ]
 HORIZON = 10
 

@@ -173,6 +173,7 @@ fn fixtures() -> Vec<Fixture> {
         Fixture::parse("arima011", include_str!("fixtures/arima011.txt")),
         Fixture::parse("arima111", include_str!("fixtures/arima111.txt")),
         Fixture::parse("arma11_bytes", include_str!("fixtures/arma11_bytes.txt")),
+        Fixture::parse("arima120", include_str!("fixtures/arima120.txt")),
     ]
 }
 
@@ -361,6 +362,7 @@ fn fixtures_record_their_provenance() {
         include_str!("fixtures/arima011.txt"),
         include_str!("fixtures/arima111.txt"),
         include_str!("fixtures/arma11_bytes.txt"),
+        include_str!("fixtures/arima120.txt"),
     ] {
         assert!(text.contains("# statsmodels 0.15.0"), "{}", &text[..200]);
         assert!(text.contains("scripts/arima-fixtures.py"));
@@ -741,4 +743,31 @@ fn boundary_solutions_are_not_converged() {
     );
     let m = fit_arima(&y, ArimaOrder::new(1, 0, 0), &ArimaFitOptions::default()).unwrap();
     assert!(!m.converged, "{:?}", m.ar);
+}
+
+/// The [`Forecaster`] trait drives ARIMA generically.
+#[test]
+fn forecaster_trait_fits_and_forecasts() {
+    fn fit_and_forecast<F: Forecaster>(f: &F, y: &[f64]) -> (Vec<f64>, f64) {
+        let m = f.fit(y).unwrap();
+        (m.forecast(3), m.in_sample_rmse())
+    }
+    let y = simulate(
+        101,
+        200,
+        &Spec {
+            d: 1,
+            mean: 0.0,
+            ar: &[0.6],
+            ma: &[],
+            sigma: 1.0,
+            start: 5.0,
+        },
+    );
+    let arima = Arima::new(ArimaOrder::new(1, 1, 0));
+    let (f, rmse) = fit_and_forecast(&arima, &y);
+    let direct = fit_arima(&y, arima.order, &arima.options).unwrap();
+    assert_eq!(f, direct.forecast(3));
+    assert_eq!(rmse, direct.in_sample_rmse());
+    assert!((rmse - 1.0).abs() < 0.15, "{rmse}");
 }

@@ -312,8 +312,10 @@ pub fn allocate_osts(
         }
     }
     let mut out: Vec<Option<FileAllocation>> = vec![None; files.len()];
-    for (&i, osts) in active.iter().zip(placed) {
+    let mut at_position = StripePositions::new(ost_count);
+    for (&i, mut osts) in active.iter().zip(placed) {
         assert_eq!(osts.len(), files[i].stripe_count as usize);
+        at_position.order(&mut osts);
         out[i] = Some(FileAllocation {
             stripe_size_bytes: shapes[i].0,
             ost_share_bytes: shapes[i].1,
@@ -321,6 +323,49 @@ pub fn allocate_osts(
         });
     }
     Ok(out)
+}
+
+/// Orders each file's OSTs across a batch. Algorithm 2 gives a *set* of OSTs per file; the
+/// order in which the file's stripes use them is not in the paper (Table II lists them in no
+/// visible order). It matters: with iez's stripe size (the file divided by its stripe count,
+/// Method II) a sequential writer fills one stripe at a time, so files whose lists start on
+/// the same OST all write there together while other OSTs idle (measured: a 64-process IOR
+/// batch in ascending order took 3.6 times as long as round robin's). Each file's list is
+/// rotated (keeping its cyclic order) to the rotation whose OSTs were used least at the same
+/// stripe positions by the files before it, ties to the smallest rotation.
+struct StripePositions {
+    ost_count: usize,
+    /// `used[position * ost_count + ost]`: files of the batch with `ost` at that position.
+    used: Vec<u32>,
+}
+
+impl StripePositions {
+    fn new(ost_count: usize) -> StripePositions {
+        StripePositions {
+            ost_count,
+            used: Vec::new(),
+        }
+    }
+
+    fn order(&mut self, osts: &mut [OstId]) {
+        let n = osts.len();
+        if self.used.len() < n * self.ost_count {
+            self.used.resize(n * self.ost_count, 0);
+        }
+        let cost = |r: usize| -> u64 {
+            (0..n)
+                .map(|pos| {
+                    let ost = osts[(pos + r) % n].0 as usize;
+                    u64::from(self.used[pos * self.ost_count + ost])
+                })
+                .sum()
+        };
+        let best = (0..n).min_by_key(|&r| (cost(r), r)).unwrap_or(0);
+        osts.rotate_left(best);
+        for (pos, ost) in osts.iter().enumerate() {
+            self.used[pos * self.ost_count + ost.0 as usize] += 1;
+        }
+    }
 }
 
 /// Why the `iez` placer handed a create to Lustre's allocator.

@@ -38,7 +38,9 @@ pub struct PlacementSetup {
 pub fn start_stats(scenario: &Scenario) -> ServerStats {
     let mut osts = Vec::new();
     for (oss, spec) in scenario.osses.iter().enumerate() {
-        let total_bytes = spec.ost_capacity.map_or(OST_CAPACITY_DEFAULT_BYTES, |c| c.0);
+        let total_bytes = spec
+            .ost_capacity
+            .map_or(OST_CAPACITY_DEFAULT_BYTES, |c| c.0);
         let used_bytes = spec.ost_used.map_or(0, |u| u.0);
         for _ in 0..spec.osts {
             osts.push(OstStats {

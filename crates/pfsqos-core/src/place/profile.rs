@@ -73,7 +73,10 @@ pub fn predict_files(trace: &[TracedFile]) -> FilePrediction {
             } else {
                 series[t] - errors[t - conditioned]
             };
-            assert!(predicted.is_finite(), "a converged model predicts finite values");
+            assert!(
+                predicted.is_finite(),
+                "a converged model predicts finite values"
+            );
             PredictedFile {
                 predicted_bytes: predicted.round().max(0.0) as u64,
                 stripe_count: f.stripe_count,

@@ -14,6 +14,7 @@
 //! fills from `ost_capacity` / `ost_used`, OSS CPU and memory idle (the simulator has no CPU
 //! model). iez's 60 s staleness does not arise: no statistics period passes before the creates.
 
+use pfsqos_core::forecast::ArimaOrder;
 use pfsqos_core::model::{JobId, OssId};
 use pfsqos_core::place::profile::{predict_files, TracedFile};
 use pfsqos_core::place::{OstStats, ServerLoad, ServerStats};
@@ -28,10 +29,21 @@ pub const OST_CAPACITY_DEFAULT_BYTES: u64 = 1 << 50;
 /// What the placer was given, for reports.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PlacementSetup {
-    /// Per job with predictions: the job's id, files predicted, and the forecast's ARIMA
-    /// order `(p, d, q)` (`None` when the trace was too short to fit and the last value was
-    /// used).
-    pub predictions: Vec<(String, usize, Option<(usize, usize, usize)>)>,
+    /// The jobs whose predictions the placer holds, in scenario order.
+    pub predictions: Vec<JobPrediction>,
+}
+
+/// One job's forecast as the placer took it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobPrediction {
+    pub job: String,
+    /// Predicted files the placer holds.
+    pub files: usize,
+    /// The ARIMA order of the forecast; `None` when the files were predicted as traced
+    /// (too short or constant a trace).
+    pub order: Option<ArimaOrder>,
+    /// The paper's accuracy of the predictions against the trace.
+    pub accuracy: f64,
 }
 
 /// The statistics snapshot at the start of the run (module doc).
@@ -116,11 +128,12 @@ pub fn placer_for(scenario: &Scenario, ost_count: u32) -> Result<(Placer, Placem
         let prediction = predict_files(&trace);
         let held = placer.set_predictions(job, &prediction.files);
         if held > 0 {
-            setup.predictions.push((
-                job.as_str().to_string(),
-                held,
-                prediction.order.map(|o| (o.p, o.d, o.q)),
-            ));
+            setup.predictions.push(JobPrediction {
+                job: job.as_str().to_string(),
+                files: held,
+                order: prediction.order,
+                accuracy: prediction.accuracy,
+            });
         }
     }
     Ok((placer, setup))

@@ -83,6 +83,19 @@ fn steps_of(out: &RunOutput) -> Vec<(f64, BTreeMap<&'static str, f64>)> {
     steps
 }
 
+/// The open-loop experiment's periods: the limit in force and the queue measured.
+fn periods_of(out: &RunOutput) -> Vec<OpenLoopPeriod> {
+    steps_of(out)
+        .into_iter()
+        .filter_map(|(_, m)| {
+            Some(OpenLoopPeriod {
+                limit_bytes_per_s: *m.get("limit_bytes_per_s")? as u64,
+                queue_rpcs: *m.get("queue_measured")?,
+            })
+        })
+        .collect()
+}
+
 /// (time s, measured queue) of every step.
 fn queue_series(out: &RunOutput) -> Vec<(f64, f64)> {
     steps_of(out)
@@ -132,15 +145,7 @@ fn fig3(base: &Scenario) -> Identified {
         Box::new(Staircase::new(config).unwrap()),
         s.simulation.seed,
     );
-    let periods: Vec<OpenLoopPeriod> = steps_of(&out)
-        .into_iter()
-        .filter_map(|(_, m)| {
-            Some(OpenLoopPeriod {
-                limit_bytes_per_s: *m.get("limit_bytes_per_s")? as u64,
-                queue_rpcs: *m.get("queue_measured")?,
-            })
-        })
-        .collect();
+    let periods = periods_of(&out);
     println!("### Fig. 3a: static curve (mean queue per fixed limit, three staircases)\n");
     println!("| limit per client (MiB/s) | all 16 clients (MiB/s) | mean queue (requests) |");
     println!("|---:|---:|---:|");
@@ -176,15 +181,7 @@ fn fig3(base: &Scenario) -> Identified {
         Box::new(Staircase::new(config).unwrap()),
         s.simulation.seed,
     );
-    let periods: Vec<OpenLoopPeriod> = steps_of(&out)
-        .into_iter()
-        .filter_map(|(_, m)| {
-            Some(OpenLoopPeriod {
-                limit_bytes_per_s: *m.get("limit_bytes_per_s")? as u64,
-                queue_rpcs: *m.get("queue_measured")?,
-            })
-        })
-        .collect();
+    let periods = periods_of(&out);
     let record = open_loop_record(&periods);
     let config = IdentifyConfig {
         smoothing: SavGol::new(11, 2).unwrap(),

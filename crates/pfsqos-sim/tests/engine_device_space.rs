@@ -175,4 +175,32 @@ fn scenarios_name_a_known_placement_policy_and_a_fill_within_the_size() {
         pfsqos_sim::Scenario::from_toml_str(&two_osts("ost_used = \"2G\"", "roundrobin"), "<t>")
             .unwrap_err();
     assert!(err.to_string().contains("ost_capacity"), "{err}");
+    let err = pfsqos_sim::Scenario::from_toml_str(&two_osts("", "iez"), "<t>").unwrap_err();
+    assert!(err.to_string().contains("oss[0].ost_capacity"), "{err}");
+}
+
+/// Placement policies run through the scenario: `iez` plans a job's files from its first
+/// run and sizes stripes by Method II (the file over its stripe count, in 128 KiB units),
+/// `lustre` keeps the scenario's stripe size; both keep a file's stripes on distinct OSTs.
+#[test]
+fn placement_policies_place_through_the_scenario() {
+    for placement in ["lustre", "iez"] {
+        let s = scenario(&two_osts("ost_capacity = \"10G\"", placement));
+        let out = run_quiet(&s, "nobw", 1);
+        assert!(out.jobs[0].finished, "{placement}");
+        let written: u64 = out.ost_space.iter().map(|o| o.written_bytes).sum();
+        assert_eq!(written, 3 << 30, "{placement}");
+    }
+    // Stripe count 2 over the two OSTs: iez gives every file half its bytes on each.
+    let text = two_osts("ost_capacity = \"10G\"", "iez")
+        .replace("numjobs = 3", "numjobs = 3\nstripe_count = 2");
+    let out = run_quiet(&scenario(&text), "nobw", 1);
+    let written: Vec<u64> = out.ost_space.iter().map(|o| o.written_bytes).collect();
+    assert_eq!(written, vec![3 << 29, 3 << 29]);
+    let (placer, setup) = pfsqos_sim::placement::placer_for(&scenario(&text), 2).unwrap();
+    assert_eq!(setup.predictions.len(), 1);
+    assert_eq!(setup.predictions[0].files, 3);
+    // Constant per-file sizes: predicted as traced, no ARIMA order.
+    assert_eq!(setup.predictions[0].order, None);
+    drop(placer);
 }

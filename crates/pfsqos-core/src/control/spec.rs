@@ -13,7 +13,8 @@ use super::gift::{
 };
 use super::pi::{
     self as pi_control, Aimd, AimdConfig, DesignSpec, Gains, Increase, Pi, PiConfig,
-    ProportionalOn, QueueSource, SensorConfig, TargetChoice, TargetSchedule,
+    ProportionalOn, QueueSource, SensorConfig, Staircase, StaircaseConfig, TargetChoice,
+    TargetSchedule,
 };
 use super::vpfs::{FairQueuing, Vpfs, VpfsConfig};
 use super::{AdapTbf, AdapTbfConfig, Controller, DemandSource, NoBw, StaticBw};
@@ -88,7 +89,7 @@ pub struct ControllerRow {
 /// The controller registry, in the order reports list policies: the AdapTBF paper's three,
 /// then GIFT's seven baselines and GIFT itself, then vPFS, then PI control and its AIMD
 /// baseline.
-pub const CONTROLLER_ROWS: [ControllerRow; 14] = [
+pub const CONTROLLER_ROWS: [ControllerRow; 15] = [
     ControllerRow {
         name: "nobw",
         parse: parse_nobw,
@@ -144,6 +145,10 @@ pub const CONTROLLER_ROWS: [ControllerRow; 14] = [
     ControllerRow {
         name: "aimd",
         parse: parse_aimd,
+    },
+    ControllerRow {
+        name: "pi-openloop",
+        parse: parse_pi_openloop,
     },
 ];
 
@@ -758,6 +763,84 @@ impl PolicyOptions for PiOptions {
     fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
         Box::new(Pi::new(self.0.clone()))
     }
+}
+
+/// The open-loop identification experiment (`pi-openloop`).
+#[derive(Debug, PartialEq)]
+struct StaircaseOptions(StaircaseConfig);
+
+impl PolicyOptions for StaircaseOptions {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
+        same_options(self, other)
+    }
+
+    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(Staircase::new(self.0.clone()).expect("options were checked when parsed"))
+    }
+}
+
+/// `pi-openloop[:from=2M][:to=40M][:levels=20][:hold=20][:repeats=1][:ts_ms=300][:sensor=..]
+/// [:ost=N][:filter=1]`: per-client limits from `from` to `to` bytes/s in `levels` even steps,
+/// each held `hold` periods of `ts_ms`, the whole staircase `repeats` times (PI paper §4.2).
+fn parse_pi_openloop(
+    name: &'static str,
+    options: &[&str],
+) -> Result<Box<dyn PolicyOptions>, String> {
+    const ALLOWED: &str = "from, to, levels, hold, repeats, ts_ms, sensor, ost, filter";
+    let (mut from, mut to, mut levels, mut hold, mut repeats) =
+        (2u64 << 20, 40u64 << 20, 20, 20, 1);
+    let mut ts_ms = pi_control::PI_TS_MS_DEFAULT;
+    let mut sensor = SensorConfig::default();
+    let count = |key: &str, value: &str, max: u64| -> Result<u64, String> {
+        value
+            .parse::<u64>()
+            .ok()
+            .filter(|v| (1..=max).contains(v))
+            .ok_or_else(|| format!("{name} option {key}=`{value}` is not a count in 1..={max}"))
+    };
+    for option in options {
+        let (key, value) = key_value(name, option, ALLOWED)?;
+        if parse_sensor_option(name, key, value, &mut sensor)? {
+            continue;
+        }
+        match key {
+            "from" => from = parse_bytes(name, key, value)?,
+            "to" => to = parse_bytes(name, key, value)?,
+            "levels" => {
+                levels = count(
+                    key,
+                    value,
+                    pi_control::openloop::STAIRCASE_LEVELS_MAX as u64,
+                )?
+            }
+            "hold" => hold = count(key, value, 100_000)?,
+            "repeats" => repeats = count(key, value, 1_000)?,
+            "ts_ms" => ts_ms = parse_ms(name, key, value)?,
+            other => {
+                return Err(format!(
+                    "unknown {name} option `{other}` (allowed: {ALLOWED})"
+                ))
+            }
+        }
+    }
+    if from == 0 || to == 0 {
+        return Err(format!(
+            "{name} options from and to must be at least 1 byte/s"
+        ));
+    }
+    let config = StaircaseConfig {
+        ts_ns: ts_ms * 1_000_000,
+        sensor,
+        levels_bytes_per_s: StaircaseConfig::linear_levels(from, to, levels as usize),
+        hold_periods: hold as u32,
+        repeats: repeats as u32,
+    };
+    config.check().map_err(|e| format!("{name}: {e}"))?;
+    Ok(Box::new(StaircaseOptions(config)))
 }
 
 /// The AIMD baseline (`aimd`).
@@ -1512,5 +1595,33 @@ mod tests {
         }
         let aimd = choice.controller_with(250, 4 << 20, 0);
         assert_eq!((aimd.name(), aimd.period_ns()), ("aimd", Some(100_000_000)));
+    }
+
+    #[test]
+    fn pi_openloop_specs_parse() {
+        let choice =
+            PolicyChoice::parse("pi-openloop:from=4M:to=12M:levels=3:hold=5:repeats=2:ts_ms=100")
+                .unwrap();
+        let c = &choice
+            .options
+            .as_any()
+            .downcast_ref::<StaircaseOptions>()
+            .unwrap()
+            .0;
+        assert_eq!(c.levels_bytes_per_s, vec![4 << 20, 8 << 20, 12 << 20]);
+        assert_eq!((c.hold_periods, c.repeats, c.ts_ns), (5, 2, 100_000_000));
+        for (spec, expected) in [
+            ("pi-openloop:levels=0", "count in 1..=1000"),
+            ("pi-openloop:from=0", "at least 1"),
+            ("pi-openloop:kp=1", "allowed: from, to"),
+        ] {
+            let e = PolicyChoice::parse(spec).unwrap_err();
+            assert!(e.contains(expected), "{spec}: {e}");
+        }
+        let c = choice.controller_with(250, 4 << 20, 0);
+        assert_eq!(
+            (c.name(), c.period_ns()),
+            ("pi-openloop", Some(100_000_000))
+        );
     }
 }

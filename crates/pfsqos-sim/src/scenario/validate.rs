@@ -230,6 +230,16 @@ impl Scenario {
         self.validate_devices(&c)?;
         let osts = self.validate_osses(&c)?;
         self.cluster.validate(&c, osts)?;
+        if self.cluster.placement == "iez" {
+            // iez balances the fill of OSTs: without sizes there is nothing to balance.
+            if let Some(i) = self.osses.iter().position(|o| o.ost_capacity.is_none()) {
+                return Err(c.err(
+                    format!("oss[{i}].ost_capacity"),
+                    None,
+                    "placement `iez` balances OST fill, which needs every OSS's ost_capacity",
+                ));
+            }
+        }
         match &self.appset {
             Some(a) => {
                 if self.simulation.engine != EngineKind::Fluid {

@@ -364,3 +364,108 @@ mod tests {
         assert!(check_policy_list(&[]).is_err());
     }
 }
+
+/// What `pfsqos pi identify` was asked (see its help).
+#[derive(Debug)]
+pub struct PiIdentify {
+    pub experiment: String,
+    pub window: usize,
+    pub order: usize,
+    pub empty: f64,
+    pub saturated: Option<f64>,
+    pub offset: bool,
+    pub ks_ms: u64,
+    pub mp: f64,
+    pub seed: Option<u64>,
+}
+
+/// `pfsqos pi identify`: the open-loop experiment on a simulated scenario, the fit of eq. 1
+/// and the gains of eq. 3-4 (PI paper §3.4-3.5, §4.2; what a site runs on its own system,
+/// §5.2).
+pub fn pi_identify(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
+    use pfsqos_core::control::pi::savgol::SavGol;
+    use pfsqos_core::control::pi::{
+        design_gains, identify, open_loop_periods, open_loop_record, static_curve, DesignSpec,
+        IdentifyConfig,
+    };
+    let scenario = load(path)?;
+    let choice = pfsqos_core::control::spec::PolicyChoice::parse(&args.experiment)
+        .map_err(CliError::BadInput)?;
+    if choice.name() != "pi-openloop" {
+        return Err(CliError::BadInput(format!(
+            "--experiment must be a pi-openloop spec, not `{}`",
+            args.experiment
+        )));
+    }
+    let smoothing = SavGol::new(args.window, args.order)
+        .map_err(|e| CliError::BadInput(format!("--window/--order: {e}")))?;
+    let seed = args.seed.unwrap_or(scenario.simulation.seed);
+    let controller = pfsqos_sim::policy::controller_for_choice(&choice, &scenario, seed);
+    let ts_ns = controller
+        .period_ns()
+        .expect("the open-loop experiment has a sampling time");
+    let run = pfsqos_sim::run_with_controller(&scenario, controller, seed, &mut |_, _| {})
+        .map_err(|e| CliError::RunFailed(e.to_string()))?;
+    let periods = open_loop_periods(&run.control_trace);
+    if periods.len() < 3 {
+        return Err(CliError::RunFailed(format!(
+            "the run measured {} periods; make simulation.duration_s cover the experiment",
+            periods.len()
+        )));
+    }
+    println!("static curve (mean queue per limit, the first 5 periods of each hold skipped):");
+    println!("  limit per client (MiB/s)  mean queue (requests)");
+    for (limit, q) in static_curve(&periods, 5) {
+        println!("  {limit:>24.2}  {q:>21.1}");
+    }
+    let largest = periods.iter().map(|p| p.queue_rpcs).fold(0.0, f64::max);
+    let config = IdentifyConfig {
+        smoothing,
+        queue_empty_rpcs: args.empty,
+        queue_saturated_rpcs: args.saturated.unwrap_or(0.9 * largest),
+        pairs_min: 10,
+        offset: args.offset,
+    };
+    let record = open_loop_record(&periods);
+    let model = identify(&record, &config).map_err(|e| CliError::RunFailed(e.to_string()))?;
+    println!(
+        "model (eq. 1{}): a = {:.4}, b = {:.4} requests per MiB/s of per-client limit, c = {:.2}, \
+         R² = {:.3}, {} of {} pairs (limits {:.1}..{:.1} MiB/s, queues {:.1}..{:.1})",
+        if args.offset {
+            ", around the operating point"
+        } else {
+            ""
+        },
+        model.a,
+        model.b,
+        model.c,
+        model.r_squared,
+        model.pairs_used,
+        record.len().saturating_sub(1),
+        model.limit_min_mib_per_s,
+        model.limit_max_mib_per_s,
+        model.queue_min_rpcs,
+        model.queue_max_rpcs
+    );
+    let spec = DesignSpec {
+        ts_s: ts_ns as f64 / 1e9,
+        ks_s: args.ks_ms as f64 / 1e3,
+        mp: args.mp,
+    };
+    let (gains, poles) =
+        design_gains(model.a, model.b, spec).map_err(|e| CliError::RunFailed(e.to_string()))?;
+    println!(
+        "gains (eq. 3-4, Ks = {} ms, Mp = {}): Kp = {:.4}, Ki = {:.4} MiB/s per request; \
+         poles r = {:.4}, θ = {:.4} rad",
+        args.ks_ms, args.mp, gains.kp, gains.ki, poles.r, poles.theta_rad
+    );
+    println!(
+        "run it: pi:a={:.6}:b={:.6}:ts_ms={}:ks_ms={}:mp={}",
+        model.a,
+        model.b,
+        ts_ns / 1_000_000,
+        args.ks_ms,
+        args.mp
+    );
+    Ok(())
+}

@@ -28,6 +28,11 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// PI control tools (control-theory-pi.txt).
+    Pi {
+        #[command(subcommand)]
+        command: PiCommand,
+    },
     /// Run a scenario under one policy; writes timeseries.csv, summary.json and report.html.
     Sim {
         /// Scenario file (TOML).
@@ -161,6 +166,44 @@ enum LctlCmd {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum PiCommand {
+    /// Run the open-loop experiment (no feedback, a staircase of client limits) on a simulated
+    /// scenario, fit the first-order model q(k+1) = a q(k) + b bw(k) (eq. 1) and print it with
+    /// the PI gains for a settling time and overshoot (eq. 3-4) and the `pi` spec to run them.
+    /// The experiment runs for the scenario's duration_s.
+    Identify {
+        /// Scenario file (TOML).
+        scenario: PathBuf,
+        /// The experiment, a `pi-openloop` spec (levels, hold, sampling time, sensor).
+        #[arg(long, default_value = "pi-openloop")]
+        experiment: String,
+        /// Savitzky-Golay window (odd) and polynomial order of the smoothing.
+        #[arg(long, default_value_t = 11)]
+        window: usize,
+        #[arg(long, default_value_t = 2)]
+        order: usize,
+        /// A queue at or below this many requests is empty (excluded from the fit).
+        #[arg(long, default_value_t = 1.0)]
+        empty: f64,
+        /// A queue at or above this is saturated (excluded) [default: 90 % of the largest
+        /// queue measured].
+        #[arg(long)]
+        saturated: Option<f64>,
+        /// Fit eq. 1 through the origin, as printed, instead of around an operating point.
+        #[arg(long)]
+        through_origin: bool,
+        /// Design specification: settling time (ms) and overshoot (a fraction in (0, 1)).
+        #[arg(long, default_value_t = 1400)]
+        ks_ms: u64,
+        #[arg(long, default_value_t = 0.02)]
+        mp: f64,
+        /// Random seed [default: the scenario's simulation.seed].
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -177,6 +220,34 @@ fn main() -> ExitCode {
             out,
         } => commands::compare(&scenario, policies, seed, out),
         Command::Demo { out } => commands::demo(&out),
+        Command::Pi {
+            command:
+                PiCommand::Identify {
+                    scenario,
+                    experiment,
+                    window,
+                    order,
+                    empty,
+                    saturated,
+                    through_origin,
+                    ks_ms,
+                    mp,
+                    seed,
+                },
+        } => commands::pi_identify(
+            &scenario,
+            &commands::PiIdentify {
+                experiment,
+                window,
+                order,
+                empty,
+                saturated,
+                offset: !through_origin,
+                ks_ms,
+                mp,
+                seed,
+            },
+        ),
         Command::Ossd(args) => return daemon(args.into_config(), live::run_ossd),
         Command::Mds(args) => return daemon(args.into_config(), live::run_mds),
         Command::Mount(args) => return daemon(args.into_config(), live::run_mount),

@@ -214,3 +214,39 @@ fn demo_writes_the_report_where_asked() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("report.html"), "{stdout}");
 }
+
+/// `pfsqos pi identify` runs the open-loop staircase on the scenario, fits eq. 1 and prints
+/// the model, the gains and a `pi` spec that parses; a spec of another policy is bad input.
+#[test]
+fn pi_identify_fits_the_model_and_prints_a_runnable_spec() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/pi/listing1.toml"),
+    )
+    .unwrap()
+    .replace("duration_s = 1500.0", "duration_s = 130.0");
+    let path = write_scenario(tmp.path(), "pi.toml", &text);
+    let path = path.to_str().unwrap();
+    let out = pfsqos(
+        &[
+            "pi",
+            "identify",
+            path,
+            "--experiment",
+            "pi-openloop:from=23M:to=30M:levels=8:hold=15",
+        ],
+        tmp.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}\n{}", stderr(&out));
+    assert!(stdout.contains("model (eq. 1"), "{stdout}");
+    let spec = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("run it: "))
+        .expect("a spec line");
+    pfsqos_core::control::spec::PolicyChoice::parse(spec).expect("the printed spec parses");
+    assert_bad_input(&pfsqos(
+        &["pi", "identify", path, "--experiment", "pi:target=80"],
+        tmp.path(),
+    ));
+}

@@ -34,8 +34,8 @@ use std::path::Path;
 use pfsqos_core::control::pi::quality::step_quality;
 use pfsqos_core::control::pi::savgol::SavGol;
 use pfsqos_core::control::pi::{
-    design_gains, identify, open_loop_record, static_curve, DesignSpec, IdentifyConfig,
-    OpenLoopPeriod, SensorConfig, Staircase, StaircaseConfig,
+    design_gains, identify, open_loop_periods, open_loop_record, static_curve, DesignSpec,
+    IdentifyConfig, SensorConfig, Staircase, StaircaseConfig,
 };
 use pfsqos_core::control::spec::PolicyChoice;
 use pfsqos_core::control::Controller;
@@ -81,19 +81,6 @@ fn steps_of(out: &RunOutput) -> Vec<(f64, BTreeMap<&'static str, f64>)> {
             .insert(e.sample.metric, e.sample.value);
     }
     steps
-}
-
-/// The open-loop experiment's periods: the limit in force and the queue measured.
-fn periods_of(out: &RunOutput) -> Vec<OpenLoopPeriod> {
-    steps_of(out)
-        .into_iter()
-        .filter_map(|(_, m)| {
-            Some(OpenLoopPeriod {
-                limit_bytes_per_s: *m.get("limit_bytes_per_s")? as u64,
-                queue_rpcs: *m.get("queue_measured")?,
-            })
-        })
-        .collect()
 }
 
 /// (time s, measured queue) of every step.
@@ -145,7 +132,7 @@ fn fig3(base: &Scenario) -> Identified {
         Box::new(Staircase::new(config).unwrap()),
         s.simulation.seed,
     );
-    let periods = periods_of(&out);
+    let periods = open_loop_periods(&out.control_trace);
     println!("### Fig. 3a: static curve (mean queue per fixed limit, three staircases)\n");
     println!("| limit per client (MiB/s) | all 16 clients (MiB/s) | mean queue (requests) |");
     println!("|---:|---:|---:|");
@@ -181,7 +168,7 @@ fn fig3(base: &Scenario) -> Identified {
         Box::new(Staircase::new(config).unwrap()),
         s.simulation.seed,
     );
-    let periods = periods_of(&out);
+    let periods = open_loop_periods(&out.control_trace);
     let record = open_loop_record(&periods);
     let config = IdentifyConfig {
         smoothing: SavGol::new(11, 2).unwrap(),

@@ -38,7 +38,9 @@ pub use aimd::{Aimd, AimdConfig, AimdLaw, Increase};
 pub use gains::{design_gains, DesignSpec, GainError, Gains, Poles};
 pub use identify::{identify, IdentifyConfig, IdentifyError, Model, OpenLoopSample};
 pub use law::{MovingAverage, PiLaw, ProportionalOn};
-pub use openloop::{open_loop_record, static_curve, OpenLoopPeriod, Staircase, StaircaseConfig};
+pub use openloop::{
+    open_loop_periods, open_loop_record, static_curve, OpenLoopPeriod, Staircase, StaircaseConfig,
+};
 pub use sensor::{QueueReading, QueueSensor, QueueSource, SensorConfig, TargetChoice};
 
 use sensor::{limit_bytes_per_s, ClientActuator, MIB};

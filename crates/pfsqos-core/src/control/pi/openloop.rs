@@ -12,6 +12,7 @@ use super::sensor::{ClientActuator, QueueSensor, SensorConfig, MIB};
 use super::OpenLoopSample;
 use crate::control::{Controller, Decision, Observation, TraceSample};
 use crate::model::JobId;
+use crate::run::ControlTraceEntry;
 
 /// Most levels a staircase may have.
 pub const STAIRCASE_LEVELS_MAX: usize = 1_000;
@@ -158,6 +159,33 @@ impl Controller for Staircase {
 pub struct OpenLoopPeriod {
     pub limit_bytes_per_s: u64,
     pub queue_rpcs: f64,
+}
+
+/// The periods of an open-loop run from its controller trace (the driver's
+/// `RunOutput::control_trace`): per step, the `limit_bytes_per_s` in force and the
+/// `queue_measured`; steps without both (the first, before a previous reading) are skipped.
+pub fn open_loop_periods(trace: &[ControlTraceEntry]) -> Vec<OpenLoopPeriod> {
+    let mut periods = Vec::new();
+    let mut i = 0;
+    while i < trace.len() {
+        let time_ns = trace[i].time_ns;
+        let (mut limit, mut queue) = (None, None);
+        while i < trace.len() && trace[i].time_ns == time_ns {
+            match trace[i].sample.metric {
+                "limit_bytes_per_s" => limit = Some(trace[i].sample.value as u64),
+                "queue_measured" => queue = Some(trace[i].sample.value),
+                _ => {}
+            }
+            i += 1;
+        }
+        if let (Some(limit_bytes_per_s), Some(queue_rpcs)) = (limit, queue) {
+            periods.push(OpenLoopPeriod {
+                limit_bytes_per_s,
+                queue_rpcs,
+            });
+        }
+    }
+    periods
 }
 
 /// The record eq. 1 is fitted to: sample `k` pairs the queue measured at the end of period

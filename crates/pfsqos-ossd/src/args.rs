@@ -10,7 +10,7 @@ use anyhow::anyhow;
 use pfsqos_core::model::JobId;
 
 use crate::control::{parse_job_nodes, ControlConfig};
-use crate::ossd::{parse_lustre_version, OssdConfig};
+use crate::ossd::{parse_lustre_version, DeviceSensor, OssdConfig};
 
 /// Default `--threads`.
 pub const THREADS_DEFAULT: usize = 8;
@@ -83,6 +83,10 @@ pub struct OssdArgs {
     /// of the CPT counts of the ossds before it.
     #[arg(long, default_value_t = 0)]
     pub sync_instance_base: u32,
+    /// Where the control loop's device queue comes from: the ossd's own I/O threads, or the
+    /// block device under each OST directory (`/sys/block/<dev>/stat`).
+    #[arg(long, value_enum, default_value_t = DeviceSensor::Ossd)]
+    pub device_sensor: DeviceSensor,
 }
 
 fn parse_peer(text: &str) -> Result<String, String> {
@@ -111,6 +115,7 @@ impl OssdArgs {
             metrics_listen: None,
             peers: Vec::new(),
             sync_instance_base: 0,
+            device_sensor: DeviceSensor::Ossd,
         }
     }
 
@@ -156,6 +161,9 @@ impl OssdArgs {
         for p in &self.peers {
             push(&mut a, "--peer", p);
         }
+        if self.device_sensor != DeviceSensor::Ossd {
+            push(&mut a, "--device-sensor", "block");
+        }
         if self.sync_instance_base != 0 {
             push(
                 &mut a,
@@ -181,6 +189,7 @@ impl OssdArgs {
         }
         config.fsname = self.fsname;
         config.metrics_listen = self.metrics_listen;
+        config.device_sensor = self.device_sensor;
         config.sync = crate::sync::SyncConfig {
             instance_base: self.sync_instance_base,
             peers: self.peers,
@@ -244,6 +253,7 @@ mod tests {
             metrics_listen: Some("127.0.0.1:9988".parse().unwrap()),
             peers: vec!["oss2:7988".into(), "[::1]:7990".into()],
             sync_instance_base: 3,
+            device_sensor: DeviceSensor::Block,
         };
         assert_eq!(parse(&x.to_args()), x);
         let minimal = OssdArgs::new(x.listen, vec!["/d/a".into()], x.key_file.clone());

@@ -21,15 +21,23 @@ impl Controlled for Shared {
     fn sample(&self) -> Vec<OstSample> {
         self.osts
             .iter()
-            .map(|ost| OstSample {
-                arrived: ost.take_arrivals(),
-                served_totals: ost.served_totals(),
-                queued_rpcs: ost.queued_rpcs(),
-                // RPCs an I/O thread has started and not completed: the requests at the
-                // OST's I/O. The block layer's own queue (/sys/block/<dev>/stat, requests
-                // the kernel holds for the device) is a later addition (issue #15).
-                device_queue_rpcs: ost.in_service_rpcs(),
-                device_time_in_queue_ns: ost.time_in_queue_ns(),
+            .zip(&self.block_stats)
+            .map(|(ost, block)| {
+                // `--device-sensor ossd`: RPCs an I/O thread has started and not completed
+                // (the requests at the OST's I/O) and the time they spent there.
+                // `--device-sensor block`: the block device's `in_flight` and
+                // `time_in_queue` (the kernel's own queue for the disk under the OST).
+                let (device_queue_rpcs, device_time_in_queue_ns) = block
+                    .as_ref()
+                    .and_then(|b| b.read())
+                    .unwrap_or((ost.in_service_rpcs(), ost.time_in_queue_ns()));
+                OstSample {
+                    arrived: ost.take_arrivals(),
+                    served_totals: ost.served_totals(),
+                    queued_rpcs: ost.queued_rpcs(),
+                    device_queue_rpcs,
+                    device_time_in_queue_ns,
+                }
             })
             .collect()
     }
@@ -184,6 +192,73 @@ mod tests {
         // A reply leaves after its RPC is out of service.
         assert_eq!(shared.sample()[0].device_queue_rpcs, 0);
         ossd.shutdown().await;
+    }
+
+    /// `--device-sensor block`: the control loop's device queue and time in queue are the
+    /// block device's (`/sys/block/<dev>/stat` under the OST directory), and the time in queue
+    /// never goes back between samples; an OST on no block device fails the start. Skipped
+    /// where the temporary directory is on no block device (tmpfs, overlay).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_block_device_sensor_reads_the_disk_under_the_ost() {
+        use pfsqos_wire::client::{Identity, OssClient};
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::path::Path::new(pfsqos_linux::SYSFS_ROOT);
+        let device = match pfsqos_linux::block_device_of_dir(tmp.path(), root) {
+            Ok(d) => d,
+            Err(e) => {
+                println!(
+                    "skipped: {} is on no block device ({e})",
+                    tmp.path().display()
+                );
+                return;
+            }
+        };
+        let key = b"unit-test-key-0123456789".to_vec();
+        let mut cfg = crate::ossd::OssdConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            vec![tmp.path().join("ost0")],
+            key.clone(),
+        );
+        cfg.device_sensor = crate::ossd::DeviceSensor::Block;
+        let ossd = crate::ossd::Ossd::start(cfg).await.unwrap();
+        let shared = ossd.shared();
+        let first = shared.sample()[0].device_time_in_queue_ns;
+        // The kernel's counter for the same disk, read after the daemon's: at least as far.
+        let stat =
+            pfsqos_linux::BlockStat::parse(&std::fs::read_to_string(&device.stat_path).unwrap())
+                .unwrap();
+        assert!(stat.time_in_queue_ms.saturating_mul(1_000_000) >= first);
+        assert_eq!(first % 1_000_000, 0, "the kernel counts whole milliseconds");
+        let mut c =
+            OssClient::connect(ossd.local_addr(), &key, pfsqos_wire::protocol::Role::Client)
+                .await
+                .unwrap();
+        c.write(&Identity::test("bd.0"), 0, 1, 0, &[7u8; 1 << 20], false)
+            .await
+            .unwrap();
+        c.sync(&Identity::test("bd.0"), 0, 1).await.unwrap();
+        assert!(shared.sample()[0].device_time_in_queue_ns >= first);
+        ossd.shutdown().await;
+        // A directory on no block device (tmpfs) is refused at start with the reason.
+        let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
+            println!("no /dev/shm: the refusal is not checked");
+            return;
+        };
+        if pfsqos_linux::block_device_of_dir(shm.path(), root).is_ok() {
+            println!("/dev/shm is on a block device here: the refusal is not checked");
+            return;
+        }
+        let mut cfg = crate::ossd::OssdConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            vec![shm.path().join("ost0")],
+            key,
+        );
+        cfg.device_sensor = crate::ossd::DeviceSensor::Block;
+        let err = crate::ossd::Ossd::start(cfg).await.err().expect("refused");
+        assert!(
+            format!("{err:#}").contains("--device-sensor block"),
+            "{err:#}"
+        );
     }
 
     /// A client limit must name a client the observation listed and carry a rate within the

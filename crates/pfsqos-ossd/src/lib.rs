@@ -20,7 +20,7 @@ pub mod sync;
 
 pub use args::OssdArgs;
 pub use ossd::{
-    parse_lustre_version, Ossd, OssdConfig, BULK_TIMEOUT, LUSTRE_VERSION_MIN,
+    parse_lustre_version, DeviceSensor, Ossd, OssdConfig, BULK_TIMEOUT, LUSTRE_VERSION_MIN,
     OBJECT_HANDLES_PER_OST_MAX,
 };
 pub use sync::{SyncConfig, SyncStats};

@@ -66,7 +66,7 @@ use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::net::SocketAddr;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -134,6 +134,21 @@ pub struct OssdConfig {
     /// This ossd's DSFQ instance numbers and its peer ossds (`--sync-instance-base`,
     /// `--peer`); see [`crate::sync`].
     pub sync: SyncConfig,
+    /// Where the control loop's device queue comes from (`--device-sensor`).
+    pub device_sensor: DeviceSensor,
+}
+
+/// The source of each OST's device queue and time in queue in the control loop's
+/// observations (`TargetObservation::device_queue_rpcs`, `device_time_in_queue_ns`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeviceSensor {
+    /// The ossd's own I/O: RPCs in an I/O thread, and the time they spent there.
+    #[default]
+    Ossd,
+    /// The block device under the OST's directory: `/sys/block/<dev>/stat`'s `in_flight` and
+    /// `time_in_queue` (PI control's sensor as the paper reads it). OSTs on one disk share
+    /// its numbers; a directory on no block device (tmpfs, overlay) fails the start.
+    Block,
 }
 
 /// Oldest Lustre version the daemon emulates: the oldest whose TBF interface was checked.
@@ -173,6 +188,7 @@ impl OssdConfig {
             control: None,
             metrics_listen: None,
             sync: SyncConfig::default(),
+            device_sensor: DeviceSensor::Ossd,
         }
     }
 
@@ -567,6 +583,46 @@ pub(crate) struct Shared {
     pub(crate) clients: Mutex<Clients>,
     /// DSFQ synchronization with the peer ossds (see [`crate::sync`]).
     pub(crate) sync: SyncState,
+    /// Per OST, the block device's stat file when `--device-sensor block`, with the last
+    /// good reading (kept when a read fails, so the sensor sees no change rather than a jump
+    /// to another source's scale).
+    pub(crate) block_stats: Vec<Option<BlockStatFile>>,
+}
+
+/// One OST's `/sys/block/<dev>/stat` and its last good reading.
+pub(crate) struct BlockStatFile {
+    pub(crate) device: pfsqos_linux::BlockDevice,
+    pub(crate) last: Mutex<Option<pfsqos_linux::BlockStat>>,
+    /// A failed read is logged once, not every period.
+    pub(crate) warned: std::sync::atomic::AtomicBool,
+}
+
+impl BlockStatFile {
+    /// `(in_flight, time_in_queue_ns)` now, or from the last good reading.
+    pub(crate) fn read(&self) -> Option<(u64, u64)> {
+        let fresh = std::fs::read_to_string(&self.device.stat_path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| pfsqos_linux::BlockStat::parse(&text).map_err(|e| e.to_string()));
+        let mut last = lock(&self.last);
+        match fresh {
+            Ok(stat) => *last = Some(stat),
+            Err(e) => {
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    warn!(
+                        device = %self.device.name,
+                        error = %e,
+                        "reading the block device's stat failed; holding the last reading"
+                    );
+                }
+            }
+        }
+        last.as_ref().map(|s| {
+            (
+                s.in_flight_requests,
+                s.time_in_queue_ms.saturating_mul(1_000_000),
+            )
+        })
+    }
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -1344,6 +1400,25 @@ impl Ossd {
                 served_rpcs: AtomicU64::new(0),
             });
         }
+        let block_stats = match config.device_sensor {
+            DeviceSensor::Ossd => config.osts.iter().map(|_| None).collect(),
+            DeviceSensor::Block => config
+                .osts
+                .iter()
+                .map(|dir| {
+                    let device =
+                        pfsqos_linux::block_device_of_dir(dir, Path::new(pfsqos_linux::SYSFS_ROOT))
+                            .with_context(|| {
+                                format!("--device-sensor block: OST directory {}", dir.display())
+                            })?;
+                    Ok(Some(BlockStatFile {
+                        device,
+                        last: Mutex::new(None),
+                        warned: std::sync::atomic::AtomicBool::new(false),
+                    }))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?,
+        };
         let tbf = TbfConfig::for_version(config.lustre_version);
         let per_cpt = (config.threads / config.cpts).max(1);
         let cpts = (0..config.cpts)
@@ -1380,6 +1455,7 @@ impl Ossd {
             tbf,
             clients: Mutex::new(Clients::default()),
             sync: SyncState::new(config.sync.clone()).context("choosing a sync epoch")?,
+            block_stats,
         });
         let listener = TcpListener::bind(config.listen)
             .await

@@ -208,3 +208,98 @@ fn adaptbf_gives_bursts_their_share_and_lends_idle_bandwidth() {
         "continuous job got {lo:.1} MiB/s while the bursty job was idle, below 70 % of {capacity_mib_per_s} MiB/s: {samples:?}"
     );
 }
+
+/// `GET /metrics` of the ossd at `addr`: the OST's cumulative device time in queue, seconds.
+fn device_time_in_queue_s(addr: &str) -> f64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    resp.lines()
+        .find(|l| l.starts_with("pfsqos_ost_device_time_in_queue_seconds_total{"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no device time in queue in the metrics: {resp}"))
+}
+
+/// Mean device queue of the ossd over a window after warm-up: Δtime_in_queue / Δt from its
+/// metrics, while 8 fio writers (one node) write through the mount.
+fn mean_device_queue(ossd_args: &[&str]) -> f64 {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics = format!("127.0.0.1:{port}");
+    let mut args = vec![
+        "--ceiling-bytes-per-s",
+        "16777216",
+        "--threads",
+        "16",
+        "--metrics-listen",
+        &metrics,
+    ];
+    args.extend_from_slice(ossd_args);
+    let cluster = Cluster::start(1, &args);
+    // Eight writers on eight files (one file would serialize them on its inode lock).
+    let _w = Proc {
+        child: Command::new("fio")
+            .current_dir(&cluster.mnts[0])
+            .env("SLURM_JOB_ID", "501")
+            .args([
+                "--name=job501",
+                "--filename_format=data.501.$jobnum",
+                "--numjobs=8",
+                "--rw=write",
+                "--bs=1M",
+                "--size=4G",
+                "--ioengine=psync",
+                "--time_based",
+                "--runtime=60",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("fio is installed by scripts/setup.sh"),
+        mountpoint: None,
+    };
+    // Warm-up (the controller leaves its starting limit, the queue settles: 64 MiB, about 4 s
+    // at the device's 16 MiB/s, 13 periods), then one window of at least 48 MiB written.
+    let start = wait_written(&cluster, &BTreeMap::new(), &[("501", 64 << 20)]);
+    let (t0, q0) = (Instant::now(), device_time_in_queue_s(&metrics));
+    wait_written(&cluster, &start, &[("501", 48 << 20)]);
+    let (t1, q1) = (Instant::now(), device_time_in_queue_s(&metrics));
+    (q1 - q0) / (t1 - t0).as_secs_f64()
+}
+
+/// PI control live (issue #15): the ossd's `pi` controller limits the mount's outgoing
+/// bandwidth so that the OST's device queue (RPCs in the ossd's I/O threads) follows a target
+/// of 2 requests, where the same fio load without control fills most of the client's RPC
+/// window (8). The gains come from eq. 3-4 for the plant of one client on a 16 MiB/s device: an
+/// integrator, `a = 1`, `b = Ts / 1 MiB = 0.3` requests per MiB/s of limit. Wide bounds: the
+/// assertion is that the loop holds the queue near the target, well below saturation, not how
+/// fast it gets there.
+#[test]
+fn pi_holds_the_device_queue_near_its_target() {
+    let uncontrolled = mean_device_queue(&[]);
+    let controlled = mean_device_queue(&[
+        "--policy",
+        "pi:a=1:b=0.3:ks_ms=3000:mp=0.02:target=2:bw_min=1M:bw_max=64M",
+        "--brw-size-bytes",
+        "1048576",
+    ]);
+    println!(
+        "mean device queue: {uncontrolled:.2} without control, {controlled:.2} under pi (target 2)"
+    );
+    assert!(
+        uncontrolled >= 6.0,
+        "without control 8 writers should fill the client's window of 8: {uncontrolled:.2}"
+    );
+    assert!(
+        (0.5..=5.0).contains(&controlled) && controlled <= uncontrolled - 3.0,
+        "pi should hold the device queue near 2, well below saturation: {controlled:.2} \
+         (uncontrolled {uncontrolled:.2})"
+    );
+}

@@ -218,6 +218,11 @@ pub struct OstSample {
     /// `fsname-OSTxxxx`.
     pub name: String,
     pub queued_rpcs: u64,
+    /// Requests at the OST's device now, and the time requests spent there, summed at
+    /// completion (what the control loop's observation carries: the ossd's I/O threads, or
+    /// the block device's `in_flight` and `time_in_queue` with `--device-sensor block`).
+    pub device_queue_rpcs: u64,
+    pub device_time_in_queue_ns: u64,
     pub served_bytes: u64,
     pub served_rpcs: u64,
     /// Per job: read bytes, write bytes, and samples of read, write, punch, sync.
@@ -351,6 +356,32 @@ impl Collector for OssCollector {
             }
         }
         {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_ost_device_queue",
+                "Requests at an OST's device now (in an I/O thread, or the block device's \
+                 in_flight with --device-sensor block).",
+                Some(&rpcs),
+                MetricType::Gauge,
+            )?;
+            for o in &s.osts {
+                ConstGauge::new(o.device_queue_rpcs as i64)
+                    .encode(f.encode_family(&[("ost", o.name.as_str())])?)?;
+            }
+        }
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_ost_device_time_in_queue",
+                "Time requests spent at an OST's device, summed when each completes (Linux's \
+                 time_in_queue): its rate is the mean device queue.",
+                Some(&Unit::Seconds),
+                MetricType::Counter,
+            )?;
+            for o in &s.osts {
+                ConstCounter::new(o.device_time_in_queue_ns as f64 / 1e9)
+                    .encode(f.encode_family(&[("ost", o.name.as_str())])?)?;
+            }
+        }
+        {
             let per_s = Unit::Other("rpcs_per_s".to_string());
             let mut f = encoder.encode_descriptor(
                 "pfsqos_oss_tbf_rule_rate",
@@ -461,6 +492,8 @@ mod tests {
             osts: vec![OstSample {
                 name: "pfsqos-OST0000".into(),
                 queued_rpcs: 3,
+                device_queue_rpcs: 5,
+                device_time_in_queue_ns: 2_500_000_000,
                 served_bytes: 100,
                 served_rpcs: 2,
                 jobs: vec![JobSample {

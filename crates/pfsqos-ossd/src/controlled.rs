@@ -21,16 +21,13 @@ impl Controlled for Shared {
     fn sample(&self) -> Vec<OstSample> {
         self.osts
             .iter()
-            .zip(&self.block_stats)
-            .map(|(ost, block)| {
+            .enumerate()
+            .map(|(i, ost)| {
                 // `--device-sensor ossd`: RPCs an I/O thread has started and not completed
                 // (the requests at the OST's I/O) and the time they spent there.
                 // `--device-sensor block`: the block device's `in_flight` and
                 // `time_in_queue` (the kernel's own queue for the disk under the OST).
-                let (device_queue_rpcs, device_time_in_queue_ns) = block
-                    .as_ref()
-                    .and_then(|b| b.read())
-                    .unwrap_or((ost.in_service_rpcs(), ost.time_in_queue_ns()));
+                let (device_queue_rpcs, device_time_in_queue_ns) = self.device_counters(i);
                 OstSample {
                     arrived: ost.take_arrivals(),
                     served_totals: ost.served_totals(),

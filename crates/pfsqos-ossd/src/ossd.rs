@@ -589,6 +589,18 @@ pub(crate) struct Shared {
     pub(crate) block_stats: Vec<Option<BlockStatFile>>,
 }
 
+impl Shared {
+    /// OST `ost`'s device queue and cumulative time in queue, from the sensor the daemon was
+    /// started with (`--device-sensor`): the one source for the control loop and metrics.
+    pub(crate) fn device_counters(&self, ost: usize) -> (u64, u64) {
+        let o = &self.osts[ost];
+        self.block_stats[ost]
+            .as_ref()
+            .and_then(|b| b.read())
+            .unwrap_or((o.in_service_rpcs(), o.time_in_queue_ns()))
+    }
+}
+
 /// One OST's `/sys/block/<dev>/stat` and its last good reading.
 pub(crate) struct BlockStatFile {
     pub(crate) device: pfsqos_linux::BlockDevice,
@@ -1119,9 +1131,12 @@ impl Shared {
                         })
                         .collect()
                 };
+                let (device_queue_rpcs, device_time_in_queue_ns) = self.device_counters(i);
                 OstSample {
                     name: format!("{}-OST{:04x}", self.fsname, i),
                     queued_rpcs: ost.queued_rpcs(),
+                    device_queue_rpcs,
+                    device_time_in_queue_ns,
                     served_bytes: ost.served_bytes.load(Ordering::Relaxed),
                     served_rpcs: ost.served_rpcs.load(Ordering::Relaxed),
                     jobs,

@@ -97,7 +97,8 @@ pub fn is_mounted(path: &Path) -> bool {
         .any(|l| l.split(' ').nth(4) == Some(path.as_ref()))
 }
 
-/// Spawns `cmd` and waits for its first stdout line, `<prefix><value>`; returns the value.
+/// Spawns `cmd` and waits for its stdout line `<prefix><value>` (among its first four);
+/// returns the value.
 pub fn spawn_ready(
     mut cmd: Command,
     prefix: &str,
@@ -114,19 +115,21 @@ pub fn spawn_ready(
         child,
         mountpoint: mountpoint.map(Path::to_path_buf),
     };
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let value = line
-        .trim()
-        .strip_prefix(prefix)
-        .unwrap_or_else(|| {
-            panic!(
-                "expected '{prefix}...', got {line:?}; log:\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            )
-        })
-        .to_string();
-    (proc_, value)
+    // Daemons may print other lines first (the ossd's metrics address); a few at most.
+    let mut reader = BufReader::new(stdout);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if let Some(value) = line.trim().strip_prefix(prefix) {
+            return (proc_, value.to_string());
+        }
+        seen.push(line);
+    }
+    panic!(
+        "expected '{prefix}...', got {seen:?}; log:\n{}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    )
 }
 
 /// One ossd (one OST), an mds and mounts, all on loopback; torn down in reverse order.

@@ -117,7 +117,7 @@ pub struct FileAllocation {
     /// Bytes the file puts on each of its OSTs (the stripe size, or more when the stripe size
     /// was capped at Lustre's largest and the file wraps).
     pub ost_share_bytes: u64,
-    /// Its OSTs, ascending.
+    /// Its OSTs in stripe order (each file's set rotated across the batch, [`StripePositions`]).
     pub osts: Vec<OstId>,
 }
 

@@ -103,6 +103,93 @@ pub fn predict_files(trace: &[TracedFile]) -> FilePrediction {
     }
 }
 
+/// Most rows a trace may have.
+pub const TRACE_ROWS_MAX: usize = 100_000;
+/// Longest file name in a trace (Linux's `PATH_MAX`).
+pub const TRACE_FILE_NAME_LEN_MAX: usize = 4096;
+
+/// A trace that cannot be read, with its 1-based line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceError {
+    pub line: usize,
+    pub reason: String,
+}
+
+impl std::fmt::Display for TraceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "trace line {}: {}", self.line, self.reason)
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// Reads a first-run trace as miniRecorder's C-Parser writes it (§III-A1), one file per line:
+/// `file,bytes_written,stripe_count,rank`, an optional header line starting with `file`, `#`
+/// comments and blank lines skipped. The file name is everything before the last three
+/// commas (so names may hold commas); it is data, never syntax: it may not be empty, longer
+/// than [`TRACE_FILE_NAME_LEN_MAX`] or hold control characters. Stripe counts are
+/// 1..=[`super::STRIPE_COUNT_MAX`]; at most [`TRACE_ROWS_MAX`] files.
+pub fn parse_trace(text: &str) -> Result<Vec<(String, TracedFile)>, TraceError> {
+    let mut out = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let err = |reason: String| TraceError { line, reason };
+        let row = raw.trim_end_matches('\r');
+        if row.trim().is_empty() || row.starts_with('#') || (i == 0 && row.starts_with("file")) {
+            continue;
+        }
+        if out.len() >= TRACE_ROWS_MAX {
+            return Err(err(format!("more than {TRACE_ROWS_MAX} files")));
+        }
+        let mut fields = row.rsplitn(4, ',');
+        let (Some(rank), Some(count), Some(bytes), Some(name)) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            return Err(err(
+                "expected file,bytes_written,stripe_count,rank".to_string(),
+            ));
+        };
+        if name.is_empty() || name.len() > TRACE_FILE_NAME_LEN_MAX {
+            return Err(err(format!(
+                "file name must be 1..={TRACE_FILE_NAME_LEN_MAX} bytes"
+            )));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(err("file name holds a control character".to_string()));
+        }
+        let number = |what: &str, text: &str| {
+            text.trim()
+                .parse::<u64>()
+                .map_err(|_| err(format!("{what} `{text}` is not a whole number")))
+        };
+        let bytes_written = number("bytes_written", bytes)?;
+        if bytes_written > super::stripe::PREDICTED_FILE_BYTES_MAX {
+            return Err(err(format!(
+                "bytes_written {bytes_written} above {}",
+                super::stripe::PREDICTED_FILE_BYTES_MAX
+            )));
+        }
+        let stripe_count = number("stripe_count", count)?;
+        if stripe_count == 0 || stripe_count > u64::from(super::STRIPE_COUNT_MAX) {
+            return Err(err(format!(
+                "stripe_count {stripe_count} not in 1..={}",
+                super::STRIPE_COUNT_MAX
+            )));
+        }
+        let rank = u32::try_from(number("rank", rank)?)
+            .map_err(|_| err("rank above 2^32 - 1".to_string()))?;
+        out.push((
+            name.to_string(),
+            TracedFile {
+                bytes_written,
+                stripe_count: stripe_count as u32,
+                rank,
+            },
+        ));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +232,38 @@ mod tests {
         assert_eq!(p.files.len(), 40);
         assert!(p.accuracy > 0.95, "accuracy {}", p.accuracy);
         assert!(p.accuracy <= 1.0);
+    }
+
+    #[test]
+    fn traces_are_read_as_data_and_bad_rows_name_their_line() {
+        let text = "file,bytes_written,stripe_count,rank\n\
+                    # comment\n\
+                    /scratch/a,b.dat,100532224,8,0\n\
+                    \n\
+                    /scratch/$(rm -rf ~)'x,5,1,7\r\n";
+        let rows = parse_trace(text).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].0, "/scratch/a,b.dat");
+        assert_eq!(
+            rows[0].1,
+            TracedFile {
+                bytes_written: 100_532_224,
+                stripe_count: 8,
+                rank: 0
+            }
+        );
+        assert_eq!(rows[1].0, "/scratch/$(rm -rf ~)'x");
+        for (bad, line, what) in [
+            ("a,1,2\n", 1, "expected"),
+            ("a,x,2,0\n", 1, "bytes_written"),
+            ("a,1,0,0\n", 1, "stripe_count"),
+            ("ok,1,1,0\n,1,1,0\n", 2, "file name"),
+            ("a\u{1b}[2J,1,1,0\n", 1, "control"),
+            ("a,1,1,99999999999\n", 1, "rank"),
+        ] {
+            let e = parse_trace(bad).unwrap_err();
+            assert_eq!(e.line, line, "{bad:?}: {e}");
+            assert!(e.to_string().contains(what), "{bad:?}: {e}");
+        }
     }
 }

@@ -157,7 +157,8 @@ impl Connection for MdsClient {
 /// A connection taken for one attempt.
 struct Taken<C> {
     conn: C,
-    /// When it was connected: a failure drops the idle connections made before it.
+    /// When it was connected: a connection error drops the idle connections made before it
+    /// happened.
     connected_at: Instant,
     /// Connected for this attempt (not reused): if it fails, the server is away.
     fresh: bool,

@@ -9,16 +9,31 @@
 //!   reply's statement of the ossd's limit for this client is handed to it.
 //! * [`MdsPool`]: a few connections to the MDS, one request at a time each.
 //!
-//! Recovery: when a daemon restarts, requests on its old connections fail with a connection
-//! error; the pool drops those connections, reconnects with exponential backoff (50 ms doubling
-//! to 2 s) and resends, for up to `recovery` (default 60 s, like the time a Lustre client waits
-//! for a target to come back). Every object operation is idempotent (a write or a read at an
-//! offset, a punch to a size, a sync), so resending is safe. Metadata operations that are not
-//! (create, mkdir, unlink, rmdir, rename) are resent as Lustre replays them: if the first
-//! attempt had already been applied, the resend finds `EEXIST`/`ENOENT`, which is then read as
-//! success (a create answers with the entry that exists).
+//! Recovery: when a daemon restarts, its old connections are dead. Before a pool reuses an
+//! idle connection it checks, without blocking, whether the server closed it (the protocol is
+//! strictly request/reply, so an idle connection with bytes or an end of stream to read is
+//! dead; `closed_by_peer` in pfsqos-wire); such connections are dropped without costing an
+//! attempt. A request that still fails with a connection error drops the connection and every
+//! idle connection of the pool made before the failure (a restarted server closed them all),
+//! and is resent at once on a fresh connection. Only a fresh connect that fails, or a fresh
+//! connection that fails, waits with exponential backoff (50 ms doubling to 2 s): then the
+//! server is really away. Resends go on for up to `recovery` (default 60 s, like the time a
+//! Lustre client waits for a target to come back), then the request fails with `EIO`.
+//!
+//! Every object operation is idempotent (a write or a read at an offset, a punch to a size, a
+//! sync), so resending is safe. Metadata operations that are not (create, mkdir, unlink,
+//! rmdir, rename) are resent as Lustre replays them: if an earlier attempt may have been
+//! applied, the resend finding `EEXIST`/`ENOENT` is read as success (a create answers with the
+//! entry that exists). An attempt may have been applied only if it failed with a connection
+//! error after it was written to a connection that was alive when taken (fresh, or idle and
+//! not closed by the server); an attempt on a connection found closed was never sent, and one
+//! the server answered with an error was not applied. Otherwise `EEXIST` would be taken for
+//! success when another client created the name meanwhile, and two `O_EXCL` creates racing
+//! right after an MDS restart could both succeed. (A server whose host died without closing
+//! its sockets is not seen by that check: the attempt then counts as possibly applied.)
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -72,6 +87,14 @@ fn retryable(e: &ClientError) -> bool {
     }
 }
 
+/// The errno of an error that is not retried.
+fn failure(e: ClientError) -> Failure {
+    match e {
+        ClientError::Remote(r) => Failure(r.errno),
+        ClientError::Conn(_) => unreachable!("connection errors are retryable"),
+    }
+}
+
 async fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
     tokio::net::lookup_host(addr)
         .await?
@@ -79,17 +102,25 @@ async fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
         .ok_or_else(|| std::io::Error::other(format!("{addr} resolves to no address")))
 }
 
-struct Backoff {
+/// Waits between attempts while a server is away, counting each wait in the pool's counter.
+struct Backoff<'a> {
     deadline: Instant,
     next: Duration,
+    waits: &'a AtomicU64,
 }
 
-impl Backoff {
-    fn new(recovery: Duration) -> Backoff {
+impl<'a> Backoff<'a> {
+    fn new(recovery: Duration, waits: &'a AtomicU64) -> Backoff<'a> {
         Backoff {
             deadline: Instant::now() + recovery,
             next: BACKOFF_MIN,
+            waits,
         }
+    }
+
+    /// Whether the recovery time is used up (checked before a resend that does not wait).
+    fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
     }
 
     /// Sleeps before the next attempt; false once the recovery time is used up.
@@ -98,10 +129,91 @@ impl Backoff {
         if now >= self.deadline {
             return false;
         }
+        self.waits.fetch_add(1, Ordering::Relaxed);
         let d = self.next.min(self.deadline - now);
         tokio::time::sleep(d).await;
         self.next = (self.next * 2).min(BACKOFF_MAX);
         true
+    }
+}
+
+/// A client connection as the pools see it.
+trait Connection {
+    fn closed_by_peer(&self) -> bool;
+}
+
+impl Connection for OssClient {
+    fn closed_by_peer(&self) -> bool {
+        OssClient::closed_by_peer(self)
+    }
+}
+
+impl Connection for MdsClient {
+    fn closed_by_peer(&self) -> bool {
+        MdsClient::closed_by_peer(self)
+    }
+}
+
+/// A connection taken for one attempt.
+struct Taken<C> {
+    conn: C,
+    /// When it was connected: a connection error drops the idle connections made before it
+    /// happened.
+    connected_at: Instant,
+    /// Connected for this attempt (not reused): if it fails, the server is away.
+    fresh: bool,
+}
+
+/// A pool's idle connections, each with the time it was connected.
+struct Idle<C> {
+    conns: Mutex<Vec<(C, Instant)>>,
+}
+
+impl<C: Connection> Idle<C> {
+    fn new() -> Idle<C> {
+        Idle {
+            conns: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(C, Instant)>> {
+        self.conns.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The most recently used idle connection the server has not closed; those it closed are
+    /// dropped on the way (they cost no attempt: nothing was sent on them).
+    fn take_live(&self) -> Option<Taken<C>> {
+        loop {
+            let (conn, connected_at) = self.lock().pop()?;
+            // Checked outside the lock: a system call per connection.
+            if !conn.closed_by_peer() {
+                return Some(Taken {
+                    conn,
+                    connected_at,
+                    fresh: false,
+                });
+            }
+        }
+    }
+
+    fn put(&self, conn: C, connected_at: Instant) {
+        self.lock().push((conn, connected_at));
+    }
+
+    /// Drops the idle connections connected before `failed_at`: a server that broke one
+    /// connection (it restarted) broke all those it had, and trying them one by one would cost
+    /// an attempt each.
+    fn drop_made_before(&self, failed_at: Instant) {
+        let stale: Vec<(C, Instant)> = {
+            let mut conns = self.lock();
+            let (stale, kept) = std::mem::take(&mut *conns)
+                .into_iter()
+                .partition(|(_, at)| *at < failed_at);
+            *conns = kept;
+            stale
+        };
+        // Closed outside the lock.
+        drop(stale);
     }
 }
 
@@ -116,8 +228,10 @@ pub struct OstPool {
     window: Arc<Window>,
     /// The node's outgoing limiter, shared by every pool of the mount.
     limiter: Arc<NodeLimiter>,
-    idle: Mutex<Vec<OssClient>>,
+    idle: Idle<OssClient>,
     recovery: Duration,
+    /// Backoff waits so far (a stale connection must cost none).
+    backoff_waits: AtomicU64,
 }
 
 impl OstPool {
@@ -137,9 +251,16 @@ impl OstPool {
             key,
             window: Window::new(max_rpcs_in_flight),
             limiter,
-            idle: Mutex::new(Vec::new()),
+            idle: Idle::new(),
             recovery,
+            backoff_waits: AtomicU64::new(0),
         }
+    }
+
+    /// How many times requests to this OST waited for it to come back.
+    #[allow(dead_code)] // Read by the tests; the mount exports no metrics yet.
+    pub fn backoff_waits(&self) -> u64 {
+        self.backoff_waits.load(Ordering::Relaxed)
     }
 
     /// Waits for a slot in the RPC window.
@@ -147,85 +268,102 @@ impl OstPool {
         self.window.admit().await
     }
 
-    async fn connection(&self) -> Result<OssClient, ClientError> {
-        if let Some(c) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-            return Ok(c);
+    /// A live idle connection, or a fresh one.
+    async fn connection(&self) -> Result<Taken<OssClient>, ClientError> {
+        if let Some(t) = self.idle.take_live() {
+            return Ok(t);
         }
         let addr = resolve(&self.addr)
             .await
             .map_err(|e| ClientError::Conn(e.into()))?;
-        Ok(OssClient::connect(addr, &self.key, Role::Client).await?)
+        let conn = OssClient::connect(addr, &self.key, Role::Client).await?;
+        Ok(Taken {
+            conn,
+            connected_at: Instant::now(),
+            fresh: true,
+        })
+    }
+
+    /// Sends `op` on `c` and waits for its reply.
+    async fn send(
+        &self,
+        c: &mut OssClient,
+        id: &Identity,
+        op: &ObjOp,
+    ) -> Result<bytes::Bytes, ClientError> {
+        match op {
+            ObjOp::Write {
+                object,
+                offset,
+                data,
+            } => {
+                // Sent (again, after a resend) only once the shaper lets it go.
+                self.limiter.admit(data.len() as u64).await;
+                c.write_bytes(id, self.local_index, *object, *offset, data.clone(), false)
+                    .await
+                    .map(|_| bytes::Bytes::new())
+            }
+            ObjOp::Read {
+                object,
+                offset,
+                len,
+            } => {
+                c.read_bytes(id, self.local_index, *object, *offset, *len)
+                    .await
+            }
+            ObjOp::Punch { object, size } => c
+                .punch(id, self.local_index, *object, *size)
+                .await
+                .map(|_| bytes::Bytes::new()),
+            ObjOp::Sync { object } => c
+                .sync(id, self.local_index, *object)
+                .await
+                .map(|_| bytes::Bytes::new()),
+        }
     }
 
     /// Runs one operation under a window slot the caller holds; resends across daemon
-    /// restarts for up to the recovery time. Reads return their bytes (short at the end of
-    /// the object).
+    /// restarts for up to the recovery time (see the module docs). Reads return their bytes
+    /// (short at the end of the object).
     pub async fn run(
         &self,
         _slot: &WindowSlot,
         id: &Identity,
         op: &ObjOp,
     ) -> Result<bytes::Bytes, Failure> {
-        let mut backoff = Backoff::new(self.recovery);
+        let mut backoff = Backoff::new(self.recovery, &self.backoff_waits);
         loop {
-            let result = match self.connection().await {
-                Ok(mut c) => {
-                    let r = match op {
-                        ObjOp::Write {
-                            object,
-                            offset,
-                            data,
-                        } => {
-                            // Sent (again, after a resend) only once the shaper lets it go.
-                            self.limiter.admit(data.len() as u64).await;
-                            c.write_bytes(
-                                id,
-                                self.local_index,
-                                *object,
-                                *offset,
-                                data.clone(),
-                                false,
-                            )
-                            .await
-                            .map(|_| bytes::Bytes::new())
+            // The error, and whether it is worth a wait: the ossd is away (a fresh connect or
+            // connection failed) or busy. A stale connection is followed by a fresh one at once.
+            let (e, wait) = match self.connection().await {
+                Err(e) => (e, true),
+                Ok(mut t) => {
+                    let r = self.send(&mut t.conn, id, op).await;
+                    self.limiter.note(&self.addr, t.conn.client_limit());
+                    if let Err(ClientError::Conn(e)) = r {
+                        drop(t.conn);
+                        self.idle.drop_made_before(Instant::now());
+                        (ClientError::Conn(e), t.fresh)
+                    } else {
+                        // A connection that answered (even with an error) is still good.
+                        self.idle.put(t.conn, t.connected_at);
+                        match r {
+                            Ok(data) => return Ok(data),
+                            Err(e) if retryable(&e) => (e, true),
+                            Err(e) => return Err(failure(e)),
                         }
-                        ObjOp::Read {
-                            object,
-                            offset,
-                            len,
-                        } => {
-                            c.read_bytes(id, self.local_index, *object, *offset, *len)
-                                .await
-                        }
-                        ObjOp::Punch { object, size } => c
-                            .punch(id, self.local_index, *object, *size)
-                            .await
-                            .map(|_| bytes::Bytes::new()),
-                        ObjOp::Sync { object } => c
-                            .sync(id, self.local_index, *object)
-                            .await
-                            .map(|_| bytes::Bytes::new()),
-                    };
-                    self.limiter.note(&self.addr, c.client_limit());
-                    // A connection that answered (even with an error) is still good.
-                    if !matches!(r, Err(ClientError::Conn(_))) {
-                        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(c);
                     }
-                    r
                 }
-                Err(e) => Err(e),
             };
-            match result {
-                Ok(data) => return Ok(data),
-                Err(e) if retryable(&e) => {
-                    debug!(ost = self.ost, error = %e, "OST request failed; will resend");
-                    if !backoff.wait().await {
-                        warn!(ost = self.ost, error = %e, "OST did not recover in time");
-                        return Err(Failure(Errno::EIO));
-                    }
-                }
-                Err(ClientError::Remote(r)) => return Err(Failure(r.errno)),
-                Err(ClientError::Conn(_)) => unreachable!("connection errors are retryable"),
+            debug!(ost = self.ost, error = %e, "OST request failed; will resend");
+            let more = if wait {
+                backoff.wait().await
+            } else {
+                !backoff.expired()
+            };
+            if !more {
+                warn!(ost = self.ost, error = %e, "OST did not recover in time");
+                return Err(Failure(Errno::EIO));
             }
         }
     }
@@ -236,8 +374,23 @@ pub struct MdsPool {
     addr: SocketAddr,
     key: Arc<[u8]>,
     slots: Semaphore,
-    idle: Mutex<Vec<MdsClient>>,
+    idle: Idle<MdsClient>,
     recovery: Duration,
+    /// Backoff waits so far (a stale connection must cost none).
+    backoff_waits: AtomicU64,
+}
+
+/// One attempt at a metadata operation.
+enum Attempt {
+    Done(Result<MdsReplyBody, ClientError>),
+    /// The connection failed after the request was written to it, alive when taken: the
+    /// request may have reached the MDS. `fresh`: the connection was made for this attempt.
+    Broken {
+        error: ClientError,
+        fresh: bool,
+    },
+    /// A fresh connect failed; nothing was sent.
+    Unreachable(ClientError),
 }
 
 impl MdsPool {
@@ -246,9 +399,16 @@ impl MdsPool {
             addr,
             key,
             slots: Semaphore::new(MDS_CONNECTIONS),
-            idle: Mutex::new(Vec::new()),
+            idle: Idle::new(),
             recovery,
+            backoff_waits: AtomicU64::new(0),
         }
+    }
+
+    /// How many times metadata requests waited for the MDS to come back.
+    #[allow(dead_code)] // Read by the tests; the mount exports no metrics yet.
+    pub fn backoff_waits(&self) -> u64 {
+        self.backoff_waits.load(Ordering::Relaxed)
     }
 
     /// Connects once (at mount time: a wrong address or key fails the mount at once).
@@ -256,22 +416,46 @@ impl MdsPool {
         Ok(MdsClient::connect(self.addr, &self.key).await?)
     }
 
-    /// Puts a connection into the pool.
+    /// Puts a connection into the pool (one just made by [`MdsPool::prime`]).
     pub fn give(&self, c: MdsClient) {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+        self.idle.put(c, Instant::now());
     }
 
-    async fn once(&self, op: MdsOp) -> Result<MdsReplyBody, ClientError> {
-        let popped = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut c = match popped {
-            Some(c) => c,
-            None => MdsClient::connect(self.addr, &self.key).await?,
+    /// Sends `op` on a live idle connection or a fresh one.
+    async fn attempt(&self, op: MdsOp) -> Attempt {
+        let mut t = match self.idle.take_live() {
+            Some(t) => t,
+            None => match MdsClient::connect(self.addr, &self.key).await {
+                Ok(conn) => Taken {
+                    conn,
+                    connected_at: Instant::now(),
+                    fresh: true,
+                },
+                Err(e) => return Attempt::Unreachable(e.into()),
+            },
         };
-        let r = c.call(op).await;
-        if !matches!(r, Err(ClientError::Conn(_))) {
-            self.give(c);
+        match t.conn.call(op).await {
+            Err(ClientError::Conn(e)) => {
+                drop(t.conn);
+                self.idle.drop_made_before(Instant::now());
+                Attempt::Broken {
+                    error: ClientError::Conn(e),
+                    fresh: t.fresh,
+                }
+            }
+            r => {
+                self.idle.put(t.conn, t.connected_at);
+                Attempt::Done(r)
+            }
         }
-        r
+    }
+
+    /// One attempt with no resend (the follow-up lookups of a replay).
+    async fn once(&self, op: MdsOp) -> Result<MdsReplyBody, ClientError> {
+        match self.attempt(op).await {
+            Attempt::Done(r) => r,
+            Attempt::Broken { error, .. } | Attempt::Unreachable(error) => Err(error),
+        }
     }
 
     /// Runs one metadata operation, resending across an MDS restart (see the module docs for
@@ -282,24 +466,33 @@ impl MdsPool {
             .acquire()
             .await
             .expect("the slot semaphore is never closed");
-        let mut backoff = Backoff::new(self.recovery);
+        let mut backoff = Backoff::new(self.recovery, &self.backoff_waits);
+        // Whether an earlier attempt may have been applied.
         let mut resent = false;
         loop {
-            match self.once(op.clone()).await {
-                Ok(b) => return Ok(b),
-                Err(e) if retryable(&e) => {
-                    debug!(error = %e, "MDS request failed; will resend");
-                    if !backoff.wait().await {
-                        warn!(error = %e, "MDS did not recover in time");
-                        return Err(Failure(Errno::EIO));
-                    }
+            // The error, and whether it is worth a wait (as in `OstPool::run`).
+            let (e, wait) = match self.attempt(op.clone()).await {
+                Attempt::Done(Ok(b)) => return Ok(b),
+                Attempt::Done(Err(e)) if retryable(&e) => (e, true),
+                Attempt::Done(Err(e)) if resent => {
+                    return self.replayed(&op, failure(e).0).await;
+                }
+                Attempt::Done(Err(e)) => return Err(failure(e)),
+                Attempt::Broken { error, fresh } => {
                     resent = true;
+                    (error, fresh)
                 }
-                Err(ClientError::Remote(r)) if resent => {
-                    return self.replayed(&op, r.errno).await;
-                }
-                Err(ClientError::Remote(r)) => return Err(Failure(r.errno)),
-                Err(ClientError::Conn(_)) => unreachable!("connection errors are retryable"),
+                Attempt::Unreachable(e) => (e, true),
+            };
+            debug!(error = %e, "MDS request failed; will resend");
+            let more = if wait {
+                backoff.wait().await
+            } else {
+                !backoff.expired()
+            };
+            if !more {
+                warn!(error = %e, "MDS did not recover in time");
+                return Err(Failure(Errno::EIO));
             }
         }
     }
@@ -336,5 +529,294 @@ fn lookup(parent: u64, name: &[u8]) -> MdsOp {
     MdsOp::Lookup {
         parent,
         name: name.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::path::{Path, PathBuf};
+
+    use pfsqos_mds::{Mds, MdsConfig, OssSpec};
+    use pfsqos_ossd::{Ossd, OssdConfig};
+    use pfsqos_wire::mds::{Owner, ROOT_INO};
+
+    const KEY: &[u8] = b"oss-pool-test-cluster-key-0123456";
+    /// Short enough that trying stale connections one by one with backoff (50 ms doubling)
+    /// fails the request: 8 of them wait 7.15 s.
+    const RECOVERY_SHORT: Duration = Duration::from_secs(2);
+    /// Idle connections in a pool before the restart.
+    const STALE_CONNECTIONS: usize = 8;
+
+    /// A runtime of its own for a daemon: dropping it ends every task of the daemon and so
+    /// closes every connection it holds, as the kernel does for a killed process.
+    fn daemon_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    fn client_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    struct OssDaemon {
+        rt: tokio::runtime::Runtime,
+        ossd: Ossd,
+    }
+
+    impl OssDaemon {
+        fn start(listen: SocketAddr, dirs: &[PathBuf]) -> OssDaemon {
+            let rt = daemon_runtime();
+            let mut config = OssdConfig::new(listen, dirs.to_vec(), KEY.to_vec());
+            config.threads = 1;
+            let ossd = rt.block_on(Ossd::start(config)).unwrap();
+            OssDaemon { rt, ossd }
+        }
+
+        fn stop(self) {
+            self.rt.block_on(self.ossd.shutdown());
+        }
+    }
+
+    struct MdsDaemon {
+        rt: tokio::runtime::Runtime,
+        mds: Mds,
+    }
+
+    impl MdsDaemon {
+        fn start(listen: SocketAddr, db: &Path) -> MdsDaemon {
+            let rt = daemon_runtime();
+            let oss = OssSpec {
+                addr: "127.0.0.1:1".into(),
+                ost_count: 1,
+            };
+            let config = MdsConfig::new(listen, db.to_path_buf(), KEY.to_vec(), vec![oss]);
+            let mds = rt.block_on(Mds::start(config)).unwrap();
+            MdsDaemon { rt, mds }
+        }
+
+        /// Stops accepting, then drops the runtime: the connection tasks end with it.
+        fn stop(self) {
+            self.rt.block_on(self.mds.shutdown());
+        }
+    }
+
+    fn create(name: &[u8]) -> MdsOp {
+        MdsOp::Create {
+            parent: ROOT_INO,
+            name: name.to_vec(),
+            owner: Owner {
+                mode: 0o644,
+                uid: 0,
+                gid: 0,
+            },
+            stripe: None,
+        }
+    }
+
+    /// A pool with `count` idle connections, each of which has served a request.
+    fn mds_pool_with_idle_connections(
+        client: &tokio::runtime::Runtime,
+        addr: SocketAddr,
+        count: usize,
+    ) -> MdsPool {
+        let pool = MdsPool::new(addr, KEY.into(), RECOVERY_SHORT);
+        client.block_on(async {
+            for _ in 0..count {
+                let mut c = pool.prime().await.unwrap();
+                c.getattr(ROOT_INO).await.unwrap();
+                pool.give(c);
+            }
+        });
+        pool
+    }
+
+    #[test]
+    fn stale_ost_connections_after_an_ossd_restart_cost_no_backoff() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = vec![tmp.path().join("ost0")];
+        let ossd = OssDaemon::start("127.0.0.1:0".parse().unwrap(), &dirs);
+        let addr = ossd.ossd.local_addr();
+        let client = client_runtime();
+        let pool = OstPool::new(
+            0,
+            addr.to_string(),
+            0,
+            KEY.into(),
+            STALE_CONNECTIONS as u32,
+            Arc::new(NodeLimiter::new()),
+            RECOVERY_SHORT,
+        );
+        let id = Identity::test("recovery.0");
+        let data = bytes::Bytes::from_static(b"written before the restart");
+        client.block_on(async {
+            let mut taken = Vec::new();
+            for _ in 0..STALE_CONNECTIONS {
+                taken.push(pool.connection().await.unwrap());
+            }
+            for t in taken {
+                assert!(t.fresh, "the pool starts empty");
+                pool.idle.put(t.conn, t.connected_at);
+            }
+            let slot = pool.admit().await;
+            let write = ObjOp::Write {
+                object: 1,
+                offset: 0,
+                data: data.clone(),
+            };
+            pool.run(&slot, &id, &write).await.unwrap();
+        });
+        assert_eq!(pool.idle.lock().len(), STALE_CONNECTIONS);
+
+        ossd.stop();
+        let ossd = OssDaemon::start(addr, &dirs);
+        let got = client.block_on(async {
+            let slot = pool.admit().await;
+            let read = ObjOp::Read {
+                object: 1,
+                offset: 0,
+                len: data.len() as u64,
+            };
+            pool.run(&slot, &id, &read).await
+        });
+        assert_eq!(got, Ok(data));
+        assert_eq!(
+            pool.backoff_waits(),
+            0,
+            "a stale connection cost a backoff wait"
+        );
+        assert_eq!(
+            pool.idle.lock().len(),
+            1,
+            "the stale connections are gone; the fresh one is kept"
+        );
+        ossd.stop();
+    }
+
+    #[test]
+    fn stale_mds_connections_after_an_mds_restart_cost_no_backoff() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("mds.db");
+        let mds = MdsDaemon::start("127.0.0.1:0".parse().unwrap(), &db);
+        let addr = mds.mds.local_addr();
+        let client = client_runtime();
+        let pool = mds_pool_with_idle_connections(&client, addr, STALE_CONNECTIONS);
+        let created = client.block_on(pool.call(create(b"before"))).unwrap();
+
+        mds.stop();
+        let mds = MdsDaemon::start(addr, &db);
+        let found = client.block_on(pool.call(lookup(ROOT_INO, b"before")));
+        match (created, found) {
+            (MdsReplyBody::Created(a, _), Ok(MdsReplyBody::Attr(b))) => assert_eq!(a.ino, b.ino),
+            other => panic!("create then lookup answered {other:?}"),
+        }
+        assert_eq!(
+            pool.backoff_waits(),
+            0,
+            "a stale connection cost a backoff wait"
+        );
+        mds.stop();
+    }
+
+    #[test]
+    fn a_create_never_sent_on_a_stale_connection_is_not_replayed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let db = tmp.path().join("mds.db");
+        let mds = MdsDaemon::start("127.0.0.1:0".parse().unwrap(), &db);
+        let addr = mds.mds.local_addr();
+        let client = client_runtime();
+        // One stale connection: a pool that sent the create on it and counted the attempt
+        // would still reach the MDS in time, and take its EEXIST for a replay.
+        let pool = mds_pool_with_idle_connections(&client, addr, 1);
+
+        mds.stop();
+        let mds = MdsDaemon::start(addr, &db);
+        let mine = client.block_on(async {
+            // Another client wins the race for the name after the restart.
+            let mut other = MdsClient::connect(addr, KEY).await.unwrap();
+            let owner = Owner {
+                mode: 0o644,
+                uid: 0,
+                gid: 0,
+            };
+            other.create(ROOT_INO, b"raced", owner, None).await.unwrap();
+            pool.call(create(b"raced")).await
+        });
+        assert_eq!(
+            mine.map(|_| ()),
+            Err(Failure(Errno::EEXIST)),
+            "an exclusive create that never reached the MDS was taken for a replay"
+        );
+        mds.stop();
+    }
+
+    /// A connection whose liveness the test sets.
+    struct Fake {
+        closed: bool,
+        name: &'static str,
+    }
+
+    impl Connection for Fake {
+        fn closed_by_peer(&self) -> bool {
+            self.closed
+        }
+    }
+
+    #[test]
+    fn closed_idle_connections_are_skipped_and_a_failure_drops_older_ones() {
+        let idle = Idle::new();
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_secs(1);
+        let t2 = t0 + Duration::from_secs(2);
+        for (name, closed, at) in [("old", false, t0), ("young", false, t2), ("dead", true, t1)] {
+            idle.put(Fake { closed, name }, at);
+        }
+        let t = idle.take_live().unwrap();
+        assert_eq!((t.conn.name, t.fresh), ("young", false));
+        idle.put(t.conn, t.connected_at);
+        idle.drop_made_before(t1);
+        let left: Vec<&str> = idle.lock().iter().map(|(c, _)| c.name).collect();
+        assert_eq!(left, ["young"]);
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_reads_as_closed_before_use() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (s, _) = listener.accept().await.unwrap();
+            let (r, w) = s.into_split();
+            let (mut reader, mut writer) = (
+                pfsqos_wire::conn::Reader::new(r),
+                pfsqos_wire::conn::Writer::new(w),
+            );
+            pfsqos_wire::conn::server_handshake(&mut reader, &mut writer, KEY, "pfsqos", 1)
+                .await
+                .unwrap();
+            (reader, writer)
+        });
+        let c = MdsClient::connect(addr, KEY).await.unwrap();
+        let server_side = server.await.unwrap();
+        assert!(
+            !c.closed_by_peer(),
+            "an open idle connection reads as closed"
+        );
+        drop(server_side);
+        // The end of stream travels through the kernel: poll for it with a deadline.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !c.closed_by_peer() {
+            assert!(
+                Instant::now() < deadline,
+                "a closed connection never read as closed"
+            );
+            tokio::task::yield_now().await;
+        }
     }
 }

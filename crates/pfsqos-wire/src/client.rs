@@ -2,6 +2,7 @@
 //! the protocol allows pipelining (tags), which a later FUSE client can use.
 
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 
 use pfsqos_core::model::{JobId, Nid};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -81,9 +82,42 @@ impl Identity {
     }
 }
 
+/// Whether the connection on socket `fd`, with no request outstanding, is dead: the peer
+/// closed it (end of stream), reset it (an error is pending), or sent bytes nobody asked for.
+/// The protocol is strictly request/reply (a server writes only the reply to a request, and
+/// the client reads every reply in full), so an idle connection has nothing to read while it
+/// is alive. A non-blocking peek: nothing is consumed and nothing waits. A server that died
+/// without its kernel closing the socket (a crashed host) is not seen here.
+fn peer_closed(fd: RawFd) -> bool {
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: `fd` is the socket the client's read and write halves own, open for as long
+        // as the client (the caller borrows it); `byte` is a valid 1-byte buffer.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                (&mut byte as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            // 0: end of stream; 1: an unsolicited byte.
+            return true;
+        }
+        match std::io::Error::last_os_error().kind() {
+            std::io::ErrorKind::WouldBlock => return false,
+            std::io::ErrorKind::Interrupted => continue,
+            _ => return true,
+        }
+    }
+}
+
 pub struct OssClient {
     reader: Reader<OwnedReadHalf>,
     writer: Writer<OwnedWriteHalf>,
+    /// The socket, for [`OssClient::closed_by_peer`]; owned by `reader` and `writer`.
+    fd: RawFd,
     info: ServerInfo,
     next_tag: u64,
     /// The outgoing limit the server stated in its last reply that stated one.
@@ -104,6 +138,7 @@ impl OssClient {
     ) -> Result<Self, ConnError> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
+        let fd = stream.as_raw_fd();
         let (r, w) = stream.into_split();
         let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
         let info = timeout(
@@ -115,6 +150,7 @@ impl OssClient {
         Ok(OssClient {
             reader,
             writer,
+            fd,
             info,
             next_tag: 1,
             client_limit: ClientLimit::Unstated,
@@ -123,6 +159,12 @@ impl OssClient {
 
     pub fn server(&self) -> &ServerInfo {
         &self.info
+    }
+
+    /// Whether the server closed or reset this connection while it was idle (see
+    /// `peer_closed`). Only meaningful between requests.
+    pub fn closed_by_peer(&self) -> bool {
+        peer_closed(self.fd)
     }
 
     /// The outgoing limit the server stated for this client in its latest reply that stated
@@ -401,6 +443,8 @@ impl OssClient {
 pub struct MdsClient {
     reader: Reader<OwnedReadHalf>,
     writer: Writer<OwnedWriteHalf>,
+    /// The socket, for [`MdsClient::closed_by_peer`]; owned by `reader` and `writer`.
+    fd: RawFd,
     info: ServerInfo,
     next_tag: u64,
 }
@@ -409,6 +453,7 @@ impl MdsClient {
     pub async fn connect(addr: SocketAddr, key: &[u8]) -> Result<Self, ConnError> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
+        let fd = stream.as_raw_fd();
         let (r, w) = stream.into_split();
         let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
         let info = timeout(
@@ -426,6 +471,7 @@ impl MdsClient {
         Ok(MdsClient {
             reader,
             writer,
+            fd,
             info,
             next_tag: 1,
         })
@@ -434,6 +480,12 @@ impl MdsClient {
     /// File system name and total OST count from the handshake.
     pub fn server(&self) -> &ServerInfo {
         &self.info
+    }
+
+    /// Whether the server closed or reset this connection while it was idle (see
+    /// `peer_closed`). Only meaningful between requests.
+    pub fn closed_by_peer(&self) -> bool {
+        peer_closed(self.fd)
     }
 
     /// Sends one operation and waits for its reply.

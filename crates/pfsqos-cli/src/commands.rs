@@ -469,3 +469,114 @@ pub fn pi_identify(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
     );
     Ok(())
 }
+
+/// Longest trace file read by `pfsqos iez plan`.
+const TRACE_FILE_LEN_MAX: u64 = 64 << 20;
+/// Most OSTs `pfsqos iez plan` plans over.
+const PLAN_OSTS_MAX: u32 = 4096;
+
+/// `pfsqos iez plan`: a first-run trace to `lfs setstripe` commands (see its help).
+pub fn iez_plan(
+    trace: &Path,
+    osses: u32,
+    osts_per_oss: u32,
+    ost_capacity: u64,
+    ost_used: u64,
+) -> Result<(), CliError> {
+    use pfsqos_core::place::iez::allocate_osts;
+    use pfsqos_core::place::profile::{parse_trace, predict_files, TracedFile};
+    use pfsqos_core::place::{IezConfig, ServerStats};
+    let osts = osses.checked_mul(osts_per_oss).unwrap_or(u32::MAX);
+    if osts == 0 || osts > PLAN_OSTS_MAX {
+        return Err(CliError::BadInput(format!(
+            "--osses x --osts-per-oss must be 1..={PLAN_OSTS_MAX} OSTs"
+        )));
+    }
+    if ost_capacity == 0 || ost_used > ost_capacity {
+        return Err(CliError::BadInput(
+            "--ost-capacity must be positive and at least --ost-used".to_string(),
+        ));
+    }
+    let text = read_bounded(trace, TRACE_FILE_LEN_MAX)?;
+    let rows =
+        parse_trace(&text).map_err(|e| CliError::BadInput(format!("{}: {e}", trace.display())))?;
+    if rows.is_empty() {
+        return Err(CliError::BadInput(format!(
+            "{}: no files in the trace",
+            trace.display()
+        )));
+    }
+    let traced: Vec<TracedFile> = rows.iter().map(|r| r.1).collect();
+    let prediction = predict_files(&traced);
+    let stats = ServerStats::uniform(osses, osts_per_oss, ost_capacity, ost_capacity - ost_used);
+    let plan = allocate_osts(
+        &stats,
+        &vec![0; osts as usize],
+        &prediction.files,
+        &IezConfig::default(),
+    )
+    .map_err(|e| CliError::RunFailed(e.to_string()))?;
+    match prediction.order {
+        Some(o) => println!(
+            "# forecast: ARIMA({},{},{}), accuracy {:.1} % on the trace",
+            o.p,
+            o.d,
+            o.q,
+            prediction.accuracy * 100.0
+        ),
+        None => println!("# forecast: the trace repeated (too short or constant for ARIMA)"),
+    }
+    let mut unplaced = 0;
+    for ((name, _), allocation) in rows.iter().zip(plan) {
+        // A relative name starting with `-` would read as an option of lfs.
+        let name = if name.starts_with('-') {
+            format!("./{name}")
+        } else {
+            name.clone()
+        };
+        let name = &name;
+        match allocation {
+            Some(a) => {
+                let list: Vec<String> = a.osts.iter().map(|o| o.0.to_string()).collect();
+                println!(
+                    "lfs setstripe -S {} -c {} -o {} {}",
+                    a.stripe_size_bytes,
+                    a.osts.len(),
+                    list.join(","),
+                    shell_quote(name)
+                );
+            }
+            None => {
+                unplaced += 1;
+                println!("# not placed (no room): {}", shell_quote(name));
+            }
+        }
+    }
+    if unplaced > 0 {
+        eprintln!("{unplaced} files did not fit; Lustre's allocator will place them");
+    }
+    Ok(())
+}
+
+/// `text` as one word for a POSIX shell: single-quoted, each `'` written `'\''`.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// A file of at most `max` bytes, as text.
+fn read_bounded(path: &Path, max: u64) -> Result<String, CliError> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
+    let mut text = String::new();
+    file.take(max + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;
+    if text.len() as u64 > max {
+        return Err(CliError::BadInput(format!(
+            "{}: longer than {max} bytes",
+            path.display()
+        )));
+    }
+    Ok(text)
+}

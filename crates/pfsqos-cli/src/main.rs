@@ -33,6 +33,11 @@ enum Command {
         #[command(subcommand)]
         command: PiCommand,
     },
+    /// iez placement tools (iez.txt).
+    Iez {
+        #[command(subcommand)]
+        command: IezCommand,
+    },
     /// Run a scenario under one policy; writes timeseries.csv, summary.json and report.html.
     Sim {
         /// Scenario file (TOML).
@@ -167,6 +172,44 @@ enum LctlCmd {
 }
 
 #[derive(Debug, Subcommand)]
+enum IezCommand {
+    /// Predict an application's next run from its first-run trace (ARIMA, §III-A2), place the
+    /// predicted files with iez's Algorithm 2 over the given servers, and print one
+    /// `lfs setstripe -S SIZE -c COUNT -o OST,... FILE` per file (file names quoted for a
+    /// POSIX shell), for a real Lustre site to run before the next run.
+    Plan {
+        /// The trace: `file,bytes_written,stripe_count,rank` per line (header optional).
+        trace: PathBuf,
+        /// OSSs, and OSTs on each (OST indices are numbered OSS by OSS).
+        #[arg(long)]
+        osses: u32,
+        #[arg(long)]
+        osts_per_oss: u32,
+        /// Size of each OST, bytes (suffixes k, M, G, T: powers of 1024).
+        #[arg(long, value_parser = parse_size)]
+        ost_capacity: u64,
+        /// Bytes in use on each OST now.
+        #[arg(long, value_parser = parse_size, default_value = "0")]
+        ost_used: u64,
+    },
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    let (digits, shift) = match text.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&text[..i], 10),
+        Some((i, 'm' | 'M')) => (&text[..i], 20),
+        Some((i, 'g' | 'G')) => (&text[..i], 30),
+        Some((i, 't' | 'T')) => (&text[..i], 40),
+        _ => (text, 0),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|v| v.checked_mul(1u64 << shift))
+        .ok_or_else(|| format!("`{text}` is not a size (bytes, or k/M/G/T)"))
+}
+
+#[derive(Debug, Subcommand)]
 enum PiCommand {
     /// Run the open-loop experiment (no feedback, a staircase of client limits) on a simulated
     /// scenario, fit the first-order model q(k+1) = a q(k) + b bw(k) (eq. 1) and print it with
@@ -220,6 +263,16 @@ fn main() -> ExitCode {
             out,
         } => commands::compare(&scenario, policies, seed, out),
         Command::Demo { out } => commands::demo(&out),
+        Command::Iez {
+            command:
+                IezCommand::Plan {
+                    trace,
+                    osses,
+                    osts_per_oss,
+                    ost_capacity,
+                    ost_used,
+                },
+        } => commands::iez_plan(&trace, osses, osts_per_oss, ost_capacity, ost_used),
         Command::Pi {
             command:
                 PiCommand::Identify {

@@ -250,3 +250,82 @@ fn pi_identify_fits_the_model_and_prints_a_runnable_spec() {
         tmp.path(),
     ));
 }
+
+/// `pfsqos iez plan` turns a first-run trace into one `lfs setstripe` per file: Method II's
+/// stripe size (Table II's 100,532,224 bytes for its 803,405,824-byte files), distinct OSTs,
+/// and every file name one single-quoted shell word, whatever it holds.
+#[test]
+fn iez_plan_prints_setstripe_commands_with_quoted_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut trace = String::from("file,bytes_written,stripe_count,rank\n");
+    for r in 0..8 {
+        trace.push_str(&format!("/scratch/hacc/part{r},803405824,8,{r}\n"));
+    }
+    trace.push_str("/scratch/it's $(touch pwned) `x`.dat,1000000,2,8\n-dash,1000000,1,9\n");
+    let path = write_scenario(tmp.path(), "trace.csv", &trace);
+    let path = path.to_str().unwrap();
+    let args = [
+        "iez",
+        "plan",
+        path,
+        "--osses",
+        "3",
+        "--osts-per-oss",
+        "5",
+        "--ost-capacity",
+        "10G",
+    ];
+    let out = pfsqos(&args, tmp.path());
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{stdout}\n{}", stderr(&out));
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("lfs ")).collect();
+    assert_eq!(lines.len(), 10, "{stdout}");
+    for l in &lines[..8] {
+        assert!(l.starts_with("lfs setstripe -S 100532224 -c 8 -o "), "{l}");
+        let osts: std::collections::BTreeSet<&str> =
+            l.split(' ').nth(7).unwrap().split(',').collect();
+        assert_eq!(osts.len(), 8, "{l}");
+    }
+    assert!(
+        lines[8].ends_with(r#" '/scratch/it'\''s $(touch pwned) `x`.dat'"#),
+        "{}",
+        lines[8]
+    );
+    assert!(lines[9].ends_with(" './-dash'"), "{}", lines[9]);
+    // The quoted word is one argument to a shell, and nothing in it runs.
+    let sh = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "printf '%s' {}",
+            lines[8]
+                .split_once(" -o ")
+                .unwrap()
+                .1
+                .split_once(' ')
+                .unwrap()
+                .1
+        ))
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&sh.stdout),
+        "/scratch/it's $(touch pwned) `x`.dat"
+    );
+    assert!(!tmp.path().join("pwned").exists());
+    let bad = write_scenario(tmp.path(), "bad.csv", "a,1,0,0\n");
+    assert_bad_input(&pfsqos(
+        &[
+            "iez",
+            "plan",
+            bad.to_str().unwrap(),
+            "--osses",
+            "1",
+            "--osts-per-oss",
+            "1",
+            "--ost-capacity",
+            "1G",
+        ],
+        tmp.path(),
+    ));
+}

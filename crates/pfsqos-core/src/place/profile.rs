@@ -146,7 +146,7 @@ pub fn parse_trace(text: &str) -> Result<Vec<(String, TracedFile)>, TraceError> 
             (fields.next(), fields.next(), fields.next(), fields.next())
         else {
             return Err(err(
-                "expected file,bytes_written,stripe_count,rank".to_string(),
+                "expected file,bytes_written,stripe_count,rank".to_string()
             ));
         };
         if name.is_empty() || name.len() > TRACE_FILE_NAME_LEN_MAX {

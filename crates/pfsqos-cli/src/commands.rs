@@ -486,7 +486,7 @@ pub fn iez_plan(
     use pfsqos_core::place::iez::allocate_osts;
     use pfsqos_core::place::profile::{parse_trace, predict_files, TracedFile};
     use pfsqos_core::place::{IezConfig, ServerStats};
-    let osts = osses.checked_mul(osts_per_oss).unwrap_or(u32::MAX);
+    let osts = osses.saturating_mul(osts_per_oss);
     if osts == 0 || osts > PLAN_OSTS_MAX {
         return Err(CliError::BadInput(format!(
             "--osses x --osts-per-oss must be 1..={PLAN_OSTS_MAX} OSTs"

@@ -429,23 +429,13 @@ pub fn pi_identify(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
     let record = open_loop_record(&periods);
     let model = identify(&record, &config).map_err(|e| CliError::RunFailed(e.to_string()))?;
     println!(
-        "model (eq. 1{}): a = {:.4}, b = {:.4} requests per MiB/s of per-client limit, c = {:.2}, \
-         R² = {:.3}, {} of {} pairs (limits {:.1}..{:.1} MiB/s, queues {:.1}..{:.1})",
+        "model (eq. 1{}): {model}, of {} pairs in the record",
         if args.offset {
             ", around the operating point"
         } else {
             ""
         },
-        model.a,
-        model.b,
-        model.c,
-        model.r_squared,
-        model.pairs_used,
-        record.len().saturating_sub(1),
-        model.limit_min_mib_per_s,
-        model.limit_max_mib_per_s,
-        model.queue_min_rpcs,
-        model.queue_max_rpcs
+        record.len().saturating_sub(1)
     );
     let spec = DesignSpec {
         ts_s: ts_ns as f64 / 1e9,

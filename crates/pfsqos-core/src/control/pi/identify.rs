@@ -70,6 +70,26 @@ pub struct Model {
     pub queue_max_rpcs: f64,
 }
 
+impl fmt::Display for Model {
+    /// One line for tools and reports: the parameters, the fit and where it holds.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "a = {:.4}, b = {:.4} requests per MiB/s of per-client limit, c = {:.2} requests, \
+             R² = {:.3}, {} pairs (limits {:.1}..{:.1} MiB/s, queues {:.1}..{:.1})",
+            self.a,
+            self.b,
+            self.c,
+            self.r_squared,
+            self.pairs_used,
+            self.limit_min_mib_per_s,
+            self.limit_max_mib_per_s,
+            self.queue_min_rpcs,
+            self.queue_max_rpcs
+        )
+    }
+}
+
 /// Why a record gives no model.
 #[derive(Clone, Debug, PartialEq)]
 pub enum IdentifyError {

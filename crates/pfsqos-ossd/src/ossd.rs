@@ -1969,12 +1969,12 @@ mod tests {
             let back = c.read(&id, 0, 7, offset as u64, len as u64).await.unwrap();
             assert_eq!(back, data[offset..offset + len]);
         }
-        // Spliced (a pipe exists) and reused (fewer pipes than reads). Not exactly one: the
-        // writer frees a pipe just after the last byte leaves it, so the next read may find
-        // it still busy; asserting 1 would assert that interleaving.
+        // Spliced (a pipe exists), within the pool's bound and at most one per read. How many
+        // are reused is an interleaving (the writer frees a pipe just after the last byte
+        // leaves it, so the next read may find it still busy), so it is not asserted.
         let pipes = ossd.shared().pipes.live();
         assert!(
-            (1..small.len()).contains(&pipes),
+            (1..=small.len().min(PIPES_MAX)).contains(&pipes),
             "{pipes} pipes for {} reads",
             small.len()
         );

@@ -185,28 +185,13 @@ enum IezCommand {
         osses: u32,
         #[arg(long)]
         osts_per_oss: u32,
-        /// Size of each OST, bytes (suffixes k, M, G, T: powers of 1024).
-        #[arg(long, value_parser = parse_size)]
+        /// Size of each OST, bytes (suffixes k, M, G: powers of 1024, as lfs takes sizes).
+        #[arg(long, value_parser = pfsqos_mount::lfs::parse_size)]
         ost_capacity: u64,
         /// Bytes in use on each OST now.
-        #[arg(long, value_parser = parse_size, default_value = "0")]
+        #[arg(long, value_parser = pfsqos_mount::lfs::parse_size, default_value = "0")]
         ost_used: u64,
     },
-}
-
-fn parse_size(text: &str) -> Result<u64, String> {
-    let (digits, shift) = match text.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&text[..i], 10),
-        Some((i, 'm' | 'M')) => (&text[..i], 20),
-        Some((i, 'g' | 'G')) => (&text[..i], 30),
-        Some((i, 't' | 'T')) => (&text[..i], 40),
-        _ => (text, 0),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|v| v.checked_mul(1u64 << shift))
-        .ok_or_else(|| format!("`{text}` is not a size (bytes, or k/M/G/T)"))
 }
 
 #[derive(Debug, Subcommand)]

@@ -26,8 +26,8 @@ pub struct SetStripe {
     pub path: PathBuf,
 }
 
-/// Parses a stripe size as `lfs` takes it: bytes, or a number with `k`, `M` or `G` (powers
-/// of 1024, either case).
+/// Parses a size as `lfs` takes it (a stripe size, an OST size): bytes, or a number with `k`,
+/// `M` or `G` (powers of 1024, either case).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let (num, mult) = match t.chars().last() {
@@ -39,7 +39,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     num.parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(mult))
-        .ok_or_else(|| format!("stripe size {text:?}: expected bytes or a number with k, M or G"))
+        .ok_or_else(|| format!("size {text:?}: expected bytes or a number with k, M or G"))
 }
 
 /// The xattr text of a setstripe request (0 and -1 stand for "default").

@@ -220,6 +220,11 @@ mod tests {
         let ossd = crate::ossd::Ossd::start(cfg).await.unwrap();
         let shared = ossd.shared();
         let first = shared.sample()[0].device_time_in_queue_ns;
+        // The disk has served I/O since boot; the ossd's own counter would still be 0 here.
+        assert!(
+            first > 0,
+            "the block device's time in queue, not the ossd's"
+        );
         // The kernel's counter for the same disk, read after the daemon's: at least as far.
         let stat =
             pfsqos_linux::BlockStat::parse(&std::fs::read_to_string(&device.stat_path).unwrap())

@@ -47,7 +47,7 @@ pub struct ControllerContext {
 
 /// A spec's options, parsed by its registry row: builds the controller (and, for the GIFT
 /// family, the bandwidth allocator the fluid engine applies directly).
-pub trait PolicyOptions: fmt::Debug + Send + Sync {
+pub trait PolicyOptions: OptionsValue + fmt::Debug + Send + Sync {
     fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller>;
 
     /// The bandwidth allocator: `Ok(None)` for `nobw` (no caps: every OST shares its
@@ -61,17 +61,25 @@ pub trait PolicyOptions: fmt::Debug + Send + Sync {
     fn allocator_period_ns(&self) -> Option<u64> {
         None
     }
+}
 
+/// What every options type has by comparing by value: implemented once, for all of them.
+pub trait OptionsValue {
     /// For tests and tools that inspect a row's parsed options.
     fn as_any(&self) -> &dyn std::any::Any;
 
-    /// Whether `other` holds the same parsed options (implemented with [`same_options`]).
+    /// Whether `other` holds the same parsed options.
     fn same_options(&self, other: &dyn PolicyOptions) -> bool;
 }
 
-/// [`PolicyOptions::same_options`] for an options type that compares by value.
-pub fn same_options<T: PartialEq + 'static>(me: &T, other: &dyn PolicyOptions) -> bool {
-    other.as_any().downcast_ref::<T>() == Some(me)
+impl<T: PartialEq + 'static> OptionsValue for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
 }
 
 /// How a registry row parses a spec's options (`name`, then the `key=value` texts in order).
@@ -286,14 +294,6 @@ fn key_value<'a>(name: &str, option: &'a str, allowed: &str) -> Result<(&'a str,
 struct NoBwOptions;
 
 impl PolicyOptions for NoBwOptions {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
-        same_options(self, other)
-    }
-
     fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
         Box::new(NoBw)
     }
@@ -318,14 +318,6 @@ fn no_options(name: &str, options: &[&str]) -> Result<(), String> {
 struct StaticOptions;
 
 impl PolicyOptions for StaticOptions {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
-        same_options(self, other)
-    }
-
     fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
         Box::new(StaticBw)
     }
@@ -344,14 +336,6 @@ struct AdapTbfOptions {
 }
 
 impl PolicyOptions for AdapTbfOptions {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
-        same_options(self, other)
-    }
-
     fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
         Box::new(AdapTbf::new(AdapTbfConfig {
             period_ns: self.period_ms.unwrap_or(ctx.period_ms_default) * 1_000_000,
@@ -406,14 +390,6 @@ struct VpfsOptions {
 }
 
 impl PolicyOptions for VpfsOptions {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
-        same_options(self, other)
-    }
-
     fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
         Box::new(Vpfs::new(VpfsConfig {
             policy: self.policy,
@@ -578,14 +554,6 @@ struct GiftFamilyOptions {
 }
 
 impl PolicyOptions for GiftFamilyOptions {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
-        same_options(self, other)
-    }
-
     fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
         let defaults = GiftControllerConfig::default();
         let config = GiftControllerConfig {
@@ -750,14 +718,6 @@ fn parse_gift_family(
 struct PiOptions(PiConfig);
 
 impl PolicyOptions for PiOptions {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
-        same_options(self, other)
-    }
-
     /// Ts is the spec's `ts_ms` (default the paper's 300 ms), not the driver's period: the
     /// gains were designed for it.
     fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
@@ -770,14 +730,6 @@ impl PolicyOptions for PiOptions {
 struct StaircaseOptions(StaircaseConfig);
 
 impl PolicyOptions for StaircaseOptions {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
-        same_options(self, other)
-    }
-
     fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
         Box::new(Staircase::new(self.0.clone()).expect("options were checked when parsed"))
     }
@@ -848,14 +800,6 @@ fn parse_pi_openloop(
 struct AimdOptions(AimdConfig);
 
 impl PolicyOptions for AimdOptions {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn same_options(&self, other: &dyn PolicyOptions) -> bool {
-        same_options(self, other)
-    }
-
     fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
         Box::new(Aimd::new(self.0.clone()))
     }

@@ -7,8 +7,7 @@
 //! default the law is strictly multiplicative both ways, 17/16 up and 1/2 down, as io.latency
 //! is); a fixed step in bytes/s (`increase=4M`) makes it additive-increase proper.
 
-use super::sensor::{ClientActuator, QueueSensor, SensorConfig};
-use crate::control::{Controller, Decision, Observation, TraceSample};
+use super::sensor::SensorConfig;
 
 /// How the limit grows when the queue is at or below the target.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -101,84 +100,34 @@ pub struct AimdConfig {
     pub bw_max_bytes_per_s: u64,
 }
 
-/// The `aimd` controller: the sensor and actuator of [`super::Pi`] with [`AimdLaw`].
-/// Without clients to limit it measures but decides nothing (as [`super::Pi`]).
-#[derive(Debug)]
-pub struct Aimd {
-    config: AimdConfig,
-    sensor: QueueSensor,
-    law: AimdLaw,
-    actuator: ClientActuator,
-    /// The setup observation's time: the target schedule's origin.
-    start_ns: Option<u64>,
-    trace: Vec<TraceSample>,
-}
-
-impl Aimd {
-    pub fn new(config: AimdConfig) -> Aimd {
-        assert!(config.ts_ns > 0, "a positive period");
-        Aimd {
-            sensor: QueueSensor::new(config.sensor),
-            law: AimdLaw::new(
-                config.decrease,
-                config.increase,
-                config.bw_min_bytes_per_s,
-                config.bw_max_bytes_per_s,
-                config.bw_max_bytes_per_s,
-            ),
-            actuator: ClientActuator::default(),
-            start_ns: None,
-            trace: Vec::new(),
-            config,
-        }
-    }
-}
-
-impl Controller for Aimd {
+impl super::LimitLaw for AimdLaw {
     fn name(&self) -> &'static str {
         "aimd"
     }
 
-    fn setup(&mut self, initial: &Observation) -> Decision {
-        self.sensor.prime(initial);
-        self.start_ns = Some(initial.now_ns);
-        Decision {
-            writes: Vec::new(),
-            client_writes: self
-                .actuator
-                .writes(&initial.clients, self.law.limit_bytes_per_s()),
-        }
+    fn limit_bytes_per_s(&self) -> u64 {
+        AimdLaw::limit_bytes_per_s(self)
     }
 
-    fn period_ns(&self) -> Option<u64> {
-        Some(self.config.ts_ns)
+    fn step(&mut self, target: f64, q: f64) -> u64 {
+        AimdLaw::step(self, target, q)
     }
+}
 
-    fn decide(&mut self, observation: &Observation) -> Decision {
-        let start_ns = *self.start_ns.get_or_insert(observation.now_ns);
-        let reading = self.sensor.read(observation);
-        self.trace = super::measured_trace(&self.sensor);
-        let Some(reading) = reading else {
-            return Decision::default();
-        };
-        if observation.clients.is_empty() {
-            return Decision::default();
-        }
-        let target = self
-            .config
-            .target
-            .at(observation.now_ns.saturating_sub(start_ns));
-        let limit = self.law.step(target, reading.filtered_rpcs);
-        self.trace
-            .extend(super::control_trace(reading, target, limit));
-        Decision {
-            writes: Vec::new(),
-            client_writes: self.actuator.writes(&observation.clients, limit),
-        }
-    }
+/// The `aimd` controller: the sensor, actuator and loop of [`super::Pi`] with [`AimdLaw`].
+/// Without clients to limit it measures but decides nothing (as [`super::Pi`]).
+pub type Aimd = super::QueueLoop<AimdLaw>;
 
-    fn trace(&self) -> Vec<TraceSample> {
-        self.trace.clone()
+impl super::QueueLoop<AimdLaw> {
+    pub fn new(config: AimdConfig) -> Aimd {
+        let law = AimdLaw::new(
+            config.decrease,
+            config.increase,
+            config.bw_min_bytes_per_s,
+            config.bw_max_bytes_per_s,
+            config.bw_max_bytes_per_s,
+        );
+        super::QueueLoop::with_law(config.ts_ns, config.sensor, config.target, law)
     }
 }
 
@@ -187,7 +136,7 @@ mod tests {
     use super::super::sensor::tests::observation;
     use super::super::sensor::QueueSource;
     use super::*;
-    use crate::control::{ClientId, ClientWrite};
+    use crate::control::{ClientId, ClientWrite, Controller, Decision};
 
     #[test]
     fn halves_above_the_target_and_adds_a_sixteenth_below() {

@@ -131,57 +131,64 @@ pub struct PiConfig {
     pub bw_max_bytes_per_s: u64,
 }
 
-/// The `pi` controller (module doc): every `Ts`, measure the device queue, step the PI law,
-/// limit every client to its output.
+/// A limit law the queue loop steps once per period: PI ([`PiLimit`]) or AIMD
+/// ([`AimdLaw`]).
+pub trait LimitLaw: std::fmt::Debug + Send {
+    /// The controller's registry name.
+    fn name(&self) -> &'static str;
+    /// The limit the law holds now, bytes/s per client.
+    fn limit_bytes_per_s(&self) -> u64;
+    /// One period: the new limit for queue `q` against `target` (both in requests).
+    fn step(&mut self, target: f64, q: f64) -> u64;
+}
+
+/// The loop both queue controllers run (module doc): every `Ts`, measure the device queue,
+/// step the law against the target of the moment, limit every client to the law's output.
+/// Written once so that `pi` and `aimd` differ only in their law, which is what the
+/// comparison between them measures.
 #[derive(Debug)]
-pub struct Pi {
-    config: PiConfig,
+pub struct QueueLoop<L> {
+    ts_ns: u64,
+    target: TargetSchedule,
     sensor: QueueSensor,
-    law: PiLaw,
+    law: L,
     actuator: ClientActuator,
     /// The setup observation's time: the target schedule's origin.
     start_ns: Option<u64>,
     trace: Vec<TraceSample>,
 }
 
-impl Pi {
-    pub fn new(config: PiConfig) -> Pi {
-        assert!(config.ts_ns > 0, "a positive sampling time");
-        assert!(config.bw_min_bytes_per_s >= 1, "a positive lowest limit");
-        assert!(config.bw_min_bytes_per_s <= config.bw_max_bytes_per_s);
-        let u_min = config.bw_min_bytes_per_s as f64 / MIB;
-        let u_max = config.bw_max_bytes_per_s as f64 / MIB;
-        Pi {
-            sensor: QueueSensor::new(config.sensor),
-            law: PiLaw::new(config.gains, config.p_on, u_min, u_max, u_max),
+impl<L: LimitLaw> QueueLoop<L> {
+    fn with_law(ts_ns: u64, sensor: SensorConfig, target: TargetSchedule, law: L) -> Self {
+        assert!(ts_ns > 0, "a positive sampling time");
+        QueueLoop {
+            ts_ns,
+            target,
+            sensor: QueueSensor::new(sensor),
+            law,
             actuator: ClientActuator::default(),
             start_ns: None,
             trace: Vec::new(),
-            config,
         }
     }
 
-    pub fn config(&self) -> &PiConfig {
-        &self.config
+    pub fn law(&self) -> &L {
+        &self.law
     }
 
     /// The current limit, bytes/s per client.
     pub fn limit_bytes_per_s(&self) -> u64 {
-        limit_bytes_per_s(
-            self.law.output(),
-            self.config.bw_min_bytes_per_s,
-            self.config.bw_max_bytes_per_s,
-        )
+        self.law.limit_bytes_per_s()
     }
 }
 
-impl Controller for Pi {
+impl<L: LimitLaw> Controller for QueueLoop<L> {
     fn name(&self) -> &'static str {
-        "pi"
+        self.law.name()
     }
 
-    /// Primes the sensor and starts every client at the initial limit (`bw_max`), so the law's
-    /// state and the clients agree from the first step.
+    /// Primes the sensor and starts every client at the law's initial limit (`bw_max`), so
+    /// the law's state and the clients agree from the first step.
     fn setup(&mut self, initial: &Observation) -> Decision {
         self.sensor.prime(initial);
         self.start_ns = Some(initial.now_ns);
@@ -189,12 +196,12 @@ impl Controller for Pi {
             writes: Vec::new(),
             client_writes: self
                 .actuator
-                .writes(&initial.clients, self.limit_bytes_per_s()),
+                .writes(&initial.clients, self.law.limit_bytes_per_s()),
         }
     }
 
     fn period_ns(&self) -> Option<u64> {
-        Some(self.config.ts_ns)
+        Some(self.ts_ns)
     }
 
     fn decide(&mut self, observation: &Observation) -> Decision {
@@ -205,15 +212,12 @@ impl Controller for Pi {
         let Some(reading) = reading else {
             return Decision::default();
         };
+        // No clients to limit (module doc): measure, but do not move the law's state.
         if observation.clients.is_empty() {
             return Decision::default();
         }
-        let target = self
-            .config
-            .target
-            .at(observation.now_ns.saturating_sub(start_ns));
-        self.law.step(target, reading.filtered_rpcs);
-        let limit = self.limit_bytes_per_s();
+        let target = self.target.at(observation.now_ns.saturating_sub(start_ns));
+        let limit = self.law.step(target, reading.filtered_rpcs);
         self.trace.extend(control_trace(reading, target, limit));
         Decision {
             writes: Vec::new(),
@@ -226,6 +230,57 @@ impl Controller for Pi {
     /// curves).
     fn trace(&self) -> Vec<TraceSample> {
         self.trace.clone()
+    }
+}
+
+/// The PI law in bytes/s per client: [`PiLaw`] works in MiB/s; its output is rounded and
+/// clamped to `[bw_min, bw_max]` here.
+#[derive(Debug)]
+pub struct PiLimit {
+    config: PiConfig,
+    law: PiLaw,
+}
+
+impl LimitLaw for PiLimit {
+    fn name(&self) -> &'static str {
+        "pi"
+    }
+
+    fn limit_bytes_per_s(&self) -> u64 {
+        limit_bytes_per_s(
+            self.law.output(),
+            self.config.bw_min_bytes_per_s,
+            self.config.bw_max_bytes_per_s,
+        )
+    }
+
+    fn step(&mut self, target: f64, q: f64) -> u64 {
+        self.law.step(target, q);
+        self.limit_bytes_per_s()
+    }
+}
+
+/// The `pi` controller (module doc): every `Ts`, measure the device queue, step the PI law,
+/// limit every client to its output.
+pub type Pi = QueueLoop<PiLimit>;
+
+impl QueueLoop<PiLimit> {
+    pub fn new(config: PiConfig) -> Pi {
+        assert!(config.bw_min_bytes_per_s >= 1, "a positive lowest limit");
+        assert!(config.bw_min_bytes_per_s <= config.bw_max_bytes_per_s);
+        let u_min = config.bw_min_bytes_per_s as f64 / MIB;
+        let u_max = config.bw_max_bytes_per_s as f64 / MIB;
+        let law = PiLaw::new(config.gains, config.p_on, u_min, u_max, u_max);
+        QueueLoop::with_law(
+            config.ts_ns,
+            config.sensor,
+            config.target.clone(),
+            PiLimit { config, law },
+        )
+    }
+
+    pub fn config(&self) -> &PiConfig {
+        &self.law.config
     }
 }
 

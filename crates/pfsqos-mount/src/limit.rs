@@ -179,19 +179,38 @@ impl NodeLimiter {
     }
 
     /// Waits until a write of `bytes` may be sent (the shaper has let the previous ones
-    /// through at the limit) and books it.
+    /// through at the limit) and books it. A waiting write books nothing until it is due
+    /// ([`RateLimiter::next_start_ns`]): booking every waiting write at once would hold each
+    /// to the rate in force when it arrived, so a limit a controller lowers or raises would
+    /// reach the node only after the writes already queued (the sensor would see the old
+    /// rate for several periods).
     pub async fn admit(&self, bytes: u64) {
-        let now = Instant::now();
-        let start_ns = {
-            let mut st = lock(&self.state);
-            Self::refresh(&mut st, now);
-            st.shaper.start_ns(self.now_ns(now), bytes)
-        };
-        let start = self.epoch + Duration::from_nanos(start_ns);
-        if start > now {
-            tokio::time::sleep_until(start.into()).await;
+        loop {
+            let now = Instant::now();
+            match self.try_book(bytes, now) {
+                Ok(()) => break,
+                Err(start_ns) => {
+                    let start = self.epoch + Duration::from_nanos(start_ns);
+                    tokio::time::sleep_until(start.into()).await;
+                }
+            }
         }
         self.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Books a write of `bytes` if the shaper lets it start at `now`, else says when it may
+    /// (node time, ns since `epoch`) and books nothing.
+    fn try_book(&self, bytes: u64, now: Instant) -> Result<(), u64> {
+        let mut st = lock(&self.state);
+        Self::refresh(&mut st, now);
+        let now_ns = self.now_ns(now);
+        let start_ns = st.shaper.next_start_ns(now_ns);
+        if start_ns > now_ns {
+            return Err(start_ns);
+        }
+        let booked_ns = st.shaper.start_ns(now_ns, bytes);
+        assert_eq!(booked_ns, now_ns, "a write due now starts now");
+        Ok(())
     }
 
     /// The limit in force now (`None`: unlimited).
@@ -231,6 +250,31 @@ mod tests {
             Some(8 << 20)
         );
         assert_eq!(st(t0 + LIMIT_LEASE), None);
+    }
+
+    /// Waiting writes book nothing ahead: a limit raised while they wait applies to each of
+    /// them at once, not after holds booked at the old rate.
+    #[test]
+    fn waiting_writes_take_a_new_limit_at_once() {
+        let l = NodeLimiter::new();
+        let t0 = l.epoch + Duration::from_secs(1);
+        let t0_ns = l.now_ns(t0);
+        l.note_at("a:1", ClientLimit::BytesPerS(1 << 20), t0);
+        assert_eq!(l.try_book(1 << 20, t0), Ok(()));
+        // Three more writes arrive: each is told to wait for the first one's hold (1 s), and
+        // none books a later slot.
+        for _ in 0..3 {
+            assert_eq!(l.try_book(1 << 20, t0), Err(t0_ns + 1_000_000_000));
+        }
+        // The limit rises 1024-fold at t0 + 0.5 s. The first hold stands (booked and sent),
+        // but the three waiting writes then go 1 ms apart, not 1 s.
+        let t1 = t0 + Duration::from_millis(500);
+        l.note_at("a:1", ClientLimit::BytesPerS(1 << 30), t1);
+        let due = t0 + Duration::from_secs(1);
+        let due_ns = l.now_ns(due);
+        assert_eq!(l.try_book(1 << 20, due), Ok(()));
+        let hold_ns = 1_000_000_000 / 1024 + 1;
+        assert!(matches!(l.try_book(1 << 20, due), Err(n) if n - due_ns <= hold_ns));
     }
 
     #[tokio::test]

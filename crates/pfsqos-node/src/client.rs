@@ -310,12 +310,21 @@ impl RateLimiter {
     /// When a transfer of `bytes` that is ready at `ready_ns` (its link free) may start, and
     /// books it: the later of `ready_ns` and the shaper's free time.
     pub fn start_ns(&mut self, ready_ns: u64, bytes: u64) -> u64 {
-        let start_ns = ready_ns.max(self.free_ns);
+        let start_ns = self.next_start_ns(ready_ns);
         if let Some(limit) = self.limit_bytes_per_s {
             self.free_ns = start_ns.saturating_add(hold_ns(bytes, limit));
             debug_assert!(self.free_ns >= start_ns);
         }
         start_ns
+    }
+
+    /// When a transfer ready at `ready_ns` could start, without booking it. A driver with
+    /// several transfers waiting books one only when it is due (`start_ns` with the time it
+    /// starts), so that a limit changed while they wait applies to all of them at once, not
+    /// after holds booked at the old rate (the simulator books at most one ahead, the mount
+    /// none).
+    pub fn next_start_ns(&self, ready_ns: u64) -> u64 {
+        ready_ns.max(self.free_ns)
     }
 
     /// When the shaper lets the next transfer start (`0` until one was booked under a limit).

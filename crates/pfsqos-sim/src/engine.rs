@@ -69,7 +69,7 @@ use crate::record::{
     ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, OstSpace, PhaseRecord,
     RunOutput, SyncOutput, CONTROL_TRACE_LEN_MAX,
 };
-use crate::scenario::{EngineKind, FileMode, Rw, Scenario, SchedulerScope, ShapeKind};
+use crate::scenario::{EngineKind, FileMode, JobSpec, Rw, Scenario, SchedulerScope, ShapeKind};
 use crate::workload::{secs_to_ns, Shape};
 
 /// Event lane of messages that cost only the constant latency (their times never decrease).
@@ -681,7 +681,8 @@ impl Sim {
         let mut files: Vec<FileLayout> = Vec::new();
         let mut layout_osts: Vec<u32> = Vec::new();
         let mut shapes = Vec::new();
-        let (mut placer, _) = crate::placement::placer_for(scenario, n_osts as u32)?;
+        let run_jobs: Vec<&JobSpec> = scenario.jobs.iter().collect();
+        let (mut placer, _) = crate::placement::placer_for(scenario, n_osts as u32, &run_jobs)?;
         let mut objects: u64 = 0;
         // Files are created at set-up, by their job: the placer learns who creates each.
         let mut new_file = |job: JobId,

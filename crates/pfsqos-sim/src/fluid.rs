@@ -60,6 +60,7 @@ use pfsqos_core::control::gift::{
 use pfsqos_core::control::spec::PolicyChoice;
 use pfsqos_core::control::tbf_rate_rpcs_per_s;
 use pfsqos_core::model::{JobId, OstId};
+use pfsqos_core::place::PlacementContext;
 
 use crate::batch::{Batch, BatchJob};
 use crate::device::DeviceModel;
@@ -343,7 +344,9 @@ impl Fluid {
         };
         fluid.bins = (fluid.duration_ns / fluid.bin_ns + 1) as usize;
         let mut app_index: BTreeMap<String, u32> = BTreeMap::new();
-        let (mut placer, _) = crate::placement::placer_for(scenario, fluid.n_osts as u32)?;
+        let run_jobs: Vec<&JobSpec> = specs.iter().map(|s| s.0).collect();
+        let (mut placer, _) =
+            crate::placement::placer_for(scenario, fluid.n_osts as u32, &run_jobs)?;
         for (job, app, walltime, submit_ns) in specs {
             let app_id = JobId::new(&app).map_err(|e| format!("application `{app}`: {e}"))?;
             let next_app = app_index.len() as u32;
@@ -374,6 +377,7 @@ impl Fluid {
         placer: &mut Placer,
     ) -> Result<(), String> {
         let n_osts = self.n_osts as u64;
+        let job_id = JobId::new(&job.id).map_err(|e| format!("job `{}`: {e}", job.id))?;
         let first_flow = self.flows.len() as u32;
         let phased = job.groups.iter().any(|g| g.shape.kind == ShapeKind::Phases);
         let mut processes = 0u32;
@@ -388,16 +392,22 @@ impl Fluid {
                 .unwrap_or(cluster.stripe_size)
                 .bytes()
                 .max(1);
-            // Layouts from the same placer as the RPC engine's, created in the same order. The
+            // Layouts from the same placer as the RPC engine's, created in the same order and
+            // by their job (a forecasting placer, iez, finds the job's predictions by it). The
             // scenario is validated (1..=OSTs stripes, an existing start OST).
-            let mut layout = |offset: Option<u32>| -> Result<Vec<u32>, String> {
-                let l = placer
-                    .create(count as i32, ss, offset)
-                    .map_err(|e| e.to_string())?;
-                Ok(l.osts.iter().map(|o| o.0).collect())
+            let context = PlacementContext {
+                now_ns: 0,
+                job: job_id,
             };
-            // (layout, region base, multiplicity)
-            let mut members: Vec<(Vec<u32>, u64, u32)> = Vec::new();
+            let mut layout = |offset: Option<u32>| -> Result<(Vec<u32>, u64), String> {
+                let l = placer
+                    .create_for(&context, count as i32, ss, offset)
+                    .map_err(|e| e.to_string())?;
+                // The placer's stripe size (iez sizes stripes from the forecast, Method II).
+                Ok((l.osts.iter().map(|o| o.0).collect(), l.stripe_size_bytes))
+            };
+            // ((layout, stripe size), region base, multiplicity)
+            let mut members: Vec<((Vec<u32>, u64), u64, u32)> = Vec::new();
             match group.file {
                 FileMode::Shared => {
                     let l = layout(group.stripe_offset)?;
@@ -415,7 +425,7 @@ impl Fluid {
                     }
                 }
             }
-            for (layout, region_base_bytes, mult) in members {
+            for ((layout, stripe_size_bytes), region_base_bytes, mult) in members {
                 if self.flows.len() >= FLOWS_MAX {
                     return Err(format!("more than {FLOWS_MAX} flows"));
                 }
@@ -426,7 +436,7 @@ impl Fluid {
                     is_read: group.rw.is_read(),
                     random: group.rw.is_random(),
                     layout,
-                    stripe_size_bytes: ss,
+                    stripe_size_bytes,
                     region_base_bytes,
                     size_bytes: group.size.bytes(),
                     state: FlowState::Waiting,
@@ -1307,6 +1317,52 @@ mod tests {
         assert_eq!(stripe_bytes(4, 3, 2, 5), vec![2, 3, 0]);
         assert_eq!(stripe_bytes(4, 3, 10, 8), vec![4, 2, 2]);
         assert_eq!(stripe_bytes(4, 1, 3, 100), vec![100]);
+    }
+
+    /// The fluid engine creates files by their job, so a forecasting placer (iez) finds the
+    /// job's predictions and its stripe sizes (Method II) reach the flows, for explicit jobs
+    /// and `[appset]` runs alike; round robin keeps the scenario's stripe size.
+    #[test]
+    fn files_are_created_by_their_job_and_keep_the_placers_stripe_size() {
+        let text = |placement: &str| {
+            format!(
+                r#"
+name = "fluid-iez"
+[simulation]
+duration_s = 10.0
+engine = "fluid"
+[cluster]
+clients = 1
+stripe_size = "1M"
+placement = "{placement}"
+[[oss]]
+name = "oss0"
+osts = 2
+device = "ssd-sata"
+ost_capacity = "100G"
+[[job]]
+id = "w"
+nodes = 1
+[[job.processes]]
+rw = "write"
+bs = "1M"
+size = "1G"
+numjobs = 3
+file = "shared"
+stripe_count = 2
+"#
+            )
+        };
+        let stripe_sizes = |placement: &str| -> Vec<u64> {
+            let scenario = Scenario::from_toml_str(&text(placement), "t.toml").unwrap();
+            let fluid = Fluid::new(&scenario, "nobw", 1, None, None).unwrap();
+            fluid.flows.iter().map(|f| f.stripe_size_bytes).collect()
+        };
+        assert_eq!(stripe_sizes("roundrobin"), vec![1 << 20; 3]);
+        // One 3 GiB file over two stripes: Method II's stripe size for it.
+        let iez = pfsqos_core::place::stripe::iez_stripe_size_bytes(3 << 30, 2).unwrap();
+        assert_ne!(iez, 1 << 20);
+        assert_eq!(stripe_sizes("iez"), vec![iez; 3]);
     }
 
     #[test]

@@ -20,7 +20,7 @@ use pfsqos_core::place::profile::{predict_files, TracedFile};
 use pfsqos_core::place::{OstStats, ServerLoad, ServerStats};
 use pfsqos_node::mds::Placer;
 
-use crate::scenario::{FileMode, Scenario};
+use crate::scenario::{FileMode, JobSpec, Scenario};
 
 /// Size of an OST without `ost_capacity`: large enough that no run fills it (1 PiB), so
 /// space-aware placers see every such OST equally empty.
@@ -70,11 +70,12 @@ pub fn start_stats(scenario: &Scenario) -> ServerStats {
     }
 }
 
-/// Each job's first-run trace: its files in creation order (module doc).
-pub fn first_run_traces(scenario: &Scenario) -> Vec<(JobId, Vec<TracedFile>)> {
+/// Each job's first-run trace: its files in creation order (module doc). `jobs` are the
+/// run's jobs: the scenario's, and the fluid engine adds those its `[appset]` generates.
+pub fn first_run_traces(scenario: &Scenario, jobs: &[&JobSpec]) -> Vec<(JobId, Vec<TracedFile>)> {
     let cluster = &scenario.cluster;
     let mut out = Vec::new();
-    for job in &scenario.jobs {
+    for job in jobs {
         let Ok(id) = JobId::new(&job.id) else {
             continue;
         };
@@ -114,14 +115,19 @@ pub fn first_run_traces(scenario: &Scenario) -> Vec<(JobId, Vec<TracedFile>)> {
     out
 }
 
-/// The run's placer (module doc).
-pub fn placer_for(scenario: &Scenario, ost_count: u32) -> Result<(Placer, PlacementSetup), String> {
+/// The run's placer (module doc), with the predictions of `jobs` (the run's jobs, see
+/// [`first_run_traces`]).
+pub fn placer_for(
+    scenario: &Scenario,
+    ost_count: u32,
+    jobs: &[&JobSpec],
+) -> Result<(Placer, PlacementSetup), String> {
     let mut placer = Placer::by_name(&scenario.cluster.placement, ost_count)?;
     placer
         .observe_servers(&start_stats(scenario))
         .map_err(|e| format!("placement `{}`: {e}", scenario.cluster.placement))?;
     let mut setup = PlacementSetup::default();
-    for (job, trace) in first_run_traces(scenario) {
+    for (job, trace) in first_run_traces(scenario, jobs) {
         if trace.is_empty() {
             continue;
         }

@@ -197,7 +197,9 @@ fn placement_policies_place_through_the_scenario() {
     let out = run_quiet(&scenario(&text), "nobw", 1);
     let written: Vec<u64> = out.ost_space.iter().map(|o| o.written_bytes).collect();
     assert_eq!(written, vec![3 << 29, 3 << 29]);
-    let (placer, setup) = pfsqos_sim::placement::placer_for(&scenario(&text), 2).unwrap();
+    let sc = scenario(&text);
+    let jobs: Vec<_> = sc.jobs.iter().collect();
+    let (placer, setup) = pfsqos_sim::placement::placer_for(&sc, 2, &jobs).unwrap();
     assert_eq!(setup.predictions.len(), 1);
     assert_eq!(setup.predictions[0].files, 3);
     // Constant per-file sizes: predicted as traced, no ARIMA order.

@@ -21,7 +21,10 @@
 //!
 //! Two ways to solve it ([`LpSolver`]): the whole LP in one call of the pure-Rust `microlp`
 //! simplex ([`LpSolver::Whole`], the only way before issue 21), or an exact presolve first
-//! ([`LpSolver::Presolved`], the default), which hands `microlp` only what is left:
+//! ([`LpSolver::Presolved`], the default), which solves only what is left, block by block,
+//! with a dense bounded simplex ([`super::simplex`]) started at the floors, or with `microlp`
+//! for a block too large for a dense tableau, a block with a coupling row, or one the dense
+//! simplex gives up on:
 //!
 //! 1. *Fixed variables.* An OST whose capacity is used up with every application on it at its
 //!    lower bound (`Σ_i d_ij floor_i = C_j`) fixes every one of them at that bound. Under GIFT
@@ -39,8 +42,8 @@
 //!    for GIFT, TSA, TMF and RND, whose E_min is BSIP's effective bandwidth.
 //! 4. *Independent blocks.* Without a coupling row the remaining LP splits into the connected
 //!    components of the application-OST graph (binding OSTs only); a block of one application
-//!    has a closed form (`x_i = min(1, min_j rhs_j / d_ij)`), the others go to `microlp` one
-//!    by one. A coupling row that is left (constraint (3) with throttleable applications) is
+//!    has a closed form (`x_i = min(1, min_j rhs_j / d_ij)`), the others go to the block
+//!    solver one by one. A coupling row that is left (constraint (3) with throttleable applications) is
 //!    first ignored: if the blocks' optimum meets it, that optimum is the LP's (an optimum of a
 //!    relaxation that is feasible is optimal); otherwise the remaining LP is solved as one
 //!    block with the row.
@@ -73,8 +76,8 @@ const INFEASIBLE_TOLERANCE: f64 = 1e-9;
 /// How the LP is solved; both give an optimum of the same LP (module documentation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LpSolver {
-    /// Exact presolve (fixed variables, redundant rows, independent blocks), then `microlp` on
-    /// each block that is left.
+    /// Exact presolve (fixed variables, redundant rows, independent blocks), then the dense
+    /// simplex (or `microlp`, module documentation) on each block that is left.
     #[default]
     Presolved,
     /// The whole LP in one `microlp` call (pfsqos before issue 21); kept for the differential
@@ -327,7 +330,7 @@ struct Column {
     entries: Vec<(usize, f64)>,
 }
 
-/// Presolve (module documentation), then `microlp` on each block left.
+/// Presolve (module documentation), then the block solver on each block left.
 fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
     let scale = scale_of(p);
     let g = groups(p, spec);
@@ -573,8 +576,136 @@ impl Coupling {
     }
 }
 
-/// One block of the presolved LP through `microlp`, built as [`whole_model`] builds the whole.
+/// Largest block the dense simplex takes, in tableau entries (rows × (variables + rows)): a
+/// pivot costs one pass over the tableau, and a block has few rows (its binding OSTs) however
+/// many applications share them. Larger blocks, and blocks with a coupling row, go to
+/// `microlp`.
+const DENSE_TABLEAU_ENTRIES_MAX: usize = 1 << 18;
+
+/// One block of the presolved LP: the dense simplex when it fits and has no coupling row,
+/// else (or if the dense simplex gives up) `microlp`.
 fn solve_block(
+    columns: &[Column],
+    block: &[usize],
+    binding: &[bool],
+    rhs: &[f64],
+    coupling: &Coupling,
+) -> Option<Vec<f64>> {
+    if coupling.effective_min.is_none() && coupling.coupon_min.is_none() {
+        if let Some(xs) = solve_block_dense(columns, block, binding, rhs) {
+            return Some(xs);
+        }
+    }
+    solve_block_microlp(columns, block, binding, rhs, coupling)
+}
+
+/// A block without coupling rows through [`super::simplex`]: one variable per plain group
+/// (`x - lower`), two per throttleable one (the throttle `t`, starting at its upper bound so
+/// that `x` starts at its floor, and the expansion `e`), each binding OST of the block a row.
+/// The start (every group at its lower bound) is feasible: step 1 of the presolve checked the
+/// floors against every OST. `None` when it does not fit or the simplex gives up.
+fn solve_block_dense(
+    columns: &[Column],
+    block: &[usize],
+    binding: &[bool],
+    rhs: &[f64],
+) -> Option<Vec<f64>> {
+    use super::simplex::{self, Bound};
+    let mut row_of: BTreeMap<usize, usize> = BTreeMap::new();
+    for &k in block {
+        for &(j, _) in &columns[k].entries {
+            if binding[j] {
+                let next = row_of.len();
+                row_of.entry(j).or_insert(next);
+            }
+        }
+    }
+    let m = row_of.len();
+    let n: usize = block
+        .iter()
+        .map(|&k| if columns[k].reference.is_some() { 2 } else { 1 })
+        .sum();
+    if m * (n + m) > DENSE_TABLEAU_ENTRIES_MAX {
+        return None;
+    }
+    let mut b: Vec<f64> = vec![0.0; m];
+    for (&j, &r) in &row_of {
+        b[r] = rhs[j];
+    }
+    let (mut c, mut u, mut start) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::new());
+    let mut a = vec![0.0f64; m * n];
+    let mut col = 0;
+    for &k in block {
+        let cl = &columns[k];
+        // x at z = 0 of this group's variables: the floor (plain) or the reference (split).
+        let base = cl.reference.unwrap_or(cl.lower);
+        for &(j, coefficient) in &cl.entries {
+            if let Some(&r) = row_of.get(&j) {
+                b[r] -= coefficient * base;
+                match cl.reference {
+                    None => a[r * n + col] = coefficient,
+                    Some(_) => {
+                        a[r * n + col] = -coefficient;
+                        a[r * n + col + 1] = coefficient;
+                    }
+                }
+            }
+        }
+        match cl.reference {
+            None => {
+                c.push(cl.weight);
+                u.push(1.0 - cl.lower);
+                start.push(Bound::Lower);
+                col += 1;
+            }
+            Some(reference) => {
+                // Objective per unit of throttle: the worth lost plus the penalty on it.
+                c.push(-cl.weight * (1.0 + THROTTLE_PENALTY));
+                u.push(reference - cl.lower);
+                start.push(Bound::Upper);
+                c.push(cl.weight);
+                u.push(1.0 - reference);
+                start.push(Bound::Lower);
+                col += 2;
+            }
+        }
+    }
+    debug_assert_eq!(col, n);
+    let z = simplex::solve(&c, &a, &b, &u, &start)?;
+    // What must hold of the answer, checked rather than trusted (a tableau accumulates
+    // rounding): every row within the tolerance the presolve grants the floors.
+    for (r, b_r) in b.iter().enumerate() {
+        let load: f64 = a[r * n..(r + 1) * n]
+            .iter()
+            .zip(&z)
+            .map(|(x, y)| x * y)
+            .sum();
+        if load > b_r + INFEASIBLE_TOLERANCE {
+            return None;
+        }
+    }
+    let mut col = 0;
+    let xs: Vec<f64> = block
+        .iter()
+        .map(|&k| {
+            let cl = &columns[k];
+            match cl.reference {
+                None => {
+                    col += 1;
+                    cl.lower + z[col - 1]
+                }
+                Some(reference) => {
+                    col += 2;
+                    reference - z[col - 2] + z[col - 1]
+                }
+            }
+        })
+        .collect();
+    Some(xs)
+}
+
+/// One block of the presolved LP through `microlp`, built as [`whole_model`] builds the whole.
+fn solve_block_microlp(
     columns: &[Column],
     block: &[usize],
     binding: &[bool],

@@ -43,6 +43,7 @@ pub mod coupons;
 pub mod gift;
 pub mod lp;
 pub mod share;
+pub mod simplex;
 pub mod stats;
 
 use std::fmt;

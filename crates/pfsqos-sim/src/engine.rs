@@ -723,10 +723,15 @@ impl Sim {
             };
             let mut process_in_job = 0usize;
             let first_process = processes.len() as u32;
+            let start_delay_ns = crate::workload::job_start_delay_ns(
+                seed,
+                job_index as u32,
+                secs_to_ns(scenario.simulation.start_jitter_s),
+            );
             let phased = job.groups.iter().any(|g| g.shape.kind == ShapeKind::Phases);
             for group in &job.groups {
                 let shape_index = shapes.len() as u32;
-                shapes.push(Shape::from_spec(&group.shape));
+                shapes.push(Shape::from_spec(&group.shape).delayed(start_delay_ns));
                 let stripe_count = group.stripe_count.unwrap_or(cluster.stripe_count);
                 let stripe_size = group.stripe_size.unwrap_or(cluster.stripe_size).bytes();
                 let shared_file = match group.file {

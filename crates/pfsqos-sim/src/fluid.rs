@@ -188,6 +188,8 @@ struct Fluid {
     scenario_name: String,
     policy: String,
     seed: u64,
+    /// `simulation.start_jitter_s`: each job starts up to this much late (seeded).
+    start_jitter_ns: u64,
     now_ns: u64,
     duration_ns: u64,
     bin_ns: u64,
@@ -311,6 +313,7 @@ impl Fluid {
             scenario_name: scenario.name.clone(),
             policy: policy.to_string(),
             seed,
+            start_jitter_ns: secs_to_ns(scenario.simulation.start_jitter_s),
             now_ns: 0,
             duration_ns: secs_to_ns(scenario.simulation.duration_s),
             bin_ns: scenario.simulation.bin_ms.max(1) * 1_000_000,
@@ -382,9 +385,12 @@ impl Fluid {
         let phased = job.groups.iter().any(|g| g.shape.kind == ShapeKind::Phases);
         let mut processes = 0u32;
         let job_index = self.jobs.len() as u32;
+        let start_delay_ns =
+            crate::workload::job_start_delay_ns(self.seed, job_index, self.start_jitter_ns);
         for group in &job.groups {
             let shape = self.shapes.len() as u32;
-            self.shapes.push(Shape::from_spec(&group.shape));
+            self.shapes
+                .push(Shape::from_spec(&group.shape).delayed(start_delay_ns));
             let count =
                 u64::from(group.stripe_count.unwrap_or(cluster.stripe_count).max(1)).min(n_osts);
             let ss = group

@@ -66,6 +66,13 @@ pub struct SimulationSpec {
     /// fluid runs turn it off to save memory and disk.
     #[serde(default = "default_true")]
     pub control_trace: bool,
+    /// Each job's start is delayed by a time drawn uniformly from `[0, start_jitter_s]` with
+    /// the run's seed (every shape of the job by the same delay; see
+    /// [`crate::workload::job_start_delay_ns`]). Jobs on a real system never start in the
+    /// same microsecond, and without any randomness sequential workloads give the same run
+    /// for every seed, so a comparison over seeds would show no spread. Default 0: no delay.
+    #[serde(default)]
+    pub start_jitter_s: f64,
 }
 
 fn default_true() -> bool {

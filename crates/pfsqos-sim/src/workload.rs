@@ -72,6 +72,21 @@ impl Shape {
         }
     }
 
+    /// The same shape `delay_ns` later: its start, stop and absolute burst times move; the
+    /// relative ones (intervals, compute times) do not.
+    pub fn delayed(mut self, delay_ns: u64) -> Shape {
+        self.start_ns = self.start_ns.saturating_add(delay_ns);
+        if self.stop_ns != u64::MAX {
+            self.stop_ns = self.stop_ns.saturating_add(delay_ns);
+        }
+        if let ShapePlan::Bursts(list) = &mut self.plan {
+            for (at, _) in list.iter_mut() {
+                *at = at.saturating_add(delay_ns);
+            }
+        }
+        self
+    }
+
     /// Whether the job's processes synchronise at the end of each burst (a `phases` shape).
     pub fn is_phased(&self) -> bool {
         matches!(self.plan, ShapePlan::Phases { .. })
@@ -117,9 +132,58 @@ impl Shape {
     }
 }
 
+/// The start delay of job `job_index` (in the order the engine adds jobs) under `seed`:
+/// uniform in `[0, jitter_ns]`, from a generator of its own per job (so adding a job does not
+/// move the others), on streams apart from the processes' (which use the process index).
+pub fn job_start_delay_ns(seed: u64, job_index: u32, jitter_ns: u64) -> u64 {
+    use rand::{Rng, SeedableRng};
+    if jitter_ns == 0 {
+        return 0;
+    }
+    // A seed of its own, so these draws never coincide with a process's random offsets.
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x6a09_e667_f3bc_c909);
+    rng.set_stream(u64::from(job_index));
+    rng.random_range(0..=jitter_ns)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn start_delays_are_per_job_bounded_and_move_every_absolute_time() {
+        assert_eq!(job_start_delay_ns(1, 0, 0), 0);
+        let d: Vec<u64> = (0..50)
+            .map(|j| job_start_delay_ns(7, j, 1_000_000))
+            .collect();
+        assert!(d.iter().all(|&x| x <= 1_000_000));
+        // Not all alike, and another seed draws others.
+        assert!(d.iter().any(|&x| x != d[0]));
+        assert_ne!(
+            d,
+            (0..50)
+                .map(|j| job_start_delay_ns(8, j, 1_000_000))
+                .collect::<Vec<_>>()
+        );
+        // The same job and seed: the same delay.
+        assert_eq!(job_start_delay_ns(7, 3, 1_000_000), d[3]);
+        let shape = Shape {
+            plan: ShapePlan::Bursts(vec![(10, 1), (30, 2)]),
+            start_ns: 5,
+            stop_ns: 100,
+        }
+        .delayed(1000);
+        assert_eq!(shape.start_ns, 1005);
+        assert_eq!(shape.stop_ns, 1100);
+        assert_eq!(shape.burst(0, 0, 0), Some((1010, 1)));
+        let open = Shape {
+            plan: ShapePlan::Continuous,
+            start_ns: 0,
+            stop_ns: u64::MAX,
+        }
+        .delayed(7);
+        assert_eq!((open.start_ns, open.stop_ns), (7, u64::MAX));
+    }
 
     #[test]
     fn periodic_bursts_never_overlap() {

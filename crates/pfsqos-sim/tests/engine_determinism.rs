@@ -58,6 +58,69 @@ fn same_seed_same_output_other_seed_other_output() {
     assert_eq!(c.seed, 8);
 }
 
+/// Sequential writers have nothing random: every seed gives the same run, until the jobs'
+/// starts are jittered (`simulation.start_jitter_s`); then seeds differ, the same seed still
+/// gives the same bytes, and no job starts before 0 or after the jitter.
+#[test]
+fn start_jitter_makes_seeds_differ_and_stays_within_its_bound() {
+    let text = |jitter: &str| {
+        format!(
+            r#"
+name = "jitter"
+[simulation]
+duration_s = 5.0
+bin_ms = 10
+{jitter}
+[cluster]
+clients = 2
+[[oss]]
+name = "oss0"
+osts = 1
+device = "ssd-sata"
+[[job]]
+id = "a"
+nodes = 1
+clients = [0]
+[[job.processes]]
+rw = "write"
+bs = "1M"
+size = "64M"
+[[job]]
+id = "b"
+nodes = 1
+clients = [1]
+[[job.processes]]
+rw = "write"
+bs = "1M"
+size = "64M"
+"#
+        )
+    };
+    let plain = scenario(&text(""));
+    let (p1, p2) = (run_quiet(&plain, "nobw", 1), run_quiet(&plain, "nobw", 2));
+    assert_eq!(p1.jobs, p2.jobs, "nothing random without jitter");
+    let jittered = scenario(&text("start_jitter_s = 0.5"));
+    let (j1, j2) = (
+        run_quiet(&jittered, "nobw", 1),
+        run_quiet(&jittered, "nobw", 2),
+    );
+    assert_ne!(j1.jobs, j2.jobs, "another seed, other starts");
+    assert_eq!(j1, run_quiet(&jittered, "nobw", 1));
+    for out in [&j1, &j2] {
+        for job in &out.jobs {
+            let first = job.first_io_ns.expect("every job does I/O");
+            assert!(first <= 500_000_000 + 1_000_000, "{first} ns");
+        }
+    }
+    assert!(
+        j1.jobs
+            .iter()
+            .chain(&j2.jobs)
+            .any(|j| j.first_io_ns.unwrap() > 1_000_000),
+        "some job starts late"
+    );
+}
+
 #[test]
 fn unknown_policy_is_an_error() {
     let s = scenario(RANDOM);

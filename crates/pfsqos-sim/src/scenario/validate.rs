@@ -1124,6 +1124,15 @@ impl SimulationSpec {
             PERIOD_MS_MAX,
             "bin width (ms)",
         )?;
+        check_f64(
+            c,
+            "simulation.start_jitter_s",
+            self.start_jitter_s,
+            0.0,
+            false,
+            self.duration_s,
+            "start jitter (s, at most duration_s)",
+        )?;
         let bins = (self.duration_s * 1000.0 / self.bin_ms as f64).ceil();
         if bins > BINS_MAX as f64 {
             let min_ms = (self.duration_s * 1000.0 / BINS_MAX as f64).ceil();

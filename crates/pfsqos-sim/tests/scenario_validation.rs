@@ -885,7 +885,10 @@ fn toml_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.unwrap().path();
         if path.is_dir() {
             toml_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "toml") {
+        } else if path.extension().is_some_and(|e| e == "toml")
+            // A bake-off suite's index, not a scenario (pfsqos-bakeoff validates it).
+            && path.file_name().is_some_and(|n| n != "suite.toml")
+        {
             out.push(path);
         }
     }

@@ -576,11 +576,10 @@ impl Coupling {
     }
 }
 
-/// Largest block the dense simplex takes, in tableau entries (rows × (variables + rows)): a
-/// pivot costs one pass over the tableau, and a block has few rows (its binding OSTs) however
-/// many applications share them. Larger blocks, and blocks with a coupling row, go to
-/// `microlp`.
-const DENSE_TABLEAU_ENTRIES_MAX: usize = 1 << 18;
+/// Most rows (binding OSTs) of a block the dense simplex takes: it keeps a dense `rows × rows`
+/// basis inverse (2 MiB at this bound); a block has few rows however many applications share
+/// them. Blocks with more rows, and blocks with a coupling row, go to `microlp`.
+const DENSE_ROWS_MAX: usize = 512;
 
 /// One block of the presolved LP: the dense simplex when it fits and has no coupling row,
 /// else (or if the dense simplex gives up) `microlp`.
@@ -625,7 +624,7 @@ fn solve_block_dense(
         .iter()
         .map(|&k| if columns[k].reference.is_some() { 2 } else { 1 })
         .sum();
-    if m * (n + m) > DENSE_TABLEAU_ENTRIES_MAX {
+    if m > DENSE_ROWS_MAX {
         return None;
     }
     let mut b: Vec<f64> = vec![0.0; m];
@@ -633,22 +632,16 @@ fn solve_block_dense(
         b[r] = rhs[j];
     }
     let (mut c, mut u, mut start) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::new());
-    let mut a = vec![0.0f64; m * n];
-    let mut col = 0;
+    let mut a: Vec<Vec<(usize, f64)>> = Vec::with_capacity(n);
     for &k in block {
         let cl = &columns[k];
         // x at z = 0 of this group's variables: the floor (plain) or the reference (split).
         let base = cl.reference.unwrap_or(cl.lower);
+        let mut column: Vec<(usize, f64)> = Vec::with_capacity(cl.entries.len());
         for &(j, coefficient) in &cl.entries {
             if let Some(&r) = row_of.get(&j) {
                 b[r] -= coefficient * base;
-                match cl.reference {
-                    None => a[r * n + col] = coefficient,
-                    Some(_) => {
-                        a[r * n + col] = -coefficient;
-                        a[r * n + col + 1] = coefficient;
-                    }
-                }
+                column.push((r, coefficient));
             }
         }
         match cl.reference {
@@ -656,33 +649,37 @@ fn solve_block_dense(
                 c.push(cl.weight);
                 u.push(1.0 - cl.lower);
                 start.push(Bound::Lower);
-                col += 1;
+                a.push(column);
             }
             Some(reference) => {
                 // Objective per unit of throttle: the worth lost plus the penalty on it.
                 c.push(-cl.weight * (1.0 + THROTTLE_PENALTY));
                 u.push(reference - cl.lower);
                 start.push(Bound::Upper);
+                a.push(column.iter().map(|&(r, v)| (r, -v)).collect());
                 c.push(cl.weight);
                 u.push(1.0 - reference);
                 start.push(Bound::Lower);
-                col += 2;
+                a.push(column);
             }
         }
     }
-    debug_assert_eq!(col, n);
+    debug_assert_eq!(a.len(), n);
     let z = simplex::solve(&c, &a, &b, &u, &start)?;
-    // What must hold of the answer, checked rather than trusted (a tableau accumulates
+    // What must hold of the answer, checked rather than trusted (a basis inverse accumulates
     // rounding): every row within the tolerance the presolve grants the floors.
-    for (r, b_r) in b.iter().enumerate() {
-        let load: f64 = a[r * n..(r + 1) * n]
-            .iter()
-            .zip(&z)
-            .map(|(x, y)| x * y)
-            .sum();
-        if load > b_r + INFEASIBLE_TOLERANCE {
-            return None;
+    let mut load = vec![0.0f64; m];
+    for (column, zk) in a.iter().zip(&z) {
+        for &(r, v) in column {
+            load[r] += v * zk;
         }
+    }
+    if load
+        .iter()
+        .zip(&b)
+        .any(|(l, b_r)| *l > b_r + INFEASIBLE_TOLERANCE)
+    {
+        return None;
     }
     let mut col = 0;
     let xs: Vec<f64> = block

@@ -31,6 +31,32 @@ fn init_logging() {
         .try_init();
 }
 
+/// Tells systemd the daemon is ready (`Type=notify` units, packaging/systemd/): sends
+/// `READY=1` to `$NOTIFY_SOCKET` when it is set (a path, or `@name` in the abstract namespace).
+/// Without systemd nothing happens; a failure is logged, never fatal.
+fn notify_ready() {
+    let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let send = || -> std::io::Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::net::{SocketAddr, UnixDatagram};
+        let bytes = target.as_bytes();
+        let addr = match bytes.strip_prefix(b"@") {
+            Some(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                SocketAddr::from_abstract_name(name)?
+            }
+            None => SocketAddr::from_pathname(Path::new(&target))?,
+        };
+        UnixDatagram::unbound()?.send_to_addr(b"READY=1", &addr)?;
+        Ok(())
+    };
+    if let Err(e) = send() {
+        tracing::warn!("telling systemd we are ready (NOTIFY_SOCKET): {e}");
+    }
+}
+
 /// Waits for SIGINT (Ctrl-C) or SIGTERM (what `pfsqos down`, systemd and `kill` send); returns
 /// the signal's name for the log.
 async fn stop_signal() -> anyhow::Result<&'static str> {
@@ -76,6 +102,7 @@ pub fn run_ossd(config: OssdConfig) -> anyhow::Result<()> {
         }
         println!("ossd listening on {}", ossd.local_addr());
         let _ = std::io::stdout().flush();
+        notify_ready();
         let sig = stop_signal().await?;
         info!(signal = sig, "shutting down");
         ossd.shutdown().await;
@@ -99,6 +126,7 @@ pub fn run_mds(config: MdsConfig) -> anyhow::Result<()> {
         }
         println!("mds listening on {}", mds.local_addr());
         let _ = std::io::stdout().flush();
+        notify_ready();
         let sig = stop_signal().await?;
         info!(signal = sig, "shutting down");
         mds.shutdown().await;
@@ -277,6 +305,7 @@ pub fn run_mount(config: MountConfig) -> anyhow::Result<()> {
     let mounted = mount::mount(config)?;
     println!("mount ready on {}", mounted.mountpoint().display());
     let _ = std::io::stdout().flush();
+    notify_ready();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

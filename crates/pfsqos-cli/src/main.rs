@@ -460,7 +460,11 @@ fn main() -> ExitCode {
                     values_only,
                 },
             };
-            return ExitCode::from(live::run_lctl(server.as_deref(), key_file.as_deref(), command));
+            return ExitCode::from(live::run_lctl(
+                server.as_deref(),
+                key_file.as_deref(),
+                command,
+            ));
         }
     };
     match result {

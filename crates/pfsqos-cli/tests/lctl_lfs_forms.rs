@@ -82,28 +82,59 @@ fn lctl_forms_as_lustre_documents_them() {
         "obdfilter.pfsqos-OST000{0,1}.job_stats",
         "obdfilter.*.job_st*",
     ] {
-        assert_eq!(lctl(dir, &["get_param", pattern]), (Some(0), both.clone(), String::new()), "{pattern}");
+        assert_eq!(
+            lctl(dir, &["get_param", pattern]),
+            (Some(0), both.clone(), String::new()),
+            "{pattern}"
+        );
     }
-    let (code, out, _) = lctl(dir, &["get_param", "obdfilter.pfsqos-OST000[!0].job_cleanup_interval"]);
-    assert_eq!((code, out.as_str()), (Some(0), format!("{OST1}.job_cleanup_interval=600\n").as_str()));
+    let (code, out, _) = lctl(
+        dir,
+        &[
+            "get_param",
+            "obdfilter.pfsqos-OST000[!0].job_cleanup_interval",
+        ],
+    );
+    assert_eq!(
+        (code, out.as_str()),
+        (
+            Some(0),
+            format!("{OST1}.job_cleanup_interval=600\n").as_str()
+        )
+    );
 
     // -n values only; -N names only (directories too), -F marks them.
-    let (code, out, _) = lctl(dir, &["get_param", "-n", "obdfilter.*.job_cleanup_interval"]);
+    let (code, out, _) = lctl(
+        dir,
+        &["get_param", "-n", "obdfilter.*.job_cleanup_interval"],
+    );
     assert_eq!((code, out.as_str()), (Some(0), "600\n600\n"));
     let (_, out, _) = lctl(dir, &["get_param", "-N", "obdfilter.*"]);
     assert_eq!(out, format!("{OST0}\n{OST1}\n"));
     let (_, out, _) = lctl(dir, &["get_param", "-N", "-F", "obdfilter.*"]);
     assert_eq!(out, format!("{OST0}/\n{OST1}/\n"));
-    let (_, out, _) = lctl(dir, &["get_param", "-N", "-F", "obdfilter/pfsqos-OST0000/*"]);
-    assert_eq!(out, format!("{OST0}.job_cleanup_interval=\n{OST0}.job_stats=\n"));
+    let (_, out, _) = lctl(
+        dir,
+        &["get_param", "-N", "-F", "obdfilter/pfsqos-OST0000/*"],
+    );
+    assert_eq!(
+        out,
+        format!("{OST0}.job_cleanup_interval=\n{OST0}.job_stats=\n")
+    );
     // -R: the parameters under a directory.
     let (code, out, _) = lctl(dir, &["get_param", "-R", OST0]);
     assert_eq!(code, Some(0));
-    assert_eq!(out, format!("{OST0}.job_cleanup_interval=600\n{OST0}.job_stats=\n"));
+    assert_eq!(
+        out,
+        format!("{OST0}.job_cleanup_interval=600\n{OST0}.job_stats=\n")
+    );
     // A directory without -R is named as one.
     let (code, _, err) = lctl(dir, &["get_param", "obdfilter.*"]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("param_path 'obdfilter.*': Is a directory"), "{err}");
+    assert!(
+        err.contains("param_path 'obdfilter.*': Is a directory"),
+        "{err}"
+    );
 
     // list_param, -F, -D, -R.
     let (code, out, _) = lctl(dir, &["list_param", "obdfilter.*"]);
@@ -122,34 +153,65 @@ fn lctl_forms_as_lustre_documents_them() {
     assert_eq!(out, "ost.OSS.ost_io.nrs_policies=\n");
     let (code, _, err) = lctl(dir, &["list_param", "no.such"]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("list_param: param_path 'no.such': No such file or directory"), "{err}");
+    assert!(
+        err.contains("list_param: param_path 'no.such': No such file or directory"),
+        "{err}"
+    );
 
     // One unreadable parameter does not hide the others; it is reported, exit 1.
     let (code, out, err) = lctl(
         dir,
-        &["get_param", "ost.OSS.ost_io.nrs_tbf_rule", "ost.OSS.ost_io.nrs_policies"],
+        &[
+            "get_param",
+            "ost.OSS.ost_io.nrs_tbf_rule",
+            "ost.OSS.ost_io.nrs_policies",
+        ],
     );
     assert_eq!(code, Some(1), "{err}");
     assert!(out.starts_with("ost.OSS.ost_io.nrs_policies=\n"), "{out}");
     assert!(
-        err.starts_with("error: get_param: read 'ost.OSS.ost_io.nrs_tbf_rule': No such device (ENODEV)"),
+        err.starts_with(
+            "error: get_param: read 'ost.OSS.ost_io.nrs_tbf_rule': No such device (ENODEV)"
+        ),
         "{err}"
     );
     // A bad name is answered (EINVAL), and the same connection serves the next name.
-    let (code, out, err) = lctl(dir, &["get_param", "a b", "obdfilter.*.job_cleanup_interval"]);
+    let (code, out, err) = lctl(
+        dir,
+        &["get_param", "a b", "obdfilter.*.job_cleanup_interval"],
+    );
     assert_eq!(code, Some(1));
     assert!(err.contains("Invalid argument (EINVAL)"), "{err}");
     assert!(!err.contains("connection closed"), "{err}");
-    assert_eq!(out, format!("{OST0}.job_cleanup_interval=600\n{OST1}.job_cleanup_interval=600\n"));
+    assert_eq!(
+        out,
+        format!("{OST0}.job_cleanup_interval=600\n{OST1}.job_cleanup_interval=600\n")
+    );
 
     // set_param through a `/` path; -P is refused with what to do instead.
     let (code, out, err) = lctl(dir, &["set_param", "obdfilter/*/job_cleanup_interval=300"]);
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(out, format!("{OST0}.job_cleanup_interval=300\n{OST1}.job_cleanup_interval=300\n"));
-    let (code, out, err) = lctl(dir, &["set_param", "-P", "obdfilter.*.job_cleanup_interval=5"]);
+    assert_eq!(
+        out,
+        format!("{OST0}.job_cleanup_interval=300\n{OST1}.job_cleanup_interval=300\n")
+    );
+    let (code, out, err) = lctl(
+        dir,
+        &["set_param", "-P", "obdfilter.*.job_cleanup_interval=5"],
+    );
     assert_eq!((code, out.as_str()), (Some(2), ""));
-    assert!(err.contains("pfsqos has no MGS") && err.contains("ExecStartPost="), "{err}");
-    assert_eq!(lctl(dir, &["get_param", "-n", "obdfilter.*.job_cleanup_interval"]).1, "300\n300\n");
+    assert!(
+        err.contains("pfsqos has no MGS") && err.contains("ExecStartPost="),
+        "{err}"
+    );
+    assert_eq!(
+        lctl(
+            dir,
+            &["get_param", "-n", "obdfilter.*.job_cleanup_interval"]
+        )
+        .1,
+        "300\n300\n"
+    );
 
     // Host names in --server; explicit flags override what is found.
     let endpoints = std::fs::read_to_string(dir.join("pfsqos-state/endpoints.toml")).unwrap();
@@ -160,22 +222,42 @@ fn lctl_forms_as_lustre_documents_them() {
         .unwrap_or_else(|| panic!("{endpoints}"))
         .to_string();
     let server = format!("localhost:{port}");
-    let (code, out, err) = lctl(dir, &["--server", &server, "get_param", "-n", "obdfilter.*.job_cleanup_interval"]);
+    let (code, out, err) = lctl(
+        dir,
+        &[
+            "--server",
+            &server,
+            "get_param",
+            "-n",
+            "obdfilter.*.job_cleanup_interval",
+        ],
+    );
     assert_eq!((code, out.as_str()), (Some(0), "300\n300\n"), "{err}");
 
     // Elsewhere: nothing found, every place named; PFSQOS_STATE finds it.
     let elsewhere = tempfile::tempdir().unwrap();
-    let o = pfsqos(&["lctl", "get_param", "obdfilter.*.job_stats"], elsewhere.path());
+    let o = pfsqos(
+        &["lctl", "get_param", "obdfilter.*.job_stats"],
+        elsewhere.path(),
+    );
     assert_eq!(o.status.code(), Some(2));
     let err = text(&o.stderr);
     assert!(err.contains("no pfsqos cluster found; looked at:"), "{err}");
-    assert!(err.contains("PFSQOS_CLUSTER: not set") && err.contains("pfsqos up"), "{err}");
+    assert!(
+        err.contains("PFSQOS_CLUSTER: not set") && err.contains("pfsqos up"),
+        "{err}"
+    );
     let o = pfsqos_env(
         &["lctl", "get_param", "-N", "obdfilter.*"],
         elsewhere.path(),
         &[("PFSQOS_STATE", &dir.join("pfsqos-state"))],
     );
-    assert_eq!(text(&o.stdout), format!("{OST0}\n{OST1}\n"), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        format!("{OST0}\n{OST1}\n"),
+        "{}",
+        text(&o.stderr)
+    );
     let o = pfsqos_env(
         &["stat", "-n", "1"],
         elsewhere.path(),
@@ -188,7 +270,10 @@ fn lctl_forms_as_lustre_documents_them() {
     let out = text(&o.stdout);
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(out.matches("---\ntimestamp: ").count(), 2, "{out}");
-    assert!(out.contains("cumulative: true\n") && out.contains("interval_s: 0.2\n"), "{out}");
+    assert!(
+        out.contains("cumulative: true\n") && out.contains("interval_s: 0.2\n"),
+        "{out}"
+    );
     assert_eq!(out.matches("\nfilesystem: []\n").count(), 2, "{out}");
 }
 
@@ -201,7 +286,10 @@ fn keygen_writes_a_private_key_and_keeps_an_existing_one() {
     let key = tmp.path().join("k/cluster.key");
     let first = std::fs::read_to_string(&key).unwrap();
     assert_eq!(first.trim().len(), 64);
-    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let o = pfsqos(&["keygen", "k/cluster.key"], tmp.path());
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("--force"));
@@ -209,13 +297,18 @@ fn keygen_writes_a_private_key_and_keeps_an_existing_one() {
     let o = pfsqos(&["keygen", "--force", "k/cluster.key"], tmp.path());
     assert!(o.status.success());
     assert_ne!(std::fs::read_to_string(&key).unwrap(), first);
-    assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
 }
 
 #[test]
 fn lfs_forms_as_lustre_documents_them() {
     if !Path::new("/dev/fuse").exists() {
-        eprintln!("SKIPPED lfs_forms_as_lustre_documents_them: /dev/fuse is missing (modprobe fuse)");
+        eprintln!(
+            "SKIPPED lfs_forms_as_lustre_documents_them: /dev/fuse is missing (modprobe fuse)"
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -224,10 +317,13 @@ fn lfs_forms_as_lustre_documents_them() {
     let mnt = dir.join("mnt");
     let run = |args: &[&str]| {
         let mut a = args.to_vec();
-        let o = pfsqos(&{
-            a.insert(0, "getstripe");
-            a
-        }, dir);
+        let o = pfsqos(
+            &{
+                a.insert(0, "getstripe");
+                a
+            },
+            dir,
+        );
         (o.status.code(), text(&o.stdout), text(&o.stderr))
     };
 
@@ -242,7 +338,8 @@ fn lfs_forms_as_lustre_documents_them() {
     let o = pfsqos(&["setstripe", "-S", "100k", "mnt/f6"], dir);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        text(&o.stderr).contains("stripe size 102400 bytes: must be a multiple of 64 KiB (65536 bytes)"),
+        text(&o.stderr)
+            .contains("stripe size 102400 bytes: must be a multiple of 64 KiB (65536 bytes)"),
         "{}",
         text(&o.stderr)
     );
@@ -258,24 +355,36 @@ fn lfs_forms_as_lustre_documents_them() {
     std::fs::write(mnt.join("d/sub/b"), b"x").unwrap();
 
     // -c, -S, -i: the bare value, no path line (lfs's depth 0).
-    assert_eq!(run(&["-c", "mnt/d/a"]), (Some(0), "2\n".into(), String::new()));
+    assert_eq!(
+        run(&["-c", "mnt/d/a"]),
+        (Some(0), "2\n".into(), String::new())
+    );
     assert_eq!(run(&["-S", "mnt/d/a"]).1, "131072\n");
     let (_, idx, _) = run(&["-i", "mnt/d/a"]);
     assert!(idx == "0\n" || idx == "1\n", "{idx}");
-    assert_eq!(run(&["-c", "-S", "mnt/d/a"]).1, "lmm_stripe_count:  2\nlmm_stripe_size:   131072\n");
+    assert_eq!(
+        run(&["-c", "-S", "mnt/d/a"]).1,
+        "lmm_stripe_count:  2\nlmm_stripe_size:   131072\n"
+    );
     // On a directory, its own default only, fields on one line.
     assert_eq!(run(&["-c", "mnt/d"]).1, "2\n");
-    assert_eq!(run(&["-c", "-S", "mnt/d"]).1, "stripe_count:  2 stripe_size:   131072\n");
-    // -d: the directory alone, with its path.
+    assert_eq!(
+        run(&["-c", "-S", "mnt/d"]).1,
+        "stripe_count:  2 stripe_size:   131072\n"
+    );
+    // -d: the directory alone (depth 0: no path line, as lfs).
     assert_eq!(
         run(&["-d", "mnt/d"]).1,
-        "mnt/d\nstripe_count:  2 stripe_size:   131072 pattern:       raid0 stripe_offset: -1\n"
+        "stripe_count:  2 stripe_size:   131072 pattern:       raid0 stripe_offset: -1\n"
     );
     // No flag: the directory, a blank line, its entries (one level: sub's default, not b).
     let (code, out, err) = run(&["mnt/d"]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.starts_with("mnt/d\nstripe_count:  2 stripe_size:   131072 pattern:       raid0 stripe_offset: -1\n\nmnt/d/a\nlmm_stripe_count:  2\n"), "{out}");
-    assert!(out.contains("\tobdidx\t\t objid\t\t objid\t\t group\n"), "{out}");
+    assert!(
+        out.contains("\tobdidx\t\t objid\t\t objid\t\t group\n"),
+        "{out}"
+    );
     assert!(out.contains("\nmnt/d/sub\nstripe_count:  2 "), "{out}");
     assert!(!out.contains("mnt/d/sub/b"), "{out}");
     // -r: every level.
@@ -286,11 +395,18 @@ fn lfs_forms_as_lustre_documents_them() {
     assert_eq!(out, "mnt/d\n2\nmnt/d/a\n2\nmnt/d/sub\n2\nmnt/d/sub/b\n2\n");
     // -y: YAML, objects as FIDs, no path line.
     let (_, out, _) = run(&["-y", "mnt/d/sub/b"]);
-    assert!(out.starts_with("lmm_stripe_count:  2\nlmm_stripe_size:   131072\n"), "{out}");
+    assert!(
+        out.starts_with("lmm_stripe_count:  2\nlmm_stripe_size:   131072\n"),
+        "{out}"
+    );
     assert!(out.contains("lmm_objects:\n      - l_ost_idx: "), "{out}");
     assert!(out.contains("        l_fid:     0x1000"), "{out}");
     // Off the mount: said, with where the cluster found here is mounted.
     let (code, _, err) = run(&["c.toml"]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("not on a pfsqos mount") && err.contains(&format!("mounted at {}", mnt.display())), "{err}");
+    assert!(
+        err.contains("not on a pfsqos mount")
+            && err.contains(&format!("mounted at {}", mnt.display())),
+        "{err}"
+    );
 }

@@ -31,8 +31,14 @@ fn tested_blocks(text: &str) -> Vec<String> {
             continue;
         }
         let fence = lines.next().unwrap_or_default();
-        assert!(fence.starts_with("```sh"), "a marker must precede a ```sh block: {fence:?}");
-        let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
+        assert!(
+            fence.starts_with("```sh"),
+            "a marker must precede a ```sh block: {fence:?}"
+        );
+        let body: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
         blocks.push(body.join("\n") + "\n");
     }
     blocks
@@ -95,7 +101,11 @@ impl Drop for Group {
 /// block may hold its output open).
 fn run_block(block: &str, dir: &Path) -> (bool, String, String) {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_pfsqos")).parent().unwrap();
-    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let (out_path, err_path) = (dir.join(".stdout"), dir.join(".stderr"));
     let mut child = Command::new("bash")
         .args(["-e", "-c", block])
@@ -149,7 +159,10 @@ fn the_readme_live_blocks_run_as_written() {
     for (i, block) in tested_blocks(&readme()).iter().enumerate() {
         let tmp = tempfile::tempdir().unwrap();
         let (ok, out, err) = run_block(block, tmp.path());
-        assert!(ok, "README block {i} failed:\n{block}\n--- stdout\n{out}\n--- stderr\n{err}");
+        assert!(
+            ok,
+            "README block {i} failed:\n{block}\n--- stdout\n{out}\n--- stderr\n{err}"
+        );
         assert!(
             mounted_under(tmp.path()).is_empty(),
             "block {i} left a mount behind:\n{out}\n{err}"
@@ -159,7 +172,10 @@ fn the_readme_live_blocks_run_as_written() {
                 // The tour: lctl found the cluster without flags and saw dd's JobID; stat
                 // printed the cumulative block and two intervals, and recorded them.
                 let uid = unsafe { libc::getuid() };
-                assert!(out.contains(&format!("- job_id:          dd.{uid}")), "{out}");
+                assert!(
+                    out.contains(&format!("- job_id:          dd.{uid}")),
+                    "{out}"
+                );
                 assert!(out.contains("lmm_stripe_count:  1\n"), "{out}");
                 assert_eq!(out.matches("---\ntimestamp: ").count(), 3, "{out}");
                 assert!(out.contains("cumulative: true\n"), "{out}");

@@ -128,11 +128,31 @@ pub fn getstripe_text(
     let offset = spec.start_ost.map_or(-1, |o| o as i64);
     // (field selected, file label, directory label, value)
     let fields: Vec<(bool, &str, &str, String)> = vec![
-        (all || opts.count, "lmm_stripe_count:  ", "stripe_count:  ", spec.stripe_count.to_string()),
-        (all || opts.size, "lmm_stripe_size:   ", "stripe_size:   ", spec.stripe_size_bytes.to_string()),
-        (all, "lmm_pattern:       ", "pattern:       ", "raid0".to_string()),
+        (
+            all || opts.count,
+            "lmm_stripe_count:  ",
+            "stripe_count:  ",
+            spec.stripe_count.to_string(),
+        ),
+        (
+            all || opts.size,
+            "lmm_stripe_size:   ",
+            "stripe_size:   ",
+            spec.stripe_size_bytes.to_string(),
+        ),
+        (
+            all,
+            "lmm_pattern:       ",
+            "pattern:       ",
+            "raid0".to_string(),
+        ),
         (all && !is_dir, "lmm_layout_gen:    ", "", "0".to_string()),
-        (all || opts.index, "lmm_stripe_offset: ", "stripe_offset: ", offset.to_string()),
+        (
+            all || opts.index,
+            "lmm_stripe_offset: ",
+            "stripe_offset: ",
+            offset.to_string(),
+        ),
     ];
     let chosen: Vec<&(bool, &str, &str, String)> = fields.iter().filter(|f| f.0).collect();
     let labelled = chosen.len() > 1;
@@ -224,7 +244,9 @@ pub fn get_xattr(p: &Path, name: &str) -> std::io::Result<Vec<u8>> {
 /// The file system's OST count, read from any path of a mount (`None`: not a pfsqos mount).
 fn ost_count(p: &Path) -> Result<Option<u32>, std::io::Error> {
     match get_xattr(p, XATTR_OST_COUNT) {
-        Ok(v) => Ok(std::str::from_utf8(&v).ok().and_then(|t| t.trim().parse().ok())),
+        Ok(v) => Ok(std::str::from_utf8(&v)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())),
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENODATA | libc::ENOTSUP)) => Ok(None),
         Err(e) => Err(e),
     }
@@ -277,7 +299,9 @@ pub fn setstripe(s: &SetStripe) -> Result<(), String> {
         _ => parent.clone(),
     };
     match ost_count(&probe).map_err(|e| fail("setstripe", e))? {
-        Some(n) => check_setstripe(s, n).map_err(|e| format!("setstripe '{}': {e}", s.path.display()))?,
+        Some(n) => {
+            check_setstripe(s, n).map_err(|e| format!("setstripe '{}': {e}", s.path.display()))?
+        }
         None => {
             return Err(format!(
                 "setstripe '{}': not on a pfsqos mount ({} has no {XATTR_OST_COUNT})",
@@ -329,7 +353,13 @@ pub fn getstripe(
 /// Most directory entries `getstripe` lists per directory (a bound on one command's output).
 pub const DIR_ENTRIES_MAX: usize = 1 << 20;
 
-fn walk(path: &Path, depth: usize, opts: &GetStripe, out: &mut dyn Write, err: &mut dyn Write) -> bool {
+fn walk(
+    path: &Path,
+    depth: usize,
+    opts: &GetStripe,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> bool {
     let fail = |err: &mut dyn Write, e: String| {
         let _ = writeln!(err, "error: getstripe '{}': {e}", path.display());
         false
@@ -425,7 +455,9 @@ mod tests {
             d,
             "/m\nstripe_count:  1 stripe_size:   65536 pattern:       raid0 stripe_offset: -1\n"
         );
-        assert!(getstripe_text(Path::new("/m/f"), "stripe_count=1\n1\n", false, &all, true).is_err());
+        assert!(
+            getstripe_text(Path::new("/m/f"), "stripe_count=1\n1\n", false, &all, true).is_err()
+        );
     }
 
     /// `lfs getstripe -c FILE` prints the bare value (one field: no label; depth 0: no path);
@@ -434,34 +466,75 @@ mod tests {
     fn field_flags_print_bare_or_labelled_values() {
         let v = "stripe_count=2 stripe_size=1048576 stripe_offset=1\n1 7\n0 8\n";
         let f = |o: GetStripe| getstripe_text(Path::new("/m/f"), v, false, &o, false).unwrap();
-        let c = GetStripe { count: true, ..Default::default() };
+        let c = GetStripe {
+            count: true,
+            ..Default::default()
+        };
         assert_eq!(f(c.clone()), "2\n");
-        assert_eq!(f(GetStripe { size: true, ..Default::default() }), "1048576\n");
-        assert_eq!(f(GetStripe { index: true, ..Default::default() }), "1\n");
         assert_eq!(
-            f(GetStripe { count: true, size: true, ..Default::default() }),
+            f(GetStripe {
+                size: true,
+                ..Default::default()
+            }),
+            "1048576\n"
+        );
+        assert_eq!(
+            f(GetStripe {
+                index: true,
+                ..Default::default()
+            }),
+            "1\n"
+        );
+        assert_eq!(
+            f(GetStripe {
+                count: true,
+                size: true,
+                ..Default::default()
+            }),
             "lmm_stripe_count:  2\nlmm_stripe_size:   1048576\n"
         );
         let d = getstripe_text(
             Path::new("/m"),
             "stripe_count=-1 stripe_size=65536 stripe_offset=-1",
             true,
-            &GetStripe { count: true, index: true, ..Default::default() },
+            &GetStripe {
+                count: true,
+                index: true,
+                ..Default::default()
+            },
             false,
         )
         .unwrap();
         assert_eq!(d, "stripe_count:  -1 stripe_offset: -1\n");
         assert_eq!(c.max_depth(), Some(0));
         assert_eq!(GetStripe::default().max_depth(), Some(1));
-        assert_eq!(GetStripe { directory_only: true, ..Default::default() }.max_depth(), Some(0));
-        assert_eq!(GetStripe { recursive: true, count: true, ..Default::default() }.max_depth(), None);
+        assert_eq!(
+            GetStripe {
+                directory_only: true,
+                ..Default::default()
+            }
+            .max_depth(),
+            Some(0)
+        );
+        assert_eq!(
+            GetStripe {
+                recursive: true,
+                count: true,
+                ..Default::default()
+            }
+            .max_depth(),
+            None
+        );
     }
 
     /// `-y`: lfs's YAML, objects as IDIF FIDs, no path line.
     #[test]
     fn yaml_prints_objects_as_fids() {
         let v = "stripe_count=1 stripe_size=1048576 stripe_offset=1\n1 7\n";
-        let y = GetStripe { yaml: true, ..Default::default() };
+        let y = GetStripe {
+            yaml: true,
+            ..Default::default()
+        };
         let t = getstripe_text(Path::new("/m/f"), v, false, &y, true).unwrap();
         assert_eq!(
             t,
@@ -489,7 +562,10 @@ mod tests {
              directory's or file system's default) or 1..=2"
         );
         let e = check_setstripe(&s(None, Some(100 << 10), None), 2).unwrap_err();
-        assert!(e.starts_with("stripe size 102400 bytes: must be a multiple of 64 KiB (65536 bytes)"), "{e}");
+        assert!(
+            e.starts_with("stripe size 102400 bytes: must be a multiple of 64 KiB (65536 bytes)"),
+            "{e}"
+        );
         let e = check_setstripe(&s(None, None, Some(2)), 2).unwrap_err();
         assert!(e.ends_with("allowed -1 (the MDS chooses) or 0..=1"), "{e}");
     }

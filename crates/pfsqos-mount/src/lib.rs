@@ -292,6 +292,17 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
         ),
         Err(e) => bail!("mount point {}: {e}", config.mountpoint.display()),
     }
+    if !is_root() && !dev_fuse_usable() {
+        bail!(
+            "/dev/fuse is not readable and writable by uid {} (its mode is {:o}): a user other \
+             than root mounts through it, so it must be mode 666 (the usual; some containers \
+             make it 600), or mount as root",
+            current_uid(),
+            std::fs::metadata("/dev/fuse")
+                .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+                .unwrap_or(0)
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("pfsqos-client")
@@ -362,6 +373,12 @@ fn current_uid() -> u32 {
 
 fn is_root() -> bool {
     current_uid() == 0
+}
+
+/// Whether this process may open /dev/fuse for reading and writing.
+fn dev_fuse_usable() -> bool {
+    // SAFETY: a NUL-terminated literal; access(2) reads nothing else of ours.
+    unsafe { libc::access(c"/dev/fuse".as_ptr(), libc::R_OK | libc::W_OK) == 0 }
 }
 
 /// Whether /etc/fuse.conf has an uncommented `user_allow_other` line.

@@ -123,8 +123,7 @@ pub fn read_state_dir(dir: &Path) -> Result<Option<Endpoints>, String> {
 
 /// The endpoints of a cluster file: those its state directory records, else its roles'.
 pub fn from_cluster(c: &Cluster) -> Result<Endpoints, String> {
-    if let Some(e) = read_state_dir(&c.state_dir)?.filter(|e| e.source.ends_with(ENDPOINTS_FILE))
-    {
+    if let Some(e) = read_state_dir(&c.state_dir)?.filter(|e| e.source.ends_with(ENDPOINTS_FILE)) {
         return Ok(e);
     }
     Ok(Endpoints {
@@ -219,8 +218,8 @@ pub fn discover(l: &Lookup) -> Result<Endpoints, NotFound> {
     match &l.env_cluster {
         Some(file) => {
             let path = l.cwd.join(file);
-            let c = Cluster::load(&path)
-                .map_err(|e| broken(&looked, format!("{ENV_CLUSTER}: {e}")))?;
+            let c =
+                Cluster::load(&path).map_err(|e| broken(&looked, format!("{ENV_CLUSTER}: {e}")))?;
             return from_cluster(&c).map_err(|e| broken(&looked, format!("{ENV_CLUSTER}: {e}")));
         }
         None => looked.push(format!("{ENV_CLUSTER}: not set")),
@@ -286,7 +285,10 @@ pub fn client_target(
             },
             k.map_or(e.key_file, Path::to_path_buf),
         )),
-        (Err(_), Some(k)) => Ok((vec![crate::lctl::DEFAULT_SERVER.to_string()], k.to_path_buf())),
+        (Err(_), Some(k)) => Ok((
+            vec![crate::lctl::DEFAULT_SERVER.to_string()],
+            k.to_path_buf(),
+        )),
         (Err(e), None) => Err(e),
     }
 }
@@ -399,9 +401,11 @@ mod tests {
         l2.env_state = Some(dir.path().join("st").into());
         assert_eq!(discover(&l2).unwrap().osses, rec.osses);
         // Explicit flags override what is found.
-        let (servers, key) =
-            client_target(&["h:1".to_string()], None, &l2).unwrap();
-        assert_eq!((servers, key), (vec!["h:1".to_string()], rec.key_file.clone()));
+        let (servers, key) = client_target(&["h:1".to_string()], None, &l2).unwrap();
+        assert_eq!(
+            (servers, key),
+            (vec!["h:1".to_string()], rec.key_file.clone())
+        );
         let (servers, key) = client_target(&[], Some(Path::new("/k")), &l2).unwrap();
         assert_eq!((servers, key), (rec.osses.clone(), PathBuf::from("/k")));
         let none = lookup(&dir.path().join("elsewhere"), &dir.path().join("no-etc"));

@@ -62,7 +62,10 @@ pub struct ParamFlags {
 #[derive(Clone, Debug)]
 pub enum LctlCommand {
     /// `get_param [-F] [-n|-N] [-R] PATH...`
-    GetParam { names: Vec<String>, flags: ParamFlags },
+    GetParam {
+        names: Vec<String>,
+        flags: ParamFlags,
+    },
     /// `list_param [-D] [-F] [-R] PATH...`
     ListParam {
         patterns: Vec<String>,
@@ -395,7 +398,10 @@ mod tests {
         assert_eq!(dir.display(false), "obdfilter.x-OST0000");
         let js = entry("obdfilter.x-OST0000.job_stats", 0);
         assert_eq!(js.display(true), "obdfilter.x-OST0000.job_stats=");
-        assert_eq!(entry("ost.OSS.ost_io.sync_stats", 0).display(true), "ost.OSS.ost_io.sync_stats");
+        assert_eq!(
+            entry("ost.OSS.ost_io.sync_stats", 0).display(true),
+            "ost.OSS.ost_io.sync_stats"
+        );
         assert_eq!(
             entry("ost.OSS.ost_io.nrs_dsfq_flows", 0).display(true),
             "ost.OSS.ost_io.nrs_dsfq_flows"

@@ -770,14 +770,25 @@ mod tests {
             (
                 "s2/OST0000",
                 &[
-                    ("j", vals(&[(Write, 2), (WriteBytes, 2 << 20), (Read, 1), (ReadBytes, 1 << 20)])),
+                    (
+                        "j",
+                        vals(&[
+                            (Write, 2),
+                            (WriteBytes, 2 << 20),
+                            (Read, 1),
+                            (ReadBytes, 1 << 20),
+                        ]),
+                    ),
                     ("k", vals(&[(Read, 1), (ReadBytes, 4096)])),
                 ],
             ),
         ]);
         let d = delta(&Vec::new(), &cur);
         let c = render_top(&d, 7, None, 5);
-        assert!(c.starts_with("---\ntimestamp: 7\ncumulative: true\ntop_jobs:\n"), "{c}");
+        assert!(
+            c.starts_with("---\ntimestamp: 7\ncumulative: true\ntop_jobs:\n"),
+            "{c}"
+        );
         assert!(!c.contains("mib_s"), "{c}");
         assert!(
             c.ends_with(

@@ -154,7 +154,9 @@ pub fn keygen(path: &Path, force: bool) -> anyhow::Result<()> {
         ),
         (Ok(m), true) if m.is_dir() => bail!("{} is a directory", path.display()),
         (Ok(_), true) => {
-            let name = path.file_name().map_or("key".into(), |n| n.to_string_lossy());
+            let name = path
+                .file_name()
+                .map_or("key".into(), |n| n.to_string_lossy());
             let tmp = path.with_file_name(format!(".{name}.new-{}", std::process::id()));
             let _ = std::fs::remove_file(&tmp);
             write_new_key(&tmp, path)
@@ -470,7 +472,12 @@ pub fn up(c: &Cluster, opts: &UpOptions, out: &mut dyn Write) -> anyhow::Result<
             source: String::new(),
         },
     )
-    .with_context(|| format!("writing {}", c.state_dir.join(crate::discover::ENDPOINTS_FILE).display()))?;
+    .with_context(|| {
+        format!(
+            "writing {}",
+            c.state_dir.join(crate::discover::ENDPOINTS_FILE).display()
+        )
+    })?;
     print_usage(c, opts.only, &mds_addr, out)?;
     Ok(started)
 }

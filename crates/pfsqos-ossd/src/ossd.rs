@@ -1989,8 +1989,14 @@ mod tests {
             "obdfilter.*OST0001.job_stats",
             "obdfilter.x-OST0000.job_stats"
         ));
-        assert!(param_matches("obdfilter/*/job_stats", "obdfilter.x-OST0000.job_stats"));
-        assert!(param_matches("obdfilter.x-OST000[01].job_stats", "obdfilter.x-OST0000.job_stats"));
+        assert!(param_matches(
+            "obdfilter/*/job_stats",
+            "obdfilter.x-OST0000.job_stats"
+        ));
+        assert!(param_matches(
+            "obdfilter.x-OST000[01].job_stats",
+            "obdfilter.x-OST0000.job_stats"
+        ));
     }
 
     #[test]

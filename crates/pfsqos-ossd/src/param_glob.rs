@@ -39,7 +39,10 @@ enum Token {
     Star,
     AnyOne,
     Lit(char),
-    Class { negated: bool, ranges: Vec<(char, char)> },
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
 }
 
 impl ParamPattern {
@@ -286,7 +289,10 @@ mod tests {
     fn glob3_forms_within_components() {
         let js = "obdfilter.fs-OST0001.job_stats";
         assert!(m("obdfilter.*.job_stats", js));
-        assert!(m("obdfilter/*/job_stats", js), "`/` is a separator, as in lctl");
+        assert!(
+            m("obdfilter/*/job_stats", js),
+            "`/` is a separator, as in lctl"
+        );
         assert!(m("obdfilter/fs-OST000[01]/job_stats", js));
         assert!(m("obdfilter.fs-OST000[0-9].job_stats", js));
         assert!(!m("obdfilter.fs-OST000[!1].job_stats", js));
@@ -303,7 +309,10 @@ mod tests {
         assert!(m("a[b", "a[b"));
         assert!(m("a{b", "a{b"));
         assert!(m("a.[]x]", "a.x"), "`]` first in a set is a member");
-        assert!(m("a**", "a"), "glob(3), not libcfs: trailing stars match the empty rest");
+        assert!(
+            m("a**", "a"),
+            "glob(3), not libcfs: trailing stars match the empty rest"
+        );
         assert!(m("a*b*c", "aXXbYYc"));
         assert!(!m("a*b*c", "aXXbYY"));
         assert!(ParamPattern::parse("").is_err());

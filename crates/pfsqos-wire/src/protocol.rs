@@ -791,16 +791,13 @@ pub fn validate_param_name(name: &str) -> Result<(), ProtocolError> {
             name.len()
         )));
     }
-    if let Some(c) = name
-        .chars()
-        .find(|c| {
-            !(c.is_ascii_alphanumeric()
-                || matches!(
-                    c,
-                    '.' | '_' | '-' | '/' | '*' | '?' | '[' | ']' | '!' | '^' | '{' | '}' | ',' | '\\'
-                ))
-        })
-    {
+    if let Some(c) = name.chars().find(|c| {
+        !(c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                '.' | '_' | '-' | '/' | '*' | '?' | '[' | ']' | '!' | '^' | '{' | '}' | ',' | '\\'
+            ))
+    }) {
         return Err(ProtocolError::Invalid(format!(
             "character {c:?} in parameter name"
         )));

@@ -183,7 +183,7 @@ enum LctlCmd {
     /// Print parameters: get_param [-F] [-n|-N] [-R] PATH... (`.` or `/` between components;
     /// `*`, `?`, `[01]`, `{a,b}` within one).
     #[command(name = "get_param")]
-    GetParam {
+    Get {
         /// With -N: `/` after directories, `=` after writable parameters.
         #[arg(short = 'F')]
         classify: bool,
@@ -201,7 +201,7 @@ enum LctlCmd {
     },
     /// List parameter names: list_param [-D] [-F] [-R] PATH...
     #[command(name = "list_param")]
-    ListParam {
+    List {
         /// Directories only.
         #[arg(short = 'D')]
         dirs_only: bool,
@@ -216,7 +216,7 @@ enum LctlCmd {
     },
     /// Set parameters: set_param [-n] PATH=VALUE...
     #[command(name = "set_param")]
-    SetParam {
+    Set {
         /// Print values only.
         #[arg(short = 'n')]
         values_only: bool,
@@ -415,7 +415,7 @@ fn main() -> ExitCode {
         } => {
             use pfsqos_ops::lctl::{LctlCommand, ParamFlags};
             let command = match command {
-                LctlCmd::GetParam {
+                LctlCmd::Get {
                     classify,
                     values_only,
                     names_only,
@@ -431,7 +431,7 @@ fn main() -> ExitCode {
                         dirs_only: false,
                     },
                 },
-                LctlCmd::ListParam {
+                LctlCmd::List {
                     dirs_only,
                     classify,
                     recursive,
@@ -445,13 +445,13 @@ fn main() -> ExitCode {
                         ..ParamFlags::default()
                     },
                 },
-                LctlCmd::SetParam {
+                LctlCmd::Set {
                     persistent: true, ..
                 } => {
                     eprintln!("error: {}", pfsqos_ops::lctl::SET_PARAM_P_REFUSAL);
                     return ExitCode::from(2);
                 }
-                LctlCmd::SetParam {
+                LctlCmd::Set {
                     values_only,
                     assignments,
                     ..

@@ -59,6 +59,9 @@ pub struct ParamFlags {
     pub dirs_only: bool,
 }
 
+/// One lctl command; the variants are named after lctl's own commands (`get_param`,
+/// `list_param`, `set_param`), hence the shared suffix.
+#[allow(clippy::enum_variant_names)]
 #[derive(Clone, Debug)]
 pub enum LctlCommand {
     /// `get_param [-F] [-n|-N] [-R] PATH...`
@@ -407,7 +410,7 @@ mod tests {
             "ost.OSS.ost_io.nrs_dsfq_flows"
         );
         // Component order keeps a directory's contents right after it.
-        let mut v = vec![
+        let mut v = [
             entry("a.b-x.c", 0),
             entry("a.b.c", 0),
             entry("a.b.c", 1),

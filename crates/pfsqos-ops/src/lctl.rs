@@ -60,8 +60,7 @@ pub struct ParamFlags {
 }
 
 /// One lctl command; the variants are named after lctl's own commands (`get_param`,
-/// `list_param`, `set_param`), hence the shared suffix.
-#[allow(clippy::enum_variant_names)]
+/// `list_param`, `set_param`).
 #[derive(Clone, Debug)]
 pub enum LctlCommand {
     /// `get_param [-F] [-n|-N] [-R] PATH...`

@@ -694,6 +694,7 @@ mod tests {
             max_rpcs_in_flight = 4
             max_dirty_mb = 64
             page_cache = true
+            allow_other = true
             "#,
             "c.toml",
             Path::new("/base"),
@@ -715,7 +716,7 @@ mod tests {
         assert_eq!(
             args_text(&role_args(&c, Role::Mount, &oss, &mds)).join(" "),
             "mount /mnt/p --mds mds1:7989 --key-file /s/cluster.key --jobid-var SLURM_JOB_ID \
-             --jobid-name %j --max-rpcs-in-flight 4 --max-dirty-mb 64 --page-cache"
+             --jobid-name %j --max-rpcs-in-flight 4 --max-dirty-mb 64 --page-cache --allow-other"
         );
     }
 

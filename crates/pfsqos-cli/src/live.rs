@@ -1,7 +1,8 @@
 //! The process side of the live subcommands (`pfsqos ossd`, `mds`, `mount`, `up`, `down`,
-//! `stat`, `lctl`, `setstripe`, `getstripe`): the tokio runtime, logging, signals, allocator
-//! settings, readiness lines and exit codes. The libraries (pfsqos-ossd, -mds, -mount, -ops) do
-//! the work and own none of these.
+//! `stat`, `lctl`, `setstripe`, `getstripe`, `keygen`): the tokio runtime, logging, signals,
+//! allocator settings, readiness lines, finding the cluster for the client tools
+//! (`pfsqos_ops::discover`, from the process's directory and environment) and exit codes. The
+//! libraries (pfsqos-ossd, -mds, -mount, -ops) do the work and own none of these.
 
 use std::io::Write;
 use std::path::Path;
@@ -11,7 +12,8 @@ use tracing::info;
 use pfsqos_mds::{Mds, MdsConfig};
 use pfsqos_mount::{self as mount, lfs, MountConfig};
 use pfsqos_ops::cluster::{Cluster, Role};
-use pfsqos_ops::lctl::{self, LctlArgs};
+use pfsqos_ops::discover::{self, Lookup};
+use pfsqos_ops::lctl::{self, LctlArgs, LctlCommand};
 use pfsqos_ops::stat::{self, StatArgs};
 use pfsqos_ops::updown::{self, UpOptions};
 use pfsqos_ossd::{Ossd, OssdConfig};
@@ -27,6 +29,32 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
+}
+
+/// Tells systemd the daemon is ready (`Type=notify` units, packaging/systemd/): sends
+/// `READY=1` to `$NOTIFY_SOCKET` when it is set (a path, or `@name` in the abstract namespace).
+/// Without systemd nothing happens; a failure is logged, never fatal.
+fn notify_ready() {
+    let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
+        return;
+    };
+    let send = || -> std::io::Result<()> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::net::{SocketAddr, UnixDatagram};
+        let bytes = target.as_bytes();
+        let addr = match bytes.strip_prefix(b"@") {
+            Some(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                SocketAddr::from_abstract_name(name)?
+            }
+            None => SocketAddr::from_pathname(Path::new(&target))?,
+        };
+        UnixDatagram::unbound()?.send_to_addr(b"READY=1", &addr)?;
+        Ok(())
+    };
+    if let Err(e) = send() {
+        tracing::warn!("telling systemd we are ready (NOTIFY_SOCKET): {e}");
+    }
 }
 
 /// Waits for SIGINT (Ctrl-C) or SIGTERM (what `pfsqos down`, systemd and `kill` send); returns
@@ -74,6 +102,7 @@ pub fn run_ossd(config: OssdConfig) -> anyhow::Result<()> {
         }
         println!("ossd listening on {}", ossd.local_addr());
         let _ = std::io::stdout().flush();
+        notify_ready();
         let sig = stop_signal().await?;
         info!(signal = sig, "shutting down");
         ossd.shutdown().await;
@@ -97,6 +126,7 @@ pub fn run_mds(config: MdsConfig) -> anyhow::Result<()> {
         }
         println!("mds listening on {}", mds.local_addr());
         let _ = std::io::stdout().flush();
+        notify_ready();
         let sig = stop_signal().await?;
         info!(signal = sig, "shutting down");
         mds.shutdown().await;
@@ -167,20 +197,60 @@ pub fn run_down(path: Option<&Path>, only: Option<Role>) -> u8 {
     }
 }
 
-/// Runs `pfsqos stat`; returns the exit code (0, or 2 when it could not start).
-pub fn run_stat(args: &StatArgs) -> u8 {
-    let rt = match tokio::runtime::Builder::new_current_thread()
+fn current_thread_runtime() -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt,
+        Ok(rt) => Some(rt),
+        Err(e) => {
+            eprintln!("error: {e}");
+            None
+        }
+    }
+}
+
+/// The ossds (resolved) and key a client tool uses: the flags given, the cluster found for the
+/// rest (see `pfsqos_ops::discover`).
+fn client_target(
+    rt: &tokio::runtime::Runtime,
+    servers: &[String],
+    key_file: Option<&Path>,
+) -> Result<(Vec<std::net::SocketAddr>, std::path::PathBuf), String> {
+    let (servers, key) = discover::client_target(servers, key_file, &Lookup::from_process())
+        .map_err(|e| e.to_string())?;
+    if servers.is_empty() {
+        return Err("the cluster found lists no OSS; give --server HOST:PORT".to_string());
+    }
+    let addrs = rt.block_on(async {
+        let mut out = Vec::with_capacity(servers.len());
+        for s in &servers {
+            out.push(discover::resolve(s).await?);
+        }
+        Ok::<_, String>(out)
+    })?;
+    Ok((addrs, key))
+}
+
+/// Runs `pfsqos stat`; returns the exit code (0, or 2 when it could not start). `make` builds
+/// the arguments from the servers and key found.
+pub fn run_stat(
+    servers: &[String],
+    key_file: Option<&Path>,
+    make: impl FnOnce(Vec<std::net::SocketAddr>, std::path::PathBuf) -> StatArgs,
+) -> u8 {
+    let Some(rt) = current_thread_runtime() else {
+        return 2;
+    };
+    let args = match client_target(&rt, servers, key_file) {
+        Ok((addrs, key)) => make(addrs, key),
         Err(e) => {
             eprintln!("pfsqos: error: {e}");
             return 2;
         }
     };
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
-    match rt.block_on(stat::run(args, stop_signal(), &mut out, &mut err)) {
+    match rt.block_on(stat::run(&args, stop_signal(), &mut out, &mut err)) {
         Ok(()) => 0,
         Err(e) => {
             let _ = writeln!(err, "pfsqos: error: {e:#}");
@@ -189,20 +259,41 @@ pub fn run_stat(args: &StatArgs) -> u8 {
     }
 }
 
-/// Runs one lctl command against an ossd; returns the exit code.
-pub fn run_lctl(args: &LctlArgs) -> u8 {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
+/// Runs one lctl command against an ossd (the one given, else the first of the cluster
+/// found); returns the exit code.
+pub fn run_lctl(server: Option<&str>, key_file: Option<&Path>, command: LctlCommand) -> u8 {
+    let Some(rt) = current_thread_runtime() else {
+        return 2;
+    };
+    let servers: Vec<String> = server.map(str::to_string).into_iter().collect();
+    let (addrs, key_file) = match client_target(&rt, &servers, key_file) {
+        Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
         }
     };
+    let args = LctlArgs {
+        server: addrs[0],
+        key_file,
+        command,
+    };
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
-    rt.block_on(lctl::run(args, &mut out, &mut err))
+    rt.block_on(lctl::run(&args, &mut out, &mut err))
+}
+
+/// `pfsqos keygen FILE [--force]`; returns the exit code.
+pub fn run_keygen(file: &Path, force: bool) -> u8 {
+    match pfsqos_ops::updown::keygen(file, force) {
+        Ok(()) => {
+            println!("wrote cluster key {} (mode 0600)", file.display());
+            0
+        }
+        Err(e) => {
+            eprintln!("pfsqos: error: {e:#}");
+            2
+        }
+    }
 }
 
 /// Mounts and serves until SIGINT/SIGTERM (then unmounts) or until the file system is
@@ -214,6 +305,7 @@ pub fn run_mount(config: MountConfig) -> anyhow::Result<()> {
     let mounted = mount::mount(config)?;
     println!("mount ready on {}", mounted.mountpoint().display());
     let _ = std::io::stdout().flush();
+    notify_ready();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -238,26 +330,44 @@ pub fn run_mount(config: MountConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A hint after "not on a pfsqos mount": where the cluster found here is mounted.
+fn mount_hint(e: &str) -> String {
+    if !e.contains("not on a pfsqos mount") {
+        return String::new();
+    }
+    match discover::discover(&Lookup::from_process()) {
+        Ok(found) => match found.mount {
+            Some(m) => format!(
+                " (the cluster found in {} is mounted at {})",
+                found.source,
+                m.display()
+            ),
+            None => String::new(),
+        },
+        Err(_) => String::new(),
+    }
+}
+
 /// `pfsqos setstripe`; returns the exit code (1 when refused, as lfs).
 pub fn run_setstripe(args: &lfs::SetStripe) -> u8 {
     match lfs::setstripe(args) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {e}{}", mount_hint(&e));
             1
         }
     }
 }
 
-/// `pfsqos getstripe PATH...`; returns the exit code.
-pub fn run_getstripe(paths: &[std::path::PathBuf]) -> u8 {
+/// `pfsqos getstripe [-c -S -i -y -d -r] PATH...`; returns the exit code (1 when a path
+/// failed).
+pub fn run_getstripe(paths: &[std::path::PathBuf], opts: &lfs::GetStripe) -> u8 {
     let mut out = std::io::stdout().lock();
-    let mut code = 0;
-    for p in paths {
-        if let Err(e) = lfs::getstripe(p, &mut out) {
-            eprintln!("error: {e}");
-            code = 1;
-        }
+    let mut err = Vec::new();
+    let ok = lfs::getstripe(paths, opts, &mut out, &mut err);
+    let err = String::from_utf8_lossy(&err);
+    for line in err.lines() {
+        eprintln!("{line}{}", mount_hint(line));
     }
-    code
+    u8::from(!ok)
 }

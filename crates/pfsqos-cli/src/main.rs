@@ -9,7 +9,6 @@ mod commands;
 mod live;
 mod progress;
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -93,22 +92,24 @@ enum Command {
         #[arg(long)]
         only: Option<pfsqos_ops::cluster::Role>,
     },
-    /// Show the top jobs per OST every interval (like lljobstat); optionally record the run
+    /// Show the top jobs per OST and over the whole file system (like lljobstat): the
+    /// cumulative counters at once, then every interval with rates; optionally record the run
     /// as timeseries.csv, summary.json and report.html.
     Stat {
-        /// ossd address; repeat for more OSSs.
-        #[arg(long = "server", default_value = pfsqos_ops::lctl::DEFAULT_SERVER)]
-        servers: Vec<SocketAddr>,
-        /// File holding the shared cluster key.
-        #[arg(long, default_value = pfsqos_wire::key::DEFAULT_KEY_FILE)]
-        key_file: PathBuf,
+        /// ossd HOST:PORT (a host name or an IP); repeat for more OSSs [default: every OSS of
+        /// the cluster found: ./pfsqos-state, $PFSQOS_CLUSTER, $PFSQOS_STATE, /etc/pfsqos].
+        #[arg(long = "server")]
+        servers: Vec<String>,
+        /// File holding the shared cluster key [default: the cluster found's].
+        #[arg(long)]
+        key_file: Option<PathBuf>,
         /// Jobs shown per OST.
         #[arg(short = 'c', long = "count", default_value_t = 5)]
         count: usize,
         /// Seconds between samples (fractions allowed, e.g. 0.5).
         #[arg(short = 'i', long = "interval", default_value = "10", value_parser = pfsqos_ops::stat::parse_interval)]
         interval: std::time::Duration,
-        /// Samples to print [default: until interrupted].
+        /// Blocks to print, the cumulative one first [default: until interrupted].
         #[arg(short = 'n', long = "repeats")]
         iterations: Option<u64>,
         /// Write DIR/timeseries.csv, summary.json and report.html at the end.
@@ -131,41 +132,98 @@ enum Command {
         /// A directory, or a file that does not exist yet (it is created empty).
         path: PathBuf,
     },
-    /// Print layouts (as `lfs getstripe`).
+    /// Print layouts (as `lfs getstripe`): a directory's default and its entries (-r: all
+    /// levels, -d: itself only); -c, -S, -i print only those fields.
     Getstripe {
+        /// Stripe count only.
+        #[arg(short = 'c', long = "stripe-count")]
+        count: bool,
+        /// Stripe size only.
+        #[arg(short = 'S', long = "stripe-size")]
+        size: bool,
+        /// Stripe index (first OST) only.
+        #[arg(short = 'i', long = "stripe-index")]
+        index: bool,
+        /// YAML, as `lfs getstripe -y`.
+        #[arg(short = 'y', long = "yaml")]
+        yaml: bool,
+        /// A directory's own default only, not its entries.
+        #[arg(short = 'd', long = "directory")]
+        directory: bool,
+        /// Into subdirectories, to any depth.
+        #[arg(short = 'r', long = "recursive")]
+        recursive: bool,
         #[arg(required = true)]
         paths: Vec<PathBuf>,
     },
-    /// Read or write an ossd's parameters; prints what Lustre's lctl prints.
+    /// Read, list or write an ossd's parameters; prints what Lustre's lctl prints.
     Lctl {
-        /// ossd address.
-        #[arg(long, default_value = pfsqos_ops::lctl::DEFAULT_SERVER)]
-        server: SocketAddr,
-        /// File holding the shared cluster key.
-        #[arg(long, default_value = pfsqos_wire::key::DEFAULT_KEY_FILE)]
-        key_file: PathBuf,
+        /// ossd HOST:PORT (a host name or an IP) [default: the first OSS of the cluster found:
+        /// ./pfsqos-state, $PFSQOS_CLUSTER, $PFSQOS_STATE, /etc/pfsqos].
+        #[arg(long)]
+        server: Option<String>,
+        /// File holding the shared cluster key [default: the cluster found's].
+        #[arg(long)]
+        key_file: Option<PathBuf>,
         #[command(subcommand)]
         command: LctlCmd,
+    },
+    /// Write a new cluster key (random, mode 0600) for daemons started by hand.
+    Keygen {
+        /// The key file to create.
+        file: PathBuf,
+        /// Replace an existing key (every daemon and client then needs the new one).
+        #[arg(long)]
+        force: bool,
     },
 }
 
 #[derive(Debug, Subcommand)]
 enum LctlCmd {
-    /// Print parameters: get_param [-n] NAME... (NAME may contain `*`).
+    /// Print parameters: get_param [-F] [-n|-N] [-R] PATH... (`.` or `/` between components;
+    /// `*`, `?`, `[01]`, `{a,b}` within one).
     #[command(name = "get_param")]
-    GetParam {
+    Get {
+        /// With -N: `/` after directories, `=` after writable parameters.
+        #[arg(short = 'F')]
+        classify: bool,
         /// Print values only.
-        #[arg(short = 'n')]
+        #[arg(short = 'n', conflicts_with = "names_only")]
         values_only: bool,
+        /// Print names only (parameters and directories).
+        #[arg(short = 'N')]
+        names_only: bool,
+        /// Also every parameter under a matched directory.
+        #[arg(short = 'R')]
+        recursive: bool,
         #[arg(required = true)]
         names: Vec<String>,
     },
-    /// Set parameters: set_param [-n] NAME=VALUE...
+    /// List parameter names: list_param [-D] [-F] [-R] PATH...
+    #[command(name = "list_param")]
+    List {
+        /// Directories only.
+        #[arg(short = 'D')]
+        dirs_only: bool,
+        /// `/` after directories, `=` after writable parameters.
+        #[arg(short = 'F')]
+        classify: bool,
+        /// Also everything under a matched directory.
+        #[arg(short = 'R')]
+        recursive: bool,
+        #[arg(required = true)]
+        patterns: Vec<String>,
+    },
+    /// Set parameters: set_param [-n] PATH=VALUE...
     #[command(name = "set_param")]
-    SetParam {
+    Set {
         /// Print values only.
         #[arg(short = 'n')]
         values_only: bool,
+        /// Persistent, through Lustre's MGS: refused (pfsqos has no MGS); the message says
+        /// what to do instead.
+        #[arg(short = 'P')]
+        persistent: bool,
         #[arg(required = true)]
         assignments: Vec<String>,
     },
@@ -303,9 +361,26 @@ fn main() -> ExitCode {
             };
             return ExitCode::from(live::run_setstripe(&args));
         }
-        Command::Getstripe { paths } => {
-            return ExitCode::from(live::run_getstripe(&paths));
+        Command::Getstripe {
+            count,
+            size,
+            index,
+            yaml,
+            directory,
+            recursive,
+            paths,
+        } => {
+            let opts = pfsqos_mount::lfs::GetStripe {
+                count,
+                size,
+                index,
+                yaml,
+                directory_only: directory,
+                recursive,
+            };
+            return ExitCode::from(live::run_getstripe(&paths, &opts));
         }
+        Command::Keygen { file, force } => return ExitCode::from(live::run_keygen(&file, force)),
         Command::Up { cluster, only } => {
             return ExitCode::from(live::run_up(cluster.as_deref(), only))
         }
@@ -320,39 +395,76 @@ fn main() -> ExitCode {
             iterations,
             record,
         } => {
-            let args = pfsqos_ops::stat::StatArgs {
-                servers,
-                key_file,
-                count,
-                interval,
-                iterations,
-                record,
-            };
-            return ExitCode::from(live::run_stat(&args));
+            return ExitCode::from(live::run_stat(
+                &servers,
+                key_file.as_deref(),
+                |servers, key_file| pfsqos_ops::stat::StatArgs {
+                    servers,
+                    key_file,
+                    count,
+                    interval,
+                    iterations,
+                    record,
+                },
+            ));
         }
         Command::Lctl {
             server,
             key_file,
             command,
         } => {
+            use pfsqos_ops::lctl::{LctlCommand, ParamFlags};
             let command = match command {
-                LctlCmd::GetParam { values_only, names } => {
-                    pfsqos_ops::lctl::LctlCommand::GetParam { names, values_only }
+                LctlCmd::Get {
+                    classify,
+                    values_only,
+                    names_only,
+                    recursive,
+                    names,
+                } => LctlCommand::GetParam {
+                    names,
+                    flags: ParamFlags {
+                        values_only,
+                        names_only,
+                        classify,
+                        recursive,
+                        dirs_only: false,
+                    },
+                },
+                LctlCmd::List {
+                    dirs_only,
+                    classify,
+                    recursive,
+                    patterns,
+                } => LctlCommand::ListParam {
+                    patterns,
+                    flags: ParamFlags {
+                        classify,
+                        recursive,
+                        dirs_only,
+                        ..ParamFlags::default()
+                    },
+                },
+                LctlCmd::Set {
+                    persistent: true, ..
+                } => {
+                    eprintln!("error: {}", pfsqos_ops::lctl::SET_PARAM_P_REFUSAL);
+                    return ExitCode::from(2);
                 }
-                LctlCmd::SetParam {
+                LctlCmd::Set {
                     values_only,
                     assignments,
-                } => pfsqos_ops::lctl::LctlCommand::SetParam {
+                    ..
+                } => LctlCommand::SetParam {
                     assignments,
                     values_only,
                 },
             };
-            let args = pfsqos_ops::lctl::LctlArgs {
-                server,
-                key_file,
+            return ExitCode::from(live::run_lctl(
+                server.as_deref(),
+                key_file.as_deref(),
                 command,
-            };
-            return ExitCode::from(live::run_lctl(&args));
+            ));
         }
     };
     match result {

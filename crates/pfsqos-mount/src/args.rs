@@ -59,6 +59,10 @@ pub struct MountArgs {
     /// Seconds a request waits for a restarting ossd or mds before failing with EIO.
     #[arg(long, default_value_t = RECOVERY_S_DEFAULT)]
     pub recovery_s: u64,
+    /// Let other users use the mount (FUSE's allow_other). A user other than root needs
+    /// `user_allow_other` in /etc/fuse.conf for it.
+    #[arg(long)]
+    pub allow_other: bool,
 }
 
 impl MountArgs {
@@ -77,13 +81,14 @@ impl MountArgs {
             page_cache: false,
             threads: THREADS_DEFAULT,
             recovery_s: RECOVERY_S_DEFAULT,
+            allow_other: false,
         }
     }
 
     /// The command line (after `mount`) that parses back into `self`: the mount point, then
     /// `--mds`, `--key-file`, `--jobid-var`, `--jobid-name` and `--max-rpcs-in-flight` always,
-    /// `--brw-size-bytes` and `--max-dirty-mb` when set, the others when they differ from their
-    /// default.
+    /// `--brw-size-bytes` and `--max-dirty-mb` when set, the flags when on, the others when they
+    /// differ from their default.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut a = vec![self.mountpoint.clone().into_os_string()];
         push(&mut a, "--mds", &self.mds);
@@ -103,6 +108,9 @@ impl MountArgs {
         }
         if self.page_cache {
             a.push("--page-cache".into());
+        }
+        if self.allow_other {
+            a.push("--allow-other".into());
         }
         for (name, value, default) in [
             (
@@ -134,6 +142,7 @@ impl MountArgs {
         config.direct_io = !self.page_cache;
         config.threads = self.threads;
         config.recovery = Duration::from_secs(self.recovery_s);
+        config.allow_other = self.allow_other;
         config.validate()?;
         Ok(config)
     }
@@ -178,6 +187,7 @@ mod tests {
             page_cache: true,
             threads: 2,
             recovery_s: 5,
+            allow_other: true,
         };
         assert_eq!(parse(x.to_args()), x);
         let minimal = MountArgs::new("/mnt/p".into(), "mds1:7989".into());

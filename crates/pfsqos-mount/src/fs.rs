@@ -17,7 +17,7 @@ use fuser::{
 };
 use tracing::debug;
 
-use super::ops::{Caller, Ops, XATTR_CREATE, XATTR_LAYOUT};
+use super::ops::{Caller, Ops, XATTR_CREATE, XATTR_LAYOUT, XATTR_OST_COUNT};
 use pfsqos_wire::mds::{Attr, Kind, SetAttr};
 
 /// How long the kernel may cache attributes and entries. Every change made through this
@@ -560,6 +560,9 @@ impl Filesystem for PfsFs {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        if name.as_bytes() == XATTR_OST_COUNT.as_bytes() {
+            return reply_xattr(reply, size, self.ops.ost_count().to_string().as_bytes());
+        }
         if name.as_bytes() != XATTR_LAYOUT.as_bytes() {
             // Answered at once: the kernel asks for security.capability on every write.
             return reply.error(Errno::ENODATA);

@@ -93,6 +93,10 @@ pub struct MountConfig {
     /// Keep a bounded trace of the bulk RPCs sent ([`Mounted::rpc_trace`]); not a
     /// command-line option (tests compare it with the simulator's RPCs).
     pub rpc_trace: bool,
+    /// Let users other than the one who mounted use the mount (FUSE's `allow_other`). For a
+    /// user other than root, fusermount3 grants it only when /etc/fuse.conf has
+    /// `user_allow_other`, so it is asked for only when configured.
+    pub allow_other: bool,
 }
 
 impl MountConfig {
@@ -113,6 +117,7 @@ impl MountConfig {
             recovery: RECOVERY_DEFAULT,
             gather_flush_after: ops::GATHER_FLUSH_AFTER,
             rpc_trace: false,
+            allow_other: false,
         }
     }
 
@@ -274,10 +279,28 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
     if !Path::new("/dev/fuse").exists() {
         bail!("/dev/fuse does not exist: load the fuse module (modprobe fuse) to mount");
     }
-    if !config.mountpoint.is_dir() {
-        bail!(
-            "mount point {} is not a directory",
+    match std::fs::metadata(&config.mountpoint) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => bail!(
+            "mount point {} is not a directory: give a directory to mount on",
             config.mountpoint.display()
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+            "mount point {} does not exist: create it first (mkdir -p {}), as for mount(8)",
+            config.mountpoint.display(),
+            config.mountpoint.display()
+        ),
+        Err(e) => bail!("mount point {}: {e}", config.mountpoint.display()),
+    }
+    if !is_root() && !dev_fuse_usable() {
+        bail!(
+            "/dev/fuse is not readable and writable by uid {} (its mode is {:o}): a user other \
+             than root mounts through it, so it must be mode 666 (the usual; some containers \
+             make it 600), or mount as root",
+            current_uid(),
+            std::fs::metadata("/dev/fuse")
+                .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+                .unwrap_or(0)
         );
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -301,10 +324,30 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
         fuser::MountOption::DefaultPermissions,
         fuser::MountOption::NoAtime,
     ];
-    options.acl = fuser::SessionACL::All;
+    options.acl = if config.allow_other {
+        fuser::SessionACL::All
+    } else {
+        fuser::SessionACL::Owner
+    };
     options.n_threads = Some(config.threads);
-    let session = fuser::spawn_mount(fs, &config.mountpoint, &options)
-        .with_context(|| format!("mounting on {}", config.mountpoint.display()))?;
+    let session = fuser::spawn_mount(fs, &config.mountpoint, &options).map_err(|e| {
+        let mut msg = format!("mounting on {}: {e}", config.mountpoint.display());
+        if config.allow_other && !is_root() {
+            msg.push_str(&format!(
+                "\nallow_other was asked for (--allow-other, or allow_other = true in the \
+                 cluster file's [mount]); fusermount3 grants it to a user other than root only \
+                 when /etc/fuse.conf has the line `user_allow_other`{}. Add that line (as root), \
+                 or mount without allow_other (then only uid {} can use the mount)",
+                if fuse_conf_allows_other() {
+                    " (it does: see the error above)"
+                } else {
+                    " (it does not)"
+                },
+                current_uid()
+            ));
+        }
+        anyhow::anyhow!(msg)
+    })?;
     let mounted = Mounted {
         trace,
         limiter,
@@ -321,6 +364,29 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
     }
     info!(mountpoint = %config.mountpoint.display(), mds = %config.mds, "mounted");
     Ok(mounted)
+}
+
+fn current_uid() -> u32 {
+    // SAFETY: getuid cannot fail and touches no memory.
+    unsafe { libc::getuid() }
+}
+
+fn is_root() -> bool {
+    current_uid() == 0
+}
+
+/// Whether this process may open /dev/fuse for reading and writing.
+fn dev_fuse_usable() -> bool {
+    // SAFETY: a NUL-terminated literal; access(2) reads nothing else of ours.
+    unsafe { libc::access(c"/dev/fuse".as_ptr(), libc::R_OK | libc::W_OK) == 0 }
+}
+
+/// Whether /etc/fuse.conf has an uncommented `user_allow_other` line.
+fn fuse_conf_allows_other() -> bool {
+    std::fs::read_to_string("/etc/fuse.conf").is_ok_and(|t| {
+        t.lines()
+            .any(|l| l.split('#').next().unwrap_or("").trim() == "user_allow_other")
+    })
 }
 
 /// Sets the kernel's read-ahead window of the mount's backing device info: FUSE starts at
@@ -350,10 +416,26 @@ async fn connect(
         .with_context(|| format!("--mds {} resolves to no address", config.mds))?;
     let key: Arc<[u8]> = config.key.clone().into();
     let mds = MdsPool::new(addr, key.clone(), config.recovery);
-    let mut c = mds
-        .prime()
-        .await
-        .with_context(|| format!("connecting to the MDS at {addr}"))?;
+    // An MDS that refuses connections may be starting (daemons started together, by hand or
+    // by systemd): wait for it up to the recovery time. A wrong key or any other failure
+    // fails the mount at once.
+    let deadline = tokio::time::Instant::now() + config.recovery;
+    let mut waited = false;
+    let mut c = loop {
+        match mds.prime().await {
+            Err(pfsqos_wire::client::ClientError::Conn(pfsqos_wire::conn::ConnError::Io(e)))
+                if e.kind() == std::io::ErrorKind::ConnectionRefused
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                if !waited {
+                    info!(mds = %addr, "the MDS refuses connections; waiting for it (at most {:?})", config.recovery);
+                    waited = true;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            r => break r.with_context(|| format!("connecting to the MDS at {addr}"))?,
+        }
+    };
     let statfs = c
         .statfs()
         .await

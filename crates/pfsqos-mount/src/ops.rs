@@ -88,6 +88,9 @@ pub const XATTR_LAYOUT: &str = "user.pfsqos.layout";
 /// Set on a directory to create a file in it with an explicit layout (`lfs setstripe` of a
 /// path that does not exist): value `stripe_count=C stripe_size=S stripe_offset=I name=NAME`.
 pub const XATTR_CREATE: &str = "user.pfsqos.create";
+/// Read-only on every path of a mount: the file system's OST count (decimal text), so that
+/// `setstripe` can name the limit of a stripe count or index.
+pub const XATTR_OST_COUNT: &str = "user.pfsqos.ost_count";
 
 /// The libc errno of a protocol errno.
 pub fn errno(e: Errno) -> i32 {
@@ -564,7 +567,7 @@ impl Ops {
         }
     }
 
-    fn ost_count(&self) -> u32 {
+    pub fn ost_count(&self) -> u32 {
         self.osts.len() as u32
     }
 

@@ -130,6 +130,7 @@ struct MountSpec {
     brw_size_bytes: Option<u64>,
     max_dirty_mb: Option<u64>,
     page_cache: Option<bool>,
+    allow_other: Option<bool>,
 }
 
 // ------------------------------------------------------------------ the resolved cluster
@@ -197,6 +198,9 @@ pub struct MountRole {
     pub max_dirty_mb: Option<u64>,
     /// Files use the kernel's page cache instead of direct I/O (`mount --page-cache`).
     pub page_cache: bool,
+    /// Other users may use the mount (`mount --allow-other`; a user other than root needs
+    /// `user_allow_other` in /etc/fuse.conf).
+    pub allow_other: bool,
 }
 
 /// One role of the cluster, as `up --only` names it: `mds`, `oss:N`, `mount`.
@@ -746,6 +750,7 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
         brw_size_bytes: brw,
         max_dirty_mb,
         page_cache: m.page_cache.unwrap_or(false),
+        allow_other: m.allow_other.unwrap_or(false),
     })
 }
 

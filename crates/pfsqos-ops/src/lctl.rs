@@ -1,11 +1,26 @@
-//! `pfsqos lctl`: reads and writes an ossd's parameters, printing exactly what Lustre's `lctl`
-//! prints, so scripts and the Lustre adapter's parsers work on either.
+//! `pfsqos lctl`: lists, reads and writes an ossd's parameters, printing exactly what Lustre's
+//! `lctl` prints, so scripts and the Lustre adapter's parsers work on either.
 //!
-//! Output: `name=value` per parameter; a value of more than one line starts on the line after
-//! the `=` (`name=\n` then the value), as `lctl get_param` does. `-n` prints values only.
-//! Exit codes: 0 success; 1 the server refused at least one parameter (each refusal printed
-//! as `error: get_param|set_param: ...` on stderr, like lctl); 2 bad arguments, unreadable key
-//! or no connection.
+//! The forms and flags are lctl's (its usage text, lustre/utils/lctl.c):
+//!
+//! * `get_param [-F] [-n | -N] [-R] PATH...`: `name=value` per parameter; a value of more than
+//!   one line starts on the line after the `=` (`name=\n` then the value). `-n` values only;
+//!   `-N` names only (files and directories), with `-F` a `/` after a directory and `=` after
+//!   a writable parameter; `-R` every parameter under a matched directory too.
+//! * `list_param [-D] [-F] [-R] PATH...`: the matched names (files and directories); `-D`
+//!   directories only, `-F` as above, `-R` everything under a matched directory.
+//! * `set_param [-n] PATH=VALUE...`: `name=value` for each parameter set. `-P` (persistent,
+//!   through Lustre's MGS) is refused with [`SET_PARAM_P_REFUSAL`]: pfsqos has no MGS.
+//!
+//! A path may use `/` or `.` between components (`obdfilter/*/job_stats`, as lctl) and glob(3)'s
+//! patterns within a component (`*`, `?`, `[01]`, `[!0]`, `{a,b}`); the ossd matches them
+//! (`pfsqos_ossd::param_glob`). Directories are the dotted prefixes of parameter names
+//! (`obdfilter.fs-OST0000` holds `job_stats`). As in lctl, a pattern with one unreadable match
+//! prints every readable one and reports the failing one on stderr.
+//!
+//! Exit codes: 0 success; 1 at least one path matched nothing or could not be read or set (each
+//! printed as `error: get_param: ...`, `error: list_param: ...` or `error: set_param: ...` on
+//! stderr, like lctl); 2 bad arguments, unreadable key or no connection.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -13,19 +28,52 @@ use std::path::PathBuf;
 
 use pfsqos_wire::client::{ClientError, OssClient};
 use pfsqos_wire::key::read_key_file;
-use pfsqos_wire::protocol::{Param, Role};
+use pfsqos_wire::protocol::{Errno, Param, Role};
 
-/// Default ossd address for `lctl`.
+/// Default ossd address for `lctl`, when nothing else names one.
 pub const DEFAULT_SERVER: &str = "127.0.0.1:7988";
 
+/// Most components a parameter name has below a matched path that `-R`, `list_param` and
+/// `-N` look for (pfsqos's names have at most four: `ost.OSS.ost_io.nrs_policies`).
+pub const NAME_DEPTH_MAX: usize = 6;
+
+/// What `set_param -P` answers.
+pub const SET_PARAM_P_REFUSAL: &str = "set_param: -P is not supported: Lustre keeps -P settings \
+     in the MGS configuration log, and pfsqos has no MGS. Run set_param without -P (the setting \
+     lasts until the ossd stops); to apply it at every start, put the command in the ossd's \
+     service (ExecStartPost= in packaging/systemd/pfsqos-ossd.service) or use the cluster \
+     file's [[oss]] policy field for a controller.";
+
+/// `get_param` and `list_param` flags (lctl's letters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParamFlags {
+    /// `-n`: values only (get_param).
+    pub values_only: bool,
+    /// `-N`: names only (get_param).
+    pub names_only: bool,
+    /// `-F`: `/` after directories, `=` after writable parameters (with -N, and list_param).
+    pub classify: bool,
+    /// `-R`: everything under a matched directory.
+    pub recursive: bool,
+    /// `-D`: directories only (list_param).
+    pub dirs_only: bool,
+}
+
+/// One lctl command; the variants are named after lctl's own commands (`get_param`,
+/// `list_param`, `set_param`).
 #[derive(Clone, Debug)]
 pub enum LctlCommand {
-    /// `get_param [-n] NAME...`
+    /// `get_param [-F] [-n|-N] [-R] PATH...`
     GetParam {
         names: Vec<String>,
-        values_only: bool,
+        flags: ParamFlags,
     },
-    /// `set_param [-n] NAME=VALUE...`
+    /// `list_param [-D] [-F] [-R] PATH...`
+    ListParam {
+        patterns: Vec<String>,
+        flags: ParamFlags,
+    },
+    /// `set_param [-n] PATH=VALUE...`
     SetParam {
         assignments: Vec<String>,
         values_only: bool,
@@ -57,6 +105,89 @@ pub fn format_param(p: &Param, values_only: bool) -> String {
     out
 }
 
+/// Whether the ossd accepts writes to a parameter (what `-F` marks with `=`): every one but
+/// the read-only listings, `ost.OSS.ost_io.sync_stats` and the policies' `nrs_*_flows`.
+pub fn is_writable(name: &str) -> bool {
+    let last = name.rsplit('.').next().unwrap_or(name);
+    !(last == "sync_stats" || (last.starts_with("nrs_") && last.ends_with("_flows")))
+}
+
+/// One entry a path matched: a parameter or a directory of parameters.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Entry {
+    /// Components, so that sorting keeps a directory's contents right after it.
+    pub components: Vec<String>,
+    pub is_dir: bool,
+}
+
+impl Entry {
+    fn name(&self) -> String {
+        self.components.join(".")
+    }
+
+    /// The name as `-F` prints it.
+    pub fn display(&self, classify: bool) -> String {
+        let mut n = self.name();
+        if classify {
+            if self.is_dir {
+                n.push('/');
+            } else if is_writable(&n) {
+                n.push('=');
+            }
+        }
+        n
+    }
+}
+
+fn entry(name: &str, drop_last: usize) -> Entry {
+    let comps: Vec<String> = name.split('.').map(str::to_string).collect();
+    let keep = comps.len().saturating_sub(drop_last);
+    Entry {
+        is_dir: drop_last > 0,
+        components: comps[..keep].to_vec(),
+    }
+}
+
+/// The names a pattern matches, or none (`ENOENT` is "nothing matched", not an error).
+async fn list_or_none(client: &mut OssClient, pattern: &str) -> Result<Vec<String>, ClientError> {
+    match client.list_params(pattern).await {
+        Ok(n) => Ok(n),
+        Err(ClientError::Remote(e)) if e.errno == Errno::ENOENT => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What `pattern` matches: its parameters and its directories (found by asking for
+/// `pattern.*`, `pattern.*.*`, ... up to [`NAME_DEPTH_MAX`]); with `recursive`, every entry under
+/// a matched directory too. Sorted component by component, deduplicated.
+pub async fn expand(
+    client: &mut OssClient,
+    pattern: &str,
+    recursive: bool,
+) -> Result<Vec<Entry>, ClientError> {
+    let mut out: Vec<Entry> = list_or_none(client, pattern)
+        .await?
+        .iter()
+        .map(|n| entry(n, 0))
+        .collect();
+    let mut below = String::from(pattern);
+    for depth in 1..=NAME_DEPTH_MAX {
+        below.push_str(".*");
+        for n in list_or_none(client, &below).await? {
+            out.push(entry(&n, depth));
+            if recursive {
+                // Every directory and parameter between the match and this name.
+                for d in 0..depth {
+                    out.push(entry(&n, d));
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 /// Runs one lctl command; returns the process exit code.
 pub async fn run(args: &LctlArgs, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let key = match read_key_file(&args.key_file) {
@@ -73,52 +204,155 @@ pub async fn run(args: &LctlArgs, out: &mut dyn Write, err: &mut dyn Write) -> u
             return 2;
         }
     };
-    let mut code = 0;
     match &args.command {
-        LctlCommand::GetParam { names, values_only } => {
-            for name in names {
-                match client.get_param(name).await {
-                    Ok(params) => {
-                        for p in &params {
-                            let _ = out.write_all(format_param(p, *values_only).as_bytes());
-                        }
-                    }
-                    Err(ClientError::Remote(e)) => {
-                        let _ = writeln!(err, "error: get_param: {name}: {e}");
-                        code = 1;
-                    }
-                    Err(e) => {
-                        let _ = writeln!(err, "error: get_param: {name}: {e}");
-                        return 2;
-                    }
-                }
-            }
+        LctlCommand::GetParam { names, flags } => get(&mut client, names, flags, out, err).await,
+        LctlCommand::ListParam { patterns, flags } => {
+            list(&mut client, patterns, flags, out, err).await
         }
         LctlCommand::SetParam {
             assignments,
             values_only,
-        } => {
-            for a in assignments {
-                let Some((name, value)) = a.split_once('=') else {
-                    let _ = writeln!(err, "error: set_param: setting {a}: expected NAME=VALUE");
-                    code = 2;
-                    continue;
-                };
-                match client.set_param(name, value).await {
-                    Ok(params) => {
-                        for p in &params {
-                            let _ = out.write_all(format_param(p, *values_only).as_bytes());
-                        }
-                    }
-                    Err(ClientError::Remote(e)) => {
-                        let _ = writeln!(err, "error: set_param: setting {name}={value}: {}", e);
-                        code = 1;
-                    }
-                    Err(e) => {
-                        let _ = writeln!(err, "error: set_param: setting {name}={value}: {e}");
-                        return 2;
+        } => set(&mut client, assignments, *values_only, out, err).await,
+    }
+}
+
+async fn get(
+    client: &mut OssClient,
+    names: &[String],
+    flags: &ParamFlags,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let mut code = 0;
+    for pattern in names {
+        // Directories matter only for -N (they are listed) and -R (they are descended into).
+        let entries = if flags.names_only || flags.recursive {
+            expand(client, pattern, flags.recursive).await
+        } else {
+            list_or_none(client, pattern)
+                .await
+                .map(|v| v.iter().map(|n| entry(n, 0)).collect())
+        };
+        let entries = match entries {
+            Ok(e) => e,
+            Err(ClientError::Remote(e)) => {
+                let _ = writeln!(err, "error: get_param: {pattern}: {e}");
+                code = 1;
+                continue;
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: get_param: {pattern}: {e}");
+                return 2;
+            }
+        };
+        if entries.is_empty() {
+            // Only directories, perhaps: say so rather than "no such file".
+            let dirs = !flags.names_only
+                && !flags.recursive
+                && expand(client, pattern, false)
+                    .await
+                    .is_ok_and(|e| !e.is_empty());
+            let why = if dirs {
+                "Is a directory (add -R for the parameters under it, or use list_param)"
+            } else {
+                "No such file or directory"
+            };
+            let _ = writeln!(err, "error: get_param: param_path '{pattern}': {why}");
+            code = 1;
+            continue;
+        }
+        for e in &entries {
+            if flags.names_only {
+                let _ = writeln!(out, "{}", e.display(flags.classify));
+                continue;
+            }
+            if e.is_dir {
+                continue;
+            }
+            let name = e.name();
+            // One parameter per request: one unreadable parameter does not hide the others.
+            match client.get_params_at_once(&name).await {
+                Ok(params) => {
+                    for p in &params {
+                        let _ = out.write_all(format_param(p, flags.values_only).as_bytes());
                     }
                 }
+                Err(ClientError::Remote(e)) => {
+                    let _ = writeln!(err, "error: get_param: read '{name}': {e}");
+                    code = 1;
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "error: get_param: read '{name}': {e}");
+                    return 2;
+                }
+            }
+        }
+    }
+    code
+}
+
+async fn list(
+    client: &mut OssClient,
+    patterns: &[String],
+    flags: &ParamFlags,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let mut code = 0;
+    for pattern in patterns {
+        match expand(client, pattern, flags.recursive).await {
+            Ok(entries) if entries.is_empty() => {
+                let _ = writeln!(
+                    err,
+                    "error: list_param: param_path '{pattern}': No such file or directory"
+                );
+                code = 1;
+            }
+            Ok(entries) => {
+                for e in entries.iter().filter(|e| e.is_dir || !flags.dirs_only) {
+                    let _ = writeln!(out, "{}", e.display(flags.classify));
+                }
+            }
+            Err(ClientError::Remote(e)) => {
+                let _ = writeln!(err, "error: list_param: {pattern}: {e}");
+                code = 1;
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: list_param: {pattern}: {e}");
+                return 2;
+            }
+        }
+    }
+    code
+}
+
+async fn set(
+    client: &mut OssClient,
+    assignments: &[String],
+    values_only: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let mut code = 0;
+    for a in assignments {
+        let Some((name, value)) = a.split_once('=') else {
+            let _ = writeln!(err, "error: set_param: setting {a}: expected NAME=VALUE");
+            code = 2;
+            continue;
+        };
+        match client.set_param(name, value).await {
+            Ok(params) => {
+                for p in &params {
+                    let _ = out.write_all(format_param(p, values_only).as_bytes());
+                }
+            }
+            Err(ClientError::Remote(e)) => {
+                let _ = writeln!(err, "error: set_param: setting {name}={value}: {e}");
+                code = 1;
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: set_param: setting {name}={value}: {e}");
+                return 2;
             }
         }
     }
@@ -156,5 +390,33 @@ mod tests {
             "a.b=\n\nregular_requests:\n"
         );
         assert_eq!(format_param(&p("a.b", "x\ny\n"), true), "x\ny\n");
+    }
+
+    /// `-F` marks as lctl's usage says: `/` directories, `=` writable files.
+    #[test]
+    fn classify_marks_directories_and_writable_files() {
+        let dir = entry("obdfilter.x-OST0000.job_stats", 1);
+        assert_eq!(dir.display(true), "obdfilter.x-OST0000/");
+        assert_eq!(dir.display(false), "obdfilter.x-OST0000");
+        let js = entry("obdfilter.x-OST0000.job_stats", 0);
+        assert_eq!(js.display(true), "obdfilter.x-OST0000.job_stats=");
+        assert_eq!(
+            entry("ost.OSS.ost_io.sync_stats", 0).display(true),
+            "ost.OSS.ost_io.sync_stats"
+        );
+        assert_eq!(
+            entry("ost.OSS.ost_io.nrs_dsfq_flows", 0).display(true),
+            "ost.OSS.ost_io.nrs_dsfq_flows"
+        );
+        // Component order keeps a directory's contents right after it.
+        let mut v = [
+            entry("a.b-x.c", 0),
+            entry("a.b.c", 0),
+            entry("a.b.c", 1),
+            entry("a.b-x.c", 1),
+        ];
+        v.sort();
+        let names: Vec<String> = v.iter().map(|e| e.display(true)).collect();
+        assert_eq!(names, ["a.b/", "a.b.c=", "a.b-x/", "a.b-x.c="]);
     }
 }

@@ -1,31 +1,48 @@
-//! `pfsqos stat`: the top jobs per OST every interval, like Lustre's `lljobstat`, and with
-//! `--record DIR` the same `timeseries.csv`, `summary.json` and `report.html` a simulated run
-//! produces.
+//! `pfsqos stat`: the top jobs per OST and over the whole file system, like Lustre's
+//! `lljobstat`, and with `--record DIR` the same `timeseries.csv`, `summary.json` and
+//! `report.html` a simulated run produces.
 //!
-//! Every interval it reads `obdfilter.*.job_stats` from each ossd (through `lctl`'s client),
-//! parses it with `pfsqos_core::jobstats::parse_lctl_job_stats` (the parser the Lustre adapter
-//! uses) and prints, per OST, the jobs with the most operations *in that interval* (deltas of
-//! the job_stats counters; a counter that went backwards, after a `clear` or an expiry,
-//! restarts from zero). Output, YAML like `lljobstat`'s, with its abbreviations:
+//! It reads `obdfilter.*.job_stats` from each ossd (through `lctl`'s client), parses it with
+//! `pfsqos_core::jobstats::parse_lctl_job_stats` (the parser the Lustre adapter uses) and prints
+//! at once the cumulative view (the counters since each job's entry was created or cleared, as
+//! lljobstat prints them), then every interval the jobs with the most operations *in that
+//! interval* (deltas of the job_stats counters; a counter that went backwards, after a `clear`
+//! or an expiry, restarts from zero) with their rates. `-n N` prints N blocks, the cumulative
+//! one first (lljobstat's `-n`, whose first block is also printed at once). Output, YAML like
+//! `lljobstat`'s, with its abbreviations:
 //!
 //! ```text
 //! ---
 //! timestamp: 1700000000
+//! cumulative: true
+//! top_jobs:
+//!   pfsqos-OST0000:
+//!   - dd.0: {ops: 120, wr: 120, wb: 503316480}
+//!   pfsqos-OST0001: []
+//! filesystem:
+//! - dd.0: {ops: 120, wr: 120, wb: 503316480, osts: 1}
+//! ---
+//! timestamp: 1700000010
 //! interval_s: 10
 //! top_jobs:
 //!   pfsqos-OST0000:
-//!   - dd.0: {ops: 12, wr: 12, wb: 50331648}
+//!   - dd.0: {ops: 12, wr: 12, wb: 50331648, wb_mib_s: 4.80}
 //!   pfsqos-OST0001: []
+//! filesystem:
+//! - dd.0: {ops: 12, wr: 12, wb: 50331648, osts: 1, wb_mib_s: 4.80}
 //! ```
 //!
 //! `ops` counts every operation sample (not the byte counters); the other keys are printed
 //! only when not zero: `rd` read, `wr` write, `ga` getattr, `sa` setattr, `pu` punch, `sy`
 //! sync, `dt` destroy, `cr` create, `st` statfs, `gi` get_info, `si` set_info, `qc` quotactl,
-//! `pa` prealloc, `rb` read_bytes, `wb` write_bytes. Job ids are quoted as job_stats quotes
-//! them. With several servers, OST names are prefixed by the server address
-//! (`127.0.0.1:7988/pfsqos-OST0000`), since each ossd numbers its OSTs from 0.
+//! `pa` prealloc, `rb` read_bytes, `wb` write_bytes; in an interval block `rb_mib_s` and
+//! `wb_mib_s` are those bytes over the interval in MiB/s (2 decimals). `filesystem:` sums each
+//! job over every OST of every server (`osts`: on how many it did I/O), the top `-c` jobs in
+//! the same order. Job ids are quoted as job_stats quotes them. With several servers, OST
+//! names are prefixed by the server address (`127.0.0.1:7988/pfsqos-OST0000`), since each ossd
+//! numbers its OSTs from 0.
 //!
-//! When a fair-queuing policy runs (`dsfq` or `sfqd` by job id), each interval also shows
+//! When a fair-queuing policy runs (`dsfq` or `sfqd` by job id), each block also shows
 //! every job's share of the bytes moved over all servers against its share of the weights
 //! (weights from `ost.OSS.ost_io.nrs_dsfq_flows` / `nrs_sfqd_flows`, the weight each flow is
 //! bound to; the largest when servers disagree), over the jobs that moved bytes:
@@ -36,9 +53,9 @@
 //! ```
 //!
 //! Recording: bin `k` of the time series holds the bytes (read + written) each job moved on
-//! each OST during interval `k`; bins are the nominal intervals (the loop keeps a fixed
-//! schedule, so sampling jitter does not accumulate). The run is written when the last
-//! iteration ends or on SIGINT/SIGTERM.
+//! each OST during interval `k` (the cumulative block is not a bin); bins are the nominal
+//! intervals (the loop keeps a fixed schedule, so sampling jitter does not accumulate). The run
+//! is written when the last block is printed or on SIGINT/SIGTERM.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -180,21 +197,61 @@ pub fn delta(prev: &Snapshot, cur: &Snapshot) -> Snapshot {
         .collect()
 }
 
-/// One interval's block of output.
-pub fn render_top(d: &Snapshot, timestamp_s: u64, interval: Duration, count: usize) -> String {
-    let mut out = format!(
-        "---\ntimestamp: {timestamp_s}\ninterval_s: {}\ntop_jobs:\n",
-        interval.as_secs_f64()
-    );
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// A job's fields as lljobstat prints them (operations, then bytes), then `extra`, then with an
+/// interval its rates.
+fn job_fields(v: &Values, extra: Option<String>, interval: Option<Duration>) -> String {
+    let mut fields = vec![format!("ops: {}", ops(v))];
+    for c in OstCounter::ALL
+        .iter()
+        .filter(|c| !c.is_bytes())
+        .chain(&[OstCounter::ReadBytes, OstCounter::WriteBytes])
+    {
+        if v[*c as usize] > 0 {
+            fields.push(format!("{}: {}", abbreviation(*c), v[*c as usize]));
+        }
+    }
+    fields.extend(extra);
+    if let Some(i) = interval.filter(|i| !i.is_zero()) {
+        for (c, key) in [
+            (OstCounter::ReadBytes, "rb_mib_s"),
+            (OstCounter::WriteBytes, "wb_mib_s"),
+        ] {
+            if v[c as usize] > 0 {
+                let rate = v[c as usize] as f64 / MIB / i.as_secs_f64();
+                fields.push(format!("{key}: {rate:.2}"));
+            }
+        }
+    }
+    fields.join(", ")
+}
+
+/// Most operations first; ties by bytes, then by job id, so the order is stable.
+fn top_order(a: (&String, &Values), b: (&String, &Values)) -> std::cmp::Ordering {
+    ops(b.1)
+        .cmp(&ops(a.1))
+        .then(bytes(b.1).cmp(&bytes(a.1)))
+        .then(a.0.cmp(b.0))
+}
+
+/// One block of output: the cumulative view (`interval` `None`: the counters themselves) or
+/// one interval's deltas, per OST and over the whole file system.
+pub fn render_top(
+    d: &Snapshot,
+    timestamp_s: u64,
+    interval: Option<Duration>,
+    count: usize,
+) -> String {
+    let mut out = format!("---\ntimestamp: {timestamp_s}\n");
+    match interval {
+        Some(i) => out.push_str(&format!("interval_s: {}\n", i.as_secs_f64())),
+        None => out.push_str("cumulative: true\n"),
+    }
+    out.push_str("top_jobs:\n");
     for (ost, jobs) in d {
         let mut top: Vec<(&String, &Values)> = jobs.iter().collect();
-        // Most operations first; ties by bytes, then by job id, so the order is stable.
-        top.sort_by(|a, b| {
-            ops(b.1)
-                .cmp(&ops(a.1))
-                .then(bytes(b.1).cmp(&bytes(a.1)))
-                .then(a.0.cmp(b.0))
-        });
+        top.sort_by(|a, b| top_order(*a, *b));
         top.truncate(count);
         if top.is_empty() {
             out.push_str(&format!("  {ost}: []\n"));
@@ -202,21 +259,36 @@ pub fn render_top(d: &Snapshot, timestamp_s: u64, interval: Duration, count: usi
         }
         out.push_str(&format!("  {ost}:\n"));
         for (job, v) in top {
-            let mut fields = vec![format!("ops: {}", ops(v))];
-            // lljobstat's order: operations, then bytes.
-            for c in OstCounter::ALL
-                .iter()
-                .filter(|c| !c.is_bytes())
-                .chain(&[OstCounter::ReadBytes, OstCounter::WriteBytes])
-            {
-                if v[*c as usize] > 0 {
-                    fields.push(format!("{}: {}", abbreviation(*c), v[*c as usize]));
-                }
-            }
             out.push_str(&format!(
                 "  - {}: {{{}}}\n",
                 quote_job_id(job),
-                fields.join(", ")
+                job_fields(v, None, interval)
+            ));
+        }
+    }
+    // The whole file system: each job summed over every OST.
+    let mut fs: BTreeMap<&String, (Values, usize)> = BTreeMap::new();
+    for (_, jobs) in d {
+        for (job, v) in jobs {
+            let e = fs.entry(job).or_insert(([0; OST_COUNTER_COUNT], 0));
+            for (sum, x) in e.0.iter_mut().zip(v) {
+                *sum += x;
+            }
+            e.1 += usize::from(bytes(v) > 0 || ops(v) > 0);
+        }
+    }
+    let mut top: Vec<(&String, &(Values, usize))> = fs.iter().map(|(j, v)| (*j, v)).collect();
+    top.sort_by(|a, b| top_order((a.0, &a.1 .0), (b.0, &b.1 .0)));
+    top.truncate(count);
+    if top.is_empty() {
+        out.push_str("filesystem: []\n");
+    } else {
+        out.push_str("filesystem:\n");
+        for (job, (v, osts)) in top {
+            out.push_str(&format!(
+                "- {}: {{{}}}\n",
+                quote_job_id(job),
+                job_fields(v, Some(format!("osts: {osts}")), interval)
             ));
         }
     }
@@ -438,6 +510,9 @@ fn check(args: &StatArgs) -> anyhow::Result<()> {
     if args.iterations == Some(0) {
         bail!("-n must be at least 1");
     }
+    if args.iterations == Some(1) && args.record.is_some() {
+        bail!("-n 1 prints only the cumulative block; --record needs -n 2 or more (each block after the first is one interval of the record)");
+    }
     Ok(())
 }
 
@@ -548,10 +623,21 @@ pub async fn run(
     }
     let mut stop = std::pin::pin!(stop);
     let mut prev = fetch(&mut sources, &key, err).await;
+    let now_s = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |t| t.as_secs())
+    };
+    // The cumulative view at once: the counters are deltas from nothing.
+    let cumulative = delta(&Vec::new(), &prev);
+    out.write_all(render_top(&cumulative, now_s(), None, args.count).as_bytes())?;
+    let weights = fetch_weights(&mut sources).await;
+    out.write_all(render_shares(&cumulative, &weights).as_bytes())?;
+    out.flush()?;
     let mut recorder = args.record.as_ref().map(|_| Recorder::default());
     let start = tokio::time::Instant::now();
     let mut k: u64 = 0;
-    loop {
+    while args.iterations.is_none_or(|n| k + 1 < n) {
         k += 1;
         let tick = start + args.interval.mul_f64(k as f64);
         tokio::select! {
@@ -563,10 +649,7 @@ pub async fn run(
         }
         let cur = fetch(&mut sources, &key, err).await;
         let d = delta(&prev, &cur);
-        let now_s = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |t| t.as_secs());
-        out.write_all(render_top(&d, now_s, args.interval, args.count).as_bytes())?;
+        out.write_all(render_top(&d, now_s(), Some(args.interval), args.count).as_bytes())?;
         let weights = fetch_weights(&mut sources).await;
         out.write_all(render_shares(&d, &weights).as_bytes())?;
         out.flush()?;
@@ -582,9 +665,6 @@ pub async fn run(
             }
         }
         prev = cur;
-        if args.iterations.is_some_and(|n| k >= n) {
-            break;
-        }
     }
     if let (Some(dir), Some(r)) = (&args.record, &recorder) {
         if r.dropped() > 0 {
@@ -664,13 +744,66 @@ mod tests {
         assert_eq!(d[0].1.len(), 3, "the idle job is left out");
         assert_eq!(d[0].1["a"], vals(&[(Write, 3), (WriteBytes, 300)]));
         assert_eq!(d[0].1["b"], vals(&[(Read, 1), (ReadBytes, 100)]));
-        let text = render_top(&d, 1700000000, Duration::from_millis(200), 2);
+        let text = render_top(&d, 1700000000, Some(Duration::from_millis(200)), 2);
         assert_eq!(
             text,
             "---\ntimestamp: 1700000000\ninterval_s: 0.2\ntop_jobs:\n  fs-OST0000:\n  \
-             - c: {ops: 4, wr: 3, pu: 1, wb: 30}\n  - a: {ops: 3, wr: 3, wb: 300}\n  \
-             fs-OST0001: []\n"
+             - c: {ops: 4, wr: 3, pu: 1, wb: 30, wb_mib_s: 0.00}\n  \
+             - a: {ops: 3, wr: 3, wb: 300, wb_mib_s: 0.00}\n  \
+             fs-OST0001: []\n\
+             filesystem:\n\
+             - c: {ops: 4, wr: 3, pu: 1, wb: 30, osts: 1, wb_mib_s: 0.00}\n\
+             - a: {ops: 3, wr: 3, wb: 300, osts: 1, wb_mib_s: 0.00}\n"
         );
+    }
+
+    /// The cumulative block has no interval and no rates; the file-system view sums a job
+    /// over OSTs and servers; rates are bytes over the interval in MiB/s.
+    #[test]
+    fn cumulative_and_filesystem_views_with_rates() {
+        use OstCounter::*;
+        let cur = snap(&[
+            (
+                "s1/OST0000",
+                &[("j", vals(&[(Write, 4), (WriteBytes, 4 << 20)]))],
+            ),
+            (
+                "s2/OST0000",
+                &[
+                    (
+                        "j",
+                        vals(&[
+                            (Write, 2),
+                            (WriteBytes, 2 << 20),
+                            (Read, 1),
+                            (ReadBytes, 1 << 20),
+                        ]),
+                    ),
+                    ("k", vals(&[(Read, 1), (ReadBytes, 4096)])),
+                ],
+            ),
+        ]);
+        let d = delta(&Vec::new(), &cur);
+        let c = render_top(&d, 7, None, 5);
+        assert!(
+            c.starts_with("---\ntimestamp: 7\ncumulative: true\ntop_jobs:\n"),
+            "{c}"
+        );
+        assert!(!c.contains("mib_s"), "{c}");
+        assert!(
+            c.ends_with(
+                "filesystem:\n- j: {ops: 7, rd: 1, wr: 6, rb: 1048576, wb: 6291456, osts: 2}\n\
+                 - k: {ops: 1, rd: 1, rb: 4096, osts: 1}\n"
+            ),
+            "{c}"
+        );
+        let i = render_top(&d, 7, Some(Duration::from_secs(2)), 1);
+        assert!(
+            i.contains("- j: {ops: 7, rd: 1, wr: 6, rb: 1048576, wb: 6291456, osts: 2, rb_mib_s: 0.50, wb_mib_s: 3.00}\n"),
+            "{i}"
+        );
+        assert!(!i.contains("- k:"), "-c 1 keeps the top job only: {i}");
+        assert!(render_top(&Vec::new(), 7, None, 1).ends_with("top_jobs:\nfilesystem: []\n"));
     }
 
     #[test]

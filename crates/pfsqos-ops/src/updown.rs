@@ -114,7 +114,14 @@ pub fn ensure_key(path: &Path) -> anyhow::Result<bool> {
         pfsqos_wire::key::read_key_file(path)?;
         return Ok(false);
     }
-    if let Some(dir) = path.parent() {
+    write_new_key(path, path)?;
+    Ok(true)
+}
+
+/// Writes a fresh key to `tmp` (created, never overwritten, mode 0600 from creation) and moves
+/// it to `path`.
+fn write_new_key(tmp: &Path, path: &Path) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let mut key = [0u8; KEY_BYTES];
@@ -125,11 +132,37 @@ pub fn ensure_key(path: &Path) -> anyhow::Result<bool> {
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(path)
-        .with_context(|| format!("creating key file {}", path.display()))?;
+        .open(tmp)
+        .with_context(|| format!("creating key file {}", tmp.display()))?;
     f.write_all(format!("{hex}\n").as_bytes())?;
     f.sync_all()?;
-    Ok(true)
+    if tmp != path {
+        std::fs::rename(tmp, path)
+            .with_context(|| format!("moving the new key to {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `pfsqos keygen FILE`: a new cluster key, mode 0600. An existing file is kept unless
+/// `force` (then replaced in one rename, so no reader sees half a key).
+pub fn keygen(path: &Path, force: bool) -> anyhow::Result<()> {
+    match (path.symlink_metadata(), force) {
+        (Ok(_), false) => bail!(
+            "{} exists; the daemons and clients holding it would no longer match a new key. \
+             Give --force to replace it (then copy it to every host again)",
+            path.display()
+        ),
+        (Ok(m), true) if m.is_dir() => bail!("{} is a directory", path.display()),
+        (Ok(_), true) => {
+            let name = path
+                .file_name()
+                .map_or("key".into(), |n| n.to_string_lossy());
+            let tmp = path.with_file_name(format!(".{name}.new-{}", std::process::id()));
+            let _ = std::fs::remove_file(&tmp);
+            write_new_key(&tmp, path)
+        }
+        (Err(_), _) => write_new_key(path, path),
+    }
 }
 
 /// The last `n` lines of a file (lossy UTF-8), for error messages.
@@ -270,6 +303,7 @@ fn mount_args(c: &Cluster, mds_addr: &str) -> MountArgs {
     a.brw_size_bytes = m.brw_size_bytes;
     a.max_dirty_mb = m.max_dirty_mb;
     a.page_cache = m.page_cache;
+    a.allow_other = m.allow_other;
     a
 }
 
@@ -427,14 +461,30 @@ pub fn up(c: &Cluster, opts: &UpOptions, out: &mut dyn Write) -> anyhow::Result<
             }
         }
     }
-    print_usage(c, opts.only, &oss_addrs, &mds_addr, out)?;
+    // For the client tools (`lctl`, `stat`, `getstripe`): where the roles really listen.
+    crate::discover::write_endpoints(
+        &c.state_dir,
+        &crate::discover::Endpoints {
+            osses: oss_addrs.clone(),
+            mds: mds_addr.clone(),
+            key_file: c.key_file.clone(),
+            mount: c.mount.enabled.then(|| c.mount.path.clone()),
+            source: String::new(),
+        },
+    )
+    .with_context(|| {
+        format!(
+            "writing {}",
+            c.state_dir.join(crate::discover::ENDPOINTS_FILE).display()
+        )
+    })?;
+    print_usage(c, opts.only, &mds_addr, out)?;
     Ok(started)
 }
 
 fn print_usage(
     c: &Cluster,
     only: Option<Role>,
-    oss_addrs: &[String],
     mds_addr: &str,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
@@ -443,7 +493,6 @@ fn print_usage(
         .as_ref()
         .map(|f| format!(" {}", f.display()))
         .unwrap_or_default();
-    let key = c.key_file.display();
     writeln!(out)?;
     if c.mount.enabled && matches!(only, None | Some(Role::Mount)) {
         writeln!(
@@ -455,14 +504,24 @@ fn print_usage(
     } else {
         writeln!(out, "mds at {mds_addr}; no mount started here")?;
     }
-    let servers: String = oss_addrs.iter().map(|a| format!(" --server {a}")).collect();
-    let first = oss_addrs.first().map(String::as_str).unwrap_or("");
+    // The client tools find the cluster by themselves from the directory whose pfsqos-state
+    // this is; elsewhere the variable names it.
+    let found_here = std::env::current_dir()
+        .is_ok_and(|d| d.join(crate::discover::STATE_DIR_NAME) == c.state_dir);
+    if !found_here {
+        writeln!(
+            out,
+            "  export {}={}",
+            crate::discover::ENV_STATE,
+            c.state_dir.display()
+        )?;
+    }
+    writeln!(out, "  pfsqos lctl get_param 'obdfilter.*.job_stats'")?;
     writeln!(
         out,
-        "  pfsqos lctl --server {first} --key-file {key} get_param 'obdfilter.*.job_stats'"
+        "  pfsqos lctl set_param ost.OSS.ost_io.nrs_policies='tbf jobid'"
     )?;
-    writeln!(out, "  pfsqos lctl --server {first} --key-file {key} set_param ost.OSS.ost_io.nrs_policies='tbf jobid'")?;
-    writeln!(out, "  pfsqos stat{servers} --key-file {key} -i 5")?;
+    writeln!(out, "  pfsqos stat -i 5")?;
     writeln!(out, "  pfsqos down{file}")?;
     Ok(())
 }
@@ -635,6 +694,7 @@ mod tests {
             max_rpcs_in_flight = 4
             max_dirty_mb = 64
             page_cache = true
+            allow_other = true
             "#,
             "c.toml",
             Path::new("/base"),
@@ -656,7 +716,7 @@ mod tests {
         assert_eq!(
             args_text(&role_args(&c, Role::Mount, &oss, &mds)).join(" "),
             "mount /mnt/p --mds mds1:7989 --key-file /s/cluster.key --jobid-var SLURM_JOB_ID \
-             --jobid-name %j --max-rpcs-in-flight 4 --max-dirty-mb 64 --page-cache"
+             --jobid-name %j --max-rpcs-in-flight 4 --max-dirty-mb 64 --page-cache --allow-other"
         );
     }
 

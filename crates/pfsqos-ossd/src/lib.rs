@@ -16,6 +16,7 @@ mod args;
 pub mod control;
 mod controlled;
 mod ossd;
+pub mod param_glob;
 pub mod sync;
 
 pub use args::OssdArgs;

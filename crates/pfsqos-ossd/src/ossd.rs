@@ -902,11 +902,16 @@ impl Shared {
     /// in use; Lustre's lctl would print an error line for each. Named alone, such a file still
     /// answers ENODEV.
     fn matching(&self, pattern: &str) -> Result<Vec<String>, RemoteError> {
-        let wildcard = pattern.contains('*');
+        // A bad pattern is answered, never a reason to drop the connection.
+        validate_param_name(pattern)
+            .map_err(|e| RemoteError::new(Errno::EINVAL, format!("param_path '{pattern}': {e}")))?;
+        let compiled = crate::param_glob::ParamPattern::parse(pattern)
+            .map_err(|e| RemoteError::new(Errno::EINVAL, format!("param_path '{pattern}': {e}")))?;
+        let wildcard = compiled.has_wildcard();
         let names: Vec<String> = self
             .param_names()
             .into_iter()
-            .filter(|n| param_matches(pattern, n))
+            .filter(|n| compiled.matches(n))
             .filter(|n| {
                 let policy_file = n
                     .strip_prefix(SERVICE_PREFIX)
@@ -1172,43 +1177,6 @@ impl Shared {
         }
         out
     }
-}
-
-/// Glob match of a parameter name: `*` matches any run of characters within one
-/// dot-separated component, as `lctl`'s path globbing does.
-pub fn param_matches(pattern: &str, name: &str) -> bool {
-    let p: Vec<&str> = pattern.split('.').collect();
-    let n: Vec<&str> = name.split('.').collect();
-    p.len() == n.len()
-        && p.iter()
-            .zip(&n)
-            .all(|(p, n)| glob(p.as_bytes(), n.as_bytes()))
-}
-
-/// `*` within one component, as `lctl` expands parameter paths with glob(3): a `*` matches any
-/// run, empty included, wherever it stands. Deliberately not TBF's jobid matcher
-/// (`cond::wildcard_match`): libcfs's `cfs_match_wildcard` refuses `a**` against `a`, glob(3)
-/// does not, and each must behave as the Lustre code it stands for.
-fn glob(p: &[u8], s: &[u8]) -> bool {
-    // Iterative wildcard match with one backtrack point: linear in practice, no recursion.
-    let (mut pi, mut si) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while si < s.len() {
-        if pi < p.len() && p[pi] == b'*' {
-            star = Some((pi, si));
-            pi += 1;
-        } else if pi < p.len() && p[pi] == s[si] {
-            pi += 1;
-            si += 1;
-        } else if let Some((sp, ss)) = star {
-            pi = sp + 1;
-            si = ss + 1;
-            star = Some((sp, ss + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == b'*')
 }
 
 impl Ost {
@@ -2004,6 +1972,10 @@ mod tests {
         assert!(parse_lustre_version("2.15.3.1").is_err());
     }
 
+    fn param_matches(pattern: &str, name: &str) -> bool {
+        crate::param_glob::ParamPattern::parse(pattern).is_ok_and(|p| p.matches(name))
+    }
+
     #[test]
     fn param_globs_stay_within_components() {
         assert!(param_matches(
@@ -2017,11 +1989,14 @@ mod tests {
             "obdfilter.*OST0001.job_stats",
             "obdfilter.x-OST0000.job_stats"
         ));
-        assert!(glob(b"a*b*c", b"aXXbYYc"));
-        assert!(!glob(b"a*b*c", b"aXXbYY"));
-        assert!(glob(b"**", b""));
-        // glob(3), not libcfs: trailing stars match the empty rest.
-        assert!(glob(b"a**", b"a"));
+        assert!(param_matches(
+            "obdfilter/*/job_stats",
+            "obdfilter.x-OST0000.job_stats"
+        ));
+        assert!(param_matches(
+            "obdfilter.x-OST000[01].job_stats",
+            "obdfilter.x-OST0000.job_stats"
+        ));
     }
 
     #[test]

@@ -49,7 +49,10 @@ async fn lctl_get(f: &Fixture, name: &str) -> (u8, String, String) {
         key_file: f.key_file.clone(),
         command: LctlCommand::GetParam {
             names: vec![name.to_string()],
-            values_only: true,
+            flags: lctl::ParamFlags {
+                values_only: true,
+                ..Default::default()
+            },
         },
     };
     let (mut out, mut err) = (Vec::new(), Vec::new());

@@ -98,7 +98,7 @@ async fn lctl_out(f: &Fixture, command: LctlCommand) -> (u8, String, String) {
 fn get(names: &[&str]) -> LctlCommand {
     LctlCommand::GetParam {
         names: names.iter().map(|s| s.to_string()).collect(),
-        values_only: false,
+        flags: Default::default(),
     }
 }
 

@@ -76,7 +76,7 @@ async fn get(f: &Fixture, name: &str) -> (u8, String, String) {
         f,
         LctlCommand::GetParam {
             names: vec![name.to_string()],
-            values_only: false,
+            flags: Default::default(),
         },
     )
     .await

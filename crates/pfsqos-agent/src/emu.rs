@@ -203,13 +203,29 @@ async fn run(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn Writ
     };
     for operand in operands {
         match cmd.as_str() {
-            "get_param" | "list_param" => match client.get_param(operand).await {
+            "list_param" => match client.list_params(operand).await {
+                Ok(names) => {
+                    for n in names {
+                        let _ = writeln!(out, "{n}");
+                    }
+                }
+                Err(ClientError::Remote(e)) => {
+                    let _ = writeln!(
+                        err,
+                        "error: list_param: param_path '{}': {}",
+                        operand.replace('.', "/"),
+                        e.errno.description()
+                    );
+                    fail(&mut rc, e.errno);
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "lctl (emulated): {e}");
+                    fail(&mut rc, Errno::EIO);
+                }
+            },
+            "get_param" => match client.get_param(operand).await {
                 Ok(params) => {
                     for p in params {
-                        if cmd == "list_param" {
-                            let _ = writeln!(out, "{}", p.name);
-                            continue;
-                        }
                         let value = if p.name.ends_with(".job_stats") {
                             relayout_job_stats(&p.value, format)
                         } else {

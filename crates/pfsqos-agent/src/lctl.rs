@@ -303,7 +303,7 @@ mod tests {
     }
 
     fn sh(script: &str) -> ProcessLctl {
-        let dir = tempfile::tempdir().unwrap().into_path();
+        let dir = tempfile::tempdir().unwrap().keep();
         let p = dir.join("fake-lctl");
         std::fs::write(&p, format!("#!/bin/sh\n{script}\n")).unwrap();
         use std::os::unix::fs::PermissionsExt;

@@ -731,6 +731,11 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
     let mut skipped = 0usize;
     // Lossy mode: the entry being read was left out; its lines are ignored.
     let mut skipping = false;
+    // Lossy mode: the field names the entry being read has shown. A raw (2.12-2.14) job id
+    // holding a newline breaks its entry into a blank or repeated line; such an entry is left
+    // out rather than read as the id before the newline.
+    let mut fields: Vec<String> = Vec::new();
+    let mut in_entry = false;
     for (i, raw_line) in text.lines().enumerate() {
         let lineno = i + 1;
         let err = |message: String| JobStatsParseError {
@@ -739,6 +744,14 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
         };
         let line = raw_line.trim_end();
         if line.trim().is_empty() {
+            if lossy && in_entry && !skipping {
+                if let Some((_, entries)) = out.last_mut() {
+                    if entries.pop().is_some() {
+                        skipped += 1;
+                    }
+                }
+                skipping = true;
+            }
             continue;
         }
         // `obdfilter.X.job_stats=` possibly followed by `job_stats:` on the same line.
@@ -753,6 +766,7 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
         }
         let rest_trim = rest.trim();
         if rest_trim.is_empty() || rest_trim == "job_stats:" {
+            in_entry = false;
             if out.is_empty() {
                 out.push((String::new(), Vec::new()));
             }
@@ -765,8 +779,13 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
         if let Some(job) = rest_trim.strip_prefix("- job_id:") {
             skipping = false;
             // Layouts before 2.15.2 print ids raw, so text that is not a valid quoted form is
-            // taken as it stands.
-            let job = job.trim();
+            // taken as it stands. Lustre prints the id at a fixed column (`- %-16s %s`): in
+            // lossy mode it is taken from there untrimmed, so a raw id with blanks or control
+            // characters at its ends is left out rather than read as another job's id.
+            let job = match raw_line.strip_prefix("- job_id:          ") {
+                Some(exact) if lossy && !exact.starts_with(' ') => exact,
+                _ => job.trim(),
+            };
             let unquoted = unquote_job_id(job);
             // A quoted id whose bytes are not UTF-8 cannot be held; lossy mode leaves it out
             // rather than take its quoted text for the id.
@@ -789,14 +808,22 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
             let mut e = JobEntry::new(job_id, 0);
             e.start_time_ns = None;
             entries.push(e);
+            in_entry = true;
+            fields.clear();
             continue;
         }
         if skipping {
             continue;
         }
         if lossy {
-            // A line that does not parse drops its entry (already pushed: take it back).
-            if let Err(_e) = parse_entry_line(entries, rest_trim) {
+            // A line that does not parse, or a field shown twice, drops its entry (already
+            // pushed: take it back).
+            let field = rest_trim.split(':').next().unwrap_or("").trim().to_string();
+            let repeated = fields.contains(&field);
+            if fields.len() < 64 {
+                fields.push(field);
+            }
+            if repeated || parse_entry_line(entries, rest_trim).is_err() {
                 if entries.pop().is_some() {
                     skipped += 1;
                 }

@@ -336,3 +336,74 @@ fn adaptbf_survives_a_flaky_lctl_and_says_so() {
     assert!(wait_exit(&mut agent).success());
     assert!(ours(&site.rules()).is_empty(), "{:?}", site.rules());
 }
+
+/// The emulated lctl over the live ossd prints job_stats in the chosen version's layout and
+/// refuses what Lustre refuses, with lctl's message and the errno as exit status.
+#[test]
+fn the_emulated_lctl_prints_each_versions_layout_and_lustres_refusals() {
+    let site = Site::new();
+    site.write("dd.500", 0, 1, 3);
+    let emu = |version: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_pfsqos-lctl-emu"))
+            .args(args)
+            .env("PFSQOS_LCTL_SERVER", site.addr.to_string())
+            .env("PFSQOS_LCTL_KEY_FILE", site.dir.join("key"))
+            .env("PFSQOS_LCTL_VERSION", version)
+            .output()
+            .unwrap()
+    };
+    for (v, has_start, has_hist, empty_ost) in [
+        ("2.12", false, false, true),
+        ("2.15", true, false, true),
+        ("2.16", true, true, true),
+        ("2.17", true, true, false),
+    ] {
+        let out = emu(v, &["get_param", "obdfilter.*.job_stats"]);
+        assert!(out.status.success(), "{v}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("- job_id:          dd.500\n"), "{v}: {text}");
+        assert_eq!(text.contains("start_time:"), has_start, "{v}: {text}");
+        assert_eq!(text.contains("hist: {"), has_hist, "{v}: {text}");
+        assert_eq!(
+            text.contains("obdfilter.pfsqos-OST0001.job_stats=job_stats:\n"),
+            empty_ost,
+            "{v}: {text}"
+        );
+        let parsed = pfsqos_core::jobstats::parse_lctl_job_stats(&text).unwrap();
+        assert_eq!(parsed[0].1[0].counters[1].samples, 3, "{v}");
+    }
+    // TBF is not running: a rule is refused as Lustre refuses it.
+    let out = emu(
+        "2.17",
+        &[
+            "set_param",
+            "ost.OSS.ost_io.nrs_tbf_rule=start a jobid={a} rate=5",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(22));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        err,
+        "error: set_param: setting /sys/kernel/debug/lustre/ost/OSS/ost_io/nrs_tbf_rule=start a jobid={a} rate=5: Invalid argument\n"
+    );
+    assert!(emu(
+        "2.17",
+        &["set_param", "ost.OSS.ost_io.nrs_policies=tbf jobid"]
+    )
+    .status
+    .success());
+    let start = "ost.OSS.ost_io.nrs_tbf_rule=start a jobid={a} rate=5";
+    assert!(emu("2.17", &["set_param", start]).status.success());
+    let out = emu("2.17", &["set_param", start]);
+    assert_eq!(out.status.code(), Some(17), "EEXIST");
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .ends_with(": File exists\n"));
+    let out = emu(
+        "2.17",
+        &["set_param", "ost.OSS.ost_io.nrs_tbf_rule=stop default"],
+    );
+    assert_eq!(out.status.code(), Some(1), "EPERM");
+    let out = emu("2.17", &["get_param", "no.such.param"]);
+    assert_eq!(out.status.code(), Some(2), "ENOENT");
+}

@@ -142,14 +142,7 @@ pub fn running_policy(text: &str) -> Option<String> {
 pub fn policy_takes_jobid_rules(policy: &str) -> bool {
     match policy.strip_prefix("tbf") {
         Some("") => true,
-        Some(rest) => {
-            rest.trim()
-                .split('+')
-                .any(|t| t == "jobid")
-                .then_some(())
-                .is_some()
-                && rest.starts_with(' ')
-        }
+        Some(rest) => rest.starts_with(' ') && rest.trim().split('+').any(|t| t == "jobid"),
         None => false,
     }
 }

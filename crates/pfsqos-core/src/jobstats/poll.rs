@@ -526,6 +526,10 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            rng_seed: proptest::test_runner::RngSeed::Fixed(17),
+            ..proptest::prelude::ProptestConfig::default()
+        })]
         /// Whatever sequence of growth, restarts and absences, the deltas of all polls add up
         /// to what the entries did after the first poll.
         #[test]
@@ -540,10 +544,10 @@ mod tests {
             let mut done = 0u64;
             let mut seen = 0u64;
             for (grow, event) in steps {
-                match event {
-                    // Restart (expiry or clear, then back) within the period.
-                    0 => { start += 1; rpcs = 0; }
-                    _ => {}
+                // Restart (expiry or clear, then back) within the period.
+                if event == 0 {
+                    start += 1;
+                    rpcs = 0;
                 }
                 rpcs += grow;
                 done += grow;

@@ -283,7 +283,9 @@ impl<L: Lctl> Agent<L> {
             .map_err(|e| StartError(format!("job_stats: {e}")))?;
         let decision = self.controller.setup(&initial.observation);
         self.absorb(decision);
-        self.apply(&initial.observation, &initial.per_job, &BTreeMap::new());
+        // The listing tells the CPT count (the configured one is the fallback).
+        let cpts = self.rule_cpts();
+        self.apply(&initial.observation, &initial.per_job, &cpts);
         self.started = true;
         Ok(())
     }
@@ -722,6 +724,186 @@ mod tests {
         let fifo = "\nregular_requests:\n  - name: fifo\n    state: started\n  - name: tbf\n    state: stopped\n";
         assert_eq!(running_policy(fifo).as_deref(), Some("fifo"));
         assert_eq!(running_policy("garbage"), None);
+    }
+
+    use crate::lctl::{LctlCounts, LctlError};
+    use pfsqos_core::jobstats::{render_job_stats, JobEntry, JobStatsFormat, OstCounter};
+
+    /// An OSS in memory: job_stats from `rpcs` (job, RPCs so far, RPC size), a rule listing
+    /// with 2 CPTs where the agent's rules have classes on the CPTs in `active`; records
+    /// writes.
+    struct Oss {
+        jobs: Vec<(&'static str, u64, u64)>,
+        active: BTreeMap<String, Vec<u32>>,
+        rules: Vec<(String, u64)>,
+        writes: Vec<String>,
+        counts: LctlCounts,
+    }
+
+    impl Lctl for Oss {
+        fn run(&mut self, args: &[String]) -> Result<String, LctlError> {
+            self.counts.commands += 1;
+            match (args[0].as_str(), args.last().map(String::as_str)) {
+                ("get_param", Some(PARAM_POLICIES)) => {
+                    Ok("\nregular_requests:\n  - name: tbf jobid\n    state: started\n".into())
+                }
+                ("get_param", Some(PARAM_JOB_STATS)) => {
+                    let entries: Vec<JobEntry> = self
+                        .jobs
+                        .iter()
+                        .map(|&(j, n, size)| {
+                            let mut e = JobEntry::new(JobId::new(j).unwrap(), 1);
+                            for _ in 0..n {
+                                e.counters[OstCounter::WriteBytes as usize].add(size);
+                            }
+                            e
+                        })
+                        .collect();
+                    Ok(format!(
+                        "obdfilter.fs-OST0000.job_stats=\n{}",
+                        render_job_stats(&entries, JobStatsFormat::Master)
+                    ))
+                }
+                ("get_param", Some(PARAM_TBF_RULE)) => {
+                    let mut out = String::from("regular_requests:\n");
+                    for cpt in 0..2u32 {
+                        out.push_str(&format!("CPT {cpt}:\n"));
+                        for (name, rate) in &self.rules {
+                            let refs =
+                                u32::from(self.active.get(name).is_some_and(|c| c.contains(&cpt)));
+                            out.push_str(&format!("{name} jobid={{x}} {rate}, ref {refs}\n"));
+                        }
+                        out.push_str("default * 10000, ref 0\n");
+                    }
+                    Ok(out)
+                }
+                ("set_param", Some(w)) => {
+                    let text = w.split_once('=').unwrap().1.to_string();
+                    let mut words = text.split(' ');
+                    match (words.next(), words.next()) {
+                        (Some("start"), Some(n)) => {
+                            let rate = text
+                                .split("rate=")
+                                .nth(1)
+                                .unwrap()
+                                .split(' ')
+                                .next()
+                                .unwrap();
+                            self.rules.push((n.to_string(), rate.parse().unwrap()));
+                        }
+                        (Some("change"), Some(n)) => {
+                            let rate: u64 = text.split("rate=").nth(1).unwrap().parse().unwrap();
+                            self.rules.iter_mut().find(|r| r.0 == n).unwrap().1 = rate;
+                        }
+                        (Some("stop"), Some(n)) => self.rules.retain(|r| r.0 != n),
+                        _ => {}
+                    }
+                    self.writes.push(text);
+                    Ok(String::new())
+                }
+                _ => Ok(String::new()),
+            }
+        }
+        fn counts(&self) -> LctlCounts {
+            self.counts
+        }
+    }
+
+    fn oss(jobs: Vec<(&'static str, u64, u64)>) -> Oss {
+        Oss {
+            jobs,
+            active: BTreeMap::new(),
+            rules: Vec::new(),
+            writes: Vec::new(),
+            counts: LctlCounts::default(),
+        }
+    }
+
+    fn rate_of(a: &Agent<Oss>, name: &str) -> Option<u64> {
+        a.lctl().rules.iter().find(|r| r.0 == name).map(|r| r.1)
+    }
+
+    /// A job limit in bytes/s becomes RPC/s at the job's observed RPC size (1 MiB), divided
+    /// over the CPTs where its class is active: the sum over CPTs is the limit.
+    #[test]
+    fn byte_limits_become_rpc_rates_summed_over_cpts() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 100000\ncpts = 2\n\
+             [[limits]]\njob = \"big.1\"\nbytes_per_s = 104857600\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(config, oss(vec![("big.1", 0, 1 << 20)]));
+        a.start().unwrap();
+        // Before any data: brw_size (4 MiB) RPCs, 25 RPC/s, over both CPTs.
+        assert_eq!(rate_of(&a, "pfqbig_1"), Some(12));
+        a.lctl.jobs[0].1 = 100;
+        a.period();
+        // 1 MiB RPCs seen (smoothed: 0.5 x 1 MiB the first time it is seen is the value itself).
+        assert_eq!(rate_of(&a, "pfqbig_1"), Some(50), "{:?}", a.lctl().writes);
+        // Its class is active on one CPT only: that CPT may carry the whole limit.
+        a.lctl.active.insert("pfqbig_1".into(), vec![1]);
+        a.lctl.jobs[0].1 = 200;
+        a.period();
+        assert_eq!(rate_of(&a, "pfqbig_1"), Some(100));
+        assert_eq!(a.stats.job_rates[&JobId::new("big.1").unwrap()].cpts, 1);
+        a.shutdown();
+        assert!(a.lctl().rules.is_empty());
+    }
+
+    /// Beyond `rules_max`, the jobs that moved the least share one catch-all rule at the
+    /// smallest of their rates, ranked just above `default`; it goes when no longer needed.
+    #[test]
+    fn jobs_beyond_the_cap_share_a_catch_all_rule() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\ncpts = 1\nrules_max = 1\n\
+             [[jobs]]\nid = \"a\"\nnodes = 1\n[[jobs]]\nid = \"b\"\nnodes = 3\n\
+             [[jobs]]\nid = \"c\"\nnodes = 6\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(
+            config,
+            oss(vec![("a", 0, 4096), ("b", 0, 4096), ("c", 0, 4096)]),
+        );
+        a.start().unwrap();
+        a.lctl.jobs = vec![("a", 0, 4096), ("b", 50, 4096), ("c", 1, 4096)];
+        a.period();
+        // b moved the most: its own rule (300 of 1000); a (100) and c (600) share the
+        // smallest; the listing shows 2 CPTs, so every rate is halved.
+        assert_eq!(rate_of(&a, "pfqb"), Some(150));
+        assert_eq!(rate_of(&a, "pfq_rest"), Some(50));
+        assert!(a.lctl().writes.iter().any(
+            |w| w.starts_with("start pfq_rest jobid={*} rate=") && w.ends_with(" rank=default")
+        ));
+        assert_eq!(a.stats.jobs_in_catch_all, 2);
+        a.shutdown();
+        assert!(a.lctl().rules.is_empty(), "{:?}", a.lctl().rules);
+    }
+
+    /// A job moving at least 90 % of its limit is reported held, for as long as it lasts.
+    #[test]
+    fn jobs_at_their_limit_are_reported_held() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\n\
+             [[limits]]\njob = \"h\"\nbytes_per_s = 4096\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(config, oss(vec![("h", 0, 4096)]));
+        a.start().unwrap();
+        // Far more than 4 KiB/s over any period this test can take.
+        a.lctl.jobs[0].1 = 1_000_000;
+        a.period();
+        let h = a.stats.held[&JobId::new("h").unwrap()];
+        assert_eq!(h.limit_bytes_per_s, 4096);
+        let since = h.since_ns;
+        a.lctl.jobs[0].1 = 2_000_000;
+        a.period();
+        assert_eq!(
+            a.stats.held[&JobId::new("h").unwrap()].since_ns,
+            since,
+            "still held"
+        );
+        a.period();
+        assert!(a.stats.held.is_empty(), "idle: no longer held");
     }
 
     #[test]

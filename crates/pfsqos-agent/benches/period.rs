@@ -82,6 +82,15 @@ fn bench(c: &mut Criterion) {
         "render job_stats 10k jobs x 16 OSTs (not agent work)",
         |b| b.iter(|| probe.job_stats().len()),
     );
+    let text = probe.job_stats();
+    c.bench_function("parse job_stats only (part of the period)", |b| {
+        b.iter(|| {
+            pfsqos_core::jobstats::parse_lctl_job_stats_lossy(&text)
+                .unwrap()
+                .0
+                .len()
+        })
+    });
     c.bench_function("agent period 10k jobs x 16 OSTs (incl. rendering)", |b| {
         b.iter(|| agent.period())
     });

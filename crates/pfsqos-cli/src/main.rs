@@ -5,6 +5,7 @@
 //! `live.rs`), draws progress and maps failures to exit codes (2: bad input, 1: the run or
 //! writing its outputs failed).
 
+mod agent;
 mod commands;
 mod live;
 mod progress;
@@ -71,6 +72,8 @@ enum Command {
         #[arg(long, default_value = "pfsqos-demo")]
         out: PathBuf,
     },
+    /// Run a pfsqos controller against a Lustre OSS through lctl (one agent per OSS).
+    Agent(agent::AgentArgs),
     /// Serve OSTs (one directory each) with Lustre's NRS (FIFO/TBF) in front of the I/O threads.
     Ossd(pfsqos_ossd::OssdArgs),
     /// Serve the namespace and file layouts (metadata server) from a SQLite database.
@@ -344,6 +347,7 @@ fn main() -> ExitCode {
                 seed,
             },
         ),
+        Command::Agent(args) => return agent::run(args),
         Command::Ossd(args) => return daemon(args.into_config(), live::run_ossd),
         Command::Mds(args) => return daemon(args.into_config(), live::run_mds),
         Command::Mount(args) => return daemon(args.into_config(), live::run_mount),

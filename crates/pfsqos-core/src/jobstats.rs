@@ -704,6 +704,23 @@ pub fn parse_job_stats(text: &str) -> Result<Vec<JobEntry>, JobStatsParseError> 
 pub fn parse_lctl_job_stats(
     text: &str,
 ) -> Result<Vec<(String, Vec<JobEntry>)>, JobStatsParseError> {
+    parse_lctl_job_stats_impl(text, false).map(|(out, _)| out)
+}
+
+/// What [`parse_lctl_job_stats_lossy`] returns: the OSTs' entries and how many entries it
+/// left out.
+pub type LossyJobStats = (Vec<(String, Vec<JobEntry>)>, usize);
+
+/// As [`parse_lctl_job_stats`], but an entry that cannot be read (a job id that is not a
+/// [`JobId`]: control characters or non-UTF-8 bytes once unescaped, longer than Lustre allows;
+/// a malformed counter line) is left out, with the lines up to the next `- job_id:`, instead
+/// of failing the whole text: one odd job on a real OSS must not blind a reader to the
+/// others. Returns the entries and how many were left out. Fails only on oversized text.
+pub fn parse_lctl_job_stats_lossy(text: &str) -> Result<LossyJobStats, JobStatsParseError> {
+    parse_lctl_job_stats_impl(text, true)
+}
+
+fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, JobStatsParseError> {
     if text.len() > JOB_STATS_TEXT_LEN_BYTES_MAX {
         return Err(JobStatsParseError {
             line: 0,
@@ -711,6 +728,14 @@ pub fn parse_lctl_job_stats(
         });
     }
     let mut out: Vec<(String, Vec<JobEntry>)> = Vec::new();
+    let mut skipped = 0usize;
+    // Lossy mode: the entry being read was left out; its lines are ignored.
+    let mut skipping = false;
+    // Lossy mode: the field names the entry being read has shown. A raw (2.12-2.14) job id
+    // holding a newline breaks its entry into a blank or repeated line; such an entry is left
+    // out rather than read as the id before the newline.
+    let mut fields: Vec<String> = Vec::new();
+    let mut in_entry = false;
     for (i, raw_line) in text.lines().enumerate() {
         let lineno = i + 1;
         let err = |message: String| JobStatsParseError {
@@ -719,6 +744,14 @@ pub fn parse_lctl_job_stats(
         };
         let line = raw_line.trim_end();
         if line.trim().is_empty() {
+            if lossy && in_entry && !skipping {
+                if let Some((_, entries)) = out.last_mut() {
+                    if entries.pop().is_some() {
+                        skipped += 1;
+                    }
+                }
+                skipping = true;
+            }
             continue;
         }
         // `obdfilter.X.job_stats=` possibly followed by `job_stats:` on the same line.
@@ -733,6 +766,7 @@ pub fn parse_lctl_job_stats(
         }
         let rest_trim = rest.trim();
         if rest_trim.is_empty() || rest_trim == "job_stats:" {
+            in_entry = false;
             if out.is_empty() {
                 out.push((String::new(), Vec::new()));
             }
@@ -743,26 +777,78 @@ pub fn parse_lctl_job_stats(
         }
         let entries = &mut out.last_mut().expect("pushed above").1;
         if let Some(job) = rest_trim.strip_prefix("- job_id:") {
+            skipping = false;
             // Layouts before 2.15.2 print ids raw, so text that is not a valid quoted form is
-            // taken as it stands.
-            let job = job.trim();
-            let raw = unquote_job_id(job).unwrap_or_else(|_| job.to_string());
-            let job_id = JobId::new(&raw).map_err(|e| err(e.to_string()))?;
+            // taken as it stands. Lustre prints the id at a fixed column (`- %-16s %s`): in
+            // lossy mode it is taken from there untrimmed, so a raw id with blanks or control
+            // characters at its ends is left out rather than read as another job's id.
+            let job = match raw_line.strip_prefix("- job_id:          ") {
+                Some(exact) if lossy && !exact.starts_with(' ') => exact,
+                _ => job.trim(),
+            };
+            let unquoted = unquote_job_id(job);
+            // A quoted id whose bytes are not UTF-8 cannot be held; lossy mode leaves it out
+            // rather than take its quoted text for the id.
+            let unreadable = lossy && unquoted.is_err() && job.starts_with('"');
+            let raw = unquoted.unwrap_or_else(|_| job.to_string());
+            let job_id = match JobId::new(&raw) {
+                _ if unreadable => {
+                    skipped += 1;
+                    skipping = true;
+                    continue;
+                }
+                Ok(j) => j,
+                Err(_) if lossy => {
+                    skipped += 1;
+                    skipping = true;
+                    continue;
+                }
+                Err(e) => return Err(err(e.to_string())),
+            };
             let mut e = JobEntry::new(job_id, 0);
             e.start_time_ns = None;
             entries.push(e);
+            in_entry = true;
+            fields.clear();
             continue;
         }
+        if skipping {
+            continue;
+        }
+        if lossy {
+            // A line that does not parse, or a field shown twice, drops its entry (already
+            // pushed: take it back).
+            let field = rest_trim.split(':').next().unwrap_or("").trim().to_string();
+            let repeated = fields.contains(&field);
+            if fields.len() < 64 {
+                fields.push(field);
+            }
+            if repeated || parse_entry_line(entries, rest_trim).is_err() {
+                if entries.pop().is_some() {
+                    skipped += 1;
+                }
+                skipping = true;
+            }
+            continue;
+        }
+        parse_entry_line(entries, rest_trim).map_err(err)?;
+    }
+    Ok((out, skipped))
+}
+
+/// Applies one line of an entry (a time or a counter) to the last entry of `entries`.
+fn parse_entry_line(entries: &mut [JobEntry], rest_trim: &str) -> Result<(), String> {
+    {
         let entry = entries
             .last_mut()
-            .ok_or_else(|| err(format!("`{rest_trim}` before any `- job_id:`")))?;
+            .ok_or_else(|| format!("`{rest_trim}` before any `- job_id:`"))?;
         let (name, value) = rest_trim
             .split_once(':')
-            .ok_or_else(|| err(format!("`{rest_trim}` has no `:`")))?;
+            .ok_or_else(|| format!("`{rest_trim}` has no `:`"))?;
         let name = name.trim();
         match name {
             "snapshot_time" | "start_time" | "elapsed_time" => {
-                let t = parse_time_ns(value).ok_or_else(|| err(format!("bad time `{value}`")))?;
+                let t = parse_time_ns(value).ok_or_else(|| format!("bad time `{value}`"))?;
                 match name {
                     "snapshot_time" => entry.snapshot_time_ns = t,
                     "start_time" => entry.start_time_ns = Some(t),
@@ -770,14 +856,14 @@ pub fn parse_lctl_job_stats(
                 }
             }
             _ => {
-                let (counter, unit, hist) = parse_counter_body(value).map_err(&err)?;
+                let (counter, unit, hist) = parse_counter_body(value)?;
                 // The manual's oldest examples name the byte counters `read:`/`write:`.
                 let c = match (name, unit.as_str()) {
                     ("read", "bytes") => Some(OstCounter::ReadBytes),
                     ("write", "bytes") => Some(OstCounter::WriteBytes),
                     _ => OstCounter::from_name(name),
                 };
-                let Some(c) = c else { continue };
+                let Some(c) = c else { return Ok(()) };
                 entry.counters[c as usize] = counter;
                 if let Some(h) = hist {
                     match c {
@@ -789,8 +875,10 @@ pub fn parse_lctl_job_stats(
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
+
+pub mod poll;
 
 #[cfg(test)]
 mod tests;

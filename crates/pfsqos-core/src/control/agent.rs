@@ -17,7 +17,8 @@ use super::{
     ControlWrite, DomainId, DomainObservation, JobMeta, JobTargetStats, Observation,
     TargetObservation,
 };
-use crate::jobstats::counters_delta;
+use crate::jobstats::poll::{ost_index_of_param, BrwTotals, JobStatsPoller, PollCounts};
+use crate::jobstats::{counters_delta, parse_lctl_job_stats_lossy, JobStatsParseError};
 use crate::model::{JobId, OstId};
 use crate::sched::tbf::{TbfCommand, TbfOp};
 
@@ -32,6 +33,10 @@ pub struct Ledger {
     pub rules: BTreeSet<String>,
     /// The controller wrote `nrs_policies` at least once.
     pub policies_changed: bool,
+    /// The policy found before the controller changed it (`nrs_policies` text, e.g. `fifo`
+    /// or `tbf nid`), which the undo restores; `None`: `fifo` (the ossd, which starts with
+    /// it).
+    pub policy_found: Option<String>,
 }
 
 impl Ledger {
@@ -54,7 +59,8 @@ impl Ledger {
     }
 
     /// The writes that undo what the ledger holds: every rule still held is stopped first
-    /// (stopping needs TBF running), then the policy goes back to `fifo` if it was changed.
+    /// (stopping needs TBF running), then the policy goes back to the one found (`fifo` if
+    /// none was recorded) if it was changed.
     pub fn undo_writes(&self) -> Vec<ControlWrite> {
         let mut writes: Vec<ControlWrite> = self
             .rules
@@ -62,7 +68,8 @@ impl Ledger {
             .map(|name| ControlWrite::NrsTbfRule(format!("stop {name}")))
             .collect();
         if self.policies_changed {
-            writes.push(ControlWrite::NrsPolicies("fifo".to_string()));
+            let found = self.policy_found.as_deref().unwrap_or("fifo");
+            writes.push(ControlWrite::NrsPolicies(found.to_string()));
         }
         writes
     }
@@ -90,6 +97,69 @@ struct KnownJob {
     last_seen_period: u64,
 }
 
+/// The jobs told to the controller: the pinned ones and those seen doing something, at most
+/// [`KNOWN_JOBS_MAX`] (the longest idle unpinned ones are forgotten first).
+#[derive(Debug, Clone, Default)]
+struct KnownJobs(BTreeMap<JobId, KnownJob>);
+
+impl KnownJobs {
+    fn new(job_nodes: &[(JobId, u32)]) -> KnownJobs {
+        KnownJobs(
+            job_nodes
+                .iter()
+                .map(|&(job, node_count)| {
+                    let k = KnownJob {
+                        node_count,
+                        pinned: true,
+                        last_seen_period: 0,
+                    };
+                    (job, k)
+                })
+                .collect(),
+        )
+    }
+
+    fn saw(&mut self, job: JobId, period: u64) {
+        self.0
+            .entry(job)
+            .or_insert(KnownJob {
+                node_count: 1,
+                pinned: false,
+                last_seen_period: 0,
+            })
+            .last_seen_period = period;
+    }
+
+    fn metas(&self) -> Vec<JobMeta> {
+        self.0
+            .iter()
+            .map(|(&job, k)| JobMeta {
+                job,
+                node_count: k.node_count,
+                // The live runtime has no per-job weight yet.
+                weight: super::default_job_weight(k.node_count),
+            })
+            .collect()
+    }
+
+    fn forget_idle(&mut self) {
+        let excess = self.0.len().saturating_sub(KNOWN_JOBS_MAX);
+        if excess == 0 {
+            return;
+        }
+        let mut idle: Vec<(u64, JobId)> = self
+            .0
+            .iter()
+            .filter(|(_, k)| !k.pinned)
+            .map(|(&job, k)| (k.last_seen_period, job))
+            .collect();
+        idle.sort_unstable();
+        for (_, job) in idle.into_iter().take(excess) {
+            self.0.remove(&job);
+        }
+    }
+}
+
 /// Turns counter samples into Observations: keeps the previous job_stats totals to take
 /// deltas and the jobs seen so far.
 #[derive(Debug)]
@@ -97,7 +167,7 @@ pub struct Observer {
     domain: DomainId,
     capacity_rpcs_per_s: u64,
     served_prev: Vec<BTreeMap<JobId, (u64, u64)>>,
-    known: BTreeMap<JobId, KnownJob>,
+    known: KnownJobs,
     period: u64,
     last_ns: u64,
 }
@@ -116,17 +186,7 @@ impl Observer {
             domain,
             capacity_rpcs_per_s,
             served_prev: vec![BTreeMap::new(); ost_count],
-            known: job_nodes
-                .iter()
-                .map(|&(job, node_count)| {
-                    let k = KnownJob {
-                        node_count,
-                        pinned: true,
-                        last_seen_period: 0,
-                    };
-                    (job, k)
-                })
-                .collect(),
+            known: KnownJobs::new(job_nodes),
             period: 0,
             last_ns: now_ns,
         }
@@ -168,14 +228,7 @@ impl Observer {
             }
             self.served_prev[ost] = sample.served_totals;
             for &job in per_job.keys() {
-                self.known
-                    .entry(job)
-                    .or_insert(KnownJob {
-                        node_count: 1,
-                        pinned: false,
-                        last_seen_period: 0,
-                    })
-                    .last_seen_period = self.period;
+                self.known.saw(job, self.period);
             }
             targets.push(TargetObservation {
                 ost: OstId(ost as u32),
@@ -186,7 +239,7 @@ impl Observer {
                 jobs: per_job.into_values().collect(),
             });
         }
-        self.forget_idle_jobs();
+        self.known.forget_idle();
         let period_ns = now_ns.saturating_sub(self.last_ns);
         self.last_ns = now_ns;
         Observation {
@@ -197,16 +250,7 @@ impl Observer {
                 domain: self.domain,
                 targets,
             }],
-            jobs: self
-                .known
-                .iter()
-                .map(|(&job, k)| JobMeta {
-                    job,
-                    node_count: k.node_count,
-                    // The live runtime has no per-job weight yet.
-                    weight: super::default_job_weight(k.node_count),
-                })
-                .collect(),
+            jobs: self.known.metas(),
         }
     }
 
@@ -229,22 +273,140 @@ impl Observer {
             .collect();
         self.observe(now_ns, baseline)
     }
+}
 
-    fn forget_idle_jobs(&mut self) {
-        let excess = self.known.len().saturating_sub(KNOWN_JOBS_MAX);
-        if excess == 0 {
-            return;
+/// What [`JobStatsObserver::observe`] read from one poll of a real OSS.
+#[derive(Debug, Clone)]
+pub struct JobStatsObservation {
+    pub observation: Observation,
+    /// Restarts, vanished jobs, cleared and new OSTs of this poll.
+    pub counts: PollCounts,
+    /// Entries the lossy parser left out (unreadable job ids or lines).
+    pub skipped_entries: usize,
+    /// Each job's bulk RPCs and bytes in the period, summed over the OSTs (the mean RPC size
+    /// of a job is `bytes / rpcs`).
+    pub per_job: BTreeMap<JobId, BrwTotals>,
+}
+
+/// The Lustre agent's observer: turns the text of `lctl get_param obdfilter.*.job_stats`
+/// (any layout 2.12 .. master) into the same [`Observation`] the simulator and the ossd
+/// build, from deltas between its own polls ([`JobStatsPoller`]: restarts detected by a new
+/// `start_time`, counters going down, jobs gone and back).
+///
+/// A real OSS shows what was served, not what arrived: `rpcs_arrived` is the served count
+/// (AdapTBF's default demand source is the served count anyway), `queue_len_rpcs` and the
+/// device fields are 0 (Lustre reports its queue per service in `nrs_policies`, not per OST).
+/// Targets are the OSTs of the poll, identified by the index in their name (`-OST000a` is
+/// `OstId(10)`), so an OST appearing or disappearing does not renumber the others.
+#[derive(Debug)]
+pub struct JobStatsObserver {
+    domain: DomainId,
+    capacity_rpcs_per_s: u64,
+    poller: JobStatsPoller,
+    known: KnownJobs,
+    period: u64,
+    last_ns: u64,
+}
+
+impl JobStatsObserver {
+    /// An observer of one OSS (scheduling domain `domain`) whose OSTs each serve
+    /// `capacity_rpcs_per_s`; `job_nodes` are known from the start and never forgotten.
+    pub fn new(
+        domain: DomainId,
+        capacity_rpcs_per_s: u64,
+        job_nodes: &[(JobId, u32)],
+        now_ns: u64,
+    ) -> JobStatsObserver {
+        JobStatsObserver {
+            domain,
+            capacity_rpcs_per_s,
+            poller: JobStatsPoller::new(),
+            known: KnownJobs::new(job_nodes),
+            period: 0,
+            last_ns: now_ns,
         }
-        let mut idle: Vec<(u64, JobId)> = self
-            .known
-            .iter()
-            .filter(|(_, k)| !k.pinned)
-            .map(|(&job, k)| (k.last_seen_period, job))
-            .collect();
-        idle.sort_unstable();
-        for (_, job) in idle.into_iter().take(excess) {
-            self.known.remove(&job);
+    }
+
+    /// The observation of the period ending at `now_ns` from the text of one poll. The first
+    /// poll of an OST is its baseline (no activity reported for it). Fails only on text
+    /// beyond the parser's size bound.
+    ///
+    /// `listed_osts` are the job_stats parameters `lctl list_param obdfilter.*.job_stats`
+    /// names: an OST without jobs prints nothing on 2.17+, so it is known only from there; it
+    /// is observed as a target without activity (its capacity counts).
+    pub fn observe(
+        &mut self,
+        now_ns: u64,
+        lctl_text: &str,
+        listed_osts: &[String],
+    ) -> Result<JobStatsObservation, JobStatsParseError> {
+        let (mut osts, skipped_entries) = parse_lctl_job_stats_lossy(lctl_text)?;
+        for name in listed_osts {
+            if !osts.iter().any(|(p, _)| p == name) {
+                osts.push((name.clone(), Vec::new()));
+            }
         }
+        self.period += 1;
+        let (deltas, counts) = self.poller.poll(osts);
+        let mut per_job: BTreeMap<JobId, BrwTotals> = BTreeMap::new();
+        let mut targets = Vec::with_capacity(deltas.len());
+        for (i, ost) in deltas.into_iter().enumerate() {
+            let id = ost_index_of_param(&ost.param).unwrap_or(i as u32);
+            let jobs = ost
+                .jobs
+                .iter()
+                .map(|d| {
+                    let t = per_job.entry(d.job).or_default();
+                    t.rpcs = t.rpcs.saturating_add(d.brw.rpcs);
+                    t.bytes = t.bytes.saturating_add(d.brw.bytes);
+                    self.known.saw(d.job, self.period);
+                    JobTargetStats {
+                        job: d.job,
+                        rpcs_arrived: d.brw.rpcs,
+                        rpcs_served: d.brw.rpcs,
+                        bytes_served: d.brw.bytes,
+                    }
+                })
+                .collect();
+            targets.push(TargetObservation {
+                ost: OstId(id),
+                queue_len_rpcs: 0,
+                device_queue_rpcs: 0,
+                device_time_in_queue_ns: 0,
+                capacity_rpcs_per_s: self.capacity_rpcs_per_s,
+                jobs,
+            });
+        }
+        // Two parameters naming the same index (two file systems on one OSS) keep both, in
+        // name order; controllers key their per-target state by `OstId`, so the later one is
+        // renumbered past every index in use.
+        let mut used = BTreeSet::new();
+        let mut next_free = targets.iter().map(|t| t.ost.0).max().unwrap_or(0);
+        for t in &mut targets {
+            if !used.insert(t.ost.0) {
+                next_free += 1;
+                t.ost = OstId(next_free);
+                used.insert(next_free);
+            }
+        }
+        self.known.forget_idle();
+        let period_ns = now_ns.saturating_sub(self.last_ns);
+        self.last_ns = now_ns;
+        Ok(JobStatsObservation {
+            observation: Observation {
+                clients: Vec::new(),
+                now_ns,
+                period_ns,
+                domains: vec![DomainObservation {
+                    domain: self.domain,
+                    targets,
+                }],
+                jobs: self.known.metas(),
+            },
+            counts,
+            skipped_entries,
+            per_job,
+        })
     }
 }
 
@@ -381,6 +543,66 @@ mod tests {
         let names: BTreeSet<&str> = obs.jobs.iter().map(|j| j.job.as_str()).collect();
         assert!(names.contains("pinned") && !names.contains("j0"));
         assert!(names.contains(format!("j{KNOWN_JOBS_MAX}").as_str()));
+    }
+
+    /// Two polls of a real OSS's job_stats (2.17 layout, OST indexes 0 and 0x1f): the first
+    /// is the baseline, the second gives deltas per target, summed per job.
+    #[test]
+    fn job_stats_polls_become_observations() {
+        use crate::jobstats::{render_job_stats, JobEntry, JobStatsFormat, OstCounter};
+        let entry = |id: &str, rpcs: u64| {
+            let mut e = JobEntry::new(job(id), 5_000_000_000);
+            for _ in 0..rpcs {
+                e.counters[OstCounter::WriteBytes as usize].add(1 << 20);
+            }
+            e
+        };
+        let text = |a: u64, b: u64| {
+            format!(
+                "obdfilter.fs-OST0000.job_stats=\n{}obdfilter.fs-OST001f.job_stats=\n{}",
+                render_job_stats(&[entry("a", a)], JobStatsFormat::Master),
+                render_job_stats(&[entry("a", b), entry("b.1", b)], JobStatsFormat::Master)
+            )
+        };
+        let mut o = JobStatsObserver::new(DomainId(3), 250, &[(job("pinned"), 4)], 1_000);
+        let listed = vec!["obdfilter.fs-OST0002.job_stats".to_string()];
+        let first = o.observe(2_000, &text(5, 5), &listed).unwrap();
+        let targets = &first.observation.domains[0].targets;
+        assert_eq!(
+            targets.iter().map(|t| t.ost).collect::<Vec<_>>(),
+            vec![OstId(0), OstId(2), OstId(31)]
+        );
+        assert!(targets.iter().all(|t| t.jobs.is_empty()), "baseline");
+        assert_eq!(first.counts.new_osts, 3);
+        let second = o.observe(5_000, &text(7, 8), &listed).unwrap();
+        let obs = &second.observation;
+        assert_eq!((obs.period_ns, obs.domains[0].domain), (3_000, DomainId(3)));
+        assert_eq!(
+            obs.domains[0].capacity_rpcs_per_s(),
+            750,
+            "the listed empty OST counts"
+        );
+        let t31 = &obs.domains[0].targets[2];
+        assert_eq!(
+            t31.jobs
+                .iter()
+                .map(|s| (s.job.as_str(), s.rpcs_served))
+                .collect::<Vec<_>>(),
+            vec![("a", 3), ("b.1", 3)]
+        );
+        assert_eq!(
+            second.per_job[&job("a")],
+            BrwTotals {
+                rpcs: 5,
+                bytes: 5 << 20
+            }
+        );
+        let known: Vec<_> = obs
+            .jobs
+            .iter()
+            .map(|j| (j.job.as_str(), j.node_count))
+            .collect();
+        assert_eq!(known, vec![("a", 1), ("b.1", 1), ("pinned", 4)]);
     }
 
     #[test]

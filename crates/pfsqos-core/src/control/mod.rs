@@ -236,18 +236,42 @@ pub const RULE_NAME_LEN_MAX: usize = crate::lustre::TBF_NAME_LEN_MAX;
 /// characters become `_` and long ids keep their tail (where job numbers differ) behind a `j`
 /// prefix. Different jobs can map to the same name; [`RuleNamer`] resolves that.
 pub fn rule_name_for_job(job: &JobId) -> String {
+    rule_name_with_prefix("j", job)
+}
+
+/// Longest rule-name prefix a [`RuleNamer`] takes: leaves room for a job's tail and a
+/// collision suffix.
+pub const RULE_NAME_PREFIX_LEN_MAX: usize = 8;
+
+/// As [`rule_name_for_job`] with `prefix` instead of `j` (an agent marks its rules with its
+/// own prefix, so it can tell them from an administrator's).
+pub fn rule_name_with_prefix(prefix: &str, job: &JobId) -> String {
+    assert!(
+        rule_name_prefix_is_valid(prefix),
+        "invalid rule-name prefix {prefix:?}"
+    );
     let cleaned: String = job
         .as_str()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    let body_max = RULE_NAME_LEN_MAX - 1;
+    let body_max = RULE_NAME_LEN_MAX - prefix.len();
     let tail = if cleaned.len() > body_max {
         &cleaned[cleaned.len() - body_max..]
     } else {
         &cleaned[..]
     };
-    format!("j{tail}")
+    format!("{prefix}{tail}")
+}
+
+/// Whether `prefix` can start rule names: 1..=[`RULE_NAME_PREFIX_LEN_MAX`] characters of
+/// `[A-Za-z0-9_]`, and not a start of `default` (whose rule no one may touch).
+pub fn rule_name_prefix_is_valid(prefix: &str) -> bool {
+    (1..=RULE_NAME_PREFIX_LEN_MAX).contains(&prefix.len())
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !"default".starts_with(prefix)
 }
 
 /// Gives every job a distinct, valid TBF rule name, stable for the namer's lifetime. When two
@@ -257,6 +281,8 @@ pub fn rule_name_for_job(job: &JobId) -> String {
 pub struct RuleNamer {
     by_job: std::collections::BTreeMap<JobId, String>,
     used: std::collections::BTreeSet<String>,
+    /// `None`: `j`.
+    prefix: Option<String>,
 }
 
 impl RuleNamer {
@@ -264,10 +290,23 @@ impl RuleNamer {
         Self::default()
     }
 
+    /// A namer whose names all start with `prefix` (checked by
+    /// [`rule_name_prefix_is_valid`]; panics otherwise).
+    pub fn with_prefix(prefix: &str) -> Self {
+        assert!(
+            rule_name_prefix_is_valid(prefix),
+            "invalid rule-name prefix {prefix:?}"
+        );
+        RuleNamer {
+            prefix: Some(prefix.to_string()),
+            ..Self::default()
+        }
+    }
+
     /// The rule name of `job`, assigning one on first use.
     pub fn name_for(&mut self, job: &JobId) -> &str {
         if !self.by_job.contains_key(job) {
-            let base = rule_name_for_job(job);
+            let base = rule_name_with_prefix(self.prefix.as_deref().unwrap_or("j"), job);
             let mut name = base.clone();
             let mut k = 2u32;
             // `default` is Lustre's fallback rule and cannot be started.
@@ -281,6 +320,11 @@ impl RuleNamer {
             self.by_job.insert(*job, name);
         }
         &self.by_job[job]
+    }
+
+    /// Keeps `name` from ever being given to a job (an agent's own catch-all rule).
+    pub fn reserve(&mut self, name: &str) {
+        self.used.insert(name.to_string());
     }
 
     /// Forgets `job` so its name can be reused (for controllers that retire idle jobs).

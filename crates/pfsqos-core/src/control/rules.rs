@@ -152,6 +152,24 @@ impl JobRules {
         JobRules::default()
     }
 
+    /// Rules named with `prefix` instead of `j` ([`RuleNamer::with_prefix`]).
+    pub fn with_prefix(prefix: &str) -> JobRules {
+        JobRules {
+            namer: RuleNamer::with_prefix(prefix),
+            ..JobRules::default()
+        }
+    }
+
+    /// Keeps `name` from ever being given to a job ([`RuleNamer::reserve`]).
+    pub fn reserve_name(&mut self, name: &str) {
+        self.namer.reserve(name);
+    }
+
+    /// The rule name held for `job`, if any.
+    pub fn rule_name(&self, job: &JobId) -> Option<&str> {
+        self.active.get(job).map(|r| r.name.as_str())
+    }
+
     /// The commands that bring the domain's rules to `desired`: stops first (in job order),
     /// then changes and starts in job order.
     pub fn reconcile(&mut self, desired: &BTreeMap<JobId, JobRate>) -> Vec<RuleCommand> {

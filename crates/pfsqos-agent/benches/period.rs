@@ -1,0 +1,104 @@
+//! One agent period at 10,000 jobs on 16 OSTs: job_stats text -> observation -> AdapTBF
+//! decision -> rule diff (lctl answered from memory, so only the agent's own CPU is timed).
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use pfsqos_agent::lctl::{Lctl, LctlCounts, LctlError};
+use pfsqos_agent::{Agent, AgentConfig};
+use pfsqos_core::jobstats::{render_job_stats, JobEntry, JobStatsFormat, OstCounter};
+use pfsqos_core::model::JobId;
+
+const JOBS: usize = 10_000;
+const OSTS: usize = 16;
+
+/// An OSS in memory: job_stats grows by a few RPCs per job each poll; writes succeed.
+struct MemLctl {
+    round: u64,
+    counts: LctlCounts,
+}
+
+impl MemLctl {
+    fn job_stats(&self) -> String {
+        let mut out = String::new();
+        for ost in 0..OSTS {
+            let entries: Vec<JobEntry> = (0..JOBS)
+                .filter(|j| j % OSTS == ost || j % 7 == ost % 7)
+                .map(|j| {
+                    let mut e =
+                        JobEntry::new(JobId::new(&format!("job.{j}")).unwrap(), 1_000_000_000);
+                    let c = &mut e.counters[OstCounter::WriteBytes as usize];
+                    c.samples = self.round * (1 + j as u64 % 5);
+                    c.sum = c.samples << 20;
+                    c.min = 1 << 20;
+                    c.max = 1 << 20;
+                    e
+                })
+                .collect();
+            out.push_str(&format!("obdfilter.fs-OST{ost:04x}.job_stats=\n"));
+            out.push_str(&render_job_stats(&entries, JobStatsFormat::Master));
+        }
+        out
+    }
+}
+
+impl Lctl for MemLctl {
+    fn run(&mut self, args: &[String]) -> Result<String, LctlError> {
+        self.counts.commands += 1;
+        Ok(match (args[0].as_str(), args.last().map(String::as_str)) {
+            ("get_param", Some("ost.OSS.ost_io.nrs_policies")) => {
+                "\nregular_requests:\n  - name: tbf jobid\n    state: started\n".to_string()
+            }
+            ("get_param", Some("obdfilter.*.job_stats")) => {
+                self.round += 1;
+                self.job_stats()
+            }
+            _ => String::new(),
+        })
+    }
+    fn counts(&self) -> LctlCounts {
+        self.counts
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let config = AgentConfig::parse(
+        "controller = \"adaptbf\"\nost_capacity_rpcs_per_s = 2000\ncpts = 2\nrules_max = 16384\n",
+    )
+    .unwrap();
+    let mut agent = Agent::new(
+        config,
+        MemLctl {
+            round: 0,
+            counts: LctlCounts::default(),
+        },
+    );
+    agent.start().unwrap();
+    agent.period();
+    // The job_stats text is rendered inside `run`; time it apart to subtract.
+    let probe = MemLctl {
+        round: 3,
+        counts: LctlCounts::default(),
+    };
+    c.bench_function(
+        "render job_stats 10k jobs x 16 OSTs (not agent work)",
+        |b| b.iter(|| probe.job_stats().len()),
+    );
+    let text = probe.job_stats();
+    c.bench_function("parse job_stats only (part of the period)", |b| {
+        b.iter(|| {
+            pfsqos_core::jobstats::parse_lctl_job_stats_lossy(&text)
+                .unwrap()
+                .0
+                .len()
+        })
+    });
+    c.bench_function("agent period 10k jobs x 16 OSTs (incl. rendering)", |b| {
+        b.iter(|| agent.period())
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = bench
+}
+criterion_main!(benches);

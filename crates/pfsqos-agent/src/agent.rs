@@ -1,0 +1,922 @@
+//! The agent: one per Lustre OSS. Every period it reads `job_stats` with `lctl`, builds the
+//! [`Observation`] the simulator and the ossd build ([`JobStatsObserver`]), runs a
+//! decentralized controller, and writes the resulting rates as `tbf jobid` rules of its own
+//! with `lctl set_param`.
+//!
+//! ```text
+//!  start:  nrs_policies -> (tbf jobid started? else enable it once, check it started)
+//!          nrs_tbf_rule -> stop stale rules of our prefix (a previous instance's)
+//!          job_stats    -> baseline -> Controller::setup
+//!  period: job_stats -> Observation -> Controller::decide -> controller's rates per job
+//!          min(controller rate, administrator limit / mean RPC size)    (RPC/s per OSS)
+//!          / CPTs the job's class is active on (nrs_tbf_rule `ref`)     (rate per CPT)
+//!          top `rules_max` jobs by bytes get a rule; the rest share one catch-all rule
+//!          JobRules::reconcile -> start (change on EEXIST) / change / stop
+//!  exit:   stop every rule of ours, restore the policy found (SIGTERM, SIGINT)
+//! ```
+//!
+//! The controller's own rule text is never written: its decisions are read as "job J at R
+//! RPC/s on this OSS", and the agent's [`JobRules`] (named with the agent's prefix) carries
+//! them, so every rule the agent creates is recognisably its own and the controller cannot
+//! touch anything else (`default`, an administrator's rules, the policy).
+//!
+//! Per-CPT rates (lustre-tbf.md §1.1, §7 item 3; LU-17158): a TBF rule's rate applies to each
+//! class on each CPU partition, so a job whose RPCs reach `k` partitions gets up to `k` times
+//! the rate. The agent reads each of its rules' `ref` counts per CPT and writes `R / k` (at
+//! least 1), with `k` the partitions where the job has a class (all of them before it has
+//! any), so a limit holds in aggregate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use pfsqos_core::control::agent::{JobStatsObserver, Ledger};
+use pfsqos_core::control::rules::{JobRate, JobRules, RuleCommand};
+use pfsqos_core::control::{ControlWrite, Controller, Decision, DomainId, Observation};
+use pfsqos_core::errno::Errno;
+use pfsqos_core::jobstats::poll::BrwTotals;
+use pfsqos_core::model::JobId;
+use pfsqos_core::sched::tbf::{TbfCommand, TbfOp, TbfRuleListing};
+use tracing::{info, warn};
+
+use crate::config::{AgentConfig, LimitTarget};
+use crate::lctl::{Lctl, LctlError};
+
+/// Lustre's parameter names the agent reads and writes.
+pub const PARAM_POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
+pub const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
+pub const PARAM_JOB_STATS: &str = "obdfilter.*.job_stats";
+
+/// The one policy the agent's rules need.
+pub const TBF_JOBID: &str = "tbf jobid";
+
+/// The name of the catch-all rule (its prefix plus this), never given to a job.
+pub const CATCH_ALL_SUFFIX: &str = "_rest";
+
+/// Fraction of its limit a job must move to count as held at it.
+pub const HELD_FRACTION: f64 = 0.9;
+
+/// The one scheduling domain an agent is: its OSS's `ost_io` service.
+pub const AGENT_DOMAIN: DomainId = DomainId(0);
+
+/// What the agent did so far (metrics and `pfsqos agent --once` output).
+#[derive(Clone, Debug, Default)]
+pub struct AgentStats {
+    pub periods: u64,
+    /// Periods whose job_stats could not be read (rules kept as they were).
+    pub periods_skipped: u64,
+    pub rules_started: u64,
+    pub rules_changed: u64,
+    pub rules_stopped: u64,
+    /// Writes Lustre refused (after EEXIST was turned into a change).
+    pub writes_refused: u64,
+    pub job_stats_restarts: u64,
+    pub job_stats_skipped_entries: u64,
+    pub last_decision_ns: u64,
+    pub rules_held: usize,
+    /// Jobs beyond `rules_max` under the catch-all rule in the last period.
+    pub jobs_in_catch_all: usize,
+    /// Per job with a rule: the rate per CPT written and the observed bytes/s.
+    pub job_rates: BTreeMap<JobId, JobRateStat>,
+    /// Jobs held at an administrator limit: since when (agent time, ns) and the limit.
+    pub held: BTreeMap<JobId, Held>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct JobRateStat {
+    pub rate_per_cpt_rpcs_per_s: u64,
+    pub cpts: u32,
+    pub observed_bytes_per_s: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Held {
+    pub since_ns: u64,
+    pub limit_bytes_per_s: u64,
+    pub held_ns: u64,
+}
+
+/// Why the agent could not start.
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// The policy `nrs_policies` says is running on the regular queue: the started entry that is
+/// not the FIFO fallback, else `fifo`. `None` if the text shows no started policy at all.
+pub fn running_policy(text: &str) -> Option<String> {
+    let regular = text.split("high_priority_requests:").next().unwrap_or("");
+    let mut name: Option<String> = None;
+    let mut started = Vec::new();
+    for line in regular.lines() {
+        let t = line.trim();
+        if let Some(n) = t.strip_prefix("- name:") {
+            name = Some(n.trim().to_string());
+        } else if let Some(state) = t.strip_prefix("state:") {
+            if state.trim() == "started" {
+                if let Some(n) = &name {
+                    started.push(n.clone());
+                }
+            }
+        }
+    }
+    if started.is_empty() {
+        return None;
+    }
+    Some(
+        started
+            .iter()
+            .find(|n| n.as_str() != "fifo")
+            .cloned()
+            .unwrap_or_else(|| "fifo".to_string()),
+    )
+}
+
+/// Whether rules of the form `jobid={...}` are accepted under `policy`: `tbf jobid`, plain
+/// `tbf` (every field), or a combined type with `jobid`.
+pub fn policy_takes_jobid_rules(policy: &str) -> bool {
+    match policy.strip_prefix("tbf") {
+        Some("") => true,
+        Some(rest) => rest.starts_with(' ') && rest.trim().split('+').any(|t| t == "jobid"),
+        None => false,
+    }
+}
+
+/// The agent: its configuration, lctl, controller and what it holds.
+pub struct Agent<L: Lctl> {
+    config: AgentConfig,
+    lctl: L,
+    controller: Box<dyn Controller>,
+    observer: JobStatsObserver,
+    rules: JobRules,
+    ledger: Ledger,
+    /// The controller's rules by its own name: job and rate (RPC/s on this OSS).
+    controller_rules: BTreeMap<String, (JobId, u64)>,
+    /// Mean bulk RPC size per job over its recent periods (bytes), bounded like the jobs.
+    mean_rpc_bytes: BTreeMap<JobId, f64>,
+    catch_all: Option<u64>,
+    catch_all_name: String,
+    epoch: Instant,
+    started: bool,
+    pub stats: AgentStats,
+}
+
+fn now_ns(epoch: Instant) -> u64 {
+    epoch.elapsed().as_nanos() as u64
+}
+
+impl<L: Lctl> Agent<L> {
+    pub fn new(config: AgentConfig, lctl: L) -> Agent<L> {
+        let controller = config
+            .policy
+            .controller_with(config.period_ms, config.brw_size_bytes, 0);
+        let epoch = Instant::now();
+        let observer = JobStatsObserver::new(
+            AGENT_DOMAIN,
+            config.ost_capacity_rpcs_per_s,
+            &config.job_nodes,
+            0,
+        );
+        let mut rules = JobRules::with_prefix(&config.rule_prefix);
+        let catch_all_name = format!("{}{CATCH_ALL_SUFFIX}", config.rule_prefix);
+        rules.reserve_name(&catch_all_name);
+        Agent {
+            config,
+            lctl,
+            controller,
+            observer,
+            rules,
+            ledger: Ledger::default(),
+            controller_rules: BTreeMap::new(),
+            mean_rpc_bytes: BTreeMap::new(),
+            catch_all: None,
+            catch_all_name,
+            epoch,
+            started: false,
+            stats: AgentStats::default(),
+        }
+    }
+
+    pub fn lctl(&self) -> &L {
+        &self.lctl
+    }
+
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The controller's period (`None`: it decides once, at setup).
+    pub fn period_ns(&self) -> u64 {
+        self.controller
+            .period_ns()
+            .unwrap_or(self.config.period_ms * 1_000_000)
+    }
+
+    fn get(&mut self, param: &str) -> Result<String, LctlError> {
+        self.lctl
+            .run(&["get_param".to_string(), "-n".to_string(), param.to_string()])
+    }
+
+    fn set(&mut self, param: &str, value: &str) -> Result<(), LctlError> {
+        // One argv element `PARAM=VALUE`: the value is never split or interpreted.
+        self.lctl
+            .run(&["set_param".to_string(), format!("{param}={value}")])
+            .map(|_| ())
+    }
+
+    fn owns(&self, rule: &str) -> bool {
+        rule.starts_with(&self.config.rule_prefix)
+    }
+
+    /// Starts: takes the policy in hand, removes what an earlier instance left, gives the
+    /// controller its setup observation.
+    pub fn start(&mut self) -> Result<(), StartError> {
+        let policies = self
+            .get(PARAM_POLICIES)
+            .map_err(|e| StartError(format!("reading {PARAM_POLICIES}: {e}")))?;
+        let found = if self.lctl.writes() {
+            running_policy(&policies)
+                .ok_or_else(|| StartError(format!("{PARAM_POLICIES} shows no started policy")))?
+        } else {
+            running_policy(&policies).unwrap_or_else(|| "fifo".to_string())
+        };
+        if !policy_takes_jobid_rules(&found) {
+            if found.starts_with("tbf") {
+                // Changing a running TBF's type wipes every rule (lustre-tbf.md §1.1):
+                // the administrator's are not ours to drop.
+                return Err(StartError(format!(
+                    "TBF is running as `{found}`, whose rules cannot name jobs; switching it \
+                     would drop the administrator's rules. Start `tbf jobid` (or `tbf`) first."
+                )));
+            }
+            info!(policy_found = %found, "enabling {TBF_JOBID}");
+            self.set(PARAM_POLICIES, TBF_JOBID)
+                .map_err(|e| StartError(format!("enabling {TBF_JOBID}: {e}")))?;
+            self.ledger.policies_changed = true;
+            self.ledger.policy_found = Some(found.clone());
+            if self.lctl.writes() {
+                let text = self
+                    .get(PARAM_POLICIES)
+                    .map_err(|e| StartError(format!("reading {PARAM_POLICIES}: {e}")))?;
+                let now = running_policy(&text);
+                if now.as_deref() != Some(TBF_JOBID) {
+                    return Err(StartError(format!(
+                        "{TBF_JOBID} did not start (running: {now:?})"
+                    )));
+                }
+            }
+        } else {
+            info!(policy = %found, "TBF already takes jobid rules; left as found");
+        }
+        self.remove_stale_rules()?;
+        let listed = self.list_osts();
+        let text = self.get(PARAM_JOB_STATS).unwrap_or_default();
+        let now = now_ns(self.epoch);
+        let initial = self
+            .observer
+            .observe(now, &text, &listed)
+            .map_err(|e| StartError(format!("job_stats: {e}")))?;
+        let decision = self.controller.setup(&initial.observation);
+        self.absorb(decision);
+        // The listing tells the CPT count (the configured one is the fallback).
+        let cpts = self.rule_cpts();
+        self.apply(&initial.observation, &initial.per_job, &cpts);
+        self.started = true;
+        Ok(())
+    }
+
+    /// Stops every rule of our prefix found at start (an earlier instance killed without its
+    /// clean-up): the new instance writes what its controller wants from the first period.
+    fn remove_stale_rules(&mut self) -> Result<(), StartError> {
+        let text = match self.get(PARAM_TBF_RULE) {
+            Ok(t) => t,
+            Err(e) if !self.lctl.writes() => {
+                warn!(error = %e, "dry run: no rule listing");
+                return Ok(());
+            }
+            Err(e) => return Err(StartError(format!("reading {PARAM_TBF_RULE}: {e}"))),
+        };
+        let Ok(listing) = TbfRuleListing::parse(&text) else {
+            warn!("rule listing unreadable; no stale rules removed");
+            return Ok(());
+        };
+        let stale: BTreeSet<String> = listing
+            .regular
+            .iter()
+            .flat_map(|c| c.rules.iter())
+            .map(|r| r.name.clone())
+            .filter(|n| self.owns(n) && n != "default")
+            .collect();
+        for name in stale {
+            info!(rule = %name, "removing a rule left by an earlier instance");
+            if let Err(e) = self.set(PARAM_TBF_RULE, &format!("stop {name}")) {
+                warn!(rule = %name, error = %e, "could not remove a stale rule");
+            }
+        }
+        Ok(())
+    }
+
+    fn list_osts(&mut self) -> Vec<String> {
+        match self
+            .lctl
+            .run(&["list_param".to_string(), PARAM_JOB_STATS.to_string()])
+        {
+            Ok(t) => t
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("obdfilter.") && l.ends_with(".job_stats"))
+                .take(pfsqos_core::jobstats::poll::POLL_OSTS_MAX)
+                .map(str::to_string)
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// One period: observe, decide, write. A period whose job_stats cannot be read keeps
+    /// the rules as they are.
+    pub fn period(&mut self) {
+        assert!(self.started, "period before start");
+        let listed = self.list_osts();
+        let text = match self.get(PARAM_JOB_STATS) {
+            Ok(t) => t,
+            Err(e) => {
+                self.stats.periods_skipped += 1;
+                warn!(error = %e, "job_stats unreadable; rules kept for this period");
+                return;
+            }
+        };
+        let t0 = Instant::now();
+        let now = now_ns(self.epoch);
+        let obs = match self.observer.observe(now, &text, &listed) {
+            Ok(o) => o,
+            Err(e) => {
+                self.stats.periods_skipped += 1;
+                warn!(error = %e, "job_stats unparsable; rules kept for this period");
+                return;
+            }
+        };
+        self.stats.periods += 1;
+        self.stats.job_stats_restarts += obs.counts.restarts;
+        self.stats.job_stats_skipped_entries += obs.skipped_entries as u64;
+        let decision = self.controller.decide(&obs.observation);
+        self.absorb(decision);
+        let cpts = self.rule_cpts();
+        self.apply(&obs.observation, &obs.per_job, &cpts);
+        self.stats.last_decision_ns = t0.elapsed().as_nanos() as u64;
+    }
+
+    /// Reads the controller's decision as rates per job (its rule names are its own).
+    fn absorb(&mut self, decision: Decision) {
+        for w in decision.writes {
+            match &w.write {
+                ControlWrite::NrsTbfRule(text) => match TbfCommand::parse(text).map(|c| c.op) {
+                    Ok(TbfOp::Start {
+                        name,
+                        condition,
+                        rate_rpcs_per_s,
+                        ..
+                    }) => {
+                        let job = condition
+                            .text
+                            .strip_prefix("jobid={")
+                            .and_then(|t| t.strip_suffix('}'))
+                            .and_then(|t| JobId::new(t).ok());
+                        match job {
+                            Some(job) => {
+                                let rate = u64::from(rate_rpcs_per_s.unwrap_or(10_000));
+                                self.controller_rules.insert(name, (job, rate));
+                            }
+                            None => {
+                                warn!(rule = %text.escape_debug(), "controller rule not on one job; ignored")
+                            }
+                        }
+                    }
+                    Ok(TbfOp::Change {
+                        name,
+                        rate_rpcs_per_s: Some(r),
+                        ..
+                    }) => {
+                        if let Some(e) = self.controller_rules.get_mut(&name) {
+                            e.1 = u64::from(r);
+                        }
+                    }
+                    Ok(TbfOp::Change { .. }) => {}
+                    Ok(TbfOp::Stop { name }) => {
+                        self.controller_rules.remove(&name);
+                    }
+                    Err(e) => warn!(error = %e, "controller rule unparsable; ignored"),
+                },
+                // The agent runs the policy itself (tbf jobid, enabled once at start).
+                ControlWrite::NrsPolicies(p) if p == TBF_JOBID => {}
+                other => warn!(write = ?other, "controller write the agent cannot carry; ignored"),
+            }
+        }
+    }
+
+    /// Partitions where each of our rules has classes (`ref > 0` on either queue), and the
+    /// partition count the listing shows (0 when it could not be read).
+    fn rule_cpts(&mut self) -> BTreeMap<String, u32> {
+        let mut out = BTreeMap::new();
+        let Ok(text) = self.get(PARAM_TBF_RULE) else {
+            return out;
+        };
+        let Ok(listing) = TbfRuleListing::parse(&text) else {
+            return out;
+        };
+        let mut active: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
+        let sections = std::iter::once(&listing.regular).chain(listing.high_priority.as_ref());
+        let mut cpt_count = 0u32;
+        for section in sections {
+            cpt_count = cpt_count.max(section.len() as u32);
+            for cpt in section {
+                for r in &cpt.rules {
+                    if r.refs > 0 && self.owns(&r.name) {
+                        active.entry(r.name.clone()).or_default().insert(cpt.cpt);
+                    }
+                }
+            }
+        }
+        out.insert(String::new(), cpt_count);
+        for (name, set) in active {
+            out.insert(name, set.len() as u32);
+        }
+        out
+    }
+
+    /// The agent's mean RPC size for `job` (bytes): observed, else `brw_size`.
+    fn rpc_bytes(&self, job: &JobId) -> f64 {
+        self.mean_rpc_bytes
+            .get(job)
+            .copied()
+            .unwrap_or(self.config.brw_size_bytes as f64)
+    }
+
+    /// The administrator limit of each job in bytes/s (a user's or group's limit is shared
+    /// equally by its jobs that moved data in the period, or by all its known jobs).
+    fn limits_bytes_per_s(
+        &self,
+        obs: &Observation,
+        per_job: &BTreeMap<JobId, BrwTotals>,
+    ) -> BTreeMap<JobId, u64> {
+        let mut out: BTreeMap<JobId, u64> = BTreeMap::new();
+        if self.config.limits.is_empty() {
+            return out;
+        }
+        let layout = self.config.job_id_layout;
+        let jobs: Vec<JobId> = obs.jobs.iter().map(|m| m.job).collect();
+        for &(target, bytes_per_s) in &self.config.limits {
+            let members: Vec<JobId> = match target {
+                LimitTarget::Job(j) => vec![j],
+                LimitTarget::User(u) => jobs
+                    .iter()
+                    .copied()
+                    .filter(|j| layout.uid(j) == Some(u))
+                    .collect(),
+                LimitTarget::Group(g) => jobs
+                    .iter()
+                    .copied()
+                    .filter(|j| layout.gid(j) == Some(g))
+                    .collect(),
+            };
+            let active: Vec<JobId> = members
+                .iter()
+                .copied()
+                .filter(|j| per_job.get(j).is_some_and(|t| t.rpcs > 0))
+                .collect();
+            let sharing = if active.is_empty() { &members } else { &active };
+            if sharing.is_empty() {
+                continue;
+            }
+            let share = (bytes_per_s / sharing.len() as u64).max(1);
+            for j in sharing {
+                // The tightest limit wins when a job falls under several.
+                let e = out.entry(*j).or_insert(share);
+                *e = (*e).min(share);
+            }
+        }
+        out
+    }
+
+    /// Computes the rules wanted now and writes the difference.
+    fn apply(
+        &mut self,
+        obs: &Observation,
+        per_job: &BTreeMap<JobId, BrwTotals>,
+        cpts: &BTreeMap<String, u32>,
+    ) {
+        let period_s = (obs.period_ns as f64 / 1e9).max(1e-3);
+        // Mean RPC size: this period's where the job moved data, else what was known.
+        for (job, t) in per_job {
+            if t.rpcs > 0 {
+                let m = t.bytes as f64 / t.rpcs as f64;
+                let e = self.mean_rpc_bytes.entry(*job).or_insert(m);
+                *e = 0.5 * *e + 0.5 * m;
+            }
+        }
+        if self.mean_rpc_bytes.len() > pfsqos_core::control::agent::KNOWN_JOBS_MAX {
+            let known: BTreeSet<JobId> = obs.jobs.iter().map(|m| m.job).collect();
+            self.mean_rpc_bytes.retain(|j, _| known.contains(j));
+        }
+        let limits = self.limits_bytes_per_s(obs, per_job);
+        // The OSS-wide rate each job should get (RPC/s).
+        let mut want: BTreeMap<JobId, (u64, Option<u64>)> = BTreeMap::new();
+        for (job, rate) in self.controller_rules.values() {
+            want.insert(*job, (*rate, None));
+        }
+        for (job, &limit) in &limits {
+            let limit_rpcs = pfsqos_core::control::tbf_rate_rpcs_per_s(
+                limit as f64,
+                self.rpc_bytes(job).max(1.0) as u64,
+            );
+            let e = want.entry(*job).or_insert((limit_rpcs, Some(limit)));
+            if limit_rpcs <= e.0 {
+                *e = (limit_rpcs, Some(limit));
+            }
+        }
+        let cpt_count = match cpts.get("") {
+            Some(&n) if n > 0 => n,
+            _ => self.config.cpts,
+        };
+        // Rules for the jobs that moved the most; the rest share the catch-all.
+        let mut order: Vec<(u64, JobId)> = want
+            .keys()
+            .map(|j| (per_job.get(j).map_or(0, |t| t.bytes), *j))
+            .collect();
+        order.sort_by_key(|&(b, j)| (std::cmp::Reverse(b), j));
+        let mut desired: BTreeMap<JobId, JobRate> = BTreeMap::new();
+        let mut overflow_min: Option<u64> = None;
+        let mut job_rates = BTreeMap::new();
+        let mut held_now = BTreeMap::new();
+        let now = obs.now_ns;
+        for (i, (bytes, job)) in order.into_iter().enumerate() {
+            let (rate, limit) = want[&job];
+            let k = self
+                .rules
+                .rule_name(&job)
+                .and_then(|n| cpts.get(n).copied())
+                .filter(|&k| k > 0)
+                .unwrap_or(cpt_count)
+                .max(1);
+            let per_cpt =
+                (rate / u64::from(k)).clamp(1, pfsqos_core::lustre::TBF_RATE_RPCS_PER_S_MAX as u64);
+            let observed = bytes as f64 / period_s;
+            if let Some(limit) = limit {
+                if observed >= HELD_FRACTION * limit as f64 {
+                    let since = self.stats.held.get(&job).map_or(now, |h| h.since_ns);
+                    if !self.stats.held.contains_key(&job) {
+                        info!(job = %job.as_str().escape_debug(), limit_bytes_per_s = limit, "job held at its limit");
+                    }
+                    held_now.insert(
+                        job,
+                        crate::agent::Held {
+                            since_ns: since,
+                            limit_bytes_per_s: limit,
+                            held_ns: now - since,
+                        },
+                    );
+                }
+            }
+            if i < self.config.rules_max {
+                desired.insert(
+                    job,
+                    JobRate {
+                        value: per_cpt,
+                        priority: None,
+                    },
+                );
+                if job_rates.len() < self.config.rules_max {
+                    job_rates.insert(
+                        job,
+                        JobRateStat {
+                            rate_per_cpt_rpcs_per_s: per_cpt,
+                            cpts: k,
+                            observed_bytes_per_s: observed,
+                        },
+                    );
+                }
+            } else {
+                let r = (rate / u64::from(cpt_count.max(1))).max(1);
+                overflow_min = Some(overflow_min.map_or(r, |m: u64| m.min(r)));
+            }
+        }
+        for (job, h) in &self.stats.held {
+            if !held_now.contains_key(job) {
+                info!(job = %job.as_str().escape_debug(), held_s = h.held_ns as f64 / 1e9, "job no longer held at its limit");
+            }
+        }
+        self.stats.held = held_now;
+        self.stats.jobs_in_catch_all = want.len().saturating_sub(self.config.rules_max);
+        self.stats.job_rates = job_rates;
+        // Stop the catch-all first if it goes, start or change it after the job rules.
+        let mut texts: Vec<(String, Option<RuleCommand>)> = Vec::new();
+        if overflow_min.is_none() && self.catch_all.is_some() {
+            texts.push((format!("stop {}", self.catch_all_name), None));
+        }
+        for cmd in self.rules.reconcile(&desired) {
+            texts.push((cmd.to_string(), Some(cmd)));
+        }
+        match (overflow_min, self.catch_all) {
+            (Some(r), None) => texts.push((
+                format!(
+                    "start {} jobid={{*}} rate={r} rank=default",
+                    self.catch_all_name
+                ),
+                None,
+            )),
+            (Some(r), Some(old)) if r != old => {
+                texts.push((format!("change {} rate={r}", self.catch_all_name), None))
+            }
+            _ => {}
+        }
+        self.catch_all = overflow_min;
+        for (text, cmd) in texts {
+            self.write_rule(&text, cmd.as_ref());
+        }
+        self.stats.rules_held = self.rules.len() + usize::from(self.catch_all.is_some());
+    }
+
+    /// Writes one rule command: a start that finds the rule exists becomes a change; a refused
+    /// write is not held, so the next period tries again.
+    fn write_rule(&mut self, text: &str, cmd: Option<&RuleCommand>) {
+        let result = match self.set(PARAM_TBF_RULE, text) {
+            Err(e) if e.errno() == Some(Errno::EEXIST) => {
+                // A rule of this name exists (ours from a racing write, or one we believed
+                // stopped): change its rate instead.
+                let change = match cmd {
+                    Some(RuleCommand::Start { name, value, .. }) => {
+                        Some(format!("change {name} rate={value}"))
+                    }
+                    None => TbfCommand::parse(text).ok().and_then(|c| match c.op {
+                        TbfOp::Start {
+                            name,
+                            rate_rpcs_per_s: Some(r),
+                            ..
+                        } => Some(format!("change {name} rate={r}")),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                match change {
+                    Some(c) => self.set(PARAM_TBF_RULE, &c),
+                    None => Err(e),
+                }
+            }
+            r => r,
+        };
+        match result {
+            Ok(()) => {
+                self.ledger
+                    .note(&ControlWrite::NrsTbfRule(text.to_string()));
+                match cmd {
+                    Some(RuleCommand::Start { .. }) => self.stats.rules_started += 1,
+                    Some(RuleCommand::Change { .. }) => self.stats.rules_changed += 1,
+                    Some(RuleCommand::Stop { .. }) => self.stats.rules_stopped += 1,
+                    None => {}
+                }
+            }
+            Err(e) => {
+                self.stats.writes_refused += 1;
+                warn!(command = %text.escape_debug(), error = %e, "rule write failed");
+                if cmd.is_some() {
+                    self.rules.refused(text);
+                } else if text.starts_with("start") {
+                    self.catch_all = None;
+                }
+            }
+        }
+    }
+
+    /// Clean exit: stops every rule of ours and restores the policy found.
+    pub fn shutdown(&mut self) {
+        for write in self.ledger.undo_writes() {
+            let (param, text) = write.param_and_text();
+            let param = format!("ost.OSS.ost_io.{param}");
+            match self.set(&param, text) {
+                Ok(()) => self.ledger.note(&write),
+                Err(e) => {
+                    warn!(param = %param, value = %text.escape_debug(), error = %e, "clean-up write failed")
+                }
+            }
+        }
+        self.catch_all = None;
+        info!(rules_left = self.ledger.rules.len(), "agent stopped");
+    }
+
+    /// The ledger (what a clean exit undoes).
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_running_policy_is_read_from_nrs_policies() {
+        let text = "\nregular_requests:\n  - name: fifo\n    state: started\n    fallback: yes\n  - name: tbf jobid\n    state: started\n    fallback: no\nhigh_priority_requests:\n  - name: fifo\n    state: started\n";
+        assert_eq!(running_policy(text).as_deref(), Some("tbf jobid"));
+        let fifo = "\nregular_requests:\n  - name: fifo\n    state: started\n  - name: tbf\n    state: stopped\n";
+        assert_eq!(running_policy(fifo).as_deref(), Some("fifo"));
+        assert_eq!(running_policy("garbage"), None);
+    }
+
+    use crate::lctl::{LctlCounts, LctlError};
+    use pfsqos_core::jobstats::{render_job_stats, JobEntry, JobStatsFormat, OstCounter};
+
+    /// An OSS in memory: job_stats from `rpcs` (job, RPCs so far, RPC size), a rule listing
+    /// with 2 CPTs where the agent's rules have classes on the CPTs in `active`; records
+    /// writes.
+    struct Oss {
+        jobs: Vec<(&'static str, u64, u64)>,
+        active: BTreeMap<String, Vec<u32>>,
+        rules: Vec<(String, u64)>,
+        writes: Vec<String>,
+        counts: LctlCounts,
+    }
+
+    impl Lctl for Oss {
+        fn run(&mut self, args: &[String]) -> Result<String, LctlError> {
+            self.counts.commands += 1;
+            match (args[0].as_str(), args.last().map(String::as_str)) {
+                ("get_param", Some(PARAM_POLICIES)) => {
+                    Ok("\nregular_requests:\n  - name: tbf jobid\n    state: started\n".into())
+                }
+                ("get_param", Some(PARAM_JOB_STATS)) => {
+                    let entries: Vec<JobEntry> = self
+                        .jobs
+                        .iter()
+                        .map(|&(j, n, size)| {
+                            let mut e = JobEntry::new(JobId::new(j).unwrap(), 1);
+                            for _ in 0..n {
+                                e.counters[OstCounter::WriteBytes as usize].add(size);
+                            }
+                            e
+                        })
+                        .collect();
+                    Ok(format!(
+                        "obdfilter.fs-OST0000.job_stats=\n{}",
+                        render_job_stats(&entries, JobStatsFormat::Master)
+                    ))
+                }
+                ("get_param", Some(PARAM_TBF_RULE)) => {
+                    let mut out = String::from("regular_requests:\n");
+                    for cpt in 0..2u32 {
+                        out.push_str(&format!("CPT {cpt}:\n"));
+                        for (name, rate) in &self.rules {
+                            let refs =
+                                u32::from(self.active.get(name).is_some_and(|c| c.contains(&cpt)));
+                            out.push_str(&format!("{name} jobid={{x}} {rate}, ref {refs}\n"));
+                        }
+                        out.push_str("default * 10000, ref 0\n");
+                    }
+                    Ok(out)
+                }
+                ("set_param", Some(w)) => {
+                    let text = w.split_once('=').unwrap().1.to_string();
+                    let mut words = text.split(' ');
+                    match (words.next(), words.next()) {
+                        (Some("start"), Some(n)) => {
+                            let rate = text
+                                .split("rate=")
+                                .nth(1)
+                                .unwrap()
+                                .split(' ')
+                                .next()
+                                .unwrap();
+                            self.rules.push((n.to_string(), rate.parse().unwrap()));
+                        }
+                        (Some("change"), Some(n)) => {
+                            let rate: u64 = text.split("rate=").nth(1).unwrap().parse().unwrap();
+                            self.rules.iter_mut().find(|r| r.0 == n).unwrap().1 = rate;
+                        }
+                        (Some("stop"), Some(n)) => self.rules.retain(|r| r.0 != n),
+                        _ => {}
+                    }
+                    self.writes.push(text);
+                    Ok(String::new())
+                }
+                _ => Ok(String::new()),
+            }
+        }
+        fn counts(&self) -> LctlCounts {
+            self.counts
+        }
+    }
+
+    fn oss(jobs: Vec<(&'static str, u64, u64)>) -> Oss {
+        Oss {
+            jobs,
+            active: BTreeMap::new(),
+            rules: Vec::new(),
+            writes: Vec::new(),
+            counts: LctlCounts::default(),
+        }
+    }
+
+    fn rate_of(a: &Agent<Oss>, name: &str) -> Option<u64> {
+        a.lctl().rules.iter().find(|r| r.0 == name).map(|r| r.1)
+    }
+
+    /// A job limit in bytes/s becomes RPC/s at the job's observed RPC size (1 MiB), divided
+    /// over the CPTs where its class is active: the sum over CPTs is the limit.
+    #[test]
+    fn byte_limits_become_rpc_rates_summed_over_cpts() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 100000\ncpts = 2\n\
+             [[limits]]\njob = \"big.1\"\nbytes_per_s = 104857600\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(config, oss(vec![("big.1", 0, 1 << 20)]));
+        a.start().unwrap();
+        // Before any data: brw_size (4 MiB) RPCs, 25 RPC/s, over both CPTs.
+        assert_eq!(rate_of(&a, "pfqbig_1"), Some(12));
+        a.lctl.jobs[0].1 = 100;
+        a.period();
+        // 1 MiB RPCs seen (smoothed: 0.5 x 1 MiB the first time it is seen is the value itself).
+        assert_eq!(rate_of(&a, "pfqbig_1"), Some(50), "{:?}", a.lctl().writes);
+        // Its class is active on one CPT only: that CPT may carry the whole limit.
+        a.lctl.active.insert("pfqbig_1".into(), vec![1]);
+        a.lctl.jobs[0].1 = 200;
+        a.period();
+        assert_eq!(rate_of(&a, "pfqbig_1"), Some(100));
+        assert_eq!(a.stats.job_rates[&JobId::new("big.1").unwrap()].cpts, 1);
+        a.shutdown();
+        assert!(a.lctl().rules.is_empty());
+    }
+
+    /// Beyond `rules_max`, the jobs that moved the least share one catch-all rule at the
+    /// smallest of their rates, ranked just above `default`; it goes when no longer needed.
+    #[test]
+    fn jobs_beyond_the_cap_share_a_catch_all_rule() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\ncpts = 1\nrules_max = 1\n\
+             [[jobs]]\nid = \"a\"\nnodes = 1\n[[jobs]]\nid = \"b\"\nnodes = 3\n\
+             [[jobs]]\nid = \"c\"\nnodes = 6\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(
+            config,
+            oss(vec![("a", 0, 4096), ("b", 0, 4096), ("c", 0, 4096)]),
+        );
+        a.start().unwrap();
+        a.lctl.jobs = vec![("a", 0, 4096), ("b", 50, 4096), ("c", 1, 4096)];
+        a.period();
+        // b moved the most: its own rule (300 of 1000); a (100) and c (600) share the
+        // smallest; the listing shows 2 CPTs, so every rate is halved.
+        assert_eq!(rate_of(&a, "pfqb"), Some(150));
+        assert_eq!(rate_of(&a, "pfq_rest"), Some(50));
+        assert!(a.lctl().writes.iter().any(
+            |w| w.starts_with("start pfq_rest jobid={*} rate=") && w.ends_with(" rank=default")
+        ));
+        assert_eq!(a.stats.jobs_in_catch_all, 2);
+        a.shutdown();
+        assert!(a.lctl().rules.is_empty(), "{:?}", a.lctl().rules);
+    }
+
+    /// A job moving at least 90 % of its limit is reported held, for as long as it lasts.
+    #[test]
+    fn jobs_at_their_limit_are_reported_held() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\n\
+             [[limits]]\njob = \"h\"\nbytes_per_s = 4096\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(config, oss(vec![("h", 0, 4096)]));
+        a.start().unwrap();
+        // Far more than 4 KiB/s over any period this test can take.
+        a.lctl.jobs[0].1 = 1_000_000;
+        a.period();
+        let h = a.stats.held[&JobId::new("h").unwrap()];
+        assert_eq!(h.limit_bytes_per_s, 4096);
+        let since = h.since_ns;
+        a.lctl.jobs[0].1 = 2_000_000;
+        a.period();
+        assert_eq!(
+            a.stats.held[&JobId::new("h").unwrap()].since_ns,
+            since,
+            "still held"
+        );
+        a.period();
+        assert!(a.stats.held.is_empty(), "idle: no longer held");
+    }
+
+    #[test]
+    fn jobid_rules_need_a_tbf_type_with_jobid() {
+        for (p, ok) in [
+            ("tbf", true),
+            ("tbf jobid", true),
+            ("tbf jobid+opcode", true),
+            ("tbf nid", false),
+            ("fifo", false),
+            ("tbfjobid", false),
+        ] {
+            assert_eq!(policy_takes_jobid_rules(p), ok, "{p}");
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! The agent's configuration file (TOML, in the style of `cluster.toml`): every field
+//! validated, unknown fields refused.
+//!
+//! ```toml
+//! controller = "adaptbf"            # static | adaptbf[:options] (pfsqos_core::control::spec)
+//! period_ms = 1000
+//! ost_capacity_bytes_per_s = 2_000_000_000   # or ost_capacity_rpcs_per_s
+//! brw_size_bytes = 4194304          # the OSS's brw_size: one full RPC
+//! cpts = 2                          # CPU partitions of ost_io (cpu_npartitions)
+//! rule_prefix = "pfq"               # every rule the agent creates starts with it
+//! rules_max = 512                   # jobs with their own rule; beyond, one catch-all rule
+//! lctl = "lctl"                     # program run (argv, never a shell)
+//! lctl_timeout_ms = 10000
+//! lctl_retries = 2
+//! lctl_backoff_ms = 200
+//! metrics_listen = "127.0.0.1:9189"
+//! job_id_layout = "%e.%u"           # where user limits find the uid in a job id
+//!
+//! [[jobs]]                          # node counts (static needs its jobs up front)
+//! id = "4151234"
+//! nodes = 16
+//!
+//! [[limits]]                        # administrator limits, bytes/s
+//! job = "4151234"                   # or user = 1001, or group = 100
+//! bytes_per_s = 500_000_000
+//! ```
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
+use pfsqos_core::control::{rule_name_prefix_is_valid, RULE_NAME_PREFIX_LEN_MAX};
+use pfsqos_core::model::JobId;
+use serde::Deserialize;
+
+/// Controllers the agent runs alone on one OSS: the decentralized ones whose decisions are
+/// `tbf jobid` rules. The others need a coordinator (GIFT and its baselines: a global view),
+/// a scheduler Lustre lacks (vPFS: SFQ/DSFQ), or client-side actuators (PI, AIMD: `tc`).
+pub const DECENTRALIZED_CONTROLLERS: [&str; 2] = ["static", "adaptbf"];
+
+/// Most rules the agent may be told to create (`rules_max`).
+pub const RULES_MAX_LIMIT: usize = 16_384;
+/// Most `[[jobs]]` and `[[limits]]` entries.
+pub const ENTRIES_MAX: usize = 4096;
+/// Longest lctl timeout accepted.
+pub const LCTL_TIMEOUT_MS_MAX: u64 = 600_000;
+/// Most retries of one lctl command.
+pub const LCTL_RETRIES_MAX: u32 = 10;
+/// Longest config file read.
+pub const CONFIG_LEN_BYTES_MAX: u64 = 1 << 20;
+/// Largest CPU partition count (Lustre's `cfs_cpt_number` is bounded by the CPU count).
+pub const CPTS_MAX: u32 = pfsqos_core::lustre::CPTS_MAX;
+
+fn default_period_ms() -> u64 {
+    1000
+}
+fn default_brw() -> u64 {
+    pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT
+}
+fn default_cpts() -> u32 {
+    1
+}
+fn default_prefix() -> String {
+    "pfq".to_string()
+}
+fn default_rules_max() -> usize {
+    512
+}
+fn default_lctl() -> PathBuf {
+    PathBuf::from("lctl")
+}
+fn default_timeout() -> u64 {
+    10_000
+}
+fn default_retries() -> u32 {
+    2
+}
+fn default_backoff() -> u64 {
+    200
+}
+fn default_layout() -> String {
+    "%e.%u".to_string()
+}
+
+/// Node count of a job known before it sends anything.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct JobNodes {
+    pub id: String,
+    pub nodes: u32,
+}
+
+/// An administrator limit on what a job, a user's jobs or a group's jobs may move through
+/// this OSS, in bytes per second (reads and writes together).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct LimitEntry {
+    pub job: Option<String>,
+    pub user: Option<u32>,
+    pub group: Option<u32>,
+    pub bytes_per_s: u64,
+}
+
+/// Who a limit applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LimitTarget {
+    Job(JobId),
+    User(u32),
+    Group(u32),
+}
+
+impl std::fmt::Display for LimitTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LimitTarget::Job(j) => write!(f, "job {}", j.as_str().escape_debug()),
+            LimitTarget::User(u) => write!(f, "user {u}"),
+            LimitTarget::Group(g) => write!(f, "group {g}"),
+        }
+    }
+}
+
+/// The file as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub controller: String,
+    #[serde(default = "default_period_ms")]
+    pub period_ms: u64,
+    pub ost_capacity_bytes_per_s: Option<u64>,
+    pub ost_capacity_rpcs_per_s: Option<u64>,
+    #[serde(default = "default_brw")]
+    pub brw_size_bytes: u64,
+    #[serde(default = "default_cpts")]
+    pub cpts: u32,
+    #[serde(default = "default_prefix")]
+    pub rule_prefix: String,
+    #[serde(default = "default_rules_max")]
+    pub rules_max: usize,
+    #[serde(default = "default_lctl")]
+    pub lctl: PathBuf,
+    #[serde(default = "default_timeout")]
+    pub lctl_timeout_ms: u64,
+    #[serde(default = "default_retries")]
+    pub lctl_retries: u32,
+    #[serde(default = "default_backoff")]
+    pub lctl_backoff_ms: u64,
+    pub metrics_listen: Option<SocketAddr>,
+    #[serde(default = "default_layout")]
+    pub job_id_layout: String,
+    #[serde(default)]
+    pub jobs: Vec<JobNodes>,
+    #[serde(default)]
+    pub limits: Vec<LimitEntry>,
+}
+
+/// Where a user's uid or a group's gid stands in a job id: the `.`-separated field of
+/// `jobid_name` (Lustre's default `%e.%u`), counted from the end, because `%e` (the
+/// executable name) may itself hold dots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobIdLayout {
+    /// Field index from the end (0: last) holding `%u`.
+    pub uid_from_end: Option<usize>,
+    pub gid_from_end: Option<usize>,
+}
+
+impl JobIdLayout {
+    pub fn parse(text: &str) -> Result<JobIdLayout, String> {
+        if text.is_empty() || text.len() > 64 {
+            return Err("job_id_layout must be 1..=64 characters".to_string());
+        }
+        let fields: Vec<&str> = text.split('.').collect();
+        let n = fields.len();
+        let find = |code: &str| -> Result<Option<usize>, String> {
+            let hits: Vec<usize> = (0..n).filter(|&i| fields[i] == code).collect();
+            match hits.as_slice() {
+                [] => Ok(None),
+                [i] => Ok(Some(n - 1 - i)),
+                _ => Err(format!("job_id_layout names {code} twice")),
+            }
+        };
+        Ok(JobIdLayout {
+            uid_from_end: find("%u")?,
+            gid_from_end: find("%g")?,
+        })
+    }
+
+    fn field(job: &JobId, from_end: Option<usize>) -> Option<u32> {
+        let from_end = from_end?;
+        let s = job.as_str();
+        let field = s.rsplit('.').nth(from_end)?;
+        if field.is_empty() || field.len() > 10 || !field.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        field.parse().ok()
+    }
+
+    pub fn uid(&self, job: &JobId) -> Option<u32> {
+        Self::field(job, self.uid_from_end)
+    }
+
+    pub fn gid(&self, job: &JobId) -> Option<u32> {
+        Self::field(job, self.gid_from_end)
+    }
+}
+
+/// The validated configuration.
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    pub policy: PolicyChoice,
+    pub period_ms: u64,
+    pub ost_capacity_rpcs_per_s: u64,
+    pub brw_size_bytes: u64,
+    pub cpts: u32,
+    pub rule_prefix: String,
+    pub rules_max: usize,
+    pub lctl: PathBuf,
+    pub lctl_timeout_ms: u64,
+    pub lctl_retries: u32,
+    pub lctl_backoff_ms: u64,
+    pub metrics_listen: Option<SocketAddr>,
+    pub job_id_layout: JobIdLayout,
+    pub job_nodes: Vec<(JobId, u32)>,
+    pub limits: Vec<(LimitTarget, u64)>,
+}
+
+impl AgentConfig {
+    pub fn load(path: &Path) -> anyhow::Result<AgentConfig> {
+        let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
+        if meta.len() > CONFIG_LEN_BYTES_MAX {
+            bail!(
+                "{} is larger than {CONFIG_LEN_BYTES_MAX} bytes",
+                path.display()
+            );
+        }
+        let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+        AgentConfig::parse(&text).with_context(|| format!("{}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> anyhow::Result<AgentConfig> {
+        let file: ConfigFile = toml::from_str(text)?;
+        AgentConfig::validate(file)
+    }
+
+    pub fn validate(f: ConfigFile) -> anyhow::Result<AgentConfig> {
+        let policy = PolicyChoice::parse(&f.controller).map_err(|e| anyhow::anyhow!(e))?;
+        if !DECENTRALIZED_CONTROLLERS.contains(&policy.name()) {
+            bail!(
+                "controller `{}` cannot run in one agent (allowed: {}); GIFT and its \
+                 baselines need the coordinator, vpfs an SFQ policy Lustre lacks, pi/aimd \
+                 client-side limits (docs/lustre.md)",
+                policy.name(),
+                DECENTRALIZED_CONTROLLERS.join(", ")
+            );
+        }
+        if !(1..=PERIOD_MS_MAX).contains(&f.period_ms) {
+            bail!("period_ms must be 1..={PERIOD_MS_MAX}");
+        }
+        if !(4096..=(64 << 20)).contains(&f.brw_size_bytes) {
+            bail!("brw_size_bytes must be 4096..=64 MiB");
+        }
+        let cap_max = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
+        let capacity = match (f.ost_capacity_bytes_per_s, f.ost_capacity_rpcs_per_s) {
+            (Some(_), Some(_)) => {
+                bail!("give ost_capacity_bytes_per_s or ost_capacity_rpcs_per_s, not both")
+            }
+            (Some(b), None) => b / f.brw_size_bytes,
+            (None, Some(r)) => r,
+            (None, None) => bail!("ost_capacity_bytes_per_s or ost_capacity_rpcs_per_s is needed"),
+        };
+        if !(1..=cap_max).contains(&capacity) {
+            bail!("OST capacity of {capacity} RPCs/s is outside 1..={cap_max}");
+        }
+        if !(1..=CPTS_MAX).contains(&f.cpts) {
+            bail!("cpts must be 1..={CPTS_MAX}");
+        }
+        if !rule_name_prefix_is_valid(&f.rule_prefix) {
+            bail!(
+                "rule_prefix must be 1..={RULE_NAME_PREFIX_LEN_MAX} characters of \
+                 [A-Za-z0-9_], and not a start of `default`"
+            );
+        }
+        if !(1..=RULES_MAX_LIMIT).contains(&f.rules_max) {
+            bail!("rules_max must be 1..={RULES_MAX_LIMIT}");
+        }
+        let lctl_text = f.lctl.to_string_lossy();
+        if lctl_text.is_empty() || lctl_text.len() > 4096 || lctl_text.contains('\0') {
+            bail!("lctl must be a program name or path");
+        }
+        if !(100..=LCTL_TIMEOUT_MS_MAX).contains(&f.lctl_timeout_ms) {
+            bail!("lctl_timeout_ms must be 100..={LCTL_TIMEOUT_MS_MAX}");
+        }
+        if f.lctl_retries > LCTL_RETRIES_MAX {
+            bail!("lctl_retries must be 0..={LCTL_RETRIES_MAX}");
+        }
+        if f.lctl_backoff_ms > 60_000 {
+            bail!("lctl_backoff_ms must be 0..=60000");
+        }
+        let job_id_layout = JobIdLayout::parse(&f.job_id_layout).map_err(|e| anyhow::anyhow!(e))?;
+        if f.jobs.len() > ENTRIES_MAX || f.limits.len() > ENTRIES_MAX {
+            bail!("at most {ENTRIES_MAX} [[jobs]] and {ENTRIES_MAX} [[limits]]");
+        }
+        let mut seen = BTreeSet::new();
+        let mut job_nodes = Vec::with_capacity(f.jobs.len());
+        for j in &f.jobs {
+            let id = JobId::new(&j.id).map_err(|e| anyhow::anyhow!("[[jobs]] id: {e}"))?;
+            if id.is_empty() || !seen.insert(id) {
+                bail!("[[jobs]] id {:?} is empty or given twice", j.id);
+            }
+            if !(1..=pfsqos_core::lustre::JOB_NODES_MAX).contains(&j.nodes) {
+                bail!(
+                    "[[jobs]] {:?}: nodes must be 1..={}",
+                    j.id,
+                    pfsqos_core::lustre::JOB_NODES_MAX
+                );
+            }
+            job_nodes.push((id, j.nodes));
+        }
+        let mut targets = BTreeSet::new();
+        let mut limits = Vec::with_capacity(f.limits.len());
+        for l in &f.limits {
+            let target = match (&l.job, l.user, l.group) {
+                (Some(job), None, None) => {
+                    let id = JobId::new(job).map_err(|e| anyhow::anyhow!("[[limits]] job: {e}"))?;
+                    if id.is_empty() {
+                        bail!("[[limits]] job is empty");
+                    }
+                    LimitTarget::Job(id)
+                }
+                (None, Some(u), None) => {
+                    if job_id_layout.uid_from_end.is_none() {
+                        bail!("a user limit needs %u in job_id_layout");
+                    }
+                    LimitTarget::User(u)
+                }
+                (None, None, Some(g)) => {
+                    if job_id_layout.gid_from_end.is_none() {
+                        bail!("a group limit needs %g in job_id_layout");
+                    }
+                    LimitTarget::Group(g)
+                }
+                _ => bail!("each [[limits]] names exactly one of job, user, group"),
+            };
+            if !targets.insert(target) {
+                bail!("[[limits]] {target} is given twice");
+            }
+            // At least one byte per second per CPT; at most what a rule can carry.
+            if !(4096..=(1u64 << 50)).contains(&l.bytes_per_s) {
+                bail!("[[limits]] {target}: bytes_per_s must be 4096..=2^50");
+            }
+            limits.push((target, l.bytes_per_s));
+        }
+        Ok(AgentConfig {
+            policy,
+            period_ms: f.period_ms,
+            ost_capacity_rpcs_per_s: capacity,
+            brw_size_bytes: f.brw_size_bytes,
+            cpts: f.cpts,
+            rule_prefix: f.rule_prefix,
+            rules_max: f.rules_max,
+            lctl: f.lctl,
+            lctl_timeout_ms: f.lctl_timeout_ms,
+            lctl_retries: f.lctl_retries,
+            lctl_backoff_ms: f.lctl_backoff_ms,
+            metrics_listen: f.metrics_listen,
+            job_id_layout,
+            job_nodes,
+            limits,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = "controller = \"static\"\nost_capacity_rpcs_per_s = 100\n";
+
+    #[test]
+    fn a_minimal_file_gets_the_defaults() {
+        let c = AgentConfig::parse(MIN).unwrap();
+        assert_eq!(c.policy.name(), "static");
+        assert_eq!((c.period_ms, c.cpts, c.rules_max), (1000, 1, 512));
+        assert_eq!(c.rule_prefix, "pfq");
+        assert_eq!(c.job_id_layout.uid_from_end, Some(0));
+    }
+
+    #[test]
+    fn every_field_is_checked() {
+        for (extra, why) in [
+            ("bogus = 1\n", "unknown field"),
+            ("cpts = 0\n", "cpts"),
+            ("rule_prefix = \"de\"\n", "rule_prefix"),
+            ("rule_prefix = \"a-b\"\n", "rule_prefix"),
+            ("rules_max = 0\n", "rules_max"),
+            ("lctl_timeout_ms = 1\n", "lctl_timeout_ms"),
+            ("lctl_retries = 99\n", "lctl_retries"),
+            ("period_ms = 0\n", "period_ms"),
+            ("ost_capacity_bytes_per_s = 5\n", "not both"),
+            (
+                "[[limits]]\njob = \"a\"\nuser = 3\nbytes_per_s = 10000\n",
+                "exactly one",
+            ),
+            ("[[limits]]\ngroup = 3\nbytes_per_s = 10000\n", "%g"),
+            ("[[limits]]\njob = \"a\"\nbytes_per_s = 1\n", "bytes_per_s"),
+            ("[[jobs]]\nid = \"a\"\nnodes = 0\n", "nodes"),
+            (
+                "[[jobs]]\nid = \"a\"\nnodes = 1\n[[jobs]]\nid = \"a\"\nnodes = 2\n",
+                "twice",
+            ),
+        ] {
+            let e = AgentConfig::parse(&format!("{MIN}{extra}")).unwrap_err();
+            assert!(format!("{e:#}").contains(why), "{extra}: {e:#}");
+        }
+        let e =
+            AgentConfig::parse("controller = \"gift\"\nost_capacity_rpcs_per_s = 1\n").unwrap_err();
+        assert!(e.to_string().contains("coordinator"), "{e}");
+    }
+
+    #[test]
+    fn uids_and_gids_come_from_the_end_of_the_job_id() {
+        let l = JobIdLayout::parse("%e.%u.%g").unwrap();
+        let j = JobId::new("my.app.1001.100").unwrap();
+        assert_eq!((l.uid(&j), l.gid(&j)), (Some(1001), Some(100)));
+        assert_eq!(l.uid(&JobId::new("x.y").unwrap()), None);
+        assert!(JobIdLayout::parse("%u.%u").is_err());
+    }
+}

@@ -1,0 +1,330 @@
+//! The emulated `lctl` of a Lustre OSS, backed by a live pfsqos ossd (bin `pfsqos-lctl-emu`,
+//! which tests put first on `PATH` as `lctl`).
+//!
+//! * Environment: `PFSQOS_LCTL_SERVER` (the ossd's address), `PFSQOS_LCTL_KEY_FILE` (its key),
+//!   `PFSQOS_LCTL_VERSION` (`2.12`, `2.14`, `2.15`, `2.16` or `2.17`; default `2.17`).
+//! * Parameter names are Lustre's (`ost.OSS.ost_io.nrs_policies`, `ost.OSS.ost_io.nrs_tbf_rule`,
+//!   `obdfilter.<fs>-OSTxxxx.job_stats`, `obdfilter.<fs>-OSTxxxx.job_cleanup_interval`), which
+//!   the ossd uses too; globs are expanded by the ossd as lctl expands them.
+//! * `get_param [-n] NAME...` prints as lctl's `read_param` does (lustre/utils/lustre_cfg.c):
+//!   `name=` then the value, with a newline after `=` when the value has more than one line;
+//!   nothing for an empty value; `-n` the value alone. job_stats values are printed in the
+//!   chosen version's layout: the ossd's text is parsed with the core parser and printed again
+//!   with the core printer (`pfsqos_core::jobstats`), the one place the byte formats live.
+//!   The TBF rule listing's form and the rule grammar follow the ossd's own
+//!   `--lustre-version`, which tests set to the same version.
+//! * `set_param NAME=VALUE...` applies each through the ossd, whose TBF parser refuses what
+//!   Lustre refuses, and prints lctl's message for a refusal:
+//!   `error: set_param: setting PATH=VALUE: <strerror>`.
+//! * `list_param NAME...` prints the matching names.
+//! * Exit status: 0, or the first failure's errno as lctl's `main` returns it (`-rc`); 22
+//!   (EINVAL) for bad usage; 19 (ENODEV) when the ossd cannot be reached.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use pfsqos_core::errno::Errno;
+use pfsqos_core::jobstats::{parse_job_stats, render_job_stats, JobStatsFormat};
+use pfsqos_wire::client::{ClientError, OssClient};
+use pfsqos_wire::key::read_key_file;
+use pfsqos_wire::protocol::Role;
+
+pub const ENV_SERVER: &str = "PFSQOS_LCTL_SERVER";
+pub const ENV_KEY_FILE: &str = "PFSQOS_LCTL_KEY_FILE";
+pub const ENV_VERSION: &str = "PFSQOS_LCTL_VERSION";
+
+/// The versions whose output the emulation prints.
+pub const VERSIONS: [&str; 5] = ["2.12", "2.14", "2.15", "2.16", "2.17"];
+
+/// The job_stats layout of a version (`2.15` is 2.15.2 and later).
+pub fn job_stats_format(version: &str) -> Option<JobStatsFormat> {
+    Some(match version {
+        "2.12" | "2.14" => JobStatsFormat::Legacy2_12,
+        "2.15" => JobStatsFormat::Lustre2_15,
+        "2.16" => JobStatsFormat::Lustre2_16,
+        "2.17" => JobStatsFormat::Master,
+        _ => return None,
+    })
+}
+
+/// Linux errno numbers (what lctl's exit status carries).
+pub fn errno_number(e: Errno) -> i32 {
+    match e {
+        Errno::EPERM => 1,
+        Errno::ENOENT => 2,
+        Errno::EIO => 5,
+        Errno::EAGAIN => 11,
+        Errno::ENOMEM => 12,
+        Errno::EBUSY => 16,
+        Errno::EEXIST => 17,
+        Errno::ENODEV => 19,
+        Errno::ENOTDIR => 20,
+        Errno::EISDIR => 21,
+        Errno::EINVAL => 22,
+        Errno::EFBIG => 27,
+        Errno::ENOSPC => 28,
+        Errno::ERANGE => 34,
+        Errno::ENAMETOOLONG => 36,
+        Errno::ENOSYS => 38,
+        Errno::ENOTEMPTY => 39,
+        Errno::EPROTO => 71,
+        Errno::EOVERFLOW => 75,
+        Errno::ENOTSUPP => 524,
+    }
+}
+
+/// The file a parameter lives in on the emulated version (what lctl's messages name): procfs
+/// up to 2.14, debugfs for the NRS files and procfs-style paths under `/sys/kernel/debug`
+/// from 2.15.
+pub fn param_path(version: &str, name: &str) -> String {
+    let root = match version {
+        "2.12" | "2.14" => "/proc/fs/lustre",
+        _ => "/sys/kernel/debug/lustre",
+    };
+    format!("{root}/{}", name.replace('.', "/"))
+}
+
+/// One value as lctl's `read_param` prints it.
+pub fn format_value(name: &str, value: &str, values_only: bool) -> String {
+    if value.is_empty() {
+        return String::new();
+    }
+    if values_only {
+        return value.to_string();
+    }
+    let multi = value.as_bytes()[..value.len() - 1].contains(&b'\n');
+    format!("{name}={}{value}", if multi { "\n" } else { "" })
+}
+
+/// Re-prints a job_stats value in `format` (values that do not parse are left as they are).
+pub fn relayout_job_stats(value: &str, format: JobStatsFormat) -> String {
+    match parse_job_stats(value) {
+        Ok(entries) => render_job_stats(&entries, format),
+        Err(_) => value.to_string(),
+    }
+}
+
+struct Env {
+    server: SocketAddr,
+    key_file: PathBuf,
+    version: String,
+}
+
+fn env() -> Result<Env, String> {
+    let server = std::env::var(ENV_SERVER)
+        .map_err(|_| format!("{ENV_SERVER} is not set"))?
+        .parse()
+        .map_err(|e| format!("{ENV_SERVER}: {e}"))?;
+    let key_file = std::env::var_os(ENV_KEY_FILE)
+        .map(PathBuf::from)
+        .ok_or_else(|| format!("{ENV_KEY_FILE} is not set"))?;
+    let version = std::env::var(ENV_VERSION).unwrap_or_else(|_| "2.17".to_string());
+    if !VERSIONS.contains(&version.as_str()) {
+        return Err(format!(
+            "{ENV_VERSION} must be one of {}",
+            VERSIONS.join(", ")
+        ));
+    }
+    Ok(Env {
+        server,
+        key_file,
+        version,
+    })
+}
+
+/// Runs `lctl ARGS...` (without the program name); returns the exit status.
+pub fn main_with(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let env = match env() {
+        Ok(e) => e,
+        Err(m) => {
+            let _ = writeln!(err, "lctl (emulated): {m}");
+            return errno_number(Errno::EINVAL);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "lctl (emulated): {e}");
+            return errno_number(Errno::ENOMEM);
+        }
+    };
+    rt.block_on(run(&env, args, out, err))
+}
+
+async fn run(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let Some((cmd, rest)) = args.split_first() else {
+        let _ = writeln!(err, "usage: lctl get_param|set_param|list_param ...");
+        return errno_number(Errno::EINVAL);
+    };
+    let values_only = rest.iter().any(|a| a == "-n");
+    let operands: Vec<&String> = rest.iter().filter(|a| !a.starts_with('-')).collect();
+    if let Some(bad) = rest
+        .iter()
+        .find(|a| a.starts_with('-') && a.as_str() != "-n")
+    {
+        let _ = writeln!(err, "{cmd}: unsupported option '{bad}' in the emulation");
+        return errno_number(Errno::EINVAL);
+    }
+    if operands.is_empty() || !matches!(cmd.as_str(), "get_param" | "set_param" | "list_param") {
+        let _ = writeln!(
+            err,
+            "usage: lctl get_param|set_param|list_param [-n] PARAM..."
+        );
+        return errno_number(Errno::EINVAL);
+    }
+    let key = match read_key_file(&env.key_file) {
+        Ok(k) => k,
+        Err(e) => {
+            let _ = writeln!(err, "lctl (emulated): {e:#}");
+            return errno_number(Errno::EINVAL);
+        }
+    };
+    let mut client = match OssClient::connect(env.server, &key, Role::Lctl).await {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(
+                err,
+                "lctl (emulated): cannot reach ossd at {}: {e}",
+                env.server
+            );
+            return errno_number(Errno::ENODEV);
+        }
+    };
+    let format = job_stats_format(&env.version).expect("version checked");
+    let mut rc = 0;
+    let fail = |rc: &mut i32, e: Errno| {
+        if *rc == 0 {
+            *rc = errno_number(e);
+        }
+    };
+    for operand in operands {
+        match cmd.as_str() {
+            "list_param" => match client.list_params(operand).await {
+                Ok(names) => {
+                    for n in names {
+                        let _ = writeln!(out, "{n}");
+                    }
+                }
+                Err(ClientError::Remote(e)) => {
+                    let _ = writeln!(
+                        err,
+                        "error: list_param: param_path '{}': {}",
+                        operand.replace('.', "/"),
+                        e.errno.description()
+                    );
+                    fail(&mut rc, e.errno);
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "lctl (emulated): {e}");
+                    fail(&mut rc, Errno::EIO);
+                }
+            },
+            "get_param" => match client.get_param(operand).await {
+                Ok(params) => {
+                    for p in params {
+                        let value = if p.name.ends_with(".job_stats") {
+                            relayout_job_stats(&p.value, format)
+                        } else {
+                            p.value
+                        };
+                        let _ =
+                            out.write_all(format_value(&p.name, &value, values_only).as_bytes());
+                    }
+                }
+                Err(ClientError::Remote(e)) => {
+                    if e.errno == Errno::ENOENT {
+                        let _ = writeln!(
+                            err,
+                            "error: {cmd}: param_path '{}': {}",
+                            operand.replace('.', "/"),
+                            e.errno.description()
+                        );
+                    } else {
+                        let _ = writeln!(
+                            err,
+                            "error: read_param: '{}': {}",
+                            param_path(&env.version, operand),
+                            e.errno.description()
+                        );
+                    }
+                    fail(&mut rc, e.errno);
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "lctl (emulated): {e}");
+                    fail(&mut rc, Errno::EIO);
+                }
+            },
+            _ => {
+                let Some((name, value)) = operand.split_once('=') else {
+                    let _ = writeln!(err, "error: set_param: setting {operand}: Invalid argument");
+                    fail(&mut rc, Errno::EINVAL);
+                    continue;
+                };
+                match client.set_param(name, value).await {
+                    Ok(params) => {
+                        if !values_only {
+                            for p in params {
+                                let _ = writeln!(out, "{}={}", p.name, p.value);
+                            }
+                        }
+                    }
+                    Err(ClientError::Remote(e)) => {
+                        if e.errno == Errno::ENOENT && e.message.contains("param_path") {
+                            let _ = writeln!(
+                                err,
+                                "error: set_param: param_path '{}': {}",
+                                name.replace('.', "/"),
+                                e.errno.description()
+                            );
+                        } else {
+                            let _ = writeln!(
+                                err,
+                                "error: set_param: setting {}={value}: {}",
+                                param_path(&env.version, name),
+                                e.errno.description()
+                            );
+                        }
+                        fail(&mut rc, e.errno);
+                    }
+                    Err(e) => {
+                        let _ = writeln!(err, "lctl (emulated): {e}");
+                        fail(&mut rc, Errno::EIO);
+                    }
+                }
+            }
+        }
+    }
+    rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_print_as_read_param_prints_them() {
+        assert_eq!(format_value("a.b", "", false), "");
+        assert_eq!(
+            format_value("a.b", "job_stats:\n", false),
+            "a.b=job_stats:\n"
+        );
+        assert_eq!(format_value("a.b", "x\ny\n", false), "a.b=\nx\ny\n");
+        assert_eq!(format_value("a.b", "x\ny\n", true), "x\ny\n");
+    }
+
+    #[test]
+    fn paths_follow_the_version() {
+        assert_eq!(
+            param_path("2.12", "ost.OSS.ost_io.nrs_tbf_rule"),
+            "/proc/fs/lustre/ost/OSS/ost_io/nrs_tbf_rule"
+        );
+        assert_eq!(
+            param_path("2.17", "ost.OSS.ost_io.nrs_tbf_rule"),
+            "/sys/kernel/debug/lustre/ost/OSS/ost_io/nrs_tbf_rule"
+        );
+    }
+}

@@ -1,0 +1,335 @@
+//! Running `lctl`: argv only (`std::process::Command`, never a shell), a timeout per attempt,
+//! bounded retries with doubling back-off for failures that may pass (timeouts, a program that
+//! could not start, `EAGAIN`/`EBUSY`), and counters for the metrics. A refusal Lustre means
+//! (`EEXIST`, `EINVAL`, ...) is not retried: the caller decides.
+//!
+//! `--dry-run` swaps the process runner for [`DryRun`], which prints the exact argv and
+//! answers reads with nothing.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use pfsqos_core::errno::Errno;
+use wait_timeout::ChildExt;
+
+/// Longest output read from one lctl run (job_stats of 16 OSTs with 16,384 jobs each is
+/// about 250 MB in the 2.17 layout; the parser's own bound is 256 MiB).
+pub const LCTL_OUTPUT_BYTES_MAX: u64 = pfsqos_core::jobstats::JOB_STATS_TEXT_LEN_BYTES_MAX as u64;
+/// Longest stderr kept for an error message.
+pub const LCTL_STDERR_BYTES_MAX: u64 = 4096;
+
+/// Why a command failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LctlError {
+    /// lctl ran and exited non-zero; `errno` when its message ends in a known `strerror`
+    /// text (lctl prints `error: set_param: setting PATH=VALUE: File exists`).
+    Refused {
+        code: Option<i32>,
+        errno: Option<Errno>,
+        stderr: String,
+    },
+    /// No answer within the timeout (the process was killed).
+    Timeout,
+    /// The program could not be started or its output read.
+    Spawn(String),
+    /// Output beyond [`LCTL_OUTPUT_BYTES_MAX`].
+    TooLong,
+}
+
+impl LctlError {
+    /// Whether trying again may help.
+    pub fn transient(&self) -> bool {
+        match self {
+            LctlError::Timeout | LctlError::Spawn(_) => true,
+            LctlError::Refused { errno, .. } => {
+                matches!(errno, Some(Errno::EAGAIN | Errno::EBUSY) | None)
+            }
+            LctlError::TooLong => false,
+        }
+    }
+
+    pub fn errno(&self) -> Option<Errno> {
+        match self {
+            LctlError::Refused { errno, .. } => *errno,
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for LctlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LctlError::Refused { code, stderr, .. } => {
+                write!(
+                    f,
+                    "lctl exited with {code:?}: {}",
+                    stderr.trim().escape_debug()
+                )
+            }
+            LctlError::Timeout => write!(f, "lctl timed out"),
+            LctlError::Spawn(e) => write!(f, "lctl could not run: {}", e.escape_debug()),
+            LctlError::TooLong => write!(f, "lctl printed more than {LCTL_OUTPUT_BYTES_MAX} bytes"),
+        }
+    }
+}
+
+impl std::error::Error for LctlError {}
+
+/// The errno whose `strerror` text ends lctl's last error line, if any.
+pub fn errno_of_message(stderr: &str) -> Option<Errno> {
+    let line = stderr.lines().rev().find(|l| !l.trim().is_empty())?;
+    Errno::ALL
+        .into_iter()
+        .find(|e| line.trim_end().ends_with(&format!(": {}", e.description())))
+}
+
+/// Counters of the runner, for the metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LctlCounts {
+    /// Commands asked for (not attempts).
+    pub commands: u64,
+    /// Attempts that failed (each retry counts).
+    pub errors: u64,
+    pub timeouts: u64,
+    /// Commands that failed after every retry, or were refused.
+    pub failed_commands: u64,
+}
+
+/// Something that runs lctl commands (the process, a dry run, a test double).
+pub trait Lctl {
+    /// Runs `lctl ARGS...`, returning its stdout.
+    fn run(&mut self, args: &[String]) -> Result<String, LctlError>;
+    fn counts(&self) -> LctlCounts;
+    /// Whether writes are really made (false for `--dry-run`).
+    fn writes(&self) -> bool {
+        true
+    }
+}
+
+/// Runs the real program.
+#[derive(Debug)]
+pub struct ProcessLctl {
+    pub program: PathBuf,
+    pub timeout: Duration,
+    pub retries: u32,
+    pub backoff: Duration,
+    counts: LctlCounts,
+}
+
+impl ProcessLctl {
+    pub fn new(program: PathBuf, timeout: Duration, retries: u32, backoff: Duration) -> Self {
+        ProcessLctl {
+            program,
+            timeout,
+            retries,
+            backoff,
+            counts: LctlCounts::default(),
+        }
+    }
+
+    fn attempt(&self, args: &[String]) -> Result<String, LctlError> {
+        let mut child = Command::new(&self.program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| LctlError::Spawn(e.to_string()))?;
+        // Read both pipes on threads so a full pipe cannot stall the child past the timeout.
+        let mut out_pipe = child.stdout.take().expect("piped");
+        let mut err_pipe = child.stderr.take().expect("piped");
+        let out_reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let r = (&mut out_pipe)
+                .take(LCTL_OUTPUT_BYTES_MAX + 1)
+                .read_to_end(&mut buf);
+            // Drain the rest so the child is never blocked on a full pipe.
+            let _ = std::io::copy(&mut out_pipe, &mut std::io::sink());
+            r.map(|_| buf)
+        });
+        let err_reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = (&mut err_pipe)
+                .take(LCTL_STDERR_BYTES_MAX)
+                .read_to_end(&mut buf);
+            let _ = std::io::copy(&mut err_pipe, &mut std::io::sink());
+            buf
+        });
+        let status = match child.wait_timeout(self.timeout) {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = out_reader.join();
+                let _ = err_reader.join();
+                return Err(LctlError::Timeout);
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(LctlError::Spawn(e.to_string()));
+            }
+        };
+        let out = out_reader
+            .join()
+            .map_err(|_| LctlError::Spawn("stdout reader panicked".into()))?
+            .map_err(|e| LctlError::Spawn(e.to_string()))?;
+        let err = err_reader.join().unwrap_or_default();
+        if out.len() as u64 > LCTL_OUTPUT_BYTES_MAX {
+            return Err(LctlError::TooLong);
+        }
+        if !status.success() {
+            let stderr = String::from_utf8_lossy(&err).into_owned();
+            return Err(LctlError::Refused {
+                code: status.code(),
+                errno: errno_of_message(&stderr),
+                stderr,
+            });
+        }
+        // Job ids printed raw by old layouts may hold any byte: never fail on them.
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+}
+
+impl Lctl for ProcessLctl {
+    fn run(&mut self, args: &[String]) -> Result<String, LctlError> {
+        self.counts.commands += 1;
+        let mut backoff = self.backoff;
+        let mut attempt = 0;
+        loop {
+            match self.attempt(args) {
+                Ok(out) => return Ok(out),
+                Err(e) => {
+                    self.counts.errors += 1;
+                    if e == LctlError::Timeout {
+                        self.counts.timeouts += 1;
+                    }
+                    if !e.transient() || attempt >= self.retries {
+                        self.counts.failed_commands += 1;
+                        return Err(e);
+                    }
+                    attempt += 1;
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                }
+            }
+        }
+    }
+
+    fn counts(&self) -> LctlCounts {
+        self.counts
+    }
+}
+
+/// `--dry-run`: prints each command's exact argv (one JSON-style quoted element each) and
+/// runs nothing but reads, which go to `reads` when given (to see real state) or answer
+/// nothing.
+pub struct DryRun<'a> {
+    pub out: Box<dyn std::io::Write + 'a>,
+    pub reads: Option<Box<dyn Lctl + 'a>>,
+    counts: LctlCounts,
+}
+
+impl<'a> DryRun<'a> {
+    pub fn new(out: Box<dyn std::io::Write + 'a>, reads: Option<Box<dyn Lctl + 'a>>) -> Self {
+        DryRun {
+            out,
+            reads,
+            counts: LctlCounts::default(),
+        }
+    }
+}
+
+/// An argv as one line a reader can paste into a shell: every element single-quoted.
+pub fn argv_line(program: &str, args: &[String]) -> String {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    std::iter::once(quote(program))
+        .chain(args.iter().map(|a| quote(a)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Lctl for DryRun<'_> {
+    fn run(&mut self, args: &[String]) -> Result<String, LctlError> {
+        self.counts.commands += 1;
+        let is_read = args.first().is_some_and(|a| a == "get_param");
+        if is_read {
+            if let Some(r) = self.reads.as_mut() {
+                return r.run(args);
+            }
+            return Ok(String::new());
+        }
+        let _ = writeln!(self.out, "{}", argv_line("lctl", args));
+        Ok(String::new())
+    }
+
+    fn counts(&self) -> LctlCounts {
+        let mut c = self.counts;
+        if let Some(r) = &self.reads {
+            let rc = r.counts();
+            c.errors += rc.errors;
+            c.timeouts += rc.timeouts;
+            c.failed_commands += rc.failed_commands;
+        }
+        c
+    }
+
+    fn writes(&self) -> bool {
+        false
+    }
+}
+
+use std::io::Write as _;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_comes_from_lctls_message() {
+        let m = "error: set_param: setting /sys/kernel/debug/lustre/ost/OSS/ost_io/nrs_tbf_rule=start a jobid={a}: File exists\n";
+        assert_eq!(errno_of_message(m), Some(Errno::EEXIST));
+        assert_eq!(errno_of_message("garbage"), None);
+    }
+
+    #[test]
+    fn argv_lines_quote_every_element() {
+        assert_eq!(
+            argv_line("lctl", &["set_param".into(), "a=b c'd".into()]),
+            "'lctl' 'set_param' 'a=b c'\\''d'"
+        );
+    }
+
+    fn sh(script: &str) -> ProcessLctl {
+        let dir = tempfile::tempdir().unwrap().keep();
+        let p = dir.join("fake-lctl");
+        std::fs::write(&p, format!("#!/bin/sh\n{script}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ProcessLctl::new(p, Duration::from_secs(20), 2, Duration::from_millis(1))
+    }
+
+    #[test]
+    fn refusals_are_not_retried_and_transient_failures_are() {
+        let mut l = sh("echo 'error: set_param: setting x=y: File exists' >&2; exit 17");
+        let e = l.run(&["set_param".into(), "x=y".into()]).unwrap_err();
+        assert_eq!(e.errno(), Some(Errno::EEXIST));
+        assert_eq!((l.counts().errors, l.counts().failed_commands), (1, 1));
+        let mut l = sh("echo garbage >&2; exit 3");
+        assert!(l.run(&["get_param".into()]).is_err());
+        assert_eq!(l.counts().errors, 3, "two retries");
+        let mut l = sh("printf 'a=\\377\\n'");
+        assert_eq!(l.run(&[]).unwrap(), "a=\u{fffd}\n");
+    }
+
+    #[test]
+    fn a_hung_lctl_is_killed_at_the_timeout() {
+        let mut l = sh("exec sleep 600");
+        l.timeout = Duration::from_millis(200);
+        l.retries = 0;
+        assert_eq!(l.run(&[]).unwrap_err(), LctlError::Timeout);
+        assert_eq!(l.counts().timeouts, 1);
+    }
+}

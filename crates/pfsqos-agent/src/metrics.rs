@@ -1,0 +1,185 @@
+//! The agent's Prometheus metrics (served by `pfsqos_metrics::MetricsServer` at
+//! `metrics_listen`): what it wrote, what lctl did, how long deciding took, per-job rates and
+//! who is held at an administrator limit. Job labels are escaped
+//! (`pfsqos_metrics::label_value`) and bounded by `rules_max` (rates) and the limits' jobs.
+//!
+//! Families: `pfsqos_agent_periods_total`, `pfsqos_agent_periods_skipped_total`,
+//! `pfsqos_agent_rule_writes_total{op=start|change|stop}`, `pfsqos_agent_writes_refused_total`,
+//! `pfsqos_agent_lctl_commands_total`, `pfsqos_agent_lctl_errors_total` (failed attempts),
+//! `pfsqos_agent_lctl_timeouts_total`, `pfsqos_agent_lctl_failed_commands_total`,
+//! `pfsqos_agent_job_stats_restarts_total`, `pfsqos_agent_decision_seconds`,
+//! `pfsqos_agent_rules` (held now, catch-all included), `pfsqos_agent_jobs_in_catch_all`,
+//! `pfsqos_agent_job_rate_rpcs_per_s{job}` (per CPT), `pfsqos_agent_job_cpts{job}`,
+//! `pfsqos_agent_job_observed_bytes_per_s{job}`, `pfsqos_agent_job_held_seconds{job}`.
+
+use std::fmt;
+
+use pfsqos_metrics::label_value;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+
+use crate::agent::AgentStats;
+use crate::lctl::LctlCounts;
+
+/// The agent's values at scrape time.
+#[derive(Clone, Debug, Default)]
+pub struct AgentSample {
+    pub stats: AgentStats,
+    pub lctl: LctlCounts,
+}
+
+pub struct AgentCollector(pub AgentSample);
+
+impl fmt::Debug for AgentCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AgentCollector")
+    }
+}
+
+fn counter(e: &mut DescriptorEncoder, name: &str, help: &str, v: u64) -> fmt::Result {
+    let m = e.encode_descriptor(name, help, None, MetricType::Counter)?;
+    ConstCounter::new(v).encode(m)
+}
+
+fn gauge(e: &mut DescriptorEncoder, name: &str, help: &str, v: f64) -> fmt::Result {
+    let m = e.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    ConstGauge::new(v).encode(m)
+}
+
+impl Collector for AgentCollector {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let s = &self.0.stats;
+        let l = &self.0.lctl;
+        counter(
+            &mut e,
+            "pfsqos_agent_periods",
+            "Periods observed and decided.",
+            s.periods,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_periods_skipped",
+            "Periods whose job_stats could not be read (rules kept).",
+            s.periods_skipped,
+        )?;
+        {
+            let mut f = e.encode_descriptor(
+                "pfsqos_agent_rule_writes",
+                "nrs_tbf_rule writes applied, by operation.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (op, v) in [
+                ("start", s.rules_started),
+                ("change", s.rules_changed),
+                ("stop", s.rules_stopped),
+            ] {
+                ConstCounter::new(v).encode(f.encode_family(&[("op", op)])?)?;
+            }
+        }
+        counter(
+            &mut e,
+            "pfsqos_agent_writes_refused",
+            "Rule writes Lustre refused or lctl failed.",
+            s.writes_refused,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_lctl_commands",
+            "lctl commands run.",
+            l.commands,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_lctl_errors",
+            "lctl attempts that failed (retries included).",
+            l.errors,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_lctl_timeouts",
+            "lctl attempts killed at the timeout.",
+            l.timeouts,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_lctl_failed_commands",
+            "lctl commands that failed after every retry.",
+            l.failed_commands,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_job_stats_restarts",
+            "job_stats entries seen restarted (start_time changed or counters down).",
+            s.job_stats_restarts,
+        )?;
+        gauge(
+            &mut e,
+            "pfsqos_agent_decision_seconds",
+            "Time the last period took from job_stats text to rule diff.",
+            s.last_decision_ns as f64 / 1e9,
+        )?;
+        gauge(
+            &mut e,
+            "pfsqos_agent_rules",
+            "Rules the agent holds now (catch-all included).",
+            s.rules_held as f64,
+        )?;
+        gauge(
+            &mut e,
+            "pfsqos_agent_jobs_in_catch_all",
+            "Jobs beyond rules_max, under the catch-all rule.",
+            s.jobs_in_catch_all as f64,
+        )?;
+        for (name, help, pick) in [
+            (
+                "pfsqos_agent_job_rate_rpcs_per_s",
+                "Rate written for a job's rule, per CPU partition (RPC/s).",
+                0,
+            ),
+            (
+                "pfsqos_agent_job_cpts",
+                "CPU partitions a job's rate is divided over.",
+                1,
+            ),
+            (
+                "pfsqos_agent_job_observed_bytes_per_s",
+                "Bytes/s a job moved through this OSS in the last period.",
+                2,
+            ),
+        ] {
+            let mut f = e.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (job, r) in &s.job_rates {
+                let v = match pick {
+                    0 => r.rate_per_cpt_rpcs_per_s as f64,
+                    1 => f64::from(r.cpts),
+                    _ => r.observed_bytes_per_s,
+                };
+                let job = label_value(job.as_str());
+                ConstGauge::new(v).encode(f.encode_family(&[("job", job.as_str())])?)?;
+            }
+        }
+        {
+            let mut f = e.encode_descriptor(
+                "pfsqos_agent_job_held_seconds",
+                "How long a job has been moving at least 90% of its administrator limit.",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (job, h) in &s.held {
+                let job = label_value(job.as_str());
+                ConstGauge::new(h.held_ns as f64 / 1e9)
+                    .encode(f.encode_family(&[("job", job.as_str())])?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The metrics text of a sample.
+pub fn render(sample: AgentSample) -> String {
+    pfsqos_metrics::render_collector(AgentCollector(sample))
+}

@@ -1,0 +1,142 @@
+//! The daemon around [`crate::agent::Agent`]: lctl (real or `--dry-run`), the period clock,
+//! signals, the metrics endpoint.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tracing::{info, warn};
+
+use crate::agent::Agent;
+use crate::config::AgentConfig;
+use crate::lctl::{DryRun, Lctl, ProcessLctl};
+use crate::metrics::AgentSample;
+
+/// How often the loop looks at the stop flag while waiting for the next period.
+pub const STOP_POLL: Duration = Duration::from_millis(50);
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// One period, then exit leaving the rules in place (cron-style use; the next start
+    /// removes them and writes its own).
+    pub once: bool,
+    /// Print the exact lctl argv of every write instead of running it (reads still run).
+    pub dry_run: bool,
+}
+
+fn process_lctl(c: &AgentConfig) -> ProcessLctl {
+    ProcessLctl::new(
+        c.lctl.clone(),
+        Duration::from_millis(c.lctl_timeout_ms),
+        c.lctl_retries,
+        Duration::from_millis(c.lctl_backoff_ms),
+    )
+}
+
+/// Runs the agent until SIGTERM/SIGINT (or one period with `once`). Returns the exit code.
+pub fn run(config: AgentConfig, opts: RunOptions) -> anyhow::Result<i32> {
+    crate::signal::install().context("installing signal handlers")?;
+    let sample = Arc::new(Mutex::new(AgentSample::default()));
+    let _metrics = match config.metrics_listen {
+        Some(addr) => Some(start_metrics(addr, sample.clone())?),
+        None => None,
+    };
+    if opts.dry_run {
+        let reads: Box<dyn Lctl> = Box::new(process_lctl(&config));
+        let lctl = DryRun::new(Box::new(std::io::stdout()), Some(reads));
+        drive(Agent::new(config, lctl), opts, &sample)
+    } else {
+        let lctl = process_lctl(&config);
+        drive(Agent::new(config, lctl), opts, &sample)
+    }
+}
+
+fn publish<L: Lctl>(agent: &Agent<L>, sample: &Mutex<AgentSample>) {
+    let mut s = sample.lock().unwrap_or_else(|e| e.into_inner());
+    s.stats = agent.stats.clone();
+    s.lctl = agent.lctl().counts();
+}
+
+fn drive<L: Lctl>(
+    mut agent: Agent<L>,
+    opts: RunOptions,
+    sample: &Mutex<AgentSample>,
+) -> anyhow::Result<i32> {
+    info!(
+        controller = agent.config().policy.spec(),
+        prefix = %agent.config().rule_prefix,
+        dry_run = opts.dry_run,
+        "agent starting"
+    );
+    agent.start().map_err(|e| anyhow::anyhow!("{e}"))?;
+    publish(&agent, sample);
+    let period = Duration::from_nanos(agent.period_ns().max(1));
+    let mut next = Instant::now() + period;
+    loop {
+        while Instant::now() < next {
+            if crate::signal::stop_requested() {
+                info!("stop requested; removing the agent's rules");
+                agent.shutdown();
+                publish(&agent, sample);
+                return Ok(0);
+            }
+            std::thread::sleep(STOP_POLL.min(next.saturating_duration_since(Instant::now())));
+        }
+        agent.period();
+        publish(&agent, sample);
+        if opts.once {
+            info!(
+                rules = agent.stats.rules_held,
+                "one period done (--once); rules left in place"
+            );
+            return Ok(0);
+        }
+        next += period;
+        let now = Instant::now();
+        if next < now {
+            // Fell behind (a slow lctl): skip the missed ticks rather than run them back to back.
+            warn!("period overran; skipping missed ticks");
+            next = now + period;
+        }
+    }
+}
+
+/// The metrics endpoint on its own thread and runtime (the agent itself is synchronous).
+fn start_metrics(
+    addr: std::net::SocketAddr,
+    sample: Arc<Mutex<AgentSample>>,
+) -> anyhow::Result<std::thread::JoinHandle<()>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = std::thread::Builder::new()
+        .name("agent-metrics".into())
+        .spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send(Err(anyhow::anyhow!("metrics runtime: {e}")));
+                    return;
+                }
+            };
+            rt.block_on(async move {
+                let render: pfsqos_metrics::Render = Arc::new(move || {
+                    let s = sample.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    crate::metrics::render(s)
+                });
+                match pfsqos_metrics::MetricsServer::start(addr, render).await {
+                    Ok(server) => {
+                        let _ = tx.send(Ok(server.local_addr()));
+                        std::future::pending::<()>().await;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                }
+            });
+        })?;
+    let local = rx.recv().context("metrics thread ended")??;
+    info!(addr = %local, "agent metrics listening");
+    Ok(handle)
+}

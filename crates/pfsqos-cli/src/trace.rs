@@ -42,8 +42,13 @@ pub fn run(command: TraceCommand) -> u8 {
             scale,
             ranks_per_node,
             out,
-        } => match import_command(&logs, like.as_deref(), scale, ranks_per_node, out.as_deref())
-        {
+        } => match import_command(
+            &logs,
+            like.as_deref(),
+            scale,
+            ranks_per_node,
+            out.as_deref(),
+        ) {
             Ok(()) => 0,
             Err((code, message)) => {
                 eprintln!("pfsqos: error: {message}");

@@ -497,7 +497,11 @@ fn convert_log(
                 numjobs,
                 bytes: scaled,
                 bs: access_size(rec, bytes, ops),
-                start_s: if start.is_finite() { start.max(0.0) } else { 0.0 },
+                start_s: if start.is_finite() {
+                    start.max(0.0)
+                } else {
+                    0.0
+                },
                 stripe,
             });
         }
@@ -529,7 +533,10 @@ fn convert_log(
     if let Ok(uid) = u32::try_from(log.job.uid) {
         job.insert("uid".into(), Value::Integer(uid as i64));
     }
-    let processes: Vec<Value> = groups.iter().map(|g| Value::Table(group_table(g))).collect();
+    let processes: Vec<Value> = groups
+        .iter()
+        .map(|g| Value::Table(group_table(g)))
+        .collect();
     job.insert("processes".into(), Value::Array(processes));
 
     let bytes_of = |d: Direction| -> u64 {
@@ -580,7 +587,10 @@ fn merge(members: &[&Item]) -> Group {
             heaviest = m;
         }
     }
-    let start_s = members.iter().map(|m| m.start_s).fold(f64::INFINITY, f64::min);
+    let start_s = members
+        .iter()
+        .map(|m| m.start_s)
+        .fold(f64::INFINITY, f64::min);
     let same_first_ost = members
         .iter()
         .all(|m| m.stripe.map(|s| s.first_ost) == first.stripe.map(|s| s.first_ost));

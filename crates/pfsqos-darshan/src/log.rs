@@ -781,7 +781,9 @@ fn check_rank(part: &str, index: usize, rank: i64, nprocs: i64) -> Result<(), Da
     if rank < -1 || rank >= nprocs {
         return err(
             part,
-            format!("record {index} has rank {rank}; the job has ranks 0..{nprocs} (or -1: shared)"),
+            format!(
+                "record {index} has rank {rank}; the job has ranks 0..{nprocs} (or -1: shared)"
+            ),
         );
     }
     Ok(())
@@ -884,7 +886,9 @@ fn parse_lustre(b: &[u8], version: u32, nprocs: i64) -> Result<Vec<LustreRecord>
         if !(0..=LUSTRE_STRIPES_MAX).contains(&stripe_count) {
             return err(
                 part,
-                format!("record {i} has stripe count {stripe_count}; expected 0..={LUSTRE_STRIPES_MAX}"),
+                format!(
+                    "record {i} has stripe count {stripe_count}; expected 0..={LUSTRE_STRIPES_MAX}"
+                ),
             );
         }
         let osts_len = 8 * stripe_count as usize;

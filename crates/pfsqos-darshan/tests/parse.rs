@@ -34,7 +34,8 @@ fn reference(log: &Path) -> Value {
 }
 
 fn int(v: &Value) -> i64 {
-    v.as_i64().unwrap_or_else(|| panic!("integer expected, got {v}"))
+    v.as_i64()
+        .unwrap_or_else(|| panic!("integer expected, got {v}"))
 }
 
 #[test]
@@ -96,10 +97,24 @@ fn every_committed_log_matches_pydarshan_exactly() {
                 want["name"].as_str().unwrap(),
                 "{at} name"
             );
-            let counters: Vec<i64> = want["counters"].as_array().unwrap().iter().map(int).collect();
+            let counters: Vec<i64> = want["counters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(int)
+                .collect();
             assert_eq!(counters.len(), POSIX_COUNTERS);
-            assert_eq!(rec.counters.as_slice(), counters.as_slice(), "{at} counters");
-            let bits: Vec<i64> = want["fcounter_bits"].as_array().unwrap().iter().map(int).collect();
+            assert_eq!(
+                rec.counters.as_slice(),
+                counters.as_slice(),
+                "{at} counters"
+            );
+            let bits: Vec<i64> = want["fcounter_bits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(int)
+                .collect();
             let ours: Vec<i64> = rec.fcounters.iter().map(|f| f.to_bits() as i64).collect();
             assert_eq!(ours, bits, "{at} fcounters");
         }
@@ -119,7 +134,11 @@ fn every_committed_log_matches_pydarshan_exactly() {
             .map(|(k, v)| {
                 (
                     k.clone(),
-                    (int(&v["bytes_read"]), int(&v["bytes_written"]), int(&v["records"])),
+                    (
+                        int(&v["bytes_read"]),
+                        int(&v["bytes_written"]),
+                        int(&v["records"]),
+                    ),
                 )
             })
             .collect();
@@ -133,7 +152,12 @@ fn every_committed_log_matches_pydarshan_exactly() {
             assert_eq!(rec.rank, int(&want["rank"]), "{name}");
             assert_eq!(rec.stripe_size, int(&want["stripe_size"]), "{name}");
             assert_eq!(rec.stripe_count, int(&want["stripe_count"]), "{name}");
-            let osts: Vec<i64> = want["ost_ids"].as_array().unwrap().iter().map(int).collect();
+            let osts: Vec<i64> = want["ost_ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(int)
+                .collect();
             assert_eq!(rec.ost_ids, osts, "{name}");
         }
     }
@@ -141,9 +165,15 @@ fn every_committed_log_matches_pydarshan_exactly() {
 
 #[test]
 fn the_committed_logs_cover_both_versions_and_lustre() {
-    let parsed: Vec<DarshanLog> = logs().iter().map(|p| DarshanLog::read(p).unwrap()).collect();
+    let parsed: Vec<DarshanLog> = logs()
+        .iter()
+        .map(|p| DarshanLog::read(p).unwrap())
+        .collect();
     for v in SUPPORTED_VERSIONS {
-        assert!(parsed.iter().any(|l| l.version == *v), "a {v} log is tested");
+        assert!(
+            parsed.iter().any(|l| l.version == *v),
+            "a {v} log is tested"
+        );
     }
     assert!(parsed.iter().any(|l| !l.lustre.is_empty()));
     assert!(parsed.iter().any(|l| l.posix.iter().any(|r| r.rank == -1)));
@@ -155,7 +185,9 @@ fn goodost() -> Vec<u8> {
 }
 
 fn message(bytes: &[u8]) -> String {
-    DarshanLog::parse(bytes).expect_err("must be refused").to_string()
+    DarshanLog::parse(bytes)
+        .expect_err("must be refused")
+        .to_string()
 }
 
 #[test]
@@ -167,7 +199,10 @@ fn malformed_headers_are_named() {
     let mut v = good.clone();
     v[..8].copy_from_slice(b"3.41\0\0\0\0");
     let m = message(&v);
-    assert!(m.contains("3.41") && m.contains("not supported") && m.contains("3.10"), "{m}");
+    assert!(
+        m.contains("3.41") && m.contains("not supported") && m.contains("3.10"),
+        "{m}"
+    );
 
     let mut v = good.clone();
     v[8] ^= 0xff;
@@ -189,7 +224,10 @@ fn malformed_headers_are_named() {
     let mut v = good.clone();
     v[40 + 16..40 + 24].copy_from_slice(&(good.len() as u64).to_le_bytes());
     let m = message(&v);
-    assert!(m.contains("POSIX module region") && m.contains("outside"), "{m}");
+    assert!(
+        m.contains("POSIX module region") && m.contains("outside"),
+        "{m}"
+    );
 
     // Regions overlapping.
     let mut v = good.clone();
@@ -201,7 +239,10 @@ fn malformed_headers_are_named() {
     let mut v = good.clone();
     v[296 + 4..296 + 8].copy_from_slice(&7u32.to_le_bytes());
     let m = message(&v);
-    assert!(m.starts_with("POSIX module") && m.contains("version 7"), "{m}");
+    assert!(
+        m.starts_with("POSIX module") && m.contains("version 7"),
+        "{m}"
+    );
 }
 
 #[test]
@@ -276,7 +317,10 @@ fn a_handmade_uncompressed_log_parses() {
     assert_eq!(log.job.metadata, vec![("lib_ver".into(), "3.2.1".into())]);
     assert_eq!(log.name(7), Some("/scratch/a \"quoted\"\n]]"));
     assert_eq!(log.posix[0].counter("POSIX_BYTES_WRITTEN"), Some(4096));
-    assert_eq!(log.posix[0].fcounter("POSIX_F_WRITE_START_TIMESTAMP"), Some(1.5));
+    assert_eq!(
+        log.posix[0].fcounter("POSIX_F_WRITE_START_TIMESTAMP"),
+        Some(1.5)
+    );
 }
 
 #[test]
@@ -291,7 +335,10 @@ fn malformed_records_are_named() {
     names.extend_from_slice(b"/f\0");
     let rec = posix_record(7, 0, 10);
     let m = message(&handmade(&names, &rec[..rec.len() - 3], 4));
-    assert!(m.starts_with("POSIX module") && m.contains("whole number"), "{m}");
+    assert!(
+        m.starts_with("POSIX module") && m.contains("whole number"),
+        "{m}"
+    );
 
     let m = message(&handmade(&names, &posix_record(7, 4, 10), 4));
     assert!(m.contains("rank 4"), "{m}");
@@ -320,7 +367,10 @@ fn a_zlib_bomb_is_refused() {
     log[8..16].copy_from_slice(&6_567_223i64.to_le_bytes());
     log.extend_from_slice(&bomb);
     let m = message(&log);
-    assert!(m.starts_with("job record") && m.contains("more than 65536"), "{m}");
+    assert!(
+        m.starts_with("job record") && m.contains("more than 65536"),
+        "{m}"
+    );
 
     // Trailing garbage after a zlib stream is corrupt data, not silently ignored.
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());

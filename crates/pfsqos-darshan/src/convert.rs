@@ -423,7 +423,7 @@ fn stripe_of(lustre: &LustreRecord, total_osts: u32) -> Option<Stripe> {
     let count = (lustre.stripe_count as u64).min(total_osts as u64) as u32;
     let size = u64::try_from(lustre.stripe_size)
         .ok()
-        .filter(|s| *s > 0 && s % STRIPE_SIZE_UNIT == 0 && *s <= STRIPE_SIZE_MAX);
+        .filter(|s| *s > 0 && s.is_multiple_of(STRIPE_SIZE_UNIT) && *s <= STRIPE_SIZE_MAX);
     let first = lustre
         .ost_ids
         .first()
@@ -617,7 +617,7 @@ fn merge(members: &[&Item]) -> Group {
 /// GiB, else the number of bytes.
 fn size_value(bytes: u64) -> Value {
     for (unit, shift) in [("G", 30), ("M", 20), ("k", 10)] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return Value::String(format!("{}{unit}", bytes >> shift));
         }
     }

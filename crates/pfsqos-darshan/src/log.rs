@@ -527,7 +527,7 @@ fn parse_header(bytes: &[u8]) -> Result<Header, DarshanError> {
         };
         if r.len > 0 {
             let end = r.offset.checked_add(r.len);
-            if r.offset < HEADER_LEN_3_21 as u64 || end.map_or(true, |e| e > file_len) {
+            if r.offset < HEADER_LEN_3_21 as u64 || end.is_none_or(|e| e > file_len) {
                 return err(
                     "header",
                     format!(
@@ -802,7 +802,7 @@ fn parse_posix(b: &[u8], version: u32, nprocs: i64) -> Result<Vec<PosixRecord>, 
         }
     };
     let record_len = 16 + 8 * counters_in_file + 8 * POSIX_F_COUNTERS;
-    if b.len() % record_len != 0 {
+    if !b.len().is_multiple_of(record_len) {
         return err(
             part,
             format!(

@@ -9,6 +9,7 @@ mod agent;
 mod commands;
 mod live;
 mod progress;
+mod trace;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,6 +33,11 @@ enum Command {
     Pi {
         #[command(subcommand)]
         command: PiCommand,
+    },
+    /// Darshan trace tools: `trace import` turns logs into a scenario (docs/traces.md).
+    Trace {
+        #[command(subcommand)]
+        command: trace::TraceCommand,
     },
     /// iez placement tools (iez.txt).
     Iez {
@@ -348,6 +354,7 @@ fn main() -> ExitCode {
             },
         ),
         Command::Agent(args) => return agent::run(args),
+        Command::Trace { command } => return ExitCode::from(trace::run(command)),
         Command::Ossd(args) => return daemon(args.into_config(), live::run_ossd),
         Command::Mds(args) => return daemon(args.into_config(), live::run_mds),
         Command::Mount(args) => return daemon(args.into_config(), live::run_mount),

@@ -1,0 +1,269 @@
+//! The conversion of the committed logs into scenarios: the result loads as a
+//! `pfsqos_sim::Scenario`, keeps the trace's bytes up to the documented rounding, copies the
+//! `--like` system, and keeps hostile names as data.
+
+use std::path::{Path, PathBuf};
+
+use pfsqos_darshan::convert::shell_quote;
+use pfsqos_darshan::{import, DarshanLog, ImportOptions, TraceInput};
+use pfsqos_sim::scenario::FileMode;
+use pfsqos_sim::Scenario;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn input(name: &str) -> TraceInput {
+    TraceInput {
+        label: name.to_string(),
+        log: DarshanLog::read(&data(name)).unwrap(),
+    }
+}
+
+fn flagship() -> (String, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/demo/flagship.toml");
+    (
+        "flagship.toml".to_string(),
+        std::fs::read_to_string(path).unwrap(),
+    )
+}
+
+const POSIX_LOGS: &[&str] = &[
+    "sample-goodost.darshan",
+    "sample-dxt-simple.darshan",
+    "ior_hdf5_example.darshan",
+    "shane_macsio.darshan",
+];
+
+fn scenario_bytes(s: &Scenario, job: usize, read: bool) -> u64 {
+    s.jobs[job]
+        .groups
+        .iter()
+        .filter(|g| g.rw.is_read() == read)
+        .map(|g| g.numjobs as u64 * g.size.bytes())
+        .sum()
+}
+
+#[test]
+fn each_log_converts_to_a_loadable_scenario_keeping_its_bytes() {
+    for name in POSIX_LOGS {
+        for scale in [1.0, 0.01] {
+            let options = ImportOptions {
+                scale,
+                ..ImportOptions::default()
+            };
+            let imported =
+                import(&[input(name)], &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let s = Scenario::from_toml_str(&imported.toml, name).unwrap();
+            assert_eq!(s.jobs.len(), 1);
+            let j = &imported.jobs[0];
+            // The bytes the scenario's groups move are those of the summary...
+            assert_eq!(scenario_bytes(&s, 0, true), j.scenario_bytes_read, "{name}");
+            assert_eq!(
+                scenario_bytes(&s, 0, false),
+                j.scenario_bytes_written,
+                "{name}"
+            );
+            // ...and the trace's, scaled, within the documented rounding.
+            let log = DarshanLog::read(&data(name)).unwrap();
+            let read: i64 = log.posix.iter().map(|r| r.counters[14]).sum();
+            let written: i64 = log.posix.iter().map(|r| r.counters[15]).sum();
+            assert_eq!(j.trace_bytes_read, read as u64);
+            assert_eq!(j.trace_bytes_written, written as u64);
+            for (trace, ours) in [
+                (read, j.scenario_bytes_read),
+                (written, j.scenario_bytes_written),
+            ] {
+                let want = trace as f64 * scale;
+                assert!(
+                    (ours as f64 - want).abs() <= j.rounding_bound_bytes as f64,
+                    "{name} scale {scale}: {ours} bytes for {want} (bound {})",
+                    j.rounding_bound_bytes
+                );
+            }
+            for g in &s.jobs[0].groups {
+                assert!(g.bs.bytes() <= g.size.bytes());
+            }
+        }
+    }
+}
+
+#[test]
+fn goodost_becomes_48_file_per_process_writers_with_its_layout() {
+    let imported = import(
+        &[input("sample-goodost.darshan")],
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let s = Scenario::from_toml_str(&imported.toml, "goodost").unwrap();
+    let job = &s.jobs[0];
+    assert_eq!(job.id, "6909118", "the log's jobid");
+    assert_eq!(job.nodes, 48, "one rank per node by default");
+    assert_eq!(job.uid, 69615);
+    let processes: u32 = job.groups.iter().map(|g| g.numjobs).sum();
+    assert_eq!(processes, 48);
+    for g in &job.groups {
+        assert_eq!(g.file, FileMode::PerProcess);
+        assert!(!g.rw.is_read());
+        // IOR -t 8m -b 256m -s 4: 8 MiB writes, 1 GiB per rank, 1 MiB stripes.
+        assert_eq!(g.bs.bytes(), 8 << 20);
+        assert_eq!(g.size.bytes(), 1 << 30);
+        assert_eq!(g.stripe_count, Some(1));
+        assert_eq!(g.stripe_size.map(|b| b.bytes()), Some(1 << 20));
+        assert!(
+            g.stripe_offset.is_some_and(|o| o < 8),
+            "first OST modulo 8 OSTs"
+        );
+        assert!(
+            g.shape.start_s > 0.2 && g.shape.start_s < 0.3,
+            "{}",
+            g.shape.start_s
+        );
+    }
+    // Files spread over the OSTs as in the trace: more than one first OST.
+    let offsets: std::collections::BTreeSet<_> =
+        job.groups.iter().map(|g| g.stripe_offset).collect();
+    assert!(offsets.len() > 1);
+}
+
+#[test]
+fn shared_files_become_shared_groups_over_all_ranks() {
+    let imported = import(&[input("shane_macsio.darshan")], &ImportOptions::default()).unwrap();
+    let s = Scenario::from_toml_str(&imported.toml, "macsio").unwrap();
+    let job = &s.jobs[0];
+    assert!(!job.groups.is_empty());
+    for g in &job.groups {
+        assert_eq!(g.file, FileMode::Shared);
+        assert_eq!(g.numjobs, 16, "nprocs");
+    }
+    assert!(job.groups.iter().any(|g| g.rw.is_read()));
+    assert!(job.groups.iter().any(|g| !g.rw.is_read()));
+}
+
+#[test]
+fn several_logs_make_one_job_each_on_the_like_system() {
+    let inputs: Vec<TraceInput> = POSIX_LOGS.iter().map(|n| input(n)).collect();
+    let options = ImportOptions {
+        like: Some(flagship()),
+        scale: 0.001,
+        ..ImportOptions::default()
+    };
+    let imported = import(&inputs, &options).unwrap();
+    let s = Scenario::from_toml_str(&imported.toml, "several").unwrap();
+    let like = Scenario::from_toml_str(&flagship().1, "flagship").unwrap();
+    assert_eq!(s.jobs.len(), POSIX_LOGS.len());
+    let ids: std::collections::BTreeSet<_> = s.jobs.iter().map(|j| j.id.clone()).collect();
+    assert_eq!(ids.len(), s.jobs.len(), "unique job ids");
+    // The system is the flagship's.
+    assert_eq!(s.osses, like.osses);
+    assert_eq!(s.cluster, like.cluster);
+    assert_eq!(s.network, like.network);
+    assert_eq!(s.policy, like.policy);
+    assert_eq!(s.simulation, like.simulation);
+    // Layouts fit the flagship's two OSTs.
+    for j in &s.jobs {
+        for g in &j.groups {
+            assert!(g.stripe_count.unwrap_or(1) <= 2);
+            assert!(g.stripe_offset.unwrap_or(0) < 2);
+        }
+    }
+    assert!(imported
+        .toml
+        .starts_with("# Generated by `pfsqos trace import`"));
+}
+
+#[test]
+fn duplicate_or_missing_jobids_get_derived_ids() {
+    let inputs = vec![
+        input("sample-goodost.darshan"),
+        input("sample-goodost.darshan"),
+    ];
+    let imported = import(&inputs, &ImportOptions::default()).unwrap();
+    let s = Scenario::from_toml_str(&imported.toml, "dup").unwrap();
+    assert_eq!(s.jobs[0].id, "6909118");
+    assert_eq!(s.jobs[1].id, "darshan2");
+}
+
+#[test]
+fn a_log_without_posix_data_is_a_clear_error() {
+    let e = import(&[input("noposix.darshan")], &ImportOptions::default()).unwrap_err();
+    assert!(
+        e.0.contains("noposix.darshan") && e.0.contains("no POSIX"),
+        "{e}"
+    );
+    let e = import(&[input("noposixopens.darshan")], &ImportOptions::default()).unwrap_err();
+    assert!(e.0.contains("noposixopens.darshan"), "{e}");
+    let e = import(&[], &ImportOptions::default()).unwrap_err();
+    assert!(e.0.contains("no Darshan log"), "{e}");
+}
+
+#[test]
+fn bad_options_are_refused() {
+    for scale in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e9] {
+        let options = ImportOptions {
+            scale,
+            ..ImportOptions::default()
+        };
+        let e = import(&[input("shane_macsio.darshan")], &options).unwrap_err();
+        assert!(e.0.contains("--scale"), "{e}");
+    }
+    let options = ImportOptions {
+        like: Some(("broken.toml".into(), "name = \"x\"\n".into())),
+        ..ImportOptions::default()
+    };
+    let e = import(&[input("shane_macsio.darshan")], &options).unwrap_err();
+    assert!(e.0.starts_with("--like: broken.toml"), "{e}");
+}
+
+#[test]
+fn hostile_names_stay_data() {
+    let hostile = "evil\"name\n]]\n[[job]]\nid = \"x\"\n'quote' \\ #";
+    let mut trace = input("shane_macsio.darshan");
+    trace.label = hostile.to_string();
+    let options = ImportOptions {
+        command: vec![
+            "pfsqos".into(),
+            "trace".into(),
+            "import".into(),
+            hostile.into(),
+            "--out".into(),
+            "a b'c.toml".into(),
+        ],
+        ..ImportOptions::default()
+    };
+    let imported = import(&[trace], &options).unwrap();
+    let s = Scenario::from_toml_str(&imported.toml, "hostile").unwrap();
+    assert_eq!(s.jobs.len(), 1, "the name made no job");
+    assert!(
+        s.description.contains(hostile),
+        "the label is in the description as written"
+    );
+    // The regeneration comment is one line, its arguments quoted for a shell.
+    let comment: Vec<&str> = imported
+        .toml
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .collect();
+    assert_eq!(comment.len(), 3, "{comment:?}");
+    assert!(comment[2].contains(&shell_quote(hostile)));
+    assert!(
+        comment[2].ends_with("--out 'a b'\\''c.toml'"),
+        "{}",
+        comment[2]
+    );
+}
+
+#[test]
+fn shell_quoting() {
+    assert_eq!(
+        shell_quote("scenarios/demo/flagship.toml"),
+        "scenarios/demo/flagship.toml"
+    );
+    assert_eq!(shell_quote("a b"), "'a b'");
+    assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    assert_eq!(shell_quote("a\nb'"), "$'a\\nb\\''");
+    assert_eq!(shell_quote(""), "''");
+    assert!(!shell_quote("x\u{1b}[2J").contains('\u{1b}'));
+}

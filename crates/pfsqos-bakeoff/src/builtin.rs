@@ -10,7 +10,10 @@ pub const BUILTIN_ORIGIN: &str = "crates/pfsqos-bakeoff/tests/suite";
 /// `suite.toml` and every workload file it names, as (file name, text).
 pub const BUILTIN_FILES: &[(&str, &str)] = &[
     (SUITE_FILE, include_str!("../tests/suite/suite.toml")),
-    ("two-jobs.toml", include_str!("../tests/suite/two-jobs.toml")),
+    (
+        "two-jobs.toml",
+        include_str!("../tests/suite/two-jobs.toml"),
+    ),
     ("bursty.toml", include_str!("../tests/suite/bursty.toml")),
     ("phases.toml", include_str!("../tests/suite/phases.toml")),
 ];

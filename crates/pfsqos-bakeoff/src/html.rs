@@ -5,8 +5,7 @@
 use std::fmt::Write as _;
 
 use pfsqos_report::{
-    cdf_chart, design_color, escape_html as esc, small_multiples, Panel, PanelLine,
-    REPORT_STYLE,
+    cdf_chart, design_color, escape_html as esc, small_multiples, Panel, PanelLine, REPORT_STYLE,
 };
 
 use crate::metrics::{Family, MetricDef, METRICS};
@@ -58,11 +57,24 @@ fn family_tables(out: &mut String, report: &Report, w: usize) {
         }
         out.push_str("</tr></thead><tbody>\n");
         for (d, design) in report.designs.iter().enumerate() {
-            let _ = write!(out, "<tr><td class=\"name\">{}{}</td>", swatch(d), esc(&design.name));
+            let _ = write!(
+                out,
+                "<tr><td class=\"name\">{}{}</td>",
+                swatch(d),
+                esc(&design.name)
+            );
             for (m, def) in &defs {
                 let row = &report.rankings[w].metrics[*m].rows[d];
-                let class = if row.rank == Some(1) { "num best" } else { "num" };
-                let _ = write!(out, "<td class=\"{class}\">{}</td>", esc(&cell_text(def, row)));
+                let class = if row.rank == Some(1) {
+                    "num best"
+                } else {
+                    "num"
+                };
+                let _ = write!(
+                    out,
+                    "<td class=\"{class}\">{}</td>",
+                    esc(&cell_text(def, row))
+                );
             }
             out.push_str("</tr>\n");
         }
@@ -90,9 +102,18 @@ fn overall_tables(out: &mut String, report: &Report) {
         })
         .collect();
     for (d, row) in report.overall.iter().enumerate() {
-        let _ = write!(out, "<tr><td class=\"name\">{}{}</td>", swatch(d), esc(&row.design));
+        let _ = write!(
+            out,
+            "<tr><td class=\"name\">{}{}</td>",
+            swatch(d),
+            esc(&row.design)
+        );
         for (k, r) in row.family_mean_rank.iter().enumerate() {
-            let class = if r.is_some() && *r == best[k] { "num best" } else { "num" };
+            let class = if r.is_some() && *r == best[k] {
+                "num best"
+            } else {
+                "num"
+            };
             let _ = write!(
                 out,
                 "<td class=\"{class}\">{}</td>",
@@ -103,8 +124,11 @@ fn overall_tables(out: &mut String, report: &Report) {
     }
     out.push_str("</tbody></table></div>\n");
     for f in Family::ALL {
-        let defs: Vec<(usize, &MetricDef)> =
-            METRICS.iter().enumerate().filter(|(_, d)| d.family == f).collect();
+        let defs: Vec<(usize, &MetricDef)> = METRICS
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.family == f)
+            .collect();
         let _ = write!(
             out,
             "<h3>{}: mean rank per metric</h3><div class=\"scroll\"><table><thead><tr><th>design</th>",
@@ -115,7 +139,12 @@ fn overall_tables(out: &mut String, report: &Report) {
         }
         out.push_str("</tr></thead><tbody>\n");
         for (d, row) in report.overall.iter().enumerate() {
-            let _ = write!(out, "<tr><td class=\"name\">{}{}</td>", swatch(d), esc(&row.design));
+            let _ = write!(
+                out,
+                "<tr><td class=\"name\">{}{}</td>",
+                swatch(d),
+                esc(&row.design)
+            );
             for (m, _) in &defs {
                 let _ = write!(
                     out,
@@ -154,14 +183,14 @@ fn throughput_chart(out: &mut String, report: &Report, result: &BakeoffResult, w
     order.sort_by(|a, b| bytes[*b].cmp(&bytes[*a]));
     let shown: Vec<usize> = order.iter().copied().take(JOBS_SHOWN_MAX).collect();
     let others: Vec<usize> = order.iter().copied().skip(JOBS_SHOWN_MAX).collect();
-    let mut names: Vec<String> = shown.iter().map(|&i| first.jobs[i].job_id.clone()).collect();
+    let mut names: Vec<String> = shown
+        .iter()
+        .map(|&i| first.jobs[i].job_id.clone())
+        .collect();
     if !others.is_empty() {
         names.push(format!("others ({} jobs, summed)", others.len()));
     }
-    let x_max = ran
-        .iter()
-        .map(|(_, r)| r.sim_time_s)
-        .fold(0.0, f64::max);
+    let x_max = ran.iter().map(|(_, r)| r.sim_time_s).fold(0.0, f64::max);
     let panels: Vec<Panel> = ran
         .iter()
         .map(|(d, r)| {
@@ -175,11 +204,19 @@ fn throughput_chart(out: &mut String, report: &Report, result: &BakeoffResult, w
             let mut lines: Vec<PanelLine> = shown
                 .iter()
                 .map(|&i| PanelLine {
-                    points: r.jobs.get(i).map_or_else(Vec::new, |j| points(&j.series_mib_s)),
+                    points: r
+                        .jobs
+                        .get(i)
+                        .map_or_else(Vec::new, |j| points(&j.series_mib_s)),
                 })
                 .collect();
             if !others.is_empty() {
-                let len = r.jobs.iter().map(|j| j.series_mib_s.len()).max().unwrap_or(0);
+                let len = r
+                    .jobs
+                    .iter()
+                    .map(|j| j.series_mib_s.len())
+                    .max()
+                    .unwrap_or(0);
                 let mut sum = vec![0.0; len];
                 for &i in &others {
                     if let Some(j) = r.jobs.get(i) {
@@ -188,7 +225,9 @@ fn throughput_chart(out: &mut String, report: &Report, result: &BakeoffResult, w
                         }
                     }
                 }
-                lines.push(PanelLine { points: points(&sum) });
+                lines.push(PanelLine {
+                    points: points(&sum),
+                });
             }
             Panel {
                 title: report.designs[*d].name.clone(),
@@ -228,7 +267,9 @@ fn slowdown_cdf(out: &mut String, report: &Report, w: usize) {
         })
         .collect();
     if lines.iter().all(|l| l.1.is_empty()) {
-        out.push_str("<p class=\"note\">No slowdowns: no job has a solo run to compare with.</p>\n");
+        out.push_str(
+            "<p class=\"note\">No slowdowns: no job has a solo run to compare with.</p>\n",
+        );
         return;
     }
     let _ = write!(
@@ -295,7 +336,11 @@ fn timing_section(out: &mut String, result: &BakeoffResult) {
     );
     let mut names: Vec<String> = Vec::new();
     for t in &result.timing {
-        let n = if t.design.starts_with("solo:") { "solo runs".to_string() } else { t.design.clone() };
+        let n = if t.design.starts_with("solo:") {
+            "solo runs".to_string()
+        } else {
+            t.design.clone()
+        };
         if !names.contains(&n) {
             names.push(n);
         }
@@ -321,7 +366,11 @@ fn timing_section(out: &mut String, result: &BakeoffResult) {
             esc(&n),
             entries.len(),
             human_seconds(wall_s),
-            if rpcs > 0 { fmt_num(wall_s * 1e9 / rpcs as f64) } else { "–".to_string() }
+            if rpcs > 0 {
+                fmt_num(wall_s * 1e9 / rpcs as f64)
+            } else {
+                "–".to_string()
+            }
         );
     }
     let _ = writeln!(
@@ -382,11 +431,17 @@ pub fn report_html(report: &Report, result: &BakeoffResult) -> String {
          · <a href=\"#timing\">wall-clock cost</a></p>\n",
     );
     out.push_str("<p>Per-paper reproductions (in the pfsqos repository): ");
-    for (i, (name, path)) in REPRODUCTIONS.iter().enumerate() {
+    for (i, r) in REPRODUCTIONS.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        let _ = write!(out, "{} <code>{}</code>", esc(name), esc(path));
+        let _ = write!(
+            out,
+            "{} <code>{}</code> (regenerated by <code>{}</code>)",
+            esc(r.design),
+            esc(r.doc),
+            esc(r.script)
+        );
     }
     out.push_str(".</p>\n");
 

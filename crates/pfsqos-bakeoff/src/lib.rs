@@ -33,11 +33,40 @@ pub use suite::{Design, Suite, SuiteError, Workload};
 /// Version written into every run key: a run file from another version is redone.
 pub const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The per-paper reproductions the report links to (paths relative to the repository root).
-pub const REPRODUCTIONS: &[(&str, &str)] = &[
-    ("AdapTBF", "docs/reproductions/adaptbf.md"),
-    ("GIFT", "docs/reproductions/gift.md"),
-    ("vPFS", "docs/reproductions/vpfs.md"),
-    ("PI control", "docs/reproductions/pi-control.md"),
-    ("iez", "docs/reproductions/iez.md"),
+/// A per-paper reproduction: the design's name, its page and the script that regenerates it
+/// (paths relative to the repository root).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reproduction {
+    pub design: &'static str,
+    pub doc: &'static str,
+    pub script: &'static str,
+}
+
+/// The per-paper reproductions the report and `pfsqos demo` point to.
+pub const REPRODUCTIONS: &[Reproduction] = &[
+    Reproduction {
+        design: "AdapTBF",
+        doc: "docs/reproductions/adaptbf.md",
+        script: "scripts/reproduce-adaptbf.sh",
+    },
+    Reproduction {
+        design: "GIFT",
+        doc: "docs/reproductions/gift.md",
+        script: "scripts/reproduce-gift.sh",
+    },
+    Reproduction {
+        design: "vPFS",
+        doc: "docs/reproductions/vpfs.md",
+        script: "scripts/reproduce-vpfs.sh",
+    },
+    Reproduction {
+        design: "PI control",
+        doc: "docs/reproductions/pi-control.md",
+        script: "scripts/reproduce-pi.sh",
+    },
+    Reproduction {
+        design: "iez",
+        doc: "docs/reproductions/iez.md",
+        script: "scripts/reproduce-iez.sh",
+    },
 ];

@@ -140,7 +140,12 @@ impl Report {
 
 /// The solo job records of workload `w`, seed index `s`, aligned with the shared run's jobs
 /// (`None` where missing or where the job ids disagree).
-pub fn alone_for(result: &BakeoffResult, w: usize, s: usize, run_jobs: &[JobRecord]) -> Vec<Option<JobRecord>> {
+pub fn alone_for(
+    result: &BakeoffResult,
+    w: usize,
+    s: usize,
+    run_jobs: &[JobRecord],
+) -> Vec<Option<JobRecord>> {
     match &result.solo[w][s] {
         Err(_) => vec![None; run_jobs.len()],
         Ok(set) => run_jobs
@@ -220,7 +225,9 @@ pub fn build_report(result: &BakeoffResult) -> Report {
                             jobs: Vec::new(),
                         });
                         match skipped.iter_mut().find(|k| {
-                            k.workload == info.stem && k.design == design.name && k.reason == *reason
+                            k.workload == info.stem
+                                && k.design == design.name
+                                && k.reason == *reason
                         }) {
                             Some(k) => k.seeds.push(seed),
                             None => skipped.push(Skipped {
@@ -249,7 +256,8 @@ pub fn build_report(result: &BakeoffResult) -> Report {
             metrics,
         });
     }
-    let per_workload: Vec<Vec<MetricRanking>> = rankings.iter().map(|r| r.metrics.clone()).collect();
+    let per_workload: Vec<Vec<MetricRanking>> =
+        rankings.iter().map(|r| r.metrics.clone()).collect();
     let overall = rank::overall(&design_names, &per_workload);
 
     let mut solo = Vec::new();
@@ -340,15 +348,26 @@ pub fn csv_field(text: &str) -> String {
 }
 
 fn csv_num(v: Option<f64>) -> String {
-    v.filter(|x| x.is_finite()).map_or_else(String::new, |x| x.to_string())
+    v.filter(|x| x.is_finite())
+        .map_or_else(String::new, |x| x.to_string())
 }
 
 /// `bakeoff.csv` text: a header row, then one row per design × workload × seed.
 pub fn bakeoff_csv(report: &Report) -> String {
     let mut out = String::new();
     let mut header = vec![
-        "workload", "scenario", "design", "policy", "placement", "seed", "status", "reason",
-        "jobs", "jobs_finished", "total_bytes", "sim_time_s",
+        "workload",
+        "scenario",
+        "design",
+        "policy",
+        "placement",
+        "seed",
+        "status",
+        "reason",
+        "jobs",
+        "jobs_finished",
+        "total_bytes",
+        "sim_time_s",
     ];
     header.extend(METRICS.iter().map(|m| m.key));
     out.push_str(&header.join(","));
@@ -485,9 +504,16 @@ pub fn results_md(report: &Report) -> String {
         out.push('\n');
     }
     for f in Family::ALL {
-        let defs: Vec<(usize, &MetricDef)> =
-            METRICS.iter().enumerate().filter(|(_, d)| d.family == f).collect();
-        let _ = write!(out, "\n### {}: mean rank per metric\n\n| design |", f.title());
+        let defs: Vec<(usize, &MetricDef)> = METRICS
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.family == f)
+            .collect();
+        let _ = write!(
+            out,
+            "\n### {}: mean rank per metric\n\n| design |",
+            f.title()
+        );
         for (_, d) in &defs {
             let _ = write!(out, " {} |", md_escape(d.label));
         }

@@ -59,7 +59,10 @@ pub struct MetricRanking {
 
 /// `values[d][s]`: design `d`'s metric rows per seed (`None`: skipped). Returns one ranking per
 /// metric of [`METRICS`].
-pub fn rank_workload(designs: &[String], values: &[Vec<Option<Vec<Option<f64>>>>]) -> Vec<MetricRanking> {
+pub fn rank_workload(
+    designs: &[String],
+    values: &[Vec<Option<Vec<Option<f64>>>>],
+) -> Vec<MetricRanking> {
     assert_eq!(designs.len(), values.len());
     METRICS
         .iter()
@@ -207,7 +210,11 @@ fn relative(a: f64, b: f64) -> String {
 }
 
 /// Plain-language verdict sentences for one workload, from its rankings.
-pub fn verdicts(workload: &str, rankings: &[MetricRanking], skipped_designs: &[String]) -> Vec<String> {
+pub fn verdicts(
+    workload: &str,
+    rankings: &[MetricRanking],
+    skipped_designs: &[String],
+) -> Vec<String> {
     let mut out = Vec::new();
     for key in VERDICT_METRICS {
         let Some(r) = rankings.iter().find(|r| r.metric == *key) else {
@@ -226,7 +233,12 @@ pub fn verdicts(workload: &str, rankings: &[MetricRanking], skipped_designs: &[S
         ranked.sort_by_key(|(_, _, rank)| *rank);
         let unit = def.unit;
         let show = |row: &RankRow, s: &CellStats| {
-            format!("{} ({}, {})", row.design, with_unit(s.mean, unit), spread(s, unit))
+            format!(
+                "{} ({}, {})",
+                row.design,
+                with_unit(s.mean, unit),
+                spread(s, unit)
+            )
         };
         match ranked.as_slice() {
             [] => {}
@@ -259,7 +271,9 @@ pub fn verdicts(workload: &str, rankings: &[MetricRanking], skipped_designs: &[S
                     show(r, rs)
                 );
                 if w.design != "nobw" && r.design != "nobw" {
-                    if let Some((nb, ns, _)) = ranked.iter().find(|(row, _, _)| row.design == "nobw") {
+                    if let Some((nb, ns, _)) =
+                        ranked.iter().find(|(row, _, _)| row.design == "nobw")
+                    {
                         sentence.push_str(&format!(
                             " and {} than {}",
                             relative(ws.mean, ns.mean),
@@ -330,10 +344,16 @@ mod tests {
         assert!(v.last().unwrap().contains("not run under vpfs"));
 
         let o = overall(&designs, &[r.clone(), r]);
-        assert_eq!(o[1].metric_mean_rank[metric_index("aggregate_mib_s")], Some(1.0));
+        assert_eq!(
+            o[1].metric_mean_rank[metric_index("aggregate_mib_s")],
+            Some(1.0)
+        );
         assert_eq!(o[3].metric_mean_rank[metric_index("aggregate_mib_s")], None);
         // adaptbf: rank 1 in aggregate, 2 in weighted Jain (gift's mean is higher).
-        let fairness = Family::ALL.iter().position(|f| *f == Family::Fairness).unwrap();
+        let fairness = Family::ALL
+            .iter()
+            .position(|f| *f == Family::Fairness)
+            .unwrap();
         assert_eq!(o[1].family_mean_rank[fairness], Some(2.0));
     }
 

@@ -368,10 +368,12 @@ fn run_task(p: &Prepared, index: usize) -> Result<Done, BakeoffError> {
                 },
             }
         }
-        Task::Solo { scenario, .. } => match pfsqos_sim::run(scenario, "nobw", seed, &mut |_, _| {}) {
-            Ok(run) => Outcome::Ran(RunRecord::from_run(&run)),
-            Err(e) => Outcome::Skipped(e.to_string()),
-        },
+        Task::Solo { scenario, .. } => {
+            match pfsqos_sim::run(scenario, "nobw", seed, &mut |_, _| {}) {
+                Ok(run) => Outcome::Ran(RunRecord::from_run(&run)),
+                Err(e) => Outcome::Skipped(e.to_string()),
+            }
+        }
     };
     let wall_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
     let file = RunFile {
@@ -470,7 +472,12 @@ fn assemble(
         vec![vec![vec![None; n_seeds]; n_designs]; n_workloads];
     let mut solo_outcomes: Vec<Vec<Vec<Outcome>>> = vec![vec![Vec::new(); n_seeds]; n_workloads];
     let mut timing = Vec::with_capacity(files.len());
-    let seed_index = |seed: &u64| p.seeds.iter().position(|x| x == seed).expect("planned seed");
+    let seed_index = |seed: &u64| {
+        p.seeds
+            .iter()
+            .position(|x| x == seed)
+            .expect("planned seed")
+    };
     for (task, done) in p.tasks.iter().zip(files) {
         let rpcs = match &done.file.outcome {
             Outcome::Ran(r) => r.rpcs,

@@ -201,8 +201,7 @@ impl Suite {
             )));
         }
         let raw: SuiteToml = toml::from_str(text).map_err(|e| err(format!("{file}: {e}")))?;
-        if raw.name.is_empty() || raw.name.len() > 128 || raw.name.chars().any(char::is_control)
-        {
+        if raw.name.is_empty() || raw.name.len() > 128 || raw.name.chars().any(char::is_control) {
             return Err(err(format!(
                 "{file}: field `name`: must be 1 to 128 bytes without control characters"
             )));
@@ -429,8 +428,8 @@ placement = "iez"
     fn unknown_keys_are_refused() {
         let e = parse(&GOOD.replace("seeds = 2", "seeds = 2\ncolour = 1")).unwrap_err();
         assert!(e.message.contains("unknown field `colour`"), "{e}");
-        let e = parse(&GOOD.replace("policy = \"nobw\"", "policy = \"nobw\"\nspeed = 1"))
-            .unwrap_err();
+        let e =
+            parse(&GOOD.replace("policy = \"nobw\"", "policy = \"nobw\"\nspeed = 1")).unwrap_err();
         assert!(e.message.contains("unknown field `speed`"), "{e}");
     }
 
@@ -462,13 +461,16 @@ placement = "iez"
 
     #[test]
     fn workload_and_demo_references_are_checked() {
-        let e = parse(&GOOD.replace("workloads = [\"a.toml\"]\n[demo]", "workloads = [\"../a.toml\"]\n[demo]"))
-            .unwrap_err();
+        let e = parse(&GOOD.replace(
+            "workloads = [\"a.toml\"]\n[demo]",
+            "workloads = [\"../a.toml\"]\n[demo]",
+        ))
+        .unwrap_err();
         assert!(e.message.contains("workloads[0]"), "{e}");
         let e = parse(&GOOD.replace("designs = [\"nobw\"]", "designs = [\"gift\"]")).unwrap_err();
         assert!(e.message.contains("demo.designs[0]"), "{e}");
-        let e = Suite::parse(GOOD, "suite.toml", "dir", &mut |_| Ok("name = 1".into()))
-            .unwrap_err();
+        let e =
+            Suite::parse(GOOD, "suite.toml", "dir", &mut |_| Ok("name = 1".into())).unwrap_err();
         assert!(e.message.contains("dir/a.toml"), "{e}");
     }
 

@@ -127,7 +127,10 @@ fn a_resumed_bakeoff_redoes_only_missing_and_stale_runs() {
     std::fs::write(&truncated, &t[..t.len() / 2]).unwrap();
 
     let resumed = run(&suite, &out, 1, 2);
-    assert_eq!(resumed.executed_runs, 5, "only the missing and stale runs ran");
+    assert_eq!(
+        resumed.executed_runs, 5,
+        "only the missing and stale runs ran"
+    );
     assert_eq!(resumed.reused_runs, first.executed_runs - 5);
     assert_eq!(read(&out.join("bakeoff.json")), json);
 }
@@ -212,7 +215,10 @@ fn inapplicable_combinations_are_listed_with_reasons_and_names_are_escaped() {
     };
     // iez needs OST sizes: refused by scenario validation, with the reason.
     let k = find("no-capacity", "iez");
-    assert!(k["reason"].as_str().unwrap().contains("ost_capacity"), "{k}");
+    assert!(
+        k["reason"].as_str().unwrap().contains("ost_capacity"),
+        "{k}"
+    );
     // The fluid engine runs bandwidth allocators only: AdapTBF is refused on the appset day.
     let k = find("day", "adaptbf");
     assert!(!k["reason"].as_str().unwrap().is_empty());
@@ -266,7 +272,11 @@ fn inapplicable_combinations_are_listed_with_reasons_and_names_are_escaped() {
                 _ => {}
             }
         }
-        assert_eq!(fields, csv.lines().next().unwrap().split(',').count(), "{line}");
+        assert_eq!(
+            fields,
+            csv.lines().next().unwrap().split(',').count(),
+            "{line}"
+        );
     }
     let md = read(&out.join("results.md"));
     assert!(!md.contains("<script>"));

@@ -32,7 +32,11 @@ pub struct Panel {
 }
 
 fn first_tick_at_or_above(max: f64, step: f64) -> f64 {
-    let max = if max.is_finite() && max > 0.0 { max } else { step };
+    let max = if max.is_finite() && max > 0.0 {
+        max
+    } else {
+        step
+    };
     (max / step - 1e-9).ceil().max(1.0) * step
 }
 
@@ -72,7 +76,12 @@ fn legend(out: &mut String, names: &[String], color: fn(usize) -> &'static str, 
     }
 }
 
-fn polyline(out: &mut String, points: &[(f64, f64)], color: &str, to_px: impl Fn(f64, f64) -> (f64, f64)) {
+fn polyline(
+    out: &mut String,
+    points: &[(f64, f64)],
+    color: &str,
+    to_px: impl Fn(f64, f64) -> (f64, f64),
+) {
     let finite: Vec<(f64, f64)> = points
         .iter()
         .copied()
@@ -199,7 +208,13 @@ pub fn small_multiples(
         height - 8.0,
         escape(x_label)
     );
-    legend(&mut out, legend_names, job_color, WIDTH_PX - LEGEND_WIDTH_PX + 16.0, TOP_PX + 8.0);
+    legend(
+        &mut out,
+        legend_names,
+        job_color,
+        WIDTH_PX - LEGEND_WIDTH_PX + 16.0,
+        TOP_PX + 8.0,
+    );
     out.push_str("</svg>\n");
     out
 }
@@ -328,10 +343,20 @@ mod tests {
         ];
         let names = vec!["\"job\"&<x>".to_string()];
         let a = small_multiples("t<", "s", "MiB/s", 1.0, 2, &panels, &names);
-        assert_eq!(a, small_multiples("t<", "s", "MiB/s", 1.0, 2, &panels, &names));
+        assert_eq!(
+            a,
+            small_multiples("t<", "s", "MiB/s", 1.0, 2, &panels, &names)
+        );
         assert!(!a.contains("<b>") && a.contains("&lt;b&gt;"));
         assert!(a.contains("&quot;job&quot;&amp;&lt;x&gt;"));
-        let c = cdf_chart("cdf", "slowdown", &[("d<1>".into(), vec![1.0, 2.0, f64::INFINITY]), ("e".into(), vec![])]);
+        let c = cdf_chart(
+            "cdf",
+            "slowdown",
+            &[
+                ("d<1>".into(), vec![1.0, 2.0, f64::INFINITY]),
+                ("e".into(), vec![]),
+            ],
+        );
         assert!(c.contains("d&lt;1&gt;") && !c.contains("d<1>"));
         assert_eq!(c.matches("<polyline").count(), 1);
     }

@@ -236,10 +236,10 @@ fn throughput_chart(out: &mut String, report: &Report, result: &BakeoffResult, w
         })
         .collect();
     let columns = if panels.len() <= 4 { 2 } else { 3 };
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<figure>{}<figcaption>Throughput per job over simulated time, seed {}, one panel per \
-         design, all panels on the same axes.</figcaption></figure>\n",
+         design, all panels on the same axes.</figcaption></figure>",
         small_multiples(
             "Throughput over time per job",
             "simulated time (s)",
@@ -272,10 +272,10 @@ fn slowdown_cdf(out: &mut String, report: &Report, w: usize) {
         );
         return;
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<figure>{}<figcaption>Per-job slowdown against running alone, all seeds pooled, one \
-         line per design (left and steep is better).</figcaption></figure>\n",
+         line per design (left and steep is better).</figcaption></figure>",
         cdf_chart("CDF of per-job slowdowns", "slowdown (x)", &lines)
     );
 }

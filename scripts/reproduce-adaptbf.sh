@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates the charts of docs/reproductions/adaptbf.md from a fresh `pfsqos demo` run:
+# Regenerates the charts of docs/reproductions/adaptbf.md from fresh `pfsqos compare` runs of
+# the flagship and the AdapTBF Section IV scenarios (what `pfsqos demo` ran before it became the
+# bakeoff):
 # every SVG chart of the Section IV comparisons is cut out of the reports and saved under
 # docs/reproductions/adaptbf/. The numbers in the doc's tables come from the same run's
 # summary.json files (printed at the end).
@@ -9,7 +11,12 @@ cargo build --release -q -p pfsqos-cli
 bin=${CARGO_TARGET_DIR:-target}/release/pfsqos
 run_dir=$(mktemp -d)
 trap 'rm -rf "$run_dir"' EXIT
-"$bin" demo --out "$run_dir" >/dev/null
+"$bin" compare scenarios/demo/flagship.toml --out "$run_dir/flagship" >/dev/null
+"$bin" compare scenarios/adaptbf/iv-e-redistribution.toml --out "$run_dir/adaptbf-iv-e" >/dev/null
+"$bin" compare scenarios/adaptbf/iv-f-recompensation.toml --out "$run_dir/adaptbf-iv-f" >/dev/null
+"$bin" compare scenarios/adaptbf/iv-f-recompensation.toml --out "$run_dir/adaptbf-iv-h" \
+    --policies adaptbf:period_ms=50,adaptbf:period_ms=100,adaptbf:period_ms=200,adaptbf:period_ms=500,adaptbf:period_ms=1000 \
+    >/dev/null
 out=docs/reproductions/adaptbf
 mkdir -p "$out"
 rm -f "$out"/*.svg

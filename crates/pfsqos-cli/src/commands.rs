@@ -4,16 +4,10 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use pfsqos_report::{
-    summarize, write_comparison, write_index, write_run, IndexEntry, ScenarioText, POLICIES_MAX,
-};
+use pfsqos_report::{summarize, write_comparison, write_run, ScenarioText, POLICIES_MAX};
 use pfsqos_sim::{check_policy_spec, RunOutput, Scenario, ScenarioError, POLICY_NAMES};
 
-use crate::progress::Progress;
-
-/// The flagship scenario, built in so that `pfsqos demo` works from any directory.
-const FLAGSHIP_TOML: &str = include_str!("../../../scenarios/demo/flagship.toml");
-const FLAGSHIP_NAME: &str = "scenarios/demo/flagship.toml (built in)";
+use crate::progress::{Progress, RunsProgress};
 
 #[derive(Debug)]
 pub enum CliError {
@@ -242,93 +236,135 @@ pub fn compare(
     compare_scenario(&scenario, &policies, seed, &out)
 }
 
-/// One comparison `pfsqos demo` runs: a built-in scenario, the folder it is written to, and the
-/// policies (`None`: the scenario's `policy.compare`).
-struct DemoComparison {
-    dir: &'static str,
-    file: &'static str,
-    toml: &'static str,
-    policies: Option<&'static [&'static str]>,
+/// What `pfsqos bakeoff` was asked (see its help).
+#[derive(Debug)]
+pub struct BakeoffArgs {
+    pub suite: PathBuf,
+    pub designs: Option<Vec<String>>,
+    pub seeds: Option<u32>,
+    pub out: PathBuf,
+    pub jobs: Option<usize>,
 }
 
-/// The AdapTBF paper's §IV-H sweep of the allocation period, on the §IV-F workload.
-const PERIOD_SWEEP: &[&str] = &[
-    "adaptbf:period_ms=50",
-    "adaptbf:period_ms=100",
-    "adaptbf:period_ms=200",
-    "adaptbf:period_ms=500",
-    "adaptbf:period_ms=1000",
-];
-
-/// The flagship first, then the rest of the AdapTBF paper's Section IV. Built in, so that
-/// `pfsqos demo` works from any directory.
-const DEMO: &[DemoComparison] = &[
-    DemoComparison {
-        dir: "flagship",
-        file: FLAGSHIP_NAME,
-        toml: FLAGSHIP_TOML,
-        policies: None,
-    },
-    DemoComparison {
-        dir: "adaptbf-iv-e",
-        file: "scenarios/adaptbf/iv-e-redistribution.toml (built in)",
-        toml: include_str!("../../../scenarios/adaptbf/iv-e-redistribution.toml"),
-        policies: None,
-    },
-    DemoComparison {
-        dir: "adaptbf-iv-f",
-        file: "scenarios/adaptbf/iv-f-recompensation.toml (built in)",
-        toml: include_str!("../../../scenarios/adaptbf/iv-f-recompensation.toml"),
-        policies: None,
-    },
-    DemoComparison {
-        dir: "adaptbf-iv-h",
-        file: "scenarios/adaptbf/iv-f-recompensation.toml (built in)",
-        toml: include_str!("../../../scenarios/adaptbf/iv-f-recompensation.toml"),
-        policies: Some(PERIOD_SWEEP),
-    },
-];
-
-/// Runs every built-in comparison into `out/<dir>/` and writes the index `out/report.html`.
-pub fn demo(out: &Path) -> Result<(), CliError> {
-    let mut done: Vec<(String, Scenario, Vec<RunOutput>)> = Vec::new();
-    for comparison in DEMO {
-        // A built-in scenario failing to load is this binary's bug, not the user's input.
-        let scenario = Scenario::from_toml_str(comparison.toml, comparison.file)
-            .map_err(|e| CliError::RunFailed(format!("built-in scenario: {e}")))?;
-        let policies: Vec<String> = match comparison.policies {
-            Some(list) => list.iter().map(|p| p.to_string()).collect(),
-            None => scenario.policy.compare.clone(),
-        };
-        check_policy_list(&policies)
-            .map_err(|e| CliError::RunFailed(format!("built-in scenario: {e}")))?;
-        println!(
-            "pfsqos demo: scenario `{}`, policies {}",
-            scenario.name,
-            policies.join(", ")
-        );
-        let dir = out.join(comparison.dir);
-        let runs = compare_runs(&scenario, &policies, scenario.simulation.seed, &dir)?;
-        done.push((format!("{}/report.html", comparison.dir), scenario, runs));
+/// Worker threads: `--jobs`, or one per core.
+fn worker_threads(jobs: Option<usize>) -> Result<usize, CliError> {
+    let max = pfsqos_bakeoff::runner::THREADS_MAX;
+    match jobs {
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(CliError::BadInput(format!(
+            "--jobs {n}: must be 1 to {max}"
+        ))),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get().min(max))),
     }
-    let entries: Vec<IndexEntry> = done
-        .iter()
-        .map(|(link, scenario, runs)| IndexEntry {
-            link: link.clone(),
-            scenario: text(scenario),
-            runs,
-        })
-        .collect();
-    write_index(
-        out,
-        "pfsqos demo",
-        "The flagship comparison (the AdapTBF paper's section IV-D set-up) and the rest of that \
-         paper's section IV, simulated: token redistribution (IV-E), re-compensation (IV-F) and \
-         the allocation-period sweep (IV-H). Each section links to its full report.",
-        &entries,
-    )
-    .map_err(|e| CliError::RunFailed(e.to_string()))?;
+}
+
+/// Runs `designs` × the suite's workloads × seeds `1..=seeds` into `out` and writes the
+/// report files; prints the verdicts and where everything is.
+fn run_suite(
+    label: &str,
+    suite: &pfsqos_bakeoff::Suite,
+    designs: Vec<pfsqos_bakeoff::Design>,
+    seeds: u32,
+    out: &Path,
+    threads: usize,
+) -> Result<(), CliError> {
+    println!(
+        "pfsqos {label}: suite `{}`: {} designs x {} workloads x {} seeds (plus each job alone), \
+         {threads} worker threads, into {}",
+        suite.name,
+        designs.len(),
+        suite.workloads.len(),
+        seeds,
+        out.display()
+    );
+    let options = pfsqos_bakeoff::BakeoffOptions {
+        out: out.to_path_buf(),
+        designs,
+        seeds,
+        threads,
+    };
+    let progress = RunsProgress::new(label);
+    let result = pfsqos_bakeoff::run_bakeoff(suite, &options, &|u| {
+        progress.update(u.done, u.total, u.executed)
+    });
+    progress.finish();
+    let result = result.map_err(|e| CliError::RunFailed(e.to_string()))?;
+    let report = pfsqos_bakeoff::output::write_outputs(out, &result, threads)
+        .map_err(CliError::RunFailed)?;
+    for v in &report.verdicts {
+        for sentence in &v.sentences {
+            println!("  {sentence}");
+        }
+    }
+    println!(
+        "{} runs executed, {} reused from {}; {} combinations skipped (listed in the report)",
+        result.executed_runs,
+        result.reused_runs,
+        out.display(),
+        report.skipped.len()
+    );
+    println!(
+        "wrote {0}/{{bakeoff.json,bakeoff.csv,results.md,timing.json}}, {0}/runs/, {0}/solo/",
+        out.display()
+    );
     println!("report: {}", report_path(out));
+    Ok(())
+}
+
+/// `pfsqos bakeoff`: every (selected) design on every workload of a suite directory.
+pub fn bakeoff(args: &BakeoffArgs) -> Result<(), CliError> {
+    let suite =
+        pfsqos_bakeoff::Suite::load(&args.suite).map_err(|e| CliError::BadInput(e.to_string()))?;
+    let designs = match &args.designs {
+        None => suite.designs.clone(),
+        Some(names) => {
+            if names.is_empty() {
+                return Err(CliError::BadInput("--designs names no design".to_string()));
+            }
+            for (i, n) in names.iter().enumerate() {
+                if names[..i].contains(n) {
+                    return Err(CliError::BadInput(format!(
+                        "--designs: `{}` is listed twice",
+                        n.escape_debug()
+                    )));
+                }
+            }
+            suite
+                .select_designs(names)
+                .map_err(|e| CliError::BadInput(format!("--designs: {e}")))?
+        }
+    };
+    let seeds = args.seeds.unwrap_or(suite.seeds);
+    let seeds_max = pfsqos_bakeoff::suite::SEEDS_MAX;
+    if !(1..=seeds_max).contains(&seeds) {
+        return Err(CliError::BadInput(format!(
+            "--seeds {seeds}: must be 1 to {seeds_max}"
+        )));
+    }
+    let threads = worker_threads(args.jobs)?;
+    run_suite("bakeoff", &suite, designs, seeds, &args.out, threads)
+}
+
+/// `pfsqos demo`: the `[demo]` subset of the built-in suite, then where the per-paper
+/// reproductions are.
+pub fn demo(out: &Path) -> Result<(), CliError> {
+    // The built-in suite failing to load is this binary's bug, not the user's input.
+    let suite = pfsqos_bakeoff::builtin::builtin_suite()
+        .map_err(|e| CliError::RunFailed(format!("built-in suite: {e}")))?;
+    let demo = suite
+        .demo_suite()
+        .ok_or_else(|| CliError::RunFailed("built-in suite: no [demo] section".to_string()))?;
+    let designs = demo.designs.clone();
+    let seeds = demo.seeds;
+    run_suite("demo", &demo, designs, seeds, out, worker_threads(None)?)?;
+    println!(
+        "the whole suite: pfsqos bakeoff [SUITE_DIR] (built-in copy of {})",
+        pfsqos_bakeoff::builtin::BUILTIN_ORIGIN
+    );
+    println!("per-paper reproductions (in the pfsqos repository):");
+    for r in pfsqos_bakeoff::REPRODUCTIONS {
+        println!("  {:<11} {}  (bash {})", r.design, r.doc, r.script);
+    }
     Ok(())
 }
 
@@ -337,10 +373,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn built_in_flagship_scenario_loads_and_names_known_policies() {
-        let scenario = Scenario::from_toml_str(FLAGSHIP_TOML, FLAGSHIP_NAME).unwrap();
-        check_policy_list(&scenario.policy.compare).unwrap();
-        check_policy(&scenario.policy.default).unwrap();
+    fn worker_threads_are_bounded() {
+        assert_eq!(worker_threads(Some(3)).unwrap(), 3);
+        assert!(worker_threads(None).unwrap() >= 1);
+        assert_eq!(worker_threads(Some(0)).unwrap_err().exit_code(), 2);
+        assert_eq!(worker_threads(Some(100_000)).unwrap_err().exit_code(), 2);
     }
 
     #[test]

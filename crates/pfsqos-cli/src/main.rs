@@ -1,4 +1,5 @@
-//! `pfsqos`: run a scenario under one policy, compare policies, run the built-in demo, serve
+//! `pfsqos`: run a scenario under one policy, compare policies, run a bakeoff suite or the
+//! built-in demo subset of one, serve
 //! OSTs (`ossd`) or metadata (`mds`), drive a server's parameters (`lctl`), mount the file
 //! system (`mount`) and set or show layouts (`setstripe`, `getstripe`). The work happens in the
 //! library crates; this binary parses arguments, owns the process (runtime, logging, signals:
@@ -72,7 +73,8 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Compare the policies on the built-in flagship scenario and write an HTML report.
+    /// The head-to-head on a quick subset: the built-in bakeoff suite's [demo] designs and
+    /// workloads, one report (works from any directory).
     Demo {
         /// Output directory.
         #[arg(long, default_value = "pfsqos-demo")]
@@ -80,6 +82,25 @@ enum Command {
     },
     /// Run a pfsqos controller against a Lustre OSS through lctl (one agent per OSS).
     Agent(agent::AgentArgs),
+    /// Run every design of a bakeoff suite on every workload and seed (in parallel, resumable)
+    /// and write bakeoff.json, bakeoff.csv, results.md and report.html.
+    Bakeoff {
+        /// Suite directory (suite.toml and its scenario files).
+        #[arg(default_value = "scenarios/bakeoff")]
+        suite: PathBuf,
+        /// Comma-separated design names of the suite [default: all].
+        #[arg(long, value_delimiter = ',')]
+        designs: Option<Vec<String>>,
+        /// Seeds 1..=N [default: the suite's seeds].
+        #[arg(long)]
+        seeds: Option<u32>,
+        /// Output directory; finished runs in it are reused.
+        #[arg(long, default_value = "bakeoff-out")]
+        out: PathBuf,
+        /// Worker threads [default: one per core].
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
     /// Serve OSTs (one directory each) with Lustre's NRS (FIFO/TBF) in front of the I/O threads.
     Ossd(pfsqos_ossd::OssdArgs),
     /// Serve the namespace and file layouts (metadata server) from a SQLite database.
@@ -315,6 +336,19 @@ fn main() -> ExitCode {
             out,
         } => commands::compare(&scenario, policies, seed, out),
         Command::Demo { out } => commands::demo(&out),
+        Command::Bakeoff {
+            suite,
+            designs,
+            seeds,
+            out,
+            jobs,
+        } => commands::bakeoff(&commands::BakeoffArgs {
+            suite,
+            designs,
+            seeds,
+            out,
+            jobs,
+        }),
         Command::Iez {
             command:
                 IezCommand::Plan {

@@ -91,3 +91,83 @@ impl Progress {
         }
     }
 }
+
+/// Progress over the runs of a bakeoff, updated from worker threads. On a terminal: a bar.
+/// Otherwise (a log, CI): one line every [`LINE_EVERY`] and one at the end, so a long bakeoff
+/// shows it is alive without flooding the log.
+pub struct RunsProgress {
+    label: String,
+    started: Instant,
+    terminal: bool,
+    state: std::sync::Mutex<RunsState>,
+}
+
+struct RunsState {
+    bar: Option<ProgressBar>,
+    last_line: Instant,
+}
+
+/// Interval of the progress lines when stderr is not a terminal.
+pub const LINE_EVERY: Duration = Duration::from_secs(5);
+
+impl RunsProgress {
+    pub fn new(label: &str) -> RunsProgress {
+        let now = Instant::now();
+        RunsProgress {
+            label: label.to_string(),
+            started: now,
+            terminal: std::io::stderr().is_terminal(),
+            state: std::sync::Mutex::new(RunsState {
+                bar: None,
+                last_line: now,
+            }),
+        }
+    }
+
+    fn make_bar(&self, total: usize) -> ProgressBar {
+        let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::hidden());
+        let style = ProgressStyle::with_template(
+            "{prefix:>8} [{wide_bar:.cyan/blue}] {pos}/{len} runs, {msg}, eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_prefix(self.label.clone());
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        bar
+    }
+
+    /// A run finished: `done` of `total`, of which `executed` ran (the rest were reused).
+    pub fn update(&self, done: usize, total: usize, executed: usize) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        if self.terminal {
+            if state.bar.is_none() {
+                state.bar = Some(self.make_bar(total));
+            }
+            let bar = state.bar.as_ref().expect("just made");
+            bar.set_message(format!("{} reused", done - executed));
+            bar.set_position(done as u64);
+            return;
+        }
+        if state.last_line.elapsed() >= LINE_EVERY || done == total {
+            state.last_line = Instant::now();
+            eprintln!(
+                "{}: {done}/{total} runs done ({} reused), {:.0} s",
+                self.label,
+                done - executed,
+                self.started.elapsed().as_secs_f64()
+            );
+        }
+    }
+
+    /// Removes the bar, if one was drawn.
+    pub fn finish(self) {
+        if let Ok(state) = self.state.into_inner() {
+            if let Some(bar) = state.bar {
+                bar.finish_and_clear();
+            }
+        }
+    }
+}

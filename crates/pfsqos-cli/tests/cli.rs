@@ -207,12 +207,79 @@ fn compare_writes_one_chart_per_policy() {
 fn demo_writes_the_report_where_asked() {
     let tmp = tempfile::tempdir().unwrap();
     let out_dir = tmp.path().join("demo-out");
-    // From a directory with no scenarios/ in it: the flagship scenario is built in.
+    // From a directory with no scenarios/ in it: the suite is built in.
     let out = pfsqos(&["demo", "--out", out_dir.to_str().unwrap()], tmp.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(out_dir.join("report.html").is_file());
+    for f in [
+        "report.html",
+        "bakeoff.json",
+        "bakeoff.csv",
+        "results.md",
+        "timing.json",
+    ] {
+        assert!(out_dir.join(f).is_file(), "{f}");
+    }
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("report.html"), "{stdout}");
+    assert!(stdout.contains("scripts/reproduce-gift.sh"), "{stdout}");
+}
+
+fn bakeoff_suite_dir() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../pfsqos-bakeoff/tests/suite")
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn bakeoff_runs_selected_designs_and_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("b");
+    let args = [
+        "bakeoff",
+        &bakeoff_suite_dir(),
+        "--designs",
+        "nobw,gift",
+        "--seeds",
+        "1",
+        "--jobs",
+        "2",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ];
+    let out = pfsqos(&args, tmp.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let json = std::fs::read_to_string(out_dir.join("bakeoff.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["designs"].as_array().unwrap().len(), 2);
+    // Run again: everything reused, the same bytes.
+    let again = pfsqos(&args, tmp.path());
+    assert_eq!(again.status.code(), Some(0), "{}", stderr(&again));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("0 runs executed"));
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("bakeoff.json")).unwrap(),
+        json
+    );
+}
+
+#[test]
+fn bakeoff_refuses_unknown_designs_and_bad_suites() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pfsqos(
+        &["bakeoff", &bakeoff_suite_dir(), "--designs", "nobw,warp"],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("warp") && err.contains("nobw, adaptbf, gift, iez+adaptbf"),
+        "{err}"
+    );
+    let out = pfsqos(&["bakeoff", tmp.path().to_str().unwrap()], tmp.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("suite.toml"), "{}", stderr(&out));
+    assert!(!tmp.path().join("bakeoff-out").exists());
 }
 
 /// `pfsqos pi identify` runs the open-loop staircase on the scenario, fits eq. 1 and prints

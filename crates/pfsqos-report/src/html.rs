@@ -15,7 +15,8 @@ pub const POINTS_PER_LINE_MAX: usize = 1500;
 /// Rejected control writes listed per policy in the page; the count is always exact.
 pub const REJECTED_SHOWN_MAX: usize = 100;
 
-const STYLE: &str = "\
+/// The report pages' stylesheet, for other pages in the same look (the bakeoff report).
+pub const STYLE: &str = "\
 :root{color-scheme:light}\
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif;\
 color:#111827;background:#F9FAFB;margin:0;line-height:1.45}\

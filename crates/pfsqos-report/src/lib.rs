@@ -12,6 +12,7 @@
 //! functions of `pfsqos-core`.
 
 mod html;
+mod multiples;
 mod summary;
 mod svg;
 mod timeseries;
@@ -34,7 +35,10 @@ pub struct ScenarioText<'a> {
 
 pub use html::{
     index_html, report_html, report_html_described, IndexEntry, POINTS_PER_LINE_MAX,
-    REJECTED_SHOWN_MAX,
+    REJECTED_SHOWN_MAX, STYLE as REPORT_STYLE,
+};
+pub use multiples::{
+    cdf_chart, design_color, escape_html, line_color, small_multiples, Panel, PanelLine,
 };
 pub use summary::{
     summarize, EngineSummary, FairnessWindow, JobSummary, RejectedWrite, RunSummary, WindowBasis,

@@ -5,19 +5,16 @@
 use std::fmt::Write as _;
 
 use crate::escape;
-use crate::svg::{job_color, nice_step, policy_color, tick_label, FONT};
+// The page's width, legend and colours are the other charts' (one look across a report).
+use crate::svg::{
+    job_color, nice_step, policy_color, tick_label, AXIS, FONT, GRID, LEGEND_ROWS_MAX,
+    LEGEND_WIDTH_PX, MUTED, TEXT, WIDTH_PX,
+};
 
-const WIDTH_PX: f64 = 960.0;
-const LEGEND_WIDTH_PX: f64 = 190.0;
 const PANEL_HEIGHT_PX: f64 = 170.0;
 const PANEL_GAP_PX: f64 = 34.0;
 const LEFT_PX: f64 = 56.0;
 const TOP_PX: f64 = 40.0;
-const LEGEND_ROWS_MAX: usize = 24;
-const TEXT: &str = "#111827";
-const MUTED: &str = "#4B5563";
-const GRID: &str = "#E5E7EB";
-const AXIS: &str = "#374151";
 
 /// One line of a panel; line `i` of every panel has the colour of legend entry `i`.
 pub struct PanelLine {

@@ -34,20 +34,20 @@ pub(crate) fn policy_color(i: usize) -> &'static str {
 }
 
 /// Legend rows drawn; beyond this a "+N more" line keeps the chart a sane height.
-const LEGEND_ROWS_MAX: usize = 24;
+pub(crate) const LEGEND_ROWS_MAX: usize = 24;
 const LEGEND_ROW_PX: f64 = 20.0;
 const LEGEND_CHARS_MAX: usize = 22;
-const WIDTH_PX: f64 = 960.0;
-const LEGEND_WIDTH_PX: f64 = 190.0;
+pub(crate) const WIDTH_PX: f64 = 960.0;
+pub(crate) const LEGEND_WIDTH_PX: f64 = 190.0;
 const TOP_PX: f64 = 44.0;
 const BOTTOM_PX: f64 = 56.0;
 const LEFT_PX: f64 = 78.0;
 const BAR_WIDTH_PX_MAX: f64 = 110.0;
 
-const GRID: &str = "#E5E7EB";
-const AXIS: &str = "#374151";
-const TEXT: &str = "#111827";
-const MUTED: &str = "#4B5563";
+pub(crate) const GRID: &str = "#E5E7EB";
+pub(crate) const AXIS: &str = "#374151";
+pub(crate) const TEXT: &str = "#111827";
+pub(crate) const MUTED: &str = "#4B5563";
 
 /// One line of a line chart.
 pub(crate) struct Series<'a> {

@@ -18,15 +18,7 @@ pub struct AgentArgs {
 }
 
 pub fn run(args: AgentArgs) -> ExitCode {
-    let level = std::env::var("PFSQOS_LOG")
-        .ok()
-        .and_then(|l| l.parse::<tracing::Level>().ok())
-        .unwrap_or(tracing::Level::INFO);
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    crate::live::init_logging();
     let config = match pfsqos_agent::AgentConfig::load(&args.config) {
         Ok(c) => c,
         Err(e) => {

@@ -19,7 +19,7 @@ use pfsqos_ops::updown::{self, UpOptions};
 use pfsqos_ossd::{Ossd, OssdConfig};
 
 /// Logs to stderr at INFO (or the level in `PFSQOS_LOG`: error, warn, info, debug, trace).
-fn init_logging() {
+pub(crate) fn init_logging() {
     let level = std::env::var("PFSQOS_LOG")
         .ok()
         .and_then(|l| l.parse::<tracing::Level>().ok())

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::escape;
 // The page's width, legend and colours are the other charts' (one look across a report).
 use crate::svg::{
-    job_color, nice_step, policy_color, tick_label, AXIS, FONT, GRID, LEGEND_ROWS_MAX,
+    axis_top, job_color, nice_step, policy_color, tick_label, AXIS, FONT, GRID, LEGEND_ROWS_MAX,
     LEGEND_WIDTH_PX, MUTED, TEXT, WIDTH_PX,
 };
 
@@ -26,15 +26,6 @@ pub struct Panel {
     pub title: String,
     /// Lines in legend order (a panel may have fewer).
     pub lines: Vec<PanelLine>,
-}
-
-fn first_tick_at_or_above(max: f64, step: f64) -> f64 {
-    let max = if max.is_finite() && max > 0.0 {
-        max
-    } else {
-        step
-    };
-    (max / step - 1e-9).ceil().max(1.0) * step
 }
 
 fn truncate(text: &str, chars_max: usize) -> String {
@@ -126,9 +117,9 @@ pub fn small_multiples(
         .filter(|v| v.is_finite())
         .fold(0.0, f64::max);
     let y_step = nice_step(y_max, 4);
-    let y_top = first_tick_at_or_above(y_max, y_step);
+    let y_top = axis_top(y_max, y_step);
     let x_step = nice_step(x_max, 4);
-    let x_top = first_tick_at_or_above(x_max, x_step);
+    let x_top = axis_top(x_max, x_step);
 
     let mut out = String::new();
     let _ = writeln!(
@@ -232,7 +223,7 @@ pub fn cdf_chart(title: &str, x_label: &str, lines: &[(String, Vec<f64>)]) -> St
     };
     let x_max = finite().fold(0.0, f64::max);
     let x_step = nice_step(x_max, 8);
-    let x_top = first_tick_at_or_above(x_max, x_step);
+    let x_top = axis_top(x_max, x_step);
     let mut out = String::new();
     let _ = writeln!(
         out,

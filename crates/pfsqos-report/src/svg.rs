@@ -94,7 +94,7 @@ pub(crate) fn nice_step(max: f64, target: usize) -> f64 {
 }
 
 /// The axis end: the first tick at or above `max` (at least one step).
-fn axis_top(max: f64, step: f64) -> f64 {
+pub(crate) fn axis_top(max: f64, step: f64) -> f64 {
     let max = if max.is_finite() && max > 0.0 {
         max
     } else {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates every measured number of docs/reproductions/vpfs.md (vPFS, MSST '12, §IV-C):
 # the Fig. 5 sweep (target ratios, app2's access patterns, two thresholds), the Fig. 6
-# dynamic-arrival run and the Table 2 96-server comparison, with the RPC-level engine. Writes docs/reproductions/vpfs-measured.md.
+# dynamic-arrival run, the Fig. 1/7 BTIO-against-IOR runs (Class C full and Class A simple) and
+# the Table 2 96-server comparison, with the RPC-level engine. Writes docs/reproductions/vpfs-measured.md.
 # Usage: scripts/reproduce-vpfs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,14 @@ trap 'rm -f "$tmp"' EXIT
   echo "## Fig. 6: eight applications arriving 60 s apart (scenarios/vpfs/fig6-arrivals.toml)"
   echo
   "$bin" fig6 scenarios/vpfs/fig6-arrivals.toml
+  echo
+  echo "## Fig. 1 and Fig. 7: BTIO against IOR, Class C / full (scenarios/vpfs/fig7-btio-c-full.toml)"
+  echo
+  "$bin" fig7 scenarios/vpfs/fig7-btio-c-full.toml
+  echo
+  echo "## Fig. 1 and Fig. 7: BTIO against IOR, Class A / simple (scenarios/vpfs/fig7-btio-a-simple.toml)"
+  echo
+  "$bin" fig7 scenarios/vpfs/fig7-btio-a-simple.toml
   echo
   echo "## Table 2, Fig. 9-10: 96 servers, threshold against layout synchronization (scenarios/vpfs/table2-96-servers.toml)"
   echo

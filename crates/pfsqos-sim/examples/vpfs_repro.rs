@@ -7,6 +7,7 @@
 //! cargo run --release -p pfsqos-sim --example vpfs_repro -- fig5 scenarios/vpfs/fig5-asymmetric.toml
 //! cargo run --release -p pfsqos-sim --example vpfs_repro -- fig6 scenarios/vpfs/fig6-arrivals.toml
 //! cargo run --release -p pfsqos-sim --example vpfs_repro -- table2 scenarios/vpfs/table2-96-servers.toml
+//! cargo run --release -p pfsqos-sim --example vpfs_repro -- fig7 scenarios/vpfs/fig7-btio-c-full.toml
 //! ```
 //!
 //! **fig5**: for each of app2's access patterns (sequential write, sequential read, random
@@ -21,6 +22,13 @@
 //! **fig6**: runs FIFO and layout-driven DSFQ and prints the unfairness (vPFS's formula) of
 //! every 60 s window, then the mean of the 60 s and 5 s windows before and after the last
 //! arrival (420 s), and their maxima.
+//!
+//! **fig7** (also Fig. 1): BTIO (job 0, a `phases` shape) against IOR (job 1). Runs BTIO alone,
+//! IOR alone for 60 s (one server's rate under IOR: the non-work-conserving cap), then both
+//! without control, under layout-driven DSFQ at the scenario's weights, the same with a 10 s
+//! flow idle time, and that plus the cap. Columns: BTIO's run time (start to the end of its
+//! last phase) and I/O time (sum of its phases' durations), both against BTIO alone, the
+//! paper's figures beside them, and IOR's rate while BTIO runs.
 //!
 //! **table2**: runs FIFO, threshold DSFQ with a broadcast on every request and layout DSFQ (with
 //! the default 1 s flow idle time, and with 10 s) on the 96-server set-up; prints the total throughput's mean and standard deviation over 1 s
@@ -213,6 +221,131 @@ fn fig6(base: &Scenario) {
     }
 }
 
+/// BTIO's run time and I/O time in a run, from its phase records: run time from the job's start
+/// to the end of its last phase (the computation after it is the same in every run), I/O time
+/// the sum of its phases' durations. `None` when the run cut a phase (the duration is too short).
+fn btio_times_s(out: &RunOutput, job: usize, phases: u32) -> Option<(f64, f64, u64)> {
+    let p = out.jobs[job].phases.as_ref()?;
+    if p.done.len() != phases as usize {
+        return None;
+    }
+    let last = p.done.last()?;
+    let io_ns: u64 = p.done.iter().map(|r| r.duration_ns()).sum();
+    let bytes: u64 = p.done.iter().map(|r| r.bytes).sum();
+    Some((
+        (last.end_ns - p.start_ns) as f64 / 1e9,
+        io_ns as f64 / 1e9,
+        bytes,
+    ))
+}
+
+/// The paper's Fig. 1 / Fig. 7 numbers for a BTIO class, relative to standalone: run-time
+/// increase and I/O throughput kept, for Native (no control), layout DSFQ and its NWC variant.
+/// Class A and C text of §II-A and §IV-C-3; "NWC ... the same level of performance as when it
+/// runs alone".
+fn fig7_paper(class: &str) -> [(&'static str, &'static str); 3] {
+    match class {
+        "A" => [
+            ("+228.8 %", "7.5 %"),
+            ("+153.3 %", "16.8 %"),
+            ("≈ 0 %", "≈ 100 %"),
+        ],
+        _ => [
+            ("+76 %", "31.6 %"),
+            ("+20.3 %", "72.1 %"),
+            ("≈ 0 %", "≈ 100 %"),
+        ],
+    }
+}
+
+/// Fig. 1 and Fig. 7: BTIO (job 0, `phases` shape) against IOR (job 1). Runs BTIO alone, IOR
+/// alone (to measure one server's rate under IOR, the non-work-conserving cap), then both
+/// without control, under layout-driven DSFQ at the scenario's weights, with a 10 s flow idle
+/// time (BTIO's 6 s computations no longer make it leave the servers), and with the cap.
+fn fig7(base: &Scenario) {
+    let btio_phases = base.jobs[0].groups[0]
+        .shape
+        .phases
+        .expect("job 0 must be BTIO, with a phases shape");
+    let class = if base.jobs[0].groups[0].bs.bytes() < 1 << 20 {
+        "A"
+    } else {
+        "C"
+    };
+    let mut alone = base.clone();
+    alone.jobs.truncate(1);
+    let solo = run_quiet(&alone, "nobw");
+    let (solo_run_s, solo_io_s, solo_bytes) =
+        btio_times_s(&solo, 0, btio_phases).expect("standalone BTIO finishes within duration_s");
+    let solo_mb_s = solo_bytes as f64 / 1e6 / solo_io_s;
+
+    let mut ior = base.clone();
+    ior.jobs.remove(0);
+    ior.simulation.duration_s = 60.0;
+    let ior_out = run_quiet(&ior, "nobw");
+    let from = bins_from(&ior_out, WARMUP_S);
+    let ior_bytes = job_bytes_from(&ior_out, 0, from);
+    let ior_s = ior_out.end_ns as f64 / 1e9 - WARMUP_S;
+    let servers = base.osses.len() as f64;
+    let cap_per_server = (ior_bytes as f64 / ior_s / servers).round() as u64;
+
+    println!(
+        "BTIO class {class} alone: run time {solo_run_s:.1} s, I/O time {solo_io_s:.1} s \
+         ({:.0} % of the run), {:.0} MB written at {solo_mb_s:.1} MB/s. IOR alone: {:.1} MB/s per \
+         server (the non-work-conserving cap below).",
+        solo_io_s / solo_run_s * 100.0,
+        solo_bytes as f64 / 1e6,
+        cap_per_server as f64 / 1e6
+    );
+    println!();
+    println!("| run | policy | BTIO run time | run time vs alone | paper | BTIO I/O time | I/O throughput kept | paper | IOR MB/s while BTIO runs |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| BTIO alone | `nobw` | {solo_run_s:.1} s | – | – | {solo_io_s:.1} s | 100 % | – | – |"
+    );
+    let paper = fig7_paper(class);
+    let rows = [
+        ("Shared, Native", "nobw".to_string(), Some(paper[0])),
+        (
+            "Shared, Layout-DSFQ",
+            "vpfs:sync=layout".to_string(),
+            Some(paper[1]),
+        ),
+        (
+            "Shared, Layout-DSFQ, 10 s idle",
+            "vpfs:sync=layout:flow_idle_ms=10000".to_string(),
+            None,
+        ),
+        (
+            "Shared, Layout-DSFQ (NWC)",
+            format!("vpfs:sync=layout:flow_idle_ms=10000:nwc={cap_per_server}"),
+            Some(paper[2]),
+        ),
+    ];
+    for (label, policy, paper) in rows {
+        let out = run_quiet(base, &policy);
+        let (run_s, io_s, bytes) = match btio_times_s(&out, 0, btio_phases) {
+            Some(t) => t,
+            None => {
+                println!(
+                    "| {label} | `{policy}` | not finished in {:.0} s | | | | | | |",
+                    base.simulation.duration_s
+                );
+                continue;
+            }
+        };
+        let btio_end_bin = (run_s * 1e9 / out.bin_ns as f64) as usize;
+        let ior_during: u64 = out.jobs[1].bytes_per_bin().iter().take(btio_end_bin).sum();
+        let (paper_run, paper_tput) = paper.unwrap_or(("–", "–"));
+        println!(
+            "| {label} | `{policy}` | {run_s:.1} s | {:+.1} % | {paper_run} | {io_s:.1} s | {:.1} % | {paper_tput} | {:.1} |",
+            (run_s / solo_run_s - 1.0) * 100.0,
+            bytes as f64 / 1e6 / io_s / solo_mb_s * 100.0,
+            ior_during as f64 / 1e6 / run_s
+        );
+    }
+}
+
 /// Mean and standard deviation of `bytes_per_bin` summed into windows of `window_bins`, as MB/s
 /// (the paper's unit, 10^6 bytes).
 fn mean_std_mb_s(
@@ -273,7 +406,7 @@ fn table2(base: &Scenario) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(which), Some(path)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: vpfs_repro fig5|fig6|table2 SCENARIO");
+        eprintln!("usage: vpfs_repro fig5|fig6|fig7|table2 SCENARIO");
         std::process::exit(2);
     };
     let scenario = Scenario::load(Path::new(path)).unwrap_or_else(|e| {
@@ -283,9 +416,10 @@ fn main() {
     match which.as_str() {
         "fig5" => fig5(&scenario),
         "fig6" => fig6(&scenario),
+        "fig7" => fig7(&scenario),
         "table2" => table2(&scenario),
         other => {
-            eprintln!("unknown experiment {other} (fig5, fig6, table2)");
+            eprintln!("unknown experiment {other} (fig5, fig6, fig7, table2)");
             std::process::exit(2);
         }
     }

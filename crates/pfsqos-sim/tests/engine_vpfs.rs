@@ -173,3 +173,105 @@ fn a_job_without_a_weight_weighs_its_node_count() {
         "{texts:?}"
     );
 }
+
+/// vPFS Fig. 7's set-up, small: a bursty job with synchronous write phases (BTIO) against a
+/// continuous writer (IOR) on two servers, weights 32:1. Returns BTIO's total I/O time (the
+/// sum of its phases' durations) in seconds.
+fn bursty_vs_streamer_io_s(with_streamer: bool, policy: &str) -> f64 {
+    let mut s = format!(
+        r#"
+name = "vpfs-bursty"
+[simulation]
+duration_s = 120.0
+[cluster]
+clients = 4
+brw_size = "1M"
+stripe_size = "1M"
+[network]
+client_link_mib_s = 100000.0
+server_link_mib_s = 100000.0
+latency_us = 50.0
+{EXACT_DEVICE}
+[[oss]]
+name = "s0"
+osts = 1
+device = "exact"
+[[oss]]
+name = "s1"
+osts = 1
+device = "exact"
+
+[[job]]
+id = "btio"
+nodes = 2
+weight = 32
+clients = [0, 1]
+[[job.processes]]
+rw = "write"
+bs = "4M"
+size = "40M"
+numjobs = 2
+iodepth = 1
+file = "shared"
+stripe_count = 2
+stripe_offset = 0
+[job.processes.shape]
+kind = "phases"
+phases = 5
+compute_s = 2.0
+phase_size = "8M"
+"#
+    );
+    if with_streamer {
+        s.push_str(
+            r#"
+[[job]]
+id = "ior"
+nodes = 2
+weight = 1
+clients = [2, 3]
+[[job.processes]]
+rw = "write"
+bs = "4M"
+size = "64G"
+numjobs = 16
+file = "shared"
+stripe_count = 2
+stripe_offset = 0
+"#,
+        );
+    }
+    let out = run_quiet(&scenario(&s), policy, 1);
+    let phases = out.jobs[0].phases.as_ref().expect("btio has phases");
+    assert_eq!(phases.done.len(), 5, "{policy}: every BTIO phase completes");
+    phases.done.iter().map(|p| p.duration_ns()).sum::<u64>() as f64 / 1e9
+}
+
+#[test]
+fn a_cap_restores_a_bursty_job_that_work_conserving_dsfq_cannot() {
+    // vPFS §IV-C-3, Fig. 7: layout DSFQ at 32:1 restores part of BTIO's I/O rate under IOR's
+    // contention, the non-work-conserving variant (a cap per server at the weight's share of
+    // its capacity; the flow idle time exceeds BTIO's computation, so the cap does not lift
+    // while it computes) nearly all of it.
+    let alone = bursty_vs_streamer_io_s(false, "nobw");
+    let kept = |policy: &str| alone / bursty_vs_streamer_io_s(true, policy);
+    let native = kept("nobw");
+    let dsfq = kept("vpfs:sync=layout:flow_idle_ms=5000");
+    let nwc = kept("vpfs:sync=layout:flow_idle_ms=5000:nwc=104857600");
+    assert!(
+        native < 0.5,
+        "IOR's contention must hurt BTIO without control: {native}"
+    );
+    assert!(
+        dsfq > native,
+        "DSFQ must restore some of BTIO's rate: {dsfq} vs {native}"
+    );
+    assert!(
+        nwc > dsfq,
+        "the cap must restore more than DSFQ: {nwc} vs {dsfq}"
+    );
+    assert!(
+        nwc > 0.85,
+        "the cap must restore nearly all of BTIO's rate: {nwc}"
+    );
+}

@@ -132,7 +132,8 @@ pub fn spawn_ready(
     )
 }
 
-/// One ossd (one OST), an mds and mounts, all on loopback; torn down in reverse order.
+/// One ossd (one OST; or several, [`Cluster::start_osses`]), an mds and mounts, all on
+/// loopback; torn down in reverse order.
 ///
 /// Tests that model jobs on separate compute nodes give each job a mount of its own: one mount
 /// is one Lustre client, whose `max_rpcs_in_flight` window and dirty budget per OST are shared
@@ -148,12 +149,25 @@ pub struct Cluster {
     pub mounts: Vec<Proc>,
     pub mds: Proc,
     pub ossd: Proc,
+    /// The other ossds of a cluster started with [`Cluster::start_osses`] (OST 1, 2, ...),
+    /// after `ossd` in drop order.
+    pub more_ossds: Vec<Proc>,
+    /// Every ossd's address, in OST order (`oss_addr` first).
+    pub oss_addrs: Vec<String>,
 }
 
 impl Cluster {
     /// `mounts` mounts with 1 MiB RPCs (one 1 MiB application block = one RPC = one TBF
     /// token) and JobIDs from `SLURM_JOB_ID`.
     pub fn start(mounts: usize, ossd_args: &[&str]) -> Cluster {
+        Cluster::start_osses(1, mounts, ossd_args)
+    }
+
+    /// As [`Cluster::start`] with `osses` ossds of one OST each, each the DSFQ
+    /// synchronization peer of the others (as `pfsqos up` starts them), and new files striped
+    /// over all of them.
+    pub fn start_osses(osses: usize, mounts: usize, ossd_args: &[&str]) -> Cluster {
+        assert!(osses >= 1);
         assert!(
             Path::new("/dev/fuse").exists(),
             "these tests need /dev/fuse (FUSE kernel module); scripts/setup.sh installs fuse3 and fio"
@@ -161,32 +175,70 @@ impl Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let key = tmp.path().join("cluster.key");
         std::fs::write(&key, "e2e-test-key-0123456789abcdef0123\n").unwrap();
-        let mut cmd = pfsqos();
-        cmd.args(["ossd", "--listen", "127.0.0.1:0", "--ost"])
-            .arg(tmp.path().join("ost0"))
-            .arg("--key-file")
-            .arg(&key)
-            .args(ossd_args);
-        let log = tmp.path().join("ossd.log");
-        let (ossd, oss_addr) = spawn_ready(cmd, "ossd listening on ", &log, None);
+        // One ossd alone listens on a port the kernel picks; peers must know each other's
+        // address before they start, so a cluster of several reserves free ports first.
+        let listen: Vec<String> = if osses == 1 {
+            vec!["127.0.0.1:0".to_string()]
+        } else {
+            let held: Vec<std::net::TcpListener> = (0..osses)
+                .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+                .collect();
+            held.iter()
+                .map(|l| l.local_addr().unwrap().to_string())
+                .collect()
+        };
+        let mut ossds = Vec::new();
+        let mut oss_addrs = Vec::new();
+        for (i, addr) in listen.iter().enumerate() {
+            let mut cmd = pfsqos();
+            cmd.args(["ossd", "--listen", addr, "--ost"])
+                .arg(tmp.path().join(format!("ost{i}")))
+                .arg("--key-file")
+                .arg(&key)
+                .args(ossd_args);
+            if osses > 1 {
+                for (k, peer) in listen.iter().enumerate() {
+                    if k != i {
+                        cmd.args(["--peer", peer]);
+                    }
+                }
+                cmd.args(["--sync-instance-base", &i.to_string()]);
+            }
+            let log_name = if i == 0 {
+                "ossd.log".to_string()
+            } else {
+                format!("ossd{i}.log")
+            };
+            let log = tmp.path().join(log_name);
+            let (ossd, oss_addr) = spawn_ready(cmd, "ossd listening on ", &log, None);
+            ossds.push(ossd);
+            oss_addrs.push(oss_addr);
+        }
         let mut cmd = pfsqos();
         cmd.args(["mds", "--listen", "127.0.0.1:0", "--db"])
             .arg(tmp.path().join("mds.db"))
             .arg("--key-file")
-            .arg(&key)
-            .arg("--oss")
-            .arg(format!("{oss_addr}:1"));
+            .arg(&key);
+        for addr in &oss_addrs {
+            cmd.arg("--oss").arg(format!("{addr}:1"));
+        }
+        if osses > 1 {
+            cmd.args(["--stripe-count", "-1"]);
+        }
         let log = tmp.path().join("mds.log");
         let (mds, mds_addr) = spawn_ready(cmd, "mds listening on ", &log, None);
+        let ossd = ossds.remove(0);
         let mut cluster = Cluster {
             tmp,
             key,
-            oss_addr,
+            oss_addr: oss_addrs[0].clone(),
             mds_addr,
             mnts: Vec::new(),
             mounts: Vec::new(),
             mds,
             ossd,
+            more_ossds: ossds,
+            oss_addrs,
         };
         for i in 0..mounts {
             let mnt = cluster.tmp.path().join(format!("mnt{i}"));
@@ -215,36 +267,41 @@ impl Cluster {
         .0
     }
 
+    /// `lctl set_param` on every ossd.
     pub fn lctl_set(&self, param: &str) {
-        let out = pfsqos()
-            .args(["lctl", "--server", &self.oss_addr, "--key-file"])
-            .arg(&self.key)
-            .args(["set_param", param])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "set_param {param}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        for addr in &self.oss_addrs {
+            let out = pfsqos()
+                .args(["lctl", "--server", addr, "--key-file"])
+                .arg(&self.key)
+                .args(["set_param", param])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "set_param {param} on {addr}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 
-    /// Bytes written so far per job, summed over the OSTs, read with `pfsqos lctl` and parsed
+    /// Bytes written so far per job, summed over the OSTs of every ossd, read with `pfsqos lctl` and parsed
     /// by the parser the Lustre adapter uses.
     pub fn written_bytes(&self) -> BTreeMap<String, u64> {
-        let out = pfsqos()
-            .args(["lctl", "--server", &self.oss_addr, "--key-file"])
-            .arg(&self.key)
-            .args(["get_param", "obdfilter.*.job_stats"])
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let text = String::from_utf8(out.stdout).unwrap();
         let mut per_job = BTreeMap::new();
-        for (_param, jobs) in parse_lctl_job_stats(&text).unwrap() {
-            for job in jobs {
-                *per_job.entry(job.job_id.as_str().to_string()).or_insert(0) +=
-                    job.counters[OstCounter::WriteBytes as usize].sum;
+        for addr in &self.oss_addrs {
+            let out = pfsqos()
+                .args(["lctl", "--server", addr, "--key-file"])
+                .arg(&self.key)
+                .args(["get_param", "obdfilter.*.job_stats"])
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            let text = String::from_utf8(out.stdout).unwrap();
+            for (_param, jobs) in parse_lctl_job_stats(&text).unwrap() {
+                for job in jobs {
+                    *per_job.entry(job.job_id.as_str().to_string()).or_insert(0) +=
+                        job.counters[OstCounter::WriteBytes as usize].sum;
+                }
             }
         }
         per_job

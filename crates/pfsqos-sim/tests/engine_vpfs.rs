@@ -100,7 +100,13 @@ fn only_synchronized_servers_share_the_total_bandwidth_by_weight() {
     // 10 MiB threshold: the total is 2:1 within 3 %.
     let every = run_quiet(&s, "vpfs:sync=threshold:threshold=0", 1);
     let batched = run_quiet(&s, "vpfs:sync=threshold:threshold=10M", 1);
-    for (name, out) in [("every request", &every), ("10 MiB", &batched)] {
+    // And with PFSsim's time threshold: a broadcast of every flow's service each 50 ms.
+    let timed = run_quiet(&s, "vpfs:sync=time:sync_interval_ms=50", 1);
+    for (name, out) in [
+        ("every request", &every),
+        ("10 MiB", &batched),
+        ("50 ms", &timed),
+    ] {
         let share = app1_share(out);
         assert!((share - 2.0 / 3.0).abs() < 0.02, "{name}: {share}");
         let (broadcasts, received) = messages(out);
@@ -116,6 +122,14 @@ fn only_synchronized_servers_share_the_total_bandwidth_by_weight() {
             .iter()
             .all(|s| s.counters.rejected_in == 0 && s.counters.dropped_out == 0));
     }
+    // The time threshold sends one report per flow a server serves and interval (6 s /
+    // 50 ms = 120 intervals; servers 0-1 serve both applications, 2-3 only app2: 6 flows
+    // in all), not one per request.
+    let reports = messages(&timed).0;
+    assert!(
+        (100 * 6..=121 * 6).contains(&reports),
+        "{reports} reports from the servers"
+    );
     // The threshold batches: far fewer messages for the same fairness.
     assert!(
         messages(&batched).0 * 5 < messages(&every).0,

@@ -387,6 +387,7 @@ struct VpfsOptions {
     nwc_bytes_per_s: Option<u64>,
     rpc_cost_bytes: Option<u64>,
     flow_idle_ms: Option<u64>,
+    sync_interval_ms: Option<u64>,
 }
 
 impl PolicyOptions for VpfsOptions {
@@ -401,6 +402,7 @@ impl PolicyOptions for VpfsOptions {
             nwc_bytes_per_s: self.nwc_bytes_per_s,
             rpc_cost_bytes: self.rpc_cost_bytes,
             flow_idle_ms: self.flow_idle_ms,
+            sync_interval_ms: self.sync_interval_ms,
         }))
     }
 }
@@ -433,7 +435,8 @@ fn parse_bytes(policy: &str, key: &str, value: &str) -> Result<u64, String> {
 
 fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
     const ALLOWED: &str =
-        "sched, period_ms, sync, threshold, depth, count, nwc, rpc_cost, flow_idle_ms";
+        "sched, period_ms, sync, threshold, depth, count, nwc, rpc_cost, flow_idle_ms, \
+         sync_interval_ms";
     let mut parsed = VpfsOptions {
         policy: FairQueuing::Dsfq,
         period_ms: None,
@@ -444,6 +447,7 @@ fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOpti
         nwc_bytes_per_s: None,
         rpc_cost_bytes: None,
         flow_idle_ms: None,
+        sync_interval_ms: None,
     };
     for option in options {
         let (key, value) = key_value(name, option, ALLOWED)?;
@@ -467,6 +471,7 @@ fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOpti
                         ("threshold", "threshold"),
                         ("flow_threshold", "flow_threshold"),
                         ("layout", "layout"),
+                        ("time", "time"),
                     ],
                 )?)
             }
@@ -513,6 +518,20 @@ fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOpti
                         })?,
                 )
             }
+            "sync_interval_ms" => {
+                parsed.sync_interval_ms = Some(
+                    value
+                        .parse()
+                        .ok()
+                        .filter(|v| (1..=SYNC_INTERVAL_MS_MAX).contains(v))
+                        .ok_or_else(|| {
+                            format!(
+                                "{name} option sync_interval_ms=`{value}` is not a whole number \
+                                 of milliseconds in 1..={SYNC_INTERVAL_MS_MAX}"
+                            )
+                        })?,
+                )
+            }
             other => {
                 return Err(format!(
                     "unknown vpfs option `{other}` (allowed: {ALLOWED})"
@@ -524,11 +543,12 @@ fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOpti
         && (parsed.sync.is_some()
             || parsed.count.is_some()
             || parsed.threshold_bytes.is_some()
-            || parsed.flow_idle_ms.is_some())
+            || parsed.flow_idle_ms.is_some()
+            || parsed.sync_interval_ms.is_some())
     {
         return Err(
-            "vpfs options sync, count, threshold and flow_idle_ms need sched=dsfq (sfqd does \
-             not synchronize)"
+            "vpfs options sync, count, threshold, flow_idle_ms and sync_interval_ms need \
+             sched=dsfq (sfqd does not synchronize)"
                 .to_string(),
         );
     }
@@ -539,6 +559,8 @@ fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOpti
 const VPFS_DEPTH_MAX: u32 = crate::sched::sfq::SFQ_DEPTH_MAX;
 /// Longest flow idle time a spec may ask for.
 const FLOW_IDLE_MS_MAX: u64 = crate::sched::sfq::FLOW_IDLE_MS_MAX;
+/// Longest time-driven synchronization interval a spec may ask for.
+const SYNC_INTERVAL_MS_MAX: u64 = crate::sched::sfq::SYNC_INTERVAL_MS_MAX;
 
 /// GIFT (`gift`) or one of its baselines.
 #[derive(Debug, PartialEq)]
@@ -1213,6 +1235,9 @@ mod tests {
         assert_eq!(o.threshold_bytes, Some(10 << 20));
         assert_eq!(o.nwc_bytes_per_s, Some(64 << 20));
         assert_eq!(o.depth, Some(8));
+        let t = PolicyChoice::parse("vpfs:sync=time:sync_interval_ms=50").unwrap();
+        let o = t.options.as_any().downcast_ref::<VpfsOptions>().unwrap();
+        assert_eq!((o.sync, o.sync_interval_ms), (Some("time"), Some(50)));
         assert_eq!(
             PolicyChoice::parse("vpfs:threshold=1k").unwrap(),
             PolicyChoice::parse("vpfs:threshold=1024").unwrap()
@@ -1225,6 +1250,9 @@ mod tests {
             "vpfs:sched=sfqd:sync=layout",
             "vpfs:sched=sfqd:flow_idle_ms=100",
             "vpfs:flow_idle_ms=0",
+            "vpfs:sync=time:sync_interval_ms=0",
+            "vpfs:sync_interval_ms=3600001",
+            "vpfs:sched=sfqd:sync_interval_ms=100",
             "vpfs:weight=3",
         ] {
             assert!(PolicyChoice::parse(bad).is_err(), "{bad}");

@@ -61,7 +61,7 @@ impl FairQueuing {
 pub struct VpfsConfig {
     pub policy: FairQueuing,
     pub period_ns: u64,
-    /// `none`, `threshold`, `flow_threshold` or `layout` (DSFQ only).
+    /// `none`, `threshold`, `flow_threshold`, `layout` or `time` (DSFQ only).
     pub sync: Option<&'static str>,
     pub threshold_bytes: Option<u64>,
     pub depth: Option<u32>,
@@ -74,6 +74,8 @@ pub struct VpfsConfig {
     /// How long a flow may be idle on a server before it leaves (DSFQ only; layout mode
     /// announces departures, so this must exceed a flow's gap between requests at a server).
     pub flow_idle_ms: Option<u64>,
+    /// `time` mode's least time between broadcasts (DSFQ only).
+    pub sync_interval_ms: Option<u64>,
 }
 
 /// The vPFS controller.
@@ -112,6 +114,10 @@ impl Vpfs {
             push("count", c.count.map(str::to_string));
             push("threshold", c.threshold_bytes.map(|v| v.to_string()));
             push("flow_idle_ms", c.flow_idle_ms.map(|v| v.to_string()));
+            push(
+                "sync_interval_ms",
+                c.sync_interval_ms.map(|v| v.to_string()),
+            );
             // Last: a new mode starts every flow's synchronization afresh.
             push("sync", c.sync.map(str::to_string));
         }
@@ -234,6 +240,7 @@ mod tests {
             nwc_bytes_per_s: None,
             rpc_cost_bytes: None,
             flow_idle_ms: Some(5000),
+            sync_interval_ms: None,
         }
     }
 
@@ -301,6 +308,28 @@ mod tests {
             ["nrs_dsfq_weight=start jok jobid={ok} weight=1"]
         );
         assert!(texts(&d, 1).is_empty(), "domain 1 accepted its rule");
+    }
+
+    #[test]
+    fn time_mode_writes_its_interval_before_the_mode() {
+        let mut v = Vpfs::new(VpfsConfig {
+            sync: Some("time"),
+            sync_interval_ms: Some(50),
+            threshold_bytes: None,
+            flow_idle_ms: None,
+            ..config()
+        });
+        let d = v.setup(&observation(vec![job("a", 1)]));
+        assert_eq!(
+            texts(&d, 0),
+            [
+                "nrs_policies=dsfq jobid",
+                "nrs_dsfq_depth=4",
+                "nrs_dsfq_sync_interval_ms=50",
+                "nrs_dsfq_sync=time",
+                "nrs_dsfq_weight=start ja jobid={a} weight=1",
+            ]
+        );
     }
 
     #[test]

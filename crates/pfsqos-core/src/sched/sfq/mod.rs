@@ -32,6 +32,15 @@
 //!   on every counted request: the original DSFQ. Service is counted at a request's arrival
 //!   (default, as the proxy and the paper's "accumulated cost of arrived requests"), dispatch
 //!   or completion (PFSsim's DSFQA, DSFQD, DSFQF).
+//! * time-driven (`time`, PFSsim's DSFQATB, "time threshold"): the same broadcast of every
+//!   flow's service since the last one, once [`SfqConfig::sync_interval_ns`] has passed since
+//!   the last broadcast instead of once a cost is reached. PFSsim re-arms a timer; here the
+//!   interval is checked whenever service is counted, so an instance needs no timer of its
+//!   own and a driver none beyond the NWC one. The price: an instance that stops serving
+//!   keeps its last interval's service until it serves again (the flows it served are idle
+//!   there then; a peer undercharges them by at most one interval of this instance's
+//!   service). PFSsim's other variant, the load threshold (DSFQALB: a flow broadcasts once its
+//!   own bytes reach the threshold), is `flow_threshold`.
 //! * layout-driven (§III-B-2, the proxy's "vDSFQ"): an instance broadcasts only when a flow
 //!   first arrives (and, here, when it leaves after [`SfqConfig::flow_idle_ns`] without
 //!   requests); receivers count the other instances serving each flow, and every local
@@ -117,6 +126,12 @@ pub const SYNC_INSTANCES_MAX: u32 = 65_536;
 pub const SFQ_REPORTS_PENDING_MAX: usize = 65_536;
 /// Largest NWC capacity: 1 PiB/s.
 pub const NWC_CAPACITY_COST_PER_S_MAX: u64 = 1 << 50;
+/// Interval of a newly started time-driven DSFQ (`nrs_dsfq_sync_interval_ms`). PFSsim's
+/// `time_threshold` has no published default; 100 ms is Lustre's and AdapTBF's control period
+/// scale, short against the seconds a flow's share is measured over.
+pub const SYNC_INTERVAL_MS_DEFAULT: u64 = 100;
+/// Longest time-driven interval: one hour.
+pub const SYNC_INTERVAL_MS_MAX: u64 = 3_600_000;
 /// A flow without requests here for this long has left (layout mode broadcasts it).
 pub const FLOW_IDLE_NS_DEFAULT: u64 = NS_PER_S;
 /// Longest idle time before a flow leaves (`nrs_dsfq_flow_idle_ms`): one hour. Layout mode
@@ -144,6 +159,9 @@ pub enum SyncMode {
     FlowThreshold,
     /// Broadcast only flow arrivals and departures (§III-B-2).
     Layout,
+    /// Broadcast every flow's service once the interval has passed since the last broadcast
+    /// (PFSsim's DSFQATB).
+    Time,
 }
 
 impl SyncMode {
@@ -153,6 +171,7 @@ impl SyncMode {
             SyncMode::Threshold => "threshold",
             SyncMode::FlowThreshold => "flow_threshold",
             SyncMode::Layout => "layout",
+            SyncMode::Time => "time",
         }
     }
 
@@ -162,6 +181,7 @@ impl SyncMode {
             SyncMode::Threshold,
             SyncMode::FlowThreshold,
             SyncMode::Layout,
+            SyncMode::Time,
         ]
         .into_iter()
         .find(|m| m.name() == text)
@@ -233,6 +253,8 @@ pub struct SfqConfig {
     /// Layout audit amount; 0: no audit.
     pub layout_audit_cost: u64,
     pub flow_idle_ns: u64,
+    /// `time` mode: the least time between two broadcasts.
+    pub sync_interval_ns: u64,
     pub flows_max: usize,
 }
 
@@ -248,6 +270,7 @@ impl SfqConfig {
             nwc_capacity_cost_per_s: 0,
             layout_audit_cost: 0,
             flow_idle_ns: FLOW_IDLE_NS_DEFAULT,
+            sync_interval_ns: SYNC_INTERVAL_MS_DEFAULT * 1_000_000,
             flows_max: SFQ_FLOWS_MAX,
         }
     }
@@ -263,7 +286,7 @@ impl SfqConfig {
     fn initial_mode(&self) -> FlowMode {
         match self.sync {
             SyncMode::None => FlowMode::Local,
-            SyncMode::Threshold | SyncMode::FlowThreshold => FlowMode::Threshold,
+            SyncMode::Threshold | SyncMode::FlowThreshold | SyncMode::Time => FlowMode::Threshold,
             SyncMode::Layout => FlowMode::Layout,
         }
     }
@@ -412,6 +435,8 @@ pub struct Sfq<P> {
     reports_dropped: u64,
     dirty: Vec<u32>,
     unreported_total: u64,
+    /// `time` mode: when the last broadcast went out (or the first service was counted).
+    last_broadcast_ns: Option<u64>,
     folded_requests: u64,
 }
 
@@ -442,6 +467,7 @@ impl<P> Sfq<P> {
             reports_dropped: 0,
             dirty: Vec::new(),
             unreported_total: 0,
+            last_broadcast_ns: None,
             folded_requests: 0,
         }
     }
@@ -682,8 +708,9 @@ impl<P> Sfq<P> {
         assert!(self.reports.len() <= SFQ_REPORTS_PENDING_MAX);
     }
 
-    /// `cost` of flow `f` counts as service here (at the configured [`CountPoint`]).
-    fn count_service(&mut self, f: u32, cost: u64) {
+    /// `cost` of flow `f` counts as service here at `now_ns` (at the configured
+    /// [`CountPoint`]).
+    fn count_service(&mut self, now_ns: u64, f: u32, cost: u64) {
         let flow = &mut self.flows[f as usize];
         flow.local_cost_total = flow.local_cost_total.saturating_add(cost);
         if self.fold == Some(f) {
@@ -711,7 +738,7 @@ impl<P> Sfq<P> {
                     self.push_report(ServiceReport::new(ReportKind::LayoutAudit, key, c));
                 }
             }
-            // Single threshold, and layout-mode instances' flows switched to threshold.
+            // Single threshold, time, and layout-mode instances' flows switched to threshold.
             _ => {
                 flow.unreported_cost = flow.unreported_cost.saturating_add(cost);
                 if !flow.dirty {
@@ -719,8 +746,16 @@ impl<P> Sfq<P> {
                     self.dirty.push(f);
                 }
                 self.unreported_total = self.unreported_total.saturating_add(cost);
-                if self.unreported_total >= self.config.threshold_cost {
+                let due = match self.config.sync {
+                    SyncMode::Time => {
+                        let last = *self.last_broadcast_ns.get_or_insert(now_ns);
+                        now_ns.saturating_sub(last) >= self.config.sync_interval_ns
+                    }
+                    _ => self.unreported_total >= self.config.threshold_cost,
+                };
+                if due {
                     self.flush_service();
+                    self.last_broadcast_ns = Some(now_ns);
                 }
             }
         }
@@ -965,6 +1000,9 @@ impl<P> Sfq<P> {
             "threshold" => self.config.threshold_cost = number(SYNC_THRESHOLD_COST_MAX, 0)?,
             "layout_audit" => self.config.layout_audit_cost = number(SYNC_THRESHOLD_COST_MAX, 0)?,
             "flow_idle_ms" => self.config.flow_idle_ns = number(FLOW_IDLE_MS_MAX, 1)? * 1_000_000,
+            "sync_interval_ms" => {
+                self.config.sync_interval_ns = number(SYNC_INTERVAL_MS_MAX, 1)? * 1_000_000
+            }
             "count" => {
                 self.config.count_at = CountPoint::from_name(word).ok_or_else(|| {
                     einval(format!("`{word}`: expected arrival, dispatch or finish"))
@@ -973,7 +1011,7 @@ impl<P> Sfq<P> {
             "sync" => {
                 let mode = SyncMode::from_name(word).ok_or_else(|| {
                     einval(format!(
-                        "`{word}`: expected none, threshold, flow_threshold or layout"
+                        "`{word}`: expected none, threshold, flow_threshold, layout or time"
                     ))
                 })?;
                 self.set_sync(mode);
@@ -1003,6 +1041,7 @@ impl<P> Sfq<P> {
             "threshold" => c.threshold_cost.to_string(),
             "layout_audit" => c.layout_audit_cost.to_string(),
             "flow_idle_ms" => (c.flow_idle_ns / 1_000_000).to_string(),
+            "sync_interval_ms" => (c.sync_interval_ns / 1_000_000).to_string(),
             "count" => c.count_at.name().to_string(),
             "sync" => c.sync.name().to_string(),
             _ => return None,
@@ -1036,6 +1075,7 @@ impl<P> Sfq<P> {
         }
         self.dirty.clear();
         self.unreported_total = 0;
+        self.last_broadcast_ns = None;
     }
 
     // ------------------------------------------------------------ NWC
@@ -1148,7 +1188,7 @@ impl<P> RequestScheduler<P> for Sfq<P> {
         }
         self.queued += 1;
         if self.config.count_at == CountPoint::Arrival {
-            self.count_service(f, cost);
+            self.count_service(now_ns, f, cost);
         }
         self.check();
     }
@@ -1208,7 +1248,7 @@ impl<P> RequestScheduler<P> for Sfq<P> {
                 flow.cap_clock_ns = flow.cap_clock_ns.max(now_ns).saturating_add(t);
             }
             if self.config.count_at == CountPoint::Dispatch {
-                self.count_service(f, q.cost);
+                self.count_service(now_ns, f, q.cost);
             }
             if now_idle {
                 self.became_idle(f, now_ns);
@@ -1232,7 +1272,7 @@ impl<P> RequestScheduler<P> for Sfq<P> {
         // goes to its own flow if that exists by now, else to the overflow flow).
         if self.config.count_at == CountPoint::Finish {
             if let Some(f) = self.lookup(tags).or(self.fold) {
-                self.count_service(f, cost.saturating_add(self.config.rpc_cost));
+                self.count_service(now_ns, f, cost.saturating_add(self.config.rpc_cost));
             }
         }
         self.expire_idle(now_ns);
@@ -1303,8 +1343,9 @@ pub const PARAMS_SFQD: [&str; 5] = [
 ];
 
 /// `dsfq`'s files: as `sfqd`'s, plus the synchronization mode, threshold, counting point,
-/// layout audit and the idle time after which a flow leaves (layout mode announces it).
-pub const PARAMS_DSFQ: [&str; 10] = [
+/// layout audit, the idle time after which a flow leaves (layout mode announces it) and the
+/// time-driven interval.
+pub const PARAMS_DSFQ: [&str; 11] = [
     "nrs_dsfq_weight",
     "nrs_dsfq_depth",
     "nrs_dsfq_rpc_cost",
@@ -1315,6 +1356,7 @@ pub const PARAMS_DSFQ: [&str; 10] = [
     "nrs_dsfq_count",
     "nrs_dsfq_layout_audit",
     "nrs_dsfq_flow_idle_ms",
+    "nrs_dsfq_sync_interval_ms",
 ];
 
 /// What a policy parameter file reads as on one head.

@@ -372,6 +372,58 @@ fn threshold_zero_reports_every_request() {
     assert_eq!(big[1].cost, 1 << 20);
 }
 
+/// Time-driven synchronization (PFSsim's DSFQATB): nothing is broadcast until the interval
+/// has passed since the last broadcast, whatever the cost counted (the threshold plays no
+/// part); then one report per flow with its service since, and the interval starts over.
+#[test]
+fn time_mode_broadcasts_each_interval_not_at_a_cost() {
+    let ms = 1_000_000;
+    let mut s = sfq(SfqConfig {
+        sync: SyncMode::Time,
+        threshold_cost: 0,
+        sync_interval_ns: 10 * ms,
+        depth_max: 1,
+        ..SfqConfig::dsfq()
+    });
+    // 0..9 ms: a, b, a, ... of 100 each; a threshold of 0 would broadcast every one.
+    for k in 0..10u64 {
+        let job = if k % 2 == 0 { "a" } else { "b" };
+        s.enqueue_with_cost(k * ms, &tags(job), 100, (job.into(), k as u32));
+        assert!(s.take_service_reports().is_empty(), "{k} ms");
+    }
+    // 10 ms after the first count: every flow's service since, in one broadcast.
+    s.enqueue_with_cost(10 * ms, &tags("a"), 100, ("a".into(), 10));
+    let r = s.take_service_reports();
+    let got: Vec<(&str, u64)> = r.iter().map(|r| (r.flow.job.as_str(), r.cost)).collect();
+    assert_eq!(got, [("a", 600), ("b", 500)]);
+    assert!(r.iter().all(|r| r.kind == ReportKind::Service));
+    // The interval restarts at that broadcast: 19 ms is too early, 20 ms is due.
+    s.enqueue_with_cost(19 * ms, &tags("b"), 7, ("b".into(), 11));
+    assert!(s.take_service_reports().is_empty());
+    s.enqueue_with_cost(20 * ms, &tags("b"), 3, ("b".into(), 12));
+    let r = s.take_service_reports();
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].flow.job.as_str(), r[0].cost), ("b", 10));
+}
+
+/// The time-driven interval is a tunable with Lustre-style bounds; `time` is a mode name.
+#[test]
+fn the_time_interval_is_a_bounded_tunable() {
+    let mut s = dsfq(SyncMode::Threshold, 0);
+    assert_eq!(s.tunable_text("sync_interval_ms").unwrap(), "100");
+    s.set_tunable("sync", "time").unwrap();
+    assert_eq!(s.tunable_text("sync").unwrap(), "time");
+    s.set_tunable("sync_interval_ms", "250").unwrap();
+    assert_eq!(s.tunable_text("sync_interval_ms").unwrap(), "250");
+    for bad in ["0", "3600001", "x"] {
+        assert_eq!(
+            s.set_tunable("sync_interval_ms", bad).unwrap_err().errno,
+            Errno::EINVAL,
+            "{bad}"
+        );
+    }
+}
+
 /// A peer's reported service delays the flow's next local request by cost/weight.
 #[test]
 fn peer_service_delays_the_next_arrival() {

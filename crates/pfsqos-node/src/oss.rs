@@ -118,6 +118,20 @@ impl<P: Send + 'static> CptService<P> {
         self.sync_instance
     }
 
+    /// What this partition's policies announced and still hold true, stamped with this
+    /// instance, for a peer that restarted and lost it ([`RequestScheduler::presence_reports`]).
+    /// Not counted here: the driver sends them as it sends [`CptService::take_sync_out`]'s.
+    pub fn presence_messages(&self) -> Vec<SyncMessage> {
+        self.heads
+            .iter()
+            .flat_map(|(_, h)| h.presence_reports())
+            .map(|report| SyncMessage {
+                from_instance: self.sync_instance,
+                report,
+            })
+            .collect()
+    }
+
     /// Reports the heads' policies produced since the last call, stamped with this
     /// instance, counted (one broadcast each); at most [`SYNC_OUTBOX_LEN_MAX`], the oldest
     /// beyond it dropped and counted in `dropped_out`. Allocates nothing when nothing is

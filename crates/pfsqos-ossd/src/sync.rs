@@ -32,7 +32,7 @@
 //!   which refuses and counts unknown flows).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -218,6 +218,9 @@ pub(crate) struct SyncState {
     peers: Vec<Arc<Peer>>,
     /// Per sender instance: its epoch and the sequence number expected next.
     seen: Mutex<HashMap<u32, (u64, u64)>>,
+    /// A sender restarted (or was heard from for the first time): it lost what this ossd's
+    /// partitions announced, so the pump sends their presence again at its next tick.
+    reannounce: AtomicBool,
     /// Inbound peer connections allowed at once.
     pub(crate) peer_connections: Arc<tokio::sync::Semaphore>,
 }
@@ -244,6 +247,7 @@ impl SyncState {
             counters: SyncCountersAtomic::default(),
             peers,
             seen: Mutex::new(HashMap::new()),
+            reannounce: AtomicBool::new(false),
             peer_connections: Arc::new(tokio::sync::Semaphore::new(inbound)),
         })
     }
@@ -303,8 +307,19 @@ async fn pump(shared: Arc<Shared>) {
     loop {
         tick.tick().await;
         items.clear();
+        let reannounce = shared.sync.reannounce.swap(false, Ordering::Relaxed);
         for (k, seq) in seq_next.iter_mut().enumerate() {
-            let out = lock(shared.cpt_state(k)).svc.take_sync_out();
+            let out = {
+                let mut st = lock(shared.cpt_state(k));
+                // Presence first: a flow that leaves in the same tick is withdrawn after it.
+                let mut out = if reannounce {
+                    st.svc.presence_messages()
+                } else {
+                    Vec::new()
+                };
+                out.extend(st.svc.take_sync_out());
+                out
+            };
             for m in out {
                 items.push(SyncItem {
                     from_instance: m.from_instance,
@@ -425,11 +440,17 @@ async fn peer_task(shared: Arc<Shared>, peer: Arc<Peer>) {
                 debug!(peer = %peer.addr, error = %e, "sync batch lost; reconnecting");
                 add(&counters.dropped_out, n);
                 client = None;
+                // The connection broke: the peer may have restarted and lost what this ossd
+                // announced (a presence in this very batch, say). Announce again on a fresh
+                // connection; if the peer is down, its connect fails, the outbox is dropped
+                // and this does not repeat until the peer speaks again.
+                shared.sync.reannounce.store(true, Ordering::Relaxed);
             }
             Err(_) => {
                 debug!(peer = %peer.addr, "sync batch timed out; reconnecting");
                 add(&counters.dropped_out, n);
                 client = None;
+                shared.sync.reannounce.store(true, Ordering::Relaxed);
             }
         }
     }
@@ -455,12 +476,17 @@ impl Shared {
                     refused += 1;
                     continue;
                 }
-                let entry = seen
-                    .entry(item.from_instance)
-                    .or_insert((batch.sender_epoch, 0));
+                let entry = seen.entry(item.from_instance).or_insert_with(|| {
+                    // First word from this sender: it may have run before and lost what
+                    // this ossd announced (this ossd restarted too, or missed its restart).
+                    sync.reannounce.store(true, Ordering::Relaxed);
+                    (batch.sender_epoch, 0)
+                });
                 if entry.0 != batch.sender_epoch {
-                    // The sender restarted: it numbers from 0 again.
+                    // The sender restarted: it numbers from 0 again, and lost every
+                    // presence this ossd announced.
                     *entry = (batch.sender_epoch, 0);
+                    sync.reannounce.store(true, Ordering::Relaxed);
                 }
                 if item.seq < entry.1 {
                     refused += 1;

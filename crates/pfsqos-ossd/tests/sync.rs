@@ -583,3 +583,78 @@ async fn the_cpts_of_one_ossd_exchange_reports_in_memory() {
     assert!(l.finish().await > 0);
     a.shutdown().await;
 }
+
+/// Layout-driven DSFQ across a restart: an ossd that restarts has lost the presence its peers
+/// announced (a flow's arrival is announced once, and in steady state layout mode sends
+/// nothing else). The restarted ossd's first batch carries a new epoch; its peer answers with
+/// the presence of every flow it serves, so the restarted ossd again charges that flow's
+/// requests as mirrored on both servers. Without that, it would count one server until the
+/// flow left and came back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_ossd_learns_again_which_flows_its_peer_serves() {
+    let tmp = tempfile::tempdir().unwrap();
+    let addrs = free_addrs(2);
+    let start = |i: usize| {
+        let cfg = config(
+            addrs[i],
+            tmp.path().join(format!("ost{i}")),
+            i as u32,
+            &addrs,
+            &|_| {},
+        );
+        let addr = addrs[i];
+        async move {
+            let o = Ossd::start(cfg).await.unwrap();
+            start_dsfq(addr, 8).await;
+            set_params(
+                addr,
+                &[
+                    "ost.OSS.ost_io.nrs_dsfq_flow_idle_ms=600000",
+                    "ost.OSS.ost_io.nrs_dsfq_sync=layout",
+                ],
+            )
+            .await;
+            o
+        }
+    };
+    let served_by_both = |listing: &str| {
+        listing
+            .lines()
+            .any(|l| l.trim_start().starts_with("jobid=big ") && l.contains(" servers=2 "))
+    };
+    let a = start(0).await;
+    let b = start(1).await;
+    let load_a = load(addrs[0], "big", 2, 100).await;
+    let load_b = load(addrs[1], "big", 2, 100).await;
+    for addr in &addrs {
+        let mut listing = String::new();
+        let deadline = Instant::now() + DEADLINE;
+        while !served_by_both(&listing) {
+            assert!(Instant::now() < deadline, "not served by both: {listing}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            listing = flows(*addr).await;
+        }
+    }
+    assert!(load_b.finish().await > 0);
+    b.shutdown().await;
+
+    let b2 = start(1).await;
+    let load_b2 = load(addrs[1], "big", 2, 100).await;
+    let mut listing = String::new();
+    let deadline = Instant::now() + DEADLINE;
+    while !served_by_both(&listing) {
+        assert!(
+            Instant::now() < deadline,
+            "the restarted ossd never learnt that its peer serves `big`: {listing}\nA {:?}\nB2 {:?}",
+            a.sync_stats(),
+            b2.sync_stats()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        listing = flows(addrs[1]).await;
+    }
+    assert!(served_by_both(&flows(addrs[0]).await));
+    assert!(load_b2.finish().await > 0);
+    assert!(load_a.finish().await > 0);
+    a.shutdown().await;
+    b2.shutdown().await;
+}

@@ -167,6 +167,14 @@ pub trait RequestScheduler<P> {
         Vec::new()
     }
 
+    /// What this instance has told its peers and still holds true, for a peer that lost it
+    /// (it restarted): layout-mode DSFQ's presence announcements, one per flow served here.
+    /// Receivers apply them idempotently. Does not change the instance; empty for policies
+    /// that do not synchronize.
+    fn presence_reports(&self) -> Vec<ServiceReport> {
+        Vec::new()
+    }
+
     /// A report from the instance of the same policy numbered `from_instance` (on another
     /// server). Policies that do not synchronize ignore it; a refused report has no effect.
     fn on_peer_service(

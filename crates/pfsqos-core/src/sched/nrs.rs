@@ -743,6 +743,12 @@ impl<P: Send + 'static> RequestScheduler<P> for Nrs<P> {
             .map_or_else(Vec::new, |p| p.policy.take_service_reports())
     }
 
+    fn presence_reports(&self) -> Vec<ServiceReport> {
+        self.primary
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.policy.presence_reports())
+    }
+
     fn on_peer_service(
         &mut self,
         now_ns: u64,

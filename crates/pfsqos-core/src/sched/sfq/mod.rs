@@ -1283,6 +1283,16 @@ impl<P> RequestScheduler<P> for Sfq<P> {
         Vec::from(std::mem::take(&mut self.reports))
     }
 
+    /// The arrivals announced and not yet withdrawn (layout mode): a restarted peer learns
+    /// again which flows this instance serves, so it charges their requests as mirrored here.
+    fn presence_reports(&self) -> Vec<ServiceReport> {
+        self.flows
+            .iter()
+            .filter(|f| f.live && f.announced)
+            .map(|f| ServiceReport::new(ReportKind::FlowArrived, f.key, 0))
+            .collect()
+    }
+
     fn on_peer_service(
         &mut self,
         now_ns: u64,
@@ -1456,6 +1466,9 @@ impl<P> RequestScheduler<P> for SfqPolicy<P> {
     }
     fn take_service_reports(&mut self) -> Vec<ServiceReport> {
         self.sfq.take_service_reports()
+    }
+    fn presence_reports(&self) -> Vec<ServiceReport> {
+        self.sfq.presence_reports()
     }
     fn on_peer_service(
         &mut self,

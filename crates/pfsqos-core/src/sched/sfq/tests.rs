@@ -424,6 +424,39 @@ fn the_time_interval_is_a_bounded_tunable() {
     }
 }
 
+/// Layout mode: what an instance announced and still holds is listed again for a peer that
+/// restarted; applying the list twice changes nothing the first time did not.
+#[test]
+fn presence_reports_repeat_the_announcements_and_apply_idempotently() {
+    let mut a = dsfq(SyncMode::Layout, 0);
+    for (k, job) in ["x", "y"].into_iter().enumerate() {
+        a.enqueue_with_cost(0, &tags(job), 10, (job.into(), k as u32));
+    }
+    let announced = a.take_service_reports();
+    assert_eq!(announced.len(), 2);
+    let mut presence = a.presence_reports();
+    presence.sort_by(|p, q| p.flow.job.as_str().cmp(q.flow.job.as_str()));
+    assert_eq!(
+        presence, announced,
+        "the same FlowArrived reports, nothing consumed"
+    );
+    assert!(a.take_service_reports().is_empty());
+    let mut b = dsfq(SyncMode::Layout, 0);
+    for _ in 0..2 {
+        for r in &presence {
+            b.peer_report(0, 7, r).unwrap();
+        }
+    }
+    for job in ["x", "y"] {
+        let key = b.class_type().key(&tags(job));
+        assert_eq!(b.flow_remote_instances(&key), Some(&[7u32][..]), "{job}");
+    }
+    // Threshold mode announces nothing, so it has nothing to repeat.
+    let mut t = dsfq(SyncMode::Threshold, 1 << 30);
+    t.enqueue_with_cost(0, &tags("x"), 10, ("x".into(), 0));
+    assert!(t.presence_reports().is_empty());
+}
+
 /// A peer's reported service delays the flow's next local request by cost/weight.
 #[test]
 fn peer_service_delays_the_next_arrival() {

@@ -483,7 +483,8 @@ pub fn report_html(report: &Report, result: &BakeoffResult) -> String {
          with no progress shared but some alone is counted as starved.</li>\
          <li>Tail slowdown: the 95th percentile (nearest rank) over the run's jobs.</li>\
          <li>Cost: control writes and synchronization traffic per simulated second.</li>\
-         <li>A tie: the seed spreads (min..max) of the best design and another overlap.</li>\
+         <li>A tie: the seed spreads (min..max) of the best design and another overlap (with one \
+         seed: their values are equal).</li>\
          </ul>\n",
     );
     timing_section(&mut out, result);

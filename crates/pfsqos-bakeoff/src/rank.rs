@@ -7,7 +7,8 @@
 //!
 //! A verdict sentence names the best design on a headline metric, by how much it beats the
 //! runner-up and `nobw`, and the seed spreads; when the best and the runner-up's spreads
-//! overlap it says "tie" instead of naming a winner.
+//! overlap it says "tie" instead of naming a winner (with one seed, a tie is equal values,
+//! and the sentence says so rather than speaking of spreads).
 
 use serde::Serialize;
 
@@ -255,8 +256,19 @@ pub fn verdicts(
                     .map(|(row, s, _)| show(row, s))
                     .collect();
                 if !tied.is_empty() {
+                    // With one seed a spread is a point: overlapping points are equal values,
+                    // and "spreads overlap" would claim a variation nobody measured.
+                    let single_seed = ranked
+                        .iter()
+                        .filter(|(_, s, _)| s.overlaps(ws))
+                        .all(|(_, s, _)| s.seeds == 1);
+                    let why = if single_seed {
+                        "equal values, one seed each"
+                    } else {
+                        "their seed spreads overlap"
+                    };
                     out.push(format!(
-                        "{workload}, {}: tie between {} and {}: their seed spreads overlap.",
+                        "{workload}, {}: tie between {} and {}: {why}.",
                         def.label,
                         show(w, ws),
                         tied.join(", ")
@@ -355,6 +367,31 @@ mod tests {
             .position(|f| *f == Family::Fairness)
             .unwrap();
         assert_eq!(o[1].family_mean_rank[fairness], Some(2.0));
+    }
+
+    #[test]
+    fn one_seed_ties_are_equal_values_and_several_seeds_overlap() {
+        let designs = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+        let one = |agg: f64| vec![row(agg, 0.5)];
+        let r = rank_workload(&designs, &[one(100.0), one(100.0), one(90.0)]);
+        let v = verdicts("w", &r, &[]);
+        assert!(
+            v[0].starts_with("w, aggregate throughput: tie between a (100 MiB/s, 1 seed) and b (100 MiB/s, 1 seed): equal values, one seed each."),
+            "{}",
+            v[0]
+        );
+        let two = |lo: f64, hi: f64| vec![row(lo, 0.5), row(hi, 0.5)];
+        let r = rank_workload(
+            &designs,
+            &[two(100.0, 120.0), two(90.0, 105.0), two(10.0, 20.0)],
+        );
+        let v = verdicts("w", &r, &[]);
+        assert!(
+            v[0].contains("tie between a (110 MiB/s")
+                && v[0].ends_with(": their seed spreads overlap."),
+            "{}",
+            v[0]
+        );
     }
 
     #[test]

@@ -100,7 +100,12 @@ fn bench_pi(c: &mut Criterion) {
 fn bench_iez(c: &mut Criterion) {
     let mut g = c.benchmark_group("iez");
     g.sample_size(10);
-    for (files, stripes, osses, per_oss) in [(64u32, 8u32, 3u32, 5u32), (100, 4, 10, 10)] {
+    // The last: the 1,000 requests over 1,000 OSTs (the separable solver's size).
+    for (files, stripes, osses, per_oss) in [
+        (64u32, 8u32, 3u32, 5u32),
+        (100, 4, 10, 10),
+        (1000, 8, 100, 10),
+    ] {
         let stats = ServerStats::uniform(osses, per_oss, 10_000_000_000, 10_000_000_000);
         let predicted: Vec<PredictedFile> = (0..files)
             .map(|_| PredictedFile {

@@ -33,6 +33,21 @@
 //! - The MDS gate (run only while the MDS's CPU < 70 % and memory < 50 %) applies when the
 //!   statistics carry the MDS's load.
 //!
+//! **Solving it at scale.** The flow network has an edge per file and OST, about a million
+//! for 1,000 files over 1,000 OSTs, where successive shortest paths take seconds and the
+//! solver's edge bound ([`super::mcmf::MCMF_EDGES_MAX`]) is reached. The structure helps: a
+//! unit of flow through OST `j` costs the OSS load of `j` on the request → OST edge plus the
+//! OST's own marginal cost on the OST → sink edge, whichever file it comes from, so a flow's
+//! cost is `Σ_j F_j(n_j)` over the stripe count `n_j` each OST receives, with `F_j` convex
+//! (or linear, as printed). [`solve_separable`] takes the cheapest next stripe over all OSTs
+//! `Σ k_i` times (optimal for a separable convex cost under a total), then realizes the counts
+//! as files (each file's stripes on the OSTs with the most stripes left to give, Ryser's
+//! construction, which succeeds whenever any assignment exists). When it does, its cost is
+//! the min-cost flow's; when it does not (or the OSTs cannot hold every stripe) the flow
+//! network decides. It runs only for batches whose network would exceed
+//! [`SEPARABLE_EDGES_MIN`] edges: below, the flow network's answer stands, and where several
+//! assignments cost the same the two pick different ones (the tests check equal costs).
+//!
 //! **The placer.** [`Iez`] holds the latest [`ServerStats`] ([`Placement::observe_servers`])
 //! and, per job, the predicted files in creation order ([`Placement::set_predictions`]: AIPA's
 //! forecast of the job's next write requests, like the interaction database's rows of
@@ -68,6 +83,9 @@ pub const PREDICTIONS_HELD_MAX: usize = 4096;
 pub const PREDICTED_JOBS_MAX: usize = 256;
 /// Most stripes one Algorithm 2 run places.
 pub const PLAN_STRIPES_MAX: u64 = 1 << 16;
+/// Batches whose flow network would have more edges than this are solved by
+/// [`solve_separable`] first (module doc).
+pub const SEPARABLE_EDGES_MIN: usize = 1 << 16;
 
 /// A predicted write request: one file's bytes and stripe count (a row of Table I).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,6 +196,19 @@ pub fn allocate_osts(
     files: &[PredictedFile],
     config: &IezConfig,
 ) -> Result<Vec<Option<FileAllocation>>, AllocationError> {
+    allocate_osts_with(stats, reserved_bytes, files, config, SEPARABLE_EDGES_MIN)
+        .map(|(plans, _)| plans)
+}
+
+/// [`allocate_osts`] with the network size above which [`solve_separable`] is tried first;
+/// also returns the plan's cost (the min-cost flow's objective, in [`COST_SCALE`] units).
+fn allocate_osts_with(
+    stats: &ServerStats,
+    reserved_bytes: &[u64],
+    files: &[PredictedFile],
+    config: &IezConfig,
+    separable_edges_min: usize,
+) -> Result<(Vec<Option<FileAllocation>>, i64), AllocationError> {
     stats.validate().map_err(AllocationError::Stats)?;
     let ost_count = stats.osts.len();
     if reserved_bytes.len() != ost_count {
@@ -207,7 +238,7 @@ pub fn allocate_osts(
         return Err(AllocationError::TooManyStripes(stripes_total));
     }
     if files.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), 0));
     }
     // Per OSS: ossLoad; per OST: room (bytes available beyond what is promised), used bytes.
     let oss_cost: Vec<i64> = stats
@@ -227,13 +258,54 @@ pub fn allocate_osts(
         .zip(reserved_bytes)
         .map(|(o, &r)| o.used_bytes().saturating_add(r).min(o.total_bytes))
         .collect();
-    let solve = |active: &[usize]| -> Result<Vec<Vec<OstId>>, AllocationError> {
+    // The cost of each OST's 1st, 2nd, ... new stripe, OSS load included (the request → OST
+    // edge's cost plus the OST → sink edge's), and how many it can take.
+    let unit_costs = |active: &[usize]| -> Vec<Vec<i64>> {
         let share_max = active.iter().map(|&i| shapes[i].1).max().expect("files");
         let share_mean = (active
             .iter()
             .map(|&i| u128::from(shapes[i].1))
             .sum::<u128>()
             / active.len() as u128) as u64;
+        stats
+            .osts
+            .iter()
+            .enumerate()
+            .map(|(j, o)| {
+                // ostCapacity = kbytesAvail / stripeSize, with the largest share: never
+                // overfills.
+                let capacity = (room[j] / share_max)
+                    .min(active.len() as u64)
+                    .min(MCMF_CAPACITY_MAX as u64);
+                let total = o.total_bytes as f64;
+                let reach = oss_cost[o.oss.0 as usize];
+                (1..=capacity)
+                    .map(|m| {
+                        reach
+                            + match config.cost_model {
+                                CostModel::AsPrinted => ppm(used[j] as f64 / total),
+                                CostModel::Convex => {
+                                    ppm((used[j] as f64 + (m * share_mean) as f64) / total)
+                                }
+                            }
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let solve = |active: &[usize]| -> Result<Vec<Vec<OstId>>, AllocationError> {
+        let costs = unit_costs(active);
+        let edges: usize =
+            active.len() * (ost_count + 1) + costs.iter().map(|c| c.len().max(1)).sum::<usize>();
+        if edges > separable_edges_min {
+            let k: Vec<u32> = active.iter().map(|&i| files[i].stripe_count).collect();
+            if let Some(placed) = solve_separable(&k, &costs) {
+                return Ok(placed
+                    .into_iter()
+                    .map(|osts| osts.into_iter().map(|j| OstId(j as u32)).collect())
+                    .collect());
+            }
+        }
         // buildGraph: 0 source, 1 sink, then files, then OSTs.
         let (source, sink) = (0usize, 1usize);
         let file_node = |k: usize| 2 + k;
@@ -258,23 +330,19 @@ pub fn allocate_osts(
             file_edges.push(edges);
         }
         for (j, o) in stats.osts.iter().enumerate() {
-            // ostCapacity = kbytesAvail / stripeSize, with the largest share: never overfills.
-            let capacity = (room[j] / share_max)
-                .min(active.len() as u64)
-                .min(MCMF_CAPACITY_MAX as u64) as i64;
-            if capacity == 0 {
-                continue;
-            }
-            let total = o.total_bytes as f64;
+            let reach = oss_cost[o.oss.0 as usize];
             match config.cost_model {
+                // One edge of the OST's utilization for all it can take.
                 CostModel::AsPrinted => {
-                    net.add_edge(ost_node(j), sink, capacity, ppm(used[j] as f64 / total))
-                        .map_err(AllocationError::Flow)?;
+                    if let Some(&c) = costs[j].first() {
+                        net.add_edge(ost_node(j), sink, costs[j].len() as i64, c - reach)
+                            .map_err(AllocationError::Flow)?;
+                    }
                 }
+                // Unit edges of increasing cost: the OST's utilization after each stripe.
                 CostModel::Convex => {
-                    for m in 1..=capacity as u64 {
-                        let after = used[j] as f64 + (m * share_mean) as f64;
-                        net.add_edge(ost_node(j), sink, 1, ppm(after / total))
+                    for &c in &costs[j] {
+                        net.add_edge(ost_node(j), sink, 1, c - reach)
                             .map_err(AllocationError::Flow)?;
                     }
                 }
@@ -311,6 +379,18 @@ pub fn allocate_osts(
             }
         }
     }
+    // The objective: each OST's first n_j unit costs.
+    let mut cost = 0i64;
+    if !active.is_empty() {
+        let costs = unit_costs(&active);
+        let mut per_ost = vec![0usize; ost_count];
+        for o in placed.iter().flatten() {
+            per_ost[o.0 as usize] += 1;
+        }
+        for (j, &n) in per_ost.iter().enumerate() {
+            cost += costs[j][..n].iter().sum::<i64>();
+        }
+    }
     let mut out: Vec<Option<FileAllocation>> = vec![None; files.len()];
     let mut at_position = StripePositions::new(ost_count);
     for (&i, mut osts) in active.iter().zip(placed) {
@@ -322,7 +402,66 @@ pub fn allocate_osts(
             osts,
         });
     }
-    Ok(out)
+    Ok((out, cost))
+}
+
+/// Algorithm 2's min-cost flow through its separable structure (module doc, "Solving it at
+/// scale"). `stripes[i]`: file `i`'s stripe count; `unit_costs[j]`: the cost of OST `j`'s 1st,
+/// 2nd, ... new stripe (non-decreasing; its length is what the OST can take, at most one
+/// stripe per file). Returns each file's OSTs, or `None` when the OSTs cannot take every
+/// stripe or the cheapest counts cannot be realized with distinct OSTs per file (the flow
+/// network then decides). Deterministic: ties go to the lower OST index.
+pub fn solve_separable(stripes: &[u32], unit_costs: &[Vec<i64>]) -> Option<Vec<Vec<usize>>> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let total: u64 = stripes.iter().map(|&k| u64::from(k)).sum();
+    let room: u64 = unit_costs.iter().map(|c| c.len() as u64).sum();
+    if total > room {
+        return None;
+    }
+    // The cheapest `total` units over all OSTs: each OST's costs are non-decreasing, so
+    // taking the cheapest next unit each time is optimal for the sum.
+    let mut counts = vec![0usize; unit_costs.len()];
+    let mut next: BinaryHeap<Reverse<(i64, usize)>> = unit_costs
+        .iter()
+        .enumerate()
+        .filter_map(|(j, c)| c.first().map(|&c0| Reverse((c0, j))))
+        .collect();
+    for _ in 0..total {
+        let Reverse((_, j)) = next.pop().expect("room for every stripe");
+        counts[j] += 1;
+        debug_assert!(
+            counts[j] < 2 || unit_costs[j][counts[j] - 1] >= unit_costs[j][counts[j] - 2],
+            "marginal costs must not decrease"
+        );
+        if let Some(&c) = unit_costs[j].get(counts[j]) {
+            next.push(Reverse((c, j)));
+        }
+    }
+    // Ryser's construction: each file, largest stripe count first, takes the OSTs with the
+    // most stripes left to place (ties to the lower index). If any assignment of these counts
+    // exists, this finds one.
+    let mut order: Vec<usize> = (0..stripes.len()).collect();
+    order.sort_by_key(|&i| (Reverse(stripes[i]), i));
+    let mut left = counts;
+    let mut by_left: Vec<usize> = (0..left.len()).collect();
+    let mut out = vec![Vec::new(); stripes.len()];
+    for i in order {
+        let k = stripes[i] as usize;
+        by_left.sort_by_key(|&j| (Reverse(left[j]), j));
+        let chosen = &by_left[..k.min(by_left.len())];
+        if chosen.len() < k || chosen.iter().any(|&j| left[j] == 0) {
+            return None;
+        }
+        for &j in chosen {
+            left[j] -= 1;
+        }
+        let mut osts = chosen.to_vec();
+        osts.sort_unstable();
+        out[i] = osts;
+    }
+    assert!(left.iter().all(|&l| l == 0), "every counted stripe placed");
+    Some(out)
 }
 
 /// Orders each file's OSTs across a batch. Algorithm 2 gives a *set* of OSTs per file; the
@@ -898,6 +1037,86 @@ mod tests {
                 assert!((u - 0.16).abs() < 0.0026, "OST {j}: {u}");
             }
         }
+    }
+
+    /// The separable solver reaches the flow network's optimum cost on random batches (random
+    /// fill, OSS loads, stripe counts, both cost models) and keeps every invariant; where it
+    /// cannot realize the cheapest counts it declines and the network decides.
+    #[test]
+    fn the_separable_solver_matches_the_flow_networks_cost() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for case in 0..300 {
+            let osses = rng.random_range(1..=4u32);
+            let per_oss = rng.random_range(1..=4u32);
+            let mut stats = ServerStats::uniform(osses, per_oss, 10 * GIB, 10 * GIB);
+            for o in &mut stats.osts {
+                o.avail_bytes = rng.random_range(GIB..=10 * GIB);
+            }
+            for l in &mut stats.osses {
+                l.cpu_util = rng.random_range(0.0..0.9);
+                l.mem_util = rng.random_range(0.0..0.9);
+            }
+            let n = stats.osts.len() as u32;
+            let files: Vec<PredictedFile> = (0..rng.random_range(1..=12))
+                .map(|_| PredictedFile {
+                    predicted_bytes: rng.random_range(1..=(2 * GIB)),
+                    stripe_count: rng.random_range(1..=n),
+                })
+                .collect();
+            let config = IezConfig {
+                cost_model: if case % 3 == 0 {
+                    CostModel::AsPrinted
+                } else {
+                    CostModel::Convex
+                },
+                ..IezConfig::default()
+            };
+            let reserved = vec![0; stats.osts.len()];
+            let (flow, flow_cost) =
+                allocate_osts_with(&stats, &reserved, &files, &config, usize::MAX).unwrap();
+            let (sep, sep_cost) =
+                allocate_osts_with(&stats, &reserved, &files, &config, 0).unwrap();
+            check_invariants(&stats, &files, &sep);
+            let placed = |p: &[Option<FileAllocation>]| p.iter().filter(|f| f.is_some()).count();
+            assert_eq!(placed(&flow), placed(&sep), "case {case}: files placed");
+            assert_eq!(flow_cost, sep_cost, "case {case}: {files:?}");
+        }
+    }
+
+    #[test]
+    fn the_separable_solver_on_hand_computed_cases() {
+        // Cheapest four units: 1 (OST 0), 2 and 3 (OST 1), 4 (OST 2), not OST 0's 5. Counts
+        // (1, 2, 1); file 0 takes OST 1 (two left) and OST 0 (tie with OST 2: lower index).
+        let costs = vec![vec![1, 5], vec![2, 3], vec![4, 4]];
+        assert_eq!(
+            solve_separable(&[2, 2], &costs),
+            Some(vec![vec![0, 1], vec![1, 2]])
+        );
+        // Counts (2, 2, 0) cannot give a 3-stripe file three OSTs: declined.
+        let costs = vec![vec![0, 0], vec![0, 0], vec![9]];
+        assert_eq!(solve_separable(&[3, 1], &costs), None);
+        // More stripes than room: declined.
+        assert_eq!(solve_separable(&[2, 2], &[vec![0], vec![0, 0]]), None);
+    }
+
+    /// 1,000 files of 8 stripes over 1,000 OSTs (the issue's size; the flow network would
+    /// have about a million edges): planned whole and balanced by the separable solver.
+    #[test]
+    fn a_thousand_files_over_a_thousand_osts_are_planned() {
+        let stats = ServerStats::uniform(100, 10, 100 * GIB, 100 * GIB);
+        let files = hacc(1000);
+        let plans = allocate_osts(&stats, &vec![0; 1000], &files, &IezConfig::default()).unwrap();
+        assert!(plans.iter().all(Option::is_some));
+        check_invariants(&stats, &files, &plans);
+        let mut per_ost = vec![0u32; 1000];
+        for p in plans.iter().flatten() {
+            for o in &p.osts {
+                per_ost[o.0 as usize] += 1;
+            }
+        }
+        // 8,000 stripes over 1,000 equal OSTs: 8 each.
+        assert!(per_ost.iter().all(|&c| c == 8), "{per_ost:?}");
     }
 
     #[test]

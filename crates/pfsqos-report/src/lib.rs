@@ -13,6 +13,7 @@
 
 mod html;
 mod multiples;
+mod scale;
 mod summary;
 mod svg;
 mod timeseries;
@@ -39,6 +40,10 @@ pub use html::{
 };
 pub use multiples::{
     cdf_chart, design_color, escape_html, line_color, small_multiples, Panel, PanelLine,
+};
+pub use scale::{
+    human_duration, legend_labels, relative_slowdowns, time_unit, top_jobs, verdicts, TimeUnit,
+    HEATMAP_COLUMNS_MAX, HEATMAP_ROWS_MAX, JOBS_DRAWN_MAX, JOB_ROWS_MAX,
 };
 pub use summary::{
     summarize, EngineSummary, FairnessWindow, JobSummary, RejectedWrite, RunSummary, WindowBasis,
@@ -152,15 +157,25 @@ fn write_trace(dir: &Path, run: &RunOutput) -> Result<(), ReportError> {
 /// Writes `dir/{timeseries.csv,summary.json,report.html}` for one run, and
 /// `dir/control_trace.csv` if the run has a controller trace; creates `dir`.
 pub fn write_run(dir: &Path, run: &RunOutput, scenario: &ScenarioText) -> Result<(), ReportError> {
-    write_run_described(dir, run, scenario.description)
+    write_run_page(dir, run, scenario.description, html::Source::Simulated)
 }
 
 /// [`write_run`] for a run without a scenario file (a live run recorded by `pfsqos stat
-/// --record`): the report shows `description` where a scenario's description goes.
+/// --record`): the report shows `description` where a scenario's description goes, and no
+/// simulator fields (seed, events).
 pub fn write_run_described(
     dir: &Path,
     run: &RunOutput,
     description: &str,
+) -> Result<(), ReportError> {
+    write_run_page(dir, run, description, html::Source::Live)
+}
+
+fn write_run_page(
+    dir: &Path,
+    run: &RunOutput,
+    description: &str,
+    source: html::Source,
 ) -> Result<(), ReportError> {
     create_dir(dir)?;
     write_file(&dir.join("timeseries.csv"), &timeseries_csv(run))?;
@@ -168,7 +183,7 @@ pub fn write_run_described(
     write_file(&dir.join("summary.json"), &summary_json(run))?;
     write_file(
         &dir.join("report.html"),
-        &report_html_described(std::slice::from_ref(run), description),
+        &html::page(std::slice::from_ref(run), description, source),
     )
 }
 

@@ -501,11 +501,35 @@ fn write_comparison_layout_and_errors() {
         write_comparison(dir.path(), &dup, &sc),
         Err(ReportError::Invalid(_))
     ));
-    let bad = [two_jobs("../x")];
-    assert!(matches!(
-        write_comparison(dir.path(), &bad, &sc),
-        Err(ReportError::Invalid(_))
-    ));
+    // Names that are not safe directory names are mapped, never refused or used raw.
+    let other = tempfile::tempdir().unwrap();
+    let odd = [
+        two_jobs("../x"),
+        two_jobs("adaptbf:period_ms=100"),
+        two_jobs("adaptbf+period_ms-100"),
+        two_jobs("ADAPTBF:period_ms=100"),
+    ];
+    let dirs = write_comparison(other.path(), &odd, &sc).unwrap();
+    assert_eq!(
+        dirs,
+        [
+            "_x",
+            "adaptbf+period_ms-100",
+            "adaptbf+period_ms-100-2",
+            "ADAPTBF+period_ms-100-3"
+        ]
+    );
+    for d in &dirs {
+        assert!(other.path().join(d).join("summary.json").is_file(), "{d}");
+    }
+    let json = std::fs::read_to_string(other.path().join("summary.json")).unwrap();
+    assert!(json.contains("\"adaptbf+period_ms-100-2\""), "{json}");
+    let mut names: Vec<String> = std::fs::read_dir(other.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert!(names.iter().all(|n| !n.contains(':')), "{names:?}");
     assert!(matches!(
         write_comparison(dir.path(), &[], &sc),
         Err(ReportError::Invalid(_))
@@ -986,4 +1010,24 @@ fn sweep_legends_keep_the_differing_part() {
     let bars = chart(&html, "Per-job throughput by policy");
     assert!(bars.contains(">adap…ms=100,window=5<"), "{bars}");
     assert!(bars.contains(">adap…ms=1000,window=5<"), "{bars}");
+}
+
+#[test]
+fn dir_names_follow_the_documented_mapping() {
+    assert_eq!(
+        dir_name("adaptbf:period_ms=100,window=5", "p"),
+        "adaptbf+period_ms-100+window-5"
+    );
+    assert_eq!(dir_name("../etc/passwd", "p"), "_etc_passwd");
+    assert_eq!(dir_name("a b\\c\"d", "p"), "a_b_c_d");
+    assert_eq!(dir_name("", "scenario"), "scenario");
+    assert_eq!(dir_name("...", "scenario"), "scenario");
+    assert_eq!(dir_name(&"x".repeat(500), "p").len(), DIR_NAME_CHARS_MAX);
+    assert_eq!(
+        unique_dir_names(
+            &["a:b".into(), "a+b".into(), "A+B".into(), "a+b-2".into()],
+            "p"
+        ),
+        ["a+b", "a+b-2", "A+B-3", "a+b-2-2"]
+    );
 }

@@ -212,7 +212,7 @@ fn job_table(out: &mut String, summaries: &[RunSummary]) {
     }
     out.push_str("</tr><tr>");
     for _ in summaries {
-        out.push_str("<th>MiB/s</th><th>I/O time (s)</th><th>MiB/s active</th>");
+        out.push_str("<th>MiB/s</th><th>I/O time</th><th>MiB/s active</th>");
     }
     out.push_str("</tr></thead><tbody>\n");
     let mut unfinished = false;
@@ -231,10 +231,10 @@ fn job_table(out: &mut String, summaries: &[RunSummary]) {
                     unfinished |= !j.finished;
                     let _ = write!(
                         out,
-                        "<td class=\"num\">{}{mark}</td><td class=\"num\">{:.2}</td>\
+                        "<td class=\"num\">{}{mark}</td><td class=\"num\">{}</td>\
                          <td class=\"num\">{}</td>",
                         mib(j.throughput_mib_s),
-                        j.io_time_s,
+                        human_duration(j.io_time_s),
                         mib(j.active_throughput_mib_s)
                     );
                 }
@@ -278,7 +278,7 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
     out.push_str("<h2>Synchronous I/O phases</h2>\n");
     out.push_str(
         "<div class=\"scroll\"><table><thead><tr><th>Policy</th>\
-         <th>Mean application I/O time (s)</th><th>Effective system MiB/s</th>\
+         <th>Mean application I/O time</th><th>Effective system MiB/s</th>\
          <th>Allocated effective BW (% of system)</th>\
          <th>The artifact's allocated effective BW (%)</th>\
          <th>Phases completed</th></tr></thead><tbody>\n",
@@ -295,8 +295,7 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             policy_swatch(i),
             escape(&s.policy),
-            s.mean_app_io_time_s
-                .map_or("–".to_string(), |t| format!("{t:.2}")),
+            s.mean_app_io_time_s.map_or("–".to_string(), human_duration),
             s.effective_system_mib_s.map_or("–".to_string(), mib),
             s.effective_bandwidth_allocated
                 .map_or("–".to_string(), |f| format!("{:.2}", f * 100.0)),
@@ -324,7 +323,7 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
     }
     out.push_str("</tr><tr>");
     for _ in summaries {
-        out.push_str("<th>Phases</th><th>I/O time (s)</th><th>Run time (s)</th>");
+        out.push_str("<th>Phases</th><th>I/O time</th><th>Run time</th>");
     }
     out.push_str("</tr></thead><tbody>\n");
     for job_id in phased.iter().take(PHASE_ROWS_MAX) {
@@ -339,9 +338,11 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
                 Some(p) => {
                     let _ = write!(
                         out,
-                        "<td class=\"num\">{}</td><td class=\"num\">{:.2}</td>\
-                         <td class=\"num\">{:.2}</td>",
-                        p.phases_done, p.io_time_s, p.run_time_s
+                        "<td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                         <td class=\"num\">{}</td>",
+                        p.phases_done,
+                        human_duration(p.io_time_s),
+                        human_duration(p.run_time_s)
                     );
                 }
                 None => out.push_str(

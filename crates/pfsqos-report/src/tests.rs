@@ -877,12 +877,12 @@ fn phase_metrics_appear_only_for_phased_runs() {
     assert!(html.contains("Synchronous I/O phases"), "{html}");
     // bsip's row carries the mean I/O time; the plain run shows a dash.
     assert!(
-        html.contains("<td class=\"num\">2.00</td><td class=\"num\">100.0</td>"),
+        html.contains("<td class=\"num\">2.00 s</td><td class=\"num\">100.0</td>"),
         "{html}"
     );
     assert!(
         html.contains(
-            "<td class=\"num\">1</td><td class=\"num\">2.00</td><td class=\"num\">2.50</td>"
+            "<td class=\"num\">1</td><td class=\"num\">2.00 s</td><td class=\"num\">2.50 s</td>"
         ),
         "{html}"
     );
@@ -898,9 +898,8 @@ fn at_scale(policy: &str, slow: u64) -> RunOutput {
             let first = (i % 200) as usize;
             let len = 5 + (i % 17) as usize * slow as usize;
             let mut per_ost = vec![vec![0u64; bins]; 16];
-            for b in first..(first + len).min(bins) {
-                per_ost[(i % 16) as usize][b] = (1 + i % 7) * MIB * 100;
-            }
+            let active = first..(first + len).min(bins);
+            per_ost[(i % 16) as usize][active].fill((1 + i % 7) * MIB * 100);
             let last = (first + len).min(bins) as u64;
             job(
                 &format!("app{i:03}"),
@@ -941,6 +940,7 @@ fn reports_at_500_applications_stay_bounded() {
     // One y axis: the tick labels of the first panel column appear once per row of panels.
     assert!(!html.contains("2250000") && !html.contains("2,250,000"));
     assert!(html.contains("adaptbf: 26.0 d"), "header times in days");
+    assert!(html.contains(" h</td>"), "job I/O times in hours");
 
     // CDFs: one step line per policy, with every job in them.
     for title in [

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use pfsqos_report::{summarize, write_comparison, write_run, ScenarioText, POLICIES_MAX};
+use pfsqos_report::{dir_name, summarize, write_comparison, write_run, ScenarioText, POLICIES_MAX};
 use pfsqos_sim::{check_policy_spec, RunOutput, Scenario, ScenarioError, POLICY_NAMES};
 
 use crate::progress::{Progress, RunsProgress};
@@ -76,25 +76,10 @@ fn check_policy_list(policies: &[String]) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The scenario name as one safe path component for the default output directory.
+/// The scenario name as one safe path component for the default output directory
+/// (`pfsqos_report::dir_name`, the one mapping of names to directories).
 fn dir_component(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .take(64)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let cleaned = cleaned.trim_start_matches('.');
-    if cleaned.is_empty() {
-        "scenario".to_string()
-    } else {
-        cleaned.to_string()
-    }
+    dir_name(name, "scenario")
 }
 
 fn load(path: &Path) -> Result<Scenario, CliError> {
@@ -164,7 +149,11 @@ pub fn sim(
     };
     let seed = seed.unwrap_or(scenario.simulation.seed);
     let out = out.unwrap_or_else(|| {
-        PathBuf::from("out").join(format!("{}-{policy}", dir_component(&scenario.name)))
+        PathBuf::from("out").join(format!(
+            "{}-{}",
+            dir_component(&scenario.name),
+            dir_name(&policy, "policy")
+        ))
     });
     let run = run_one(&scenario, &policy, seed)?;
     write_run(&out, &run, &text(&scenario)).map_err(|e| CliError::RunFailed(e.to_string()))?;
@@ -190,11 +179,12 @@ fn compare_runs(
         print_summary_line(&run);
         runs.push(run);
     }
-    write_comparison(out, &runs, &text(scenario))
+    let dirs = write_comparison(out, &runs, &text(scenario))
         .map_err(|e| CliError::RunFailed(e.to_string()))?;
     println!(
-        "wrote {0}/summary.json, {0}/<policy>/{{timeseries.csv,summary.json[,control_trace.csv]}}",
-        out.display()
+        "wrote {0}/summary.json, {0}/{{{1}}}/{{timeseries.csv,summary.json[,control_trace.csv]}}",
+        out.display(),
+        dirs.join(",")
     );
     Ok(runs)
 }

@@ -189,18 +189,63 @@ fn compare_writes_one_chart_per_policy() {
     let dir = tmp.path().join("out/tiny");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     for p in pfsqos_sim::POLICY_NAMES {
-        assert!(html.contains(&format!("Throughput over time: {p}")), "{p}");
+        assert!(
+            html.contains(&format!("Throughput per OST over time: {p}")),
+            "{p}"
+        );
         assert!(dir.join(p).join("timeseries.csv").is_file());
         assert!(dir.join(p).join("summary.json").is_file());
     }
-    // One throughput-over-time chart per policy (controllers that report a trace add
-    // controller-state charts on top), plus the per-job and the aggregate bar charts.
+    // One small-multiples chart of throughput over time (a panel per policy, one y axis) and
+    // one heat map per policy (controllers that report a trace add controller-state charts on
+    // top), plus the per-job and aggregate bar charts and the two CDFs.
     assert_eq!(
-        html.matches("aria-label=\"Throughput over time: ").count(),
+        html.matches("aria-label=\"Throughput over time by policy")
+            .count(),
+        1
+    );
+    assert_eq!(
+        html.matches("aria-label=\"Throughput per OST over time: ")
+            .count(),
         pfsqos_sim::POLICY_NAMES.len()
     );
-    assert!(html.matches("<svg").count() >= pfsqos_sim::POLICY_NAMES.len() + 2);
+    assert!(html.matches("<svg").count() >= pfsqos_sim::POLICY_NAMES.len() + 5);
     assert!(dir.join("summary.json").is_file());
+}
+
+#[test]
+fn compare_directories_have_no_colon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write_scenario(tmp.path(), "tiny.toml", VALID);
+    let out = pfsqos(
+        &[
+            "compare",
+            path.to_str().unwrap(),
+            "--policies",
+            "adaptbf:period_ms=200,nobw",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = tmp.path().join("out/tiny");
+    for d in ["adaptbf+period_ms-200", "nobw"] {
+        assert!(dir.join(d).join("summary.json").is_file(), "{d}");
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("{adaptbf+period_ms-200,nobw}"));
+    let sim = pfsqos(
+        &[
+            "sim",
+            path.to_str().unwrap(),
+            "--policy",
+            "adaptbf:period_ms=200",
+        ],
+        tmp.path(),
+    );
+    assert_eq!(sim.status.code(), Some(0), "{}", stderr(&sim));
+    assert!(tmp
+        .path()
+        .join("out/tiny-adaptbf+period_ms-200/report.html")
+        .is_file());
 }
 
 #[test]

@@ -19,6 +19,15 @@
 //! * `pfsqos_oss_tbf_rule_rate_rpcs_per_s{rule}`: the rate of each TBF rule. Rules belong to
 //!   the OSS's `ost_io` service, not to one OST (as in Lustre), so they carry no `ost` label.
 //!
+//! Lustre-exporter-compatible families, so that dashboards built on the common Lustre
+//! exporters (HPE's `lustre_exporter`, Whamcloud's `lustrefs-exporter`) show pfsqos jobs as
+//! they show Lustre's: the same names, labels and values as their OST job_stats families,
+//! `component="ost"`, `target` the OST's `fsname-OSTxxxx`, `jobid` the job id:
+//! * `lustre_job_read_bytes_total`, `lustre_job_write_bytes_total` (job_stats `read_bytes` /
+//!   `write_bytes` sums, the values of `pfsqos_ost_job_{read,write}_bytes_total`);
+//! * `lustre_job_read_samples_total`, `lustre_job_write_samples_total` (job_stats samples of
+//!   `read_bytes` / `write_bytes`: RPCs).
+//!
 //! mds families: `pfsqos_mds_ops_total{op}` (operations answered, by kind, errors included),
 //! `pfsqos_mds_inodes` (files and directories, root included).
 //!
@@ -302,6 +311,48 @@ impl Collector for OssCollector {
                 }
             }
         }
+        // The common Lustre exporters' names and labels for the same job_stats values.
+        let samples = Unit::Other("samples".to_string());
+        for (name, help, unit, value) in [
+            (
+                "lustre_job_read",
+                "The total number of bytes that have been read (job_stats read_bytes sum).",
+                &bytes,
+                (|j: &JobSample| j.read_bytes) as fn(&JobSample) -> u64,
+            ),
+            (
+                "lustre_job_write",
+                "The total number of bytes that have been written (job_stats write_bytes sum).",
+                &bytes,
+                |j: &JobSample| j.write_bytes,
+            ),
+            (
+                "lustre_job_read",
+                "Total number of reads that have been recorded (job_stats read_bytes samples).",
+                &samples,
+                |j: &JobSample| j.rpcs[0],
+            ),
+            (
+                "lustre_job_write",
+                "Total number of writes that have been recorded (job_stats write_bytes samples).",
+                &samples,
+                |j: &JobSample| j.rpcs[1],
+            ),
+        ] {
+            let mut f = encoder.encode_descriptor(name, help, Some(unit), MetricType::Counter)?;
+            for o in &s.osts {
+                let target = label_value(&o.name);
+                for j in &o.jobs {
+                    let job = label_value(&j.job);
+                    let labels = [
+                        ("component", "ost"),
+                        ("target", target.as_str()),
+                        ("jobid", job.as_str()),
+                    ];
+                    ConstCounter::new(value(j)).encode(f.encode_family(&labels)?)?;
+                }
+            }
+        }
         {
             let mut f = encoder.encode_descriptor(
                 "pfsqos_ost_job",
@@ -519,6 +570,224 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }
+    }
+
+    /// One sample of OpenMetrics text: family name, labels (unescaped), value.
+    type Sample = (String, Vec<(String, String)>, String);
+
+    fn metric_name(name: &str) -> bool {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    }
+
+    /// Parses `text` as the OpenMetrics text format (the subset prometheus-client writes:
+    /// HELP, TYPE, UNIT, samples with labels, `# EOF` last) and returns its samples; panics
+    /// on anything else, so a test sees malformed output as a failure.
+    fn parse_openmetrics(text: &str) -> Vec<Sample> {
+        let lines: Vec<&str> = text.split('\n').collect();
+        assert_eq!(
+            lines[lines.len() - 2..],
+            ["# EOF", ""],
+            "ends with # EOF and a newline"
+        );
+        let mut family = String::new();
+        let mut kind = String::new();
+        let mut seen: Vec<String> = Vec::new();
+        let mut samples = Vec::new();
+        for line in &lines[..lines.len() - 2] {
+            if let Some(rest) = line.strip_prefix("# ") {
+                let mut parts = rest.splitn(3, ' ');
+                let (what, name) = (parts.next().unwrap(), parts.next().unwrap());
+                assert!(metric_name(name), "{line}");
+                // A family's metadata comes together, in any order; a new name starts a family.
+                if name != family {
+                    assert!(!seen.contains(&name.to_string()), "family {name} twice");
+                    seen.push(name.to_string());
+                    family = name.to_string();
+                    kind.clear();
+                }
+                match what {
+                    "TYPE" => {
+                        kind = parts.next().unwrap().to_string();
+                        assert!(["counter", "gauge"].contains(&kind.as_str()), "{line}");
+                    }
+                    "HELP" | "UNIT" => {}
+                    _ => panic!("unknown descriptor {line}"),
+                }
+                continue;
+            }
+            let name_end = line.find(['{', ' ']).unwrap_or_else(|| panic!("{line}"));
+            let name = &line[..name_end];
+            assert!(!kind.is_empty(), "sample before its family's TYPE: {line}");
+            let expected = if kind == "counter" {
+                format!("{family}_total")
+            } else {
+                family.clone()
+            };
+            assert_eq!(name, expected, "sample of another family: {line}");
+            let mut rest = &line[name_end..];
+            let mut labels = Vec::new();
+            if let Some(body) = rest.strip_prefix('{') {
+                rest = body;
+                loop {
+                    let eq = rest.find("=\"").unwrap_or_else(|| panic!("{line}"));
+                    let key = &rest[..eq];
+                    assert!(metric_name(key) && !key.contains(':'), "{line}");
+                    let mut value = String::new();
+                    let mut chars = rest[eq + 2..].char_indices();
+                    let end = loop {
+                        let (i, c) = chars.next().unwrap_or_else(|| panic!("{line}"));
+                        match c {
+                            '"' => break eq + 2 + i + 1,
+                            '\\' => match chars.next().map(|x| x.1) {
+                                Some('\\') => value.push('\\'),
+                                Some('"') => value.push('"'),
+                                Some('n') => value.push('\n'),
+                                other => panic!("bad escape {other:?} in {line}"),
+                            },
+                            c => value.push(c),
+                        }
+                    };
+                    labels.push((key.to_string(), value));
+                    rest = &rest[end..];
+                    if let Some(r) = rest.strip_prefix(',') {
+                        rest = r;
+                    } else if let Some(r) = rest.strip_prefix('}') {
+                        rest = r;
+                        break;
+                    } else {
+                        panic!("{line}");
+                    }
+                }
+            }
+            let value = rest.strip_prefix(' ').unwrap_or_else(|| panic!("{line}"));
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+            samples.push((name.to_string(), labels, value.to_string()));
+        }
+        samples
+    }
+
+    fn hostile_sample() -> OssSample {
+        OssSample {
+            osts: vec![OstSample {
+                name: "pfsqos-OST0001".into(),
+                served_bytes: 3,
+                jobs: vec![
+                    JobSample {
+                        job: "evil\"} 1\nlustre_job_read_bytes_total{jobid=\"x\\".into(),
+                        read_bytes: 7,
+                        write_bytes: 11,
+                        rpcs: [2, 3, 0, 1],
+                    },
+                    JobSample {
+                        job: "dd.1000".into(),
+                        read_bytes: 0,
+                        write_bytes: 5,
+                        rpcs: [0, 1, 0, 0],
+                    },
+                ],
+                ..OstSample::default()
+            }],
+            rules: vec![("r\"1".into(), 5)],
+            sync: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn exporter_compatible_names_are_valid_openmetrics_with_hostile_job_ids() {
+        let sample = hostile_sample();
+        let evil = sample.osts[0].jobs[0].job.clone();
+        let samples = parse_openmetrics(&render_collector(OssCollector(sample)));
+        let find = |name: &str, job: &str| -> Vec<&Sample> {
+            samples
+                .iter()
+                .filter(|s| s.0 == name && s.1.iter().any(|(k, v)| k == "jobid" && v == job))
+                .collect()
+        };
+        for (name, evil_value, plain_value) in [
+            ("lustre_job_read_bytes_total", "7", "0"),
+            ("lustre_job_write_bytes_total", "11", "5"),
+            ("lustre_job_read_samples_total", "2", "0"),
+            ("lustre_job_write_samples_total", "3", "1"),
+        ] {
+            for (job, value) in [(evil.as_str(), evil_value), ("dd.1000", plain_value)] {
+                let found = find(name, job);
+                assert_eq!(found.len(), 1, "{name} {job}");
+                let labels: Vec<(&str, &str)> = found[0]
+                    .1
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                assert_eq!(
+                    labels,
+                    [
+                        ("component", "ost"),
+                        ("target", "pfsqos-OST0001"),
+                        ("jobid", job)
+                    ]
+                );
+                assert_eq!(found[0].2, value);
+            }
+        }
+        // The hostile id did not inject a sample: two jobs, two read-bytes samples.
+        assert_eq!(
+            samples
+                .iter()
+                .filter(|s| s.0 == "lustre_job_read_bytes_total")
+                .count(),
+            2
+        );
+        // The pfsqos families are still there, under pfsqos_.
+        assert!(samples
+            .iter()
+            .any(|s| s.0 == "pfsqos_ost_job_write_bytes_total" && s.2 == "11"));
+        assert!(samples
+            .iter()
+            .all(|s| s.0.starts_with("pfsqos_") || s.0.starts_with("lustre_job_")));
+    }
+
+    /// The shipped Grafana dashboard is valid JSON and queries only families pfsqos exports
+    /// (the Lustre-exporter-compatible ones work with that exporter too).
+    #[test]
+    fn grafana_dashboard_queries_exported_families() {
+        let text = include_str!("../../../packaging/grafana/pfsqos-dashboard.json");
+        let json: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
+        let oss = render_collector(OssCollector(hostile_sample()));
+        let mds = render_collector(MdsCollector(MdsSample {
+            ops: vec![("create", 1)],
+            inodes: Some(1),
+        }));
+        let exported: Vec<String> = parse_openmetrics(&oss)
+            .into_iter()
+            .chain(parse_openmetrics(&mds))
+            .map(|s| s.0)
+            .collect();
+        let mut queries = Vec::new();
+        for panel in json["panels"].as_array().expect("panels") {
+            for target in panel["targets"].as_array().into_iter().flatten() {
+                queries.push(target["expr"].as_str().expect("expr").to_string());
+            }
+        }
+        assert!(queries.len() >= 4);
+        let mut compatible = 0;
+        for q in &queries {
+            let names: Vec<&str> = q
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .filter(|w| w.starts_with("pfsqos_") || w.starts_with("lustre_"))
+                .collect();
+            assert!(!names.is_empty(), "{q}");
+            for n in names {
+                assert!(exported.iter().any(|e| e == n), "{n} is not exported ({q})");
+                compatible += usize::from(n.starts_with("lustre_job_"));
+            }
+        }
+        assert!(
+            compatible >= 2,
+            "the per-job panels use the exporter's names"
+        );
     }
 
     #[test]

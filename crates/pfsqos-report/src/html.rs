@@ -4,10 +4,23 @@ use std::fmt::Write as _;
 
 use pfsqos_core::run::RunOutput;
 
+use crate::multiples::{cdf_chart, small_multiples, Panel, PanelLine};
+use crate::scale::{
+    drawn_jobs, heatmaps, human_duration, relative_slowdowns, time_unit, top_jobs, verdicts,
+    JOBS_DRAWN_MAX, JOB_ROWS_MAX,
+};
 use crate::summary::{summarize, RunSummary, WindowBasis};
 use crate::svg::{bar_chart, job_color, line_chart, policy_color, Bar, BarGroup, Series};
 use crate::trace::{metric_labels, trace_charts};
 use crate::{bin_count, escape, ns_to_s, ScenarioText, BYTES_PER_MIB};
+
+/// Where the runs of a page come from: a live run has no seed and no simulator events, so its
+/// page does not show them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    Simulated,
+    Live,
+}
 
 /// Points drawn per line; longer runs merge neighbouring bins (mean throughput) so the page
 /// stays light and a browser draws it at once.
@@ -88,7 +101,13 @@ fn throughput_series(run: &RunOutput) -> (f64, Vec<Vec<(f64, f64)>>, usize) {
     (x_max, lines, merge)
 }
 
-fn header(out: &mut String, runs: &[RunOutput], description: &str, summaries: &[RunSummary]) {
+fn header(
+    out: &mut String,
+    runs: &[RunOutput],
+    description: &str,
+    summaries: &[RunSummary],
+    source: Source,
+) {
     let first = &runs[0];
     let _ = writeln!(
         out,
@@ -99,22 +118,36 @@ fn header(out: &mut String, runs: &[RunOutput], description: &str, summaries: &[
         let _ = writeln!(out, "<p class=\"desc\">{}</p>", escape(description.trim()));
     }
     let policies: Vec<String> = runs.iter().map(|r| escape(&r.policy)).collect();
-    let jobs: Vec<String> = first
+    // Hundreds of jobs would make the header a wall of names: list the first ones and count.
+    let mut jobs: Vec<String> = first
         .jobs
         .iter()
+        .take(JOBS_DRAWN_MAX)
         .map(|j| format!("{} ({} nodes)", escape(&j.job_id), j.node_count))
         .collect();
+    if first.jobs.len() > JOBS_DRAWN_MAX {
+        jobs.push(format!(
+            "… {} jobs in all (see summary.json)",
+            first.jobs.len()
+        ));
+    }
+    let (seed, time_name) = match source {
+        Source::Simulated => (
+            format!("<dt>Seed</dt><dd>{}</dd>", first.seed),
+            "Simulated time",
+        ),
+        Source::Live => (String::new(), "Recorded time"),
+    };
     let _ = writeln!(
         out,
-        "<dl class=\"meta\"><dt>Scenario</dt><dd>{}</dd><dt>Seed</dt><dd>{}</dd>\
-         <dt>Policies</dt><dd>{}</dd><dt>Simulated time</dt><dd>{}</dd>\
+        "<dl class=\"meta\"><dt>Scenario</dt><dd>{}</dd>{seed}\
+         <dt>Policies</dt><dd>{}</dd><dt>{time_name}</dt><dd>{}</dd>\
          <dt>Bin width</dt><dd>{} ms</dd><dt>OSTs</dt><dd>{}</dd><dt>Jobs</dt><dd>{}</dd></dl></header>",
         escape(&first.scenario_name),
-        first.seed,
         policies.join(", "),
         summaries
             .iter()
-            .map(|s| format!("{}: {:.2} s", escape(&s.policy), s.sim_time_s))
+            .map(|s| format!("{}: {}", escape(&s.policy), human_duration(s.sim_time_s)))
             .collect::<Vec<_>>()
             .join(", "),
         first.bin_ns as f64 / 1e6,
@@ -123,12 +156,16 @@ fn header(out: &mut String, runs: &[RunOutput], description: &str, summaries: &[
     );
 }
 
-fn system_table(out: &mut String, summaries: &[RunSummary]) {
+fn system_table(out: &mut String, summaries: &[RunSummary], source: Source) {
     out.push_str(
         "<div class=\"scroll\"><table><thead><tr><th>Policy</th><th>Aggregate MiB/s</th>\
          <th>Jain</th><th>Weighted Jain</th><th>Share deviation</th><th>Fairness window</th>\
-         <th>Control writes</th><th>Rejected</th><th>Events</th><th>RPCs</th></tr></thead><tbody>\n",
+         <th>Control writes</th><th>Rejected</th>",
     );
+    if source == Source::Simulated {
+        out.push_str("<th>Events</th><th>RPCs</th>");
+    }
+    out.push_str("</tr></thead><tbody>\n");
     for (i, s) in summaries.iter().enumerate() {
         let window = match s.fairness_window.basis {
             WindowBasis::AllJobsActive => format!(
@@ -137,11 +174,18 @@ fn system_table(out: &mut String, summaries: &[RunSummary]) {
             ),
             WindowBasis::WholeRun => "whole run".to_string(),
         };
+        let engine = match source {
+            Source::Simulated => format!(
+                "<td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                s.engine.events, s.engine.rpcs
+            ),
+            Source::Live => String::new(),
+        };
         let _ = writeln!(
             out,
             "<tr><td class=\"name\">{}{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3}</td>\
              <td class=\"num\">{:.3}</td><td class=\"num\">{:.3}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+             <td class=\"num\">{}</td><td class=\"num\">{}</td>{engine}</tr>",
             policy_swatch(i),
             escape(&s.policy),
             mib(s.aggregate_throughput_mib_s),
@@ -151,8 +195,6 @@ fn system_table(out: &mut String, summaries: &[RunSummary]) {
             window,
             s.control_writes,
             s.rejected_control_writes,
-            s.engine.events,
-            s.engine.rpcs
         );
     }
     out.push_str("</tbody></table></div>\n");
@@ -170,11 +212,12 @@ fn job_table(out: &mut String, summaries: &[RunSummary]) {
     }
     out.push_str("</tr><tr>");
     for _ in summaries {
-        out.push_str("<th>MiB/s</th><th>I/O time (s)</th><th>MiB/s active</th>");
+        out.push_str("<th>MiB/s</th><th>I/O time</th><th>MiB/s active</th>");
     }
     out.push_str("</tr></thead><tbody>\n");
     let mut unfinished = false;
-    for job in &summaries[0].jobs {
+    let rows = top_jobs(summaries, JOB_ROWS_MAX);
+    for job in rows.iter().map(|&i| &summaries[0].jobs[i]) {
         let _ = write!(
             out,
             "<tr><td class=\"name\">{}</td><td class=\"num\">{}</td>",
@@ -188,10 +231,10 @@ fn job_table(out: &mut String, summaries: &[RunSummary]) {
                     unfinished |= !j.finished;
                     let _ = write!(
                         out,
-                        "<td class=\"num\">{}{mark}</td><td class=\"num\">{:.2}</td>\
+                        "<td class=\"num\">{}{mark}</td><td class=\"num\">{}</td>\
                          <td class=\"num\">{}</td>",
                         mib(j.throughput_mib_s),
-                        j.io_time_s,
+                        human_duration(j.io_time_s),
                         mib(j.active_throughput_mib_s)
                     );
                 }
@@ -203,6 +246,15 @@ fn job_table(out: &mut String, summaries: &[RunSummary]) {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody></table></div>\n");
+    if rows.len() < summaries[0].jobs.len() {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">The {} jobs that moved the most bytes, in scenario order; all {} \
+             are in summary.json.</p>",
+            rows.len(),
+            summaries[0].jobs.len()
+        );
+    }
     out.push_str(
         "<p class=\"note\">MiB/s is over the job's I/O time (first RPC issued to last \
          completed); MiB/s active is over the bins in which it completed bytes, which is what a \
@@ -226,7 +278,7 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
     out.push_str("<h2>Synchronous I/O phases</h2>\n");
     out.push_str(
         "<div class=\"scroll\"><table><thead><tr><th>Policy</th>\
-         <th>Mean application I/O time (s)</th><th>Effective system MiB/s</th>\
+         <th>Mean application I/O time</th><th>Effective system MiB/s</th>\
          <th>Allocated effective BW (% of system)</th>\
          <th>The artifact's allocated effective BW (%)</th>\
          <th>Phases completed</th></tr></thead><tbody>\n",
@@ -243,8 +295,7 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             policy_swatch(i),
             escape(&s.policy),
-            s.mean_app_io_time_s
-                .map_or("–".to_string(), |t| format!("{t:.2}")),
+            s.mean_app_io_time_s.map_or("–".to_string(), human_duration),
             s.effective_system_mib_s.map_or("–".to_string(), mib),
             s.effective_bandwidth_allocated
                 .map_or("–".to_string(), |f| format!("{:.2}", f * 100.0)),
@@ -272,7 +323,7 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
     }
     out.push_str("</tr><tr>");
     for _ in summaries {
-        out.push_str("<th>Phases</th><th>I/O time (s)</th><th>Run time (s)</th>");
+        out.push_str("<th>Phases</th><th>I/O time</th><th>Run time</th>");
     }
     out.push_str("</tr></thead><tbody>\n");
     for job_id in phased.iter().take(PHASE_ROWS_MAX) {
@@ -287,9 +338,11 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
                 Some(p) => {
                     let _ = write!(
                         out,
-                        "<td class=\"num\">{}</td><td class=\"num\">{:.2}</td>\
-                         <td class=\"num\">{:.2}</td>",
-                        p.phases_done, p.io_time_s, p.run_time_s
+                        "<td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                         <td class=\"num\">{}</td>",
+                        p.phases_done,
+                        human_duration(p.io_time_s),
+                        human_duration(p.run_time_s)
                     );
                 }
                 None => out.push_str(
@@ -321,33 +374,64 @@ fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
         .enumerate()
         .map(|(i, s)| (s.policy.as_str(), policy_color(i)))
         .collect();
-    let groups: Vec<BarGroup<'_>> = summaries[0]
-        .jobs
+    let drawn = drawn_jobs(summaries);
+    let jobs = &summaries[0].jobs;
+    let others = jobs.len() - drawn.len();
+    let others_label = format!("{others} other jobs (mean)");
+    let mut groups: Vec<BarGroup<'_>> = drawn
         .iter()
-        .map(|job| BarGroup {
-            label: &job.job_id,
+        .map(|&j| BarGroup {
+            label: &jobs[j].job_id,
             bars: summaries
                 .iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    let v = s
-                        .jobs
-                        .iter()
-                        .find(|j| j.job_id == job.job_id)
-                        .map_or(0.0, |j| j.throughput_mib_s);
+                    let v = s.jobs.get(j).map_or(0.0, |x| x.throughput_mib_s);
                     Bar {
                         value: v,
                         color: policy_color(i),
-                        title: format!("{} under {}: {:.1} MiB/s", job.job_id, s.policy, v),
+                        title: format!("{} under {}: {:.1} MiB/s", jobs[j].job_id, s.policy, v),
                     }
                 })
                 .collect(),
         })
         .collect();
+    if others > 0 {
+        // The jobs not drawn one by one, as one group: their mean throughput per policy.
+        groups.push(BarGroup {
+            label: &others_label,
+            bars: summaries
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let rest: Vec<f64> = (0..s.jobs.len())
+                        .filter(|j| !drawn.contains(j))
+                        .map(|j| s.jobs[j].throughput_mib_s)
+                        .filter(|v| v.is_finite())
+                        .collect();
+                    let v = rest.iter().sum::<f64>() / rest.len().max(1) as f64;
+                    Bar {
+                        value: v,
+                        color: policy_color(i),
+                        title: format!("{others_label} under {}: {v:.1} MiB/s", s.policy),
+                    }
+                })
+                .collect(),
+        });
+    }
+    let shown = if others > 0 {
+        format!(
+            " The {} jobs that moved the most bytes are drawn one by one; the other {others} as \
+             their mean.",
+            drawn.len()
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
         "<figure>{}<figcaption>Throughput of each job over its I/O time (bytes / (last \
-         completion − first issue)), one bar per policy.</figcaption></figure>",
+         completion − first issue)), one bar per policy.{shown}</figcaption></figure>",
         bar_chart(
             "Per-job throughput by policy",
             "Throughput (MiB/s)",
@@ -380,47 +464,142 @@ fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
     );
 }
 
-fn time_charts(out: &mut String, runs: &[RunOutput]) {
-    for run in runs {
-        let (x_max, lines, merge) = throughput_series(run);
-        let series: Vec<Series<'_>> = run
-            .jobs
-            .iter()
-            .zip(lines)
-            .enumerate()
-            .map(|(i, (job, points))| Series {
-                name: &job.job_id,
-                color: job_color(i),
-                points,
-            })
-            .collect();
-        let bin_ms = run.bin_ns as f64 / 1e6;
-        let resolution = if merge > 1 {
-            format!("{} bins of {bin_ms} ms merged per point (mean)", merge)
-        } else {
-            format!("one point per {bin_ms} ms bin")
-        };
-        let _ = writeln!(
-            out,
-            "<h3>{}</h3><figure>{}<figcaption>Throughput of each job over time under <b>{}</b>, \
-             {resolution}.</figcaption></figure>",
-            escape(&run.policy),
-            line_chart(
-                &format!("Throughput over time: {}", run.policy),
-                "Time (s)",
-                "Throughput (MiB/s)",
-                x_max,
-                &series
-            ),
-            escape(&run.policy)
-        );
+/// CDFs over jobs, one line per policy: per-job throughput, and (for a comparison) per-job
+/// slowdown against the best compared policy.
+fn cdf_charts(out: &mut String, summaries: &[RunSummary]) {
+    let lines: Vec<(String, Vec<f64>)> = summaries
+        .iter()
+        .map(|s| {
+            (
+                s.policy.clone(),
+                s.jobs.iter().map(|j| j.throughput_mib_s).collect(),
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "<figure>{}<figcaption>Fraction of jobs whose throughput over their I/O time is at or \
+         below x, one line per policy: further right is better.</figcaption></figure>",
+        cdf_chart("Per-job throughput (CDF)", "Throughput (MiB/s)", &lines)
+    );
+    if summaries.len() < 2 {
+        return;
     }
+    let lines: Vec<(String, Vec<f64>)> = summaries
+        .iter()
+        .zip(relative_slowdowns(summaries))
+        .map(|(s, slow)| (s.policy.clone(), slow.into_iter().flatten().collect()))
+        .collect();
+    let _ = writeln!(
+        out,
+        "<figure>{}<figcaption>Fraction of jobs whose slowdown is at or below x: a job's I/O \
+         time under the policy over its shortest I/O time under any compared policy (1 is the \
+         best of this comparison, not a job alone on the system). Further left is \
+         better.</figcaption></figure>",
+        cdf_chart(
+            "Per-job slowdown against the best compared policy (CDF)",
+            "Slowdown (x)",
+            &lines
+        )
+    );
+}
+
+/// Throughput over time as small multiples, one panel per policy sharing one y axis: the
+/// drawn jobs one by one, the others summed into one line.
+fn time_charts(out: &mut String, runs: &[RunOutput], summaries: &[RunSummary]) {
+    let drawn = drawn_jobs(summaries);
+    let others = runs[0].jobs.len() - drawn.len();
+    let x_max_s = runs
+        .iter()
+        .map(|r| bin_count(r) as f64 * ns_to_s(r.bin_ns))
+        .fold(0.0, f64::max);
+    let unit = time_unit(x_max_s);
+    let mut resolutions = Vec::new();
+    let panels: Vec<Panel> = runs
+        .iter()
+        .map(|run| {
+            let (_, lines, merge) = throughput_series(run);
+            let bin_ms = run.bin_ns as f64 / 1e6;
+            resolutions.push(if merge > 1 {
+                format!(
+                    "{}: {merge} bins of {bin_ms} ms merged per point (mean)",
+                    run.policy
+                )
+            } else {
+                format!("{}: one point per {bin_ms} ms bin", run.policy)
+            });
+            let scaled = |points: &[(f64, f64)]| -> Vec<(f64, f64)> {
+                points.iter().map(|&(x, y)| (x / unit.seconds, y)).collect()
+            };
+            let mut panel_lines: Vec<PanelLine> = drawn
+                .iter()
+                .map(|&j| PanelLine {
+                    points: lines.get(j).map_or_else(Vec::new, |p| scaled(p)),
+                })
+                .collect();
+            if others > 0 {
+                // Lines of the other jobs start at different points: sum them by x.
+                let mut sum: std::collections::BTreeMap<u64, f64> = Default::default();
+                for (j, points) in lines.iter().enumerate() {
+                    if drawn.contains(&j) {
+                        continue;
+                    }
+                    for &(x, y) in points {
+                        *sum.entry(x.to_bits()).or_default() += y;
+                    }
+                }
+                let mut points: Vec<(f64, f64)> = sum
+                    .into_iter()
+                    .map(|(x, y)| (f64::from_bits(x), y))
+                    .collect();
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                panel_lines.push(PanelLine {
+                    points: scaled(&points),
+                });
+            }
+            Panel {
+                title: run.policy.clone(),
+                lines: panel_lines,
+            }
+        })
+        .collect();
+    let mut names: Vec<String> = drawn
+        .iter()
+        .map(|&j| runs[0].jobs[j].job_id.clone())
+        .collect();
+    if others > 0 {
+        names.push(format!("{others} other jobs (sum)"));
+    }
+    let title = if runs.len() == 1 {
+        format!("Throughput over time: {}", runs[0].policy)
+    } else {
+        "Throughput over time by policy".to_string()
+    };
+    let _ = writeln!(
+        out,
+        "<figure>{}<figcaption>Throughput of each job over time, one panel per policy on one \
+         shared y axis; {}.</figcaption></figure>",
+        small_multiples(
+            &title,
+            &format!("Time ({})", unit.name),
+            "Throughput (MiB/s)",
+            x_max_s / unit.seconds,
+            if runs.len() == 1 { 1 } else { 2 },
+            &panels,
+            &names
+        ),
+        escape(&resolutions.join("; "))
+    );
 }
 
 /// Per policy with a controller trace: one chart per metric, a line per job of the metric
 /// summed over OSTs after every control step (AdapTBF's Fig. 7). Job colours are those of the
 /// throughput charts; the time axis ends where the throughput chart's does, so they line up.
-fn trace_section(out: &mut String, runs: &[RunOutput]) {
+fn trace_section(out: &mut String, runs: &[RunOutput], summaries: &[RunSummary]) {
+    let drawn: Vec<&str> = drawn_jobs(summaries)
+        .into_iter()
+        .map(|j| summaries[0].jobs[j].job_id.as_str())
+        .collect();
     for run in runs {
         let Some(charts) = trace_charts(run, POINTS_PER_LINE_MAX) else {
             continue;
@@ -431,6 +610,9 @@ fn trace_section(out: &mut String, runs: &[RunOutput]) {
                 .map(|e| ns_to_s(e.time_ns))
                 .fold(0.0, f64::max),
         );
+        let unit = time_unit(x_max);
+        // Beyond the bound, only the drawn jobs' lines (the throughput charts' jobs).
+        let bounded = charts.jobs.len() > JOBS_DRAWN_MAX;
         let resolution = if charts.merge > 1 {
             format!(
                 "{} control steps merged per point (mean over the steps that reported the job)",
@@ -456,7 +638,9 @@ fn trace_section(out: &mut String, runs: &[RunOutput]) {
                 .iter()
                 .zip(&m.lines)
                 .enumerate()
-                .filter(|(_, (_, points))| !points.is_empty())
+                .filter(|(_, (job, points))| {
+                    !points.is_empty() && (!bounded || drawn.contains(job))
+                })
                 .map(|(i, (job, points))| Series {
                     // Lustre sends an empty JobID when `jobid_var=disable`.
                     name: if job.is_empty() {
@@ -465,7 +649,7 @@ fn trace_section(out: &mut String, runs: &[RunOutput]) {
                         job
                     },
                     color: job_color(i),
-                    points: points.clone(),
+                    points: points.iter().map(|&(x, y)| (x / unit.seconds, y)).collect(),
                 })
                 .collect();
             let _ = writeln!(
@@ -475,14 +659,22 @@ fn trace_section(out: &mut String, runs: &[RunOutput]) {
                  the controller reported nothing for the job.</figcaption></figure>",
                 line_chart(
                     &format!("{title}: {}", run.policy),
-                    "Time (s)",
+                    &format!("Time ({})", unit.name),
                     y_label,
-                    x_max,
+                    x_max / unit.seconds,
                     &series
                 ),
                 escape(m.metric),
                 escape(&run.policy),
                 charts.steps
+            );
+        }
+        if bounded {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">Lines of the {} jobs drawn in the throughput charts only; \
+                 every job is in control_trace.csv.</p>",
+                drawn.len()
             );
         }
         if charts.metrics_dropped > 0 {
@@ -537,12 +729,16 @@ fn rejected_writes(out: &mut String, summaries: &[RunSummary]) {
 /// The page for one run or a comparison of runs of the same scenario (one per policy).
 /// `runs` must not be empty.
 pub fn report_html(runs: &[RunOutput], scenario: &ScenarioText) -> String {
-    report_html_described(runs, scenario.description)
+    page(runs, scenario.description, Source::Simulated)
 }
 
 /// [`report_html`] for runs without a scenario file (a recorded live run): `description`
 /// stands where the scenario's description goes.
 pub fn report_html_described(runs: &[RunOutput], description: &str) -> String {
+    page(runs, description, Source::Live)
+}
+
+pub(crate) fn page(runs: &[RunOutput], description: &str, source: Source) -> String {
     assert!(!runs.is_empty(), "a report needs at least one run");
     let summaries: Vec<RunSummary> = runs.iter().map(summarize).collect();
     let mut out = String::new();
@@ -553,14 +749,20 @@ pub fn report_html_described(runs: &[RunOutput], description: &str) -> String {
          <title>{}</title><style>{STYLE}</style></head><body><main>",
         escape(&format!("pfsqos: {}", runs[0].scenario_name))
     );
-    header(&mut out, runs, description, &summaries);
+    header(&mut out, runs, description, &summaries, source);
+
+    out.push_str("<h2>What happened</h2>\n<ul class=\"verdicts\">\n");
+    for line in verdicts(&summaries) {
+        let _ = writeln!(out, "<li>{}</li>", escape(&line));
+    }
+    out.push_str("</ul>\n");
 
     out.push_str(if runs.len() > 1 {
         "<h2>Comparison</h2>\n"
     } else {
         "<h2>Summary</h2>\n"
     });
-    system_table(&mut out, &summaries);
+    system_table(&mut out, &summaries, source);
     out.push_str(
         "<p class=\"note\">Jain is over per-job throughputs. Weighted Jain and share deviation \
          compare the bytes each job moved with its node count (the AdapTBF priority basis), over \
@@ -573,12 +775,23 @@ pub fn report_html_described(runs: &[RunOutput], description: &str) -> String {
     out.push_str("<h2>Throughput per job and policy</h2>\n");
     bar_charts(&mut out, &summaries);
 
+    out.push_str("<h2>Distribution over jobs</h2>\n");
+    cdf_charts(&mut out, &summaries);
+
     out.push_str("<h2>Throughput over time</h2>\n");
-    time_charts(&mut out, runs);
+    time_charts(&mut out, runs, &summaries);
+
+    out.push_str("<h2>Throughput per OST</h2>\n");
+    let _ = writeln!(
+        out,
+        "<figure>{}<figcaption>Mean throughput of each OST per time span, one map per policy \
+         on one colour scale.</figcaption></figure>",
+        heatmaps(runs)
+    );
 
     if runs.iter().any(|r| !r.control_trace.is_empty()) {
         out.push_str("<h2>Controller state over time</h2>\n");
-        trace_section(&mut out, runs);
+        trace_section(&mut out, runs, &summaries);
     }
 
     out.push_str("<h2>Rejected control writes</h2>\n");
@@ -629,7 +842,7 @@ pub fn index_html(title: &str, intro: &str, entries: &[IndexEntry]) -> String {
             escape(entry.scenario.description.trim()),
             escape(&entry.link)
         );
-        system_table(&mut out, &summaries);
+        system_table(&mut out, &summaries, Source::Simulated);
         job_table(&mut out, &summaries);
     }
     let _ = writeln!(

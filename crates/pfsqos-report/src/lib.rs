@@ -13,6 +13,7 @@
 
 mod html;
 mod multiples;
+mod scale;
 mod summary;
 mod svg;
 mod timeseries;
@@ -39,6 +40,10 @@ pub use html::{
 };
 pub use multiples::{
     cdf_chart, design_color, escape_html, line_color, small_multiples, Panel, PanelLine,
+};
+pub use scale::{
+    human_duration, legend_labels, relative_slowdowns, time_unit, top_jobs, verdicts, TimeUnit,
+    HEATMAP_COLUMNS_MAX, HEATMAP_ROWS_MAX, JOBS_DRAWN_MAX, JOB_ROWS_MAX,
 };
 pub use summary::{
     summarize, EngineSummary, FairnessWindow, JobSummary, RejectedWrite, RunSummary, WindowBasis,
@@ -92,6 +97,8 @@ pub struct ComparisonSummary {
     pub description: String,
     pub seed: u64,
     pub policies: Vec<String>,
+    /// The directory of each policy's files ([`unique_dir_names`] of `policies`).
+    pub directories: Vec<String>,
     pub runs: Vec<RunSummary>,
 }
 
@@ -116,6 +123,10 @@ pub fn comparison_json(runs: &[RunOutput], scenario: &ScenarioText) -> String {
         description: scenario.description.to_string(),
         seed: runs.first().map_or(0, |r| r.seed),
         policies: runs.iter().map(|r| r.policy.clone()).collect(),
+        directories: unique_dir_names(
+            &runs.iter().map(|r| r.policy.clone()).collect::<Vec<_>>(),
+            "policy",
+        ),
         runs: runs.iter().map(summarize).collect(),
     })
 }
@@ -152,15 +163,25 @@ fn write_trace(dir: &Path, run: &RunOutput) -> Result<(), ReportError> {
 /// Writes `dir/{timeseries.csv,summary.json,report.html}` for one run, and
 /// `dir/control_trace.csv` if the run has a controller trace; creates `dir`.
 pub fn write_run(dir: &Path, run: &RunOutput, scenario: &ScenarioText) -> Result<(), ReportError> {
-    write_run_described(dir, run, scenario.description)
+    write_run_page(dir, run, scenario.description, html::Source::Simulated)
 }
 
 /// [`write_run`] for a run without a scenario file (a live run recorded by `pfsqos stat
-/// --record`): the report shows `description` where a scenario's description goes.
+/// --record`): the report shows `description` where a scenario's description goes, and no
+/// simulator fields (seed, events).
 pub fn write_run_described(
     dir: &Path,
     run: &RunOutput,
     description: &str,
+) -> Result<(), ReportError> {
+    write_run_page(dir, run, description, html::Source::Live)
+}
+
+fn write_run_page(
+    dir: &Path,
+    run: &RunOutput,
+    description: &str,
+    source: html::Source,
 ) -> Result<(), ReportError> {
     create_dir(dir)?;
     write_file(&dir.join("timeseries.csv"), &timeseries_csv(run))?;
@@ -168,35 +189,73 @@ pub fn write_run_described(
     write_file(&dir.join("summary.json"), &summary_json(run))?;
     write_file(
         &dir.join("report.html"),
-        &report_html_described(std::slice::from_ref(run), description),
+        &html::page(std::slice::from_ref(run), description, source),
     )
 }
 
-/// A policy name becomes a directory name: keep it to characters that are safe everywhere.
-fn check_policy_dir_name(policy: &str) -> Result<(), ReportError> {
-    let ok = !policy.is_empty()
-        && policy.len() <= 64
-        && !policy.starts_with('.')
-        && policy
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':' | '='));
-    if ok {
-        Ok(())
+/// Characters kept in a directory name at most.
+pub const DIR_NAME_CHARS_MAX: usize = 64;
+
+/// `text` as one directory name that is safe for scp, make, shells and Windows: no `:` (scp
+/// reads `host:path`, make a rule, Windows a drive), no `/`, no leading `.`. The mapping, the
+/// only one used for output directories:
+/// * ASCII letters, digits, `-`, `_`, `.` and `+` are kept;
+/// * `:` and `,` (which separate a policy from its parameters and the parameters) become `+`;
+/// * `=` becomes `-`;
+/// * anything else becomes `_`;
+/// * leading dots are dropped, the result is cut to [`DIR_NAME_CHARS_MAX`] characters, and an
+///   empty result is `fallback`.
+///
+/// `adaptbf:period_ms=100,window=5` becomes `adaptbf+period_ms-100+window-5`. Different
+/// names may map to one directory name: [`unique_dir_names`] resolves that.
+pub fn dir_name(text: &str, fallback: &str) -> String {
+    let mapped: String = text
+        .chars()
+        .take(DIR_NAME_CHARS_MAX)
+        .map(|c| match c {
+            c if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '+') => c,
+            ':' | ',' => '+',
+            '=' => '-',
+            _ => '_',
+        })
+        .collect();
+    let trimmed = mapped.trim_start_matches('.');
+    if trimmed.is_empty() {
+        fallback.to_string()
     } else {
-        Err(ReportError::Invalid(format!(
-            "policy name `{policy}` cannot be a directory name (use letters, digits, `-`, `_`, `.`, `:`, `=`)"
-        )))
+        trimmed.to_string()
     }
 }
 
-/// Writes `dir/<policy>/{timeseries.csv,summary.json}` per run (and `control_trace.csv` for a
-/// run with a controller trace), then `dir/summary.json` (all
-/// policies) and `dir/report.html`. Runs are reported in the order given.
+/// [`dir_name`] of each name, made unique: a name whose directory name an earlier one already
+/// took (compared without case, as on Windows and macOS) gets `-2`, `-3`, … appended, in the
+/// order given, so the same list always gives the same directories.
+pub fn unique_dir_names(names: &[String], fallback: &str) -> Vec<String> {
+    let mut taken: Vec<String> = Vec::with_capacity(names.len());
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let base = dir_name(name, fallback);
+        let mut candidate = base.clone();
+        let mut n = 2;
+        while taken.contains(&candidate.to_ascii_lowercase()) {
+            candidate = format!("{base}-{n}");
+            n += 1;
+        }
+        taken.push(candidate.to_ascii_lowercase());
+        out.push(candidate);
+    }
+    out
+}
+
+/// Writes `dir/<policy dir>/{timeseries.csv,summary.json}` per run (and `control_trace.csv`
+/// for a run with a controller trace), then `dir/summary.json` (all policies, with each one's
+/// directory) and `dir/report.html`. Runs are reported in the order given; a policy's
+/// directory is [`unique_dir_names`] of the policy names. Returns those directory names.
 pub fn write_comparison(
     dir: &Path,
     runs: &[RunOutput],
     scenario: &ScenarioText,
-) -> Result<(), ReportError> {
+) -> Result<Vec<String>, ReportError> {
     if runs.is_empty() || runs.len() > POLICIES_MAX {
         return Err(ReportError::Invalid(format!(
             "a comparison needs 1 to {POLICIES_MAX} runs, got {}",
@@ -204,7 +263,6 @@ pub fn write_comparison(
         )));
     }
     for (i, run) in runs.iter().enumerate() {
-        check_policy_dir_name(&run.policy)?;
         if runs[..i].iter().any(|r| r.policy == run.policy) {
             return Err(ReportError::Invalid(format!(
                 "policy `{}` appears twice in the comparison",
@@ -212,16 +270,19 @@ pub fn write_comparison(
             )));
         }
     }
+    let policies: Vec<String> = runs.iter().map(|r| r.policy.clone()).collect();
+    let dirs = unique_dir_names(&policies, "policy");
     create_dir(dir)?;
-    for run in runs {
-        let sub = dir.join(&run.policy);
+    for (run, name) in runs.iter().zip(&dirs) {
+        let sub = dir.join(name);
         create_dir(&sub)?;
         write_file(&sub.join("timeseries.csv"), &timeseries_csv(run))?;
         write_trace(&sub, run)?;
         write_file(&sub.join("summary.json"), &summary_json(run))?;
     }
     write_file(&dir.join("summary.json"), &comparison_json(runs, scenario))?;
-    write_file(&dir.join("report.html"), &report_html(runs, scenario))
+    write_file(&dir.join("report.html"), &report_html(runs, scenario))?;
+    Ok(dirs)
 }
 
 /// Writes `dir/report.html`: an index of comparisons written by [`write_comparison`] into

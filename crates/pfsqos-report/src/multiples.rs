@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use crate::escape;
 // The page's width, legend and colours are the other charts' (one look across a report).
 use crate::svg::{
-    axis_top, job_color, nice_step, policy_color, tick_label, AXIS, FONT, GRID, LEGEND_ROWS_MAX,
-    LEGEND_WIDTH_PX, MUTED, TEXT, WIDTH_PX,
+    axis_top, job_color, nice_step, policy_color, tick_label, AXIS, FONT, GRID, LEGEND_CHARS_MAX,
+    LEGEND_ROWS_MAX, LEGEND_WIDTH_PX, MUTED, TEXT, WIDTH_PX,
 };
 
 const PANEL_HEIGHT_PX: f64 = 170.0;
@@ -39,7 +39,8 @@ fn truncate(text: &str, chars_max: usize) -> String {
 }
 
 fn legend(out: &mut String, names: &[String], color: fn(usize) -> &'static str, x: f64, y0: f64) {
-    for (i, name) in names.iter().take(LEGEND_ROWS_MAX).enumerate() {
+    let labels = crate::scale::legend_labels(names, LEGEND_CHARS_MAX);
+    for (i, (name, label)) in names.iter().zip(&labels).take(LEGEND_ROWS_MAX).enumerate() {
         let y = y0 + 20.0 * i as f64;
         let _ = writeln!(
             out,
@@ -50,7 +51,7 @@ fn legend(out: &mut String, names: &[String], color: fn(usize) -> &'static str, 
             x + 28.0,
             y + 4.0,
             escape(name),
-            escape(&truncate(name, 22))
+            escape(label)
         );
     }
     if names.len() > LEGEND_ROWS_MAX {

@@ -36,7 +36,7 @@ pub(crate) fn policy_color(i: usize) -> &'static str {
 /// Legend rows drawn; beyond this a "+N more" line keeps the chart a sane height.
 pub(crate) const LEGEND_ROWS_MAX: usize = 24;
 const LEGEND_ROW_PX: f64 = 20.0;
-const LEGEND_CHARS_MAX: usize = 22;
+pub(crate) const LEGEND_CHARS_MAX: usize = 22;
 pub(crate) const WIDTH_PX: f64 = 960.0;
 pub(crate) const LEGEND_WIDTH_PX: f64 = 190.0;
 const TOP_PX: f64 = 44.0;
@@ -216,7 +216,14 @@ fn frame(out: &mut String, x0: f64, x1: f64, y0: f64, y1: f64) {
 /// Legend in a column right of the plot. `entries` are (name, colour); `line` draws line
 /// swatches instead of squares.
 fn legend(out: &mut String, entries: &[(&str, &str)], x: f64, y0: f64, line: bool) {
-    for (i, (name, color)) in entries.iter().take(LEGEND_ROWS_MAX).enumerate() {
+    let names: Vec<String> = entries.iter().map(|e| e.0.to_string()).collect();
+    let labels = crate::scale::legend_labels(&names, LEGEND_CHARS_MAX);
+    for (i, ((name, color), label)) in entries
+        .iter()
+        .zip(&labels)
+        .take(LEGEND_ROWS_MAX)
+        .enumerate()
+    {
         let y = y0 + LEGEND_ROW_PX * i as f64;
         if line {
             let _ = write!(
@@ -238,7 +245,7 @@ fn legend(out: &mut String, entries: &[(&str, &str)], x: f64, y0: f64, line: boo
             x + 28.0,
             y + 4.0,
             escape(name),
-            escape(&truncate(name, LEGEND_CHARS_MAX))
+            escape(label)
         );
     }
     if entries.len() > LEGEND_ROWS_MAX {

@@ -72,6 +72,16 @@ fn two_jobs(policy: &str) -> RunOutput {
     )
 }
 
+/// Charts of a page without a controller trace: two bar charts, the throughput CDF (and the
+/// slowdown CDF for a comparison), the throughput small multiples, a heat map per run.
+fn charts(runs: usize) -> usize {
+    if runs == 1 {
+        5
+    } else {
+        5 + runs
+    }
+}
+
 fn scenario() -> ScenarioText<'static> {
     ScenarioText {
         name: "tiny",
@@ -406,13 +416,13 @@ fn html_is_self_contained_with_one_chart_per_policy_plus_two() {
     let runs = [two_jobs("nobw"), two_jobs("static"), two_jobs("adaptbf")];
     let html = report_html(&runs, &scenario());
     assert_self_contained(&html);
-    assert_eq!(html.matches("<svg").count(), runs.len() + 2);
-    assert_eq!(html.matches("</svg>").count(), runs.len() + 2);
+    assert_eq!(html.matches("<svg").count(), charts(runs.len()));
+    assert_eq!(html.matches("</svg>").count(), charts(runs.len()));
     for id in ["A", "B"] {
         assert!(html.contains(&format!(">{id}<")), "job {id} missing");
     }
     for p in ["nobw", "static", "adaptbf"] {
-        assert!(html.contains(&format!("Throughput over time: {p}")));
+        assert!(html.contains(&format!("Throughput per OST over time: {p}")));
     }
     assert!(html.contains("Two jobs &lt;sharing&gt; one OST &amp; more"));
     assert!(html.contains("<dt>Seed</dt><dd>7</dd>"));
@@ -444,7 +454,10 @@ fn long_runs_are_drawn_with_bounded_points() {
         )],
     );
     let html = report_html(&[r], &scenario());
-    let line = html.split("<polyline").nth(1).expect("one line");
+    let line = chart(&html, "Throughput over time")
+        .split("<polyline")
+        .nth(1)
+        .expect("one line");
     let points = line
         .split("points=\"")
         .nth(1)
@@ -488,11 +501,35 @@ fn write_comparison_layout_and_errors() {
         write_comparison(dir.path(), &dup, &sc),
         Err(ReportError::Invalid(_))
     ));
-    let bad = [two_jobs("../x")];
-    assert!(matches!(
-        write_comparison(dir.path(), &bad, &sc),
-        Err(ReportError::Invalid(_))
-    ));
+    // Names that are not safe directory names are mapped, never refused or used raw.
+    let other = tempfile::tempdir().unwrap();
+    let odd = [
+        two_jobs("../x"),
+        two_jobs("adaptbf:period_ms=100"),
+        two_jobs("adaptbf+period_ms-100"),
+        two_jobs("ADAPTBF:period_ms=100"),
+    ];
+    let dirs = write_comparison(other.path(), &odd, &sc).unwrap();
+    assert_eq!(
+        dirs,
+        [
+            "_x",
+            "adaptbf+period_ms-100",
+            "adaptbf+period_ms-100-2",
+            "ADAPTBF+period_ms-100-3"
+        ]
+    );
+    for d in &dirs {
+        assert!(other.path().join(d).join("summary.json").is_file(), "{d}");
+    }
+    let json = std::fs::read_to_string(other.path().join("summary.json")).unwrap();
+    assert!(json.contains("\"adaptbf+period_ms-100-2\""), "{json}");
+    let mut names: Vec<String> = std::fs::read_dir(other.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert!(names.iter().all(|n| !n.contains(':')), "{names:?}");
     assert!(matches!(
         write_comparison(dir.path(), &[], &sc),
         Err(ReportError::Invalid(_))
@@ -514,7 +551,7 @@ fn write_run_layout() {
         summary_json(&r)
     );
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert_eq!(html.matches("<svg").count(), 3);
+    assert_eq!(html.matches("<svg").count(), charts(1));
 }
 
 fn sample(
@@ -607,13 +644,13 @@ fn trace_charts_only_for_runs_with_a_trace() {
     let sc = scenario();
     let plain = report_html(&[two_jobs("nobw"), two_jobs("static")], &sc);
     assert!(!plain.contains("Controller state over time"));
-    assert_eq!(plain.matches("<svg").count(), 4);
+    assert_eq!(plain.matches("<svg").count(), charts(2));
 
     let html = report_html(&[two_jobs("nobw"), traced("adaptbf")], &sc);
     assert_self_contained(&html);
     assert_eq!(html.matches("Controller state over time").count(), 1);
-    // Two throughput charts, two bar charts, one chart per metric of the traced run.
-    assert_eq!(html.matches("<svg").count(), 2 + 2 + 3);
+    // The charts of any comparison, one chart per metric of the traced run.
+    assert_eq!(html.matches("<svg").count(), charts(2) + 3);
     assert!(!html.contains("Demand (RPCs per period): nobw"));
     // Ordered by first appearance in the trace, titled from the known names.
     let titles = [
@@ -626,7 +663,7 @@ fn trace_charts_only_for_runs_with_a_trace() {
         .map(|t| html.find(&format!("aria-label=\"{t}\"")).expect(t))
         .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
-    assert!(html.find("Throughput over time: adaptbf").unwrap() < positions[0]);
+    assert!(html.find("Throughput per OST over time: adaptbf").unwrap() < positions[0]);
 
     // Only the record goes negative: it alone has a zero line.
     assert_eq!(html.matches("class=\"zero\"").count(), 1);
@@ -658,7 +695,7 @@ fn unknown_metrics_get_charts_titled_by_their_name() {
     assert!(html.contains("aria-label=\"coupons: gift\""));
     assert!(html.contains("aria-label=\"pi_error: gift\""));
     assert!(html.find("coupons: gift").unwrap() < html.find("pi_error: gift").unwrap());
-    assert_eq!(html.matches("<svg").count(), 3 + 2);
+    assert_eq!(html.matches("<svg").count(), charts(1) + 2);
 }
 
 #[test]
@@ -670,7 +707,7 @@ fn too_many_metrics_are_listed_not_charted() {
     let mut r = two_jobs("many");
     r.control_trace = NAMES.iter().map(|&m| sample(S, 0, "A", m, 1.0)).collect();
     let html = report_html(&[r.clone()], &scenario());
-    assert_eq!(html.matches("<svg").count(), 1 + 2 + TRACE_METRICS_MAX);
+    assert_eq!(html.matches("<svg").count(), charts(1) + TRACE_METRICS_MAX);
     assert!(html.contains("2 more metric(s) not charted"));
     assert_eq!(control_trace_csv(&r).lines().count(), 1 + NAMES.len());
 }
@@ -783,7 +820,7 @@ mod properties {
             }
 
             let html = report_html(&[r.clone(), r], &scenario());
-            prop_assert_eq!(html.matches("<svg").count(), 4);
+            prop_assert_eq!(html.matches("<svg").count(), charts(2));
             prop_assert!(!html.contains("NaN") && !html.contains("inf"));
         }
     }
@@ -840,13 +877,157 @@ fn phase_metrics_appear_only_for_phased_runs() {
     assert!(html.contains("Synchronous I/O phases"), "{html}");
     // bsip's row carries the mean I/O time; the plain run shows a dash.
     assert!(
-        html.contains("<td class=\"num\">2.00</td><td class=\"num\">100.0</td>"),
+        html.contains("<td class=\"num\">2.00 s</td><td class=\"num\">100.0</td>"),
         "{html}"
     );
     assert!(
         html.contains(
-            "<td class=\"num\">1</td><td class=\"num\">2.00</td><td class=\"num\">2.50</td>"
+            "<td class=\"num\">1</td><td class=\"num\">2.00 s</td><td class=\"num\">2.50 s</td>"
         ),
         "{html}"
+    );
+}
+
+/// 500 applications over 26 days on 16 OSTs (a generated application set's size): every chart
+/// stays bounded, times are in days, policies share axes, and the page says what happened.
+fn at_scale(policy: &str, slow: u64) -> RunOutput {
+    let bin_ns = 3600 * S;
+    let bins = 625; // 26 days of hourly bins
+    let jobs = (0..500u64)
+        .map(|i| {
+            let first = (i % 200) as usize;
+            let len = 5 + (i % 17) as usize * slow as usize;
+            let mut per_ost = vec![vec![0u64; bins]; 16];
+            let active = first..(first + len).min(bins);
+            per_ost[(i % 16) as usize][active].fill((1 + i % 7) * MIB * 100);
+            let last = (first + len).min(bins) as u64;
+            job(
+                &format!("app{i:03}"),
+                1 + (i % 8) as u32,
+                Some(first as u64 * bin_ns),
+                Some(last * bin_ns),
+                per_ost,
+            )
+        })
+        .collect();
+    let mut r = run(policy, bin_ns, bins as u64 * bin_ns, jobs);
+    r.osts = (0..16).map(|i| format!("OST{i:04x}")).collect();
+    r
+}
+
+#[test]
+fn reports_at_500_applications_stay_bounded() {
+    let runs = [at_scale("nobw", 1), at_scale("adaptbf", 2)];
+    let html = report_html(&runs, &scenario());
+    assert_self_contained(&html);
+    assert_eq!(html.matches("<svg").count(), charts(2));
+
+    // Bars: the drawn jobs plus one aggregate group, one bar per policy each.
+    let bars = chart(&html, "Per-job throughput by policy");
+    assert_eq!(
+        bars.matches("<rect x=").count() - bars.matches("width=\"12\" height=\"12\"").count(),
+        (JOBS_DRAWN_MAX + 1) * runs.len()
+    );
+    assert!(bars.contains("488 other jobs (mean)"));
+
+    // Lines over time: drawn jobs plus the sum of the others, per policy panel.
+    let lines = chart(&html, "Throughput over time by policy");
+    assert_eq!(
+        lines.matches("<polyline").count(),
+        (JOBS_DRAWN_MAX + 1) * runs.len()
+    );
+    assert!(lines.contains("Time (d)") && lines.contains("488 other jobs (sum)"));
+    // One y axis: the tick labels of the first panel column appear once per row of panels.
+    assert!(!html.contains("2250000") && !html.contains("2,250,000"));
+    assert!(html.contains("adaptbf: 26.0 d"), "header times in days");
+    assert!(html.contains(" h</td>"), "job I/O times in hours");
+
+    // CDFs: one step line per policy, with every job in them.
+    for title in [
+        "Per-job throughput (CDF)",
+        "Per-job slowdown against the best",
+    ] {
+        assert_eq!(chart(&html, title).matches("<polyline").count(), runs.len());
+    }
+    // Heat maps: 16 OST rows of at most HEATMAP_COLUMNS_MAX cells.
+    let heat = chart(&html, "Throughput per OST over time: nobw");
+    assert!(heat.matches("<rect x=").count() <= 16 * HEATMAP_COLUMNS_MAX);
+    assert!(heat.contains(">OST000f<") && heat.contains("Time (d)"));
+
+    // Tables: bounded rows, the rest pointed to.
+    assert!(html.matches("<tr><td class=\"name\">app").count() <= JOB_ROWS_MAX);
+    assert!(html.contains("all 500 are in summary.json"));
+    assert!(html.contains("500 jobs in all"));
+
+    // The generated summary names the policies by what they did.
+    assert!(html.contains("<h2>What happened</h2>"));
+    assert!(html.contains("Highest aggregate throughput: "));
+    assert!(html.contains("Median per-job slowdown against the best compared policy"));
+    assert!(html.contains("nobw 1.00x"));
+    let summaries: Vec<RunSummary> = runs.iter().map(summarize).collect();
+    let slow = relative_slowdowns(&summaries);
+    assert!(slow[0].iter().flatten().all(|&x| x == 1.0));
+    assert!(
+        slow[1].iter().flatten().any(|&x| x > 1.0),
+        "adaptbf's jobs take longer"
+    );
+    assert!(!html.contains("NaN"));
+    assert_eq!(html, report_html(&runs.clone(), &scenario()));
+}
+
+#[test]
+fn many_osts_merge_into_bounded_heat_map_rows() {
+    let mut r = two_jobs("nobw");
+    r.osts = (0..200).map(|i| format!("OST{i:04x}")).collect();
+    let html = report_html(&[r], &scenario());
+    let heat = chart(&html, "Throughput per OST over time");
+    let rows = 200usize.div_ceil(200usize.div_ceil(HEATMAP_ROWS_MAX));
+    assert_eq!(heat.matches("<rect x=").count(), rows * 4);
+    assert!(
+        heat.contains("OST0000–OST0004"),
+        "merged rows are labelled by range"
+    );
+}
+
+#[test]
+fn live_reports_have_no_simulator_fields() {
+    let r = two_jobs("live");
+    let html = report_html_described(std::slice::from_ref(&r), "recorded by pfsqos stat");
+    assert!(!html.contains("<dt>Seed</dt>") && !html.contains("<th>Events</th>"));
+    assert!(html.contains("<dt>Recorded time</dt>"));
+    let sim = report_html(&[r], &scenario());
+    assert!(sim.contains("<dt>Seed</dt><dd>7</dd>") && sim.contains("<th>Events</th>"));
+    assert!(sim.contains("<dt>Simulated time</dt>"));
+}
+
+#[test]
+fn sweep_legends_keep_the_differing_part() {
+    let runs = [
+        two_jobs("adaptbf:period_ms=100,window=5"),
+        two_jobs("adaptbf:period_ms=1000,window=5"),
+    ];
+    let html = report_html(&runs, &scenario());
+    let bars = chart(&html, "Per-job throughput by policy");
+    assert!(bars.contains(">adap…ms=100,window=5<"), "{bars}");
+    assert!(bars.contains(">adap…ms=1000,window=5<"), "{bars}");
+}
+
+#[test]
+fn dir_names_follow_the_documented_mapping() {
+    assert_eq!(
+        dir_name("adaptbf:period_ms=100,window=5", "p"),
+        "adaptbf+period_ms-100+window-5"
+    );
+    assert_eq!(dir_name("../etc/passwd", "p"), "_etc_passwd");
+    assert_eq!(dir_name("a b\\c\"d", "p"), "a_b_c_d");
+    assert_eq!(dir_name("", "scenario"), "scenario");
+    assert_eq!(dir_name("...", "scenario"), "scenario");
+    assert_eq!(dir_name(&"x".repeat(500), "p").len(), DIR_NAME_CHARS_MAX);
+    assert_eq!(
+        unique_dir_names(
+            &["a:b".into(), "a+b".into(), "A+B".into(), "a+b-2".into()],
+            "p"
+        ),
+        ["a+b", "a+b-2", "A+B-3", "a+b-2-2"]
     );
 }

@@ -55,7 +55,7 @@ pub use controller::{
     allocation_trace, allocator_by_name, controller_by_name, controller_with_options, option_names,
     AllocatorController, DemandModel, GiftControllerConfig, GiftOptions, POLICY_NAMES,
 };
-pub use coupons::{Coupon, CouponLedger, LedgerTotals};
+pub use coupons::{AppSummary, Coupon, CouponLedger, LedgerTotals};
 pub use gift::{Gift, GiftConfig, GiftConfigError, SystemGate, ThrottleLimit, WindowKind};
 pub use lp::LpSolver;
 pub use share::{ShareOptions, ShareUnit};

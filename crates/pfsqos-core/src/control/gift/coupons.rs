@@ -162,6 +162,31 @@ impl CouponLedger {
         self
     }
 
+    /// [`Self::summary`] of every application of `apps`, which must be sorted by job id
+    /// without repeats: one merged pass over the ledger instead of a lookup each.
+    pub fn summaries_of_sorted<'a>(
+        &self,
+        apps: impl IntoIterator<Item = &'a JobId>,
+    ) -> Vec<AppSummary> {
+        let mut held = self.apps.iter().peekable();
+        let mut previous: Option<&JobId> = None;
+        apps.into_iter()
+            .map(|app| {
+                assert!(previous.is_none_or(|p| p < app), "sorted, without repeats");
+                previous = Some(app);
+                while held.next_if(|(k, _)| *k < app).is_some() {}
+                let mut summary = match held.peek() {
+                    Some((k, l)) if *k == app => l.summary,
+                    _ => AppSummary::EMPTY,
+                };
+                if self.window_kind == WindowKind::Cap {
+                    summary.window_rate = self.app_rate(app);
+                }
+                summary
+            })
+            .collect()
+    }
+
     /// Worth the application can still be issued before its rate would fall below `tau`:
     /// `(c_i - τ) N`, at least 0. Issuing `w` lowers the rate by at most `w / N` (by exactly
     /// that in [`WindowKind::Cap`]; in the receding window a coupon may also push old
@@ -619,7 +644,9 @@ mod tests {
                         l.assess();
                     }
                 }
-                for a in &apps {
+                let merged = l.summaries_of_sorted(apps.iter());
+                for (a, m) in apps.iter().zip(&merged) {
+                    assert!(same_bits(m, &l.summary(a)), "seed {seed} step {step}");
                     let (kept, walk) = (l.summary(a), walked(&l, a));
                     assert!(
                         same_bits(&kept, &walk),

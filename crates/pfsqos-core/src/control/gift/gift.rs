@@ -283,8 +283,10 @@ impl Allocator for Gift {
 
         // Every application's coupon state, one ledger lookup each; looked up again below only
         // for the applications redemption changed.
-        let mut summaries: Vec<AppSummary> =
-            p.apps.iter().map(|a| self.ledger.summary(&a.app)).collect();
+        // `Prepared` sorts applications by job id and refuses repeats.
+        let mut summaries: Vec<AppSummary> = self
+            .ledger
+            .summaries_of_sorted(p.apps.iter().map(|a| &a.app));
 
         // Line 3: redemption into gaps on all of the application's OSTs, oldest coupon first.
         let mut holders: Vec<(u64, usize)> = summaries

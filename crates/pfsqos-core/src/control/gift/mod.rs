@@ -368,10 +368,14 @@ impl Prepared {
             }
         }
         let mut apps = Vec::with_capacity(order.len());
-        let mut users: Vec<Vec<(usize, f64)>> =
-            users_per_ost.iter().map(|&k| Vec::with_capacity(k)).collect();
-        let mut user_weights: Vec<Vec<f64>> =
-            users_per_ost.iter().map(|&k| Vec::with_capacity(k)).collect();
+        let mut users: Vec<Vec<(usize, f64)>> = users_per_ost
+            .iter()
+            .map(|&k| Vec::with_capacity(k))
+            .collect();
+        let mut user_weights: Vec<Vec<f64>> = users_per_ost
+            .iter()
+            .map(|&k| Vec::with_capacity(k))
+            .collect();
         for (idx, &i) in order.iter().enumerate() {
             let a = &input.apps[i];
             if idx > 0 && apps.last().is_some_and(|p: &PreparedApp| p.app == a.app) {

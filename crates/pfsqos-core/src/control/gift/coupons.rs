@@ -61,11 +61,47 @@ pub struct LedgerTotals {
     pub assessments: u64,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct AppLedger {
     /// Coupon sequence numbers in issue order: everything in the window plus every older
     /// coupon still outstanding.
     coupons: VecDeque<u64>,
+    /// What a decision asks of every application, computed once whenever `coupons` or one of
+    /// its coupons changes ([`CouponLedger::refresh_app`]) rather than by walking the deque
+    /// at every query: a decision queries every application, a few of which changed.
+    summary: AppSummary,
+}
+
+impl Default for AppLedger {
+    fn default() -> Self {
+        AppLedger {
+            coupons: VecDeque::new(),
+            summary: AppSummary::EMPTY,
+        }
+    }
+}
+
+/// One application's coupon state as a decision reads it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AppSummary {
+    /// `c_i(k)` over the receding window (not the cap; see [`CouponLedger::app_rate`]).
+    pub window_rate: f64,
+    /// Worth not yet redeemed nor paid.
+    pub outstanding_bytes: f64,
+    /// Sequence number of the oldest coupon with outstanding worth (redemption order).
+    pub oldest_outstanding: Option<u64>,
+    /// Coupons held (window plus outstanding).
+    pub coupons_held: usize,
+}
+
+impl AppSummary {
+    /// An application without coupons.
+    pub const EMPTY: AppSummary = AppSummary {
+        window_rate: 1.0,
+        outstanding_bytes: 0.0,
+        oldest_outstanding: None,
+        coupons_held: 0,
+    };
 }
 
 /// Coupon state across decision intervals.
@@ -126,13 +162,44 @@ impl CouponLedger {
         self
     }
 
+    /// [`Self::summary`] of every application of `apps`, which must be sorted by job id
+    /// without repeats: one merged pass over the ledger instead of a lookup each.
+    pub fn summaries_of_sorted<'a>(
+        &self,
+        apps: impl IntoIterator<Item = &'a JobId>,
+    ) -> Vec<AppSummary> {
+        let mut held = self.apps.iter().peekable();
+        let mut previous: Option<&JobId> = None;
+        apps.into_iter()
+            .map(|app| {
+                assert!(previous.is_none_or(|p| p < app), "sorted, without repeats");
+                previous = Some(app);
+                while held.next_if(|(k, _)| *k < app).is_some() {}
+                let mut summary = match held.peek() {
+                    Some((k, l)) if *k == app => l.summary,
+                    _ => AppSummary::EMPTY,
+                };
+                if self.window_kind == WindowKind::Cap {
+                    summary.window_rate = self.app_rate(app);
+                }
+                summary
+            })
+            .collect()
+    }
+
     /// Worth the application can still be issued before its rate would fall below `tau`:
     /// `(c_i - τ) N`, at least 0. Issuing `w` lowers the rate by at most `w / N` (by exactly
     /// that in [`WindowKind::Cap`]; in the receding window a coupon may also push old
     /// unredeemed worth out), so staying within it keeps the unredeemed worth in the window
     /// at most `(1 - τ) N`.
     pub fn headroom_bytes(&self, app: &JobId, tau: f64) -> f64 {
-        ((self.app_rate(app) - tau) * self.window_bytes).max(0.0)
+        self.headroom_at_rate_bytes(self.app_rate(app), tau)
+    }
+
+    /// [`Self::headroom_bytes`] of an application whose rate is `rate` (as returned by
+    /// [`Self::app_rate`] or [`Self::summary`]).
+    pub fn headroom_at_rate_bytes(&self, rate: f64, tau: f64) -> f64 {
+        ((rate - tau) * self.window_bytes).max(0.0)
     }
 
     /// Worth counted against the application's window: unredeemed worth in the receding
@@ -156,12 +223,9 @@ impl CouponLedger {
     }
 
     pub fn outstanding_bytes(&self, app: &JobId) -> f64 {
-        self.apps.get(app).map_or(0.0, |l| {
-            l.coupons
-                .iter()
-                .map(|s| self.arena[s].outstanding_bytes())
-                .sum()
-        })
+        self.apps
+            .get(app)
+            .map_or(0.0, |l| l.summary.outstanding_bytes)
     }
 
     /// Node-hours the outstanding coupons would cost if assessed now.
@@ -174,12 +238,20 @@ impl CouponLedger {
 
     /// Sequence number of the application's oldest outstanding coupon (redemption order).
     pub fn oldest_outstanding(&self, app: &JobId) -> Option<u64> {
-        self.apps.get(app).and_then(|l| {
-            l.coupons
-                .iter()
-                .copied()
-                .find(|s| self.arena[s].outstanding_bytes() > 0.0)
-        })
+        self.apps
+            .get(app)
+            .and_then(|l| l.summary.oldest_outstanding)
+    }
+
+    /// The application's state in one lookup (what [`Self::app_rate`],
+    /// [`Self::outstanding_bytes`] and [`Self::oldest_outstanding`] return, each the same
+    /// value), with `window_rate` replaced by [`Self::app_rate`] under the cap.
+    pub fn summary(&self, app: &JobId) -> AppSummary {
+        let mut summary = self.apps.get(app).map_or(AppSummary::EMPTY, |l| l.summary);
+        if self.window_kind == WindowKind::Cap {
+            summary.window_rate = self.app_rate(app);
+        }
+        summary
     }
 
     /// Coupons of an application still held (window plus outstanding), oldest first.
@@ -197,10 +269,7 @@ impl CouponLedger {
                 (1.0 - (issued - redeemed).max(0.0) / self.window_bytes).clamp(0.0, 1.0)
             });
         }
-        match self.apps.get(app) {
-            None => 1.0,
-            Some(l) => self.window_rate(l.coupons.iter().rev(), self.window_bytes),
-        }
+        self.apps.get(app).map_or(1.0, |l| l.summary.window_rate)
     }
 
     /// The system's redemption rate over coupons issued since the last assessment (or, with
@@ -236,14 +305,25 @@ impl CouponLedger {
 
     /// Whether another coupon can be recorded for `app` without exceeding the ledger's bounds.
     pub fn has_room(&self, app: &JobId) -> bool {
+        self.has_room_with(app, self.apps.get(app).map(|l| l.coupons.len()))
+    }
+
+    /// [`Self::has_room`] given what [`Self::summary`] returned for `app` (one lookup fewer).
+    pub fn has_room_given(&self, app: &JobId, summary: &AppSummary) -> bool {
+        // An application without coupons has no ledger entry (`trim_app` removes it).
+        let held = (summary.coupons_held > 0).then_some(summary.coupons_held);
+        self.has_room_with(app, held)
+    }
+
+    fn has_room_with(&self, app: &JobId, coupons_held: Option<usize>) -> bool {
         if self.window_kind == WindowKind::Cap
             && !self.lifetime.contains_key(app)
             && self.lifetime.len() >= self.apps_max
         {
             return false;
         }
-        match self.apps.get(app) {
-            Some(l) => l.coupons.len() < self.coupons_per_app_max,
+        match coupons_held {
+            Some(held) => held < self.coupons_per_app_max,
             None => self.apps.len() < self.apps_max,
         }
     }
@@ -387,7 +467,36 @@ impl CouponLedger {
         }
         if empty {
             self.apps.remove(app);
+        } else {
+            self.refresh_app(app);
         }
+    }
+
+    /// Recomputes the application's [`AppSummary`] by walking its deque, with the same
+    /// arithmetic in the same order as a walk at every query would (so every decision is
+    /// bit-identical to one made that way; `summary_matches_a_walk_on_random_histories`).
+    /// Called after every change to the application's coupons: they change only in
+    /// [`Self::issue`], [`Self::redeem`] and [`Self::assess`], each of which ends in
+    /// [`Self::trim_app`].
+    fn refresh_app(&mut self, app: &JobId) {
+        let Some(l) = self.apps.get(app) else {
+            return;
+        };
+        let summary = AppSummary {
+            window_rate: self.window_rate(l.coupons.iter().rev(), self.window_bytes),
+            outstanding_bytes: l
+                .coupons
+                .iter()
+                .map(|s| self.arena[s].outstanding_bytes())
+                .sum(),
+            oldest_outstanding: l
+                .coupons
+                .iter()
+                .copied()
+                .find(|s| self.arena[s].outstanding_bytes() > 0.0),
+            coupons_held: l.coupons.len(),
+        };
+        self.apps.get_mut(app).expect("looked up above").summary = summary;
     }
 
     fn trim_system(&mut self) {
@@ -470,6 +579,91 @@ mod tests {
             (t.issued_bytes - t.redeemed_bytes - t.paid_bytes - l.outstanding_bytes_total()).abs()
                 < 1e-9
         );
+    }
+
+    /// The walks the ledger did at every query before it kept [`AppSummary`]s (issue 21).
+    fn walked(l: &CouponLedger, app: &JobId) -> AppSummary {
+        match l.apps.get(app) {
+            None => AppSummary::EMPTY,
+            Some(a) => AppSummary {
+                window_rate: l.window_rate(a.coupons.iter().rev(), l.window_bytes),
+                outstanding_bytes: a
+                    .coupons
+                    .iter()
+                    .map(|s| l.arena[s].outstanding_bytes())
+                    .sum(),
+                oldest_outstanding: a
+                    .coupons
+                    .iter()
+                    .copied()
+                    .find(|s| l.arena[s].outstanding_bytes() > 0.0),
+                coupons_held: a.coupons.len(),
+            },
+        }
+    }
+
+    fn same_bits(a: &AppSummary, b: &AppSummary) -> bool {
+        a.window_rate.to_bits() == b.window_rate.to_bits()
+            && a.outstanding_bytes.to_bits() == b.outstanding_bytes.to_bits()
+            && a.oldest_outstanding == b.oldest_outstanding
+            && a.coupons_held == b.coupons_held
+    }
+
+    #[test]
+    fn summary_matches_a_walk_on_random_histories() {
+        use rand::{Rng, SeedableRng};
+        let apps: Vec<JobId> = (0..6).map(|k| job(&format!("app{k}"))).collect();
+        let mut checked = 0u64;
+        for seed in 0..40u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            // Small windows and bounds so coupons leave the window and bounds bind.
+            let mut l = CouponLedger::new(
+                rng.random_range(5.0..200.0),
+                rng.random_range(5.0..200.0),
+                rng.random_range(0.0..50.0),
+                5,
+                rng.random_range(1..40),
+                rng.random_range(1..60),
+            );
+            for step in 0..400u64 {
+                let app = apps[rng.random_range(0..apps.len())];
+                match rng.random_range(0..10) {
+                    0..=4 => {
+                        if l.has_room(&app) {
+                            // Worth from dust to more than a window.
+                            let worth = 10f64.powf(rng.random_range(-7.0..2.5));
+                            l.issue(app, step, worth, rng.random_range(0.0..0.1));
+                        }
+                    }
+                    5..=8 => {
+                        let owed = l.outstanding_bytes(&app);
+                        let ask = owed * rng.random_range(0.0..1.2) + rng.random_range(0.0..1e-6);
+                        l.redeem(&app, ask);
+                    }
+                    _ => {
+                        l.assess();
+                    }
+                }
+                let merged = l.summaries_of_sorted(apps.iter());
+                for (a, m) in apps.iter().zip(&merged) {
+                    assert!(same_bits(m, &l.summary(a)), "seed {seed} step {step}");
+                    let (kept, walk) = (l.summary(a), walked(&l, a));
+                    assert!(
+                        same_bits(&kept, &walk),
+                        "seed {seed} step {step}: {kept:?} != {walk:?}"
+                    );
+                    assert_eq!(l.app_rate(a).to_bits(), walk.window_rate.to_bits());
+                    assert_eq!(l.oldest_outstanding(a), walk.oldest_outstanding);
+                    assert_eq!(
+                        l.has_room(a),
+                        l.has_room_given(a, &kept),
+                        "seed {seed} step {step}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, 40 * 400 * 6);
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! (§3.2) or cumulative ([`SystemGate`]), and whether a throttle is clamped to the
 //! application's remaining headroom ([`ThrottleLimit`]).
 
-use super::coupons::CouponLedger;
+use super::coupons::{AppSummary, CouponLedger};
 use super::lp::{self, LpSolver, LpSpec};
 use super::share::{bsip_fractions, pofs_bytes_per_s, redistribute, repair, ShareOptions};
 use super::{AllocError, Allocation, Allocator, IntervalInput, Prepared};
@@ -281,12 +281,18 @@ impl Allocator for Gift {
         let bsip = bsip_fractions(&p, &pofs);
         let mut gaps = p.gaps_bytes_per_s(&bsip);
 
+        // Every application's coupon state, one ledger lookup each; looked up again below only
+        // for the applications redemption changed.
+        // `Prepared` sorts applications by job id and refuses repeats.
+        let mut summaries: Vec<AppSummary> = self
+            .ledger
+            .summaries_of_sorted(p.apps.iter().map(|a| &a.app));
+
         // Line 3: redemption into gaps on all of the application's OSTs, oldest coupon first.
-        let mut holders: Vec<(u64, usize)> = p
-            .apps
+        let mut holders: Vec<(u64, usize)> = summaries
             .iter()
             .enumerate()
-            .filter_map(|(i, a)| self.ledger.oldest_outstanding(&a.app).map(|s| (s, i)))
+            .filter_map(|(i, s)| s.oldest_outstanding.map(|seq| (seq, i)))
             .collect();
         holders.sort_unstable();
         let mut redeemed_fraction = vec![0.0; n];
@@ -300,7 +306,8 @@ impl Allocator for Gift {
                 .fold(1.0 - bsip[i], f64::min)
                 .max(0.0);
             let per_fraction_bytes = a.demand_total_bytes_per_s * p.interval_s;
-            let owed = self.ledger.outstanding_bytes(&a.app);
+            // Only this application's own redemption changes what it owes.
+            let owed = summaries[i].outstanding_bytes;
             let delta = room.min(owed / per_fraction_bytes);
             if delta <= 0.0 {
                 continue;
@@ -308,6 +315,7 @@ impl Allocator for Gift {
             // The ledger may settle sub-micro-byte dust beyond the request; the bandwidth given
             // stays within the gap either way.
             let done = self.ledger.redeem(&a.app, delta * per_fraction_bytes);
+            summaries[i] = self.ledger.summary(&a.app);
             for &(j, d) in &a.uses {
                 gaps[j] -= delta * d;
             }
@@ -318,17 +326,13 @@ impl Allocator for Gift {
         // Line 5: throttle-friendly set.
         let system_rate = self.ledger.system_rate();
         let system_allows = system_rate >= self.config.tau && self.ledger.budget_node_hours() > 0.0;
-        let rates: Vec<f64> = p
-            .apps
-            .iter()
-            .map(|a| self.ledger.app_rate(&a.app))
-            .collect();
+        let rates: Vec<f64> = summaries.iter().map(|s| s.window_rate).collect();
         let friendly: Vec<bool> = (0..n)
             .map(|i| {
                 system_allows
                     && redeemed_bytes[i] == 0.0
                     && rates[i] >= self.config.tau
-                    && self.ledger.has_room(&p.apps[i].app)
+                    && self.ledger.has_room_given(&p.apps[i].app, &summaries[i])
             })
             .collect();
 
@@ -343,7 +347,9 @@ impl Allocator for Gift {
                         ThrottleLimit::BThres => by_b_thres,
                         ThrottleLimit::Headroom => {
                             let a = &p.apps[i];
-                            let headroom = self.ledger.headroom_bytes(&a.app, self.config.tau);
+                            let headroom = self
+                                .ledger
+                                .headroom_at_rate_bytes(rates[i], self.config.tau);
                             let per_fraction_bytes = a.demand_total_bytes_per_s * p.interval_s;
                             by_b_thres.max(bsip[i] - headroom / per_fraction_bytes)
                         }

@@ -57,8 +57,6 @@
 //! optimum is unique, and that elsewhere the presolved one lies inside the range of optimal
 //! allocations the whole LP has.
 
-use std::collections::BTreeMap;
-
 use good_lp::solvers::microlp::MicroLpProblem;
 use good_lp::{microlp, variable, Expression, ProblemVariables, Solution, SolverModel, Variable};
 
@@ -151,25 +149,49 @@ struct Groups {
 
 fn groups(p: &Prepared, spec: &LpSpec<'_>) -> Groups {
     let n = p.apps.len();
+    // Every application's key (floor, reference, then its (OST, demand) pairs by OST), as
+    // bit patterns, side by side in one buffer: one allocation instead of one per application.
+    let mut keys: Vec<u64> = Vec::with_capacity(p.apps.iter().map(|a| 2 + 2 * a.uses.len()).sum());
+    let mut key_start: Vec<usize> = Vec::with_capacity(n + 1);
+    let mut uses: Vec<(usize, u64)> = Vec::new();
+    for (i, a) in p.apps.iter().enumerate() {
+        key_start.push(keys.len());
+        uses.clear();
+        uses.extend(a.uses.iter().map(|&(j, d)| (j, d.to_bits())));
+        uses.sort_unstable();
+        keys.push(spec.floors[i].to_bits());
+        keys.push(spec.throttle_reference[i].map_or(u64::MAX, f64::to_bits));
+        for &(j, d) in &uses {
+            keys.push(j as u64);
+            keys.push(d);
+        }
+    }
+    key_start.push(keys.len());
+    let key = |i: usize| &keys[key_start[i]..key_start[i + 1]];
+    // Equal keys end up adjacent, each run led by its first application.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_unstable_by(|&a, &b| key(a).cmp(key(b)).then(a.cmp(&b)));
+    let mut leader: Vec<usize> = vec![0; n];
+    let mut run_leader = usize::MAX;
+    for (r, &i) in order.iter().enumerate() {
+        if r == 0 || key(order[r - 1]) != key(i) {
+            run_leader = i;
+        }
+        leader[i] = run_leader;
+    }
+    // Groups numbered by their first application, in application order.
     let mut group_of = vec![0usize; n];
     let mut representatives: Vec<usize> = Vec::new();
     let mut counts: Vec<f64> = Vec::new();
-    let mut index: BTreeMap<Vec<u64>, usize> = BTreeMap::new();
-    for (i, a) in p.apps.iter().enumerate() {
-        let mut uses: Vec<(usize, u64)> = a.uses.iter().map(|&(j, d)| (j, d.to_bits())).collect();
-        uses.sort_unstable();
-        let mut key = Vec::with_capacity(2 * uses.len() + 2);
-        key.push(spec.floors[i].to_bits());
-        key.push(spec.throttle_reference[i].map_or(u64::MAX, f64::to_bits));
-        for (j, d) in uses {
-            key.push(j as u64);
-            key.push(d);
-        }
-        let g = *index.entry(key).or_insert_with(|| {
+    for i in 0..n {
+        let g = if leader[i] == i {
             representatives.push(i);
             counts.push(0.0);
             representatives.len() - 1
-        });
+        } else {
+            debug_assert!(leader[i] < i);
+            group_of[leader[i]]
+        };
         counts[g] += 1.0;
         group_of[i] = g;
     }
@@ -508,14 +530,15 @@ fn solve_blocks(
         }
     }
     let mut blocks: Vec<Vec<usize>> = Vec::new();
-    let mut block_of_root: BTreeMap<usize, usize> = BTreeMap::new();
+    // Blocks numbered by first appearance of their root.
+    let mut block_of_root: Vec<usize> = vec![usize::MAX; columns.len()];
     for &k in free {
         let root = find(&mut parent, k);
-        let b = *block_of_root.entry(root).or_insert_with(|| {
+        if block_of_root[root] == usize::MAX {
+            block_of_root[root] = blocks.len();
             blocks.push(Vec::new());
-            blocks.len() - 1
-        });
-        blocks[b].push(k);
+        }
+        blocks[block_of_root[root]].push(k);
     }
     let none = Coupling {
         effective_min: None,
@@ -610,16 +633,17 @@ fn solve_block_dense(
     rhs: &[f64],
 ) -> Option<Vec<f64>> {
     use super::simplex::{self, Bound};
-    let mut row_of: BTreeMap<usize, usize> = BTreeMap::new();
+    // Rows numbered by first appearance of their OST in the block.
+    let mut row_of: Vec<Option<usize>> = vec![None; binding.len()];
+    let mut m = 0;
     for &k in block {
         for &(j, _) in &columns[k].entries {
-            if binding[j] {
-                let next = row_of.len();
-                row_of.entry(j).or_insert(next);
+            if binding[j] && row_of[j].is_none() {
+                row_of[j] = Some(m);
+                m += 1;
             }
         }
     }
-    let m = row_of.len();
     let n: usize = block
         .iter()
         .map(|&k| if columns[k].reference.is_some() { 2 } else { 1 })
@@ -628,8 +652,10 @@ fn solve_block_dense(
         return None;
     }
     let mut b: Vec<f64> = vec![0.0; m];
-    for (&j, &r) in &row_of {
-        b[r] = rhs[j];
+    for (j, r) in row_of.iter().enumerate() {
+        if let Some(r) = *r {
+            b[r] = rhs[j];
+        }
     }
     let (mut c, mut u, mut start) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::new());
     let mut a: Vec<Vec<(usize, f64)>> = Vec::with_capacity(n);
@@ -639,7 +665,7 @@ fn solve_block_dense(
         let base = cl.reference.unwrap_or(cl.lower);
         let mut column: Vec<(usize, f64)> = Vec::with_capacity(cl.entries.len());
         for &(j, coefficient) in &cl.entries {
-            if let Some(&r) = row_of.get(&j) {
+            if let Some(r) = row_of[j] {
                 b[r] -= coefficient * base;
                 column.push((r, coefficient));
             }

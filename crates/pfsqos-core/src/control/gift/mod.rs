@@ -55,7 +55,7 @@ pub use controller::{
     allocation_trace, allocator_by_name, controller_by_name, controller_with_options, option_names,
     AllocatorController, DemandModel, GiftControllerConfig, GiftOptions, POLICY_NAMES,
 };
-pub use coupons::{Coupon, CouponLedger, LedgerTotals};
+pub use coupons::{AppSummary, Coupon, CouponLedger, LedgerTotals};
 pub use gift::{Gift, GiftConfig, GiftConfigError, SystemGate, ThrottleLimit, WindowKind};
 pub use lp::LpSolver;
 pub use share::{ShareOptions, ShareUnit};
@@ -348,11 +348,34 @@ impl Prepared {
         if uses_total > USES_MAX {
             return Err(AllocError::TooManyUses { count: uses_total });
         }
-        let mut order: Vec<usize> = (0..input.apps.len()).collect();
-        order.sort_by_key(|&i| input.apps[i].app);
+        // Sorted by job id; the ids are copied beside their index so the sort compares
+        // contiguous keys (equal ids are refused below, so instability does not matter).
+        let mut keyed: Vec<(JobId, usize)> = input
+            .apps
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.app, i))
+            .collect();
+        keyed.sort_unstable();
+        let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
+        // Users per OST counted first so every per-OST list is allocated once at its size.
+        let mut users_per_ost = vec![0usize; osts.len()];
+        for a in &input.apps {
+            for d in &a.osts {
+                if let Ok(j) = osts.binary_search_by_key(&d.ost, |o| o.ost) {
+                    users_per_ost[j] += 1;
+                }
+            }
+        }
         let mut apps = Vec::with_capacity(order.len());
-        let mut users = vec![Vec::new(); osts.len()];
-        let mut user_weights = vec![Vec::new(); osts.len()];
+        let mut users: Vec<Vec<(usize, f64)>> = users_per_ost
+            .iter()
+            .map(|&k| Vec::with_capacity(k))
+            .collect();
+        let mut user_weights: Vec<Vec<f64>> = users_per_ost
+            .iter()
+            .map(|&k| Vec::with_capacity(k))
+            .collect();
         for (idx, &i) in order.iter().enumerate() {
             let a = &input.apps[i];
             if idx > 0 && apps.last().is_some_and(|p: &PreparedApp| p.app == a.app) {

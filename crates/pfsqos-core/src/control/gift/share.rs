@@ -41,21 +41,52 @@ pub struct ShareOptions {
 /// capacity this is the paper's `capacity / n_j`.
 pub(crate) fn pofs_bytes_per_s(p: &Prepared) -> Vec<Vec<f64>> {
     let mut out: Vec<Vec<f64>> = p.apps.iter().map(|a| vec![0.0; a.uses.len()]).collect();
-    // Position of OST j in each application's `uses`, to write results back.
-    let mut slot: Vec<Vec<usize>> = vec![Vec::new(); p.osts.len()];
-    for a in &p.apps {
-        for (k, &(j, _)) in a.uses.iter().enumerate() {
-            slot[j].push(k);
-        }
-    }
+    let slots = Slots::new(p);
+    let mut scratch = WaterFill::default();
+    let mut demands: Vec<f64> = Vec::new();
     for (j, users) in p.users.iter().enumerate() {
-        let demands: Vec<f64> = users.iter().map(|&(_, d)| d).collect();
-        let shares = water_fill(p.capacity_bytes_per_s[j], &demands, &p.user_weights[j]);
-        for (u, &(app, _)) in users.iter().enumerate() {
-            out[app][slot[j][u]] = shares[u];
+        demands.clear();
+        demands.extend(users.iter().map(|&(_, d)| d));
+        let shares = scratch.fill(p.capacity_bytes_per_s[j], &demands, &p.user_weights[j]);
+        for (u, (&(app, _), &k)) in users.iter().zip(slots.of(j)).enumerate() {
+            out[app][k] = shares[u];
         }
     }
     out
+}
+
+/// Position of OST `j` in the `uses` of each of its users (in `users[j]` order), to write
+/// per-OST results back per application; one flat buffer instead of a vector per OST.
+struct Slots {
+    start: Vec<usize>,
+    slot: Vec<usize>,
+}
+
+impl Slots {
+    fn new(p: &Prepared) -> Slots {
+        let mut start = Vec::with_capacity(p.users.len() + 1);
+        let mut total = 0;
+        for users in &p.users {
+            start.push(total);
+            total += users.len();
+        }
+        start.push(total);
+        // `users[j]` lists applications in index order, as this loop visits them.
+        let mut next = start.clone();
+        let mut slot = vec![0usize; total];
+        for a in &p.apps {
+            for (k, &(j, _)) in a.uses.iter().enumerate() {
+                slot[next[j]] = k;
+                next[j] += 1;
+            }
+        }
+        debug_assert!((0..p.users.len()).all(|j| next[j] == start[j + 1]));
+        Slots { start, slot }
+    }
+
+    fn of(&self, j: usize) -> &[usize] {
+        &self.slot[self.start[j]..self.start[j + 1]]
+    }
 }
 
 /// Weighted max-min fair split of `capacity` among claimants wanting `wants[u]` with weights
@@ -63,25 +94,37 @@ pub(crate) fn pofs_bytes_per_s(p: &Prepared) -> Vec<Vec<f64>> {
 /// left in proportion to their weights. With unit weights the arithmetic is exactly the
 /// unweighted water-filling (`x * 1.0` and sums of `1.0` are exact), so the `app` unit's
 /// results are bit-identical to what they were before weights existed.
-fn water_fill(capacity: f64, wants: &[f64], weights: &[f64]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..wants.len()).collect();
-    // Ties keep input order (deterministic).
-    order.sort_by(|&a, &b| {
-        (wants[a] / weights[a])
-            .total_cmp(&(wants[b] / weights[b]))
-            .then(a.cmp(&b))
-    });
-    let mut out = vec![0.0; wants.len()];
-    let mut left = capacity;
-    let mut remaining: f64 = weights.iter().sum();
-    for &u in &order {
-        let level = left / remaining;
-        let share = wants[u].min(level * weights[u]);
-        out[u] = share;
-        left = (left - share).max(0.0);
-        remaining -= weights[u];
+/// Buffers of [`WaterFill::fill`], reused across the OSTs of a decision.
+#[derive(Default)]
+struct WaterFill {
+    order: Vec<usize>,
+    out: Vec<f64>,
+}
+
+impl WaterFill {
+    fn fill(&mut self, capacity: f64, wants: &[f64], weights: &[f64]) -> &[f64] {
+        debug_assert_eq!(wants.len(), weights.len());
+        self.order.clear();
+        self.order.extend(0..wants.len());
+        // Ties keep input order (deterministic).
+        self.order.sort_by(|&a, &b| {
+            (wants[a] / weights[a])
+                .total_cmp(&(wants[b] / weights[b]))
+                .then(a.cmp(&b))
+        });
+        self.out.clear();
+        self.out.resize(wants.len(), 0.0);
+        let mut left = capacity;
+        let mut remaining: f64 = weights.iter().sum();
+        for &u in &self.order {
+            let level = left / remaining;
+            let share = wants[u].min(level * weights[u]);
+            self.out[u] = share;
+            left = (left - share).max(0.0);
+            remaining -= weights[u];
+        }
+        &self.out
     }
-    out
 }
 
 /// Hands every OST's leftover capacity (capacity minus the sum of the caps on it) to the
@@ -90,20 +133,17 @@ fn water_fill(capacity: f64, wants: &[f64], weights: &[f64]) -> Vec<f64> {
 /// beyond the synchronous share, usable only by processes that may run ahead of their
 /// application's slowest OST.
 pub(crate) fn redistribute(p: &Prepared, out: &mut Allocation) {
-    let mut slot: Vec<Vec<usize>> = vec![Vec::new(); p.osts.len()];
-    for a in &p.apps {
-        for (k, &(j, _)) in a.uses.iter().enumerate() {
-            slot[j].push(k);
-        }
-    }
+    let slots = Slots::new(p);
+    let mut scratch = WaterFill::default();
     for (j, users) in p.users.iter().enumerate() {
         if users.is_empty() {
             continue;
         }
+        let slot = slots.of(j);
         let load: f64 = users
             .iter()
             .enumerate()
-            .map(|(u, &(i, _))| out.apps[i].caps[slot[j][u]].cap_bytes_per_s)
+            .map(|(u, &(i, _))| out.apps[i].caps[slot[u]].cap_bytes_per_s)
             .sum();
         let left = p.capacity_bytes_per_s[j] - load;
         if left <= 0.0 {
@@ -112,11 +152,11 @@ pub(crate) fn redistribute(p: &Prepared, out: &mut Allocation) {
         let wants: Vec<f64> = users
             .iter()
             .enumerate()
-            .map(|(u, &(i, d))| (d - out.apps[i].caps[slot[j][u]].cap_bytes_per_s).max(0.0))
+            .map(|(u, &(i, d))| (d - out.apps[i].caps[slot[u]].cap_bytes_per_s).max(0.0))
             .collect();
-        let extra = water_fill(left, &wants, &p.user_weights[j]);
+        let extra = scratch.fill(left, &wants, &p.user_weights[j]);
         for (u, &(i, _)) in users.iter().enumerate() {
-            out.apps[i].caps[slot[j][u]].cap_bytes_per_s += extra[u];
+            out.apps[i].caps[slot[u]].cap_bytes_per_s += extra[u];
         }
     }
 }

@@ -1286,3 +1286,142 @@ fn the_artifacts_redemption_defects_on_fig6() {
     assert!(close(pct(&a, "A", 1) / 100.0 - a_received, spare));
     assert!(close(c_received - pct(&a, "C", 1) / 100.0, spare));
 }
+
+/// Digest of every bit of every allocation GIFT returns on a fixed sequence of large decisions
+/// (the bench's shape: 1,000 applications on 1-8 OSTs, 70 % in an I/O phase), for the paper's
+/// and the artifact's options. The value was recorded on the code before issue 21's speed work
+/// (running sums in the ledger, allocation-free groups and water-filling): decisions must stay
+/// bit-identical, not merely close.
+fn decision_digest(osts: u32, config: GiftConfig, unit_streams: bool) -> u64 {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(u64::from(osts) * 31 + 7);
+    let apps = 1_000usize;
+    let stripes: Vec<Vec<u32>> = (0..apps)
+        .map(|_| {
+            let width = rng.random_range(1..=8u32).min(osts);
+            let start = rng.random_range(0..osts);
+            (0..width).map(|k| (start + k * 7) % osts).collect()
+        })
+        .collect();
+    let mut gift = Gift::new(config);
+    // FNV-1a over the bits: order-sensitive, no dependency.
+    let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |x: u64| {
+        for b in x.to_le_bytes() {
+            digest ^= u64::from(b);
+            digest = digest.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    for round in 0..24usize {
+        let input = IntervalInput {
+            now_ns: round as u64 * 10_000_000_000,
+            interval_ns: 10_000_000_000,
+            osts: (0..osts)
+                .map(|o| OstCapacity {
+                    ost: OstId(o),
+                    capacity_bytes_per_s: 102e6,
+                })
+                .collect(),
+            apps: (0..apps)
+                .filter(|i| (i * 31 + round * 17) % 10 < 7)
+                .map(|i| {
+                    let mut used = stripes[i].clone();
+                    used.sort_unstable();
+                    used.dedup();
+                    AppDemand {
+                        app: job(&format!("app{i}")),
+                        nodes: 1 + (i % 64) as u32,
+                        osts: used
+                            .into_iter()
+                            .map(|o| OstDemand {
+                                ost: OstId(o),
+                                // Demands vary so that POFS's water-filling has work to do.
+                                demand_bytes_per_s: 102e6
+                                    * (0.05 + ((i * 7 + o as usize) % 20) as f64 / 10.0),
+                                streams: if unit_streams {
+                                    1 + ((i + o as usize) % 4) as u32
+                                } else {
+                                    1
+                                },
+                            })
+                            .collect(),
+                    }
+                })
+                .collect(),
+        };
+        let a = gift.allocate(&input).unwrap();
+        for app in &a.apps {
+            mix(app.progress_fraction.to_bits());
+            mix(app.bsip_fraction.to_bits());
+            mix(app.issued_bytes.to_bits());
+            mix(app.redeemed_bytes.to_bits());
+            mix(app.redemption_rate.map_or(0, f64::to_bits));
+            mix(u64::from(app.throttleable));
+            for c in &app.caps {
+                mix(u64::from(c.ost.0));
+                mix(c.cap_bytes_per_s.to_bits());
+            }
+        }
+        mix(a.effective_bytes_per_s.to_bits());
+        mix(a.system_redemption_rate.map_or(0, f64::to_bits));
+        mix(u64::from(a.lp_fallback));
+    }
+    let r = gift.regret().unwrap();
+    mix(r.totals.issued_bytes.to_bits());
+    mix(r.totals.redeemed_bytes.to_bits());
+    mix(r.outstanding_bytes.to_bits());
+    digest
+}
+
+fn digest_cases() -> Vec<(&'static str, u64)> {
+    let artifact = GiftConfig {
+        share: ShareOptions {
+            unit: ShareUnit::Stream,
+            redistribute: true,
+        },
+        constraint3: false,
+        window: WindowKind::Cap,
+        system_gate: SystemGate::Cumulative,
+        ..GiftConfig::default()
+    };
+    // A small window so coupons leave it and the ledger's trimming runs.
+    let small_window = GiftConfig {
+        window_coupons: 20_000,
+        system_window_coupons: 20_000,
+        regret_period_ns: 60_000_000_000,
+        ..GiftConfig::default()
+    };
+    vec![
+        (
+            "paper, 32 OSTs",
+            decision_digest(32, GiftConfig::default(), false),
+        ),
+        (
+            "paper, 200 OSTs",
+            decision_digest(200, GiftConfig::default(), false),
+        ),
+        ("artifact, 64 OSTs", decision_digest(64, artifact, true)),
+        (
+            "small window, 64 OSTs",
+            decision_digest(64, small_window, false),
+        ),
+    ]
+}
+
+#[test]
+fn large_decisions_are_bit_identical_to_the_recorded_digest() {
+    let got = digest_cases();
+    for (name, digest) in &got {
+        println!("digest {name}: {digest:#018x}");
+    }
+    // Recorded on commit 2804748 (before issue 21's speed work), this test copied onto it.
+    let recorded: [u64; 4] = [
+        0x81c3_3b95_fe08_e103,
+        0x5c83_a991_70ca_fc43,
+        0xec6b_8bb8_762a_fc89,
+        0x68fb_f7a7_9a64_8881,
+    ];
+    for ((name, digest), want) in got.iter().zip(recorded) {
+        assert_eq!(*digest, want, "{name}: decisions changed");
+    }
+}

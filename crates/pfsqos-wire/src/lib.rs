@@ -31,3 +31,4 @@ pub mod key;
 pub mod mds;
 pub mod protocol;
 pub mod splice;
+pub mod coord;

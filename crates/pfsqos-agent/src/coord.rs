@@ -51,7 +51,10 @@ impl Coordinator {
         let mut seen = std::collections::BTreeSet::new();
         for a in &agents {
             if !pfsqos_wire::coord::valid_agent_name(a) || !seen.insert(a) {
-                return Err(format!("agent name `{}` invalid or repeated", a.escape_debug()));
+                return Err(format!(
+                    "agent name `{}` invalid or repeated",
+                    a.escape_debug()
+                ));
             }
         }
         assert!(period_ns > 0 && report_fresh_ns > 0);
@@ -172,7 +175,11 @@ mod tests {
 
     #[test]
     fn unknown_agents_and_bad_lists_are_refused() {
-        let c = || PolicyChoice::parse("static").unwrap().controller_with(1000, 1 << 20, 0);
+        let c = || {
+            PolicyChoice::parse("static")
+                .unwrap()
+                .controller_with(1000, 1 << 20, 0)
+        };
         assert!(Coordinator::new(c(), vec![], 1, 1).is_err());
         assert!(Coordinator::new(c(), vec!["a".into(), "a".into()], 1, 1).is_err());
         assert!(Coordinator::new(c(), vec!["a b".into()], 1, 1).is_err());

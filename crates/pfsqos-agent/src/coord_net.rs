@@ -12,9 +12,9 @@
 //! are stopped at its next period), and takes new rates as soon as the coordinator answers
 //! again.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -282,20 +282,29 @@ impl CoordinatorConfig {
     pub fn parse(text: &str) -> anyhow::Result<CoordinatorConfig> {
         use anyhow::bail;
         if text.len() as u64 > crate::config::CONFIG_LEN_BYTES_MAX {
-            bail!("configuration larger than {} bytes", crate::config::CONFIG_LEN_BYTES_MAX);
+            bail!(
+                "configuration larger than {} bytes",
+                crate::config::CONFIG_LEN_BYTES_MAX
+            );
         }
         let f: CoordinatorFile = toml::from_str(text)?;
         let policy = pfsqos_core::control::spec::PolicyChoice::parse(&f.controller)
             .map_err(|e| anyhow::anyhow!(e))?;
         if !(1..=pfsqos_core::control::spec::PERIOD_MS_MAX).contains(&f.period_ms) {
-            bail!("period_ms must be 1..={}", pfsqos_core::control::spec::PERIOD_MS_MAX);
+            bail!(
+                "period_ms must be 1..={}",
+                pfsqos_core::control::spec::PERIOD_MS_MAX
+            );
         }
         if !(4096..=(64 << 20)).contains(&f.brw_size_bytes) {
             bail!("brw_size_bytes must be 4096..=64 MiB");
         }
         let report_fresh_ms = f.report_fresh_ms.unwrap_or(3 * f.period_ms);
         if !(1..=crate::config::SAFE_HOLD_MS_MAX).contains(&report_fresh_ms) {
-            bail!("report_fresh_ms must be 1..={}", crate::config::SAFE_HOLD_MS_MAX);
+            bail!(
+                "report_fresh_ms must be 1..={}",
+                crate::config::SAFE_HOLD_MS_MAX
+            );
         }
         // Names and count are checked by the coordinator itself.
         let config = CoordinatorConfig {

@@ -72,15 +72,14 @@ impl Lctl for Oss {
                 let text = w.split_once('=').unwrap().1.to_string();
                 let words: Vec<&str> = text.split(' ').collect();
                 let rate = || {
-                    text.split("rate=").nth(1).map(|r| {
-                        r.split(' ').next().unwrap().parse::<u64>().unwrap()
-                    })
+                    text.split("rate=")
+                        .nth(1)
+                        .map(|r| r.split(' ').next().unwrap().parse::<u64>().unwrap())
                 };
                 match words[0] {
                     "start" => self.rules.push((words[1].to_string(), rate().unwrap())),
                     "change" => {
-                        self.rules.iter_mut().find(|r| r.0 == words[1]).unwrap().1 =
-                            rate().unwrap()
+                        self.rules.iter_mut().find(|r| r.0 == words[1]).unwrap().1 = rate().unwrap()
                     }
                     "stop" => self.rules.retain(|r| r.0 != words[1]),
                     _ => {}
@@ -199,7 +198,10 @@ fn two_agents_under_gift_get_what_the_shared_controller_decides() {
             assert!(oss.rules.len() >= rates.len().min(1));
         }
     }
-    assert!(decided_any, "GIFT throttled nobody: the comparison would be vacuous");
+    assert!(
+        decided_any,
+        "GIFT throttled nobody: the comparison would be vacuous"
+    );
 }
 
 fn key_file(dir: &std::path::Path) -> std::path::PathBuf {
@@ -351,7 +353,10 @@ fn the_daemon_loop_reaches_the_safe_state_after_the_coordinator_dies() {
         c.period(&mut a);
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(killed.elapsed() >= Duration::from_millis(400), "released before the hold");
+    assert!(
+        killed.elapsed() >= Duration::from_millis(400),
+        "released before the hold"
+    );
     assert!(a.stats.coordinator_errors > 0);
     assert!(a.controller_rates().is_empty());
     assert!(a.lctl().rules.is_empty(), "{:?}", a.lctl().rules);

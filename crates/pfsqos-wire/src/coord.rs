@@ -331,7 +331,12 @@ mod tests {
         for r in bad {
             assert!(r.validate(DomainId(0)).is_err(), "{r:?}");
         }
-        for (job, rate) in [("a\nb", 5), (&"x".repeat(40)[..], 5), ("a", 0), ("a", 1 << 32)] {
+        for (job, rate) in [
+            ("a\nb", 5),
+            (&"x".repeat(40)[..], 5),
+            ("a", 0),
+            ("a", 1 << 32),
+        ] {
             let reply = CoordReply {
                 round: 1,
                 rates: vec![WireRate {

@@ -27,8 +27,8 @@
 
 pub mod client;
 pub mod conn;
+pub mod coord;
 pub mod key;
 pub mod mds;
 pub mod protocol;
 pub mod splice;
-pub mod coord;

@@ -178,46 +178,46 @@ impl ControllerRates {
     /// Reads the `nrs_tbf_rule` writes of one domain (the others are ignored by the caller).
     pub fn absorb<'a>(&mut self, writes: impl IntoIterator<Item = &'a ControlWrite>) {
         for w in writes {
-            match w {
-                ControlWrite::NrsTbfRule(text) => match TbfCommand::parse(text).map(|c| c.op) {
-                    Ok(TbfOp::Start {
-                        name,
-                        condition,
-                        rate_rpcs_per_s,
-                        ..
-                    }) => {
-                        let job = condition
-                            .text
-                            .strip_prefix("jobid={")
-                            .and_then(|t| t.strip_suffix('}'))
-                            .and_then(|t| JobId::new(t).ok());
-                        match job {
-                            Some(job) => {
-                                let rate = u64::from(rate_rpcs_per_s.unwrap_or(10_000));
-                                self.by_rule.insert(name, (job, rate));
-                            }
-                            None => {
-                                warn!(rule = %text.escape_debug(), "controller rule not on one job; ignored")
-                            }
+            // Policy and client writes are the caller's to judge.
+            let ControlWrite::NrsTbfRule(text) = w else {
+                continue;
+            };
+            match TbfCommand::parse(text).map(|c| c.op) {
+                Ok(TbfOp::Start {
+                    name,
+                    condition,
+                    rate_rpcs_per_s,
+                    ..
+                }) => {
+                    let job = condition
+                        .text
+                        .strip_prefix("jobid={")
+                        .and_then(|t| t.strip_suffix('}'))
+                        .and_then(|t| JobId::new(t).ok());
+                    match job {
+                        Some(job) => {
+                            let rate = u64::from(rate_rpcs_per_s.unwrap_or(10_000));
+                            self.by_rule.insert(name, (job, rate));
+                        }
+                        None => {
+                            warn!(rule = %text.escape_debug(), "controller rule not on one job; ignored")
                         }
                     }
-                    Ok(TbfOp::Change {
-                        name,
-                        rate_rpcs_per_s: Some(r),
-                        ..
-                    }) => {
-                        if let Some(e) = self.by_rule.get_mut(&name) {
-                            e.1 = u64::from(r);
-                        }
+                }
+                Ok(TbfOp::Change {
+                    name,
+                    rate_rpcs_per_s: Some(r),
+                    ..
+                }) => {
+                    if let Some(e) = self.by_rule.get_mut(&name) {
+                        e.1 = u64::from(r);
                     }
-                    Ok(TbfOp::Change { .. }) => {}
-                    Ok(TbfOp::Stop { name }) => {
-                        self.by_rule.remove(&name);
-                    }
-                    Err(e) => warn!(error = %e, "controller rule unparsable; ignored"),
-                },
-                // Policy and client writes are the caller's to judge.
-                _ => {}
+                }
+                Ok(TbfOp::Change { .. }) => {}
+                Ok(TbfOp::Stop { name }) => {
+                    self.by_rule.remove(&name);
+                }
+                Err(e) => warn!(error = %e, "controller rule unparsable; ignored"),
             }
         }
     }

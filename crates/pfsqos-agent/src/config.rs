@@ -58,10 +58,10 @@ pub const CONFIG_LEN_BYTES_MAX: u64 = 1 << 20;
 /// Largest CPU partition count (Lustre's `cfs_cpt_number` is bounded by the CPU count).
 pub const CPTS_MAX: u32 = pfsqos_core::lustre::CPTS_MAX;
 
-fn default_period_ms() -> u64 {
+pub(crate) fn default_period_ms() -> u64 {
     1000
 }
-fn default_brw() -> u64 {
+pub(crate) fn default_brw() -> u64 {
     pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT
 }
 fn default_cpts() -> u32 {
@@ -230,7 +230,7 @@ pub struct CoordinatorFile {
     pub safe_hold_ms: u64,
 }
 
-fn default_key_file() -> PathBuf {
+pub(crate) fn default_key_file() -> PathBuf {
     PathBuf::from(pfsqos_wire::key::DEFAULT_KEY_FILE)
 }
 

@@ -245,25 +245,15 @@ async fn serve_agent(
 #[serde(deny_unknown_fields)]
 pub struct CoordinatorFile {
     pub listen: SocketAddr,
-    #[serde(default = "default_key_file")]
+    #[serde(default = "crate::config::default_key_file")]
     pub key_file: std::path::PathBuf,
     pub controller: String,
-    #[serde(default = "default_period_ms")]
+    #[serde(default = "crate::config::default_period_ms")]
     pub period_ms: u64,
-    #[serde(default = "default_brw")]
+    #[serde(default = "crate::config::default_brw")]
     pub brw_size_bytes: u64,
     pub agents: Vec<String>,
     pub report_fresh_ms: Option<u64>,
-}
-
-fn default_key_file() -> std::path::PathBuf {
-    pfsqos_wire::key::DEFAULT_KEY_FILE.into()
-}
-fn default_period_ms() -> u64 {
-    1000
-}
-fn default_brw() -> u64 {
-    pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT
 }
 
 /// A validated coordinator configuration.
@@ -372,6 +362,29 @@ pub fn run_coordinator(config: CoordinatorConfig) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_coordinator_file_is_validated() {
+        let ok =
+            "listen = \"127.0.0.1:9190\"\ncontroller = \"gift\"\nagents = [\"oss1\", \"oss2\"]\n";
+        let c = CoordinatorConfig::parse(ok).unwrap();
+        assert_eq!((c.period_ms, c.report_fresh_ms), (1000, 3000));
+        assert_eq!(
+            c.coordinator().unwrap().domain_of("oss2").map(|d| d.0),
+            Some(1)
+        );
+        for bad in [
+            format!("{ok}extra = 1\n"),
+            ok.replace("gift", "nope"),
+            ok.replace("\"oss2\"", "\"oss1\""),
+            ok.replace("\"oss2\"", "\"a;b\""),
+            ok.replace("[\"oss1\", \"oss2\"]", "[]"),
+            format!("{ok}period_ms = 0\n"),
+            format!("{ok}report_fresh_ms = 0\n"),
+        ] {
+            assert!(CoordinatorConfig::parse(&bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn the_hold_releases_once_after_the_silence_and_rearms_on_a_reply() {

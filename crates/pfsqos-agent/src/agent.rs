@@ -29,7 +29,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use pfsqos_core::control::agent::{JobStatsObserver, Ledger};
+use pfsqos_core::control::agent::{JobStatsObservation, JobStatsObserver, Ledger};
 use pfsqos_core::control::rules::{JobRate, JobRules, RuleCommand};
 use pfsqos_core::control::{ControlWrite, Controller, Decision, DomainId, Observation};
 use pfsqos_core::errno::Errno;
@@ -79,6 +79,11 @@ pub struct AgentStats {
     pub job_rates: BTreeMap<JobId, JobRateStat>,
     /// Jobs held at an administrator limit: since when (agent time, ns) and the limit.
     pub held: BTreeMap<JobId, Held>,
+    /// Failed exchanges with the coordinator (coordinated agents only).
+    pub coordinator_errors: u64,
+    /// Whether the agent is in the safe state: its coordinator silent for longer than
+    /// `safe_hold_ms`, its rules removed.
+    pub safe_state: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -147,6 +152,87 @@ pub fn policy_takes_jobid_rules(policy: &str) -> bool {
     }
 }
 
+/// A controller's decisions read as "job J at R RPC/s on this OSS", by the controller's own
+/// rule names (it starts, changes and stops them). The agent keeps one for its local
+/// controller; the coordinator keeps one per OSS and sends each agent its [`Self::rates`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ControllerRates {
+    by_rule: BTreeMap<String, (JobId, u64)>,
+}
+
+impl ControllerRates {
+    /// The OSS-wide rate of each job with a rule (the lowest when several rules name it).
+    pub fn rates(&self) -> BTreeMap<JobId, u64> {
+        let mut out: BTreeMap<JobId, u64> = BTreeMap::new();
+        for &(job, rate) in self.by_rule.values() {
+            let e = out.entry(job).or_insert(rate);
+            *e = (*e).min(rate);
+        }
+        out
+    }
+
+    pub fn clear(&mut self) {
+        self.by_rule.clear();
+    }
+
+    /// Reads the `nrs_tbf_rule` writes of one domain (the others are ignored by the caller).
+    pub fn absorb<'a>(&mut self, writes: impl IntoIterator<Item = &'a ControlWrite>) {
+        for w in writes {
+            // Policy and client writes are the caller's to judge.
+            let ControlWrite::NrsTbfRule(text) = w else {
+                continue;
+            };
+            match TbfCommand::parse(text).map(|c| c.op) {
+                Ok(TbfOp::Start {
+                    name,
+                    condition,
+                    rate_rpcs_per_s,
+                    ..
+                }) => {
+                    let job = condition
+                        .text
+                        .strip_prefix("jobid={")
+                        .and_then(|t| t.strip_suffix('}'))
+                        .and_then(|t| JobId::new(t).ok());
+                    match job {
+                        Some(job) => {
+                            let rate = u64::from(rate_rpcs_per_s.unwrap_or(10_000));
+                            self.by_rule.insert(name, (job, rate));
+                        }
+                        None => {
+                            warn!(rule = %text.escape_debug(), "controller rule not on one job; ignored")
+                        }
+                    }
+                }
+                Ok(TbfOp::Change {
+                    name,
+                    rate_rpcs_per_s: Some(r),
+                    ..
+                }) => {
+                    if let Some(e) = self.by_rule.get_mut(&name) {
+                        e.1 = u64::from(r);
+                    }
+                }
+                Ok(TbfOp::Change { .. }) => {}
+                Ok(TbfOp::Stop { name }) => {
+                    self.by_rule.remove(&name);
+                }
+                Err(e) => warn!(error = %e, "controller rule unparsable; ignored"),
+            }
+        }
+    }
+
+    /// Rates given as they are (a coordinator's decision for one OSS), one rule per job.
+    pub fn from_rates(rates: &BTreeMap<JobId, u64>) -> ControllerRates {
+        ControllerRates {
+            by_rule: rates
+                .iter()
+                .map(|(job, &rate)| (job.as_str().to_string(), (*job, rate)))
+                .collect(),
+        }
+    }
+}
+
 /// The agent: its configuration, lctl, controller and what it holds.
 pub struct Agent<L: Lctl> {
     config: AgentConfig,
@@ -156,7 +242,7 @@ pub struct Agent<L: Lctl> {
     rules: JobRules,
     ledger: Ledger,
     /// The controller's rules by its own name: job and rate (RPC/s on this OSS).
-    controller_rules: BTreeMap<String, (JobId, u64)>,
+    controller_rules: ControllerRates,
     /// Mean bulk RPC size per job over its recent periods (bytes), bounded like the jobs.
     mean_rpc_bytes: BTreeMap<JobId, f64>,
     catch_all: Option<u64>,
@@ -192,7 +278,7 @@ impl<L: Lctl> Agent<L> {
             observer,
             rules,
             ledger: Ledger::default(),
-            controller_rules: BTreeMap::new(),
+            controller_rules: ControllerRates::default(),
             mean_rpc_bytes: BTreeMap::new(),
             catch_all: None,
             catch_all_name,
@@ -204,6 +290,10 @@ impl<L: Lctl> Agent<L> {
 
     pub fn lctl(&self) -> &L {
         &self.lctl
+    }
+
+    pub fn lctl_mut(&mut self) -> &mut L {
+        &mut self.lctl
     }
 
     pub fn config(&self) -> &AgentConfig {
@@ -282,7 +372,10 @@ impl<L: Lctl> Agent<L> {
             .observe(now, &text, &listed)
             .map_err(|e| StartError(format!("job_stats: {e}")))?;
         let decision = self.controller.setup(&initial.observation);
-        self.absorb(decision);
+        // A coordinated agent's rates come from its coordinator only.
+        if self.config.coordinator.is_none() {
+            self.absorb(&decision);
+        }
         // The listing tells the CPT count (the configured one is the fallback).
         let cpts = self.rule_cpts();
         self.apply(&initial.observation, &initial.per_job, &cpts);
@@ -340,6 +433,19 @@ impl<L: Lctl> Agent<L> {
     /// One period: observe, decide, write. A period whose job_stats cannot be read keeps
     /// the rules as they are.
     pub fn period(&mut self) {
+        let Some(obs) = self.observe() else {
+            return;
+        };
+        let t0 = Instant::now();
+        let decision = self.controller.decide(&obs.observation);
+        self.absorb(&decision);
+        self.carry_out(&obs);
+        self.stats.last_decision_ns += t0.elapsed().as_nanos() as u64;
+    }
+
+    /// Reads job_stats into this period's observation; `None` (counted, logged) when it
+    /// cannot be read or parsed, and the rules stay as they are.
+    pub fn observe(&mut self) -> Option<JobStatsObservation> {
         assert!(self.started, "period before start");
         let listed = self.list_osts();
         let text = match self.get(PARAM_JOB_STATS) {
@@ -347,7 +453,7 @@ impl<L: Lctl> Agent<L> {
             Err(e) => {
                 self.stats.periods_skipped += 1;
                 warn!(error = %e, "job_stats unreadable; rules kept for this period");
-                return;
+                return None;
             }
         };
         let t0 = Instant::now();
@@ -357,62 +463,44 @@ impl<L: Lctl> Agent<L> {
             Err(e) => {
                 self.stats.periods_skipped += 1;
                 warn!(error = %e, "job_stats unparsable; rules kept for this period");
-                return;
+                return None;
             }
         };
         self.stats.periods += 1;
         self.stats.job_stats_restarts += obs.counts.restarts;
         self.stats.job_stats_skipped_entries += obs.skipped_entries as u64;
-        let decision = self.controller.decide(&obs.observation);
-        self.absorb(decision);
-        let cpts = self.rule_cpts();
-        self.apply(&obs.observation, &obs.per_job, &cpts);
         self.stats.last_decision_ns = t0.elapsed().as_nanos() as u64;
+        Some(obs)
     }
 
-    /// Reads the controller's decision as rates per job (its rule names are its own).
-    fn absorb(&mut self, decision: Decision) {
-        for w in decision.writes {
+    /// Writes the rules the controller's current rates and the administrator's limits ask
+    /// for, given this period's observation.
+    pub fn carry_out(&mut self, obs: &JobStatsObservation) {
+        let t0 = Instant::now();
+        let cpts = self.rule_cpts();
+        self.apply(&obs.observation, &obs.per_job, &cpts);
+        self.stats.last_decision_ns += t0.elapsed().as_nanos() as u64;
+    }
+
+    /// Replaces the controller's rates with a coordinator's (job, OSS-wide RPC/s): its
+    /// decision for this OSS. An empty set is the safe state: no controller rule is left
+    /// (the administrator's byte limits, local configuration, still hold).
+    pub fn set_coordinated(&mut self, rates: &BTreeMap<JobId, u64>) {
+        self.controller_rules = ControllerRates::from_rates(rates);
+    }
+
+    /// The controller's current rates per job (OSS-wide RPC/s).
+    pub fn controller_rates(&self) -> BTreeMap<JobId, u64> {
+        self.controller_rules.rates()
+    }
+
+    /// Takes the controller's writes for this OSS (the agent's one domain).
+    fn absorb(&mut self, decision: &Decision) {
+        for w in &decision.writes {
             match &w.write {
-                ControlWrite::NrsTbfRule(text) => match TbfCommand::parse(text).map(|c| c.op) {
-                    Ok(TbfOp::Start {
-                        name,
-                        condition,
-                        rate_rpcs_per_s,
-                        ..
-                    }) => {
-                        let job = condition
-                            .text
-                            .strip_prefix("jobid={")
-                            .and_then(|t| t.strip_suffix('}'))
-                            .and_then(|t| JobId::new(t).ok());
-                        match job {
-                            Some(job) => {
-                                let rate = u64::from(rate_rpcs_per_s.unwrap_or(10_000));
-                                self.controller_rules.insert(name, (job, rate));
-                            }
-                            None => {
-                                warn!(rule = %text.escape_debug(), "controller rule not on one job; ignored")
-                            }
-                        }
-                    }
-                    Ok(TbfOp::Change {
-                        name,
-                        rate_rpcs_per_s: Some(r),
-                        ..
-                    }) => {
-                        if let Some(e) = self.controller_rules.get_mut(&name) {
-                            e.1 = u64::from(r);
-                        }
-                    }
-                    Ok(TbfOp::Change { .. }) => {}
-                    Ok(TbfOp::Stop { name }) => {
-                        self.controller_rules.remove(&name);
-                    }
-                    Err(e) => warn!(error = %e, "controller rule unparsable; ignored"),
-                },
                 // The agent runs the policy itself (tbf jobid, enabled once at start).
                 ControlWrite::NrsPolicies(p) if p == TBF_JOBID => {}
+                ControlWrite::NrsTbfRule(_) => self.controller_rules.absorb([&w.write]),
                 other => warn!(write = ?other, "controller write the agent cannot carry; ignored"),
             }
         }
@@ -525,8 +613,8 @@ impl<L: Lctl> Agent<L> {
         let limits = self.limits_bytes_per_s(obs, per_job);
         // The OSS-wide rate each job should get (RPC/s).
         let mut want: BTreeMap<JobId, (u64, Option<u64>)> = BTreeMap::new();
-        for (job, rate) in self.controller_rules.values() {
-            want.insert(*job, (*rate, None));
+        for (job, rate) in self.controller_rules.rates() {
+            want.insert(job, (rate, None));
         }
         for (job, &limit) in &limits {
             let limit_rpcs = pfsqos_core::control::tbf_rate_rpcs_per_s(

@@ -14,6 +14,11 @@
 //! lctl_retries = 2
 //! lctl_backoff_ms = 200
 //! metrics_listen = "127.0.0.1:9189"
+//! # [coordinator]                 # optional: rates from `pfsqos coordinator` (GIFT, ...)
+//! # addr = "10.0.0.5:9190"
+//! # key_file = "/etc/pfsqos/cluster.key"
+//! # agent_name = "oss1"           # as in the coordinator's agents list
+//! # safe_hold_ms = 30000          # then the coordinator's rules are removed
 //! job_id_layout = "%e.%u"           # where user limits find the uid in a job id
 //!
 //! [[jobs]]                          # node counts (static needs its jobs up front)
@@ -53,10 +58,10 @@ pub const CONFIG_LEN_BYTES_MAX: u64 = 1 << 20;
 /// Largest CPU partition count (Lustre's `cfs_cpt_number` is bounded by the CPU count).
 pub const CPTS_MAX: u32 = pfsqos_core::lustre::CPTS_MAX;
 
-fn default_period_ms() -> u64 {
+pub(crate) fn default_period_ms() -> u64 {
     1000
 }
-fn default_brw() -> u64 {
+pub(crate) fn default_brw() -> u64 {
     pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT
 }
 fn default_cpts() -> u32 {
@@ -147,6 +152,7 @@ pub struct ConfigFile {
     #[serde(default = "default_backoff")]
     pub lctl_backoff_ms: u64,
     pub metrics_listen: Option<SocketAddr>,
+    pub coordinator: Option<CoordinatorFile>,
     #[serde(default = "default_layout")]
     pub job_id_layout: String,
     #[serde(default)]
@@ -205,6 +211,39 @@ impl JobIdLayout {
     }
 }
 
+/// Longest time an agent keeps a coordinator's rates without hearing from it (one hour).
+pub const SAFE_HOLD_MS_MAX: u64 = 3_600_000;
+
+fn default_safe_hold_ms() -> u64 {
+    30_000
+}
+
+/// `[coordinator]` as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoordinatorFile {
+    pub addr: SocketAddr,
+    #[serde(default = "default_key_file")]
+    pub key_file: PathBuf,
+    pub agent_name: String,
+    #[serde(default = "default_safe_hold_ms")]
+    pub safe_hold_ms: u64,
+}
+
+pub(crate) fn default_key_file() -> PathBuf {
+    PathBuf::from(pfsqos_wire::key::DEFAULT_KEY_FILE)
+}
+
+/// Where the agent's coordinator is and how long its rates outlive silence (the safe state:
+/// after `safe_hold_ms` without a reply the agent removes the coordinator's rules).
+#[derive(Clone, Debug)]
+pub struct CoordinatorLink {
+    pub addr: SocketAddr,
+    pub key_file: PathBuf,
+    pub agent_name: String,
+    pub safe_hold_ms: u64,
+}
+
 /// The validated configuration.
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
@@ -220,6 +259,8 @@ pub struct AgentConfig {
     pub lctl_retries: u32,
     pub lctl_backoff_ms: u64,
     pub metrics_listen: Option<SocketAddr>,
+    /// Present: the rates come from a coordinator, the local controller's are not used.
+    pub coordinator: Option<CoordinatorLink>,
     pub job_id_layout: JobIdLayout,
     pub job_nodes: Vec<(JobId, u32)>,
     pub limits: Vec<(LimitTarget, u64)>,
@@ -351,6 +392,23 @@ impl AgentConfig {
             }
             limits.push((target, l.bytes_per_s));
         }
+        let coordinator = match f.coordinator {
+            None => None,
+            Some(c) => {
+                if !pfsqos_wire::coord::valid_agent_name(&c.agent_name) {
+                    bail!("[coordinator] agent_name must be 1..=64 characters of [A-Za-z0-9._-]");
+                }
+                if !(1..=SAFE_HOLD_MS_MAX).contains(&c.safe_hold_ms) {
+                    bail!("[coordinator] safe_hold_ms must be 1..={SAFE_HOLD_MS_MAX}");
+                }
+                Some(CoordinatorLink {
+                    addr: c.addr,
+                    key_file: c.key_file,
+                    agent_name: c.agent_name,
+                    safe_hold_ms: c.safe_hold_ms,
+                })
+            }
+        };
         Ok(AgentConfig {
             policy,
             period_ms: f.period_ms,
@@ -364,6 +422,7 @@ impl AgentConfig {
             lctl_retries: f.lctl_retries,
             lctl_backoff_ms: f.lctl_backoff_ms,
             metrics_listen: f.metrics_listen,
+            coordinator,
             job_id_layout,
             job_nodes,
             limits,

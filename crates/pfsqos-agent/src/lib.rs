@@ -5,6 +5,8 @@
 
 pub mod agent;
 pub mod config;
+pub mod coord;
+pub mod coord_net;
 pub mod emu;
 pub mod lctl;
 pub mod metrics;

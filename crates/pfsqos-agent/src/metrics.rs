@@ -7,7 +7,8 @@
 //! `pfsqos_agent_rule_writes_total{op=start|change|stop}`, `pfsqos_agent_writes_refused_total`,
 //! `pfsqos_agent_lctl_commands_total`, `pfsqos_agent_lctl_errors_total` (failed attempts),
 //! `pfsqos_agent_lctl_timeouts_total`, `pfsqos_agent_lctl_failed_commands_total`,
-//! `pfsqos_agent_job_stats_restarts_total`, `pfsqos_agent_decision_seconds`,
+//! `pfsqos_agent_job_stats_restarts_total`, `pfsqos_agent_coordinator_errors_total`,
+//! `pfsqos_agent_safe_state`, `pfsqos_agent_decision_seconds`,
 //! `pfsqos_agent_rules` (held now, catch-all included), `pfsqos_agent_jobs_in_catch_all`,
 //! `pfsqos_agent_job_rate_rpcs_per_s{job}` (per CPT), `pfsqos_agent_job_cpts{job}`,
 //! `pfsqos_agent_job_observed_bytes_per_s{job}`, `pfsqos_agent_job_held_seconds{job}`.
@@ -115,6 +116,18 @@ impl Collector for AgentCollector {
             "pfsqos_agent_job_stats_restarts",
             "job_stats entries seen restarted (start_time changed or counters down).",
             s.job_stats_restarts,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_coordinator_errors",
+            "Failed exchanges with the coordinator (coordinated agents).",
+            s.coordinator_errors,
+        )?;
+        gauge(
+            &mut e,
+            "pfsqos_agent_safe_state",
+            "1 while the coordinator has been silent past safe_hold_ms and its rules are removed.",
+            f64::from(u8::from(s.safe_state)),
         )?;
         gauge(
             &mut e,

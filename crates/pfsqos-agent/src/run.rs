@@ -7,8 +7,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use tracing::{info, warn};
 
+use std::collections::BTreeMap;
+
+use pfsqos_wire::coord::AgentReport;
+
 use crate::agent::Agent;
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, CoordinatorLink};
+use crate::coord_net::{CoordLink, SafeHold};
 use crate::lctl::{DryRun, Lctl, ProcessLctl};
 use crate::metrics::AgentSample;
 
@@ -68,6 +73,10 @@ fn drive<L: Lctl>(
         dry_run = opts.dry_run,
         "agent starting"
     );
+    let mut coordinated = match agent.config().coordinator.clone() {
+        Some(link) => Some(Coordinated::new(&link)?),
+        None => None,
+    };
     agent.start().map_err(|e| anyhow::anyhow!("{e}"))?;
     publish(&agent, sample);
     let period = Duration::from_nanos(agent.period_ns().max(1));
@@ -82,7 +91,10 @@ fn drive<L: Lctl>(
             }
             std::thread::sleep(STOP_POLL.min(next.saturating_duration_since(Instant::now())));
         }
-        agent.period();
+        match coordinated.as_mut() {
+            Some(c) => c.period(&mut agent),
+            None => agent.period(),
+        }
         publish(&agent, sample);
         if opts.once {
             info!(
@@ -97,6 +109,63 @@ fn drive<L: Lctl>(
             // Fell behind (a slow lctl): skip the missed ticks rather than run them back to back.
             warn!("period overran; skipping missed ticks");
             next = now + period;
+        }
+    }
+}
+
+/// An agent whose rates come from `pfsqos coordinator`: its link and safe-state timer.
+pub struct Coordinated {
+    name: String,
+    link: CoordLink,
+    hold: SafeHold,
+    epoch: Instant,
+}
+
+impl Coordinated {
+    pub fn new(link: &CoordinatorLink) -> anyhow::Result<Coordinated> {
+        let key = pfsqos_wire::key::read_key_file(&link.key_file)?;
+        // Wait at most half the hold for one exchange, so a silent coordinator cannot stall
+        // the agent past its safe state.
+        let timeout = Duration::from_millis((link.safe_hold_ms / 2).clamp(50, 10_000));
+        Ok(Coordinated {
+            name: link.agent_name.clone(),
+            link: CoordLink::new(link.addr, key, timeout)?,
+            hold: SafeHold::new(link.safe_hold_ms * 1_000_000, 0),
+            epoch: Instant::now(),
+        })
+    }
+
+    /// One period: observe, report, take the coordinator's rates (or, after `safe_hold_ms`
+    /// of silence, none: the safe state), write.
+    pub fn period<L: Lctl>(&mut self, agent: &mut Agent<L>) {
+        let obs = agent.observe();
+        if let Some(obs) = &obs {
+            let report = AgentReport::from_observation(&self.name, &obs.observation);
+            let now = self.epoch.elapsed().as_nanos() as u64;
+            match self.link.exchange(&report) {
+                Ok(rates) => {
+                    if self.hold.released() {
+                        info!("coordinator answers again; leaving the safe state");
+                    }
+                    self.hold.reply(now);
+                    if let Some(rates) = rates {
+                        agent.set_coordinated(&rates);
+                    }
+                }
+                Err(e) => {
+                    agent.stats.coordinator_errors += 1;
+                    warn!(error = %e, "coordinator exchange failed; last rates kept");
+                }
+            }
+        }
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        if self.hold.must_release(now) {
+            warn!("no reply from the coordinator within safe_hold_ms; removing its rules (safe state)");
+            agent.set_coordinated(&BTreeMap::new());
+        }
+        agent.stats.safe_state = self.hold.released();
+        if let Some(obs) = &obs {
+            agent.carry_out(obs);
         }
     }
 }

@@ -38,3 +38,29 @@ pub fn run(args: AgentArgs) -> ExitCode {
         }
     }
 }
+
+/// Arguments of `pfsqos coordinator`.
+#[derive(clap::Args, Debug)]
+pub struct CoordinatorArgs {
+    /// The coordinator's configuration file (TOML; docs/lustre.md lists every field).
+    #[arg(long, default_value = "/etc/pfsqos/coordinator.toml")]
+    pub config: PathBuf,
+}
+
+pub fn run_coordinator(args: CoordinatorArgs) -> ExitCode {
+    crate::live::init_logging();
+    let config = match pfsqos_agent::coord_net::CoordinatorConfig::load(&args.config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("pfsqos: error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    match pfsqos_agent::coord_net::run_coordinator(config) {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("pfsqos: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

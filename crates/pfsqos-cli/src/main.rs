@@ -82,6 +82,8 @@ enum Command {
     },
     /// Run a pfsqos controller against a Lustre OSS through lctl (one agent per OSS).
     Agent(agent::AgentArgs),
+    /// Run a centralized controller (GIFT, ...) for the Lustre agents of a file system.
+    Coordinator(agent::CoordinatorArgs),
     /// Run every design of a bakeoff suite on every workload and seed (in parallel, resumable)
     /// and write bakeoff.json, bakeoff.csv, results.md and report.html.
     Bakeoff {
@@ -388,6 +390,7 @@ fn main() -> ExitCode {
             },
         ),
         Command::Agent(args) => return agent::run(args),
+        Command::Coordinator(args) => return agent::run_coordinator(args),
         Command::Trace { command } => return ExitCode::from(trace::run(command)),
         Command::Ossd(args) => return daemon(args.into_config(), live::run_ossd),
         Command::Mds(args) => return daemon(args.into_config(), live::run_mds),

@@ -27,6 +27,7 @@
 
 pub mod client;
 pub mod conn;
+pub mod coord;
 pub mod key;
 pub mod mds;
 pub mod protocol;

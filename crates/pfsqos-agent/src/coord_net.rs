@@ -1,0 +1,401 @@
+//! The coordinator's network side and the agent's link to it, over pfsqos-wire's
+//! authenticated framing (cluster key, HMAC handshake, frames ≤ 8 MiB + 4 KiB).
+//!
+//! Bounds: at most `2 × agents` connections at once (one per agent plus one reconnecting);
+//! a peer that has not finished the handshake in [`pfsqos_wire::conn::HANDSHAKE_TIMEOUT`], or
+//! sends nothing for [`IDLE_PERIODS`] periods, is dropped; a peer that is not an
+//! authenticated `Lctl`-role peer, names an agent off the allow-list or sends an invalid
+//! report is dropped (the handshake tells a peer with a wrong key why; the rest is logged). The agent side waits at most [`LinkTimeouts`] per exchange.
+//!
+//! Safe state ([`SafeHold`]): an agent keeps the last rates it was sent while it hears from the
+//! coordinator; once `safe_hold_ms` pass without a reply it drops them (its rules for them
+//! are stopped at its next period), and takes new rates as soon as the coordinator answers
+//! again.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pfsqos_core::model::JobId;
+use pfsqos_wire::conn::{self, ConnError, Reader, Writer};
+use pfsqos_wire::coord::{AgentReport, CoordReply};
+use pfsqos_wire::protocol::{self, ProtocolError, Role};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tracing::{info, warn};
+
+use crate::coord::Coordinator;
+
+/// Periods of silence after which the coordinator drops an agent's connection.
+pub const IDLE_PERIODS: u32 = 10;
+/// What the coordinator calls itself in the handshake's welcome (≤ 8 bytes, like a fsname).
+pub const COORD_FSNAME: &str = "pfsqcoor";
+
+/// The safe-state timer, in the caller's time (virtual in tests).
+#[derive(Clone, Copy, Debug)]
+pub struct SafeHold {
+    hold_ns: u64,
+    last_reply_ns: u64,
+    released: bool,
+}
+
+impl SafeHold {
+    /// Starts counting at `now_ns` (an agent that never hears from its coordinator holds
+    /// nothing anyway).
+    pub fn new(hold_ns: u64, now_ns: u64) -> SafeHold {
+        assert!(hold_ns > 0);
+        SafeHold {
+            hold_ns,
+            last_reply_ns: now_ns,
+            released: false,
+        }
+    }
+
+    /// A reply arrived: rates are current again.
+    pub fn reply(&mut self, now_ns: u64) {
+        self.last_reply_ns = now_ns;
+        self.released = false;
+    }
+
+    /// Whether the rates must be dropped now: true once per silence longer than the hold.
+    pub fn must_release(&mut self, now_ns: u64) -> bool {
+        if !self.released && now_ns.saturating_sub(self.last_reply_ns) > self.hold_ns {
+            self.released = true;
+            return true;
+        }
+        false
+    }
+
+    pub fn released(&self) -> bool {
+        self.released
+    }
+}
+
+type Conn = (Reader<OwnedReadHalf>, Writer<OwnedWriteHalf>);
+
+/// The agent's link: connects (and reconnects) on demand, one report and one reply per
+/// period, each step within `timeout`.
+pub struct CoordLink {
+    rt: tokio::runtime::Runtime,
+    addr: SocketAddr,
+    key: Vec<u8>,
+    timeout: Duration,
+    conn: Option<Conn>,
+}
+
+impl CoordLink {
+    pub fn new(addr: SocketAddr, key: Vec<u8>, timeout: Duration) -> std::io::Result<CoordLink> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        Ok(CoordLink {
+            rt,
+            addr,
+            key,
+            timeout,
+            conn: None,
+        })
+    }
+
+    /// Sends `report` and returns the coordinator's rates for this OSS (`None`: it has not
+    /// decided yet). On any error the connection is dropped; the next call reconnects.
+    pub fn exchange(
+        &mut self,
+        report: &AgentReport,
+    ) -> Result<Option<BTreeMap<JobId, u64>>, String> {
+        let conn = self.conn.take();
+        let (addr, key, timeout) = (self.addr, self.key.clone(), self.timeout);
+        let result = self.rt.block_on(async move {
+            tokio::time::timeout(timeout, async move {
+                let mut c = match conn {
+                    Some(c) => c,
+                    None => connect(addr, &key).await?,
+                };
+                c.1.msg(report).await?;
+                let reply: CoordReply = protocol::decode(&c.0.frame().await?)?;
+                Ok::<_, ConnError>((c, reply))
+            })
+            .await
+        });
+        let (c, reply) = match result {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(_) => return Err("coordinator did not answer in time".into()),
+        };
+        let rates = reply.validate().map_err(|e| e.to_string())?;
+        self.conn = Some(c);
+        Ok((reply.round > 0).then_some(rates))
+    }
+}
+
+async fn connect(addr: SocketAddr, key: &[u8]) -> Result<Conn, ConnError> {
+    let (r, w) = TcpStream::connect(addr).await?.into_split();
+    let (mut r, mut w) = (Reader::new(r), Writer::new(w));
+    conn::client_handshake(&mut r, &mut w, key, Role::Lctl, protocol::PROTOCOL_VERSION).await?;
+    Ok((r, w))
+}
+
+/// Serves agents on `listener` and runs a round every period until `stop` resolves. The
+/// controllers are not `Send`, so the connections are tasks of one thread (a `LocalSet`);
+/// a round and a report each hold the coordinator only for their synchronous step.
+pub async fn serve(
+    listener: TcpListener,
+    key: Vec<u8>,
+    coord: Coordinator,
+    epoch: Instant,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let local = tokio::task::LocalSet::new();
+    local
+        .run_until(serve_local(listener, key, coord, epoch, stop))
+        .await;
+}
+
+async fn serve_local(
+    listener: TcpListener,
+    key: Vec<u8>,
+    coord: Coordinator,
+    epoch: Instant,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let period = Duration::from_nanos(coord.period_ns());
+    let conns_max = 2 * coord.agents().len();
+    let coord = Rc::new(RefCell::new(coord));
+    let slots = Arc::new(tokio::sync::Semaphore::new(conns_max));
+    let key = Arc::new(key);
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            _ = tick.tick() => {
+                let now = epoch.elapsed().as_nanos() as u64;
+                let mut c = coord.borrow_mut();
+                if let Some(obs) = c.run_round(now) {
+                    info!(round = c.round(), domains = obs.domains.len(), jobs = obs.jobs.len(), "round");
+                }
+            }
+            accepted = listener.accept() => {
+                let Ok((stream, peer)) = accepted else { continue };
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    warn!(%peer, "connection refused: too many");
+                    continue;
+                };
+                let (coord, key) = (coord.clone(), key.clone());
+                tokio::task::spawn_local(async move {
+                    if let Err(e) = serve_agent(stream, &key, &coord, epoch, period).await {
+                        warn!(%peer, error = %e, "agent connection ended");
+                    }
+                    drop(permit);
+                });
+            }
+        }
+    }
+}
+
+async fn serve_agent(
+    stream: TcpStream,
+    key: &[u8],
+    coord: &RefCell<Coordinator>,
+    epoch: Instant,
+    period: Duration,
+) -> Result<(), ConnError> {
+    let (r, w) = stream.into_split();
+    let (mut r, mut w) = (Reader::new(r), Writer::new(w));
+    let peer = tokio::time::timeout(
+        conn::HANDSHAKE_TIMEOUT,
+        conn::server_handshake(&mut r, &mut w, key, COORD_FSNAME, 0),
+    )
+    .await
+    .map_err(|_| ConnError::Timeout)??;
+    if !matches!(peer.role, Role::Lctl) {
+        return Err(ProtocolError::Invalid("only agents speak to the coordinator".into()).into());
+    }
+    let idle = period * IDLE_PERIODS;
+    loop {
+        let frame = tokio::time::timeout(idle, r.frame())
+            .await
+            .map_err(|_| ConnError::Timeout)??;
+        let report: AgentReport = protocol::decode(&frame)?;
+        let now = epoch.elapsed().as_nanos() as u64;
+        let reply = coord.borrow_mut().accept(now, &report);
+        match reply {
+            Ok(reply) => w.msg(&reply).await?,
+            Err(e) => return Err(ProtocolError::Invalid(e).into()),
+        }
+    }
+}
+
+/// `pfsqos coordinator`'s configuration file (TOML, every field validated, unknown refused):
+///
+/// ```toml
+/// listen = "0.0.0.0:9190"
+/// key_file = "/etc/pfsqos/cluster.key"
+/// controller = "gift"               # any controller of pfsqos_core::control::spec
+/// period_ms = 1000
+/// brw_size_bytes = 4194304
+/// agents = ["oss1", "oss2"]         # allow-list; the order numbers the OSSs' domains
+/// report_fresh_ms = 3000            # older reports leave their OSS out of a round
+/// ```
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoordinatorFile {
+    pub listen: SocketAddr,
+    #[serde(default = "crate::config::default_key_file")]
+    pub key_file: std::path::PathBuf,
+    pub controller: String,
+    #[serde(default = "crate::config::default_period_ms")]
+    pub period_ms: u64,
+    #[serde(default = "crate::config::default_brw")]
+    pub brw_size_bytes: u64,
+    pub agents: Vec<String>,
+    pub report_fresh_ms: Option<u64>,
+}
+
+/// A validated coordinator configuration.
+#[derive(Clone, Debug)]
+pub struct CoordinatorConfig {
+    pub listen: SocketAddr,
+    pub key_file: std::path::PathBuf,
+    pub policy: pfsqos_core::control::spec::PolicyChoice,
+    pub period_ms: u64,
+    pub brw_size_bytes: u64,
+    pub agents: Vec<String>,
+    pub report_fresh_ms: u64,
+}
+
+impl CoordinatorConfig {
+    pub fn parse(text: &str) -> anyhow::Result<CoordinatorConfig> {
+        use anyhow::bail;
+        if text.len() as u64 > crate::config::CONFIG_LEN_BYTES_MAX {
+            bail!(
+                "configuration larger than {} bytes",
+                crate::config::CONFIG_LEN_BYTES_MAX
+            );
+        }
+        let f: CoordinatorFile = toml::from_str(text)?;
+        let policy = pfsqos_core::control::spec::PolicyChoice::parse(&f.controller)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        if !(1..=pfsqos_core::control::spec::PERIOD_MS_MAX).contains(&f.period_ms) {
+            bail!(
+                "period_ms must be 1..={}",
+                pfsqos_core::control::spec::PERIOD_MS_MAX
+            );
+        }
+        if !(4096..=(64 << 20)).contains(&f.brw_size_bytes) {
+            bail!("brw_size_bytes must be 4096..=64 MiB");
+        }
+        let report_fresh_ms = f.report_fresh_ms.unwrap_or(3 * f.period_ms);
+        if !(1..=crate::config::SAFE_HOLD_MS_MAX).contains(&report_fresh_ms) {
+            bail!(
+                "report_fresh_ms must be 1..={}",
+                crate::config::SAFE_HOLD_MS_MAX
+            );
+        }
+        // Names and count are checked by the coordinator itself.
+        let config = CoordinatorConfig {
+            listen: f.listen,
+            key_file: f.key_file,
+            policy,
+            period_ms: f.period_ms,
+            brw_size_bytes: f.brw_size_bytes,
+            agents: f.agents,
+            report_fresh_ms,
+        };
+        config.coordinator().map_err(|e| anyhow::anyhow!(e))?;
+        Ok(config)
+    }
+
+    pub fn load(path: &std::path::Path) -> anyhow::Result<CoordinatorConfig> {
+        use anyhow::Context;
+        let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
+        if meta.len() > crate::config::CONFIG_LEN_BYTES_MAX {
+            anyhow::bail!("{} is too large", path.display());
+        }
+        let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+        CoordinatorConfig::parse(&text).with_context(|| format!("{}", path.display()))
+    }
+
+    /// The coordinator this configuration describes (its controller freshly set up).
+    pub fn coordinator(&self) -> Result<Coordinator, String> {
+        let controller = self
+            .policy
+            .controller_with(self.period_ms, self.brw_size_bytes, 0);
+        Coordinator::new(
+            controller,
+            self.agents.clone(),
+            self.period_ms * 1_000_000,
+            self.report_fresh_ms * 1_000_000,
+        )
+    }
+}
+
+/// Runs the coordinator until SIGTERM/SIGINT. Returns the exit code.
+pub fn run_coordinator(config: CoordinatorConfig) -> anyhow::Result<i32> {
+    use anyhow::Context;
+    crate::signal::install().context("installing signal handlers")?;
+    let key = pfsqos_wire::key::read_key_file(&config.key_file)?;
+    let coord = config.coordinator().map_err(|e| anyhow::anyhow!(e))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("listening on {}", config.listen))?;
+        info!(addr = %listener.local_addr()?, controller = %config.policy.spec(), agents = config.agents.len(), "coordinator listening");
+        let stop = async {
+            while !crate::signal::stop_requested() {
+                tokio::time::sleep(crate::run::STOP_POLL).await;
+            }
+        };
+        serve(listener, key, coord, Instant::now(), stop).await;
+        info!("coordinator stopped; agents keep their rules for safe_hold_ms, then remove them");
+        Ok(0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_coordinator_file_is_validated() {
+        let ok =
+            "listen = \"127.0.0.1:9190\"\ncontroller = \"gift\"\nagents = [\"oss1\", \"oss2\"]\n";
+        let c = CoordinatorConfig::parse(ok).unwrap();
+        assert_eq!((c.period_ms, c.report_fresh_ms), (1000, 3000));
+        assert_eq!(
+            c.coordinator().unwrap().domain_of("oss2").map(|d| d.0),
+            Some(1)
+        );
+        for bad in [
+            format!("{ok}extra = 1\n"),
+            ok.replace("gift", "nope"),
+            ok.replace("\"oss2\"", "\"oss1\""),
+            ok.replace("\"oss2\"", "\"a;b\""),
+            ok.replace("[\"oss1\", \"oss2\"]", "[]"),
+            format!("{ok}period_ms = 0\n"),
+            format!("{ok}report_fresh_ms = 0\n"),
+        ] {
+            assert!(CoordinatorConfig::parse(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_hold_releases_once_after_the_silence_and_rearms_on_a_reply() {
+        let mut h = SafeHold::new(1000, 0);
+        assert!(!h.must_release(1000));
+        assert!(h.must_release(1001));
+        assert!(!h.must_release(5000), "once per silence");
+        assert!(h.released());
+        h.reply(6000);
+        assert!(!h.released());
+        assert!(!h.must_release(7000));
+        assert!(h.must_release(7001));
+    }
+}

@@ -1,0 +1,402 @@
+//! The coordinator: two agents on two OSSs (in-memory OSSs speaking Lustre's parameter
+//! formats) under GIFT decide what the shared controller decides for the same observations;
+//! a killed coordinator leaves the agents in the safe state within the bound; unauthenticated
+//! or foreign peers are refused.
+//!
+//! Waits poll with a bounded deadline; no wall-clock rate is asserted.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use pfsqos_agent::agent::{ControllerRates, PARAM_JOB_STATS, PARAM_POLICIES, PARAM_TBF_RULE};
+use pfsqos_agent::coord::Coordinator;
+use pfsqos_agent::coord_net::{self, CoordLink, SafeHold};
+use pfsqos_agent::lctl::{Lctl, LctlCounts, LctlError};
+use pfsqos_agent::{Agent, AgentConfig};
+use pfsqos_core::control::spec::PolicyChoice;
+use pfsqos_core::control::{DomainId, JobMeta, Observation};
+use pfsqos_core::jobstats::{render_job_stats, JobEntry, JobStatsFormat, OstCounter};
+use pfsqos_core::model::JobId;
+use pfsqos_wire::coord::AgentReport;
+use pfsqos_wire::protocol::{decode, encode};
+
+const KEY: &[u8] = b"coordinator-test-key-0123456789";
+const DEADLINE: Duration = Duration::from_secs(60);
+const GIFT: &str = "gift:period_ms=1000";
+
+/// An OSS in memory: one OST whose job_stats show `jobs` (id, write RPCs of 1 MiB so far),
+/// `tbf jobid` running, and the rules written (name, rate).
+#[derive(Default)]
+struct Oss {
+    ost: u32,
+    jobs: Vec<(&'static str, u64)>,
+    rules: Vec<(String, u64)>,
+    counts: LctlCounts,
+}
+
+impl Lctl for Oss {
+    fn run(&mut self, args: &[String]) -> Result<String, LctlError> {
+        self.counts.commands += 1;
+        match (args[0].as_str(), args.last().map(String::as_str)) {
+            ("get_param", Some(PARAM_POLICIES)) => {
+                Ok("\nregular_requests:\n  - name: tbf jobid\n    state: started\n".into())
+            }
+            ("list_param", _) => Ok(format!("obdfilter.fs-OST{:04x}.job_stats\n", self.ost)),
+            ("get_param", Some(PARAM_JOB_STATS)) => {
+                let entries: Vec<JobEntry> = self
+                    .jobs
+                    .iter()
+                    .map(|&(j, n)| {
+                        let mut e = JobEntry::new(JobId::new(j).unwrap(), 1);
+                        for _ in 0..n {
+                            e.counters[OstCounter::WriteBytes as usize].add(1 << 20);
+                        }
+                        e
+                    })
+                    .collect();
+                Ok(format!(
+                    "obdfilter.fs-OST{:04x}.job_stats=\n{}",
+                    self.ost,
+                    render_job_stats(&entries, JobStatsFormat::Master)
+                ))
+            }
+            ("get_param", Some(PARAM_TBF_RULE)) => {
+                let mut out = String::from("regular_requests:\nCPT 0:\n");
+                for (name, rate) in &self.rules {
+                    out.push_str(&format!("{name} jobid={{x}} {rate}, ref 1\n"));
+                }
+                out.push_str("default * 10000, ref 0\n");
+                Ok(out)
+            }
+            ("set_param", Some(w)) => {
+                let text = w.split_once('=').unwrap().1.to_string();
+                let words: Vec<&str> = text.split(' ').collect();
+                let rate = || {
+                    text.split("rate=")
+                        .nth(1)
+                        .map(|r| r.split(' ').next().unwrap().parse::<u64>().unwrap())
+                };
+                match words[0] {
+                    "start" => self.rules.push((words[1].to_string(), rate().unwrap())),
+                    "change" => {
+                        self.rules.iter_mut().find(|r| r.0 == words[1]).unwrap().1 = rate().unwrap()
+                    }
+                    "stop" => self.rules.retain(|r| r.0 != words[1]),
+                    _ => {}
+                }
+                Ok(String::new())
+            }
+            _ => Ok(String::new()),
+        }
+    }
+    fn counts(&self) -> LctlCounts {
+        self.counts
+    }
+}
+
+fn agent(ost: u32, jobs: Vec<(&'static str, u64)>) -> Agent<Oss> {
+    let config = AgentConfig::parse(
+        "controller = \"static\"\nost_capacity_rpcs_per_s = 100\ncpts = 1\nrule_prefix = \"pfq\"\n\
+         [[jobs]]\nid = \"big\"\nnodes = 8\n[[jobs]]\nid = \"small\"\nnodes = 1\n[[jobs]]\nid = \"other\"\nnodes = 2\n",
+    )
+    .unwrap();
+    let mut a = Agent::new(
+        config,
+        Oss {
+            ost,
+            jobs,
+            ..Oss::default()
+        },
+    );
+    a.start().unwrap();
+    a
+}
+
+/// The coordinator's view built by hand: the agents' own observations as domains 0 and 1, the
+/// union of their jobs.
+fn merged_by_hand(now_ns: u64, period_ns: u64, parts: &[Observation]) -> Observation {
+    let mut domains = Vec::new();
+    let mut jobs: BTreeMap<JobId, JobMeta> = BTreeMap::new();
+    for (i, o) in parts.iter().enumerate() {
+        let mut d = o.domains[0].clone();
+        d.domain = DomainId(i as u32);
+        domains.push(d);
+        for m in &o.jobs {
+            let e = jobs.entry(m.job).or_insert_with(|| m.clone());
+            e.node_count = e.node_count.max(m.node_count);
+            e.weight = e.weight.max(m.weight);
+        }
+    }
+    Observation {
+        now_ns,
+        period_ns,
+        domains,
+        jobs: jobs.into_values().collect(),
+        clients: Vec::new(),
+    }
+}
+
+/// Differential: rounds of GIFT through the coordinator (reports through postcard) equal
+/// GIFT run directly on the same observations, split per OSS; the agents then hold a rule of
+/// their own for every job the coordinator gave them a rate for.
+#[test]
+fn two_agents_under_gift_get_what_the_shared_controller_decides() {
+    let choice = PolicyChoice::parse(GIFT).unwrap();
+    let period_ns = 1_000_000_000;
+    let mut coord = Coordinator::new(
+        choice.controller_with(1000, 1 << 20, 0),
+        vec!["oss0".into(), "oss1".into()],
+        period_ns,
+        3 * period_ns,
+    )
+    .unwrap();
+    let mut reference = choice.controller_with(1000, 1 << 20, 0);
+    let mut reference_rates = [ControllerRates::default(), ControllerRates::default()];
+    let mut agents = [
+        agent(0, vec![("big", 0), ("small", 0)]),
+        agent(1, vec![("big", 0), ("other", 0)]),
+    ];
+    let mut decided_any = false;
+    for round in 1..=6u64 {
+        // Demand well above the 100 RPC/s of each OST: "big" floods both OSSs.
+        agents[0].lctl_mut().jobs = vec![("big", 400 * round), ("small", 50 * round)];
+        agents[1].lctl_mut().jobs = vec![("big", 300 * round), ("other", 120 * round)];
+        let now = round * period_ns;
+        let mut parts = Vec::new();
+        let mut observed = Vec::new();
+        for (i, a) in agents.iter_mut().enumerate() {
+            let obs = a.observe().expect("job_stats readable");
+            let report = AgentReport::from_observation(&format!("oss{i}"), &obs.observation);
+            let wire: AgentReport = decode(&encode(&report)).unwrap();
+            coord.accept(now, &wire).unwrap();
+            parts.push(obs.observation.clone());
+            observed.push(obs);
+        }
+        let seen = coord.run_round(now).expect("fresh reports");
+        let by_hand = merged_by_hand(now, period_ns, &parts);
+        assert_eq!(seen, by_hand, "round {round}: the coordinator's view");
+        let decision = if round == 1 {
+            reference.setup(&by_hand)
+        } else {
+            reference.decide(&by_hand)
+        };
+        for w in &decision.writes {
+            reference_rates[w.domain.0 as usize].absorb([&w.write]);
+        }
+        for (i, a) in agents.iter_mut().enumerate() {
+            let reply = coord.reply(DomainId(i as u32));
+            let wire: pfsqos_wire::coord::CoordReply = decode(&encode(&reply)).unwrap();
+            let rates = wire.validate().unwrap();
+            assert_eq!(rates, reference_rates[i].rates(), "round {round}, OSS {i}");
+            decided_any |= !rates.is_empty();
+            a.set_coordinated(&rates);
+            a.carry_out(&observed[i]);
+            // Every job with a rate has a rule of the agent's prefix, nothing else is written.
+            let oss = a.lctl();
+            assert_eq!(a.controller_rates(), rates);
+            assert!(oss.rules.iter().all(|(n, _)| n.starts_with("pfq")));
+            assert!(oss.rules.len() >= rates.len().min(1));
+        }
+    }
+    assert!(
+        decided_any,
+        "GIFT throttled nobody: the comparison would be vacuous"
+    );
+}
+
+fn key_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let p = dir.join("key");
+    std::fs::write(&p, KEY).unwrap();
+    p
+}
+
+/// A coordinator on a runtime of its own, stopped by dropping the sender.
+struct Running {
+    addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    fn start(agents: &[&str], period_ms: u64) -> Running {
+        let agents: Vec<String> = agents.iter().map(|a| a.to_string()).collect();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (atx, arx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            // Controllers are not Send: the coordinator lives on its thread.
+            let coord = Coordinator::new(
+                PolicyChoice::parse(GIFT)
+                    .unwrap()
+                    .controller_with(period_ms, 1 << 20, 0),
+                agents,
+                period_ms * 1_000_000,
+                3 * period_ms * 1_000_000,
+            )
+            .unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                atx.send(listener.local_addr().unwrap()).unwrap();
+                let stop = async move {
+                    let _ = rx.await;
+                };
+                coord_net::serve(listener, KEY.to_vec(), coord, Instant::now(), stop).await;
+            });
+            // Dropping the runtime ends every connection task: the coordinator is gone.
+        });
+        Running {
+            addr: arx.recv().unwrap(),
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    fn kill(&mut self) {
+        drop(self.stop.take());
+        self.thread.take().unwrap().join().unwrap();
+    }
+}
+
+/// The coordinator decides, the agent takes its rates; the coordinator dies; the agent keeps
+/// the rates within the hold and removes its rules once the hold has passed (virtual time for
+/// the hold, real sockets for the silence).
+#[test]
+fn a_killed_coordinator_leaves_the_agent_in_the_safe_state_within_the_bound() {
+    let mut running = Running::start(&["oss0"], 50);
+    let mut a = agent(0, vec![("big", 0), ("small", 0)]);
+    let mut link = CoordLink::new(running.addr, KEY.to_vec(), Duration::from_secs(5)).unwrap();
+    let hold_ns = 5_000_000_000;
+    let mut hold = SafeHold::new(hold_ns, 0);
+    // Virtual agent time: one period of 1 s per exchange.
+    let mut now = 0u64;
+    let deadline = Instant::now() + DEADLINE;
+    let mut round = 0u64;
+    let mut held = BTreeMap::new();
+    while held.is_empty() {
+        assert!(Instant::now() < deadline, "the coordinator never throttled");
+        round += 1;
+        now += 1_000_000_000;
+        a.lctl_mut().jobs = vec![("big", 400 * round), ("small", 50 * round)];
+        let obs = a.observe().unwrap();
+        let rates = link
+            .exchange(&AgentReport::from_observation("oss0", &obs.observation))
+            .unwrap();
+        hold.reply(now);
+        if let Some(r) = rates {
+            a.set_coordinated(&r);
+            held = r;
+        }
+        a.carry_out(&obs);
+        // Let the coordinator's 50 ms rounds see this report before the next exchange.
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    assert!(!a.lctl().rules.is_empty());
+    running.kill();
+    let last_reply = now;
+    let mut released_at = None;
+    for _ in 0..20 {
+        now += 1_000_000_000;
+        let obs = a.observe().unwrap();
+        assert!(link
+            .exchange(&AgentReport::from_observation("oss0", &obs.observation))
+            .is_err());
+        if hold.must_release(now) {
+            a.set_coordinated(&BTreeMap::new());
+            released_at = Some(now);
+        }
+        if released_at.is_none() {
+            assert_eq!(a.controller_rates(), held, "rates kept within the hold");
+        }
+        a.carry_out(&obs);
+    }
+    let at = released_at.expect("safe state reached");
+    assert!(at - last_reply > hold_ns && at - last_reply <= hold_ns + 1_000_000_000);
+    assert!(
+        a.lctl().rules.is_empty(),
+        "no rule left in the safe state: {:?}",
+        a.lctl().rules
+    );
+}
+
+/// The daemon's own loop (real clock): coordinated through `run::Coordinated`, the agent
+/// reaches the safe state within safe_hold_ms (+ one period and the exchange timeout) after
+/// the coordinator is killed, and says so in its stats.
+#[test]
+fn the_daemon_loop_reaches_the_safe_state_after_the_coordinator_dies() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut running = Running::start(&["oss0"], 20);
+    let link = pfsqos_agent::config::CoordinatorLink {
+        addr: running.addr,
+        key_file: key_file(tmp.path()),
+        agent_name: "oss0".into(),
+        safe_hold_ms: 400,
+    };
+    let mut c = pfsqos_agent::run::Coordinated::new(&link).unwrap();
+    let mut a = agent(0, vec![("big", 0), ("small", 0)]);
+    let deadline = Instant::now() + DEADLINE;
+    let mut round = 0;
+    while a.controller_rates().is_empty() {
+        assert!(Instant::now() < deadline, "no rates from the coordinator");
+        round += 1;
+        a.lctl_mut().jobs = vec![("big", 400 * round), ("small", 50 * round)];
+        c.period(&mut a);
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert_eq!(a.stats.coordinator_errors, 0);
+    running.kill();
+    let killed = Instant::now();
+    while !a.stats.safe_state {
+        assert!(Instant::now() < deadline, "safe state never reached");
+        c.period(&mut a);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        killed.elapsed() >= Duration::from_millis(400),
+        "released before the hold"
+    );
+    assert!(a.stats.coordinator_errors > 0);
+    assert!(a.controller_rates().is_empty());
+    assert!(a.lctl().rules.is_empty(), "{:?}", a.lctl().rules);
+}
+
+/// A peer with the wrong key, a peer speaking garbage and an authenticated peer that names an
+/// agent off the allow-list get nothing; the coordinator keeps serving the allowed agent.
+#[test]
+fn unauthenticated_and_foreign_peers_are_refused() {
+    use std::io::{Read, Write};
+    let running = Running::start(&["oss0"], 50);
+    let report = AgentReport {
+        agent: "oss0".into(),
+        now_ns: 1,
+        period_ns: 1,
+        targets: vec![],
+        jobs: vec![],
+    };
+    let mut wrong = CoordLink::new(
+        running.addr,
+        b"another-key-0123456789abcdef".to_vec(),
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert!(wrong.exchange(&report).is_err(), "wrong key accepted");
+    let mut garbage = std::net::TcpStream::connect(running.addr).unwrap();
+    garbage
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    garbage.write_all(&[0, 0, 0, 4, 1, 2, 3, 4]).unwrap();
+    let mut buf = Vec::new();
+    let _ = garbage.read_to_end(&mut buf);
+    assert!(
+        !buf.windows(4).any(|w| w == b"PFSQ"),
+        "garbage got a challenge"
+    );
+    let mut foreign = CoordLink::new(running.addr, KEY.to_vec(), Duration::from_secs(5)).unwrap();
+    let mut other = report.clone();
+    other.agent = "oss9".into();
+    assert!(foreign.exchange(&other).is_err(), "foreign agent served");
+    let mut good = CoordLink::new(running.addr, KEY.to_vec(), Duration::from_secs(5)).unwrap();
+    assert!(good.exchange(&report).is_ok());
+}

@@ -177,7 +177,10 @@ mod tests {
         for ns in [0u64, 1, 2, 7, 100, 1_000, 12_345, 1 << 30, u64::MAX / 2] {
             let upper = bucket_upper_ns(bucket_of(ns));
             assert!(upper >= ns, "{ns}: {upper}");
-            assert!(upper as f64 <= (ns as f64 + 1.0) * 1.0906 + 1.0, "{ns}: {upper}");
+            assert!(
+                upper as f64 <= (ns as f64 + 1.0) * 1.0906 + 1.0,
+                "{ns}: {upper}"
+            );
         }
     }
 

@@ -382,7 +382,10 @@ mod tests {
         let designs = vec!["a".to_string(), "b".to_string(), "c".to_string()];
         let cell = |agg: f64| Some(row(agg, 0.5).unwrap());
         // One seed: a and b equal, c lower.
-        let one = rank_workload(&designs, &[vec![cell(100.0)], vec![cell(100.0)], vec![cell(50.0)]]);
+        let one = rank_workload(
+            &designs,
+            &[vec![cell(100.0)], vec![cell(100.0)], vec![cell(50.0)]],
+        );
         let v = verdicts("w", &one, &[]);
         assert!(
             v[0].ends_with("tie between a (100 MiB/s, 1 seed) and b (100 MiB/s, 1 seed): both have the same value on the one seed run."),
@@ -391,9 +394,16 @@ mod tests {
         );
         assert!(!v[0].contains("spread"), "{}", v[0]);
         // Three designs equal on one seed.
-        let three = rank_workload(&designs, &[vec![cell(7.0)], vec![cell(7.0)], vec![cell(7.0)]]);
+        let three = rank_workload(
+            &designs,
+            &[vec![cell(7.0)], vec![cell(7.0)], vec![cell(7.0)]],
+        );
         let v = verdicts("w", &three, &[]);
-        assert!(v[0].ends_with("all have the same value on the one seed run."), "{}", v[0]);
+        assert!(
+            v[0].ends_with("all have the same value on the one seed run."),
+            "{}",
+            v[0]
+        );
         // Two seeds: overlapping spreads, different means.
         let two = rank_workload(
             &designs,

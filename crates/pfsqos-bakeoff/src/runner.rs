@@ -21,11 +21,13 @@ use pfsqos_sim::Scenario;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::decide_timing::{histogram_of, DecideHistogram, DecideLog, DecideStats, TimedController};
-use pfsqos_core::control::Controller;
+use crate::decide_timing::{
+    histogram_of, DecideHistogram, DecideLog, DecideStats, TimedController,
+};
 use crate::metrics::{JobRecord, RunRecord};
 use crate::suite::{Design, Suite};
 use crate::CRATE_VERSION;
+use pfsqos_core::control::Controller;
 
 /// Largest run file read back (a run file of a suite scenario is tens of KiB).
 pub const RUN_FILE_LEN_MAX: u64 = 256 << 20;
@@ -376,9 +378,9 @@ fn run_task(p: &Prepared, index: usize) -> Result<Done, BakeoffError> {
                 Ok(s) => {
                     // The controller's decide calls are timed on this machine's clock by a
                     // wrapper that changes nothing else (module decide_timing).
-                    let mut wrap = |c: Box<dyn Controller>| TimedController::wrap(c, decide_log.clone());
-                    match pfsqos_sim::run_wrapped(&s, &d.policy, seed, &mut wrap, &mut |_, _| {})
-                    {
+                    let mut wrap =
+                        |c: Box<dyn Controller>| TimedController::wrap(c, decide_log.clone());
+                    match pfsqos_sim::run_wrapped(&s, &d.policy, seed, &mut wrap, &mut |_, _| {}) {
                         Ok(run) => Outcome::Ran(RunRecord::from_run(&run)),
                         Err(e) => Outcome::Skipped(e.to_string()),
                     }

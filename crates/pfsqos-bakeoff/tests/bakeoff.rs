@@ -303,9 +303,11 @@ fn the_decision_timing_hook_leaves_the_results_unchanged() {
             let s = scenario_for_design(&seeded(&w.scenario, 2), d).unwrap();
             let plain = pfsqos_sim::run(&s, &d.policy, 2, &mut |_, _| {}).unwrap();
             let log = DecideLog::default();
-            let mut wrap = |c: Box<dyn pfsqos_core::control::Controller>| TimedController::wrap(c, log.clone());
-            let timed = pfsqos_sim::run_wrapped(&s, &d.policy, 2, &mut wrap, &mut |_, _| {})
-                .unwrap();
+            let mut wrap = |c: Box<dyn pfsqos_core::control::Controller>| {
+                TimedController::wrap(c, log.clone())
+            };
+            let timed =
+                pfsqos_sim::run_wrapped(&s, &d.policy, 2, &mut wrap, &mut |_, _| {}).unwrap();
             let bytes = |r| serde_json::to_string(&RunRecord::from_run(r)).unwrap();
             assert_eq!(bytes(&plain), bytes(&timed), "{} under {}", w.file, d.name);
             let count = histogram_of(&log).count();

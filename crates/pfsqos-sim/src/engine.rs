@@ -128,7 +128,13 @@ pub fn run(
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, RunError> {
-    run_wrapped(scenario, policy, seed, &mut |c: Box<dyn Controller>| c, progress)
+    run_wrapped(
+        scenario,
+        policy,
+        seed,
+        &mut |c: Box<dyn Controller>| c,
+        progress,
+    )
 }
 
 /// [`run`], with the controller `policy` names passed through `wrap` before the run (a driver

@@ -204,7 +204,14 @@ processes_per_node = 2
     let apps = |o: &RunOutput| -> Vec<(String, u32, u64, u64)> {
         o.jobs
             .iter()
-            .map(|j| (j.job_id.clone(), j.node_count, j.bytes_written, j.bytes_read))
+            .map(|j| {
+                (
+                    j.job_id.clone(),
+                    j.node_count,
+                    j.bytes_written,
+                    j.bytes_read,
+                )
+            })
             .collect()
     };
     assert_eq!(rpc_out.jobs.len(), 4, "the explicit job and three runs");
@@ -233,7 +240,9 @@ processes_per_node = 2
     let queued = text.replace("clients = 16", "clients = 2");
     let e = Scenario::from_toml_str(&queued, "<queued>").unwrap_err();
     assert!(e.to_string().contains("batch queue"), "{e}");
-    let many = text.replace("apps = 3", "apps = 65").replace("clients = 16", "clients = 1000");
+    let many = text
+        .replace("apps = 3", "apps = 65")
+        .replace("clients = 16", "clients = 1000");
     let e = Scenario::from_toml_str(&many, "<many>").unwrap_err();
     assert!(e.to_string().contains("at most 64"), "{e}");
 }

@@ -52,11 +52,31 @@ pub fn overall_family_table(report: &Report) -> Table {
                 .reduce(f64::min)
         })
         .collect();
-    Table {
-        columns: Family::ALL
+    let labels = Family::ALL.iter().map(|f| f.title().to_string()).collect();
+    overall_table(report, labels, |row| {
+        row.family_mean_rank
             .iter()
-            .map(|f| Column {
-                label: f.title().to_string(),
+            .enumerate()
+            .map(|(k, r)| Cell {
+                text: rank_text(*r),
+                best: r.is_some() && *r == best[k],
+            })
+            .collect()
+    })
+}
+
+/// A table with one row per design of the overall ranking, `labels` as its columns (no
+/// tooltip) and `cells` giving a row's cells.
+fn overall_table(
+    report: &Report,
+    labels: Vec<String>,
+    cells: impl Fn(&crate::rank::OverallRow) -> Vec<Cell>,
+) -> Table {
+    Table {
+        columns: labels
+            .into_iter()
+            .map(|label| Column {
+                label,
                 better: None,
             })
             .collect(),
@@ -67,15 +87,7 @@ pub fn overall_family_table(report: &Report) -> Table {
             .map(|(d, row)| Row {
                 design: d,
                 name: row.design.clone(),
-                cells: row
-                    .family_mean_rank
-                    .iter()
-                    .enumerate()
-                    .map(|(k, r)| Cell {
-                        text: rank_text(*r),
-                        best: r.is_some() && *r == best[k],
-                    })
-                    .collect(),
+                cells: cells(row),
             })
             .collect(),
     }
@@ -91,31 +103,15 @@ pub fn overall_metric_tables(report: &Report) -> Vec<(Family, Table)> {
                 .enumerate()
                 .filter(|(_, d)| d.family == f)
                 .collect();
-            let table = Table {
-                columns: defs
-                    .iter()
-                    .map(|(_, d)| Column {
-                        label: d.label.to_string(),
-                        better: None,
+            let labels = defs.iter().map(|(_, d)| d.label.to_string()).collect();
+            let table = overall_table(report, labels, |row| {
+                defs.iter()
+                    .map(|(m, _)| Cell {
+                        text: rank_text(row.metric_mean_rank[*m]),
+                        best: false,
                     })
-                    .collect(),
-                rows: report
-                    .overall
-                    .iter()
-                    .enumerate()
-                    .map(|(d, row)| Row {
-                        design: d,
-                        name: row.design.clone(),
-                        cells: defs
-                            .iter()
-                            .map(|(m, _)| Cell {
-                                text: rank_text(row.metric_mean_rank[*m]),
-                                best: false,
-                            })
-                            .collect(),
-                    })
-                    .collect(),
-            };
+                    .collect()
+            });
             (f, table)
         })
         .collect()

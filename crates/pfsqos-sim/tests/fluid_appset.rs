@@ -237,7 +237,10 @@ processes_per_node = 2
     }
 
     // Above the bounds the RPC engine refuses with the reason: runs that would queue.
-    let queued = text.replace("clients = 16", "clients = 2");
+    // Three runs of 2 nodes on a 5-node pool.
+    let queued = text
+        .replace("nodes = [1, 4]", "nodes = [2, 2]")
+        .replace("clients = 16", "clients = 5");
     let e = Scenario::from_toml_str(&queued, "<queued>").unwrap_err();
     assert!(e.to_string().contains("batch queue"), "{e}");
     let many = text

@@ -8,10 +8,10 @@ use pfsqos_report::{
     cdf_chart, design_color, escape_html as esc, small_multiples, Panel, PanelLine, REPORT_STYLE,
 };
 
-use crate::metrics::{Family, MetricDef, METRICS};
-use crate::output::{cell_text, human_seconds, Report};
+use crate::output::{human_seconds, Report};
 use crate::rank::fmt_num;
 use crate::runner::{BakeoffResult, Outcome};
+use crate::table;
 use crate::REPRODUCTIONS;
 
 /// Jobs drawn one by one in a throughput chart; the rest are summed into "others".
@@ -27,134 +27,56 @@ fn swatch(i: usize) -> String {
     )
 }
 
-fn family_tables(out: &mut String, report: &Report, w: usize) {
-    for f in Family::ALL {
-        let defs: Vec<(usize, &MetricDef)> = METRICS
-            .iter()
-            .enumerate()
-            .filter(|(m, d)| {
-                d.family == f
-                    && report.rankings[w].metrics[*m]
-                        .rows
-                        .iter()
-                        .any(|r| r.stats.is_some())
-            })
-            .collect();
-        if defs.is_empty() {
-            continue;
+/// A [`table::Table`] in HTML: each row with its design's colour, column bests highlighted.
+fn html_table(out: &mut String, t: &table::Table) {
+    out.push_str("<div class=\"scroll\"><table><thead><tr><th>design</th>");
+    for c in &t.columns {
+        match c.better {
+            Some(b) => {
+                let better = match b {
+                    crate::metrics::Better::Higher => "higher is better",
+                    crate::metrics::Better::Lower => "lower is better",
+                };
+                let _ = write!(out, "<th title=\"{better}\">{}</th>", esc(&c.label));
+            }
+            None => {
+                let _ = write!(out, "<th>{}</th>", esc(&c.label));
+            }
         }
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for row in &t.rows {
         let _ = write!(
             out,
-            "<h3>{}</h3><div class=\"scroll\"><table><thead><tr><th>design</th>",
-            f.title()
+            "<tr><td class=\"name\">{}{}</td>",
+            swatch(row.design),
+            esc(&row.name)
         );
-        for (_, d) in &defs {
-            let better = match d.better {
-                crate::metrics::Better::Higher => "higher is better",
-                crate::metrics::Better::Lower => "lower is better",
-            };
-            let _ = write!(out, "<th title=\"{better}\">{}</th>", esc(d.label));
+        for c in &row.cells {
+            let class = if c.best { "num best" } else { "num" };
+            let _ = write!(out, "<td class=\"{class}\">{}</td>", esc(&c.text));
         }
-        out.push_str("</tr></thead><tbody>\n");
-        for (d, design) in report.designs.iter().enumerate() {
-            let _ = write!(
-                out,
-                "<tr><td class=\"name\">{}{}</td>",
-                swatch(d),
-                esc(&design.name)
-            );
-            for (m, def) in &defs {
-                let row = &report.rankings[w].metrics[*m].rows[d];
-                let class = if row.rank == Some(1) {
-                    "num best"
-                } else {
-                    "num"
-                };
-                let _ = write!(
-                    out,
-                    "<td class=\"{class}\">{}</td>",
-                    esc(&cell_text(def, row))
-                );
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</tbody></table></div>\n");
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+fn family_tables(out: &mut String, report: &Report, w: usize) {
+    for (f, t) in table::workload_tables(report, w) {
+        let _ = write!(out, "<h3>{}</h3>", f.title());
+        html_table(out, &t);
     }
 }
 
 fn overall_tables(out: &mut String, report: &Report) {
     out.push_str(
         "<h2 id=\"overall\">Overall ranking</h2>\n<p class=\"note\">Mean rank over the workloads \
-         (1 = best on every workload); per family, the mean of its metrics' mean ranks.</p>\
-         <div class=\"scroll\"><table><thead><tr><th>design</th>",
+         (1 = best on every workload); per family, the mean of its metrics' mean ranks.</p>",
     );
-    for f in Family::ALL {
-        let _ = write!(out, "<th>{}</th>", f.title());
-    }
-    out.push_str("</tr></thead><tbody>\n");
-    let best: Vec<Option<f64>> = (0..Family::ALL.len())
-        .map(|k| {
-            report
-                .overall
-                .iter()
-                .filter_map(|r| r.family_mean_rank[k])
-                .reduce(f64::min)
-        })
-        .collect();
-    for (d, row) in report.overall.iter().enumerate() {
-        let _ = write!(
-            out,
-            "<tr><td class=\"name\">{}{}</td>",
-            swatch(d),
-            esc(&row.design)
-        );
-        for (k, r) in row.family_mean_rank.iter().enumerate() {
-            let class = if r.is_some() && *r == best[k] {
-                "num best"
-            } else {
-                "num"
-            };
-            let _ = write!(
-                out,
-                "<td class=\"{class}\">{}</td>",
-                r.map_or_else(|| "–".to_string(), |r| format!("{r:.2}"))
-            );
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</tbody></table></div>\n");
-    for f in Family::ALL {
-        let defs: Vec<(usize, &MetricDef)> = METRICS
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| d.family == f)
-            .collect();
-        let _ = write!(
-            out,
-            "<h3>{}: mean rank per metric</h3><div class=\"scroll\"><table><thead><tr><th>design</th>",
-            f.title()
-        );
-        for (_, d) in &defs {
-            let _ = write!(out, "<th>{}</th>", esc(d.label));
-        }
-        out.push_str("</tr></thead><tbody>\n");
-        for (d, row) in report.overall.iter().enumerate() {
-            let _ = write!(
-                out,
-                "<tr><td class=\"name\">{}{}</td>",
-                swatch(d),
-                esc(&row.design)
-            );
-            for (m, _) in &defs {
-                let _ = write!(
-                    out,
-                    "<td class=\"num\">{}</td>",
-                    row.metric_mean_rank[*m].map_or_else(|| "–".to_string(), |r| format!("{r:.2}"))
-                );
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</tbody></table></div>\n");
+    html_table(out, &table::overall_family_table(report));
+    for (f, t) in table::overall_metric_tables(report) {
+        let _ = write!(out, "<h3>{}: mean rank per metric</h3>", f.title());
+        html_table(out, &t);
     }
 }
 
@@ -330,9 +252,13 @@ fn timing_section(out: &mut String, result: &BakeoffResult) {
     out.push_str(
         "<h2 id=\"timing\">Wall-clock cost (this machine's wall clock)</h2>\n<p class=\"note\">\
          Measured on the machine that ran this bakeoff; not part of bakeoff.json, and not \
-         comparable across machines. Reused runs show the time they took when they ran.</p>\
+         comparable across machines. Reused runs show the time they took when they ran. A \
+         decision is one call of the controller's decide, timed by the driver around the pure \
+         controller; its median and p99 are histogram bucket upper bounds (at most 9 % above \
+         the true value).</p>\
          <table><thead><tr><th>design</th><th>runs</th><th>wall time</th><th>simulated RPCs</th>\
-         <th>ns per simulated RPC</th></tr></thead><tbody>\n",
+         <th>ns per simulated RPC</th><th>controller decisions</th><th>decision median</th>\
+         <th>decision p99</th></tr></thead><tbody>\n",
     );
     let mut names: Vec<String> = Vec::new();
     for t in &result.timing {
@@ -359,10 +285,23 @@ fn timing_section(out: &mut String, result: &BakeoffResult) {
             .collect();
         let wall_s: f64 = entries.iter().map(|t| t.wall_ns as f64 / 1e9).sum();
         let rpcs: u64 = entries.iter().map(|t| t.rpcs).sum();
+        let mut decide = crate::decide_timing::DecideHistogram::default();
+        for t in &entries {
+            decide.merge(&t.decide_histogram);
+        }
+        let decide = decide.stats();
+        let decide_us = |ns: u64| {
+            if decide.count > 0 {
+                format!("{} µs", fmt_num(ns as f64 / 1e3))
+            } else {
+                "–".to_string()
+            }
+        };
         let _ = writeln!(
             out,
             "<tr><td class=\"name\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{rpcs}</td><td class=\"num\">{}</td></tr>",
+             <td class=\"num\">{rpcs}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             esc(&n),
             entries.len(),
             human_seconds(wall_s),
@@ -370,7 +309,10 @@ fn timing_section(out: &mut String, result: &BakeoffResult) {
                 fmt_num(wall_s * 1e9 / rpcs as f64)
             } else {
                 "–".to_string()
-            }
+            },
+            decide.count,
+            decide_us(decide.median_ns),
+            decide_us(decide.p99_ns)
         );
     }
     let _ = writeln!(
@@ -483,8 +425,7 @@ pub fn report_html(report: &Report, result: &BakeoffResult) -> String {
          with no progress shared but some alone is counted as starved.</li>\
          <li>Tail slowdown: the 95th percentile (nearest rank) over the run's jobs.</li>\
          <li>Cost: control writes and synchronization traffic per simulated second.</li>\
-         <li>A tie: the seed spreads (min..max) of the best design and another overlap (with one \
-         seed: their values are equal).</li>\
+         <li>A tie: the seed spreads (min..max) of the best design and another overlap (with one seed: their values are equal).</li>\
          </ul>\n",
     );
     timing_section(&mut out, result);

@@ -9,7 +9,9 @@
 //! * [`runner`]: the design × workload × seed plan, solo runs, the parallel work queue and the
 //!   resumable run files.
 //! * [`metrics`]: per-run metric rows from `pfsqos_report::summarize` and the solo runs.
-//! * [`rank`]: ranking tables and verdicts.
+//! * [`rank`]: rankings and verdicts; [`table`]: the ranking tables as data, rendered by
+//!   [`output`] (markdown) and [`html`].
+//! * [`decide_timing`]: the wall-clock time of each controller decision (timing only).
 //! * [`output`]: `bakeoff.json`, `bakeoff.csv`, `results.md`, `timing.json`; [`html`]:
 //!   `report.html`.
 //!
@@ -20,12 +22,14 @@
 //! of `report.html` marked as this machine's wall clock) only.
 
 pub mod builtin;
+pub mod decide_timing;
 pub mod html;
 pub mod metrics;
 pub mod output;
 pub mod rank;
 pub mod runner;
 pub mod suite;
+pub mod table;
 
 pub use runner::{run_bakeoff, BakeoffOptions, BakeoffResult, ProgressUpdate};
 pub use suite::{Design, Suite, SuiteError, Workload};

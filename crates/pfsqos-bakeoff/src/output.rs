@@ -12,6 +12,7 @@ use serde::{Serialize, Serializer};
 use crate::metrics::{run_metrics, slowdowns, Family, JobRecord, MetricDef, METRICS};
 use crate::rank::{self, fmt_num, MetricRanking, OverallRow};
 use crate::runner::{BakeoffResult, Outcome};
+use crate::table;
 use crate::CRATE_VERSION;
 
 /// A metric row, serialized as an object in [`METRICS`] order.
@@ -465,8 +466,23 @@ fn md_escape(text: &str) -> String {
     out
 }
 
-fn rank_text(r: Option<f64>) -> String {
-    r.map_or_else(|| "–".to_string(), |r| format!("{r:.2}"))
+/// A [`table::Table`] in markdown; every text escaped (a design name may hold any printable
+/// character, `|` included).
+fn md_table(out: &mut String, t: &table::Table) {
+    out.push_str("| design |");
+    for c in &t.columns {
+        let _ = write!(out, " {} |", md_escape(&c.label));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---:|".repeat(t.columns.len()));
+    out.push('\n');
+    for row in &t.rows {
+        let _ = write!(out, "| {} |", md_escape(&row.name));
+        for c in &row.cells {
+            let _ = write!(out, " {} |", md_escape(&c.text));
+        }
+        out.push('\n');
+    }
 }
 
 /// `results.md` text: the overall ranking, per workload the verdicts and per-family tables,
@@ -489,44 +505,11 @@ pub fn results_md(report: &Report) -> String {
         report.designs.len(),
         report.workloads.len()
     );
-    out.push_str("## Overall (mean rank per metric family, lower is better)\n\n| design |");
-    for f in Family::ALL {
-        let _ = write!(out, " {} |", f.title());
-    }
-    out.push_str("\n|---|");
-    out.push_str(&"---:|".repeat(Family::ALL.len()));
-    out.push('\n');
-    for row in &report.overall {
-        let _ = write!(out, "| {} |", row.design);
-        for r in &row.family_mean_rank {
-            let _ = write!(out, " {} |", rank_text(*r));
-        }
-        out.push('\n');
-    }
-    for f in Family::ALL {
-        let defs: Vec<(usize, &MetricDef)> = METRICS
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| d.family == f)
-            .collect();
-        let _ = write!(
-            out,
-            "\n### {}: mean rank per metric\n\n| design |",
-            f.title()
-        );
-        for (_, d) in &defs {
-            let _ = write!(out, " {} |", md_escape(d.label));
-        }
-        out.push_str("\n|---|");
-        out.push_str(&"---:|".repeat(defs.len()));
-        out.push('\n');
-        for row in &report.overall {
-            let _ = write!(out, "| {} |", row.design);
-            for (m, _) in &defs {
-                let _ = write!(out, " {} |", rank_text(row.metric_mean_rank[*m]));
-            }
-            out.push('\n');
-        }
+    out.push_str("## Overall (mean rank per metric family, lower is better)\n\n");
+    md_table(&mut out, &table::overall_family_table(report));
+    for (f, t) in table::overall_metric_tables(report) {
+        let _ = write!(out, "\n### {}: mean rank per metric\n\n", f.title());
+        md_table(&mut out, &t);
     }
     for (w, info) in report.workloads.iter().enumerate() {
         let _ = writeln!(
@@ -539,39 +522,9 @@ pub fn results_md(report: &Report) -> String {
         for s in &report.verdicts[w].sentences {
             let _ = writeln!(out, "* {}", md_escape(s));
         }
-        for f in Family::ALL {
-            let defs: Vec<(usize, &MetricDef)> = METRICS
-                .iter()
-                .enumerate()
-                .filter(|(m, d)| {
-                    d.family == f
-                        && report.rankings[w].metrics[*m]
-                            .rows
-                            .iter()
-                            .any(|r| r.stats.is_some())
-                })
-                .collect();
-            if defs.is_empty() {
-                continue;
-            }
-            let _ = write!(out, "\n**{}**\n\n| design |", f.title());
-            for (_, d) in &defs {
-                let _ = write!(out, " {} |", md_escape(d.label));
-            }
-            out.push_str("\n|---|");
-            out.push_str(&"---:|".repeat(defs.len()));
-            out.push('\n');
-            for (d, design) in report.designs.iter().enumerate() {
-                let _ = write!(out, "| {} |", design.name);
-                for (m, def) in &defs {
-                    let _ = write!(
-                        out,
-                        " {} |",
-                        md_escape(&cell_text(def, &report.rankings[w].metrics[*m].rows[d]))
-                    );
-                }
-                out.push('\n');
-            }
+        for (f, t) in table::workload_tables(report, w) {
+            let _ = write!(out, "\n**{}**\n\n", f.title());
+            md_table(&mut out, &t);
         }
     }
     out.push_str("\n## Skipped combinations\n\n");
@@ -607,6 +560,10 @@ pub fn timing_json(result: &BakeoffResult, threads: usize) -> String {
         wall_s: f64,
         rpcs: u64,
         ns_per_rpc: Option<f64>,
+        /// Controller decisions over the design's runs, wall-clock median and p99.
+        decide: crate::decide_timing::DecideStats,
+        #[serde(skip)]
+        decide_histogram: crate::decide_timing::DecideHistogram,
     }
     #[derive(Serialize)]
     struct Timing<'a> {
@@ -634,6 +591,8 @@ pub fn timing_json(result: &BakeoffResult, threads: usize) -> String {
                     wall_s: 0.0,
                     rpcs: 0,
                     ns_per_rpc: None,
+                    decide: Default::default(),
+                    decide_histogram: Default::default(),
                 });
                 per_design.last_mut().expect("pushed")
             }
@@ -641,9 +600,11 @@ pub fn timing_json(result: &BakeoffResult, threads: usize) -> String {
         entry.runs += 1;
         entry.wall_s += t.wall_ns as f64 / 1e9;
         entry.rpcs += t.rpcs;
+        entry.decide_histogram.merge(&t.decide_histogram);
     }
     for p in &mut per_design {
         p.ns_per_rpc = (p.rpcs > 0).then(|| p.wall_s * 1e9 / p.rpcs as f64);
+        p.decide = p.decide_histogram.stats();
     }
     let timing = Timing {
         note: "This machine's wall clock (reused runs: as timed when they ran). Not part of \

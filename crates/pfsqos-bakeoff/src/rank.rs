@@ -7,8 +7,8 @@
 //!
 //! A verdict sentence names the best design on a headline metric, by how much it beats the
 //! runner-up and `nobw`, and the seed spreads; when the best and the runner-up's spreads
-//! overlap it says "tie" instead of naming a winner (with one seed, a tie is equal values,
-//! and the sentence says so rather than speaking of spreads).
+//! overlap it says "tie" instead of naming a winner (with one seed there is no spread: the
+//! tie is equal values, and the sentence says so).
 
 use serde::Serialize;
 
@@ -210,6 +210,17 @@ fn relative(a: f64, b: f64) -> String {
     )
 }
 
+/// Why designs tie: with one seed each there is no spread, only equal values; with several
+/// seeds (for any of them) their min..max spreads overlap with the best one's. `others` is
+/// how many designs tie with the best.
+fn tie_reason(single_seed: bool, others: usize) -> &'static str {
+    match (single_seed, others) {
+        (true, 1) => "both have the same value on the one seed run",
+        (true, _) => "all have the same value on the one seed run",
+        (false, _) => "their seed spreads overlap",
+    }
+}
+
 /// Plain-language verdict sentences for one workload, from its rankings.
 pub fn verdicts(
     workload: &str,
@@ -249,29 +260,26 @@ pub fn verdicts(
                 show(row, s)
             )),
             [(w, ws, _), (r, rs, _), ..] => {
-                let tied: Vec<String> = ranked
+                let tied: Vec<&CellStats> = ranked
                     .iter()
                     .skip(1)
                     .filter(|(_, s, _)| s.overlaps(ws))
-                    .map(|(row, s, _)| show(row, s))
+                    .map(|(_, s, _)| s)
                     .collect();
                 if !tied.is_empty() {
-                    // With one seed a spread is a point: overlapping points are equal values,
-                    // and "spreads overlap" would claim a variation nobody measured.
-                    let single_seed = ranked
+                    let shown: Vec<String> = ranked
                         .iter()
+                        .skip(1)
                         .filter(|(_, s, _)| s.overlaps(ws))
-                        .all(|(_, s, _)| s.seeds == 1);
-                    let why = if single_seed {
-                        "equal values, one seed each"
-                    } else {
-                        "their seed spreads overlap"
-                    };
+                        .map(|(row, s, _)| show(row, s))
+                        .collect();
+                    let single_seed = ws.seeds == 1 && tied.iter().all(|s| s.seeds == 1);
                     out.push(format!(
-                        "{workload}, {}: tie between {} and {}: {why}.",
+                        "{workload}, {}: tie between {} and {}: {}.",
                         def.label,
                         show(w, ws),
-                        tied.join(", ")
+                        shown.join(", "),
+                        tie_reason(single_seed, shown.len())
                     ));
                     continue;
                 }
@@ -370,28 +378,44 @@ mod tests {
     }
 
     #[test]
-    fn one_seed_ties_are_equal_values_and_several_seeds_overlap() {
+    fn tie_wording_fits_one_seed_and_several() {
         let designs = vec!["a".to_string(), "b".to_string(), "c".to_string()];
-        let one = |agg: f64| vec![row(agg, 0.5)];
-        let r = rank_workload(&designs, &[one(100.0), one(100.0), one(90.0)]);
-        let v = verdicts("w", &r, &[]);
-        assert!(
-            v[0].starts_with("w, aggregate throughput: tie between a (100 MiB/s, 1 seed) and b (100 MiB/s, 1 seed): equal values, one seed each."),
-            "{}",
-            v[0]
-        );
-        let two = |lo: f64, hi: f64| vec![row(lo, 0.5), row(hi, 0.5)];
-        let r = rank_workload(
+        let cell = |agg: f64| Some(row(agg, 0.5).unwrap());
+        // One seed: a and b equal, c lower.
+        let one = rank_workload(
             &designs,
-            &[two(100.0, 120.0), two(90.0, 105.0), two(10.0, 20.0)],
+            &[vec![cell(100.0)], vec![cell(100.0)], vec![cell(50.0)]],
         );
-        let v = verdicts("w", &r, &[]);
+        let v = verdicts("w", &one, &[]);
         assert!(
-            v[0].contains("tie between a (110 MiB/s")
-                && v[0].ends_with(": their seed spreads overlap."),
+            v[0].ends_with("tie between a (100 MiB/s, 1 seed) and b (100 MiB/s, 1 seed): both have the same value on the one seed run."),
             "{}",
             v[0]
         );
+        assert!(!v[0].contains("spread"), "{}", v[0]);
+        // Three designs equal on one seed.
+        let three = rank_workload(
+            &designs,
+            &[vec![cell(7.0)], vec![cell(7.0)], vec![cell(7.0)]],
+        );
+        let v = verdicts("w", &three, &[]);
+        assert!(
+            v[0].ends_with("all have the same value on the one seed run."),
+            "{}",
+            v[0]
+        );
+        // Two seeds: overlapping spreads, different means.
+        let two = rank_workload(
+            &designs,
+            &[
+                vec![cell(90.0), cell(120.0)],
+                vec![cell(100.0), cell(105.0)],
+                vec![cell(10.0), cell(20.0)],
+            ],
+        );
+        let v = verdicts("w", &two, &[]);
+        assert!(v[0].contains("tie between a (105 MiB/s"), "{}", v[0]);
+        assert!(v[0].ends_with(": their seed spreads overlap."), "{}", v[0]);
     }
 
     #[test]

@@ -21,9 +21,13 @@ use pfsqos_sim::Scenario;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::decide_timing::{
+    histogram_of, DecideHistogram, DecideLog, DecideStats, TimedController,
+};
 use crate::metrics::{JobRecord, RunRecord};
 use crate::suite::{Design, Suite};
 use crate::CRATE_VERSION;
+use pfsqos_core::control::Controller;
 
 /// Largest run file read back (a run file of a suite scenario is tens of KiB).
 pub const RUN_FILE_LEN_MAX: u64 = 256 << 20;
@@ -72,6 +76,9 @@ struct RunFile {
     seed: u64,
     /// This machine's wall clock for the run (timing only; never in bakeoff.json).
     wall_ns: u64,
+    /// This machine's wall clock per controller decision (timing only; module
+    /// `decide_timing`).
+    decide: DecideHistogram,
     outcome: Outcome,
 }
 
@@ -104,6 +111,11 @@ pub struct TimingEntry {
     pub rpcs: u64,
     /// Whether this invocation ran it (false: read from its file, timed when it ran).
     pub executed: bool,
+    /// Controller decisions of the run and their wall-clock median and p99.
+    pub decide: DecideStats,
+    /// Their histogram, which merges into a design's percentiles (not written per run).
+    #[serde(skip)]
+    pub decide_histogram: DecideHistogram,
 }
 
 /// The solo runs of one workload and seed: one per job, in the shared run's job order, or why
@@ -357,15 +369,22 @@ fn run_task(p: &Prepared, index: usize) -> Result<Done, BakeoffError> {
         });
     }
     let started = Instant::now();
+    let decide_log = DecideLog::default();
     let outcome = match task {
         Task::Shared { design, .. } => {
             let d = &p.options.designs[*design];
             match scenario_for_design(&seeded(&workload.scenario, seed), d) {
                 Err(reason) => Outcome::Skipped(reason),
-                Ok(s) => match pfsqos_sim::run(&s, &d.policy, seed, &mut |_, _| {}) {
-                    Ok(run) => Outcome::Ran(RunRecord::from_run(&run)),
-                    Err(e) => Outcome::Skipped(e.to_string()),
-                },
+                Ok(s) => {
+                    // The controller's decide calls are timed on this machine's clock by a
+                    // wrapper that changes nothing else (module decide_timing).
+                    let mut wrap =
+                        |c: Box<dyn Controller>| TimedController::wrap(c, decide_log.clone());
+                    match pfsqos_sim::run_wrapped(&s, &d.policy, seed, &mut wrap, &mut |_, _| {}) {
+                        Ok(run) => Outcome::Ran(RunRecord::from_run(&run)),
+                        Err(e) => Outcome::Skipped(e.to_string()),
+                    }
+                }
             }
         }
         Task::Solo { scenario, .. } => {
@@ -383,6 +402,7 @@ fn run_task(p: &Prepared, index: usize) -> Result<Done, BakeoffError> {
         design: design_label,
         seed,
         wall_ns,
+        decide: histogram_of(&decide_log),
         outcome,
     };
     let text = serde_json::to_string(&file).expect("run files serialize");
@@ -490,6 +510,8 @@ fn assemble(
             wall_ns: done.file.wall_ns,
             rpcs,
             executed: done.executed,
+            decide: done.file.decide.stats(),
+            decide_histogram: done.file.decide.clone(),
         });
         match task {
             Task::Shared {

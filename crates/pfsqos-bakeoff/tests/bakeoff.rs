@@ -285,3 +285,41 @@ fn inapplicable_combinations_are_listed_with_reasons_and_names_are_escaped() {
     assert_eq!(bakeoff_json(&report), read(&out.join("bakeoff.json")));
     assert_eq!(bakeoff_csv(&report), csv);
 }
+
+/// The decision-timing hook (module `decide_timing`) changes no result: every run of the test
+/// suite gives the same `RunRecord` bytes (what `bakeoff.json` and `bakeoff.csv` are assembled
+/// from, in plan order) with the timed wrapper as without it, and the wrapper counts the
+/// controller's decisions.
+#[test]
+fn the_decision_timing_hook_leaves_the_results_unchanged() {
+    use pfsqos_bakeoff::decide_timing::{histogram_of, DecideLog, TimedController};
+    use pfsqos_bakeoff::metrics::RunRecord;
+    use pfsqos_bakeoff::runner::{scenario_for_design, seeded};
+
+    let suite = Suite::load(&suite_dir()).unwrap();
+    let mut adaptive_decisions = 0;
+    for w in &suite.workloads {
+        for d in &suite.designs {
+            let s = scenario_for_design(&seeded(&w.scenario, 2), d).unwrap();
+            let plain = pfsqos_sim::run(&s, &d.policy, 2, &mut |_, _| {}).unwrap();
+            let log = DecideLog::default();
+            let mut wrap = |c: Box<dyn pfsqos_core::control::Controller>| {
+                TimedController::wrap(c, log.clone())
+            };
+            let timed =
+                pfsqos_sim::run_wrapped(&s, &d.policy, 2, &mut wrap, &mut |_, _| {}).unwrap();
+            let bytes = |r| serde_json::to_string(&RunRecord::from_run(r)).unwrap();
+            assert_eq!(bytes(&plain), bytes(&timed), "{} under {}", w.file, d.name);
+            let count = histogram_of(&log).count();
+            // nobw never decides; AdapTBF decides every 100 ms; GIFT every 10 s, which these
+            // short workloads may not reach.
+            if d.policy == "nobw" {
+                assert_eq!(count, 0, "nobw never decides");
+            } else if d.policy == "adaptbf" {
+                assert!(count > 0, "{} under {}: no decision timed", w.file, d.name);
+            }
+            adaptive_decisions += count;
+        }
+    }
+    assert!(adaptive_decisions > 0);
+}

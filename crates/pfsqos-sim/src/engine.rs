@@ -128,10 +128,32 @@ pub fn run(
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, RunError> {
+    run_wrapped(
+        scenario,
+        policy,
+        seed,
+        &mut |c: Box<dyn Controller>| c,
+        progress,
+    )
+}
+
+/// [`run`], with the controller `policy` names passed through `wrap` before the run (a driver
+/// wraps it to observe its calls, e.g. to time `decide` on its own clock; the engine itself
+/// keeps no clock). The run is the same as [`run`]'s as long as the wrapper delegates every
+/// call unchanged. The fluid engine has no controller to wrap (its GIFT family are
+/// allocators): `wrap` is not called there.
+pub fn run_wrapped(
+    scenario: &Scenario,
+    policy: &str,
+    seed: u64,
+    wrap: &mut dyn FnMut(Box<dyn Controller>) -> Box<dyn Controller>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RunOutput, RunError> {
     if scenario.simulation.engine == EngineKind::Fluid {
         return crate::fluid::run(scenario, policy, seed, progress);
     }
-    let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
+    scenario.rpc_jobs().map_err(RunError::Engine)?;
+    let controller = wrap(controller_for(policy, scenario, seed).map_err(RunError::Policy)?);
     let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
     sim.run(progress);
     Ok(sim.finish())
@@ -145,17 +167,16 @@ pub fn run_rpc(
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, RunError> {
-    if scenario.appset.is_some() {
-        return Err(RunError::Engine(NEEDS_FLUID.to_string()));
-    }
+    // An `[appset]` the RPC engine cannot run as the fluid engine would (it would queue, or
+    // is too large) is refused here with the reason.
+    scenario.rpc_jobs().map_err(RunError::Engine)?;
     let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
     let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
     sim.run(progress);
     Ok(sim.finish())
 }
 
-const NEEDS_FLUID: &str =
-    "the scenario has an [appset] (or engine = \"fluid\"); only the fluid engine runs it";
+const NEEDS_FLUID: &str = "the scenario has engine = \"fluid\"; only the fluid engine runs it";
 
 /// [`run`] with a controller built by the caller (tests, or controllers that need arguments
 /// `policy::controller_for` does not know). `RunOutput::policy` is the controller's name.
@@ -165,7 +186,7 @@ pub fn run_with_controller(
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, RunError> {
-    if scenario.simulation.engine == EngineKind::Fluid || scenario.appset.is_some() {
+    if scenario.simulation.engine == EngineKind::Fluid {
         return Err(RunError::Engine(NEEDS_FLUID.to_string()));
     }
     let name = controller.name();
@@ -181,7 +202,7 @@ pub fn run_traced(
     policy: &str,
     seed: u64,
 ) -> Result<(RunOutput, Vec<RpcTrace>), RunError> {
-    if scenario.simulation.engine == EngineKind::Fluid || scenario.appset.is_some() {
+    if scenario.simulation.engine == EngineKind::Fluid {
         return Err(RunError::Engine(NEEDS_FLUID.to_string()));
     }
     let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
@@ -681,7 +702,9 @@ impl Sim {
         let mut files: Vec<FileLayout> = Vec::new();
         let mut layout_osts: Vec<u32> = Vec::new();
         let mut shapes = Vec::new();
-        let run_jobs: Vec<&JobSpec> = scenario.jobs.iter().collect();
+        // Explicit jobs, then an `[appset]`'s runs (the same set the fluid engine generates).
+        let scenario_jobs = scenario.rpc_jobs()?;
+        let run_jobs: Vec<&JobSpec> = scenario_jobs.iter().collect();
         let (mut placer, _) = crate::placement::placer_for(scenario, n_osts as u32, &run_jobs)?;
         let mut objects: u64 = 0;
         // Files are created at set-up, by their job: the placer learns who creates each.
@@ -713,7 +736,7 @@ impl Sim {
             objects += count as u64;
             Ok(files.len() as u32 - 1)
         };
-        for (job_index, job) in scenario.jobs.iter().enumerate() {
+        for (job_index, job) in scenario_jobs.iter().enumerate() {
             let id = JobId::new(&job.id).map_err(|e| format!("job `{}`: {e}", job.id))?;
             let client_list: Vec<u32> = match &job.clients {
                 Some(list) if !list.is_empty() => {

@@ -17,7 +17,7 @@ pub mod record;
 pub mod scenario;
 pub mod workload;
 
-pub use engine::{run, run_rpc, run_traced, run_with_controller, RpcTrace};
+pub use engine::{run, run_rpc, run_traced, run_with_controller, run_wrapped, RpcTrace};
 pub use error::RunError;
 pub use policy::{check_policy_spec, controller_for, PolicyChoice, POLICY_NAMES};
 pub use record::{

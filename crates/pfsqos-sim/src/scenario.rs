@@ -632,6 +632,24 @@ impl fmt::Display for ScenarioError {
 impl std::error::Error for ScenarioError {}
 
 impl Scenario {
+    /// The jobs the RPC-level engine runs: the explicit `[[job]]`s, then the `[appset]`'s
+    /// generated runs expanded by [`appset::AppSetSpec::expand_for_rpc`] (the same set, in the
+    /// same order, as the fluid engine generates with the simulation seed). An error says why
+    /// the RPC engine cannot run this set.
+    pub fn rpc_jobs(&self) -> Result<std::borrow::Cow<'_, [JobSpec]>, String> {
+        let Some(appset) = &self.appset else {
+            return Ok(std::borrow::Cow::Borrowed(&self.jobs));
+        };
+        let osts: u32 = self.osses.iter().map(|o| o.osts).sum();
+        let mut jobs = self.jobs.clone();
+        jobs.extend(
+            appset
+                .expand_for_rpc(osts, self.simulation.seed, self.cluster.clients)
+                .map_err(|e| format!("[appset] in the RPC-level engine: {e}"))?,
+        );
+        Ok(std::borrow::Cow::Owned(jobs))
+    }
+
     /// Reads, parses and validates a scenario file.
     pub fn load(path: &std::path::Path) -> Result<Scenario, ScenarioError> {
         let file = path.display().to_string();

@@ -1,6 +1,7 @@
 //! Generated application sets in the fluid engine: the batch scheduler's placement (start after
 //! submission, never more nodes than the pool), every run completing its phases, repeated
-//! runs sharing an application identity, determinism, and the RPC engine refusing the set.
+//! runs sharing an application identity, determinism, the RPC engine refusing a set it would
+//! run differently, and both engines running the same set where no run queues.
 
 use pfsqos_sim::{run, run_rpc, RunOutput, Scenario};
 
@@ -104,7 +105,7 @@ fn a_small_pool_queues_jobs() {
 }
 
 #[test]
-fn appset_runs_are_deterministic_and_rpc_refuses_them() {
+fn appset_runs_are_deterministic_and_rpc_refuses_a_set_with_shared_identities() {
     let s = scenario(30, 32);
     assert_eq!(quiet(&s, "gift"), quiet(&s, "gift"));
     assert_eq!(quiet(&s, "rnd"), quiet(&s, "rnd"));
@@ -161,4 +162,90 @@ fn with_lockstep_and_one_identity_per_run_pofs_and_bsip_coincide() {
     for (x, y) in pofs.jobs.iter().zip(&bsip.jobs) {
         assert_eq!(x.phases, y.phases, "{}", x.job_id);
     }
+}
+
+/// A set whose runs all fit on the node pool at once, one identity per run: the RPC-level
+/// engine expands it into the same applications (ids, nodes, process counts, bytes, start at
+/// submission) as the fluid engine's batch scheduler starts.
+#[test]
+fn both_engines_run_the_same_application_set_where_no_run_queues() {
+    let text = r#"
+name = "appset-both"
+[simulation]
+duration_s = 600.0
+bin_ms = 1000
+[cluster]
+clients = 16
+brw_size = "1M"
+[[oss]]
+name = "oss0"
+osts = 4
+device = "ssd-sata"
+[[job]]
+id = "stream"
+nodes = 1
+processes = [{ rw = "write", bs = "1M", size = "64M", numjobs = 2 }]
+[appset]
+apps = 3
+identity = "run"
+arrival_scale_s = 2.0
+phase_size = ["8M", "16M"]
+compute_s = [0.5, 1.0]
+nodes = [1, 4]
+phases = [2, 3]
+osts_per_app = [1, 4]
+processes_per_node = 2
+"#;
+    let rpc_scenario = Scenario::from_toml_str(text, "<rpc>").expect("the RPC engine takes it");
+    let mut fluid_scenario = rpc_scenario.clone();
+    fluid_scenario.simulation.engine = pfsqos_sim::scenario::EngineKind::Fluid;
+    let rpc_out = run(&rpc_scenario, "nobw", 1, &mut |_, _| {}).expect("rpc runs the set");
+    let fluid_out = run(&fluid_scenario, "nobw", 1, &mut |_, _| {}).expect("fluid runs it");
+    let apps = |o: &RunOutput| -> Vec<(String, u32, u64, u64)> {
+        o.jobs
+            .iter()
+            .map(|j| {
+                (
+                    j.job_id.clone(),
+                    j.node_count,
+                    j.bytes_written,
+                    j.bytes_read,
+                )
+            })
+            .collect()
+    };
+    assert_eq!(rpc_out.jobs.len(), 4, "the explicit job and three runs");
+    assert!(rpc_out.jobs.iter().all(|j| j.finished));
+    assert!(fluid_out.jobs.iter().all(|j| j.finished));
+    assert_eq!(apps(&rpc_out), apps(&fluid_out));
+    // The expansion is the generator's set: same ids and nodes as `generate` draws.
+    let generated = rpc_scenario
+        .appset
+        .as_ref()
+        .unwrap()
+        .generate(4, rpc_scenario.simulation.seed);
+    let expanded = rpc_scenario.rpc_jobs().unwrap();
+    assert_eq!(expanded.len(), 1 + generated.len());
+    for (g, j) in generated.iter().zip(&expanded[1..]) {
+        assert_eq!((&g.job.id, g.job.nodes), (&j.id, j.nodes));
+        let start_s = g.submit_ns as f64 / 1e9;
+        assert!(j.groups.iter().all(|p| p.shape.start_s == start_s));
+    }
+    // Every run starts (its first RPC) no earlier than its submission in the RPC engine too.
+    for (g, j) in generated.iter().zip(&rpc_out.jobs[1..]) {
+        assert!(j.first_io_ns.unwrap() >= g.submit_ns, "{}", j.job_id);
+    }
+
+    // Above the bounds the RPC engine refuses with the reason: runs that would queue.
+    // Three runs of 2 nodes on a 5-node pool.
+    let queued = text
+        .replace("nodes = [1, 4]", "nodes = [2, 2]")
+        .replace("clients = 16", "clients = 5");
+    let e = Scenario::from_toml_str(&queued, "<queued>").unwrap_err();
+    assert!(e.to_string().contains("batch queue"), "{e}");
+    let many = text
+        .replace("apps = 3", "apps = 65")
+        .replace("clients = 16", "clients = 1000");
+    let e = Scenario::from_toml_str(&many, "<many>").unwrap_err();
+    assert!(e.to_string().contains("at most 64"), "{e}");
 }

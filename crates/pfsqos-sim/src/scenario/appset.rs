@@ -44,6 +44,9 @@ pub const PHASE_SIZE_MAX: u64 = 1 << 40;
 /// Largest mean inter-arrival time: one week.
 pub const ARRIVAL_MEAN_S_MAX: f64 = 7.0 * 24.0 * 3600.0;
 pub const WALLTIME_FACTOR_MAX: f64 = 100.0;
+/// Most generated applications the RPC-level engine runs: every RPC of every run is an event
+/// there, so a set sized for days of the fluid engine would not finish.
+pub const RPC_APPS_MAX: u32 = 64;
 
 /// `[appset]`.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -303,6 +306,56 @@ impl AppSetSpec {
             });
         }
         out
+    }
+}
+
+impl AppSetSpec {
+    /// The generated set as ordinary jobs for the RPC-level engine, which has no batch
+    /// scheduler: every run starts at its submission (its shapes shifted by the submission
+    /// time). That is what the fluid engine's FCFS + EASY scheduler does whenever all runs fit
+    /// on the node pool at once, so both engines see the same applications at the same times.
+    /// Refused, with the reason, where the RPC engine would run a different set: more than
+    /// [`RPC_APPS_MAX`] runs, runs that together need more nodes than `node_pool` (some would
+    /// queue), or repeated runs of one template sharing an application identity (the RPC
+    /// engine keys TBF rules on job ids, one per run).
+    pub fn expand_for_rpc(
+        &self,
+        osts: u32,
+        default_seed: u64,
+        cluster_clients: u32,
+    ) -> Result<Vec<JobSpec>, String> {
+        if self.apps > RPC_APPS_MAX {
+            return Err(format!(
+                "{} applications; the RPC-level engine runs at most {RPC_APPS_MAX} (use engine = \"fluid\")",
+                self.apps
+            ));
+        }
+        if self.identity == Identity::Template && self.template_count() < self.apps {
+            return Err(format!(
+                "{} runs of {} templates share application identities, which only the fluid engine keys rules on (set identity = \"run\", or templates = apps)",
+                self.apps,
+                self.template_count()
+            ));
+        }
+        let generated = self.generate(osts, default_seed);
+        let pool = self.node_pool.unwrap_or(cluster_clients);
+        let nodes: u64 = generated.iter().map(|g| u64::from(g.job.nodes)).sum();
+        if nodes > u64::from(pool) {
+            return Err(format!(
+                "the runs need {nodes} nodes together, more than the node pool's {pool}: some would wait in the batch queue, which only the fluid engine has (raise node_pool, or use engine = \"fluid\")"
+            ));
+        }
+        Ok(generated
+            .into_iter()
+            .map(|g| {
+                let mut job = g.job;
+                let submit_s = g.submit_ns as f64 / 1e9;
+                for group in &mut job.groups {
+                    group.shape.start_s += submit_s;
+                }
+                job
+            })
+            .collect())
     }
 }
 

@@ -242,16 +242,14 @@ impl Scenario {
         }
         match &self.appset {
             Some(a) => {
-                if self.simulation.engine != EngineKind::Fluid {
-                    return Err(c.err(
-                        "appset",
-                        None,
-                        "a generated application set needs `simulation.engine = \"fluid\"` (the RPC-level engine has no batch scheduler)",
-                    ));
-                }
                 a.validate(&c, self.cluster.clients, osts)?;
                 if !self.jobs.is_empty() {
                     self.validate_jobs(&c, osts)?;
+                }
+                if self.simulation.engine != EngineKind::Fluid {
+                    // The RPC-level engine has no batch scheduler: it runs the set only where
+                    // no run would queue (AppSetSpec::expand_for_rpc says why not otherwise).
+                    self.rpc_jobs().map_err(|e| c.err("appset", None, e))?;
                 }
             }
             None => self.validate_jobs(&c, osts)?,

@@ -420,25 +420,18 @@ where
     })
     .await?;
     let auth: Auth = protocol::decode(&r.frame().await?)?;
-    if let Err(e) = protocol::verify_mac(key, false, hello.role, &hello.nonce, &nonce_s, &auth.mac)
-    {
-        let _ = w
-            .msg(&AuthReply::Reject {
-                reason: e.to_string(),
-            })
-            .await;
-        return Err(e.into());
-    }
     let peer = Peer { role: hello.role };
-    let admitted = match admit(&peer) {
+    // A wrong MAC, then the server's own limits: either is told to the peer, then fails.
+    let checked = protocol::verify_mac(key, false, hello.role, &hello.nonce, &nonce_s, &auth.mac)
+        .map_err(|e| (e.to_string(), ConnError::from(e)))
+        .and_then(|()| {
+            admit(&peer).map_err(|reason| (reason.clone(), ProtocolError::Rejected(reason).into()))
+        });
+    let admitted = match checked {
         Ok(t) => t,
-        Err(reason) => {
-            let _ = w
-                .msg(&AuthReply::Reject {
-                    reason: reason.clone(),
-                })
-                .await;
-            return Err(ProtocolError::Rejected(reason).into());
+        Err((reason, e)) => {
+            let _ = w.msg(&AuthReply::Reject { reason }).await;
+            return Err(e);
         }
     };
     w.msg(&AuthReply::Welcome {

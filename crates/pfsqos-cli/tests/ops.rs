@@ -490,20 +490,36 @@ jobid_var = "SLURM_JOB_ID"
 /// `pfsqos up` of [`CLUSTER_MOUNT`] in a new directory: (its holder, the directory, the
 /// guard that runs `down`, `up`'s output).
 fn up_with_mount() -> (tempfile::TempDir, PathBuf, Up, Output) {
+    up_with(CLUSTER_MOUNT)
+}
+
+/// [`up_with_mount`] of the cluster file `cluster`.
+fn up_with(cluster: &str) -> (tempfile::TempDir, PathBuf, Up, Output) {
     require_fuse();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
-    std::fs::write(dir.join("c.toml"), CLUSTER_MOUNT).unwrap();
+    std::fs::write(dir.join("c.toml"), cluster).unwrap();
     let out = pfsqos(&["up", "c.toml"], &dir);
     let guard = Up { dir: dir.clone() };
     (tmp, dir, guard, out)
 }
 
 /// Issue #19: `pfsqos up --only mount` over a mount whose process was killed (a dead FUSE
-/// mount: `stat` answers ENOTCONN) recognises and cleans it, then mounts again.
+/// mount: opening it answers ENOTCONN) recognises and cleans it, then mounts again.
 #[test]
 fn up_only_mount_cleans_a_dead_fuse_mount() {
-    let (_tmp, dir, _guard, out) = up_with_mount();
+    // `up --only mount` needs the MDS's real port in the file (not 0): a port free now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cluster = CLUSTER_MOUNT.replace(
+        "listen = \"127.0.0.1:0\"\ndefault_stripe_count",
+        &format!("listen = \"127.0.0.1:{port}\"\ndefault_stripe_count"),
+    );
+    assert_ne!(cluster, CLUSTER_MOUNT);
+    let (_tmp, dir, _guard, out) = up_with(&cluster);
     let mnt = dir.join("mnt");
     assert!(out.status.success(), "{}", text(&out.stderr));
     let pid = read_pid(&dir.join("st/mount.pid"));

@@ -399,13 +399,15 @@ impl Write for Lenient<'_> {
     }
 }
 
-/// Unmounts `path` if it is a FUSE mount whose process is gone (`ENOTCONN` on `stat`, what
-/// a killed mount leaves); fails if it is a live mount. Returns whether it cleaned one.
+/// Unmounts `path` if it is a FUSE mount whose process is gone (`ENOTCONN` when it is opened,
+/// what a killed mount leaves); fails if it is a live mount. Returns whether it cleaned one.
 fn clean_dead_mount(path: &Path, out: &mut dyn Write) -> anyhow::Result<bool> {
     if !is_mounted(path) {
         return Ok(false);
     }
-    match std::fs::metadata(path) {
+    // Opening the directory always asks the file system (a `stat` may be answered from the
+    // kernel's attribute cache even after the connection died).
+    match std::fs::read_dir(path) {
         Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {}
         _ => bail!(
             "{} is already mounted (and answering); unmount it or run pfsqos down first",

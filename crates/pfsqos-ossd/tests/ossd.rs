@@ -693,7 +693,8 @@ async fn connections_beyond_the_limit_are_closed() {
 /// Issue #19: peers without the key cannot lock authenticated clients out. 256 idle sockets
 /// (the connection limit) from one address take only that address's share of the pre-auth
 /// budget (the rest are closed at once and counted), an authenticated client connecting after
-/// them is served, and the idle ones are closed at the handshake deadline.
+/// them is served, and the idle ones are closed at the handshake deadline. Counts are
+/// asserted as sums, not as which socket was admitted, so a slow machine cannot fail it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_unauthenticated_sockets_do_not_lock_out_clients() {
     use pfsqos_wire::admission::HANDSHAKES_PER_ADDR_MAX;
@@ -709,11 +710,9 @@ async fn idle_unauthenticated_sockets_do_not_lock_out_clients() {
     tokio::time::timeout(std::time::Duration::from_secs(60), assert_still_serving(&f))
         .await
         .expect("an authenticated client was served");
-    let c = f.ossd.admission_counters();
-    assert_eq!(
-        c.refused_handshakes_per_address,
-        (256 - HANDSHAKES_PER_ADDR_MAX) as u64
-    );
+    // The first 16 were admitted; later ones are refused while those hold their slots (on a
+    // slow machine a few more may be admitted once the first ones time out).
+    assert!(f.ossd.admission_counters().refused_handshakes_per_address > 0);
     // The sockets admitted to the handshake are closed by the server at its deadline.
     let mut closed = 0;
     for s in &mut idle {
@@ -725,10 +724,13 @@ async fn idle_unauthenticated_sockets_do_not_lock_out_clients() {
         }
     }
     assert_eq!(closed, 256);
+    // Each idle socket was either refused at once or admitted and timed out.
+    let c = f.ossd.admission_counters();
     assert_eq!(
-        f.ossd.admission_counters().handshakes_timed_out,
-        HANDSHAKES_PER_ADDR_MAX as u64
+        c.refused_handshakes_per_address + c.handshakes_timed_out,
+        256
     );
+    assert!(c.handshakes_timed_out >= HANDSHAKES_PER_ADDR_MAX as u64);
     // Refusals are logged at most a few times, the rest counted.
     assert!(f.ossd.admission_counters().log_lines_suppressed > 0);
     f.ossd.shutdown().await;

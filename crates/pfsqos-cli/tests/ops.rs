@@ -148,6 +148,38 @@ fn traffic(
     })
 }
 
+/// Issue #19: `pfsqos up c.toml | head -1`: a stdout whose reader is gone (every write fails
+/// with EPIPE) does not stop `up` between two roles: every role starts, `up` succeeds and says
+/// the output was lost, and `down` stops them all.
+#[test]
+fn up_with_a_broken_stdout_starts_every_role() {
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    std::fs::write(dir.join("c.toml"), CLUSTER).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+        .args(["up", "c.toml"])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Closing the pipe's only reader: the first write to stdout fails.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let _guard = Up { dir: dir.clone() };
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("output lost"),
+        "{}",
+        text(&out.stderr)
+    );
+    for role in ["oss0", "mds"] {
+        let pid = read_pid(&dir.join(format!("st/{role}.pid")));
+        assert!(pid_alive(pid), "{role} is not running");
+    }
+}
+
 #[test]
 fn up_stat_record_and_down_with_the_real_binary() {
     let tmp = tempfile::tempdir().unwrap();
@@ -455,16 +487,63 @@ path = "mnt"
 jobid_var = "SLURM_JOB_ID"
 "#;
 
-#[test]
-fn up_with_the_mount_writes_as_a_job_and_survives_down_and_up() {
+/// `pfsqos up` of [`CLUSTER_MOUNT`] in a new directory: (its holder, the directory, the
+/// guard that runs `down`, `up`'s output).
+fn up_with_mount() -> (tempfile::TempDir, PathBuf, Up, Output) {
+    up_with(CLUSTER_MOUNT)
+}
+
+/// [`up_with_mount`] of the cluster file `cluster`.
+fn up_with(cluster: &str) -> (tempfile::TempDir, PathBuf, Up, Output) {
     require_fuse();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
-    std::fs::write(dir.join("c.toml"), CLUSTER_MOUNT).unwrap();
-    let mnt = dir.join("mnt");
-
+    std::fs::write(dir.join("c.toml"), cluster).unwrap();
     let out = pfsqos(&["up", "c.toml"], &dir);
-    let _guard = Up { dir: dir.clone() };
+    let guard = Up { dir: dir.clone() };
+    (tmp, dir, guard, out)
+}
+
+/// Issue #19: `pfsqos up --only mount` over a mount whose process was killed (a dead FUSE
+/// mount: opening it answers ENOTCONN) recognises and cleans it, then mounts again.
+#[test]
+fn up_only_mount_cleans_a_dead_fuse_mount() {
+    // `up --only mount` needs the MDS's real port in the file (not 0): a port free now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cluster = CLUSTER_MOUNT.replace(
+        "listen = \"127.0.0.1:0\"\ndefault_stripe_count",
+        &format!("listen = \"127.0.0.1:{port}\"\ndefault_stripe_count"),
+    );
+    assert_ne!(cluster, CLUSTER_MOUNT);
+    let (_tmp, dir, _guard, out) = up_with(&cluster);
+    let mnt = dir.join("mnt");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pid = read_pid(&dir.join("st/mount.pid"));
+    // SAFETY: a plain signal to the mount process this test started.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pid_alive(pid) {
+        assert!(Instant::now() < deadline, "the mount process did not die");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(mounted(&mnt), "a killed FUSE mount stays in mountinfo");
+    let again = pfsqos(&["up", "c.toml", "--only", "mount"], &dir);
+    let stdout = text(&again.stdout);
+    assert!(again.status.success(), "{stdout}\n{}", text(&again.stderr));
+    assert!(stdout.contains("cleaned the dead mount"), "{stdout}");
+    assert!(mounted(&mnt));
+    std::fs::write(mnt.join("f"), b"back").unwrap();
+    assert_eq!(std::fs::read(mnt.join("f")).unwrap(), b"back");
+}
+
+#[test]
+fn up_with_the_mount_writes_as_a_job_and_survives_down_and_up() {
+    let (_tmp, dir, _guard, out) = up_with_mount();
+    let mnt = dir.join("mnt");
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(

@@ -26,13 +26,13 @@ use pfsqos_core::place::PlacementRequest;
 use pfsqos_node::mds::Placer;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio::time::timeout;
 use tracing::{debug, info, warn};
 
 use pfsqos_metrics::{render_collector, MdsCollector, MdsSample, MetricsServer, Render};
-use pfsqos_wire::conn::{self, Reader, Writer, HANDSHAKE_TIMEOUT};
+use pfsqos_wire::admission::{Admission, HandshakeSlot, SERVER_HANDSHAKE_TIMEOUT};
+use pfsqos_wire::conn::{self, Reader, Writer};
 use pfsqos_wire::mds::{decode_mds_request, FILE_SIZE_BYTES_MAX};
 use pfsqos_wire::mds::{
     Attr, DirEntry, DirPage, FileLayout, Kind, MdsOp, MdsReply, MdsReplyBody, OstInfo, Owner,
@@ -1036,6 +1036,7 @@ impl MdsConfig {
 /// A running MDS.
 pub struct Mds {
     addr: SocketAddr,
+    admission: Arc<Admission>,
     accept: JoinHandle<()>,
     metrics: Option<MetricsServer>,
 }
@@ -1050,9 +1051,10 @@ impl Mds {
             .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
         let addr = listener.local_addr()?;
         let ops: Arc<OpCounts> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
+        let admission = Admission::with_connections_max(config.connections_max);
         let metrics = match config.metrics_listen {
             Some(listen) => {
-                let (ns, ops) = (ns.clone(), ops.clone());
+                let (ns, ops, adm) = (ns.clone(), ops.clone(), admission.clone());
                 let render: Render = Arc::new(move || {
                     let inodes = ns
                         .lock()
@@ -1065,35 +1067,48 @@ impl Mds {
                         .zip(ops.iter())
                         .map(|(n, c)| (*n, c.load(Ordering::Relaxed)))
                         .collect();
-                    render_collector(MdsCollector(MdsSample { ops, inodes }))
+                    render_collector(MdsCollector(MdsSample {
+                        ops,
+                        inodes,
+                        admission: adm.counters().fields().to_vec(),
+                    }))
                 });
                 Some(MetricsServer::start(listen, render).await?)
             }
             None => None,
         };
-        let slots = Arc::new(Semaphore::new(config.connections_max));
         let key: Arc<[u8]> = config.key.clone().into();
         let fsname = config.namespace.fsname.clone();
         let ost_count = config.namespace.ost_count();
         info!(%addr, db = %config.db.display(), ost_count, "mds serving");
+        let adm = admission.clone();
         let accept = tokio::spawn(async move {
             loop {
                 let (stream, peer) = match listener.accept().await {
                     Ok(s) => s,
                     Err(e) => {
                         warn!("accept: {e}");
+                        // Out of descriptors and the like: back off instead of spinning.
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                         continue;
                     }
                 };
-                let Ok(permit) = slots.clone().try_acquire_owned() else {
-                    warn!(%peer, "connection limit reached; refusing");
-                    continue;
+                // Only a small pre-auth budget is open to a peer that has not authenticated.
+                let slot = match adm.handshake(peer.ip()) {
+                    Ok(s) => s,
+                    Err(refusal) => {
+                        if let Some(suppressed) = adm.log_allowed() {
+                            warn!(%peer, reason = %refusal, suppressed, "connection refused before authentication");
+                        }
+                        continue;
+                    }
                 };
                 let (ns, key, fsname) = (ns.clone(), key.clone(), fsname.clone());
-                let ops = ops.clone();
+                let (ops, adm) = (ops.clone(), adm.clone());
                 tokio::spawn(async move {
-                    let _permit = permit;
-                    if let Err(e) = serve(stream, ns, &ops, &key, &fsname, ost_count).await {
+                    if let Err(e) =
+                        serve(stream, ns, &ops, &key, &fsname, ost_count, &adm, slot).await
+                    {
                         debug!(%peer, "connection ended: {e}");
                     }
                 });
@@ -1101,6 +1116,7 @@ impl Mds {
         });
         Ok(Mds {
             addr,
+            admission,
             accept,
             metrics,
         })
@@ -1108,6 +1124,11 @@ impl Mds {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// What connection admission refused so far.
+    pub fn admission_counters(&self) -> pfsqos_wire::admission::AdmissionCounters {
+        self.admission.counters()
     }
 
     /// Where the metrics endpoint listens, if it runs.
@@ -1124,6 +1145,7 @@ impl Mds {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one connection's context, passed once
 async fn serve(
     stream: TcpStream,
     ns: Arc<Mutex<Namespace>>,
@@ -1131,16 +1153,30 @@ async fn serve(
     key: &[u8],
     fsname: &str,
     ost_count: u32,
+    admission: &Arc<Admission>,
+    slot: HandshakeSlot,
 ) -> Result<(), conn::ConnError> {
     stream.set_nodelay(true)?;
     let (r, w) = stream.into_split();
     let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
-    timeout(
-        HANDSHAKE_TIMEOUT,
-        conn::server_handshake(&mut reader, &mut writer, key, fsname, ost_count),
+    // The pre-auth slot becomes a connection slot once the peer has authenticated.
+    let adm = admission.clone();
+    let (_, _conn_slot) = timeout(
+        SERVER_HANDSHAKE_TIMEOUT,
+        conn::server_handshake_admit(
+            &mut reader,
+            &mut writer,
+            key,
+            fsname,
+            ost_count,
+            move |_| adm.authenticated(slot).map_err(|r| r.to_string()),
+        ),
     )
     .await
-    .map_err(|_| conn::ConnError::Timeout)??;
+    .map_err(|_| {
+        admission.handshake_timed_out();
+        conn::ConnError::Timeout
+    })??;
     loop {
         let frame = reader.frame().await?;
         let req = decode_mds_request(&frame)?;

@@ -31,6 +31,9 @@
 //! mds families: `pfsqos_mds_ops_total{op}` (operations answered, by kind, errors included),
 //! `pfsqos_mds_inodes` (files and directories, root included).
 //!
+//! Both daemons: `pfsqos_oss_admission_total{counter}` / `pfsqos_mds_admission_total{counter}`,
+//! connection admission (refusals by budget, handshake timeouts, suppressed log lines).
+//!
 //! HTTP limits: request head at most [`REQUEST_HEAD_BYTES_MAX`], read within
 //! [`REQUEST_TIMEOUT`]; at most [`CONNECTIONS_MAX`] connections at once (more are closed at
 //! once); one request per connection. `GET`/`HEAD /metrics` is answered 200; other paths 404,
@@ -258,6 +261,9 @@ pub struct OssSample {
     /// DSFQ synchronization with the peer ossds: (counter name, value), as
     /// `ost.OSS.ost_io.nrs_dsfq_sync_stats` names them.
     pub sync: Vec<(&'static str, u64)>,
+    /// Connection admission: refusals by budget, handshake timeouts, suppressed log lines
+    /// (`pfsqos_wire::admission::AdmissionCounters::fields`).
+    pub admission: Vec<(&'static str, u64)>,
 }
 
 impl fmt::Debug for OssCollector {
@@ -458,6 +464,7 @@ impl Collector for OssCollector {
                 ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
             }
         }
+        encode_admission(&mut encoder, "pfsqos_oss_admission", &s.admission)?;
         Ok(())
     }
 }
@@ -468,6 +475,27 @@ pub struct MdsSample {
     /// Operations answered, by kind.
     pub ops: Vec<(&'static str, u64)>,
     pub inodes: Option<u64>,
+    /// Connection admission, as [`OssSample::admission`].
+    pub admission: Vec<(&'static str, u64)>,
+}
+
+/// The admission counters of a daemon, one family labelled by counter.
+fn encode_admission(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    counters: &[(&'static str, u64)],
+) -> Result<(), fmt::Error> {
+    let mut f = encoder.encode_descriptor(
+        name,
+        "Connections refused by budget (pre-auth, per address, authenticated), handshakes \
+         timed out, refusal log lines suppressed by the rate limit, since the daemon started.",
+        None,
+        MetricType::Counter,
+    )?;
+    for (counter, v) in counters {
+        ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
+    }
+    Ok(())
 }
 
 /// Encodes an [`MdsSample`].
@@ -496,6 +524,7 @@ impl Collector for MdsCollector {
             )?;
             ConstGauge::new(n as i64).encode(f)?;
         }
+        encode_admission(&mut encoder, "pfsqos_mds_admission", &self.0.admission)?;
         Ok(())
     }
 }
@@ -556,6 +585,7 @@ mod tests {
             }],
             rules: vec![("r1".into(), 250), ("default".into(), 10000)],
             sync: vec![("reports_out", 12), ("batches_in", 3)],
+            admission: vec![("refused_handshakes_per_address", 7)],
         }));
         for line in [
             "pfsqos_ost_job_read_bytes_total{ost=\"pfsqos-OST0000\",job=\"dd.0\"} 10",
@@ -567,6 +597,7 @@ mod tests {
             "pfsqos_oss_tbf_rule_rate_rpcs_per_s{rule=\"r1\"} 250",
             "pfsqos_oss_sync_total{counter=\"reports_out\"} 12",
             "pfsqos_oss_sync_total{counter=\"batches_in\"} 3",
+            "pfsqos_oss_admission_total{counter=\"refused_handshakes_per_address\"} 7",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }
@@ -795,11 +826,16 @@ mod tests {
         let text = render_collector(MdsCollector(MdsSample {
             ops: vec![("create", 4), ("lookup", 7)],
             inodes: Some(5),
+            admission: vec![("refused_connections", 2)],
         }));
         assert!(
             text.contains("pfsqos_mds_ops_total{op=\"create\"} 4\n"),
             "{text}"
         );
         assert!(text.contains("pfsqos_mds_inodes 5\n"), "{text}");
+        assert!(
+            text.contains("pfsqos_mds_admission_total{counter=\"refused_connections\"} 2\n"),
+            "{text}"
+        );
     }
 }

@@ -50,7 +50,8 @@
 //!
 //! Size: while a file is open here the client's size is authoritative (every write extends
 //! it at once, so `stat` from any process on this mount sees it); it is written to the MDS at
-//! `flush`, `fsync` and `release`.
+//! `flush`, `fsync` and `release`, unless a write failed since the last of them: the MDS
+//! size then stays where it was, so it never covers bytes no OST acknowledged.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -431,6 +432,11 @@ struct FileState {
     raid0: Raid0,
     inner: Mutex<FileInner>,
     changed: Notify,
+    /// The size the MDS had when this state was made (`S_old`).
+    size_loaded: u64,
+    /// Whether the objects were cut to their shares of `size_loaded` before the first write
+    /// past it (see [`Ops::clear_stale_tail`]); the result, once done.
+    tail_cleared: tokio::sync::OnceCell<Result<(), i32>>,
 }
 
 impl FileState {
@@ -451,6 +457,8 @@ impl FileState {
                 read_ahead: HashMap::new(),
             }),
             changed: Notify::new(),
+            size_loaded: size,
+            tail_cleared: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -723,9 +731,12 @@ impl Ops {
         check_layout(&layout, self.ost_count()).map_err(|_| libc::EIO)?;
         if open {
             let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
-            let f = files
-                .entry(attr.ino)
-                .or_insert_with(|| Arc::new(FileState::new(attr.ino, layout, attr.size_bytes)));
+            let f = files.entry(attr.ino).or_insert_with(|| {
+                // Its objects were just allocated: nothing stale lies in them.
+                let f = FileState::new(attr.ino, layout, attr.size_bytes);
+                f.tail_cleared.set(Ok(())).expect("a new cell is empty");
+                Arc::new(f)
+            });
             f.lock().opens += 1;
         }
         Ok(attr)
@@ -861,21 +872,14 @@ impl Ops {
             self.flush_gather(&f, None, None).await;
             f.wait_writes(None, None).await;
             let id = self.identity(c);
-            let mut tasks = Vec::new();
-            for (i, s) in f.layout.stripes.iter().enumerate() {
-                let pool = self.osts[s.ost as usize].clone();
-                let op = ObjOp::Punch {
-                    object: s.object,
-                    size: f.raid0.object_size(i as u32, size),
-                };
-                tasks.push(tokio::spawn(async move {
-                    let slot = pool.admit().await;
-                    pool.run(&slot, &id, &op).await
-                }));
+            // Growing from S_old: first cut each object to its share of S_old, so bytes a
+            // crashed client sent past the size the MDS recorded read as zeros, not as the
+            // old content (issue #19).
+            let old = f.lock().size;
+            if size > old {
+                self.punch_objects(&f, &id, old).await?;
             }
-            for t in tasks {
-                t.await.map_err(|_| libc::EIO)?.map_err(fail)?;
-            }
+            self.punch_objects(&f, &id, size).await?;
             let a = self.attr_op(MdsOp::SetAttr { ino, set }).await;
             if let Some(f) = open {
                 let mut st = f.lock();
@@ -889,6 +893,40 @@ impl Ops {
             });
         }
         self.attr_op(MdsOp::SetAttr { ino, set }).await
+    }
+
+    /// Truncates (or extends) every object of `f` to its share of the file size `size`.
+    async fn punch_objects(&self, f: &FileState, id: &Identity, size: u64) -> Res<()> {
+        let mut tasks = Vec::new();
+        for (i, s) in f.layout.stripes.iter().enumerate() {
+            let pool = self.osts[s.ost as usize].clone();
+            let op = ObjOp::Punch {
+                object: s.object,
+                size: f.raid0.object_size(i as u32, size),
+            };
+            let id = *id;
+            tasks.push(tokio::spawn(async move {
+                let slot = pool.admit().await;
+                pool.run(&slot, &id, &op).await
+            }));
+        }
+        for t in tasks {
+            t.await.map_err(|_| libc::EIO)?.map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    /// Before the first write past the size the MDS had when the file's state was made
+    /// (`S_old`), cuts every object to its share of `S_old`, once: a client that crashed
+    /// before recording its size at the MDS may have left bytes beyond those shares, and
+    /// POSIX requires the range a write or truncate extends over to read as zeros (issue
+    /// #19). Lustre derives the size from the objects instead (glimpse); pfsqos keeps the
+    /// MDS size authoritative and clears on extend, which costs one punch per object on the
+    /// first extension of each open file state.
+    async fn clear_stale_tail(&self, f: &FileState, id: &Identity) -> Res<()> {
+        *f.tail_cleared
+            .get_or_init(|| self.punch_objects(f, id, f.size_loaded))
+            .await
     }
 
     /// File state for a file not open here (truncate by path).
@@ -923,6 +961,9 @@ impl Ops {
         }
         let f = self.state(ino).await?;
         let id = self.identity(c);
+        if end > f.size_loaded {
+            self.clear_stale_tail(&f, &id).await?;
+        }
         let ranges = f.object_ranges(offset, end);
         // Each object's bytes take their own share of the budget (each rounded up to 1 KiB).
         let kib = ranges
@@ -1311,9 +1352,13 @@ impl Ops {
         f.wait_writes(None, None).await;
         let (push, err) = {
             let mut st = f.lock();
-            let push = st.size_dirty.then_some(st.size);
+            let err = st.error.take();
+            // After a failed write the size may cover bytes no OST acknowledged, and the MDS
+            // must not record them (issue #19: a write that failed in an OSS outage left its
+            // size at the MDS): the size is then not pushed; the caller gets the error.
+            let push = (st.size_dirty && err.is_none()).then_some(st.size);
             st.size_dirty = false;
-            (push, st.error.take())
+            (push, err)
         };
         if let Some(size) = push {
             let set = SetAttr {

@@ -16,7 +16,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use pfsqos_core::control::spec::PolicyChoice;
+use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
 use pfsqos_core::lustre::{self, STRIPE_SIZE_BYTES_MAX, STRIPE_SIZE_UNIT_BYTES};
 use pfsqos_core::model::JobId;
 use serde::Deserialize;
@@ -29,6 +29,8 @@ use pfsqos_wire::protocol::{FSNAME_LEN_MAX, IO_LEN_BYTES_MAX, OST_COUNT_MAX};
 pub const FILE_LEN_BYTES_MAX: u64 = 1 << 20;
 /// Most OSSs in one cluster file.
 pub const OSS_COUNT_MAX: usize = 1024;
+/// Largest `ceiling_bytes_per_s` accepted (1 PiB/s: far above any device).
+pub const CEILING_BYTES_PER_S_MAX: u64 = 1 << 50;
 /// Default MDS address.
 pub const MDS_LISTEN_DEFAULT: &str = "127.0.0.1:7989";
 /// Default address of the (single, default) OSS.
@@ -97,7 +99,7 @@ struct MdsSpec {
     db: Option<PathBuf>,
     metrics_listen: Option<String>,
     default_stripe_count: Option<i64>,
-    default_stripe_size_bytes: Option<u64>,
+    default_stripe_size_bytes: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -106,16 +108,16 @@ struct OssSpec {
     host: Option<String>,
     listen: Option<String>,
     osts: Option<Vec<PathBuf>>,
-    ceiling_bytes_per_s: Option<u64>,
+    ceiling_bytes_per_s: Option<i64>,
     buffered_writes: Option<bool>,
     lustre_version: Option<String>,
-    threads: Option<u64>,
-    cpts: Option<u64>,
+    threads: Option<i64>,
+    cpts: Option<i64>,
     policy: Option<String>,
-    capacity_rpcs_per_s: Option<u64>,
-    period_ms: Option<u64>,
-    brw_size_bytes: Option<u64>,
-    job_nodes: Option<BTreeMap<String, u64>>,
+    capacity_rpcs_per_s: Option<i64>,
+    period_ms: Option<i64>,
+    brw_size_bytes: Option<i64>,
+    job_nodes: Option<BTreeMap<String, i64>>,
     metrics_listen: Option<String>,
 }
 
@@ -126,9 +128,9 @@ struct MountSpec {
     path: Option<PathBuf>,
     jobid_var: Option<String>,
     jobid_name: Option<String>,
-    max_rpcs_in_flight: Option<u64>,
-    brw_size_bytes: Option<u64>,
-    max_dirty_mb: Option<u64>,
+    max_rpcs_in_flight: Option<i64>,
+    brw_size_bytes: Option<i64>,
+    max_dirty_mb: Option<i64>,
     page_cache: Option<bool>,
     allow_other: Option<bool>,
 }
@@ -429,11 +431,12 @@ impl Ctx<'_> {
         }
     }
 
-    fn range(&self, field: &str, v: u64, lo: u64, hi: u64) -> Result<u64, ClusterError> {
-        if (lo..=hi).contains(&v) {
-            Ok(v)
-        } else {
-            Err(self.err(field, v, format!("must be {lo}..={hi}")))
+    /// An integer field within `lo..=hi`. Integers are read signed (TOML's), so a negative
+    /// value gets this message with the range, not the parser's "expected u64".
+    fn range(&self, field: &str, v: i64, lo: u64, hi: u64) -> Result<u64, ClusterError> {
+        match u64::try_from(v) {
+            Ok(u) if (lo..=hi).contains(&u) => Ok(u),
+            _ => Err(self.err(field, v, format!("must be {lo}..={hi}"))),
         }
     }
 }
@@ -487,19 +490,21 @@ fn resolve(spec: FileSpec, base: &Path, file: &str) -> Result<Cluster, ClusterEr
             format!("must be -1 (every OST) or 1..={ost_total} (the cluster's OST count)"),
         ));
     }
-    let stripe_size = m.default_stripe_size_bytes.unwrap_or(1 << 20);
-    if stripe_size == 0
-        || !stripe_size.is_multiple_of(STRIPE_SIZE_UNIT_BYTES)
-        || stripe_size > STRIPE_SIZE_BYTES_MAX
-    {
-        return Err(cx.err(
-            "mds.default_stripe_size_bytes",
-            stripe_size,
-            format!(
-                "must be a positive multiple of {STRIPE_SIZE_UNIT_BYTES} up to {STRIPE_SIZE_BYTES_MAX}"
-            ),
-        ));
-    }
+    let stripe_size_raw = m.default_stripe_size_bytes.unwrap_or(1 << 20);
+    let stripe_size = u64::try_from(stripe_size_raw)
+        .ok()
+        .filter(|&s| {
+            s > 0 && s.is_multiple_of(STRIPE_SIZE_UNIT_BYTES) && s <= STRIPE_SIZE_BYTES_MAX
+        })
+        .ok_or_else(|| {
+            cx.err(
+                "mds.default_stripe_size_bytes",
+                stripe_size_raw,
+                format!(
+                    "must be a positive multiple of {STRIPE_SIZE_UNIT_BYTES} up to {STRIPE_SIZE_BYTES_MAX}"
+                ),
+            )
+        })?;
     let mds = MdsRole {
         host: cx.host("mds.host", &m.host)?,
         listen: cx.addr(
@@ -581,7 +586,31 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
         1,
         u64::from(pfsqos_core::lustre::CPTS_MAX),
     )? as usize;
-    let ceiling = o.ceiling_bytes_per_s.filter(|&c| c > 0);
+    // 0 (like absent): no ceiling.
+    let ceiling = o
+        .ceiling_bytes_per_s
+        .map(|c| cx.range(&f("ceiling_bytes_per_s"), c, 0, CEILING_BYTES_PER_S_MAX))
+        .transpose()?
+        .filter(|&c| c > 0);
+    let capacity_rpcs_per_s = o
+        .capacity_rpcs_per_s
+        .map(|c| {
+            cx.range(
+                &f("capacity_rpcs_per_s"),
+                c,
+                1,
+                pfsqos_ossd::control::CAPACITY_RPCS_PER_S_MAX,
+            )
+        })
+        .transpose()?;
+    let period_ms = o
+        .period_ms
+        .map(|p| cx.range(&f("period_ms"), p, 1, PERIOD_MS_MAX))
+        .transpose()?;
+    let brw_size_bytes = o
+        .brw_size_bytes
+        .map(|b| cx.range(&f("brw_size_bytes"), b, 4096, IO_LEN_BYTES_MAX))
+        .transpose()?;
     let mut job_nodes = Vec::new();
     for (job, n) in o.job_nodes.iter().flatten() {
         let id = JobId::new(job)
@@ -600,12 +629,9 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
             // The same checks `ossd --policy` makes, so `up` fails before spawning anything.
             let control = ControlConfig {
                 policy,
-                period_ms: o
-                    .period_ms
-                    .unwrap_or(pfsqos_ossd::control::PERIOD_MS_DEFAULT),
-                capacity_rpcs_per_s: o.capacity_rpcs_per_s,
-                brw_size_bytes: o
-                    .brw_size_bytes
+                period_ms: period_ms.unwrap_or(pfsqos_ossd::control::PERIOD_MS_DEFAULT),
+                capacity_rpcs_per_s,
+                brw_size_bytes: brw_size_bytes
                     .unwrap_or(pfsqos_ossd::control::BRW_SIZE_BYTES_DEFAULT),
                 job_nodes: job_nodes.clone(),
                 seed: 0,
@@ -654,9 +680,9 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
         threads,
         cpts,
         policy: o.policy,
-        capacity_rpcs_per_s: o.capacity_rpcs_per_s,
-        period_ms: o.period_ms,
-        brw_size_bytes: o.brw_size_bytes,
+        capacity_rpcs_per_s,
+        period_ms,
+        brw_size_bytes,
         job_nodes,
         metrics_listen: o
             .metrics_listen
@@ -709,20 +735,20 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
         ));
     }
     let brw = match m.brw_size_bytes {
-        Some(b) if !(4096..=IO_LEN_BYTES_MAX).contains(&b) || !b.is_multiple_of(4096) => {
+        Some(b) if !(4096..=IO_LEN_BYTES_MAX as i64).contains(&b) || b % 4096 != 0 => {
             return Err(cx.err(
                 "mount.brw_size_bytes",
                 b,
                 format!("must be a multiple of 4096 in 4096..={IO_LEN_BYTES_MAX}"),
             ))
         }
-        b => b,
+        b => b.map(|b| b as u64),
     };
     let max_dirty_mb = match m.max_dirty_mb {
         // At least one RPC must fit in the dirty budget (the mount's default brw is 4 MiB).
         Some(v)
             if !(1..=65536).contains(&v)
-                || v << 20 < brw.unwrap_or(lustre::BRW_SIZE_BYTES_DEFAULT) =>
+                || (v as u64) << 20 < brw.unwrap_or(lustre::BRW_SIZE_BYTES_DEFAULT) =>
         {
             return Err(cx.err(
                 "mount.max_dirty_mb",
@@ -730,7 +756,7 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
                 "must be 1..=65536 and hold at least one RPC of brw_size_bytes (default 4 MiB)",
             ))
         }
-        v => v,
+        v => v.map(|v| v as u64),
     };
     Ok(MountRole {
         enabled: m.enabled.unwrap_or(true),
@@ -743,7 +769,7 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
         max_rpcs_in_flight: cx.range(
             "mount.max_rpcs_in_flight",
             m.max_rpcs_in_flight
-                .unwrap_or(u64::from(lustre::MAX_RPCS_IN_FLIGHT_DEFAULT)),
+                .unwrap_or(i64::from(lustre::MAX_RPCS_IN_FLIGHT_DEFAULT)),
             1,
             u64::from(lustre::MAX_RPCS_IN_FLIGHT_MAX),
         )? as u32,
@@ -994,6 +1020,16 @@ mod tests {
                 "c.toml: field `oss[1].osts`: required when the cluster has more than one [[oss]]",
             ),
             ("[[oss]]\nthreads = 0", "c.toml: field `oss[0].threads`: value `0`: must be 1..=1024"),
+            // Negative integers name the range too (issue #19: "expected u64" before).
+            ("[[oss]]\nthreads = -3", "c.toml: field `oss[0].threads`: value `-3`: must be 1..=1024"),
+            ("[mds]\ndefault_stripe_size_bytes = -65536", "c.toml: field `mds.default_stripe_size_bytes`: value `-65536`: must be a positive multiple of 65536 up to 4294901760"),
+            ("[[oss]]\nceiling_bytes_per_s = -1", "c.toml: field `oss[0].ceiling_bytes_per_s`: value `-1`: must be 0..=1125899906842624"),
+            (
+                "[[oss]]\npolicy = \"static\"\ncapacity_rpcs_per_s = 10\nperiod_ms = -100",
+                "c.toml: field `oss[0].period_ms`: value `-100`: must be 1..=3600000",
+            ),
+            ("[mount]\nmax_dirty_mb = -1", "c.toml: field `mount.max_dirty_mb`: value `-1`: must be 1..=65536 and hold at least one RPC of brw_size_bytes (default 4 MiB)"),
+            ("[mount]\nbrw_size_bytes = -4096", "c.toml: field `mount.brw_size_bytes`: value `-4096`: must be a multiple of 4096 in 4096..=67108864"),
             ("[[oss]]\ncpts = 300", "c.toml: field `oss[0].cpts`: value `300`: must be 1..=256"),
             (
                 "[[oss]]\nlustre_version = \"2.9\"",

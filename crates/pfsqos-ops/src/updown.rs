@@ -359,6 +359,86 @@ fn start_role(
 
 /// `pfsqos up`: starts the cluster's roles (or `opts.only`), returns what it started.
 pub fn up(c: &Cluster, opts: &UpOptions, out: &mut dyn Write) -> anyhow::Result<Vec<Started>> {
+    // A broken output (`pfsqos up | head -1`) must not stop `up` between two roles and leave
+    // a half-started cluster (issue #19): output errors are remembered, not returned, and
+    // reported once everything is up.
+    let mut out = Lenient {
+        inner: out,
+        failed: None,
+    };
+    let started = up_to(c, opts, &mut out)?;
+    if let Some(e) = out.failed {
+        eprintln!("pfsqos: warning: output lost ({e}); the cluster is up");
+    }
+    Ok(started)
+}
+
+/// A writer that swallows the errors of the one it wraps, keeping the first.
+struct Lenient<'a> {
+    inner: &'a mut dyn Write,
+    failed: Option<std::io::Error>,
+}
+
+impl Write for Lenient<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.failed.is_none() {
+            if let Err(e) = self.inner.write_all(buf) {
+                self.failed = Some(e);
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.failed.is_none() {
+            if let Err(e) = self.inner.flush() {
+                self.failed = Some(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Unmounts `path` if it is a FUSE mount whose process is gone (`ENOTCONN` when it is opened,
+/// what a killed mount leaves); fails if it is a live mount. Returns whether it cleaned one.
+fn clean_dead_mount(path: &Path, out: &mut dyn Write) -> anyhow::Result<bool> {
+    if !is_mounted(path) {
+        return Ok(false);
+    }
+    // Opening the directory always asks the file system (a `stat` may be answered from the
+    // kernel's attribute cache even after the connection died).
+    match std::fs::read_dir(path) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {}
+        _ => bail!(
+            "{} is already mounted (and answering); unmount it or run pfsqos down first",
+            path.display()
+        ),
+    }
+    let unmounted = Command::new("fusermount3")
+        .arg("-u")
+        .arg(path)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+        || Command::new("umount")
+            .arg("-l")
+            .arg(path)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if !unmounted || is_mounted(path) {
+        bail!(
+            "{} is a dead FUSE mount (its process is gone) that could not be unmounted; \
+             run `fusermount3 -u {}` by hand",
+            path.display(),
+            path.display()
+        );
+    }
+    writeln!(out, "cleaned the dead mount at {}", path.display())?;
+    Ok(true)
+}
+
+fn up_to(c: &Cluster, opts: &UpOptions, out: &mut dyn Write) -> anyhow::Result<Vec<Started>> {
     let roles = c.roles(opts.only).map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&c.state_dir)
         .with_context(|| format!("creating state directory {}", c.state_dir.display()))?;
@@ -399,6 +479,9 @@ pub fn up(c: &Cluster, opts: &UpOptions, out: &mut dyn Write) -> anyhow::Result<
         )?;
     }
     if roles.contains(&Role::Mount) {
+        // `pfsqos up --only mount` over a mount whose process was killed: clean it first
+        // (creating the mount point failed with "File exists" before, issue #19).
+        clean_dead_mount(&c.mount.path, out)?;
         std::fs::create_dir_all(&c.mount.path)
             .with_context(|| format!("creating mount point {}", c.mount.path.display()))?;
     }

@@ -25,12 +25,18 @@
 //! (see [`crate::control`]).
 //!
 //! # Limits
-//! * connections: `connections_max`; one more is accepted and closed at once;
+//! * connections: `connections_max` authenticated ones; before authentication, a separate
+//!   pre-auth budget ([`admission::HANDSHAKES_MAX`], at most
+//!   [`admission::HANDSHAKES_PER_ADDR_MAX`] per peer address) for at most
+//!   [`SERVER_HANDSHAKE_TIMEOUT`], with handshake frames capped at
+//!   [`conn::HANDSHAKE_FRAME_LEN_MAX`] bytes; a connection over a budget is closed at once,
+//!   counted (`pfsqos_oss_admission_total`) and logged at most
+//!   [`admission::LOG_LINES_PER_WINDOW`] times a window;
 //! * requests in flight per connection: `rpcs_in_flight_per_conn` (reading stops at the limit);
 //! * bulk bytes held in memory over all connections: `in_flight_bytes_max` (same);
 //! * pipes holding reads on their way out: [`pfsqos_wire::splice::PIPES_MAX`] (then `pread`);
 //! * requests queued per CPT: `queue_depth_max`; beyond it a request is answered `EBUSY`;
-//! * handshake: [`HANDSHAKE_TIMEOUT`]; a write's bulk data: [`BULK_TIMEOUT`];
+//! * a write's bulk data: [`BULK_TIMEOUT`];
 //!   frames: [`FRAME_LEN_BYTES_MAX`]; I/O sizes:
 //!   [`IO_LEN_BYTES_MAX`]; job_stats: `pfsqos_core::jobstats::JOBS_PER_OST_MAX` jobs per OST.
 //!
@@ -56,6 +62,8 @@
 //! time job_stats records is the read's) and from the pipe into the client's socket by the
 //! connection's writer (see [`pfsqos_wire::splice`]); without a pipe (at most
 //! [`pfsqos_wire::splice::PIPES_MAX`] exist) or for larger reads, `pread` fills a buffer instead.
+//!
+//! A read of an object that does not exist answers no bytes (a hole), not `ENOENT`.
 //!
 //! # Durability
 //! A write is answered after all its bytes are in the object file (on the device for a
@@ -92,12 +100,16 @@ use crate::sync::{SyncConfig, SyncState, SyncStats};
 use pfsqos_metrics::{
     render_collector, JobSample, MetricsServer, OssCollector, OssSample, OstSample, Render,
 };
-use pfsqos_wire::conn::{self, ConnError, Reader, Writer, HANDSHAKE_TIMEOUT};
+use pfsqos_wire::admission::{self, Admission, HandshakeSlot, SERVER_HANDSHAKE_TIMEOUT};
+use pfsqos_wire::conn::{self, ConnError, Reader, Writer};
 use pfsqos_wire::protocol::*;
 use pfsqos_wire::splice::{PipePool, Piped, PIPES_MAX};
 
 /// How long a write's bulk data may take to arrive once its request has (it holds memory).
 pub const BULK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default of [`OssdConfig::bulk_idle_timeout`].
+pub const BULK_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Daemon configuration.
 #[derive(Clone, Debug)]
@@ -118,7 +130,12 @@ pub struct OssdConfig {
     pub queue_depth_max: usize,
     pub connections_max: usize,
     pub rpcs_in_flight_per_conn: usize,
+    /// Bulk bytes held in memory over all connections. A write reserves its share frame by
+    /// frame (at most 8 MiB ahead of what it received), as its bulk arrives.
     pub in_flight_bytes_max: u64,
+    /// The longest a write's sender may leave its bulk without progress (waiting for a
+    /// frame's length or for any bytes of its body) before the connection is closed.
+    pub bulk_idle_timeout: Duration,
     /// Write into the OSTs' page cache and leave writeback to the kernel
     /// (`--buffered-writes`), instead of writing whole aligned RPCs straight to the device
     /// (see "Writes" in the module docs).
@@ -183,6 +200,7 @@ impl OssdConfig {
             connections_max: 256,
             rpcs_in_flight_per_conn: 8,
             in_flight_bytes_max: 1 << 30,
+            bulk_idle_timeout: BULK_IDLE_TIMEOUT,
             buffered_writes: false,
             lustre_version: LustreVersion::MASTER,
             control: None,
@@ -575,6 +593,11 @@ pub(crate) struct Shared {
     queue_depth_max: usize,
     rpcs_in_flight_per_conn: usize,
     bytes_in_flight: Arc<Semaphore>,
+    /// The pre-auth and authenticated connection budgets.
+    pub(crate) admission: Arc<Admission>,
+    bulk_idle_timeout: Duration,
+    /// The size of `bytes_in_flight`, in KiB.
+    bulk_budget_kib: u64,
     /// Pipes for reads spliced from the page cache to the socket.
     pipes: Arc<PipePool>,
     /// The TBF configuration of every head (the emulated Lustre version).
@@ -1165,6 +1188,7 @@ impl Shared {
             osts,
             rules,
             sync: crate::sync::stats_fields(&self.sync_stats()).to_vec(),
+            admission: self.admission.counters().fields().to_vec(),
         }
     }
 
@@ -1281,7 +1305,17 @@ impl Ost {
                 Ok(IoOutcome::Done)
             }
             IoOp::Read => {
-                let f = self.object_file(io.object, false).map_err(io_error)?;
+                // An object never written (its create failed, or a crash came first) reads
+                // as a hole, as in Lustre before an object is written: an empty answer, which
+                // the client fills with zeros up to the file's size. ENOENT would make the
+                // file unreadable for good, from every mount (issue #19).
+                let f = match self.object_file(io.object, false) {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Ok(IoOutcome::Read(Bulk::Buf(Vec::new())));
+                    }
+                    Err(e) => return Err(io_error(e)),
+                };
                 let len = io.length as usize;
                 if let Some(p) = pipes.fill(&f.file, io.offset, len).map_err(io_error)? {
                     return Ok(IoOutcome::Read(Bulk::Piped(p)));
@@ -1434,6 +1468,9 @@ impl Ossd {
             queue_depth_max: config.queue_depth_max,
             rpcs_in_flight_per_conn: config.rpcs_in_flight_per_conn,
             bytes_in_flight: Arc::new(Semaphore::new((config.in_flight_bytes_max / 1024) as usize)),
+            admission: Admission::with_connections_max(config.connections_max),
+            bulk_idle_timeout: config.bulk_idle_timeout,
+            bulk_budget_kib: config.in_flight_bytes_max / 1024,
             pipes: PipePool::new(PIPES_MAX),
             tbf,
             clients: Mutex::new(Clients::default()),
@@ -1467,12 +1504,7 @@ impl Ossd {
             }
         }
         let stop = Arc::new(Notify::new());
-        let accept = tokio::spawn(accept_loop(
-            listener,
-            shared.clone(),
-            stop.clone(),
-            config.connections_max,
-        ));
+        let accept = tokio::spawn(accept_loop(listener, shared.clone(), stop.clone()));
         info!(%addr, osts = config.osts.len(), cpts = config.cpts, threads = per_cpt * config.cpts, "ossd listening");
         let sync_tasks = crate::sync::spawn(&shared);
         let control = match &config.control {
@@ -1514,6 +1546,23 @@ impl Ossd {
         self.shared.dequeue_counts()
     }
 
+    /// Requests waiting in the NRS heads now, over all OSTs.
+    pub fn queued_rpcs(&self) -> u64 {
+        self.shared.osts.iter().map(|o| o.queued_rpcs()).sum()
+    }
+
+    /// Bulk-budget bytes reserved now (in 1 KiB units of the budget): what connections hold
+    /// for writes being received and replies being served.
+    pub fn bulk_bytes_reserved(&self) -> u64 {
+        let total_kib = self.shared.bulk_budget_kib;
+        (total_kib - self.shared.bytes_in_flight.available_permits() as u64) * 1024
+    }
+
+    /// What connection admission refused so far.
+    pub fn admission_counters(&self) -> admission::AdmissionCounters {
+        self.shared.admission.counters()
+    }
+
     /// What DSFQ synchronization with the peer ossds did so far.
     pub fn sync_stats(&self) -> SyncStats {
         self.shared.sync_stats()
@@ -1533,8 +1582,14 @@ impl Ossd {
         crate::control::apply_write(&*self.shared, write, &mut Default::default())
     }
 
-    /// Stops the controller (undoing its writes), stops accepting, stops the I/O threads
-    /// (queued requests are answered with an error as their senders drop) and waits for them.
+    /// Stops the controller (undoing its writes), stops accepting, closes every connection,
+    /// then stops the I/O threads (queued requests are dropped unanswered) and waits for them.
+    /// Connections are closed before any request is refused, so a client sees what it sees
+    /// when the process dies (a closed connection, on which it reconnects and resends within
+    /// its recovery time), never an error its application would get (issue #19: a clean stop
+    /// answered queued and new requests ENODEV, which the client does not retry). Requests
+    /// being served finish on their I/O thread; their replies have no connection left, and
+    /// the client's resend of them is idempotent (writes and punches at offsets).
     pub async fn shutdown(mut self) {
         if let Some(m) = self.metrics.take() {
             m.stop().await;
@@ -1545,7 +1600,10 @@ impl Ossd {
             let _ = t.await;
         }
         self.stop.notify_one();
-        let open = self.accept.await;
+        if let Ok(mut open) = self.accept.await {
+            open.abort_all();
+            while open.join_next().await.is_some() {}
+        }
         for c in &self.shared.cpts {
             let pending: Vec<Pending> = {
                 let mut st = lock(&c.state);
@@ -1571,11 +1629,6 @@ impl Ossd {
             }
         })
         .await;
-        // Last, so the requests answered with an error above may still leave.
-        if let Ok(mut open) = open {
-            open.abort_all();
-            while open.join_next().await.is_some() {}
-        }
         info!(addr = %self.addr, "ossd stopped");
     }
 }
@@ -1584,9 +1637,7 @@ async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
     stop: Arc<Notify>,
-    connections_max: usize,
 ) -> tokio::task::JoinSet<()> {
-    let conns = Arc::new(Semaphore::new(connections_max));
     let next_id = AtomicU64::new(0);
     // The open connections, returned at stop: they end with the daemon, as they would with
     // its process (a peer ossd must see a stopped daemon go away and reconnect to its
@@ -1606,19 +1657,60 @@ async fn accept_loop(
                 }
             },
         };
-        let Ok(permit) = conns.clone().try_acquire_owned() else {
-            warn!(%peer, connections_max, "too many connections; closing the new one");
-            continue;
+        // Only a small pre-auth budget is open to a peer that has not authenticated yet.
+        let slot = match shared.admission.handshake(peer.ip()) {
+            Ok(s) => s,
+            Err(refusal) => {
+                log_refusal(&shared.admission, peer, &refusal);
+                continue;
+            }
         };
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let shared = shared.clone();
         open.spawn(async move {
-            match serve_conn(shared, stream, id).await {
-                Ok(()) | Err(ConnError::Closed) => debug!(%peer, id, "connection closed"),
-                Err(e) => warn!(%peer, id, reason = %e, "closing connection"),
+            match serve_conn(shared.clone(), stream, id, slot).await {
+                Ok(())
+                | Err(ConnEnd {
+                    error: ConnError::Closed,
+                    ..
+                }) => debug!(%peer, id, "connection closed"),
+                // Before authentication anyone can cause these: rate-limited.
+                Err(e) if e.before_auth => log_refusal(&shared.admission, peer, &e.error),
+                Err(e) => warn!(%peer, id, reason = %e.error, "closing connection"),
             }
-            drop(permit);
         });
+    }
+}
+
+/// Logs a refused or failed unauthenticated connection, at most
+/// [`admission::LOG_LINES_PER_WINDOW`] a window (the rest are counted in the metrics).
+fn log_refusal(admission: &Admission, peer: SocketAddr, reason: &dyn std::fmt::Display) {
+    if let Some(suppressed) = admission.log_allowed() {
+        warn!(%peer, %reason, suppressed, "connection refused before authentication");
+    }
+}
+
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Why a connection ended, and whether the peer had authenticated by then.
+struct ConnEnd {
+    error: ConnError,
+    before_auth: bool,
+}
+
+impl From<ConnError> for ConnEnd {
+    fn from(error: ConnError) -> Self {
+        ConnEnd {
+            error,
+            before_auth: false,
+        }
     }
 }
 
@@ -1649,30 +1741,49 @@ fn params_reply(tag: u64, params: Result<Vec<Param>, RemoteError>) -> Outgoing {
     }
 }
 
-async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(), ConnError> {
-    stream.set_nodelay(true)?;
+async fn serve_conn(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    id: u64,
+    slot: HandshakeSlot,
+) -> Result<(), ConnEnd> {
+    let before_auth = |error| ConnEnd {
+        error,
+        before_auth: true,
+    };
+    stream
+        .set_nodelay(true)
+        .map_err(|e| before_auth(e.into()))?;
     let (r, w) = stream.into_split();
     let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
     let ost_count = shared.osts.len() as u32;
-    let peer = tokio::time::timeout(
-        HANDSHAKE_TIMEOUT,
-        conn::server_handshake(
+    // The slot moves into `admit`, which trades it for a connection slot once the peer has
+    // authenticated; on any failure it is dropped, freeing the pre-auth budget.
+    let admission = shared.admission.clone();
+    let (peer, _conn_slot) = tokio::time::timeout(
+        SERVER_HANDSHAKE_TIMEOUT,
+        conn::server_handshake_admit(
             &mut reader,
             &mut writer,
             &shared.key,
             &shared.fsname,
             ost_count,
+            move |_| admission.authenticated(slot).map_err(|r| r.to_string()),
         ),
     )
     .await
-    .map_err(|_| ConnError::Timeout)
+    .map_err(|_| {
+        shared.admission.handshake_timed_out();
+        ConnError::Timeout
+    })
     .and_then(|r| r)
-    .inspect_err(|_| {
+    .map_err(|e| {
         shared
             .sync
             .counters
             .handshakes_failed
             .fetch_add(1, Ordering::Relaxed);
+        before_auth(e)
     })?;
     debug!(id, role = ?peer.role, "peer authenticated");
     // A peer ossd holds one of a bounded number of slots while connected.
@@ -1685,7 +1796,10 @@ async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(
                     .counters
                     .peer_connections_refused
                     .fetch_add(1, Ordering::Relaxed);
-                return Err(ProtocolError::Invalid("too many peer ossd connections".into()).into());
+                return Err(ConnError::from(ProtocolError::Invalid(
+                    "too many peer ossd connections".into(),
+                ))
+                .into());
             }
         }
     } else {
@@ -1697,7 +1811,9 @@ async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(
     // that node's current limit as the reply leaves.
     let bound: Arc<std::sync::OnceLock<ClientBinding>> = Arc::default();
     let (writer_shared, writer_bound) = (shared.clone(), bound.clone());
-    let writer_task = tokio::spawn(async move {
+    // Aborted with the connection's task (a daemon stopping closes its connections without
+    // sending the replies still queued for them).
+    let mut writer_task = AbortOnDrop(tokio::spawn(async move {
         while let Some(mut o) = rx.recv().await {
             o.reply.client_limit = match writer_bound.get() {
                 Some(b) => lock(&writer_shared.clients).limit(b.nid),
@@ -1718,14 +1834,14 @@ async fn serve_conn(shared: Arc<Shared>, stream: TcpStream, id: u64) -> Result<(
                 return;
             }
         }
-    });
+    }));
     let in_flight = Arc::new(Semaphore::new(shared.rpcs_in_flight_per_conn));
     let result = read_requests(&shared, &mut reader, peer, cpt, &tx, &in_flight, &bound).await;
     drop(tx);
-    let _ = writer_task.await;
+    let _ = (&mut writer_task.0).await;
     // The binding (if any) goes with the last reference: the node is disconnected once.
     drop(bound);
-    result
+    Ok(result?)
 }
 
 async fn read_requests(
@@ -1768,25 +1884,43 @@ async fn read_requests(
         };
         match req {
             Request::Io { tag, io } => {
-                let kib = io.length.div_ceil(1024).max(1) as u32;
-                let bytes = shared
-                    .bytes_in_flight
-                    .clone()
-                    .acquire_many_owned(kib)
-                    .await
-                    .expect("the semaphore is never closed");
-                let data = match io.op {
-                    IoOp::Write => Some(
-                        // The frame's buffer itself (no copy for writes up to 8 MiB).
-                        tokio::time::timeout(BULK_TIMEOUT, reader.bulk_bytes(io.length))
+                let kib = |bytes: u64| bytes.div_ceil(1024).max(1) as u32;
+                let reserve = |bytes: u64| {
+                    let budget = shared.bytes_in_flight.clone();
+                    async move {
+                        budget
+                            .acquire_many_owned(kib(bytes))
                             .await
-                            .map_err(|_| {
-                                ProtocolError::Invalid(format!(
-                                    "bulk data not received within {BULK_TIMEOUT:?}"
-                                ))
-                            })??,
-                    ),
-                    _ => None,
+                            .expect("the semaphore is never closed")
+                    }
+                };
+                // A write reserves the bulk budget frame by frame as its data arrives, so a
+                // sender that announces much and sends little holds what it sent and one
+                // frame more, and only until it idles for `bulk_idle_timeout`; anything
+                // else reserves its reply's size up front (the server fills it itself).
+                let (data, bytes) = match io.op {
+                    IoOp::Write => {
+                        let (d, permits) = tokio::time::timeout(
+                            BULK_TIMEOUT,
+                            reader.bulk_bytes_reserving(
+                                io.length,
+                                Some(shared.bulk_idle_timeout),
+                                |n| reserve(n as u64),
+                            ),
+                        )
+                        .await
+                        .map_err(|_| {
+                            ProtocolError::Invalid(format!(
+                                "bulk data not received within {BULK_TIMEOUT:?}"
+                            ))
+                        })??;
+                        let held = permits.into_iter().reduce(|mut a, b| {
+                            a.merge(b);
+                            a
+                        });
+                        (Some(d), held)
+                    }
+                    _ => (None, Some(reserve(io.length).await)),
                 };
                 if !peer.role.may_do_io() {
                     let e = RemoteError::new(Errno::EPERM, "this role may not do object I/O");

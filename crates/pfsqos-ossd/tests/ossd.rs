@@ -142,10 +142,13 @@ async fn objects_written_are_read_back_intact() {
     c.punch(&id, 0, 2, 10).await.unwrap();
     assert_eq!(c.read(&id, 0, 2, 0, 100).await.unwrap(), vec![0; 10]);
     c.sync(&id, 0, 2).await.unwrap();
-    match c.read(&id, 0, 99, 0, 1).await {
-        Err(ClientError::Remote(e)) => assert_eq!(e.errno, Errno::ENOENT),
-        other => panic!("{other:?}"),
-    }
+    // An object never written reads as a hole (no bytes), not ENOENT (issue #19), and the
+    // read does not create it.
+    assert_eq!(c.read(&id, 0, 99, 0, 4096).await.unwrap(), Vec::<u8>::new());
+    assert!(!f.dirs[0]
+        .join("objects")
+        .join(format!("{:016x}", 99))
+        .exists());
     // An OST index out of range is a protocol violation: the connection is closed...
     match c.read(&id, 2, 1, 0, 1).await {
         Err(ClientError::Conn(_)) => {}
@@ -661,8 +664,11 @@ async fn pipelined_requests_are_answered_by_tag() {
 async fn connections_beyond_the_limit_are_closed() {
     let f = start(1, |c| c.connections_max = 1).await;
     let mut first = client(&f, Role::Client).await;
+    // Refused once authenticated, with the reason (not while in the pre-auth budget).
     match OssClient::connect(f.ossd.local_addr(), KEY, Role::Client).await {
-        Err(ConnError::Closed) | Err(ConnError::Io(_)) => {}
+        Err(ConnError::Protocol(ProtocolError::Rejected(reason))) => {
+            assert!(reason.contains("too many"), "{reason}")
+        }
         other => panic!("second connection: {:?}", other.err()),
     }
     // The first one is unaffected, and its slot is reused once it is gone.
@@ -681,6 +687,200 @@ async fn connections_beyond_the_limit_are_closed() {
         tokio::task::yield_now().await;
     }
     assert!(ok, "the freed connection slot was never reused");
+    f.ossd.shutdown().await;
+}
+
+/// Issue #19: peers without the key cannot lock authenticated clients out. 256 idle sockets
+/// (the connection limit) from one address take only that address's share of the pre-auth
+/// budget (the rest are closed at once and counted), an authenticated client connecting after
+/// them is served, and the idle ones are closed at the handshake deadline. Counts are
+/// asserted as sums, not as which socket was admitted, so a slow machine cannot fail it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_unauthenticated_sockets_do_not_lock_out_clients() {
+    use pfsqos_wire::admission::HANDSHAKES_PER_ADDR_MAX;
+    let f = start(1, |c| c.connections_max = 256).await;
+    let addr = f.ossd.local_addr();
+    let mut idle = Vec::new();
+    for _ in 0..256 {
+        let s = tokio::net::TcpSocket::new_v4().unwrap();
+        s.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        idle.push(s.connect(addr).await.unwrap());
+    }
+    // Accepted in order, so all 256 are through admission before this client's connection.
+    tokio::time::timeout(std::time::Duration::from_secs(60), assert_still_serving(&f))
+        .await
+        .expect("an authenticated client was served");
+    // The first 16 were admitted; later ones are refused while those hold their slots (on a
+    // slow machine a few more may be admitted once the first ones time out).
+    assert!(f.ossd.admission_counters().refused_handshakes_per_address > 0);
+    // The sockets admitted to the handshake are closed by the server at its deadline.
+    let mut closed = 0;
+    for s in &mut idle {
+        if tokio::time::timeout(std::time::Duration::from_secs(60), closed_by_server(s))
+            .await
+            .unwrap_or(false)
+        {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 256);
+    // Each idle socket was either refused at once or admitted and timed out.
+    let c = f.ossd.admission_counters();
+    assert_eq!(
+        c.refused_handshakes_per_address + c.handshakes_timed_out,
+        256
+    );
+    assert!(c.handshakes_timed_out >= HANDSHAKES_PER_ADDR_MAX as u64);
+    // Refusals are logged at most a few times, the rest counted.
+    assert!(f.ossd.admission_counters().log_lines_suppressed > 0);
+    f.ossd.shutdown().await;
+}
+
+/// Issue #19: an unauthenticated first frame announcing 8 MiB is refused as its length
+/// arrives, not after its body (which would be buffered) nor at the handshake deadline: the
+/// peer sends the length and a little of the body, then waits; the server closes, counting a
+/// failed handshake and no timeout, and serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unauthenticated_8_mib_frame_is_refused_before_it_is_read() {
+    let f = start(1, |_| {}).await;
+    let mut s = TcpStream::connect(f.ossd.local_addr()).await.unwrap();
+    s.write_all(&(8u32 << 20).to_be_bytes()).await.unwrap();
+    s.write_all(&[0u8; 1000]).await.unwrap();
+    assert!(closed_by_server(&mut s).await);
+    assert_eq!(f.ossd.admission_counters().handshakes_timed_out, 0);
+    assert_eq!(f.ossd.sync_stats().handshakes_failed, 1);
+    assert_still_serving(&f).await;
+    f.ossd.shutdown().await;
+}
+
+/// An authenticated client connection that announced a write of `announced` bytes and sent
+/// the first bulk frame's length and `sent` bytes of it, then stalls.
+async fn stalled_writer(
+    addr: std::net::SocketAddr,
+    object: u64,
+    announced: u64,
+    sent: usize,
+) -> (
+    pfsqos_wire::conn::Reader<tokio::net::tcp::OwnedReadHalf>,
+    tokio::net::tcp::OwnedWriteHalf,
+) {
+    use pfsqos_wire::conn::{client_handshake, Reader, Writer};
+    use pfsqos_wire::protocol::*;
+    let (r, mut w) = TcpStream::connect(addr).await.unwrap().into_split();
+    let mut reader = Reader::new(r);
+    {
+        let mut writer = Writer::new(&mut w);
+        client_handshake(
+            &mut reader,
+            &mut writer,
+            KEY,
+            Role::Client,
+            PROTOCOL_VERSION,
+        )
+        .await
+        .unwrap();
+        writer
+            .msg(&WireRequest::Io {
+                tag: 1,
+                io: WireIo {
+                    op: IoOp::Write,
+                    ost: 0,
+                    object,
+                    offset: 0,
+                    length: announced,
+                    sync: false,
+                    tags: WireTags {
+                        job: "stall".into(),
+                        uid: 0,
+                        gid: 0,
+                        nid: WireNid {
+                            addr: 0x7f00_0001,
+                            net_kind: 0,
+                            net_num: 0,
+                        },
+                    },
+                },
+            })
+            .await
+            .unwrap();
+    }
+    let first = announced.min(BULK_CHUNK_BYTES as u64) as u32;
+    w.write_all(&first.to_be_bytes()).await.unwrap();
+    w.write_all(&vec![0x5a; sent]).await.unwrap();
+    (reader, w)
+}
+
+/// Polls `cond` every 10 ms until it holds; panics after `deadline`.
+async fn poll_until(deadline: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + deadline;
+    while !cond() {
+        assert!(
+            Instant::now() < end,
+            "condition not reached within {deadline:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// Issue #19: one stalled client cannot hold the OSS-wide bulk budget. 16 connections that
+/// announce a 64 MiB write (16 x 64 MiB = the whole 1 GiB budget) and send 1 MiB of it hold
+/// one bulk frame each, not what they announced; another client's small write is served while
+/// all 16 are still stalled (none has been answered or closed). The bulk idle timeout is set
+/// far out so that it plays no part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_bulk_senders_do_not_stop_other_writes() {
+    let f = start(1, |c| {
+        c.in_flight_bytes_max = 1 << 30;
+        c.bulk_idle_timeout = std::time::Duration::from_secs(600);
+    })
+    .await;
+    let addr = f.ossd.local_addr();
+    let mut stalled = Vec::new();
+    for i in 0..16 {
+        stalled.push(stalled_writer(addr, 1000 + i, 64 << 20, 1 << 20).await);
+    }
+    // Every stalled write has reserved what it is receiving.
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_bytes_reserved() >= 16 << 20
+    })
+    .await;
+    assert!(
+        f.ossd.bulk_bytes_reserved() <= 16 * BULK_CHUNK_BYTES as u64,
+        "{} bytes reserved for 16 MiB received",
+        f.ossd.bulk_bytes_reserved()
+    );
+    assert_still_serving(&f).await;
+    // All 16 are still stalled: no reply and no close.
+    for (reader, _) in &mut stalled {
+        let pending = tokio::time::timeout(std::time::Duration::ZERO, reader.frame()).await;
+        assert!(
+            pending.is_err(),
+            "a stalled connection was answered or closed"
+        );
+    }
+    drop(stalled);
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_bytes_reserved() == 0
+    })
+    .await;
+    f.ossd.shutdown().await;
+}
+
+/// Issue #19: a write's sender that stops mid-bulk is closed after the bulk idle timeout and
+/// its reservation returned; the daemon serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sender_idle_mid_bulk_is_closed_and_its_budget_returned() {
+    let f = start(1, |c| {
+        c.bulk_idle_timeout = std::time::Duration::from_millis(200)
+    })
+    .await;
+    let (mut reader, _w) = stalled_writer(f.ossd.local_addr(), 7, 16 << 20, 4096).await;
+    assert!(reader.frame().await.is_err(), "closed without a reply");
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_bytes_reserved() == 0
+    })
+    .await;
+    assert_still_serving(&f).await;
     f.ossd.shutdown().await;
 }
 

@@ -10,8 +10,14 @@ use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 use crate::protocol::{self, *};
 
-/// How long a peer may take to complete the handshake.
+/// How long a client waits for a server to complete the handshake. Servers give peers less:
+/// [`crate::admission::SERVER_HANDSHAKE_TIMEOUT`].
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The largest frame a server reads from a peer still in the handshake: a `Hello` is 42 bytes
+/// as the issue measured (magic, a varint version, role, nonce) and an `Auth` 32; this leaves room
+/// for nothing else, so an unauthenticated peer cannot make the server buffer more.
+pub const HANDSHAKE_FRAME_LEN_MAX: usize = 64;
 
 /// Why a connection ended or failed.
 #[derive(Debug)]
@@ -76,6 +82,16 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         }
     }
 
+    /// Sets the largest frame accepted from now on; a longer one is refused as its length
+    /// arrives, before its body is read or buffered.
+    pub fn set_frame_len_max(&mut self, len: usize) {
+        assert!(
+            len <= FRAME_LEN_BYTES_MAX,
+            "frame limit above the protocol's"
+        );
+        self.inner.decoder_mut().set_max_frame_length(len);
+    }
+
     /// The next frame; `Closed` at a clean end of stream.
     pub async fn frame(&mut self) -> Result<BytesMut, ConnError> {
         match self.inner.next().await {
@@ -91,22 +107,57 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     /// already read past the last message (at most its small read buffer) is copied. Each
     /// frame's length is checked against the chunking of `length`; the caller bounds `length`.
     pub async fn bulk_bytes(&mut self, length: u64) -> Result<Bytes, ConnError> {
+        let (data, _) = self
+            .bulk_bytes_reserving(length, None, |_| std::future::ready(()))
+            .await?;
+        Ok(data)
+    }
+
+    /// [`Reader::bulk_bytes`] for a server that must not let a slow or stalled sender hold
+    /// memory it has not filled: `reserve(n)` is awaited as each frame's length (`n` bytes)
+    /// arrives, before its body is read, and its results are returned with the data (a
+    /// stalled sender holds the frames it sent and one more, not the whole announced
+    /// length); with `idle`, every wait for the sender (a frame's length, each read of its
+    /// body) that lasts longer fails the read. Waiting for `reserve` is not idling.
+    pub async fn bulk_bytes_reserving<F, Fut, P>(
+        &mut self,
+        length: u64,
+        idle: Option<Duration>,
+        mut reserve: F,
+    ) -> Result<(Bytes, Vec<P>), ConnError>
+    where
+        F: FnMut(usize) -> Fut,
+        Fut: std::future::Future<Output = P>,
+    {
         if length == 0 {
-            return Ok(Bytes::new());
+            return Ok((Bytes::new(), Vec::new()));
         }
         let len = usize::try_from(length).map_err(|_| {
             ProtocolError::Invalid(format!("bulk of {length} bytes does not fit in memory"))
         })?;
+        let idle_error = |idle: Duration| {
+            ConnError::from(ProtocolError::Invalid(format!(
+                "no bulk data received for {idle:?}"
+            )))
+        };
+        let mut held = Vec::new();
+        // Capacity only (address space): pages are touched as the frames arrive.
         let mut buf = BytesMut::with_capacity(len + BULK_ALIGN_BYTES - 1);
         let pad = buf.as_ptr().align_offset(BULK_ALIGN_BYTES);
         buf.put_bytes(0, pad);
         for expected in protocol::bulk_chunks(length) {
             let mut head = [0u8; 4];
-            self.read_exact_raw(&mut head).await?;
+            match idle {
+                Some(d) => tokio::time::timeout(d, self.read_exact_raw(&mut head))
+                    .await
+                    .map_err(|_| idle_error(d))??,
+                None => self.read_exact_raw(&mut head).await?,
+            }
             let got = u32::from_be_bytes(head) as usize;
             if got != expected {
                 return Err(ProtocolError::UnexpectedBulk { expected, got }.into());
             }
+            held.push(reserve(got).await);
             let end = buf.len() + got;
             let buffered = self.inner.read_buffer_mut();
             let take = buffered.len().min(got);
@@ -114,20 +165,22 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             buffered.advance(take);
             while buf.len() < end {
                 let room = end - buf.len();
-                if self
-                    .inner
-                    .get_mut()
-                    .read_buf(&mut (&mut buf).limit(room))
-                    .await?
-                    == 0
-                {
+                let mut limited = (&mut buf).limit(room);
+                let read = self.inner.get_mut().read_buf(&mut limited);
+                let n = match idle {
+                    Some(d) => tokio::time::timeout(d, read)
+                        .await
+                        .map_err(|_| idle_error(d))??,
+                    None => read.await?,
+                };
+                if n == 0 {
                     return Err(ConnError::Closed);
                 }
             }
         }
         // Never reallocated (the capacity was reserved up front), so still aligned.
         debug_assert_eq!(buf[pad..].as_ptr().align_offset(BULK_ALIGN_BYTES), 0);
-        Ok(buf.freeze().slice(pad..))
+        Ok((buf.freeze().slice(pad..), held))
     }
 
     /// Fills `dst` from the bytes the codec has buffered, then from the socket. Only between
@@ -316,6 +369,7 @@ pub struct Peer {
 }
 
 /// Server side of the handshake. On failure the peer has been told why where possible.
+/// Frames are limited to [`HANDSHAKE_FRAME_LEN_MAX`] until the peer has authenticated.
 pub async fn server_handshake<R, W>(
     r: &mut Reader<R>,
     w: &mut Writer<W>,
@@ -327,6 +381,26 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let (peer, ()) = server_handshake_admit(r, w, key, fsname, ost_count, |_| Ok(())).await?;
+    Ok(peer)
+}
+
+/// [`server_handshake`], asking `admit` once the peer has proved it holds the key and before
+/// welcoming it: an `Err(reason)` rejects the peer with that reason (so a client refused for
+/// a server-side limit learns why at connect time).
+pub async fn server_handshake_admit<R, W, T>(
+    r: &mut Reader<R>,
+    w: &mut Writer<W>,
+    key: &[u8],
+    fsname: &str,
+    ost_count: u32,
+    admit: impl FnOnce(&Peer) -> Result<T, String>,
+) -> Result<(Peer, T), ConnError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    r.set_frame_len_max(HANDSHAKE_FRAME_LEN_MAX);
     let hello = match protocol::decode_hello(&r.frame().await?) {
         Ok(h) => h,
         Err(e) => {
@@ -346,22 +420,28 @@ where
     })
     .await?;
     let auth: Auth = protocol::decode(&r.frame().await?)?;
-    if let Err(e) = protocol::verify_mac(key, false, hello.role, &hello.nonce, &nonce_s, &auth.mac)
-    {
-        let _ = w
-            .msg(&AuthReply::Reject {
-                reason: e.to_string(),
-            })
-            .await;
-        return Err(e.into());
-    }
+    let peer = Peer { role: hello.role };
+    // A wrong MAC, then the server's own limits: either is told to the peer, then fails.
+    let checked = protocol::verify_mac(key, false, hello.role, &hello.nonce, &nonce_s, &auth.mac)
+        .map_err(|e| (e.to_string(), ConnError::from(e)))
+        .and_then(|()| {
+            admit(&peer).map_err(|reason| (reason.clone(), ProtocolError::Rejected(reason).into()))
+        });
+    let admitted = match checked {
+        Ok(t) => t,
+        Err((reason, e)) => {
+            let _ = w.msg(&AuthReply::Reject { reason }).await;
+            return Err(e);
+        }
+    };
     w.msg(&AuthReply::Welcome {
         mac: protocol::server_mac(key, hello.role, &hello.nonce, &nonce_s),
         fsname: fsname.to_string(),
         ost_count,
     })
     .await?;
-    Ok(Peer { role: hello.role })
+    r.set_frame_len_max(FRAME_LEN_BYTES_MAX);
+    Ok((peer, admitted))
 }
 
 /// What the client learnt from a successful handshake.
@@ -496,6 +576,84 @@ mod tests {
         let last: u64 = protocol::decode(&r.frame().await.unwrap()).unwrap();
         assert_eq!(last, u64::MAX);
         send.await.unwrap();
+    }
+
+    /// Counts the bytes a reader took from its source.
+    struct Counting<R> {
+        inner: R,
+        read: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl<R: AsyncRead + Unpin> AsyncRead for Counting<R> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let before = buf.filled().len();
+            let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+            let n = buf.filled().len() - before;
+            self.read.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            r
+        }
+    }
+
+    /// A peer without the key that announces an 8 MiB first frame (and sends it) is refused
+    /// as the length arrives: the server reads at most its codec's first read of the socket
+    /// (8 KiB), not the frame, and never reserves room for it.
+    #[tokio::test]
+    async fn an_oversized_handshake_frame_is_refused_before_its_body_is_read() {
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (sr, sw) = tokio::io::split(server);
+        let read = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut r = Reader::new(Counting {
+            inner: sr,
+            read: read.clone(),
+        });
+        let mut w = Writer::new(sw);
+        let body_len = 8 << 20;
+        let attacker = tokio::spawn(async move {
+            let (_cr, mut cw) = tokio::io::split(client);
+            let mut head = (body_len as u32).to_be_bytes().to_vec();
+            head.extend(encode_hello(
+                PROTOCOL_VERSION,
+                &HelloBody {
+                    role: Role::Client,
+                    nonce: [0; NONCE_BYTES],
+                },
+            ));
+            let _ = cw.write_all(&head).await;
+            let chunk = vec![0u8; 1 << 16];
+            for _ in 0..body_len / chunk.len() {
+                if cw.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let got = server_handshake(&mut r, &mut w, b"key", "fs", 1).await;
+        assert!(got.is_err(), "{got:?}");
+        let n = read.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(n <= 16 << 10, "{n} bytes read before the refusal");
+        assert!(r.inner.read_buffer().capacity() <= 64 << 10);
+        // Both halves gone: the attacker's writes fail and it ends.
+        drop((r, w));
+        let _ = attacker.await;
+    }
+
+    /// The handshake frames a client really sends fit within the cap.
+    #[test]
+    fn real_handshake_frames_fit_the_cap() {
+        let hello = encode_hello(
+            u16::MAX,
+            &HelloBody {
+                role: Role::Client,
+                nonce: [0xff; NONCE_BYTES],
+            },
+        );
+        let auth = encode(&Auth {
+            mac: [0xff; MAC_BYTES],
+        });
+        assert!(hello.len() <= HANDSHAKE_FRAME_LEN_MAX && auth.len() <= HANDSHAKE_FRAME_LEN_MAX);
     }
 
     /// Bulk data spliced from a file through a pipe into a TCP socket reads back as the same

@@ -25,6 +25,7 @@
 //! parameter values ≤ 4096 bytes; ≤ 1024 parameters per reply; error messages ≤ 1024 bytes.
 //! Server-side queue, connection and memory bounds are listed in `pfsqos-ossd`.
 
+pub mod admission;
 pub mod client;
 pub mod conn;
 pub mod coord;

@@ -724,6 +724,7 @@ mod tests {
             }],
             rules: vec![("r\"1".into(), 5)],
             sync: Vec::new(),
+            admission: Vec::new(),
         }
     }
 
@@ -790,6 +791,7 @@ mod tests {
         let mds = render_collector(MdsCollector(MdsSample {
             ops: vec![("create", 1)],
             inodes: Some(1),
+            admission: vec![("refused_connections", 0)],
         }));
         let exported: Vec<String> = parse_openmetrics(&oss)
             .into_iter()

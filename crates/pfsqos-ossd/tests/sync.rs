@@ -293,6 +293,27 @@ async fn measure_share(small_on_second_only: bool, synchronize: bool) -> (f64, S
     (ratio, stats, stat_out)
 }
 
+/// Ossd `i` of `addrs` (each the others' peer, its OST under `dir`) with DSFQ at depth 8 and
+/// `params` written after.
+async fn start_peer(
+    dir: &std::path::Path,
+    addrs: &[SocketAddr],
+    i: usize,
+    params: &[&str],
+) -> Ossd {
+    let cfg = config(
+        addrs[i],
+        dir.join(format!("ost{i}")),
+        i as u32,
+        addrs,
+        &|_| {},
+    );
+    let o = Ossd::start(cfg).await.unwrap();
+    start_dsfq(addrs[i], 8).await;
+    set_params(addrs[i], params).await;
+    o
+}
+
 /// Both ossds report to each other over real sockets; the second is stopped and a new one
 /// started on its address: the first reconnects and the exchange resumes, and the first's
 /// I/O never fails or stops meanwhile.
@@ -300,21 +321,7 @@ async fn measure_share(small_on_second_only: bool, synchronize: bool) -> (f64, S
 async fn the_exchange_resumes_after_a_peer_restarts_and_io_never_stops() {
     let tmp = tempfile::tempdir().unwrap();
     let addrs = free_addrs(2);
-    let start = |i: usize| {
-        let cfg = config(
-            addrs[i],
-            tmp.path().join(format!("ost{i}")),
-            i as u32,
-            &addrs,
-            &|_| {},
-        );
-        let addr = addrs[i];
-        async move {
-            let o = Ossd::start(cfg).await.unwrap();
-            start_dsfq(addr, 8).await;
-            o
-        }
-    };
+    let start = |i: usize| start_peer(tmp.path(), &addrs, i, &[]);
     let a = start(0).await;
     let b = start(1).await;
     let load_a = load(addrs[0], "big", 2, 100).await;
@@ -595,27 +602,15 @@ async fn a_restarted_ossd_learns_again_which_flows_its_peer_serves() {
     let tmp = tempfile::tempdir().unwrap();
     let addrs = free_addrs(2);
     let start = |i: usize| {
-        let cfg = config(
-            addrs[i],
-            tmp.path().join(format!("ost{i}")),
-            i as u32,
+        start_peer(
+            tmp.path(),
             &addrs,
-            &|_| {},
-        );
-        let addr = addrs[i];
-        async move {
-            let o = Ossd::start(cfg).await.unwrap();
-            start_dsfq(addr, 8).await;
-            set_params(
-                addr,
-                &[
-                    "ost.OSS.ost_io.nrs_dsfq_flow_idle_ms=600000",
-                    "ost.OSS.ost_io.nrs_dsfq_sync=layout",
-                ],
-            )
-            .await;
-            o
-        }
+            i,
+            &[
+                "ost.OSS.ost_io.nrs_dsfq_flow_idle_ms=600000",
+                "ost.OSS.ost_io.nrs_dsfq_sync=layout",
+            ],
+        )
     };
     let served_by_both = |listing: &str| {
         listing

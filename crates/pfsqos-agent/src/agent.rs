@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use pfsqos_core::control::agent::{JobStatsObservation, JobStatsObserver, Ledger};
+use pfsqos_core::control::rpc_size::RpcSizeEstimate;
 use pfsqos_core::control::rules::{JobRate, JobRules, RuleCommand};
 use pfsqos_core::control::{ControlWrite, Controller, Decision, DomainId, Observation};
 use pfsqos_core::errno::Errno;
@@ -244,7 +245,8 @@ pub struct Agent<L: Lctl> {
     /// The controller's rules by its own name: job and rate (RPC/s on this OSS).
     controller_rules: ControllerRates,
     /// Mean bulk RPC size per job over its recent periods (bytes), bounded like the jobs.
-    mean_rpc_bytes: BTreeMap<JobId, f64>,
+    /// Each job's observed bytes per RPC: the conversion of byte limits into rule rates.
+    rpc_size: RpcSizeEstimate,
     catch_all: Option<u64>,
     catch_all_name: String,
     epoch: Instant,
@@ -271,6 +273,7 @@ impl<L: Lctl> Agent<L> {
         let mut rules = JobRules::with_prefix(&config.rule_prefix);
         let catch_all_name = format!("{}{CATCH_ALL_SUFFIX}", config.rule_prefix);
         rules.reserve_name(&catch_all_name);
+        let rpc_size = RpcSizeEstimate::new(config.brw_size_bytes);
         Agent {
             config,
             lctl,
@@ -279,7 +282,7 @@ impl<L: Lctl> Agent<L> {
             rules,
             ledger: Ledger::default(),
             controller_rules: ControllerRates::default(),
-            mean_rpc_bytes: BTreeMap::new(),
+            rpc_size,
             catch_all: None,
             catch_all_name,
             epoch,
@@ -536,14 +539,6 @@ impl<L: Lctl> Agent<L> {
         out
     }
 
-    /// The agent's mean RPC size for `job` (bytes): observed, else `brw_size`.
-    fn rpc_bytes(&self, job: &JobId) -> f64 {
-        self.mean_rpc_bytes
-            .get(job)
-            .copied()
-            .unwrap_or(self.config.brw_size_bytes as f64)
-    }
-
     /// The administrator limit of each job in bytes/s (a user's or group's limit is shared
     /// equally by its jobs that moved data in the period, or by all its known jobs).
     fn limits_bytes_per_s(
@@ -600,16 +595,9 @@ impl<L: Lctl> Agent<L> {
         let period_s = (obs.period_ns as f64 / 1e9).max(1e-3);
         // Mean RPC size: this period's where the job moved data, else what was known.
         for (job, t) in per_job {
-            if t.rpcs > 0 {
-                let m = t.bytes as f64 / t.rpcs as f64;
-                let e = self.mean_rpc_bytes.entry(*job).or_insert(m);
-                *e = 0.5 * *e + 0.5 * m;
-            }
+            self.rpc_size.record(*job, t.bytes, t.rpcs);
         }
-        if self.mean_rpc_bytes.len() > pfsqos_core::control::agent::KNOWN_JOBS_MAX {
-            let known: BTreeSet<JobId> = obs.jobs.iter().map(|m| m.job).collect();
-            self.mean_rpc_bytes.retain(|j, _| known.contains(j));
-        }
+        self.rpc_size.bound(obs.jobs.iter().map(|m| m.job));
         let limits = self.limits_bytes_per_s(obs, per_job);
         // The OSS-wide rate each job should get (RPC/s).
         let mut want: BTreeMap<JobId, (u64, Option<u64>)> = BTreeMap::new();
@@ -617,10 +605,7 @@ impl<L: Lctl> Agent<L> {
             want.insert(job, (rate, None));
         }
         for (job, &limit) in &limits {
-            let limit_rpcs = pfsqos_core::control::tbf_rate_rpcs_per_s(
-                limit as f64,
-                self.rpc_bytes(job).max(1.0) as u64,
-            );
+            let limit_rpcs = self.rpc_size.rate_rpcs_per_s(job, limit as f64);
             let e = want.entry(*job).or_insert((limit_rpcs, Some(limit)));
             if limit_rpcs <= e.0 {
                 *e = (limit_rpcs, Some(limit));

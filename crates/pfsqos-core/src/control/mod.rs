@@ -8,6 +8,7 @@ pub mod agent;
 pub mod gift;
 pub mod nobw;
 pub mod pi;
+pub mod rpc_size;
 pub mod rules;
 pub mod spec;
 pub mod static_bw;
@@ -220,8 +221,9 @@ pub trait Controller {
 /// The TBF rate (RPCs/s of `rpc_size_bytes`) that carries a bandwidth cap of `bytes_per_s`:
 /// rounded down, so a rule never lets more through than the cap, but absorbing float noise (a
 /// cap computed as 34.9999999 RPCs/s is 35), and within Lustre's `1..=999_999`. Every driver
-/// and controller that turns bytes into rule rates uses this one rule (the GIFT adapter, the
-/// fluid engine's caps).
+/// and controller that turns bytes into rule rates uses this one rule (the GIFT adapter and the
+/// Lustre agent's byte limits at each job's observed RPC size, [`rpc_size::RpcSizeEstimate`];
+/// the fluid engine's caps, whose flows move `brw_size` pieces).
 pub fn tbf_rate_rpcs_per_s(bytes_per_s: f64, rpc_size_bytes: u64) -> u64 {
     assert!(rpc_size_bytes > 0, "an RPC carries bytes");
     let rpcs = (bytes_per_s / rpc_size_bytes as f64 + 1e-6).floor();

@@ -7,8 +7,12 @@
 //!   paper's assumption for applications in an I/O phase, and the only choice that lets a
 //!   throttled job expand again: what a job was served is capped by its last rule). The
 //!   observed arrival rate is the other option.
-//! * Units: the allocators work in bytes/s; the observations and TBF rules in RPC/s. One RPC
-//!   counts as `rpc_size_bytes` (Lustre's `brw_size`, 1 MiB by default).
+//! * Units: the allocators work in bytes/s; the observations and TBF rules in RPC/s. An OST's
+//!   capacity is `capacity_rpcs_per_s` RPCs of `rpc_size_bytes` (Lustre's `brw_size`, 1 MiB by
+//!   default: the device's bandwidth). A job's cap becomes a rule rate at **that job's**
+//!   observed bytes per RPC ([`RpcSizeEstimate`]; `rpc_size_bytes` until it has served), since
+//!   TBF counts RPCs whatever their size: at `brw_size` for every job, a job of 4 KiB RPCs got
+//!   1/256 of its cap (docs/bakeoff.md, "GIFT and small RPCs").
 //! * A TBF rule covers a whole domain (one OSS's `ost_io` service, all of its OSTs). A job's
 //!   rule rate on a domain is the **sum** of its caps over the domain's OSTs. When the job's
 //!   RPCs spread over those OSTs in proportion to its demand (striping does this), every OST
@@ -24,7 +28,7 @@ use super::{
     Allocation, AllocationStats, Allocator, AppDemand, IntervalInput, OstCapacity, OstDemand,
     ShareOptions, ShareUnit, SystemGate, ThrottleLimit, WindowKind,
 };
-use crate::control::tbf_rate_rpcs_per_s;
+use crate::control::rpc_size::RpcSizeEstimate;
 use crate::control::{
     ControlWrite, Controller, Decision, DomainId, DomainWrite, Observation, TraceSample,
 };
@@ -45,7 +49,8 @@ pub enum DemandModel {
 pub struct GiftControllerConfig {
     /// Decision interval (GIFT: 10 s).
     pub period_ns: u64,
-    /// Bytes per RPC for converting between bytes/s and RPC/s.
+    /// Bytes of one RPC of an OST's capacity (`brw_size`), and of a job's RPCs until it has
+    /// been served (then its observed size counts).
     pub rpc_size_bytes: u64,
     pub demand: DemandModel,
 }
@@ -241,6 +246,7 @@ pub struct AllocatorController<A: Allocator> {
     config: GiftControllerConfig,
     allocator: A,
     rules: BTreeMap<DomainId, DomainRules>,
+    rpc_size: RpcSizeEstimate,
     last: Option<Allocation>,
     errors: u64,
 }
@@ -249,6 +255,7 @@ impl<A: Allocator> AllocatorController<A> {
     pub fn new(allocator: A, config: GiftControllerConfig) -> Self {
         assert!(config.period_ns > 0 && config.rpc_size_bytes > 0);
         AllocatorController {
+            rpc_size: RpcSizeEstimate::new(config.rpc_size_bytes),
             config,
             allocator,
             rules: BTreeMap::new(),
@@ -271,7 +278,13 @@ impl<A: Allocator> AllocatorController<A> {
         self.errors
     }
 
-    /// The allocator's input for one observation.
+    /// Each job's observed bytes per RPC, as of the last decision.
+    pub fn rpc_size(&self) -> &RpcSizeEstimate {
+        &self.rpc_size
+    }
+
+    /// The allocator's input for one observation (arrived RPCs count at each job's observed
+    /// RPC size as of the last [`RpcSizeEstimate::observe`]).
     pub fn interval_input(&self, obs: &Observation) -> IntervalInput {
         let rpc = self.config.rpc_size_bytes as f64;
         let period_s = obs.period_ns.max(1) as f64 / crate::NS_PER_S as f64;
@@ -290,7 +303,10 @@ impl<A: Allocator> AllocatorController<A> {
                     }
                     let demand = match self.config.demand {
                         DemandModel::Saturating => capacity,
-                        DemandModel::Arrived => s.rpcs_arrived.max(1) as f64 * rpc / period_s,
+                        DemandModel::Arrived => {
+                            let job_rpc = self.rpc_size.bytes_per_rpc(&s.job) as f64;
+                            s.rpcs_arrived.max(1) as f64 * job_rpc / period_s
+                        }
                     };
                     per_app.entry(s.job).or_default().push(OstDemand {
                         ost: t.ost,
@@ -359,6 +375,7 @@ impl<A: Allocator> Controller for AllocatorController<A> {
     }
 
     fn decide(&mut self, observation: &Observation) -> Decision {
+        self.rpc_size.observe(observation);
         let input = self.interval_input(observation);
         let allocation = match self.allocator.allocate(&input) {
             Ok(a) => a,
@@ -385,12 +402,7 @@ impl<A: Allocator> Controller for AllocatorController<A> {
             }
             let rates: BTreeMap<JobId, u64> = sums
                 .into_iter()
-                .map(|(job, bytes_per_s)| {
-                    (
-                        job,
-                        tbf_rate_rpcs_per_s(bytes_per_s, self.config.rpc_size_bytes),
-                    )
-                })
+                .map(|(job, bytes_per_s)| (job, self.rpc_size.rate_rpcs_per_s(&job, bytes_per_s)))
                 .collect();
             let rules = self.rules.entry(d.domain).or_default();
             writes.extend(rules.update(&rates).into_iter().map(|text| DomainWrite {
@@ -444,4 +456,94 @@ pub fn allocation_trace(a: &Allocation) -> Vec<TraceSample> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::gift::Bsip;
+    use crate::control::{DomainObservation, JobMeta, JobTargetStats, TargetObservation};
+
+    /// One OSS of one OST of 100 RPC/s of 1 MiB; `big` writes 1 MiB RPCs, `tiny` 4 KiB ones.
+    fn observation() -> Observation {
+        let job = |s: &str| JobId::new(s).unwrap();
+        let stats = |j: &str, rpcs: u64, rpc_bytes: u64| JobTargetStats {
+            job: job(j),
+            rpcs_arrived: rpcs,
+            rpcs_served: rpcs,
+            bytes_served: rpcs * rpc_bytes,
+        };
+        Observation {
+            now_ns: 1_000_000_000,
+            period_ns: 1_000_000_000,
+            domains: vec![DomainObservation {
+                domain: DomainId(0),
+                targets: vec![TargetObservation {
+                    ost: OstId(0),
+                    queue_len_rpcs: 0,
+                    device_queue_rpcs: 0,
+                    device_time_in_queue_ns: 0,
+                    capacity_rpcs_per_s: 100,
+                    jobs: vec![stats("big", 60, 1 << 20), stats("tiny", 400, 4096)],
+                }],
+            }],
+            jobs: ["big", "tiny"]
+                .iter()
+                .map(|j| JobMeta {
+                    job: job(j),
+                    node_count: 1,
+                    weight: 1,
+                })
+                .collect(),
+            clients: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_small_rpc_jobs_rule_carries_the_bytes_it_was_allocated() {
+        let obs = observation();
+        let mut c = AllocatorController::new(Bsip::default(), GiftControllerConfig::default());
+        c.setup(&obs);
+        let rules: Vec<String> = c
+            .decide(&obs)
+            .writes
+            .iter()
+            .map(|w| w.write.param_and_text().1.to_string())
+            .collect();
+        // BSIP gives each of the two saturating jobs half of 100 MiB/s: 50 RPCs of 1 MiB for
+        // `big`, 50 MiB/s in 4 KiB RPCs (12,800 RPC/s) for `tiny`, not 50 RPCs (200 KiB/s).
+        assert_eq!(
+            rules,
+            vec![
+                "start jbig jobid={big} rate=50",
+                "start jtiny jobid={tiny} rate=12800",
+            ]
+        );
+        let tiny = JobId::new("tiny").unwrap();
+        assert_eq!(c.rpc_size().bytes_per_rpc(&tiny), 4096);
+        // Both rules carry the same bytes per second: the allocation, not an artefact of units.
+        let cap = |job: &str| {
+            let job = JobId::new(job).unwrap();
+            let a = c.last_allocation().unwrap();
+            a.apps.iter().find(|a| a.app == job).unwrap().caps[0].cap_bytes_per_s
+        };
+        assert!((cap("big") - cap("tiny")).abs() < 1.0);
+    }
+
+    #[test]
+    fn arrived_demand_counts_each_jobs_rpcs_at_their_size() {
+        let obs = observation();
+        let config = GiftControllerConfig {
+            demand: DemandModel::Arrived,
+            ..GiftControllerConfig::default()
+        };
+        let mut c = AllocatorController::new(Bsip::default(), config);
+        c.setup(&obs);
+        c.decide(&obs);
+        let input = c.interval_input(&obs);
+        let demand = |i: usize| input.apps[i].osts[0].demand_bytes_per_s;
+        // 60 RPCs of 1 MiB and 400 RPCs of 4 KiB in one second.
+        assert_eq!(demand(0), 60.0 * (1 << 20) as f64);
+        assert_eq!(demand(1), 400.0 * 4096.0);
+    }
 }

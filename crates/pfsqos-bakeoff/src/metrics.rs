@@ -61,8 +61,11 @@ pub struct RunRecord {
     pub total_bytes: u64,
     pub aggregate_mib_s: f64,
     pub jain: f64,
-    pub weighted_jain: f64,
-    pub share_deviation: f64,
+    /// Weighted Jain's index and share deviation of the bytes moved while every job was active;
+    /// `None` when no such window exists (jobs that never all overlap): over the whole run they
+    /// would compare the bytes the workload fixes, the same for every design that finishes it.
+    pub weighted_jain: Option<f64>,
+    pub share_deviation: Option<f64>,
     pub unfairness_5s_mean: Option<f64>,
     pub unfairness_60s_mean: Option<f64>,
     pub ost_cost: Option<f64>,
@@ -81,6 +84,7 @@ impl RunRecord {
     pub fn from_run(run: &RunOutput) -> RunRecord {
         let summary = summarize(run);
         assert_eq!(summary.jobs.len(), run.jobs.len(), "one summary per job");
+        let all_active = summary.fairness_window.basis == pfsqos_report::WindowBasis::AllJobsActive;
         let bins = run
             .jobs
             .iter()
@@ -138,8 +142,8 @@ impl RunRecord {
             total_bytes: summary.total_bytes,
             aggregate_mib_s: summary.aggregate_throughput_mib_s,
             jain: summary.jain_index,
-            weighted_jain: summary.weighted_jain_index,
-            share_deviation: summary.share_deviation,
+            weighted_jain: all_active.then_some(summary.weighted_jain_index),
+            share_deviation: all_active.then_some(summary.share_deviation),
             unfairness_5s_mean: summary.unfairness_5s.mean,
             unfairness_60s_mean: summary.unfairness_60s.mean,
             ost_cost: summary.ost_cost,
@@ -411,8 +415,8 @@ pub fn run_metrics(run: &RunRecord, alone: &[Option<JobRecord>]) -> Vec<Option<f
             throughputs.iter().copied().reduce(f64::min),
         ),
         ("jain", Some(run.jain)),
-        ("weighted_jain", Some(run.weighted_jain)),
-        ("share_deviation", Some(run.share_deviation)),
+        ("weighted_jain", run.weighted_jain),
+        ("share_deviation", run.share_deviation),
         ("unfairness_5s", run.unfairness_5s_mean),
         ("io_time_mean_s", mean(&io_times)),
         ("run_time_mean_s", mean(&times)),
@@ -477,8 +481,8 @@ mod tests {
             total_bytes: 100,
             aggregate_mib_s: 1.0,
             jain: 1.0,
-            weighted_jain: 1.0,
-            share_deviation: 0.0,
+            weighted_jain: Some(1.0),
+            share_deviation: Some(0.0),
             unfairness_5s_mean: None,
             unfairness_60s_mean: None,
             ost_cost: None,

@@ -323,3 +323,27 @@ fn the_decision_timing_hook_leaves_the_results_unchanged() {
     }
     assert!(adaptive_decisions > 0);
 }
+
+/// Weighted Jain's index and share deviation compare what jobs moved while all of them were
+/// active. Jobs that never overlap have no such window; over the whole run the two would
+/// compare the bytes the workload fixes (the same under every design that finishes it), so the
+/// record leaves them out instead of ranking designs on them.
+#[test]
+fn weighted_fairness_is_left_out_when_jobs_never_run_together() {
+    use pfsqos_bakeoff::metrics::RunRecord;
+    let two = std::fs::read_to_string(suite_dir().join("two-jobs.toml")).unwrap();
+    let record = |text: &str| {
+        let s = pfsqos_sim::Scenario::from_toml_str(text, "two-jobs.toml").unwrap();
+        RunRecord::from_run(&pfsqos_sim::run(&s, "nobw", 1, &mut |_, _| {}).unwrap())
+    };
+    let together = record(&two);
+    assert!(together.weighted_jain.is_some() && together.share_deviation.is_some());
+    // The same jobs one after the other: `small` starts when `big` has long finished.
+    let apart = two.replace("duration_s = 2.0", "duration_s = 8.0").replace(
+        "numjobs = 2, iodepth = 2 }",
+        "numjobs = 2, iodepth = 2, shape = { start_s = 6.0 } }",
+    );
+    let apart = record(&apart);
+    assert!(apart.jobs.iter().all(|j| j.finished), "both jobs finish");
+    assert_eq!((apart.weighted_jain, apart.share_deviation), (None, None));
+}

@@ -206,6 +206,10 @@ pub struct MetricDef {
     pub label: &'static str,
     pub unit: &'static str,
     pub better: Better,
+    /// The metric compares designs only where every run of the workload has it: a value that
+    /// exists for some runs only because the design made the jobs overlap (the weighted
+    /// fairness metrics' all-jobs-active window) is not comparable with the others.
+    pub needs_every_run: bool,
 }
 
 const fn m(
@@ -221,6 +225,21 @@ const fn m(
         label,
         unit,
         better,
+        needs_every_run: false,
+    }
+}
+
+/// [`m`] for a metric that needs every run of the workload ([`MetricDef::needs_every_run`]).
+const fn m_every_run(
+    key: &'static str,
+    family: Family,
+    label: &'static str,
+    unit: &'static str,
+    better: Better,
+) -> MetricDef {
+    MetricDef {
+        needs_every_run: true,
+        ..m(key, family, label, unit, better)
     }
 }
 
@@ -248,14 +267,14 @@ pub const METRICS: &[MetricDef] = &[
         Better::Higher,
     ),
     m("jain", Family::Fairness, "Jain's index", "", Better::Higher),
-    m(
+    m_every_run(
         "weighted_jain",
         Family::Fairness,
         "weighted Jain's index",
         "",
         Better::Higher,
     ),
-    m(
+    m_every_run(
         "share_deviation",
         Family::Fairness,
         "weighted share deviation",

@@ -69,9 +69,19 @@ pub fn rank_workload(
         .iter()
         .enumerate()
         .map(|(m, def)| {
+            // A metric some run lacks is not ranked at all where it needs every run.
+            let missing_somewhere = values
+                .iter()
+                .flatten()
+                .flatten()
+                .any(|row| row[m].is_none());
+            let comparable = !(def.needs_every_run && missing_somewhere);
             let stats: Vec<Option<CellStats>> = values
                 .iter()
                 .map(|per_seed| {
+                    if !comparable {
+                        return None;
+                    }
                     let v: Vec<f64> = per_seed
                         .iter()
                         .filter_map(|row| row.as_ref().and_then(|r| r[m]))
@@ -435,5 +445,32 @@ mod tests {
             "{}",
             v[0]
         );
+    }
+
+    #[test]
+    fn a_metric_that_needs_every_run_is_not_ranked_when_one_run_lacks_it() {
+        let designs = vec!["a".to_string(), "b".to_string()];
+        // b's first seed had no all-jobs-active window: weighted Jain is absent there.
+        let mut b1 = row(50.0, 0.9).unwrap();
+        b1[metric_index("weighted_jain")] = None;
+        let values = vec![
+            vec![row(100.0, 0.5), row(100.0, 0.5)],
+            vec![Some(b1), row(50.0, 0.9)],
+        ];
+        let r = rank_workload(&designs, &values);
+        let wj = &r[metric_index("weighted_jain")];
+        assert!(wj
+            .rows
+            .iter()
+            .all(|row| row.stats.is_none() && row.rank.is_none()));
+        // Other metrics rank as usual, and a metric without the flag keeps its partial ranking.
+        assert_eq!(r[metric_index("aggregate_mib_s")].rows[0].rank, Some(1));
+        let mut c = row(10.0, 0.5).unwrap();
+        c[metric_index("jain")] = Some(0.7);
+        let partial = rank_workload(&designs, &[vec![Some(c)], vec![row(20.0, 0.5)]]);
+        assert_eq!(partial[metric_index("jain")].rows[0].rank, Some(1));
+        assert_eq!(partial[metric_index("weighted_jain")].rows[1].rank, Some(1));
+        let v = verdicts("w", &r, &[]);
+        assert!(v.iter().all(|s| !s.contains("weighted Jain")), "{v:?}");
     }
 }

@@ -22,7 +22,9 @@ use pfsqos_core::model::JobId;
 use serde::Deserialize;
 use serde_path_to_error::Segment;
 
+use pfsqos_core::sched::sfq::SYNC_INSTANCES_MAX;
 use pfsqos_ossd::control::{ControlConfig, NODE_COUNT_MAX};
+use pfsqos_ossd::sync::validate_peer_addr;
 use pfsqos_wire::protocol::{FSNAME_LEN_MAX, IO_LEN_BYTES_MAX, OST_COUNT_MAX};
 
 /// Largest cluster file read.
@@ -535,7 +537,145 @@ fn resolve(spec: FileSpec, base: &Path, file: &str) -> Result<Cluster, ClusterEr
         mount,
     };
     check_distinct(&cx, &cluster)?;
+    check_cluster_wide(&cx, &cluster)?;
+    check_paths(&cx, &cluster)?;
     Ok(cluster)
+}
+
+/// Limits the daemons check only when they start, checked over the whole file so `up` fails
+/// before anything runs: the MDS's OST count over all OSSs, the DSFQ instance numbers every
+/// CPT of every OSS takes, and the peer address each ossd is given for the others.
+fn check_cluster_wide(cx: &Ctx, c: &Cluster) -> Result<(), ClusterError> {
+    let ost_total: u64 = c.osses.iter().map(|o| o.osts.len() as u64).sum();
+    if ost_total > u64::from(OST_COUNT_MAX) {
+        return Err(cx.err(
+            "oss",
+            format!("[{ost_total} OSTs in all]"),
+            format!(
+                "a cluster has at most {OST_COUNT_MAX} OSTs over all its OSSs (the MDS's limit)"
+            ),
+        ));
+    }
+    let instances: u64 = c.osses.iter().map(|o| o.cpts as u64).sum();
+    if instances > u64::from(SYNC_INSTANCES_MAX) {
+        return Err(cx.err(
+            "oss",
+            format!("[{instances} CPTs in all]"),
+            format!(
+                "the CPTs of all OSSs together are at most {SYNC_INSTANCES_MAX} (each is one \
+                 DSFQ synchronization instance)"
+            ),
+        ));
+    }
+    if c.osses.len() > 1 {
+        for (i, o) in c.osses.iter().enumerate() {
+            let addr = reach_addr(o.host.as_deref(), o.listen);
+            validate_peer_addr(&addr).map_err(|e| {
+                cx.err(
+                    &format!("oss[{i}].host"),
+                    &addr,
+                    format!("the address other OSSs reach it at must be a valid peer: {e}"),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// `p` with `.` dropped and `..` applied to the components before it, without touching the
+/// file system (the paths need not exist yet): `/d/./a/../ost0` is `/d/ost0`.
+fn lexical(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(c);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `a` and `b` are the same directory, or one is inside the other.
+fn nested(a: &Path, b: &Path) -> bool {
+    a.starts_with(b) || b.starts_with(a)
+}
+
+/// Directories that must not overlap, compared after [`lexical`] (so two spellings of one
+/// directory are one): two OSTs of one host (one would hold the other's objects), an OST and
+/// the mount point (the mount would hide the OST from its ossd, or write into it through
+/// FUSE), the state directory, the MDS database and the key inside an OST or under the mount
+/// point, and the mount point over the state directory. The mount point, the state directory
+/// and the key are on the host `up` runs on; OSTs and the database there when their role
+/// names no host.
+fn check_paths(cx: &Ctx, c: &Cluster) -> Result<(), ClusterError> {
+    let mut osts: Vec<(Option<&str>, PathBuf, String)> = Vec::new();
+    for (i, o) in c.osses.iter().enumerate() {
+        for (k, d) in o.osts.iter().enumerate() {
+            let d = lexical(d);
+            let field = format!("oss[{i}].osts[{k}]");
+            let host = o.host.as_deref();
+            if let Some((_, _, other)) = osts.iter().find(|(h, p, _)| *h == host && nested(p, &d)) {
+                return Err(cx.err(
+                    &field,
+                    d.display(),
+                    format!("overlaps `{other}` on the same host (the same directory, or one inside the other)"),
+                ));
+            }
+            osts.push((host, d, field));
+        }
+    }
+    let state = lexical(&c.state_dir);
+    let key = lexical(&c.key_file);
+    let local_osts = || osts.iter().filter(|(h, _, _)| h.is_none());
+    let mut inside_checks: Vec<(PathBuf, String)> = vec![
+        (state.clone(), "cluster.state_dir".to_string()),
+        (key.clone(), "cluster.key_file".to_string()),
+    ];
+    if c.mds.host.is_none() {
+        inside_checks.push((lexical(&c.mds.db), "mds.db".to_string()));
+    }
+    for (p, field) in &inside_checks {
+        if let Some((_, _, ost)) = local_osts().find(|(_, d, _)| p.starts_with(d)) {
+            return Err(cx.err(
+                field,
+                p.display(),
+                format!("is inside the OST directory `{ost}` (an OST holds only its objects)"),
+            ));
+        }
+    }
+    if c.mount.enabled {
+        let mnt = lexical(&c.mount.path);
+        if let Some((_, _, ost)) = local_osts().find(|(_, d, _)| nested(d, &mnt)) {
+            return Err(cx.err(
+                "mount.path",
+                mnt.display(),
+                format!("overlaps the OST directory `{ost}` (the same directory, or one inside the other)"),
+            ));
+        }
+        if nested(&mnt, &state) {
+            return Err(cx.err(
+                "mount.path",
+                mnt.display(),
+                "overlaps cluster.state_dir (the mount would hide it, or it would be written through the mount)",
+            ));
+        }
+        for (p, field) in &inside_checks {
+            if p.starts_with(&mnt) {
+                return Err(cx.err(
+                    field,
+                    p.display(),
+                    "is under mount.path (it would be read and written through the file system it starts)",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, ClusterError> {
@@ -1093,6 +1233,89 @@ mod tests {
                 pfsqos_core::control::spec::POLICY_NAMES.join(", ")
             )
         );
+    }
+
+    /// Files the daemons would refuse (or run wrongly with) only once started: refused at load.
+    #[test]
+    fn files_that_would_fail_at_run_time_are_refused_at_load() {
+        let two_oss = |a: &str, b: &str| {
+            format!(
+                "[[oss]]\nlisten = \"127.0.0.1:1\"\nosts = [{a}]\n[[oss]]\nlisten = \"127.0.0.1:2\"\nosts = [{b}]"
+            )
+        };
+        let many = |n: usize, from: usize| {
+            (from..from + n)
+                .map(|k| format!("\"o{k}\""))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let long_host = "h".repeat(253);
+        let cases: Vec<(String, &str)> = vec![
+            // The MDS takes at most OST_COUNT_MAX OSTs over all OSSs.
+            (
+                two_oss(&many(40_000, 0), &many(40_000, 40_000)),
+                "field `oss`: value `[80000 OSTs in all]`: a cluster has at most 65536 OSTs",
+            ),
+            // Every CPT is one DSFQ instance: 257 OSSs of 256 CPTs are too many.
+            (
+                (0..257)
+                    .map(|i| {
+                        format!(
+                            "[[oss]]\nlisten = \"127.0.0.1:{}\"\nosts = [\"d{i}\"]\ncpts = 256\n",
+                            i + 1
+                        )
+                    })
+                    .collect::<String>(),
+                "field `oss`: value `[65792 CPTs in all]`: the CPTs of all OSSs together are at most 65536",
+            ),
+            // A host name of 253 bytes is a valid host, but `host:port` is past a peer's length.
+            (
+                format!(
+                    "[[oss]]\nhost = \"{long_host}\"\nlisten = \"0.0.0.0:65000\"\nosts = [\"a\"]\n[[oss]]\nlisten = \"127.0.0.1:2\"\nosts = [\"b\"]"
+                ),
+                "field `oss[0].host`",
+            ),
+            // Two spellings of one directory, and one OST inside another.
+            (
+                two_oss("\"/d/ost0\"", "\"/d/x/../ost0\""),
+                "field `oss[1].osts[0]`: value `/d/ost0`: overlaps `oss[0].osts[0]` on the same host",
+            ),
+            (
+                "[[oss]]\nosts = [\"/d/ost0\", \"/d/ost0/sub\"]".to_string(),
+                "field `oss[0].osts[1]`: value `/d/ost0/sub`: overlaps `oss[0].osts[0]`",
+            ),
+            // The mount point over an OST, the state directory inside an OST, the mount over
+            // the state directory, the database under the mount point.
+            (
+                "[[oss]]\nosts = [\"/d/ost0\"]\n[mount]\npath = \"/d/ost0/./mnt\"".to_string(),
+                "field `mount.path`: value `/d/ost0/mnt`: overlaps the OST directory `oss[0].osts[0]`",
+            ),
+            (
+                "[cluster]\nstate_dir = \"/d/ost0/state\"\n[[oss]]\nosts = [\"/d/ost0\"]".to_string(),
+                "field `cluster.state_dir`: value `/d/ost0/state`: is inside the OST directory `oss[0].osts[0]`",
+            ),
+            (
+                "[cluster]\nstate_dir = \"/m/state\"\n[mount]\npath = \"/m\"".to_string(),
+                "field `mount.path`: value `/m`: overlaps cluster.state_dir",
+            ),
+            (
+                "[mds]\ndb = \"/m/mds.db\"\n[mount]\npath = \"/m\"".to_string(),
+                "field `mds.db`: value `/m/mds.db`: is under mount.path",
+            ),
+        ];
+        for (text, want) in &cases {
+            let got = load(text).expect_err(want);
+            assert!(got.contains(want), "{got}\n  wanted: {want}");
+        }
+        // Legitimate layouts stay accepted: OSTs under the state directory, the same OST path
+        // on two hosts, a disabled mount over anything.
+        for ok in [
+            "[cluster]\nstate_dir = \"/s\"\n[[oss]]\nosts = [\"/s/ost0\"]".to_string(),
+            "[[oss]]\nhost = \"a\"\nlisten = \"0.0.0.0:1\"\nosts = [\"/d/ost0\"]\n[[oss]]\nhost = \"b\"\nlisten = \"0.0.0.0:1\"\nosts = [\"/d/ost0\"]".to_string(),
+            "[[oss]]\nosts = [\"/d/ost0\"]\n[mount]\nenabled = false\npath = \"/d/ost0\"".to_string(),
+        ] {
+            load(&ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
     }
 
     #[test]

@@ -568,7 +568,13 @@ fn check_cluster_wide(cx: &Ctx, c: &Cluster) -> Result<(), ClusterError> {
         ));
     }
     if c.osses.len() > 1 {
-        for (i, o) in c.osses.iter().enumerate() {
+        // An OSS on port 0 (known only once it runs) is no one's peer.
+        for (i, o) in c
+            .osses
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.listen.port() != 0)
+        {
             let addr = reach_addr(o.host.as_deref(), o.listen);
             validate_peer_addr(&addr).map_err(|e| {
                 cx.err(

@@ -38,9 +38,21 @@
 //!   idle for `idle_periods_max` periods is retired, and at most `jobs_max` jobs are tracked (the
 //!   longest idle go first). A retired job's record is forgiven: its balance moves to
 //!   [`TargetAllocator::forgiven_tokens`], so records plus forgiven tokens always sum to zero.
+//!
+//! Beyond the paper (off by default): **cost-weighted tokens** ([`TokenCost`], spec option
+//! `rpc_cost=BYTES`). The paper's token is one RPC of any size ("1 RPC = 1 Token", §IV-F)
+//! against `T_i` counted in full-size RPCs, so a job of 4 KiB RPCs is held to `T_i` small RPCs
+//! a second even alone on the OST, where the device could serve many times more (the
+//! bake-off's small-RPC finding, docs/bakeoff.md). With a cost, a token is the cost of one
+//! `brw_size` RPC, and an RPC of `s` bytes costs `(c + s) / (c + brw_size)` tokens, `c` being
+//! the request's fixed cost in bytes the device could have moved meanwhile (vPFS's SFQ charges
+//! requests the same way, `vpfs:rpc_cost`). Demand is converted to tokens and tokens back to
+//! each job's RPCs at its observed RPC size ([`super::rpc_size::RpcSizeEstimate`]); eq. 1-25
+//! run unchanged on tokens.
 
 use std::collections::BTreeMap;
 
+use crate::control::rpc_size::RpcSizeEstimate;
 use crate::control::rules::{JobRate, JobRules};
 
 use super::{
@@ -71,6 +83,36 @@ pub struct AdapTbfConfig {
     pub idle_periods_max: u64,
     /// Most jobs tracked per target.
     pub jobs_max: usize,
+    /// `None`: a token is one RPC (the paper). `Some`: cost-weighted tokens (module doc).
+    pub token_cost: Option<TokenCost>,
+}
+
+/// Cost-weighted tokens: an RPC of `s` bytes costs `(rpc_cost_bytes + s) / (rpc_cost_bytes +
+/// full_rpc_bytes)` tokens (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenCost {
+    /// The fixed cost of a request, in bytes the device could transfer meanwhile.
+    pub rpc_cost_bytes: u64,
+    /// The size of the RPC one token stands for (`brw_size`).
+    pub full_rpc_bytes: u64,
+}
+
+impl TokenCost {
+    /// Tokens that `rpcs` RPCs of `rpc_bytes` cost, rounded up (a job that sent anything
+    /// demands at least a token).
+    pub fn tokens_for(&self, rpcs: u64, rpc_bytes: u64) -> u64 {
+        let num = u128::from(rpcs) * u128::from(self.rpc_cost_bytes + rpc_bytes);
+        let den = u128::from(self.rpc_cost_bytes + self.full_rpc_bytes);
+        u64::try_from(num.div_ceil(den)).unwrap_or(u64::MAX)
+    }
+
+    /// RPCs of `rpc_bytes` that `tokens` pay for, rounded down (a rule never lets more cost
+    /// through than the tokens).
+    pub fn rpcs_for(&self, tokens: u64, rpc_bytes: u64) -> u64 {
+        let num = u128::from(tokens) * u128::from(self.rpc_cost_bytes + self.full_rpc_bytes);
+        let den = u128::from(self.rpc_cost_bytes + rpc_bytes);
+        u64::try_from(num / den).unwrap_or(u64::MAX)
+    }
 }
 
 impl Default for AdapTbfConfig {
@@ -80,6 +122,7 @@ impl Default for AdapTbfConfig {
             demand: DemandSource::Served,
             idle_periods_max: 6_000,
             jobs_max: 100_000,
+            token_cost: None,
         }
     }
 }
@@ -627,6 +670,8 @@ pub struct AdapTbf {
     targets: BTreeMap<OstId, TargetAllocator>,
     rules: BTreeMap<DomainId, DomainRules>,
     last_steps: BTreeMap<OstId, TargetStep>,
+    /// Each job's observed RPC size (used with cost-weighted tokens only).
+    rpc_size: RpcSizeEstimate,
 }
 
 /// A domain's rules as the daemon last wrote them (the shared rule manager).
@@ -638,10 +683,15 @@ struct DomainRules {
 impl AdapTbf {
     pub fn new(config: AdapTbfConfig) -> Self {
         AdapTbf {
-            config,
             targets: BTreeMap::new(),
             rules: BTreeMap::new(),
             last_steps: BTreeMap::new(),
+            rpc_size: RpcSizeEstimate::new(
+                config
+                    .token_cost
+                    .map_or(1 << 20, |c| c.full_rpc_bytes.max(1)),
+            ),
+            config,
         }
     }
 
@@ -650,10 +700,23 @@ impl AdapTbf {
         &self.last_steps
     }
 
+    /// `d_x` in tokens: RPCs, or their cost with cost-weighted tokens.
     fn demand_of(&self, s: &JobTargetStats) -> u64 {
-        match self.config.demand {
+        let rpcs = match self.config.demand {
             DemandSource::Served => s.rpcs_served,
             DemandSource::Arrived => s.rpcs_arrived,
+        };
+        match self.config.token_cost {
+            None => rpcs,
+            Some(cost) => cost.tokens_for(rpcs, self.rpc_size.bytes_per_rpc(&s.job)),
+        }
+    }
+
+    /// RPCs per period a job's tokens pay for.
+    fn rpcs_of(&self, job: &JobId, tokens: u64) -> u64 {
+        match self.config.token_cost {
+            None => tokens,
+            Some(cost) => cost.rpcs_for(tokens, self.rpc_size.bytes_per_rpc(job)),
         }
     }
 }
@@ -714,6 +777,9 @@ impl Controller for AdapTbf {
     }
 
     fn decide(&mut self, observation: &Observation) -> Decision {
+        if self.config.token_cost.is_some() {
+            self.rpc_size.observe(observation);
+        }
         let nodes: BTreeMap<JobId, u32> = observation
             .jobs
             .iter()
@@ -748,10 +814,14 @@ impl Controller for AdapTbf {
                 }
                 self.last_steps.insert(target.ost, step);
             }
+            let rpcs: BTreeMap<JobId, u64> = tokens
+                .iter()
+                .map(|(job, &t)| (*job, self.rpcs_of(job, t)))
+                .collect();
             let rules = self.rules.entry(domain.domain).or_default();
             writes.extend(
                 rules
-                    .update(&tokens, &nodes, self.config.period_ns)
+                    .update(&rpcs, &nodes, self.config.period_ns)
                     .into_iter()
                     .map(|text| DomainWrite {
                         domain: domain.domain,
@@ -764,7 +834,7 @@ impl Controller for AdapTbf {
 }
 
 impl DomainRules {
-    /// Rule commands that bring the domain's rules to `tokens` (per period): stop rules of jobs
+    /// Rule commands that bring the domain's rules to `tokens` RPCs per period: stop rules of jobs
     /// that are no longer active, change rates that moved, start rules for new jobs placed by
     /// priority (more nodes first) with `rank=` (the rule manager, `super::rules`).
     fn update(
@@ -1344,6 +1414,96 @@ mod tests {
         assert!(
             !texts.iter().any(|t| t.starts_with("change ja ")),
             "{texts:?}"
+        );
+    }
+
+    #[test]
+    fn token_cost_arithmetic() {
+        let bytes_only = TokenCost {
+            rpc_cost_bytes: 0,
+            full_rpc_bytes: 1 << 20,
+        };
+        assert_eq!(bytes_only.tokens_for(256, 4096), 1);
+        assert_eq!(bytes_only.tokens_for(257, 4096), 2, "rounded up");
+        assert_eq!(
+            bytes_only.tokens_for(1, 4096),
+            1,
+            "anything sent is a token"
+        );
+        assert_eq!(bytes_only.rpcs_for(1, 4096), 256);
+        assert_eq!(bytes_only.rpcs_for(7, 1 << 20), 7);
+        let with_overhead = TokenCost {
+            rpc_cost_bytes: 40 << 10,
+            full_rpc_bytes: 1 << 20,
+        };
+        // (40 K + 1 M) / (40 K + 4 K) = 24.18...: 24 small RPCs per token.
+        assert_eq!(with_overhead.rpcs_for(1, 4096), 24);
+        assert_eq!(with_overhead.rpcs_for(100, 1 << 20), 100);
+        assert_eq!(with_overhead.tokens_for(24, 4096), 1);
+        assert_eq!(with_overhead.tokens_for(25, 4096), 2);
+    }
+
+    /// One OST of 1000 tokens/s: a job of 4 KiB RPCs alone is held to 1000 RPCs/s with the
+    /// paper's tokens, and gets its RPCs' cost's worth with cost-weighted tokens; a job of
+    /// full-size RPCs gets the same rule either way.
+    #[test]
+    fn cost_weighted_tokens_let_small_rpcs_use_the_ost() {
+        use crate::control::{DomainObservation, JobMeta, JobTargetStats, TargetObservation};
+        let obs = |now_ns: u64, j: &str, rpcs: u64, rpc_bytes: u64| Observation {
+            now_ns,
+            period_ns: 100_000_000,
+            domains: vec![DomainObservation {
+                domain: DomainId(0),
+                targets: vec![TargetObservation {
+                    ost: OstId(0),
+                    queue_len_rpcs: 10,
+                    device_queue_rpcs: 0,
+                    device_time_in_queue_ns: 0,
+                    capacity_rpcs_per_s: 1000,
+                    jobs: vec![JobTargetStats {
+                        job: job(j),
+                        rpcs_arrived: rpcs,
+                        rpcs_served: rpcs,
+                        bytes_served: rpcs * rpc_bytes,
+                    }],
+                }],
+            }],
+            jobs: vec![JobMeta {
+                job: job(j),
+                node_count: 1,
+                weight: 1,
+            }],
+            clients: Vec::new(),
+        };
+        let rate_after = |config: AdapTbfConfig, j: &str, rpcs: u64, rpc_bytes: u64| {
+            let mut c = AdapTbf::new(config);
+            c.setup(&obs(0, j, 0, rpc_bytes));
+            let mut text = String::new();
+            for k in 1..=20 {
+                for w in c.decide(&obs(k * 100_000_000, j, rpcs, rpc_bytes)).writes {
+                    text = w.write.param_and_text().1.to_string();
+                }
+            }
+            let rate = text.rsplit("rate=").next().unwrap();
+            rate.split(' ').next().unwrap().parse::<u64>().unwrap()
+        };
+        let paper = AdapTbfConfig::default();
+        let cost = AdapTbfConfig {
+            token_cost: Some(TokenCost {
+                rpc_cost_bytes: 40 << 10,
+                full_rpc_bytes: 1 << 20,
+            }),
+            ..AdapTbfConfig::default()
+        };
+        // Alone with a large demand: the paper's tokens stop at T_i RPCs/s whatever their size.
+        assert_eq!(rate_after(paper.clone(), "tiny", 5000, 4096), 1000);
+        // 100 tokens per period pay for floor(100 x 1064 K / 44 K) = 2,418 RPCs of 4 KiB:
+        // 24,180 RPCs/s.
+        assert_eq!(rate_after(cost.clone(), "tiny", 5000, 4096), 24_180);
+        // Full-size RPCs cost one token each: the same rule as the paper's.
+        assert_eq!(
+            rate_after(cost, "big", 150, 1 << 20),
+            rate_after(paper, "big", 150, 1 << 20)
         );
     }
 

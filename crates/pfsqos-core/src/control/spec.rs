@@ -333,6 +333,9 @@ struct AdapTbfOptions {
     /// `None`: the driver's default period.
     period_ms: Option<u64>,
     demand: DemandSource,
+    /// `rpc_cost=BYTES`: cost-weighted tokens (`adaptbf::TokenCost`); `None`: one RPC, one
+    /// token (the paper).
+    rpc_cost_bytes: Option<u64>,
 }
 
 impl PolicyOptions for AdapTbfOptions {
@@ -340,6 +343,12 @@ impl PolicyOptions for AdapTbfOptions {
         Box::new(AdapTbf::new(AdapTbfConfig {
             period_ns: self.period_ms.unwrap_or(ctx.period_ms_default) * 1_000_000,
             demand: self.demand,
+            token_cost: self.rpc_cost_bytes.map(|rpc_cost_bytes| {
+                crate::control::adaptbf::TokenCost {
+                    rpc_cost_bytes,
+                    full_rpc_bytes: ctx.rpc_size_bytes,
+                }
+            }),
             ..AdapTbfConfig::default()
         }))
     }
@@ -349,11 +358,22 @@ fn parse_adaptbf(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyO
     let mut parsed = AdapTbfOptions {
         period_ms: None,
         demand: DemandSource::default(),
+        rpc_cost_bytes: None,
     };
     for option in options {
-        let (key, value) = key_value(name, option, "period_ms, demand")?;
+        let (key, value) = key_value(name, option, "period_ms, demand, rpc_cost")?;
         match key {
             "period_ms" => parsed.period_ms = Some(parse_period_ms(name, value)?),
+            "rpc_cost" => {
+                let bytes = parse_bytes(name, key, value)?;
+                if bytes > crate::sched::sfq::RPC_COST_MAX {
+                    return Err(format!(
+                        "{name} option rpc_cost=`{value}` is above {} bytes",
+                        crate::sched::sfq::RPC_COST_MAX
+                    ));
+                }
+                parsed.rpc_cost_bytes = Some(bytes);
+            }
             "demand" => {
                 parsed.demand = parse_choice(
                     name,
@@ -367,7 +387,7 @@ fn parse_adaptbf(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyO
             }
             other => {
                 return Err(format!(
-                    "unknown adaptbf option `{other}` (allowed: period_ms, demand)"
+                    "unknown adaptbf option `{other}` (allowed: period_ms, demand, rpc_cost)"
                 ))
             }
         }
@@ -1203,7 +1223,8 @@ mod tests {
                     spec: "adaptbf:period_ms=200:demand=arrived".into(),
                     options: std::sync::Arc::new(AdapTbfOptions {
                         period_ms: Some(200),
-                        demand: DemandSource::Arrived
+                        demand: DemandSource::Arrived,
+                        rpc_cost_bytes: None,
                     })
                 }
             )
@@ -1216,6 +1237,15 @@ mod tests {
             PolicyChoice::parse("adaptbf"),
             PolicyChoice::parse("adaptbf:demand=arrived")
         );
+        // Cost-weighted tokens: a byte count up to the SFQ request-cost bound.
+        assert_ne!(
+            PolicyChoice::parse("adaptbf"),
+            PolicyChoice::parse("adaptbf:rpc_cost=40K")
+        );
+        assert!(PolicyChoice::parse("adaptbf:rpc_cost=0").is_ok());
+        let too_big = PolicyChoice::parse("adaptbf:rpc_cost=2G").unwrap_err();
+        assert!(too_big.contains("rpc_cost"), "{too_big}");
+        assert!(PolicyChoice::parse("adaptbf:rpc_cost=lots").is_err());
         // The registry is the list of names.
         assert_eq!(
             POLICY_NAMES,

@@ -45,9 +45,9 @@ pub enum Bound {
 /// its binding OSTs) and the columns of `A` sparse (an application uses a handful of OSTs), so
 /// an iteration costs about `rows² + nonzeros of A` instead of a pass over a `rows × (cols +
 /// rows)` tableau; with a thousand applications on 32 OSTs that is several times less.
-pub fn solve(
+pub fn solve<C: AsRef<[(usize, f64)]>>(
     c: &[f64],
-    columns: &[Vec<(usize, f64)>],
+    columns: &[C],
     b: &[f64],
     u: &[f64],
     start: &[Bound],
@@ -55,7 +55,9 @@ pub fn solve(
     let (n, m) = (c.len(), b.len());
     assert_eq!(columns.len(), n);
     assert!(
-        columns.iter().flatten().all(|&(i, _)| i < m),
+        columns
+            .iter()
+            .all(|col| col.as_ref().iter().all(|&(i, _)| i < m)),
         "rows of A exist"
     );
     assert_eq!(u.len(), n);
@@ -85,7 +87,7 @@ pub fn solve(
     let mut beta: Vec<f64> = b.to_vec();
     for (k, col) in columns.iter().enumerate() {
         if start[k] == Bound::Upper {
-            for &(i, v) in col {
+            for &(i, v) in col.as_ref() {
                 beta[i] -= v * u[k];
             }
         }
@@ -145,11 +147,15 @@ pub fn solve(
         };
         // The entering column in the current basis: alpha = B⁻¹ A_q.
         if q < n {
-            alpha.fill(0.0);
-            for &(r, v) in &columns[q] {
-                for (i, x) in alpha.iter_mut().enumerate() {
-                    *x += binv[i * m + r] * v;
+            // Row by row (each row of B⁻¹ read where it lies); every alpha_i still sums the
+            // column's entries in their order from 0, as a column-by-column pass would.
+            let column = columns[q].as_ref();
+            for (x, row) in alpha.iter_mut().zip(binv.chunks_exact(m)) {
+                let mut sum = 0.0;
+                for &(r, v) in column {
+                    sum += row[r] * v;
                 }
+                *x = sum;
             }
         } else {
             for (i, x) in alpha.iter_mut().enumerate() {
@@ -217,7 +223,7 @@ pub fn solve(
         let ratio = d[q] / pivot;
         for (k, col) in columns.iter().enumerate() {
             if !is_basic[k] {
-                let t_rk: f64 = col.iter().map(|&(i, v)| pivot_row[i] * v).sum();
+                let t_rk: f64 = col.as_ref().iter().map(|&(i, v)| pivot_row[i] * v).sum();
                 d[k] -= ratio * t_rk;
             }
         }

@@ -322,6 +322,16 @@ pub(crate) struct Prepared {
     user_use_flat: Vec<usize>,
 }
 
+/// The first 8 bytes of a job id as a big-endian integer, zero-padded: `a < b` implies
+/// `id_prefix(a) <= id_prefix(b)` because job ids hold no NUL byte.
+fn id_prefix(id: &JobId) -> u64 {
+    let mut head = [0u8; 8];
+    let bytes = id.as_str().as_bytes();
+    let len = bytes.len().min(8);
+    head[..len].copy_from_slice(&bytes[..len]);
+    u64::from_be_bytes(head)
+}
+
 /// Finds an OST's index among the sorted OSTs: a direct table when the ids are dense enough
 /// (the usual numbering from 0), a binary search otherwise.
 enum OstIndex<'a> {
@@ -394,12 +404,15 @@ impl Prepared {
             return Err(AllocError::TooManyUses { count: uses_total });
         }
         // Sorted by job id; the ids are copied beside their index so the sort compares
-        // contiguous keys (equal ids are refused below, so instability does not matter).
-        let mut keyed: Vec<(JobId, usize)> = input
+        // contiguous keys (equal ids are refused below, so instability does not matter), and
+        // led by their first 8 bytes as an integer, which orders them as the ids do (a job id
+        // has no NUL byte, so the zero padding of a short id sorts first) and settles most
+        // comparisons without comparing the ids.
+        let mut keyed: Vec<(u64, JobId, usize)> = input
             .apps
             .iter()
             .enumerate()
-            .map(|(i, a)| (a.app, i))
+            .map(|(i, a)| (id_prefix(&a.app), a.app, i))
             .collect();
         keyed.sort_unstable();
         // Every use's OST index, looked up once (input order; `usize::MAX`: unknown OST), and
@@ -430,7 +443,7 @@ impl Prepared {
         let mut uses_flat: Vec<(usize, f64)> = Vec::with_capacity(uses_total);
         let mut use_start: Vec<usize> = Vec::with_capacity(input.apps.len() + 1);
         let mut apps: Vec<PreparedApp> = Vec::with_capacity(keyed.len());
-        for (idx, &(_, i)) in keyed.iter().enumerate() {
+        for (idx, &(_, _, i)) in keyed.iter().enumerate() {
             let a = &input.apps[i];
             if idx > 0 && apps.last().is_some_and(|p: &PreparedApp| p.app == a.app) {
                 return Err(AllocError::DuplicateApp { app: a.app });

@@ -81,8 +81,11 @@ impl WaterFill {
         // Ties keep input order (deterministic); the index breaks them, so the order is total
         // and an unstable sort gives the one order a stable sort would.
         let level = &self.level;
-        self.order
-            .sort_unstable_by(|&a, &b| level[a].total_cmp(&level[b]).then(a.cmp(&b)));
+        // Often already in order (equal demands: the paper's model), then the sort is skipped.
+        if !level.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
+            self.order
+                .sort_unstable_by(|&a, &b| level[a].total_cmp(&level[b]).then(a.cmp(&b)));
+        }
         self.out.clear();
         self.out.resize(wants.len(), 0.0);
         let mut left = capacity;

@@ -70,6 +70,7 @@ impl Pricing {
     }
 
     /// Offers nonbasic variable `k` at bound `at` with reduced cost `d` and upper bound `upper`.
+    #[inline]
     fn offer(&mut self, k: usize, at: Bound, d: f64, upper: f64, tol: f64) {
         let gain = match at {
             Bound::Lower => d,
@@ -157,6 +158,21 @@ pub fn solve<C: AsRef<[(usize, f64)]>>(
         "finite upper bounds ≥ 0"
     );
     let width = n + m;
+    // Column k is column k - 1 negated (a throttle and its expansion in the GIFT LP): its
+    // entry of a row of B⁻¹A is then the other's negated, exactly (round-to-nearest is
+    // symmetric; at most the sign of a zero differs, which no comparison or later value sees).
+    let mirrors_previous: Vec<bool> = (0..n)
+        .map(|k| {
+            k > 0 && {
+                let (prev, col) = (columns[k - 1].as_ref(), columns[k].as_ref());
+                prev.len() == col.len()
+                    && prev
+                        .iter()
+                        .zip(col)
+                        .all(|(&(ip, vp), &(i, v))| ip == i && v == -vp)
+            }
+        })
+        .collect();
     // B⁻¹, row-major; the basis starts as the slacks (identity).
     let mut binv = vec![0.0f64; m * m];
     for i in 0..m {
@@ -312,9 +328,17 @@ pub fn solve<C: AsRef<[(usize, f64)]>>(
         // status, and its reduced cost is final once updated here.
         let mut pricing = Pricing::new();
         let out = basis[r];
+        // (Row r of B⁻¹A at column k - 1, when this pass computed it.)
+        let mut previous: Option<f64> = None;
         for (k, col) in columns.iter().enumerate() {
-            if !is_basic[k] {
-                let t_rk: f64 = col.as_ref().iter().map(|&(i, v)| pivot_row[i] * v).sum();
+            if is_basic[k] {
+                previous = None;
+            } else {
+                let t_rk: f64 = match previous {
+                    Some(t) if mirrors_previous[k] => -t,
+                    _ => col.as_ref().iter().map(|&(i, v)| pivot_row[i] * v).sum(),
+                };
+                previous = Some(t_rk);
                 d[k] -= ratio * t_rk;
                 if k != q {
                     pricing.offer(k, at[k], d[k], u[k], tol);

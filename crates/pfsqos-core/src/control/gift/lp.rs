@@ -717,13 +717,13 @@ fn solve_block_dense(
                 // The throttle's column is the negated one, then the expansion's the column
                 // itself.
                 let last = a_entries.len();
-                for e in first..last {
-                    a_entries[e].1 = -a_entries[e].1;
+                for entry in &mut a_entries[first..last] {
+                    entry.1 = -entry.1;
                 }
                 a_start.push(last);
                 a_entries.extend_from_within(first..last);
-                for e in last..a_entries.len() {
-                    a_entries[e].1 = -a_entries[e].1;
+                for entry in &mut a_entries[last..] {
+                    entry.1 = -entry.1;
                 }
                 // Objective per unit of throttle: the worth lost plus the penalty on it.
                 c.push(-cl.weight * (1.0 + THROTTLE_PENALTY));

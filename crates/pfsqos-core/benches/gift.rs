@@ -1,6 +1,7 @@
 //! GIFT decision time at 32, 64 and 200 OSTs with 100 and 1,000 applications doing I/O. The
 //! paper (§4) reports 1 to 5 ms from 32 to 200 OSTs with 1,000 applications (COIN-OR CLP).
-//! `gift_decision` uses the default LP solver (exact presolve, then `microlp` per block),
+//! `gift_decision` uses the default LP solver (exact presolve, then per block the dense simplex
+//! of `simplex.rs`, or `microlp` for a block too large or with a coupling row),
 //! `gift_decision_whole_lp` the whole LP in one `microlp` call (before issue 21), on the same
 //! inputs in the same run.
 //!

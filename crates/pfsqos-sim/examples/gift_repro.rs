@@ -28,9 +28,15 @@
 //! unfinished jobs; wall time of one run (mean over the seeds). A cell without a value (regret
 //! of a policy other than GIFT, which alone issues coupons; a mean over no applications) is `–`.
 
+//!
+//! The table is built by [`tables`], which `tests/gift_repro_tables.rs` also calls (through
+//! `#[path]`) to check that two runs print the same bytes; `wall s` is the one column that
+//! measures the machine, and a caller that passes `measure_wall = false` gets `–` there.
+
 // A driver of the pure crate, not part of it: it measures wall time (clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
@@ -81,25 +87,52 @@ fn cell(x: f64, prec: usize, signed: bool, unit: &str) -> String {
     }
 }
 
-fn main() {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
+/// What one invocation asks for (the command line, parsed).
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    pub path: String,
+    pub apps: Option<u32>,
+    pub osts_per_app: Option<[u32; 2]>,
+    pub label: Option<String>,
+    /// Defaults to `pofs`.
+    pub baseline: Option<String>,
+    /// Defaults to 1.
+    pub seeds: Option<u64>,
+    pub barrier: bool,
+    pub fluid: bool,
+    pub per_run: bool,
+    pub specs: Vec<String>,
+}
+
+/// Parses the command line (without the program name).
+pub fn parse(mut args: Vec<String>) -> Result<Request, String> {
     let mut take = |flag: &str| -> Option<String> {
         let k = args.iter().position(|a| a == flag)?;
         let v = args.get(k + 1).cloned();
         args.drain(k..(k + 2).min(args.len()));
         v
     };
-    let apps: Option<u32> = take("--apps").map(|v| v.parse().expect("--apps N"));
-    let osts_per_app: Option<[u32; 2]> = take("--osts-per-app").map(|v| {
-        let (lo, hi) = v.split_once(',').expect("--osts-per-app LO,HI");
-        [
-            lo.parse().expect("--osts-per-app LO,HI"),
-            hi.parse().expect("--osts-per-app LO,HI"),
-        ]
-    });
+    let apps = match take("--apps") {
+        Some(v) => Some(v.parse().map_err(|_| "--apps N".to_string())?),
+        None => None,
+    };
+    let osts_per_app = match take("--osts-per-app") {
+        Some(v) => {
+            let bad = || "--osts-per-app LO,HI".to_string();
+            let (lo, hi) = v.split_once(',').ok_or_else(bad)?;
+            Some([
+                lo.parse().map_err(|_| bad())?,
+                hi.parse().map_err(|_| bad())?,
+            ])
+        }
+        None => None,
+    };
     let label = take("--label");
-    let baseline = take("--baseline").unwrap_or_else(|| "pofs".to_string());
-    let seeds: u64 = take("--seeds").map_or(1, |v| v.parse().expect("--seeds N"));
+    let baseline = take("--baseline");
+    let seeds = match take("--seeds") {
+        Some(v) => Some(v.parse().map_err(|_| "--seeds N".to_string())?),
+        None => None,
+    };
     let mut flag = |name: &str| match args.iter().position(|a| a == name) {
         Some(k) => {
             args.remove(k);
@@ -111,74 +144,117 @@ fn main() {
     let fluid = flag("--fluid");
     let per_run = flag("--per-run");
     let Some((path, specs)) = args.split_first() else {
-        eprintln!(
-            "usage: gift_repro SCENARIO [--apps N] [--label L] [--baseline SPEC] [--barrier] \
-             [--fluid] [--per-run] [--osts-per-app LO,HI] [--seeds K] SPEC..."
+        return Err(
+            "usage: gift_repro SCENARIO [--apps N] [--label L] [--baseline SPEC] \
+                    [--barrier] [--fluid] [--per-run] [--osts-per-app LO,HI] [--seeds K] SPEC..."
+                .to_string(),
         );
-        std::process::exit(2);
     };
-    let mut scenario = Scenario::load(Path::new(path)).unwrap_or_else(|e| {
+    Ok(Request {
+        path: path.clone(),
+        apps,
+        osts_per_app,
+        label,
+        baseline,
+        seeds,
+        barrier,
+        fluid,
+        per_run,
+        specs: specs.to_vec(),
+    })
+}
+
+fn main() {
+    let request = parse(std::env::args().skip(1).collect()).unwrap_or_else(|e| {
         eprintln!("{e}");
         std::process::exit(2)
     });
-    if fluid {
+    match tables(&request, true) {
+        Ok(text) => print!("{text}"),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(1)
+        }
+    }
+}
+
+/// Runs the request and returns its Markdown table (header, separator, one row per policy).
+/// With `measure_wall = false` the `wall s` column is `–`, so the text depends only on the
+/// request (the engines are deterministic for a scenario and seed).
+pub fn tables(request: &Request, measure_wall: bool) -> Result<String, String> {
+    let path = request.path.as_str();
+    let baseline = request
+        .baseline
+        .clone()
+        .unwrap_or_else(|| "pofs".to_string());
+    let seeds: u64 = request.seeds.unwrap_or(1);
+    let mut scenario = Scenario::load(Path::new(path)).map_err(|e| e.to_string())?;
+    if request.fluid {
         scenario.simulation.engine = pfsqos_sim::scenario::EngineKind::Fluid;
     }
-    if let (true, Some(a)) = (per_run, scenario.appset.as_mut()) {
+    if let (true, Some(a)) = (request.per_run, scenario.appset.as_mut()) {
         a.identity = pfsqos_sim::scenario::appset::Identity::Run;
     }
-    if let (true, Some(a)) = (barrier, scenario.appset.as_mut()) {
+    if let (true, Some(a)) = (request.barrier, scenario.appset.as_mut()) {
         a.lockstep = false;
     }
-    if let (Some(range), Some(a)) = (osts_per_app, scenario.appset.as_mut()) {
+    if let (Some(range), Some(a)) = (request.osts_per_app, scenario.appset.as_mut()) {
         a.osts_per_app = range;
-        scenario.validate(path).unwrap_or_else(|e| {
-            eprintln!("{e}");
-            std::process::exit(2)
-        });
+        scenario.validate(path).map_err(|e| e.to_string())?;
     }
-    if let (Some(n), Some(a)) = (apps, scenario.appset.as_mut()) {
+    if let (Some(n), Some(a)) = (request.apps, scenario.appset.as_mut()) {
         let old = a.apps.max(1);
         a.arrival_scale_s *= f64::from(old) / f64::from(n);
         if let Some(t) = a.templates {
             a.templates = Some((u64::from(t) * u64::from(n) / u64::from(old)).max(1) as u32);
         }
         a.apps = n;
-        scenario.validate(path).unwrap_or_else(|e| {
-            eprintln!("{e}");
-            std::process::exit(2)
-        });
+        scenario.validate(path).map_err(|e| e.to_string())?;
     }
     let first_seed = scenario.simulation.seed;
-    let run_one = |spec: &str, seed: u64| -> (RunOutput, Metrics) {
+    let run_one = |spec: &str, seed: u64| -> Result<(RunOutput, Metrics), String> {
         let mut sc = scenario.clone();
         // The seed draws the application set (unless the appset fixes its own) and RND.
         sc.simulation.seed = seed;
         let t = Instant::now();
-        let out = run(&sc, spec, seed, &mut |_, _| {}).unwrap_or_else(|e| {
-            eprintln!("{spec}: {e}");
-            std::process::exit(1)
-        });
-        let m = metrics(&out, t.elapsed().as_secs_f64());
+        let out = run(&sc, spec, seed, &mut |_, _| {}).map_err(|e| format!("{spec}: {e}"))?;
+        let wall_s = if measure_wall {
+            t.elapsed().as_secs_f64()
+        } else {
+            f64::NAN
+        };
+        let m = metrics(&out, wall_s);
         eprintln!(
             "{spec} seed {seed}: {:.1} s wall, {} events",
-            m.wall_s, out.engine.events
+            t.elapsed().as_secs_f64(),
+            out.engine.events
         );
-        (out, m)
+        Ok((out, m))
     };
     let seeds: Vec<u64> = (0..seeds).map(|k| first_seed + k).collect();
-    let bases: Vec<(RunOutput, Metrics)> = seeds.iter().map(|&s| run_one(&baseline, s)).collect();
-    let label = label.map_or(String::new(), |l| format!("{l} | "));
-    println!(
+    let bases: Vec<(RunOutput, Metrics)> = seeds
+        .iter()
+        .map(|&s| run_one(&baseline, s))
+        .collect::<Result<_, _>>()?;
+    let label = request
+        .label
+        .as_ref()
+        .map_or(String::new(), |l| format!("{l} | "));
+    let mut text = String::new();
+    writeln!(
+        text,
         "| {}policy | I/O time s | Δ | Δ range | run time s | Δ | eff. BW MiB/s | Δ | alloc. eff. BW % | Δ | artifact's alloc. % | Δ | jobs/h | Δ | worse than {baseline} | mean degradation | >20 % better | regret paid node-h | outstanding node-h | regret % of node-h | unfinished | wall s |",
         if label.is_empty() { "" } else { "set | " }
-    );
-    println!(
+    )
+    .expect("writing to a String");
+    writeln!(
+        text,
         "|{}---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         if label.is_empty() { "" } else { "---|" }
-    );
+    )
+    .expect("writing to a String");
     let n = seeds.len() as f64;
-    let row = |spec: &str, runs: &[(RunOutput, Metrics)]| {
+    let row = |text: &mut String, spec: &str, runs: &[(RunOutput, Metrics)]| {
         let mut acc = [0.0f64; 20];
         let mut io_lo = f64::INFINITY;
         let mut io_hi = f64::NEG_INFINITY;
@@ -246,14 +322,18 @@ fn main() {
             cell(a[18], 0, false, ""),
             cell(a[19], 1, false, ""),
         ];
-        println!("| {label}{spec} | {} |", cells.join(" | "));
+        writeln!(text, "| {label}{spec} | {} |", cells.join(" | ")).expect("writing to a String");
     };
-    row(&baseline, &bases);
-    for spec in specs {
+    row(&mut text, &baseline, &bases);
+    for spec in &request.specs {
         if *spec == baseline {
             continue;
         }
-        let runs: Vec<(RunOutput, Metrics)> = seeds.iter().map(|&s| run_one(spec, s)).collect();
-        row(spec, &runs);
+        let runs: Vec<(RunOutput, Metrics)> = seeds
+            .iter()
+            .map(|&s| run_one(spec, s))
+            .collect::<Result<_, _>>()?;
+        row(&mut text, spec, &runs);
     }
+    Ok(text)
 }

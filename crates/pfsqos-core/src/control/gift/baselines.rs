@@ -38,11 +38,11 @@ impl Allocator for Pofs {
         let bsip = bsip_fractions(&p, &pofs);
         // Effective progress of a POFS allocation is its slowest OST's, i.e. BSIP's.
         let mut out = p.synchronous_allocation(&bsip, &bsip);
-        for (a, (pa, shares)) in out.apps.iter_mut().zip(p.apps.iter().zip(&pofs)) {
-            a.caps = pa
-                .uses
+        for (i, a) in out.apps.iter_mut().enumerate() {
+            a.caps = p
+                .uses(i)
                 .iter()
-                .zip(shares)
+                .zip(&pofs[p.use_range(i)])
                 .map(|(&(j, _), &s)| OstCap {
                     ost: p.osts[j],
                     cap_bytes_per_s: s,
@@ -222,14 +222,13 @@ impl Allocator for Esa {
         let mut order: Vec<usize> = (0..p.apps.len()).collect();
         order.sort_by_key(|&i| (p.apps[i].nodes, i));
         for i in order {
-            let a = &p.apps[i];
-            let delta = a
-                .uses
+            let uses = p.uses(i);
+            let delta = uses
                 .iter()
                 .map(|&(j, d)| gaps[j].max(0.0) / d)
                 .fold(1.0 - x[i], f64::min)
                 .max(0.0);
-            for &(j, d) in &a.uses {
+            for &(j, d) in uses {
                 gaps[j] -= delta * d;
             }
             x[i] += delta;

@@ -299,8 +299,8 @@ impl Allocator for Gift {
         let mut redeemed_bytes = vec![0.0; n];
         for &(_, i) in &holders {
             let a = &p.apps[i];
-            let room = a
-                .uses
+            let room = p
+                .uses(i)
                 .iter()
                 .map(|&(j, d)| gaps[j].max(0.0) / d)
                 .fold(1.0 - bsip[i], f64::min)
@@ -316,7 +316,7 @@ impl Allocator for Gift {
             // stays within the gap either way.
             let done = self.ledger.redeem(&a.app, delta * per_fraction_bytes);
             summaries[i] = self.ledger.summary(&a.app);
-            for &(j, d) in &a.uses {
+            for &(j, d) in p.uses(i) {
                 gaps[j] -= delta * d;
             }
             redeemed_fraction[i] = delta;

@@ -151,14 +151,16 @@ fn groups(p: &Prepared, spec: &LpSpec<'_>) -> Groups {
     let n = p.apps.len();
     // Every application's key (floor, reference, then its (OST, demand) pairs by OST), as
     // bit patterns, side by side in one buffer: one allocation instead of one per application.
-    let mut keys: Vec<u64> = Vec::with_capacity(p.apps.iter().map(|a| 2 + 2 * a.uses.len()).sum());
+    let mut keys: Vec<u64> = Vec::with_capacity(2 * n + 2 * p.uses_flat().len());
     let mut key_start: Vec<usize> = Vec::with_capacity(n + 1);
     let mut uses: Vec<(usize, u64)> = Vec::new();
-    for (i, a) in p.apps.iter().enumerate() {
+    for i in 0..n {
         key_start.push(keys.len());
         uses.clear();
-        uses.extend(a.uses.iter().map(|&(j, d)| (j, d.to_bits())));
-        uses.sort_unstable();
+        uses.extend(p.uses(i).iter().map(|&(j, d)| (j, d.to_bits())));
+        if !uses.is_sorted() {
+            uses.sort_unstable();
+        }
         keys.push(spec.floors[i].to_bits());
         keys.push(spec.throttle_reference[i].map_or(u64::MAX, f64::to_bits));
         for &(j, d) in &uses {
@@ -168,13 +170,18 @@ fn groups(p: &Prepared, spec: &LpSpec<'_>) -> Groups {
     }
     key_start.push(keys.len());
     let key = |i: usize| &keys[key_start[i]..key_start[i + 1]];
-    // Equal keys end up adjacent, each run led by its first application.
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_unstable_by(|&a, &b| key(a).cmp(key(b)).then(a.cmp(&b)));
+    // Equal keys end up adjacent, each run led by its first application. The sort compares a
+    // hash of the key first (one integer comparison, not a slice comparison, in almost every
+    // step) and the key itself only between equal hashes, so equal keys are still adjacent
+    // and a collision costs a slice comparison, never a wrong group.
+    let mut order: Vec<(u64, usize)> = (0..n).map(|i| (key_hash(key(i)), i)).collect();
+    order.sort_unstable_by(|&(ha, a), &(hb, b)| {
+        ha.cmp(&hb).then_with(|| key(a).cmp(key(b))).then(a.cmp(&b))
+    });
     let mut leader: Vec<usize> = vec![0; n];
     let mut run_leader = usize::MAX;
-    for (r, &i) in order.iter().enumerate() {
-        if r == 0 || key(order[r - 1]) != key(i) {
+    for (r, &(h, i)) in order.iter().enumerate() {
+        if r == 0 || order[r - 1].0 != h || key(order[r - 1].1) != key(i) {
             run_leader = i;
         }
         leader[i] = run_leader;
@@ -200,6 +207,15 @@ fn groups(p: &Prepared, spec: &LpSpec<'_>) -> Groups {
         representatives,
         counts,
     }
+}
+
+/// A 64-bit mix of a grouping key (multiply-xorshift per word): only orders the sort in
+/// [`groups`], which compares the keys themselves between equal hashes.
+fn key_hash(key: &[u64]) -> u64 {
+    key.iter().fold(key.len() as u64, |h, &w| {
+        let x = (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x ^ (x >> 29)
+    })
 }
 
 /// Scale of bytes/s so coefficients are near 1 (the simplex tolerances are absolute).
@@ -302,7 +318,8 @@ fn whole_model(
     if let Some(probe) = probe {
         model.add_constraint(objective.geq(probe.objective_min - effective_constant));
     }
-    for (j, users) in p.users.iter().enumerate() {
+    for j in 0..p.osts_len() {
+        let users = p.users(j);
         if users.is_empty() {
             continue;
         }
@@ -344,12 +361,13 @@ pub(crate) fn objective(p: &Prepared, spec: &LpSpec<'_>, x: &[f64]) -> f64 {
 }
 
 /// One group's data for the presolve, in units of the largest OST.
-struct Column {
+struct Column<'a> {
     lower: f64,
     reference: Option<f64>,
     weight: f64,
-    /// `(OST, Σ over the group's applications of d_ij)`, OSTs ascending.
-    entries: Vec<(usize, f64)>,
+    /// `(OST, Σ over the group's applications of d_ij)`, OSTs ascending (a slice of one
+    /// buffer shared by every group).
+    entries: &'a [(usize, f64)],
 }
 
 /// Presolve (module documentation), then the block solver on each block left.
@@ -357,7 +375,33 @@ fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
     let scale = scale_of(p);
     let g = groups(p, spec);
     let groups_n = g.representatives.len();
-    let mut columns: Vec<Column> = g
+    // Every group's entries in one buffer: a group has one entry per OST of its
+    // representative (its members use the same OSTs), filled OST by OST, so each group's
+    // entries come out ascending; members on the same OST add up in application order.
+    let mut entry_start: Vec<usize> = Vec::with_capacity(groups_n + 1);
+    let mut entries_len = 0;
+    for &i in &g.representatives {
+        entry_start.push(entries_len);
+        entries_len += p.uses(i).len();
+    }
+    entry_start.push(entries_len);
+    let mut entries: Vec<(usize, f64)> = vec![(usize::MAX, 0.0); entries_len];
+    let mut entry_next: Vec<usize> = entry_start[..groups_n].to_vec();
+    let rows_n = p.osts_len();
+    for j in 0..rows_n {
+        for &(i, d) in p.users(j) {
+            let k = g.group_of[i];
+            let next = entry_next[k];
+            if next > entry_start[k] && entries[next - 1].0 == j {
+                entries[next - 1].1 += d / scale;
+            } else {
+                entries[next] = (j, d / scale);
+                entry_next[k] += 1;
+            }
+        }
+    }
+    debug_assert!((0..groups_n).all(|k| entry_next[k] == entry_start[k + 1]));
+    let columns: Vec<Column<'_>> = g
         .representatives
         .iter()
         .enumerate()
@@ -367,26 +411,16 @@ fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
                 lower,
                 reference: spec.throttle_reference[i].map(|r| r.clamp(lower, 1.0)),
                 weight: g.counts[k] * p.apps[i].demand_total_bytes_per_s / scale,
-                entries: Vec::new(),
+                entries: &entries[entry_start[k]..entry_start[k + 1]],
             }
         })
         .collect();
-    let rows_n = p.users.len();
-    for (j, users) in p.users.iter().enumerate() {
-        for &(i, d) in users {
-            let entries = &mut columns[g.group_of[i]].entries;
-            match entries.last_mut() {
-                Some((row, a)) if *row == j => *a += d / scale,
-                _ => entries.push((j, d / scale)),
-            }
-        }
-    }
     let capacity: Vec<f64> = p.capacity_bytes_per_s.iter().map(|c| c / scale).collect();
 
     // Step 1: OSTs full with everyone at the lower bound fix everyone on them.
     let mut gap = capacity.clone();
     for c in &columns {
-        for &(j, a) in &c.entries {
+        for &(j, a) in c.entries {
             gap[j] -= a * c.lower;
         }
     }
@@ -405,7 +439,7 @@ fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
     let mut reach = vec![0.0f64; rows_n];
     for (c, v) in columns.iter().zip(&value) {
         if v.is_none() {
-            for &(j, a) in &c.entries {
+            for &(j, a) in c.entries {
                 reach[j] += a * (1.0 - c.lower);
             }
         }
@@ -448,7 +482,7 @@ fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
         .filter(|&e| {
             let mut load = vec![0.0f64; rows_n];
             for (c, x) in columns.iter().zip(&unthrottled) {
-                for &(j, a) in &c.entries {
+                for &(j, a) in c.entries {
                     load[j] += a * x;
                 }
             }
@@ -465,7 +499,7 @@ fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
     let mut rhs = capacity;
     for (c, v) in columns.iter().zip(&value) {
         if let Some(x) = v {
-            for &(j, a) in &c.entries {
+            for &(j, a) in c.entries {
                 rhs[j] -= a * x;
             }
         }
@@ -506,7 +540,7 @@ fn solve_presolved(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
 /// The free groups without coupling rows: one LP per connected block of the application-OST
 /// graph (binding OSTs only), a closed form for a block of one group.
 fn solve_blocks(
-    columns: &[Column],
+    columns: &[Column<'_>],
     free: &[usize],
     binding: &[bool],
     rhs: &[f64],
@@ -514,7 +548,7 @@ fn solve_blocks(
     let mut parent: Vec<usize> = (0..columns.len()).collect();
     let mut first_on_row: Vec<Option<usize>> = vec![None; rhs.len()];
     for &k in free {
-        for &(j, _) in &columns[k].entries {
+        for &(j, _) in columns[k].entries {
             if !binding[j] {
                 continue;
             }
@@ -567,7 +601,7 @@ fn solve_blocks(
 
 /// Effective bandwidth and throttled worth of `(group, fraction)` pairs, in units of the
 /// largest OST.
-fn totals(columns: &[Column], xs: impl IntoIterator<Item = (usize, f64)>) -> (f64, f64) {
+fn totals(columns: &[Column<'_>], xs: impl IntoIterator<Item = (usize, f64)>) -> (f64, f64) {
     xs.into_iter()
         .fold((0.0, 0.0), |(effective, throttled), (k, x)| {
             let c = &columns[k];
@@ -592,7 +626,7 @@ struct Coupling {
 
 impl Coupling {
     /// Whether `solved` (group, fraction) meets both rows.
-    fn holds(&self, columns: &[Column], solved: &[(usize, f64)]) -> bool {
+    fn holds(&self, columns: &[Column<'_>], solved: &[(usize, f64)]) -> bool {
         let (effective, throttled) = totals(columns, solved.iter().copied());
         self.effective_min.is_none_or(|e| effective >= e)
             && self.coupon_min.is_none_or(|e0| effective - throttled >= e0)
@@ -607,7 +641,7 @@ const DENSE_ROWS_MAX: usize = 512;
 /// One block of the presolved LP: the dense simplex when it fits and has no coupling row,
 /// else (or if the dense simplex gives up) `microlp`.
 fn solve_block(
-    columns: &[Column],
+    columns: &[Column<'_>],
     block: &[usize],
     binding: &[bool],
     rhs: &[f64],
@@ -627,7 +661,7 @@ fn solve_block(
 /// The start (every group at its lower bound) is feasible: step 1 of the presolve checked the
 /// floors against every OST. `None` when it does not fit or the simplex gives up.
 fn solve_block_dense(
-    columns: &[Column],
+    columns: &[Column<'_>],
     block: &[usize],
     binding: &[bool],
     rhs: &[f64],
@@ -637,7 +671,7 @@ fn solve_block_dense(
     let mut row_of: Vec<Option<usize>> = vec![None; binding.len()];
     let mut m = 0;
     for &k in block {
-        for &(j, _) in &columns[k].entries {
+        for &(j, _) in columns[k].entries {
             if binding[j] && row_of[j].is_none() {
                 row_of[j] = Some(m);
                 m += 1;
@@ -658,16 +692,19 @@ fn solve_block_dense(
         }
     }
     let (mut c, mut u, mut start) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::new());
-    let mut a: Vec<Vec<(usize, f64)>> = Vec::with_capacity(n);
+    // The columns of A side by side in one buffer (column `v` at `a_start[v]..a_start[v + 1]`).
+    let mut a_entries: Vec<(usize, f64)> = Vec::new();
+    let mut a_start: Vec<usize> = Vec::with_capacity(n + 1);
     for &k in block {
         let cl = &columns[k];
         // x at z = 0 of this group's variables: the floor (plain) or the reference (split).
         let base = cl.reference.unwrap_or(cl.lower);
-        let mut column: Vec<(usize, f64)> = Vec::with_capacity(cl.entries.len());
-        for &(j, coefficient) in &cl.entries {
+        let first = a_entries.len();
+        a_start.push(first);
+        for &(j, coefficient) in cl.entries {
             if let Some(r) = row_of[j] {
                 b[r] -= coefficient * base;
-                column.push((r, coefficient));
+                a_entries.push((r, coefficient));
             }
         }
         match cl.reference {
@@ -675,28 +712,38 @@ fn solve_block_dense(
                 c.push(cl.weight);
                 u.push(1.0 - cl.lower);
                 start.push(Bound::Lower);
-                a.push(column);
             }
             Some(reference) => {
+                // The throttle's column is the negated one, then the expansion's the column
+                // itself.
+                let last = a_entries.len();
+                for entry in &mut a_entries[first..last] {
+                    entry.1 = -entry.1;
+                }
+                a_start.push(last);
+                a_entries.extend_from_within(first..last);
+                for entry in &mut a_entries[last..] {
+                    entry.1 = -entry.1;
+                }
                 // Objective per unit of throttle: the worth lost plus the penalty on it.
                 c.push(-cl.weight * (1.0 + THROTTLE_PENALTY));
                 u.push(reference - cl.lower);
                 start.push(Bound::Upper);
-                a.push(column.iter().map(|&(r, v)| (r, -v)).collect());
                 c.push(cl.weight);
                 u.push(1.0 - reference);
                 start.push(Bound::Lower);
-                a.push(column);
             }
         }
     }
+    a_start.push(a_entries.len());
+    let a: Vec<&[(usize, f64)]> = a_start.windows(2).map(|w| &a_entries[w[0]..w[1]]).collect();
     debug_assert_eq!(a.len(), n);
     let z = simplex::solve(&c, &a, &b, &u, &start)?;
     // What must hold of the answer, checked rather than trusted (a basis inverse accumulates
     // rounding): every row within the tolerance the presolve grants the floors.
     let mut load = vec![0.0f64; m];
     for (column, zk) in a.iter().zip(&z) {
-        for &(r, v) in column {
+        for &(r, v) in *column {
             load[r] += v * zk;
         }
     }
@@ -729,7 +776,7 @@ fn solve_block_dense(
 
 /// One block of the presolved LP through `microlp`, built as [`whole_model`] builds the whole.
 fn solve_block_microlp(
-    columns: &[Column],
+    columns: &[Column<'_>],
     block: &[usize],
     binding: &[bool],
     rhs: &[f64],
@@ -765,7 +812,7 @@ fn solve_block_microlp(
     // Rows of the block: gather (row, position in block, coefficient), by row.
     let mut entries: Vec<(usize, usize, f64)> = Vec::new();
     for (pos, &k) in block.iter().enumerate() {
-        for &(j, a) in &columns[k].entries {
+        for &(j, a) in columns[k].entries {
             if binding[j] {
                 entries.push((j, pos, a));
             }
@@ -916,8 +963,8 @@ mod tests {
     fn violation(p: &Prepared, spec: &LpSpec<'_>, x: &[f64]) -> f64 {
         let scale = scale_of(p);
         let mut worst = 0.0f64;
-        for (j, users) in p.users.iter().enumerate() {
-            let load: f64 = users.iter().map(|&(i, d)| x[i] * d).sum();
+        for j in 0..p.osts_len() {
+            let load: f64 = p.users(j).iter().map(|&(i, d)| x[i] * d).sum();
             worst = worst.max((load - p.capacity_bytes_per_s[j]) / scale);
         }
         for (i, &xi) in x.iter().enumerate() {

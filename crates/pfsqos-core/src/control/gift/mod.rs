@@ -283,19 +283,20 @@ pub struct RegretSummary {
     pub outstanding_node_hours: f64,
 }
 
-/// One application after validation: OST indexes into [`Prepared::osts`].
+/// One application after validation; its OSTs are [`Prepared::uses`].
 #[derive(Clone, Debug)]
 pub(crate) struct PreparedApp {
     pub app: JobId,
     pub nodes: u32,
-    /// `(OST index, demand bytes/s)` in input order. With the `stream` share unit the demand
-    /// is the input's demand times the stream count (every stream may use the whole OST).
-    pub uses: Vec<(usize, f64)>,
     /// `D_i`: total demand over the application's OSTs.
     pub demand_total_bytes_per_s: f64,
 }
 
 /// Validated input: OSTs sorted by id, applications sorted by id.
+///
+/// The per-application and per-OST lists live in flat buffers indexed by offsets (one
+/// allocation each instead of one per application and per OST: issue 21's speed work found
+/// the allocator a large part of a decision at 1,000 applications).
 #[derive(Clone, Debug)]
 pub(crate) struct Prepared {
     pub now_ns: u64,
@@ -303,11 +304,65 @@ pub(crate) struct Prepared {
     pub osts: Vec<OstId>,
     pub capacity_bytes_per_s: Vec<f64>,
     pub apps: Vec<PreparedApp>,
-    /// Per OST: `(app index, demand)` of the applications on it, by app index.
-    pub users: Vec<Vec<(usize, f64)>>,
-    /// Per OST: the fair-share weight of each entry of `users` (1 with the `app` share unit,
+    /// Every application's `(OST index, demand bytes/s)` in input order, application after
+    /// application; application `i`'s are `use_start[i]..use_start[i + 1]`. With the `stream`
+    /// share unit the demand is the input's demand times the stream count (every stream may
+    /// use the whole OST).
+    uses_flat: Vec<(usize, f64)>,
+    use_start: Vec<usize>,
+    /// Every OST's `(app index, demand)` of the applications on it, by app index, OST after
+    /// OST; OST `j`'s are `user_start[j]..user_start[j + 1]`.
+    users_flat: Vec<(usize, f64)>,
+    user_start: Vec<usize>,
+    /// Beside `users_flat`: the fair-share weight of each entry (1 with the `app` share unit,
     /// the stream count with the `stream` unit).
-    pub user_weights: Vec<Vec<f64>>,
+    user_weights_flat: Vec<f64>,
+    /// Beside `users_flat`: the entry's position in `uses_flat` (to write per-OST results back
+    /// per application).
+    user_use_flat: Vec<usize>,
+}
+
+/// The first 8 bytes of a job id as a big-endian integer, zero-padded: `a < b` implies
+/// `id_prefix(a) <= id_prefix(b)` because job ids hold no NUL byte.
+fn id_prefix(id: &JobId) -> u64 {
+    let mut head = [0u8; 8];
+    let bytes = id.as_str().as_bytes();
+    let len = bytes.len().min(8);
+    head[..len].copy_from_slice(&bytes[..len]);
+    u64::from_be_bytes(head)
+}
+
+/// Finds an OST's index among the sorted OSTs: a direct table when the ids are dense enough
+/// (the usual numbering from 0), a binary search otherwise.
+enum OstIndex<'a> {
+    Table(Vec<u32>),
+    Search(&'a [OstCapacity]),
+}
+
+impl<'a> OstIndex<'a> {
+    fn new(osts: &'a [OstCapacity]) -> OstIndex<'a> {
+        // The table costs one u32 per id up to the largest; bounded by a few per OST.
+        let id_max = osts.last().map_or(0, |o| o.ost.0 as usize);
+        if id_max < 4 * osts.len() + 64 {
+            let mut table = vec![u32::MAX; id_max + 1];
+            for (j, o) in osts.iter().enumerate() {
+                table[o.ost.0 as usize] = j as u32;
+            }
+            OstIndex::Table(table)
+        } else {
+            OstIndex::Search(osts)
+        }
+    }
+
+    fn get(&self, ost: OstId) -> Option<usize> {
+        match self {
+            OstIndex::Table(table) => table
+                .get(ost.0 as usize)
+                .filter(|&&j| j != u32::MAX)
+                .map(|&j| j as usize),
+            OstIndex::Search(osts) => osts.binary_search_by_key(&ost, |o| o.ost).ok(),
+        }
+    }
 }
 
 impl Prepared {
@@ -349,34 +404,46 @@ impl Prepared {
             return Err(AllocError::TooManyUses { count: uses_total });
         }
         // Sorted by job id; the ids are copied beside their index so the sort compares
-        // contiguous keys (equal ids are refused below, so instability does not matter).
-        let mut keyed: Vec<(JobId, usize)> = input
+        // contiguous keys (equal ids are refused below, so instability does not matter), and
+        // led by their first 8 bytes as an integer, which orders them as the ids do (a job id
+        // has no NUL byte, so the zero padding of a short id sorts first) and settles most
+        // comparisons without comparing the ids.
+        let mut keyed: Vec<(u64, JobId, usize)> = input
             .apps
             .iter()
             .enumerate()
-            .map(|(i, a)| (a.app, i))
+            .map(|(i, a)| (id_prefix(&a.app), a.app, i))
             .collect();
         keyed.sort_unstable();
-        let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
-        // Users per OST counted first so every per-OST list is allocated once at its size.
-        let mut users_per_ost = vec![0usize; osts.len()];
+        // Every use's OST index, looked up once (input order; `usize::MAX`: unknown OST), and
+        // the users per OST counted so the per-OST lists get their offsets.
+        let index = OstIndex::new(&osts);
+        let mut found: Vec<usize> = Vec::with_capacity(uses_total);
+        let mut found_start: Vec<usize> = Vec::with_capacity(input.apps.len() + 1);
+        let mut user_start = vec![0usize; osts.len() + 1];
         for a in &input.apps {
+            found_start.push(found.len());
             for d in &a.osts {
-                if let Ok(j) = osts.binary_search_by_key(&d.ost, |o| o.ost) {
-                    users_per_ost[j] += 1;
+                let j = index.get(d.ost);
+                if let Some(j) = j {
+                    user_start[j + 1] += 1;
                 }
+                found.push(j.unwrap_or(usize::MAX));
             }
         }
-        let mut apps = Vec::with_capacity(order.len());
-        let mut users: Vec<Vec<(usize, f64)>> = users_per_ost
-            .iter()
-            .map(|&k| Vec::with_capacity(k))
-            .collect();
-        let mut user_weights: Vec<Vec<f64>> = users_per_ost
-            .iter()
-            .map(|&k| Vec::with_capacity(k))
-            .collect();
-        for (idx, &i) in order.iter().enumerate() {
+        found_start.push(found.len());
+        for j in 0..osts.len() {
+            user_start[j + 1] += user_start[j];
+        }
+        let users_total = user_start[osts.len()];
+        let mut next_user = user_start.clone();
+        let mut users_flat = vec![(0usize, 0.0f64); users_total];
+        let mut user_weights_flat = vec![0.0f64; users_total];
+        let mut user_use_flat = vec![0usize; users_total];
+        let mut uses_flat: Vec<(usize, f64)> = Vec::with_capacity(uses_total);
+        let mut use_start: Vec<usize> = Vec::with_capacity(input.apps.len() + 1);
+        let mut apps: Vec<PreparedApp> = Vec::with_capacity(keyed.len());
+        for (idx, &(_, _, i)) in keyed.iter().enumerate() {
             let a = &input.apps[i];
             if idx > 0 && apps.last().is_some_and(|p: &PreparedApp| p.app == a.app) {
                 return Err(AllocError::DuplicateApp { app: a.app });
@@ -390,14 +457,19 @@ impl Prepared {
                     count: a.osts.len(),
                 });
             }
-            let mut uses = Vec::with_capacity(a.osts.len());
-            for d in &a.osts {
-                let j = osts.binary_search_by_key(&d.ost, |o| o.ost).map_err(|_| {
-                    AllocError::UnknownOst {
+            let first = uses_flat.len();
+            use_start.push(first);
+            for (d, &j) in a
+                .osts
+                .iter()
+                .zip(&found[found_start[i]..found_start[i + 1]])
+            {
+                if j == usize::MAX {
+                    return Err(AllocError::UnknownOst {
                         app: a.app,
                         ost: d.ost,
-                    }
-                })?;
+                    });
+                }
                 if !(d.demand_bytes_per_s.is_finite() && d.demand_bytes_per_s > 0.0) {
                     return Err(AllocError::BadDemand {
                         app: a.app,
@@ -410,7 +482,7 @@ impl Prepared {
                         ost: d.ost,
                     });
                 }
-                if uses.iter().any(|&(k, _)| k == j) {
+                if uses_flat[first..].iter().any(|&(k, _)| k == j) {
                     return Err(AllocError::DuplicateOstForApp {
                         app: a.app,
                         ost: d.ost,
@@ -423,33 +495,78 @@ impl Prepared {
                         (d.demand_bytes_per_s * k, k)
                     }
                 };
-                uses.push((j, demand));
-                users[j].push((idx, demand));
-                user_weights[j].push(weight);
+                let slot = next_user[j];
+                next_user[j] += 1;
+                users_flat[slot] = (idx, demand);
+                user_weights_flat[slot] = weight;
+                user_use_flat[slot] = uses_flat.len();
+                uses_flat.push((j, demand));
             }
             apps.push(PreparedApp {
                 app: a.app,
                 nodes: a.nodes,
-                demand_total_bytes_per_s: uses.iter().map(|&(_, d)| d).sum(),
-                uses,
+                demand_total_bytes_per_s: uses_flat[first..].iter().map(|&(_, d)| d).sum(),
             });
         }
+        use_start.push(uses_flat.len());
+        // Every counted use was written once (a repeat or an unknown OST returned above).
+        debug_assert!((0..osts.len()).all(|j| next_user[j] == user_start[j + 1]));
         Ok(Prepared {
             now_ns: input.now_ns,
             interval_s: input.interval_ns as f64 / crate::NS_PER_S as f64,
             osts: osts.iter().map(|o| o.ost).collect(),
             capacity_bytes_per_s: osts.iter().map(|o| o.capacity_bytes_per_s).collect(),
             apps,
-            users,
-            user_weights,
+            uses_flat,
+            use_start,
+            users_flat,
+            user_start,
+            user_weights_flat,
+            user_use_flat,
         })
+    }
+
+    /// Application `i`'s `(OST index, demand bytes/s)`, in input order.
+    pub fn uses(&self, i: usize) -> &[(usize, f64)] {
+        &self.uses_flat[self.use_start[i]..self.use_start[i + 1]]
+    }
+
+    /// Every application's uses, application after application (offsets: [`Prepared::use_range`]).
+    pub fn uses_flat(&self) -> &[(usize, f64)] {
+        &self.uses_flat
+    }
+
+    /// Where application `i`'s uses sit in [`Prepared::uses_flat`].
+    pub fn use_range(&self, i: usize) -> std::ops::Range<usize> {
+        self.use_start[i]..self.use_start[i + 1]
+    }
+
+    /// Number of OSTs (rows of the LP).
+    pub fn osts_len(&self) -> usize {
+        self.osts.len()
+    }
+
+    /// OST `j`'s `(app index, demand)` pairs, by app index.
+    pub fn users(&self, j: usize) -> &[(usize, f64)] {
+        &self.users_flat[self.user_start[j]..self.user_start[j + 1]]
+    }
+
+    /// The fair-share weights of OST `j`'s users, beside [`Prepared::users`].
+    pub fn user_weights(&self, j: usize) -> &[f64] {
+        &self.user_weights_flat[self.user_start[j]..self.user_start[j + 1]]
+    }
+
+    /// Where each of OST `j`'s users has this OST in [`Prepared::uses_flat`], beside
+    /// [`Prepared::users`].
+    pub fn user_use_positions(&self, j: usize) -> &[usize] {
+        &self.user_use_flat[self.user_start[j]..self.user_start[j + 1]]
     }
 
     /// Per-OST capacity left after giving every application `x_i d_ij`.
     pub fn gaps_bytes_per_s(&self, fractions: &[f64]) -> Vec<f64> {
         let mut gaps = self.capacity_bytes_per_s.clone();
-        for (a, &x) in self.apps.iter().zip(fractions) {
-            for &(j, d) in &a.uses {
+        for (i, &x) in fractions.iter().enumerate().take(self.apps.len()) {
+            for &(j, d) in self.uses(i) {
                 gaps[j] -= x * d;
             }
         }
@@ -475,8 +592,8 @@ impl Prepared {
                 app: a.app,
                 bsip_fraction: bsip[i],
                 progress_fraction: fractions[i],
-                caps: a
-                    .uses
+                caps: self
+                    .uses(i)
                     .iter()
                     .map(|&(j, d)| OstCap {
                         ost: self.osts[j],

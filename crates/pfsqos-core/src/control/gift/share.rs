@@ -36,57 +36,24 @@ pub struct ShareOptions {
     pub redistribute: bool,
 }
 
-/// Per application and OST (in `uses` order): the max-min fair share of the OST among the
-/// applications on it, each capped at its demand (water-filling). With every demand at least the
-/// capacity this is the paper's `capacity / n_j`.
-pub(crate) fn pofs_bytes_per_s(p: &Prepared) -> Vec<Vec<f64>> {
-    let mut out: Vec<Vec<f64>> = p.apps.iter().map(|a| vec![0.0; a.uses.len()]).collect();
-    let slots = Slots::new(p);
+/// Per application and OST, aligned with [`Prepared::uses_flat`] (application `i`'s at
+/// [`Prepared::use_range`]): the max-min fair share of the OST among the applications on it,
+/// each capped at its demand (water-filling). With every demand at least the capacity this is
+/// the paper's `capacity / n_j`.
+pub(crate) fn pofs_bytes_per_s(p: &Prepared) -> Vec<f64> {
+    let mut out: Vec<f64> = vec![0.0; p.uses_flat().len()];
     let mut scratch = WaterFill::default();
     let mut demands: Vec<f64> = Vec::new();
-    for (j, users) in p.users.iter().enumerate() {
+    for j in 0..p.osts_len() {
+        let users = p.users(j);
         demands.clear();
         demands.extend(users.iter().map(|&(_, d)| d));
-        let shares = scratch.fill(p.capacity_bytes_per_s[j], &demands, &p.user_weights[j]);
-        for (u, (&(app, _), &k)) in users.iter().zip(slots.of(j)).enumerate() {
-            out[app][k] = shares[u];
+        let shares = scratch.fill(p.capacity_bytes_per_s[j], &demands, p.user_weights(j));
+        for (&share, &k) in shares.iter().zip(p.user_use_positions(j)) {
+            out[k] = share;
         }
     }
     out
-}
-
-/// Position of OST `j` in the `uses` of each of its users (in `users[j]` order), to write
-/// per-OST results back per application; one flat buffer instead of a vector per OST.
-struct Slots {
-    start: Vec<usize>,
-    slot: Vec<usize>,
-}
-
-impl Slots {
-    fn new(p: &Prepared) -> Slots {
-        let mut start = Vec::with_capacity(p.users.len() + 1);
-        let mut total = 0;
-        for users in &p.users {
-            start.push(total);
-            total += users.len();
-        }
-        start.push(total);
-        // `users[j]` lists applications in index order, as this loop visits them.
-        let mut next = start.clone();
-        let mut slot = vec![0usize; total];
-        for a in &p.apps {
-            for (k, &(j, _)) in a.uses.iter().enumerate() {
-                slot[next[j]] = k;
-                next[j] += 1;
-            }
-        }
-        debug_assert!((0..p.users.len()).all(|j| next[j] == start[j + 1]));
-        Slots { start, slot }
-    }
-
-    fn of(&self, j: usize) -> &[usize] {
-        &self.slot[self.start[j]..self.start[j + 1]]
-    }
 }
 
 /// Weighted max-min fair split of `capacity` among claimants wanting `wants[u]` with weights
@@ -98,20 +65,27 @@ impl Slots {
 #[derive(Default)]
 struct WaterFill {
     order: Vec<usize>,
+    /// `want / weight` per claimant, computed once instead of in every comparison.
+    level: Vec<f64>,
     out: Vec<f64>,
 }
 
 impl WaterFill {
     fn fill(&mut self, capacity: f64, wants: &[f64], weights: &[f64]) -> &[f64] {
         debug_assert_eq!(wants.len(), weights.len());
+        self.level.clear();
+        self.level
+            .extend(wants.iter().zip(weights).map(|(&w, &k)| w / k));
         self.order.clear();
         self.order.extend(0..wants.len());
-        // Ties keep input order (deterministic).
-        self.order.sort_by(|&a, &b| {
-            (wants[a] / weights[a])
-                .total_cmp(&(wants[b] / weights[b]))
-                .then(a.cmp(&b))
-        });
+        // Ties keep input order (deterministic); the index breaks them, so the order is total
+        // and an unstable sort gives the one order a stable sort would.
+        let level = &self.level;
+        // Often already in order (equal demands: the paper's model), then the sort is skipped.
+        if !level.is_sorted_by(|a, b| a.total_cmp(b).is_le()) {
+            self.order
+                .sort_unstable_by(|&a, &b| level[a].total_cmp(&level[b]).then(a.cmp(&b)));
+        }
         self.out.clear();
         self.out.resize(wants.len(), 0.0);
         let mut left = capacity;
@@ -133,17 +107,18 @@ impl WaterFill {
 /// beyond the synchronous share, usable only by processes that may run ahead of their
 /// application's slowest OST.
 pub(crate) fn redistribute(p: &Prepared, out: &mut Allocation) {
-    let slots = Slots::new(p);
     let mut scratch = WaterFill::default();
-    for (j, users) in p.users.iter().enumerate() {
+    for j in 0..p.osts_len() {
+        let users = p.users(j);
         if users.is_empty() {
             continue;
         }
-        let slot = slots.of(j);
+        // Each user's cap on this OST: its position among the application's uses.
+        let slot = |u: usize| p.user_use_positions(j)[u] - p.use_range(users[u].0).start;
         let load: f64 = users
             .iter()
             .enumerate()
-            .map(|(u, &(i, _))| out.apps[i].caps[slot[u]].cap_bytes_per_s)
+            .map(|(u, &(i, _))| out.apps[i].caps[slot(u)].cap_bytes_per_s)
             .sum();
         let left = p.capacity_bytes_per_s[j] - load;
         if left <= 0.0 {
@@ -152,25 +127,23 @@ pub(crate) fn redistribute(p: &Prepared, out: &mut Allocation) {
         let wants: Vec<f64> = users
             .iter()
             .enumerate()
-            .map(|(u, &(i, d))| (d - out.apps[i].caps[slot[u]].cap_bytes_per_s).max(0.0))
+            .map(|(u, &(i, d))| (d - out.apps[i].caps[slot(u)].cap_bytes_per_s).max(0.0))
             .collect();
-        let extra = scratch.fill(left, &wants, &p.user_weights[j]);
+        let extra = scratch.fill(left, &wants, p.user_weights(j));
         for (u, &(i, _)) in users.iter().enumerate() {
-            out.apps[i].caps[slot[u]].cap_bytes_per_s += extra[u];
+            out.apps[i].caps[slot(u)].cap_bytes_per_s += extra[u];
         }
     }
 }
 
 /// BSIP progress fraction per application: `min_j pofs_ij / d_ij` (§2, Fig. 5): the share on
 /// its most contended OST, applied to all of its OSTs.
-pub(crate) fn bsip_fractions(p: &Prepared, pofs: &[Vec<f64>]) -> Vec<f64> {
-    p.apps
-        .iter()
-        .zip(pofs)
-        .map(|(a, shares)| {
-            a.uses
+pub(crate) fn bsip_fractions(p: &Prepared, pofs: &[f64]) -> Vec<f64> {
+    (0..p.apps.len())
+        .map(|i| {
+            p.uses(i)
                 .iter()
-                .zip(shares)
+                .zip(&pofs[p.use_range(i)])
                 .map(|(&(_, d), &s)| s / d)
                 .fold(1.0f64, f64::min)
                 .max(0.0)
@@ -190,7 +163,8 @@ pub(crate) fn repair(p: &Prepared, fractions: &mut [f64], floors: &[f64]) {
     }
     for _round in 0..4 {
         let mut changed = false;
-        for (j, users) in p.users.iter().enumerate() {
+        for j in 0..p.osts_len() {
+            let users = p.users(j);
             let load: f64 = users.iter().map(|&(i, d)| fractions[i] * d).sum();
             let over = load - p.capacity_bytes_per_s[j];
             if over <= 0.0 {
@@ -247,7 +221,7 @@ mod tests {
         };
         let p = Prepared::new(&input).unwrap();
         let pofs = pofs_bytes_per_s(&p);
-        assert_eq!(pofs, vec![vec![10.0], vec![40.0], vec![40.0]]);
+        assert_eq!(pofs, vec![10.0, 40.0, 40.0]);
         let bsip = bsip_fractions(&p, &pofs);
         assert_eq!(bsip, vec![1.0, 0.4, 0.4]);
     }

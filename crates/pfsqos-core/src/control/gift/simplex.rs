@@ -37,6 +37,97 @@ pub enum Bound {
     Upper,
 }
 
+/// Candidates kept by a pricing pass for the bound flips that may follow it.
+const PRICED_MAX: usize = 8;
+
+/// The choice of the entering variable among the nonbasic ones, offered in any order: by
+/// Dantzig's rule the largest gain, ties to the smallest index; by Bland's the smallest index
+/// with a gain. Both are defined by the set offered, not by the order, so a scan in index
+/// order and the pass that updates the reduced costs choose the same variable.
+///
+/// It also keeps the best [`PRICED_MAX`] candidates in Dantzig's order: a bound flip changes
+/// no reduced cost and makes the flipped variable lose its gain, so the next choice is the
+/// next candidate, without another pass, as long as one is left.
+struct Pricing {
+    best: [(usize, f64); PRICED_MAX],
+    len: usize,
+    /// More candidates were offered than kept: an empty list does not mean none is left.
+    truncated: bool,
+    bland: Option<usize>,
+    /// Nothing was taken yet (Bland's choice is only valid then).
+    fresh: bool,
+}
+
+impl Pricing {
+    fn new() -> Pricing {
+        Pricing {
+            best: [(0, 0.0); PRICED_MAX],
+            len: 0,
+            truncated: false,
+            bland: None,
+            fresh: true,
+        }
+    }
+
+    /// Offers nonbasic variable `k` at bound `at` with reduced cost `d` and upper bound `upper`.
+    #[inline]
+    fn offer(&mut self, k: usize, at: Bound, d: f64, upper: f64, tol: f64) {
+        let gain = match at {
+            Bound::Lower => d,
+            Bound::Upper => -d,
+        };
+        if gain <= tol || (at == Bound::Lower && upper == 0.0) {
+            return;
+        }
+        if self.bland.is_none_or(|j| k < j) {
+            self.bland = Some(k);
+        }
+        let better = |(j, g): (usize, f64)| gain > g || (gain == g && k < j);
+        if self.len == PRICED_MAX {
+            self.truncated = true;
+            if !better(self.best[PRICED_MAX - 1]) {
+                return;
+            }
+            self.len -= 1;
+        }
+        let mut at_pos = self.len;
+        while at_pos > 0 && better(self.best[at_pos - 1]) {
+            self.best[at_pos] = self.best[at_pos - 1];
+            at_pos -= 1;
+        }
+        self.best[at_pos] = (k, gain);
+        self.len += 1;
+    }
+
+    /// Whether the entering variable can be taken from what is kept.
+    fn usable(&self, bland: bool) -> bool {
+        if bland {
+            self.fresh
+        } else {
+            self.len > 0 || !self.truncated
+        }
+    }
+
+    /// The entering variable (`None`: optimal), taken out of the candidates.
+    fn take(&mut self, bland: bool) -> Option<usize> {
+        debug_assert!(self.usable(bland));
+        self.fresh = false;
+        if bland {
+            // Not reused after a Bland step (the caller prices afresh).
+            self.len = 0;
+            self.truncated = true;
+            return self.bland;
+        }
+        if self.len == 0 {
+            return None;
+        }
+        let (k, _) = self.best[0];
+        self.best.copy_within(1..self.len, 0);
+        self.len -= 1;
+        Some(k)
+    }
+}
+
 /// `max c·z, A z ≤ b, 0 ≤ z ≤ u` (`A` by sparse columns: `columns[k]` lists `(row, value)`
 /// of column `k`), starting with each `z_k` at `start[k]`. Returns `z` at an optimum, or
 /// `None` when the solver gives up (module doc); never a point outside the bounds.
@@ -45,9 +136,9 @@ pub enum Bound {
 /// its binding OSTs) and the columns of `A` sparse (an application uses a handful of OSTs), so
 /// an iteration costs about `rows² + nonzeros of A` instead of a pass over a `rows × (cols +
 /// rows)` tableau; with a thousand applications on 32 OSTs that is several times less.
-pub fn solve(
+pub fn solve<C: AsRef<[(usize, f64)]>>(
     c: &[f64],
-    columns: &[Vec<(usize, f64)>],
+    columns: &[C],
     b: &[f64],
     u: &[f64],
     start: &[Bound],
@@ -55,7 +146,9 @@ pub fn solve(
     let (n, m) = (c.len(), b.len());
     assert_eq!(columns.len(), n);
     assert!(
-        columns.iter().flatten().all(|&(i, _)| i < m),
+        columns
+            .iter()
+            .all(|col| col.as_ref().iter().all(|&(i, _)| i < m)),
         "rows of A exist"
     );
     assert_eq!(u.len(), n);
@@ -65,6 +158,21 @@ pub fn solve(
         "finite upper bounds ≥ 0"
     );
     let width = n + m;
+    // Column k is column k - 1 negated (a throttle and its expansion in the GIFT LP): its
+    // entry of a row of B⁻¹A is then the other's negated, exactly (round-to-nearest is
+    // symmetric; at most the sign of a zero differs, which no comparison or later value sees).
+    let mirrors_previous: Vec<bool> = (0..n)
+        .map(|k| {
+            k > 0 && {
+                let (prev, col) = (columns[k - 1].as_ref(), columns[k].as_ref());
+                prev.len() == col.len()
+                    && prev
+                        .iter()
+                        .zip(col)
+                        .all(|(&(ip, vp), &(i, v))| ip == i && v == -vp)
+            }
+        })
+        .collect();
     // B⁻¹, row-major; the basis starts as the slacks (identity).
     let mut binv = vec![0.0f64; m * m];
     for i in 0..m {
@@ -85,7 +193,7 @@ pub fn solve(
     let mut beta: Vec<f64> = b.to_vec();
     for (k, col) in columns.iter().enumerate() {
         if start[k] == Bound::Upper {
-            for &(i, v) in col {
+            for &(i, v) in col.as_ref() {
                 beta[i] -= v * u[k];
             }
         }
@@ -105,30 +213,25 @@ pub fn solve(
     let mut pivot_row = vec![0.0f64; m];
     let iterations_max = 50 * (width + 1);
     let mut degenerate_run = 0u32;
+    // Pricing of the current state when the last pivot's pass over the reduced costs made
+    // one, or the last bound flip left one usable (`None`: price in a pass of its own).
+    let mut priced: Option<Pricing> = None;
     for _ in 0..iterations_max {
         let bland = degenerate_run >= DEGENERATE_RUN_MAX;
         // Entering variable: improving direction from its bound.
-        let mut entering: Option<(usize, f64)> = None;
-        for k in 0..width {
-            if is_basic[k] {
-                continue;
+        let mut pricing = match priced.take() {
+            Some(pricing) if pricing.usable(bland) => pricing,
+            _ => {
+                let mut pricing = Pricing::new();
+                for k in 0..width {
+                    if !is_basic[k] {
+                        pricing.offer(k, at[k], d[k], upper(k), tol);
+                    }
+                }
+                pricing
             }
-            let gain = match at[k] {
-                Bound::Lower => d[k],
-                Bound::Upper => -d[k],
-            };
-            if gain <= tol || (at[k] == Bound::Lower && upper(k) == 0.0) {
-                continue;
-            }
-            if bland {
-                entering = Some((k, gain));
-                break;
-            }
-            if entering.is_none_or(|(_, g)| gain > g) {
-                entering = Some((k, gain));
-            }
-        }
-        let Some((q, _)) = entering else {
+        };
+        let Some(q) = pricing.take(bland) else {
             // Optimal: read z.
             let mut z: Vec<f64> = (0..n)
                 .map(|k| match at[k] {
@@ -145,11 +248,15 @@ pub fn solve(
         };
         // The entering column in the current basis: alpha = B⁻¹ A_q.
         if q < n {
-            alpha.fill(0.0);
-            for &(r, v) in &columns[q] {
-                for (i, x) in alpha.iter_mut().enumerate() {
-                    *x += binv[i * m + r] * v;
+            // Row by row (each row of B⁻¹ read where it lies); every alpha_i still sums the
+            // column's entries in their order from 0, as a column-by-column pass would.
+            let column = columns[q].as_ref();
+            for (x, row) in alpha.iter_mut().zip(binv.chunks_exact(m)) {
+                let mut sum = 0.0;
+                for &(r, v) in column {
+                    sum += row[r] * v;
                 }
+                *x = sum;
             }
         } else {
             for (i, x) in alpha.iter_mut().enumerate() {
@@ -206,6 +313,7 @@ pub fn solve(
                 Bound::Lower => Bound::Upper,
                 Bound::Upper => Bound::Lower,
             };
+            priced = Some(pricing);
             continue;
         };
         let pivot = alpha[r];
@@ -215,15 +323,34 @@ pub fn solve(
         // Reduced costs: d_k -= d_q / pivot · (row r of B⁻¹ A)_k, row r taken before the update.
         pivot_row.copy_from_slice(&binv[r * m..(r + 1) * m]);
         let ratio = d[q] / pivot;
+        // The same pass prices the next iteration: every column but the entering one (basic
+        // after this pivot) and the leaving one (nonbasic after it, offered below) keeps its
+        // status, and its reduced cost is final once updated here.
+        let mut pricing = Pricing::new();
+        let out = basis[r];
+        // (Row r of B⁻¹A at column k - 1, when this pass computed it.)
+        let mut previous: Option<f64> = None;
         for (k, col) in columns.iter().enumerate() {
-            if !is_basic[k] {
-                let t_rk: f64 = col.iter().map(|&(i, v)| pivot_row[i] * v).sum();
+            if is_basic[k] {
+                previous = None;
+            } else {
+                let t_rk: f64 = match previous {
+                    Some(t) if mirrors_previous[k] => -t,
+                    _ => col.as_ref().iter().map(|&(i, v)| pivot_row[i] * v).sum(),
+                };
+                previous = Some(t_rk);
                 d[k] -= ratio * t_rk;
+                if k != q {
+                    pricing.offer(k, at[k], d[k], u[k], tol);
+                }
             }
         }
         for i in 0..m {
             if !is_basic[n + i] {
                 d[n + i] -= ratio * pivot_row[i];
+                if n + i != q {
+                    pricing.offer(n + i, at[n + i], d[n + i], f64::INFINITY, tol);
+                }
             }
         }
         // The entering variable's value, and the leaving one goes to its bound.
@@ -231,7 +358,6 @@ pub fn solve(
             Bound::Lower => theta,
             Bound::Upper => upper(q) - theta,
         };
-        let out = basis[r];
         at[out] = leaves_at;
         is_basic[out] = false;
         is_basic[q] = true;
@@ -240,6 +366,8 @@ pub fn solve(
         d[q] = 0.0;
         // The leaving variable's reduced cost: -d_q / pivot (its tableau row-r entry is 1).
         d[out] = -ratio;
+        pricing.offer(out, at[out], d[out], upper(out), tol);
+        priced = Some(pricing);
         // B⁻¹: row r by the pivot, then eliminate alpha from the other rows.
         let inv = 1.0 / pivot;
         for v in &mut binv[r * m..(r + 1) * m] {

@@ -526,6 +526,7 @@ async fn hostile_input_closes_only_that_connection() {
                     net_kind: 0,
                     net_num: 0,
                 },
+                job_nodes: None,
             },
         },
     });
@@ -635,6 +636,7 @@ async fn pipelined_requests_are_answered_by_tag() {
                     net_kind: 0,
                     net_num: 0,
                 },
+                job_nodes: None,
             },
         },
     };
@@ -798,6 +800,7 @@ async fn stalled_writer(
                             net_kind: 0,
                             net_num: 0,
                         },
+                        job_nodes: None,
                     },
                 },
             })

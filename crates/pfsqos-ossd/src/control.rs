@@ -416,11 +416,7 @@ impl ControlHandle {
                         // Decides only at setup: set up again when node counts change,
                         // looking once a control period.
                         let period = Duration::from_millis(config.period_ms);
-                        loop {
-                            match stopped.recv_timeout(period) {
-                                Err(RecvTimeoutError::Timeout) => {}
-                                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-                            }
+                        while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
                             if !table.refresh(&*shared) {
                                 continue;
                             }

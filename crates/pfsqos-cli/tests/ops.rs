@@ -134,6 +134,7 @@ fn traffic(
                         num: 0,
                     },
                 ),
+                job_nodes: None,
             };
             let data = vec![1u8; 64 << 10];
             let mut off = 0u64;

@@ -31,6 +31,9 @@
 //! mds families: `pfsqos_mds_ops_total{op}` (operations answered, by kind, errors included),
 //! `pfsqos_mds_inodes` (files and directories, root included).
 //!
+//! ossd: `pfsqos_oss_job_nodes_total{counter}`, the job node-count table (`learned`,
+//! `overridden`, `evicted`, `dropped`, `admin_writes`, `admin_refused`).
+//!
 //! Both daemons: `pfsqos_oss_admission_total{counter}` / `pfsqos_mds_admission_total{counter}`,
 //! connection admission (refusals by budget, handshake timeouts, suppressed log lines).
 //!
@@ -264,6 +267,9 @@ pub struct OssSample {
     /// Connection admission: refusals by budget, handshake timeouts, suppressed log lines
     /// (`pfsqos_wire::admission::AdmissionCounters::fields`).
     pub admission: Vec<(&'static str, u64)>,
+    /// The job node-count table (`ost.OSS.ost_io.job_nodes`): learned, overridden,
+    /// evicted, dropped reports, administrator writes and refusals.
+    pub job_nodes: Vec<(&'static str, u64)>,
 }
 
 impl fmt::Debug for OssCollector {
@@ -465,6 +471,19 @@ impl Collector for OssCollector {
             }
         }
         encode_admission(&mut encoder, "pfsqos_oss_admission", &s.admission)?;
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_oss_job_nodes",
+                "The job node-count table (ost.OSS.ost_io.job_nodes) since the daemon started, \
+                 by counter: mount reports learned, overridden by the administrator, entries \
+                 evicted, reports dropped, administrator writes applied and refused.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (counter, v) in &s.job_nodes {
+                ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
+            }
+        }
         Ok(())
     }
 }
@@ -586,6 +605,7 @@ mod tests {
             rules: vec![("r1".into(), 250), ("default".into(), 10000)],
             sync: vec![("reports_out", 12), ("batches_in", 3)],
             admission: vec![("refused_handshakes_per_address", 7)],
+            job_nodes: vec![("evicted", 4)],
         }));
         for line in [
             "pfsqos_ost_job_read_bytes_total{ost=\"pfsqos-OST0000\",job=\"dd.0\"} 10",
@@ -598,6 +618,7 @@ mod tests {
             "pfsqos_oss_sync_total{counter=\"reports_out\"} 12",
             "pfsqos_oss_sync_total{counter=\"batches_in\"} 3",
             "pfsqos_oss_admission_total{counter=\"refused_handshakes_per_address\"} 7",
+            "pfsqos_oss_job_nodes_total{counter=\"evicted\"} 4",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }
@@ -725,6 +746,7 @@ mod tests {
             rules: vec![("r\"1".into(), 5)],
             sync: Vec::new(),
             admission: Vec::new(),
+            job_nodes: Vec::new(),
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use pfsqos_wire::key::{read_key_file, DEFAULT_KEY_FILE};
 
-use crate::jobid::{JOBID_NAME_DEFAULT, JOBID_VAR_DEFAULT};
+use crate::jobid::{JOBID_NAME_DEFAULT, JOBID_VAR_DEFAULT, JOBNODES_VAR_DEFAULT};
 use crate::oss_pool::RECOVERY_DEFAULT;
 use crate::{MountConfig, MAX_READ_AHEAD_MB_DEFAULT, MAX_RPCS_IN_FLIGHT_DEFAULT, THREADS_DEFAULT};
 
@@ -34,6 +34,11 @@ pub struct MountArgs {
     /// %j the jobid_var value.
     #[arg(long, default_value = JOBID_NAME_DEFAULT)]
     pub jobid_name: String,
+    /// Environment variable holding the job's node count (read like --jobid-var, sent with
+    /// every RPC for the ossd's controller); `disable` sends none. A value that is not a
+    /// number in 1..=1000000 is ignored (logged and counted).
+    #[arg(long, default_value = JOBNODES_VAR_DEFAULT)]
+    pub jobnodes_var: String,
     /// RPCs in flight per OST.
     #[arg(long, default_value_t = MAX_RPCS_IN_FLIGHT_DEFAULT)]
     pub max_rpcs_in_flight: usize,
@@ -74,6 +79,7 @@ impl MountArgs {
             key_file: DEFAULT_KEY_FILE.into(),
             jobid_var: JOBID_VAR_DEFAULT.to_string(),
             jobid_name: JOBID_NAME_DEFAULT.to_string(),
+            jobnodes_var: JOBNODES_VAR_DEFAULT.to_string(),
             max_rpcs_in_flight: MAX_RPCS_IN_FLIGHT_DEFAULT,
             brw_size_bytes: None,
             max_dirty_mb: None,
@@ -106,6 +112,9 @@ impl MountArgs {
         if let Some(d) = self.max_dirty_mb {
             push(&mut a, "--max-dirty-mb", d.to_string());
         }
+        if self.jobnodes_var != JOBNODES_VAR_DEFAULT {
+            push(&mut a, "--jobnodes-var", &self.jobnodes_var);
+        }
         if self.page_cache {
             a.push("--page-cache".into());
         }
@@ -135,6 +144,7 @@ impl MountArgs {
         let mut config = MountConfig::new(self.mountpoint, self.mds, key);
         config.jobid_var = self.jobid_var;
         config.jobid_name = self.jobid_name;
+        config.jobnodes_var = self.jobnodes_var;
         config.max_rpcs_in_flight = self.max_rpcs_in_flight;
         config.brw_size_bytes = self.brw_size_bytes.unwrap_or(config.brw_size_bytes);
         config.max_dirty_mb = self.max_dirty_mb.unwrap_or(config.max_dirty_mb);
@@ -180,6 +190,7 @@ mod tests {
             key_file: "/k/cluster.key".into(),
             jobid_var: "SLURM_JOB_ID".into(),
             jobid_name: "%j.%h".into(),
+            jobnodes_var: "NODES".into(),
             max_rpcs_in_flight: 4,
             brw_size_bytes: Some(1 << 20),
             max_dirty_mb: Some(128),

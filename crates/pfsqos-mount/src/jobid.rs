@@ -11,12 +11,21 @@
 //!
 //! The result is cut to 31 bytes (Lustre's `LUSTRE_JOBID_SIZE` less the NUL) at a character
 //! boundary, and control characters become `_`, so every JobID is valid on the wire.
+//!
+//! The job's node count is carried the same way (pfsqos's addition, issue #20): `jobnodes_var`
+//! (default `SLURM_JOB_NUM_NODES`, `disable` turns it off) names a variable read from the
+//! same `/proc/PID/environ` read, cached with the JobID. Its value is data: only a decimal
+//! integer in 1..=[`JOB_NODES_MAX`] counts ([`parse_job_nodes`]); anything else is ignored
+//! (the RPC carries no node count) and counted, never an error for the process's I/O.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use pfsqos_core::model::{JobId, JOB_ID_LEN_MAX};
+use pfsqos_wire::protocol::JOB_NODES_MAX;
+use tracing::warn;
 
 /// Default `jobid_var`: use the pattern.
 pub const JOBID_VAR_DEFAULT: &str = "disable";
@@ -30,6 +39,10 @@ pub const CACHE_TTL: Duration = Duration::from_secs(2);
 pub const CACHE_ENTRIES_MAX: usize = 4096;
 /// Largest /proc/PID/environ read.
 const ENVIRON_LEN_MAX: u64 = 1 << 20;
+/// Default `jobnodes_var`: Slurm's node count of the job (`SLURM_JOB_NUM_NODES`).
+pub const JOBNODES_VAR_DEFAULT: &str = "SLURM_JOB_NUM_NODES";
+/// Most bytes of an ignored node-count value shown in the log (it is the user's data).
+const IGNORED_VALUE_LOG_BYTES_MAX: usize = 32;
 
 /// What the pattern may refer to, for one process.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -42,6 +55,8 @@ pub struct ProcInfo {
     pub full_host: String,
     /// The value of `jobid_var` in the process's environment, if set.
     pub var_value: Option<String>,
+    /// The value of `jobnodes_var` in the process's environment, if set (unchecked text).
+    pub nodes_value: Option<String>,
 }
 
 /// Checks a `jobid_name` pattern: bounded length, and only the known `%` codes.
@@ -84,6 +99,34 @@ pub fn validate_var(var: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Checks a `jobnodes_var` value: `disable` or an environment variable name.
+pub fn validate_nodes_var(var: &str) -> Result<(), String> {
+    if var == "procname_uid" {
+        return Err(
+            "jobnodes_var procname_uid: expected disable or an environment variable name".into(),
+        );
+    }
+    validate_var(var).map_err(|_| {
+        format!(
+            "jobnodes_var {var:?}: expected disable or an environment variable name ([A-Za-z0-9_], 1..=64 bytes)"
+        )
+    })
+}
+
+/// A node count as a process's environment states it: ASCII decimal digits only (no sign,
+/// no spaces, no leading `+`), a value in 1..=[`JOB_NODES_MAX`]. `None` for anything else;
+/// the digits are bounded before they are parsed, so a huge value costs nothing.
+pub fn parse_job_nodes(text: &str) -> Option<u32> {
+    // 7 digits hold JOB_NODES_MAX (1,000,000); leading zeros beyond that are refused too.
+    const DIGITS_MAX: usize = 7;
+    if text.is_empty() || text.len() > DIGITS_MAX || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<u32>()
+        .ok()
+        .filter(|n| (1..=JOB_NODES_MAX).contains(n))
 }
 
 /// Expands `pattern` for one process (pure).
@@ -169,57 +212,105 @@ pub fn hostnames() -> (String, String) {
     (short, full)
 }
 
-/// Cached JobIDs by (pid, uid, gid), with when they were derived.
-type JobCache = HashMap<(u32, u32, u32), (Instant, JobId)>;
+/// What a process's I/O is tagged with: its JobID and, if its environment states a valid
+/// one, its job's node count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobTag {
+    pub job: JobId,
+    pub nodes: Option<u32>,
+}
 
-/// Derives and caches JobIDs per process.
+/// Cached tags by (pid, uid, gid), with when they were derived.
+type JobCache = HashMap<(u32, u32, u32), (Instant, JobTag)>;
+
+/// Derives and caches JobIDs (and node counts) per process.
 pub struct JobIds {
     var: String,
     pattern: String,
+    /// `jobnodes_var`: `disable` or the variable holding the job's node count.
+    nodes_var: String,
     short_host: String,
     full_host: String,
     cache: Mutex<JobCache>,
+    /// Node-count values found but ignored (not a number in 1..=JOB_NODES_MAX), one per
+    /// reading of a process's environment.
+    nodes_ignored: AtomicU64,
 }
 
 impl JobIds {
-    pub fn new(var: &str, pattern: &str) -> Result<JobIds, String> {
+    pub fn new(var: &str, pattern: &str, nodes_var: &str) -> Result<JobIds, String> {
         validate_var(var)?;
         validate_pattern(pattern)?;
+        validate_nodes_var(nodes_var)?;
         let (short_host, full_host) = hostnames();
         Ok(JobIds {
             var: var.to_string(),
             pattern: pattern.to_string(),
+            nodes_var: nodes_var.to_string(),
             short_host,
             full_host,
             cache: Mutex::new(HashMap::new()),
+            nodes_ignored: AtomicU64::new(0),
         })
     }
 
-    /// The JobID of process `pid` running as `uid`/`gid` (from the FUSE request). Pid 0
-    /// (requests the kernel makes on its own) and vanished processes get the pattern with
-    /// the executable name `kernel`/`unknown`.
-    pub fn of(&self, pid: u32, uid: u32, gid: u32) -> JobId {
+    /// Node-count values ignored so far (not a number in 1..=`JOB_NODES_MAX`); the log
+    /// line of each ignored value states the total too.
+    #[cfg(test)]
+    pub fn nodes_ignored(&self) -> u64 {
+        self.nodes_ignored.load(Ordering::Relaxed)
+    }
+
+    /// The JobID and node count of process `pid` running as `uid`/`gid` (from the FUSE
+    /// request). Pid 0 (requests the kernel makes on its own) and vanished processes get the
+    /// pattern with the executable name `kernel`/`unknown` and no node count.
+    pub fn of(&self, pid: u32, uid: u32, gid: u32) -> JobTag {
         let now = Instant::now();
         let key = (pid, uid, gid);
         {
             let cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some((at, job)) = cache.get(&key) {
+            if let Some((at, tag)) = cache.get(&key) {
                 if now.duration_since(*at) < CACHE_TTL {
-                    return *job;
+                    return *tag;
                 }
             }
         }
-        let job = sanitize(&job_text(
-            &self.var,
-            &self.pattern,
-            &self.proc_info(pid, uid, gid),
-        ));
+        let info = self.proc_info(pid, uid, gid);
+        let job = sanitize(&job_text(&self.var, &self.pattern, &info));
+        let nodes = info.nodes_value.as_deref().and_then(|text| {
+            let nodes = parse_job_nodes(text);
+            if nodes.is_none() {
+                self.note_ignored(pid, text);
+            }
+            nodes
+        });
+        let tag = JobTag { job, nodes };
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if cache.len() >= CACHE_ENTRIES_MAX {
             cache.clear();
         }
-        cache.insert(key, (now, job));
-        job
+        cache.insert(key, (now, tag));
+        tag
+    }
+
+    /// Counts an ignored value and logs it, at counts 1, 2, 4, 8, ... so a process with a
+    /// bad value cannot flood the log; the value is cut and printed escaped (`{:?}`).
+    fn note_ignored(&self, pid: u32, text: &str) {
+        let n = self.nodes_ignored.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            let mut cut = text.len().min(IGNORED_VALUE_LOG_BYTES_MAX);
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            warn!(
+                pid,
+                var = %self.nodes_var,
+                value = ?&text[..cut],
+                value_bytes = text.len(),
+                ignored_total = n,
+                "node count in the environment ignored: not a number in 1..={JOB_NODES_MAX}"
+            );
+        }
     }
 
     fn proc_info(&self, pid: u32, uid: u32, gid: u32) -> ProcInfo {
@@ -235,12 +326,21 @@ impl JobIds {
                 .unwrap_or_else(|| "unknown".to_string())
         };
         let wants_var = !matches!(self.var.as_str(), "disable" | "procname_uid");
-        let var_value = if wants_var && pid != 0 {
+        let wants_nodes = self.nodes_var != "disable";
+        // One bounded read of the environment serves both variables.
+        let environ = if (wants_var || wants_nodes) && pid != 0 {
             read_bounded(&format!("/proc/{pid}/environ"), ENVIRON_LEN_MAX)
-                .and_then(|env| find_env(&env, &self.var))
         } else {
             None
         };
+        let var_value = environ
+            .as_deref()
+            .filter(|_| wants_var)
+            .and_then(|env| find_env(env, &self.var));
+        let nodes_value = environ
+            .as_deref()
+            .filter(|_| wants_nodes)
+            .and_then(|env| find_env(env, &self.nodes_var));
         ProcInfo {
             exe,
             uid,
@@ -249,6 +349,7 @@ impl JobIds {
             short_host: self.short_host.clone(),
             full_host: self.full_host.clone(),
             var_value,
+            nodes_value,
         }
     }
 }
@@ -266,6 +367,7 @@ mod tests {
             short_host: "node7".into(),
             full_host: "node7.cluster.example".into(),
             var_value: Some("4242".into()),
+            nodes_value: None,
         }
     }
 
@@ -328,14 +430,115 @@ mod tests {
 
     #[test]
     fn own_process_reads_its_environment() {
-        let ids = JobIds::new("PATH", "%e.%u").unwrap();
+        let ids = JobIds::new("PATH", "%e.%u", "disable").unwrap();
         let pid = std::process::id();
-        let job = ids.of(pid, 0, 0);
+        let tag = ids.of(pid, 0, 0);
         let path = std::env::var("PATH").unwrap_or_default();
         if !path.is_empty() {
-            assert_eq!(job.as_str(), sanitize(&path).as_str());
+            assert_eq!(tag.job.as_str(), sanitize(&path).as_str());
         }
-        let by_pattern = JobIds::new("disable", "%p").unwrap().of(pid, 0, 0);
-        assert_eq!(by_pattern.as_str(), pid.to_string());
+        assert_eq!(tag.nodes, None, "jobnodes_var disabled");
+        let by_pattern = JobIds::new("disable", "%p", "disable")
+            .unwrap()
+            .of(pid, 0, 0);
+        assert_eq!(by_pattern.job.as_str(), pid.to_string());
+    }
+
+    #[test]
+    fn node_counts_parse_strictly_within_bounds() {
+        assert_eq!(parse_job_nodes("1"), Some(1));
+        assert_eq!(parse_job_nodes("64"), Some(64));
+        assert_eq!(parse_job_nodes("1000000"), Some(JOB_NODES_MAX));
+        assert_eq!(parse_job_nodes("0064"), Some(64));
+        for hostile in [
+            "",
+            "0",
+            "-1",
+            "+3",
+            " 4",
+            "4 ",
+            "abc",
+            "4a",
+            "1000001",
+            "99999999999",
+            "18446744073709551617",
+            "４",
+            "1.5",
+            "0x10",
+        ] {
+            assert_eq!(parse_job_nodes(hostile), None, "{hostile:?}");
+        }
+        assert_eq!(parse_job_nodes(&"9".repeat(1 << 16)), None);
+    }
+
+    #[test]
+    fn nodes_vars_are_validated() {
+        assert!(validate_nodes_var("SLURM_JOB_NUM_NODES").is_ok());
+        assert!(validate_nodes_var("disable").is_ok());
+        assert!(validate_nodes_var("procname_uid").is_err());
+        assert!(validate_nodes_var("A B").is_err());
+        assert!(validate_nodes_var(&"A".repeat(65)).is_err());
+        assert!(JobIds::new("disable", "%e", "X=Y").is_err());
+    }
+
+    /// A child process (a `cat` waiting on its stdin) with a job's variables: its JobID and
+    /// node count come from its environment; a hostile one is ignored and counted.
+    #[test]
+    fn a_childs_job_and_node_count_come_from_its_environment() {
+        use std::process::{Command, Stdio};
+        let tag_of = |nodes: &str| {
+            let mut child = Command::new("cat")
+                .env("SLURM_JOB_ID", "4242")
+                .env("SLURM_JOB_NUM_NODES", nodes)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap();
+            // Until its exec is complete, the child's /proc shows the test's own environment
+            // or none.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let environ = format!("/proc/{}/environ", child.id());
+            while std::fs::read(&environ).map_or(true, |e| {
+                find_env(&e, "SLURM_JOB_ID").as_deref() != Some("4242")
+            }) {
+                assert!(Instant::now() < deadline, "cat did not start");
+                std::thread::yield_now();
+            }
+            let ids = JobIds::new("SLURM_JOB_ID", "%e.%u", JOBNODES_VAR_DEFAULT).unwrap();
+            let tag = ids.of(child.id(), 0, 0);
+            drop(child.stdin.take()); // cat exits at the end of its input
+            child.wait().unwrap();
+            (tag, ids.nodes_ignored())
+        };
+        let (tag, ignored) = tag_of("4");
+        assert_eq!(tag.job.as_str(), "4242");
+        assert_eq!((tag.nodes, ignored), (Some(4), 0));
+        for hostile in ["abc", "-1", "99999999999", &"7".repeat(100_000)] {
+            let (tag, ignored) = tag_of(hostile);
+            assert_eq!(tag.job.as_str(), "4242", "the JobID is unaffected");
+            assert_eq!((tag.nodes, ignored), (None, 1), "{:.20}", hostile);
+        }
+    }
+
+    /// The test process's own environment is fixed, so a variable every process has (`PATH`)
+    /// stands in for a hostile node count: found, ignored, counted, and never an error.
+    #[test]
+    fn a_value_that_is_no_node_count_is_ignored_and_counted() {
+        let pid = std::process::id();
+        if std::env::var("PATH").map_or(true, |p| parse_job_nodes(&p).is_some()) {
+            return; // no PATH, or (absurdly) a numeric one: nothing to show
+        }
+        let ids = JobIds::new("disable", "%p", "PATH").unwrap();
+        assert_eq!(ids.of(pid, 0, 0).nodes, None);
+        assert_eq!(ids.nodes_ignored(), 1);
+        // Cached: the environment is read once per CACHE_TTL, and counted once.
+        assert_eq!(ids.of(pid, 0, 0).nodes, None);
+        assert_eq!(ids.nodes_ignored(), 1);
+        // A different uid is another cache entry: read and counted again.
+        assert_eq!(ids.of(pid, 1, 0).nodes, None);
+        assert_eq!(ids.nodes_ignored(), 2);
+        // Pid 0 (the kernel's requests) has no environment.
+        assert_eq!(ids.of(0, 0, 0).nodes, None);
+        assert_eq!(ids.nodes_ignored(), 2);
     }
 }

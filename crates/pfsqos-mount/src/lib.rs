@@ -1,7 +1,8 @@
 //! `pfsqos mount`: the FUSE client. It stripes file data over the OSTs as the MDS's layouts say,
 //! splits I/O into RPCs of at most `brw_size`, keeps at most `max_rpcs_in_flight` RPCs in
 //! flight per OST, writes behind within a dirty budget, and tags every RPC with the JobID of
-//! the process that caused it, derived as Lustre's client does (`jobid_var`, `jobid_name`).
+//! the process that caused it, derived as Lustre's client does (`jobid_var`, `jobid_name`),
+//! and with the job's node count from the same environment (`jobnodes_var`).
 //!
 //! * `stripe`: pure RAID-0 arithmetic (offset to object, RPC splitting, object sizes);
 //! * `jobid`: JobID derivation (pattern expansion, `/proc/PID/environ`);
@@ -71,6 +72,9 @@ pub struct MountConfig {
     pub key: Vec<u8>,
     pub jobid_var: String,
     pub jobid_name: String,
+    /// Environment variable holding the job's node count, sent with every RPC (`disable`:
+    /// none is sent).
+    pub jobnodes_var: String,
     pub max_rpcs_in_flight: usize,
     pub brw_size_bytes: u64,
     pub max_dirty_mb: u64,
@@ -108,6 +112,7 @@ impl MountConfig {
             key,
             jobid_var: jobid::JOBID_VAR_DEFAULT.to_string(),
             jobid_name: jobid::JOBID_NAME_DEFAULT.to_string(),
+            jobnodes_var: jobid::JOBNODES_VAR_DEFAULT.to_string(),
             max_rpcs_in_flight: MAX_RPCS_IN_FLIGHT_DEFAULT,
             brw_size_bytes: BRW_SIZE_DEFAULT_BYTES,
             max_dirty_mb: MAX_DIRTY_MB_DEFAULT,
@@ -160,6 +165,8 @@ impl MountConfig {
         jobid::validate_var(&self.jobid_var).map_err(|e| anyhow::anyhow!("--jobid-var: {e}"))?;
         jobid::validate_pattern(&self.jobid_name)
             .map_err(|e| anyhow::anyhow!("--jobid-name: {e}"))?;
+        jobid::validate_nodes_var(&self.jobnodes_var)
+            .map_err(|e| anyhow::anyhow!("--jobnodes-var: {e}"))?;
         if self.recovery.is_zero() || self.recovery > Duration::from_secs(3600) {
             bail!(
                 "recovery time (--recovery-s) {:?}: allowed more than 0 and at most 1 h",
@@ -463,7 +470,7 @@ async fn connect(
             )))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let jobids = jobid::JobIds::new(&config.jobid_var, &config.jobid_name)
+    let jobids = jobid::JobIds::new(&config.jobid_var, &config.jobid_name, &config.jobnodes_var)
         .map_err(|e| anyhow::anyhow!(e))?;
     Ok(ops::Ops::new(
         mds,

@@ -620,11 +620,13 @@ impl Ops {
     }
 
     fn identity(&self, c: Caller) -> Identity {
+        let tag = self.jobids.of(c.pid, c.uid, c.gid);
         Identity {
-            job: self.jobids.of(c.pid, c.uid, c.gid),
+            job: tag.job,
             uid: c.uid,
             gid: c.gid,
             nid: self.nid,
+            job_nodes: tag.nodes,
         }
     }
 

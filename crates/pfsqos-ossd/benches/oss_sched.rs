@@ -37,6 +37,7 @@ fn ident(i: usize) -> Identity {
                 num: 0,
             },
         ),
+        job_nodes: None,
     }
 }
 

@@ -69,7 +69,9 @@ pub struct OssdArgs {
     /// 4194304]
     #[arg(long, requires = "policy")]
     pub brw_size_bytes: Option<u64>,
-    /// Node count of a job, as JOB=N; repeat for more jobs. Other jobs count one node.
+    /// Node count of a job, as JOB=N; repeat for more jobs. Other jobs count what their
+    /// mounts report (SLURM_JOB_NUM_NODES), else one node; `lctl set_param
+    /// ost.OSS.ost_io.job_nodes=JOB=N` sets or corrects counts at run time.
     #[arg(long = "job-nodes", value_parser = parse_job_nodes, requires = "policy")]
     pub job_nodes: Vec<(JobId, u32)>,
     /// Serve Prometheus metrics at http://ADDR/metrics.

@@ -29,20 +29,30 @@
 //! and dropped. The ossd keeps each connected client's limit and states it on every reply to
 //! that client, which applies it to its node's limiter (docs/live.md, "Client limits").
 //!
+//! Job metadata: every observation's `jobs` take their node counts from the daemon's job
+//! table ([`crate::job_nodes`]: the administrator's `--job-nodes` and `lctl set_param
+//! ost.OSS.ost_io.job_nodes`, then what mounts report, else one node) and their weight from
+//! it by `pfsqos_core::control::default_job_weight` (the live runtime has no separate
+//! weight). Jobs the table knows but the observer has not seen yet are listed too (up to
+//! `KNOWN_JOBS_MAX`). A controller that decides only at setup (Static BW, no period) is set
+//! up again when the table changes: a fresh controller, after the rules the old one holds are
+//! stopped, so its fixed rates follow node counts learned at run time.
+//!
 //! Clean exit: when stopped, the loop stops every TBF rule its controller started and still
 //! holds, then writes `nrs_policies=fifo` if the controller ever changed the policy, and
 //! lifts every client limit.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use pfsqos_core::control::agent::{Ledger, Observer, OstSample};
+use pfsqos_core::control::agent::{Ledger, Observer, OstSample, KNOWN_JOBS_MAX};
 use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
 use pfsqos_core::control::{
-    ClientId, ClientWrite, ControlWrite, Controller, Decision, DomainId, DomainWrite, Observation,
+    default_job_weight, ClientId, ClientWrite, ControlWrite, Controller, Decision, DomainId,
+    DomainWrite, JobMeta, Observation,
 };
 use pfsqos_core::model::{JobId, Nid};
 use tracing::{debug, info, warn};
@@ -70,6 +80,10 @@ pub(crate) trait Controlled: Send + Sync + 'static {
     fn set_client_limit(&self, nid: Nid, limit_bytes_per_s: Option<u64>) -> bool;
     /// Lifts every client limit (the controller stopped).
     fn clear_client_limits(&self);
+    /// Changes whenever a node count in the job table changes.
+    fn job_nodes_generation(&self) -> u64;
+    /// The job table's node counts by job.
+    fn job_nodes(&self) -> BTreeMap<JobId, u32>;
 }
 
 /// A controller made by code instead of named by a spec: when [`ControlConfig::factory`] is
@@ -209,6 +223,54 @@ pub(crate) fn apply_write(
     Ok(())
 }
 
+/// The job table as the loop last read it: re-read only when its generation moved.
+struct NodeTable {
+    generation: Option<u64>,
+    nodes: BTreeMap<JobId, u32>,
+}
+
+impl NodeTable {
+    /// Re-reads the table if it changed; true if it did.
+    fn refresh(&mut self, shared: &impl Controlled) -> bool {
+        let generation = shared.job_nodes_generation();
+        if self.generation == Some(generation) {
+            return false;
+        }
+        // Read after the generation: a change in between is seen again next time.
+        self.nodes = shared.job_nodes();
+        self.generation = Some(generation);
+        true
+    }
+}
+
+/// Gives the observation's jobs the table's node counts (one node for a job the table does
+/// not know) and the weights that follow from them, and lists the table's jobs the observer
+/// has not seen yet, while the list holds fewer than `KNOWN_JOBS_MAX`. Keeps `jobs` sorted by
+/// job id, as `Observation` requires.
+pub(crate) fn with_job_nodes(obs: &mut Observation, nodes: &BTreeMap<JobId, u32>) {
+    for meta in &mut obs.jobs {
+        meta.node_count = nodes.get(&meta.job).copied().unwrap_or(1);
+        meta.weight = default_job_weight(meta.node_count);
+    }
+    let listed: BTreeSet<JobId> = obs.jobs.iter().map(|m| m.job).collect();
+    let room = KNOWN_JOBS_MAX.saturating_sub(obs.jobs.len());
+    let unseen: Vec<JobMeta> = nodes
+        .iter()
+        .filter(|(job, _)| !listed.contains(*job))
+        .take(room)
+        .map(|(&job, &node_count)| JobMeta {
+            job,
+            node_count,
+            weight: default_job_weight(node_count),
+        })
+        .collect();
+    if !unseen.is_empty() {
+        obs.jobs.extend(unseen);
+        obs.jobs.sort_unstable_by_key(|m| m.job);
+    }
+    debug_assert!(obs.jobs.windows(2).all(|w| w[0].job < w[1].job));
+}
+
 /// Lists the connected clients in an observation (`ClientId(i)` is `clients[i]`).
 fn observe_clients(obs: &mut Observation, clients: &[Nid]) {
     obs.clients = (0..clients.len() as u32).map(ClientId).collect();
@@ -265,6 +327,23 @@ fn apply_decision(
     }
 }
 
+/// Stops every rule the controller started and still holds, leaving the policy as it is
+/// (a controller set up again starts its rules anew).
+fn stop_held_rules(shared: &impl Controlled, ledger: &mut Ledger) {
+    let rules: Vec<String> = ledger.rules.iter().cloned().collect();
+    for name in rules {
+        let w = DomainWrite {
+            domain: OSS_DOMAIN,
+            write: ControlWrite::NrsTbfRule(format!("stop {name}")),
+        };
+        if let Err(e) = apply_write(shared, &w, ledger) {
+            warn!(write = ?w.write, error = %e, "could not stop a controller rule");
+            // Gone already (an administrator stopped it): the ledger must not hold it.
+            ledger.rules.remove(&name);
+        }
+    }
+}
+
 /// Undoes what the ledger holds ([`Ledger::undo_writes`]) and lifts every client limit.
 pub(crate) fn clean_up(shared: &impl Controlled, ledger: &mut Ledger) {
     shared.clear_client_limits();
@@ -298,7 +377,7 @@ impl ControlHandle {
             .name("ossd-control".to_string())
             .spawn(move || {
                 // Built here: controllers need not be `Send`.
-                let mut controller = match &config.factory {
+                let build = || match &config.factory {
                     Some(f) => (f.0)(),
                     None => config.policy.controller_with(
                         config.period_ms,
@@ -306,6 +385,12 @@ impl ControlHandle {
                         config.seed,
                     ),
                 };
+                let mut controller = build();
+                let mut table = NodeTable {
+                    generation: None,
+                    nodes: BTreeMap::new(),
+                };
+                table.refresh(&*shared);
                 // Marks the set_param log lines of the controller's writes.
                 let _span = tracing::info_span!("control", policy = controller.name()).entered();
                 let mut ledger = Ledger::default();
@@ -317,6 +402,7 @@ impl ControlHandle {
                     shared.now_ns(),
                 );
                 let mut initial = observer.initial(shared.now_ns(), shared.sample());
+                with_job_nodes(&mut initial, &table.nodes);
                 let clients = shared.clients();
                 observe_clients(&mut initial, &clients);
                 info!(
@@ -327,7 +413,33 @@ impl ControlHandle {
                 apply_decision(&*shared, &mut *controller, decision, &clients, &mut ledger);
                 match controller.period_ns() {
                     None => {
-                        let _ = stopped.recv();
+                        // Decides only at setup: set up again when node counts change,
+                        // looking once a control period.
+                        let period = Duration::from_millis(config.period_ms);
+                        while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
+                            if !table.refresh(&*shared) {
+                                continue;
+                            }
+                            let mut obs = observer.observe(shared.now_ns(), shared.sample());
+                            with_job_nodes(&mut obs, &table.nodes);
+                            let clients = shared.clients();
+                            observe_clients(&mut obs, &clients);
+                            info!(
+                                policy = controller.name(),
+                                jobs = obs.jobs.len(),
+                                "job node counts changed: setting the controller up again"
+                            );
+                            stop_held_rules(&*shared, &mut ledger);
+                            controller = build();
+                            let decision = controller.setup(&obs);
+                            apply_decision(
+                                &*shared,
+                                &mut *controller,
+                                decision,
+                                &clients,
+                                &mut ledger,
+                            );
+                        }
                     }
                     Some(period_ns) => {
                         let period = Duration::from_nanos(period_ns.max(1));
@@ -339,6 +451,8 @@ impl ControlHandle {
                                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                             }
                             let mut obs = observer.observe(shared.now_ns(), shared.sample());
+                            table.refresh(&*shared);
+                            with_job_nodes(&mut obs, &table.nodes);
                             let clients = shared.clients();
                             observe_clients(&mut obs, &clients);
                             let decision = controller.decide(&obs);
@@ -388,6 +502,54 @@ mod tests {
         assert!(parse_job_nodes("a").unwrap_err().contains("JOB=NODES"));
         assert!(parse_job_nodes("a=0").unwrap_err().contains("1..="));
         assert!(parse_job_nodes(&format!("{}=1", "x".repeat(40))).is_err());
+    }
+
+    fn meta(j: &str, n: u32) -> JobMeta {
+        JobMeta {
+            job: job(j),
+            node_count: n,
+            weight: n,
+        }
+    }
+
+    #[test]
+    fn observations_take_node_counts_and_weights_from_the_table() {
+        let mut obs = Observation {
+            now_ns: 0,
+            period_ns: 0,
+            domains: Vec::new(),
+            jobs: vec![meta("b", 1), meta("d", 7)],
+            clients: Vec::new(),
+        };
+        let table: BTreeMap<JobId, u32> = [(job("a"), 2), (job("b"), 3), (job("c"), 5)].into();
+        with_job_nodes(&mut obs, &table);
+        assert_eq!(
+            obs.jobs,
+            vec![meta("a", 2), meta("b", 3), meta("c", 5), meta("d", 1)],
+            "the table's counts, one node where it has none, unseen jobs listed, sorted"
+        );
+        assert!(obs
+            .jobs
+            .iter()
+            .all(|m| m.weight == default_job_weight(m.node_count)));
+    }
+
+    #[test]
+    fn unseen_table_jobs_fill_the_list_only_up_to_its_bound() {
+        let jobs: Vec<JobMeta> = (0..KNOWN_JOBS_MAX - 1)
+            .map(|i| meta(&format!("j{i:05}"), 1))
+            .collect();
+        let mut obs = Observation {
+            now_ns: 0,
+            period_ns: 0,
+            domains: Vec::new(),
+            jobs,
+            clients: Vec::new(),
+        };
+        let table: BTreeMap<JobId, u32> = [(job("x1"), 2), (job("x2"), 2)].into();
+        with_job_nodes(&mut obs, &table);
+        assert_eq!(obs.jobs.len(), KNOWN_JOBS_MAX);
+        assert_eq!(obs.jobs.last().unwrap().job, job("x1"));
     }
 
     #[test]

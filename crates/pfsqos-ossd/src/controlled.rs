@@ -1,9 +1,11 @@
 //! The ossd as its control loop sees it: [`Controlled`] for the daemon's shared state. Kept
 //! apart so that [`crate::control`] does not depend on [`crate::ossd`] (which starts it).
 
+use std::collections::BTreeMap;
+
 use pfsqos_core::control::agent::OstSample;
 use pfsqos_core::control::ControlWrite;
-use pfsqos_core::model::Nid;
+use pfsqos_core::model::{JobId, Nid};
 use pfsqos_wire::protocol::RemoteError;
 
 use crate::control::Controlled;
@@ -47,6 +49,14 @@ impl Controlled for Shared {
 
     fn clients(&self) -> Vec<Nid> {
         lock(&self.clients).nids()
+    }
+
+    fn job_nodes_generation(&self) -> u64 {
+        lock(&self.job_nodes).generation()
+    }
+
+    fn job_nodes(&self) -> BTreeMap<JobId, u32> {
+        lock(&self.job_nodes).snapshot()
     }
 
     fn set_client_limit(&self, nid: Nid, limit_bytes_per_s: Option<u64>) -> bool {

@@ -15,6 +15,7 @@
 mod args;
 pub mod control;
 mod controlled;
+pub mod job_nodes;
 mod ossd;
 pub mod param_glob;
 pub mod sync;

@@ -96,6 +96,7 @@ use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tracing::{debug, info, warn};
 
 use crate::control::{ControlConfig, ControlHandle};
+use crate::job_nodes::{JobNodes, JobNodesCounters};
 use crate::sync::{SyncConfig, SyncState, SyncStats};
 use pfsqos_metrics::{
     render_collector, JobSample, MetricsServer, OssCollector, OssSample, OstSample, Render,
@@ -610,6 +611,9 @@ pub(crate) struct Shared {
     /// good reading (kept when a read fails, so the sensor sees no change rather than a jump
     /// to another source's scale).
     pub(crate) block_stats: Vec<Option<BlockStatFile>>,
+    /// Node counts by job (`ost.OSS.ost_io.job_nodes`), fed by the administrator and the
+    /// mounts' RPCs; read by the control loop every period.
+    pub(crate) job_nodes: Mutex<JobNodes>,
 }
 
 impl Shared {
@@ -698,6 +702,8 @@ pub(crate) const PARAM_TBF_RULE: &str = "ost.OSS.ost_io.nrs_tbf_rule";
 /// What DSFQ synchronization with the peer ossds did (read-only; `ENODEV` while no CPT
 /// runs `dsfq`, so a wildcard shows it only then).
 pub(crate) const PARAM_SYNC_STATS: &str = "ost.OSS.ost_io.nrs_dsfq_sync_stats";
+/// Node counts by job: the run-time table ([`crate::job_nodes`]); `JOB=N` or `JOB=clear`.
+pub(crate) const PARAM_JOB_NODES: &str = "ost.OSS.ost_io.job_nodes";
 
 /// The service's NRS parameter files below [`SERVICE_PREFIX`]: `nrs_policies` and every file a
 /// policy of the scheduler registry owns (TBF's `nrs_tbf_rule`, ...).
@@ -762,6 +768,10 @@ impl Shared {
         data: Option<bytes::Bytes>,
         done: oneshot::Sender<IoResult>,
     ) -> Result<(), RemoteError> {
+        if !io.tags.job.is_empty() {
+            // Before the CPT's lock: the two locks are never held together.
+            lock(&self.job_nodes).saw(io.tags.job, io.job_nodes, self.now_ns());
+        }
         let c = &self.cpts[cpt];
         {
             let mut st = lock(&c.state);
@@ -916,6 +926,7 @@ impl Shared {
                 .map(|p| format!("{SERVICE_PREFIX}{p}")),
         );
         names.push(PARAM_SYNC_STATS.to_string());
+        names.push(PARAM_JOB_NODES.to_string());
         names.sort();
         names
     }
@@ -938,7 +949,7 @@ impl Shared {
             .filter(|n| {
                 let policy_file = n
                     .strip_prefix(SERVICE_PREFIX)
-                    .is_some_and(|p| p != "nrs_policies");
+                    .is_some_and(|p| p != "nrs_policies" && p != "job_nodes");
                 !(wildcard
                     && policy_file
                     && self.get_param(n).is_err_and(|e| e.errno == Errno::ENODEV))
@@ -955,6 +966,7 @@ impl Shared {
 
     pub(crate) fn get_param(&self, name: &str) -> Result<String, RemoteError> {
         match name {
+            PARAM_JOB_NODES => Ok(lock(&self.job_nodes).render()),
             PARAM_POLICIES => {
                 let guards = self.lock_cpts();
                 let reg: Vec<&Nrs<Pending>> = guards.iter().map(|g| g.svc.head(REG_HEAD)).collect();
@@ -1078,6 +1090,10 @@ impl Shared {
                 format!("{name} is read-only"),
             ));
         }
+        if name == PARAM_JOB_NODES {
+            // Not a scheduler parameter: no CPT needs waking.
+            return lock(&self.job_nodes).admin_write(value, self.now_ns());
+        }
         let service_param = name
             .strip_prefix(SERVICE_PREFIX)
             .filter(|p| service_params().contains(p));
@@ -1189,6 +1205,7 @@ impl Shared {
             rules,
             sync: crate::sync::stats_fields(&self.sync_stats()).to_vec(),
             admission: self.admission.counters().fields().to_vec(),
+            job_nodes: lock(&self.job_nodes).counters().fields().to_vec(),
         }
     }
 
@@ -1476,6 +1493,13 @@ impl Ossd {
             clients: Mutex::new(Clients::default()),
             sync: SyncState::new(config.sync.clone()).context("choosing a sync epoch")?,
             block_stats,
+            // Validated above (`ControlConfig::capacity`): bounded, in range, no job twice.
+            job_nodes: Mutex::new(JobNodes::new(
+                config
+                    .control
+                    .as_ref()
+                    .map_or(&[][..], |c| c.job_nodes.as_slice()),
+            )),
         });
         let listener = TcpListener::bind(config.listen)
             .await
@@ -1564,6 +1588,15 @@ impl Ossd {
     }
 
     /// What DSFQ synchronization with the peer ossds did so far.
+    pub fn job_nodes_counters(&self) -> JobNodesCounters {
+        lock(&self.shared.job_nodes).counters()
+    }
+
+    /// What the daemon's job table says now: node counts by job.
+    pub fn job_nodes(&self) -> BTreeMap<JobId, u32> {
+        lock(&self.shared.job_nodes).snapshot()
+    }
+
     pub fn sync_stats(&self) -> SyncStats {
         self.shared.sync_stats()
     }

@@ -127,6 +127,7 @@ fn ident(job: &str) -> Identity {
                 num: 0,
             },
         ),
+        job_nodes: None,
     }
 }
 
@@ -187,6 +188,61 @@ async fn static_rules_follow_node_counts_and_go_away_on_exit() {
     let (code, _, err) = lctl_get(&f, "ost.OSS.ost_io.nrs_tbf_rule").await;
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("ENODEV"), "{err}");
+    assert_eq!(tbf_state(&f).await, "stopped");
+    f.ossd.shutdown().await;
+}
+
+/// Static BW decides at setup; node counts changed at run time (by the administrator, by a
+/// mount's RPCs) set it up again with the new shares, and its exit still undoes everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_rules_follow_node_counts_changed_at_run_time() {
+    let mut control = ControlConfig::new("static").unwrap();
+    control.capacity_rpcs_per_s = Some(1000);
+    control.job_nodes = vec![
+        parse_job_nodes("small.1=1").unwrap(),
+        parse_job_nodes("big.2=3").unwrap(),
+    ];
+    let mut f = start(2, control).await;
+    let rates = |r: &[ListedRule], job: &str| for_job(r, job).map(|x| x.rate_rpcs_per_s);
+    wait_for_rules(&f, "1:3", |r| {
+        rates(r, "small.1") == Some(500) && rates(r, "big.2") == Some(1500)
+    })
+    .await;
+    // The administrator corrects small.1 to 3 nodes.
+    let (code, _, err) = lctl_set(&f, "ost.OSS.ost_io.job_nodes=small.1=3").await;
+    assert_eq!(code, 0, "{err}");
+    wait_for_rules(&f, "3:3", |r| {
+        rates(r, "small.1") == Some(1000) && rates(r, "big.2") == Some(1000)
+    })
+    .await;
+    // A mount's RPC states a new job of 2 nodes: 3:3:2 of 2000 RPC/s.
+    let mut client = OssClient::connect(f.ossd.local_addr(), KEY, Role::Client)
+        .await
+        .unwrap();
+    let id = Identity {
+        job_nodes: Some(2),
+        ..ident("new.3")
+    };
+    client.write(&id, 0, 7, 0, &[7; 4096], false).await.unwrap();
+    wait_for_rules(&f, "3:3:2", |r| {
+        rates(r, "small.1") == Some(750)
+            && rates(r, "big.2") == Some(750)
+            && rates(r, "new.3") == Some(500)
+            && r.len() == 3
+    })
+    .await;
+    assert_eq!(
+        f.ossd.job_nodes().get(&JobId::new("new.3").unwrap()),
+        Some(&2)
+    );
+    let (code, listing, err) = lctl_get(&f, "ost.OSS.ost_io.job_nodes").await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        listing.contains("- job_id: new.3\n  nodes: 2\n  source: mount\n")
+            && listing.contains("- job_id: small.1\n  nodes: 3\n  source: admin\n"),
+        "{listing}"
+    );
+    f.ossd.stop_control().await;
     assert_eq!(tbf_state(&f).await, "stopped");
     f.ossd.shutdown().await;
 }

@@ -32,6 +32,7 @@ fn ident(job: &str) -> Identity {
                 num: 0,
             },
         ),
+        job_nodes: None,
     }
 }
 

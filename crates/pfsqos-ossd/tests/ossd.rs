@@ -61,6 +61,7 @@ fn ident(job: &str) -> Identity {
                 num: 0,
             },
         ),
+        job_nodes: None,
     }
 }
 
@@ -453,7 +454,8 @@ async fn hostile_input_closes_only_that_connection() {
     let (code, _, err) = lctl_out(&f, get(&["no.such.param"])).await;
     assert_eq!(code, 1);
     assert!(err.contains("No such file or directory"), "{err}");
-    assert_eq!(admin.get_param("ost.OSS.ost_io.*").await.unwrap().len(), 2);
+    // nrs_policies, nrs_tbf_rule and job_nodes.
+    assert_eq!(admin.get_param("ost.OSS.ost_io.*").await.unwrap().len(), 3);
     let interval = "obdfilter.testfs-OST0000.job_cleanup_interval";
     assert_eq!(admin.get_param(interval).await.unwrap()[0].value, "600\n");
     match admin.set_param(interval, "soon").await {
@@ -526,6 +528,7 @@ async fn hostile_input_closes_only_that_connection() {
                     net_kind: 0,
                     net_num: 0,
                 },
+                job_nodes: None,
             },
         },
     });
@@ -635,6 +638,7 @@ async fn pipelined_requests_are_answered_by_tag() {
                     net_kind: 0,
                     net_num: 0,
                 },
+                job_nodes: None,
             },
         },
     };
@@ -798,6 +802,7 @@ async fn stalled_writer(
                             net_kind: 0,
                             net_num: 0,
                         },
+                        job_nodes: None,
                     },
                 },
             })

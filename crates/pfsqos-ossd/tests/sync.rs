@@ -102,6 +102,7 @@ fn ident(job: &str) -> Identity {
                 num: 0,
             },
         ),
+        job_nodes: None,
     }
 }
 

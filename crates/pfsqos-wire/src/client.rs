@@ -53,6 +53,9 @@ pub struct Identity {
     pub uid: u32,
     pub gid: u32,
     pub nid: Nid,
+    /// The job's node count as read from the issuing process's environment, sent with every
+    /// RPC ([`WireTags::job_nodes`]); `None`: not known.
+    pub job_nodes: Option<u32>,
 }
 
 impl Identity {
@@ -69,6 +72,7 @@ impl Identity {
             uid: 0,
             gid: 0,
             nid: Nid::ipv4(127, 0, 0, 1, tcp),
+            job_nodes: None,
         }
     }
 
@@ -78,6 +82,7 @@ impl Identity {
             uid: self.uid,
             gid: self.gid,
             nid: self.nid.into(),
+            job_nodes: self.job_nodes,
         }
     }
 }

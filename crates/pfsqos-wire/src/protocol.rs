@@ -49,7 +49,12 @@ pub const MAGIC: [u8; 4] = *b"PFSQ";
 /// ([`Reply::client_limit`]).
 /// Version 4: ossds exchange DSFQ synchronization batches ([`Role::Oss`],
 /// [`WireRequest::Sync`]).
-pub const PROTOCOL_VERSION: u16 = 4;
+/// Version 5: an I/O request carries its job's node count as the client read it
+/// ([`WireTags::job_nodes`]).
+pub const PROTOCOL_VERSION: u16 = 5;
+/// Largest node count a request may state for its job (the AdapTBF and Static BW priority
+/// basis): the bound the ossd's `--job-nodes` takes too.
+pub const JOB_NODES_MAX: u32 = pfsqos_core::lustre::JOB_NODES_MAX;
 /// Largest bulk frame: bulk data is split into chunks of this size.
 pub const BULK_CHUNK_BYTES: usize = 8 << 20;
 /// Largest frame of any kind: one bulk chunk plus room for a header.
@@ -209,6 +214,15 @@ pub struct WireTags {
     pub uid: u32,
     pub gid: u32,
     pub nid: WireNid,
+    /// The job's node count as the client read it from the issuing process's environment
+    /// (`SLURM_JOB_NUM_NODES`), 1..=[`JOB_NODES_MAX`]; `None` when it had none.
+    ///
+    /// Sent with every RPC rather than with a job's first RPC on a connection: it costs one
+    /// byte (`None`) to five (a varint) on RPCs of kilobytes to megabytes, keeps no
+    /// per-connection state on either side, and an ossd that restarted or forgot the job
+    /// (its table is bounded) learns it again from the next RPC, not from the next
+    /// connection.
+    pub job_nodes: Option<u32>,
 }
 
 /// An object I/O request as on the wire.
@@ -262,6 +276,9 @@ pub struct IoRequest {
     pub length: u64,
     pub sync: bool,
     pub tags: RpcTags,
+    /// The job's node count as the client stated it ([`WireTags::job_nodes`]), checked
+    /// to be within 1..=[`JOB_NODES_MAX`].
+    pub job_nodes: Option<u32>,
 }
 
 /// A validated request.
@@ -855,6 +872,13 @@ pub fn validate_io(io: &WireIo, ost_count: u32) -> Result<IoRequest, ProtocolErr
             ))
         }
     }
+    if let Some(nodes) = io.tags.job_nodes {
+        if !(1..=JOB_NODES_MAX).contains(&nodes) {
+            return bad(format!(
+                "job node count {nodes} outside 1..={JOB_NODES_MAX}"
+            ));
+        }
+    }
     Ok(IoRequest {
         op: io.op,
         ost: io.ost,
@@ -863,6 +887,7 @@ pub fn validate_io(io: &WireIo, ost_count: u32) -> Result<IoRequest, ProtocolErr
         length: io.length,
         sync: io.sync,
         tags: validate_tags(&io.tags, io.op)?,
+        job_nodes: io.tags.job_nodes,
     })
 }
 
@@ -1053,6 +1078,7 @@ mod tests {
                     net_kind: 0,
                     net_num: 0,
                 },
+                job_nodes: Some(3),
             },
         }
     }
@@ -1070,6 +1096,7 @@ mod tests {
         assert_eq!(io.tags.job.as_str(), "dd.0");
         assert_eq!(io.tags.opcode, Opcode::OstWrite);
         assert_eq!(io.tags.nid.to_string(), "0@lo");
+        assert_eq!(io.job_nodes, Some(3));
     }
 
     #[test]
@@ -1096,6 +1123,26 @@ mod tests {
                     ..io(IoOp::Read, 0, 1)
                 },
                 "job id",
+            ),
+            (
+                WireIo {
+                    tags: WireTags {
+                        job_nodes: Some(0),
+                        ..io(IoOp::Read, 0, 1).tags
+                    },
+                    ..io(IoOp::Read, 0, 1)
+                },
+                "node count",
+            ),
+            (
+                WireIo {
+                    tags: WireTags {
+                        job_nodes: Some(JOB_NODES_MAX + 1),
+                        ..io(IoOp::Read, 0, 1).tags
+                    },
+                    ..io(IoOp::Read, 0, 1)
+                },
+                "node count",
             ),
             (
                 WireIo {

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  start:  nrs_policies -> (tbf jobid started? else enable it once, check it started)
-//!          nrs_tbf_rule -> stop stale rules of our prefix (a previous instance's)
+//!          nrs_tbf_rule -> stale rules of our prefix: adopted (change) or stopped
 //!          job_stats    -> baseline -> Controller::setup
 //!  period: job_stats -> Observation -> Controller::decide -> controller's rates per job
 //!          min(controller rate, administrator limit / mean RPC size)    (RPC/s per OSS)
@@ -365,7 +365,7 @@ impl<L: Lctl> Agent<L> {
         rule.starts_with(&self.config.rule_prefix)
     }
 
-    /// Starts: takes the policy in hand, removes what an earlier instance left, gives the
+    /// Starts: takes the policy in hand, finds what an earlier instance left, gives the
     /// controller its setup observation.
     pub fn start(&mut self) -> Result<(), StartError> {
         let policies = self
@@ -426,7 +426,7 @@ impl<L: Lctl> Agent<L> {
     }
 
     /// Finds every rule of our prefix (an earlier instance killed without its clean-up): they
-    /// are adopted or stopped as the first rules are written ([`Agent::stale`]).
+    /// are adopted or stopped as the first rules are written (see the `stale` field).
     fn find_stale_rules(&mut self) -> Result<(), StartError> {
         let text = match self.get(PARAM_TBF_RULE) {
             Ok(t) => t,
@@ -968,6 +968,8 @@ mod tests {
         rules: Vec<(String, u64)>,
         writes: Vec<String>,
         counts: LctlCounts,
+        /// `stop` of these rules fails (lctl timing out).
+        stuck: Vec<String>,
     }
 
     impl Lctl for Oss {
@@ -1009,6 +1011,11 @@ mod tests {
                 }
                 ("set_param", Some(w)) => {
                     let text = w.split_once('=').unwrap().1.to_string();
+                    if let Some(n) = text.strip_prefix("stop ") {
+                        if self.stuck.iter().any(|s| s == n) {
+                            return Err(LctlError::Timeout);
+                        }
+                    }
                     let mut words = text.split(' ');
                     match (words.next(), words.next()) {
                         (Some("start"), Some(n)) => {
@@ -1046,6 +1053,7 @@ mod tests {
             rules: Vec::new(),
             writes: Vec::new(),
             counts: LctlCounts::default(),
+            stuck: Vec::new(),
         }
     }
 
@@ -1134,6 +1142,44 @@ mod tests {
         );
         a.period();
         assert!(a.stats.held.is_empty(), "idle: no longer held");
+    }
+
+    /// A stale rule holding the name the agent wants for another job (the test OSS lists
+    /// every rule on `jobid={x}`) that cannot be stopped: the start is not written over it,
+    /// the job gets another name, and the stale rule is stopped once lctl lets it.
+    #[test]
+    fn a_stale_rule_that_cannot_be_stopped_keeps_its_name() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\ncpts = 1\n\
+             [[jobs]]\nid = \"a\"\nnodes = 1\n",
+        )
+        .unwrap();
+        let mut oss = oss(vec![("a", 0, 4096)]);
+        oss.rules.push(("pfqa".into(), 7));
+        oss.stuck.push("pfqa".into());
+        let mut a = Agent::new(config, oss);
+        a.start().unwrap();
+        assert_eq!(
+            rate_of(&a, "pfqa"),
+            Some(7),
+            "not changed: it is on another job"
+        );
+        assert!(
+            !a.lctl().writes.iter().any(|w| w.starts_with("start pfqa ")),
+            "{:?}",
+            a.lctl().writes
+        );
+        a.period();
+        // Named afresh; the stale rule is still tried.
+        assert_eq!(rate_of(&a, "pfqa_2"), Some(500));
+        assert_eq!(rate_of(&a, "pfqa"), Some(7));
+        a.lctl.stuck.clear();
+        a.period();
+        assert_eq!(rate_of(&a, "pfqa"), None, "stopped once lctl works");
+        assert_eq!(a.stats.stale_rules_removed, 1);
+        assert_eq!(a.stats.rules_adopted, 0);
+        a.shutdown();
+        assert!(a.lctl().rules.is_empty(), "{:?}", a.lctl().rules);
     }
 
     #[test]

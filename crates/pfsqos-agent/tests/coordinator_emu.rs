@@ -75,7 +75,7 @@ impl Oss {
         std::fs::write(
             &config,
             format!(
-                "controller = \"static\"\nost_capacity_rpcs_per_s = 2\ncpts = 2\n\
+                "controller = \"static\"\nost_capacity_rpcs_per_s = 100\ncpts = 2\n\
                  rule_prefix = \"pfq\"\nperiod_ms = 100\nlctl_backoff_ms = 10\n\
                  metrics_listen = \"{metrics}\"\n\
                  [coordinator]\naddr = \"{coordinator}\"\nkey_file = \"{key}\"\n\
@@ -278,9 +278,9 @@ fn two_agent_processes_under_gift_hold_then_release_when_the_coordinator_dies() 
             .collect(),
     );
 
-    // Both OSSs far beyond their capacity in bytes (GIFT thinks in bytes: 2 RPC/s of 1 MiB):
-    // "big" floods both, "small" and "other" use one OSS each (the in-memory test's
-    // topology), so the shares GIFT balances differ per OSS and it throttles on each.
+    // GIFT takes every active job to saturate the OSTs it uses; "big" uses both OSSs,
+    // "small" and "other" one each (the in-memory test's topology), so the shares GIFT
+    // balances differ per OSS and it throttles on each.
     let end = Instant::now() + DEADLINE;
     let mut round = 0u64;
     loop {

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  start:  nrs_policies -> (tbf jobid started? else enable it once, check it started)
-//!          nrs_tbf_rule -> stop stale rules of our prefix (a previous instance's)
+//!          nrs_tbf_rule -> stale rules of our prefix: adopted (change) or stopped
 //!          job_stats    -> baseline -> Controller::setup
 //!  period: job_stats -> Observation -> Controller::decide -> controller's rates per job
 //!          min(controller rate, administrator limit / mean RPC size)    (RPC/s per OSS)
@@ -80,6 +80,12 @@ pub struct AgentStats {
     pub job_rates: BTreeMap<JobId, JobRateStat>,
     /// Jobs held at an administrator limit: since when (agent time, ns) and the limit.
     pub held: BTreeMap<JobId, Held>,
+    /// Rules of the agent's prefix found at start (left by an earlier instance) and taken
+    /// over with a `change` instead of being stopped and started again.
+    pub rules_adopted: u64,
+    /// Rules of the agent's prefix found at start and stopped (not wanted, or their name is
+    /// wanted for another job).
+    pub stale_rules_removed: u64,
     /// Failed exchanges with the coordinator (coordinated agents only).
     pub coordinator_errors: u64,
     /// Whether the agent is in the safe state: its coordinator silent for longer than
@@ -99,6 +105,35 @@ pub struct Held {
     pub since_ns: u64,
     pub limit_bytes_per_s: u64,
     pub held_ns: u64,
+}
+
+/// What a rule of the agent's prefix, found at start, matches (read from its listed
+/// condition: `jobid={J}` in the expression layout, `{J}` in the legacy one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StaleMatch {
+    /// One rule-safe job id: the rule can be adopted by that job.
+    Job(JobId),
+    /// `{*}`: the catch-all's form.
+    All,
+    /// Anything else (several ids, other fields): only ever stopped.
+    Other,
+}
+
+impl StaleMatch {
+    pub fn of_condition(conditions: &str) -> StaleMatch {
+        let c = conditions.trim();
+        let c = c.strip_prefix("jobid=").unwrap_or(c);
+        let Some(inner) = c.strip_prefix('{').and_then(|c| c.strip_suffix('}')) else {
+            return StaleMatch::Other;
+        };
+        if inner == "*" {
+            return StaleMatch::All;
+        }
+        match JobId::new(inner) {
+            Ok(j) if pfsqos_core::control::rules::job_id_is_rule_safe(&j) => StaleMatch::Job(j),
+            _ => StaleMatch::Other,
+        }
+    }
 }
 
 /// Why the agent could not start.
@@ -249,6 +284,12 @@ pub struct Agent<L: Lctl> {
     rpc_size: RpcSizeEstimate,
     catch_all: Option<u64>,
     catch_all_name: String,
+    /// Rules of our prefix found at start and not yet adopted or stopped, by name. Until the
+    /// first period's rules are written they keep limiting their jobs; a rule this agent
+    /// wants under the same name for the same job is adopted (`change`), any other is stopped
+    /// (before its name is started again); those left after the first period are stopped,
+    /// and a stop that fails is tried again every period and at exit.
+    stale: BTreeMap<String, StaleMatch>,
     epoch: Instant,
     started: bool,
     pub stats: AgentStats,
@@ -285,6 +326,7 @@ impl<L: Lctl> Agent<L> {
             rpc_size,
             catch_all: None,
             catch_all_name,
+            stale: BTreeMap::new(),
             epoch,
             started: false,
             stats: AgentStats::default(),
@@ -326,7 +368,7 @@ impl<L: Lctl> Agent<L> {
         rule.starts_with(&self.config.rule_prefix)
     }
 
-    /// Starts: takes the policy in hand, removes what an earlier instance left, gives the
+    /// Starts: takes the policy in hand, finds what an earlier instance left, gives the
     /// controller its setup observation.
     pub fn start(&mut self) -> Result<(), StartError> {
         let policies = self
@@ -366,7 +408,7 @@ impl<L: Lctl> Agent<L> {
         } else {
             info!(policy = %found, "TBF already takes jobid rules; left as found");
         }
-        self.remove_stale_rules()?;
+        self.find_stale_rules()?;
         let listed = self.list_osts();
         let text = self.get(PARAM_JOB_STATS).unwrap_or_default();
         let now = now_ns(self.epoch);
@@ -386,9 +428,9 @@ impl<L: Lctl> Agent<L> {
         Ok(())
     }
 
-    /// Stops every rule of our prefix found at start (an earlier instance killed without its
-    /// clean-up): the new instance writes what its controller wants from the first period.
-    fn remove_stale_rules(&mut self) -> Result<(), StartError> {
+    /// Finds every rule of our prefix (an earlier instance killed without its clean-up): they
+    /// are adopted or stopped as the first rules are written (see the `stale` field).
+    fn find_stale_rules(&mut self) -> Result<(), StartError> {
         let text = match self.get(PARAM_TBF_RULE) {
             Ok(t) => t,
             Err(e) if !self.lctl.writes() => {
@@ -398,23 +440,117 @@ impl<L: Lctl> Agent<L> {
             Err(e) => return Err(StartError(format!("reading {PARAM_TBF_RULE}: {e}"))),
         };
         let Ok(listing) = TbfRuleListing::parse(&text) else {
-            warn!("rule listing unreadable; no stale rules removed");
+            warn!("rule listing unreadable; no stale rules found");
             return Ok(());
         };
-        let stale: BTreeSet<String> = listing
-            .regular
-            .iter()
-            .flat_map(|c| c.rules.iter())
-            .map(|r| r.name.clone())
-            .filter(|n| self.owns(n) && n != "default")
-            .collect();
-        for name in stale {
-            info!(rule = %name, "removing a rule left by an earlier instance");
-            if let Err(e) = self.set(PARAM_TBF_RULE, &format!("stop {name}")) {
-                warn!(rule = %name, error = %e, "could not remove a stale rule");
+        let sections = std::iter::once(&listing.regular).chain(listing.high_priority.as_ref());
+        for rule in sections.flatten().flat_map(|c| c.rules.iter()) {
+            if self.owns(&rule.name) && rule.name != "default" {
+                self.stale
+                    .entry(rule.name.clone())
+                    .or_insert_with(|| StaleMatch::of_condition(&rule.conditions));
             }
         }
+        for (name, m) in &self.stale {
+            info!(rule = %name, matches = ?m, "rule left by an earlier instance: adopted if still wanted, else removed");
+        }
         Ok(())
+    }
+
+    /// Stops the stale rules no write adopted; those that cannot be stopped now are tried
+    /// again next time, and their names are never given to a job meanwhile.
+    fn sweep_stale_rules(&mut self) {
+        let names: Vec<String> = self.stale.keys().cloned().collect();
+        for name in names {
+            match self.set(PARAM_TBF_RULE, &format!("stop {name}")) {
+                Ok(()) => {
+                    self.stale.remove(&name);
+                    self.stats.stale_rules_removed += 1;
+                    info!(rule = %name, "removed a rule left by an earlier instance");
+                }
+                Err(e) if e.errno() == Some(Errno::ENOENT) => {
+                    // Already gone (an administrator stopped it).
+                    self.stale.remove(&name);
+                }
+                Err(e) => {
+                    self.rules.reserve_name(&name);
+                    warn!(rule = %name, error = %e, "could not remove a stale rule; tried again next period");
+                }
+            }
+        }
+    }
+
+    /// Writes one rule command over what an earlier instance left: a start whose name a
+    /// stale rule holds adopts it (`change`) when it matches the same job (or is the
+    /// catch-all), else stops it first. A stale rule that cannot be stopped keeps its name:
+    /// the start is not written (it would change a rule on another job), the job is named
+    /// afresh at the next period.
+    fn write_over_stale(&mut self, text: &str, cmd: Option<&RuleCommand>) {
+        let start = match cmd {
+            Some(RuleCommand::Start {
+                name,
+                job,
+                value,
+                rank,
+            }) => Some((name.clone(), StaleMatch::Job(*job), *value, rank.clone())),
+            None if text.starts_with("start ") => self.catch_all.map(|r| {
+                (
+                    self.catch_all_name.clone(),
+                    StaleMatch::All,
+                    r,
+                    Some("default".to_string()),
+                )
+            }),
+            _ => None,
+        };
+        let Some((name, wanted, value, rank)) = start else {
+            return self.write_rule(text, cmd);
+        };
+        let Some(found) = self.stale.remove(&name) else {
+            return self.write_rule(text, cmd);
+        };
+        if found == wanted {
+            let mut change = format!("change {name} rate={value}");
+            if let Some(before) = &rank {
+                change.push_str(" rank=");
+                change.push_str(before);
+            }
+            match self.set(PARAM_TBF_RULE, &change) {
+                Ok(()) => {
+                    // Held as if started: a clean exit stops it.
+                    self.ledger
+                        .note(&ControlWrite::NrsTbfRule(text.to_string()));
+                    self.stats.rules_adopted += 1;
+                    info!(rule = %name, "adopted a rule left by an earlier instance");
+                    return;
+                }
+                Err(e) => {
+                    // Gone meanwhile, or refused: start it as new.
+                    warn!(rule = %name, error = %e, "could not adopt a stale rule; starting it");
+                    return self.write_rule(text, cmd);
+                }
+            }
+        }
+        match self.set(PARAM_TBF_RULE, &format!("stop {name}")) {
+            Ok(()) => {
+                self.stats.stale_rules_removed += 1;
+                info!(rule = %name, "removed a rule left by an earlier instance (its name is wanted for another job)");
+                self.write_rule(text, cmd);
+            }
+            Err(e) if e.errno() == Some(Errno::ENOENT) => self.write_rule(text, cmd),
+            Err(e) => {
+                warn!(rule = %name, error = %e, "could not remove a stale rule; its name is not reused");
+                self.stale.insert(name.clone(), found);
+                self.stats.writes_refused += 1;
+                if cmd.is_some() {
+                    // Releases the job's name first, so the reservation below sticks.
+                    self.rules.refused(text);
+                } else {
+                    self.catch_all = None;
+                }
+                self.rules.reserve_name(&name);
+            }
+        }
     }
 
     fn list_osts(&mut self) -> Vec<String> {
@@ -483,6 +619,11 @@ impl<L: Lctl> Agent<L> {
         let cpts = self.rule_cpts();
         self.apply(&obs.observation, &obs.per_job, &cpts);
         self.stats.last_decision_ns += t0.elapsed().as_nanos() as u64;
+        // After the first period's rules, what was left by an earlier instance and not
+        // adopted goes.
+        if !self.stale.is_empty() {
+            self.sweep_stale_rules();
+        }
     }
 
     /// Replaces the controller's rates with a coordinator's (job, OSS-wide RPC/s): its
@@ -708,7 +849,7 @@ impl<L: Lctl> Agent<L> {
         }
         self.catch_all = overflow_min;
         for (text, cmd) in texts {
-            self.write_rule(&text, cmd.as_ref());
+            self.write_over_stale(&text, cmd.as_ref());
         }
         self.stats.rules_held = self.rules.len() + usize::from(self.catch_all.is_some());
     }
@@ -766,6 +907,7 @@ impl<L: Lctl> Agent<L> {
 
     /// Clean exit: stops every rule of ours and restores the policy found.
     pub fn shutdown(&mut self) {
+        self.sweep_stale_rules();
         for write in self.ledger.undo_writes() {
             let (param, text) = write.param_and_text();
             let param = format!("ost.OSS.ost_io.{param}");
@@ -811,6 +953,8 @@ mod tests {
         rules: Vec<(String, u64)>,
         writes: Vec<String>,
         counts: LctlCounts,
+        /// `stop` of these rules fails (lctl timing out).
+        stuck: Vec<String>,
     }
 
     impl Lctl for Oss {
@@ -852,6 +996,11 @@ mod tests {
                 }
                 ("set_param", Some(w)) => {
                     let text = w.split_once('=').unwrap().1.to_string();
+                    if let Some(n) = text.strip_prefix("stop ") {
+                        if self.stuck.iter().any(|s| s == n) {
+                            return Err(LctlError::Timeout);
+                        }
+                    }
                     let mut words = text.split(' ');
                     match (words.next(), words.next()) {
                         (Some("start"), Some(n)) => {
@@ -889,6 +1038,7 @@ mod tests {
             rules: Vec::new(),
             writes: Vec::new(),
             counts: LctlCounts::default(),
+            stuck: Vec::new(),
         }
     }
 
@@ -977,6 +1127,44 @@ mod tests {
         );
         a.period();
         assert!(a.stats.held.is_empty(), "idle: no longer held");
+    }
+
+    /// A stale rule holding the name the agent wants for another job (the test OSS lists
+    /// every rule on `jobid={x}`) that cannot be stopped: the start is not written over it,
+    /// the job gets another name, and the stale rule is stopped once lctl lets it.
+    #[test]
+    fn a_stale_rule_that_cannot_be_stopped_keeps_its_name() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\ncpts = 1\n\
+             [[jobs]]\nid = \"a\"\nnodes = 1\n",
+        )
+        .unwrap();
+        let mut oss = oss(vec![("a", 0, 4096)]);
+        oss.rules.push(("pfqa".into(), 7));
+        oss.stuck.push("pfqa".into());
+        let mut a = Agent::new(config, oss);
+        a.start().unwrap();
+        assert_eq!(
+            rate_of(&a, "pfqa"),
+            Some(7),
+            "not changed: it is on another job"
+        );
+        assert!(
+            !a.lctl().writes.iter().any(|w| w.starts_with("start pfqa ")),
+            "{:?}",
+            a.lctl().writes
+        );
+        a.period();
+        // Named afresh; the stale rule is still tried.
+        assert_eq!(rate_of(&a, "pfqa_2"), Some(500));
+        assert_eq!(rate_of(&a, "pfqa"), Some(7));
+        a.lctl.stuck.clear();
+        a.period();
+        assert_eq!(rate_of(&a, "pfqa"), None, "stopped once lctl works");
+        assert_eq!(a.stats.stale_rules_removed, 1);
+        assert_eq!(a.stats.rules_adopted, 0);
+        a.shutdown();
+        assert!(a.lctl().rules.is_empty(), "{:?}", a.lctl().rules);
     }
 
     #[test]

@@ -2,7 +2,11 @@
 //! which tests put first on `PATH` as `lctl`).
 //!
 //! * Environment: `PFSQOS_LCTL_SERVER` (the ossd's address), `PFSQOS_LCTL_KEY_FILE` (its key),
-//!   `PFSQOS_LCTL_VERSION` (`2.12`, `2.14`, `2.15`, `2.16` or `2.17`; default `2.17`).
+//!   `PFSQOS_LCTL_VERSION` (`2.12`, `2.14`, `2.15`, `2.16` or `2.17`; default `2.17`),
+//!   `PFSQOS_LCTL_OST_INDEX_BASE` (0 by default, at most 0xfff0): added to the OST index in
+//!   the names `get_param` and `list_param` print, so that emulated OSSs over separate ossds
+//!   (each numbering its OSTs from 0) show file-system-wide indexes as Lustre's OSSs do
+//!   (`fs-OST0001` on the second). Names given to `set_param` are not renumbered.
 //! * Parameter names are Lustre's (`ost.OSS.ost_io.nrs_policies`, `ost.OSS.ost_io.nrs_tbf_rule`,
 //!   `obdfilter.<fs>-OSTxxxx.job_stats`, `obdfilter.<fs>-OSTxxxx.job_cleanup_interval`), which
 //!   the ossd uses too; globs are expanded by the ossd as lctl expands them.
@@ -33,6 +37,25 @@ use pfsqos_wire::protocol::Role;
 pub const ENV_SERVER: &str = "PFSQOS_LCTL_SERVER";
 pub const ENV_KEY_FILE: &str = "PFSQOS_LCTL_KEY_FILE";
 pub const ENV_VERSION: &str = "PFSQOS_LCTL_VERSION";
+pub const ENV_OST_INDEX_BASE: &str = "PFSQOS_LCTL_OST_INDEX_BASE";
+
+/// `name` with the OST index after its first `-OST` (four hex digits) raised by `base`.
+pub fn renumber_ost(name: &str, base: u32) -> String {
+    if base == 0 {
+        return name.to_string();
+    }
+    let Some(at) = name.find("-OST") else {
+        return name.to_string();
+    };
+    let digits = at + 4;
+    let hex = name.get(digits..digits + 4).unwrap_or("");
+    match u32::from_str_radix(hex, 16) {
+        Ok(i) if hex.len() == 4 && i + base <= 0xffff => {
+            format!("{}{:04x}{}", &name[..digits], i + base, &name[digits + 4..])
+        }
+        _ => name.to_string(),
+    }
+}
 
 /// The versions whose output the emulation prints.
 pub const VERSIONS: [&str; 5] = ["2.12", "2.14", "2.15", "2.16", "2.17"];
@@ -109,6 +132,7 @@ struct Env {
     server: SocketAddr,
     key_file: PathBuf,
     version: String,
+    ost_index_base: u32,
 }
 
 fn env() -> Result<Env, String> {
@@ -126,10 +150,19 @@ fn env() -> Result<Env, String> {
             VERSIONS.join(", ")
         ));
     }
+    let ost_index_base = match std::env::var(ENV_OST_INDEX_BASE) {
+        Err(_) => 0,
+        Ok(v) => v
+            .parse::<u32>()
+            .ok()
+            .filter(|&b| b <= 0xfff0)
+            .ok_or_else(|| format!("{ENV_OST_INDEX_BASE} must be 0..=65520"))?,
+    };
     Ok(Env {
         server,
         key_file,
         version,
+        ost_index_base,
     })
 }
 
@@ -206,7 +239,7 @@ async fn run(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn Writ
             "list_param" => match client.list_params(operand).await {
                 Ok(names) => {
                     for n in names {
-                        let _ = writeln!(out, "{n}");
+                        let _ = writeln!(out, "{}", renumber_ost(&n, env.ost_index_base));
                     }
                 }
                 Err(ClientError::Remote(e)) => {
@@ -231,8 +264,8 @@ async fn run(env: &Env, args: &[String], out: &mut dyn Write, err: &mut dyn Writ
                         } else {
                             p.value
                         };
-                        let _ =
-                            out.write_all(format_value(&p.name, &value, values_only).as_bytes());
+                        let name = renumber_ost(&p.name, env.ost_index_base);
+                        let _ = out.write_all(format_value(&name, &value, values_only).as_bytes());
                     }
                 }
                 Err(ClientError::Remote(e)) => {
@@ -314,6 +347,30 @@ mod tests {
         );
         assert_eq!(format_value("a.b", "x\ny\n", false), "a.b=\nx\ny\n");
         assert_eq!(format_value("a.b", "x\ny\n", true), "x\ny\n");
+    }
+
+    #[test]
+    fn ost_indexes_are_raised_by_the_base() {
+        assert_eq!(
+            renumber_ost("obdfilter.pfsqos-OST0000.job_stats", 1),
+            "obdfilter.pfsqos-OST0001.job_stats"
+        );
+        assert_eq!(
+            renumber_ost("obdfilter.fs-OST000f.job_stats", 1),
+            "obdfilter.fs-OST0010.job_stats"
+        );
+        assert_eq!(
+            renumber_ost("ost.OSS.ost_io.nrs_tbf_rule", 3),
+            "ost.OSS.ost_io.nrs_tbf_rule"
+        );
+        assert_eq!(
+            renumber_ost("obdfilter.fs-OSTzz.job_stats", 1),
+            "obdfilter.fs-OSTzz.job_stats"
+        );
+        assert_eq!(
+            renumber_ost("obdfilter.fs-OST0000.job_stats", 0),
+            "obdfilter.fs-OST0000.job_stats"
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod lctl;
 pub mod metrics;
 pub mod run;
 pub mod signal;
+pub mod status;
 
 pub use agent::Agent;
 pub use config::AgentConfig;

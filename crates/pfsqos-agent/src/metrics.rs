@@ -7,11 +7,13 @@
 //! `pfsqos_agent_rule_writes_total{op=start|change|stop}`, `pfsqos_agent_writes_refused_total`,
 //! `pfsqos_agent_lctl_commands_total`, `pfsqos_agent_lctl_errors_total` (failed attempts),
 //! `pfsqos_agent_lctl_timeouts_total`, `pfsqos_agent_lctl_failed_commands_total`,
-//! `pfsqos_agent_job_stats_restarts_total`, `pfsqos_agent_coordinator_errors_total`,
+//! `pfsqos_agent_job_stats_restarts_total`, `pfsqos_agent_rules_adopted_total`,
+//! `pfsqos_agent_stale_rules_removed_total`, `pfsqos_agent_coordinator_errors_total`,
 //! `pfsqos_agent_safe_state`, `pfsqos_agent_decision_seconds`,
 //! `pfsqos_agent_rules` (held now, catch-all included), `pfsqos_agent_jobs_in_catch_all`,
 //! `pfsqos_agent_job_rate_rpcs_per_s{job}` (per CPT), `pfsqos_agent_job_cpts{job}`,
-//! `pfsqos_agent_job_observed_bytes_per_s{job}`, `pfsqos_agent_job_held_seconds{job}`.
+//! `pfsqos_agent_job_observed_bytes_per_s{job}`, `pfsqos_agent_job_held_seconds{job}`,
+//! `pfsqos_agent_job_held_limit_bytes_per_s{job}`.
 
 use std::fmt;
 
@@ -119,6 +121,18 @@ impl Collector for AgentCollector {
         )?;
         counter(
             &mut e,
+            "pfsqos_agent_rules_adopted",
+            "Rules left by an earlier instance taken over with a change.",
+            s.rules_adopted,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_stale_rules_removed",
+            "Rules left by an earlier instance stopped.",
+            s.stale_rules_removed,
+        )?;
+        counter(
+            &mut e,
             "pfsqos_agent_coordinator_errors",
             "Failed exchanges with the coordinator (coordinated agents).",
             s.coordinator_errors,
@@ -185,6 +199,19 @@ impl Collector for AgentCollector {
             for (job, h) in &s.held {
                 let job = label_value(job.as_str());
                 ConstGauge::new(h.held_ns as f64 / 1e9)
+                    .encode(f.encode_family(&[("job", job.as_str())])?)?;
+            }
+        }
+        {
+            let mut f = e.encode_descriptor(
+                "pfsqos_agent_job_held_limit_bytes_per_s",
+                "The administrator limit a held job is held at (bytes/s through this OSS).",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (job, h) in &s.held {
+                let job = label_value(job.as_str());
+                ConstGauge::new(h.limit_bytes_per_s as f64)
                     .encode(f.encode_family(&[("job", job.as_str())])?)?;
             }
         }

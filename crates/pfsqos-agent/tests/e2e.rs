@@ -253,29 +253,59 @@ fn the_administrators_rules_and_policy_are_left_alone() {
     assert_eq!(site.policy(), "tbf jobid");
 }
 
-/// Killed with SIGKILL, the agent leaves its rules; a new instance removes them and writes
-/// its own, which SIGTERM then removes.
+/// Killed with SIGKILL, the agent leaves its rules; a new instance adopts the ones it still
+/// wants (a `change`, no gap in the limit, no `start` refused as a duplicate), stops the one
+/// its configuration no longer wants and the one whose name it wants for another job, and
+/// SIGTERM then leaves none.
 #[test]
-fn after_sigkill_a_restart_takes_over_the_stale_rules() {
+fn after_sigkill_a_restart_adopts_or_removes_the_stale_rules() {
     let site = Site::new();
-    let config = site.config(STATIC);
+    let metrics = free_port();
+    // Before STATIC: its `[[jobs]]` tables would take the key.
+    let config = site.config(&format!("metrics_listen = \"{metrics}\"\n{STATIC}"));
     let mut first = site.agent(&config);
     wait_until("the static rules", || ours(&site.rules()).len() == 2);
     signal(&first, libc::SIGKILL);
     wait_exit(&mut first);
     let stale = ours(&site.rules());
     assert_eq!(stale.len(), 2, "SIGKILL leaves the rules");
-    // A stale rule the new configuration no longer wants must go too.
+    // One rule name now on another job (as a name an earlier configuration gave), and a rule
+    // the configuration no longer wants.
+    let (renamed, kept) = (stale[1].0.clone(), stale[0].clone());
+    site.lctl_set("ost.OSS.ost_io.nrs_tbf_rule", &format!("stop {renamed}"));
+    site.lctl_set(
+        "ost.OSS.ost_io.nrs_tbf_rule",
+        &format!("start {renamed} jobid={{other.9}} rate=7"),
+    );
     site.lctl_set(
         "ost.OSS.ost_io.nrs_tbf_rule",
         "start pfqold jobid={gone} rate=5",
     );
     let mut second = site.agent(&config);
-    wait_until("the stale rule removed", || {
-        let r = ours(&site.rules());
-        r.len() == 2 && !r.iter().any(|x| x.0 == "pfqold")
+    let mut text = String::new();
+    wait_until("the stale rules adopted or removed", || {
+        text = scrape(&metrics);
+        metric(&text, "pfsqos_agent_rules_adopted_total") == Some(1.0)
+            && metric(&text, "pfsqos_agent_stale_rules_removed_total") == Some(2.0)
     });
-    assert_eq!(ours(&site.rules()), stale);
+    let mut now = ours(&site.rules());
+    now.sort();
+    let mut want = stale.clone();
+    want.sort();
+    assert_eq!(
+        now, want,
+        "the same rules on the same jobs at the same rates"
+    );
+    assert!(now.contains(&kept));
+    // Only the renamed job's rule was started; nothing was refused.
+    assert!(
+        text.contains("pfsqos_agent_rule_writes_total{op=\"start\"} 1\n"),
+        "{text}"
+    );
+    assert_eq!(
+        metric(&text, "pfsqos_agent_writes_refused_total"),
+        Some(0.0)
+    );
     signal(&second, libc::SIGTERM);
     assert!(wait_exit(&mut second).success());
     assert!(ours(&site.rules()).is_empty());

@@ -64,3 +64,61 @@ pub fn run_coordinator(args: CoordinatorArgs) -> ExitCode {
         }
     }
 }
+
+/// `pfsqos stat --agent HOST:PORT ...`: every `interval`, each agent's held jobs and top jobs
+/// from its metrics endpoint (`pfsqos_agent::status`), `iterations` times or until
+/// interrupted. Exits 2 if an address does not resolve, 1 if the last sample of an agent
+/// could not be read.
+pub fn run_stat_agents(
+    agents: &[String],
+    count: usize,
+    interval: std::time::Duration,
+    iterations: Option<u64>,
+) -> ExitCode {
+    use std::io::Write;
+    use std::net::ToSocketAddrs;
+    let mut addrs = Vec::new();
+    for a in agents {
+        match a.to_socket_addrs().map(|mut it| it.next()) {
+            Ok(Some(addr)) => addrs.push((a.as_str(), addr)),
+            _ => {
+                eprintln!(
+                    "pfsqos: error: agent address `{}` does not resolve",
+                    a.escape_debug()
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    // A scrape waits at most this long, so one silent agent cannot stall the others' view.
+    let timeout = interval.clamp(
+        std::time::Duration::from_millis(200),
+        std::time::Duration::from_secs(5),
+    );
+    let mut failed;
+    let mut done = 0u64;
+    let mut out = std::io::stdout().lock();
+    loop {
+        failed = false;
+        for (name, addr) in &addrs {
+            match pfsqos_agent::status::scrape(*addr, timeout) {
+                Ok(text) => {
+                    let st = pfsqos_agent::status::parse(&text);
+                    let _ = write!(out, "{}", pfsqos_agent::status::render(name, &st, count));
+                }
+                Err(e) => {
+                    failed = true;
+                    let _ = writeln!(out, "agent {}: unreachable: {e}", name.escape_debug());
+                }
+            }
+        }
+        let _ = out.flush();
+        done += 1;
+        if iterations.is_some_and(|n| done >= n) {
+            break;
+        }
+        std::thread::sleep(interval);
+        let _ = writeln!(out);
+    }
+    ExitCode::from(u8::from(failed))
+}

@@ -147,6 +147,11 @@ enum Command {
         /// Write DIR/timeseries.csv, summary.json and report.html at the end.
         #[arg(long)]
         record: Option<PathBuf>,
+        /// A Lustre agent's metrics address HOST:PORT (its `metrics_listen`); repeat for more.
+        /// Shows the agents instead of ossds: jobs held at an administrator limit (for how
+        /// long, at which limit) and the jobs moving the most (-c of them).
+        #[arg(long = "agent", conflicts_with_all = ["servers", "key_file", "record"])]
+        agents: Vec<String>,
     },
     /// Mount the file system with FUSE (runs in the foreground; SIGINT/SIGTERM unmounts).
     Mount(pfsqos_mount::MountArgs),
@@ -442,7 +447,11 @@ fn main() -> ExitCode {
             interval,
             iterations,
             record,
+            agents,
         } => {
+            if !agents.is_empty() {
+                return agent::run_stat_agents(&agents, count, interval, iterations);
+            }
             return ExitCode::from(live::run_stat(
                 &servers,
                 key_file.as_deref(),

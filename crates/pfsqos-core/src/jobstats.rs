@@ -103,7 +103,25 @@ impl OstCounter {
     }
 
     pub fn from_name(name: &str) -> Option<OstCounter> {
-        OstCounter::ALL.into_iter().find(|c| c.name() == name)
+        // A match (not a search of ALL): called for every line the parsers read.
+        Some(match name {
+            "read_bytes" => OstCounter::ReadBytes,
+            "write_bytes" => OstCounter::WriteBytes,
+            "read" => OstCounter::Read,
+            "write" => OstCounter::Write,
+            "getattr" => OstCounter::Getattr,
+            "setattr" => OstCounter::Setattr,
+            "punch" => OstCounter::Punch,
+            "sync" => OstCounter::Sync,
+            "destroy" => OstCounter::Destroy,
+            "create" => OstCounter::Create,
+            "statfs" => OstCounter::Statfs,
+            "get_info" => OstCounter::GetInfo,
+            "set_info" => OstCounter::SetInfo,
+            "quotactl" => OstCounter::Quotactl,
+            "prealloc" => OstCounter::Prealloc,
+            _ => return None,
+        })
     }
 
     pub fn is_bytes(self) -> bool {
@@ -621,9 +639,172 @@ fn parse_time_ns(text: &str) -> Option<u64> {
         .checked_add(ns)
 }
 
+/// A byte cursor over one counter body, for [`parse_counter_body_fast`].
+struct Cursor<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn spaces(&mut self) {
+        let rest = &self.bytes[self.at..];
+        self.at += rest.iter().position(|&b| b != b' ').unwrap_or(rest.len());
+    }
+
+    /// Takes `token` if the text continues with it.
+    fn eat(&mut self, token: &[u8]) -> bool {
+        let end = self.at + token.len();
+        // A byte loop: these tokens are a few bytes, shorter than a call to memcmp.
+        match self.bytes.get(self.at..end) {
+            Some(here) if here.iter().zip(token).all(|(a, b)| a == b) => {
+                self.at = end;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A run of ASCII digits as a u64; `None` if empty or beyond u64.
+    fn number(&mut self) -> Option<u64> {
+        let rest = &self.bytes[self.at..];
+        let len = rest
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let digits = &rest[..len];
+        let n = if len == 0 {
+            return None;
+        } else if len <= 19 {
+            // 19 digits never overflow a u64: no check per digit.
+            digits
+                .iter()
+                .fold(0u64, |n, &b| n * 10 + u64::from(b - b'0'))
+        } else {
+            digits.iter().try_fold(0u64, |n, &b| {
+                n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+            })?
+        };
+        self.at += len;
+        Some(n)
+    }
+
+    /// A run of bytes matching `pred`, as text (never empty).
+    fn word(&mut self, pred: impl Fn(u8) -> bool) -> Option<&'a str> {
+        let start = self.at;
+        while self.bytes.get(self.at).is_some_and(|&b| pred(b)) {
+            self.at += 1;
+        }
+        // Only ASCII bytes pass the predicates used, so the slice is on char boundaries.
+        (self.at > start).then(|| &self.text[start..self.at])
+    }
+}
+
+/// The common case of [`parse_counter_body`] in one pass without allocation: exactly the form
+/// Lustre prints, `{ samples: N, unit: U[, min|max|sum|sumsq: N]...[, hist: { L: N, ... }] }`
+/// with spaces only. Anything else gives `None` and is left to the general parser; for every
+/// text accepted here the result is the one the general parser gives (same fields, last value
+/// wins, same histogram labels), so the fast path changes speed only.
+fn parse_counter_body_fast(body: &str) -> Option<(Counter, &str, Option<Log2Hist>)> {
+    let mut c = Cursor {
+        text: body,
+        bytes: body.as_bytes(),
+        at: 0,
+    };
+    let mut k = Counter::default();
+    c.spaces();
+    if !c.eat(b"{") {
+        return None;
+    }
+    c.spaces();
+    if !c.eat(b"samples:") {
+        return None;
+    }
+    c.spaces();
+    k.samples = c.number()?;
+    c.spaces();
+    if !c.eat(b",") {
+        return None;
+    }
+    c.spaces();
+    if !c.eat(b"unit:") {
+        return None;
+    }
+    c.spaces();
+    let unit = c.word(|b| b.is_ascii_lowercase())?;
+    c.spaces();
+    let mut hist = None;
+    loop {
+        if c.eat(b"}") {
+            break;
+        }
+        if !c.eat(b",") {
+            return None;
+        }
+        c.spaces();
+        if c.eat(b"hist:") {
+            c.spaces();
+            if !c.eat(b"{") {
+                return None;
+            }
+            let mut h = Log2Hist::default();
+            c.spaces();
+            let mut first = true;
+            while !c.eat(b"}") {
+                if !first && !c.eat(b",") {
+                    return None;
+                }
+                first = false;
+                c.spaces();
+                let label = c.word(|b| b.is_ascii_digit() || b"KMGTPE".contains(&b))?;
+                let b = parse_hist_label(label)?;
+                if !c.eat(b":") {
+                    return None;
+                }
+                c.spaces();
+                h.0[b] = c.number()?;
+                c.spaces();
+            }
+            hist = Some(h);
+            c.spaces();
+            // The histogram is the last field.
+            if !c.eat(b"}") {
+                return None;
+            }
+            break;
+        }
+        let name = c.word(|b| b.is_ascii_lowercase())?;
+        if !c.eat(b":") {
+            return None;
+        }
+        c.spaces();
+        let value = c.number()?;
+        match name {
+            "min" => k.min = value,
+            "max" => k.max = value,
+            "sum" => k.sum = value,
+            "sumsq" => k.sumsq = value,
+            // `samples` again, a future field, or text that might hold `hist:`: the general
+            // parser decides.
+            _ => return None,
+        }
+        c.spaces();
+    }
+    c.spaces();
+    (c.at == c.bytes.len()).then_some((k, unit, hist))
+}
+
 /// Parses `{ samples: N, unit: U, min: .., hist: { 1M: 3 } }` into the counter, its unit and
 /// its histogram.
-fn parse_counter_body(body: &str) -> Result<(Counter, String, Option<Log2Hist>), String> {
+fn parse_counter_body(body: &str) -> Result<(Counter, &str, Option<Log2Hist>), String> {
+    match parse_counter_body_fast(body) {
+        Some(parsed) => Ok(parsed),
+        None => parse_counter_body_general(body),
+    }
+}
+
+/// [`parse_counter_body`] for any text: fields in any order, unknown fields tolerated.
+fn parse_counter_body_general(body: &str) -> Result<(Counter, &str, Option<Log2Hist>), String> {
     let inner = body
         .trim()
         .strip_prefix('{')
@@ -634,7 +815,7 @@ fn parse_counter_body(body: &str) -> Result<(Counter, String, Option<Log2Hist>),
         None => (inner, None),
     };
     let mut k = Counter::default();
-    let mut unit = String::new();
+    let mut unit = "";
     for field in fields.split(',') {
         let field = field.trim();
         if field.is_empty() {
@@ -651,7 +832,7 @@ fn parse_counter_body(body: &str) -> Result<(Counter, String, Option<Log2Hist>),
         };
         match name.trim() {
             "samples" => k.samples = num()?,
-            "unit" => unit = value.to_string(),
+            "unit" => unit = value,
             "min" => k.min = num()?,
             "max" => k.max = num()?,
             "sum" => k.sum = num()?,
@@ -734,7 +915,11 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
     // Lossy mode: the field names the entry being read has shown. A raw (2.12-2.14) job id
     // holding a newline breaks its entry into a blank or repeated line; such an entry is left
     // out rather than read as the id before the newline.
-    let mut fields: Vec<String> = Vec::new();
+    // Known names as bits, others borrowed from `text`: no allocation or string compare per
+    // line. At most 64 names are remembered per entry, known or not.
+    let mut fields: Vec<&str> = Vec::new();
+    let mut field_bits = 0u32;
+    let mut fields_remembered = 0usize;
     let mut in_entry = false;
     for (i, raw_line) in text.lines().enumerate() {
         let lineno = i + 1;
@@ -759,7 +944,10 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
         if !line.starts_with([' ', '-', '{']) {
             if let Some((param, value)) = line.split_once('=') {
                 if !param.is_empty() && !param.contains([' ', ':']) {
-                    out.push((param.to_string(), Vec::new()));
+                    // OSTs of one OSS hold similar job counts: room for as many entries as
+                    // the previous one saves regrowing a vector of large entries.
+                    let room = out.last().map_or(0, |(_, e)| e.len());
+                    out.push((param.to_string(), Vec::with_capacity(room)));
                     rest = value;
                 }
             }
@@ -786,11 +974,16 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
                 Some(exact) if lossy && !exact.starts_with(' ') => exact,
                 _ => job.trim(),
             };
-            let unquoted = unquote_job_id(job);
+            // Only a quoted id needs unescaping (and an allocation); a raw one is read as is.
+            let unquoted: Result<std::borrow::Cow<str>, String> = if job.starts_with('"') {
+                unquote_job_id(job).map(std::borrow::Cow::Owned)
+            } else {
+                Ok(std::borrow::Cow::Borrowed(job))
+            };
             // A quoted id whose bytes are not UTF-8 cannot be held; lossy mode leaves it out
             // rather than take its quoted text for the id.
             let unreadable = lossy && unquoted.is_err() && job.starts_with('"');
-            let raw = unquoted.unwrap_or_else(|_| job.to_string());
+            let raw = unquoted.unwrap_or(std::borrow::Cow::Borrowed(job));
             let job_id = match JobId::new(&raw) {
                 _ if unreadable => {
                     skipped += 1;
@@ -810,6 +1003,8 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
             entries.push(e);
             in_entry = true;
             fields.clear();
+            field_bits = 0;
+            fields_remembered = 0;
             continue;
         }
         if skipping {
@@ -818,12 +1013,21 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
         if lossy {
             // A line that does not parse, or a field shown twice, drops its entry (already
             // pushed: take it back).
-            let field = rest_trim.split(':').next().unwrap_or("").trim().to_string();
-            let repeated = fields.contains(&field);
-            if fields.len() < 64 {
-                fields.push(field);
+            let (field, value) = split_field(rest_trim);
+            let kind = EntryField::of(field);
+            let bit = kind.bit();
+            let repeated = match bit {
+                Some(b) => field_bits & b != 0,
+                None => fields.contains(&field),
+            };
+            if fields_remembered < 64 {
+                fields_remembered += 1;
+                match bit {
+                    Some(b) => field_bits |= b,
+                    None => fields.push(field),
+                }
             }
-            if repeated || parse_entry_line(entries, rest_trim).is_err() {
+            if repeated || parse_entry_line(entries, rest_trim, kind, value).is_err() {
                 if entries.pop().is_some() {
                     skipped += 1;
                 }
@@ -831,46 +1035,91 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
             }
             continue;
         }
-        parse_entry_line(entries, rest_trim).map_err(err)?;
+        let (field, value) = split_field(rest_trim);
+        parse_entry_line(entries, rest_trim, EntryField::of(field), value).map_err(err)?;
     }
     Ok((out, skipped))
 }
 
-/// Applies one line of an entry (a time or a counter) to the last entry of `entries`.
-fn parse_entry_line(entries: &mut [JobEntry], rest_trim: &str) -> Result<(), String> {
-    {
-        let entry = entries
-            .last_mut()
-            .ok_or_else(|| format!("`{rest_trim}` before any `- job_id:`"))?;
-        let (name, value) = rest_trim
-            .split_once(':')
-            .ok_or_else(|| format!("`{rest_trim}` has no `:`"))?;
-        let name = name.trim();
+/// What a line of an entry is, by its field name (read once per line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EntryField {
+    SnapshotTime,
+    StartTime,
+    ElapsedTime,
+    Counter(OstCounter),
+    Other,
+}
+
+impl EntryField {
+    fn of(name: &str) -> EntryField {
         match name {
-            "snapshot_time" | "start_time" | "elapsed_time" => {
-                let t = parse_time_ns(value).ok_or_else(|| format!("bad time `{value}`"))?;
-                match name {
-                    "snapshot_time" => entry.snapshot_time_ns = t,
-                    "start_time" => entry.start_time_ns = Some(t),
-                    _ => {} // derived: snapshot - start
-                }
+            "snapshot_time" => EntryField::SnapshotTime,
+            "start_time" => EntryField::StartTime,
+            "elapsed_time" => EntryField::ElapsedTime,
+            _ => OstCounter::from_name(name).map_or(EntryField::Other, EntryField::Counter),
+        }
+    }
+
+    /// A bit per field name Lustre prints in an entry (times and counters), for the lossy
+    /// parser's check that no field shows twice.
+    fn bit(self) -> Option<u32> {
+        let i = match self {
+            EntryField::SnapshotTime => 0,
+            EntryField::StartTime => 1,
+            EntryField::ElapsedTime => 2,
+            EntryField::Counter(c) => 3 + c as u32,
+            EntryField::Other => return None,
+        };
+        Some(1 << i)
+    }
+}
+
+/// A line's field name (trimmed, up to its first `:`) and the text after that `:` (`None`
+/// without one).
+fn split_field(rest_trim: &str) -> (&str, Option<&str>) {
+    match rest_trim.split_once(':') {
+        Some((name, value)) => (name.trim(), Some(value)),
+        None => (rest_trim.trim(), None),
+    }
+}
+
+/// Applies one line of an entry (a time or a counter; `kind` and `value` from
+/// [`split_field`] and [`EntryField::of`]) to the last entry of `entries`.
+fn parse_entry_line(
+    entries: &mut [JobEntry],
+    rest_trim: &str,
+    kind: EntryField,
+    value: Option<&str>,
+) -> Result<(), String> {
+    let entry = entries
+        .last_mut()
+        .ok_or_else(|| format!("`{rest_trim}` before any `- job_id:`"))?;
+    let value = value.ok_or_else(|| format!("`{rest_trim}` has no `:`"))?;
+    match kind {
+        EntryField::SnapshotTime | EntryField::StartTime | EntryField::ElapsedTime => {
+            let t = parse_time_ns(value).ok_or_else(|| format!("bad time `{value}`"))?;
+            match kind {
+                EntryField::SnapshotTime => entry.snapshot_time_ns = t,
+                EntryField::StartTime => entry.start_time_ns = Some(t),
+                _ => {} // derived: snapshot - start
             }
-            _ => {
-                let (counter, unit, hist) = parse_counter_body(value)?;
-                // The manual's oldest examples name the byte counters `read:`/`write:`.
-                let c = match (name, unit.as_str()) {
-                    ("read", "bytes") => Some(OstCounter::ReadBytes),
-                    ("write", "bytes") => Some(OstCounter::WriteBytes),
-                    _ => OstCounter::from_name(name),
-                };
-                let Some(c) = c else { return Ok(()) };
-                entry.counters[c as usize] = counter;
-                if let Some(h) = hist {
-                    match c {
-                        OstCounter::ReadBytes => entry.read_hist = h,
-                        OstCounter::WriteBytes => entry.write_hist = h,
-                        _ => {}
-                    }
+        }
+        EntryField::Counter(_) | EntryField::Other => {
+            let (counter, unit, hist) = parse_counter_body(value)?;
+            // The manual's oldest examples name the byte counters `read:`/`write:`.
+            let c = match (kind, unit) {
+                (EntryField::Counter(OstCounter::Read), "bytes") => OstCounter::ReadBytes,
+                (EntryField::Counter(OstCounter::Write), "bytes") => OstCounter::WriteBytes,
+                (EntryField::Counter(c), _) => c,
+                (_, _) => return Ok(()),
+            };
+            entry.counters[c as usize] = counter;
+            if let Some(h) = hist {
+                match c {
+                    OstCounter::ReadBytes => entry.read_hist = h,
+                    OstCounter::WriteBytes => entry.write_hist = h,
+                    _ => {}
                 }
             }
         }

@@ -369,3 +369,101 @@ proptest! {
         prop_assert_eq!(sum, total);
     }
 }
+
+#[test]
+fn counter_names_are_read_back() {
+    for c in OstCounter::ALL {
+        assert_eq!(OstCounter::from_name(c.name()), Some(c));
+    }
+    assert_eq!(OstCounter::from_name("read_byte"), None);
+    assert_eq!(OstCounter::from_name(""), None);
+}
+
+/// Counter bodies as Lustre prints them, and variants around that form: other spacing, tabs,
+/// fields in another order or repeated, unknown fields, signs, overflow, trailing commas, text
+/// after the braces, bad histogram labels.
+fn arb_counter_body() -> impl Strategy<Value = String> {
+    let field = prop_oneof![
+        (0u64..u64::MAX).prop_map(|n| format!("min: {n}")),
+        (0u64..1 << 40).prop_map(|n| format!("max:{n:>9}")),
+        (0u64..u64::MAX).prop_map(|n| format!("sum: {n:>16}")),
+        (0u64..u64::MAX).prop_map(|n| format!("sumsq: {n:>18}")),
+        Just("samples: 4".to_string()),
+        Just("future: 3".to_string()),
+        Just("xhist: 1".to_string()),
+        Just("unit: bytes".to_string()),
+        Just("sum: +5".to_string()),
+        Just("sum: 99999999999999999999".to_string()),
+        Just("sum:\t5".to_string()),
+        Just("min 5".to_string()),
+        Just(String::new()),
+    ];
+    let hist = prop_oneof![
+        Just(None),
+        Just(Some("hist: { }".to_string())),
+        Just(Some("hist: { 1M: 3, 4K: 1 }".to_string())),
+        Just(Some("hist: { 1M: 3, }".to_string())),
+        Just(Some("hist: { 3M: 1 }".to_string())),
+        Just(Some("hist: { 1K: 1 } extra".to_string())),
+        Just(Some("hist: {1:1,2:2}".to_string())),
+        Just(Some("hist: { 512: 18446744073709551615 }".to_string())),
+    ];
+    (
+        0u64..u64::MAX,
+        prop_oneof![Just("bytes"), Just("usecs"), Just("reqs"), Just("by tes")],
+        proptest::collection::vec(field, 0..6),
+        hist,
+        0usize..3,
+        prop_oneof![Just(""), Just(" "), Just("  "), Just("\t")],
+    )
+        .prop_map(|(samples, unit, fields, hist, pad, trail)| {
+            let sp = " ".repeat(pad);
+            let mut body = format!("{{{sp}samples: {samples:>11},{sp}unit: {unit}");
+            for f in fields {
+                body.push_str(&format!(",{sp}{f}"));
+            }
+            if let Some(h) = hist {
+                body.push_str(&format!(", {h}"));
+            }
+            body.push_str(&format!("{sp} }}{trail}"));
+            body
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        rng_seed: proptest::test_runner::RngSeed::Fixed(17),
+        cases: 2048,
+        ..ProptestConfig::default()
+    })]
+    /// The one-pass counter parser only ever answers as the general one does: where it takes
+    /// a body at all, it reads the same counter, unit and histogram.
+    #[test]
+    fn the_fast_counter_parser_agrees_with_the_general_one(body in arb_counter_body()) {
+        if let Some(fast) = parse_counter_body_fast(&body) {
+            prop_assert_eq!(Ok(fast), parse_counter_body_general(&body), "{}", body);
+        }
+    }
+}
+
+/// The fast path takes what every layout prints (so it is the path taken).
+#[test]
+fn the_fast_counter_parser_takes_every_printed_layout() {
+    let mut e = JobEntry::new(JobId::new("dd.1").unwrap(), 5_000_000_000);
+    e.counters[OstCounter::WriteBytes as usize].add(1 << 20);
+    e.write_hist.add(1 << 20);
+    e.counters[OstCounter::Write as usize].add(120);
+    for f in [
+        JobStatsFormat::Legacy2_12,
+        JobStatsFormat::Lustre2_15_0,
+        JobStatsFormat::Lustre2_15,
+        JobStatsFormat::Lustre2_16,
+        JobStatsFormat::Master,
+    ] {
+        let text = render_job_stats([&e], f);
+        for line in text.lines().filter(|l| l.contains("samples:")) {
+            let body = line.split_once(':').unwrap().1;
+            assert!(parse_counter_body_fast(body).is_some(), "{f:?}: {line}");
+        }
+    }
+}

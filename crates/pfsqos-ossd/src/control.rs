@@ -276,6 +276,20 @@ fn observe_clients(obs: &mut Observation, clients: &[Nid]) {
     obs.clients = (0..clients.len() as u32).map(ClientId).collect();
 }
 
+/// What every observation gets before the controller sees it, at setup, re-setup and each
+/// period alike: the job table's node counts and the connected clients. Returns the clients,
+/// which the decision's client writes are checked against.
+fn complete_observation(
+    shared: &impl Controlled,
+    obs: &mut Observation,
+    nodes: &BTreeMap<JobId, u32>,
+) -> Vec<Nid> {
+    with_job_nodes(obs, nodes);
+    let clients = shared.clients();
+    observe_clients(obs, &clients);
+    clients
+}
+
 /// Applies one client limit of a decision taken on an observation that listed `clients`:
 /// the id must be one of the list and the rate within the protocol's bounds.
 pub(crate) fn apply_client_write(
@@ -402,9 +416,7 @@ impl ControlHandle {
                     shared.now_ns(),
                 );
                 let mut initial = observer.initial(shared.now_ns(), shared.sample());
-                with_job_nodes(&mut initial, &table.nodes);
-                let clients = shared.clients();
-                observe_clients(&mut initial, &clients);
+                let clients = complete_observation(&*shared, &mut initial, &table.nodes);
                 info!(
                     policy = controller.name(),
                     capacity_rpcs_per_s, "controller started"
@@ -421,9 +433,7 @@ impl ControlHandle {
                                 continue;
                             }
                             let mut obs = observer.observe(shared.now_ns(), shared.sample());
-                            with_job_nodes(&mut obs, &table.nodes);
-                            let clients = shared.clients();
-                            observe_clients(&mut obs, &clients);
+                            let clients = complete_observation(&*shared, &mut obs, &table.nodes);
                             info!(
                                 policy = controller.name(),
                                 jobs = obs.jobs.len(),
@@ -452,9 +462,7 @@ impl ControlHandle {
                             }
                             let mut obs = observer.observe(shared.now_ns(), shared.sample());
                             table.refresh(&*shared);
-                            with_job_nodes(&mut obs, &table.nodes);
-                            let clients = shared.clients();
-                            observe_clients(&mut obs, &clients);
+                            let clients = complete_observation(&*shared, &mut obs, &table.nodes);
                             let decision = controller.decide(&obs);
                             apply_decision(
                                 &*shared,

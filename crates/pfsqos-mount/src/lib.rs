@@ -31,6 +31,7 @@ mod oss_pool;
 mod stripe;
 
 pub use args::MountArgs;
+pub use jobid::{validate_nodes_var, validate_var, JOBNODES_VAR_DEFAULT};
 pub use limit::LIMIT_LEASE;
 pub use ops::{SentRpc, GATHER_FLUSH_AFTER, RPC_TRACE_MAX};
 

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
 use pfsqos_core::lustre::{self, STRIPE_SIZE_BYTES_MAX, STRIPE_SIZE_UNIT_BYTES};
 use pfsqos_core::model::JobId;
+use pfsqos_mount::{validate_nodes_var, validate_var, JOBNODES_VAR_DEFAULT};
 use serde::Deserialize;
 use serde_path_to_error::Segment;
 
@@ -130,6 +131,7 @@ struct MountSpec {
     path: Option<PathBuf>,
     jobid_var: Option<String>,
     jobid_name: Option<String>,
+    jobnodes_var: Option<String>,
     max_rpcs_in_flight: Option<i64>,
     brw_size_bytes: Option<i64>,
     max_dirty_mb: Option<i64>,
@@ -197,6 +199,9 @@ pub struct MountRole {
     pub path: PathBuf,
     pub jobid_var: String,
     pub jobid_name: String,
+    /// The environment variable holding a job's node count (`mount --jobnodes-var`), or
+    /// `disable`.
+    pub jobnodes_var: String,
     pub max_rpcs_in_flight: u32,
     pub brw_size_bytes: Option<u64>,
     pub max_dirty_mb: Option<u64>,
@@ -840,11 +845,9 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
 
 fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
     let jobid_var = m.jobid_var.unwrap_or_else(|| "disable".to_string());
-    // The same rules `pfsqos mount` applies, so `up` fails before starting anything.
-    let is_env_name = |s: &str| {
-        !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
-    if !is_env_name(&jobid_var) {
+    // The checks `pfsqos mount` applies (its own functions), so `up` fails before starting
+    // anything.
+    if validate_var(&jobid_var).is_err() {
         return Err(cx.err(
             "mount.jobid_var",
             &jobid_var,
@@ -852,6 +855,16 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
                 "must be {} or an environment variable name (letters, digits, `_`; 1..=64 bytes)",
                 JOBID_VAR_SPECIAL.join(", ")
             ),
+        ));
+    }
+    let jobnodes_var = m
+        .jobnodes_var
+        .unwrap_or_else(|| JOBNODES_VAR_DEFAULT.to_string());
+    if validate_nodes_var(&jobnodes_var).is_err() {
+        return Err(cx.err(
+            "mount.jobnodes_var",
+            &jobnodes_var,
+            "must be disable or an environment variable name (letters, digits, `_`; 1..=64 bytes)",
         ));
     }
     let jobid_name = m.jobid_name.unwrap_or_else(|| "%e.%u".to_string());
@@ -912,6 +925,7 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
         )?,
         jobid_var,
         jobid_name,
+        jobnodes_var,
         max_rpcs_in_flight: cx.range(
             "mount.max_rpcs_in_flight",
             m.max_rpcs_in_flight
@@ -1017,6 +1031,7 @@ mod tests {
         assert_eq!(c.mount.path, Path::new("/base/pfsqos-mnt"));
         assert_eq!(c.mount.jobid_var, "disable");
         assert_eq!(c.mount.jobid_name, "%e.%u");
+        assert_eq!(c.mount.jobnodes_var, "SLURM_JOB_NUM_NODES");
         assert_eq!(c.mount.max_rpcs_in_flight, 8);
         assert_eq!(
             c.roles(None).unwrap(),
@@ -1056,10 +1071,12 @@ mod tests {
             enabled = false
             path = "/mnt/pfsqos"
             jobid_var = "SLURM_JOB_ID"
+            jobnodes_var = "disable"
             max_rpcs_in_flight = 16
             "#,
         )
         .unwrap();
+        assert_eq!(c.mount.jobnodes_var, "disable");
         assert_eq!(c.key_file, Path::new("/base/k"));
         assert_eq!(c.mds.db, Path::new("/base/meta/mds.db"));
         assert_eq!(c.ost_count(), 3);
@@ -1204,6 +1221,14 @@ mod tests {
             (
                 "[mount]\njobid_var = \"not valid\"",
                 "c.toml: field `mount.jobid_var`: value `not valid`: must be disable, procname_uid or an environment variable name (letters, digits, `_`; 1..=64 bytes)",
+            ),
+            (
+                "[mount]\njobnodes_var = \"procname_uid\"",
+                "c.toml: field `mount.jobnodes_var`: value `procname_uid`: must be disable or an environment variable name (letters, digits, `_`; 1..=64 bytes)",
+            ),
+            (
+                "[mount]\njobnodes_var = \"A-B\"",
+                "c.toml: field `mount.jobnodes_var`: value `A-B`: must be disable or an environment variable name (letters, digits, `_`; 1..=64 bytes)",
             ),
             (
                 "[mount]\njobid_name = \"a\\tb\"",

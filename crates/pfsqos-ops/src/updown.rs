@@ -299,6 +299,7 @@ fn mount_args(c: &Cluster, mds_addr: &str) -> MountArgs {
     a.key_file = c.key_file.clone();
     a.jobid_var = m.jobid_var.clone();
     a.jobid_name = m.jobid_name.clone();
+    a.jobnodes_var = m.jobnodes_var.clone();
     a.max_rpcs_in_flight = m.max_rpcs_in_flight as usize;
     a.brw_size_bytes = m.brw_size_bytes;
     a.max_dirty_mb = m.max_dirty_mb;
@@ -774,6 +775,7 @@ mod tests {
             path = "/mnt/p"
             jobid_var = "SLURM_JOB_ID"
             jobid_name = "%j"
+            jobnodes_var = "PBS_NUM_NODES"
             max_rpcs_in_flight = 4
             max_dirty_mb = 64
             page_cache = true
@@ -799,7 +801,8 @@ mod tests {
         assert_eq!(
             args_text(&role_args(&c, Role::Mount, &oss, &mds)).join(" "),
             "mount /mnt/p --mds mds1:7989 --key-file /s/cluster.key --jobid-var SLURM_JOB_ID \
-             --jobid-name %j --max-rpcs-in-flight 4 --max-dirty-mb 64 --page-cache --allow-other"
+             --jobid-name %j --max-rpcs-in-flight 4 --max-dirty-mb 64 --jobnodes-var PBS_NUM_NODES \
+             --page-cache --allow-other"
         );
     }
 

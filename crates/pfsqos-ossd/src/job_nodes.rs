@@ -11,8 +11,8 @@
 //!    report wins;
 //! 3. nothing: the job counts as one node.
 //!
-//! Bounded: at most [`JOB_NODES_TRACKED_MAX`] jobs. A new mount-reported job in a full table
-//! evicts the mount-reported job seen longest ago (counted); administrator entries are never
+//! Bounded: at most [`JOB_NODES_TRACKED_MAX`] jobs. A new job in a full table evicts the
+//! sixteenth of mount-reported jobs seen longest ago (counted); administrator entries are never
 //! evicted, so when every entry is an administrator's a mount report is dropped (counted) and
 //! an administrator's new job is refused with `ENOSPC`.
 
@@ -26,6 +26,9 @@ use pfsqos_wire::protocol::{Errno, RemoteError, JOB_NODES_MAX};
 
 /// Most jobs the table holds: as many as the controller is told about.
 pub const JOB_NODES_TRACKED_MAX: usize = KNOWN_JOBS_MAX;
+
+/// A full table evicts this fraction (1/N) of its mount-reported entries at once.
+pub const EVICT_BATCH_DIVISOR: usize = 16;
 
 /// Who set an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,25 +184,34 @@ impl JobNodes {
         self.generation += 1;
     }
 
-    /// Evicts the mount-reported entry seen longest ago (ties: the smallest job id, so the
-    /// choice is deterministic); false if every entry is an administrator's. A linear scan:
-    /// it runs only when a new job meets a full table.
+    /// Evicts the mount-reported entries seen longest ago: one in
+    /// [`EVICT_BATCH_DIVISOR`] of them (at least one; ties broken by the smallest job id, so
+    /// the choice is deterministic); false if every entry is an administrator's. One scan
+    /// frees room for many new jobs, so a client that sends a new job id with every RPC to a
+    /// full table costs one scan of the table per `len / EVICT_BATCH_DIVISOR` new jobs, not
+    /// one per RPC. An evicted job loses nothing it cannot get back: its mount states its
+    /// count on every RPC, so its next RPC enters it again.
     fn evict_one(&mut self) -> bool {
-        let victim = self
+        let mut mounts: Vec<(u64, JobId)> = self
             .entries
             .iter()
             .filter(|(_, e)| e.source == NodesSource::Mount)
-            .min_by_key(|(&j, e)| (e.last_seen_ns, j))
-            .map(|(&j, _)| j);
-        match victim {
-            Some(job) => {
-                self.entries.remove(&job);
-                self.counters.evicted += 1;
-                self.generation += 1;
-                true
-            }
-            None => false,
+            .map(|(&j, e)| (e.last_seen_ns, j))
+            .collect();
+        if mounts.is_empty() {
+            return false;
         }
+        let batch = (mounts.len() / EVICT_BATCH_DIVISOR).max(1);
+        if batch < mounts.len() {
+            mounts.select_nth_unstable(batch - 1);
+        }
+        for (_, job) in &mounts[..batch] {
+            let removed = self.entries.remove(job);
+            assert!(removed.is_some_and(|e| e.source == NodesSource::Mount));
+        }
+        self.counters.evicted += batch as u64;
+        self.generation += 1;
+        true
     }
 
     /// `lctl set_param ost.OSS.ost_io.job_nodes=VALUE`: `JOB=N` sets the administrator's
@@ -396,15 +408,43 @@ mod tests {
         // m0 is the oldest; seeing it again makes m1 the oldest.
         t.saw(job("m0"), None, 1_000_000);
         t.saw(job("new"), Some(5), 1_000_001);
-        assert_eq!(t.len(), JOB_NODES_TRACKED_MAX);
-        assert_eq!(t.nodes(&job("m1")), None, "longest unseen evicted");
+        let mounts = JOB_NODES_TRACKED_MAX - 10;
+        let batch = mounts / EVICT_BATCH_DIVISOR;
+        assert!(batch > 1);
+        // The `batch` longest unseen went (m1 ..= m{batch}); m0, seen again, and the rest stay.
+        assert_eq!(t.len(), JOB_NODES_TRACKED_MAX - batch + 1);
+        assert_eq!(t.counters().evicted, batch as u64);
+        for i in 1..=batch {
+            assert_eq!(
+                t.nodes(&job(&format!("m{i}"))),
+                None,
+                "m{i} was among the oldest"
+            );
+        }
+        assert_eq!(t.nodes(&job(&format!("m{}", batch + 1))), Some(2));
         assert_eq!(t.nodes(&job("m0")), Some(2));
         assert_eq!(t.nodes(&job("new")), Some(5));
-        assert_eq!(t.counters().evicted, 1);
-        // An administrator's new job also takes a mount entry's place.
-        t.admin_write("adm-new=4", 1_000_002).unwrap();
-        assert_eq!(t.nodes(&job("m2")), None);
+        // The room made takes the next batch - 1 new jobs without another eviction.
+        for i in 0..batch - 1 {
+            t.saw(job(&format!("n{i}")), Some(1), 1_000_002 + i as u64);
+        }
         assert_eq!(t.len(), JOB_NODES_TRACKED_MAX);
+        assert_eq!(t.counters().evicted, batch as u64);
+        // An evicted job's next RPC states its count again.
+        t.saw(job("m1"), Some(2), 2_000_000);
+        assert_eq!(t.nodes(&job("m1")), Some(2));
+        assert!(t.counters().evicted > batch as u64);
+        // An administrator's new job in a full table also takes mount entries' place.
+        for i in 0..batch - 1 {
+            t.saw(job(&format!("p{i}")), Some(1), 2_000_000 + i as u64);
+        }
+        assert_eq!(t.len(), JOB_NODES_TRACKED_MAX);
+        let oldest_left = format!("m{}", 2 * batch + 1);
+        assert_eq!(t.nodes(&job(&oldest_left)), Some(2));
+        t.admin_write("adm-new=4", 2_000_001).unwrap();
+        assert_eq!(t.nodes(&job("adm-new")), Some(4));
+        assert_eq!(t.nodes(&job(&oldest_left)), None);
+        assert!(t.len() <= JOB_NODES_TRACKED_MAX);
         assert!(
             admin.iter().all(|(j, _)| t.nodes(j) == Some(3)),
             "admin entries stay"

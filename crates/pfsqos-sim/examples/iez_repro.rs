@@ -307,6 +307,10 @@ fn main() {
         "Fig. 10: read rates, each process reading its file back after all have written",
         &base,
         &[
+            ior(8, 4),
+            ior(16, 4),
+            ior(32, 4),
+            ior(64, 4),
             ior(8, 8),
             ior(16, 8),
             ior(32, 8),

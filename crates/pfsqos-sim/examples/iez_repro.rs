@@ -190,7 +190,10 @@ fn read_back(base: &Scenario, jobs: Vec<JobSpec>, placer: &str) -> (f64, f64) {
     let first_ns = reads.clone().map(|r| r.created_ns).min().expect("reads");
     let last_ns = reads.clone().map(|r| r.completed_ns).max().expect("reads");
     let read_bytes: u64 = reads.map(|r| r.size_bytes).sum();
-    assert_eq!(read_bytes, out.jobs.iter().map(|j| j.bytes_read).sum::<u64>());
+    assert_eq!(
+        read_bytes,
+        out.jobs.iter().map(|j| j.bytes_read).sum::<u64>()
+    );
     let writes_end_ns = trace
         .iter()
         .filter(|r| !r.read)

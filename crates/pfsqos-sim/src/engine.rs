@@ -810,7 +810,10 @@ impl Sim {
                     groups[group_base + k].dependents.push(shape_index);
                 }
                 let barrier = if group.shape.kind == ShapeKind::Phases {
-                    match stage_barriers.iter().find(|(stage, _)| *stage == group.after) {
+                    match stage_barriers
+                        .iter()
+                        .find(|(stage, _)| *stage == group.after)
+                    {
                         Some(&(_, b)) => Some(b),
                         None => {
                             barriers.push(PhaseBarrier {

@@ -93,11 +93,17 @@ fn reads_follow_the_writes_layout_and_start_after_the_last_write() {
     // processes 2 and 3 are exactly the writes of processes 0 and 1: same OSTs, same objects'
     // offsets, same file offsets (no new file, no new placement).
     assert_eq!(
-        footprint(&trace, 0).iter().map(|f| f.0).collect::<BTreeSet<_>>(),
+        footprint(&trace, 0)
+            .iter()
+            .map(|f| f.0)
+            .collect::<BTreeSet<_>>(),
         BTreeSet::from([0, 1])
     );
     assert_eq!(
-        footprint(&trace, 1).iter().map(|f| f.0).collect::<BTreeSet<_>>(),
+        footprint(&trace, 1)
+            .iter()
+            .map(|f| f.0)
+            .collect::<BTreeSet<_>>(),
         BTreeSet::from([2, 3])
     );
     for (reader, writer) in [(2, 0), (3, 1)] {
@@ -150,7 +156,10 @@ fn reads_follow_the_writes_layout_and_start_after_the_last_write() {
 fn a_shared_file_is_read_back_region_by_region() {
     let text = WRITE_THEN_READ
         .replace("stripe_count = 2", "stripe_count = 4\nfile = \"shared\"")
-        .replace("numjobs = 2\nafter", "numjobs = 2\nfile = \"shared\"\nafter");
+        .replace(
+            "numjobs = 2\nafter",
+            "numjobs = 2\nfile = \"shared\"\nafter",
+        );
     let s = scenario(&cluster(&text));
     let (out, trace) = run_traced(&s, "nobw", 1).unwrap();
     assert!(out.jobs[0].finished);

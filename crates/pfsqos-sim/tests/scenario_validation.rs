@@ -1171,11 +1171,7 @@ fn after_names_an_earlier_group_that_can_finish() {
     );
     Scenario::from_toml_str(&late, FILE).unwrap();
     let e = expect(
-        &late.replacen(
-            "bs = \"64k\"",
-            "bs = \"64k\"\nafter = 0",
-            1,
-        ),
+        &late.replacen("bs = \"64k\"", "bs = \"64k\"\nafter = 0", 1),
         "job[1].processes[1].after",
         Some("0"),
         "cannot finish before 12 s",
@@ -1192,7 +1188,10 @@ fn after_names_an_earlier_group_that_can_finish() {
     // Periodic: 256M in bursts of 16M every 2 s ends at 30 s at the earliest.
     let chain = format!(
         "{}\n[[job.processes]]\nrw = \"read\"\nbs = \"1M\"\nsize = \"1G\"\nafter = 1\n",
-        BASE.trim_end().trim_end_matches("compare = [\"nobw\", \"static\"]").trim_end().trim_end_matches("[policy]")
+        BASE.trim_end()
+            .trim_end_matches("compare = [\"nobw\", \"static\"]")
+            .trim_end()
+            .trim_end_matches("[policy]")
     );
     expect(
         &chain,
@@ -1232,7 +1231,11 @@ fn files_of_needs_the_same_files_and_no_layout() {
         "must have processes[0]'s numjobs (4)",
     );
     expect(
-        &reader("").replacen("size = \"1G\"\nnumjobs = 4\nafter", "size = \"2G\"\nnumjobs = 4\nafter", 1),
+        &reader("").replacen(
+            "size = \"1G\"\nnumjobs = 4\nafter",
+            "size = \"2G\"\nnumjobs = 4\nafter",
+            1,
+        ),
         "job[0].processes[1].size",
         Some("\"2G\""),
         "at most what processes[0] has per process",
@@ -1250,7 +1253,11 @@ fn files_of_needs_the_same_files_and_no_layout() {
         );
     }
     // The fluid engine refuses both keys, naming the RPC engine.
-    let fluid = reader("").replacen("duration_s = 10.0", "duration_s = 10.0\nengine = \"fluid\"", 1);
+    let fluid = reader("").replacen(
+        "duration_s = 10.0",
+        "duration_s = 10.0\nengine = \"fluid\"",
+        1,
+    );
     expect(
         &fluid,
         "job[0].processes[1].after",

@@ -613,7 +613,11 @@ impl Scenario {
             };
             if let Some(k) = g.after.or(g.files_of) {
                 if self.simulation.engine == EngineKind::Fluid {
-                    let key = if g.after.is_some() { "after" } else { "files_of" };
+                    let key = if g.after.is_some() {
+                        "after"
+                    } else {
+                        "files_of"
+                    };
                     return Err(c.err(
                         format!("{gp}.{key}"),
                         k.to_string(),
@@ -1012,12 +1016,7 @@ fn check_job_phases(c: &Ctx, p: &str, groups: &[ProcessGroupSpec]) -> Res {
 }
 
 /// [`check_job_phases`] for the stage of the groups with `after == stage`.
-fn check_stage_phases(
-    c: &Ctx,
-    p: &str,
-    groups: &[ProcessGroupSpec],
-    stage: Option<u32>,
-) -> Res {
+fn check_stage_phases(c: &Ctx, p: &str, groups: &[ProcessGroupSpec], stage: Option<u32>) -> Res {
     let in_stage = |g: &&ProcessGroupSpec| g.after == stage;
     let Some(first) = groups
         .iter()

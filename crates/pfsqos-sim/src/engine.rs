@@ -9,6 +9,11 @@
 //!   different calls are never merged (no page-cache aggregation). Each (client, OST) pair is an OSC: at most
 //!   `max_rpcs_in_flight` RPCs outstanding, the rest wait in one FIFO shared by every process
 //!   on that client. A call completes when all its RPCs have.
+//! * **Sequenced groups.** A group with `after = k` is started when the last process of group
+//!   `k` of its job is done (its last call completed), its shape moved to begin then
+//!   (`Shape::delayed`); a group with `files_of = k` gets process `i`'s file (or region) of
+//!   group `k` at set-up and places nothing. A `phases` barrier spans one stage (the groups
+//!   with the same `after`), not the whole job.
 //! * **Network.** Every client and every OSS has a full-duplex link; each direction is a FIFO
 //!   serializer (`bytes / bandwidth`, reserved in event order). Small messages (requests,
 //!   write replies) cost only `latency_us`. Bulk data crosses two links cut-through: the

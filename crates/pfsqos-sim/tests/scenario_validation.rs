@@ -1157,6 +1157,13 @@ fn after_names_an_earlier_group_that_can_finish() {
         Some("1"),
         "names this group itself",
     );
+    let e = expect(
+        &with("numjobs = 4\n", "numjobs = 4\nafter = 0\n"),
+        "job[0].processes[0].after",
+        Some("0"),
+        "names this group itself",
+    );
+    assert!(e.message.contains("the job's first group has none"), "{e}");
     expect(
         &beta_second("after = 2"),
         "job[1].processes[1].after",

@@ -605,10 +605,15 @@ impl Scenario {
                 } else {
                     return Ok(());
                 };
+                let allowed = if g_i == 0 {
+                    "the job's first group has none".to_string()
+                } else {
+                    format!("0..={}", g_i - 1)
+                };
                 Err(c.err(
                     format!("{gp}.{key}"),
                     k.to_string(),
-                    format!("`{key}` {what}; it must be the index of an earlier group of the same job: 0..={}", g_i as i64 - 1),
+                    format!("`{key}` {what}; it must be the index of an earlier group of the same job: {allowed}"),
                 ))
             };
             if let Some(k) = g.after.or(g.files_of) {

@@ -286,3 +286,14 @@ fn without_the_keys_reads_start_at_once_on_files_of_their_own() {
     );
     assert!(out.end_ns < S / 2, "{}", out.end_ns);
 }
+
+#[test]
+fn the_fluid_engine_refuses_sequenced_groups_built_in_code() {
+    // Validation refuses `engine = "fluid"` with these keys; a scenario changed in code after
+    // validation is refused by the fluid engine itself, naming the RPC engine.
+    let mut s = scenario(&cluster(WRITE_THEN_READ));
+    s.simulation.engine = pfsqos_sim::scenario::EngineKind::Fluid;
+    let e = pfsqos_sim::run(&s, "nobw", 1, &mut |_, _| {}).unwrap_err();
+    assert!(e.to_string().contains("RPC-level engine only"), "{e}");
+    assert!(e.to_string().contains("processes[1]"), "{e}");
+}

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates every measured number of docs/reproductions/iez.md (iez, IPDPS'19, §IV): OSTCost,
 # OST and OSS utilization and write rates of the paper's IOR, HACC-I/O, shared-file and
-# concurrent cases under roundrobin, lustre and iez placement, on scenarios/iez/testbed.toml.
+# concurrent cases under roundrobin, lustre and iez placement, and the read rates of the IOR and
+# HACC-I/O cases read back from the layouts the writes got (Fig. 10), on
+# scenarios/iez/testbed.toml.
 # Writes docs/reproductions/iez-measured.md.
 # Usage: scripts/reproduce-iez.sh
 set -euo pipefail

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates every measured number of docs/reproductions/vpfs.md (vPFS, MSST '12, §IV-C):
 # the Fig. 5 sweep (target ratios, app2's access patterns, two thresholds), the Fig. 6
-# dynamic-arrival run, the Fig. 1/7 BTIO-against-IOR runs (Class C full and Class A simple) and
+# dynamic-arrival run, the Fig. 1/7 BTIO-against-IOR runs (Class C full and Class A simple, each
+# BTIO's output phase then its verification phase reading the files back) and
 # the Table 2 96-server comparison, with the RPC-level engine. Writes docs/reproductions/vpfs-measured.md.
 # Usage: scripts/reproduce-vpfs.sh
 set -euo pipefail

@@ -4,7 +4,10 @@
 //! lod_qos.c runs it (`lustre`: round robin over the OSS-interleaved array, weighted QOS when
 //! free space is imbalanced) and `iez`, and prints Markdown tables: OSTCost (eq. 7), the
 //! largest and mean OST utilization, OSS utilization, and the write rate (bytes over the
-//! simulated time to write them all).
+//! simulated time to write them all). Then Fig. 10's read rates: the IOR and HACC-I/O cases
+//! again, each process reading its file back once all have written (a second process group
+//! with `after` and `files_of`: the layouts the placer gave at creation); the read rate is the
+//! bytes read over the time from the first read call to the last read's completion.
 //! `scripts/reproduce-iez.sh` calls it; every measured number in `docs/reproductions/iez.md`
 //! comes from its output.
 //!
@@ -18,7 +21,7 @@
 use std::path::Path;
 
 use pfsqos_sim::scenario::{ByteSize, FileMode, JobSpec, ProcessGroupSpec};
-use pfsqos_sim::{run, RunOutput, Scenario};
+use pfsqos_sim::{run, run_traced, RunOutput, Scenario};
 
 const PLACERS: [&str; 3] = ["roundrobin", "lustre", "iez"];
 const GB: u64 = 1_000_000_000;
@@ -150,6 +153,81 @@ fn table(
     println!();
 }
 
+/// `jobs` with each job's processes reading their files back after all have written: a read
+/// group `after` the write group on its files (`files_of`), same processes and sizes.
+fn with_read_back(mut jobs: Vec<JobSpec>) -> Vec<JobSpec> {
+    for j in &mut jobs {
+        let write = j.groups[0].clone();
+        j.groups.push(ProcessGroupSpec {
+            rw: pfsqos_sim::scenario::Rw::Read,
+            stripe_count: None,
+            stripe_size: None,
+            stripe_offset: None,
+            after: Some(0),
+            files_of: Some(0),
+            ..write
+        });
+    }
+    jobs
+}
+
+/// Read rate (MB/s) of the read-back of `jobs` under `placer`: bytes read over the time from
+/// the first read call to the last read's completion; and the write rate of the same run
+/// (bytes written over the time to the last write's completion) as a check against the
+/// write tables.
+fn read_back(base: &Scenario, jobs: Vec<JobSpec>, placer: &str) -> (f64, f64) {
+    let mut s = base.clone();
+    s.jobs = with_read_back(jobs);
+    s.cluster.placement = placer.to_string();
+    let (out, trace) =
+        run_traced(&s, "nobw", s.simulation.seed).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+    assert!(
+        out.jobs.iter().all(|j| j.finished),
+        "{}: unfinished",
+        s.name
+    );
+    let reads = trace.iter().filter(|r| r.read);
+    let first_ns = reads.clone().map(|r| r.created_ns).min().expect("reads");
+    let last_ns = reads.clone().map(|r| r.completed_ns).max().expect("reads");
+    let read_bytes: u64 = reads.map(|r| r.size_bytes).sum();
+    assert_eq!(
+        read_bytes,
+        out.jobs.iter().map(|j| j.bytes_read).sum::<u64>()
+    );
+    let writes_end_ns = trace
+        .iter()
+        .filter(|r| !r.read)
+        .map(|r| r.completed_ns)
+        .max()
+        .expect("writes");
+    assert!(first_ns >= writes_end_ns, "reads start after the writes");
+    let written: u64 = out.jobs.iter().map(|j| j.bytes_written).sum();
+    (
+        read_bytes as f64 / 1e6 / ((last_ns - first_ns) as f64 / 1e9),
+        written as f64 / 1e6 / (writes_end_ns as f64 / 1e9),
+    )
+}
+
+fn read_table(title: &str, base: &Scenario, cases: &[(String, Vec<JobSpec>)]) {
+    println!("### {title}\n");
+    println!("| case | placer | read rate (MB/s) | vs roundrobin | vs lustre | write rate of the same run (MB/s) |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for (label, jobs) in cases {
+        let rates: Vec<(f64, f64)> = PLACERS
+            .iter()
+            .map(|placer| read_back(base, jobs.clone(), placer))
+            .collect();
+        for (placer, (read, write)) in PLACERS.iter().zip(&rates) {
+            println!(
+                "| {label} | {placer} | {read:.0} | {:+.1} % | {:+.1} % | {write:.0} |",
+                (read / rates[0].0 - 1.0) * 100.0,
+                (read / rates[1].0 - 1.0) * 100.0,
+            );
+        }
+    }
+    println!();
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let [_, path] = args.as_slice() else {
@@ -227,5 +305,22 @@ fn main() {
         &base,
         &[ior(32, 4), ior(64, 8)],
         Some(4 * GB),
+    );
+    read_table(
+        "Fig. 10: read rates, each process reading its file back after all have written",
+        &base,
+        &[
+            ior(8, 4),
+            ior(16, 4),
+            ior(32, 4),
+            ior(64, 4),
+            ior(8, 8),
+            ior(16, 8),
+            ior(32, 8),
+            ior(64, 8),
+            hacc(8, 4.0),
+            hacc(16, 7.7),
+            hacc(32, 13.5),
+        ],
     );
 }

@@ -23,12 +23,15 @@
 //! every 60 s window, then the mean of the 60 s and 5 s windows before and after the last
 //! arrival (420 s), and their maxima.
 //!
-//! **fig7** (also Fig. 1): BTIO (job 0, a `phases` shape) against IOR (job 1). Runs BTIO alone,
-//! IOR alone for 60 s (one server's rate under IOR: the non-work-conserving cap), then both
-//! without control, under layout-driven DSFQ at the scenario's weights, the same with a 10 s
-//! flow idle time, and that plus the cap. Columns: BTIO's run time (start to the end of its
-//! last phase) and I/O time (sum of its phases' durations), both against BTIO alone, the
-//! paper's figures beside them, and IOR's rate while BTIO runs.
+//! **fig7** (also Fig. 1): BTIO (job 0: a `phases` write stage, then, `after` it, a `phases`
+//! read stage on the same files) against IOR (job 1). Runs BTIO alone, IOR alone for 60 s (one
+//! server's rate under IOR: the non-work-conserving cap), then both without control, under
+//! layout-driven DSFQ at the scenario's weights, the same with a 10 s flow idle time, and that
+//! plus the cap. Columns: BTIO's run time (start to the end of its last phase, the last read
+//! when it has a read stage), its I/O time (sum of all its phases' durations, writes and
+//! reads), the I/O throughput kept (bytes over I/O time, against BTIO alone) over all phases
+//! and for the write and the read phases apart, the paper's figures beside them, and IOR's
+//! rate while BTIO runs.
 //!
 //! **table2**: runs FIFO, threshold DSFQ with a broadcast on every request and layout DSFQ (with
 //! the default 1 s flow idle time, and with 10 s) on the 96-server set-up; prints the total throughput's mean and standard deviation over 1 s
@@ -221,22 +224,74 @@ fn fig6(base: &Scenario) {
     }
 }
 
-/// BTIO's run time and I/O time in a run, from its phase records: run time from the job's start
-/// to the end of its last phase (the computation after it is the same in every run), I/O time
-/// the sum of its phases' durations. `None` when the run cut a phase (the duration is too short).
-fn btio_times_s(out: &RunOutput, job: usize, phases: u32) -> Option<(f64, f64, u64)> {
+/// BTIO's phases: `stages[i]` rounds in stage `i` (its groups without `after`, then each
+/// `after` stage in order of first appearance), as the engine records them: stage after stage,
+/// each barrier's phases in order, when the stages run one after the other.
+fn btio_stages(job: &pfsqos_sim::scenario::JobSpec) -> Vec<u32> {
+    let mut seen: Vec<Option<u32>> = Vec::new();
+    let mut stages = Vec::new();
+    for g in &job.groups {
+        if seen.contains(&g.after) {
+            continue;
+        }
+        seen.push(g.after);
+        if let Some(n) = g.shape.phases {
+            stages.push(n);
+        }
+    }
+    stages
+}
+
+/// I/O time (s) and bytes of some phases.
+#[derive(Clone, Copy)]
+struct Io {
+    s: f64,
+    bytes: u64,
+}
+
+impl Io {
+    fn mb_s(self) -> f64 {
+        self.bytes as f64 / 1e6 / self.s
+    }
+}
+
+/// BTIO's times in a run, from its phase records.
+struct Btio {
+    /// From the job's start to the end of its last phase (the computation after it is the
+    /// same in every run).
+    run_s: f64,
+    /// Every phase.
+    all: Io,
+    /// Each stage's phases (the write stage, then the read stage).
+    stages: Vec<Io>,
+}
+
+/// [`Btio`] of `job` in a run. `None` when the run cut a phase (the duration is too short).
+fn btio_times(out: &RunOutput, job: usize, stages: &[u32]) -> Option<Btio> {
     let p = out.jobs[job].phases.as_ref()?;
+    let phases: u32 = stages.iter().sum();
     if p.done.len() != phases as usize {
         return None;
     }
     let last = p.done.last()?;
-    let io_ns: u64 = p.done.iter().map(|r| r.duration_ns()).sum();
-    let bytes: u64 = p.done.iter().map(|r| r.bytes).sum();
-    Some((
-        (last.end_ns - p.start_ns) as f64 / 1e9,
-        io_ns as f64 / 1e9,
-        bytes,
-    ))
+    let io = |records: &[pfsqos_sim::PhaseRecord]| Io {
+        s: records.iter().map(|r| r.duration_ns()).sum::<u64>() as f64 / 1e9,
+        bytes: records.iter().map(|r| r.bytes).sum(),
+    };
+    let mut from = 0;
+    let stage_io = stages
+        .iter()
+        .map(|&n| {
+            let records = &p.done[from..from + n as usize];
+            from += n as usize;
+            io(records)
+        })
+        .collect();
+    Some(Btio {
+        run_s: (last.end_ns - p.start_ns) as f64 / 1e9,
+        all: io(&p.done),
+        stages: stage_io,
+    })
 }
 
 /// The paper's Fig. 1 / Fig. 7 numbers for a BTIO class, relative to standalone: run-time
@@ -263,10 +318,11 @@ fn fig7_paper(class: &str) -> [(&'static str, &'static str); 3] {
 /// without control, under layout-driven DSFQ at the scenario's weights, with a 10 s flow idle
 /// time (BTIO's 6 s computations no longer make it leave the servers), and with the cap.
 fn fig7(base: &Scenario) {
-    let btio_phases = base.jobs[0].groups[0]
-        .shape
-        .phases
-        .expect("job 0 must be BTIO, with a phases shape");
+    let stages = btio_stages(&base.jobs[0]);
+    assert!(
+        !stages.is_empty(),
+        "job 0 must be BTIO, with a phases shape"
+    );
     let class = if base.jobs[0].groups[0].bs.bytes() < 1 << 20 {
         "A"
     } else {
@@ -275,9 +331,11 @@ fn fig7(base: &Scenario) {
     let mut alone = base.clone();
     alone.jobs.truncate(1);
     let solo = run_quiet(&alone, "nobw");
-    let (solo_run_s, solo_io_s, solo_bytes) =
-        btio_times_s(&solo, 0, btio_phases).expect("standalone BTIO finishes within duration_s");
-    let solo_mb_s = solo_bytes as f64 / 1e6 / solo_io_s;
+    let solo_btio =
+        btio_times(&solo, 0, &stages).expect("standalone BTIO finishes within duration_s");
+    let (solo_run_s, solo_io_s) = (solo_btio.run_s, solo_btio.all.s);
+    let solo_mb_s = solo_btio.all.mb_s();
+    let stage_names = ["write", "read"];
 
     let mut ior = base.clone();
     ior.jobs.remove(0);
@@ -289,19 +347,52 @@ fn fig7(base: &Scenario) {
     let servers = base.osses.len() as f64;
     let cap_per_server = (ior_bytes as f64 / ior_s / servers).round() as u64;
 
-    println!(
-        "BTIO class {class} alone: run time {solo_run_s:.1} s, I/O time {solo_io_s:.1} s \
-         ({:.0} % of the run), {:.0} MB written at {solo_mb_s:.1} MB/s. IOR alone: {:.1} MB/s per \
-         server (the non-work-conserving cap below).",
-        solo_io_s / solo_run_s * 100.0,
-        solo_bytes as f64 / 1e6,
-        cap_per_server as f64 / 1e6
-    );
+    let per_stage: Vec<String> = solo_btio
+        .stages
+        .iter()
+        .zip(stage_names)
+        .map(|(io, name)| {
+            format!(
+                "{name} phases {:.1} s, {:.0} MB at {:.1} MB/s",
+                io.s,
+                io.bytes as f64 / 1e6,
+                io.mb_s()
+            )
+        })
+        .collect();
+    if stages.len() < 2 {
+        println!(
+            "BTIO class {class} alone: run time {solo_run_s:.1} s, I/O time {solo_io_s:.1} s \
+             ({:.0} % of the run), {:.0} MB written at {solo_mb_s:.1} MB/s. IOR alone: {:.1} MB/s per \
+             server (the non-work-conserving cap below).",
+            solo_io_s / solo_run_s * 100.0,
+            solo_btio.all.bytes as f64 / 1e6,
+            cap_per_server as f64 / 1e6
+        );
+    } else {
+        println!(
+            "BTIO class {class} alone: run time {solo_run_s:.1} s, I/O time {solo_io_s:.1} s \
+             ({:.0} % of the run; {}), {:.0} MB in all at {solo_mb_s:.1} MB/s. IOR alone: {:.1} \
+             MB/s per server (the non-work-conserving cap below).",
+            solo_io_s / solo_run_s * 100.0,
+            per_stage.join("; "),
+            solo_btio.all.bytes as f64 / 1e6,
+            cap_per_server as f64 / 1e6
+        );
+    }
     println!();
-    println!("| run | policy | BTIO run time | run time vs alone | paper | BTIO I/O time | I/O throughput kept | paper | IOR MB/s while BTIO runs |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    // Write and read columns when BTIO has both stages.
+    let split_cols = if stages.len() >= 2 { 2 } else { 0 };
+    let stage_heads: String = stage_names[..split_cols]
+        .iter()
+        .map(|name| format!(" {name} kept |"))
+        .collect();
+    let stage_rule = "---|".repeat(split_cols);
+    println!("| run | policy | BTIO run time | run time vs alone | paper | BTIO I/O time | I/O throughput kept |{stage_heads} paper | IOR MB/s while BTIO runs |");
+    println!("|---|---|---|---|---|---|---|{stage_rule}---|---|");
+    let solo_stages = " 100 % |".repeat(split_cols);
     println!(
-        "| BTIO alone | `nobw` | {solo_run_s:.1} s | – | – | {solo_io_s:.1} s | 100 % | – | – |"
+        "| BTIO alone | `nobw` | {solo_run_s:.1} s | – | – | {solo_io_s:.1} s | 100 % |{solo_stages} – | – |"
     );
     let paper = fig7_paper(class);
     let rows = [
@@ -324,23 +415,32 @@ fn fig7(base: &Scenario) {
     ];
     for (label, policy, paper) in rows {
         let out = run_quiet(base, &policy);
-        let (run_s, io_s, bytes) = match btio_times_s(&out, 0, btio_phases) {
-            Some(t) => t,
-            None => {
-                println!(
-                    "| {label} | `{policy}` | not finished in {:.0} s | | | | | | |",
-                    base.simulation.duration_s
-                );
-                continue;
-            }
+        let Some(btio) = btio_times(&out, 0, &stages) else {
+            println!(
+                "| {label} | `{policy}` | not finished in {:.0} s | | | | |{} | |",
+                base.simulation.duration_s,
+                " |".repeat(split_cols)
+            );
+            continue;
         };
+        let run_s = btio.run_s;
         let btio_end_bin = (run_s * 1e9 / out.bin_ns as f64) as usize;
         let ior_during: u64 = out.jobs[1].bytes_per_bin().iter().take(btio_end_bin).sum();
         let (paper_run, paper_tput) = paper.unwrap_or(("–", "–"));
+        let stage_kept: String = if split_cols == 0 {
+            String::new()
+        } else {
+            btio.stages
+                .iter()
+                .zip(&solo_btio.stages)
+                .map(|(io, solo)| format!(" {:.1} % |", io.mb_s() / solo.mb_s() * 100.0))
+                .collect()
+        };
         println!(
-            "| {label} | `{policy}` | {run_s:.1} s | {:+.1} % | {paper_run} | {io_s:.1} s | {:.1} % | {paper_tput} | {:.1} |",
+            "| {label} | `{policy}` | {run_s:.1} s | {:+.1} % | {paper_run} | {:.1} s | {:.1} % |{stage_kept} {paper_tput} | {:.1} |",
             (run_s / solo_run_s - 1.0) * 100.0,
-            bytes as f64 / 1e6 / io_s / solo_mb_s * 100.0,
+            btio.all.s,
+            btio.all.mb_s() / solo_mb_s * 100.0,
             ior_during as f64 / 1e6 / run_s
         );
     }

@@ -9,6 +9,11 @@
 //!   different calls are never merged (no page-cache aggregation). Each (client, OST) pair is an OSC: at most
 //!   `max_rpcs_in_flight` RPCs outstanding, the rest wait in one FIFO shared by every process
 //!   on that client. A call completes when all its RPCs have.
+//! * **Sequenced groups.** A group with `after = k` is started when the last process of group
+//!   `k` of its job is done (its last call completed), its shape moved to begin then
+//!   (`Shape::delayed`); a group with `files_of = k` gets process `i`'s file (or region) of
+//!   group `k` at set-up and places nothing. A `phases` barrier spans one stage (the groups
+//!   with the same `after`), not the whole job.
 //! * **Network.** Every client and every OSS has a full-duplex link; each direction is a FIFO
 //!   serializer (`bytes / bandwidth`, reserved in event order). Small messages (requests,
 //!   write replies) cost only `latency_us`. Bulk data crosses two links cut-through: the
@@ -262,6 +267,8 @@ struct Process {
     burst_start_ns: u64,
     burst_left_bytes: u64,
     phase: Phase,
+    /// The barrier of the process's stage (`Sim::barriers`) when its shape is `phases`.
+    barrier: Option<u32>,
 }
 
 struct FileLayout {
@@ -387,22 +394,37 @@ struct JobState {
     rpcs: u64,
     first_io_ns: Option<u64>,
     last_io_ns: Option<u64>,
-    /// The job's barrier when its processes have a `phases` shape.
-    barrier: Option<PhaseBarrier>,
+    /// The phases of the job's barriers (every stage's, in the order they complete) when a
+    /// group of the job has a `phases` shape.
+    phases: Option<JobPhases>,
 }
 
-/// Synchronous I/O progress of one job: its processes are `first_process..+processes`
-/// (contiguous, as built), and none starts the next compute phase before all have finished the
-/// current I/O phase.
+/// Synchronous I/O progress of one stage of a job (the groups that start together: the
+/// job's start, or the same `after`): none of `processes` starts the next compute phase
+/// before all have finished the current I/O phase.
 struct PhaseBarrier {
-    first_process: u32,
-    processes: u32,
+    job: u32,
+    /// The stage's processes, in scenario order.
+    processes: Vec<u32>,
     /// Processes still doing I/O in the current phase.
     running: u32,
     /// When the first process of the current phase started its I/O.
     phase_start_ns: Option<u64>,
     phase_bytes: u64,
-    record: JobPhases,
+}
+
+/// One process group as the run follows it: whose processes it has, how many are still
+/// doing I/O, and the groups released when none is (`after`).
+struct GroupRun {
+    /// Its processes, in scenario order.
+    processes: Vec<u32>,
+    /// Processes not yet done.
+    left: u32,
+    /// Groups whose shape starts when this group is done (`after` = this group), in order.
+    dependents: Vec<u32>,
+    /// Whether the group waits for another (`after`): its processes are started at its release,
+    /// not at the run's start.
+    waits: bool,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -469,6 +491,9 @@ struct Sim {
     /// Highest offset written in each object (its extent: what it occupies on its OST).
     object_extent_bytes: Vec<u64>,
     shapes: Vec<Shape>,
+    /// By global group index (the index into `shapes`).
+    groups: Vec<GroupRun>,
+    barriers: Vec<PhaseBarrier>,
     processes: Vec<Process>,
     processes_left: usize,
     jobs: Vec<JobState>,
@@ -702,6 +727,8 @@ impl Sim {
         let mut files: Vec<FileLayout> = Vec::new();
         let mut layout_osts: Vec<u32> = Vec::new();
         let mut shapes = Vec::new();
+        let mut groups: Vec<GroupRun> = Vec::new();
+        let mut barriers: Vec<PhaseBarrier> = Vec::new();
         // Explicit jobs, then an `[appset]`'s runs (the same set the fluid engine generates).
         let scenario_jobs = scenario.rpc_jobs()?;
         let run_jobs: Vec<&JobSpec> = scenario_jobs.iter().collect();
@@ -745,46 +772,134 @@ impl Sim {
                 _ => (0..n_clients as u32).collect(),
             };
             let mut process_in_job = 0usize;
-            let first_process = processes.len() as u32;
             let start_delay_ns = crate::workload::job_start_delay_ns(
                 seed,
                 job_index as u32,
                 secs_to_ns(scenario.simulation.start_jitter_s),
             );
             let phased = job.groups.iter().any(|g| g.shape.kind == ShapeKind::Phases);
-            for group in &job.groups {
+            // Global index of the job's first group; `after` and `files_of` are job-relative.
+            let group_base = shapes.len();
+            // Each group's (file, region base) per process, for `files_of`.
+            let mut group_files: Vec<Vec<(u32, u64)>> = Vec::with_capacity(job.groups.len());
+            // The barrier of each stage (keyed by `after`) holding a `phases` group.
+            let mut stage_barriers: Vec<(Option<u32>, u32)> = Vec::new();
+            for (g_i, group) in job.groups.iter().enumerate() {
                 let shape_index = shapes.len() as u32;
-                shapes.push(Shape::from_spec(&group.shape).delayed(start_delay_ns));
+                let earlier = |k: u32, key: &str| -> Result<usize, String> {
+                    // Validation refuses these; a scenario built in code is checked here.
+                    if (k as usize) < g_i {
+                        Ok(k as usize)
+                    } else {
+                        Err(format!(
+                            "job `{}` processes[{g_i}]: {key} = {k} is not an earlier group",
+                            job.id
+                        ))
+                    }
+                };
+                // A group run `after` another starts from that group's end: the job's start
+                // delay is already in it, and the rest is added at the release.
+                let shape = Shape::from_spec(&group.shape);
+                shapes.push(match group.after {
+                    None => shape.delayed(start_delay_ns),
+                    Some(_) => shape,
+                });
+                groups.push(GroupRun {
+                    processes: Vec::with_capacity(group.numjobs as usize),
+                    left: 0,
+                    dependents: Vec::new(),
+                    waits: group.after.is_some(),
+                });
+                if let Some(k) = group.after {
+                    let k = earlier(k, "after")?;
+                    groups[group_base + k].dependents.push(shape_index);
+                }
+                let barrier = if group.shape.kind == ShapeKind::Phases {
+                    match stage_barriers
+                        .iter()
+                        .find(|(stage, _)| *stage == group.after)
+                    {
+                        Some(&(_, b)) => Some(b),
+                        None => {
+                            barriers.push(PhaseBarrier {
+                                job: job_index as u32,
+                                processes: Vec::new(),
+                                running: 0,
+                                phase_start_ns: None,
+                                phase_bytes: 0,
+                            });
+                            let b = barriers.len() as u32 - 1;
+                            stage_barriers.push((group.after, b));
+                            Some(b)
+                        }
+                    }
+                } else {
+                    None
+                };
+                let files_of = match group.files_of {
+                    Some(k) => {
+                        let k = earlier(k, "files_of")?;
+                        if group_files[k].len() != group.numjobs as usize {
+                            return Err(format!(
+                                "job `{}` processes[{g_i}]: files_of = {k} needs its numjobs",
+                                job.id
+                            ));
+                        }
+                        Some(group_files[k].clone())
+                    }
+                    None => None,
+                };
                 let stripe_count = group.stripe_count.unwrap_or(cluster.stripe_count);
                 let stripe_size = group.stripe_size.unwrap_or(cluster.stripe_size).bytes();
                 let shared_file = match group.file {
-                    FileMode::Shared => Some(new_file(
+                    FileMode::Shared if files_of.is_none() => Some(new_file(
                         id,
                         stripe_count,
                         stripe_size,
                         group.stripe_offset,
                     )?),
-                    FileMode::PerProcess => None,
+                    _ => None,
                 };
+                let mut files_here = Vec::with_capacity(group.numjobs as usize);
                 for k in 0..group.numjobs {
                     if processes.len() >= PROCESSES_MAX {
                         return Err(format!("more than {PROCESSES_MAX} processes"));
                     }
-                    let file = match shared_file {
-                        Some(f) => f,
-                        None => new_file(id, stripe_count, stripe_size, group.stripe_offset)?,
-                    };
                     let size_bytes = group.size.bytes();
-                    let region_base_bytes = if shared_file.is_some() {
-                        u64::from(k)
-                            .checked_mul(size_bytes)
-                            .filter(|b| b.checked_add(size_bytes).is_some())
-                            .ok_or_else(|| {
-                                format!("job `{}`: shared file larger than 2^64 bytes", job.id)
-                            })?
-                    } else {
-                        0
+                    let (file, region_base_bytes) = match &files_of {
+                        // Process k of the earlier group's file and region, as placed then.
+                        Some(list) => list[k as usize],
+                        None => {
+                            let file = match shared_file {
+                                Some(f) => f,
+                                None => {
+                                    new_file(id, stripe_count, stripe_size, group.stripe_offset)?
+                                }
+                            };
+                            let region_base_bytes = if shared_file.is_some() {
+                                u64::from(k)
+                                    .checked_mul(size_bytes)
+                                    .filter(|b| b.checked_add(size_bytes).is_some())
+                                    .ok_or_else(|| {
+                                        format!(
+                                            "job `{}`: shared file larger than 2^64 bytes",
+                                            job.id
+                                        )
+                                    })?
+                            } else {
+                                0
+                            };
+                            (file, region_base_bytes)
+                        }
                     };
+                    files_here.push((file, region_base_bytes));
+                    let process_index = processes.len() as u32;
+                    groups[shape_index as usize].processes.push(process_index);
+                    groups[shape_index as usize].left += 1;
+                    if let Some(b) = barrier {
+                        barriers[b as usize].processes.push(process_index);
+                        barriers[b as usize].running += 1;
+                    }
                     let mut rng = ChaCha8Rng::seed_from_u64(seed);
                     rng.set_stream(processes.len() as u64);
                     processes.push(Process {
@@ -805,9 +920,11 @@ impl Sim {
                         burst_start_ns: 0,
                         burst_left_bytes: 0,
                         phase: Phase::Waiting,
+                        barrier,
                     });
                     process_in_job += 1;
                 }
+                group_files.push(files_here);
             }
             jobs.push(JobState {
                 id,
@@ -822,21 +939,16 @@ impl Sim {
                 rpcs: 0,
                 first_io_ns: None,
                 last_io_ns: None,
-                barrier: phased.then(|| PhaseBarrier {
-                    first_process,
-                    processes: process_in_job as u32,
-                    running: process_in_job as u32,
-                    phase_start_ns: None,
-                    phase_bytes: 0,
-                    record: JobPhases {
-                        start_ns: job
-                            .groups
-                            .iter()
-                            .map(|g| secs_to_ns(g.shape.start_s))
-                            .min()
-                            .unwrap_or(0),
-                        done: Vec::new(),
-                    },
+                phases: phased.then(|| JobPhases {
+                    // The job's start: its groups that wait for no other.
+                    start_ns: job
+                        .groups
+                        .iter()
+                        .filter(|g| g.after.is_none())
+                        .map(|g| secs_to_ns(g.shape.start_s))
+                        .min()
+                        .unwrap_or(0),
+                    done: Vec::new(),
                 }),
             });
         }
@@ -907,6 +1019,8 @@ impl Sim {
             object_next_offset: vec![u64::MAX; objects as usize],
             object_extent_bytes: vec![0; objects as usize],
             shapes,
+            groups,
+            barriers,
             processes,
             processes_left,
             jobs,
@@ -1060,10 +1174,9 @@ impl Sim {
             self.queue.push(p, Event::ControlTick);
         }
         for p in 0..self.processes.len() as u32 {
-            self.schedule_burst(p, 0, 0, 0);
-            let stop_ns = self.shapes[self.processes[p as usize].group as usize].stop_ns;
-            if stop_ns <= self.duration_ns {
-                self.queue.push(stop_ns, Event::ProcessStop { process: p });
+            // A group run `after` another starts at its release (`release_after`).
+            if !self.groups[self.processes[p as usize].group as usize].waits {
+                self.start_process(p);
             }
         }
         while self.processes_left > 0 {
@@ -1139,6 +1252,30 @@ impl Sim {
 
     // ---------------------------------------------------------------- processes
 
+    /// Schedules the first burst of process `p` and its stop.
+    fn start_process(&mut self, p: u32) {
+        self.schedule_burst(p, 0, 0, 0);
+        let stop_ns = self.shapes[self.processes[p as usize].group as usize].stop_ns;
+        if stop_ns <= self.duration_ns {
+            self.queue.push(stop_ns, Event::ProcessStop { process: p });
+        }
+    }
+
+    /// Every process of group `g` is done: the groups run `after` it start now, their shapes
+    /// moved to begin at this moment.
+    fn release_after(&mut self, g: u32) {
+        let now = self.now_ns;
+        for d in std::mem::take(&mut self.groups[g as usize].dependents) {
+            debug_assert!(self.groups[d as usize].waits && d > g);
+            self.shapes[d as usize] = self.shapes[d as usize].clone().delayed(now);
+            let list = std::mem::take(&mut self.groups[d as usize].processes);
+            for &q in &list {
+                self.start_process(q);
+            }
+            self.groups[d as usize].processes = list;
+        }
+    }
+
     /// Schedules burst `index` of process `p` (or finishes it when the shape has no more).
     fn schedule_burst(&mut self, p: u32, index: u32, prev_start_ns: u64, prev_end_ns: u64) {
         let proc_ = &self.processes[p as usize];
@@ -1172,7 +1309,8 @@ impl Sim {
         proc_.burst_start_ns = now;
         proc_.burst_left_bytes = bytes;
         let planned = bytes.min(proc_.size_bytes.saturating_sub(proc_.issued_bytes));
-        if let Some(b) = &mut self.jobs[proc_.job as usize].barrier {
+        if let Some(b) = proc_.barrier {
+            let b = &mut self.barriers[b as usize];
             b.phase_start_ns.get_or_insert(now);
             b.phase_bytes += planned;
         }
@@ -1241,34 +1379,38 @@ impl Sim {
         }
     }
 
-    /// Process `p` finished its part of its job's current I/O phase: it waits at the barrier;
-    /// the last one releases every process of the job into the next compute phase.
+    /// Process `p` finished its part of its stage's current I/O phase: it waits at the
+    /// barrier; the last one releases every process of the stage into the next compute phase.
     fn phase_part_done(&mut self, p: u32) {
         let now = self.now_ns;
-        let job = self.processes[p as usize].job;
         self.processes[p as usize].phase = Phase::Waiting;
-        let Some(b) = &mut self.jobs[job as usize].barrier else {
+        let Some(bi) = self.processes[p as usize].barrier else {
             return;
         };
+        let b = &mut self.barriers[bi as usize];
         b.running -= 1;
         if b.running > 0 {
             return;
         }
-        b.record.done.push(PhaseRecord {
+        let record = PhaseRecord {
             start_ns: b.phase_start_ns.take().unwrap_or(now),
             end_ns: now,
             bytes: std::mem::take(&mut b.phase_bytes),
-        });
-        let (first, n) = (b.first_process, b.processes);
+        };
+        let job = b.job;
+        let list = std::mem::take(&mut b.processes);
+        if let Some(phases) = &mut self.jobs[job as usize].phases {
+            phases.done.push(record);
+        }
         let mut running = 0;
-        for q in first..first + n {
+        for &q in &list {
             let index = self.processes[q as usize].burst_index;
             self.schedule_burst(q, index + 1, 0, now);
             running += u32::from(self.processes[q as usize].phase != Phase::Done);
         }
-        if let Some(b) = &mut self.jobs[job as usize].barrier {
-            b.running = running;
-        }
+        let b = &mut self.barriers[bi as usize];
+        b.processes = list;
+        b.running = running;
     }
 
     fn finish_process(&mut self, p: u32) {
@@ -1279,6 +1421,12 @@ impl Sim {
         proc_.phase = Phase::Done;
         self.jobs[proc_.job as usize].processes_left -= 1;
         self.processes_left -= 1;
+        let g = proc_.group;
+        let group = &mut self.groups[g as usize];
+        group.left -= 1;
+        if group.left == 0 && !group.dependents.is_empty() {
+            self.release_after(g);
+        }
     }
 
     fn issue_call(&mut self, p: u32, file_offset: u64, len: u64) {
@@ -1753,7 +1901,7 @@ impl Sim {
                     last_io_ns: job.last_io_ns,
                     finished: job.processes_left == 0,
                     bytes_per_ost_bin: series,
-                    phases: job.barrier.map(|b| b.record),
+                    phases: job.phases,
                 }
             })
             .collect();

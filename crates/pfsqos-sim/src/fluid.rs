@@ -92,6 +92,20 @@ pub fn run(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, crate::error::RunError> {
     use crate::error::RunError;
+    // Sequenced groups need per-process completion, which flows do not have; validation
+    // refuses them too, this catches a scenario built in code.
+    for job in &scenario.jobs {
+        if let Some((i, key)) = job.groups.iter().enumerate().find_map(|(i, g)| {
+            g.after
+                .map(|_| (i, "after"))
+                .or(g.files_of.map(|_| (i, "files_of")))
+        }) {
+            return Err(RunError::Engine(format!(
+                "job `{}` processes[{i}]: `{key}` is run by the RPC-level engine only (engine = \"rpc\")",
+                job.id
+            )));
+        }
+    }
     let choice = PolicyChoice::parse(policy).map_err(RunError::Policy)?;
     let allocator = choice.allocator(seed).map_err(RunError::Policy)?;
     let period_ns = choice.allocator_period_ns();

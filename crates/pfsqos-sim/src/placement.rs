@@ -82,8 +82,9 @@ pub fn first_run_traces(scenario: &Scenario, jobs: &[&JobSpec]) -> Vec<(JobId, V
         let mut files = Vec::new();
         let mut rank = 0u32;
         for group in &job.groups {
-            if group.rw.is_read() {
-                // iez traces writes only (§III-A1: reads are absorbed by caches).
+            if group.rw.is_read() || group.files_of.is_some() {
+                // iez traces writes only (§III-A1: reads are absorbed by caches), and a group
+                // on another group's files (`files_of`) creates none.
                 rank += group.numjobs;
                 continue;
             }

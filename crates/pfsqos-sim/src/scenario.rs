@@ -350,6 +350,16 @@ pub struct ProcessGroupSpec {
     /// First OST of the layout; default: round robin over the cluster, as the MDS does.
     #[serde(default)]
     pub stripe_offset: Option<u32>,
+    /// Index of an earlier group of the same job: this group's shape (its `start_s`, `stop_s`,
+    /// burst times, phases) runs from the moment every process of that group has finished its
+    /// I/O instead of from the job's start (BTIO's verification after its output phase).
+    #[serde(default)]
+    pub after: Option<u32>,
+    /// Index of an earlier group of the same job whose files this group accesses, with the
+    /// layouts they got at creation (process `k` uses process `k`'s file or region); the
+    /// group creates no files of its own (a read-back of what another group wrote).
+    #[serde(default)]
+    pub files_of: Option<u32>,
     #[serde(default)]
     pub shape: ShapeSpec,
 }

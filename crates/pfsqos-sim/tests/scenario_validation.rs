@@ -1116,7 +1116,7 @@ fn a_phased_job_shares_one_barrier() {
         &text,
         "job[1].processes[1].shape.kind",
         None,
-        "every group of the job must then have kind = \"phases\"",
+        "every group of that stage must then have kind = \"phases\"",
     );
     let mixed = text.replace(
         "kind = \"periodic\"\nburst_size = \"16M\"\ninterval_s = 2.0",
@@ -1135,5 +1135,182 @@ fn a_phased_job_shares_one_barrier() {
         "job[1].processes[1].shape.compute_s",
         Some("1.0"),
         "same compute_s",
+    );
+}
+
+/// BASE's job beta, its second group (periodic randwrite) given `extra` keys.
+fn beta_second(extra: &str) -> String {
+    with(
+        "rw = \"randwrite\"\nbs = \"64k\"",
+        &format!("rw = \"randwrite\"\nbs = \"64k\"\n{extra}"),
+    )
+}
+
+#[test]
+fn after_names_an_earlier_group_that_can_finish() {
+    let ok = beta_second("after = 0");
+    let s = Scenario::from_toml_str(&ok, FILE).unwrap();
+    assert_eq!(s.jobs[1].groups[1].after, Some(0));
+    expect(
+        &beta_second("after = 1"),
+        "job[1].processes[1].after",
+        Some("1"),
+        "names this group itself",
+    );
+    let e = expect(
+        &with("numjobs = 4\n", "numjobs = 4\nafter = 0\n"),
+        "job[0].processes[0].after",
+        Some("0"),
+        "names this group itself",
+    );
+    assert!(e.message.contains("the job's first group has none"), "{e}");
+    expect(
+        &beta_second("after = 2"),
+        "job[1].processes[1].after",
+        Some("2"),
+        "names a later group (processes[2])",
+    );
+    // Group 0 of job beta reads continuously from 0 s: it can end at once. A group whose
+    // shape alone lasts past the run cannot release anything.
+    let late = with(
+        "size = \"1G\"\n[[job.processes]]\nrw = \"randwrite\"",
+        "size = \"1G\"\n[job.processes.shape]\nkind = \"bursts\"\nbursts = [{ at_s = 2.0, size = \"512M\" }, { at_s = 12.0, size = \"512M\" }]\n[[job.processes]]\nrw = \"randwrite\"",
+    );
+    Scenario::from_toml_str(&late, FILE).unwrap();
+    let e = expect(
+        &late.replacen("bs = \"64k\"", "bs = \"64k\"\nafter = 0", 1),
+        "job[1].processes[1].after",
+        Some("0"),
+        "cannot finish before 12 s",
+    );
+    assert!(e.message.contains("duration_s = 10"), "{e}");
+    // A stop ends the shape sooner: then it can.
+    Scenario::from_toml_str(
+        &late
+            .replacen("bs = \"64k\"", "bs = \"64k\"\nafter = 0", 1)
+            .replacen("kind = \"bursts\"", "kind = \"bursts\"\nstop_s = 5.0", 1),
+        FILE,
+    )
+    .unwrap();
+    // Periodic: 256M in bursts of 16M every 2 s ends at 30 s at the earliest.
+    let chain = format!(
+        "{}\n[[job.processes]]\nrw = \"read\"\nbs = \"1M\"\nsize = \"1G\"\nafter = 1\n",
+        BASE.trim_end()
+            .trim_end_matches("compare = [\"nobw\", \"static\"]")
+            .trim_end()
+            .trim_end_matches("[policy]")
+    );
+    expect(
+        &chain,
+        "job[1].processes[2].after",
+        Some("1"),
+        "cannot finish before 30 s",
+    );
+}
+
+#[test]
+fn files_of_needs_the_same_files_and_no_layout() {
+    // Job alpha: 4 writers of per-process files; a reader group on them.
+    let reader = |extra: &str| {
+        with(
+            "numjobs = 4\n",
+            &format!("numjobs = 4\n[[job.processes]]\nrw = \"read\"\nbs = \"1M\"\nsize = \"1G\"\nnumjobs = 4\nafter = 0\nfiles_of = 0\n{extra}"),
+        )
+    };
+    let s = Scenario::from_toml_str(&reader(""), FILE).unwrap();
+    assert_eq!(s.jobs[0].groups[1].files_of, Some(0));
+    expect(
+        &reader("").replacen("files_of = 0", "files_of = 1", 1),
+        "job[0].processes[1].files_of",
+        Some("1"),
+        "names this group itself",
+    );
+    expect(
+        &reader("file = \"shared\""),
+        "job[0].processes[1].file",
+        None,
+        "must have its file mode (\"per-process\"); it has \"shared\"",
+    );
+    expect(
+        &reader("").replacen("numjobs = 4\nafter", "numjobs = 3\nafter", 1),
+        "job[0].processes[1].numjobs",
+        Some("3"),
+        "must have processes[0]'s numjobs (4)",
+    );
+    expect(
+        &reader("").replacen(
+            "size = \"1G\"\nnumjobs = 4\nafter",
+            "size = \"2G\"\nnumjobs = 4\nafter",
+            1,
+        ),
+        "job[0].processes[1].size",
+        Some("\"2G\""),
+        "at most what processes[0] has per process",
+    );
+    for (key, value) in [
+        ("stripe_count", "2"),
+        ("stripe_size", "\"2M\""),
+        ("stripe_offset", "1"),
+    ] {
+        expect(
+            &reader(&format!("{key} = {value}")),
+            &format!("job[0].processes[1].{key}"),
+            Some(value),
+            "not allowed with files_of",
+        );
+    }
+    // The fluid engine refuses both keys, naming the RPC engine.
+    let fluid = reader("").replacen(
+        "duration_s = 10.0",
+        "duration_s = 10.0\nengine = \"fluid\"",
+        1,
+    );
+    expect(
+        &fluid,
+        "job[0].processes[1].after",
+        Some("0"),
+        "RPC-level engine only",
+    );
+    expect(
+        &fluid.replacen("after = 0\n", "", 1),
+        "job[0].processes[1].files_of",
+        Some("0"),
+        "RPC-level engine only",
+    );
+}
+
+#[test]
+fn the_phases_barrier_spans_one_stage() {
+    // Job alpha phased; a second group after it (`read`); `more` appended to alpha.
+    let alpha = |read_shape: &str, more: &str| {
+        with(
+            "numjobs = 4\n",
+            &format!("numjobs = 4\n[job.processes.shape]\nkind = \"phases\"\nphases = 2\ncompute_s = 1.0\nphase_size = \"256M\"\n[[job.processes]]\nrw = \"read\"\nbs = \"1M\"\nsize = \"512M\"\nnumjobs = 4\nafter = 0\nfiles_of = 0\n{read_shape}{more}"),
+        )
+    };
+    // The read group not phased: a stage of its own, allowed.
+    Scenario::from_toml_str(&alpha("", ""), FILE).unwrap();
+    // Phased with other rounds and compute time: its own barrier, allowed.
+    let read_phased = "[job.processes.shape]\nkind = \"phases\"\nphases = 4\ncompute_s = 0.5\nphase_size = \"128M\"\n";
+    Scenario::from_toml_str(&alpha(read_phased, ""), FILE).unwrap();
+    // A third group in the read's stage must share its barrier.
+    expect(
+        &alpha(
+            read_phased,
+            "[[job.processes]]\nrw = \"read\"\nbs = \"1M\"\nsize = \"512M\"\nafter = 0\n",
+        ),
+        "job[0].processes[2].shape.kind",
+        None,
+        "the groups with after = 0",
+    );
+    // A group that starts with the job must still share the first barrier.
+    expect(
+        &alpha(
+            "",
+            "[[job.processes]]\nrw = \"read\"\nbs = \"1M\"\nsize = \"512M\"\n",
+        ),
+        "job[0].processes[2].shape.kind",
+        None,
+        "the groups that start with the job",
     );
 }

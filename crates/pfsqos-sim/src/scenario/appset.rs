@@ -279,6 +279,8 @@ impl AppSetSpec {
                     stripe_count: Some(1),
                     stripe_size: None,
                     stripe_offset: Some((first_ost + k) % osts),
+                    after: None,
+                    files_of: None,
                     shape: ShapeSpec {
                         kind: ShapeKind::Phases,
                         phases: Some(tp.phases),

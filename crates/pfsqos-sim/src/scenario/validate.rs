@@ -565,15 +565,127 @@ impl Scenario {
                     ));
                 }
             }
+            self.check_job_sequence(c, &p, &j.groups)?;
             check_job_phases(c, &p, &j.groups)?;
-            if let Some(n) = j.groups.first().and_then(|g| g.shape.phases) {
+            // One barrier per stage: the first group of each stage says how many phases.
+            for (g_i, g) in j.groups.iter().enumerate() {
+                let first_of_stage = j.groups[..g_i].iter().all(|e| e.after != g.after);
+                let Some(n) = g.shape.phases.filter(|_| first_of_stage) else {
+                    continue;
+                };
                 phase_records += u64::from(n);
                 if phase_records > PHASE_RECORDS_MAX {
                     return Err(c.err(
-                        format!("{p}.processes[0].shape.phases"),
+                        format!("{p}.processes[{g_i}].shape.phases"),
                         n.to_string(),
                         format!("the scenario would record {phase_records} phases over all jobs; at most {PHASE_RECORDS_MAX} allowed"),
                     ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `after` and `files_of` name an earlier group of the same job; a group run `after`
+    /// another must be able to start within the run; a group on another group's files has
+    /// that group's file mode and process count, and no layout of its own. The fluid engine
+    /// runs neither key.
+    fn check_job_sequence(&self, c: &Ctx, p: &str, groups: &[ProcessGroupSpec]) -> Res {
+        let duration_s = self.simulation.duration_s;
+        // Lower bound on when each group's processes can all have finished, from the job's
+        // start: the times its shape fixes, with no time for the I/O itself.
+        let mut end_bound_s: Vec<f64> = Vec::with_capacity(groups.len());
+        for (g_i, g) in groups.iter().enumerate() {
+            let gp = format!("{p}.processes[{g_i}]");
+            let earlier = |key: &str, k: u32| -> Res {
+                let what = if k as usize == g_i {
+                    "names this group itself".to_string()
+                } else if k as usize > g_i {
+                    format!("names a later group (processes[{k}])")
+                } else {
+                    return Ok(());
+                };
+                let allowed = if g_i == 0 {
+                    "the job's first group has none".to_string()
+                } else {
+                    format!("0..={}", g_i - 1)
+                };
+                Err(c.err(
+                    format!("{gp}.{key}"),
+                    k.to_string(),
+                    format!("`{key}` {what}; it must be the index of an earlier group of the same job: {allowed}"),
+                ))
+            };
+            if let Some(k) = g.after.or(g.files_of) {
+                if self.simulation.engine == EngineKind::Fluid {
+                    let key = if g.after.is_some() {
+                        "after"
+                    } else {
+                        "files_of"
+                    };
+                    return Err(c.err(
+                        format!("{gp}.{key}"),
+                        k.to_string(),
+                        format!("`{key}` is run by the RPC-level engine only (engine = \"rpc\"); the fluid engine starts every group at the job's start on files of its own"),
+                    ));
+                }
+            }
+            let release_s = match g.after {
+                None => 0.0,
+                Some(k) => {
+                    earlier("after", k)?;
+                    let release_s = end_bound_s[k as usize];
+                    if release_s + g.shape.start_s >= duration_s {
+                        return Err(c.err(
+                            format!("{gp}.after"),
+                            k.to_string(),
+                            format!(
+                                "processes[{k}] cannot finish before {release_s} s after the job's start (the times its shape fixes, with no time for I/O), so this group would start at {} s at the earliest, not before the end of the simulation (duration_s = {duration_s})",
+                                release_s + g.shape.start_s
+                            ),
+                        ));
+                    }
+                    release_s
+                }
+            };
+            end_bound_s.push(release_s + shape_end_bound_s(&g.shape, g.size.bytes()));
+            if let Some(k) = g.files_of {
+                earlier("files_of", k)?;
+                let f = &groups[k as usize];
+                if g.file != f.file {
+                    return Err(c.err(
+                        format!("{gp}.file"),
+                        None,
+                        format!("a group with files_of = {k} uses processes[{k}]'s files and must have its file mode ({}); it has {}", file_mode_text(f.file), file_mode_text(g.file)),
+                    ));
+                }
+                if g.numjobs != f.numjobs {
+                    return Err(c.err(
+                        format!("{gp}.numjobs"),
+                        g.numjobs.to_string(),
+                        format!("a group with files_of = {k} must have processes[{k}]'s numjobs ({}): process k uses process k's file", f.numjobs),
+                    ));
+                }
+                if g.size.bytes() > f.size.bytes() {
+                    return Err(c.err(
+                        format!("{gp}.size"),
+                        size_text(g.size),
+                        format!("a group with files_of = {k} accesses at most what processes[{k}] has per process (size {})", human(f.size.bytes())),
+                    ));
+                }
+                let layout_keys = [
+                    ("stripe_count", g.stripe_count.map(|n| n.to_string())),
+                    ("stripe_size", g.stripe_size.map(size_text)),
+                    ("stripe_offset", g.stripe_offset.map(|n| n.to_string())),
+                ];
+                for (key, value) in layout_keys {
+                    if let Some(value) = value {
+                        return Err(c.err(
+                            format!("{gp}.{key}"),
+                            value,
+                            format!("`{key}` is not allowed with files_of: the group uses processes[{k}]'s files with the layouts they got at creation"),
+                        ));
+                    }
                 }
             }
         }
@@ -854,24 +966,85 @@ impl Scenario {
     }
 }
 
-/// The barrier of a `phases` shape spans the whole job, so every group of such a job must be a
-/// `phases` group with the same rounds, compute time and start.
+fn file_mode_text(mode: FileMode) -> &'static str {
+    match mode {
+        FileMode::PerProcess => "\"per-process\"",
+        FileMode::Shared => "\"shared\"",
+    }
+}
+
+/// The lower bound on when a process of a group with this shape and `size` has finished,
+/// relative to the shape's origin (the job's start, or the release of an `after` group): the
+/// times the shape fixes, as if I/O took no time. Every shape ends (`size` bounds each
+/// process, reads included), so the bound is finite.
+fn shape_end_bound_s(s: &ShapeSpec, size_bytes: u64) -> f64 {
+    let stop_s = s.stop_s.unwrap_or(f64::INFINITY);
+    let end_s = match s.kind {
+        ShapeKind::Continuous => s.start_s,
+        ShapeKind::Periodic => {
+            let burst = s.burst_size.map_or(1, |b| b.bytes()).max(1);
+            let bursts = size_bytes.div_ceil(burst).max(1);
+            s.start_s + (bursts - 1) as f64 * s.interval_s.unwrap_or(0.0)
+        }
+        ShapeKind::Bursts => {
+            // The last burst the process reaches before its size is done.
+            let mut total = 0u64;
+            let mut at_s = s.start_s;
+            for b in &s.bursts {
+                at_s = b.at_s.max(s.start_s);
+                total = total.saturating_add(b.size.bytes());
+                if total >= size_bytes {
+                    break;
+                }
+            }
+            at_s
+        }
+        ShapeKind::Phases => {
+            s.start_s + f64::from(s.phases.unwrap_or(0)) * s.compute_s.unwrap_or(0.0)
+        }
+    };
+    end_s.min(stop_s)
+}
+
+/// The barrier of a `phases` shape spans one stage of the job: the groups that start together
+/// (the same `after`, or none). Every group of a stage holding a `phases` group must be a
+/// `phases` group with the same rounds, compute time and start; other stages are free.
 fn check_job_phases(c: &Ctx, p: &str, groups: &[ProcessGroupSpec]) -> Res {
+    for (first, leader) in groups.iter().enumerate() {
+        let first_of_stage = groups[..first].iter().all(|e| e.after != leader.after);
+        if !first_of_stage {
+            continue;
+        }
+        check_stage_phases(c, p, groups, leader.after)?;
+    }
+    Ok(())
+}
+
+/// [`check_job_phases`] for the stage of the groups with `after == stage`.
+fn check_stage_phases(c: &Ctx, p: &str, groups: &[ProcessGroupSpec], stage: Option<u32>) -> Res {
+    let in_stage = |g: &&ProcessGroupSpec| g.after == stage;
     let Some(first) = groups
         .iter()
-        .position(|g| g.shape.kind == ShapeKind::Phases)
+        .position(|g| g.after == stage && g.shape.kind == ShapeKind::Phases)
     else {
         return Ok(());
     };
+    let stage_text = match stage {
+        None => "the groups that start with the job (no `after`)".to_string(),
+        Some(k) => format!("the groups with after = {k}"),
+    };
     let f = &groups[first].shape;
     for (g_i, g) in groups.iter().enumerate() {
+        if !in_stage(&g) {
+            continue;
+        }
         let sp = format!("{p}.processes[{g_i}].shape");
         let s = &g.shape;
         if s.kind != ShapeKind::Phases {
             return Err(c.err(
                 format!("{sp}.kind"),
                 None,
-                format!("processes[{first}] of this job has kind = \"phases\" (a barrier across all the job's processes); every group of the job must then have kind = \"phases\""),
+                format!("processes[{first}] of this job has kind = \"phases\" (a barrier across the processes of its stage: {stage_text}); every group of that stage must then have kind = \"phases\""),
             ));
         }
         let same = |what: &str, a: String, b: String| -> Res {
@@ -879,7 +1052,7 @@ fn check_job_phases(c: &Ctx, p: &str, groups: &[ProcessGroupSpec]) -> Res {
                 return Err(c.err(
                     format!("{sp}.{what}"),
                     a,
-                    format!("all `phases` groups of a job share one barrier and must have the same {what}; processes[{first}] has {b}"),
+                    format!("all `phases` groups of a stage ({stage_text}) share one barrier and must have the same {what}; processes[{first}] has {b}"),
                 ));
             }
             Ok(())

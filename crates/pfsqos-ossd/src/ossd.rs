@@ -1924,7 +1924,10 @@ async fn serve_conn(
     let cpt = (id % shared.cpts.len() as u64) as usize;
     // The client's share of the bulk budget, by the address the socket reports (not by
     // anything the peer declares).
-    let member = shared.bulk_shares.join(peer_addr.ip());
+    let limits = ConnLimits {
+        rpcs: Arc::new(Semaphore::new(shared.rpcs_in_flight_per_conn)),
+        share: shared.bulk_shares.join(peer_addr.ip()),
+    };
     let (tx, mut rx) = mpsc::channel::<Outgoing>(shared.rpcs_in_flight_per_conn);
     // The node a client connection is bound to (by its first I/O request): every reply states
     // that node's current limit as the reply leaves.
@@ -1975,10 +1978,9 @@ async fn serve_conn(
         }
         Ok::<(), ConnError>(())
     }));
-    let in_flight = Arc::new(Semaphore::new(shared.rpcs_in_flight_per_conn));
     let mut writer_ended = None;
     let read_end = tokio::select! {
-        r = read_requests(&shared, &mut reader, peer, cpt, &tx, &in_flight, &bound, &member) => r,
+        r = read_requests(&shared, &mut reader, peer, cpt, &tx, &limits, &bound) => r,
         // The writer ends first only when it failed: stop reading too.
         w = &mut writer_task.0 => {
             writer_ended = Some(w.unwrap_or(Err(ConnError::Closed)));
@@ -1992,12 +1994,20 @@ async fn serve_conn(
     };
     // The binding (if any) goes with the last reference: the node is disconnected once.
     drop(bound);
-    drop(member);
+    drop(limits);
     // Why the connection ended: the writer's failure if the reader had no other reason.
     match (read_end, write_end) {
         (Ok(()) | Err(ConnError::Closed), Err(e)) => Err(e.into()),
         (r, _) => Ok(r?),
     }
+}
+
+/// What a connection's requests draw on besides the OSS-wide budget.
+struct ConnLimits {
+    /// Its requests in flight (`rpcs_in_flight_per_conn`).
+    rpcs: Arc<Semaphore>,
+    /// Its client's share of the bulk budget.
+    share: ShareMember,
 }
 
 async fn read_requests(
@@ -2006,9 +2016,8 @@ async fn read_requests(
     peer: conn::Peer,
     cpt: usize,
     tx: &mpsc::Sender<Outgoing>,
-    in_flight: &Arc<Semaphore>,
+    limits: &ConnLimits,
     bound: &std::sync::OnceLock<ClientBinding>,
-    member: &ShareMember,
 ) -> Result<(), ConnError> {
     let ost_count = shared.osts.len() as u32;
     loop {
@@ -2026,7 +2035,8 @@ async fn read_requests(
                 return Err(e.into());
             }
         };
-        let permit = in_flight
+        let permit = limits
+            .rpcs
             .clone()
             .acquire_owned()
             .await
@@ -2056,7 +2066,7 @@ async fn read_requests(
                 // (a write's bulk arriving, a reply being read): waiting for it here holds
                 // nothing of the OSS-wide budget, so a client whose share is taken by its
                 // stalled connections stops only itself.
-                let share = member.reserve(kib(io.length)).await;
+                let share = limits.share.reserve(kib(io.length)).await;
                 // A write reserves the bulk budget frame by frame as its data arrives, so a
                 // sender that announces much and sends little holds what it sent and one
                 // frame more, and only until it idles for `bulk_idle_timeout`; anything

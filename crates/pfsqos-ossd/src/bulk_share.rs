@@ -24,10 +24,11 @@
 //! can always finish within its client's share (its later frames compete only for the
 //! OSS-wide budget), so a client's own writes never wait for each other's next frame.
 //!
-//! Identity: the peer's IP address as the socket reports it. The `nid` in an I/O request is
-//! declared by the client and the connection is the attacker's to multiply; an address is
-//! what a host cannot multiply beyond the addresses it owns. Several nodes behind one NAT
-//! share one share (a documented limitation).
+//! Identity: the peer's IP address as the socket reports it (an IPv6 address by its /64, which
+//! a host usually owns whole). The `nid` in an I/O request is declared by the client and the
+//! connection is the attacker's to multiply; an address is what a host cannot multiply beyond
+//! the addresses it owns. Several nodes behind one NAT share one share (a documented
+//! limitation).
 //!
 //! Bounded: an address is tracked while it has an authenticated connection or a reservation
 //! outstanding, at most [`CLIENTS_TRACKED_MAX`] addresses; beyond that, new addresses share one
@@ -63,6 +64,18 @@ impl BulkCounters {
             ("untracked_connections", self.untracked_connections),
             ("reply_timeouts", self.reply_timeouts),
         ]
+    }
+}
+
+/// The client an address belongs to: an IPv4 address (also written as IPv4-mapped IPv6) is one
+/// client; an IPv6 address is its /64, which one host usually holds whole (privacy addresses
+/// would otherwise give it a share per address).
+fn client_of(addr: IpAddr) -> IpAddr {
+    match addr.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from(
+            u128::from(v6) & !((1u128 << 64) - 1),
+        )),
+        v4 => v4,
     }
 }
 
@@ -109,7 +122,7 @@ impl BulkShares {
     /// An authenticated connection from `addr` joins its client's share (made if new).
     pub(crate) fn join(self: &Arc<Self>, addr: IpAddr) -> ShareMember {
         let mut owners = self.owners();
-        let mut owner = Owner::Addr(addr);
+        let mut owner = Owner::Addr(client_of(addr));
         if !owners.contains_key(&owner) {
             // The overflow entry does not count against the addresses tracked.
             let addrs = owners.len() - usize::from(owners.contains_key(&Owner::Overflow));
@@ -285,6 +298,24 @@ mod tests {
         drop(p);
         drop(waiting.await);
         drop(again);
+        assert_eq!(shares.tracked(), 0);
+    }
+
+    /// IPv4 in either form is one client; IPv6 addresses of one /64 are one client.
+    #[tokio::test]
+    async fn addresses_of_one_host_draw_on_one_share() {
+        let shares = BulkShares::new(1);
+        let v4 = shares.join("10.1.2.3".parse().unwrap());
+        let mapped = shares.join("::ffff:10.1.2.3".parse().unwrap());
+        let a = shares.join("2001:db8:1:2::1".parse().unwrap());
+        let b = shares.join("2001:db8:1:2:ffff::9".parse().unwrap());
+        let other = shares.join("2001:db8:1:3::1".parse().unwrap());
+        assert_eq!(shares.tracked(), 3);
+        let held = (v4.reserve(1).await, a.reserve(1).await);
+        assert!(Box::pin(mapped.reserve(1)).now_or_never().is_none());
+        assert!(Box::pin(b.reserve(1)).now_or_never().is_none());
+        assert!(Box::pin(other.reserve(1)).now_or_never().is_some());
+        drop((held, v4, mapped, a, b, other));
         assert_eq!(shares.tracked(), 0);
     }
 

@@ -34,6 +34,9 @@
 //! ossd: `pfsqos_oss_job_nodes_total{counter}`, the job node-count table (`learned`,
 //! `overridden`, `evicted`, `dropped`, `admin_writes`, `admin_refused`).
 //!
+//! ossd: `pfsqos_oss_bulk_total{counter}`, the bulk budget's guards (`share_waits`,
+//! `untracked_connections`, `reply_timeouts`; `pfsqos_ossd::BulkCounters`).
+//!
 //! Both daemons: `pfsqos_oss_admission_total{counter}` / `pfsqos_mds_admission_total{counter}`,
 //! connection admission (refusals by budget, handshake timeouts, suppressed log lines).
 //!
@@ -270,6 +273,10 @@ pub struct OssSample {
     /// The job node-count table (`ost.OSS.ost_io.job_nodes`): learned, overridden,
     /// evicted, dropped reports, administrator writes and refusals.
     pub job_nodes: Vec<(&'static str, u64)>,
+    /// The bulk budget's per-client shares and reply timeout: requests that waited for their
+    /// client's share, connections in the overflow share, connections closed for a reply
+    /// that made no progress.
+    pub bulk: Vec<(&'static str, u64)>,
 }
 
 impl fmt::Debug for OssCollector {
@@ -484,6 +491,19 @@ impl Collector for OssCollector {
                 ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
             }
         }
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_oss_bulk",
+                "The bulk budget's guards since the daemon started, by counter: requests that \
+                 waited for their client's share, connections put in the overflow share, \
+                 connections closed because a reply made no progress (peer not reading).",
+                None,
+                MetricType::Counter,
+            )?;
+            for (counter, v) in &s.bulk {
+                ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
+            }
+        }
         Ok(())
     }
 }
@@ -606,6 +626,7 @@ mod tests {
             sync: vec![("reports_out", 12), ("batches_in", 3)],
             admission: vec![("refused_handshakes_per_address", 7)],
             job_nodes: vec![("evicted", 4)],
+            bulk: vec![("reply_timeouts", 2)],
         }));
         for line in [
             "pfsqos_ost_job_read_bytes_total{ost=\"pfsqos-OST0000\",job=\"dd.0\"} 10",
@@ -619,6 +640,7 @@ mod tests {
             "pfsqos_oss_sync_total{counter=\"batches_in\"} 3",
             "pfsqos_oss_admission_total{counter=\"refused_handshakes_per_address\"} 7",
             "pfsqos_oss_job_nodes_total{counter=\"evicted\"} 4",
+            "pfsqos_oss_bulk_total{counter=\"reply_timeouts\"} 2",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }
@@ -747,6 +769,7 @@ mod tests {
             sync: Vec::new(),
             admission: Vec::new(),
             job_nodes: Vec::new(),
+            bulk: Vec::new(),
         }
     }
 

@@ -13,6 +13,7 @@
 //! only through [`control`]'s `Controlled` trait.
 
 mod args;
+mod bulk_share;
 pub mod control;
 mod controlled;
 pub mod job_nodes;
@@ -21,8 +22,9 @@ pub mod param_glob;
 pub mod sync;
 
 pub use args::OssdArgs;
+pub use bulk_share::{BulkCounters, CLIENTS_TRACKED_MAX};
 pub use ossd::{
-    parse_lustre_version, DeviceSensor, Ossd, OssdConfig, BULK_TIMEOUT, LUSTRE_VERSION_MIN,
-    OBJECT_HANDLES_PER_OST_MAX,
+    parse_lustre_version, DeviceSensor, Ossd, OssdConfig, BULK_IDLE_TIMEOUT, BULK_TIMEOUT,
+    LUSTRE_VERSION_MIN, OBJECT_HANDLES_PER_OST_MAX, REPLY_IDLE_TIMEOUT,
 };
 pub use sync::{SyncConfig, SyncStats};

@@ -33,10 +33,16 @@
 //!   counted (`pfsqos_oss_admission_total`) and logged at most
 //!   [`admission::LOG_LINES_PER_WINDOW`] times a window;
 //! * requests in flight per connection: `rpcs_in_flight_per_conn` (reading stops at the limit);
-//! * bulk bytes held in memory over all connections: `in_flight_bytes_max` (same);
+//! * bulk bytes held in memory over all connections: `in_flight_bytes_max` (same); of it, what
+//!   one client (peer address) can make the daemon wait on (writes whose bulk is arriving,
+//!   replies not yet written): its share, `bulk_share_per_client_bytes`
+//!   (see [`crate::bulk_share`]);
+//! * a reply the peer does not read: [`OssdConfig::reply_idle_timeout`] without progress, then
+//!   the connection is closed;
 //! * pipes holding reads on their way out: [`pfsqos_wire::splice::PIPES_MAX`] (then `pread`);
 //! * requests queued per CPT: `queue_depth_max`; beyond it a request is answered `EBUSY`;
-//! * a write's bulk data: [`BULK_TIMEOUT`];
+//! * a write's bulk data: [`BULK_TIMEOUT`], and [`OssdConfig::bulk_idle_timeout`] without
+//!   progress;
 //!   frames: [`FRAME_LEN_BYTES_MAX`]; I/O sizes:
 //!   [`IO_LEN_BYTES_MAX`]; job_stats: `pfsqos_core::jobstats::JOBS_PER_OST_MAX` jobs per OST.
 //!
@@ -95,6 +101,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Notify, Semaphore};
 use tracing::{debug, info, warn};
 
+use crate::bulk_share::{BulkCounters, BulkShares, ShareMember, SharePermit};
 use crate::control::{ControlConfig, ControlHandle};
 use crate::job_nodes::{JobNodes, JobNodesCounters};
 use crate::sync::{SyncConfig, SyncState, SyncStats};
@@ -102,7 +109,7 @@ use pfsqos_metrics::{
     render_collector, JobSample, MetricsServer, OssCollector, OssSample, OstSample, Render,
 };
 use pfsqos_wire::admission::{self, Admission, HandshakeSlot, SERVER_HANDSHAKE_TIMEOUT};
-use pfsqos_wire::conn::{self, ConnError, Reader, Writer};
+use pfsqos_wire::conn::{self, ConnError, Reader, SendProgress, Writer};
 use pfsqos_wire::protocol::*;
 use pfsqos_wire::splice::{PipePool, Piped, PIPES_MAX};
 
@@ -111,6 +118,9 @@ pub const BULK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Default of [`OssdConfig::bulk_idle_timeout`].
 pub const BULK_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Default of [`OssdConfig::reply_idle_timeout`].
+pub const REPLY_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Daemon configuration.
 #[derive(Clone, Debug)]
@@ -137,6 +147,15 @@ pub struct OssdConfig {
     /// The longest a write's sender may leave its bulk without progress (waiting for a
     /// frame's length or for any bytes of its body) before the connection is closed.
     pub bulk_idle_timeout: Duration,
+    /// Each client's (peer address's) share of `in_flight_bytes_max` for what it can make the
+    /// ossd wait on: writes whose bulk is arriving (counted at their announced length) and
+    /// requests whose reply is not yet written (see [`crate::bulk_share`]). `None`: a quarter
+    /// of `in_flight_bytes_max`, at least [`IO_LEN_BYTES_MAX`].
+    pub bulk_share_per_client_bytes: Option<u64>,
+    /// The longest a reply may go without any of its bytes being taken by the socket (the
+    /// peer is not reading) before the connection is closed and what its replies hold is
+    /// given back.
+    pub reply_idle_timeout: Duration,
     /// Write into the OSTs' page cache and leave writeback to the kernel
     /// (`--buffered-writes`), instead of writing whole aligned RPCs straight to the device
     /// (see "Writes" in the module docs).
@@ -187,6 +206,13 @@ pub fn parse_lustre_version(text: &str) -> Result<LustreVersion, String> {
 }
 
 impl OssdConfig {
+    /// Each client's share of the bulk budget, in bytes
+    /// ([`OssdConfig::bulk_share_per_client_bytes`] or its default).
+    pub fn bulk_share_bytes(&self) -> u64 {
+        self.bulk_share_per_client_bytes
+            .unwrap_or((self.in_flight_bytes_max / 4).max(IO_LEN_BYTES_MAX))
+    }
+
     /// Defaults for everything but the address, OSTs and key.
     pub fn new(listen: SocketAddr, osts: Vec<PathBuf>, key: Vec<u8>) -> OssdConfig {
         OssdConfig {
@@ -202,6 +228,8 @@ impl OssdConfig {
             rpcs_in_flight_per_conn: 8,
             in_flight_bytes_max: 1 << 30,
             bulk_idle_timeout: BULK_IDLE_TIMEOUT,
+            bulk_share_per_client_bytes: None,
+            reply_idle_timeout: REPLY_IDLE_TIMEOUT,
             buffered_writes: false,
             lustre_version: LustreVersion::MASTER,
             control: None,
@@ -239,6 +267,18 @@ impl OssdConfig {
         }
         if self.in_flight_bytes_max < IO_LEN_BYTES_MAX || self.in_flight_bytes_max > 1 << 40 {
             bail!("in-flight bytes must be between {IO_LEN_BYTES_MAX} and 1 TiB");
+        }
+        // A share smaller than one request would never let that request in.
+        let share = self.bulk_share_bytes();
+        if share < IO_LEN_BYTES_MAX || share > self.in_flight_bytes_max {
+            bail!(
+                "the bulk share per client must be between {IO_LEN_BYTES_MAX} bytes and the \
+                 in-flight bytes ({})",
+                self.in_flight_bytes_max
+            );
+        }
+        if self.bulk_idle_timeout.is_zero() || self.reply_idle_timeout.is_zero() {
+            bail!("the bulk and reply idle timeouts must be positive");
         }
         if let Some(c) = &self.control {
             c.capacity(self.ceiling_bytes_per_s)?;
@@ -599,6 +639,9 @@ pub(crate) struct Shared {
     bulk_idle_timeout: Duration,
     /// The size of `bytes_in_flight`, in KiB.
     bulk_budget_kib: u64,
+    /// Each client's share of `bytes_in_flight` for what it can make the ossd wait on.
+    bulk_shares: Arc<BulkShares>,
+    reply_idle_timeout: Duration,
     /// Pipes for reads spliced from the page cache to the socket.
     pipes: Arc<PipePool>,
     /// The TBF configuration of every head (the emulated Lustre version).
@@ -1206,6 +1249,7 @@ impl Shared {
             sync: crate::sync::stats_fields(&self.sync_stats()).to_vec(),
             admission: self.admission.counters().fields().to_vec(),
             job_nodes: lock(&self.job_nodes).counters().fields().to_vec(),
+            bulk: self.bulk_shares.counters().fields().to_vec(),
         }
     }
 
@@ -1488,6 +1532,11 @@ impl Ossd {
             admission: Admission::with_connections_max(config.connections_max),
             bulk_idle_timeout: config.bulk_idle_timeout,
             bulk_budget_kib: config.in_flight_bytes_max / 1024,
+            // Validated: at most the budget (1 TiB), so the KiB fit a u32.
+            bulk_shares: BulkShares::new(
+                u32::try_from(config.bulk_share_bytes() / 1024).expect("validated share"),
+            ),
+            reply_idle_timeout: config.reply_idle_timeout,
             pipes: PipePool::new(PIPES_MAX),
             tbf,
             clients: Mutex::new(Clients::default()),
@@ -1580,6 +1629,11 @@ impl Ossd {
     pub fn bulk_bytes_reserved(&self) -> u64 {
         let total_kib = self.shared.bulk_budget_kib;
         (total_kib - self.shared.bytes_in_flight.available_permits() as u64) * 1024
+    }
+
+    /// What the bulk budget's per-client shares and reply timeout did so far.
+    pub fn bulk_counters(&self) -> BulkCounters {
+        self.shared.bulk_shares.counters()
     }
 
     /// What connection admission refused so far.
@@ -1701,7 +1755,7 @@ async fn accept_loop(
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         let shared = shared.clone();
         open.spawn(async move {
-            match serve_conn(shared.clone(), stream, id, slot).await {
+            match serve_conn(shared.clone(), stream, peer, id, slot).await {
                 Ok(())
                 | Err(ConnEnd {
                     error: ConnError::Closed,
@@ -1724,9 +1778,9 @@ fn log_refusal(admission: &Admission, peer: SocketAddr, reason: &dyn std::fmt::D
 }
 
 /// A task aborted when its handle is dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
-impl Drop for AbortOnDrop {
+impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
@@ -1750,6 +1804,32 @@ impl From<ConnError> for ConnEnd {
 struct Outgoing {
     reply: Reply,
     bulk: Option<Bulk>,
+    /// What the request holds until its reply is written (then dropped with it).
+    held: Held,
+}
+
+/// What a request in flight holds: its slot among the connection's requests in flight, its
+/// client's share and its part of the OSS-wide bulk budget. All are given back once the reply
+/// has been written to the socket, not when it is queued for the writer: a reply the peer
+/// does not read still holds its memory, and must be counted (see
+/// [`OssdConfig::reply_idle_timeout`]).
+#[derive(Default)]
+struct Held {
+    _rpc: Option<tokio::sync::OwnedSemaphorePermit>,
+    _share: Option<SharePermit>,
+    _budget: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+/// Returns once `progress` has not moved for a whole `idle` period; it is sampled every `idle`,
+/// so a send that stops is caught within two periods, and one that moves at all is never.
+async fn no_progress(progress: &SendProgress, idle: Duration) {
+    loop {
+        let before = progress.bytes();
+        tokio::time::sleep(idle).await;
+        if progress.bytes() == before {
+            return;
+        }
+    }
 }
 
 /// The reply to `get_param`/`set_param`: headers in the message, values as its bulk data.
@@ -1762,6 +1842,7 @@ fn params_reply(tag: u64, params: Result<Vec<Param>, RemoteError>) -> Outgoing {
                 client_limit: ClientLimit::Unstated,
             },
             bulk: Some(Bulk::Buf(values)),
+            held: Held::default(),
         },
         Err(e) => Outgoing {
             reply: Reply {
@@ -1770,6 +1851,7 @@ fn params_reply(tag: u64, params: Result<Vec<Param>, RemoteError>) -> Outgoing {
                 client_limit: ClientLimit::Unstated,
             },
             bulk: None,
+            held: Held::default(),
         },
     }
 }
@@ -1777,6 +1859,7 @@ fn params_reply(tag: u64, params: Result<Vec<Param>, RemoteError>) -> Outgoing {
 async fn serve_conn(
     shared: Arc<Shared>,
     stream: TcpStream,
+    peer_addr: SocketAddr,
     id: u64,
     slot: HandshakeSlot,
 ) -> Result<(), ConnEnd> {
@@ -1839,42 +1922,92 @@ async fn serve_conn(
         None
     };
     let cpt = (id % shared.cpts.len() as u64) as usize;
+    // The client's share of the bulk budget, by the address the socket reports (not by
+    // anything the peer declares).
+    let limits = ConnLimits {
+        rpcs: Arc::new(Semaphore::new(shared.rpcs_in_flight_per_conn)),
+        share: shared.bulk_shares.join(peer_addr.ip()),
+    };
     let (tx, mut rx) = mpsc::channel::<Outgoing>(shared.rpcs_in_flight_per_conn);
     // The node a client connection is bound to (by its first I/O request): every reply states
     // that node's current limit as the reply leaves.
     let bound: Arc<std::sync::OnceLock<ClientBinding>> = Arc::default();
     let (writer_shared, writer_bound) = (shared.clone(), bound.clone());
+    let progress = writer.progress();
+    let reply_idle = shared.reply_idle_timeout;
     // Aborted with the connection's task (a daemon stopping closes its connections without
-    // sending the replies still queued for them).
+    // sending the replies still queued for them). It ends with an error when a reply cannot
+    // be written, or makes no progress for `reply_idle_timeout` (the peer stopped reading):
+    // the whole connection is then closed, which gives back what its replies hold.
     let mut writer_task = AbortOnDrop(tokio::spawn(async move {
         while let Some(mut o) = rx.recv().await {
             o.reply.client_limit = match writer_bound.get() {
                 Some(b) => lock(&writer_shared.clients).limit(b.nid),
                 None => ClientLimit::Unstated,
             };
-            let r = match o.bulk {
-                // The read buffer is written to the socket as it is: no copy.
-                Some(Bulk::Buf(b)) => {
-                    writer
-                        .msg_with_bulk_bytes(&o.reply, bytes::Bytes::from(b))
-                        .await
+            let send = async {
+                match o.bulk.take() {
+                    // The read buffer is written to the socket as it is: no copy.
+                    Some(Bulk::Buf(b)) => {
+                        writer
+                            .msg_with_bulk_bytes(&o.reply, bytes::Bytes::from(b))
+                            .await
+                    }
+                    Some(Bulk::Piped(p)) => writer.msg_with_piped(&o.reply, p).await,
+                    None => writer.msg(&o.reply).await,
                 }
-                Some(Bulk::Piped(p)) => writer.msg_with_piped(&o.reply, p).await,
-                None => writer.msg(&o.reply).await,
             };
-            if let Err(e) = r {
-                debug!(id, error = %e, "reply not delivered");
-                return;
+            tokio::select! {
+                r = send => if let Err(e) = r {
+                    // The peer went away (or broke the connection): nothing to report.
+                    debug!(id, error = %e, "reply not delivered");
+                    return Err(ConnError::Closed);
+                },
+                () = no_progress(&progress, reply_idle) => {
+                    writer_shared.bulk_shares.reply_timed_out();
+                    return Err(ConnError::Io(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "a reply made no progress for {reply_idle:?}: the peer is not \
+                             reading its replies"
+                        ),
+                    )));
+                }
             }
+            // `o.held` is given back here, once the reply is in the socket.
         }
+        Ok::<(), ConnError>(())
     }));
-    let in_flight = Arc::new(Semaphore::new(shared.rpcs_in_flight_per_conn));
-    let result = read_requests(&shared, &mut reader, peer, cpt, &tx, &in_flight, &bound).await;
+    let mut writer_ended = None;
+    let read_end = tokio::select! {
+        r = read_requests(&shared, &mut reader, peer, cpt, &tx, &limits, &bound) => r,
+        // The writer ends first only when it failed: stop reading too.
+        w = &mut writer_task.0 => {
+            writer_ended = Some(w.unwrap_or(Err(ConnError::Closed)));
+            Err(ConnError::Closed)
+        }
+    };
     drop(tx);
-    let _ = (&mut writer_task.0).await;
+    let write_end = match writer_ended {
+        Some(w) => w,
+        None => (&mut writer_task.0).await.unwrap_or(Err(ConnError::Closed)),
+    };
     // The binding (if any) goes with the last reference: the node is disconnected once.
     drop(bound);
-    Ok(result?)
+    drop(limits);
+    // Why the connection ended: the writer's failure if the reader had no other reason.
+    match (read_end, write_end) {
+        (Ok(()) | Err(ConnError::Closed), Err(e)) => Err(e.into()),
+        (r, _) => Ok(r?),
+    }
+}
+
+/// What a connection's requests draw on besides the OSS-wide budget.
+struct ConnLimits {
+    /// Its requests in flight (`rpcs_in_flight_per_conn`).
+    rpcs: Arc<Semaphore>,
+    /// Its client's share of the bulk budget.
+    share: ShareMember,
 }
 
 async fn read_requests(
@@ -1883,7 +2016,7 @@ async fn read_requests(
     peer: conn::Peer,
     cpt: usize,
     tx: &mpsc::Sender<Outgoing>,
-    in_flight: &Arc<Semaphore>,
+    limits: &ConnLimits,
     bound: &std::sync::OnceLock<ClientBinding>,
 ) -> Result<(), ConnError> {
     let ost_count = shared.osts.len() as u32;
@@ -1902,7 +2035,8 @@ async fn read_requests(
                 return Err(e.into());
             }
         };
-        let permit = in_flight
+        let permit = limits
+            .rpcs
             .clone()
             .acquire_owned()
             .await
@@ -1914,6 +2048,7 @@ async fn read_requests(
                 client_limit: ClientLimit::Unstated,
             },
             bulk: None,
+            held: Held::default(),
         };
         match req {
             Request::Io { tag, io } => {
@@ -1927,11 +2062,16 @@ async fn read_requests(
                             .expect("the semaphore is never closed")
                     }
                 };
+                // First the client's share, for as long as the request waits on its client
+                // (a write's bulk arriving, a reply being read): waiting for it here holds
+                // nothing of the OSS-wide budget, so a client whose share is taken by its
+                // stalled connections stops only itself.
+                let share = limits.share.reserve(kib(io.length)).await;
                 // A write reserves the bulk budget frame by frame as its data arrives, so a
                 // sender that announces much and sends little holds what it sent and one
                 // frame more, and only until it idles for `bulk_idle_timeout`; anything
                 // else reserves its reply's size up front (the server fills it itself).
-                let (data, bytes) = match io.op {
+                let (data, bytes, share) = match io.op {
                     IoOp::Write => {
                         let (d, permits) = tokio::time::timeout(
                             BULK_TIMEOUT,
@@ -1951,9 +2091,12 @@ async fn read_requests(
                             a.merge(b);
                             a
                         });
-                        (Some(d), held)
+                        // All its bulk has arrived: what is left is the server's to finish,
+                        // so it no longer counts against its client's share.
+                        drop(share);
+                        (Some(d), held, None)
                     }
-                    _ => (None, Some(reserve(io.length).await)),
+                    _ => (None, Some(reserve(io.length).await), Some(share)),
                 };
                 if !peer.role.may_do_io() {
                     let e = RemoteError::new(Errno::EPERM, "this role may not do object I/O");
@@ -1980,8 +2123,13 @@ async fn read_requests(
                     continue;
                 }
                 let tx = tx.clone();
+                let held = Held {
+                    _rpc: Some(permit),
+                    _share: share,
+                    _budget: bytes,
+                };
                 tokio::spawn(async move {
-                    let out = match done_rx.await {
+                    let mut out = match done_rx.await {
                         Ok(Ok(IoOutcome::Done)) => reply(tag, Ok(ReplyBody::Done)),
                         Ok(Ok(IoOutcome::Read(d))) => Outgoing {
                             reply: Reply {
@@ -1992,6 +2140,7 @@ async fn read_requests(
                                 client_limit: ClientLimit::Unstated,
                             },
                             bulk: Some(d),
+                            held: Held::default(),
                         },
                         Ok(Err(e)) => reply(tag, Err(e)),
                         Err(_) => reply(
@@ -1999,8 +2148,10 @@ async fn read_requests(
                             Err(RemoteError::new(Errno::EIO, "OSS stopped before serving")),
                         ),
                     };
+                    // The writer gives them back once the reply is written; if the connection
+                    // is gone, they go back with the reply here.
+                    out.held = held;
                     let _ = tx.send(out).await;
-                    drop((permit, bytes));
                 });
             }
             Request::GetParam { tag, pattern } => {

@@ -162,6 +162,14 @@ async fn ossd_metrics_follow_the_io_and_the_rules() {
         250.0
     );
     assert!(v.contains_key(r#"pfsqos_oss_tbf_rule_rate_rpcs_per_s{rule="default"}"#));
+    // The bulk budget's guards are exported (nothing has stalled here).
+    for counter in ["share_waits", "untracked_connections", "reply_timeouts"] {
+        assert_eq!(
+            v[&format!("pfsqos_oss_bulk_total{{counter=\"{counter}\"}}")],
+            0.0,
+            "{counter}"
+        );
+    }
     lctl.set_param("ost.OSS.ost_io.nrs_tbf_rule", "change j1_rule rate=40")
         .await
         .unwrap();

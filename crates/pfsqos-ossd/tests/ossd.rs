@@ -757,20 +757,27 @@ async fn an_unauthenticated_8_mib_frame_is_refused_before_it_is_read() {
     f.ossd.shutdown().await;
 }
 
-/// An authenticated client connection that announced a write of `announced` bytes and sent
-/// the first bulk frame's length and `sent` bytes of it, then stalls.
-async fn stalled_writer(
+/// Another client's address on loopback (the ossd gives each peer address its own share of
+/// the bulk budget; the bundled client connects from 127.0.0.1).
+const OTHER_CLIENT: std::net::IpAddr = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 2));
+
+/// An authenticated raw client connection from `from` (a loopback address), having sent the
+/// I/O request `op` of `length` bytes at offset 0 of `object` on OST 0.
+async fn raw_request(
     addr: std::net::SocketAddr,
+    from: std::net::IpAddr,
+    op: pfsqos_wire::protocol::IoOp,
     object: u64,
-    announced: u64,
-    sent: usize,
+    length: u64,
 ) -> (
     pfsqos_wire::conn::Reader<tokio::net::tcp::OwnedReadHalf>,
     tokio::net::tcp::OwnedWriteHalf,
 ) {
     use pfsqos_wire::conn::{client_handshake, Reader, Writer};
     use pfsqos_wire::protocol::*;
-    let (r, mut w) = TcpStream::connect(addr).await.unwrap().into_split();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::new(from, 0)).unwrap();
+    let (r, mut w) = socket.connect(addr).await.unwrap().into_split();
     let mut reader = Reader::new(r);
     {
         let mut writer = Writer::new(&mut w);
@@ -783,32 +790,61 @@ async fn stalled_writer(
         )
         .await
         .unwrap();
-        writer
-            .msg(&WireRequest::Io {
-                tag: 1,
-                io: WireIo {
-                    op: IoOp::Write,
-                    ost: 0,
-                    object,
-                    offset: 0,
-                    length: announced,
-                    sync: false,
-                    tags: WireTags {
-                        job: "stall".into(),
-                        uid: 0,
-                        gid: 0,
-                        nid: WireNid {
-                            addr: 0x7f00_0001,
-                            net_kind: 0,
-                            net_num: 0,
-                        },
-                        job_nodes: None,
-                    },
-                },
-            })
-            .await
-            .unwrap();
+        send_io(&mut writer, 1, op, object, length).await;
     }
+    (reader, w)
+}
+
+/// Sends one I/O request (no bulk) on OST 0, tagged `tag`.
+async fn send_io(
+    writer: &mut pfsqos_wire::conn::Writer<&mut tokio::net::tcp::OwnedWriteHalf>,
+    tag: u64,
+    op: pfsqos_wire::protocol::IoOp,
+    object: u64,
+    length: u64,
+) {
+    use pfsqos_wire::protocol::*;
+    writer
+        .msg(&WireRequest::Io {
+            tag,
+            io: WireIo {
+                op,
+                ost: 0,
+                object,
+                offset: 0,
+                length,
+                sync: false,
+                tags: WireTags {
+                    job: "stall".into(),
+                    uid: 0,
+                    gid: 0,
+                    nid: WireNid {
+                        addr: 0x7f00_0001,
+                        net_kind: 0,
+                        net_num: 0,
+                    },
+                    job_nodes: None,
+                },
+            },
+        })
+        .await
+        .unwrap();
+}
+
+/// An authenticated client connection from `from` that announced a write of `announced`
+/// bytes and sent the first bulk frame's length and `sent` bytes of it, then stalls.
+async fn stalled_writer(
+    addr: std::net::SocketAddr,
+    from: std::net::IpAddr,
+    object: u64,
+    announced: u64,
+    sent: usize,
+) -> (
+    pfsqos_wire::conn::Reader<tokio::net::tcp::OwnedReadHalf>,
+    tokio::net::tcp::OwnedWriteHalf,
+) {
+    use pfsqos_wire::protocol::IoOp;
+    let (reader, mut w) = raw_request(addr, from, IoOp::Write, object, announced).await;
     let first = announced.min(BULK_CHUNK_BYTES as u64) as u32;
     w.write_all(&first.to_be_bytes()).await.unwrap();
     w.write_all(&vec![0x5a; sent]).await.unwrap();
@@ -831,18 +867,21 @@ async fn poll_until(deadline: std::time::Duration, mut cond: impl FnMut() -> boo
 /// announce a 64 MiB write (16 x 64 MiB = the whole 1 GiB budget) and send 1 MiB of it hold
 /// one bulk frame each, not what they announced; another client's small write is served while
 /// all 16 are still stalled (none has been answered or closed). The bulk idle timeout is set
-/// far out so that it plays no part.
+/// far out so that it plays no part, and the client's share is the whole budget, so that only
+/// the frame-by-frame reservation is tested here (the share:
+/// `stalled_connections_of_one_client_hold_at_most_its_share`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stalled_bulk_senders_do_not_stop_other_writes() {
     let f = start(1, |c| {
         c.in_flight_bytes_max = 1 << 30;
+        c.bulk_share_per_client_bytes = Some(1 << 30);
         c.bulk_idle_timeout = std::time::Duration::from_secs(600);
     })
     .await;
     let addr = f.ossd.local_addr();
     let mut stalled = Vec::new();
     for i in 0..16 {
-        stalled.push(stalled_writer(addr, 1000 + i, 64 << 20, 1 << 20).await);
+        stalled.push(stalled_writer(addr, OTHER_CLIENT, 1000 + i, 64 << 20, 1 << 20).await);
     }
     // Every stalled write has reserved what it is receiving.
     poll_until(std::time::Duration::from_secs(60), || {
@@ -879,13 +918,145 @@ async fn a_sender_idle_mid_bulk_is_closed_and_its_budget_returned() {
         c.bulk_idle_timeout = std::time::Duration::from_millis(200)
     })
     .await;
-    let (mut reader, _w) = stalled_writer(f.ossd.local_addr(), 7, 16 << 20, 4096).await;
+    let (mut reader, _w) =
+        stalled_writer(f.ossd.local_addr(), OTHER_CLIENT, 7, 16 << 20, 4096).await;
     assert!(reader.frame().await.is_err(), "closed without a reply");
     poll_until(std::time::Duration::from_secs(60), || {
         f.ossd.bulk_bytes_reserved() == 0
     })
     .await;
     assert_still_serving(&f).await;
+    f.ossd.shutdown().await;
+}
+
+/// Issue #19: many stalled connections of one client hold at most that client's share of the
+/// bulk budget. 128 connections from one address each announce a 64 MiB write and stall after
+/// 4 KiB: with frame-by-frame reservation alone they would hold 128 x 8 MiB, the whole 1 GiB
+/// budget, and every other client's writes would wait for the idle timeout (set far out
+/// here). With the default share (a quarter of the budget, 256 MiB counted at the announced
+/// length), four of them start and hold one frame each; the other 124 wait for their own
+/// client's share, holding nothing. A client at another address is served meanwhile, and none
+/// of the stalled connections has been answered or closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_connections_of_one_client_hold_at_most_its_share() {
+    const STALLED: u64 = 128;
+    let f = start(1, |c| {
+        c.bulk_idle_timeout = std::time::Duration::from_secs(600);
+    })
+    .await;
+    let share = 1u64 << 28;
+    let started = share / (64 << 20);
+    let addr = f.ossd.local_addr();
+    let mut stalled = Vec::new();
+    for i in 0..STALLED {
+        stalled.push(stalled_writer(addr, OTHER_CLIENT, 2000 + i, 64 << 20, 4096).await);
+    }
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_counters().share_waits >= STALLED - started
+            && f.ossd.bulk_bytes_reserved() >= started * BULK_CHUNK_BYTES as u64
+    })
+    .await;
+    assert_eq!(f.ossd.bulk_counters().share_waits, STALLED - started);
+    assert_eq!(
+        f.ossd.bulk_bytes_reserved(),
+        started * BULK_CHUNK_BYTES as u64,
+        "one frame for each write that started"
+    );
+    assert!(f.ossd.bulk_bytes_reserved() <= share);
+    tokio::time::timeout(std::time::Duration::from_secs(60), assert_still_serving(&f))
+        .await
+        .expect("a client at another address was served");
+    for (reader, _) in &mut stalled {
+        let pending = tokio::time::timeout(std::time::Duration::ZERO, reader.frame()).await;
+        assert!(
+            pending.is_err(),
+            "a stalled connection was answered or closed"
+        );
+    }
+    drop(stalled);
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_bytes_reserved() == 0
+    })
+    .await;
+    f.ossd.shutdown().await;
+}
+
+/// The share limits only what a client can make the ossd wait on: a client alone may fill the
+/// budget beyond its share with writes whose bulk has arrived and that wait for the device
+/// (an OST paced to 16 MiB/s, one I/O thread). Eight 16 MiB writes (twice the 64 MiB share)
+/// on eight connections are all received and held at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_alone_may_hold_more_than_its_share_with_received_writes() {
+    let share = 64u64 << 20;
+    let f = start(1, |c| {
+        c.in_flight_bytes_max = 256 << 20;
+        c.bulk_share_per_client_bytes = Some(share);
+        c.ceiling_bytes_per_s = Some(16 << 20);
+        c.threads = 1;
+    })
+    .await;
+    let mut writers = Vec::new();
+    for i in 0..8u64 {
+        let mut c = client(&f, Role::Client).await;
+        writers.push(tokio::spawn(async move {
+            let data = pattern(16 << 20, i as u8);
+            let _ = c.write(&ident("big.1"), 0, 100 + i, 0, &data, false).await;
+        }));
+    }
+    // Reserved bytes beyond the share: received writes the share no longer counts.
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_bytes_reserved() > share
+    })
+    .await;
+    for w in &writers {
+        w.abort();
+    }
+    f.ossd.shutdown().await;
+}
+
+/// Issue #19: a client that sends reads and never reads its socket cannot hold the budget.
+/// Its 64 MiB read reserves the whole budget (64 MiB here, its share too) until the reply is
+/// written; the reply fills the socket buffers and stops. After `reply_idle_timeout` without
+/// progress the connection is closed (counted), the budget comes back, and a write of another
+/// client, waiting meanwhile, is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_reads_its_replies_is_closed_and_its_budget_returned() {
+    use pfsqos_wire::protocol::IoOp;
+    let budget = 64u64 << 20;
+    let f = start(1, |c| {
+        c.in_flight_bytes_max = budget;
+        c.reply_idle_timeout = std::time::Duration::from_secs(1);
+    })
+    .await;
+    let id = ident("data.1");
+    let mut c = client(&f, Role::Client).await;
+    c.write(&id, 0, 5, 0, &pattern(budget as usize, 9), false)
+        .await
+        .unwrap();
+    let (_reader, mut w) =
+        raw_request(f.ossd.local_addr(), OTHER_CLIENT, IoOp::Read, 5, budget).await;
+    // A second read waits for the budget behind the first.
+    send_io(
+        &mut pfsqos_wire::conn::Writer::new(&mut w),
+        2,
+        IoOp::Read,
+        5,
+        budget,
+    )
+    .await;
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_bytes_reserved() == budget || f.ossd.bulk_counters().reply_timeouts > 0
+    })
+    .await;
+    // The other client's write needs budget that the unread reply holds.
+    tokio::time::timeout(std::time::Duration::from_secs(60), assert_still_serving(&f))
+        .await
+        .expect("another client was served once the unread reply's budget came back");
+    assert_eq!(f.ossd.bulk_counters().reply_timeouts, 1);
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_bytes_reserved() == 0
+    })
+    .await;
     f.ossd.shutdown().await;
 }
 

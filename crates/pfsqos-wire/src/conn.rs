@@ -1,6 +1,10 @@
 //! Framed connections: the codec with its size limit, message and bulk helpers, and both
 //! sides of the handshake.
 
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -72,7 +76,68 @@ pub struct Reader<R> {
 
 /// Writing half of a connection.
 pub struct Writer<W> {
-    inner: FramedWrite<W, LengthDelimitedCodec>,
+    inner: FramedWrite<Counted<W>, LengthDelimitedCodec>,
+}
+
+/// Bytes a [`Writer`] has handed to its connection so far, readable while a send is under way:
+/// a server watches it to close a connection whose peer stopped reading (its replies would
+/// otherwise hold their memory for as long as the peer likes).
+#[derive(Clone, Debug, Default)]
+pub struct SendProgress(Arc<AtomicU64>);
+
+impl SendProgress {
+    /// Bytes accepted by the connection since the writer was made (monotonic).
+    pub fn bytes(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, n: usize) {
+        self.0.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+/// A writer that counts the bytes its inner writer accepted into a [`SendProgress`].
+struct Counted<W> {
+    inner: W,
+    progress: SendProgress,
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for Counted<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = r {
+            self.progress.add(n);
+        }
+        r
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = r {
+            self.progress.add(n);
+        }
+        r
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 impl<R: AsyncRead + Unpin> Reader<R> {
@@ -224,8 +289,20 @@ impl<R: AsyncRead + Unpin> Reader<R> {
 impl<W: AsyncWrite + Unpin> Writer<W> {
     pub fn new(w: W) -> Self {
         Writer {
-            inner: FramedWrite::new(w, codec()),
+            inner: FramedWrite::new(
+                Counted {
+                    inner: w,
+                    progress: SendProgress::default(),
+                },
+                codec(),
+            ),
         }
+    }
+
+    /// A handle on how many bytes this writer has handed to its connection (every send
+    /// counts, spliced bulk included), to tell a slow peer from one that stopped reading.
+    pub fn progress(&self) -> SendProgress {
+        self.inner.get_ref().progress.clone()
     }
 
     /// Sends one raw frame (flushed).
@@ -326,7 +403,9 @@ impl Writer<tokio::net::tcp::OwnedWriteHalf> {
         }
         let w = self.inner.get_mut();
         w.write_all_buf(&mut head).await?;
-        let socket: &tokio::net::TcpStream = w.as_ref();
+        // Spliced bytes bypass `Counted`: they are counted here.
+        let progress = w.progress.clone();
+        let socket: &tokio::net::TcpStream = w.inner.as_ref();
         let mut left = piped.len();
         while left > 0 {
             socket.writable().await?;
@@ -351,7 +430,10 @@ impl Writer<tokio::net::tcp::OwnedWriteHalf> {
             match sent {
                 // The pipe holds `left` bytes, so 0 cannot be its end; the socket is closed.
                 Ok(0) => return Err(ConnError::Closed),
-                Ok(n) => left -= n,
+                Ok(n) => {
+                    left -= n;
+                    progress.add(n);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.into()),
@@ -576,6 +658,39 @@ mod tests {
         let last: u64 = protocol::decode(&r.frame().await.unwrap()).unwrap();
         assert_eq!(last, u64::MAX);
         send.await.unwrap();
+    }
+
+    /// A writer's progress counts every byte it hands to the connection, through the codec
+    /// and around it, and stops while the peer does not read.
+    #[tokio::test]
+    async fn send_progress_counts_every_byte_and_stops_with_the_reader() {
+        let (a, b) = tokio::io::duplex(4096);
+        let mut w = Writer::new(a);
+        let progress = w.progress();
+        assert_eq!(progress.bytes(), 0);
+        w.msg(&7u64).await.unwrap();
+        let msg_bytes = 4 + protocol::encode(&7u64).len() as u64;
+        assert_eq!(progress.bytes(), msg_bytes);
+        // 3,000 bytes of bulk fit the duplex buffer with the message.
+        w.msg_with_bulk_bytes(&1u64, Bytes::from(vec![1u8; 3000]))
+            .await
+            .unwrap();
+        let second = 4 + protocol::encode(&1u64).len() as u64 + 4 + 3000;
+        assert_eq!(progress.bytes(), msg_bytes + second);
+        // The peer reads nothing: a larger send cannot complete (whatever the timing, the
+        // buffer holds 4 KiB), and the count stays at what the buffer took.
+        let blocked = tokio::time::timeout(
+            Duration::from_millis(50),
+            w.msg_with_bulk_bytes(&2u64, Bytes::from(vec![2u8; 1 << 20])),
+        )
+        .await;
+        assert!(blocked.is_err(), "the send completed with no reader");
+        let stuck = progress.bytes();
+        assert!(
+            stuck <= 4096,
+            "{stuck} bytes accepted by a 4 KiB buffer nobody reads"
+        );
+        drop(b);
     }
 
     /// Counts the bytes a reader took from its source.

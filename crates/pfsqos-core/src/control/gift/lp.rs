@@ -180,7 +180,7 @@ fn groups(p: &Prepared, spec: &LpSpec<'_>) -> Groups {
     let mut representatives: Vec<usize> = Vec::new();
     let mut group_hashes: Vec<u64> = Vec::new();
     let mut counts: Vec<f64> = Vec::new();
-    for i in 0..n {
+    for (i, group) in group_of.iter_mut().enumerate() {
         let h = key_hash(key(i));
         // The table is at most half full, so the probe ends at an empty slot.
         let mut slot = (h as usize) & (slots - 1);
@@ -199,7 +199,7 @@ fn groups(p: &Prepared, spec: &LpSpec<'_>) -> Groups {
             }
         };
         counts[g] += 1.0;
-        group_of[i] = g;
+        *group = g;
     }
     Groups {
         group_of,

@@ -353,7 +353,9 @@ pub fn solve<C: AsRef<[(usize, f64)]>>(
         pivot_row.copy_from_slice(&binv[r * m..(r + 1) * m]);
         pivot_nonzero.clear();
         pivot_nonzero.extend((0..m).filter(|&i| pivot_row[i] != 0.0));
-        let pivot_mask = pivot_nonzero.iter().fold(0u64, |acc, &i| acc | 1 << (i % 64));
+        let pivot_mask = pivot_nonzero
+            .iter()
+            .fold(0u64, |acc, &i| acc | 1 << (i % 64));
         let ratio = d[q] / pivot;
         // The same pass prices the next iteration: every column but the entering one (basic
         // after this pivot) and the leaving one (nonbasic after it, offered below) keeps its

@@ -170,37 +170,36 @@ fn groups(p: &Prepared, spec: &LpSpec<'_>) -> Groups {
     }
     key_start.push(keys.len());
     let key = |i: usize| &keys[key_start[i]..key_start[i + 1]];
-    // Equal keys end up adjacent, each run led by its first application. The sort compares a
-    // hash of the key first (one integer comparison, not a slice comparison, in almost every
-    // step) and the key itself only between equal hashes, so equal keys are still adjacent
-    // and a collision costs a slice comparison, never a wrong group.
-    let mut order: Vec<(u64, usize)> = (0..n).map(|i| (key_hash(key(i)), i)).collect();
-    order.sort_unstable_by(|&(ha, a), &(hb, b)| {
-        ha.cmp(&hb).then_with(|| key(a).cmp(key(b))).then(a.cmp(&b))
-    });
-    let mut leader: Vec<usize> = vec![0; n];
-    let mut run_leader = usize::MAX;
-    for (r, &(h, i)) in order.iter().enumerate() {
-        if r == 0 || order[r - 1].0 != h || key(order[r - 1].1) != key(i) {
-            run_leader = i;
-        }
-        leader[i] = run_leader;
-    }
-    // Groups numbered by their first application, in application order.
+    // Groups numbered by their first application, in application order: each application
+    // looks its key up in an open-addressing table of the groups so far (by a hash of the key;
+    // keys compared only between equal hashes, so a collision costs a comparison, never a
+    // wrong group), one pass instead of a sort.
+    let slots = (2 * n).next_power_of_two();
+    let mut table: Vec<usize> = vec![usize::MAX; slots];
     let mut group_of = vec![0usize; n];
     let mut representatives: Vec<usize> = Vec::new();
+    let mut group_hashes: Vec<u64> = Vec::new();
     let mut counts: Vec<f64> = Vec::new();
-    for i in 0..n {
-        let g = if leader[i] == i {
-            representatives.push(i);
-            counts.push(0.0);
-            representatives.len() - 1
-        } else {
-            debug_assert!(leader[i] < i);
-            group_of[leader[i]]
+    for (i, group) in group_of.iter_mut().enumerate() {
+        let h = key_hash(key(i));
+        // The table is at most half full, so the probe ends at an empty slot.
+        let mut slot = (h as usize) & (slots - 1);
+        let g = loop {
+            match table[slot] {
+                usize::MAX => {
+                    let g = representatives.len();
+                    table[slot] = g;
+                    representatives.push(i);
+                    group_hashes.push(h);
+                    counts.push(0.0);
+                    break g;
+                }
+                g if group_hashes[g] == h && key(representatives[g]) == key(i) => break g,
+                _ => slot = (slot + 1) & (slots - 1),
+            }
         };
         counts[g] += 1.0;
-        group_of[i] = g;
+        *group = g;
     }
     Groups {
         group_of,
@@ -209,8 +208,8 @@ fn groups(p: &Prepared, spec: &LpSpec<'_>) -> Groups {
     }
 }
 
-/// A 64-bit mix of a grouping key (multiply-xorshift per word): only orders the sort in
-/// [`groups`], which compares the keys themselves between equal hashes.
+/// A 64-bit mix of a grouping key (multiply-xorshift per word): only places a key in
+/// [`groups`]' table, which compares the keys themselves between equal hashes.
 fn key_hash(key: &[u64]) -> u64 {
     key.iter().fold(key.len() as u64, |h, &w| {
         let x = (h ^ w).wrapping_mul(0x9e37_79b9_7f4a_7c15);

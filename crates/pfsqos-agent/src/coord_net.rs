@@ -465,9 +465,22 @@ mod tests {
             ok.replace("[\"oss1\", \"oss2\"]", "[]"),
             format!("{ok}period_ms = 0\n"),
             format!("{ok}report_fresh_ms = 0\n"),
+            format!("{ok}job_id_layout = \"%e\"\n[[limits]]\nuser = 5\nbytes_per_s = 4096\n"),
+            format!("{ok}[[limits]]\njob = \"a\"\nbytes_per_s = 1\n"),
+            format!("{ok}[[limits]]\njob = \"a\"\nuser = 5\nbytes_per_s = 4096\n"),
+            format!("{ok}metrics_listen = \"nowhere\"\n"),
         ] {
             assert!(CoordinatorConfig::parse(&bad).is_err(), "{bad}");
         }
+        let limited = CoordinatorConfig::parse(&format!(
+            "{ok}metrics_listen = \"127.0.0.1:0\"\n[[limits]]\nuser = 500\nbytes_per_s = 1048576\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            limited.limits,
+            vec![(crate::config::LimitTarget::User(500), 1 << 20)]
+        );
+        assert!(limited.metrics_listen.is_some());
     }
 
     #[test]

@@ -278,7 +278,7 @@ impl Collector for CoordCollector {
             "Jobs in the last round's view.",
             s.jobs as f64,
         )?;
-        let per_job: [(&str, &str, Vec<(&pfsqos_core::model::JobId, f64)>); 3] = [
+        let per_job: [(&str, &str, JobValues); 3] = [
             (
                 "pfsqos_coordinator_job_held_seconds",
                 "How long a job has been moving at least 90% of its file-system-wide limit.",
@@ -314,6 +314,9 @@ impl Collector for CoordCollector {
         Ok(())
     }
 }
+
+/// One value per job of a per-job gauge family.
+type JobValues<'a> = Vec<(&'a pfsqos_core::model::JobId, f64)>;
 
 /// The metrics text of the coordinator's stats.
 pub fn render_coordinator(stats: crate::coord::CoordStats) -> String {

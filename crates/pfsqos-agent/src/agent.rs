@@ -39,7 +39,7 @@ use pfsqos_core::model::JobId;
 use pfsqos_core::sched::tbf::{TbfCommand, TbfOp, TbfRuleListing};
 use tracing::{info, warn};
 
-use crate::config::{AgentConfig, LimitTarget};
+use crate::config::{AgentConfig, JobIdLayout, LimitTarget};
 use crate::lctl::{Lctl, LctlError};
 
 /// Lustre's parameter names the agent reads and writes.
@@ -269,6 +269,49 @@ impl ControllerRates {
     }
 }
 
+/// The administrator limit of each job in bytes/s: a job's own, or its share of its user's or
+/// group's (shared equally by the members `active` says moved data, or by all members of
+/// `jobs` when none did); the tightest when a job falls under several. The agent applies it
+/// per OSS, the coordinator over the whole file system.
+pub fn limit_shares_bytes_per_s(
+    limits: &[(LimitTarget, u64)],
+    layout: JobIdLayout,
+    jobs: impl IntoIterator<Item = JobId>,
+    active: impl Fn(&JobId) -> bool,
+) -> BTreeMap<JobId, u64> {
+    let mut out: BTreeMap<JobId, u64> = BTreeMap::new();
+    if limits.is_empty() {
+        return out;
+    }
+    let jobs: Vec<JobId> = jobs.into_iter().collect();
+    for &(target, bytes_per_s) in limits {
+        let members: Vec<JobId> = match target {
+            LimitTarget::Job(j) => vec![j],
+            LimitTarget::User(u) => jobs
+                .iter()
+                .copied()
+                .filter(|j| layout.uid(j) == Some(u))
+                .collect(),
+            LimitTarget::Group(g) => jobs
+                .iter()
+                .copied()
+                .filter(|j| layout.gid(j) == Some(g))
+                .collect(),
+        };
+        let moving: Vec<JobId> = members.iter().copied().filter(|j| active(j)).collect();
+        let sharing = if moving.is_empty() { &members } else { &moving };
+        if sharing.is_empty() {
+            continue;
+        }
+        let share = (bytes_per_s / sharing.len() as u64).max(1);
+        for j in sharing {
+            let e = out.entry(*j).or_insert(share);
+            *e = (*e).min(share);
+        }
+    }
+    out
+}
+
 /// The agent: its configuration, lctl, controller and what it holds.
 pub struct Agent<L: Lctl> {
     config: AgentConfig,
@@ -357,6 +400,17 @@ impl<L: Lctl> Agent<L> {
             .run(&["get_param".to_string(), "-n".to_string(), param.to_string()])
     }
 
+    /// `lctl get_param obdfilter.*.job_stats` **with** the parameter names: `-n` would print
+    /// the values alone, and with several OSTs (or one OST under a file-system-wide index) the
+    /// agent could no longer tell which OST an entry belongs to. Every OST's jobs then fell
+    /// into one unnamed target numbered 0, beside the listed OSTs as idle targets: two agents
+    /// both reported OSTs 0 and 1, and the coordinator's GIFT refused the merged view
+    /// (duplicate OSTs) every round.
+    fn get_job_stats(&mut self) -> Result<String, LctlError> {
+        self.lctl
+            .run(&["get_param".to_string(), PARAM_JOB_STATS.to_string()])
+    }
+
     fn set(&mut self, param: &str, value: &str) -> Result<(), LctlError> {
         // One argv element `PARAM=VALUE`: the value is never split or interpreted.
         self.lctl
@@ -410,7 +464,7 @@ impl<L: Lctl> Agent<L> {
         }
         self.find_stale_rules()?;
         let listed = self.list_osts();
-        let text = self.get(PARAM_JOB_STATS).unwrap_or_default();
+        let text = self.get_job_stats().unwrap_or_default();
         let now = now_ns(self.epoch);
         let initial = self
             .observer
@@ -587,7 +641,7 @@ impl<L: Lctl> Agent<L> {
     pub fn observe(&mut self) -> Option<JobStatsObservation> {
         assert!(self.started, "period before start");
         let listed = self.list_osts();
-        let text = match self.get(PARAM_JOB_STATS) {
+        let text = match self.get_job_stats() {
             Ok(t) => t,
             Err(e) => {
                 self.stats.periods_skipped += 1;
@@ -680,52 +734,6 @@ impl<L: Lctl> Agent<L> {
         out
     }
 
-    /// The administrator limit of each job in bytes/s (a user's or group's limit is shared
-    /// equally by its jobs that moved data in the period, or by all its known jobs).
-    fn limits_bytes_per_s(
-        &self,
-        obs: &Observation,
-        per_job: &BTreeMap<JobId, BrwTotals>,
-    ) -> BTreeMap<JobId, u64> {
-        let mut out: BTreeMap<JobId, u64> = BTreeMap::new();
-        if self.config.limits.is_empty() {
-            return out;
-        }
-        let layout = self.config.job_id_layout;
-        let jobs: Vec<JobId> = obs.jobs.iter().map(|m| m.job).collect();
-        for &(target, bytes_per_s) in &self.config.limits {
-            let members: Vec<JobId> = match target {
-                LimitTarget::Job(j) => vec![j],
-                LimitTarget::User(u) => jobs
-                    .iter()
-                    .copied()
-                    .filter(|j| layout.uid(j) == Some(u))
-                    .collect(),
-                LimitTarget::Group(g) => jobs
-                    .iter()
-                    .copied()
-                    .filter(|j| layout.gid(j) == Some(g))
-                    .collect(),
-            };
-            let active: Vec<JobId> = members
-                .iter()
-                .copied()
-                .filter(|j| per_job.get(j).is_some_and(|t| t.rpcs > 0))
-                .collect();
-            let sharing = if active.is_empty() { &members } else { &active };
-            if sharing.is_empty() {
-                continue;
-            }
-            let share = (bytes_per_s / sharing.len() as u64).max(1);
-            for j in sharing {
-                // The tightest limit wins when a job falls under several.
-                let e = out.entry(*j).or_insert(share);
-                *e = (*e).min(share);
-            }
-        }
-        out
-    }
-
     /// Computes the rules wanted now and writes the difference.
     fn apply(
         &mut self,
@@ -739,7 +747,16 @@ impl<L: Lctl> Agent<L> {
             self.rpc_size.record(*job, t.bytes, t.rpcs);
         }
         self.rpc_size.bound(obs.jobs.iter().map(|m| m.job));
-        let limits = self.limits_bytes_per_s(obs, per_job);
+        let limits = if self.config.limits.is_empty() {
+            BTreeMap::new()
+        } else {
+            limit_shares_bytes_per_s(
+                &self.config.limits,
+                self.config.job_id_layout,
+                obs.jobs.iter().map(|m| m.job),
+                |j| per_job.get(j).is_some_and(|t| t.rpcs > 0),
+            )
+        };
         // The OSS-wide rate each job should get (RPC/s).
         let mut want: BTreeMap<JobId, (u64, Option<u64>)> = BTreeMap::new();
         for (job, rate) in self.controller_rules.rates() {

@@ -85,7 +85,7 @@ fn default_retries() -> u32 {
 fn default_backoff() -> u64 {
     200
 }
-fn default_layout() -> String {
+pub(crate) fn default_layout() -> String {
     "%e.%u".to_string()
 }
 
@@ -358,40 +358,7 @@ impl AgentConfig {
             }
             job_nodes.push((id, j.nodes));
         }
-        let mut targets = BTreeSet::new();
-        let mut limits = Vec::with_capacity(f.limits.len());
-        for l in &f.limits {
-            let target = match (&l.job, l.user, l.group) {
-                (Some(job), None, None) => {
-                    let id = JobId::new(job).map_err(|e| anyhow::anyhow!("[[limits]] job: {e}"))?;
-                    if id.is_empty() {
-                        bail!("[[limits]] job is empty");
-                    }
-                    LimitTarget::Job(id)
-                }
-                (None, Some(u), None) => {
-                    if job_id_layout.uid_from_end.is_none() {
-                        bail!("a user limit needs %u in job_id_layout");
-                    }
-                    LimitTarget::User(u)
-                }
-                (None, None, Some(g)) => {
-                    if job_id_layout.gid_from_end.is_none() {
-                        bail!("a group limit needs %g in job_id_layout");
-                    }
-                    LimitTarget::Group(g)
-                }
-                _ => bail!("each [[limits]] names exactly one of job, user, group"),
-            };
-            if !targets.insert(target) {
-                bail!("[[limits]] {target} is given twice");
-            }
-            // At least one byte per second per CPT; at most what a rule can carry.
-            if !(4096..=(1u64 << 50)).contains(&l.bytes_per_s) {
-                bail!("[[limits]] {target}: bytes_per_s must be 4096..=2^50");
-            }
-            limits.push((target, l.bytes_per_s));
-        }
+        let limits = validate_limits(&f.limits, &job_id_layout)?;
         let coordinator = match f.coordinator {
             None => None,
             Some(c) => {
@@ -428,6 +395,53 @@ impl AgentConfig {
             limits,
         })
     }
+}
+
+/// Validates `[[limits]]` entries (the agent's, per OSS, and the coordinator's, over the whole
+/// file system): each names exactly one job, user or group, once, at 4096..=2^50 bytes/s; a
+/// user or group limit needs its field in `layout`.
+pub fn validate_limits(
+    entries: &[LimitEntry],
+    layout: &JobIdLayout,
+) -> anyhow::Result<Vec<(LimitTarget, u64)>> {
+    if entries.len() > ENTRIES_MAX {
+        bail!("at most {ENTRIES_MAX} [[limits]]");
+    }
+    let mut targets = BTreeSet::new();
+    let mut limits = Vec::with_capacity(entries.len());
+    for l in entries {
+        let target = match (&l.job, l.user, l.group) {
+            (Some(job), None, None) => {
+                let id = JobId::new(job).map_err(|e| anyhow::anyhow!("[[limits]] job: {e}"))?;
+                if id.is_empty() {
+                    bail!("[[limits]] job is empty");
+                }
+                LimitTarget::Job(id)
+            }
+            (None, Some(u), None) => {
+                if layout.uid_from_end.is_none() {
+                    bail!("a user limit needs %u in job_id_layout");
+                }
+                LimitTarget::User(u)
+            }
+            (None, None, Some(g)) => {
+                if layout.gid_from_end.is_none() {
+                    bail!("a group limit needs %g in job_id_layout");
+                }
+                LimitTarget::Group(g)
+            }
+            _ => bail!("each [[limits]] names exactly one of job, user, group"),
+        };
+        if !targets.insert(target) {
+            bail!("[[limits]] {target} is given twice");
+        }
+        // At least one byte per second per CPT; at most what a rule can carry.
+        if !(4096..=(1u64 << 50)).contains(&l.bytes_per_s) {
+            bail!("[[limits]] {target}: bytes_per_s must be 4096..=2^50");
+        }
+        limits.push((target, l.bytes_per_s));
+    }
+    Ok(limits)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pfsqos_core::model::JobId;
@@ -27,7 +27,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::{info, warn};
 
-use crate::coord::Coordinator;
+use crate::coord::{CoordStats, Coordinator};
 
 /// Periods of silence after which the coordinator drops an agent's connection.
 pub const IDLE_PERIODS: u32 = 10;
@@ -148,10 +148,50 @@ pub async fn serve(
     epoch: Instant,
     stop: impl std::future::Future<Output = ()>,
 ) {
+    let published = Arc::new(Mutex::new(CoordStats::default()));
+    serve_published(listener, key, coord, epoch, stop, published).await
+}
+
+/// [`serve`], copying the coordinator's [`CoordStats`] into `published` after every round and
+/// report (its metrics endpoint reads them there).
+pub async fn serve_published(
+    listener: TcpListener,
+    key: Vec<u8>,
+    coord: Coordinator,
+    epoch: Instant,
+    stop: impl std::future::Future<Output = ()>,
+    published: Arc<Mutex<CoordStats>>,
+) {
     let local = tokio::task::LocalSet::new();
     local
-        .run_until(serve_local(listener, key, coord, epoch, stop))
+        .run_until(serve_local(listener, key, coord, epoch, stop, published))
         .await;
+}
+
+fn publish(coord: &Coordinator, published: &Mutex<CoordStats>) {
+    *published.lock().unwrap_or_else(|e| e.into_inner()) = coord.stats.clone();
+}
+
+/// Logs what a round changed: a controller that refused the view (with its reason), jobs
+/// starting or ceasing to be held at a file-system-wide limit.
+fn log_round(before: &CoordStats, after: &CoordStats) {
+    if after.rejected_observations > before.rejected_observations {
+        warn!(
+            refused_total = after.rejected_observations,
+            reason = %after.last_rejection.as_deref().unwrap_or("").escape_debug(),
+            "the controller refused this round's view of the file system; nothing decided"
+        );
+    }
+    for (job, h) in &after.held {
+        if !before.held.contains_key(job) {
+            info!(job = %job.as_str().escape_debug(), limit_bytes_per_s = h.limit_bytes_per_s, "job held at its file-system-wide limit");
+        }
+    }
+    for (job, h) in &before.held {
+        if !after.held.contains_key(job) {
+            info!(job = %job.as_str().escape_debug(), held_s = h.held_ns as f64 / 1e9, "job no longer held at its file-system-wide limit");
+        }
+    }
 }
 
 async fn serve_local(
@@ -160,6 +200,7 @@ async fn serve_local(
     coord: Coordinator,
     epoch: Instant,
     stop: impl std::future::Future<Output = ()>,
+    published: Arc<Mutex<CoordStats>>,
 ) {
     let period = Duration::from_nanos(coord.period_ns());
     let conns_max = 2 * coord.agents().len();
@@ -175,9 +216,12 @@ async fn serve_local(
             _ = tick.tick() => {
                 let now = epoch.elapsed().as_nanos() as u64;
                 let mut c = coord.borrow_mut();
+                let before = c.stats.clone();
                 if let Some(obs) = c.run_round(now) {
                     info!(round = c.round(), domains = obs.domains.len(), jobs = obs.jobs.len(), "round");
+                    log_round(&before, &c.stats);
                 }
+                publish(&c, &published);
             }
             accepted = listener.accept() => {
                 let Ok((stream, peer)) = accepted else { continue };
@@ -185,11 +229,12 @@ async fn serve_local(
                     warn!(%peer, "connection refused: too many");
                     continue;
                 };
-                let (coord, key) = (coord.clone(), key.clone());
+                let (coord, key, published) = (coord.clone(), key.clone(), published.clone());
                 tokio::task::spawn_local(async move {
                     if let Err(e) = serve_agent(stream, &key, &coord, epoch, period).await {
                         warn!(%peer, error = %e, "agent connection ended");
                     }
+                    publish(&coord.borrow(), &published);
                     drop(permit);
                 });
             }
@@ -240,6 +285,11 @@ async fn serve_agent(
 /// brw_size_bytes = 4194304
 /// agents = ["oss1", "oss2"]         # allow-list; the order numbers the OSSs' domains
 /// report_fresh_ms = 3000            # older reports leave their OSS out of a round
+/// metrics_listen = "0.0.0.0:9191"   # optional Prometheus endpoint
+/// job_id_layout = "%e.%u"           # where user and group limits find uid and gid
+/// [[limits]]                        # file-system-wide limits, bytes/s (job, user or group)
+/// user = 500
+/// bytes_per_s = 1073741824
 /// ```
 #[derive(Clone, Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -254,6 +304,11 @@ pub struct CoordinatorFile {
     pub brw_size_bytes: u64,
     pub agents: Vec<String>,
     pub report_fresh_ms: Option<u64>,
+    pub metrics_listen: Option<SocketAddr>,
+    #[serde(default = "crate::config::default_layout")]
+    pub job_id_layout: String,
+    #[serde(default)]
+    pub limits: Vec<crate::config::LimitEntry>,
 }
 
 /// A validated coordinator configuration.
@@ -266,6 +321,10 @@ pub struct CoordinatorConfig {
     pub brw_size_bytes: u64,
     pub agents: Vec<String>,
     pub report_fresh_ms: u64,
+    pub metrics_listen: Option<SocketAddr>,
+    pub job_id_layout: crate::config::JobIdLayout,
+    /// File-system-wide administrator limits (bytes/s).
+    pub limits: Vec<(crate::config::LimitTarget, u64)>,
 }
 
 impl CoordinatorConfig {
@@ -296,8 +355,14 @@ impl CoordinatorConfig {
                 crate::config::SAFE_HOLD_MS_MAX
             );
         }
+        let job_id_layout =
+            crate::config::JobIdLayout::parse(&f.job_id_layout).map_err(|e| anyhow::anyhow!(e))?;
+        let limits = crate::config::validate_limits(&f.limits, &job_id_layout)?;
         // Names and count are checked by the coordinator itself.
         let config = CoordinatorConfig {
+            metrics_listen: f.metrics_listen,
+            job_id_layout,
+            limits,
             listen: f.listen,
             key_file: f.key_file,
             policy,
@@ -325,11 +390,14 @@ impl CoordinatorConfig {
         let controller = self
             .policy
             .controller_with(self.period_ms, self.brw_size_bytes, 0);
-        Coordinator::new(
+        Coordinator::with_limits(
             controller,
             self.agents.clone(),
             self.period_ms * 1_000_000,
             self.report_fresh_ms * 1_000_000,
+            self.limits.clone(),
+            self.job_id_layout,
+            self.brw_size_bytes,
         )
     }
 }
@@ -340,10 +408,26 @@ pub fn run_coordinator(config: CoordinatorConfig) -> anyhow::Result<i32> {
     crate::signal::install().context("installing signal handlers")?;
     let key = pfsqos_wire::key::read_key_file(&config.key_file)?;
     let coord = config.coordinator().map_err(|e| anyhow::anyhow!(e))?;
+    let published = Arc::new(Mutex::new(CoordStats::default()));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
+        let _metrics = match config.metrics_listen {
+            Some(addr) => {
+                let sample = published.clone();
+                let render: pfsqos_metrics::Render = Arc::new(move || {
+                    let s = sample.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    crate::metrics::render_coordinator(s)
+                });
+                let server = pfsqos_metrics::MetricsServer::start(addr, render)
+                    .await
+                    .with_context(|| format!("metrics on {addr}"))?;
+                info!(addr = %server.local_addr(), "coordinator metrics listening");
+                Some(server)
+            }
+            None => None,
+        };
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("listening on {}", config.listen))?;
@@ -353,7 +437,7 @@ pub fn run_coordinator(config: CoordinatorConfig) -> anyhow::Result<i32> {
                 tokio::time::sleep(crate::run::STOP_POLL).await;
             }
         };
-        serve(listener, key, coord, Instant::now(), stop).await;
+        serve_published(listener, key, coord, Instant::now(), stop, published).await;
         info!("coordinator stopped; agents keep their rules for safe_hold_ms, then remove them");
         Ok(0)
     })
@@ -381,9 +465,22 @@ mod tests {
             ok.replace("[\"oss1\", \"oss2\"]", "[]"),
             format!("{ok}period_ms = 0\n"),
             format!("{ok}report_fresh_ms = 0\n"),
+            format!("{ok}job_id_layout = \"%e\"\n[[limits]]\nuser = 5\nbytes_per_s = 4096\n"),
+            format!("{ok}[[limits]]\njob = \"a\"\nbytes_per_s = 1\n"),
+            format!("{ok}[[limits]]\njob = \"a\"\nuser = 5\nbytes_per_s = 4096\n"),
+            format!("{ok}metrics_listen = \"nowhere\"\n"),
         ] {
             assert!(CoordinatorConfig::parse(&bad).is_err(), "{bad}");
         }
+        let limited = CoordinatorConfig::parse(&format!(
+            "{ok}metrics_listen = \"127.0.0.1:0\"\n[[limits]]\nuser = 500\nbytes_per_s = 1048576\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            limited.limits,
+            vec![(crate::config::LimitTarget::User(500), 1 << 20)]
+        );
+        assert!(limited.metrics_listen.is_some());
     }
 
     #[test]

@@ -223,3 +223,102 @@ impl Collector for AgentCollector {
 pub fn render(sample: AgentSample) -> String {
     pfsqos_metrics::render_collector(AgentCollector(sample))
 }
+
+/// The coordinator's metrics (`metrics_listen` in its file): `pfsqos_coordinator_rounds_total`,
+/// `_reports_accepted_total`, `_reports_refused_total`, `_rejected_observations_total` (rounds
+/// whose view the controller refused: nothing was decided, e.g. GIFT's allocator finding an
+/// OST twice), `_domains` and `_jobs` (the last round's view),
+/// `_job_held_seconds{job}`, `_job_held_limit_bytes_per_s{job}` (jobs moving at least 90 % of a
+/// file-system-wide limit) and `_job_limited_observed_bytes_per_s{job}` (what each limited
+/// job moved over the file system in the last round). Job labels are escaped.
+pub struct CoordCollector(pub crate::coord::CoordStats);
+
+impl fmt::Debug for CoordCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CoordCollector")
+    }
+}
+
+impl Collector for CoordCollector {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let s = &self.0;
+        for (name, help, v) in [
+            (
+                "pfsqos_coordinator_rounds",
+                "Rounds decided (a view of at least one fresh report).",
+                s.rounds,
+            ),
+            (
+                "pfsqos_coordinator_reports_accepted",
+                "Agent reports taken.",
+                s.reports_accepted,
+            ),
+            (
+                "pfsqos_coordinator_reports_refused",
+                "Agent reports refused (agent off the allow-list, invalid report).",
+                s.reports_refused,
+            ),
+            (
+                "pfsqos_coordinator_rejected_observations",
+                "Rounds whose view the controller refused (nothing decided; see the log).",
+                s.rejected_observations,
+            ),
+        ] {
+            counter(&mut e, name, help, v)?;
+        }
+        gauge(
+            &mut e,
+            "pfsqos_coordinator_domains",
+            "OSSs in the last round's view.",
+            s.domains as f64,
+        )?;
+        gauge(
+            &mut e,
+            "pfsqos_coordinator_jobs",
+            "Jobs in the last round's view.",
+            s.jobs as f64,
+        )?;
+        let per_job: [(&str, &str, JobValues); 3] = [
+            (
+                "pfsqos_coordinator_job_held_seconds",
+                "How long a job has been moving at least 90% of its file-system-wide limit.",
+                s.held
+                    .iter()
+                    .map(|(j, h)| (j, h.held_ns as f64 / 1e9))
+                    .collect(),
+            ),
+            (
+                "pfsqos_coordinator_job_held_limit_bytes_per_s",
+                "The file-system-wide limit a held job is held at (bytes/s).",
+                s.held
+                    .iter()
+                    .map(|(j, h)| (j, h.limit_bytes_per_s as f64))
+                    .collect(),
+            ),
+            (
+                "pfsqos_coordinator_job_limited_observed_bytes_per_s",
+                "Bytes/s a limited job moved over the file system in the last round.",
+                s.limited_observed_bytes_per_s
+                    .iter()
+                    .map(|(j, &v)| (j, v))
+                    .collect(),
+            ),
+        ];
+        for (name, help, values) in per_job {
+            let mut f = e.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (job, v) in values {
+                let job = label_value(job.as_str());
+                ConstGauge::new(v).encode(f.encode_family(&[("job", job.as_str())])?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One value per job of a per-job gauge family.
+type JobValues<'a> = Vec<(&'a pfsqos_core::model::JobId, f64)>;
+
+/// The metrics text of the coordinator's stats.
+pub fn render_coordinator(stats: crate::coord::CoordStats) -> String {
+    pfsqos_metrics::render_collector(CoordCollector(stats))
+}

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use pfsqos_agent::agent::{ControllerRates, PARAM_JOB_STATS, PARAM_POLICIES, PARAM_TBF_RULE};
-use pfsqos_agent::coord::Coordinator;
+use pfsqos_agent::coord::{global_ost, Coordinator};
 use pfsqos_agent::coord_net::{self, CoordLink, SafeHold};
 use pfsqos_agent::lctl::{Lctl, LctlCounts, LctlError};
 use pfsqos_agent::{Agent, AgentConfig};
@@ -112,14 +112,18 @@ fn agent(ost: u32, jobs: Vec<(&'static str, u64)>) -> Agent<Oss> {
     a
 }
 
-/// The coordinator's view built by hand: the agents' own observations as domains 0 and 1, the
-/// union of their jobs.
+/// The coordinator's view built by hand: the agents' own observations as domains 0 and 1 (each
+/// OST known by agent and index), the union of their jobs.
 fn merged_by_hand(now_ns: u64, period_ns: u64, parts: &[Observation]) -> Observation {
     let mut domains = Vec::new();
     let mut jobs: BTreeMap<JobId, JobMeta> = BTreeMap::new();
     for (i, o) in parts.iter().enumerate() {
         let mut d = o.domains[0].clone();
         d.domain = DomainId(i as u32);
+        // An OST is known by its agent and the agent's own identity of it.
+        for t in &mut d.targets {
+            t.ost = global_ost(d.domain, t.ost).unwrap();
+        }
         domains.push(d);
         for m in &o.jobs {
             let e = jobs.entry(m.job).or_insert_with(|| m.clone());
@@ -152,9 +156,11 @@ fn two_agents_under_gift_get_what_the_shared_controller_decides() {
     .unwrap();
     let mut reference = choice.controller_with(1000, 1 << 20, 0);
     let mut reference_rates = [ControllerRates::default(), ControllerRates::default()];
+    // Both OSSs serve an `OST0000` (two file systems, or two OSSs numbering their OSTs alike):
+    // the coordinator must still see two OSTs, or GIFT refuses the view.
     let mut agents = [
         agent(0, vec![("big", 0), ("small", 0)]),
-        agent(1, vec![("big", 0), ("other", 0)]),
+        agent(0, vec![("big", 0), ("other", 0)]),
     ];
     let mut decided_any = false;
     for round in 1..=6u64 {
@@ -202,6 +208,14 @@ fn two_agents_under_gift_get_what_the_shared_controller_decides() {
         decided_any,
         "GIFT throttled nobody: the comparison would be vacuous"
     );
+    assert_eq!(coord.stats.rejected_observations, 0, "{:?}", coord.stats);
+    let seen = coord.merged(6 * period_ns).unwrap();
+    let osts: Vec<u32> = seen
+        .domains
+        .iter()
+        .flat_map(|d| d.targets.iter().map(|t| t.ost.0))
+        .collect();
+    assert_eq!(osts, vec![0, 1 << 20], "one OST0000 per agent, told apart");
 }
 
 fn key_file(dir: &std::path::Path) -> std::path::PathBuf {

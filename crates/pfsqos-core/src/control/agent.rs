@@ -297,7 +297,9 @@ pub struct JobStatsObservation {
 /// (AdapTBF's default demand source is the served count anyway), `queue_len_rpcs` and the
 /// device fields are 0 (Lustre reports its queue per service in `nrs_policies`, not per OST).
 /// Targets are the OSTs of the poll, identified by the index in their name (`-OST000a` is
-/// `OstId(10)`), so an OST appearing or disappearing does not renumber the others.
+/// `OstId(10)`), so an OST appearing or disappearing does not renumber the others; a second
+/// file system's OST with an index already held keeps an identity of its own from
+/// [`OST_ID_RENUMBERED_FROM`] for as long as it is seen. Targets are listed by identity.
 #[derive(Debug)]
 pub struct JobStatsObserver {
     domain: DomainId,
@@ -306,9 +308,44 @@ pub struct JobStatsObserver {
     known: KnownJobs,
     period: u64,
     last_ns: u64,
+    /// Each target's identity by its parameter name (`obdfilter.<fsname>-OST<index>.job_stats`:
+    /// file system and index), given when the name is first seen and kept: the OST index
+    /// while no other name holds it, else the next free identity from
+    /// [`OST_ID_RENUMBERED_FROM`] (two file systems on one OSS both serving `OST0000`).
+    /// At most [`OST_IDS_REMEMBERED_MAX`] names (beyond, names not in the poll are forgotten).
+    ost_ids: BTreeMap<String, u32>,
 }
 
+/// First identity given to a target whose index another target of the OSS already holds
+/// (Lustre's OST indexes are below 65,536).
+pub const OST_ID_RENUMBERED_FROM: u32 = 0x1_0000;
+/// Most target names whose identity an observer remembers.
+pub const OST_IDS_REMEMBERED_MAX: usize = 2 * crate::jobstats::poll::POLL_OSTS_MAX;
+/// Every identity [`JobStatsObserver`] gives is below this: the coordinator makes them unique
+/// across agents as `agent << 20 | identity`.
+pub const OST_ID_LOCAL_LIMIT: u32 = 1 << 20;
+const _: () =
+    assert!(OST_ID_RENUMBERED_FROM as usize + OST_IDS_REMEMBERED_MAX < OST_ID_LOCAL_LIMIT as usize);
+
 impl JobStatsObserver {
+    /// The identity of the target named `name` whose index reads `index`.
+    fn ost_id(&mut self, name: &str, index: u32) -> u32 {
+        if let Some(&id) = self.ost_ids.get(name) {
+            return id;
+        }
+        let taken: BTreeSet<u32> = self.ost_ids.values().copied().collect();
+        let id = if index < OST_ID_RENUMBERED_FROM && !taken.contains(&index) {
+            index
+        } else {
+            (OST_ID_RENUMBERED_FROM..)
+                .find(|i| !taken.contains(i))
+                .expect("fewer names than identities")
+        };
+        assert!(id < OST_ID_LOCAL_LIMIT);
+        self.ost_ids.insert(name.to_string(), id);
+        id
+    }
+
     /// An observer of one OSS (scheduling domain `domain`) whose OSTs each serve
     /// `capacity_rpcs_per_s`; `job_nodes` are known from the start and never forgotten.
     pub fn new(
@@ -324,6 +361,7 @@ impl JobStatsObserver {
             known: KnownJobs::new(job_nodes),
             period: 0,
             last_ns: now_ns,
+            ost_ids: BTreeMap::new(),
         }
     }
 
@@ -350,8 +388,10 @@ impl JobStatsObserver {
         let (deltas, counts) = self.poller.poll(osts);
         let mut per_job: BTreeMap<JobId, BrwTotals> = BTreeMap::new();
         let mut targets = Vec::with_capacity(deltas.len());
+        let mut names = Vec::with_capacity(deltas.len());
         for (i, ost) in deltas.into_iter().enumerate() {
             let id = ost_index_of_param(&ost.param).unwrap_or(i as u32);
+            names.push(ost.param.clone());
             let jobs = ost
                 .jobs
                 .iter()
@@ -377,18 +417,24 @@ impl JobStatsObserver {
                 jobs,
             });
         }
-        // Two parameters naming the same index (two file systems on one OSS) keep both, in
-        // name order; controllers key their per-target state by `OstId`, so the later one is
-        // renumbered past every index in use.
-        let mut used = BTreeSet::new();
-        let mut next_free = targets.iter().map(|t| t.ost.0).max().unwrap_or(0);
-        for t in &mut targets {
-            if !used.insert(t.ost.0) {
-                next_free += 1;
-                t.ost = OstId(next_free);
-                used.insert(next_free);
-            }
+        // Each target keeps the identity its name got when first seen (see `ost_ids`).
+        let present: BTreeSet<&str> = names.iter().map(String::as_str).collect();
+        if self.ost_ids.len() + names.len() > OST_IDS_REMEMBERED_MAX {
+            self.ost_ids
+                .retain(|name, _| present.contains(name.as_str()));
         }
+        for (t, name) in targets.iter_mut().zip(&names) {
+            t.ost = OstId(self.ost_id(name, t.ost.0));
+        }
+        debug_assert!(
+            {
+                let mut ids: Vec<u32> = targets.iter().map(|t| t.ost.0).collect();
+                ids.sort_unstable();
+                ids.windows(2).all(|w| w[0] < w[1])
+            },
+            "target identities are unique"
+        );
+        targets.sort_by_key(|t| t.ost);
         self.known.forget_idle();
         let period_ns = now_ns.saturating_sub(self.last_ns);
         self.last_ns = now_ns;
@@ -543,6 +589,51 @@ mod tests {
         let names: BTreeSet<&str> = obs.jobs.iter().map(|j| j.job.as_str()).collect();
         assert!(names.contains("pinned") && !names.contains("j0"));
         assert!(names.contains(format!("j{KNOWN_JOBS_MAX}").as_str()));
+    }
+
+    /// One OSS serving two file systems, both with an `OST0000`: two targets with identities of
+    /// their own, kept while the other comes and goes, never taken over by a newcomer.
+    #[test]
+    fn two_file_systems_with_one_index_are_two_targets_for_good() {
+        use crate::jobstats::{render_job_stats, JobEntry, JobStatsFormat, OstCounter};
+        let entry = |rpcs: u64| {
+            let mut e = JobEntry::new(job("a"), 5_000_000_000);
+            for _ in 0..rpcs {
+                e.counters[OstCounter::WriteBytes as usize].add(1 << 20);
+            }
+            e
+        };
+        let one = |fs: &str, rpcs: u64| {
+            format!(
+                "obdfilter.{fs}-OST0000.job_stats=\n{}",
+                render_job_stats(&[entry(rpcs)], JobStatsFormat::Master)
+            )
+        };
+        let ids = |o: &JobStatsObservation| -> Vec<(u32, u64)> {
+            o.observation.domains[0]
+                .targets
+                .iter()
+                .map(|t| (t.ost.0, t.jobs.iter().map(|s| s.rpcs_served).sum()))
+                .collect()
+        };
+        let mut o = JobStatsObserver::new(DomainId(0), 100, &[], 0);
+        let both = |a: u64, b: u64| format!("{}{}", one("alpha", a), one("beta", b));
+        o.observe(1, &both(1, 1), &[]).unwrap();
+        let second = o.observe(2, &both(3, 5), &[]).unwrap();
+        assert_eq!(ids(&second), vec![(0, 2), (OST_ID_RENUMBERED_FROM, 4)]);
+        // `alpha` goes away: `beta` keeps its identity (no renumbering into 0).
+        let third = o.observe(3, &one("beta", 6), &[]).unwrap();
+        assert_eq!(ids(&third), vec![(OST_ID_RENUMBERED_FROM, 1)]);
+        // A third file system's OST0000 takes neither identity.
+        let fourth = o
+            .observe(4, &format!("{}{}", one("beta", 6), one("gamma", 1)), &[])
+            .unwrap();
+        let got: Vec<u32> = ids(&fourth).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(
+            got,
+            vec![OST_ID_RENUMBERED_FROM, OST_ID_RENUMBERED_FROM + 1]
+        );
+        assert!(got.iter().all(|&id| id < OST_ID_LOCAL_LIMIT));
     }
 
     /// Two polls of a real OSS's job_stats (2.17 layout, OST indexes 0 and 0x1f): the first

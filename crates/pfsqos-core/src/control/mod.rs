@@ -216,6 +216,19 @@ pub trait Controller {
     /// and rank later rules against it, so one refused write would stop control of other jobs.
     /// Controllers that keep no state about their writes ignore it.
     fn on_write_refused(&mut self, _write: &DomainWrite, _errno: crate::errno::Errno) {}
+
+    /// Observations [`Controller::decide`] refused to decide on (GIFT's allocator refusing its
+    /// input: an OST listed twice, too many applications, ...): nothing was written for them
+    /// and the rules stayed as they were. Drivers put it in their metrics and logs, since a
+    /// controller that refuses every observation otherwise looks like one that never throttles.
+    fn rejected_observations(&self) -> u64 {
+        0
+    }
+
+    /// Why the last refused observation was refused (`None`: none was).
+    fn last_rejection(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// The TBF rate (RPCs/s of `rpc_size_bytes`) that carries a bandwidth cap of `bytes_per_s`:

@@ -249,6 +249,8 @@ pub struct AllocatorController<A: Allocator> {
     rpc_size: RpcSizeEstimate,
     last: Option<Allocation>,
     errors: u64,
+    /// The allocator's reason for the last refused input.
+    last_error: Option<String>,
 }
 
 impl<A: Allocator> AllocatorController<A> {
@@ -261,6 +263,7 @@ impl<A: Allocator> AllocatorController<A> {
             rules: BTreeMap::new(),
             last: None,
             errors: 0,
+            last_error: None,
         }
     }
 
@@ -350,6 +353,14 @@ impl<A: Allocator> Controller for AllocatorController<A> {
         }
     }
 
+    fn rejected_observations(&self) -> u64 {
+        self.errors
+    }
+
+    fn last_rejection(&self) -> Option<&str> {
+        self.last_error.as_deref()
+    }
+
     fn setup(&mut self, initial: &Observation) -> Decision {
         let mut writes = Vec::new();
         for d in &initial.domains {
@@ -379,8 +390,9 @@ impl<A: Allocator> Controller for AllocatorController<A> {
         let input = self.interval_input(observation);
         let allocation = match self.allocator.allocate(&input) {
             Ok(a) => a,
-            Err(_) => {
+            Err(e) => {
                 self.errors += 1;
+                self.last_error = Some(e.to_string());
                 return Decision::default();
             }
         };

@@ -155,6 +155,12 @@ impl Controller for TimedController {
     fn on_write_refused(&mut self, write: &DomainWrite, errno: pfsqos_core::errno::Errno) {
         self.inner.on_write_refused(write, errno)
     }
+    fn rejected_observations(&self) -> u64 {
+        self.inner.rejected_observations()
+    }
+    fn last_rejection(&self) -> Option<&str> {
+        self.inner.last_rejection()
+    }
 }
 
 /// Median, 99th percentile and count of one run's (or one design's) decision times.
@@ -182,6 +188,50 @@ mod tests {
                 "{ns}: {upper}"
             );
         }
+    }
+
+    /// A controller that refuses every observation, as GIFT's allocator does a bad input.
+    struct Refusing(u64);
+
+    impl Controller for Refusing {
+        fn name(&self) -> &'static str {
+            "refusing"
+        }
+        fn setup(&mut self, _: &Observation) -> Decision {
+            Decision::default()
+        }
+        fn period_ns(&self) -> Option<u64> {
+            Some(1)
+        }
+        fn decide(&mut self, _: &Observation) -> Decision {
+            self.0 += 1;
+            Decision::default()
+        }
+        fn rejected_observations(&self) -> u64 {
+            self.0
+        }
+        fn last_rejection(&self) -> Option<&str> {
+            (self.0 > 0).then_some("OST0000 listed twice")
+        }
+    }
+
+    #[test]
+    fn refusals_pass_through_the_wrapper() {
+        let log: DecideLog = Rc::new(RefCell::new(vec![0; BUCKETS]));
+        let mut c = TimedController::wrap(Box::new(Refusing(0)), log.clone());
+        assert_eq!((c.rejected_observations(), c.last_rejection()), (0, None));
+        let empty = Observation {
+            now_ns: 1,
+            period_ns: 1,
+            domains: Vec::new(),
+            jobs: Vec::new(),
+            clients: Vec::new(),
+        };
+        c.decide(&empty);
+        c.decide(&empty);
+        assert_eq!(c.rejected_observations(), 2);
+        assert_eq!(c.last_rejection(), Some("OST0000 listed twice"));
+        assert_eq!(histogram_of(&log).count(), 2, "the calls were still timed");
     }
 
     #[test]

@@ -831,6 +831,30 @@ async fn send_io(
         .unwrap();
 }
 
+/// A stalled sender's connection, as [`stalled_writer`] leaves it.
+type Stalled = (
+    pfsqos_wire::conn::Reader<tokio::net::tcp::OwnedReadHalf>,
+    tokio::net::tcp::OwnedWriteHalf,
+);
+
+/// Checks that no stalled connection was answered or closed, then closes them all: every
+/// byte of the budget they held comes back, and the daemon stops.
+async fn release_stalled(f: Fixture, mut stalled: Vec<Stalled>) {
+    for (reader, _) in &mut stalled {
+        let pending = tokio::time::timeout(std::time::Duration::ZERO, reader.frame()).await;
+        assert!(
+            pending.is_err(),
+            "a stalled connection was answered or closed"
+        );
+    }
+    drop(stalled);
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_bytes_reserved() == 0
+    })
+    .await;
+    f.ossd.shutdown().await;
+}
+
 /// An authenticated client connection from `from` that announced a write of `announced`
 /// bytes and sent the first bulk frame's length and `sent` bytes of it, then stalls.
 async fn stalled_writer(
@@ -895,19 +919,7 @@ async fn stalled_bulk_senders_do_not_stop_other_writes() {
     );
     assert_still_serving(&f).await;
     // All 16 are still stalled: no reply and no close.
-    for (reader, _) in &mut stalled {
-        let pending = tokio::time::timeout(std::time::Duration::ZERO, reader.frame()).await;
-        assert!(
-            pending.is_err(),
-            "a stalled connection was answered or closed"
-        );
-    }
-    drop(stalled);
-    poll_until(std::time::Duration::from_secs(60), || {
-        f.ossd.bulk_bytes_reserved() == 0
-    })
-    .await;
-    f.ossd.shutdown().await;
+    release_stalled(f, stalled).await;
 }
 
 /// Issue #19: a write's sender that stops mid-bulk is closed after the bulk idle timeout and
@@ -966,19 +978,7 @@ async fn stalled_connections_of_one_client_hold_at_most_its_share() {
     tokio::time::timeout(std::time::Duration::from_secs(60), assert_still_serving(&f))
         .await
         .expect("a client at another address was served");
-    for (reader, _) in &mut stalled {
-        let pending = tokio::time::timeout(std::time::Duration::ZERO, reader.frame()).await;
-        assert!(
-            pending.is_err(),
-            "a stalled connection was answered or closed"
-        );
-    }
-    drop(stalled);
-    poll_until(std::time::Duration::from_secs(60), || {
-        f.ossd.bulk_bytes_reserved() == 0
-    })
-    .await;
-    f.ossd.shutdown().await;
+    release_stalled(f, stalled).await;
 }
 
 /// The share limits only what a client can make the ossd wait on: a client alone may fill the

@@ -21,8 +21,10 @@ use pfsqos_ossd::{Ossd, OssdConfig};
 use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::Role;
 
+mod common;
+use common::*;
+
 const KEY: &[u8] = b"coordinator-emu-test-key-0123456789";
-const DEADLINE: Duration = Duration::from_secs(120);
 const SAFE_HOLD_MS: u64 = 2000;
 
 /// One emulated Lustre OSS: a live ossd and a `bin` directory whose `lctl` is the emulation.
@@ -241,41 +243,6 @@ impl Drop for Agents {
     }
 }
 
-fn free_port() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
-}
-
-fn scrape(addr: &str) -> String {
-    let Ok(a) = addr.parse() else {
-        return String::new();
-    };
-    pfsqos_agent::status::scrape(a, Duration::from_secs(5)).unwrap_or_default()
-}
-
-fn metric(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-}
-
-fn signal(child: &Child, sig: i32) {
-    // SAFETY: sending a signal to our own child by its pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-}
-
-fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    let end = Instant::now() + DEADLINE;
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        assert!(Instant::now() < end, "the agent did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Each agent reads job_stats with the parameter names (`get_param` without `-n`): with `-n`
 /// every OST's jobs fell into one unnamed target numbered 0 beside the listed OSTs, both
 /// agents reported OSTs 0 and 1, and GIFT refused every merged view (duplicate OSTs) without a
@@ -367,10 +334,13 @@ fn two_agent_processes_under_gift_hold_then_release_when_the_coordinator_dies() 
         assert!(Instant::now() < end, "the safe state was never reached");
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(
-        killed.elapsed() >= Duration::from_millis(SAFE_HOLD_MS),
-        "released before safe_hold_ms"
-    );
+    // No lower bound on when the release came: an agent's hold runs from the start of its
+    // last successful exchange, which precedes the kill by up to one of its periods (longer
+    // when the machine is loaded), so "not before kill + safe_hold_ms" failed on an idle
+    // machine without any defect. That the hold lasts exactly `safe_hold_ms` from the last
+    // reply is tested on virtual time (`coord_net`'s
+    // `the_hold_releases_once_after_the_silence_and_rearms_on_a_reply`); here, the rules stay
+    // right after the kill (above) and are gone, with every agent in the safe state, after it.
     for m in &metrics {
         let text = scrape(m);
         assert!(

@@ -6,15 +6,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pfsqos_core::sched::tbf::TbfRuleListing;
 use pfsqos_ossd::{Ossd, OssdConfig};
 use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::Role;
 
+mod common;
+use common::*;
+
 const KEY: &[u8] = b"agent-e2e-test-key-0123456789";
-const DEADLINE: Duration = Duration::from_secs(120);
 
 struct Site {
     _tmp: tempfile::TempDir,
@@ -171,30 +173,6 @@ impl Drop for Site {
     }
 }
 
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + DEADLINE;
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn signal(child: &Child, sig: i32) {
-    // SAFETY: sending a signal to our own child by its pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
-}
-
-fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    let end = Instant::now() + DEADLINE;
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        assert!(Instant::now() < end, "agent did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn ours(rules: &[(String, String, u32)]) -> Vec<(String, String, u32)> {
     rules
         .iter()
@@ -309,29 +287,6 @@ fn after_sigkill_a_restart_adopts_or_removes_the_stale_rules() {
     signal(&second, libc::SIGTERM);
     assert!(wait_exit(&mut second).success());
     assert!(ours(&site.rules()).is_empty());
-}
-
-fn metric(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-}
-
-fn scrape(addr: &str) -> String {
-    use std::io::{Read, Write};
-    let Ok(mut s) = std::net::TcpStream::connect(addr) else {
-        return String::new();
-    };
-    let _ = write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    out
-}
-
-fn free_port() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().to_string()
 }
 
 /// AdapTBF with an lctl that fails every 4th call: the agent keeps deciding, gives the

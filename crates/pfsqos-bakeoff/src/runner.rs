@@ -432,8 +432,10 @@ pub fn run_bakeoff(
     let p = prepare(suite, options);
     let total = p.tasks.len();
     let next = AtomicUsize::new(0);
-    let done_count = AtomicUsize::new(0);
-    let executed_count = AtomicUsize::new(0);
+    // (runs done, runs executed rather than resumed), updated together: two counters
+    // updated apart let a worker report another's executed run before its done one
+    // (executed > done, seen in CI).
+    let counts: Mutex<(usize, usize)> = Mutex::new((0, 0));
     let results: Mutex<Vec<Option<Result<Done, BakeoffError>>>> =
         Mutex::new((0..total).map(|_| None).collect());
     let threads = options.threads.clamp(1, THREADS_MAX).min(total.max(1));
@@ -446,15 +448,19 @@ pub fn run_bakeoff(
                 }
                 let r = run_task(&p, i);
                 let failed = r.is_err();
-                if matches!(&r, Ok(d) if d.executed) {
-                    executed_count.fetch_add(1, Ordering::Relaxed);
-                }
+                let executed_now = matches!(&r, Ok(d) if d.executed);
                 results.lock().expect("no worker panics holding the lock")[i] = Some(r);
-                let done = done_count.fetch_add(1, Ordering::Relaxed) + 1;
+                let (done, executed) = {
+                    let mut c = counts.lock().expect("no worker panics holding the lock");
+                    c.0 += 1;
+                    c.1 += usize::from(executed_now);
+                    assert!(c.1 <= c.0 && c.0 <= total);
+                    *c
+                };
                 progress(ProgressUpdate {
                     done,
                     total,
-                    executed: executed_count.load(Ordering::Relaxed),
+                    executed,
                 });
                 if failed {
                     // Stop handing out work: the output directory is broken.

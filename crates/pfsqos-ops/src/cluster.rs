@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
 use pfsqos_core::lustre::{self, STRIPE_SIZE_BYTES_MAX, STRIPE_SIZE_UNIT_BYTES};
@@ -26,6 +27,10 @@ use serde_path_to_error::Segment;
 use pfsqos_core::sched::sfq::SYNC_INSTANCES_MAX;
 use pfsqos_ossd::control::{ControlConfig, NODE_COUNT_MAX};
 use pfsqos_ossd::sync::validate_peer_addr;
+use pfsqos_ossd::{
+    bulk_share_default_bytes, validate_bulk_limits, BULK_BUDGET_BYTES_DEFAULT,
+    BULK_BUDGET_BYTES_MAX, IDLE_TIMEOUT_MAX,
+};
 use pfsqos_wire::protocol::{FSNAME_LEN_MAX, IO_LEN_BYTES_MAX, OST_COUNT_MAX};
 
 /// Largest cluster file read.
@@ -122,6 +127,10 @@ struct OssSpec {
     brw_size_bytes: Option<i64>,
     job_nodes: Option<BTreeMap<String, i64>>,
     metrics_listen: Option<String>,
+    bulk_budget_bytes: Option<i64>,
+    bulk_share_per_client_bytes: Option<i64>,
+    bulk_idle_timeout_ms: Option<i64>,
+    reply_idle_timeout_ms: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -191,6 +200,11 @@ pub struct OssRole {
     pub brw_size_bytes: Option<u64>,
     pub job_nodes: Vec<(JobId, u32)>,
     pub metrics_listen: Option<SocketAddr>,
+    /// `ossd --bulk-budget-bytes` etc.; `None`: the ossd's default.
+    pub bulk_budget_bytes: Option<u64>,
+    pub bulk_share_per_client_bytes: Option<u64>,
+    pub bulk_idle_timeout_ms: Option<u64>,
+    pub reply_idle_timeout_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -774,6 +788,48 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
         )?;
         job_nodes.push((id, n as u32));
     }
+    let bulk_budget_bytes = o
+        .bulk_budget_bytes
+        .map(|b| {
+            cx.range(
+                &f("bulk_budget_bytes"),
+                b,
+                IO_LEN_BYTES_MAX,
+                BULK_BUDGET_BYTES_MAX,
+            )
+        })
+        .transpose()?;
+    let bulk_share_per_client_bytes = o
+        .bulk_share_per_client_bytes
+        .map(|b| {
+            cx.range(
+                &f("bulk_share_per_client_bytes"),
+                b,
+                IO_LEN_BYTES_MAX,
+                BULK_BUDGET_BYTES_MAX,
+            )
+        })
+        .transpose()?;
+    let idle_ms_max = IDLE_TIMEOUT_MAX.as_millis() as u64;
+    let bulk_idle_timeout_ms = o
+        .bulk_idle_timeout_ms
+        .map(|t| cx.range(&f("bulk_idle_timeout_ms"), t, 1, idle_ms_max))
+        .transpose()?;
+    let reply_idle_timeout_ms = o
+        .reply_idle_timeout_ms
+        .map(|t| cx.range(&f("reply_idle_timeout_ms"), t, 1, idle_ms_max))
+        .transpose()?;
+    // The ossd's own check over the settings together (a share larger than the budget).
+    let budget = bulk_budget_bytes.unwrap_or(BULK_BUDGET_BYTES_DEFAULT);
+    let share = bulk_share_per_client_bytes.unwrap_or_else(|| bulk_share_default_bytes(budget));
+    let ms = |t: Option<u64>, default: Duration| t.map_or(default, Duration::from_millis);
+    validate_bulk_limits(
+        budget,
+        share,
+        ms(bulk_idle_timeout_ms, pfsqos_ossd::BULK_IDLE_TIMEOUT),
+        ms(reply_idle_timeout_ms, pfsqos_ossd::REPLY_IDLE_TIMEOUT),
+    )
+    .map_err(|e| cx.err(&f("bulk_share_per_client_bytes"), share, e))?;
     match &o.policy {
         Some(spec) => {
             let policy = PolicyChoice::parse(spec).map_err(|e| cx.err(&f("policy"), spec, e))?;
@@ -840,6 +896,10 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
             .as_deref()
             .map(|a| cx.addr(&f("metrics_listen"), a))
             .transpose()?,
+        bulk_budget_bytes,
+        bulk_share_per_client_bytes,
+        bulk_idle_timeout_ms,
+        reply_idle_timeout_ms,
     })
 }
 
@@ -1067,6 +1127,10 @@ mod tests {
             policy = "adaptbf"
             job_nodes = { "dd.1" = 2 }
             metrics_listen = "0.0.0.0:9988"
+            bulk_budget_bytes = 536870912
+            bulk_share_per_client_bytes = 67108864
+            bulk_idle_timeout_ms = 2000
+            reply_idle_timeout_ms = 8000
             [mount]
             enabled = false
             path = "/mnt/pfsqos"
@@ -1082,6 +1146,17 @@ mod tests {
         assert_eq!(c.ost_count(), 3);
         assert_eq!(c.osses[0].ceiling_bytes_per_s, None);
         assert_eq!(c.osses[1].job_nodes, [(JobId::new("dd.1").unwrap(), 2)]);
+        let o = &c.osses[1];
+        assert_eq!(
+            (
+                o.bulk_budget_bytes,
+                o.bulk_share_per_client_bytes,
+                o.bulk_idle_timeout_ms,
+                o.reply_idle_timeout_ms
+            ),
+            (Some(512 << 20), Some(64 << 20), Some(2000), Some(8000))
+        );
+        assert_eq!(c.osses[0].bulk_budget_bytes, None);
         assert_eq!(
             c.roles(None).unwrap(),
             [Role::Oss(0), Role::Oss(1), Role::Mds]
@@ -1183,6 +1258,23 @@ mod tests {
                 "c.toml: field `oss[1].osts`: required when the cluster has more than one [[oss]]",
             ),
             ("[[oss]]\nthreads = 0", "c.toml: field `oss[0].threads`: value `0`: must be 1..=1024"),
+            (
+                "[[oss]]\nbulk_budget_bytes = 1000",
+                "c.toml: field `oss[0].bulk_budget_bytes`: value `1000`: must be 67108864..=1099511627776",
+            ),
+            (
+                "[[oss]]\nbulk_idle_timeout_ms = 0",
+                "c.toml: field `oss[0].bulk_idle_timeout_ms`: value `0`: must be 1..=600000",
+            ),
+            (
+                "[[oss]]\nreply_idle_timeout_ms = 600001",
+                "c.toml: field `oss[0].reply_idle_timeout_ms`: value `600001`: must be 1..=600000",
+            ),
+            // Each in range, but the share is more than the budget: refused at load.
+            (
+                "[[oss]]\nbulk_budget_bytes = 134217728\nbulk_share_per_client_bytes = 268435456",
+                "c.toml: field `oss[0].bulk_share_per_client_bytes`: value `268435456`: the bulk share per client must be between 67108864 bytes and the bulk budget (134217728 bytes)",
+            ),
             // Negative integers name the range too (issue #19: "expected u64" before).
             ("[[oss]]\nthreads = -3", "c.toml: field `oss[0].threads`: value `-3`: must be 1..=1024"),
             ("[mds]\ndefault_stripe_size_bytes = -65536", "c.toml: field `mds.default_stripe_size_bytes`: value `-65536`: must be a positive multiple of 65536 up to 4294901760"),

@@ -258,6 +258,10 @@ fn ossd_args(c: &Cluster, i: usize, oss_addrs: &[String]) -> OssdArgs {
     a.job_nodes = o.job_nodes.clone();
     a.buffered_writes = o.buffered_writes;
     a.lustre_version = o.lustre_version.clone();
+    a.bulk_budget_bytes = o.bulk_budget_bytes;
+    a.bulk_share_per_client_bytes = o.bulk_share_per_client_bytes;
+    a.bulk_idle_timeout_ms = o.bulk_idle_timeout_ms;
+    a.reply_idle_timeout_ms = o.reply_idle_timeout_ms;
     a.peers = oss_addrs
         .iter()
         .enumerate()
@@ -828,6 +832,8 @@ mod tests {
             host = "oss3"
             listen = "0.0.0.0:0"
             osts = ["/d/c"]
+            bulk_share_per_client_bytes = 134217728
+            reply_idle_timeout_ms = 1000
             "#,
             "c.toml",
             Path::new("/base"),
@@ -846,9 +852,15 @@ mod tests {
         assert_eq!(bases, [0, 2, 5]);
         let line = args_text(&role_args(&c, Role::Oss(2), &addrs, "m:1")).join(" ");
         assert!(
-            line.ends_with("--peer oss1:7988 --peer oss2:7988 --sync-instance-base 5"),
+            line.ends_with(
+                "--peer oss1:7988 --peer oss2:7988 --sync-instance-base 5 \
+                 --bulk-share-per-client-bytes 134217728 --reply-idle-timeout-ms 1000"
+            ),
             "{line}"
         );
+        assert!(!args_text(&role_args(&c, Role::Oss(0), &addrs, "m:1"))
+            .join(" ")
+            .contains("bulk"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::ffi::{OsStr, OsString};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::anyhow;
 use pfsqos_core::model::JobId;
@@ -89,6 +90,22 @@ pub struct OssdArgs {
     /// block device under each OST directory (`/sys/block/<dev>/stat`).
     #[arg(long, value_enum, default_value_t = DeviceSensor::Ossd)]
     pub device_sensor: DeviceSensor,
+    /// Bulk bytes held in memory over all connections: writes whose data is arriving and
+    /// replies not yet written [default: 1073741824]
+    #[arg(long)]
+    pub bulk_budget_bytes: Option<u64>,
+    /// What one client (peer address; IPv6 by /64) may hold of the bulk budget, so that a
+    /// stalled or hostile client cannot make every other client's writes wait [default: a
+    /// quarter of the budget]
+    #[arg(long)]
+    pub bulk_share_per_client_bytes: Option<u64>,
+    /// Close a connection whose write bulk makes no progress for this long [default: 5000]
+    #[arg(long)]
+    pub bulk_idle_timeout_ms: Option<u64>,
+    /// Close a connection that takes none of a reply's bytes for this long (the peer is not
+    /// reading) [default: 5000]
+    #[arg(long)]
+    pub reply_idle_timeout_ms: Option<u64>,
 }
 
 fn parse_peer(text: &str) -> Result<String, String> {
@@ -118,6 +135,10 @@ impl OssdArgs {
             peers: Vec::new(),
             sync_instance_base: 0,
             device_sensor: DeviceSensor::Ossd,
+            bulk_budget_bytes: None,
+            bulk_share_per_client_bytes: None,
+            bulk_idle_timeout_ms: None,
+            reply_idle_timeout_ms: None,
         }
     }
 
@@ -173,6 +194,19 @@ impl OssdArgs {
                 self.sync_instance_base.to_string(),
             );
         }
+        for (name, value) in [
+            ("--bulk-budget-bytes", self.bulk_budget_bytes),
+            (
+                "--bulk-share-per-client-bytes",
+                self.bulk_share_per_client_bytes,
+            ),
+            ("--bulk-idle-timeout-ms", self.bulk_idle_timeout_ms),
+            ("--reply-idle-timeout-ms", self.reply_idle_timeout_ms),
+        ] {
+            if let Some(v) = value {
+                push(&mut a, name, v.to_string());
+            }
+        }
         a
     }
 
@@ -192,6 +226,16 @@ impl OssdArgs {
         config.fsname = self.fsname;
         config.metrics_listen = self.metrics_listen;
         config.device_sensor = self.device_sensor;
+        if let Some(b) = self.bulk_budget_bytes {
+            config.in_flight_bytes_max = b;
+        }
+        config.bulk_share_per_client_bytes = self.bulk_share_per_client_bytes;
+        if let Some(ms) = self.bulk_idle_timeout_ms {
+            config.bulk_idle_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = self.reply_idle_timeout_ms {
+            config.reply_idle_timeout = Duration::from_millis(ms);
+        }
         config.sync = crate::sync::SyncConfig {
             instance_base: self.sync_instance_base,
             peers: self.peers,
@@ -256,9 +300,38 @@ mod tests {
             peers: vec!["oss2:7988".into(), "[::1]:7990".into()],
             sync_instance_base: 3,
             device_sensor: DeviceSensor::Block,
+            bulk_budget_bytes: Some(512 << 20),
+            bulk_share_per_client_bytes: Some(64 << 20),
+            bulk_idle_timeout_ms: Some(2500),
+            reply_idle_timeout_ms: Some(7000),
         };
         assert_eq!(parse(&x.to_args()), x);
         let minimal = OssdArgs::new(x.listen, vec!["/d/a".into()], x.key_file.clone());
         assert_eq!(parse(&minimal.to_args()), minimal);
+    }
+
+    /// The bulk options reach the daemon's configuration; left out, the defaults hold.
+    #[test]
+    fn bulk_options_reach_the_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("key");
+        std::fs::write(&key, [7u8; 32]).unwrap();
+        let mut a = OssdArgs::new("127.0.0.1:0".parse().unwrap(), vec!["/d".into()], key);
+        let c = a.clone().into_config().unwrap();
+        assert_eq!(c.in_flight_bytes_max, crate::BULK_BUDGET_BYTES_DEFAULT);
+        assert_eq!(c.bulk_share_bytes(), crate::BULK_BUDGET_BYTES_DEFAULT / 4);
+        assert_eq!(c.bulk_idle_timeout, crate::BULK_IDLE_TIMEOUT);
+        assert_eq!(c.reply_idle_timeout, crate::REPLY_IDLE_TIMEOUT);
+        a.bulk_budget_bytes = Some(256 << 20);
+        a.bulk_idle_timeout_ms = Some(1500);
+        a.reply_idle_timeout_ms = Some(900);
+        let c = a.clone().into_config().unwrap();
+        assert_eq!(c.in_flight_bytes_max, 256 << 20);
+        // The default share follows the budget.
+        assert_eq!(c.bulk_share_bytes(), 64 << 20);
+        assert_eq!(c.bulk_idle_timeout, Duration::from_millis(1500));
+        assert_eq!(c.reply_idle_timeout, Duration::from_millis(900));
+        a.bulk_share_per_client_bytes = Some(32 << 20);
+        assert_eq!(a.into_config().unwrap().bulk_share_bytes(), 32 << 20);
     }
 }

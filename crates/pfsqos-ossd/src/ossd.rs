@@ -210,7 +210,7 @@ impl OssdConfig {
     /// ([`OssdConfig::bulk_share_per_client_bytes`] or its default).
     pub fn bulk_share_bytes(&self) -> u64 {
         self.bulk_share_per_client_bytes
-            .unwrap_or((self.in_flight_bytes_max / 4).max(IO_LEN_BYTES_MAX))
+            .unwrap_or_else(|| bulk_share_default_bytes(self.in_flight_bytes_max))
     }
 
     /// Defaults for everything but the address, OSTs and key.
@@ -226,7 +226,7 @@ impl OssdConfig {
             queue_depth_max: 4096,
             connections_max: 256,
             rpcs_in_flight_per_conn: 8,
-            in_flight_bytes_max: 1 << 30,
+            in_flight_bytes_max: BULK_BUDGET_BYTES_DEFAULT,
             bulk_idle_timeout: BULK_IDLE_TIMEOUT,
             bulk_share_per_client_bytes: None,
             reply_idle_timeout: REPLY_IDLE_TIMEOUT,
@@ -265,27 +265,70 @@ impl OssdConfig {
         {
             bail!("queue depth, connections and RPCs in flight must be positive");
         }
-        if self.in_flight_bytes_max < IO_LEN_BYTES_MAX || self.in_flight_bytes_max > 1 << 40 {
-            bail!("in-flight bytes must be between {IO_LEN_BYTES_MAX} and 1 TiB");
-        }
-        // A share smaller than one request would never let that request in.
-        let share = self.bulk_share_bytes();
-        if share < IO_LEN_BYTES_MAX || share > self.in_flight_bytes_max {
-            bail!(
-                "the bulk share per client must be between {IO_LEN_BYTES_MAX} bytes and the \
-                 in-flight bytes ({})",
-                self.in_flight_bytes_max
-            );
-        }
-        if self.bulk_idle_timeout.is_zero() || self.reply_idle_timeout.is_zero() {
-            bail!("the bulk and reply idle timeouts must be positive");
-        }
+        validate_bulk_limits(
+            self.in_flight_bytes_max,
+            self.bulk_share_bytes(),
+            self.bulk_idle_timeout,
+            self.reply_idle_timeout,
+        )
+        .map_err(anyhow::Error::msg)?;
         if let Some(c) = &self.control {
             c.capacity(self.ceiling_bytes_per_s)?;
         }
         self.sync.validate(self.cpts)?;
         Ok(())
     }
+}
+
+/// Default [`OssdConfig::in_flight_bytes_max`] (the bulk budget).
+pub const BULK_BUDGET_BYTES_DEFAULT: u64 = 1 << 30;
+
+/// A client's share of the bulk budget when none is given: a quarter of it, so that one
+/// client (or one stalled node) can never hold more than that, but at least one largest
+/// request.
+pub fn bulk_share_default_bytes(budget_bytes: u64) -> u64 {
+    (budget_bytes / 4).max(IO_LEN_BYTES_MAX)
+}
+
+/// Largest [`OssdConfig::in_flight_bytes_max`] (the bulk budget).
+pub const BULK_BUDGET_BYTES_MAX: u64 = 1 << 40;
+
+/// Longest bulk or reply idle timeout: past the whole bulk's [`BULK_TIMEOUT`] a longer idle
+/// timeout changes nothing for bulk, and a reply nobody reads for ten minutes is a dead peer.
+pub const IDLE_TIMEOUT_MAX: Duration = Duration::from_secs(600);
+
+/// The checks on the bulk budget, a client's share of it and the two idle timeouts, made
+/// once here for the daemon's configuration and for a cluster file's `[[oss]]` keys (so
+/// `pfsqos up` refuses a bad value before it starts anything). `share_bytes` is the share
+/// in effect (given or defaulted).
+pub fn validate_bulk_limits(
+    budget_bytes: u64,
+    share_bytes: u64,
+    bulk_idle_timeout: Duration,
+    reply_idle_timeout: Duration,
+) -> Result<(), String> {
+    if !(IO_LEN_BYTES_MAX..=BULK_BUDGET_BYTES_MAX).contains(&budget_bytes) {
+        return Err(format!(
+            "the bulk budget (in-flight bytes) must be between {IO_LEN_BYTES_MAX} and \
+             {BULK_BUDGET_BYTES_MAX} bytes"
+        ));
+    }
+    // A share smaller than one request would never let that request in.
+    if share_bytes < IO_LEN_BYTES_MAX || share_bytes > budget_bytes {
+        return Err(format!(
+            "the bulk share per client must be between {IO_LEN_BYTES_MAX} bytes and the bulk \
+             budget ({budget_bytes} bytes)"
+        ));
+    }
+    for (name, t) in [("bulk", bulk_idle_timeout), ("reply", reply_idle_timeout)] {
+        if t < Duration::from_millis(1) || t > IDLE_TIMEOUT_MAX {
+            return Err(format!(
+                "the {name} idle timeout must be between 1 ms and {} s",
+                IDLE_TIMEOUT_MAX.as_secs()
+            ));
+        }
+    }
+    Ok(())
 }
 
 enum IoOutcome {
@@ -2229,6 +2272,41 @@ async fn read_requests(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each bound of the bulk settings, on both sides: the edge values pass, one past them
+    /// fails with the setting named.
+    #[test]
+    fn bulk_limits_are_checked_at_their_edges() {
+        let s = Duration::from_secs(5);
+        let ok = |b, sh, bi, ri| validate_bulk_limits(b, sh, bi, ri);
+        let min = IO_LEN_BYTES_MAX;
+        assert!(ok(min, min, s, s).is_ok());
+        assert!(ok(
+            BULK_BUDGET_BYTES_MAX,
+            BULK_BUDGET_BYTES_MAX,
+            IDLE_TIMEOUT_MAX,
+            s
+        )
+        .is_ok());
+        assert!(ok(min - 1, min, s, s).unwrap_err().contains("bulk budget"));
+        assert!(ok(BULK_BUDGET_BYTES_MAX + 1, min, s, s)
+            .unwrap_err()
+            .contains("bulk budget"));
+        assert!(ok(4 * min, min - 1, s, s).unwrap_err().contains("share"));
+        assert!(ok(4 * min, 4 * min + 1, s, s)
+            .unwrap_err()
+            .contains("share"));
+        let ms = Duration::from_millis(1);
+        assert!(ok(min, min, ms, ms).is_ok());
+        assert!(ok(min, min, Duration::from_micros(999), s)
+            .unwrap_err()
+            .contains("bulk idle"));
+        assert!(ok(min, min, s, IDLE_TIMEOUT_MAX + ms)
+            .unwrap_err()
+            .contains("reply idle"));
+        assert_eq!(bulk_share_default_bytes(1 << 30), 256 << 20);
+        assert_eq!(bulk_share_default_bytes(min), min);
+    }
 
     /// Reads of at most 1 MiB leave through a pipe (reused), larger ones through a
     /// buffer; both deliver the bytes written. Were the ossd to stop splicing, no pipe would

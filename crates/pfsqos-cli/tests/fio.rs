@@ -339,7 +339,9 @@ fn pi_holds_the_device_queue_near_its_target() {
 /// asymmetric layout, Fig. 5): each server alone would split its own bandwidth 4:1 on the
 /// second server and give all of the first to the big job, about 9:1 overall (measured 8.26
 /// with the peers left out); the exchange of service reports makes the *total* 4:1 (measured
-/// 4.08). The share is read from both ossds' job_stats.
+/// 4.08). The share is read from both ossds' job_stats, over a window in which both OSTs were
+/// kept busy (the theorem's backlogged flows): a fresh-clone suite run on a heavily loaded
+/// machine once measured 3.62 over a window whose busy-ness nobody checked.
 #[test]
 fn dsfq_keeps_a_4_to_1_total_share_of_two_fio_jobs_over_two_ossds() {
     let ceiling_bytes_per_s: u64 = 16 << 20;
@@ -373,23 +375,67 @@ fn dsfq_keeps_a_4_to_1_total_share_of_two_fio_jobs_over_two_ossds() {
         "setstripe: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let _big = fio(&cluster, 0, "501", &[]);
-    let _small = fio(&cluster, 1, "502", &["--filename=small/data.502"]);
+    // Longer than fio's default here, so that windows after a refused one still find the
+    // writers running.
+    let _big = fio(&cluster, 0, "501", &["--runtime=180"]);
+    let _small = fio(
+        &cluster,
+        1,
+        "502",
+        &["--filename=small/data.502", "--runtime=180"],
+    );
     // Warm-up: both jobs under way and the write-behind windows full.
-    let before = wait_written(
+    wait_written(
         &cluster,
         &BTreeMap::new(),
         &[("501", 24 << 20), ("502", 8 << 20)],
     );
-    // The window: 320 MiB in all (about 10 s at the two ceilings), so one 1 MiB RPC is
-    // under 2 % of the small job's 64 MiB.
-    let after = wait_written(&cluster, &before, &[("501", 256 << 20)]);
-    let moved = |job: &str| after[job] - before.get(job).copied().unwrap_or(0);
-    let ratio = moved("501") as f64 / moved("502").max(1) as f64;
-    assert!(
-        (ratio / 4.0 - 1.0).abs() <= 0.05,
-        "big:small = {ratio:.3} over both ossds, not 4 within 5 % (moved {} and {} bytes)",
-        moved("501"),
-        moved("502")
+    // The share DSFQ promises (Theorem 1) is for flows that stay backlogged. On a loaded
+    // machine a CPU-starved writer can leave the OSTs idle for a while, and a work-conserving
+    // scheduler then rightly serves the other job: such a window says nothing about DSFQ. So
+    // a window counts only if both OSTs were kept busy through it (each moved at least 90 %
+    // of its ceiling over the window's wall-clock length; the bound is loose, the polls add up
+    // to a few percent); otherwise the next window is measured, at most `WINDOWS_MAX`.
+    const WINDOWS_MAX: usize = 4;
+    let sum = |per_oss: &[BTreeMap<String, u64>], job: &str| -> u64 {
+        per_oss.iter().filter_map(|m| m.get(job)).sum()
+    };
+    for window in 1..=WINDOWS_MAX {
+        let t0 = Instant::now();
+        let before = cluster.written_bytes_per_oss();
+        // The window: 320 MiB in all (about 10 s at the two ceilings), so one 1 MiB RPC is
+        // under 2 % of the small job's 64 MiB.
+        let base: BTreeMap<String, u64> = ["501", "502"]
+            .iter()
+            .map(|j| (j.to_string(), sum(&before, j)))
+            .collect();
+        wait_written(&cluster, &base, &[("501", 256 << 20)]);
+        let after = cluster.written_bytes_per_oss();
+        let secs = t0.elapsed().as_secs_f64();
+        let oss_moved: Vec<u64> = (0..2)
+            .map(|k| after[k].values().sum::<u64>() - before[k].values().sum::<u64>())
+            .collect();
+        let moved = |job: &str| sum(&after, job) - sum(&before, job);
+        let ratio = moved("501") as f64 / moved("502").max(1) as f64;
+        let busy_bytes = 0.9 * ceiling_bytes_per_s as f64 * secs;
+        println!(
+            "window {window}: {secs:.1} s, per OST {oss_moved:?} bytes (busy from {busy_bytes:.0}), \
+             big:small = {ratio:.3}"
+        );
+        if oss_moved.iter().any(|&b| (b as f64) < busy_bytes) {
+            continue;
+        }
+        assert!(
+            (ratio / 4.0 - 1.0).abs() <= 0.05,
+            "big:small = {ratio:.3} over both ossds, not 4 within 5 % (moved {} and {} bytes \
+             in {secs:.1} s, both OSTs busy)",
+            moved("501"),
+            moved("502")
+        );
+        return;
+    }
+    panic!(
+        "in {WINDOWS_MAX} windows the writers never kept both OSTs busy: the share cannot be \
+         measured (see the windows above)"
     );
 }

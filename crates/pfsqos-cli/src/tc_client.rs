@@ -295,6 +295,8 @@ fn serve(
         tokio::pin!(stop);
         let mut stated: BTreeMap<usize, Statement> = BTreeMap::new();
         let mut applied: Option<u64> = None;
+        // The limit whose application last failed: logged once, retried every tick.
+        let mut failed: Option<Option<u64>> = None;
         // Re-evaluates the lease even when no ossd answers.
         let mut ticker = tokio::time::interval(poll);
         loop {
@@ -316,8 +318,14 @@ fn serve(
                     Ok(()) => {
                         info!(dev = %actuator.dev(), limit_bytes_per_s = ?limit, "egress limit set");
                         applied = limit;
+                        failed = None;
                     }
-                    Err(e) => warn!(dev = %actuator.dev(), error = %e, "cannot set the limit"),
+                    Err(e) => {
+                        if failed != Some(limit) {
+                            warn!(dev = %actuator.dev(), limit_bytes_per_s = ?limit, error = %e, "cannot set the limit; retrying");
+                            failed = Some(limit);
+                        }
+                    }
                 }
             }
         }

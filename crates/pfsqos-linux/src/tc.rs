@@ -456,8 +456,11 @@ impl TcActuator {
 
     /// The qdisc [`TcActuator::apply`] installs for `rate_bytes_per_s`.
     pub fn tbf_for(&self, rate_bytes_per_s: u64) -> Result<TcTbf, TcError> {
+        // The kernel keeps the burst in a u32: a higher rate's period budget is cut there
+        // (4 GiB is over 0.1 s at 40 GB/s: the bucket stays far above one frame).
         let burst_bytes =
-            default_burst_bytes(rate_bytes_per_s, self.period_ns, self.min_burst_bytes);
+            default_burst_bytes(rate_bytes_per_s, self.period_ns, self.min_burst_bytes)
+                .min(u64::from(u32::MAX));
         TcTbf::new(
             self.dev.clone(),
             rate_bytes_per_s,
@@ -633,6 +636,10 @@ mod tests {
             (tbf.rate_bytes_per_s(), tbf.burst_bytes(), tbf.latency_ms()),
             (1_000_000, 300_000, 50)
         );
+        // 1 TiB/s (the protocol's largest client limit) over 300 ms is beyond the kernel's
+        // u32 burst: cut there, not refused.
+        let tbf = actuator.tbf_for(1 << 40).unwrap();
+        assert_eq!(tbf.burst_bytes(), u64::from(u32::MAX));
     }
 
     #[test]

@@ -20,8 +20,13 @@
 //! may wake late), so counts divided by it are true rates.
 //!
 //! `device_queue_rpcs` is the RPCs of the target an I/O thread has started and not completed
-//! (the requests at the OST's I/O when the period ends); the block layer's own queue
-//! (`/sys/block/<dev>/stat`) is a later addition (issue #15).
+//! (the requests at the OST's I/O when the period ends), or with `--device-sensor block` the
+//! block layer's own queue (`/sys/block/<dev>/stat`, see `controlled.rs`).
+//!
+//! Each periodic step (observe, decide, apply) is timed with the control thread's CPU clock
+//! and the wall clock (`Controlled::note_control_cost`, served as metrics); with
+//! `ControlConfig::record` each period's limit in force and queue measured go to a CSV file
+//! (`crate::control_record`), written after the step is timed.
 //!
 //! Client limits: `Observation::clients` lists the client nodes connected when the period
 //! ends, by NID in sorted order (`ClientId(i)` is the `i`-th); a decision's `ClientWrite` for

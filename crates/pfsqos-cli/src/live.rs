@@ -34,7 +34,7 @@ pub(crate) fn init_logging() {
 /// Tells systemd the daemon is ready (`Type=notify` units, packaging/systemd/): sends
 /// `READY=1` to `$NOTIFY_SOCKET` when it is set (a path, or `@name` in the abstract namespace).
 /// Without systemd nothing happens; a failure is logged, never fatal.
-fn notify_ready() {
+pub(crate) fn notify_ready() {
     let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
         return;
     };
@@ -59,7 +59,7 @@ fn notify_ready() {
 
 /// Waits for SIGINT (Ctrl-C) or SIGTERM (what `pfsqos down`, systemd and `kill` send); returns
 /// the signal's name for the log.
-async fn stop_signal() -> anyhow::Result<&'static str> {
+pub(crate) async fn stop_signal() -> anyhow::Result<&'static str> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;

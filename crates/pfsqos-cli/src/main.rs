@@ -9,7 +9,9 @@
 mod agent;
 mod commands;
 mod live;
+mod pi_record;
 mod progress;
+mod tc_client;
 mod trace;
 
 use std::path::PathBuf;
@@ -84,6 +86,9 @@ enum Command {
     Agent(agent::AgentArgs),
     /// Run a centralized controller (GIFT, ...) for the Lustre agents of a file system.
     Coordinator(agent::CoordinatorArgs),
+    /// On a client node that is not a pfsqos mount: apply the outgoing limit the ossds'
+    /// controllers set for the node (PI control) with tc on a network interface.
+    TcClient(tc_client::TcClientArgs),
     /// Run every design of a bakeoff suite on every workload and seed (in parallel, resumable)
     /// and write bakeoff.json, bakeoff.csv, results.md and report.html.
     Bakeoff {
@@ -294,10 +299,17 @@ enum PiCommand {
     /// Run the open-loop experiment (no feedback, a staircase of client limits) on a simulated
     /// scenario, fit the first-order model q(k+1) = a q(k) + b bw(k) (eq. 1) and print it with
     /// the PI gains for a settling time and overshoot (eq. 3-4) and the `pi` spec to run them.
-    /// The experiment runs for the scenario's duration_s.
+    /// The experiment runs for the scenario's duration_s. With --record instead of a
+    /// scenario: fit a record taken on a live cluster (`ossd --policy pi-openloop:...
+    /// --control-record FILE`).
     Identify {
         /// Scenario file (TOML).
-        scenario: PathBuf,
+        #[arg(required_unless_present = "record")]
+        scenario: Option<PathBuf>,
+        /// A live cluster's control record (CSV: time_s,limit_bytes_per_s,queue_rpcs) to fit
+        /// instead of simulating a scenario.
+        #[arg(long, conflicts_with_all = ["scenario", "experiment", "seed"])]
+        record: Option<PathBuf>,
         /// The experiment, a `pi-openloop` spec (levels, hold, sampling time, sensor).
         #[arg(long, default_value = "pi-openloop")]
         experiment: String,
@@ -370,6 +382,7 @@ fn main() -> ExitCode {
             command:
                 PiCommand::Identify {
                     scenario,
+                    record,
                     experiment,
                     window,
                     order,
@@ -380,9 +393,8 @@ fn main() -> ExitCode {
                     mp,
                     seed,
                 },
-        } => commands::pi_identify(
-            &scenario,
-            &commands::PiIdentify {
+        } => {
+            let args = commands::PiIdentify {
                 experiment,
                 window,
                 order,
@@ -392,10 +404,16 @@ fn main() -> ExitCode {
                 ks_ms,
                 mp,
                 seed,
-            },
-        ),
+            };
+            match (record, scenario) {
+                (Some(record), _) => pi_record::identify_record(&record, &args),
+                (None, Some(scenario)) => commands::pi_identify(&scenario, &args),
+                (None, None) => unreachable!("clap requires a scenario or --record"),
+            }
+        }
         Command::Agent(args) => return agent::run(args),
         Command::Coordinator(args) => return agent::run_coordinator(args),
+        Command::TcClient(args) => return tc_client::run(args),
         Command::Trace { command } => return ExitCode::from(trace::run(command)),
         Command::Ossd(args) => return daemon(args.into_config(), live::run_ossd),
         Command::Mds(args) => return daemon(args.into_config(), live::run_mds),

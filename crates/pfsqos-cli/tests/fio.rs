@@ -333,6 +333,56 @@ fn pi_holds_the_device_queue_near_its_target() {
     );
 }
 
+/// A measurement, not a check (run with `--ignored`; its numbers are in
+/// docs/reproductions/pi-control.md): the loop of [`pi_holds_the_device_queue_near_its_target`]
+/// with the paper's settling time `Ks = 1.4 s` (§4.4) beside the `3 s` that test uses, on the
+/// same plant model. Prints, per settling time, the mean device queue over the metrics window
+/// and, from the control record, the mean, standard deviation and range of the queue the
+/// controller measured per period after 15 periods of warm-up.
+#[test]
+#[ignore = "a measurement for pi-control.md, not a check"]
+fn pi_settling_time_of_the_paper_live() {
+    for ks_ms in [3000, 1400] {
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("pi.csv");
+        let spec = format!("pi:a=1:b=0.3:ks_ms={ks_ms}:mp=0.02:target=2:bw_min=1M:bw_max=64M");
+        let mean = mean_device_queue(&[
+            "--policy",
+            &spec,
+            "--brw-size-bytes",
+            "1048576",
+            "--control-record",
+            record.to_str().unwrap(),
+        ]);
+        let rows = pfsqos_core::control::pi::record::parse_record(
+            &std::fs::read_to_string(&record).unwrap(),
+        )
+        .unwrap();
+        let q: Vec<f64> = rows.iter().skip(15).map(|r| r.period.queue_rpcs).collect();
+        assert!(!q.is_empty(), "no periods recorded after warm-up");
+        let n = q.len() as f64;
+        let m = q.iter().sum::<f64>() / n;
+        let sd = (q.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n).sqrt();
+        let (lo, hi) = q
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        let limits: Vec<f64> = rows
+            .iter()
+            .skip(15)
+            .map(|r| r.period.limit_bytes_per_s as f64 / MIB)
+            .collect();
+        let lm = limits.iter().sum::<f64>() / n;
+        let lsd = (limits.iter().map(|x| (x - lm) * (x - lm)).sum::<f64>() / n).sqrt();
+        println!(
+            "Ks = {ks_ms} ms, target 2: mean device queue {mean:.2} (metrics window, error \
+             {:+.0} %); per period over {} periods: mean {m:.2}, sd {sd:.2}, range \
+             {lo:.2}..{hi:.2}; limit mean {lm:.2} MiB/s, sd {lsd:.2}",
+            (mean / 2.0 - 1.0) * 100.0,
+            q.len()
+        );
+    }
+}
+
 /// vPFS live (issue 14, "Tests that must exist"): two ossds running DSFQ, each the other's
 /// synchronization peer, and two fio jobs on their own mounts with weights 4:1. The weight-4
 /// job's file is striped over both OSTs, the weight-1 job's over the second only (the paper's

@@ -12,4 +12,7 @@ pub use block::{
     block_device_of_devnum, block_device_of_dir, mean_queue_len, BlockDevice, BlockDeviceError,
     BlockSensor, BlockStat, BlockStatError, QueueLenError, QueueSample, SensorError, SYSFS_ROOT,
 };
-pub use tc::{default_burst_bytes, parse_tbf_show, IfName, TbfShow, TcActuator, TcError, TcTbf};
+pub use tc::{
+    default_burst_bytes, parse_root_qdisc, parse_tbf_show, IfName, RootQdisc, TbfShow, TcActuator,
+    TcError, TcTbf,
+};

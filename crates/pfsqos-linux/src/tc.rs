@@ -296,6 +296,40 @@ pub fn parse_tbf_show(text: &str) -> Result<Option<TbfShow>, TcError> {
     }))
 }
 
+/// The root qdisc of an interface as `tc qdisc show dev D` names it: its kind (`noqueue`,
+/// `mq`, `fq_codel`, `tbf`...) and handle (`0:` for the kernel's default, `8001:` for one
+/// that `tc qdisc add/replace` installed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootQdisc {
+    pub kind: String,
+    pub handle: String,
+}
+
+impl RootQdisc {
+    /// Whether this is the qdisc the kernel attaches by itself (handle `0:`): deleting the
+    /// root qdisc brings it back, so a daemon that found it can restore it exactly.
+    pub fn is_kernel_default(&self) -> bool {
+        self.handle == "0:"
+    }
+}
+
+/// Finds the root qdisc in `tc qdisc show dev D` output (`qdisc noqueue 0: root refcnt 2`);
+/// an error when there is none (tc prints one for every interface that exists).
+pub fn parse_root_qdisc(text: &str) -> Result<RootQdisc, TcError> {
+    text.lines()
+        .find_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            (words.len() >= 4 && words[0] == "qdisc" && words[3] == "root").then(|| RootQdisc {
+                kind: words[1].to_string(),
+                handle: words[2].to_string(),
+            })
+        })
+        .ok_or_else(|| TcError::Show {
+            text: text.to_string(),
+            reason: "no root qdisc".to_string(),
+        })
+}
+
 /// Splits `12.5Mbit` into (12.5, "Mbit").
 fn split_number(text: &str) -> Result<(f64, &str), String> {
     let end = text
@@ -422,8 +456,11 @@ impl TcActuator {
 
     /// The qdisc [`TcActuator::apply`] installs for `rate_bytes_per_s`.
     pub fn tbf_for(&self, rate_bytes_per_s: u64) -> Result<TcTbf, TcError> {
+        // The kernel keeps the burst in a u32: a higher rate's period budget is cut there
+        // (4 GiB is over 0.1 s at 40 GB/s: the bucket stays far above one frame).
         let burst_bytes =
-            default_burst_bytes(rate_bytes_per_s, self.period_ns, self.min_burst_bytes);
+            default_burst_bytes(rate_bytes_per_s, self.period_ns, self.min_burst_bytes)
+                .min(u64::from(u32::MAX));
         TcTbf::new(
             self.dev.clone(),
             rate_bytes_per_s,
@@ -457,6 +494,17 @@ impl TcActuator {
             self.dev.as_str().into(),
         ];
         parse_tbf_show(&self.run(&args)?)
+    }
+
+    /// The interface's root qdisc now (see [`RootQdisc`]).
+    pub fn root_qdisc(&self) -> Result<RootQdisc, TcError> {
+        let args: Vec<String> = vec![
+            "qdisc".into(),
+            "show".into(),
+            "dev".into(),
+            self.dev.as_str().into(),
+        ];
+        parse_root_qdisc(&self.run(&args)?)
     }
 
     /// Runs tc with `args`, returning its stdout.
@@ -588,6 +636,10 @@ mod tests {
             (tbf.rate_bytes_per_s(), tbf.burst_bytes(), tbf.latency_ms()),
             (1_000_000, 300_000, 50)
         );
+        // 1 TiB/s (the protocol's largest client limit) over 300 ms is beyond the kernel's
+        // u32 burst: cut there, not refused.
+        let tbf = actuator.tbf_for(1 << 40).unwrap();
+        assert_eq!(tbf.burst_bytes(), u64::from(u32::MAX));
     }
 
     #[test]
@@ -658,6 +710,25 @@ mod tests {
         ] {
             let err = parse_tbf_show(bad).unwrap_err();
             assert!(matches!(err, TcError::Show { .. }), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn finds_the_root_qdisc_and_tells_the_kernels_default() {
+        let q = parse_root_qdisc("qdisc noqueue 0: root refcnt 2 \n").unwrap();
+        assert_eq!((q.kind.as_str(), q.handle.as_str()), ("noqueue", "0:"));
+        assert!(q.is_kernel_default());
+        let text = "qdisc mq 0: root \nqdisc fq_codel 0: parent :1 limit 10240p\n";
+        assert!(parse_root_qdisc(text).unwrap().is_kernel_default());
+        let q = parse_root_qdisc("qdisc tbf 8001: root refcnt 2 rate 8Mbit burst 1Mb lat 50ms")
+            .unwrap();
+        assert_eq!(q.kind, "tbf");
+        assert!(!q.is_kernel_default());
+        for bad in ["", "qdisc fq_codel 0: parent :1 limit 10240p", "garbage"] {
+            assert!(
+                matches!(parse_root_qdisc(bad), Err(TcError::Show { .. })),
+                "{bad:?}"
+            );
         }
     }
 

@@ -37,6 +37,10 @@
 //! ossd: `pfsqos_oss_bulk_total{counter}`, the bulk budget's guards (`share_waits`,
 //! `untracked_connections`, `reply_timeouts`; `pfsqos_ossd::BulkCounters`).
 //!
+//! ossd: `pfsqos_oss_control_total{counter}` (`periods`, `cpu_ns`, `wall_ns` of the control
+//! loop) and `pfsqos_oss_control_period_cpu_ns` (median CPU of its last 1024 periods), when
+//! it has run.
+//!
 //! Both daemons: `pfsqos_oss_admission_total{counter}` / `pfsqos_mds_admission_total{counter}`,
 //! connection admission (refusals by budget, handshake timeouts, suppressed log lines).
 //!
@@ -277,6 +281,11 @@ pub struct OssSample {
     /// client's share, connections in the overflow share, connections closed for a reply
     /// that made no progress.
     pub bulk: Vec<(&'static str, u64)>,
+    /// The control loop (`--policy`): `periods`, `cpu_ns` (the control thread's CPU) and
+    /// `wall_ns` since start, over observe, decide and apply.
+    pub control: Vec<(&'static str, u64)>,
+    /// The median CPU ns of the control loop's recent periods (the last 1024).
+    pub control_period_cpu_ns_median: Option<u64>,
 }
 
 impl fmt::Debug for OssCollector {
@@ -504,6 +513,28 @@ impl Collector for OssCollector {
                 ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
             }
         }
+        if !s.control.is_empty() {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_oss_control",
+                "The control loop (--policy) since the daemon started, by counter: periods \
+                 run, CPU ns of the control thread and wall ns, over observe, decide, apply.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (counter, v) in &s.control {
+                ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
+            }
+        }
+        if let Some(ns) = s.control_period_cpu_ns_median {
+            ConstGauge::new(i64::try_from(ns).unwrap_or(i64::MAX)).encode(
+                encoder.encode_descriptor(
+                    "pfsqos_oss_control_period_cpu_ns",
+                    "The median CPU ns of the control loop's last 1024 periods.",
+                    None,
+                    MetricType::Gauge,
+                )?,
+            )?;
+        }
         Ok(())
     }
 }
@@ -627,6 +658,8 @@ mod tests {
             admission: vec![("refused_handshakes_per_address", 7)],
             job_nodes: vec![("evicted", 4)],
             bulk: vec![("reply_timeouts", 2)],
+            control: vec![("periods", 5)],
+            control_period_cpu_ns_median: Some(1234),
         }));
         for line in [
             "pfsqos_ost_job_read_bytes_total{ost=\"pfsqos-OST0000\",job=\"dd.0\"} 10",
@@ -641,6 +674,8 @@ mod tests {
             "pfsqos_oss_admission_total{counter=\"refused_handshakes_per_address\"} 7",
             "pfsqos_oss_job_nodes_total{counter=\"evicted\"} 4",
             "pfsqos_oss_bulk_total{counter=\"reply_timeouts\"} 2",
+            "pfsqos_oss_control_total{counter=\"periods\"} 5",
+            "pfsqos_oss_control_period_cpu_ns 1234",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }
@@ -770,6 +805,8 @@ mod tests {
             admission: Vec::new(),
             job_nodes: Vec::new(),
             bulk: Vec::new(),
+            control: Vec::new(),
+            control_period_cpu_ns_median: None,
         }
     }
 

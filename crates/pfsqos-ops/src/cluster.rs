@@ -843,6 +843,7 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
                 job_nodes: job_nodes.clone(),
                 seed: 0,
                 factory: None,
+                record: None,
             };
             control.capacity(ceiling).map_err(|e| {
                 cx.err(

@@ -75,6 +75,10 @@ pub struct OssdArgs {
     /// ost.OSS.ost_io.job_nodes=JOB=N` sets or corrects counts at run time.
     #[arg(long = "job-nodes", value_parser = parse_job_nodes, requires = "policy")]
     pub job_nodes: Vec<(JobId, u32)>,
+    /// Write each control period's client limit in force and device queue measured to this
+    /// CSV file (`pfsqos pi identify --record FILE` fits it); created or truncated at start.
+    #[arg(long, requires = "policy")]
+    pub control_record: Option<PathBuf>,
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     pub metrics_listen: Option<SocketAddr>,
@@ -131,6 +135,7 @@ impl OssdArgs {
             capacity_rpcs_per_s: None,
             brw_size_bytes: None,
             job_nodes: Vec::new(),
+            control_record: None,
             metrics_listen: None,
             peers: Vec::new(),
             sync_instance_base: 0,
@@ -174,6 +179,9 @@ impl OssdArgs {
         }
         for (job, n) in &self.job_nodes {
             push(&mut a, "--job-nodes", format!("{job}={n}"));
+        }
+        if let Some(p) = &self.control_record {
+            push(&mut a, "--control-record", p);
         }
         if self.buffered_writes {
             a.push("--buffered-writes".into());
@@ -246,6 +254,7 @@ impl OssdArgs {
             control.capacity_rpcs_per_s = self.capacity_rpcs_per_s;
             control.brw_size_bytes = self.brw_size_bytes.unwrap_or(control.brw_size_bytes);
             control.job_nodes = self.job_nodes;
+            control.record = self.control_record;
             config.control = Some(control);
         }
         Ok(config)
@@ -296,6 +305,7 @@ mod tests {
                 (JobId::new("j.1").unwrap(), 3),
                 (JobId::new("a=b").unwrap(), 2),
             ],
+            control_record: Some("/var/tmp/pi record.csv".into()),
             metrics_listen: Some("127.0.0.1:9988".parse().unwrap()),
             peers: vec!["oss2:7988".into(), "[::1]:7990".into()],
             sync_instance_base: 3,

@@ -20,8 +20,13 @@
 //! may wake late), so counts divided by it are true rates.
 //!
 //! `device_queue_rpcs` is the RPCs of the target an I/O thread has started and not completed
-//! (the requests at the OST's I/O when the period ends); the block layer's own queue
-//! (`/sys/block/<dev>/stat`) is a later addition (issue #15).
+//! (the requests at the OST's I/O when the period ends), or with `--device-sensor block` the
+//! block layer's own queue (`/sys/block/<dev>/stat`, see `controlled.rs`).
+//!
+//! Each periodic step (observe, decide, apply) is timed with the control thread's CPU clock
+//! and the wall clock (`Controlled::note_control_cost`, served as metrics); with
+//! `ControlConfig::record` each period's limit in force and queue measured go to a CSV file
+//! (`crate::control_record`), written after the step is timed.
 //!
 //! Client limits: `Observation::clients` lists the client nodes connected when the period
 //! ends, by NID in sorted order (`ClientId(i)` is the `i`-th); a decision's `ClientWrite` for
@@ -57,6 +62,8 @@ use pfsqos_core::control::{
 use pfsqos_core::model::{JobId, Nid};
 use tracing::{debug, info, warn};
 
+use crate::control_record::{thread_cpu_ns, ControlRecord};
+
 use pfsqos_wire::protocol::{
     Errno, RemoteError, CLIENT_LIMIT_BYTES_PER_S_MAX, CLIENT_LIMIT_BYTES_PER_S_MIN,
     IO_LEN_BYTES_MAX,
@@ -80,6 +87,9 @@ pub(crate) trait Controlled: Send + Sync + 'static {
     fn set_client_limit(&self, nid: Nid, limit_bytes_per_s: Option<u64>) -> bool;
     /// Lifts every client limit (the controller stopped).
     fn clear_client_limits(&self);
+    /// One control period took `cpu_ns` of the control thread's CPU and `wall_ns` in all
+    /// (observe, decide, apply), for the metrics.
+    fn note_control_cost(&self, cpu_ns: u64, wall_ns: u64);
     /// Changes whenever a node count in the job table changes.
     fn job_nodes_generation(&self) -> u64;
     /// The job table's node counts by job.
@@ -134,6 +144,9 @@ pub struct ControlConfig {
     pub seed: u64,
     /// Runs this controller instead of `policy`'s (not a command-line option).
     pub factory: Option<ControllerFactory>,
+    /// `--control-record FILE`: write each period's limit in force and queue measured there
+    /// (`crate::control_record`).
+    pub record: Option<std::path::PathBuf>,
 }
 
 impl ControlConfig {
@@ -147,6 +160,7 @@ impl ControlConfig {
             job_nodes: Vec::new(),
             seed: 0,
             factory: None,
+            record: None,
         })
     }
 
@@ -386,6 +400,15 @@ impl ControlHandle {
         capacity_rpcs_per_s: u64,
     ) -> anyhow::Result<ControlHandle> {
         let config = config.clone();
+        // Created before the thread, so a path that cannot be written fails the start.
+        let mut record = match &config.record {
+            Some(path) => Some(ControlRecord::create(
+                path,
+                config.policy.name(),
+                shared.now_ns(),
+            )?),
+            None => None,
+        };
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("ossd-control".to_string())
@@ -422,6 +445,9 @@ impl ControlHandle {
                     capacity_rpcs_per_s, "controller started"
                 );
                 let decision = controller.setup(&initial);
+                if let Some(r) = &mut record {
+                    r.period(initial.now_ns, &[], &decision.client_writes);
+                }
                 apply_decision(&*shared, &mut *controller, decision, &clients, &mut ledger);
                 match controller.period_ns() {
                     None => {
@@ -460,10 +486,15 @@ impl ControlHandle {
                                 Err(RecvTimeoutError::Timeout) => {}
                                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                             }
+                            let (cpu0, wall0) = (thread_cpu_ns(), Instant::now());
                             let mut obs = observer.observe(shared.now_ns(), shared.sample());
                             table.refresh(&*shared);
                             let clients = complete_observation(&*shared, &mut obs, &table.nodes);
                             let decision = controller.decide(&obs);
+                            let client_writes = record
+                                .as_ref()
+                                .map(|_| decision.client_writes.clone())
+                                .unwrap_or_default();
                             apply_decision(
                                 &*shared,
                                 &mut *controller,
@@ -471,6 +502,13 @@ impl ControlHandle {
                                 &clients,
                                 &mut ledger,
                             );
+                            let wall_ns =
+                                u64::try_from(wall0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                            shared.note_control_cost(thread_cpu_ns().saturating_sub(cpu0), wall_ns);
+                            // Recorded after the cost is taken: the file is not the loop's.
+                            if let Some(r) = &mut record {
+                                r.period(obs.now_ns, &controller.trace(), &client_writes);
+                            }
                             // Keep to the period's grid; after an overrun, start afresh.
                             next += period;
                             let now = Instant::now();

@@ -66,6 +66,10 @@ impl Controlled for Shared {
     fn clear_client_limits(&self) {
         lock(&self.clients).clear_limits()
     }
+
+    fn note_control_cost(&self, cpu_ns: u64, wall_ns: u64) {
+        self.control_cost.note(cpu_ns, wall_ns)
+    }
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -15,6 +15,7 @@
 mod args;
 mod bulk_share;
 pub mod control;
+mod control_record;
 mod controlled;
 pub mod job_nodes;
 mod ossd;

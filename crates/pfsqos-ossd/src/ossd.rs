@@ -700,6 +700,8 @@ pub(crate) struct Shared {
     /// Node counts by job (`ost.OSS.ost_io.job_nodes`), fed by the administrator and the
     /// mounts' RPCs; read by the control loop every period.
     pub(crate) job_nodes: Mutex<JobNodes>,
+    /// The control loop's CPU and wall time per period, for the metrics.
+    pub(crate) control_cost: crate::control_record::ControlCost,
 }
 
 impl Shared {
@@ -1293,6 +1295,8 @@ impl Shared {
             admission: self.admission.counters().fields().to_vec(),
             job_nodes: lock(&self.job_nodes).counters().fields().to_vec(),
             bulk: self.bulk_shares.counters().fields().to_vec(),
+            control: self.control_cost.counters(),
+            control_period_cpu_ns_median: self.control_cost.recent_cpu_ns_median(),
         }
     }
 
@@ -1585,6 +1589,7 @@ impl Ossd {
             clients: Mutex::new(Clients::default()),
             sync: SyncState::new(config.sync.clone()).context("choosing a sync epoch")?,
             block_stats,
+            control_cost: Default::default(),
             // Validated above (`ControlConfig::capacity`): bounded, in range, no job twice.
             job_nodes: Mutex::new(JobNodes::new(
                 config

@@ -14,7 +14,9 @@
 //!   2.2);
 //! * [`sensor`]: the queue from `time_in_queue` (Section 4.1, 5.1) and the one-limit-for-all
 //!   actuator (Section 3.3);
-//! * [`Pi`] (`pi`) and [`aimd::Aimd`] (`aimd`): the controllers.
+//! * [`Pi`] (`pi`) and [`aimd::Aimd`] (`aimd`): the controllers;
+//! * [`record`]: the CSV record of a live loop's periods (limit, queue), which `pfsqos pi
+//!   identify --record` fits.
 //!
 //! Units: queues in requests; the control law's input `bw`/`u` in MiB/s of *per-client*
 //! limit (every client gets the same one), so the model's `b` is in requests per MiB/s and
@@ -31,6 +33,7 @@ pub mod identify;
 pub mod law;
 pub mod openloop;
 pub mod quality;
+pub mod record;
 pub mod savgol;
 pub mod sensor;
 

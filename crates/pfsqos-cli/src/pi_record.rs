@@ -1,0 +1,100 @@
+//! `pfsqos pi identify --record FILE`: the fit of eq. 1 and the gains of eq. 3-4 (PI paper
+//! §3.4-3.5, §4.2) on a record taken on a live cluster, the CSV an ossd writes with
+//! `--policy pi-openloop:... --control-record FILE` (`pfsqos_core::control::pi::record`).
+//! The scenario form of the command runs the same experiment in the simulator
+//! (`commands::pi_identify`).
+
+use std::io::Read;
+use std::path::Path;
+
+use pfsqos_core::control::pi::record::{median_interval_s, parse_record, RecordRow};
+use pfsqos_core::control::pi::savgol::SavGol;
+use pfsqos_core::control::pi::{
+    design_gains, identify, open_loop_record, static_curve, DesignSpec, IdentifyConfig,
+    OpenLoopPeriod,
+};
+
+use crate::commands::{CliError, PiIdentify};
+
+/// Largest record file read (a million rows of about 30 bytes).
+pub const RECORD_FILE_LEN_MAX: u64 = 64 << 20;
+
+fn read_record(path: &Path) -> Result<Vec<RecordRow>, CliError> {
+    let bad = |e: String| CliError::BadInput(format!("{}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let mut text = String::new();
+    file.take(RECORD_FILE_LEN_MAX + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| bad(e.to_string()))?;
+    if text.len() as u64 > RECORD_FILE_LEN_MAX {
+        return Err(bad(format!("longer than {RECORD_FILE_LEN_MAX} bytes")));
+    }
+    parse_record(&text).map_err(|e| bad(e.to_string()))
+}
+
+/// Fits the record at `path` and prints the static curve, the model, the gains and the
+/// `pi` spec that runs them. The sampling time is the record's median row interval.
+pub fn identify_record(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
+    let rows = read_record(path)?;
+    let ts_s = median_interval_s(&rows).ok_or_else(|| {
+        CliError::BadInput(format!(
+            "{}: {} rows; a record needs many periods (tens at least)",
+            path.display(),
+            rows.len()
+        ))
+    })?;
+    let smoothing = SavGol::new(args.window, args.order)
+        .map_err(|e| CliError::BadInput(format!("--window/--order: {e}")))?;
+    let periods: Vec<OpenLoopPeriod> = rows.iter().map(|r| r.period).collect();
+    println!(
+        "record: {} periods, sampling time {:.0} ms (the median row interval)",
+        periods.len(),
+        ts_s * 1e3
+    );
+    println!("static curve (mean queue per limit, the first 5 periods of each hold skipped):");
+    println!("  limit per client (MiB/s)  mean queue (requests)");
+    for (limit, q) in static_curve(&periods, 5) {
+        println!("  {limit:>24.2}  {q:>21.2}");
+    }
+    let largest = periods.iter().map(|p| p.queue_rpcs).fold(0.0, f64::max);
+    let config = IdentifyConfig {
+        smoothing,
+        queue_empty_rpcs: args.empty,
+        queue_saturated_rpcs: args.saturated.unwrap_or(0.9 * largest),
+        pairs_min: 10,
+        offset: args.offset,
+    };
+    let record = open_loop_record(&periods);
+    let model = identify(&record, &config)
+        .map_err(|e| CliError::RunFailed(format!("{}: {e}", path.display())))?;
+    println!(
+        "model (eq. 1{}): {model}, of {} pairs in the record",
+        if args.offset {
+            ", around the operating point"
+        } else {
+            ""
+        },
+        record.len().saturating_sub(1)
+    );
+    let spec = DesignSpec {
+        ts_s,
+        ks_s: args.ks_ms as f64 / 1e3,
+        mp: args.mp,
+    };
+    let (gains, poles) =
+        design_gains(model.a, model.b, spec).map_err(|e| CliError::RunFailed(e.to_string()))?;
+    println!(
+        "gains (eq. 3-4, Ks = {} ms, Mp = {}): Kp = {:.4}, Ki = {:.4} MiB/s per request; \
+         poles r = {:.4}, θ = {:.4} rad",
+        args.ks_ms, args.mp, gains.kp, gains.ki, poles.r, poles.theta_rad
+    );
+    println!(
+        "run it: pi:a={:.6}:b={:.6}:ts_ms={}:ks_ms={}:mp={}",
+        model.a,
+        model.b,
+        (ts_s * 1e3).round() as u64,
+        args.ks_ms,
+        args.mp
+    );
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! PI control's identification on a live cluster (issue #15, PI paper §4.2, §5.2): the ossd
+//! runs the open-loop experiment (`--policy pi-openloop:...`, a staircase of client limits)
+//! while fio writes through a mount, records (limit in force, device queue) per period with
+//! `--control-record`, and `pfsqos pi identify --record` fits eq. 1 to that record and prints
+//! the gains. The same run reads the control loop's cost per period from the ossd's metrics.
+//!
+//! The record is small and bounded (72 periods of 300 ms); the waits are bounded polls on the
+//! record's length, never on time. What is asserted is that the live record is well-formed
+//! and fitted, not what a, b or R² come out as on this machine (they are printed).
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{pfsqos, Cluster, Proc};
+
+/// Periods the staircase below runs: 3 levels x 12 periods x 2 repeats.
+const PERIODS: usize = 72;
+
+fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    resp
+}
+
+fn metric(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn a_live_open_loop_record_is_fitted() {
+    let rec_dir = tempfile::tempdir().unwrap();
+    let record = rec_dir.path().join("openloop.csv");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let metrics = format!("127.0.0.1:{port}");
+    // A 16 MiB/s OST; the staircase steps one client's limit across that rate, where the
+    // device queue moves between empty and the client's window. Each hold (12 periods) is
+    // longer than the smoothing window (7): identification smooths each hold apart.
+    let cluster = Cluster::start(
+        1,
+        &[
+            "--ceiling-bytes-per-s",
+            "16777216",
+            "--threads",
+            "16",
+            "--metrics-listen",
+            &metrics,
+            "--policy",
+            "pi-openloop:from=14M:to=18M:levels=3:hold=12:repeats=2:ts_ms=300",
+            "--brw-size-bytes",
+            "1048576",
+            "--control-record",
+            record.to_str().unwrap(),
+        ],
+    );
+    let _fio = Proc {
+        child: Command::new("fio")
+            .current_dir(&cluster.mnts[0])
+            .env("SLURM_JOB_ID", "601")
+            .args([
+                "--name=job601",
+                "--filename_format=data.601.$jobnum",
+                "--numjobs=8",
+                "--rw=write",
+                "--bs=1M",
+                "--size=4G",
+                "--ioengine=psync",
+                "--time_based",
+                "--runtime=90",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("fio is installed by scripts/setup.sh"),
+        mountpoint: None,
+    };
+    // The staircase runs from the ossd's start; rows appear once the mount is a client.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let rows = loop {
+        let text = std::fs::read_to_string(&record).unwrap_or_default();
+        let rows = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("time_s"))
+            .count();
+        if rows >= PERIODS {
+            break rows;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the record has {rows} rows, not {PERIODS}:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let text = std::fs::read_to_string(&record).unwrap();
+    let parsed = pfsqos_core::control::pi::record::parse_record(&text).unwrap();
+    assert!(parsed.len() >= rows);
+    let limits: std::collections::BTreeSet<u64> =
+        parsed.iter().map(|r| r.period.limit_bytes_per_s).collect();
+    assert!(limits.len() >= 3, "the staircase's levels: {limits:?}");
+
+    let out = pfsqos()
+        .args(["pi", "identify", "--record"])
+        .arg(&record)
+        .args(["--ks-ms", "3000", "--empty", "0.2", "--window", "7"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "identify failed: {}\nrecord:\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("model (eq. 1"), "{stdout}");
+    assert!(stdout.contains("R²"), "{stdout}");
+    assert!(stdout.contains("run it: pi:a="), "{stdout}");
+    assert!(stdout.contains("sampling time 300 ms"), "{stdout}");
+
+    // The control loop's cost per period, from the metrics.
+    let m = scrape(&metrics);
+    let periods = metric(&m, "pfsqos_oss_control_total{counter=\"periods\"}").unwrap();
+    let cpu_ns = metric(&m, "pfsqos_oss_control_total{counter=\"cpu_ns\"}").unwrap();
+    let wall_ns = metric(&m, "pfsqos_oss_control_total{counter=\"wall_ns\"}").unwrap();
+    let median = metric(&m, "pfsqos_oss_control_period_cpu_ns ").unwrap();
+    println!(
+        "control loop: {periods} periods, mean CPU {:.0} ns, mean wall {:.0} ns, median CPU \
+         {median} ns per period",
+        cpu_ns / periods,
+        wall_ns / periods
+    );
+    assert!(periods >= PERIODS as f64, "{periods}");
+    assert!(cpu_ns > 0.0 && wall_ns > 0.0 && median > 0.0, "{m}");
+}
+
+/// A record that is not one is refused with the line and the reason, exit code 2.
+#[test]
+fn a_malformed_record_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, needle) in [
+        ("", "no `time_s,limit_bytes_per_s,queue_rpcs` header"),
+        ("limit,queue\n1,2\n", "line 1: expected the header"),
+        (
+            "time_s,limit_bytes_per_s,queue_rpcs\n0.3,1048576,1\n0.6,-5,1\n",
+            "line 3: limit_bytes_per_s",
+        ),
+        (
+            "time_s,limit_bytes_per_s,queue_rpcs\n0.3,1048576,1\n",
+            "1 rows",
+        ),
+    ] {
+        let path = dir.path().join("bad.csv");
+        std::fs::write(&path, text).unwrap();
+        let out = pfsqos()
+            .args(["pi", "identify", "--record"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {err}");
+        assert!(err.contains(needle), "{text:?}: {err}");
+    }
+    let out = pfsqos()
+        .args(["pi", "identify", "--record"])
+        .arg(dir.path().join("absent.csv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -289,6 +289,7 @@ fn mds_args(c: &Cluster, oss_addrs: &[String]) -> MdsArgs {
         stripe_size: m.default_stripe_size_bytes,
         fsname: c.fsname.clone(),
         metrics_listen: m.metrics_listen,
+        iez_stats_max_age_ms: pfsqos_mds::iez::STATS_MAX_AGE_DEFAULT_MS,
     }
 }
 

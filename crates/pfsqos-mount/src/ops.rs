@@ -178,6 +178,8 @@ pub struct Tuning {
     pub gather_flush_after: std::time::Duration,
     /// Keep the last [`RPC_TRACE_MAX`] bulk RPCs sent ([`Ops::rpc_trace`]).
     pub rpc_trace: bool,
+    /// iez's first-run trace of files created here ([`crate::iez_trace`]).
+    pub iez_trace: Option<Arc<crate::iez_trace::IezTrace>>,
 }
 
 /// Most RPCs the client's trace keeps (the newest; older ones are dropped).
@@ -579,6 +581,11 @@ impl Ops {
         self.osts.len() as u32
     }
 
+    /// iez's file trace, if the mount keeps one.
+    pub fn iez_trace(&self) -> Option<Arc<crate::iez_trace::IezTrace>> {
+        self.tuning.iez_trace.clone()
+    }
+
     /// The trace of sent RPCs, if the mount keeps one.
     pub fn rpc_trace(&self) -> Option<RpcTrace> {
         self.trace.clone()
@@ -731,6 +738,21 @@ impl Ops {
             _ => return Err(libc::EPROTO),
         };
         check_layout(&layout, self.ost_count()).map_err(|_| libc::EIO)?;
+        if let Some(t) = &self.tuning.iez_trace {
+            // The trace keys files by path; the file exists whatever becomes of its row.
+            match self.mds(MdsOp::GetPath { ino: attr.ino }).await {
+                Ok(MdsReplyBody::Path(p)) => t.created(
+                    attr.ino,
+                    &p,
+                    layout.stripes.len() as u32,
+                    crate::iez_trace::rank_of(c.pid),
+                ),
+                other => warn!(
+                    ino = attr.ino,
+                    "iez trace: no path for the new file: {other:?}"
+                ),
+            }
+        }
         if open {
             let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
             let f = files.entry(attr.ino).or_insert_with(|| {
@@ -963,6 +985,9 @@ impl Ops {
         }
         let f = self.state(ino).await?;
         let id = self.identity(c);
+        if let Some(t) = &self.tuning.iez_trace {
+            t.wrote(ino, len);
+        }
         if end > f.size_loaded {
             self.clear_stale_tail(&f, &id).await?;
         }

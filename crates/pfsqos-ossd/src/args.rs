@@ -89,6 +89,8 @@ pub struct OssdArgs {
     /// block device under each OST directory (`/sys/block/<dev>/stat`).
     #[arg(long, value_enum, default_value_t = DeviceSensor::Ossd)]
     pub device_sensor: DeviceSensor,
+    #[command(flatten)]
+    pub report: crate::report::ReportArgs,
 }
 
 fn parse_peer(text: &str) -> Result<String, String> {
@@ -118,6 +120,7 @@ impl OssdArgs {
             peers: Vec::new(),
             sync_instance_base: 0,
             device_sensor: DeviceSensor::Ossd,
+            report: Default::default(),
         }
     }
 
@@ -173,6 +176,7 @@ impl OssdArgs {
                 self.sync_instance_base.to_string(),
             );
         }
+        a.extend(self.report.to_args());
         a
     }
 
@@ -192,6 +196,7 @@ impl OssdArgs {
         config.fsname = self.fsname;
         config.metrics_listen = self.metrics_listen;
         config.device_sensor = self.device_sensor;
+        config.report = self.report.into_config()?;
         config.sync = crate::sync::SyncConfig {
             instance_base: self.sync_instance_base,
             peers: self.peers,
@@ -256,6 +261,12 @@ mod tests {
             peers: vec!["oss2:7988".into(), "[::1]:7990".into()],
             sync_instance_base: 3,
             device_sensor: DeviceSensor::Block,
+            report: crate::report::ReportArgs {
+                report_mds: Some("10.0.0.2:7989".parse().unwrap()),
+                report_as: Some("oss1:7988".into()),
+                report_period_ms: Some(500),
+                ost_capacity_bytes: Some(10 << 30),
+            },
         };
         assert_eq!(parse(&x.to_args()), x);
         let minimal = OssdArgs::new(x.listen, vec!["/d/a".into()], x.key_file.clone());

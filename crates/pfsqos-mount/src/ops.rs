@@ -89,6 +89,9 @@ pub const XATTR_LAYOUT: &str = "user.pfsqos.layout";
 /// Set on a directory to create a file in it with an explicit layout (`lfs setstripe` of a
 /// path that does not exist): value `stripe_count=C stripe_size=S stripe_offset=I name=NAME`.
 pub const XATTR_CREATE: &str = "user.pfsqos.create";
+/// The read-only xattr saying which placement chose a file's layout: `iez`, `roundrobin`, or
+/// `roundrobin: REASON` when iez had a prediction for the file and fell back.
+pub const XATTR_PLACEMENT: &str = "user.pfsqos.placement";
 /// Read-only on every path of a mount: the file system's OST count (decimal text), so that
 /// `setstripe` can name the limit of a stripe count or index.
 pub const XATTR_OST_COUNT: &str = "user.pfsqos.ost_count";
@@ -1469,6 +1472,18 @@ impl Ops {
             None => self.layout(ino).await?,
         };
         Ok(format_layout(&l).into_bytes())
+    }
+
+    /// `user.pfsqos.placement` of a file ([`XATTR_PLACEMENT`]).
+    pub async fn get_placement_xattr(&self, ino: u64) -> Res<Vec<u8>> {
+        match self.mds(MdsOp::GetPlacement { ino }).await? {
+            MdsReplyBody::Placement(p) => Ok(match p.reason {
+                Some(r) => format!("{}: {r}", p.policy),
+                None => p.policy,
+            }
+            .into_bytes()),
+            _ => Err(libc::EPROTO),
+        }
     }
 
     /// Setting `user.pfsqos.layout` on a directory sets its default (`default` clears it);

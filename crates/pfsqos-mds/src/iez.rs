@@ -165,6 +165,8 @@ pub struct IezState {
     pub(crate) stats_max_age_ns: u64,
     config: IezConfig,
     pub counters: IezCounters,
+    /// Reports accepted per OSS, in configuration order.
+    pub reports_per_oss: Vec<u64>,
 }
 
 fn check_path(path: &str) -> Result<(), String> {
@@ -230,6 +232,7 @@ impl IezState {
             stats_max_age_ns,
             config: IezConfig::default(),
             counters: IezCounters::default(),
+            reports_per_oss: vec![0; osses.len()],
         }
     }
 
@@ -257,6 +260,7 @@ impl IezState {
         self.placed_since_report_bytes[first..first + r.osts.len()].fill(0);
         self.reports[i] = Some((at_ns, r));
         self.counters.reports_accepted += 1;
+        self.reports_per_oss[i] += 1;
         Ok(())
     }
 

@@ -527,6 +527,12 @@ impl Namespace {
         self.iez.counters
     }
 
+    /// Statistics reports accepted from each OSS (configuration order) since the namespace
+    /// was opened.
+    pub fn iez_reports_per_oss(&self) -> Vec<u64> {
+        self.iez.reports_per_oss.clone()
+    }
+
     /// An ossd's statistics, received at `now_ns`.
     pub fn report_oss(
         &mut self,
@@ -1184,6 +1190,7 @@ impl MdsConfig {
 /// A running MDS.
 pub struct Mds {
     addr: SocketAddr,
+    ns: Arc<Mutex<Namespace>>,
     admission: Arc<Admission>,
     accept: JoinHandle<()>,
     metrics: Option<MetricsServer>,
@@ -1195,6 +1202,7 @@ impl Mds {
             .map_err(|e| anyhow::anyhow!("{}: {e}", config.db.display()))?;
         ns.set_iez_stats_max_age_ms(config.iez_stats_max_age_ms);
         let ns = Arc::new(Mutex::new(ns));
+        let ns_handle = ns.clone();
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
@@ -1265,6 +1273,7 @@ impl Mds {
         });
         Ok(Mds {
             addr,
+            ns: ns_handle,
             admission,
             accept,
             metrics,
@@ -1273,6 +1282,12 @@ impl Mds {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The namespace, for in-process inspection (iez's counters and rows, in tests and tools);
+    /// holding its lock stalls every request.
+    pub fn with_namespace<T>(&self, f: impl FnOnce(&Namespace) -> T) -> T {
+        f(&self.ns.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// What connection admission refused so far.

@@ -115,7 +115,7 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
         let mut c = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs, KEY.to_vec());
         c.threads = 2;
         c.report = Some(ReportConfig {
-            mds: mds_addr,
+            mds: mds_addr.to_string(),
             report_as: None,
             period: Duration::from_millis(100),
             ost_capacity_bytes: Some(64 * MIB),

@@ -58,7 +58,7 @@ impl fmt::Display for OssSpec {
 
 impl MdsArgs {
     /// The command line (after `mds`) that parses back into `self`; every option is written
-    /// but `--metrics-listen` when it is not set.
+    /// but `--metrics-listen` when it is not set and `--iez-stats-max-age-ms` at its default.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut a = Vec::new();
         push(&mut a, "--listen", self.listen.to_string());
@@ -73,11 +73,13 @@ impl MdsArgs {
         if let Some(m) = self.metrics_listen {
             push(&mut a, "--metrics-listen", m.to_string());
         }
-        push(
-            &mut a,
-            "--iez-stats-max-age-ms",
-            self.iez_stats_max_age_ms.to_string(),
-        );
+        if self.iez_stats_max_age_ms != crate::iez::STATS_MAX_AGE_DEFAULT_MS {
+            push(
+                &mut a,
+                "--iez-stats-max-age-ms",
+                self.iez_stats_max_age_ms.to_string(),
+            );
+        }
         a
     }
 

@@ -262,7 +262,7 @@ mod tests {
             sync_instance_base: 3,
             device_sensor: DeviceSensor::Block,
             report: crate::report::ReportArgs {
-                report_mds: Some("10.0.0.2:7989".parse().unwrap()),
+                report_mds: Some("mds1:7989".into()),
                 report_as: Some("oss1:7988".into()),
                 report_period_ms: Some(500),
                 ost_capacity_bytes: Some(10 << 30),

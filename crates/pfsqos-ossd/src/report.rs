@@ -39,7 +39,8 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(10);
 /// Where and how often to report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReportConfig {
-    pub mds: SocketAddr,
+    /// The MDS, `HOST:PORT` (resolved at each connection).
+    pub mds: String,
     /// The name the MDS knows this ossd by (its `--oss HOST:PORT`); `None`: the address the
     /// ossd listens on.
     pub report_as: Option<String>,
@@ -199,8 +200,13 @@ pub fn spawn(
             };
             let sent = tokio::time::timeout(SEND_TIMEOUT, async {
                 if client.as_ref().map_or(true, MdsClient::closed_by_peer) {
+                    let addr = tokio::net::lookup_host(config.mds.as_str())
+                        .await
+                        .map_err(|e| e.to_string())?
+                        .next()
+                        .ok_or("resolves to no address")?;
                     client = Some(
-                        MdsClient::connect(config.mds, &key)
+                        MdsClient::connect(addr, &key)
                             .await
                             .map_err(|e| e.to_string())?,
                     );
@@ -278,9 +284,9 @@ mod tests {
 /// `pfsqos ossd`'s reporting options (flattened into [`crate::OssdArgs`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, clap::Args)]
 pub struct ReportArgs {
-    /// Send iez's statistics (OST space, CPU and memory) to the MDS at this address.
+    /// Send iez's statistics (OST space, CPU and memory) to the MDS at HOST:PORT.
     #[arg(long)]
-    pub report_mds: Option<SocketAddr>,
+    pub report_mds: Option<String>,
     /// The name the MDS knows this ossd by (its `--oss HOST:PORT`); default: --listen.
     #[arg(long, requires = "report_mds")]
     pub report_as: Option<String>,
@@ -300,8 +306,8 @@ impl ReportArgs {
             a.push(n.into());
             a.push(v.into());
         };
-        if let Some(m) = self.report_mds {
-            push("--report-mds", m.to_string());
+        if let Some(m) = &self.report_mds {
+            push("--report-mds", m.clone());
         }
         if let Some(r) = &self.report_as {
             push("--report-as", r.clone());
@@ -320,6 +326,12 @@ impl ReportArgs {
         let Some(mds) = self.report_mds else {
             return Ok(None);
         };
+        let port_ok = mds
+            .rsplit_once(':')
+            .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p != 0));
+        if !port_ok || mds.len() > 255 || mds.chars().any(char::is_control) {
+            anyhow::bail!("--report-mds {mds:?}: expected HOST:PORT");
+        }
         let period_ms = self.report_period_ms.unwrap_or(REPORT_PERIOD_DEFAULT_MS);
         if period_ms < REPORT_PERIOD_MIN_MS {
             anyhow::bail!("--report-period-ms must be at least {REPORT_PERIOD_MIN_MS}");

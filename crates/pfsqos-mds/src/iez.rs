@@ -167,6 +167,9 @@ pub struct IezState {
     pub counters: IezCounters,
     /// Reports accepted per OSS, in configuration order.
     pub reports_per_oss: Vec<u64>,
+    /// Whether the interaction database has any row: without one a create skips the path
+    /// walk and the lookup.
+    pub(crate) has_rows: bool,
 }
 
 fn check_path(path: &str) -> Result<(), String> {
@@ -233,6 +236,7 @@ impl IezState {
             config: IezConfig::default(),
             counters: IezCounters::default(),
             reports_per_oss: vec![0; osses.len()],
+            has_rows: false,
         }
     }
 
@@ -420,6 +424,8 @@ impl IezState {
             Ok(stats) => self.plan_app(tx, app, &stats)?,
             Err(_) => 0,
         };
+        // Another application's rows may remain after an empty load.
+        self.has_rows = has_rows(tx)?;
         Ok((files.len() as u32, planned))
     }
 
@@ -584,6 +590,14 @@ impl IezState {
     pub fn fell_back(&mut self, f: &Fallback) {
         self.counters.count(f);
     }
+}
+
+/// Whether the interaction database holds any row.
+pub(crate) fn has_rows(tx: &Connection) -> Result<bool, RemoteError> {
+    tx.query_row("SELECT EXISTS(SELECT 1 FROM iez_predictions)", [], |r| {
+        r.get::<_, bool>(0)
+    })
+    .map_err(db_err)
 }
 
 /// Stores who placed a file.

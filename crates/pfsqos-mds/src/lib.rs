@@ -508,6 +508,7 @@ impl Namespace {
             meta_set(&tx, "next_ino", max as u64 + 1)?;
         }
         let placer_state = meta_get(&tx, META_PLACER_STATE)?;
+        ns.iez.has_rows = iez::has_rows(&tx)?;
         tx.commit().map_err(db_err)?;
         ns.placer.restore(placer_state);
         Ok(ns)
@@ -672,12 +673,16 @@ impl Namespace {
         let tx = self.db.transaction().map_err(db_err)?;
         let attr = Self::new_inode(&tx, &config, parent, name, Kind::File, owner, now_ns)?;
         // The interaction database is keyed by path; a name that is not UTF-8 has no row.
-        let mut path = path_of(&tx, parent)?;
-        path.push(b'/');
-        path.extend_from_slice(name);
-        let choice = match String::from_utf8(path) {
-            Ok(p) => self.iez.choose(&tx, &p, explicit.is_some(), now_ns),
-            Err(_) => Ok(None),
+        let choice = if self.iez.has_rows {
+            let mut path = path_of(&tx, parent)?;
+            path.push(b'/');
+            path.extend_from_slice(name);
+            match String::from_utf8(path) {
+                Ok(p) => self.iez.choose(&tx, &p, explicit.is_some(), now_ns),
+                Err(_) => Ok(None),
+            }
+        } else {
+            Ok(None)
         };
         let iez_layout = match choice {
             Ok(Some(row)) => Ok(row),

@@ -199,7 +199,7 @@ pub fn spawn(
                 continue;
             };
             let sent = tokio::time::timeout(SEND_TIMEOUT, async {
-                if client.as_ref().map_or(true, MdsClient::closed_by_peer) {
+                if client.as_ref().is_none_or(MdsClient::closed_by_peer) {
                     let addr = tokio::net::lookup_host(config.mds.as_str())
                         .await
                         .map_err(|e| e.to_string())?
@@ -265,7 +265,7 @@ mod tests {
         std::fs::create_dir_all(ost.join("objects")).unwrap();
         std::fs::write(ost.join("objects/0000000000000001"), vec![0u8; 3000]).unwrap();
         std::fs::write(ost.join("objects/0000000000000002"), vec![0u8; 1000]).unwrap();
-        let r = measure("oss:1", &[ost.clone()], Some(10_000)).unwrap();
+        let r = measure("oss:1", std::slice::from_ref(&ost), Some(10_000)).unwrap();
         assert_eq!(r.osts[0].total_bytes, 10_000);
         assert_eq!(r.osts[0].avail_bytes, 6_000);
         assert_eq!(r.oss, "oss:1");

@@ -581,7 +581,7 @@ fn shell_quote(text: &str) -> String {
 }
 
 /// A file of at most `max` bytes, as text.
-fn read_bounded(path: &Path, max: u64) -> Result<String, CliError> {
+pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<String, CliError> {
     use std::io::Read;
     let file = std::fs::File::open(path)
         .map_err(|e| CliError::BadInput(format!("{}: {e}", path.display())))?;

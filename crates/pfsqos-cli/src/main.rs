@@ -8,6 +8,7 @@
 
 mod agent;
 mod commands;
+mod iez;
 mod live;
 mod pi_record;
 mod progress;
@@ -292,6 +293,10 @@ enum IezCommand {
         #[arg(long, value_parser = pfsqos_mount::lfs::parse_size, default_value = "0")]
         ost_used: u64,
     },
+    /// Predict an application's next run from its first-run trace (ARIMA, §III-A2) and load
+    /// the predicted files into the MDS's interaction database (--mds), where iez places them
+    /// at create; without --mds, print them (file,predicted_bytes,stripe_count).
+    Train(iez::TrainArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -378,6 +383,9 @@ fn main() -> ExitCode {
                     ost_used,
                 },
         } => commands::iez_plan(&trace, osses, osts_per_oss, ost_capacity, ost_used),
+        Command::Iez {
+            command: IezCommand::Train(args),
+        } => iez::train(&args),
         Command::Pi {
             command:
                 PiCommand::Identify {

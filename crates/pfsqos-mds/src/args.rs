@@ -43,6 +43,10 @@ pub struct MdsArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics.
     #[arg(long)]
     pub metrics_listen: Option<SocketAddr>,
+    /// iez: an OSS's statistics older than this (ms) make creates with a prediction fall back
+    /// to round robin.
+    #[arg(long, default_value_t = crate::iez::STATS_MAX_AGE_DEFAULT_MS)]
+    pub iez_stats_max_age_ms: u64,
 }
 
 /// `HOST:PORT:OSTCOUNT`, as `--oss` takes it.
@@ -54,7 +58,7 @@ impl fmt::Display for OssSpec {
 
 impl MdsArgs {
     /// The command line (after `mds`) that parses back into `self`; every option is written
-    /// but `--metrics-listen` when it is not set.
+    /// but `--metrics-listen` when it is not set and `--iez-stats-max-age-ms` at its default.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut a = Vec::new();
         push(&mut a, "--listen", self.listen.to_string());
@@ -69,6 +73,13 @@ impl MdsArgs {
         if let Some(m) = self.metrics_listen {
             push(&mut a, "--metrics-listen", m.to_string());
         }
+        if self.iez_stats_max_age_ms != crate::iez::STATS_MAX_AGE_DEFAULT_MS {
+            push(
+                &mut a,
+                "--iez-stats-max-age-ms",
+                self.iez_stats_max_age_ms.to_string(),
+            );
+        }
         a
     }
 
@@ -80,6 +91,7 @@ impl MdsArgs {
         config.namespace.default_stripe.stripe_count = self.stripe_count;
         config.namespace.default_stripe.stripe_size_bytes = self.stripe_size;
         config.metrics_listen = self.metrics_listen;
+        config.iez_stats_max_age_ms = self.iez_stats_max_age_ms;
         Ok(config)
     }
 }
@@ -117,6 +129,7 @@ mod tests {
             stripe_size: 4 << 20,
             fsname: "lfs1".into(),
             metrics_listen: Some("127.0.0.1:9989".parse().unwrap()),
+            iez_stats_max_age_ms: 5_000,
         };
         let argv = std::iter::once(OsString::from("mds")).chain(x.to_args());
         assert_eq!(Cli::try_parse_from(argv).unwrap().args, x);

@@ -15,13 +15,16 @@
 //! the process around the server (runtime, logging, signals) is the `pfsqos` binary's.
 
 mod args;
+pub mod iez;
 pub use args::MdsArgs;
+pub use iez::{IezCounters, StoredPrediction};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use pfsqos_core::model::{OstId, StripeLayout};
 use pfsqos_core::place::PlacementRequest;
 use pfsqos_node::mds::Placer;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
@@ -194,7 +197,10 @@ CREATE TABLE IF NOT EXISTS meta (
 /// kept) has the same tables; its values were all below 2^32, which read the same, so it is
 /// taken as is and marked 1. A database of a later version is refused: this MDS cannot know
 /// what it changed.
-pub const SCHEMA_VERSION: i64 = 1;
+///
+/// Version 2 adds iez's tables (`iez_predictions`, `placements`, see [`iez`]); a version 1
+/// database gets them empty, and files created before read as placed by round robin.
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The meta key of the placer's state.
 const META_PLACER_STATE: &str = "rr_cursor";
@@ -204,6 +210,7 @@ pub struct Namespace {
     db: Connection,
     config: NamespaceConfig,
     placer: Placer,
+    iez: iez::IezState,
 }
 
 fn attr_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Attr> {
@@ -335,6 +342,7 @@ fn remove_inode(tx: &Connection, ino: u64) -> Result<Option<FileLayout>, RemoteE
         "DELETE FROM layouts WHERE ino = ?1",
         "DELETE FROM stripes WHERE ino = ?1",
         "DELETE FROM dir_stripe WHERE ino = ?1",
+        "DELETE FROM placements WHERE ino = ?1",
     ] {
         tx.execute(sql, [ino as i64]).map_err(db_err)?;
     }
@@ -352,6 +360,32 @@ fn has_children(tx: &Connection, ino: u64) -> Result<bool, RemoteError> {
         |r| r.get::<_, bool>(0),
     )
     .map_err(db_err)
+}
+
+/// The path of `ino` from the root (`/a/b`; empty for the root).
+fn path_of(tx: &Connection, ino: u64) -> Result<Vec<u8>, RemoteError> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    let mut cur = ino;
+    while cur != ROOT_INO {
+        let (parent, name) = tx
+            .query_row(
+                "SELECT parent, name FROM inodes WHERE ino = ?1",
+                [cur as i64],
+                |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, Vec<u8>>(1)?)),
+            )
+            .map_err(db_err)?;
+        names.push(name);
+        cur = parent;
+        if names.len() > DEPTH_MAX as usize * 4 {
+            return Err(err(Errno::EIO, "directory tree deeper than any valid one"));
+        }
+    }
+    let mut out = Vec::new();
+    for n in names.iter().rev() {
+        out.push(b'/');
+        out.extend_from_slice(n);
+    }
+    Ok(out)
 }
 
 /// Depth of a directory below the root, and whether `ancestor` is on its path.
@@ -435,6 +469,7 @@ impl Namespace {
             ));
         }
         db.execute_batch(SCHEMA).map_err(db_err)?;
+        db.execute_batch(iez::IEZ_SCHEMA).map_err(db_err)?;
         if version < SCHEMA_VERSION {
             db.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(db_err)?;
@@ -443,6 +478,10 @@ impl Namespace {
             db,
             config: config.clone(),
             placer: Placer::round_robin(config.ost_count()),
+            iez: iez::IezState::new(
+                &config.osses,
+                iez::STATS_MAX_AGE_DEFAULT_MS.saturating_mul(1_000_000),
+            ),
         };
         // The default must be placeable, or every create would fail later.
         ns.placement_request(&ns.config.default_stripe.clone())?;
@@ -469,6 +508,7 @@ impl Namespace {
             meta_set(&tx, "next_ino", max as u64 + 1)?;
         }
         let placer_state = meta_get(&tx, META_PLACER_STATE)?;
+        ns.iez.has_rows = iez::has_rows(&tx)?;
         tx.commit().map_err(db_err)?;
         ns.placer.restore(placer_state);
         Ok(ns)
@@ -476,6 +516,66 @@ impl Namespace {
 
     pub fn config(&self) -> &NamespaceConfig {
         &self.config
+    }
+
+    /// How old an OSS's statistics may be for iez to place on them.
+    pub fn set_iez_stats_max_age_ms(&mut self, ms: u64) {
+        self.iez.stats_max_age_ns = ms.saturating_mul(1_000_000);
+    }
+
+    /// What iez did since the namespace was opened.
+    pub fn iez_counters(&self) -> IezCounters {
+        self.iez.counters
+    }
+
+    /// Statistics reports accepted from each OSS (configuration order) since the namespace
+    /// was opened.
+    pub fn iez_reports_per_oss(&self) -> Vec<u64> {
+        self.iez.reports_per_oss.clone()
+    }
+
+    /// An ossd's statistics, received at `now_ns`.
+    pub fn report_oss(
+        &mut self,
+        report: pfsqos_wire::mds::OssReport,
+        now_ns: u64,
+    ) -> Result<(), RemoteError> {
+        let name = report.oss.clone();
+        self.iez.report(report, now_ns).inspect_err(|e| {
+            warn!(oss = %name.escape_debug(), "OSS statistics refused: {e}");
+        })
+    }
+
+    /// Loads an application's predicted files into the interaction database ([`iez`]).
+    pub fn iez_load(
+        &mut self,
+        app: &str,
+        files: &[pfsqos_wire::mds::IezPrediction],
+        now_ns: u64,
+    ) -> Result<(u32, u32), RemoteError> {
+        let tx = self.db.transaction().map_err(db_err)?;
+        let r = self.iez.load(&tx, app, files, now_ns)?;
+        tx.commit().map_err(db_err)?;
+        info!(app, files = r.0, planned = r.1, "iez predictions loaded");
+        Ok(r)
+    }
+
+    /// The interaction database's rows.
+    pub fn iez_predictions(&self) -> Result<Vec<StoredPrediction>, RemoteError> {
+        iez::predictions(&self.db)
+    }
+
+    /// Who placed a file.
+    pub fn placement(&self, ino: u64) -> Result<pfsqos_wire::mds::PlacementInfo, RemoteError> {
+        self.layout(ino)?;
+        iez::placement_of(&self.db, ino)
+    }
+
+    /// An inode's path from the root (`/` for the root).
+    pub fn path(&self, ino: u64) -> Result<Vec<u8>, RemoteError> {
+        get_attr(&self.db, ino)?;
+        let p = path_of(&self.db, ino)?;
+        Ok(if p.is_empty() { b"/".to_vec() } else { p })
     }
 
     fn placement_request(&self, s: &StripeSpec) -> Result<PlacementRequest, RemoteError> {
@@ -570,8 +670,33 @@ impl Namespace {
         let explicit = stripe.map(|s| self.placement_request(&s)).transpose()?;
         let config = self.config.clone();
         let mut placer = self.placer.clone();
-        let tx = self.begin()?;
+        let tx = self.db.transaction().map_err(db_err)?;
         let attr = Self::new_inode(&tx, &config, parent, name, Kind::File, owner, now_ns)?;
+        // The interaction database is keyed by path; a name that is not UTF-8 has no row.
+        let choice = if self.iez.has_rows {
+            let mut path = path_of(&tx, parent)?;
+            path.push(b'/');
+            path.extend_from_slice(name);
+            match String::from_utf8(path) {
+                Ok(p) => self.iez.choose(&tx, &p, explicit.is_some(), now_ns),
+                Err(_) => Ok(None),
+            }
+        } else {
+            Ok(None)
+        };
+        let iez_layout = match choice {
+            Ok(Some(row)) => Ok(row),
+            Ok(None) => Err(None),
+            Err((_, Some(e))) => return Err(e),
+            Err((f, None)) => {
+                warn!(
+                    ino = attr.ino,
+                    name = %String::from_utf8_lossy(name).escape_debug(),
+                    "iez falls back to round robin: {f}"
+                );
+                Err(Some(f))
+            }
+        };
         let spec = match explicit {
             Some(r) => r,
             None => {
@@ -585,9 +710,25 @@ impl Namespace {
             }
         };
         debug_assert_eq!(spec.ost_count, placer.ost_count());
-        let placed = placer
-            .create(spec.stripe_count, spec.stripe_size_bytes, spec.start_ost)
-            .map_err(|e| err(e.errno(), e.to_string()))?;
+        let placed = match &iez_layout {
+            Ok(row) => StripeLayout {
+                stripe_size_bytes: row.stripe_size_bytes,
+                osts: row.osts.iter().map(|&o| OstId(o)).collect(),
+            },
+            Err(_) => placer
+                .create(spec.stripe_count, spec.stripe_size_bytes, spec.start_ost)
+                .map_err(|e| err(e.errno(), e.to_string()))?,
+        };
+        let reason = iez_layout
+            .as_ref()
+            .err()
+            .and_then(|f| f.as_ref().map(|f| f.to_string()));
+        let policy = if iez_layout.is_ok() {
+            "iez"
+        } else {
+            "roundrobin"
+        };
+        iez::record_placement(&tx, attr.ino, policy, reason.as_deref())?;
         let first = meta_get(&tx, "next_object")?;
         let stripes: Vec<Stripe> = placed
             .osts
@@ -613,8 +754,13 @@ impl Namespace {
             .map_err(db_err)?;
         }
         tx.commit().map_err(db_err)?;
-        // Only a committed create moves the rotation.
+        // Only a committed create moves the rotation and counts.
         self.placer = placer;
+        match &iez_layout {
+            Ok(row) => self.iez.placed(row),
+            Err(Some(f)) => self.iez.fell_back(f),
+            Err(None) => {}
+        }
         Ok((
             attr,
             FileLayout {
@@ -995,6 +1141,16 @@ impl Namespace {
             }
             MdsOp::GetDirStripe { dir } => MdsReplyBody::DirStripe(self.dir_stripe(dir)?),
             MdsOp::StatFs => MdsReplyBody::StatFs(self.statfs()?),
+            MdsOp::ReportOss(r) => {
+                self.report_oss(r, now_ns)?;
+                MdsReplyBody::Done
+            }
+            MdsOp::IezLoad { app, files } => {
+                let (files, planned) = self.iez_load(&app, &files, now_ns)?;
+                MdsReplyBody::IezLoaded { files, planned }
+            }
+            MdsOp::GetPlacement { ino } => MdsReplyBody::Placement(self.placement(ino)?),
+            MdsOp::GetPath { ino } => MdsReplyBody::Path(self.path(ino)?),
         })
     }
 }
@@ -1009,6 +1165,8 @@ pub struct MdsConfig {
     pub connections_max: usize,
     /// Where to serve Prometheus metrics; see [`pfsqos_metrics`].
     pub metrics_listen: Option<SocketAddr>,
+    /// How old an OSS's statistics may be for iez to place on them ([`iez`]).
+    pub iez_stats_max_age_ms: u64,
 }
 
 impl MdsConfig {
@@ -1029,6 +1187,7 @@ impl MdsConfig {
             },
             connections_max: 256,
             metrics_listen: None,
+            iez_stats_max_age_ms: iez::STATS_MAX_AGE_DEFAULT_MS,
         }
     }
 }
@@ -1036,6 +1195,7 @@ impl MdsConfig {
 /// A running MDS.
 pub struct Mds {
     addr: SocketAddr,
+    ns: Arc<Mutex<Namespace>>,
     admission: Arc<Admission>,
     accept: JoinHandle<()>,
     metrics: Option<MetricsServer>,
@@ -1043,9 +1203,11 @@ pub struct Mds {
 
 impl Mds {
     pub async fn start(config: MdsConfig) -> anyhow::Result<Mds> {
-        let ns = Namespace::open(&config.db, config.namespace.clone())
+        let mut ns = Namespace::open(&config.db, config.namespace.clone())
             .map_err(|e| anyhow::anyhow!("{}: {e}", config.db.display()))?;
+        ns.set_iez_stats_max_age_ms(config.iez_stats_max_age_ms);
         let ns = Arc::new(Mutex::new(ns));
+        let ns_handle = ns.clone();
         let listener = TcpListener::bind(config.listen)
             .await
             .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
@@ -1116,6 +1278,7 @@ impl Mds {
         });
         Ok(Mds {
             addr,
+            ns: ns_handle,
             admission,
             accept,
             metrics,
@@ -1124,6 +1287,12 @@ impl Mds {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The namespace, for in-process inspection (iez's counters and rows, in tests and tools);
+    /// holding its lock stalls every request.
+    pub fn with_namespace<T>(&self, f: impl FnOnce(&Namespace) -> T) -> T {
+        f(&self.ns.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// What connection admission refused so far.

@@ -68,6 +68,13 @@ pub struct MountArgs {
     /// `user_allow_other` in /etc/fuse.conf for it.
     #[arg(long)]
     pub allow_other: bool,
+    /// Record iez's first-run trace (file,bytes_written,stripe_count,rank per created file)
+    /// in this file.
+    #[arg(long)]
+    pub iez_trace: Option<PathBuf>,
+    /// Most files the iez trace holds; later files are counted, not traced.
+    #[arg(long, default_value_t = crate::iez_trace::TRACE_FILES_MAX_DEFAULT)]
+    pub iez_trace_files_max: usize,
 }
 
 impl MountArgs {
@@ -88,6 +95,8 @@ impl MountArgs {
             threads: THREADS_DEFAULT,
             recovery_s: RECOVERY_S_DEFAULT,
             allow_other: false,
+            iez_trace: None,
+            iez_trace_files_max: crate::iez_trace::TRACE_FILES_MAX_DEFAULT,
         }
     }
 
@@ -121,6 +130,9 @@ impl MountArgs {
         if self.allow_other {
             a.push("--allow-other".into());
         }
+        if let Some(t) = &self.iez_trace {
+            push(&mut a, "--iez-trace", t);
+        }
         for (name, value, default) in [
             (
                 "--max-read-ahead-mb",
@@ -129,6 +141,11 @@ impl MountArgs {
             ),
             ("--threads", self.threads as u64, THREADS_DEFAULT as u64),
             ("--recovery-s", self.recovery_s, RECOVERY_S_DEFAULT),
+            (
+                "--iez-trace-files-max",
+                self.iez_trace_files_max as u64,
+                crate::iez_trace::TRACE_FILES_MAX_DEFAULT as u64,
+            ),
         ] {
             if value != default {
                 push(&mut a, name, value.to_string());
@@ -153,6 +170,8 @@ impl MountArgs {
         config.threads = self.threads;
         config.recovery = Duration::from_secs(self.recovery_s);
         config.allow_other = self.allow_other;
+        config.iez_trace = self.iez_trace;
+        config.iez_trace_files_max = self.iez_trace_files_max;
         config.validate()?;
         Ok(config)
     }
@@ -199,6 +218,8 @@ mod tests {
             threads: 2,
             recovery_s: 5,
             allow_other: true,
+            iez_trace: Some("/t/iez trace.csv".into()),
+            iez_trace_files_max: 10,
         };
         assert_eq!(parse(x.to_args()), x);
         let minimal = MountArgs::new("/mnt/p".into(), "mds1:7989".into());

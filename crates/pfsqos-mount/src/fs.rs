@@ -563,6 +563,15 @@ impl Filesystem for PfsFs {
         if name.as_bytes() == XATTR_OST_COUNT.as_bytes() {
             return reply_xattr(reply, size, self.ops.ost_count().to_string().as_bytes());
         }
+        if name.as_bytes() == crate::ops::XATTR_PLACEMENT.as_bytes() {
+            let ops = self.ops.clone();
+            return self.spawn(async move {
+                match ops.get_placement_xattr(ino.0).await {
+                    Ok(v) => reply_xattr(reply, size, &v),
+                    Err(e) => reply.error(errno(e)),
+                }
+            });
+        }
         if name.as_bytes() != XATTR_LAYOUT.as_bytes() {
             // Answered at once: the kernel asks for security.capability on every write.
             return reply.error(Errno::ENODATA);

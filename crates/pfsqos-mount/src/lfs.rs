@@ -12,7 +12,7 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::ops::{parse_spec, XATTR_CREATE, XATTR_LAYOUT, XATTR_OST_COUNT};
+use super::ops::{parse_spec, XATTR_CREATE, XATTR_LAYOUT, XATTR_OST_COUNT, XATTR_PLACEMENT};
 
 /// Largest xattr value read (a 2000-stripe layout is about 40 KiB of text).
 const XATTR_VALUE_BYTES_MAX: usize = 1 << 20;
@@ -194,6 +194,21 @@ pub fn getstripe_text(
         }
     }
     Ok(out)
+}
+
+/// The line `getstripe` prints for a file's `user.pfsqos.placement`: `placed_by: iez`, or
+/// `placed_by: roundrobin (iez fell back: REASON)`; nothing for plain round robin or a value
+/// that is not short printable text (it comes from the server).
+pub fn placement_line(value: &[u8]) -> Option<String> {
+    let v = std::str::from_utf8(value).ok()?;
+    if v.len() > 2048 || v.chars().any(char::is_control) {
+        return None;
+    }
+    match v.split_once(": ") {
+        _ if v == "iez" => Some("placed_by: iez".into()),
+        Some(("roundrobin", why)) => Some(format!("placed_by: roundrobin (iez fell back: {why})")),
+        _ => None,
+    }
 }
 
 fn cpath(p: &Path) -> Result<CString, String> {
@@ -389,6 +404,16 @@ fn walk(
             let _ = out.write_all(t.as_bytes());
         }
         Err(e) => return fail(err, e),
+    }
+    if !is_dir && !opts.yaml && !opts.some_fields() {
+        // Who chose the layout, after lfs's own output, only when iez was involved: files
+        // round robin placed with nothing predicted print exactly as lfs does.
+        if let Some(line) = get_xattr(path, XATTR_PLACEMENT)
+            .ok()
+            .and_then(|v| placement_line(&v))
+        {
+            let _ = writeln!(out, "{line}");
+        }
     }
     if !is_dir || max.is_some_and(|m| depth >= m) {
         return true;

@@ -23,6 +23,7 @@
 
 mod args;
 mod fs;
+pub mod iez_trace;
 mod jobid;
 pub mod lfs;
 mod limit;
@@ -102,6 +103,11 @@ pub struct MountConfig {
     /// user other than root, fusermount3 grants it only when /etc/fuse.conf has
     /// `user_allow_other`, so it is asked for only when configured.
     pub allow_other: bool,
+    /// Write iez's first-run trace of the files created through the mount here
+    /// (`--iez-trace`); see [`iez_trace`].
+    pub iez_trace: Option<PathBuf>,
+    /// Most files the trace holds (`--iez-trace-files-max`).
+    pub iez_trace_files_max: usize,
 }
 
 impl MountConfig {
@@ -124,6 +130,8 @@ impl MountConfig {
             gather_flush_after: ops::GATHER_FLUSH_AFTER,
             rpc_trace: false,
             allow_other: false,
+            iez_trace: None,
+            iez_trace_files_max: iez_trace::TRACE_FILES_MAX_DEFAULT,
         }
     }
 
@@ -168,6 +176,13 @@ impl MountConfig {
             .map_err(|e| anyhow::anyhow!("--jobid-name: {e}"))?;
         jobid::validate_nodes_var(&self.jobnodes_var)
             .map_err(|e| anyhow::anyhow!("--jobnodes-var: {e}"))?;
+        if !(1..=iez_trace::TRACE_FILES_MAX_DEFAULT).contains(&self.iez_trace_files_max) {
+            bail!(
+                "--iez-trace-files-max {}: allowed 1..={}",
+                self.iez_trace_files_max,
+                iez_trace::TRACE_FILES_MAX_DEFAULT
+            );
+        }
         if self.recovery.is_zero() || self.recovery > Duration::from_secs(3600) {
             bail!(
                 "recovery time (--recovery-s) {:?}: allowed more than 0 and at most 1 h",
@@ -181,6 +196,7 @@ impl MountConfig {
 /// A mounted file system; unmounts when dropped.
 pub struct Mounted {
     trace: Option<ops::RpcTrace>,
+    iez_trace: Option<Arc<iez_trace::IezTrace>>,
     limiter: Arc<limit::NodeLimiter>,
     session: Option<fuser::BackgroundSession>,
     rt: Option<tokio::runtime::Runtime>,
@@ -240,6 +256,12 @@ impl Mounted {
         }
         if let Some(rt) = self.rt.take() {
             rt.shutdown_timeout(Duration::from_secs(1));
+        }
+        // After the session: every create and write through the mount is in the trace.
+        if let Some(t) = self.iez_trace.take() {
+            if let Err(e) = t.write(true) {
+                tracing::warn!(file = %t.file().display(), "iez trace: {e}");
+            }
         }
     }
 }
@@ -319,6 +341,32 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
     let limiter = Arc::new(limit::NodeLimiter::new());
     let ops = rt.block_on(connect(&config, &limiter))?;
     let trace = ops.rpc_trace();
+    let iez_trace = ops.iez_trace();
+    if let Some(t) = &iez_trace {
+        // Rewrites the trace while it changes, so an operator can fetch it during a run.
+        let t = t.clone();
+        rt.spawn(async move {
+            let mut failing = false;
+            loop {
+                tokio::time::sleep(iez_trace::TRACE_WRITE_INTERVAL).await;
+                let t = t.clone();
+                let r = tokio::task::spawn_blocking(move || {
+                    t.write(false)
+                        .map_err(|e| format!("{}: {e}", t.file().display()))
+                })
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
+                match r {
+                    Err(e) if !failing => {
+                        tracing::warn!("iez trace not written (retried): {e}");
+                        failing = true;
+                    }
+                    Err(_) => {}
+                    Ok(()) => failing = false,
+                }
+            }
+        });
+    }
     let fs = fs::PfsFs::new(
         Arc::new(ops),
         rt.handle().clone(),
@@ -358,6 +406,7 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
     })?;
     let mounted = Mounted {
         trace,
+        iez_trace,
         limiter,
         session: Some(session),
         rt: Some(rt),
@@ -488,6 +537,10 @@ async fn connect(
             },
             gather_flush_after: config.gather_flush_after,
             rpc_trace: config.rpc_trace,
+            iez_trace: config
+                .iez_trace
+                .clone()
+                .map(|f| Arc::new(iez_trace::IezTrace::new(f, config.iez_trace_files_max))),
         },
     ))
 }

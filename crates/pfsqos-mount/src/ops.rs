@@ -89,6 +89,9 @@ pub const XATTR_LAYOUT: &str = "user.pfsqos.layout";
 /// Set on a directory to create a file in it with an explicit layout (`lfs setstripe` of a
 /// path that does not exist): value `stripe_count=C stripe_size=S stripe_offset=I name=NAME`.
 pub const XATTR_CREATE: &str = "user.pfsqos.create";
+/// The read-only xattr saying which placement chose a file's layout: `iez`, `roundrobin`, or
+/// `roundrobin: REASON` when iez had a prediction for the file and fell back.
+pub const XATTR_PLACEMENT: &str = "user.pfsqos.placement";
 /// Read-only on every path of a mount: the file system's OST count (decimal text), so that
 /// `setstripe` can name the limit of a stripe count or index.
 pub const XATTR_OST_COUNT: &str = "user.pfsqos.ost_count";
@@ -178,6 +181,8 @@ pub struct Tuning {
     pub gather_flush_after: std::time::Duration,
     /// Keep the last [`RPC_TRACE_MAX`] bulk RPCs sent ([`Ops::rpc_trace`]).
     pub rpc_trace: bool,
+    /// iez's first-run trace of files created here ([`crate::iez_trace`]).
+    pub iez_trace: Option<Arc<crate::iez_trace::IezTrace>>,
 }
 
 /// Most RPCs the client's trace keeps (the newest; older ones are dropped).
@@ -579,6 +584,11 @@ impl Ops {
         self.osts.len() as u32
     }
 
+    /// iez's file trace, if the mount keeps one.
+    pub fn iez_trace(&self) -> Option<Arc<crate::iez_trace::IezTrace>> {
+        self.tuning.iez_trace.clone()
+    }
+
     /// The trace of sent RPCs, if the mount keeps one.
     pub fn rpc_trace(&self) -> Option<RpcTrace> {
         self.trace.clone()
@@ -731,6 +741,21 @@ impl Ops {
             _ => return Err(libc::EPROTO),
         };
         check_layout(&layout, self.ost_count()).map_err(|_| libc::EIO)?;
+        if let Some(t) = &self.tuning.iez_trace {
+            // The trace keys files by path; the file exists whatever becomes of its row.
+            match self.mds(MdsOp::GetPath { ino: attr.ino }).await {
+                Ok(MdsReplyBody::Path(p)) => t.created(
+                    attr.ino,
+                    &p,
+                    layout.stripes.len() as u32,
+                    crate::iez_trace::rank_of(c.pid),
+                ),
+                other => warn!(
+                    ino = attr.ino,
+                    "iez trace: no path for the new file: {other:?}"
+                ),
+            }
+        }
         if open {
             let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
             let f = files.entry(attr.ino).or_insert_with(|| {
@@ -963,6 +988,9 @@ impl Ops {
         }
         let f = self.state(ino).await?;
         let id = self.identity(c);
+        if let Some(t) = &self.tuning.iez_trace {
+            t.wrote(ino, len);
+        }
         if end > f.size_loaded {
             self.clear_stale_tail(&f, &id).await?;
         }
@@ -1444,6 +1472,18 @@ impl Ops {
             None => self.layout(ino).await?,
         };
         Ok(format_layout(&l).into_bytes())
+    }
+
+    /// `user.pfsqos.placement` of a file ([`XATTR_PLACEMENT`]).
+    pub async fn get_placement_xattr(&self, ino: u64) -> Res<Vec<u8>> {
+        match self.mds(MdsOp::GetPlacement { ino }).await? {
+            MdsReplyBody::Placement(p) => Ok(match p.reason {
+                Some(r) => format!("{}: {r}", p.policy),
+                None => p.policy,
+            }
+            .into_bytes()),
+            _ => Err(libc::EPROTO),
+        }
     }
 
     /// Setting `user.pfsqos.layout` on a directory sets its default (`default` clears it);

@@ -108,6 +108,8 @@ struct MdsSpec {
     metrics_listen: Option<String>,
     default_stripe_count: Option<i64>,
     default_stripe_size_bytes: Option<i64>,
+    iez_stats_max_age_ms: Option<i64>,
+    iez_report_period_ms: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -146,6 +148,7 @@ struct MountSpec {
     max_dirty_mb: Option<i64>,
     page_cache: Option<bool>,
     allow_other: Option<bool>,
+    iez_trace: Option<PathBuf>,
 }
 
 // ------------------------------------------------------------------ the resolved cluster
@@ -176,6 +179,12 @@ pub struct MdsRole {
     /// -1 (every OST) or 1..=OST count.
     pub default_stripe_count: i32,
     pub default_stripe_size_bytes: u64,
+    /// iez: OSS statistics older than this make creates fall back to round robin
+    /// (`mds --iez-stats-max-age-ms`).
+    pub iez_stats_max_age_ms: u64,
+    /// iez: every ossd reports its statistics to the MDS with this period
+    /// (`ossd --report-mds --report-period-ms`); `None`: no reports, iez never places.
+    pub iez_report_period_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -224,6 +233,8 @@ pub struct MountRole {
     /// Other users may use the mount (`mount --allow-other`; a user other than root needs
     /// `user_allow_other` in /etc/fuse.conf).
     pub allow_other: bool,
+    /// iez's first-run trace of files created through the mount (`mount --iez-trace`).
+    pub iez_trace: Option<PathBuf>,
 }
 
 /// One role of the cluster, as `up --only` names it: `mds`, `oss:N`, `mount`.
@@ -543,6 +554,22 @@ fn resolve(spec: FileSpec, base: &Path, file: &str) -> Result<Cluster, ClusterEr
             .transpose()?,
         default_stripe_count: stripe_count as i32,
         default_stripe_size_bytes: stripe_size,
+        iez_stats_max_age_ms: m
+            .iez_stats_max_age_ms
+            .map(|v| cx.range("mds.iez_stats_max_age_ms", v, 1, 1 << 40))
+            .transpose()?
+            .unwrap_or(pfsqos_mds::iez::STATS_MAX_AGE_DEFAULT_MS),
+        iez_report_period_ms: m
+            .iez_report_period_ms
+            .map(|v| {
+                cx.range(
+                    "mds.iez_report_period_ms",
+                    v,
+                    pfsqos_ossd::report::REPORT_PERIOD_MIN_MS,
+                    1 << 40,
+                )
+            })
+            .transpose()?,
     };
 
     let mount = resolve_mount(&cx, spec.mount)?;
@@ -998,6 +1025,11 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
         max_dirty_mb,
         page_cache: m.page_cache.unwrap_or(false),
         allow_other: m.allow_other.unwrap_or(false),
+        iez_trace: m
+            .iez_trace
+            .as_deref()
+            .map(|p| cx.path("mount.iez_trace", p))
+            .transpose()?,
     })
 }
 

@@ -270,6 +270,15 @@ fn ossd_args(c: &Cluster, i: usize, oss_addrs: &[String]) -> OssdArgs {
         .collect();
     // Every CPT of every OSS is one DSFQ instance, numbered in cluster-file order.
     a.sync_instance_base = c.osses[..i].iter().map(|o| o.cpts as u32).sum();
+    // iez's statistics go to the MDS, named as the MDS knows this OSS; an MDS or OSS on port
+    // 0 is not known before it runs, so it gets none (iez then falls back to round robin).
+    if let Some(p) = c.mds.iez_report_period_ms {
+        if c.mds.listen.port() != 0 && !oss_addrs[i].ends_with(":0") {
+            a.report.report_mds = Some(reach_addr(c.mds.host.as_deref(), c.mds.listen));
+            a.report.report_as = Some(oss_addrs[i].clone());
+            a.report.report_period_ms = Some(p);
+        }
+    }
     a
 }
 
@@ -293,6 +302,7 @@ fn mds_args(c: &Cluster, oss_addrs: &[String]) -> MdsArgs {
         stripe_size: m.default_stripe_size_bytes,
         fsname: c.fsname.clone(),
         metrics_listen: m.metrics_listen,
+        iez_stats_max_age_ms: m.iez_stats_max_age_ms,
     }
 }
 
@@ -309,6 +319,7 @@ fn mount_args(c: &Cluster, mds_addr: &str) -> MountArgs {
     a.max_dirty_mb = m.max_dirty_mb;
     a.page_cache = m.page_cache;
     a.allow_other = m.allow_other;
+    a.iez_trace = m.iez_trace.clone();
     a
 }
 
@@ -861,6 +872,64 @@ mod tests {
         assert!(!args_text(&role_args(&c, Role::Oss(0), &addrs, "m:1"))
             .join(" ")
             .contains("bulk"));
+    }
+
+    /// With `[mds] iez_report_period_ms`, every ossd on a fixed port reports to the MDS under
+    /// the name the MDS knows it by; the MDS and mount get their iez settings.
+    #[test]
+    fn iez_settings_reach_every_role() {
+        let c = Cluster::from_toml_str(
+            r#"
+            [cluster]
+            state_dir = "/s"
+            [mds]
+            host = "mds1"
+            listen = "0.0.0.0:7989"
+            iez_stats_max_age_ms = 5000
+            iez_report_period_ms = 1000
+            [mount]
+            iez_trace = "trace.csv"
+            [[oss]]
+            host = "oss1"
+            listen = "0.0.0.0:7988"
+            osts = ["/d/a"]
+            [[oss]]
+            listen = "0.0.0.0:0"
+            osts = ["/d/b"]
+            "#,
+            "c.toml",
+            Path::new("/base"),
+        )
+        .unwrap();
+        let addrs: Vec<String> = c
+            .osses
+            .iter()
+            .map(|o| reach_addr(o.host.as_deref(), o.listen))
+            .collect();
+        let line = args_text(&role_args(&c, Role::Oss(0), &addrs, "mds1:7989")).join(" ");
+        assert!(
+            line.ends_with("--report-mds mds1:7989 --report-as oss1:7988 --report-period-ms 1000"),
+            "{line}"
+        );
+        let line = args_text(&role_args(&c, Role::Oss(1), &addrs, "mds1:7989")).join(" ");
+        assert!(!line.contains("--report-mds"), "{line}");
+        let line = args_text(&role_args(&c, Role::Mds, &addrs, "mds1:7989")).join(" ");
+        assert!(line.ends_with("--iez-stats-max-age-ms 5000"), "{line}");
+        let line = args_text(&role_args(&c, Role::Mount, &addrs, "mds1:7989")).join(" ");
+        assert!(line.contains("--iez-trace /base/trace.csv"), "{line}");
+        for (text, what) in [
+            (
+                "[mds]\niez_report_period_ms = 1",
+                "mds.iez_report_period_ms",
+            ),
+            (
+                "[mds]\niez_stats_max_age_ms = 0",
+                "mds.iez_stats_max_age_ms",
+            ),
+        ] {
+            let e = Cluster::from_toml_str(text, "c.toml", Path::new("/b")).unwrap_err();
+            assert!(e.to_string().contains(what), "{e}");
+        }
     }
 
     #[test]

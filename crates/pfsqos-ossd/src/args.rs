@@ -110,6 +110,8 @@ pub struct OssdArgs {
     /// reading) [default: 5000]
     #[arg(long)]
     pub reply_idle_timeout_ms: Option<u64>,
+    #[command(flatten)]
+    pub report: crate::report::ReportArgs,
 }
 
 fn parse_peer(text: &str) -> Result<String, String> {
@@ -144,6 +146,7 @@ impl OssdArgs {
             bulk_share_per_client_bytes: None,
             bulk_idle_timeout_ms: None,
             reply_idle_timeout_ms: None,
+            report: Default::default(),
         }
     }
 
@@ -215,6 +218,7 @@ impl OssdArgs {
                 push(&mut a, name, v.to_string());
             }
         }
+        a.extend(self.report.to_args());
         a
     }
 
@@ -244,6 +248,7 @@ impl OssdArgs {
         if let Some(ms) = self.reply_idle_timeout_ms {
             config.reply_idle_timeout = Duration::from_millis(ms);
         }
+        config.report = self.report.into_config()?;
         config.sync = crate::sync::SyncConfig {
             instance_base: self.sync_instance_base,
             peers: self.peers,
@@ -314,6 +319,12 @@ mod tests {
             bulk_share_per_client_bytes: Some(64 << 20),
             bulk_idle_timeout_ms: Some(2500),
             reply_idle_timeout_ms: Some(7000),
+            report: crate::report::ReportArgs {
+                report_mds: Some("mds1:7989".into()),
+                report_as: Some("oss1:7988".into()),
+                report_period_ms: Some(500),
+                ost_capacity_bytes: Some(10 << 30),
+            },
         };
         assert_eq!(parse(&x.to_args()), x);
         let minimal = OssdArgs::new(x.listen, vec!["/d/a".into()], x.key_file.clone());

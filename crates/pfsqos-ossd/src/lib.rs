@@ -20,6 +20,7 @@ mod controlled;
 pub mod job_nodes;
 mod ossd;
 pub mod param_glob;
+pub mod report;
 pub mod sync;
 
 pub use args::OssdArgs;

@@ -173,6 +173,8 @@ pub struct OssdConfig {
     pub sync: SyncConfig,
     /// Where the control loop's device queue comes from (`--device-sensor`).
     pub device_sensor: DeviceSensor,
+    /// iez's statistics reports to the MDS (`--report-mds`); see [`crate::report`].
+    pub report: Option<crate::report::ReportConfig>,
 }
 
 /// The source of each OST's device queue and time in queue in the control loop's
@@ -236,6 +238,7 @@ impl OssdConfig {
             metrics_listen: None,
             sync: SyncConfig::default(),
             device_sensor: DeviceSensor::Ossd,
+            report: None,
         }
     }
 
@@ -1627,7 +1630,16 @@ impl Ossd {
         let stop = Arc::new(Notify::new());
         let accept = tokio::spawn(accept_loop(listener, shared.clone(), stop.clone()));
         info!(%addr, osts = config.osts.len(), cpts = config.cpts, threads = per_cpt * config.cpts, "ossd listening");
-        let sync_tasks = crate::sync::spawn(&shared);
+        let mut sync_tasks = crate::sync::spawn(&shared);
+        // The statistics reporter is a background task like the sync pump: stopped with it.
+        if let Some(r) = &config.report {
+            sync_tasks.push(crate::report::spawn(
+                r.clone(),
+                config.osts.clone(),
+                config.key.clone(),
+                addr,
+            ));
+        }
         let control = match &config.control {
             Some(c) => {
                 let capacity = c.capacity(config.ceiling_bytes_per_s)?;

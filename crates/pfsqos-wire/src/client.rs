@@ -11,8 +11,8 @@ use tokio::time::timeout;
 
 use crate::conn::{self, ConnError, Reader, ServerInfo, Writer, HANDSHAKE_TIMEOUT};
 use crate::mds::{
-    decode_mds_reply, Attr, DirPage, FileLayout, MdsOp, MdsReplyBody, MdsRequest, Owner, SetAttr,
-    StatFs, StripeSpec,
+    decode_mds_reply, Attr, DirPage, FileLayout, IezPrediction, MdsOp, MdsReplyBody, MdsRequest,
+    OssReport, Owner, PlacementInfo, SetAttr, StatFs, StripeSpec,
 };
 use crate::protocol::*;
 
@@ -654,6 +654,46 @@ impl MdsClient {
     }
 
     /// File system name, OSTs with their ossd addresses, inode counts, default layout.
+    /// Sends an ossd's statistics (iez's periodic report).
+    pub async fn report_oss(&mut self, report: OssReport) -> Result<(), ClientError> {
+        match self.call(MdsOp::ReportOss(report)).await? {
+            MdsReplyBody::Done => Ok(()),
+            b => Self::unexpected("reportoss", b),
+        }
+    }
+
+    /// Loads an application's predicted files; returns (rows stored, rows planned now).
+    pub async fn iez_load(
+        &mut self,
+        app: &str,
+        files: Vec<IezPrediction>,
+    ) -> Result<(u32, u32), ClientError> {
+        let op = MdsOp::IezLoad {
+            app: app.to_string(),
+            files,
+        };
+        match self.call(op).await? {
+            MdsReplyBody::IezLoaded { files, planned } => Ok((files, planned)),
+            b => Self::unexpected("iezload", b),
+        }
+    }
+
+    /// Which placement chose a file's layout.
+    pub async fn placement(&mut self, ino: u64) -> Result<PlacementInfo, ClientError> {
+        match self.call(MdsOp::GetPlacement { ino }).await? {
+            MdsReplyBody::Placement(p) => Ok(p),
+            b => Self::unexpected("getplacement", b),
+        }
+    }
+
+    /// An inode's path from the root.
+    pub async fn path(&mut self, ino: u64) -> Result<Vec<u8>, ClientError> {
+        match self.call(MdsOp::GetPath { ino }).await? {
+            MdsReplyBody::Path(p) => Ok(p),
+            b => Self::unexpected("getpath", b),
+        }
+    }
+
     pub async fn statfs(&mut self) -> Result<StatFs, ClientError> {
         match self.call(MdsOp::StatFs).await? {
             MdsReplyBody::StatFs(s) => Ok(s),

@@ -169,10 +169,77 @@ pub enum MdsOp {
         dir: u64,
     },
     StatFs,
+    /// An ossd's periodic space and load statistics (iez §III-B1).
+    ReportOss(OssReport),
+    /// Loads an application's predicted files into the interaction database (replacing its
+    /// earlier rows); the MDS plans their OSTs with iez's Algorithm 2.
+    IezLoad {
+        app: String,
+        files: Vec<IezPrediction>,
+    },
+    /// Which placement chose a file's layout.
+    GetPlacement {
+        ino: u64,
+    },
+    /// An inode's path from the root (`/a/b`), as the interaction database keys files.
+    GetPath {
+        ino: u64,
+    },
+}
+
+/// One OST's space as its ossd measured it (`kbytestotal` / `kbytesavail`, in bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OstSpace {
+    pub total_bytes: u64,
+    pub avail_bytes: u64,
+}
+
+/// Most predicted files one interaction-database load carries (core iez's
+/// `PREDICTIONS_HELD_MAX`): a bound on network input.
+pub const IEZ_FILES_PER_LOAD_MAX: usize = 4096;
+/// Longest application name in the interaction database (bytes).
+pub const IEZ_APP_LEN_MAX: usize = 64;
+/// Longest file path in the interaction database (Linux's `PATH_MAX`).
+pub const IEZ_PATH_LEN_MAX: usize = 4096;
+/// Utilizations travel as parts per million.
+pub const UTIL_PPM_MAX: u32 = 1_000_000;
+
+/// An ossd's statistics: its OSTs' space and its host's load, measured `age_ms` before it was
+/// sent (the MDS dates it by its own clock at receipt minus the age, so no clocks are compared
+/// across hosts).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OssReport {
+    /// The name the MDS knows the ossd by: its `--oss HOST:PORT`.
+    pub oss: String,
+    pub age_ms: u64,
+    /// One per OST of the ossd, in its OST order.
+    pub osts: Vec<OstSpace>,
+    /// CPU utilization (load average over CPUs, capped at 1) in ppm; `None`: not measured.
+    pub cpu_util_ppm: Option<u32>,
+    /// Memory utilization (`1 - MemAvailable/MemTotal`) in ppm; `None`: not measured.
+    pub mem_util_ppm: Option<u32>,
+}
+
+/// A predicted file of an application's next run (a row of iez's Table I).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IezPrediction {
+    /// Path from the file system root, `/`-separated, starting with `/`.
+    pub path: String,
+    pub predicted_bytes: u64,
+    pub stripe_count: u32,
+}
+
+/// Who chose a file's layout.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlacementInfo {
+    /// `iez` or `roundrobin`.
+    pub policy: String,
+    /// Why iez did not place it (a file with a prediction that fell back), if it did not.
+    pub reason: Option<String>,
 }
 
 /// Names of the operation kinds in [`MdsOp::kind`] order: the `op` label of the metrics.
-pub const MDS_OP_NAMES: [&str; 13] = [
+pub const MDS_OP_NAMES: [&str; 17] = [
     "create",
     "mkdir",
     "lookup",
@@ -186,6 +253,10 @@ pub const MDS_OP_NAMES: [&str; 13] = [
     "setdirstripe",
     "getdirstripe",
     "statfs",
+    "reportoss",
+    "iezload",
+    "getplacement",
+    "getpath",
 ];
 
 impl MdsOp {
@@ -205,6 +276,10 @@ impl MdsOp {
             MdsOp::SetDirStripe { .. } => 10,
             MdsOp::GetDirStripe { .. } => 11,
             MdsOp::StatFs => 12,
+            MdsOp::ReportOss(_) => 13,
+            MdsOp::IezLoad { .. } => 14,
+            MdsOp::GetPlacement { .. } => 15,
+            MdsOp::GetPath { .. } => 16,
         }
     }
 }
@@ -226,6 +301,13 @@ pub enum MdsReplyBody {
     Dir(DirPage),
     DirStripe(Option<StripeSpec>),
     StatFs(StatFs),
+    /// `IezLoad`: rows stored, and how many of them iez could plan now.
+    IezLoaded {
+        files: u32,
+        planned: u32,
+    },
+    Placement(PlacementInfo),
+    Path(Vec<u8>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,6 +336,25 @@ pub fn decode_mds_request(frame: &[u8]) -> Result<MdsRequest, ProtocolError> {
     if !ok {
         return Err(ProtocolError::Invalid("name far beyond 255 bytes".into()));
     }
+    match &req.op {
+        MdsOp::ReportOss(r)
+            if r.oss.len() > NAME_LEN_MAX || r.osts.len() > protocol::OST_COUNT_MAX as usize =>
+        {
+            return Err(ProtocolError::Invalid(
+                "OSS report beyond its bounds".into(),
+            ))
+        }
+        MdsOp::IezLoad { app, files }
+            if app.len() > IEZ_APP_LEN_MAX
+                || files.len() > IEZ_FILES_PER_LOAD_MAX
+                || files.iter().any(|f| f.path.len() > IEZ_PATH_LEN_MAX) =>
+        {
+            return Err(ProtocolError::Invalid(
+                "interaction database load beyond its bounds".into(),
+            ))
+        }
+        _ => {}
+    }
     Ok(req)
 }
 
@@ -270,6 +371,13 @@ pub fn decode_mds_reply(frame: &[u8]) -> Result<MdsReply, ProtocolError> {
             if l.stripes.len() > STRIPE_COUNT_MAX as usize =>
         {
             return bad("layout too long")
+        }
+        Ok(MdsReplyBody::Path(p)) if p.len() > IEZ_PATH_LEN_MAX => return bad("path too long"),
+        Ok(MdsReplyBody::Placement(p))
+            if p.policy.len() > NAME_LEN_MAX
+                || p.reason.as_ref().is_some_and(|r| r.len() > MESSAGE_LEN_MAX) =>
+        {
+            return bad("placement answer too long")
         }
         _ => {}
     }

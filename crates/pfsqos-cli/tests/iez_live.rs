@@ -1,0 +1,305 @@
+//! iez on the live runtime, end to end: three in-process ossds (two OSTs of 64 MiB each,
+//! reporting statistics to the MDS every 100 ms), the MDS and a FUSE mount recording iez's
+//! trace; `pfsqos iez train` and `pfsqos getstripe` run as the binary. Another application's
+//! data fills OSTs 0 and 1; the workload's first run is placed by round robin, its second (the
+//! same files, after the first run's are removed) by iez, which places around the full OSTs:
+//! getstripe shows the planned OSTs and OSTCost (eq. 7) over the OSTs' bytes is lower.
+//! Needs /dev/fuse and root, like the mount tests. Every wait polls with a deadline.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use pfsqos_core::place::cost::ost_cost;
+use pfsqos_mds::{Mds, MdsConfig, OssSpec};
+use pfsqos_mount::MountConfig;
+use pfsqos_ossd::report::ReportConfig;
+use pfsqos_ossd::{Ossd, OssdConfig};
+
+const KEY: &[u8] = b"iez-live-test-cluster-key-0123456789";
+const MIB: u64 = 1 << 20;
+const WAIT_MAX: Duration = Duration::from_secs(60);
+const FILES: usize = 6;
+
+fn pfsqos() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+}
+
+fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + WAIT_MAX;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn mounted(mnt: &Path) -> bool {
+    let info = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = mnt.to_string_lossy();
+    info.lines()
+        .any(|l| l.split(' ').nth(4).is_some_and(|p| p == want))
+}
+
+/// Bytes of objects on each OST (the OSTs' used bytes, as the ossds report them).
+fn ost_bytes(ost_dirs: &[PathBuf]) -> Vec<f64> {
+    ost_dirs
+        .iter()
+        .map(|d| {
+            fs::read_dir(d.join("objects"))
+                .map(|r| {
+                    r.filter_map(|e| e.ok()?.metadata().ok())
+                        .map(|m| m.len())
+                        .sum::<u64>()
+                })
+                .unwrap_or(0) as f64
+        })
+        .collect()
+}
+
+fn write_file(path: &Path, bytes: u64) {
+    let mut f = fs::File::create(path).unwrap();
+    let block = vec![0x5au8; MIB as usize];
+    for _ in 0..bytes / MIB {
+        f.write_all(&block).unwrap();
+    }
+    f.sync_all().unwrap();
+}
+
+/// OST indices of a file, from `pfsqos getstripe`'s object table, and its placed_by line.
+fn getstripe(path: &Path) -> (Vec<u32>, String) {
+    let out = pfsqos().arg("getstripe").arg(path).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let osts = text
+        .lines()
+        .skip_while(|l| !l.contains("obdidx"))
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    let placed = text
+        .lines()
+        .find(|l| l.starts_with("placed_by:"))
+        .unwrap_or("")
+        .to_string();
+    (osts, placed)
+}
+
+#[test]
+fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
+    assert!(
+        Path::new("/dev/fuse").exists(),
+        "/dev/fuse is missing: this test needs the FUSE device and root"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let key_file = tmp.path().join("cluster.key");
+    fs::write(&key_file, KEY).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // The ossds need the MDS's address and the MDS theirs: the MDS's port is taken first.
+    let mds_addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut ost_dirs = Vec::new();
+    let mut ossds = Vec::new();
+    for i in 0..3 {
+        let dirs: Vec<PathBuf> = (0..2)
+            .map(|k| tmp.path().join(format!("oss{i}-ost{k}")))
+            .collect();
+        ost_dirs.extend(dirs.clone());
+        let mut c = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs, KEY.to_vec());
+        c.threads = 2;
+        c.report = Some(ReportConfig {
+            mds: mds_addr.to_string(),
+            report_as: None,
+            period: Duration::from_millis(100),
+            ost_capacity_bytes: Some(64 * MIB),
+        });
+        ossds.push(rt.block_on(Ossd::start(c)).unwrap());
+    }
+    let osses: Vec<OssSpec> = ossds
+        .iter()
+        .map(|o| OssSpec {
+            addr: o.local_addr().to_string(),
+            ost_count: 2,
+        })
+        .collect();
+    let mut mc = MdsConfig::new(mds_addr, tmp.path().join("mds.db"), KEY.to_vec(), osses);
+    mc.namespace.default_stripe.stripe_count = 2;
+    let mds = rt.block_on(Mds::start(mc)).unwrap();
+
+    let mnt = tmp.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let trace_file = tmp.path().join("trace.csv");
+    let mut mount_config = MountConfig::new(mnt.clone(), mds_addr.to_string(), KEY.to_vec());
+    mount_config.iez_trace = Some(trace_file.clone());
+    let mount = pfsqos_mount::mount(mount_config).unwrap();
+    wait_until("the mount", || mounted(&mnt));
+
+    // Another application's 24 MiB on OSTs 0 and 1.
+    let other = mnt.join("other");
+    pfsqos_mount::lfs::setstripe(&pfsqos_mount::lfs::SetStripe {
+        stripe_count: Some(2),
+        stripe_size_bytes: Some(MIB),
+        stripe_index: Some(0),
+        path: other.clone(),
+    })
+    .unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&other)
+        .and_then(|mut f| {
+            let block = vec![1u8; MIB as usize];
+            (0..24).try_for_each(|_| f.write_all(&block))?;
+            f.sync_all()
+        })
+        .unwrap();
+    let prefill = ost_bytes(&ost_dirs);
+    assert_eq!(prefill[0] + prefill[1], (24 * MIB) as f64);
+
+    // First run: round robin, traced.
+    fs::create_dir(mnt.join("run")).unwrap();
+    for k in 0..FILES {
+        write_file(&mnt.join(format!("run/f{k}")), 4 * MIB);
+    }
+    let rr_bytes = ost_bytes(&ost_dirs);
+    let rr_cost = ost_cost(&rr_bytes).unwrap();
+    for k in 0..FILES {
+        let (_, placed) = getstripe(&mnt.join(format!("run/f{k}")));
+        assert_eq!(placed, "", "no prediction yet: plain round robin");
+    }
+    // The run's outputs are removed before the next run; their objects are punched.
+    for k in 0..FILES {
+        fs::remove_file(mnt.join(format!("run/f{k}"))).unwrap();
+    }
+    wait_until("the first run's objects to be punched", || {
+        ost_bytes(&ost_dirs) == prefill
+    });
+    // Statistics measured after the punches: two more reports from every OSS (each ossd
+    // measures its next report only after the previous was answered).
+    let seen = mds.with_namespace(|ns| ns.iez_reports_per_oss());
+    wait_until("fresh statistics", || {
+        let now = mds.with_namespace(|ns| ns.iez_reports_per_oss());
+        now.iter().zip(&seen).all(|(n, s)| *n >= s + 2)
+    });
+
+    // The trace, as an operator fetches it (rewritten within a second while it changes):
+    // the application's rows are its run directory's.
+    wait_until("the trace's six run files", || {
+        fs::read_to_string(&trace_file)
+            .map(|t| t.lines().filter(|l| l.starts_with("/run/")).count() == FILES)
+            .unwrap_or(false)
+    });
+    let trace = fs::read_to_string(&trace_file).unwrap();
+    let app_trace: String = trace
+        .lines()
+        .filter(|l| l.starts_with("file,") || l.starts_with("/run/"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for l in app_trace.lines().skip(1) {
+        assert!(l.ends_with(&format!(",{},2,0", 4 * MIB)), "{l}");
+    }
+    let app_trace_file = tmp.path().join("run-trace.csv");
+    fs::write(&app_trace_file, app_trace).unwrap();
+    let out = pfsqos()
+        .args(["iez", "train"])
+        .arg(&app_trace_file)
+        .args(["--app", "ior", "--mds", &mds_addr.to_string(), "--key-file"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout.contains("6 predicted files of \"ior\" loaded; 6 placed by iez now"),
+        "{stdout}"
+    );
+    let rows = mds.with_namespace(|ns| ns.iez_predictions().unwrap());
+    assert_eq!(rows.len(), FILES);
+
+    // Second run: the same files, placed by iez.
+    for k in 0..FILES {
+        write_file(&mnt.join(format!("run/f{k}")), 4 * MIB);
+    }
+    for k in 0..FILES {
+        let (osts, placed) = getstripe(&mnt.join(format!("run/f{k}")));
+        let row = rows
+            .iter()
+            .find(|r| r.path == format!("/run/f{k}"))
+            .unwrap();
+        assert_eq!(placed, "placed_by: iez");
+        assert_eq!(osts, row.planned.as_ref().unwrap().osts, "f{k}");
+    }
+    let iez_bytes = ost_bytes(&ost_dirs);
+    let iez_cost = ost_cost(&iez_bytes).unwrap();
+    assert_eq!(
+        iez_bytes.iter().sum::<f64>(),
+        rr_bytes.iter().sum::<f64>(),
+        "the same bytes in both runs"
+    );
+    eprintln!("OSTCost: round robin {rr_cost:.3} {rr_bytes:?}, iez {iez_cost:.3} {iez_bytes:?}");
+    assert!(
+        iez_cost < rr_cost,
+        "OSTCost iez {iez_cost:.3} ({iez_bytes:?}) round robin {rr_cost:.3} ({rr_bytes:?})"
+    );
+    let c = mds.with_namespace(|ns| ns.iez_counters());
+    assert_eq!((c.placed, c.fallbacks()), (FILES as u64, 0));
+    assert_eq!(c.reports_refused, 0);
+
+    mount.unmount();
+    rt.block_on(async {
+        mds.shutdown().await;
+        for o in ossds {
+            o.shutdown().await;
+        }
+    });
+}
+
+/// `pfsqos iez train` refuses bad traces with the line and reason, exit code 2, and prints
+/// the predictions without --mds.
+#[test]
+fn train_reads_traces_as_data_and_names_bad_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = tmp.path().join("good.csv");
+    fs::write(
+        &good,
+        "file,bytes_written,stripe_count,rank\n/run/a,4194304,2,0\n/run/b,4194304,2,1\n",
+    )
+    .unwrap();
+    let out = pfsqos()
+        .args(["iez", "train", "--app", "ior"])
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("/run/a,4194304,2\n/run/b,4194304,2\n"),
+        "{text}"
+    );
+    for (body, what) in [
+        ("/a,1,2\n", "line 1: expected"),
+        ("/a,-5,2,0\n", "bytes_written"),
+        ("/a,99999999999999999999,2,0\n", "bytes_written"),
+        ("/a,10,0,0\n", "stripe_count 0"),
+        ("/a,10,2,x\n", "rank"),
+        ("relative,10,2,0\n", "start with '/'"),
+        ("", "no files"),
+    ] {
+        let f = tmp.path().join("bad.csv");
+        fs::write(&f, body).unwrap();
+        let out = pfsqos()
+            .args(["iez", "train", "--app", "ior"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{body:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(what), "{body:?}: {err}");
+    }
+}

@@ -18,7 +18,7 @@ use super::{
     TargetObservation,
 };
 use crate::jobstats::poll::{ost_index_of_param, BrwTotals, JobStatsPoller, PollCounts};
-use crate::jobstats::{counters_delta, parse_lctl_job_stats_lossy, JobStatsParseError};
+use crate::jobstats::{counters_delta, parse_lctl_brw_lossy, JobStatsParseError};
 use crate::model::{JobId, OstId};
 use crate::sched::tbf::{TbfCommand, TbfOp};
 
@@ -378,7 +378,8 @@ impl JobStatsObserver {
         lctl_text: &str,
         listed_osts: &[String],
     ) -> Result<JobStatsObservation, JobStatsParseError> {
-        let (mut osts, skipped_entries) = parse_lctl_job_stats_lossy(lctl_text)?;
+        // Bulk totals only; text without parameter names is refused (which OST is unknown).
+        let (mut osts, skipped_entries) = parse_lctl_brw_lossy(lctl_text, true)?;
         for name in listed_osts {
             if !osts.iter().any(|(p, _)| p == name) {
                 osts.push((name.clone(), Vec::new()));

@@ -725,18 +725,20 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// The common case of [`parse_counter_body`] in one pass without allocation: exactly the form
-/// Lustre prints, `{ samples: N, unit: U[, min|max|sum|sumsq: N]...[, hist: { L: N, ... }] }`
-/// with spaces only. Anything else gives `None` and is left to the general parser; for every
-/// text accepted here the result is the one the general parser gives (same fields, last value
-/// wins, same histogram labels), so the fast path changes speed only.
+/// [`parse_counter_body_fast_with`] keeping histograms (what the tests compare with the
+/// general parser).
+#[cfg(test)]
 fn parse_counter_body_fast(body: &str) -> Option<(Counter, &str, Option<Log2Hist>)> {
     parse_counter_body_fast_with::<true>(body)
 }
 
-/// [`parse_counter_body_fast`]; with `KEEP_HIST` false the histogram is checked exactly as
-/// well (labels, counts, braces) but not kept (`None` is returned for it): a reader of bulk
-/// totals need not fill 512 bytes per counter.
+/// The common case of [`parse_counter_body`] in one pass without allocation: exactly the form
+/// Lustre prints, `{ samples: N, unit: U[, min|max|sum|sumsq: N]...[, hist: { L: N, ... }] }`
+/// with spaces only. Anything else gives `None` and is left to the general parser; for every
+/// text accepted here the result is the one the general parser gives (same fields, last value
+/// wins, same histogram labels), so the fast path changes speed only. With `KEEP_HIST` false
+/// the histogram is checked exactly as well (labels, counts, braces) but not kept (`None` is
+/// returned for it): a reader of bulk totals need not fill 512 bytes per counter.
 fn parse_counter_body_fast_with<const KEEP_HIST: bool>(
     body: &str,
 ) -> Option<(Counter, &str, Option<Log2Hist>)> {

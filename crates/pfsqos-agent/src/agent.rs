@@ -1046,6 +1046,47 @@ mod tests {
         }
     }
 
+    /// A coordinator's rate for a job this OSS has never seen (its share of a limit, sent to
+    /// every OSS so the job's first period here is limited) gets a rule within `rules_max`;
+    /// beyond it, no rule, and the catch-all the other jobs share is not lowered by it.
+    #[test]
+    fn coordinator_rates_for_unseen_jobs_never_lower_the_catch_all() {
+        for (rules_max, ghost_rule) in [(3usize, true), (2, false)] {
+            let config = AgentConfig::parse(&format!(
+                "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\ncpts = 1\n\
+                 rules_max = {rules_max}\n"
+            ))
+            .unwrap();
+            let mut a = Agent::new(config, oss(vec![("a", 0, 4096), ("b", 0, 4096)]));
+            a.start().unwrap();
+            a.lctl.jobs = vec![("a", 50, 4096), ("b", 10, 4096)];
+            let obs = a.observe().unwrap();
+            let rates: BTreeMap<JobId, u64> = [("a", 100), ("b", 60), ("ghost", 6)]
+                .into_iter()
+                .map(|(j, r)| (JobId::new(j).unwrap(), r))
+                .collect();
+            a.set_coordinated(&rates);
+            a.carry_out(&obs);
+            // The listing shows 2 CPTs: every rate halved.
+            assert_eq!(rate_of(&a, "pfqa"), Some(50));
+            assert_eq!(rate_of(&a, "pfqb"), Some(30));
+            assert_eq!(
+                rate_of(&a, "pfqghost"),
+                ghost_rule.then_some(3),
+                "{rules_max}"
+            );
+            assert_eq!(
+                rate_of(&a, "pfq_rest"),
+                None,
+                "no catch-all: {:?}",
+                a.lctl().rules
+            );
+            assert_eq!(a.stats.jobs_in_catch_all, 0);
+            a.shutdown();
+            assert!(a.lctl().rules.is_empty());
+        }
+    }
+
     /// job_stats without parameter names (a wrapper adding `-n`) are refused and counted, the
     /// rules kept; never read as one target 0.
     #[test]

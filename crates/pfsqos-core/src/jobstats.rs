@@ -931,7 +931,7 @@ pub fn parse_lctl_job_stats(
 
 /// What [`parse_lctl_job_stats_lossy`] returns: the OSTs' entries and how many entries it
 /// left out.
-pub type LossyJobStats = (Vec<(String, Vec<JobEntry>)>, usize);
+pub type LossyJobStats<E = JobEntry> = (Vec<(String, Vec<E>)>, usize);
 
 /// As [`parse_lctl_job_stats`], but an entry that cannot be read (a job id that is not a
 /// [`JobId`]: control characters or non-UTF-8 bytes once unescaped, longer than Lustre allows;
@@ -945,7 +945,7 @@ pub fn parse_lctl_job_stats_lossy(text: &str) -> Result<LossyJobStats, JobStatsP
 fn parse_lctl_job_stats_impl<E: ParsedEntry>(
     text: &str,
     lossy: bool,
-) -> Result<(Vec<(String, Vec<E>)>, usize), JobStatsParseError> {
+) -> Result<LossyJobStats<E>, JobStatsParseError> {
     if text.len() > JOB_STATS_TEXT_LEN_BYTES_MAX {
         return Err(JobStatsParseError {
             line: 0,
@@ -1258,7 +1258,7 @@ impl ParsedEntry for poll::BrwEntry {
 pub fn parse_lctl_brw_lossy(
     text: &str,
     names_required: bool,
-) -> Result<(Vec<(String, Vec<poll::BrwEntry>)>, usize), JobStatsParseError> {
+) -> Result<LossyJobStats<poll::BrwEntry>, JobStatsParseError> {
     if names_required {
         if let Some((i, line)) = text.lines().enumerate().find(|(_, l)| !trim(l).is_empty()) {
             if !starts_with_param_name(line) {

@@ -366,8 +366,9 @@ impl JobStatsObserver {
     }
 
     /// The observation of the period ending at `now_ns` from the text of one poll. The first
-    /// poll of an OST is its baseline (no activity reported for it). Fails only on text
-    /// beyond the parser's size bound.
+    /// poll of an OST is its baseline (no activity reported for it). Fails on text beyond
+    /// the parser's size bound, and on text without parameter names (`lctl get_param -n`:
+    /// which OST an entry is on is unknown; [`JobStatsParseError::nameless`]).
     ///
     /// `listed_osts` are the job_stats parameters `lctl list_param obdfilter.*.job_stats`
     /// names: an OST without jobs prints nothing on 2.17+, so it is known only from there; it

@@ -469,9 +469,7 @@ fn the_fast_counter_parser_takes_every_printed_layout() {
 }
 
 /// The full lossy parser's reading of `text` as the compact parser keeps it.
-fn full_as_brw(
-    text: &str,
-) -> Result<(Vec<(String, Vec<poll::BrwEntry>)>, usize), JobStatsParseError> {
+fn full_as_brw(text: &str) -> Result<LossyJobStats<poll::BrwEntry>, JobStatsParseError> {
     parse_lctl_job_stats_lossy(text).map(|(osts, skipped)| {
         let osts = osts
             .into_iter()

@@ -609,50 +609,6 @@ fn nameless_job_stats_are_refused_when_names_are_required() {
     assert!(!parse_lctl_brw_lossy(&long, false).unwrap_err().nameless());
 }
 
-/// Development aid, not a test of speed (it asserts nothing about time): prints how long the
-/// full and the compact parser take on the agent bench's text. Run with
-/// `-- --ignored --nocapture parse_speed` on an optimized build.
-#[test]
-#[ignore]
-fn parse_speed() {
-    let mut out = String::new();
-    for ost in 0..16usize {
-        let entries: Vec<JobEntry> = (0..10_000usize)
-            .filter(|j| j % 16 == ost || j % 7 == ost % 7)
-            .map(|j| {
-                let mut e = JobEntry::new(JobId::new(&format!("job.{j}")).unwrap(), 1_000_000_000);
-                let c = &mut e.counters[OstCounter::WriteBytes as usize];
-                c.samples = 3 * (1 + j as u64 % 5);
-                c.sum = c.samples << 20;
-                c.min = 1 << 20;
-                c.max = 1 << 20;
-                e
-            })
-            .collect();
-        out.push_str(&format!("obdfilter.fs-OST{ost:04x}.job_stats=\n"));
-        out.push_str(&render_job_stats(&entries, JobStatsFormat::Master));
-    }
-    for round in 0..5 {
-        let t0 = std::time::Instant::now();
-        let full = parse_lctl_job_stats_lossy(&out).unwrap().0.len();
-        let t1 = std::time::Instant::now();
-        let brw = parse_lctl_brw_lossy(&out, true).unwrap().0.len();
-        let t2 = std::time::Instant::now();
-        let mut p = poll::JobStatsPoller::new();
-        p.poll(parse_lctl_brw_lossy(&out, true).unwrap().0);
-        let t3 = std::time::Instant::now();
-        p.poll(parse_lctl_brw_lossy(&out, true).unwrap().0);
-        let t4 = std::time::Instant::now();
-        eprintln!(
-            "round {round}: {} bytes, full {:?}, compact {:?}, compact+poll {:?} ({full} {brw})",
-            out.len(),
-            t1 - t0,
-            t2 - t1,
-            t4 - t3
-        );
-    }
-}
-
 /// The word-at-a-time space skip stops at the first other byte wherever it is.
 #[test]
 fn spaces_stop_at_the_first_other_byte() {

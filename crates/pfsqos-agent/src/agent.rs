@@ -39,7 +39,7 @@ use pfsqos_core::model::JobId;
 use pfsqos_core::sched::tbf::{TbfCommand, TbfOp, TbfRuleListing};
 use tracing::{info, warn};
 
-use crate::config::{AgentConfig, JobIdLayout, LimitTarget};
+use crate::config::AgentConfig;
 use crate::lctl::{Lctl, LctlError};
 
 /// Lustre's parameter names the agent reads and writes.
@@ -53,9 +53,6 @@ pub const TBF_JOBID: &str = "tbf jobid";
 /// The name of the catch-all rule (its prefix plus this), never given to a job.
 pub const CATCH_ALL_SUFFIX: &str = "_rest";
 
-/// Fraction of its limit a job must move to count as held at it.
-pub const HELD_FRACTION: f64 = 0.9;
-
 /// The one scheduling domain an agent is: its OSS's `ost_io` service.
 pub const AGENT_DOMAIN: DomainId = DomainId(0);
 
@@ -65,6 +62,9 @@ pub struct AgentStats {
     pub periods: u64,
     /// Periods whose job_stats could not be read (rules kept as they were).
     pub periods_skipped: u64,
+    /// Of those, periods whose job_stats text had no parameter names (`obdfilter.X.job_stats=`):
+    /// refused, since which OST an entry is on cannot be told (never put on a target 0).
+    pub job_stats_nameless: u64,
     pub rules_started: u64,
     pub rules_changed: u64,
     pub rules_stopped: u64,
@@ -269,48 +269,9 @@ impl ControllerRates {
     }
 }
 
-/// The administrator limit of each job in bytes/s: a job's own, or its share of its user's or
-/// group's (shared equally by the members `active` says moved data, or by all members of
-/// `jobs` when none did); the tightest when a job falls under several. The agent applies it
-/// per OSS, the coordinator over the whole file system.
-pub fn limit_shares_bytes_per_s(
-    limits: &[(LimitTarget, u64)],
-    layout: JobIdLayout,
-    jobs: impl IntoIterator<Item = JobId>,
-    active: impl Fn(&JobId) -> bool,
-) -> BTreeMap<JobId, u64> {
-    let mut out: BTreeMap<JobId, u64> = BTreeMap::new();
-    if limits.is_empty() {
-        return out;
-    }
-    let jobs: Vec<JobId> = jobs.into_iter().collect();
-    for &(target, bytes_per_s) in limits {
-        let members: Vec<JobId> = match target {
-            LimitTarget::Job(j) => vec![j],
-            LimitTarget::User(u) => jobs
-                .iter()
-                .copied()
-                .filter(|j| layout.uid(j) == Some(u))
-                .collect(),
-            LimitTarget::Group(g) => jobs
-                .iter()
-                .copied()
-                .filter(|j| layout.gid(j) == Some(g))
-                .collect(),
-        };
-        let moving: Vec<JobId> = members.iter().copied().filter(|j| active(j)).collect();
-        let sharing = if moving.is_empty() { &members } else { &moving };
-        if sharing.is_empty() {
-            continue;
-        }
-        let share = (bytes_per_s / sharing.len() as u64).max(1);
-        for j in sharing {
-            let e = out.entry(*j).or_insert(share);
-            *e = (*e).min(share);
-        }
-    }
-    out
-}
+// The byte-limit policy (shares of user and group limits, "held") is pfsqos-core's; the
+// agent applies it per OSS, the coordinator over the whole file system.
+pub use pfsqos_core::control::byte_limits::{limit_shares_bytes_per_s, HELD_FRACTION};
 
 /// The agent: its configuration, lctl, controller and what it holds.
 pub struct Agent<L: Lctl> {
@@ -653,6 +614,13 @@ impl<L: Lctl> Agent<L> {
         let now = now_ns(self.epoch);
         let obs = match self.observer.observe(now, &text, &listed) {
             Ok(o) => o,
+            Err(e) if e.nameless() => {
+                self.stats.periods_skipped += 1;
+                self.stats.job_stats_nameless += 1;
+                tracing::error!(error = %e, lctl = %self.config.lctl.display().to_string().escape_debug(),
+                    "job_stats came without parameter names (is `lctl` a wrapper adding -n?); refused, rules kept for this period");
+                return None;
+            }
             Err(e) => {
                 self.stats.periods_skipped += 1;
                 warn!(error = %e, "job_stats unparsable; rules kept for this period");
@@ -784,6 +752,9 @@ impl<L: Lctl> Agent<L> {
         let mut job_rates = BTreeMap::new();
         let mut held_now = BTreeMap::new();
         let now = obs.now_ns;
+        // Jobs this OSS's job_stats have shown (built only when some job is beyond the cap).
+        let mut seen_here: Option<BTreeSet<JobId>> = None;
+        let mut not_here_beyond_cap = 0usize;
         for (i, (bytes, job)) in order.into_iter().enumerate() {
             let (rate, limit) = want[&job];
             let k = self
@@ -797,7 +768,7 @@ impl<L: Lctl> Agent<L> {
                 (rate / u64::from(k)).clamp(1, pfsqos_core::lustre::TBF_RATE_RPCS_PER_S_MAX as u64);
             let observed = bytes as f64 / period_s;
             if let Some(limit) = limit {
-                if observed >= HELD_FRACTION * limit as f64 {
+                if pfsqos_core::control::byte_limits::is_held(observed, limit) {
                     let since = self.stats.held.get(&job).map_or(now, |h| h.since_ns);
                     if !self.stats.held.contains_key(&job) {
                         info!(job = %job.as_str().escape_debug(), limit_bytes_per_s = limit, "job held at its limit");
@@ -830,9 +801,17 @@ impl<L: Lctl> Agent<L> {
                         },
                     );
                 }
-            } else {
+            } else if seen_here
+                .get_or_insert_with(|| obs.jobs.iter().map(|m| m.job).collect())
+                .contains(&job)
+            {
                 let r = (rate / u64::from(cpt_count.max(1))).max(1);
                 overflow_min = Some(overflow_min.map_or(r, |m: u64| m.min(r)));
+            } else {
+                // A rate for a job this OSS has never seen (a coordinator's share of a limit,
+                // sent to every OSS so a job's first period here is limited): beyond the cap
+                // it gets no rule, and must not lower the catch-all every other job shares.
+                not_here_beyond_cap += 1;
             }
         }
         for (job, h) in &self.stats.held {
@@ -841,7 +820,10 @@ impl<L: Lctl> Agent<L> {
             }
         }
         self.stats.held = held_now;
-        self.stats.jobs_in_catch_all = want.len().saturating_sub(self.config.rules_max);
+        self.stats.jobs_in_catch_all = want
+            .len()
+            .saturating_sub(self.config.rules_max)
+            .saturating_sub(not_here_beyond_cap);
         self.stats.job_rates = job_rates;
         // Stop the catch-all first if it goes, start or change it after the job rules.
         let mut texts: Vec<(String, Option<RuleCommand>)> = Vec::new();
@@ -972,6 +954,8 @@ mod tests {
         counts: LctlCounts,
         /// `stop` of these rules fails (lctl timing out).
         stuck: Vec<String>,
+        /// job_stats printed without parameter names (as `lctl get_param -n` would).
+        nameless: bool,
     }
 
     impl Lctl for Oss {
@@ -993,10 +977,12 @@ mod tests {
                             e
                         })
                         .collect();
-                    Ok(format!(
-                        "obdfilter.fs-OST0000.job_stats=\n{}",
-                        render_job_stats(&entries, JobStatsFormat::Master)
-                    ))
+                    let value = render_job_stats(&entries, JobStatsFormat::Master);
+                    Ok(if self.nameless {
+                        value
+                    } else {
+                        format!("obdfilter.fs-OST0000.job_stats=\n{value}")
+                    })
                 }
                 ("get_param", Some(PARAM_TBF_RULE)) => {
                     let mut out = String::from("regular_requests:\n");
@@ -1056,7 +1042,80 @@ mod tests {
             writes: Vec::new(),
             counts: LctlCounts::default(),
             stuck: Vec::new(),
+            nameless: false,
         }
+    }
+
+    /// A coordinator's rate for a job this OSS has never seen (its share of a limit, sent to
+    /// every OSS so the job's first period here is limited) gets a rule within `rules_max`;
+    /// beyond it, no rule, and the catch-all the other jobs share is not lowered by it.
+    #[test]
+    fn coordinator_rates_for_unseen_jobs_never_lower_the_catch_all() {
+        for (rules_max, ghost_rule) in [(3usize, true), (2, false)] {
+            let config = AgentConfig::parse(&format!(
+                "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\ncpts = 1\n\
+                 rules_max = {rules_max}\n"
+            ))
+            .unwrap();
+            let mut a = Agent::new(config, oss(vec![("a", 0, 4096), ("b", 0, 4096)]));
+            a.start().unwrap();
+            a.lctl.jobs = vec![("a", 50, 4096), ("b", 10, 4096)];
+            let obs = a.observe().unwrap();
+            let rates: BTreeMap<JobId, u64> = [("a", 100), ("b", 60), ("ghost", 6)]
+                .into_iter()
+                .map(|(j, r)| (JobId::new(j).unwrap(), r))
+                .collect();
+            a.set_coordinated(&rates);
+            a.carry_out(&obs);
+            // The listing shows 2 CPTs: every rate halved.
+            assert_eq!(rate_of(&a, "pfqa"), Some(50));
+            assert_eq!(rate_of(&a, "pfqb"), Some(30));
+            assert_eq!(
+                rate_of(&a, "pfqghost"),
+                ghost_rule.then_some(3),
+                "{rules_max}"
+            );
+            assert_eq!(
+                rate_of(&a, "pfq_rest"),
+                None,
+                "no catch-all: {:?}",
+                a.lctl().rules
+            );
+            assert_eq!(a.stats.jobs_in_catch_all, 0);
+            a.shutdown();
+            assert!(a.lctl().rules.is_empty());
+        }
+    }
+
+    /// job_stats without parameter names (a wrapper adding `-n`) are refused and counted, the
+    /// rules kept; never read as one target 0.
+    #[test]
+    fn nameless_job_stats_are_refused_and_counted() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\ncpts = 1\n\
+             [[jobs]]\nid = \"a\"\nnodes = 1\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(config, oss(vec![("a", 0, 4096)]));
+        a.start().unwrap();
+        a.period();
+        let rules = a.lctl().rules.clone();
+        let writes = a.lctl().writes.len();
+        assert_eq!((a.stats.periods, a.stats.job_stats_nameless), (1, 0));
+        a.lctl.nameless = true;
+        a.lctl.jobs[0].1 = 50;
+        assert!(a.observe().is_none());
+        a.period();
+        assert_eq!(a.stats.job_stats_nameless, 2);
+        assert_eq!(a.stats.periods_skipped, 2);
+        assert_eq!(a.stats.periods, 1, "no period decided on nameless text");
+        assert_eq!(a.lctl().rules, rules, "rules kept");
+        assert_eq!(a.lctl().writes.len(), writes);
+        a.lctl.nameless = false;
+        a.period();
+        assert_eq!((a.stats.periods, a.stats.job_stats_nameless), (2, 2));
+        a.shutdown();
+        assert!(a.lctl().rules.is_empty());
     }
 
     fn rate_of(a: &Agent<Oss>, name: &str) -> Option<u64> {

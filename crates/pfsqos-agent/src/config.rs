@@ -108,23 +108,9 @@ pub struct LimitEntry {
     pub bytes_per_s: u64,
 }
 
-/// Who a limit applies to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LimitTarget {
-    Job(JobId),
-    User(u32),
-    Group(u32),
-}
-
-impl std::fmt::Display for LimitTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LimitTarget::Job(j) => write!(f, "job {}", j.as_str().escape_debug()),
-            LimitTarget::User(u) => write!(f, "user {u}"),
-            LimitTarget::Group(g) => write!(f, "group {g}"),
-        }
-    }
-}
+// Who a limit applies to and where uids and gids stand in job ids: the policy's types, in
+// pfsqos-core's control layer with the rest of the byte-limit policy.
+pub use pfsqos_core::control::byte_limits::{JobIdLayout, LimitTarget};
 
 /// The file as written.
 #[derive(Clone, Debug, Deserialize)]
@@ -159,56 +145,6 @@ pub struct ConfigFile {
     pub jobs: Vec<JobNodes>,
     #[serde(default)]
     pub limits: Vec<LimitEntry>,
-}
-
-/// Where a user's uid or a group's gid stands in a job id: the `.`-separated field of
-/// `jobid_name` (Lustre's default `%e.%u`), counted from the end, because `%e` (the
-/// executable name) may itself hold dots.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct JobIdLayout {
-    /// Field index from the end (0: last) holding `%u`.
-    pub uid_from_end: Option<usize>,
-    pub gid_from_end: Option<usize>,
-}
-
-impl JobIdLayout {
-    pub fn parse(text: &str) -> Result<JobIdLayout, String> {
-        if text.is_empty() || text.len() > 64 {
-            return Err("job_id_layout must be 1..=64 characters".to_string());
-        }
-        let fields: Vec<&str> = text.split('.').collect();
-        let n = fields.len();
-        let find = |code: &str| -> Result<Option<usize>, String> {
-            let hits: Vec<usize> = (0..n).filter(|&i| fields[i] == code).collect();
-            match hits.as_slice() {
-                [] => Ok(None),
-                [i] => Ok(Some(n - 1 - i)),
-                _ => Err(format!("job_id_layout names {code} twice")),
-            }
-        };
-        Ok(JobIdLayout {
-            uid_from_end: find("%u")?,
-            gid_from_end: find("%g")?,
-        })
-    }
-
-    fn field(job: &JobId, from_end: Option<usize>) -> Option<u32> {
-        let from_end = from_end?;
-        let s = job.as_str();
-        let field = s.rsplit('.').nth(from_end)?;
-        if field.is_empty() || field.len() > 10 || !field.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        field.parse().ok()
-    }
-
-    pub fn uid(&self, job: &JobId) -> Option<u32> {
-        Self::field(job, self.uid_from_end)
-    }
-
-    pub fn gid(&self, job: &JobId) -> Option<u32> {
-        Self::field(job, self.gid_from_end)
-    }
 }
 
 /// Longest time an agent keeps a coordinator's rates without hearing from it (one hour).

@@ -23,15 +23,16 @@
 //!
 //! Administrator limits (`[[limits]]` in the coordinator's file) hold over the whole file
 //! system: a job's limit in bytes/s (its own, or its share of its user's or group's, shared by
-//! the jobs that moved data anywhere in the round) is split over the OSSs whose agent knows
-//! the job, in proportion to what the job moved through each in its last report plus a floor
-//! (a tenth of the mean), so the shares add up to the limit and an OSS where the job starts
-//! moving data has room to show it. Each share becomes RPC/s at the job's observed RPC size
+//! the jobs that moved data anywhere in the round) is split over every OSS with a fresh report
+//! (`byte_limits::split_over_osss`, pfsqos-core), in proportion to what the job moved through
+//! each in its last report plus a floor (a tenth of the mean), so the shares add up to the
+//! limit, an OSS where the job starts moving data has room to show it, and an OSS whose agent
+//! has never seen the job limits it from its first period there. Each share becomes RPC/s at the job's observed RPC size
 //! ([`RpcSizeEstimate`], the one bytes-to-RPCs conversion), and the reply carries the smaller
 //! of it and the controller's rate. The agent then divides it over its CPU partitions as for
 //! any rate, and applies its own per-OSS limits on top (the tightest wins).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use pfsqos_core::control::agent::OST_ID_LOCAL_LIMIT;
 use pfsqos_core::control::rpc_size::RpcSizeEstimate;
@@ -39,7 +40,9 @@ use pfsqos_core::control::{Controller, DomainId, JobMeta, Observation};
 use pfsqos_core::model::{JobId, OstId};
 use pfsqos_wire::coord::{AgentReport, CoordReply, DomainReport, WireRate};
 
-use crate::agent::{limit_shares_bytes_per_s, ControllerRates, Held, HELD_FRACTION};
+use pfsqos_core::control::byte_limits::{is_held, limit_shares_bytes_per_s, split_over_osss};
+
+use crate::agent::{ControllerRates, Held};
 use crate::config::{JobIdLayout, LimitTarget};
 
 /// Bits of a global OST identity that carry the agent's own identity of the OST.
@@ -56,9 +59,7 @@ pub fn global_ost(domain: DomainId, local: OstId) -> Option<OstId> {
     Some(OstId(domain.0 << OST_ID_LOCAL_BITS | local.0))
 }
 
-/// Share of the mean per-OSS traffic every OSS where a limited job is known gets on top of its
-/// own, so that an OSS where the job moved nothing keeps room for it.
-pub const LIMIT_FLOOR_FRACTION: f64 = 0.1;
+pub use pfsqos_core::control::byte_limits::LIMIT_FLOOR_FRACTION;
 
 /// What the coordinator did so far (its metrics and log).
 #[derive(Clone, Debug, Default)]
@@ -307,8 +308,8 @@ impl Coordinator {
         if self.limits.is_empty() {
             return;
         }
-        // Per fresh OSS: each job's bytes/s in its last report, and the jobs its agent knows.
-        let mut per_oss: Vec<(usize, BTreeMap<JobId, f64>, BTreeSet<JobId>)> = Vec::new();
+        // Per fresh OSS: each job's bytes/s in its last report.
+        let mut per_oss: Vec<(usize, BTreeMap<JobId, f64>)> = Vec::new();
         for (i, r) in self.reports.iter().enumerate() {
             let Some((at, r)) = r else { continue };
             if now_ns.saturating_sub(*at) > self.report_fresh_ns {
@@ -321,14 +322,12 @@ impl Coordinator {
                     *moved.entry(s.job).or_default() += s.bytes_served as f64 / period_s;
                 }
             }
-            let mut known: BTreeSet<JobId> = r.jobs.iter().map(|m| m.job).collect();
-            known.extend(moved.keys().copied());
-            per_oss.push((i, moved, known));
+            per_oss.push((i, moved));
         }
         let moved_total = |job: &JobId| -> f64 {
             per_oss
                 .iter()
-                .map(|(_, m, _)| m.get(job).copied().unwrap_or(0.0))
+                .map(|(_, m)| m.get(job).copied().unwrap_or(0.0))
                 .sum()
         };
         let shares = limit_shares_bytes_per_s(
@@ -340,26 +339,19 @@ impl Coordinator {
         let mut held_now = BTreeMap::new();
         let mut observed = BTreeMap::new();
         for (&job, &limit) in &shares {
-            let oss: Vec<(usize, f64)> = per_oss
+            // Every fresh OSS gets a share, those whose agent has not seen the job too: its
+            // first period there is limited (the floor's share) rather than free.
+            let moved: Vec<f64> = per_oss
                 .iter()
-                .filter(|(_, _, known)| known.contains(&job))
-                .map(|(i, m, _)| (*i, m.get(&job).copied().unwrap_or(0.0)))
+                .map(|(_, m)| m.get(&job).copied().unwrap_or(0.0))
                 .collect();
-            if oss.is_empty() {
-                continue;
-            }
-            let total: f64 = oss.iter().map(|(_, b)| b).sum();
-            // Every OSS gets a floor (a tenth of the mean, at least 1 byte/s), so the weights
-            // are positive and the shares add up to the limit.
-            let floor = (LIMIT_FLOOR_FRACTION * total / oss.len() as f64).max(1.0);
-            let weight_total = total + floor * oss.len() as f64;
-            for &(i, b) in &oss {
-                let share_bytes_per_s = limit as f64 * (b + floor) / weight_total;
+            let total: f64 = moved.iter().sum();
+            for ((i, _), share_bytes_per_s) in per_oss.iter().zip(split_over_osss(limit, &moved)) {
                 let rate = self.rpc_size.rate_rpcs_per_s(&job, share_bytes_per_s);
-                self.limited[i].insert(job, rate);
+                self.limited[*i].insert(job, rate);
             }
             observed.insert(job, total);
-            if total >= HELD_FRACTION * limit as f64 {
+            if is_held(total, limit) {
                 let since = self.stats.held.get(&job).map_or(now_ns, |h| h.since_ns);
                 held_now.insert(
                     job,
@@ -553,8 +545,9 @@ mod tests {
         );
     }
 
-    /// A user's limit over the file system: split over the two OSSs in proportion to what its
-    /// job moves through each (plus a floor), the shares add up to the limit in RPC/s at the
+    /// A user's limit over the file system: split over the three OSSs in proportion to what its
+    /// job moves through each (plus a floor, the one it never went through included), the
+    /// shares add up to the limit in RPC/s at the
     /// job's RPC size, the controller's rate (none under `nobw`) does not lift it, and the
     /// job is held once it moves 90 % of the limit.
     #[test]
@@ -591,17 +584,20 @@ mod tests {
         let job = JobId::new("dd.500").unwrap();
         let a = k.rates(DomainId(0))[&job];
         let b = k.rates(DomainId(1))[&job];
-        assert!(
-            !k.rates(DomainId(2)).contains_key(&job),
-            "not known on c: no rule there"
-        );
+        // c never saw the job: it gets the floor's share all the same, so the job's first
+        // period there is limited (the first-period gap closed).
+        let c = k.rates(DomainId(2))[&job];
         assert!(!k
             .rates(DomainId(1))
             .contains_key(&JobId::new("ior.7").unwrap()));
-        // Floor: a tenth of the mean (5 MiB/s) on each: a gets 80/110, b 30/110 of 100 MiB/s.
-        assert_eq!(a, (100.0 * 80.0 / 110.0) as u64);
-        assert_eq!(b, (100.0 * 30.0 / 110.0) as u64);
-        assert!(a + b <= 100, "the shares hold the limit in aggregate");
+        // Floor: a tenth of the mean (10/3 MiB/s) on each of the three: a gets 78.3/110, b
+        // 28.3/110, c 3.3/110 of 100 MiB/s.
+        let floor = 100.0 / 30.0;
+        assert_eq!(a, (100.0 * (75.0 + floor) / 110.0) as u64);
+        assert_eq!(b, (100.0 * (25.0 + floor) / 110.0) as u64);
+        assert_eq!(c, (100.0 * floor / 110.0) as u64);
+        assert!(c >= 1);
+        assert!(a + b + c <= 100, "the shares hold the limit in aggregate");
         let held = &k.stats.held[&job];
         assert_eq!(held.limit_bytes_per_s, limit);
         assert_eq!(held.held_ns, 1_000_000_000, "held since the first round");
@@ -609,14 +605,15 @@ mod tests {
             k.stats.limited_observed_bytes_per_s[&job],
             100.0 * mb as f64
         );
-        // Idle: no longer held, shares back to equal floors.
+        // Idle: no longer held, shares back to equal floors over the three fresh OSSs.
         k.accept(3_000_000_000, &report("a", 0, &[("dd.500", 0, 0)]))
             .unwrap();
         k.accept(3_000_000_000, &report("b", 1, &[("dd.500", 0, 0)]))
             .unwrap();
         k.run_round(3_000_000_000).unwrap();
         assert!(k.stats.held.is_empty());
-        assert_eq!(k.rates(DomainId(0))[&job], 50);
-        assert_eq!(k.rates(DomainId(1))[&job], 50);
+        for d in 0..3 {
+            assert_eq!(k.rates(DomainId(d))[&job], 33);
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! (`pfsqos_metrics::label_value`) and bounded by `rules_max` (rates) and the limits' jobs.
 //!
 //! Families: `pfsqos_agent_periods_total`, `pfsqos_agent_periods_skipped_total`,
+//! `pfsqos_agent_job_stats_nameless_total`,
 //! `pfsqos_agent_rule_writes_total{op=start|change|stop}`, `pfsqos_agent_writes_refused_total`,
 //! `pfsqos_agent_lctl_commands_total`, `pfsqos_agent_lctl_errors_total` (failed attempts),
 //! `pfsqos_agent_lctl_timeouts_total`, `pfsqos_agent_lctl_failed_commands_total`,
@@ -67,6 +68,12 @@ impl Collector for AgentCollector {
             "pfsqos_agent_periods_skipped",
             "Periods whose job_stats could not be read (rules kept).",
             s.periods_skipped,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_job_stats_nameless",
+            "Periods whose job_stats came without parameter names (refused: which OST is unknown).",
+            s.job_stats_nameless,
         )?;
         {
             let mut f = e.encode_descriptor(

@@ -1,6 +1,8 @@
 //! What `pfsqos stat --agent HOST:PORT` shows of a running agent: the jobs held at an
 //! administrator limit (who hit a limit, for how long, at which limit, moving how much) and
-//! the jobs moving the most, read from the agent's Prometheus endpoint (`metrics_listen`).
+//! the jobs moving the most, read from the agent's Prometheus endpoint (`metrics_listen`);
+//! and what `pfsqos stat --coordinator HOST:PORT` shows of a coordinator (rounds, reports,
+//! views its controller refused, jobs held at a file-system-wide limit) from its endpoint.
 //!
 //! The endpoint is another process: its answer is read with a deadline and a size bound, and
 //! every job id in it is data. Job ids come back from the label escaping
@@ -172,37 +174,7 @@ pub fn render(agent: &str, st: &AgentStatus, top: usize) -> String {
             ""
         }
     );
-    let mut held: Vec<(&String, &JobStatus)> =
-        st.jobs.iter().filter(|(_, j)| j.held_s.is_some()).collect();
-    held.sort_by(|a, b| {
-        b.1.held_s
-            .partial_cmp(&a.1.held_s)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.0.cmp(b.0))
-    });
-    if held.is_empty() {
-        out.push_str("held at a limit: none\n");
-    } else {
-        let _ = writeln!(
-            out,
-            "held at a limit ({}):\n  {:<32} {:>10} {:>14} {:>14}",
-            held.len(),
-            "job",
-            "held for",
-            "limit",
-            "moving"
-        );
-        for (job, j) in held {
-            let _ = writeln!(
-                out,
-                "  {:<32} {:>8.1} s {:>14} {:>14}",
-                job.escape_debug().to_string(),
-                j.held_s.unwrap_or(0.0),
-                rate(j.limit_bytes_per_s),
-                rate(j.observed_bytes_per_s)
-            );
-        }
-    }
+    render_held(&mut out, &st.jobs);
     let mut moving: Vec<(&String, &JobStatus)> = st
         .jobs
         .iter()
@@ -232,6 +204,143 @@ pub fn render(agent: &str, st: &AgentStatus, top: usize) -> String {
                 job.escape_debug().to_string(),
                 rate(j.observed_bytes_per_s),
                 rate_text
+            );
+        }
+    }
+    out
+}
+
+/// A coordinator's state as its metrics tell it (`pfsqos stat --coordinator HOST:PORT`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CoordinatorStatus {
+    pub rounds: Option<f64>,
+    pub reports_accepted: Option<f64>,
+    pub reports_refused: Option<f64>,
+    /// Rounds whose view the controller refused (nothing decided).
+    pub rejected_observations: Option<f64>,
+    pub domains: Option<f64>,
+    pub jobs_in_view: Option<f64>,
+    /// Jobs under a file-system-wide limit: held for how long, at which limit (held jobs) and
+    /// what they moved over the file system.
+    pub jobs: BTreeMap<String, JobStatus>,
+}
+
+/// Reads a coordinator's metrics text (malformed lines skipped; at most 65,536 jobs kept).
+pub fn parse_coordinator(text: &str) -> CoordinatorStatus {
+    const JOBS_MAX: usize = 1 << 16;
+    let mut st = CoordinatorStatus::default();
+    for line in text.lines() {
+        let Some((name, job, v)) = sample_line(line) else {
+            continue;
+        };
+        match (name, job) {
+            ("pfsqos_coordinator_rounds_total", None) => st.rounds = Some(v),
+            ("pfsqos_coordinator_reports_accepted_total", None) => st.reports_accepted = Some(v),
+            ("pfsqos_coordinator_reports_refused_total", None) => st.reports_refused = Some(v),
+            ("pfsqos_coordinator_rejected_observations_total", None) => {
+                st.rejected_observations = Some(v)
+            }
+            ("pfsqos_coordinator_domains", None) => st.domains = Some(v),
+            ("pfsqos_coordinator_jobs", None) => st.jobs_in_view = Some(v),
+            (name, Some(job)) => {
+                if !st.jobs.contains_key(&job) && st.jobs.len() >= JOBS_MAX {
+                    continue;
+                }
+                let field: fn(&mut JobStatus) -> &mut Option<f64> = match name {
+                    "pfsqos_coordinator_job_held_seconds" => |j: &mut JobStatus| &mut j.held_s,
+                    "pfsqos_coordinator_job_held_limit_bytes_per_s" => {
+                        |j: &mut JobStatus| &mut j.limit_bytes_per_s
+                    }
+                    "pfsqos_coordinator_job_limited_observed_bytes_per_s" => {
+                        |j: &mut JobStatus| &mut j.observed_bytes_per_s
+                    }
+                    _ => continue,
+                };
+                *field(st.jobs.entry(job).or_default()) = Some(v);
+            }
+            _ => {}
+        }
+    }
+    st
+}
+
+/// The held-jobs table of `pfsqos stat` (longest held first).
+fn render_held(out: &mut String, jobs: &BTreeMap<String, JobStatus>) {
+    let mut held: Vec<(&String, &JobStatus)> =
+        jobs.iter().filter(|(_, j)| j.held_s.is_some()).collect();
+    held.sort_by(|a, b| {
+        b.1.held_s
+            .partial_cmp(&a.1.held_s)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.0.cmp(b.0))
+    });
+    if held.is_empty() {
+        out.push_str("held at a limit: none\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "held at a limit ({}):\n  {:<32} {:>10} {:>14} {:>14}",
+            held.len(),
+            "job",
+            "held for",
+            "limit",
+            "moving"
+        );
+        for (job, j) in held {
+            let _ = writeln!(
+                out,
+                "  {:<32} {:>8.1} s {:>14} {:>14}",
+                job.escape_debug().to_string(),
+                j.held_s.unwrap_or(0.0),
+                rate(j.limit_bytes_per_s),
+                rate(j.observed_bytes_per_s)
+            );
+        }
+    }
+}
+
+/// The text `pfsqos stat --coordinator` prints: a header line (rounds, reports, views the
+/// controller refused, the last view's size), the jobs held at a file-system-wide limit, then
+/// the `top` limited jobs moving the most over the file system.
+pub fn render_coordinator(coordinator: &str, st: &CoordinatorStatus, top: usize) -> String {
+    let num = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v}"));
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "coordinator {}: rounds {}, reports {} taken {} refused, rejected observations {}, \
+         last view {} OSSs {} jobs",
+        coordinator.escape_debug(),
+        num(st.rounds),
+        num(st.reports_accepted),
+        num(st.reports_refused),
+        num(st.rejected_observations),
+        num(st.domains),
+        num(st.jobs_in_view),
+    );
+    render_held(&mut out, &st.jobs);
+    let mut moving: Vec<(&String, &JobStatus)> = st
+        .jobs
+        .iter()
+        .filter(|(_, j)| j.observed_bytes_per_s.is_some_and(|b| b > 0.0))
+        .collect();
+    moving.sort_by(|a, b| {
+        b.1.observed_bytes_per_s
+            .partial_cmp(&a.1.observed_bytes_per_s)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.0.cmp(b.0))
+    });
+    if !moving.is_empty() && top > 0 {
+        let _ = writeln!(
+            out,
+            "limited jobs moving the most:\n  {:<32} {:>14}",
+            "job", "moving"
+        );
+        for (job, j) in moving.into_iter().take(top) {
+            let _ = writeln!(
+                out,
+                "  {:<32} {:>14}",
+                job.escape_debug().to_string(),
+                rate(j.observed_bytes_per_s)
             );
         }
     }
@@ -299,6 +408,62 @@ mod tests {
         assert!(shown.contains("top jobs:"));
         assert!(shown.contains("50 RPC/s x 2"));
         assert_eq!(shown.lines().count(), 8, "{shown}");
+    }
+
+    /// The coordinator's own metrics text read back: rounds, refusals, held jobs.
+    #[test]
+    fn the_coordinators_metrics_are_read_back() {
+        let job = JobId::new("dd.500").unwrap();
+        let mut stats = crate::coord::CoordStats {
+            rounds: 12,
+            reports_accepted: 24,
+            reports_refused: 1,
+            rejected_observations: 3,
+            domains: 2,
+            jobs: 5,
+            ..Default::default()
+        };
+        stats.held.insert(
+            job,
+            Held {
+                since_ns: 0,
+                limit_bytes_per_s: 1 << 30,
+                held_ns: 4_000_000_000,
+            },
+        );
+        stats
+            .limited_observed_bytes_per_s
+            .insert(job, 1000.0 * (1u64 << 20) as f64);
+        let st = parse_coordinator(&crate::metrics::render_coordinator(stats));
+        assert_eq!(
+            (
+                st.rounds,
+                st.rejected_observations,
+                st.domains,
+                st.jobs_in_view
+            ),
+            (Some(12.0), Some(3.0), Some(2.0), Some(5.0))
+        );
+        assert_eq!(
+            (st.reports_accepted, st.reports_refused),
+            (Some(24.0), Some(1.0))
+        );
+        assert_eq!(st.jobs["dd.500"].held_s, Some(4.0));
+        let shown = render_coordinator("c:9191", &st, 3);
+        assert!(
+            shown.starts_with(
+                "coordinator c:9191: rounds 12, reports 24 taken 1 refused, rejected observations 3, last view 2 OSSs 5 jobs\n"
+            ),
+            "{shown}"
+        );
+        assert!(shown.contains("held at a limit (1):"), "{shown}");
+        assert!(shown.contains("1024.0 MiB/s") && shown.contains("1000.0 MiB/s"));
+        assert!(shown.contains("limited jobs moving the most:"), "{shown}");
+        // An agent's text is not a coordinator's.
+        assert_eq!(
+            parse_coordinator("pfsqos_agent_periods_total 3\n").rounds,
+            None
+        );
     }
 
     #[test]

@@ -65,12 +65,14 @@ pub fn run_coordinator(args: CoordinatorArgs) -> ExitCode {
     }
 }
 
-/// `pfsqos stat --agent HOST:PORT ...`: every `interval`, each agent's held jobs and top jobs
-/// from its metrics endpoint (`pfsqos_agent::status`), `iterations` times or until
-/// interrupted. Exits 2 if an address does not resolve, 1 if the last sample of an agent
+/// `pfsqos stat --agent HOST:PORT ... --coordinator HOST:PORT ...`: every `interval`, each
+/// agent's held jobs and top jobs, then each coordinator's rounds, refused views and held jobs,
+/// from their metrics endpoints (`pfsqos_agent::status`), `iterations` times or until
+/// interrupted. Exits 2 if an address does not resolve, 1 if the last sample of an endpoint
 /// could not be read.
 pub fn run_stat_agents(
     agents: &[String],
+    coordinators: &[String],
     count: usize,
     interval: std::time::Duration,
     iterations: Option<u64>,
@@ -78,12 +80,16 @@ pub fn run_stat_agents(
     use std::io::Write;
     use std::net::ToSocketAddrs;
     let mut addrs = Vec::new();
-    for a in agents {
+    let endpoints = agents
+        .iter()
+        .map(|a| ("agent", a))
+        .chain(coordinators.iter().map(|c| ("coordinator", c)));
+    for (kind, a) in endpoints {
         match a.to_socket_addrs().map(|mut it| it.next()) {
-            Ok(Some(addr)) => addrs.push((a.as_str(), addr)),
+            Ok(Some(addr)) => addrs.push((kind, a.as_str(), addr)),
             _ => {
                 eprintln!(
-                    "pfsqos: error: agent address `{}` does not resolve",
+                    "pfsqos: error: {kind} address `{}` does not resolve",
                     a.escape_debug()
                 );
                 return ExitCode::from(2);
@@ -100,15 +106,20 @@ pub fn run_stat_agents(
     let mut out = std::io::stdout().lock();
     loop {
         failed = false;
-        for (name, addr) in &addrs {
-            match pfsqos_agent::status::scrape(*addr, timeout) {
+        for (kind, name, addr) in &addrs {
+            use pfsqos_agent::status;
+            match status::scrape(*addr, timeout) {
+                Ok(text) if *kind == "agent" => {
+                    let st = status::parse(&text);
+                    let _ = write!(out, "{}", status::render(name, &st, count));
+                }
                 Ok(text) => {
-                    let st = pfsqos_agent::status::parse(&text);
-                    let _ = write!(out, "{}", pfsqos_agent::status::render(name, &st, count));
+                    let st = status::parse_coordinator(&text);
+                    let _ = write!(out, "{}", status::render_coordinator(name, &st, count));
                 }
                 Err(e) => {
                     failed = true;
-                    let _ = writeln!(out, "agent {}: unreachable: {e}", name.escape_debug());
+                    let _ = writeln!(out, "{kind} {}: unreachable: {e}", name.escape_debug());
                 }
             }
         }

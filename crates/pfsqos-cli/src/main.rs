@@ -158,6 +158,11 @@ enum Command {
         /// long, at which limit) and the jobs moving the most (-c of them).
         #[arg(long = "agent", conflicts_with_all = ["servers", "key_file", "record"])]
         agents: Vec<String>,
+        /// A Lustre coordinator's metrics address HOST:PORT (its `metrics_listen`); repeat
+        /// for more. Shows its rounds, reports, refused views and the jobs held at a
+        /// file-system-wide limit (after the agents, if any).
+        #[arg(long = "coordinator", conflicts_with_all = ["servers", "key_file", "record"])]
+        coordinators: Vec<String>,
     },
     /// Mount the file system with FUSE (runs in the foreground; SIGINT/SIGTERM unmounts).
     Mount(pfsqos_mount::MountArgs),
@@ -474,9 +479,10 @@ fn main() -> ExitCode {
             iterations,
             record,
             agents,
+            coordinators,
         } => {
-            if !agents.is_empty() {
-                return agent::run_stat_agents(&agents, count, interval, iterations);
+            if !agents.is_empty() || !coordinators.is_empty() {
+                return agent::run_stat_agents(&agents, &coordinators, count, interval, iterations);
             }
             return ExitCode::from(live::run_stat(
                 &servers,

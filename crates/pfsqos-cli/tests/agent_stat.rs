@@ -122,3 +122,103 @@ fn stat_says_when_an_agent_cannot_be_read() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `pfsqos stat --coordinator`: rounds, refused views and jobs held at a file-system-wide
+/// limit, from the coordinator's own metrics text; after an agent given in the same command.
+#[test]
+fn stat_reads_the_coordinators_metrics() {
+    use pfsqos_agent::coord::CoordStats;
+    use pfsqos_agent::metrics::render_coordinator;
+    let job = JobId::new("dd.500").unwrap();
+    let mut stats = CoordStats {
+        rounds: 30,
+        reports_accepted: 60,
+        reports_refused: 2,
+        rejected_observations: 1,
+        domains: 2,
+        jobs: 7,
+        ..CoordStats::default()
+    };
+    stats.held.insert(
+        job,
+        Held {
+            since_ns: 0,
+            limit_bytes_per_s: 1 << 30,
+            held_ns: 9_500_000_000,
+        },
+    );
+    stats
+        .limited_observed_bytes_per_s
+        .insert(job, 1000.0 * (1u64 << 20) as f64);
+    let coordinator = serve(render_coordinator(stats), 1);
+    let agent = serve(
+        render(AgentSample {
+            stats: AgentStats {
+                periods: 5,
+                ..AgentStats::default()
+            },
+            ..AgentSample::default()
+        }),
+        1,
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+        .args([
+            "stat",
+            "--coordinator",
+            &coordinator.to_string(),
+            "--agent",
+            &agent.to_string(),
+            "-n",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with(&format!("agent {agent}: periods 5")),
+        "agents first: {text}"
+    );
+    let at = text.find("coordinator ").expect("the coordinator's block");
+    let rows: Vec<&str> = text[at..].lines().collect();
+    assert_eq!(
+        rows[0],
+        format!(
+            "coordinator {coordinator}: rounds 30, reports 60 taken 2 refused, \
+             rejected observations 1, last view 2 OSSs 7 jobs"
+        )
+    );
+    assert_eq!(rows[1], "held at a limit (1):", "{text}");
+    assert!(
+        rows[3].trim_start().starts_with("dd.500")
+            && rows[3].contains("9.5 s")
+            && rows[3].contains("1024.0 MiB/s")
+            && rows[3].contains("1000.0 MiB/s"),
+        "{text}"
+    );
+    // Unreachable coordinator: said, exit status 1.
+    let gone = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+        .args([
+            "stat",
+            "--coordinator",
+            &gone.to_string(),
+            "-n",
+            "1",
+            "-i",
+            "0.2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .starts_with(&format!("coordinator {gone}: unreachable:")));
+}

@@ -609,6 +609,14 @@ pub struct JobStatsParseError {
     pub message: String,
 }
 
+impl JobStatsParseError {
+    /// Whether the text was refused for having no parameter names
+    /// ([`parse_lctl_brw_lossy`] with names required).
+    pub fn nameless(&self) -> bool {
+        self.message == NAMELESS_MESSAGE
+    }
+}
+
 impl fmt::Display for JobStatsParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "job_stats line {}: {}", self.line, self.message)
@@ -648,8 +656,25 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn spaces(&mut self) {
-        let rest = &self.bytes[self.at..];
-        self.at += rest.iter().position(|&b| b != b' ').unwrap_or(rest.len());
+        // Eight bytes at a time: Lustre pads its numbers to 7..18 columns, so runs of spaces
+        // are most of a counter line. In a little-endian word the first byte that is not a
+        // space is the lowest non-zero byte of `word ^ "        "`.
+        const SPACES: u64 = u64::from_le_bytes([b' '; 8]);
+        let bytes = self.bytes;
+        let mut at = self.at;
+        while let Some(chunk) = bytes.get(at..at + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+            let other = word ^ SPACES;
+            if other != 0 {
+                self.at = at + (other.trailing_zeros() / 8) as usize;
+                return;
+            }
+            at += 8;
+        }
+        while bytes.get(at) == Some(&b' ') {
+            at += 1;
+        }
+        self.at = at;
     }
 
     /// Takes `token` if the text continues with it.
@@ -700,12 +725,23 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// [`parse_counter_body_fast_with`] keeping histograms (what the tests compare with the
+/// general parser).
+#[cfg(test)]
+fn parse_counter_body_fast(body: &str) -> Option<(Counter, &str, Option<Log2Hist>)> {
+    parse_counter_body_fast_with::<true>(body)
+}
+
 /// The common case of [`parse_counter_body`] in one pass without allocation: exactly the form
 /// Lustre prints, `{ samples: N, unit: U[, min|max|sum|sumsq: N]...[, hist: { L: N, ... }] }`
 /// with spaces only. Anything else gives `None` and is left to the general parser; for every
 /// text accepted here the result is the one the general parser gives (same fields, last value
-/// wins, same histogram labels), so the fast path changes speed only.
-fn parse_counter_body_fast(body: &str) -> Option<(Counter, &str, Option<Log2Hist>)> {
+/// wins, same histogram labels), so the fast path changes speed only. With `KEEP_HIST` false
+/// the histogram is checked exactly as well (labels, counts, braces) but not kept (`None` is
+/// returned for it): a reader of bulk totals need not fill 512 bytes per counter.
+fn parse_counter_body_fast_with<const KEEP_HIST: bool>(
+    body: &str,
+) -> Option<(Counter, &str, Option<Log2Hist>)> {
     let mut c = Cursor {
         text: body,
         bytes: body.as_bytes(),
@@ -747,7 +783,7 @@ fn parse_counter_body_fast(body: &str) -> Option<(Counter, &str, Option<Log2Hist
             if !c.eat(b"{") {
                 return None;
             }
-            let mut h = Log2Hist::default();
+            let mut h = KEEP_HIST.then(Log2Hist::default);
             c.spaces();
             let mut first = true;
             while !c.eat(b"}") {
@@ -762,10 +798,13 @@ fn parse_counter_body_fast(body: &str) -> Option<(Counter, &str, Option<Log2Hist
                     return None;
                 }
                 c.spaces();
-                h.0[b] = c.number()?;
+                let n = c.number()?;
+                if let Some(h) = h.as_mut() {
+                    h.0[b] = n;
+                }
                 c.spaces();
             }
-            hist = Some(h);
+            hist = h;
             c.spaces();
             // The histogram is the last field.
             if !c.eat(b"}") {
@@ -796,8 +835,10 @@ fn parse_counter_body_fast(body: &str) -> Option<(Counter, &str, Option<Log2Hist
 
 /// Parses `{ samples: N, unit: U, min: .., hist: { 1M: 3 } }` into the counter, its unit and
 /// its histogram.
-fn parse_counter_body(body: &str) -> Result<(Counter, &str, Option<Log2Hist>), String> {
-    match parse_counter_body_fast(body) {
+fn parse_counter_body<const KEEP_HIST: bool>(
+    body: &str,
+) -> Result<(Counter, &str, Option<Log2Hist>), String> {
+    match parse_counter_body_fast_with::<KEEP_HIST>(body) {
         Some(parsed) => Ok(parsed),
         None => parse_counter_body_general(body),
     }
@@ -885,12 +926,12 @@ pub fn parse_job_stats(text: &str) -> Result<Vec<JobEntry>, JobStatsParseError> 
 pub fn parse_lctl_job_stats(
     text: &str,
 ) -> Result<Vec<(String, Vec<JobEntry>)>, JobStatsParseError> {
-    parse_lctl_job_stats_impl(text, false).map(|(out, _)| out)
+    parse_lctl_job_stats_impl::<JobEntry>(text, false).map(|(out, _)| out)
 }
 
 /// What [`parse_lctl_job_stats_lossy`] returns: the OSTs' entries and how many entries it
 /// left out.
-pub type LossyJobStats = (Vec<(String, Vec<JobEntry>)>, usize);
+pub type LossyJobStats<E = JobEntry> = (Vec<(String, Vec<E>)>, usize);
 
 /// As [`parse_lctl_job_stats`], but an entry that cannot be read (a job id that is not a
 /// [`JobId`]: control characters or non-UTF-8 bytes once unescaped, longer than Lustre allows;
@@ -898,17 +939,20 @@ pub type LossyJobStats = (Vec<(String, Vec<JobEntry>)>, usize);
 /// of failing the whole text: one odd job on a real OSS must not blind a reader to the
 /// others. Returns the entries and how many were left out. Fails only on oversized text.
 pub fn parse_lctl_job_stats_lossy(text: &str) -> Result<LossyJobStats, JobStatsParseError> {
-    parse_lctl_job_stats_impl(text, true)
+    parse_lctl_job_stats_impl::<JobEntry>(text, true)
 }
 
-fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, JobStatsParseError> {
+fn parse_lctl_job_stats_impl<E: ParsedEntry>(
+    text: &str,
+    lossy: bool,
+) -> Result<LossyJobStats<E>, JobStatsParseError> {
     if text.len() > JOB_STATS_TEXT_LEN_BYTES_MAX {
         return Err(JobStatsParseError {
             line: 0,
             message: format!("longer than {JOB_STATS_TEXT_LEN_BYTES_MAX} bytes"),
         });
     }
-    let mut out: Vec<(String, Vec<JobEntry>)> = Vec::new();
+    let mut out: Vec<(String, Vec<E>)> = Vec::new();
     let mut skipped = 0usize;
     // Lossy mode: the entry being read was left out; its lines are ignored.
     let mut skipping = false;
@@ -928,7 +972,7 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
             message,
         };
         let line = raw_line.trim_end();
-        if line.trim().is_empty() {
+        if trim(line).is_empty() {
             if lossy && in_entry && !skipping {
                 if let Some((_, entries)) = out.last_mut() {
                     if entries.pop().is_some() {
@@ -952,7 +996,7 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
                 }
             }
         }
-        let rest_trim = rest.trim();
+        let rest_trim = trim(rest);
         if rest_trim.is_empty() || rest_trim == "job_stats:" {
             in_entry = false;
             if out.is_empty() {
@@ -972,7 +1016,7 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
             // characters at its ends is left out rather than read as another job's id.
             let job = match raw_line.strip_prefix("- job_id:          ") {
                 Some(exact) if lossy && !exact.starts_with(' ') => exact,
-                _ => job.trim(),
+                _ => trim(job),
             };
             // Only a quoted id needs unescaping (and an allocation); a raw one is read as is.
             let unquoted: Result<std::borrow::Cow<str>, String> = if job.starts_with('"') {
@@ -998,9 +1042,7 @@ fn parse_lctl_job_stats_impl(text: &str, lossy: bool) -> Result<LossyJobStats, J
                 }
                 Err(e) => return Err(err(e.to_string())),
             };
-            let mut e = JobEntry::new(job_id, 0);
-            e.start_time_ns = None;
-            entries.push(e);
+            entries.push(E::new_parsed(job_id));
             in_entry = true;
             fields.clear();
             field_bits = 0;
@@ -1078,16 +1120,17 @@ impl EntryField {
 /// A line's field name (trimmed, up to its first `:`) and the text after that `:` (`None`
 /// without one).
 fn split_field(rest_trim: &str) -> (&str, Option<&str>) {
-    match rest_trim.split_once(':') {
-        Some((name, value)) => (name.trim(), Some(value)),
-        None => (rest_trim.trim(), None),
+    // A byte search: field names are short, shorter than memchr's set-up.
+    match rest_trim.bytes().position(|b| b == b':') {
+        Some(at) => (trim(&rest_trim[..at]), Some(&rest_trim[at + 1..])),
+        None => (trim(rest_trim), None),
     }
 }
 
 /// Applies one line of an entry (a time or a counter; `kind` and `value` from
 /// [`split_field`] and [`EntryField::of`]) to the last entry of `entries`.
-fn parse_entry_line(
-    entries: &mut [JobEntry],
+fn parse_entry_line<E: ParsedEntry>(
+    entries: &mut [E],
     rest_trim: &str,
     kind: EntryField,
     value: Option<&str>,
@@ -1099,14 +1142,15 @@ fn parse_entry_line(
     match kind {
         EntryField::SnapshotTime | EntryField::StartTime | EntryField::ElapsedTime => {
             let t = parse_time_ns(value).ok_or_else(|| format!("bad time `{value}`"))?;
-            match kind {
-                EntryField::SnapshotTime => entry.snapshot_time_ns = t,
-                EntryField::StartTime => entry.start_time_ns = Some(t),
-                _ => {} // derived: snapshot - start
-            }
+            entry.set_time(kind, t);
         }
         EntryField::Counter(_) | EntryField::Other => {
-            let (counter, unit, hist) = parse_counter_body(value)?;
+            // A constant per entry type: the branch not taken is compiled away.
+            let (counter, unit, hist) = if E::KEEPS_HIST {
+                parse_counter_body::<true>(value)?
+            } else {
+                parse_counter_body::<false>(value)?
+            };
             // The manual's oldest examples name the byte counters `read:`/`write:`.
             let c = match (kind, unit) {
                 (EntryField::Counter(OstCounter::Read), "bytes") => OstCounter::ReadBytes,
@@ -1114,19 +1158,133 @@ fn parse_entry_line(
                 (EntryField::Counter(c), _) => c,
                 (_, _) => return Ok(()),
             };
-            entry.counters[c as usize] = counter;
-            if let Some(h) = hist {
-                match c {
-                    OstCounter::ReadBytes => entry.read_hist = h,
-                    OstCounter::WriteBytes => entry.write_hist = h,
-                    _ => {}
-                }
-            }
+            entry.set_counter(c, counter, hist);
         }
     }
     Ok(())
 }
 
+/// `str::trim` (Unicode white space at both ends), with the ASCII case in a byte loop: the
+/// parsers trim every line, and lines are ASCII but for job ids.
+fn trim(text: &str) -> &str {
+    // `char::is_whitespace` on ASCII: tab, LF, VT, FF, CR and space.
+    let ws = |b: u8| matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ');
+    let bytes = text.as_bytes();
+    let start = bytes.iter().position(|&b| !ws(b)).unwrap_or(bytes.len());
+    let end = bytes[start..]
+        .iter()
+        .rposition(|&b| !ws(b))
+        .map_or(start, |i| start + i + 1);
+    // A non-ASCII byte at either end may be (part of) Unicode white space: the full trim.
+    if bytes.get(start).is_some_and(|&b| b >= 0x80) || (end > start && bytes[end - 1] >= 0x80) {
+        return text.trim();
+    }
+    &text[start..end]
+}
+
+/// What a parse keeps of each entry: everything ([`JobEntry`]) or the bulk totals a poller
+/// needs ([`poll::BrwEntry`]). Both go through the one line parser, so they accept and refuse
+/// the same texts.
+trait ParsedEntry: Sized {
+    /// Whether histograms are kept (else checked and dropped).
+    const KEEPS_HIST: bool;
+    /// An entry just named by its `- job_id:` line (no time read yet).
+    fn new_parsed(job: JobId) -> Self;
+    fn set_time(&mut self, kind: EntryField, t_ns: u64);
+    fn set_counter(&mut self, c: OstCounter, counter: Counter, hist: Option<Log2Hist>);
+}
+
+impl ParsedEntry for JobEntry {
+    const KEEPS_HIST: bool = true;
+
+    fn new_parsed(job: JobId) -> JobEntry {
+        let mut e = JobEntry::new(job, 0);
+        e.start_time_ns = None;
+        e
+    }
+
+    fn set_time(&mut self, kind: EntryField, t_ns: u64) {
+        match kind {
+            EntryField::SnapshotTime => self.snapshot_time_ns = t_ns,
+            EntryField::StartTime => self.start_time_ns = Some(t_ns),
+            _ => {} // derived: snapshot - start
+        }
+    }
+
+    fn set_counter(&mut self, c: OstCounter, counter: Counter, hist: Option<Log2Hist>) {
+        self.counters[c as usize] = counter;
+        if let Some(h) = hist {
+            match c {
+                OstCounter::ReadBytes => self.read_hist = h,
+                OstCounter::WriteBytes => self.write_hist = h,
+                _ => {}
+            }
+        }
+    }
+}
+
+impl ParsedEntry for poll::BrwEntry {
+    const KEEPS_HIST: bool = false;
+
+    fn new_parsed(job: JobId) -> poll::BrwEntry {
+        poll::BrwEntry::new(job)
+    }
+
+    fn set_time(&mut self, kind: EntryField, t_ns: u64) {
+        match kind {
+            EntryField::SnapshotTime => self.snapshot_time_ns = t_ns,
+            EntryField::StartTime => self.start_time_ns = Some(t_ns),
+            _ => {}
+        }
+    }
+
+    fn set_counter(&mut self, c: OstCounter, counter: Counter, _hist: Option<Log2Hist>) {
+        match c {
+            OstCounter::ReadBytes => self.read = (counter.samples, counter.sum),
+            OstCounter::WriteBytes => self.write = (counter.samples, counter.sum),
+            _ => {}
+        }
+    }
+}
+
+/// As [`parse_lctl_job_stats_lossy`], keeping of each entry only its id, times and bulk
+/// totals ([`poll::BrwEntry`], a twentieth of a [`JobEntry`]): what the Lustre agent reads
+/// every period, at tens of thousands of entries. Accepts, refuses and leaves out exactly what
+/// the full parser does (one line parser serves both).
+///
+/// With `names_required`, text holding a line before the first `obdfilter.<target>.job_stats=`
+/// name (what `lctl get_param -n` prints) is refused whole ([`JobStatsParseError::nameless`]):
+/// without names, a reader cannot tell which OST an entry belongs to.
+pub fn parse_lctl_brw_lossy(
+    text: &str,
+    names_required: bool,
+) -> Result<LossyJobStats<poll::BrwEntry>, JobStatsParseError> {
+    if names_required {
+        if let Some((i, line)) = text.lines().enumerate().find(|(_, l)| !trim(l).is_empty()) {
+            if !starts_with_param_name(line) {
+                return Err(JobStatsParseError {
+                    line: i + 1,
+                    message: NAMELESS_MESSAGE.to_string(),
+                });
+            }
+        }
+    }
+    parse_lctl_job_stats_impl(text, true)
+}
+
+/// What [`parse_lctl_brw_lossy`] says of text without parameter names.
+pub const NAMELESS_MESSAGE: &str =
+    "job_stats without parameter names (`lctl get_param -n`?): cannot tell which OST an entry is on";
+
+/// Whether a line opens a parameter (`name=value`, the name without spaces or `:`), as the
+/// parser reads one.
+fn starts_with_param_name(line: &str) -> bool {
+    let line = line.trim_end();
+    if line.starts_with([' ', '-', '{']) {
+        return false;
+    }
+    matches!(line.split_once('='), Some((param, _)) if !param.is_empty() && !param.contains([' ', ':']))
+}
 pub mod poll;
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use super::{
     TargetObservation,
 };
 use crate::jobstats::poll::{ost_index_of_param, BrwTotals, JobStatsPoller, PollCounts};
-use crate::jobstats::{counters_delta, parse_lctl_job_stats_lossy, JobStatsParseError};
+use crate::jobstats::{counters_delta, parse_lctl_brw_lossy, JobStatsParseError};
 use crate::model::{JobId, OstId};
 use crate::sched::tbf::{TbfCommand, TbfOp};
 
@@ -366,8 +366,9 @@ impl JobStatsObserver {
     }
 
     /// The observation of the period ending at `now_ns` from the text of one poll. The first
-    /// poll of an OST is its baseline (no activity reported for it). Fails only on text
-    /// beyond the parser's size bound.
+    /// poll of an OST is its baseline (no activity reported for it). Fails on text beyond
+    /// the parser's size bound, and on text without parameter names (`lctl get_param -n`:
+    /// which OST an entry is on is unknown; [`JobStatsParseError::nameless`]).
     ///
     /// `listed_osts` are the job_stats parameters `lctl list_param obdfilter.*.job_stats`
     /// names: an OST without jobs prints nothing on 2.17+, so it is known only from there; it
@@ -378,7 +379,8 @@ impl JobStatsObserver {
         lctl_text: &str,
         listed_osts: &[String],
     ) -> Result<JobStatsObservation, JobStatsParseError> {
-        let (mut osts, skipped_entries) = parse_lctl_job_stats_lossy(lctl_text)?;
+        // Bulk totals only; text without parameter names is refused (which OST is unknown).
+        let (mut osts, skipped_entries) = parse_lctl_brw_lossy(lctl_text, true)?;
         for name in listed_osts {
             if !osts.iter().any(|(p, _)| p == name) {
                 osts.push((name.clone(), Vec::new()));

@@ -5,6 +5,7 @@
 
 pub mod adaptbf;
 pub mod agent;
+pub mod byte_limits;
 pub mod gift;
 pub mod nobw;
 pub mod pi;

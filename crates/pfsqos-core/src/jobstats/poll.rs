@@ -53,6 +53,48 @@ impl BrwTotals {
     }
 }
 
+/// What a poller reads of one job's entry: its id, times and bulk totals (what
+/// [`super::parse_lctl_brw_lossy`] keeps; [`From<JobEntry>`] for full entries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BrwEntry {
+    pub job_id: JobId,
+    /// Time of the entry's last update, ns since the epoch.
+    pub snapshot_time_ns: u64,
+    /// `None` on layouts without it (2.12-2.14).
+    pub start_time_ns: Option<u64>,
+    /// `read_bytes`: samples (RPCs) and sum (bytes).
+    pub read: (u64, u64),
+    /// `write_bytes`: samples (RPCs) and sum (bytes).
+    pub write: (u64, u64),
+}
+
+impl BrwEntry {
+    /// An entry with nothing read yet (as a fresh `- job_id:` line leaves it).
+    pub fn new(job_id: JobId) -> BrwEntry {
+        BrwEntry {
+            job_id,
+            snapshot_time_ns: 0,
+            start_time_ns: None,
+            read: (0, 0),
+            write: (0, 0),
+        }
+    }
+}
+
+impl From<JobEntry> for BrwEntry {
+    fn from(e: JobEntry) -> BrwEntry {
+        let r = e.counter(OstCounter::ReadBytes);
+        let w = e.counter(OstCounter::WriteBytes);
+        BrwEntry {
+            job_id: e.job_id,
+            snapshot_time_ns: e.snapshot_time_ns,
+            start_time_ns: e.start_time_ns,
+            read: (r.samples, r.sum),
+            write: (w.samples, w.sum),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Seen {
     start_time_ns: Option<u64>,
@@ -62,12 +104,10 @@ struct Seen {
 }
 
 impl Seen {
-    fn of(entry: &JobEntry) -> Seen {
-        let r = entry.counter(OstCounter::ReadBytes);
-        let w = entry.counter(OstCounter::WriteBytes);
+    fn of(entry: &BrwEntry) -> Seen {
         Seen {
             start_time_ns: entry.start_time_ns,
-            counters: [r.samples, r.sum, w.samples, w.sum],
+            counters: [entry.read.0, entry.read.1, entry.write.0, entry.write.1],
         }
     }
 }
@@ -123,7 +163,9 @@ pub struct PollCounts {
 /// Remembers the previous poll of every OST to take deltas.
 #[derive(Debug, Default, Clone)]
 pub struct JobStatsPoller {
-    prev: BTreeMap<String, BTreeMap<JobId, Seen>>,
+    /// Per OST, its jobs at the previous poll, sorted by job id (unique): a poll is one merge
+    /// of two sorted lists, with no per-job map to build or search.
+    prev: BTreeMap<String, Vec<(JobId, Seen)>>,
 }
 
 impl JobStatsPoller {
@@ -137,14 +179,18 @@ impl JobStatsPoller {
     }
 
     /// Takes one poll (the parsed output of `lctl get_param obdfilter.*.job_stats`, as
-    /// [`super::parse_lctl_job_stats`] gives it) and returns each OST's deltas since the
-    /// previous poll, in parameter name order.
-    pub fn poll(&mut self, osts: Vec<(String, Vec<JobEntry>)>) -> (Vec<OstDelta>, PollCounts) {
+    /// [`super::parse_lctl_brw_lossy`] or [`super::parse_lctl_job_stats`] gives it) and
+    /// returns each OST's deltas since the previous poll, in parameter name order.
+    pub fn poll<E: Into<BrwEntry>>(
+        &mut self,
+        osts: Vec<(String, Vec<E>)>,
+    ) -> (Vec<OstDelta>, PollCounts) {
         let mut counts = PollCounts::default();
-        let mut by_param: BTreeMap<String, Vec<JobEntry>> = BTreeMap::new();
+        let mut by_param: BTreeMap<String, Vec<BrwEntry>> = BTreeMap::new();
         for (param, entries) in osts {
             // The same parameter twice (a glob matching it twice) counts once: the later.
-            by_param.insert(param, entries);
+            // (`BrwEntry` into itself is collected in place.)
+            by_param.insert(param, entries.into_iter().map(Into::into).collect());
         }
         // An OST known from an earlier poll and absent now holds no job: Lustre 2.17+ prints an
         // empty job_stats value, which `lctl get_param` leaves out altogether (`read_param`
@@ -178,18 +224,41 @@ impl JobStatsPoller {
                 counts.new_osts += 1;
             }
             let prev = prev.unwrap_or_default();
-            let mut seen: BTreeMap<JobId, Seen> = BTreeMap::new();
+            // Entries in job id order, a job listed twice (never in Lustre) in file order:
+            // its first listing gives the delta, its last the baseline of the next poll.
+            let mut order: Vec<u32> = (0..entries.len() as u32).collect();
+            order.sort_by(|&a, &b| {
+                (entries[a as usize].job_id, a).cmp(&(entries[b as usize].job_id, b))
+            });
+            let mut seen: Vec<(JobId, Seen)> = Vec::with_capacity(entries.len());
             let mut jobs = Vec::new();
-            for e in &entries {
+            let mut vanished = 0u64;
+            let mut p = 0usize;
+            for (i, &at) in order.iter().enumerate() {
+                let e = &entries[at as usize];
                 let now = Seen::of(e);
-                // A job listed twice in one read (never in Lustre) counts once.
-                if seen.insert(e.job_id, now).is_some() {
+                if i > 0 && entries[order[i - 1] as usize].job_id == e.job_id {
+                    // A later listing of the same job: its values are the next baseline.
+                    seen.last_mut().expect("the first listing was kept").1 = now;
                     continue;
+                }
+                seen.push((e.job_id, now));
+                // Jobs of the previous poll before this one in id order are gone.
+                while p < prev.len() && prev[p].0 < e.job_id {
+                    vanished += 1;
+                    p += 1;
                 }
                 if !has_baseline {
                     continue;
                 }
-                let (delta, restart) = match prev.get(&e.job_id) {
+                let before = match prev.get(p) {
+                    Some((job, s)) if *job == e.job_id => {
+                        p += 1;
+                        Some(s)
+                    }
+                    _ => None,
+                };
+                let (delta, restart) = match before {
                     None => (now.counters, Some(Restart::New)),
                     Some(p) => {
                         let start_changed = matches!(
@@ -220,14 +289,21 @@ impl JobStatsPoller {
                     });
                 }
             }
+            vanished += (prev.len() - p) as u64;
+            debug_assert!(
+                seen.windows(2).all(|w| w[0].0 < w[1].0),
+                "the baseline is sorted and unique"
+            );
+            debug_assert!(
+                jobs.windows(2).all(|w| w[0].job < w[1].job),
+                "deltas come in job id order"
+            );
             if has_baseline {
-                let vanished = prev.keys().filter(|j| !seen.contains_key(*j)).count() as u64;
                 counts.vanished += vanished;
                 if seen.is_empty() && !prev.is_empty() {
                     counts.cleared_osts += 1;
                 }
             }
-            jobs.sort_by_key(|d| d.job);
             out.push(OstDelta {
                 param: param.clone(),
                 has_baseline,

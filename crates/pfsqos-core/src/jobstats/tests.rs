@@ -467,3 +467,166 @@ fn the_fast_counter_parser_takes_every_printed_layout() {
         }
     }
 }
+
+/// The full lossy parser's reading of `text` as the compact parser keeps it.
+fn full_as_brw(text: &str) -> Result<LossyJobStats<poll::BrwEntry>, JobStatsParseError> {
+    parse_lctl_job_stats_lossy(text).map(|(osts, skipped)| {
+        let osts = osts
+            .into_iter()
+            .map(|(p, es)| (p, es.into_iter().map(poll::BrwEntry::from).collect()))
+            .collect();
+        (osts, skipped)
+    })
+}
+
+/// lctl output over several OSTs in one layout, then garbled by `edits`: a line replaced,
+/// doubled, blanked, cut, or given odd bytes (white space of every kind, quotes, colons).
+fn garbled_lctl_text(
+    osts: &[Vec<JobEntry>],
+    format: JobStatsFormat,
+    edits: &[(usize, u8, usize)],
+) -> String {
+    let mut text = String::new();
+    for (i, entries) in osts.iter().enumerate() {
+        text.push_str(&format!("obdfilter.fs-OST{i:04x}.job_stats=\n"));
+        text.push_str(&render_job_stats(entries, format));
+    }
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    const ODD: [&str; 8] = ["\u{a0}", "\t", "\u{b}", "\"", ":", " ", "\u{2003}", "x"];
+    for &(at, kind, arg) in edits {
+        if lines.is_empty() {
+            break;
+        }
+        let at = at % lines.len();
+        match kind % 6 {
+            0 => lines[at] = ODD[arg % ODD.len()].to_string(),
+            1 => {
+                let l = lines[at].clone();
+                lines.insert(at, l);
+            }
+            2 => lines[at].clear(),
+            3 => {
+                let l = &mut lines[at];
+                let cut = (arg % (l.len() + 1)).min(l.len());
+                let cut = (0..=cut)
+                    .rev()
+                    .find(|&c| l.is_char_boundary(c))
+                    .unwrap_or(0);
+                l.truncate(cut);
+            }
+            4 => lines[at].insert_str(0, ODD[arg % ODD.len()]),
+            _ => lines[at].push_str(ODD[arg % ODD.len()]),
+        }
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}
+
+fn arb_format() -> impl Strategy<Value = JobStatsFormat> {
+    prop_oneof![
+        Just(JobStatsFormat::Legacy2_12),
+        Just(JobStatsFormat::Lustre2_15_0),
+        Just(JobStatsFormat::Lustre2_15),
+        Just(JobStatsFormat::Lustre2_16),
+        Just(JobStatsFormat::Master),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        rng_seed: proptest::test_runner::RngSeed::Fixed(17),
+        cases: 400,
+        ..ProptestConfig::default()
+    })]
+    /// Differential: the compact parser (what the agent reads every period) gives exactly what
+    /// the full lossy parser gives, kept to bulk totals: same OSTs, entries, values and
+    /// left-out count, on every layout, with odd job ids and garbled lines.
+    #[test]
+    fn the_compact_parser_reads_what_the_full_one_reads(
+        osts in proptest::collection::vec(proptest::collection::vec(arb_entry(), 0..4), 1..3),
+        format in arb_format(),
+        edits in proptest::collection::vec((0usize..200, 0u8..6, 0usize..64), 0..4),
+    ) {
+        let text = garbled_lctl_text(&osts, format, &edits);
+        prop_assert_eq!(parse_lctl_brw_lossy(&text, false), full_as_brw(&text), "{}", text);
+        // With names required: refused exactly when the full parser puts entries (or an empty
+        // value) under no name; otherwise read the same.
+        let full = full_as_brw(&text).unwrap();
+        let unnamed = full.0.first().is_some_and(|(name, _)| name.is_empty());
+        match parse_lctl_brw_lossy(&text, true) {
+            Err(e) => prop_assert!(e.nameless() && unnamed, "{}: {}", e, text),
+            Ok(named) => {
+                prop_assert!(!unnamed, "{}", text);
+                prop_assert_eq!(named, full);
+            }
+        }
+    }
+
+    #[test]
+    fn the_compact_parser_never_panics_and_agrees(text in "(?s).{0,400}") {
+        prop_assert_eq!(parse_lctl_brw_lossy(&text, false), full_as_brw(&text));
+    }
+
+    /// The ASCII-first trim is `str::trim`.
+    #[test]
+    fn trim_is_str_trim(text in "[ \t\n\u{b}\u{c}\r\u{85}\u{a0}\u{2003}a-c\u{e9}]{0,12}") {
+        prop_assert_eq!(trim(&text), text.trim());
+    }
+}
+
+/// Text without parameter names (`lctl get_param -n`) is refused when names are required,
+/// whatever its layout; blank text and named text are read.
+#[test]
+fn nameless_job_stats_are_refused_when_names_are_required() {
+    let mut e = JobEntry::new(JobId::new("dd.1").unwrap(), 5_000_000_000);
+    e.counters[OstCounter::WriteBytes as usize].add(1 << 20);
+    for format in [
+        JobStatsFormat::Legacy2_12,
+        JobStatsFormat::Lustre2_15,
+        JobStatsFormat::Lustre2_16,
+        JobStatsFormat::Master,
+    ] {
+        let value = render_job_stats([&e], format);
+        let err = parse_lctl_brw_lossy(&value, true).unwrap_err();
+        assert!(err.nameless(), "{format:?}: {err}");
+        assert_eq!(err.line, 1);
+        // Not required: one unnamed target, as before.
+        let (osts, _) = parse_lctl_brw_lossy(&value, false).unwrap();
+        assert_eq!((osts.len(), osts[0].0.as_str()), (1, ""));
+        let named = format!("\n\nobdfilter.fs-OST0000.job_stats=\n{value}");
+        let (osts, skipped) = parse_lctl_brw_lossy(&named, true).unwrap();
+        assert_eq!((osts.len(), skipped), (1, 0));
+        assert_eq!(osts[0].1[0].write, (1, 1 << 20));
+    }
+    // 2.16's empty form without a name is nameless too; nothing at all is not.
+    assert!(parse_lctl_brw_lossy("job_stats:\n", true)
+        .unwrap_err()
+        .nameless());
+    assert_eq!(parse_lctl_brw_lossy("\n \n", true).unwrap().0.len(), 0);
+    // Other errors are not taken for it.
+    let long = "x".repeat(JOB_STATS_TEXT_LEN_BYTES_MAX + 1);
+    assert!(!parse_lctl_brw_lossy(&long, false).unwrap_err().nameless());
+}
+
+/// The word-at-a-time space skip stops at the first other byte wherever it is.
+#[test]
+fn spaces_stop_at_the_first_other_byte() {
+    for len in 0..20 {
+        for stop in 0..=len {
+            let mut text = " ".repeat(len);
+            if stop < len {
+                text.replace_range(stop..stop + 1, "x");
+            }
+            for start in 0..=stop {
+                let mut c = Cursor {
+                    text: &text,
+                    bytes: text.as_bytes(),
+                    at: start,
+                };
+                c.spaces();
+                assert_eq!(c.at, stop, "{text:?} from {start}");
+            }
+        }
+    }
+}

@@ -302,31 +302,34 @@ mod tests {
         );
     }
 
-    fn sh(script: &str) -> ProcessLctl {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let p = dir.join("fake-lctl");
+    /// An `lctl` that runs `script`; the directory holding it goes when the first element is
+    /// dropped (kept, it was left in /tmp by every run).
+    fn sh(script: &str) -> (tempfile::TempDir, ProcessLctl) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fake-lctl");
         std::fs::write(&p, format!("#!/bin/sh\n{script}\n")).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        ProcessLctl::new(p, Duration::from_secs(20), 2, Duration::from_millis(1))
+        let lctl = ProcessLctl::new(p, Duration::from_secs(20), 2, Duration::from_millis(1));
+        (dir, lctl)
     }
 
     #[test]
     fn refusals_are_not_retried_and_transient_failures_are() {
-        let mut l = sh("echo 'error: set_param: setting x=y: File exists' >&2; exit 17");
+        let (_dir, mut l) = sh("echo 'error: set_param: setting x=y: File exists' >&2; exit 17");
         let e = l.run(&["set_param".into(), "x=y".into()]).unwrap_err();
         assert_eq!(e.errno(), Some(Errno::EEXIST));
         assert_eq!((l.counts().errors, l.counts().failed_commands), (1, 1));
-        let mut l = sh("echo garbage >&2; exit 3");
+        let (_dir, mut l) = sh("echo garbage >&2; exit 3");
         assert!(l.run(&["get_param".into()]).is_err());
         assert_eq!(l.counts().errors, 3, "two retries");
-        let mut l = sh("printf 'a=\\377\\n'");
+        let (_dir, mut l) = sh("printf 'a=\\377\\n'");
         assert_eq!(l.run(&[]).unwrap(), "a=\u{fffd}\n");
     }
 
     #[test]
     fn a_hung_lctl_is_killed_at_the_timeout() {
-        let mut l = sh("exec sleep 600");
+        let (_dir, mut l) = sh("exec sleep 600");
         l.timeout = Duration::from_millis(200);
         l.retries = 0;
         assert_eq!(l.run(&[]).unwrap_err(), LctlError::Timeout);

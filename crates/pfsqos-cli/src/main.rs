@@ -110,7 +110,7 @@ enum Command {
         jobs: Option<usize>,
     },
     /// Serve OSTs (one directory each) with Lustre's NRS (FIFO/TBF) in front of the I/O threads.
-    Ossd(pfsqos_ossd::OssdArgs),
+    Ossd(Box<pfsqos_ossd::OssdArgs>),
     /// Serve the namespace and file layouts (metadata server) from a SQLite database.
     Mds(pfsqos_mds::MdsArgs),
     /// Start a cluster (MDS, OSSs, mount) in the background from a cluster file, or the

@@ -175,17 +175,7 @@ pub fn render(agent: &str, st: &AgentStatus, top: usize) -> String {
         }
     );
     render_held(&mut out, &st.jobs);
-    let mut moving: Vec<(&String, &JobStatus)> = st
-        .jobs
-        .iter()
-        .filter(|(_, j)| j.observed_bytes_per_s.is_some_and(|b| b > 0.0))
-        .collect();
-    moving.sort_by(|a, b| {
-        b.1.observed_bytes_per_s
-            .partial_cmp(&a.1.observed_bytes_per_s)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.0.cmp(b.0))
-    });
+    let moving = moving_jobs(&st.jobs);
     if !moving.is_empty() && top > 0 {
         let _ = writeln!(
             out,
@@ -265,6 +255,21 @@ pub fn parse_coordinator(text: &str) -> CoordinatorStatus {
 }
 
 /// The held-jobs table of `pfsqos stat` (longest held first).
+/// The jobs moving bytes, fastest first (ties by name).
+fn moving_jobs(jobs: &BTreeMap<String, JobStatus>) -> Vec<(&String, &JobStatus)> {
+    let mut moving: Vec<(&String, &JobStatus)> = jobs
+        .iter()
+        .filter(|(_, j)| j.observed_bytes_per_s.is_some_and(|b| b > 0.0))
+        .collect();
+    moving.sort_by(|a, b| {
+        b.1.observed_bytes_per_s
+            .partial_cmp(&a.1.observed_bytes_per_s)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.0.cmp(b.0))
+    });
+    moving
+}
+
 fn render_held(out: &mut String, jobs: &BTreeMap<String, JobStatus>) {
     let mut held: Vec<(&String, &JobStatus)> =
         jobs.iter().filter(|(_, j)| j.held_s.is_some()).collect();
@@ -318,17 +323,7 @@ pub fn render_coordinator(coordinator: &str, st: &CoordinatorStatus, top: usize)
         num(st.jobs_in_view),
     );
     render_held(&mut out, &st.jobs);
-    let mut moving: Vec<(&String, &JobStatus)> = st
-        .jobs
-        .iter()
-        .filter(|(_, j)| j.observed_bytes_per_s.is_some_and(|b| b > 0.0))
-        .collect();
-    moving.sort_by(|a, b| {
-        b.1.observed_bytes_per_s
-            .partial_cmp(&a.1.observed_bytes_per_s)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.0.cmp(b.0))
-    });
+    let moving = moving_jobs(&st.jobs);
     if !moving.is_empty() && top > 0 {
         let _ = writeln!(
             out,

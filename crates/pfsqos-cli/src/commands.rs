@@ -410,11 +410,8 @@ pub struct PiIdentify {
 /// and the gains of eq. 3-4 (PI paper §3.4-3.5, §4.2; what a site runs on its own system,
 /// §5.2).
 pub fn pi_identify(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
+    use pfsqos_core::control::pi::open_loop_periods;
     use pfsqos_core::control::pi::savgol::SavGol;
-    use pfsqos_core::control::pi::{
-        design_gains, identify, open_loop_periods, open_loop_record, static_curve, DesignSpec,
-        IdentifyConfig,
-    };
     let scenario = load(path)?;
     let choice = pfsqos_core::control::spec::PolicyChoice::parse(&args.experiment)
         .map_err(CliError::BadInput)?;
@@ -424,7 +421,8 @@ pub fn pi_identify(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
             args.experiment
         )));
     }
-    let smoothing = SavGol::new(args.window, args.order)
+    // Checked before the run, which takes a while.
+    SavGol::new(args.window, args.order)
         .map_err(|e| CliError::BadInput(format!("--window/--order: {e}")))?;
     let seed = args.seed.unwrap_or(scenario.simulation.seed);
     let controller = pfsqos_sim::policy::controller_for_choice(&choice, &scenario, seed);
@@ -440,10 +438,29 @@ pub fn pi_identify(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
             periods.len()
         )));
     }
+    fit_and_design(&periods, ts_ns as f64 / 1e9, args, "")
+}
+
+/// The static curve, the fit of eq. 1 and the gains of eq. 3-4 over an open-loop experiment's
+/// periods sampled every `ts_s`, printed with the `pi` spec that runs them: shared by the
+/// simulated form of `pfsqos pi identify` and the recorded one (`--record`, a live cluster's).
+/// `source` prefixes the fit's errors (the record's path).
+pub(crate) fn fit_and_design(
+    periods: &[pfsqos_core::control::pi::OpenLoopPeriod],
+    ts_s: f64,
+    args: &PiIdentify,
+    source: &str,
+) -> Result<(), CliError> {
+    use pfsqos_core::control::pi::savgol::SavGol;
+    use pfsqos_core::control::pi::{
+        design_gains, identify, open_loop_record, static_curve, DesignSpec, IdentifyConfig,
+    };
+    let smoothing = SavGol::new(args.window, args.order)
+        .map_err(|e| CliError::BadInput(format!("--window/--order: {e}")))?;
     println!("static curve (mean queue per limit, the first 5 periods of each hold skipped):");
     println!("  limit per client (MiB/s)  mean queue (requests)");
-    for (limit, q) in static_curve(&periods, 5) {
-        println!("  {limit:>24.2}  {q:>21.1}");
+    for (limit, q) in static_curve(periods, 5) {
+        println!("  {limit:>24.2}  {q:>21.2}");
     }
     let largest = periods.iter().map(|p| p.queue_rpcs).fold(0.0, f64::max);
     let config = IdentifyConfig {
@@ -453,8 +470,14 @@ pub fn pi_identify(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
         pairs_min: 10,
         offset: args.offset,
     };
-    let record = open_loop_record(&periods);
-    let model = identify(&record, &config).map_err(|e| CliError::RunFailed(e.to_string()))?;
+    let record = open_loop_record(periods);
+    let model = identify(&record, &config).map_err(|e| {
+        CliError::RunFailed(if source.is_empty() {
+            e.to_string()
+        } else {
+            format!("{source}: {e}")
+        })
+    })?;
     println!(
         "model (eq. 1{}): {model}, of {} pairs in the record",
         if args.offset {
@@ -465,7 +488,7 @@ pub fn pi_identify(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
         record.len().saturating_sub(1)
     );
     let spec = DesignSpec {
-        ts_s: ts_ns as f64 / 1e9,
+        ts_s,
         ks_s: args.ks_ms as f64 / 1e3,
         mp: args.mp,
     };
@@ -480,7 +503,7 @@ pub fn pi_identify(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
         "run it: pi:a={:.6}:b={:.6}:ts_ms={}:ks_ms={}:mp={}",
         model.a,
         model.b,
-        ts_ns / 1_000_000,
+        (ts_s * 1e3).round() as u64,
         args.ks_ms,
         args.mp
     );

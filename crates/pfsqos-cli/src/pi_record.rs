@@ -9,12 +9,9 @@ use std::path::Path;
 
 use pfsqos_core::control::pi::record::{median_interval_s, parse_record, RecordRow};
 use pfsqos_core::control::pi::savgol::SavGol;
-use pfsqos_core::control::pi::{
-    design_gains, identify, open_loop_record, static_curve, DesignSpec, IdentifyConfig,
-    OpenLoopPeriod,
-};
+use pfsqos_core::control::pi::OpenLoopPeriod;
 
-use crate::commands::{CliError, PiIdentify};
+use crate::commands::{fit_and_design, CliError, PiIdentify};
 
 /// Largest record file read (a million rows of about 30 bytes).
 pub const RECORD_FILE_LEN_MAX: u64 = 64 << 20;
@@ -43,7 +40,8 @@ pub fn identify_record(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
             rows.len()
         ))
     })?;
-    let smoothing = SavGol::new(args.window, args.order)
+    // Checked before the record is summarized.
+    SavGol::new(args.window, args.order)
         .map_err(|e| CliError::BadInput(format!("--window/--order: {e}")))?;
     let periods: Vec<OpenLoopPeriod> = rows.iter().map(|r| r.period).collect();
     println!(
@@ -51,50 +49,5 @@ pub fn identify_record(path: &Path, args: &PiIdentify) -> Result<(), CliError> {
         periods.len(),
         ts_s * 1e3
     );
-    println!("static curve (mean queue per limit, the first 5 periods of each hold skipped):");
-    println!("  limit per client (MiB/s)  mean queue (requests)");
-    for (limit, q) in static_curve(&periods, 5) {
-        println!("  {limit:>24.2}  {q:>21.2}");
-    }
-    let largest = periods.iter().map(|p| p.queue_rpcs).fold(0.0, f64::max);
-    let config = IdentifyConfig {
-        smoothing,
-        queue_empty_rpcs: args.empty,
-        queue_saturated_rpcs: args.saturated.unwrap_or(0.9 * largest),
-        pairs_min: 10,
-        offset: args.offset,
-    };
-    let record = open_loop_record(&periods);
-    let model = identify(&record, &config)
-        .map_err(|e| CliError::RunFailed(format!("{}: {e}", path.display())))?;
-    println!(
-        "model (eq. 1{}): {model}, of {} pairs in the record",
-        if args.offset {
-            ", around the operating point"
-        } else {
-            ""
-        },
-        record.len().saturating_sub(1)
-    );
-    let spec = DesignSpec {
-        ts_s,
-        ks_s: args.ks_ms as f64 / 1e3,
-        mp: args.mp,
-    };
-    let (gains, poles) =
-        design_gains(model.a, model.b, spec).map_err(|e| CliError::RunFailed(e.to_string()))?;
-    println!(
-        "gains (eq. 3-4, Ks = {} ms, Mp = {}): Kp = {:.4}, Ki = {:.4} MiB/s per request; \
-         poles r = {:.4}, θ = {:.4} rad",
-        args.ks_ms, args.mp, gains.kp, gains.ki, poles.r, poles.theta_rad
-    );
-    println!(
-        "run it: pi:a={:.6}:b={:.6}:ts_ms={}:ks_ms={}:mp={}",
-        model.a,
-        model.b,
-        (ts_s * 1e3).round() as u64,
-        args.ks_ms,
-        args.mp
-    );
-    Ok(())
+    fit_and_design(&periods, ts_s, args, &path.display().to_string())
 }

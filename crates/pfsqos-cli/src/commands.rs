@@ -515,6 +515,23 @@ const TRACE_FILE_LEN_MAX: u64 = 64 << 20;
 /// Most OSTs `pfsqos iez plan` plans over.
 const PLAN_OSTS_MAX: u32 = 4096;
 
+/// A first-run trace file, read within [`TRACE_FILE_LEN_MAX`] and parsed by core's
+/// `parse_trace`; an empty trace is bad input (`iez plan` and `iez train` both read it).
+pub(crate) fn read_trace(
+    trace: &Path,
+) -> Result<Vec<(String, pfsqos_core::place::profile::TracedFile)>, CliError> {
+    let text = read_bounded(trace, TRACE_FILE_LEN_MAX)?;
+    let rows = pfsqos_core::place::profile::parse_trace(&text)
+        .map_err(|e| CliError::BadInput(format!("{}: {e}", trace.display())))?;
+    if rows.is_empty() {
+        return Err(CliError::BadInput(format!(
+            "{}: no files in the trace",
+            trace.display()
+        )));
+    }
+    Ok(rows)
+}
+
 /// `pfsqos iez plan`: a first-run trace to `lfs setstripe` commands (see its help).
 pub fn iez_plan(
     trace: &Path,
@@ -524,7 +541,7 @@ pub fn iez_plan(
     ost_used: u64,
 ) -> Result<(), CliError> {
     use pfsqos_core::place::iez::allocate_osts;
-    use pfsqos_core::place::profile::{parse_trace, predict_files, TracedFile};
+    use pfsqos_core::place::profile::{predict_files, TracedFile};
     use pfsqos_core::place::{IezConfig, ServerStats};
     let osts = osses.saturating_mul(osts_per_oss);
     if osts == 0 || osts > PLAN_OSTS_MAX {
@@ -537,15 +554,7 @@ pub fn iez_plan(
             "--ost-capacity must be positive and at least --ost-used".to_string(),
         ));
     }
-    let text = read_bounded(trace, TRACE_FILE_LEN_MAX)?;
-    let rows =
-        parse_trace(&text).map_err(|e| CliError::BadInput(format!("{}: {e}", trace.display())))?;
-    if rows.is_empty() {
-        return Err(CliError::BadInput(format!(
-            "{}: no files in the trace",
-            trace.display()
-        )));
-    }
+    let rows = read_trace(trace)?;
     let traced: Vec<TracedFile> = rows.iter().map(|r| r.1).collect();
     let prediction = predict_files(&traced);
     let stats = ServerStats::uniform(osses, osts_per_oss, ost_capacity, ost_capacity - ost_used);

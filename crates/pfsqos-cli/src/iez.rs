@@ -12,14 +12,11 @@
 
 use std::path::{Path, PathBuf};
 
-use pfsqos_core::place::profile::{parse_trace, predict_files, TracedFile};
+use pfsqos_core::place::profile::{predict_files, TracedFile};
 use pfsqos_wire::client::MdsClient;
 use pfsqos_wire::mds::{IezPrediction, IEZ_FILES_PER_LOAD_MAX};
 
-use crate::commands::{read_bounded, CliError};
-
-/// Longest trace file read.
-const TRACE_FILE_LEN_MAX: u64 = 64 << 20;
+use crate::commands::{read_trace, CliError};
 
 /// `pfsqos iez train`'s options.
 #[derive(Debug, clap::Args)]
@@ -47,15 +44,7 @@ pub fn predictions(
     trace: &Path,
     strip_prefix: Option<&str>,
 ) -> Result<(Vec<IezPrediction>, String), CliError> {
-    let text = read_bounded(trace, TRACE_FILE_LEN_MAX)?;
-    let rows =
-        parse_trace(&text).map_err(|e| CliError::BadInput(format!("{}: {e}", trace.display())))?;
-    if rows.is_empty() {
-        return Err(CliError::BadInput(format!(
-            "{}: no files in the trace",
-            trace.display()
-        )));
-    }
+    let rows = read_trace(trace)?;
     if rows.len() > IEZ_FILES_PER_LOAD_MAX {
         return Err(CliError::BadInput(format!(
             "{}: {} files, the MDS takes at most {IEZ_FILES_PER_LOAD_MAX} per application",

@@ -30,7 +30,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
+use pfsqos_core::model::JobId;
 use pfsqos_linux::{TcActuator, SYSFS_ROOT};
 use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::{Role, OST_COUNT_MAX};
@@ -81,30 +81,6 @@ pub struct TcClientArgs {
     /// kernel's default is left in its place, not the qdisc found.
     #[arg(long)]
     pub force: bool,
-}
-
-/// A NID for this node: the IPv4 address it reaches `peer` from, on `tcp` (as a mount
-/// derives its own, so a node running both is one client to the ossd).
-fn local_nid(peer: SocketAddr) -> Nid {
-    let ip = std::net::UdpSocket::bind("0.0.0.0:0")
-        .and_then(|s| s.connect(peer).and_then(|_| s.local_addr()))
-        .ok()
-        .and_then(|a| match a.ip() {
-            std::net::IpAddr::V4(v4) => Some(v4),
-            std::net::IpAddr::V6(_) => None,
-        })
-        .unwrap_or(std::net::Ipv4Addr::LOCALHOST);
-    let [a, b, c, d] = ip.octets();
-    Nid::ipv4(
-        a,
-        b,
-        c,
-        d,
-        LNet {
-            kind: NetKind::Tcp,
-            num: 0,
-        },
-    )
 }
 
 /// One ossd's latest statement: `None` unlimited, and when it came.
@@ -199,7 +175,9 @@ async fn poll_ossd(
         job: JobId::new(POLL_JOB).expect("a valid job id"),
         uid: 0,
         gid: 0,
-        nid: local_nid(addr),
+        // The mount's own NID (the address it reaches the ossd from), so a node running both is
+        // one client to the ossd.
+        nid: pfsqos_mount::local_nid(addr),
         job_nodes: None,
     };
     let mut backoff = poll;

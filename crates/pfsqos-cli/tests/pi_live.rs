@@ -6,7 +6,8 @@
 //!
 //! The record is small and bounded (72 periods of 300 ms); the waits are bounded polls on the
 //! record's length, never on time. What is asserted is that the live record is well-formed
-//! and fitted, not what a, b or R² come out as on this machine (they are printed).
+//! and fitted or refused with the fit's own reason (a live plant may not vary enough), not
+//! what a, b or R² come out as on this machine (they are printed).
 
 mod common;
 
@@ -117,16 +118,34 @@ fn a_live_open_loop_record_is_fitted() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}");
-    assert!(
-        out.status.success(),
-        "identify failed: {}\nrecord:\n{text}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("model (eq. 1"), "{stdout}");
-    assert!(stdout.contains("R²"), "{stdout}");
-    assert!(stdout.contains("run it: pi:a="), "{stdout}");
-    assert!(stdout.contains("sampling time 300 ms"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}\n{stderr}");
+    // The record's times are the control thread's wall-clock readings, late by however long a
+    // loaded machine made it wait: the median interval is near the 300 ms period, not exact.
+    let ts_ms: f64 = stdout
+        .split("sampling time ")
+        .nth(1)
+        .and_then(|rest| rest.split(" ms").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a sampling time: {stdout}"));
+    assert!((270.0..=330.0).contains(&ts_ms), "{stdout}");
+    // What the live plant gives is not under the test's control: one run here (quiet machine)
+    // kept the queue near empty at 16 MiB/s but not at 14, and the fit rightly refused to
+    // separate a from b. So the test accepts the fit or that refusal, exit 1 with the record
+    // named; the fit itself is checked on the simulated staircase (tests/cli.rs, the same
+    // `fit_and_design`) and on synthetic data in core.
+    if out.status.success() {
+        assert!(stdout.contains("model (eq. 1"), "{stdout}");
+        assert!(stdout.contains("R²"), "{stdout}");
+        assert!(stdout.contains("run it: pi:a="), "{stdout}");
+    } else {
+        assert_eq!(out.status.code(), Some(1), "{stderr}\nrecord:\n{text}");
+        assert!(
+            stderr.contains("openloop.csv: the record cannot separate a from b")
+                || stderr.contains("openloop.csv: only "),
+            "identify failed otherwise: {stderr}\nrecord:\n{text}"
+        );
+    }
 
     // The control loop's cost per period, from the metrics.
     let m = scrape(&metrics);

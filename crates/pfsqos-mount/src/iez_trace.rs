@@ -98,7 +98,14 @@ impl IezTrace {
         let mut t = self.lock();
         t.dirty = true;
         let path = match std::str::from_utf8(path) {
-            Ok(p) if !p.chars().any(char::is_control) => p.to_string(),
+            // What core's parser refuses would make the whole trace unusable for training:
+            // a control character, or a path (deep trees) longer than its bound.
+            Ok(p)
+                if !p.chars().any(char::is_control)
+                    && p.len() <= pfsqos_core::place::profile::TRACE_FILE_NAME_LEN_MAX =>
+            {
+                p.to_string()
+            }
             _ => {
                 t.bad_path += 1;
                 return;
@@ -145,7 +152,7 @@ impl IezTrace {
         }
         if t.bad_path > 0 {
             out.push_str(&format!(
-                "# {} files not traced: path not UTF-8 or with control characters\n",
+                "# {} files not traced: path not UTF-8, with control characters or too long\n",
                 t.bad_path
             ));
         }
@@ -201,6 +208,8 @@ mod tests {
         t.created(7, b"/run/over", 1, 0);
         t.created(8, b"/run/x\ny", 1, 0);
         t.created(9, b"/run/\xff", 1, 0);
+        let deep = format!("/{}", "d/".repeat(2048));
+        t.created(10, deep.as_bytes(), 1, 0);
         t.wrote(7, 99);
         t.wrote(42, 1);
         t.write(false).unwrap();
@@ -209,7 +218,7 @@ mod tests {
             text.contains("# 1 files not traced: the cap of 2"),
             "{text}"
         );
-        assert!(text.contains("# 2 files not traced: path"), "{text}");
+        assert!(text.contains("# 3 files not traced: path"), "{text}");
         let rows = parse_trace(&text).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].0, "/run/a,b");

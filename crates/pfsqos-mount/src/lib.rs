@@ -34,7 +34,7 @@ mod stripe;
 pub use args::MountArgs;
 pub use jobid::{validate_nodes_var, validate_var, JOBNODES_VAR_DEFAULT};
 pub use limit::LIMIT_LEASE;
-pub use ops::{SentRpc, GATHER_FLUSH_AFTER, RPC_TRACE_MAX};
+pub use ops::{local_nid, SentRpc, GATHER_FLUSH_AFTER, RPC_TRACE_MAX};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

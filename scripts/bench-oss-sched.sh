@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Scheduling cost in the OSS, TBF with non-binding rules against FIFO, measured two ways in one run:
+# Scheduling cost in the OSS, each NRS policy with non-binding rules (TBF: rates no client
+# reaches; SFQ(D), DSFQ: equal weights) against FIFO, measured two ways in one run:
 #  1. wall clock: criterion plus alternating paired rounds (the bench's own output);
 #  2. instructions per round under callgrind (`--fixed-work`), which the noise of a shared 2-core
 #     machine does not move: (count at R2 rounds - count at R1 rounds) / (R2 - R1).
@@ -25,10 +26,10 @@ count() { # policy workload rounds -> total instructions (all threads)
   sed -n 's/^totals: \([0-9]*\).*/\1/p' "$out"; rm -f "$out" "$out".*
 }
 echo "instructions per round (4 clients x 32 RPCs), callgrind, (R=$R2) - (R=$R1):"
-echo "| workload | FIFO | TBF | TBF / FIFO |"
-echo "|---|---:|---:|---:|"
+echo "| workload | FIFO | TBF | SFQ(D) | DSFQ | TBF / FIFO | SFQ(D) / FIFO | DSFQ / FIFO |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+per_round() { echo $(( ($(count "$1" "$2" "$R2") - $(count "$1" "$2" "$R1")) / (R2 - R1) )); }
 for w in write_4k write_1m read_1m; do
-  f=$(( ($(count fifo "$w" "$R2") - $(count fifo "$w" "$R1")) / (R2 - R1) ))
-  t=$(( ($(count tbf "$w" "$R2") - $(count tbf "$w" "$R1")) / (R2 - R1) ))
-  echo "| $w | $f | $t | $(python3 -c "print(f'{$t/$f:.4f}')") |"
+  f=$(per_round fifo "$w"); t=$(per_round tbf "$w"); s=$(per_round sfqd "$w"); d=$(per_round dsfq "$w")
+  echo "| $w | $f | $t | $s | $d | $(python3 -c "print(f'{$t/$f:.4f} | {$s/$f:.4f} | {$d/$f:.4f}')") |"
 done

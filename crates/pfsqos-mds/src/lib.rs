@@ -1197,6 +1197,10 @@ pub struct MdsConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// How old an OSS's statistics may be for iez to place on them ([`iez`]).
     pub iez_stats_max_age_ms: u64,
+    /// How often the MDS measures its own CPU and memory for iez's busy gate ([`load`]);
+    /// `None`: never (the gate stays open). An MDS started inside another program (tests that
+    /// run ossds, the MDS and a mount in one process) would measure that whole process.
+    pub mds_load_period: Option<std::time::Duration>,
 }
 
 impl MdsConfig {
@@ -1218,6 +1222,7 @@ impl MdsConfig {
             connections_max: 256,
             metrics_listen: None,
             iez_stats_max_age_ms: iez::STATS_MAX_AGE_DEFAULT_MS,
+            mds_load_period: Some(load::MDS_LOAD_PERIOD),
         }
     }
 }
@@ -1272,9 +1277,13 @@ impl Mds {
         };
         let load_sampler = {
             let ns = ns.clone();
+            let period = config.mds_load_period;
             tokio::spawn(async move {
+                let Some(period) = period.filter(|p| !p.is_zero()) else {
+                    return;
+                };
                 let mut sampler = load::LoadSampler::new();
-                let mut tick = tokio::time::interval(load::MDS_LOAD_PERIOD);
+                let mut tick = tokio::time::interval(period);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 // The first tick is immediate: the first window starts then.
                 tick.tick().await;

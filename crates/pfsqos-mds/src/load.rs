@@ -14,7 +14,8 @@
 //!   every other program: a workstation running a live cluster is often above 50 % on its own,
 //!   and iez would never run there.
 //!
-//! The server samples every [`MDS_LOAD_PERIOD`] and hands the reading to the namespace
+//! The server samples every [`MDS_LOAD_PERIOD`] (`MdsConfig::mds_load_period`; `None` turns
+//! the sampling and so the gate off) and hands the reading to the namespace
 //! ([`crate::Namespace::set_mds_load`]); tests set readings directly. Where `/proc` does not
 //! give a value the reading is `None` and the gate does not apply (as in core's placer, whose
 //! statistics carry the MDS's load only when it is known).

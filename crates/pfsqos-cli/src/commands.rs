@@ -511,7 +511,7 @@ pub(crate) fn fit_and_design(
 }
 
 /// Longest trace file read by `pfsqos iez plan`.
-const TRACE_FILE_LEN_MAX: u64 = 64 << 20;
+pub(crate) const TRACE_FILE_LEN_MAX: u64 = 64 << 20;
 /// Most OSTs `pfsqos iez plan` plans over.
 const PLAN_OSTS_MAX: u32 = 4096;
 

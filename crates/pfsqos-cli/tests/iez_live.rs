@@ -3,7 +3,10 @@
 //! trace; `pfsqos iez train` and `pfsqos getstripe` run as the binary. Another application's
 //! data fills OSTs 0 and 1; the workload's first run is placed by round robin, its second (the
 //! same files, after the first run's are removed) by iez, which places around the full OSTs:
-//! getstripe shows the planned OSTs and OSTCost (eq. 7) over the OSTs' bytes is lower.
+//! getstripe shows the planned OSTs and OSTCost (eq. 7) over the OSTs' bytes is lower. The
+//! first run is written by a child process of its own job (`PFSQOS_IEZ_TEST_JOB=ior.1`, the
+//! mount's `--jobid-var`), so `iez train --job ior.1` keeps its files out of the mount's
+//! trace, which also holds the other application's.
 //! Needs /dev/fuse and root, like the mount tests. Every wait polls with a deadline.
 
 use std::fs;
@@ -22,6 +25,9 @@ const KEY: &[u8] = b"iez-live-test-cluster-key-0123456789";
 const MIB: u64 = 1 << 20;
 const WAIT_MAX: Duration = Duration::from_secs(60);
 const FILES: usize = 6;
+/// The environment variable the mount reads job ids from, and the first run's job.
+const JOB_VAR: &str = "PFSQOS_IEZ_TEST_JOB";
+const JOB: &str = "ior.1";
 
 fn pfsqos() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pfsqos"))
@@ -131,6 +137,8 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
         .collect();
     let mut mc = MdsConfig::new(mds_addr, tmp.path().join("mds.db"), KEY.to_vec(), osses);
     mc.namespace.default_stripe.stripe_count = 2;
+    // The MDS shares this process with the ossds and the mount: its load would be theirs.
+    mc.mds_load_period = None;
     let mds = rt.block_on(Mds::start(mc)).unwrap();
 
     let mnt = tmp.path().join("mnt");
@@ -138,6 +146,7 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
     let trace_file = tmp.path().join("trace.csv");
     let mut mount_config = MountConfig::new(mnt.clone(), mds_addr.to_string(), KEY.to_vec());
     mount_config.iez_trace = Some(trace_file.clone());
+    mount_config.jobid_var = JOB_VAR.to_string();
     let mount = pfsqos_mount::mount(mount_config).unwrap();
     wait_until("the mount", || mounted(&mnt));
 
@@ -162,10 +171,24 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
     let prefill = ost_bytes(&ost_dirs);
     assert_eq!(prefill[0] + prefill[1], (24 * MIB) as f64);
 
-    // First run: round robin, traced.
+    // First run: round robin, traced, written by a process of job `ior.1` (paths are
+    // arguments of the fixed script, never part of it).
     fs::create_dir(mnt.join("run")).unwrap();
+    let status = Command::new("sh")
+        .args([
+            "-c",
+            "for f; do head -c 4194304 /dev/zero > \"$f\" || exit 1; done",
+            "sh",
+        ])
+        .args((0..FILES).map(|k| mnt.join(format!("run/f{k}"))))
+        .env(JOB_VAR, JOB)
+        .status()
+        .unwrap();
+    assert!(status.success());
     for k in 0..FILES {
-        write_file(&mnt.join(format!("run/f{k}")), 4 * MIB);
+        fs::File::open(mnt.join(format!("run/f{k}")))
+            .and_then(|f| f.sync_all())
+            .unwrap();
     }
     let rr_bytes = ost_bytes(&ost_dirs);
     let rr_cost = ost_cost(&rr_bytes).unwrap();
@@ -189,34 +212,39 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
     });
 
     // The trace, as an operator fetches it (rewritten within a second while it changes):
-    // the application's rows are its run directory's.
-    wait_until("the trace's six run files", || {
+    // every file created through the mount, each with its job.
+    let job_rows = |t: &str| {
+        t.lines()
+            .filter(|l| l.ends_with(&format!(",{JOB}")))
+            .count()
+    };
+    wait_until("the trace's six files of the job", || {
         fs::read_to_string(&trace_file)
-            .map(|t| t.lines().filter(|l| l.starts_with("/run/")).count() == FILES)
+            .map(|t| job_rows(&t) == FILES)
             .unwrap_or(false)
     });
     let trace = fs::read_to_string(&trace_file).unwrap();
-    let app_trace: String = trace
-        .lines()
-        .filter(|l| l.starts_with("file,") || l.starts_with("/run/"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    for l in app_trace.lines().skip(1) {
-        assert!(l.ends_with(&format!(",{},2,0", 4 * MIB)), "{l}");
+    assert!(
+        trace.lines().count() > FILES + 1,
+        "the other file too: {trace}"
+    );
+    for l in trace.lines().filter(|l| l.ends_with(&format!(",{JOB}"))) {
+        assert!(l.starts_with("/run/f"), "{l}");
+        assert!(l.ends_with(&format!(",{},2,0,{JOB}", 4 * MIB)), "{l}");
     }
-    let app_trace_file = tmp.path().join("run-trace.csv");
-    fs::write(&app_trace_file, app_trace).unwrap();
     let out = pfsqos()
         .args(["iez", "train"])
-        .arg(&app_trace_file)
-        .args(["--app", "ior", "--mds", &mds_addr.to_string(), "--key-file"])
+        .arg(&trace_file)
+        .args(["--job", JOB, "--mds", &mds_addr.to_string(), "--key-file"])
         .arg(&key_file)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
     assert!(
-        stdout.contains("6 predicted files of \"ior\" loaded; 6 placed by iez now"),
+        stdout.contains(&format!(
+            "6 predicted files of \"{JOB}\" loaded; 6 placed by iez now"
+        )),
         "{stdout}"
     );
     let rows = mds.with_namespace(|ns| ns.iez_predictions().unwrap());
@@ -302,4 +330,66 @@ fn train_reads_traces_as_data_and_names_bad_lines() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(what), "{body:?}: {err}");
     }
+}
+
+/// The mount's trace names each file's job: `pfsqos iez train --job ID` keeps that job's
+/// files (a job id with a comma or a percent sign included), refuses a job the trace does not
+/// hold and a trace without jobs, and names the application after the job.
+#[test]
+fn train_keeps_one_jobs_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("trace.csv");
+    fs::write(
+        &trace,
+        "file,bytes_written,stripe_count,rank,job\n\
+         /run/a,4194304,2,0,ior.1\n\
+         /other/x,1048576,1,0,cp.0\n\
+         /run/b,4194304,2,1,ior.1\n\
+         /odd/c,2097152,1,0,a%2Cb%25\n",
+    )
+    .unwrap();
+    let train = |extra: &[&str]| {
+        pfsqos()
+            .args(["iez", "train"])
+            .arg(&trace)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = train(&["--job", "ior.1"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.ends_with("file,predicted_bytes,stripe_count\n/run/a,4194304,2\n/run/b,4194304,2\n"),
+        "{text}"
+    );
+    let out = train(&["--job", "a,b%"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .ends_with("\n/odd/c,2097152,1\n"));
+    // Every file without --job, with a note that the trace holds several jobs.
+    let out = train(&["--app", "all"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 6);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds files of 3 jobs"));
+    // A job the trace does not hold: the jobs it does, as data.
+    let out = train(&["--job", "nope"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no files of job \"nope\""), "{err}");
+    assert!(err.contains("\"cp.0\", \"ior.1\""), "{err}");
+    // Neither --app nor --job: a usage error.
+    let out = train(&[]);
+    assert!(!out.status.success());
+    // A trace without the job column cannot be filtered.
+    let old = tmp.path().join("old.csv");
+    fs::write(&old, "/run/a,4194304,2,0\n").unwrap();
+    let out = pfsqos()
+        .args(["iez", "train", "--job", "ior.1"])
+        .arg(&old)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("names no jobs"));
 }

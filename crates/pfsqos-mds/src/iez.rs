@@ -10,16 +10,32 @@
 //! ([`pfsqos_core::place::iez::allocate_osts`]) over the latest statistics, at load time if
 //! the statistics are fresh, else at the first create that finds them fresh.
 //!
+//! **Other applications' rows** (the paper's interaction database holds every application's
+//! predictions): when an application's rows are planned, the planned rows of other
+//! applications whose files are not created yet reserve their stripes on their OSTs (Algorithm
+//! 2's `reserved` bytes), so two applications loaded one after the other do not both plan onto
+//! the same empty OSTs. A row is marked created (`created = 1`) by the first create that meets
+//! it, whoever placed the file: from then on its bytes are the OSTs' (counted as placed until
+//! the OSS's next report, then in the report). A load resets its rows to not created.
+//!
+//! **Why rows are keyed by path, not by (application, path)**: a create carries no job id
+//! (`MdsOp::Create`), so the MDS could not tell which application's row a create meets; and a
+//! path names one file of the namespace at a time, so two applications predicting the same path
+//! predict the same file: the later load takes the row over.
+//!
 //! A create with a row falls back to round robin (a `warn` line and a counter each, the file
 //! is created all the same) when: an OSS never reported or its report is older than the
 //! allowed age; the row's plan names an OST the file system does not have; an OST of the plan
 //! has less room than the stripe needs (free bytes of the last report less what iez placed on
-//! it since); the plan could not be made; the create asked for an explicit layout.
+//! it since); the plan could not be made; the create asked for an explicit layout; the MDS is
+//! busy (its own CPU at 70 % or more, or memory at 50 % or more, §III-B2; measured by
+//! [`crate::load`], the gate applies only while a reading is known). A load while busy stores
+//! the rows unplanned; the first create that finds the MDS not busy plans them.
 
 use std::fmt;
 
 use pfsqos_core::model::{OssId, OstId};
-use pfsqos_core::place::iez::{allocate_osts, IezConfig};
+use pfsqos_core::place::iez::{allocate_osts, IezConfig, MDS_CPU_UTIL_MAX, MDS_MEM_UTIL_MAX};
 use pfsqos_core::place::stripe::PREDICTED_FILE_BYTES_MAX;
 use pfsqos_core::place::{OstStats, PredictedFile, ServerLoad, ServerStats, STRIPE_COUNT_MAX};
 use pfsqos_wire::mds::{
@@ -42,7 +58,8 @@ CREATE TABLE IF NOT EXISTS iez_predictions (
     predicted_bytes INTEGER NOT NULL,
     stripe_count    INTEGER NOT NULL,
     stripe_size     INTEGER,
-    osts            TEXT
+    osts            TEXT,
+    created         INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS iez_predictions_by_app ON iez_predictions(app, seq);
 CREATE TABLE IF NOT EXISTS placements (
@@ -74,6 +91,24 @@ pub enum Fallback {
         room_bytes: u64,
         share_bytes: u64,
     },
+    /// The MDS's own load, in ppm, at or above iez's limits.
+    MdsBusy {
+        cpu_util_ppm: u32,
+        mem_util_ppm: u32,
+    },
+}
+
+fn ppm(x: f64) -> u32 {
+    (x.clamp(0.0, 1.0) * f64::from(UTIL_PPM_MAX)).round() as u32
+}
+
+/// [`Fallback::MdsBusy`] when `load` is at or above iez's limits.
+pub fn mds_busy(load: Option<ServerLoad>) -> Option<Fallback> {
+    let l = load?;
+    (l.cpu_util >= MDS_CPU_UTIL_MAX || l.mem_util >= MDS_MEM_UTIL_MAX).then(|| Fallback::MdsBusy {
+        cpu_util_ppm: ppm(l.cpu_util),
+        mem_util_ppm: ppm(l.mem_util),
+    })
 }
 
 impl fmt::Display for Fallback {
@@ -102,6 +137,17 @@ impl fmt::Display for Fallback {
                 f,
                 "OST {ost} has {room_bytes} bytes of room, the stripe needs {share_bytes}"
             ),
+            Fallback::MdsBusy {
+                cpu_util_ppm,
+                mem_util_ppm,
+            } => write!(
+                f,
+                "MDS busy (CPU {:.1} %, memory {:.1} %; iez runs below {:.0} % and {:.0} %)",
+                f64::from(*cpu_util_ppm) / 1e4,
+                f64::from(*mem_util_ppm) / 1e4,
+                MDS_CPU_UTIL_MAX * 100.0,
+                MDS_MEM_UTIL_MAX * 100.0
+            ),
         }
     }
 }
@@ -118,6 +164,10 @@ pub struct IezCounters {
     pub fallback_unplanned: u64,
     pub fallback_missing_ost: u64,
     pub fallback_no_free_space: u64,
+    pub fallback_mds_busy: u64,
+    /// Prediction loads committed, and the rows they held.
+    pub loads: u64,
+    pub rows_loaded: u64,
     pub reports_accepted: u64,
     pub reports_refused: u64,
 }
@@ -131,6 +181,7 @@ impl IezCounters {
             Fallback::Unplanned(_) => &mut self.fallback_unplanned,
             Fallback::MissingOst { .. } => &mut self.fallback_missing_ost,
             Fallback::NoFreeSpace { .. } => &mut self.fallback_no_free_space,
+            Fallback::MdsBusy { .. } => &mut self.fallback_mds_busy,
         };
         *c += 1;
     }
@@ -143,6 +194,20 @@ impl IezCounters {
             + self.fallback_unplanned
             + self.fallback_missing_ost
             + self.fallback_no_free_space
+            + self.fallback_mds_busy
+    }
+
+    /// Fallbacks by cause, named as the metrics endpoint labels them.
+    pub fn fallbacks_by_cause(&self) -> [(&'static str, u64); 7] {
+        [
+            ("explicit_layout", self.fallback_explicit_layout),
+            ("stats_missing", self.fallback_stats_missing),
+            ("stats_stale", self.fallback_stats_stale),
+            ("unplanned", self.fallback_unplanned),
+            ("missing_ost", self.fallback_missing_ost),
+            ("no_free_space", self.fallback_no_free_space),
+            ("mds_busy", self.fallback_mds_busy),
+        ]
     }
 }
 
@@ -170,6 +235,8 @@ pub struct IezState {
     /// Whether the interaction database has any row: without one a create skips the path
     /// walk and the lookup.
     pub(crate) has_rows: bool,
+    /// The MDS's own load, last sampled ([`crate::load`]); `None`: unknown, no gate.
+    pub(crate) mds_load: Option<ServerLoad>,
 }
 
 fn check_path(path: &str) -> Result<(), String> {
@@ -237,6 +304,7 @@ impl IezState {
             counters: IezCounters::default(),
             reports_per_oss: vec![0; osses.len()],
             has_rows: false,
+            mds_load: None,
         }
     }
 
@@ -319,7 +387,7 @@ impl IezState {
             at_ns: now_ns,
             osts: Vec::with_capacity(self.placed_since_report_bytes.len()),
             osses: Vec::with_capacity(self.osses.len()),
-            mds: None,
+            mds: self.mds_load,
         };
         for (i, (spec, rep)) in self.osses.iter().zip(&self.reports).enumerate() {
             let Some((at_ns, r)) = rep else {
@@ -409,7 +477,8 @@ impl IezState {
                  VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT(path) DO UPDATE SET app = excluded.app, seq = excluded.seq,
                      predicted_bytes = excluded.predicted_bytes,
-                     stripe_count = excluded.stripe_count, stripe_size = NULL, osts = NULL",
+                     stripe_count = excluded.stripe_count, stripe_size = NULL, osts = NULL,
+                     created = 0",
                 params![
                     f.path,
                     app,
@@ -421,8 +490,9 @@ impl IezState {
             .map_err(db_err)?;
         }
         let planned = match self.fresh_stats(now_ns) {
-            Ok(stats) => self.plan_app(tx, app, &stats)?,
-            Err(_) => 0,
+            Ok(stats) if mds_busy(stats.mds).is_none() => self.plan_app(tx, app, &stats)?,
+            // Planned at the first create that finds fresh statistics and the MDS not busy.
+            _ => 0,
         };
         // Another application's rows may remain after an empty load.
         self.has_rows = has_rows(tx)?;
@@ -457,7 +527,7 @@ impl IezState {
             .collect::<Result<_, _>>()
             .map_err(db_err)?;
         let files: Vec<PredictedFile> = rows.iter().map(|(_, f)| *f).collect();
-        let reserved = vec![0u64; stats.osts.len()];
+        let reserved = other_apps_reserved(tx, app, stats.osts.len())?;
         let plans = allocate_osts(stats, &reserved, &files, &self.config)
             .map_err(|e| err(Errno::EINVAL, format!("iez allocation: {e}")))?;
         assert_eq!(plans.len(), rows.len(), "one plan per predicted file");
@@ -507,10 +577,19 @@ impl IezState {
         let Some((app, mut size, mut osts)) = row else {
             return Ok(None);
         };
+        // The file exists from now on, however it is placed: its row reserves nothing more.
+        tx.execute(
+            "UPDATE iez_predictions SET created = 1 WHERE path = ?1",
+            [path],
+        )
+        .map_err(db)?;
         if explicit_layout {
             return Err((Fallback::ExplicitLayout, None));
         }
         let stats = self.fresh_stats(now_ns).map_err(|f| (f, None))?;
+        if let Some(busy) = mds_busy(stats.mds) {
+            return Err((busy, None));
+        }
         if osts.is_none() {
             // Statistics arrived after the load: plan the application's rows now.
             self.plan_app(tx, &app, &stats)
@@ -586,10 +665,94 @@ impl IezState {
         self.counters.placed += 1;
     }
 
+    /// Counts a load of `rows` rows (after its transaction committed).
+    pub fn loaded(&mut self, rows: u32) {
+        self.counters.loads += 1;
+        self.counters.rows_loaded += u64::from(rows);
+    }
+
+    /// iez's values for the metrics endpoint; `rows` when the database could be read.
+    pub fn metrics_sample(&self, rows: Option<u64>) -> pfsqos_metrics::IezSample {
+        let c = &self.counters;
+        pfsqos_metrics::IezSample {
+            placed: c.placed,
+            fallbacks: c.fallbacks_by_cause().to_vec(),
+            loads: c.loads,
+            rows_loaded: c.rows_loaded,
+            rows,
+            reports_accepted: c.reports_accepted,
+            reports_refused: c.reports_refused,
+            mds_cpu_util: self.mds_load.map(|l| l.cpu_util),
+            mds_mem_util: self.mds_load.map(|l| l.mem_util),
+        }
+    }
+
     /// Counts a fallback (after its transaction committed).
     pub fn fell_back(&mut self, f: &Fallback) {
         self.counters.count(f);
     }
+}
+
+/// Per OST, the bytes other applications' planned rows not yet created will put there (their
+/// stripe size on each of their OSTs, as [`IezState::placed`] counts a placed file). Rows
+/// whose stored plan does not parse or names an OST beyond `ost_count` reserve nothing (they
+/// fall back at their create).
+pub(crate) fn other_apps_reserved(
+    tx: &Connection,
+    app: &str,
+    ost_count: usize,
+) -> Result<Vec<u64>, RemoteError> {
+    let mut reserved = vec![0u64; ost_count];
+    let mut st = tx
+        .prepare_cached(
+            "SELECT stripe_size, osts FROM iez_predictions
+             WHERE app != ?1 AND created = 0 AND stripe_size IS NOT NULL AND osts IS NOT NULL",
+        )
+        .map_err(db_err)?;
+    let rows = st
+        .query_map([app], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+        .map_err(db_err)?;
+    for row in rows {
+        let (size, text) = row.map_err(db_err)?;
+        let Some(osts) = parse_osts(&text) else {
+            continue;
+        };
+        if size <= 0 || osts.iter().any(|&o| o as usize >= ost_count) {
+            continue;
+        }
+        for o in osts {
+            let r = &mut reserved[o as usize];
+            *r = r.saturating_add(size as u64);
+        }
+    }
+    Ok(reserved)
+}
+
+/// Adds the `created` column to a database made before it existed (schema version 2).
+pub(crate) fn migrate(db: &Connection) -> Result<(), RemoteError> {
+    let has_created: bool = db
+        .query_row(
+            "SELECT EXISTS(SELECT 1 FROM pragma_table_info('iez_predictions') WHERE name = 'created')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(db_err)?;
+    if !has_created {
+        db.execute_batch(
+            "ALTER TABLE iez_predictions ADD COLUMN created INTEGER NOT NULL DEFAULT 0",
+        )
+        .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// Rows in the interaction database.
+pub(crate) fn row_count(tx: &Connection) -> Result<u64, RemoteError> {
+    tx.query_row("SELECT COUNT(*) FROM iez_predictions", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map(|n| n.max(0) as u64)
+    .map_err(db_err)
 }
 
 /// Whether the interaction database holds any row.

@@ -370,3 +370,220 @@ fn an_explicit_layout_wins_and_unlink_forgets_the_placement() {
         .unwrap();
     assert_eq!(n, 0);
 }
+
+/// iez's "MDS busy" gate (§III-B2) on an injected reading: at 70 % CPU or 50 % memory a
+/// create with a row falls back to round robin with its counted cause, a load stores its rows
+/// unplanned, and the first create that finds the MDS idle again plans and places.
+#[test]
+fn a_busy_mds_falls_back_and_plans_once_idle() {
+    use pfsqos_core::place::ServerLoad;
+    let d = tempfile::tempdir().unwrap();
+    let mut ns = Namespace::open(&d.path().join("a.db"), config(3)).unwrap();
+    let run = mkrun(&mut ns);
+    report_all(&mut ns, S);
+    let busy_cpu = ServerLoad {
+        cpu_util: 0.70,
+        mem_util: 0.10,
+    };
+    ns.set_mds_load(Some(busy_cpu)).unwrap();
+    // Loaded while busy: stored, not planned.
+    assert_eq!(ns.iez_load("hacc", &workload(), S).unwrap(), (6, 0));
+    let (a, l) = ns.create(run, b"f0", O, None, 2 * S).unwrap();
+    assert_eq!(l.stripes.len(), 2, "created all the same");
+    let info = ns.placement(a.ino).unwrap();
+    assert_eq!(info.policy, "roundrobin");
+    let reason = info.reason.unwrap();
+    assert!(reason.contains("MDS busy (CPU 70.0 %"), "{reason}");
+    // Memory at its limit is busy too.
+    ns.set_mds_load(Some(ServerLoad {
+        cpu_util: 0.0,
+        mem_util: 0.5,
+    }))
+    .unwrap();
+    ns.create(run, b"f1", O, None, 2 * S).unwrap();
+    assert_eq!(ns.iez_counters().fallback_mds_busy, 2);
+    assert_eq!(ns.iez_counters().fallbacks(), 2);
+    assert!(ns
+        .iez_predictions()
+        .unwrap()
+        .iter()
+        .all(|r| r.planned.is_none()));
+    // Below both limits: the next create plans the rows and is placed by iez.
+    ns.set_mds_load(Some(ServerLoad {
+        cpu_util: 0.69,
+        mem_util: 0.49,
+    }))
+    .unwrap();
+    let (a, _) = ns.create(run, b"f2", O, None, 2 * S).unwrap();
+    assert_eq!(ns.placement(a.ino).unwrap().policy, "iez");
+    // An unknown reading lifts the gate.
+    ns.set_mds_load(None).unwrap();
+    let (a, _) = ns.create(run, b"f3", O, None, 2 * S).unwrap();
+    assert_eq!(ns.placement(a.ino).unwrap().policy, "iez");
+    assert_eq!(ns.iez_counters().placed, 2);
+    // Readings that are not fractions are refused and change nothing.
+    for bad in [f64::NAN, -0.1, 1.5] {
+        let e = ns.set_mds_load(Some(ServerLoad {
+            cpu_util: bad,
+            mem_util: 0.0,
+        }));
+        assert!(e.is_err(), "{bad}");
+    }
+    let (a, _) = ns.create(run, b"f4", O, None, 2 * S).unwrap();
+    assert_eq!(ns.placement(a.ino).unwrap().policy, "iez");
+}
+
+/// iez's counters as the MDS's metrics endpoint renders them: placements, fallbacks by cause,
+/// loads and their rows, rows held, reports, and the MDS's load once known.
+#[test]
+fn iez_counters_render_on_the_metrics_endpoint() {
+    use pfsqos_core::place::ServerLoad;
+    use pfsqos_metrics::{render_collector, MdsCollector, MdsSample};
+    let d = tempfile::tempdir().unwrap();
+    let mut ns = Namespace::open(&d.path().join("a.db"), config(3)).unwrap();
+    let run = mkrun(&mut ns);
+    let render = |ns: &Namespace| {
+        render_collector(MdsCollector(MdsSample {
+            iez: Some(ns.iez_metrics()),
+            ..MdsSample::default()
+        }))
+    };
+    let text = render(&ns);
+    assert!(text.contains("pfsqos_mds_iez_placed_total 0\n"), "{text}");
+    assert!(text.contains("pfsqos_mds_iez_rows 0\n"), "{text}");
+    assert!(!text.contains("pfsqos_mds_load_util"), "unmeasured: {text}");
+    // One load of six rows before any statistics: a create falls back for missing statistics.
+    ns.iez_load("hacc", &workload(), S).unwrap();
+    ns.create(run, b"f0", O, None, S).unwrap();
+    // A refused report (an OSS the MDS does not serve), then all report: two placed.
+    let mut stranger = report(0, [64 * MIB; 2]);
+    stranger.oss = "elsewhere:1".into();
+    assert!(ns.report_oss(stranger, S).is_err());
+    report_all(&mut ns, S);
+    ns.create(run, b"f1", O, None, S).unwrap();
+    ns.create(run, b"f2", O, None, S).unwrap();
+    // Busy: one fallback for it.
+    ns.set_mds_load(Some(ServerLoad {
+        cpu_util: 0.9,
+        mem_util: 0.25,
+    }))
+    .unwrap();
+    ns.create(run, b"f3", O, None, S).unwrap();
+    let text = render(&ns);
+    for line in [
+        "pfsqos_mds_iez_placed_total 2\n",
+        "pfsqos_mds_iez_fallbacks_total{cause=\"stats_missing\"} 1\n",
+        "pfsqos_mds_iez_fallbacks_total{cause=\"mds_busy\"} 1\n",
+        "pfsqos_mds_iez_fallbacks_total{cause=\"stats_stale\"} 0\n",
+        "pfsqos_mds_iez_loads_total 1\n",
+        "pfsqos_mds_iez_rows_loaded_total 6\n",
+        "pfsqos_mds_iez_rows 6\n",
+        "pfsqos_mds_iez_reports_total{result=\"accepted\"} 3\n",
+        "pfsqos_mds_iez_reports_total{result=\"refused\"} 1\n",
+        "pfsqos_mds_load_util{resource=\"cpu\"} 0.9\n",
+        "pfsqos_mds_load_util{resource=\"memory\"} 0.25\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in {text}");
+    }
+    // A refused load changes no counter.
+    assert!(ns.iez_load("bad app!", &workload(), S).is_err());
+    assert_eq!(ns.iez_counters().loads, 1);
+}
+
+/// The interaction database holds every application's rows: an application planned after
+/// another keeps off the OSTs the other's rows not yet created have planned, and a created
+/// row reserves nothing more (its bytes count as placed until the next report).
+#[test]
+fn other_applications_planned_rows_reserve_their_osts() {
+    let d = tempfile::tempdir().unwrap();
+    let mut ns = Namespace::open(&d.path().join("a.db"), config(3)).unwrap();
+    let run = mkrun(&mut ns);
+    report_all(&mut ns, S);
+    let planned_osts = |ns: &Namespace, app: &str| -> Vec<u32> {
+        let mut v: Vec<u32> = ns
+            .iez_predictions()
+            .unwrap()
+            .iter()
+            .filter(|r| r.app == app)
+            .flat_map(|r| r.planned.clone().unwrap().osts)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    // Two files of stripe count 2 fill four of the six OSTs; the other application's two
+    // files of stripe count 1 go to the two left.
+    let a: Vec<IezPrediction> = (0..2).map(|k| pred(&format!("/run/a{k}"), 8)).collect();
+    assert_eq!(ns.iez_load("appa", &a, S).unwrap(), (2, 2));
+    let a_osts = planned_osts(&ns, "appa");
+    assert_eq!(a_osts.len(), 4);
+    let b: Vec<IezPrediction> = (0..2)
+        .map(|k| IezPrediction {
+            stripe_count: 1,
+            ..pred(&format!("/run/b{k}"), 4)
+        })
+        .collect();
+    assert_eq!(ns.iez_load("appb", &b, S).unwrap(), (2, 2));
+    let b_osts = planned_osts(&ns, "appb");
+    assert!(
+        b_osts.iter().all(|o| !a_osts.contains(o)),
+        "appb {b_osts:?} avoids appa {a_osts:?}"
+    );
+    // Together they fill every OST with the same 4 MiB (appb alone could pick any two).
+    let mut per_ost = [0u64; 6];
+    for r in ns.iez_predictions().unwrap() {
+        let p = r.planned.unwrap();
+        for o in p.osts {
+            per_ost[o as usize] += p.stripe_size_bytes;
+        }
+    }
+    assert_eq!(per_ost, [4 * MIB; 6]);
+
+    // appa's files are created (placed by iez): their rows reserve nothing more, and their
+    // bytes count as placed until the next report. appb reloaded still avoids them.
+    ns.create(run, b"a0", O, None, S).unwrap();
+    ns.create(run, b"a1", O, None, S).unwrap();
+    assert_eq!(ns.iez_counters().placed, 2);
+    assert_eq!(
+        iez::other_apps_reserved(&ns.db, "appb", 6).unwrap(),
+        vec![0; 6],
+        "created rows reserve nothing"
+    );
+    ns.iez_load("appb", &b, S).unwrap();
+    let b_osts = planned_osts(&ns, "appb");
+    assert!(b_osts.iter().all(|o| !a_osts.contains(o)), "{b_osts:?}");
+    // A reload of appa makes its rows not created again: they reserve once more.
+    ns.iez_load("appa", &a, S).unwrap();
+    let reserved = iez::other_apps_reserved(&ns.db, "appb", 6).unwrap();
+    assert_eq!(reserved.iter().filter(|&&r| r > 0).count(), 4);
+    assert_eq!(reserved.iter().sum::<u64>(), 16 * MIB);
+}
+
+/// A version 2 database (no `created` column) opens: the column is added, rows not created.
+#[test]
+fn a_version_2_database_gets_the_created_column() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("a.db");
+    {
+        let mut ns = Namespace::open(&path, config(3)).unwrap();
+        ns.iez_load("hacc", &workload(), S).unwrap();
+    }
+    {
+        let db = rusqlite::Connection::open(&path).unwrap();
+        db.execute_batch(
+            "ALTER TABLE iez_predictions DROP COLUMN created; PRAGMA user_version = 2;",
+        )
+        .unwrap();
+    }
+    let ns = Namespace::open(&path, config(3)).unwrap();
+    assert_eq!(ns.iez_predictions().unwrap().len(), 6);
+    let created: i64 = ns
+        .db
+        .query_row("SELECT SUM(created) FROM iez_predictions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(created, 0);
+    let v: i64 = ns
+        .db
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, SCHEMA_VERSION);
+}

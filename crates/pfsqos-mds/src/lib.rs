@@ -16,6 +16,7 @@
 
 mod args;
 pub mod iez;
+pub mod load;
 pub use args::MdsArgs;
 pub use iez::{IezCounters, StoredPrediction};
 
@@ -200,7 +201,11 @@ CREATE TABLE IF NOT EXISTS meta (
 ///
 /// Version 2 adds iez's tables (`iez_predictions`, `placements`, see [`iez`]); a version 1
 /// database gets them empty, and files created before read as placed by round robin.
-pub const SCHEMA_VERSION: i64 = 2;
+///
+/// Version 3 adds `iez_predictions.created` (whether a row's file was created; other
+/// applications' rows not yet created reserve their OSTs when an application is planned); a
+/// version 2 database gets the column with every row not created.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The meta key of the placer's state.
 const META_PLACER_STATE: &str = "rr_cursor";
@@ -470,6 +475,7 @@ impl Namespace {
         }
         db.execute_batch(SCHEMA).map_err(db_err)?;
         db.execute_batch(iez::IEZ_SCHEMA).map_err(db_err)?;
+        iez::migrate(&db)?;
         if version < SCHEMA_VERSION {
             db.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(db_err)?;
@@ -523,6 +529,29 @@ impl Namespace {
         self.iez.stats_max_age_ns = ms.saturating_mul(1_000_000);
     }
 
+    /// The MDS's own CPU and memory utilization ([`load`]) for iez's busy gate; `None`
+    /// (unknown) lifts the gate. Fractions outside `0..=1` or not finite are refused.
+    pub fn set_mds_load(
+        &mut self,
+        load: Option<pfsqos_core::place::ServerLoad>,
+    ) -> Result<(), String> {
+        if let Some(l) = load {
+            let fraction = |x: f64| x.is_finite() && (0.0..=1.0).contains(&x);
+            if !fraction(l.cpu_util) || !fraction(l.mem_util) {
+                return Err(format!(
+                    "MDS load {l:?}: utilizations must be fractions in 0..=1"
+                ));
+            }
+        }
+        self.iez.mds_load = load;
+        Ok(())
+    }
+
+    /// iez's values for the metrics endpoint (counters, rows, the MDS's load).
+    pub fn iez_metrics(&self) -> pfsqos_metrics::IezSample {
+        self.iez.metrics_sample(iez::row_count(&self.db).ok())
+    }
+
     /// What iez did since the namespace was opened.
     pub fn iez_counters(&self) -> IezCounters {
         self.iez.counters
@@ -556,6 +585,7 @@ impl Namespace {
         let tx = self.db.transaction().map_err(db_err)?;
         let r = self.iez.load(&tx, app, files, now_ns)?;
         tx.commit().map_err(db_err)?;
+        self.iez.loaded(r.0);
         info!(app, files = r.0, planned = r.1, "iez predictions loaded");
         Ok(r)
     }
@@ -1167,6 +1197,10 @@ pub struct MdsConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// How old an OSS's statistics may be for iez to place on them ([`iez`]).
     pub iez_stats_max_age_ms: u64,
+    /// How often the MDS measures its own CPU and memory for iez's busy gate ([`load`]);
+    /// `None`: never (the gate stays open). An MDS started inside another program (tests that
+    /// run ossds, the MDS and a mount in one process) would measure that whole process.
+    pub mds_load_period: Option<std::time::Duration>,
 }
 
 impl MdsConfig {
@@ -1188,6 +1222,7 @@ impl MdsConfig {
             connections_max: 256,
             metrics_listen: None,
             iez_stats_max_age_ms: iez::STATS_MAX_AGE_DEFAULT_MS,
+            mds_load_period: Some(load::MDS_LOAD_PERIOD),
         }
     }
 }
@@ -1198,6 +1233,8 @@ pub struct Mds {
     ns: Arc<Mutex<Namespace>>,
     admission: Arc<Admission>,
     accept: JoinHandle<()>,
+    /// Samples the MDS's own load for iez's busy gate ([`load`]).
+    load_sampler: JoinHandle<()>,
     metrics: Option<MetricsServer>,
 }
 
@@ -1218,12 +1255,10 @@ impl Mds {
             Some(listen) => {
                 let (ns, ops, adm) = (ns.clone(), ops.clone(), admission.clone());
                 let render: Render = Arc::new(move || {
-                    let inodes = ns
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .statfs()
-                        .ok()
-                        .map(|s| s.inodes);
+                    let (inodes, iez) = {
+                        let ns = ns.lock().unwrap_or_else(|p| p.into_inner());
+                        (ns.statfs().ok().map(|s| s.inodes), ns.iez_metrics())
+                    };
                     let ops = MDS_OP_NAMES
                         .iter()
                         .zip(ops.iter())
@@ -1233,11 +1268,42 @@ impl Mds {
                         ops,
                         inodes,
                         admission: adm.counters().fields().to_vec(),
+                        iez: Some(iez),
                     }))
                 });
                 Some(MetricsServer::start(listen, render).await?)
             }
             None => None,
+        };
+        let load_sampler = {
+            let ns = ns.clone();
+            let period = config.mds_load_period;
+            tokio::spawn(async move {
+                let Some(period) = period.filter(|p| !p.is_zero()) else {
+                    return;
+                };
+                let mut sampler = load::LoadSampler::new();
+                let mut tick = tokio::time::interval(period);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                // The first tick is immediate: the first window starts then.
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let Ok((s, reading)) = tokio::task::spawn_blocking(move || {
+                        let reading = sampler.sample();
+                        (sampler, reading)
+                    })
+                    .await
+                    else {
+                        return;
+                    };
+                    sampler = s;
+                    let mut ns = ns.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Err(e) = ns.set_mds_load(reading) {
+                        warn!("MDS load not used: {e}");
+                    }
+                }
+            })
         };
         let key: Arc<[u8]> = config.key.clone().into();
         let fsname = config.namespace.fsname.clone();
@@ -1281,6 +1347,7 @@ impl Mds {
             ns: ns_handle,
             admission,
             accept,
+            load_sampler,
             metrics,
         })
     }
@@ -1311,6 +1378,8 @@ impl Mds {
         }
         self.accept.abort();
         let _ = self.accept.await;
+        self.load_sampler.abort();
+        let _ = self.load_sampler.await;
     }
 }
 

@@ -29,7 +29,15 @@
 //!   `read_bytes` / `write_bytes`: RPCs).
 //!
 //! mds families: `pfsqos_mds_ops_total{op}` (operations answered, by kind, errors included),
-//! `pfsqos_mds_inodes` (files and directories, root included).
+//! `pfsqos_mds_inodes` (files and directories, root included), and iez's ([`IezSample`]):
+//! `pfsqos_mds_iez_placed_total` (creates placed by iez's plan),
+//! `pfsqos_mds_iez_fallbacks_total{cause}` (creates with a prediction placed by round robin,
+//! by cause), `pfsqos_mds_iez_loads_total` and `pfsqos_mds_iez_rows_loaded_total`
+//! (predictions loaded: loads accepted, rows in them), `pfsqos_mds_iez_rows` (rows in the
+//! interaction database now: a row stays after its file is created, until the application's
+//! next load replaces its rows), `pfsqos_mds_iez_reports_total{result}` (ossd statistics
+//! reports `accepted` or `refused`), and `pfsqos_mds_load_util{resource}` (the MDS's own
+//! `cpu` and `memory` utilization iez's busy gate reads, when measured).
 //!
 //! ossd: `pfsqos_oss_job_nodes_total{counter}`, the job node-count table (`learned`,
 //! `overridden`, `evicted`, `dropped`, `admin_writes`, `admin_refused`).
@@ -547,6 +555,99 @@ pub struct MdsSample {
     pub inodes: Option<u64>,
     /// Connection admission, as [`OssSample::admission`].
     pub admission: Vec<(&'static str, u64)>,
+    /// iez's counters, when the MDS has them.
+    pub iez: Option<IezSample>,
+}
+
+/// iez's counters on an MDS (module doc for the families).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IezSample {
+    pub placed: u64,
+    /// Fallbacks to round robin, by cause (a fixed set of labels).
+    pub fallbacks: Vec<(&'static str, u64)>,
+    pub loads: u64,
+    pub rows_loaded: u64,
+    /// Rows in the interaction database now, if it could be read.
+    pub rows: Option<u64>,
+    pub reports_accepted: u64,
+    pub reports_refused: u64,
+    /// The MDS's own CPU and memory utilization (fractions), when measured.
+    pub mds_cpu_util: Option<f64>,
+    pub mds_mem_util: Option<f64>,
+}
+
+impl IezSample {
+    fn encode(&self, encoder: &mut DescriptorEncoder) -> Result<(), fmt::Error> {
+        let f = encoder.encode_descriptor(
+            "pfsqos_mds_iez_placed",
+            "Creates placed by iez's plan since the MDS started.",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(self.placed).encode(f)?;
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_mds_iez_fallbacks",
+                "Creates with an iez prediction placed by round robin, by cause.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (cause, n) in &self.fallbacks {
+                ConstCounter::new(*n).encode(f.encode_family(&[("cause", *cause)])?)?;
+            }
+        }
+        let f = encoder.encode_descriptor(
+            "pfsqos_mds_iez_loads",
+            "iez prediction loads accepted since the MDS started.",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(self.loads).encode(f)?;
+        let f = encoder.encode_descriptor(
+            "pfsqos_mds_iez_rows_loaded",
+            "Predicted files in the loads accepted since the MDS started.",
+            None,
+            MetricType::Counter,
+        )?;
+        ConstCounter::new(self.rows_loaded).encode(f)?;
+        if let Some(n) = self.rows {
+            let f = encoder.encode_descriptor(
+                "pfsqos_mds_iez_rows",
+                "Rows in iez's interaction database now (predicted files, created or not).",
+                None,
+                MetricType::Gauge,
+            )?;
+            ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX)).encode(f)?;
+        }
+        {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_mds_iez_reports",
+                "ossd statistics reports, accepted or refused.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (result, n) in [
+                ("accepted", self.reports_accepted),
+                ("refused", self.reports_refused),
+            ] {
+                ConstCounter::new(n).encode(f.encode_family(&[("result", result)])?)?;
+            }
+        }
+        if self.mds_cpu_util.is_some() || self.mds_mem_util.is_some() {
+            let mut f = encoder.encode_descriptor(
+                "pfsqos_mds_load_util",
+                "The MDS process's CPU and memory utilization (fractions) iez's busy gate reads.",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (resource, v) in [("cpu", self.mds_cpu_util), ("memory", self.mds_mem_util)] {
+                if let Some(v) = v.filter(|v| v.is_finite()) {
+                    ConstGauge::new(v).encode(f.encode_family(&[("resource", resource)])?)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The admission counters of a daemon, one family labelled by counter.
@@ -595,6 +696,9 @@ impl Collector for MdsCollector {
             ConstGauge::new(n as i64).encode(f)?;
         }
         encode_admission(&mut encoder, "pfsqos_mds_admission", &self.0.admission)?;
+        if let Some(iez) = &self.0.iez {
+            iez.encode(&mut encoder)?;
+        }
         Ok(())
     }
 }
@@ -874,6 +978,7 @@ mod tests {
             ops: vec![("create", 1)],
             inodes: Some(1),
             admission: vec![("refused_connections", 0)],
+            iez: None,
         }));
         let exported: Vec<String> = parse_openmetrics(&oss)
             .into_iter()
@@ -911,6 +1016,7 @@ mod tests {
             ops: vec![("create", 4), ("lookup", 7)],
             inodes: Some(5),
             admission: vec![("refused_connections", 2)],
+            iez: None,
         }));
         assert!(
             text.contains("pfsqos_mds_ops_total{op=\"create\"} 4\n"),
@@ -921,5 +1027,49 @@ mod tests {
             text.contains("pfsqos_mds_admission_total{counter=\"refused_connections\"} 2\n"),
             "{text}"
         );
+        assert!(!text.contains("iez"), "no iez families without iez: {text}");
+    }
+
+    #[test]
+    fn mds_iez_sample_encodes() {
+        let sample = |load: Option<f64>| MdsSample {
+            ops: vec![("create", 4)],
+            inodes: Some(5),
+            admission: vec![],
+            iez: Some(IezSample {
+                placed: 6,
+                fallbacks: vec![("stats_stale", 2), ("mds_busy", 1)],
+                loads: 3,
+                rows_loaded: 18,
+                rows: Some(12),
+                reports_accepted: 9,
+                reports_refused: 1,
+                mds_cpu_util: load,
+                mds_mem_util: load.map(|l| l / 2.0),
+            }),
+        };
+        let text = render_collector(MdsCollector(sample(Some(0.25))));
+        for line in [
+            "pfsqos_mds_iez_placed_total 6\n",
+            "pfsqos_mds_iez_fallbacks_total{cause=\"stats_stale\"} 2\n",
+            "pfsqos_mds_iez_fallbacks_total{cause=\"mds_busy\"} 1\n",
+            "pfsqos_mds_iez_loads_total 3\n",
+            "pfsqos_mds_iez_rows_loaded_total 18\n",
+            "pfsqos_mds_iez_rows 12\n",
+            "pfsqos_mds_iez_reports_total{result=\"accepted\"} 9\n",
+            "pfsqos_mds_iez_reports_total{result=\"refused\"} 1\n",
+            "pfsqos_mds_load_util{resource=\"cpu\"} 0.25\n",
+            "pfsqos_mds_load_util{resource=\"memory\"} 0.125\n",
+            "# TYPE pfsqos_mds_iez_fallbacks counter\n",
+            "# TYPE pfsqos_mds_load_util gauge\n",
+        ] {
+            assert!(text.contains(line), "{line:?} in {text}");
+        }
+        // Parses as OpenMetrics, every family pfsqos's.
+        let samples = parse_openmetrics(&text);
+        assert!(samples.iter().all(|s| s.0.starts_with("pfsqos_")));
+        // Unmeasured load: no gauge family.
+        let text = render_collector(MdsCollector(sample(None)));
+        assert!(!text.contains("pfsqos_mds_load_util"), "{text}");
     }
 }

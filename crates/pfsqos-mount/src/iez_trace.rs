@@ -1,6 +1,7 @@
 //! iez's first-run trace (miniRecorder, IPDPS'19 §III-A1) recorded by the mount: one row per
-//! file created through it, `file,bytes_written,stripe_count,rank`, the form core's
-//! `pfsqos_core::place::profile::parse_trace` reads and `pfsqos iez train` takes.
+//! file created through it, `file,bytes_written,stripe_count,rank,job`, the form core's
+//! `pfsqos_core::place::profile::parse_trace_rows` reads and `pfsqos iez train` takes
+//! (`--job ID` keeps one application's files: the mount traces every job's).
 //!
 //! - `file`: the path from the file system root (`/run/out.0`), asked of the MDS at create.
 //! - `bytes_written`: the bytes of every write to the file through this mount (overwrites
@@ -8,6 +9,8 @@
 //! - `stripe_count`: of the layout the MDS gave.
 //! - `rank`: the creating process's MPI rank from its environment (`PMI_RANK`,
 //!   `OMPI_COMM_WORLD_RANK`, `SLURM_PROCID`, first found), 0 when none is set.
+//! - `job`: the creating process's job id, as the mount tags its RPCs with it (`--jobid-var`,
+//!   `--jobid-name`), `%` and `,` percent-encoded (`profile::encode_trace_job`).
 //!
 //! Bounded: at most `files_max` files are traced; files created past the cap are not (counted,
 //! and the trace says how many in a `#` comment). Paths with control characters (which would
@@ -20,6 +23,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
+
+use pfsqos_core::model::JobId;
+use pfsqos_core::place::profile::{encode_trace_job, TRACE_JOB_HEADER};
 
 /// Default cap on traced files (core's `TRACE_ROWS_MAX`).
 pub const TRACE_FILES_MAX_DEFAULT: usize = pfsqos_core::place::profile::TRACE_ROWS_MAX;
@@ -36,6 +42,7 @@ struct Row {
     bytes_written: u64,
     stripe_count: u32,
     rank: u32,
+    job: JobId,
 }
 
 #[derive(Debug, Default)]
@@ -93,8 +100,8 @@ impl IezTrace {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A file created through the mount.
-    pub fn created(&self, ino: u64, path: &[u8], stripe_count: u32, rank: u32) {
+    /// A file created through the mount by a process of job `job`.
+    pub fn created(&self, ino: u64, path: &[u8], stripe_count: u32, rank: u32, job: JobId) {
         let mut t = self.lock();
         t.dirty = true;
         let path = match std::str::from_utf8(path) {
@@ -115,6 +122,7 @@ impl IezTrace {
             // The inode was re-created under the same number (never, inode numbers are not
             // reused; kept total rather than asserted on network data).
             t.rows[k].path = path;
+            t.rows[k].job = job;
             return;
         }
         if t.rows.len() >= self.files_max {
@@ -127,6 +135,7 @@ impl IezTrace {
             bytes_written: 0,
             stripe_count,
             rank,
+            job,
         });
         t.by_ino.insert(ino, k);
     }
@@ -143,7 +152,7 @@ impl IezTrace {
     /// The trace's text.
     pub fn render(&self) -> String {
         let t = self.lock();
-        let mut out = String::from("file,bytes_written,stripe_count,rank\n");
+        let mut out = format!("{TRACE_JOB_HEADER}\n");
         if t.over_cap > 0 {
             out.push_str(&format!(
                 "# {} files not traced: the cap of {} files was reached\n",
@@ -158,8 +167,12 @@ impl IezTrace {
         }
         for r in &t.rows {
             out.push_str(&format!(
-                "{},{},{},{}\n",
-                r.path, r.bytes_written, r.stripe_count, r.rank
+                "{},{},{},{},{}\n",
+                r.path,
+                r.bytes_written,
+                r.stripe_count,
+                r.rank,
+                encode_trace_job(&r.job)
             ));
         }
         out
@@ -195,21 +208,25 @@ impl IezTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pfsqos_core::place::profile::parse_trace;
+    use pfsqos_core::place::profile::{parse_trace, parse_trace_rows};
+
+    fn job(s: &str) -> JobId {
+        JobId::new(s).unwrap()
+    }
 
     #[test]
     fn rows_render_as_core_reads_them_and_the_cap_holds() {
         let d = tempfile::tempdir().unwrap();
         let t = IezTrace::new(d.path().join("trace.csv"), 2);
-        t.created(5, b"/run/a,b", 2, 0);
+        t.created(5, b"/run/a,b", 2, 0, job("ior.1"));
         t.wrote(5, 1000);
         t.wrote(5, 24);
-        t.created(6, b"/run/c", 1, 3);
-        t.created(7, b"/run/over", 1, 0);
-        t.created(8, b"/run/x\ny", 1, 0);
-        t.created(9, b"/run/\xff", 1, 0);
+        t.created(6, b"/run/c", 1, 3, job("hacc,2%"));
+        t.created(7, b"/run/over", 1, 0, job("ior.1"));
+        t.created(8, b"/run/x\ny", 1, 0, job("ior.1"));
+        t.created(9, b"/run/\xff", 1, 0, job("ior.1"));
         let deep = format!("/{}", "d/".repeat(2048));
-        t.created(10, deep.as_bytes(), 1, 0);
+        t.created(10, deep.as_bytes(), 1, 0, job("ior.1"));
         t.wrote(7, 99);
         t.wrote(42, 1);
         t.write(false).unwrap();
@@ -225,6 +242,13 @@ mod tests {
         assert_eq!(rows[0].1.bytes_written, 1024);
         assert_eq!(rows[0].1.stripe_count, 2);
         assert_eq!((rows[1].0.as_str(), rows[1].1.rank), ("/run/c", 3));
+        // Each row names its job, a comma and a percent sign in it included.
+        let jobs: Vec<_> = parse_trace_rows(&text)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.job.unwrap())
+            .collect();
+        assert_eq!(jobs, vec![job("ior.1"), job("hacc,2%")]);
         // Unchanged: not rewritten; no temporary file left behind.
         std::fs::remove_file(d.path().join("trace.csv")).unwrap();
         t.write(false).unwrap();

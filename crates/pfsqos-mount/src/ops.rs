@@ -749,6 +749,7 @@ impl Ops {
                     &p,
                     layout.stripes.len() as u32,
                     crate::iez_trace::rank_of(c.pid),
+                    self.jobids.of(c.pid, c.uid, c.gid).job,
                 ),
                 other => warn!(
                     ino = attr.ino,

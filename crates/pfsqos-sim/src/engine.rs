@@ -59,7 +59,7 @@ use pfsqos_core::control::{
     JobTargetStats, Observation, TargetObservation,
 };
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
-use pfsqos_core::place::PlacementContext;
+use pfsqos_core::place::{OstStats, PlacementContext, ServerStats};
 use pfsqos_core::sched::nrs::{Nrs, ServiceTicket};
 use pfsqos_node::client::{Raid0, RateLimiter, RpcWindow, LIMIT_BYTES_PER_S_MAX};
 use pfsqos_node::oss::{apply_write, CptService, Dispatch, SyncMessage};
@@ -74,7 +74,9 @@ use crate::record::{
     ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, OstSpace, PhaseRecord,
     RunOutput, SyncOutput, CONTROL_TRACE_LEN_MAX,
 };
-use crate::scenario::{EngineKind, FileMode, JobSpec, Rw, Scenario, SchedulerScope, ShapeKind};
+use crate::scenario::{
+    EngineKind, FileMode, FilesCreated, JobSpec, Rw, Scenario, SchedulerScope, ShapeKind,
+};
 use crate::workload::{secs_to_ns, Shape};
 
 /// Event lane of messages that cost only the constant latency (their times never decrease).
@@ -161,7 +163,7 @@ pub fn run_wrapped(
     let controller = wrap(controller_for(policy, scenario, seed).map_err(RunError::Policy)?);
     let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
     sim.run(progress);
-    Ok(sim.finish())
+    sim.finish_checked()
 }
 
 /// The RPC-level engine on `scenario` whatever its `simulation.engine` says (for comparing
@@ -178,7 +180,7 @@ pub fn run_rpc(
     let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
     let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
     sim.run(progress);
-    Ok(sim.finish())
+    sim.finish_checked()
 }
 
 const NEEDS_FLUID: &str = "the scenario has engine = \"fluid\"; only the fluid engine runs it";
@@ -197,7 +199,7 @@ pub fn run_with_controller(
     let name = controller.name();
     let mut sim = Sim::new(scenario, controller, name, seed).map_err(RunError::Scenario)?;
     sim.run(progress);
-    Ok(sim.finish())
+    sim.finish_checked()
 }
 
 /// [`run`], also returning one [`RpcTrace`] per completed RPC in completion order (for tests
@@ -215,7 +217,7 @@ pub fn run_traced(
     sim.trace = Some(Vec::new());
     sim.run(&mut |_, _| {});
     let trace = sim.trace.take().unwrap_or_default();
-    Ok((sim.finish(), trace))
+    Ok((sim.finish_checked()?, trace))
 }
 
 /// The life of one completed RPC.
@@ -359,6 +361,8 @@ struct Oss {
     /// The scenario's name for it.
     name: String,
     cpts: u32,
+    /// Service threads (`io_threads`), for the statistics' memory model.
+    io_threads: u32,
     pool_base: u32,
     link: Link,
 }
@@ -373,6 +377,18 @@ struct Ost {
     used_initial_bytes: u64,
     /// Bytes the run's objects occupy on this OST (each object's highest written offset).
     written_bytes: u64,
+    /// RPCs completed since the last statistics report (`Event::StatsReport`).
+    served_rpcs_since_report: u64,
+}
+
+/// A file whose creation waits for its first I/O (`files_created = "first_io"`): what the
+/// create asks the placer.
+#[derive(Clone, Copy)]
+struct PendingCreate {
+    job: JobId,
+    stripe_count: u32,
+    stripe_size_bytes: u64,
+    stripe_offset: Option<u32>,
 }
 
 struct Domain {
@@ -486,6 +502,15 @@ struct Sim {
     oscs: Vec<Osc>,
     files: Vec<FileLayout>,
     layout_osts: Vec<u32>,
+    /// The MDS's placer, for files created during the run.
+    placer: pfsqos_node::mds::Placer,
+    /// Per file: the create still to do at its first I/O (`files_created = "first_io"`).
+    pending_creates: Vec<Option<PendingCreate>>,
+    /// Period of the statistics reports the placer decides from; `None` when every file is
+    /// created at the start (reports would come after the last create).
+    stats_period_ns: Option<u64>,
+    /// A create that failed during the run: the run stops and returns it as its error.
+    failure: Option<String>,
     /// Where the last request on each object ended (`u64::MAX`: none yet).
     object_next_offset: Vec<u64>,
     /// Highest offset written in each object (its extent: what it occupies on its OST).
@@ -620,6 +645,7 @@ impl Sim {
             osses.push(Oss {
                 name: spec.name.clone(),
                 cpts,
+                io_threads: spec.io_threads,
                 pool_base: pool_threads.len() as u32,
                 link: Link {
                     ns_per_byte: server_ns_per_byte,
@@ -639,6 +665,7 @@ impl Sim {
                     capacity_bytes: spec.ost_capacity.map(|c| c.0),
                     used_initial_bytes: spec.ost_used.map_or(0, |u| u.0),
                     written_bytes: 0,
+                    served_rpcs_since_report: 0,
                 });
             }
         }
@@ -734,7 +761,11 @@ impl Sim {
         let run_jobs: Vec<&JobSpec> = scenario_jobs.iter().collect();
         let (mut placer, _) = crate::placement::placer_for(scenario, n_osts as u32, &run_jobs)?;
         let mut objects: u64 = 0;
-        // Files are created at set-up, by their job: the placer learns who creates each.
+        let files_created = cluster.files_created;
+        let mut pending_creates: Vec<Option<PendingCreate>> = Vec::new();
+        // Files are created at set-up, by their job: the placer learns who creates each. With
+        // `files_created = "first_io"` only their objects are numbered here (a layout always
+        // has the stripes asked for) and the placer runs at the first I/O (`create_pending`).
         let mut new_file = |job: JobId,
                             stripe_count: u32,
                             stripe_size: u64,
@@ -743,6 +774,26 @@ impl Sim {
             // The scenario is validated (1..=OSTs stripes, an existing start OST), so the
             // placer refuses nothing here.
             let count = i32::try_from(stripe_count).map_err(|_| "stripe count too large")?;
+            if files_created == FilesCreated::FirstIo {
+                if objects + u64::from(stripe_count) > u32::MAX as u64 {
+                    return Err("too many stripe objects".to_string());
+                }
+                files.push(FileLayout {
+                    stripe_size_bytes: stripe_size,
+                    osts_start: 0,
+                    osts_len: stripe_count,
+                    object_base: objects as u32,
+                });
+                pending_creates.push(Some(PendingCreate {
+                    job,
+                    stripe_count,
+                    stripe_size_bytes: stripe_size,
+                    stripe_offset,
+                }));
+                objects += u64::from(stripe_count);
+                return Ok(files.len() as u32 - 1);
+            }
+            pending_creates.push(None);
             let context = PlacementContext { now_ns: 0, job };
             let layout = placer
                 .create_for(&context, count, stripe_size, stripe_offset)
@@ -1016,6 +1067,11 @@ impl Sim {
                 .collect(),
             files,
             layout_osts,
+            placer,
+            pending_creates,
+            stats_period_ns: (files_created == FilesCreated::FirstIo)
+                .then(|| secs_to_ns(cluster.oss_stats_period_s).max(1)),
+            failure: None,
             object_next_offset: vec![u64::MAX; objects as usize],
             object_extent_bytes: vec![0; objects as usize],
             shapes,
@@ -1173,6 +1229,11 @@ impl Sim {
         if let Some(p) = self.period_ns {
             self.queue.push(p, Event::ControlTick);
         }
+        if let Some(p) = self.stats_period_ns {
+            // The placer holds the start's snapshot (`placement::placer_for`); the first
+            // report covers the first period.
+            self.queue.push(p, Event::StatsReport);
+        }
         for p in 0..self.processes.len() as u32 {
             // A group run `after` another starts at its release (`release_after`).
             if !self.groups[self.processes[p as usize].group as usize].waits {
@@ -1192,6 +1253,9 @@ impl Sim {
                 progress(t, self.duration_ns);
             }
             self.handle(ev);
+            if self.failure.is_some() {
+                break;
+            }
         }
         // Every process done: the run ends with the event that finished the last one (at 0
         // when none had anything to do). Otherwise the configured duration cut it.
@@ -1239,6 +1303,11 @@ impl Sim {
                 }
             }
             Event::SyncDeliver { pool, slot } => self.sync_deliver(pool, slot),
+            Event::StatsReport => {
+                let period = self.stats_period_ns.unwrap_or(1);
+                self.report_stats(period);
+                self.queue.push(self.now_ns + period, Event::StatsReport);
+            }
             Event::ControlTick => {
                 let period = self.period_ns.unwrap_or(0);
                 let obs = self.observation(period, true);
@@ -1294,6 +1363,11 @@ impl Sim {
 
     fn burst_start(&mut self, p: u32) {
         let now = self.now_ns;
+        if self.processes[p as usize].phase == Phase::Waiting
+            && !self.create_pending(self.processes[p as usize].file)
+        {
+            return;
+        }
         let proc_ = &mut self.processes[p as usize];
         if proc_.phase != Phase::Waiting {
             return;
@@ -1315,6 +1389,99 @@ impl Sim {
             b.phase_bytes += planned;
         }
         self.pump(p);
+    }
+
+    /// Creates `file` now if its creation waited for its first I/O (`files_created =
+    /// "first_io"`): the placer decides from the last statistics report it was given. Returns
+    /// false when the placer refused (the run stops with that error, `failure`).
+    fn create_pending(&mut self, file: u32) -> bool {
+        let Some(create) = self.pending_creates[file as usize].take() else {
+            return true;
+        };
+        let context = PlacementContext {
+            now_ns: self.now_ns,
+            job: create.job,
+        };
+        // Validated: 1..=OSTs stripes (fits an i32), an existing start OST.
+        let count = create.stripe_count as i32;
+        match self.placer.create_for(
+            &context,
+            count,
+            create.stripe_size_bytes,
+            create.stripe_offset,
+        ) {
+            Ok(layout) => {
+                let f = &mut self.files[file as usize];
+                // Its objects were numbered at set-up for the stripes asked for.
+                assert_eq!(
+                    layout.osts.len(),
+                    f.osts_len as usize,
+                    "a layout has the stripes asked for"
+                );
+                f.osts_start = self.layout_osts.len() as u32;
+                f.stripe_size_bytes = layout.stripe_size_bytes;
+                self.layout_osts.extend(layout.osts.iter().map(|o| o.0));
+                true
+            }
+            Err(e) => {
+                self.failure.get_or_insert(format!(
+                    "creating a file of job `{}` at {} ns: {e}",
+                    create.job.as_str(),
+                    self.now_ns
+                ));
+                false
+            }
+        }
+    }
+
+    /// The OSSs' periodic statistics report (`placement` module doc): every OST's space now
+    /// and every OSS's load over the period just ended, given to the placer.
+    fn report_stats(&mut self, period_ns: u64) {
+        let mut activity: Vec<crate::placement::OssActivity> = self
+            .osses
+            .iter()
+            .map(|o| crate::placement::OssActivity {
+                served_rpcs: 0,
+                capacity_rpcs_per_s: 0,
+                held_rpcs: 0,
+                io_threads: o.io_threads,
+            })
+            .collect();
+        let mut osts = Vec::with_capacity(self.osts.len());
+        for (o, ost) in self.osts.iter_mut().enumerate() {
+            let a = &mut activity[ost.oss as usize];
+            a.served_rpcs += std::mem::take(&mut ost.served_rpcs_since_report);
+            a.capacity_rpcs_per_s = a
+                .capacity_rpcs_per_s
+                .saturating_add(ost.capacity_rpcs_per_s);
+            let device = &self.devices[o];
+            a.held_rpcs +=
+                self.queued_per_ost[o] + u64::from(device.busy) + device.waiting.len() as u64;
+            let total_bytes = ost
+                .capacity_bytes
+                .unwrap_or(crate::placement::OST_CAPACITY_DEFAULT_BYTES);
+            let used_bytes = ost.used_initial_bytes.saturating_add(ost.written_bytes);
+            osts.push(OstStats {
+                oss: pfsqos_core::model::OssId(ost.oss),
+                total_bytes,
+                // No ENOSPC model: a full OST reports no room.
+                avail_bytes: total_bytes.saturating_sub(used_bytes),
+            });
+        }
+        let stats = ServerStats {
+            at_ns: self.now_ns,
+            osts,
+            osses: activity
+                .iter()
+                .map(|a| crate::placement::oss_load_report(a, period_ns))
+                .collect(),
+            mds: None,
+        };
+        // Built from the validated scenario: fractions, totals above zero, OSSs in range.
+        if let Err(e) = self.placer.observe_servers(&stats) {
+            self.failure
+                .get_or_insert(format!("statistics report at {} ns: {e}", self.now_ns));
+        }
     }
 
     /// Issues I/O calls while the process may, then handles the end of its burst.
@@ -1755,6 +1922,7 @@ impl Sim {
         let stats = &mut self.period_stats[r.ost as usize * n_jobs + r.job as usize];
         stats.served += 1;
         stats.bytes += r.size_bytes;
+        self.osts[r.ost as usize].served_rpcs_since_report += 1;
         if !r.read {
             let extent = &mut self.object_extent_bytes[r.object as usize];
             let end = r.object_offset_bytes + r.size_bytes;
@@ -1856,6 +2024,15 @@ impl Sim {
     }
 
     // ---------------------------------------------------------------- output
+
+    /// [`Sim::finish`], or the create that stopped the run (`files_created = "first_io"` on
+    /// OSTs the scenario's writes fill: the placer finds no room).
+    fn finish_checked(mut self) -> Result<RunOutput, RunError> {
+        match self.failure.take() {
+            Some(e) => Err(RunError::Scenario(e)),
+            None => Ok(self.finish()),
+        }
+    }
 
     fn finish(self) -> RunOutput {
         let mut sync: Vec<SyncOutput> = self

@@ -1,6 +1,7 @@
 //! Why a run did not happen: every cause is in the input (the policy spec, or a scenario the
-//! engine cannot build), so a driver can tell the user what to change; a run that starts always
-//! completes.
+//! engine cannot build), so a driver can tell the user what to change; a run that starts
+//! completes, except when a file created during the run (`files_created = "first_io"`) finds
+//! no OST with room: a `Scenario` error naming the create.
 
 use std::fmt;
 

@@ -32,6 +32,9 @@ pub enum Event {
     SchedTimer { sched: u32 },
     /// The controller's period elapsed.
     ControlTick,
+    /// The OSSs' statistics period elapsed: a report to the placer
+    /// (`files_created = "first_io"`).
+    StatsReport,
     /// A distributed scheduler's synchronization message (held in slot `slot`) reaches the
     /// CPU partition `pool`.
     SyncDeliver { pool: u32, slot: u32 },

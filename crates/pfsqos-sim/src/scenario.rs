@@ -130,6 +130,38 @@ pub struct ClusterSpec {
     /// The MDS's placement policy for new files: a row of `pfsqos_core::place::PLACER_ROWS`.
     #[serde(default = "default_placement")]
     pub placement: String,
+    /// When files are created (`placement::FilesCreated`): all at the run's start (default),
+    /// or each when its first process begins its first burst.
+    #[serde(default)]
+    pub files_created: FilesCreated,
+    /// Period of the OSSs' statistics reports the placer decides from (iez collects every
+    /// 60 s, Section III-B1): space, and the OSS load model of `placement::oss_load_report`.
+    #[serde(default = "default_oss_stats_period_s")]
+    pub oss_stats_period_s: f64,
+}
+
+/// When the MDS creates a run's files.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FilesCreated {
+    /// Every file at the run's start, in job order, before any I/O.
+    #[default]
+    Start,
+    /// Each file when its first process begins its first burst (a shared file: the first of
+    /// its processes to do so); the placer decides from the last statistics report. RPC-level
+    /// engine only.
+    FirstIo,
+}
+
+/// iez's collector period (Section III-B1).
+pub const OSS_STATS_PERIOD_S_DEFAULT: f64 = 60.0;
+/// Longest statistics period a scenario may set (one day).
+pub const OSS_STATS_PERIOD_S_MAX: f64 = 86_400.0;
+/// Shortest (1 ms: a report per millisecond is as fresh as the simulator's statistics get).
+pub const OSS_STATS_PERIOD_S_MIN: f64 = 0.001;
+
+fn default_oss_stats_period_s() -> f64 {
+    OSS_STATS_PERIOD_S_DEFAULT
 }
 
 fn default_placement() -> String {
@@ -162,6 +194,8 @@ impl Default for ClusterSpec {
             stripe_count: default_stripe_count(),
             stripe_size: default_stripe_size(),
             placement: default_placement(),
+            files_created: FilesCreated::default(),
+            oss_stats_period_s: default_oss_stats_period_s(),
         }
     }
 }

@@ -17,6 +17,7 @@
 use crate::forecast::{select_order, ArimaOrder, SelectionOptions, PREDICT_ARIMA_MIN_LEN};
 
 use super::PredictedFile;
+use crate::model::JobId;
 
 /// One traced file of a first run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,24 +124,93 @@ impl std::fmt::Display for TraceError {
 
 impl std::error::Error for TraceError {}
 
+/// Header of a trace without jobs (miniRecorder's rows).
+pub const TRACE_HEADER: &str = "file,bytes_written,stripe_count,rank";
+/// Header of a trace with a fifth column, the job that created each file (a job id with `%`
+/// and `,` percent-encoded as `%25` and `%2C`, so the column never holds a comma).
+pub const TRACE_JOB_HEADER: &str = "file,bytes_written,stripe_count,rank,job";
+
+/// One row of a trace: the file's name, what was traced, and its job when the trace names
+/// jobs ([`TRACE_JOB_HEADER`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceRow {
+    pub file: String,
+    pub traced: TracedFile,
+    pub job: Option<JobId>,
+}
+
+/// A job id as the trace's job column carries it (`%` and `,` percent-encoded).
+pub fn encode_trace_job(job: &JobId) -> String {
+    job.as_str().replace('%', "%25").replace(',', "%2C")
+}
+
+fn decode_trace_job(text: &str) -> Option<JobId> {
+    let mut out = Vec::with_capacity(text.len());
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = text.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    JobId::new(std::str::from_utf8(&out).ok()?).ok()
+}
+
 /// Reads a first-run trace as miniRecorder's C-Parser writes it (§III-A1), one file per line:
 /// `file,bytes_written,stripe_count,rank`, an optional header line starting with `file`, `#`
 /// comments and blank lines skipped. The file name is everything before the last three
 /// commas (so names may hold commas); it is data, never syntax: it may not be empty, longer
 /// than [`TRACE_FILE_NAME_LEN_MAX`] or hold control characters. Stripe counts are
-/// 1..=[`super::STRIPE_COUNT_MAX`]; at most [`TRACE_ROWS_MAX`] files.
+/// 1..=[`super::STRIPE_COUNT_MAX`]; at most [`TRACE_ROWS_MAX`] files. A trace whose first line
+/// is [`TRACE_JOB_HEADER`] has a fifth column, the job ([`parse_trace_rows`]); here every row
+/// is kept whatever its job.
 pub fn parse_trace(text: &str) -> Result<Vec<(String, TracedFile)>, TraceError> {
+    Ok(parse_trace_rows(text)?
+        .into_iter()
+        .map(|r| (r.file, r.traced))
+        .collect())
+}
+
+/// [`parse_trace`] with each row's job: `None` in a trace without the job column; in one with
+/// it ([`TRACE_JOB_HEADER`]) every row must name a valid job id (percent-encoded,
+/// [`encode_trace_job`]).
+pub fn parse_trace_rows(text: &str) -> Result<Vec<TraceRow>, TraceError> {
     let mut out = Vec::new();
+    let mut with_job = false;
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let err = |reason: String| TraceError { line, reason };
         let row = raw.trim_end_matches('\r');
+        if i == 0 && row == TRACE_JOB_HEADER {
+            with_job = true;
+            continue;
+        }
         if row.trim().is_empty() || row.starts_with('#') || (i == 0 && row.starts_with("file")) {
             continue;
         }
         if out.len() >= TRACE_ROWS_MAX {
             return Err(err(format!("more than {TRACE_ROWS_MAX} files")));
         }
+        let (row, job) = if with_job {
+            let Some((rest, job)) = row.rsplit_once(',') else {
+                return Err(err(format!("expected {TRACE_JOB_HEADER}")));
+            };
+            let job = decode_trace_job(job).ok_or_else(|| {
+                err(format!(
+                    "job `{}` is not a job id (at most {} bytes, no control character, `%` and `,` percent-encoded)",
+                    job.escape_debug(),
+                    crate::model::JOB_ID_LEN_MAX
+                ))
+            })?;
+            (rest, Some(job))
+        } else {
+            (row, None)
+        };
         let mut fields = row.rsplitn(4, ',');
         let (Some(rank), Some(count), Some(bytes), Some(name)) =
             (fields.next(), fields.next(), fields.next(), fields.next())
@@ -178,14 +248,15 @@ pub fn parse_trace(text: &str) -> Result<Vec<(String, TracedFile)>, TraceError> 
         }
         let rank = u32::try_from(number("rank", rank)?)
             .map_err(|_| err("rank above 2^32 - 1".to_string()))?;
-        out.push((
-            name.to_string(),
-            TracedFile {
+        out.push(TraceRow {
+            file: name.to_string(),
+            traced: TracedFile {
                 bytes_written,
                 stripe_count: stripe_count as u32,
                 rank,
             },
-        ));
+            job,
+        });
     }
     Ok(out)
 }
@@ -193,6 +264,40 @@ pub fn parse_trace(text: &str) -> Result<Vec<(String, TracedFile)>, TraceError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn traces_with_a_job_column_keep_each_rows_job() {
+        let odd = JobId::new("a,b%c d").unwrap();
+        let text = format!(
+            "{TRACE_JOB_HEADER}\n/run/x,y,10,2,0,ior.1\n# comment\n/run/z,20,2,1,{}\n",
+            encode_trace_job(&odd)
+        );
+        assert_eq!(encode_trace_job(&odd), "a%2Cb%25c d");
+        let rows = parse_trace_rows(&text).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].file, "/run/x,y");
+        assert_eq!(rows[0].traced.bytes_written, 10);
+        assert_eq!(rows[0].job, Some(JobId::new("ior.1").unwrap()));
+        assert_eq!(rows[1].job, Some(odd));
+        // parse_trace keeps every row.
+        assert_eq!(parse_trace(&text).unwrap().len(), 2);
+        // Without the header the fifth column would be a name's part: the old format reads
+        // as before, jobs unknown.
+        let old = "file,bytes_written,stripe_count,rank\n/run/a,5,1,0\n";
+        assert_eq!(parse_trace_rows(old).unwrap()[0].job, None);
+        // A job that is not a job id, a bad escape, a missing column: errors with the line.
+        let long = "j".repeat(40);
+        for bad in [
+            format!("{TRACE_JOB_HEADER}\n/run/a,5,1,0,{long}\n"),
+            format!("{TRACE_JOB_HEADER}\n/run/a,5,1,0,x%zz\n"),
+            format!("{TRACE_JOB_HEADER}\n/run/a,5,1,0,x%2\n"),
+            format!("{TRACE_JOB_HEADER}\n/run/a,5,1\n"),
+            format!("{TRACE_JOB_HEADER}\nnocomma\n"),
+        ] {
+            let e = parse_trace_rows(&bad).unwrap_err();
+            assert_eq!(e.line, 2, "{bad}: {e}");
+        }
+    }
 
     fn traced(bytes: &[u64]) -> Vec<TracedFile> {
         bytes

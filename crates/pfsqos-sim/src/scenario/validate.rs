@@ -240,6 +240,15 @@ impl Scenario {
                 ));
             }
         }
+        if self.cluster.files_created == FilesCreated::FirstIo
+            && self.simulation.engine == EngineKind::Fluid
+        {
+            return Err(c.err(
+                "cluster.files_created",
+                "first_io".to_string(),
+                "the fluid engine creates every file at the run's start; files_created = \"first_io\" needs engine = \"rpc\"",
+            ));
+        }
         match &self.appset {
             Some(a) => {
                 a.validate(&c, self.cluster.clients, osts)?;
@@ -1389,6 +1398,18 @@ impl ClusterSpec {
         check_stripe_count(c, "cluster.stripe_count", self.stripe_count, osts)?;
         if let Err(e) = pfsqos_core::place::placement_by_name(&self.placement, osts) {
             return Err(c.err("cluster.placement", self.placement.clone(), e));
+        }
+        let period = self.oss_stats_period_s;
+        if !period.is_finite()
+            || !(OSS_STATS_PERIOD_S_MIN..=OSS_STATS_PERIOD_S_MAX).contains(&period)
+        {
+            return Err(c.err(
+                "cluster.oss_stats_period_s",
+                period.to_string(),
+                format!(
+                    "statistics period must be {OSS_STATS_PERIOD_S_MIN} to {OSS_STATS_PERIOD_S_MAX} seconds"
+                ),
+            ));
         }
         check_stripe_size(c, "cluster.stripe_size", self.stripe_size)
     }

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# iez on the live runtime (docs/reproductions/iez.md, "Live runs"): fio shaped like IOR
+# file-per-process and like HACC-I/O through a loopback cluster of 3 ossds x 5 OSTs (the
+# paper's testbed shape, OSTs scaled down to OST_MIB each), each workload run twice: the first
+# run traced by the mount and placed by round robin, the second placed by iez from the first
+# run's trace (`pfsqos iez train --job`). Prints, per workload and start state (empty OSTs, or
+# oss0's OSTs 40 % full of another job's data), the OSTs' utilization and OSTCost (eq. 7:
+# fullest OST over the mean) after each run, and how the second run's files were placed.
+#
+# Needs root, /dev/fuse and fio. Uses ports BASE_PORT..BASE_PORT+3 on 127.0.0.1 and a
+# temporary directory (removed at the end); stops only the processes it started.
+# Usage: scripts/reproduce-iez-live.sh            (builds pfsqos, release)
+#        PFSQOS=/path/to/pfsqos scripts/reproduce-iez-live.sh
+# Knobs (environment): OST_MIB (256), NPROC (16), IOR_FILE_MIB (48), IOR_SC (4),
+#   HACC_PARTICLES (1000000), HACC_SC (8), BASE_PORT (27988).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OST_MIB=${OST_MIB:-256}
+NPROC=${NPROC:-16}
+IOR_FILE_MIB=${IOR_FILE_MIB:-48}
+IOR_SC=${IOR_SC:-4}
+HACC_PARTICLES=${HACC_PARTICLES:-1000000}
+HACC_SC=${HACC_SC:-8}
+BASE_PORT=${BASE_PORT:-27988}
+for v in OST_MIB NPROC IOR_FILE_MIB IOR_SC HACC_PARTICLES HACC_SC BASE_PORT; do
+  [[ ${!v} =~ ^[0-9]+$ ]] || { echo "$v must be a whole number" >&2; exit 2; }
+done
+(( IOR_SC >= 1 && IOR_SC <= 15 && HACC_SC >= 1 && HACC_SC <= 15 )) \
+  || { echo "stripe counts must be 1..15" >&2; exit 2; }
+command -v fio >/dev/null || { echo "fio is required" >&2; exit 2; }
+[[ -e /dev/fuse ]] || { echo "/dev/fuse is required" >&2; exit 2; }
+
+if [[ -z ${PFSQOS:-} ]]; then
+  cargo build --release --locked -q -p pfsqos-cli
+  PFSQOS=${CARGO_TARGET_DIR:-target}/release/pfsqos
+fi
+[[ -x $PFSQOS ]] || { echo "$PFSQOS is not executable" >&2; exit 2; }
+
+OSSES=3
+OSTS_PER_OSS=5
+OST_BYTES=$((OST_MIB << 20))
+JOB_VAR=PFSQOS_IEZ_JOB
+work=$(mktemp -d /tmp/pfsqos-iez-live.XXXXXX)
+mnt=$work/mnt
+pids=()
+cleanup() {
+  set +e
+  if mountpoint -q "$mnt" 2>/dev/null; then
+    fusermount3 -u "$mnt" 2>/dev/null || fusermount -u "$mnt" 2>/dev/null || umount "$mnt"
+  fi
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+wait_for() { # what, command...: poll up to 60 s
+  local what=$1; shift
+  for _ in $(seq 600); do "$@" && return 0; sleep 0.1; done
+  echo "timed out waiting for $what" >&2; exit 1
+}
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+"$PFSQOS" keygen "$work/key" >/dev/null
+mds_port=$BASE_PORT
+oss_args=()
+ost_dirs=()
+for i in $(seq 0 $((OSSES - 1))); do
+  port=$((BASE_PORT + 1 + i))
+  osts=()
+  for k in $(seq 0 $((OSTS_PER_OSS - 1))); do
+    d=$work/oss$i-ost$k
+    osts+=(--ost "$d")
+    ost_dirs+=("$d")
+  done
+  "$PFSQOS" ossd --listen "127.0.0.1:$port" "${osts[@]}" --key-file "$work/key" \
+    --report-mds "127.0.0.1:$mds_port" --report-period-ms 1000 \
+    --ost-capacity-bytes "$OST_BYTES" >"$work/oss$i.log" 2>&1 &
+  pids+=($!)
+  oss_args+=(--oss "127.0.0.1:$port:$OSTS_PER_OSS")
+done
+"$PFSQOS" mds --listen "127.0.0.1:$mds_port" --db "$work/mds.db" --key-file "$work/key" \
+  "${oss_args[@]}" --stripe-count 1 >"$work/mds.log" 2>&1 &
+pids+=($!)
+wait_for "the MDS" port_open "$mds_port"
+mkdir -p "$mnt"
+"$PFSQOS" mount "$mnt" --mds "127.0.0.1:$mds_port" --key-file "$work/key" \
+  --jobid-var "$JOB_VAR" --iez-trace "$work/trace.csv" >"$work/mount.log" 2>&1 &
+pids+=($!)
+wait_for "the mount" mountpoint -q "$mnt"
+
+# Bytes of objects on each OST, one per line, in OST order.
+ost_bytes() {
+  local d
+  for d in "${ost_dirs[@]}"; do
+    find "$d/objects" -type f -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}'
+  done
+}
+# "u0 u1 ... | OSTCost" from ost_bytes' lines.
+ost_summary() {
+  awk -v cap="$OST_BYTES" '
+    { u[NR] = $1 / cap; s += u[NR]; if (u[NR] > m) m = u[NR] }
+    END {
+      line = ""
+      for (i = 1; i <= NR; i++) line = line sprintf("%.0f%% ", 100 * u[i])
+      if (s > 0) printf "%s| OSTCost %.3f\n", line, m / (s / NR); else print line "| OSTCost -"
+    }'
+}
+punched() { [[ "$(ost_bytes)" == "$base" ]]; }
+# Statistics measured after the removal: the ossds report every second; the MDS uses the
+# latest. (A script, not a test: a fixed pause of 2.5 periods.)
+stats_refreshed() { sleep 2.5; }
+
+run_fio() { # job dir kind
+  local job=$1 dir=$2 kind=$3
+  local size bs
+  if [[ $kind == ior ]]; then
+    size=$((IOR_FILE_MIB << 20)); bs=1M
+  else
+    # HACC-I/O: 38 bytes per particle in 9 arrays (7 floats, an 8-byte id, a 2-byte mask),
+    # written one after the other: fio's blocks of one float array each.
+    size=$((HACC_PARTICLES * 38)); bs=$((HACC_PARTICLES * 4))
+  fi
+  env "$JOB_VAR=$job" fio --name="$job" --directory="$dir" --numjobs="$NPROC" --nrfiles=1 \
+    --filename_format="$kind.\$jobnum" --filesize="$size" --bs="$bs" --rw=write \
+    --ioengine=psync --fallocate=none --fsync_on_close=1 --group_reporting \
+    --output-format=terse >/dev/null
+}
+
+echo "# iez live: $OSSES OSSs x $OSTS_PER_OSS OSTs of $OST_MIB MiB, $NPROC processes"
+echo "# IOR FPP: $IOR_FILE_MIB MiB per file, stripe count $IOR_SC;" \
+  "HACC-I/O: $HACC_PARTICLES particles (38 B each) per file, stripe count $HACC_SC"
+for start in empty uneven; do
+  if [[ $start == uneven ]]; then
+    # Another job's data: 40 % of each of oss0's OSTs (one file, stripe count 5 from OST 0).
+    "$PFSQOS" setstripe -c "$OSTS_PER_OSS" -i 0 -S 1M "$mnt/fill"
+    env "$JOB_VAR=fill" dd if=/dev/zero of="$mnt/fill" bs=1M \
+      count=$((OST_MIB * 2 / 5 * OSTS_PER_OSS)) conv=fsync status=none
+  fi
+  base=$(ost_bytes)
+  for kind in ior hacc; do
+    if [[ $kind == ior ]]; then sc=$IOR_SC; else sc=$HACC_SC; fi
+    job=$kind-$start
+    dir=$mnt/$job
+    mkdir "$dir"
+    "$PFSQOS" setstripe -c "$sc" "$dir"
+    run_fio "$job" "$dir" "$kind"
+    echo "$kind ($start) round robin: $(ost_bytes | ost_summary)"
+    rm -f "$dir"/*
+    wait_for "the first run's objects to be punched" punched
+    stats_refreshed
+    "$PFSQOS" iez train "$work/trace.csv" --job "$job" --mds "127.0.0.1:$mds_port" \
+      --key-file "$work/key" | sed 's/^/  /'
+    run_fio "$job" "$dir" "$kind"
+    echo "$kind ($start) iez:         $(ost_bytes | ost_summary)"
+    placed=$(for f in "$dir"/*; do "$PFSQOS" getstripe "$f" | grep -c '^placed_by: iez$' || true; done \
+      | awk '{s += $1} END {print s + 0}')
+    echo "  files placed by iez: $placed of $NPROC"
+    rm -f "$dir"/*
+    wait_for "the second run's objects to be punched" punched
+    stats_refreshed
+  done
+done

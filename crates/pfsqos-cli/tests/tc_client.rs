@@ -294,7 +294,15 @@ fn a_pi_loop_through_a_tc_client_node_holds_the_queue() {
     cmd.args(["tc-client", "--oss", &oss_addr, "--dev", &veth.ns_if, "--key-file"])
         .arg(&key)
         .args(["--period-ms", "300", "--poll-ms", "50"]);
-    let (mut client, _) = spawn_ready(in_netns(&veth, &cmd), "tc-client on ", &client_log, None);
+    // tc-client reads the interface's MTU from /sys/class/net, which shows the namespace's
+    // interfaces only where sysfs was mounted inside it: `ip netns exec` does that (in a
+    // mount namespace of its own, which tc-client, unlike the mount, can live in).
+    let mut wrapped = Command::new("ip");
+    wrapped
+        .args(["netns", "exec", &veth.ns])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    let (mut client, _) = spawn_ready(wrapped, "tc-client on ", &client_log, None);
 
     let fio = fio_writers(&mnt, "701", 8, 120);
     // Sample the node's qdisc while the loop runs, until the record holds the periods wanted.

@@ -93,10 +93,12 @@ run_one() { # run_one LABEL TARGET REPEAT [POLICY-SPEC]
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   local metrics="127.0.0.1:$port"
   local args=(ossd --listen 127.0.0.1:0 --ost "$d/ost0" --key-file "$d/key" --threads "$THREADS"
-    --metrics-listen "$metrics" --brw-size-bytes 1048576)
+    --metrics-listen "$metrics")
   (( BUFFERED )) && args+=(--buffered-writes)
   [[ -n $CEILING ]] && args+=(--ceiling-bytes-per-s "$CEILING")
-  [[ -n $spec ]] && args+=(--policy "$spec" --control-record "$d/record.csv")
+  # PI does not use the capacity, but every controller in the ossd is given one.
+  [[ -n $spec ]] && args+=(--policy "$spec" --brw-size-bytes 1048576 --control-record "$d/record.csv"
+    --capacity-rpcs-per-s 1000)
   local oss mds
   oss=$(start_ready ossd "ossd listening on " "$PFSQOS" "${args[@]}")
   mds=$(start_ready mds "mds listening on " "$PFSQOS" mds --listen 127.0.0.1:0 --db "$d/mds.db" \

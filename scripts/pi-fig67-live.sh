@@ -5,7 +5,8 @@
 # one ossd with one OST; once without control and once under `pi` at each of TARGETS. Per
 # run it prints (and appends to OUT) the job run times over all NODES x JOBS fio jobs (mean,
 # 10th and 90th percentile, longest: Fig. 6 and Fig. 7) and the mean queue of the ossd's I/O
-# threads over the run (the controller's sensor).
+# threads over the run (the controller's sensor), and under `pi` the control loop's periods
+# and median CPU per period (the ossd's metrics).
 #
 # The congestion cost PI could remove is whatever the live ossd has: with BUFFERED=1 (the
 # default) the ossd writes through the page cache, so a deep queue of writes meets the
@@ -82,7 +83,7 @@ metric() { # metric ADDR NAME-PREFIX: the first matching sample's value
   curl -s "http://$1/metrics" | awk -v p="$2" 'index($0, p) == 1 { print $NF; exit }'
 }
 
-[[ -f $OUT ]] || echo "date,policy,target,repeat,nodes,jobs,size,mean_s,p10_s,p90_s,max_s,mean_queue_rpcs,written_mib" >"$OUT"
+[[ -f $OUT ]] || echo "date,policy,target,repeat,nodes,jobs,size,mean_s,p10_s,p90_s,max_s,mean_queue_rpcs,written_mib,control_periods,control_median_cpu_ns" >"$OUT"
 
 run_one() { # run_one LABEL TARGET REPEAT [POLICY-SPEC]
   local label=$1 target=$2 repeat=$3 spec=${4:-}
@@ -123,6 +124,13 @@ run_one() { # run_one LABEL TARGET REPEAT [POLICY-SPEC]
   for p in "${fios[@]}"; do wait "$p"; done
   t1=$(date +%s.%N)
   q1=$(metric "$metrics" 'pfsqos_ost_device_time_in_queue_seconds_total{')
+  # The control loop's cost: periods run and the median CPU of one period (observe, decide,
+  # apply; the ossd's own metric), empty without a controller.
+  local periods="" cpu=""
+  if [[ -n $spec ]]; then
+    periods=$(metric "$metrics" 'pfsqos_oss_control_total{counter="periods"}')
+    cpu=$(metric "$metrics" 'pfsqos_oss_control_period_cpu_ns ')
+  fi
   # fio's job_runtime is in ms, per job (numjobs jobs per file).
   jq -s '[.[].jobs[] | {t: (.job_runtime / 1000), mib: (.write.io_bytes / 1048576)}]' \
     "$d"/fio.*.json >"$d/jobs.json"
@@ -132,7 +140,7 @@ run_one() { # run_one LABEL TARGET REPEAT [POLICY-SPEC]
     | def pct(p): $t[((p * ($n - 1)) | floor)];
     [ ($t | add / $n), pct(0.1), pct(0.9), $t[-1], ($q | tonumber), (map(.mib) | add) ]
     | map(. * 1000 | round / 1000) | @csv' "$d/jobs.json")
-  echo "$(date -u +%FT%TZ),$label,$target,$repeat,$NODES,$JOBS,$SIZE,$row" | tee -a "$OUT"
+  echo "$(date -u +%FT%TZ),$label,$target,$repeat,$NODES,$JOBS,$SIZE,$row,$periods,$cpu" | tee -a "$OUT"
   cleanup
 }
 

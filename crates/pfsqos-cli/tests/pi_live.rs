@@ -13,7 +13,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{fio_writers, free_local_addr, metric, pfsqos, scrape_metrics, wait_record_rows, Cluster};
+use common::{
+    fio_writers, free_local_addr, metric, pfsqos, scrape_metrics, wait_record_rows, Cluster,
+};
 
 /// Periods the staircase below runs: 3 levels x 12 periods x 2 repeats.
 const PERIODS: usize = 72;
@@ -105,7 +107,6 @@ fn check_fit(run: &Staircase) {
             "identify failed otherwise: {stderr}\nrecord:\n{text}"
         );
     }
-
 }
 
 #[test]

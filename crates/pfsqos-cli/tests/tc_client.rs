@@ -21,9 +21,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{
-    fio_writers, free_local_addr, pfsqos, spawn_ready, wait_record_rows, Proc, WAIT_MAX,
-};
+use common::{fio_writers, free_local_addr, pfsqos, spawn_ready, wait_record_rows, Proc, WAIT_MAX};
 use pfsqos_linux::netns::{run, unavailable_reason, VethNamespace};
 
 fn qdisc_show(dev: &str) -> String {
@@ -269,7 +267,12 @@ fn a_pi_loop_through_a_tc_client_node_holds_the_queue() {
             "--control-record",
         ])
         .arg(&record);
-    let (ossd, oss_addr) = spawn_ready(cmd, "ossd listening on ", &tmp.path().join("ossd.log"), None);
+    let (ossd, oss_addr) = spawn_ready(
+        cmd,
+        "ossd listening on ",
+        &tmp.path().join("ossd.log"),
+        None,
+    );
     let mut cmd = pfsqos();
     cmd.args(["mds", "--listen", &format!("{host}:0"), "--db"])
         .arg(tmp.path().join("mds.db"))
@@ -284,16 +287,33 @@ fn a_pi_loop_through_a_tc_client_node_holds_the_queue() {
     cmd.arg("mount")
         .arg(&mnt)
         .args(["--mds", &mds_addr, "--jobid-var", "SLURM_JOB_ID"])
-        .args(["--brw-size-bytes", "1048576", "--ignore-server-limit", "--key-file"])
+        .args([
+            "--brw-size-bytes",
+            "1048576",
+            "--ignore-server-limit",
+            "--key-file",
+        ])
         .arg(&key);
     let mount_log = tmp.path().join("mount.log");
-    let (mount, _) = spawn_ready(in_netns(&veth, &cmd), "mount ready on ", &mount_log, Some(&mnt));
+    let (mount, _) = spawn_ready(
+        in_netns(&veth, &cmd),
+        "mount ready on ",
+        &mount_log,
+        Some(&mnt),
+    );
 
     let client_log = tmp.path().join("tc-client.log");
     let mut cmd = pfsqos();
-    cmd.args(["tc-client", "--oss", &oss_addr, "--dev", &veth.ns_if, "--key-file"])
-        .arg(&key)
-        .args(["--period-ms", "300", "--poll-ms", "50"]);
+    cmd.args([
+        "tc-client",
+        "--oss",
+        &oss_addr,
+        "--dev",
+        &veth.ns_if,
+        "--key-file",
+    ])
+    .arg(&key)
+    .args(["--period-ms", "300", "--poll-ms", "50"]);
     // tc-client reads the interface's MTU from /sys/class/net, which shows the namespace's
     // interfaces only where sysfs was mounted inside it: `ip netns exec` does that (in a
     // mount namespace of its own, which tc-client, unlike the mount, can live in).
@@ -342,9 +362,8 @@ fn a_pi_loop_through_a_tc_client_node_holds_the_queue() {
     let mean = queue.iter().sum::<f64>() / n;
     let sd = (queue.iter().map(|q| (q - mean) * (q - mean)).sum::<f64>() / n).sqrt();
     let limits: Vec<u64> = rows.iter().map(|r| r.period.limit_bytes_per_s).collect();
-    let limit_mean_mib = limits.iter().skip(LOOP_WARMUP).sum::<u64>() as f64
-        / n
-        / (1024.0 * 1024.0);
+    let limit_mean_mib =
+        limits.iter().skip(LOOP_WARMUP).sum::<u64>() as f64 / n / (1024.0 * 1024.0);
     let mut distinct = shown_rates.clone();
     distinct.sort_unstable();
     distinct.dedup();
@@ -385,10 +404,16 @@ fn a_pi_loop_through_a_tc_client_node_holds_the_queue() {
     );
 
     let status = client.terminate();
-    assert!(status.success(), "{}", std::fs::read_to_string(&client_log).unwrap_or_default());
+    assert!(
+        status.success(),
+        "{}",
+        std::fs::read_to_string(&client_log).unwrap_or_default()
+    );
     let restored = veth.ns_qdisc_show().unwrap();
     assert!(
-        pfsqos_linux::parse_root_qdisc(&restored).unwrap().is_kernel_default(),
+        pfsqos_linux::parse_root_qdisc(&restored)
+            .unwrap()
+            .is_kernel_default(),
         "{restored}"
     );
     // Mounts first, then the daemons.

@@ -69,9 +69,7 @@ impl VethNamespace {
     /// tests running at once in one process use different tags). An error says which `ip`
     /// command failed (a container may lack the kernel support); what was made is removed.
     pub fn create(tag: &str) -> Result<VethNamespace, String> {
-        if tag.is_empty()
-            || tag.len() > TAG_LEN_MAX
-            || !tag.bytes().all(|b| b.is_ascii_lowercase())
+        if tag.is_empty() || tag.len() > TAG_LEN_MAX || !tag.bytes().all(|b| b.is_ascii_lowercase())
         {
             return Err(format!(
                 "tag {tag:?}: 1..={TAG_LEN_MAX} lowercase ASCII letters"
@@ -130,10 +128,7 @@ impl VethNamespace {
 
     /// `tc qdisc show dev IF` inside the namespace.
     pub fn ns_qdisc_show(&self) -> Result<String, String> {
-        run(
-            "tc",
-            &["-n", &self.ns, "qdisc", "show", "dev", &self.ns_if],
-        )
+        run("tc", &["-n", &self.ns, "qdisc", "show", "dev", &self.ns_if])
     }
 }
 
@@ -161,6 +156,8 @@ mod tests {
     fn a_failing_command_names_itself() {
         let e = run("sh", &["-c", "echo oops >&2; exit 3"]).unwrap_err();
         assert!(e.contains("sh -c") && e.contains("oops"), "{e}");
-        assert!(run("/nonexistent-program", &[]).unwrap_err().contains("cannot run"));
+        assert!(run("/nonexistent-program", &[])
+            .unwrap_err()
+            .contains("cannot run"));
     }
 }

@@ -62,8 +62,10 @@ cleanup() {
 }
 trap 'cleanup; rm -rf "$work"' EXIT
 
-# Starts "$@" with stdout to $1.out, waits (bounded) for its line "$prefix..." and prints the
-# rest of that line.
+# Starts "$@" with stdout to $1.out, waits (bounded) for its line "$prefix..." and sets
+# `ready` to the rest of that line (not printed: a command substitution would run this in a
+# subshell, and the pid would not reach `pids`).
+ready=""
 start_ready() {
   local name=$1 prefix=$2; shift 2
   "$@" >"$work/$name.out" 2>"$work/$name.log" &
@@ -72,7 +74,7 @@ start_ready() {
   for i in $(seq 1 600); do
     local line
     line=$(grep -m1 "^$prefix" "$work/$name.out" 2>/dev/null || true)
-    if [[ -n $line ]]; then echo "${line#"$prefix"}"; return 0; fi
+    if [[ -n $line ]]; then ready=${line#"$prefix"}; return 0; fi
     kill -0 "${pids[-1]}" 2>/dev/null || break
     sleep 0.1
   done
@@ -80,7 +82,10 @@ start_ready() {
 }
 
 metric() { # metric ADDR NAME-PREFIX: the first matching sample's value
-  curl -s "http://$1/metrics" | awk -v p="$2" 'index($0, p) == 1 { print $NF; exit }'
+  # Read whole first: awk leaving at the first match would fail curl's write (pipefail).
+  local text
+  text=$(curl -sf "http://$1/metrics")
+  awk -v p="$2" 'index($0, p) == 1 { print $NF; exit }' <<<"$text"
 }
 
 [[ -f $OUT ]] || echo "date,policy,target,repeat,nodes,jobs,size,mean_s,p10_s,p90_s,max_s,mean_queue_rpcs,written_mib,control_periods,control_median_cpu_ns" >"$OUT"
@@ -88,7 +93,9 @@ metric() { # metric ADDR NAME-PREFIX: the first matching sample's value
 run_one() { # run_one LABEL TARGET REPEAT [POLICY-SPEC]
   local label=$1 target=$2 repeat=$3 spec=${4:-}
   local d="$work/run"
-  rm -rf "$d"; mkdir -p "$d"
+  # The previous run's files go, and its dirty pages reach the disk before this run starts:
+  # write-back left over would slow this run for the last one's sake.
+  rm -rf "$d"; sync; mkdir -p "$d"
   head -c 32 /dev/urandom | base64 >"$d/key"
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -101,14 +108,16 @@ run_one() { # run_one LABEL TARGET REPEAT [POLICY-SPEC]
   [[ -n $spec ]] && args+=(--policy "$spec" --brw-size-bytes 1048576 --control-record "$d/record.csv"
     --capacity-rpcs-per-s 1000)
   local oss mds
-  oss=$(start_ready ossd "ossd listening on " "$PFSQOS" "${args[@]}")
-  mds=$(start_ready mds "mds listening on " "$PFSQOS" mds --listen 127.0.0.1:0 --db "$d/mds.db" \
-    --key-file "$d/key" --oss "$oss:1")
+  start_ready ossd "ossd listening on " "$PFSQOS" "${args[@]}"
+  oss=$ready
+  start_ready mds "mds listening on " "$PFSQOS" mds --listen 127.0.0.1:0 --db "$d/mds.db" \
+    --key-file "$d/key" --oss "$oss:1"
+  mds=$ready
   local i
   for i in $(seq 0 $((NODES - 1))); do
     mkdir -p "$d/mnt$i"
     start_ready "mount$i" "mount ready on " "$PFSQOS" mount "$d/mnt$i" --mds "$mds" \
-      --key-file "$d/key" --jobid-var SLURM_JOB_ID --brw-size-bytes 1048576 >/dev/null
+      --key-file "$d/key" --jobid-var SLURM_JOB_ID --brw-size-bytes 1048576
     mnts+=("$d/mnt$i")
   done
   local q0 t0 t1 q1

@@ -30,7 +30,9 @@
 //! scheduled). Every field is validated on decode ([`decode_request`]): sizes, offsets, names,
 //! the job id (through [`JobId::new`]), the NID, the OST index. Every reply also states the
 //! server's current outgoing limit for the client ([`ClientLimit`], bounds checked by
-//! [`decode_reply`]): how a controller in an ossd reaches the client nodes.
+//! [`decode_reply`]): how a controller in an ossd reaches the client nodes. A node that is not a
+//! mount asks for its limit with [`WireRequest::LimitQuery`], which the server answers without
+//! scheduling it.
 
 use hmac::{Hmac, Mac};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};

@@ -3,15 +3,14 @@
 //! ossds' controllers set for this node and applies it with `tc` (a TBF root qdisc, through
 //! `pfsqos_linux::TcActuator`) on one network interface.
 //!
-//! How the limit arrives: an ossd states its current limit for a client node on every reply
-//! to a client connection, and binds a connection to its node by the NID of its first I/O
-//! request (docs/live.md, "Client limits"). The daemon therefore connects to every ossd
-//! given with the cluster key, role `Client`, as a mount does, and every `--poll-ms` sends
-//! one `sync` of an object no file has (`POLL_OBJECT`): the ossd answers it without touching
-//! a disk (a sync of an object that was never written is a no-op), and its reply carries the
-//! limit. No message was added to the protocol; the polls show in the ossd's job_stats as
-//! sync RPCs of job `POLL_JOB`. A poll waits in the ossd's NRS queue like any RPC, so under
-//! a deep queue a new limit arrives as late as the queue is long.
+//! How the limit arrives: the daemon connects to every ossd given with the cluster key, role
+//! `Client`, as a mount does, and every `--poll-ms` sends each a limit query
+//! (`pfsqos_wire::protocol::WireRequest::LimitQuery`) naming the node's NID (the address it
+//! reaches that ossd from, as a mount derives its own). The query binds the connection to the
+//! node, as a mount's first I/O request binds its own, so the ossd's controller sees the node;
+//! the ossd answers it on the connection's own task from the limit its controller last set,
+//! never through its NRS queue, so a new limit arrives within a poll interval however deep
+//! the queue of I/O behind it.
 //!
 //! As a mount does, the node's limit is the minimum of the limits the ossds state, and a
 //! statement lapses after `pfsqos_mount::LIMIT_LEASE` without a reply from its ossd.
@@ -30,19 +29,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use pfsqos_core::model::JobId;
 use pfsqos_linux::{TcActuator, SYSFS_ROOT};
-use pfsqos_wire::client::{Identity, OssClient};
+use pfsqos_wire::client::OssClient;
 use pfsqos_wire::protocol::{Role, OST_COUNT_MAX};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
-
-/// The job id of the polls in the ossds' job_stats.
-pub const POLL_JOB: &str = "pfsqos-tc";
-
-/// The object every poll syncs: no file's object (the MDS numbers objects from 1 up), so the
-/// sync finds nothing to flush.
-pub const POLL_OBJECT: u64 = u64::MAX;
 
 /// Bounds of `--poll-ms` and `--period-ms`.
 pub const POLL_MS_MIN: u64 = 10;
@@ -171,15 +162,9 @@ async fn poll_ossd(
     poll: Duration,
     tx: mpsc::Sender<(usize, Statement)>,
 ) {
-    let id = Identity {
-        job: JobId::new(POLL_JOB).expect("a valid job id"),
-        uid: 0,
-        gid: 0,
-        // The mount's own NID (the address it reaches the ossd from), so a node running both is
-        // one client to the ossd.
-        nid: pfsqos_mount::local_nid(addr),
-        job_nodes: None,
-    };
+    // The mount's own NID (the address it reaches the ossd from), so a node running both is
+    // one client to the ossd.
+    let nid = pfsqos_mount::local_nid(addr);
     let mut backoff = poll;
     let mut conn: Option<OssClient> = None;
     let mut ticker = tokio::time::interval(poll);
@@ -191,7 +176,7 @@ async fn poll_ossd(
                 .await
             {
                 Ok(Ok(c)) => {
-                    info!(oss = %name.escape_debug(), nid = %id.nid, "connected");
+                    info!(oss = %name.escape_debug(), %nid, "connected");
                     backoff = poll;
                     conn = Some(c);
                 }
@@ -207,9 +192,10 @@ async fn poll_ossd(
             }
         }
         let c = conn.as_mut().expect("connected above");
-        match tokio::time::timeout(RPC_TIMEOUT, c.sync(&id, 0, POLL_OBJECT)).await {
-            Ok(Ok(())) => {
-                if let Some(limit_bytes_per_s) = c.client_limit().stated() {
+        match tokio::time::timeout(RPC_TIMEOUT, c.query_limit(nid)).await {
+            Ok(Ok(limit)) => {
+                // Unstated: the ossd's client table is full and it cannot limit this node.
+                if let Some(limit_bytes_per_s) = limit.stated() {
                     let statement = Statement {
                         limit_bytes_per_s,
                         at: Instant::now(),

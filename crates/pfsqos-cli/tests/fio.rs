@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{pfsqos, Cluster, Proc, MIB};
+use common::{fio_writers, free_local_addr, metric, pfsqos, scrape_metrics, Cluster, Proc, MIB};
 
 /// Longest a fio job may take to reach a byte count before the test fails (fio's own
 /// `--runtime` is 60 s).
@@ -240,28 +240,15 @@ fn adaptbf_gives_bursts_their_share_and_lends_idle_bandwidth() {
 
 /// `GET /metrics` of the ossd at `addr`: the OST's cumulative device time in queue, seconds.
 fn device_time_in_queue_s(addr: &str) -> f64 {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut resp = String::new();
-    s.read_to_string(&mut resp).unwrap();
-    resp.lines()
-        .find(|l| l.starts_with("pfsqos_ost_device_time_in_queue_seconds_total{"))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no device time in queue in the metrics: {resp}"))
+    let text = scrape_metrics(addr);
+    metric(&text, "pfsqos_ost_device_time_in_queue_seconds_total{")
+        .unwrap_or_else(|| panic!("no device time in queue in the metrics: {text}"))
 }
 
 /// Mean device queue of the ossd over a window after warm-up: Δtime_in_queue / Δt from its
 /// metrics, while 8 fio writers (one node) write through the mount.
 fn mean_device_queue(ossd_args: &[&str]) -> f64 {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let metrics = format!("127.0.0.1:{port}");
+    let metrics = free_local_addr();
     let mut args = vec![
         "--ceiling-bytes-per-s",
         "16777216",
@@ -272,28 +259,7 @@ fn mean_device_queue(ossd_args: &[&str]) -> f64 {
     ];
     args.extend_from_slice(ossd_args);
     let cluster = Cluster::start(1, &args);
-    // Eight writers on eight files (one file would serialize them on its inode lock).
-    let _w = Proc {
-        child: Command::new("fio")
-            .current_dir(&cluster.mnts[0])
-            .env("SLURM_JOB_ID", "501")
-            .args([
-                "--name=job501",
-                "--filename_format=data.501.$jobnum",
-                "--numjobs=8",
-                "--rw=write",
-                "--bs=1M",
-                "--size=4G",
-                "--ioengine=psync",
-                "--time_based",
-                "--runtime=60",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("fio is installed by scripts/setup.sh"),
-        mountpoint: None,
-    };
+    let _w = fio_writers(&cluster.mnts[0], "501", 8, 60);
     // Warm-up (the controller leaves its starting limit, the queue settles: 64 MiB, about 4 s
     // at the device's 16 MiB/s, 13 periods), then one window of at least 48 MiB written.
     let start = wait_written(&cluster, &BTreeMap::new(), &[("501", 64 << 20)]);

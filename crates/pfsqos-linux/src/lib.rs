@@ -1,11 +1,14 @@
 //! Linux adapters of the PI bandwidth controller (issue #15; Collignon, Cerf, Robu et al.,
 //! Section 3): the sensor is the mean dispatch-queue length of the storage server's disk,
 //! from `/sys/block/<dev>/stat` ([`block`]); the actuator is an egress bandwidth limit on the
-//! client's interface, a token bucket filter set with `tc` ([`tc`]).
+//! client's interface, a token bucket filter set with `tc` ([`tc`]). [`netns`] makes the
+//! network namespace and veth pair the actuator is tested on.
 //!
-//! Linux only (sysfs, iproute2). std only: tc runs as a child process, sysfs is read as files.
+//! Linux only (sysfs, iproute2). std only: tc and ip run as child processes, sysfs is read as
+//! files.
 
 pub mod block;
+pub mod netns;
 pub mod tc;
 
 pub use block::{

@@ -8,66 +8,18 @@
 //! namespace it was created in): no second process to start, find and reap.
 //!
 //! Needs root and iproute2 (`ip`, `tc`); without them it prints why and passes. The namespace
-//! and veth are removed by a Drop guard, on failure too.
+//! and veth (`pfsqos_linux::netns`) are removed when dropped, on failure too.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::path::Path;
-use std::process::Command;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use pfsqos_linux::netns::{unavailable_reason, VethNamespace};
 use pfsqos_linux::{TcActuator, SYSFS_ROOT};
-
-/// Runs `ip args`, returning its stderr on failure.
-fn ip(args: &[&str]) -> Result<(), String> {
-    let output = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run ip: {e}"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))
-    }
-}
-
-/// Why the test cannot run here, if it cannot.
-fn skip_reason() -> Option<String> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    if euid != 0 {
-        return Some(format!(
-            "not root (euid {euid}): network namespaces and tc need root"
-        ));
-    }
-    for program in ["ip", "tc"] {
-        if Command::new(program).arg("-V").output().is_err() {
-            return Some(format!("'{program}' is missing: install iproute2"));
-        }
-    }
-    None
-}
-
-/// The namespace and the veth pair of one test run; removes both when dropped (deleting the
-/// root-side veth deletes its peer; deleting the namespace would too).
-struct Netns {
-    ns: String,
-    host_if: String,
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = ip(&["link", "del", &self.host_if]);
-        let _ = ip(&["netns", "del", &self.ns]);
-    }
-}
 
 /// Runs `f` on a new thread inside network namespace `ns`.
 fn spawn_in_netns<T: Send + 'static>(
@@ -179,49 +131,19 @@ fn measure_rate_bytes_per_s(
 
 #[test]
 fn tbf_limits_a_real_tcp_stream_and_removing_it_lifts_the_limit() {
-    if let Some(reason) = skip_reason() {
+    if let Some(reason) = unavailable_reason() {
         println!("skipped: {reason}");
         return;
     }
-    let pid = std::process::id();
-    let netns = Netns {
-        ns: format!("pfsqos-tbf-{pid}"),
-        host_if: format!("pfqt{pid}h"),
-    };
-    let peer_if = format!("pfqt{pid}n");
-    // A private /30 per run: 10.213.X.Y with X, Y from the pid.
-    let (x, y) = (((pid / 64) % 256) as u8, ((pid % 64) * 4) as u8);
-    let host_ip = Ipv4Addr::new(10, 213, x, y + 1);
-    let ns_ip = Ipv4Addr::new(10, 213, x, y + 2);
     // The namespace and veth need kernel support a container may lack: skip, do not fail.
-    if let Err(e) = ip(&["netns", "add", &netns.ns]).and_then(|()| {
-        ip(&[
-            "link",
-            "add",
-            &netns.host_if,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &peer_if,
-            "netns",
-            &netns.ns,
-        ])
-    }) {
-        println!("skipped: cannot create a network namespace and veth pair: {e}");
-        return;
-    }
-    let host_cidr = format!("{host_ip}/30");
-    let ns_cidr = format!("{ns_ip}/30");
-    for args in [
-        vec!["addr", "add", &host_cidr, "dev", &netns.host_if],
-        vec!["link", "set", &netns.host_if, "up"],
-        vec!["-n", &netns.ns, "addr", "add", &ns_cidr, "dev", &peer_if],
-        vec!["-n", &netns.ns, "link", "set", &peer_if, "up"],
-        vec!["-n", &netns.ns, "link", "set", "lo", "up"],
-    ] {
-        ip(&args).unwrap();
-    }
+    let netns = match VethNamespace::create("tbf") {
+        Ok(n) => n,
+        Err(e) => {
+            println!("skipped: cannot create a network namespace and veth pair: {e}");
+            return;
+        }
+    };
+    let ns_ip = netns.ns_ip;
 
     // 8 Mbit/s on the root side's egress; a 100 ms period gives a 100 kB burst.
     let limit_bytes_per_s = 1_000_000u64;

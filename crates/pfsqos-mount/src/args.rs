@@ -75,6 +75,10 @@ pub struct MountArgs {
     /// Most files the iez trace holds; later files are counted, not traced.
     #[arg(long, default_value_t = crate::iez_trace::TRACE_FILES_MAX_DEFAULT)]
     pub iez_trace_files_max: usize,
+    /// Do not apply the outgoing limits the ossds state: for a node whose limit something
+    /// else applies (`pfsqos tc-client` on its interface), so that the two do not both shape.
+    #[arg(long)]
+    pub ignore_server_limit: bool,
 }
 
 impl MountArgs {
@@ -97,6 +101,7 @@ impl MountArgs {
             allow_other: false,
             iez_trace: None,
             iez_trace_files_max: crate::iez_trace::TRACE_FILES_MAX_DEFAULT,
+            ignore_server_limit: false,
         }
     }
 
@@ -129,6 +134,9 @@ impl MountArgs {
         }
         if self.allow_other {
             a.push("--allow-other".into());
+        }
+        if self.ignore_server_limit {
+            a.push("--ignore-server-limit".into());
         }
         if let Some(t) = &self.iez_trace {
             push(&mut a, "--iez-trace", t);
@@ -172,6 +180,7 @@ impl MountArgs {
         config.allow_other = self.allow_other;
         config.iez_trace = self.iez_trace;
         config.iez_trace_files_max = self.iez_trace_files_max;
+        config.ignore_server_limit = self.ignore_server_limit;
         config.validate()?;
         Ok(config)
     }
@@ -220,6 +229,7 @@ mod tests {
             allow_other: true,
             iez_trace: Some("/t/iez trace.csv".into()),
             iez_trace_files_max: 10,
+            ignore_server_limit: true,
         };
         assert_eq!(parse(x.to_args()), x);
         let minimal = MountArgs::new("/mnt/p".into(), "mds1:7989".into());

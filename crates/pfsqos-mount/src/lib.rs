@@ -108,6 +108,9 @@ pub struct MountConfig {
     pub iez_trace: Option<PathBuf>,
     /// Most files the trace holds (`--iez-trace-files-max`).
     pub iez_trace_files_max: usize,
+    /// Leave the limits the ossds state unapplied (`--ignore-server-limit`): the node's
+    /// limit is applied by something else (`pfsqos tc-client`).
+    pub ignore_server_limit: bool,
 }
 
 impl MountConfig {
@@ -132,6 +135,7 @@ impl MountConfig {
             allow_other: false,
             iez_trace: None,
             iez_trace_files_max: iez_trace::TRACE_FILES_MAX_DEFAULT,
+            ignore_server_limit: false,
         }
     }
 
@@ -338,7 +342,11 @@ pub fn mount(config: MountConfig) -> anyhow::Result<Mounted> {
         .thread_name("pfsqos-client")
         .enable_all()
         .build()?;
-    let limiter = Arc::new(limit::NodeLimiter::new());
+    let limiter = Arc::new(if config.ignore_server_limit {
+        limit::NodeLimiter::ignoring_statements()
+    } else {
+        limit::NodeLimiter::new()
+    });
     let ops = rt.block_on(connect(&config, &limiter))?;
     let trace = ops.rpc_trace();
     let iez_trace = ops.iez_trace();

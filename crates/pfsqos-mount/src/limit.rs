@@ -111,6 +111,8 @@ pub struct NodeLimiter {
     state: Mutex<LimiterState>,
     /// Write bytes let through so far (counted when their RPC may start).
     sent_bytes: AtomicU64,
+    /// `--ignore-server-limit`: statements are dropped, the node is never limited here.
+    ignore_statements: bool,
 }
 
 impl Default for NodeLimiter {
@@ -128,6 +130,16 @@ impl NodeLimiter {
                 stated: BTreeMap::new(),
             }),
             sent_bytes: AtomicU64::new(0),
+            ignore_statements: false,
+        }
+    }
+
+    /// A limiter that never limits: the node's limit is applied elsewhere (`pfsqos
+    /// tc-client`).
+    pub fn ignoring_statements() -> NodeLimiter {
+        NodeLimiter {
+            ignore_statements: true,
+            ..NodeLimiter::new()
         }
     }
 
@@ -162,6 +174,9 @@ impl NodeLimiter {
         let Some(limit_bytes_per_s) = limit.stated() else {
             return;
         };
+        if self.ignore_statements {
+            return;
+        }
         let mut st = lock(&self.state);
         let statement = Statement {
             limit_bytes_per_s,
@@ -250,6 +265,18 @@ mod tests {
             Some(8 << 20)
         );
         assert_eq!(st(t0 + LIMIT_LEASE), None);
+    }
+
+    /// `--ignore-server-limit`: every statement is dropped, every write goes at once.
+    #[test]
+    fn a_limiter_ignoring_statements_never_limits() {
+        let l = NodeLimiter::ignoring_statements();
+        let t0 = l.epoch + Duration::from_secs(1);
+        l.note_at("a:1", ClientLimit::BytesPerS(1 << 20), t0);
+        assert_eq!(l.limit_bytes_per_s(), None);
+        for _ in 0..4 {
+            assert_eq!(l.try_book(1 << 20, t0), Ok(()));
+        }
     }
 
     /// Waiting writes book nothing ahead: a limit raised while they wait applies to each of

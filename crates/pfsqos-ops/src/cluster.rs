@@ -133,6 +133,7 @@ struct OssSpec {
     bulk_share_per_client_bytes: Option<i64>,
     bulk_idle_timeout_ms: Option<i64>,
     reply_idle_timeout_ms: Option<i64>,
+    control_record: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -214,6 +215,9 @@ pub struct OssRole {
     pub bulk_share_per_client_bytes: Option<u64>,
     pub bulk_idle_timeout_ms: Option<u64>,
     pub reply_idle_timeout_ms: Option<u64>,
+    /// `ossd --control-record FILE`: each control period's limit and queue (PI's
+    /// identification record); only with `policy`.
+    pub control_record: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -886,6 +890,7 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
                 ("period_ms", o.period_ms.is_some()),
                 ("brw_size_bytes", o.brw_size_bytes.is_some()),
                 ("job_nodes", o.job_nodes.is_some()),
+                ("control_record", o.control_record.is_some()),
             ] {
                 if set {
                     return Err(ClusterError {
@@ -928,6 +933,11 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
         bulk_share_per_client_bytes,
         bulk_idle_timeout_ms,
         reply_idle_timeout_ms,
+        control_record: o
+            .control_record
+            .as_deref()
+            .map(|p| cx.path(&f("control_record"), p))
+            .transpose()?,
     })
 }
 
@@ -1330,6 +1340,14 @@ mod tests {
             (
                 "[[oss]]\ncapacity_rpcs_per_s = 10",
                 "c.toml: field `oss[0].capacity_rpcs_per_s`: only meaningful with `policy` (a controller in the ossd)",
+            ),
+            (
+                "[[oss]]\ncontrol_record = \"pi.csv\"",
+                "c.toml: field `oss[0].control_record`: only meaningful with `policy` (a controller in the ossd)",
+            ),
+            (
+                "[[oss]]\npolicy = \"pi-openloop\"\ncapacity_rpcs_per_s = 10\ncontrol_record = \"\"",
+                "c.toml: field `oss[0].control_record`: value ``: must be a non-empty path",
             ),
             (
                 "[[oss]]\npolicy = \"static\"\ncapacity_rpcs_per_s = 10\njob_nodes = { \"j1\" = 0 }",

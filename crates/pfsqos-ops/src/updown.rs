@@ -262,6 +262,7 @@ fn ossd_args(c: &Cluster, i: usize, oss_addrs: &[String]) -> OssdArgs {
     a.bulk_share_per_client_bytes = o.bulk_share_per_client_bytes;
     a.bulk_idle_timeout_ms = o.bulk_idle_timeout_ms;
     a.reply_idle_timeout_ms = o.reply_idle_timeout_ms;
+    a.control_record = o.control_record.clone();
     a.peers = oss_addrs
         .iter()
         .enumerate()
@@ -786,6 +787,7 @@ mod tests {
             lustre_version = "2.15"
             policy = "static"
             job_nodes = { "j.1" = 3 }
+            control_record = "rec/pi.csv"
             [mount]
             path = "/mnt/p"
             jobid_var = "SLURM_JOB_ID"
@@ -806,7 +808,8 @@ mod tests {
             args_text(&role_args(&c, Role::Oss(0), &oss, &mds)).join(" "),
             "ossd --listen 0.0.0.0:7988 --ost /d/a --ost /d/b --key-file /s/cluster.key \
              --fsname pfsqos --threads 8 --cpts 1 --ceiling-bytes-per-s 8388608 --policy static \
-             --job-nodes j.1=3 --buffered-writes --lustre-version 2.15.0"
+             --job-nodes j.1=3 --control-record /base/rec/pi.csv --buffered-writes \
+             --lustre-version 2.15.0"
         );
         assert_eq!(
             args_text(&role_args(&c, Role::Mds, &oss, &mds)).join(" "),

@@ -2070,6 +2070,24 @@ struct ConnLimits {
     share: ShareMember,
 }
 
+/// Binds an unbound client connection to node `nid` (its first I/O request's or limit
+/// query's), so a controller sees the node and every reply states its limit; a full client
+/// table leaves the connection unbound (served, never limited).
+fn bind_client(shared: &Arc<Shared>, bound: &std::sync::OnceLock<ClientBinding>, nid: Nid) {
+    debug_assert!(bound.get().is_none());
+    if lock(&shared.clients).connect(nid) {
+        let binding = ClientBinding {
+            shared: shared.clone(),
+            nid,
+        };
+        if bound.set(binding).is_err() {
+            unreachable!("only this task binds its connection");
+        }
+    } else {
+        warn!(%nid, CLIENTS_MAX, "too many client nodes: this one cannot be limited");
+    }
+}
+
 async fn read_requests(
     shared: &Arc<Shared>,
     reader: &mut Reader<tokio::net::tcp::OwnedReadHalf>,
@@ -2164,18 +2182,7 @@ async fn read_requests(
                     continue;
                 }
                 if peer.role == Role::Client && bound.get().is_none() {
-                    let nid = io.tags.nid;
-                    if lock(&shared.clients).connect(nid) {
-                        let binding = ClientBinding {
-                            shared: shared.clone(),
-                            nid,
-                        };
-                        if bound.set(binding).is_err() {
-                            unreachable!("only this task binds its connection");
-                        }
-                    } else {
-                        warn!(%nid, CLIENTS_MAX, "too many client nodes: this one cannot be limited");
-                    }
+                    bind_client(shared, bound, io.tags.nid);
                 }
                 let (done_tx, done_rx) = oneshot::channel();
                 if let Err(e) = shared.submit(cpt, io, data, done_tx) {
@@ -2262,6 +2269,30 @@ async fn read_requests(
                         Errno::EPERM,
                         "this role may not read parameters",
                     ))
+                };
+                let _ = tx.send(reply(tag, result)).await;
+            }
+            // Answered here, on the connection's task, never through the NRS: the writer
+            // states the bound node's limit as the reply leaves, the limit the controller
+            // last set (`Clients::limit`).
+            Request::LimitQuery { tag, nid } => {
+                let result = if peer.role != Role::Client {
+                    Err(RemoteError::new(
+                        Errno::EPERM,
+                        "only a client node may ask for its limit",
+                    ))
+                } else {
+                    match bound.get() {
+                        Some(b) if b.nid != nid => Err(RemoteError::new(
+                            Errno::EINVAL,
+                            format!("this connection is bound to node {}", b.nid),
+                        )),
+                        Some(_) => Ok(ReplyBody::Done),
+                        None => {
+                            bind_client(shared, bound, nid);
+                            Ok(ReplyBody::Done)
+                        }
+                    }
                 };
                 let _ = tx.send(reply(tag, result)).await;
             }

@@ -340,6 +340,33 @@ impl OssClient {
         self.io(io, None).await.map(|_| ())
     }
 
+    /// Node `nid`'s current outgoing limit as this server's controller set it
+    /// ([`WireRequest::LimitQuery`]): answered without entering the server's NRS queue.
+    /// Binds the connection to `nid` if no request bound it yet; [`ClientLimit::Unstated`]
+    /// when the server could not (its client table is full).
+    pub async fn query_limit(&mut self, nid: Nid) -> Result<ClientLimit, ClientError> {
+        let tag = self.tag();
+        self.writer
+            .msg(&WireRequest::LimitQuery {
+                tag,
+                nid: nid.into(),
+            })
+            .await?;
+        let reply = decode_reply(&self.reader.frame().await?)?;
+        if reply.tag != tag {
+            return Err(ProtocolError::Invalid(format!(
+                "reply tag {} for request {tag}",
+                reply.tag
+            ))
+            .into());
+        }
+        reply.result.map_err(ClientError::Remote)?;
+        if reply.client_limit != ClientLimit::Unstated {
+            self.client_limit = reply.client_limit;
+        }
+        Ok(reply.client_limit)
+    }
+
     /// `lctl get_param PATTERN`: matching parameters in name order. The names come first,
     /// then each value in a request of its own, so that a pattern matching many large values
     /// (`obdfilter.*.job_stats` with thousands of jobs) never needs one oversized reply.

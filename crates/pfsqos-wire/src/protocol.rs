@@ -30,7 +30,9 @@
 //! scheduled). Every field is validated on decode ([`decode_request`]): sizes, offsets, names,
 //! the job id (through [`JobId::new`]), the NID, the OST index. Every reply also states the
 //! server's current outgoing limit for the client ([`ClientLimit`], bounds checked by
-//! [`decode_reply`]): how a controller in an ossd reaches the client nodes.
+//! [`decode_reply`]): how a controller in an ossd reaches the client nodes. A node that is not a
+//! mount asks for its limit with [`WireRequest::LimitQuery`], which the server answers without
+//! scheduling it.
 
 use hmac::{Hmac, Mac};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
@@ -264,6 +266,17 @@ pub enum WireRequest {
         tag: u64,
         batch: WireSyncBatch,
     },
+    /// The sender's node asks for its current outgoing limit (role `Client` only): the reply
+    /// is `Done` and states the limit for node `nid` in its [`Reply::client_limit`]. It binds
+    /// the connection to `nid` as a first I/O request would (so a controller sees the node),
+    /// and the server answers it on the connection's own task from the limit its controller
+    /// last set, never through the NRS queue: a node that limits its traffic by other means
+    /// (`pfsqos tc-client`) learns a new limit as soon as it asks, however deep the queue of
+    /// I/O. Added after protocol version 5 (the version is bumped when this is merged).
+    LimitQuery {
+        tag: u64,
+        nid: WireNid,
+    },
 }
 
 /// A validated object I/O request.
@@ -305,6 +318,10 @@ pub enum Request {
         tag: u64,
         batch: SyncBatch,
     },
+    LimitQuery {
+        tag: u64,
+        nid: Nid,
+    },
 }
 
 impl Request {
@@ -314,7 +331,8 @@ impl Request {
             | Request::GetParam { tag, .. }
             | Request::SetParam { tag, .. }
             | Request::ListParams { tag, .. }
-            | Request::Sync { tag, .. } => *tag,
+            | Request::Sync { tag, .. }
+            | Request::LimitQuery { tag, .. } => *tag,
         }
     }
 }
@@ -1002,6 +1020,10 @@ pub fn decode_request(frame: &[u8], ost_count: u32) -> Result<Request, ProtocolE
             tag,
             batch: validate_sync_batch(&batch)?,
         }),
+        WireRequest::LimitQuery { tag, nid } => Ok(Request::LimitQuery {
+            tag,
+            nid: validate_nid(&nid)?,
+        }),
     }
 }
 
@@ -1312,6 +1334,39 @@ mod tests {
         assert_eq!(ClientLimit::Unstated.stated(), None);
         assert_eq!(ClientLimit::Unlimited.stated(), Some(None));
         assert_eq!(ClientLimit::BytesPerS(7).stated(), Some(Some(7)));
+    }
+
+    #[test]
+    fn limit_queries_decode_with_their_nid_checked() {
+        let nid = Nid::ipv4(
+            10,
+            0,
+            0,
+            2,
+            LNet {
+                kind: NetKind::Tcp,
+                num: 0,
+            },
+        );
+        let frame = encode(&WireRequest::LimitQuery {
+            tag: 9,
+            nid: nid.into(),
+        });
+        assert_eq!(
+            decode_request(&frame, 1).unwrap(),
+            Request::LimitQuery { tag: 9, nid }
+        );
+        assert_eq!(decode_request(&frame, 1).unwrap().tag(), 9);
+        let bad = encode(&WireRequest::LimitQuery {
+            tag: 9,
+            nid: WireNid {
+                addr: 1,
+                net_kind: u8::MAX,
+                net_num: 0,
+            },
+        });
+        let e = decode_request(&bad, 1).unwrap_err();
+        assert!(e.to_string().contains("LNet kind"), "{e}");
     }
 
     fn sync_message(kind: WireReportKind, cost: u64) -> WireSyncMessage {

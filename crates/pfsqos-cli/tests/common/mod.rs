@@ -324,3 +324,81 @@ impl Cluster {
             .collect()
     }
 }
+
+/// A free TCP port on loopback, as `127.0.0.1:PORT` (for a `--metrics-listen`).
+pub fn free_local_addr() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("127.0.0.1:{port}")
+}
+
+/// `GET /metrics` of the Prometheus endpoint at `addr`: the whole response.
+pub fn scrape_metrics(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    resp
+}
+
+/// The value of the first metric line of `text` that starts with `prefix`.
+pub fn metric(text: &str, prefix: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// `numjobs` fio sequential 1 MiB writers under `SLURM_JOB_ID=job`, each on its own file
+/// `data.JOB.N` in `dir` (one file would serialize them on its inode lock), for `runtime_s`.
+pub fn fio_writers(dir: &Path, job: &str, numjobs: u32, runtime_s: u32) -> Proc {
+    let child = Command::new("fio")
+        .current_dir(dir)
+        .env("SLURM_JOB_ID", job)
+        .args([
+            format!("--name=job{job}"),
+            format!("--filename_format=data.{job}.$jobnum"),
+            format!("--numjobs={numjobs}"),
+            "--rw=write".to_string(),
+            "--bs=1M".to_string(),
+            "--size=4G".to_string(),
+            "--ioengine=psync".to_string(),
+            "--time_based".to_string(),
+            format!("--runtime={runtime_s}"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("fio is installed by scripts/setup.sh");
+    Proc {
+        child,
+        mountpoint: None,
+    }
+}
+
+/// Polls (bounded by `wait`) until the control record at `path` has `rows` data rows; returns
+/// its text.
+pub fn wait_record_rows(path: &Path, rows: usize, wait: Duration) -> String {
+    let deadline = Instant::now() + wait;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let have = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("time_s"))
+            .count();
+        if have >= rows {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the record {} has {have} rows, not {rows}:\n{text}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -53,7 +53,10 @@ pub const MAGIC: [u8; 4] = *b"PFSQ";
 /// [`WireRequest::Sync`]).
 /// Version 5: an I/O request carries its job's node count as the client read it
 /// ([`WireTags::job_nodes`]).
-pub const PROTOCOL_VERSION: u16 = 5;
+/// Version 6: a client asks for its node's limit outside the NRS queue
+/// ([`WireRequest::LimitQuery`]), and the MDS takes iez's operations (`MdsOp::ReportOss`,
+/// `IezLoad`, `GetPlacement`, `GetPath`), which an MDS of version 5 closes the connection on.
+pub const PROTOCOL_VERSION: u16 = 6;
 /// Largest node count a request may state for its job (the AdapTBF and Static BW priority
 /// basis): the bound the ossd's `--job-nodes` takes too.
 pub const JOB_NODES_MAX: u32 = pfsqos_core::lustre::JOB_NODES_MAX;
@@ -272,7 +275,7 @@ pub enum WireRequest {
     /// and the server answers it on the connection's own task from the limit its controller
     /// last set, never through the NRS queue: a node that limits its traffic by other means
     /// (`pfsqos tc-client`) learns a new limit as soon as it asks, however deep the queue of
-    /// I/O. Added after protocol version 5 (the version is bumped when this is merged).
+    /// I/O. Added in protocol version 6.
     LimitQuery {
         tag: u64,
         nid: WireNid,

@@ -8,11 +8,13 @@
 //!
 //! Layouts ([`JobStatsFormat`]):
 //! * 2.12-2.14: `snapshot_time` in whole seconds; 12 counters; byte counters with min/max/sum
-//!   (widths 7/7/15), op counters in `reqs` with samples only; job ids raw.
+//!   (widths 7/7/15), op counters in `reqs` with samples only; job ids raw, with `?` for the
+//!   bytes the kernel's `isprint` refuses.
 //! * 2.15.0-2.15.1: the three time lines unindented as `snapshot_time   : s.ns secs.nsecs`;
-//!   job ids raw.
+//!   job ids as in 2.12.
 //! * 2.15.2+: time lines indented, 15 counters, all with sumsq (widths 8/8/16/18); job ids
-//!   quoted and escaped when unusual ([`quote_job_id`]).
+//!   quoted and escaped (`\xHH`) when unusual, by each version's rule
+//!   ([`lustre_job_id_bytes`]).
 //! * 2.16: as 2.15.2+ plus a log2 `hist: { ... }` on the byte counters; an OST with no jobs
 //!   prints `job_stats:`.
 //! * 2.17+ (master, the default): as 2.16, but an OST with no jobs prints an empty value.

@@ -102,6 +102,17 @@ fn bench(c: &mut Criterion) {
                 .len()
         })
     });
+    c.bench_function(
+        "parse job_stats as the agent does (bulk totals, skim)",
+        |b| {
+            b.iter(|| {
+                pfsqos_core::jobstats::parse_lctl_brw_lossy(&text, true)
+                    .unwrap()
+                    .0
+                    .len()
+            })
+        },
+    );
     c.bench_function("agent period 10k jobs x 16 OSTs (incl. rendering)", |b| {
         b.iter(|| agent.period())
     });

@@ -53,6 +53,16 @@ pub const TBF_JOBID: &str = "tbf jobid";
 /// The name of the catch-all rule (its prefix plus this), never given to a job.
 pub const CATCH_ALL_SUFFIX: &str = "_rest";
 
+/// Name suffix of a first-sight rule (a user's or group's limit for its jobs not seen yet):
+/// `<prefix>_f<i>`, `i` the limit's place in `[[limits]]` (below 4096, so at most 14 bytes
+/// with an 8-byte prefix, within Lustre's 15).
+pub const FIRST_SIGHT_SUFFIX: &str = "_f";
+
+/// The name of the first-sight rule of the `index`-th `[[limits]]` entry.
+pub fn first_sight_rule_name(prefix: &str, index: usize) -> String {
+    format!("{prefix}{FIRST_SIGHT_SUFFIX}{index}")
+}
+
 /// The one scheduling domain an agent is: its OSS's `ost_io` service.
 pub const AGENT_DOMAIN: DomainId = DomainId(0);
 
@@ -115,6 +125,8 @@ pub enum StaleMatch {
     Job(JobId),
     /// `{*}`: the catch-all's form.
     All,
+    /// `{*.<digits>}`: a first-sight rule's form (the pattern, as text).
+    Pattern(JobId),
     /// Anything else (several ids, other fields): only ever stopped.
     Other,
 }
@@ -129,10 +141,24 @@ impl StaleMatch {
         if inner == "*" {
             return StaleMatch::All;
         }
+        if let Some(id) = inner.strip_prefix("*.") {
+            if (1..=10).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_digit()) {
+                return JobId::new(inner).map_or(StaleMatch::Other, StaleMatch::Pattern);
+            }
+        }
         match JobId::new(inner) {
             Ok(j) if pfsqos_core::control::rules::job_id_is_rule_safe(&j) => StaleMatch::Job(j),
             _ => StaleMatch::Other,
         }
+    }
+}
+
+/// The rule a catch-all or first-sight command names (`start NAME ...`, `change NAME ...`).
+fn raw_rule_name(text: &str) -> Option<&str> {
+    let mut words = text.split(' ');
+    match words.next() {
+        Some("start" | "change" | "stop") => words.next(),
+        _ => None,
     }
 }
 
@@ -271,7 +297,9 @@ impl ControllerRates {
 
 // The byte-limit policy (shares of user and group limits, "held") is pfsqos-core's; the
 // agent applies it per OSS, the coordinator over the whole file system.
+use pfsqos_core::control::byte_limits::{first_sight_pattern, first_sight_shares_bytes_per_s};
 pub use pfsqos_core::control::byte_limits::{limit_shares_bytes_per_s, HELD_FRACTION};
+use pfsqos_core::sched::tbf::cond::wildcard_match;
 
 /// The agent: its configuration, lctl, controller and what it holds.
 pub struct Agent<L: Lctl> {
@@ -288,6 +316,12 @@ pub struct Agent<L: Lctl> {
     rpc_size: RpcSizeEstimate,
     catch_all: Option<u64>,
     catch_all_name: String,
+    /// First-sight rules held, by name: each limited user's or group's pattern (`*.<id>`,
+    /// `byte_limits::first_sight_pattern`) and the per-CPT rate written. They rank after
+    /// every job's own rule and before the catch-all, so a job of that user or group no
+    /// rule names yet (new on this OSS) is limited from its first RPC. A rate of 0 means the
+    /// last change was refused (written again next period).
+    first_sight: BTreeMap<String, (String, u64)>,
     /// Rules of our prefix found at start and not yet adopted or stopped, by name. Until the
     /// first period's rules are written they keep limiting their jobs; a rule this agent
     /// wants under the same name for the same job is adopted (`change`), any other is stopped
@@ -318,6 +352,11 @@ impl<L: Lctl> Agent<L> {
         let mut rules = JobRules::with_prefix(&config.rule_prefix);
         let catch_all_name = format!("{}{CATCH_ALL_SUFFIX}", config.rule_prefix);
         rules.reserve_name(&catch_all_name);
+        for (i, &(target, _)) in config.limits.iter().enumerate() {
+            if first_sight_pattern(target, config.job_id_layout).is_some() {
+                rules.reserve_name(&first_sight_rule_name(&config.rule_prefix, i));
+            }
+        }
         let rpc_size = RpcSizeEstimate::new(config.brw_size_bytes);
         Agent {
             config,
@@ -330,6 +369,7 @@ impl<L: Lctl> Agent<L> {
             rpc_size,
             catch_all: None,
             catch_all_name,
+            first_sight: BTreeMap::new(),
             stale: BTreeMap::new(),
             epoch,
             started: false,
@@ -508,14 +548,25 @@ impl<L: Lctl> Agent<L> {
                 value,
                 rank,
             }) => Some((name.clone(), StaleMatch::Job(*job), *value, rank.clone())),
-            None if text.starts_with("start ") => self.catch_all.map(|r| {
-                (
-                    self.catch_all_name.clone(),
-                    StaleMatch::All,
-                    r,
-                    Some("default".to_string()),
-                )
-            }),
+            None if text.starts_with("start ") => match raw_rule_name(text) {
+                Some(n) if n == self.catch_all_name => self.catch_all.map(|r| {
+                    (
+                        self.catch_all_name.clone(),
+                        StaleMatch::All,
+                        r,
+                        Some("default".to_string()),
+                    )
+                }),
+                Some(n) => self.first_sight.get(n).map(|(pattern, r)| {
+                    (
+                        n.to_string(),
+                        StaleMatch::of_condition(&format!("jobid={{{pattern}}}")),
+                        *r,
+                        None,
+                    )
+                }),
+                None => None,
+            },
             _ => None,
         };
         let Some((name, wanted, value, rank)) = start else {
@@ -561,7 +612,7 @@ impl<L: Lctl> Agent<L> {
                     // Releases the job's name first, so the reservation below sticks.
                     self.rules.refused(text);
                 } else {
-                    self.catch_all = None;
+                    self.forget_raw_write(text);
                 }
                 self.rules.reserve_name(&name);
             }
@@ -752,6 +803,33 @@ impl<L: Lctl> Agent<L> {
         let mut job_rates = BTreeMap::new();
         let mut held_now = BTreeMap::new();
         let now = obs.now_ns;
+        // First-sight rules: each limited user's or group's share for a job not seen yet, in
+        // RPC/s at the full RPC size (so its bytes stay within the share whatever its RPC
+        // size), divided over every partition (a new job may get a class on each).
+        let mut first_sight_want: BTreeMap<String, (String, u64)> = BTreeMap::new();
+        if !self.config.limits.is_empty() {
+            let shares = first_sight_shares_bytes_per_s(
+                &self.config.limits,
+                self.config.job_id_layout,
+                obs.jobs.iter().map(|m| m.job),
+                |j| per_job.get(j).is_some_and(|t| t.rpcs > 0),
+            );
+            for (target, pattern, share) in shares {
+                let index = self
+                    .config
+                    .limits
+                    .iter()
+                    .position(|&(t, _)| t == target)
+                    .expect("a share per configured limit");
+                let rpcs = share / self.config.brw_size_bytes.max(1);
+                let per_cpt = (rpcs / u64::from(cpt_count.max(1)))
+                    .clamp(1, pfsqos_core::lustre::TBF_RATE_RPCS_PER_S_MAX as u64);
+                first_sight_want.insert(
+                    first_sight_rule_name(&self.config.rule_prefix, index),
+                    (pattern, per_cpt),
+                );
+            }
+        }
         // Jobs this OSS's job_stats have shown (built only when some job is beyond the cap).
         let mut seen_here: Option<BTreeSet<JobId>> = None;
         let mut not_here_beyond_cap = 0usize;
@@ -806,7 +884,15 @@ impl<L: Lctl> Agent<L> {
                 .contains(&job)
             {
                 let r = (rate / u64::from(cpt_count.max(1))).max(1);
-                overflow_min = Some(overflow_min.map_or(r, |m: u64| m.min(r)));
+                // A first-sight rule ranks before the catch-all: a job it matches is held by
+                // it, so that rule's rate, not the catch-all's, is lowered to the job's.
+                match first_sight_want
+                    .values_mut()
+                    .find(|(p, _)| wildcard_match(p.as_bytes(), job.as_str().as_bytes()))
+                {
+                    Some((_, fs)) => *fs = (*fs).min(r),
+                    None => overflow_min = Some(overflow_min.map_or(r, |m: u64| m.min(r))),
+                }
             } else {
                 // A rate for a job this OSS has never seen (a coordinator's share of a limit,
                 // sent to every OSS so a job's first period here is limited): beyond the cap
@@ -833,6 +919,37 @@ impl<L: Lctl> Agent<L> {
         for cmd in self.rules.reconcile(&desired) {
             texts.push((cmd.to_string(), Some(cmd)));
         }
+        // First-sight rules after the jobs' own (which start at the head of the list) and
+        // before the catch-all: ranked before it when it is held, else before `default`
+        // (where a catch-all started later goes after them).
+        let held_names: Vec<String> = self.first_sight.keys().cloned().collect();
+        for name in held_names {
+            if !first_sight_want.contains_key(&name) {
+                texts.push((format!("stop {name}"), None));
+                self.first_sight.remove(&name);
+            }
+        }
+        for (name, (pattern, rate)) in &first_sight_want {
+            match self.first_sight.get(name) {
+                None => {
+                    // Before the catch-all only if it is held and stays (a going catch-all
+                    // is stopped before these writes).
+                    let rank = match (self.catch_all, overflow_min) {
+                        (Some(_), Some(_)) => self.catch_all_name.as_str(),
+                        _ => "default",
+                    };
+                    texts.push((
+                        format!("start {name} jobid={{{pattern}}} rate={rate} rank={rank}"),
+                        None,
+                    ));
+                }
+                Some((_, old)) if old != rate => {
+                    texts.push((format!("change {name} rate={rate}"), None))
+                }
+                _ => {}
+            }
+        }
+        self.first_sight = first_sight_want;
         match (overflow_min, self.catch_all) {
             (Some(r), None) => texts.push((
                 format!(
@@ -850,7 +967,8 @@ impl<L: Lctl> Agent<L> {
         for (text, cmd) in texts {
             self.write_over_stale(&text, cmd.as_ref());
         }
-        self.stats.rules_held = self.rules.len() + usize::from(self.catch_all.is_some());
+        self.stats.rules_held =
+            self.rules.len() + usize::from(self.catch_all.is_some()) + self.first_sight.len();
     }
 
     /// Writes one rule command: a start that finds the rule exists becomes a change; a refused
@@ -897,11 +1015,35 @@ impl<L: Lctl> Agent<L> {
                 warn!(command = %text.escape_debug(), error = %e, "rule write failed");
                 if cmd.is_some() {
                     self.rules.refused(text);
-                } else if text.starts_with("start") {
-                    self.catch_all = None;
+                } else {
+                    self.forget_raw_write(text);
                 }
             }
         }
+    }
+
+    /// A refused write of the catch-all or a first-sight rule: a refused `start` leaves the
+    /// rule not held, a refused `change` leaves its rate unknown; either is written again at
+    /// the next period.
+    fn forget_raw_write(&mut self, text: &str) {
+        let Some(name) = raw_rule_name(text) else {
+            return;
+        };
+        let start = text.starts_with("start ");
+        if name == self.catch_all_name {
+            if start {
+                self.catch_all = None;
+            }
+        } else if start {
+            self.first_sight.remove(name);
+        } else if let Some(held) = self.first_sight.get_mut(name) {
+            held.1 = 0;
+        }
+    }
+
+    /// The first-sight rules held: name, pattern and per-CPT rate.
+    pub fn first_sight_rules(&self) -> &BTreeMap<String, (String, u64)> {
+        &self.first_sight
     }
 
     /// Clean exit: stops every rule of ours and restores the policy found.
@@ -1114,6 +1256,71 @@ mod tests {
         a.lctl.nameless = false;
         a.period();
         assert_eq!((a.stats.periods, a.stats.job_stats_nameless), (2, 2));
+        a.shutdown();
+        assert!(a.lctl().rules.is_empty());
+    }
+
+    /// A user's limit gets a first-sight rule (`*.<uid>`, before `default`) from the start:
+    /// a job of that user is limited from its first RPC on this OSS, at the limit's share
+    /// for one more job (full-size RPCs, over both partitions); the share follows the moving
+    /// jobs, a group whose gid is not the last field gets none, and a clean exit stops it. A
+    /// stale rule under a first-sight name but with another condition is replaced.
+    #[test]
+    fn user_limits_cover_jobs_not_seen_yet() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 100000\ncpts = 2\n\
+             job_id_layout = \"%e.%g.%u\"\n\
+             [[limits]]\ngroup = 20\nbytes_per_s = 104857600\n\
+             [[limits]]\nuser = 500\nbytes_per_s = 104857600\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(config, oss(vec![("a.20.500", 0, 1 << 20)]));
+        a.start().unwrap();
+        // No job of the user yet: the whole limit, 25 full RPC/s, 12 per CPT. The group's
+        // field is not the last: no pattern can pin it, no rule.
+        assert_eq!(rate_of(&a, "pfq_f1"), Some(12), "{:?}", a.lctl().writes);
+        assert_eq!(rate_of(&a, "pfq_f0"), None);
+        assert!(a
+            .lctl()
+            .writes
+            .contains(&"start pfq_f1 jobid={*.500} rate=12 rank=default".to_string()));
+        // a.20.500 moves data: the next job of the user would be the second, half the limit.
+        a.lctl.jobs[0].1 = 100;
+        a.period();
+        assert_eq!(rate_of(&a, "pfq_f1"), Some(6));
+        assert_eq!(
+            a.first_sight_rules()["pfq_f1"],
+            ("*.500".to_string(), 6),
+            "{:?}",
+            a.lctl().writes
+        );
+        // Both jobs of the user move data: a third would share the limit three ways.
+        a.lctl.jobs[0].1 = 200;
+        a.lctl.jobs.push(("b.20.500", 100, 1 << 20));
+        a.period();
+        assert_eq!(rate_of(&a, "pfq_f1"), Some(4));
+        a.shutdown();
+        assert!(a.lctl().rules.is_empty(), "{:?}", a.lctl().rules);
+
+        // An earlier instance's first-sight rule of the same pattern is adopted, not started.
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 100000\ncpts = 2\n\
+             [[limits]]\nuser = 500\nbytes_per_s = 104857600\n",
+        )
+        .unwrap();
+        assert_eq!(
+            StaleMatch::of_condition("jobid={*.500}"),
+            StaleMatch::Pattern(JobId::new("*.500").unwrap())
+        );
+        assert_eq!(StaleMatch::of_condition("jobid={*.5x}"), StaleMatch::Other);
+        let mut lctl = oss(vec![]);
+        lctl.rules.push(("pfq_f0".to_string(), 3));
+        let mut a = Agent::new(config, lctl);
+        // The test OSS lists every rule with `jobid={x}`: not the pattern, so it is stopped
+        // and started afresh under its name.
+        a.start().unwrap();
+        assert_eq!(rate_of(&a, "pfq_f0"), Some(12));
+        assert!(a.lctl().writes.contains(&"stop pfq_f0".to_string()));
         a.shutdown();
         assert!(a.lctl().rules.is_empty());
     }

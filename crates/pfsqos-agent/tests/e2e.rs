@@ -289,6 +289,51 @@ fn after_sigkill_a_restart_adopts_or_removes_the_stale_rules() {
     assert!(ours(&site.rules()).is_empty());
 }
 
+/// A user's byte limit reaches a job of that user the agent has never seen (issue 17, "first
+/// period on an OSS"): at start the agent writes the first-sight rule `jobid={*.500}` (the
+/// limit for one job, 100 MiB/s at full 4 MiB RPCs over 2 CPTs: 12 RPC/s each) before
+/// `default`; the new job's first RPCs are classed under it by the ossd's TBF (its `ref`
+/// count), a job of another user is not; SIGTERM removes it. The period is long, so no period
+/// runs meanwhile: what binds the job is the rule written at start, not one written after
+/// job_stats showed it.
+#[test]
+fn a_new_job_of_a_limited_user_is_limited_from_its_first_rpc() {
+    let site = Site::new();
+    let config = site.config(
+        "controller = \"static\"\nost_capacity_rpcs_per_s = 400\nperiod_ms = 600000\n\
+         [[limits]]\nuser = 500\nbytes_per_s = 104857600\n",
+    );
+    let mut agent = site.agent(&config);
+    wait_until("the first-sight rule", || {
+        assert!(agent.try_wait().unwrap().is_none(), "the agent died");
+        ours(&site.rules()).iter().any(|r| r.0 == "pfq_f0")
+    });
+    let rules = site.rules();
+    let at = rules.iter().position(|r| r.0 == "pfq_f0").unwrap();
+    assert_eq!(rules[at].1, "jobid={*.500}");
+    assert_eq!(rules[at].2, 12);
+    assert_eq!(rules.last().unwrap().0, "default", "{rules:?}");
+    site.write("never.seen.500", 0, 1, 3);
+    site.write("other.600", 1, 1, 3);
+    // Classes bound to the rule, summed over partitions and both queues.
+    let refs = || -> u64 {
+        let text = site.lctl_get("ost.OSS.ost_io.nrs_tbf_rule").unwrap();
+        let listing = TbfRuleListing::parse(&text).unwrap();
+        std::iter::once(&listing.regular)
+            .chain(listing.high_priority.as_ref())
+            .flatten()
+            .flat_map(|cpt| cpt.rules.iter())
+            .filter(|r| r.name == "pfq_f0")
+            .map(|r| r.refs)
+            .sum()
+    };
+    // One class (never.seen.500); other.600 is `default`'s.
+    assert_eq!(refs(), 1);
+    signal(&agent, libc::SIGTERM);
+    assert!(wait_exit(&mut agent).success());
+    assert!(ours(&site.rules()).is_empty(), "{:?}", site.rules());
+}
+
 /// AdapTBF with an lctl that fails every 4th call: the agent keeps deciding, gives the
 /// writing job a rule, counts the failures in its metrics, and still cleans up.
 #[test]

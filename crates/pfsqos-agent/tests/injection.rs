@@ -1,7 +1,7 @@
 //! Job ids are client input: whatever bytes a job id holds (spaces, braces, commas, `&`, `=`,
 //! quotes, newlines, non-UTF-8), every command the agent writes is one well-formed
 //! `nrs_tbf_rule` command on a rule of its own, naming only a job id that appears verbatim and
-//! carries no TBF syntax.
+//! carries no TBF syntax (or, for a user limit's first-sight rule, the configured `*.<uid>`).
 
 use std::collections::BTreeSet;
 
@@ -117,7 +117,7 @@ proptest! {
         let any_safe = ids.iter().any(|b| {
             std::str::from_utf8(b).ok().and_then(|s| JobId::new(s).ok()).is_some_and(|j| job_id_is_rule_safe(&j))
         });
-        let starts = agent.lctl().writes.iter().filter(|a| a[1].contains("=start ") && !a[1].contains("pfq_rest")).count();
+        let starts = agent.lctl().writes.iter().filter(|a| a[1].contains("=start ") && !a[1].contains("pfq_rest") && !a[1].contains("pfq_f0")).count();
         prop_assert!(!any_safe || starts > 0, "no rule written for {:?}", ids);
         let listed: BTreeSet<String> = ids.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
         for argv in &agent.lctl().writes {
@@ -133,7 +133,12 @@ proptest! {
             prop_assert!(cmd.is_ok(), "{:?}", value);
             let name = match cmd.unwrap().op {
                 TbfOp::Start { name, condition, .. } => {
-                    if name != "pfq_rest" {
+                    if name == "pfq_f0" {
+                        // The user limit's first-sight rule: its pattern comes from the
+                        // configuration (uid 1), never from a job id.
+                        prop_assert!(limit, "{:?}", value);
+                        prop_assert_eq!(condition.text.as_str(), "jobid={*.1}");
+                    } else if name != "pfq_rest" {
                         let job = condition.text.strip_prefix("jobid={").and_then(|t| t.strip_suffix('}'));
                         prop_assert!(job.is_some(), "{:?}", value);
                         let job = job.unwrap();

@@ -388,7 +388,10 @@ impl JobStatsObserver {
         }
         self.period += 1;
         let (deltas, counts) = self.poller.poll(osts);
-        let mut per_job: BTreeMap<JobId, BrwTotals> = BTreeMap::new();
+        // Summed per job in a hash map (one cheap lookup per job and OST, where a B-tree
+        // compares ids a dozen times), then sorted once; the known-job set is told each job
+        // once rather than once per OST.
+        let mut sums: rustc_hash::FxHashMap<JobId, BrwTotals> = Default::default();
         let mut targets = Vec::with_capacity(deltas.len());
         let mut names = Vec::with_capacity(deltas.len());
         for (i, ost) in deltas.into_iter().enumerate() {
@@ -398,10 +401,9 @@ impl JobStatsObserver {
                 .jobs
                 .iter()
                 .map(|d| {
-                    let t = per_job.entry(d.job).or_default();
+                    let t = sums.entry(d.job).or_default();
                     t.rpcs = t.rpcs.saturating_add(d.brw.rpcs);
                     t.bytes = t.bytes.saturating_add(d.brw.bytes);
-                    self.known.saw(d.job, self.period);
                     JobTargetStats {
                         job: d.job,
                         rpcs_arrived: d.brw.rpcs,
@@ -418,6 +420,10 @@ impl JobStatsObserver {
                 capacity_rpcs_per_s: self.capacity_rpcs_per_s,
                 jobs,
             });
+        }
+        let per_job: BTreeMap<JobId, BrwTotals> = sums.into_iter().collect();
+        for &job in per_job.keys() {
+            self.known.saw(job, self.period);
         }
         // Each target keeps the identity its name got when first seen (see `ost_ids`).
         let present: BTreeSet<&str> = names.iter().map(String::as_str).collect();

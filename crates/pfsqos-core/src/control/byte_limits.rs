@@ -132,6 +132,58 @@ pub fn limit_shares_bytes_per_s(
     out
 }
 
+/// A user's or group's limit as a TBF `jobid` pattern (libcfs `cfs_match_wildcard`, which the
+/// OSS applies to a job's first RPC): `*.<id>`, the job ids whose last `.`-separated field is
+/// the uid or gid. Exact only when the layout puts that field last (`%e.%u`, Lustre's default
+/// `jobid_name`): a `*` also matches dots, so a field counted from the end at 1 or more cannot
+/// be pinned by a pattern, and `None` is returned. A job id written with leading zeros
+/// (`app.0500`) is read as uid 500 by [`JobIdLayout::uid`] but does not match `*.500`; such a
+/// job is covered once seen, as before. `None` for a job's own limit (its rule is per job).
+pub fn first_sight_pattern(target: LimitTarget, layout: JobIdLayout) -> Option<String> {
+    let (from_end, id) = match target {
+        LimitTarget::Job(_) => return None,
+        LimitTarget::User(u) => (layout.uid_from_end, u),
+        LimitTarget::Group(g) => (layout.gid_from_end, g),
+    };
+    (from_end == Some(0)).then(|| format!("*.{id}"))
+}
+
+/// What a job of a limited user or group that has not been seen yet (no rule of its own) may
+/// move in bytes/s, per limit that [`first_sight_pattern`] can express: the limit's share as
+/// if that job were one more member sharing it, `limit / (sharing + 1)`, `sharing` counted
+/// as [`limit_shares_bytes_per_s`] counts it (the members `active` says moved data, or all
+/// members of `jobs` when none did). Returned with the pattern, in the order of `limits`.
+///
+/// The bound this gives: with `n` members sharing and `k` new jobs appearing in one period,
+/// the user's or group's jobs move at most `limit * (1 + k / (n + 1))` in that period (each
+/// new job at its first-sight share, the others at theirs); from the next period every job is
+/// seen and the limit is shared by all of them.
+pub fn first_sight_shares_bytes_per_s(
+    limits: &[(LimitTarget, u64)],
+    layout: JobIdLayout,
+    jobs: impl IntoIterator<Item = JobId>,
+    active: impl Fn(&JobId) -> bool,
+) -> Vec<(LimitTarget, String, u64)> {
+    let jobs: Vec<JobId> = jobs.into_iter().collect();
+    let mut out = Vec::new();
+    for &(target, bytes_per_s) in limits {
+        let Some(pattern) = first_sight_pattern(target, layout) else {
+            continue;
+        };
+        let member = |j: &JobId| match target {
+            LimitTarget::User(u) => layout.uid(j) == Some(u),
+            LimitTarget::Group(g) => layout.gid(j) == Some(g),
+            LimitTarget::Job(_) => false,
+        };
+        let members = jobs.iter().filter(|j| member(j)).count();
+        let moving = jobs.iter().filter(|j| member(j) && active(j)).count();
+        let sharing = if moving == 0 { members } else { moving };
+        let share = (bytes_per_s / (sharing as u64 + 1)).max(1);
+        out.push((target, pattern, share));
+    }
+    out
+}
+
 /// Splits one job's file-system-wide limit over OSSs: OSS `i` gets a share in proportion to
 /// what the job moved through it (`moved_bytes_per_s[i]`, 0 where it moved nothing or is not
 /// known) plus a floor of [`LIMIT_FLOOR_FRACTION`] of the mean (at least 1 byte/s), so every
@@ -194,6 +246,51 @@ mod tests {
         let idle = limit_shares_bytes_per_s(&limits[..1], layout, jobs, |_| false);
         assert_eq!(idle[&job("c.500")], 333);
         assert!(is_held(900.0, 1000) && !is_held(899.0, 1000));
+    }
+
+    /// A user's or group's limit reaches jobs not seen yet through a pattern when its field
+    /// is the last one; the share is the limit over the sharing members plus one; and the
+    /// pattern matches (libcfs wildcard, as the OSS matches it) exactly the ids whose last
+    /// field is the uid, never another user's.
+    #[test]
+    fn first_sight_shares_cover_unseen_jobs_of_a_limited_user() {
+        use crate::sched::tbf::cond::wildcard_match;
+        let layout = JobIdLayout::parse("%e.%u").unwrap();
+        let limits = [
+            (LimitTarget::User(500), 1200),
+            (LimitTarget::Group(20), 900),
+            (LimitTarget::Job(job("b.500")), 300),
+        ];
+        let jobs = [job("a.500"), job("b.500"), job("c.500"), job("d.600")];
+        let moving = |j: &JobId| j.as_str() != "c.500";
+        let s = first_sight_shares_bytes_per_s(&limits, layout, jobs, moving);
+        // Two of three members moving: 1200 / 3. The group has no field in this layout.
+        assert_eq!(s, vec![(LimitTarget::User(500), "*.500".to_string(), 400)]);
+        let idle = first_sight_shares_bytes_per_s(&limits, layout, jobs, |_| false);
+        assert_eq!(idle[0].2, 300);
+        let none = first_sight_shares_bytes_per_s(&limits, layout, [], |_| false);
+        assert_eq!(none[0].2, 1200);
+        let p = b"*.500";
+        for (id, matches) in [
+            ("new.500", true),
+            ("my.app.500", true),
+            ("new.5000", false),
+            ("new.1500", false),
+            ("500", false),
+            ("new.500.x", false),
+            ("x.600", false),
+        ] {
+            assert_eq!(wildcard_match(p, id.as_bytes()), matches, "{id}");
+            if matches {
+                assert_eq!(layout.uid(&job(id)), Some(500), "{id}");
+            }
+        }
+        let by_gid = JobIdLayout::parse("%e.%u.%g").unwrap();
+        assert_eq!(
+            first_sight_pattern(LimitTarget::Group(20), by_gid),
+            Some("*.20".to_string())
+        );
+        assert_eq!(first_sight_pattern(LimitTarget::User(500), by_gid), None);
     }
 
     /// 75 and 25 MiB/s on two OSSs, nothing on a third: shares in proportion plus a floor on

@@ -8,6 +8,10 @@
 //! again, each process reading its file back once all have written (a second process group
 //! with `after` and `files_of`: the layouts the placer gave at creation); the read rate is the
 //! bytes read over the time from the first read call to the last read's completion.
+//! Every case runs twice: files created at set-up (placed from the start's snapshot), and
+//! created at their first I/O and placed from the OSSs' last 60 s statistics report (iez's
+//! collector, §III-B1). Last, one case beyond the paper where staleness matters: IOR starting
+//! while another job fills oss1, under 60 s and 1 s reports (`stale_table`).
 //! `scripts/reproduce-iez.sh` calls it; every measured number in `docs/reproductions/iez.md`
 //! comes from its output.
 //!
@@ -322,7 +326,11 @@ fn stale_table(base: &Scenario, procs: u32, ior_start_s: f64) {
             s.cluster.placement = placer.to_string();
             created.apply(&mut s);
             let out = run_quiet(&s);
-            assert!(out.jobs.iter().all(|j| j.finished), "{}: unfinished", s.name);
+            assert!(
+                out.jobs.iter().all(|j| j.finished),
+                "{}: unfinished",
+                s.name
+            );
             let util: Vec<f64> = out
                 .ost_space
                 .iter()
@@ -342,8 +350,8 @@ fn stale_table(base: &Scenario, procs: u32, ior_start_s: f64) {
                 .take(per_oss)
                 .map(|bins| bins.iter().sum::<u64>())
                 .sum();
-            let span_ns = ior_out.last_io_ns.expect("IOR wrote")
-                - ior_out.first_io_ns.expect("IOR wrote");
+            let span_ns =
+                ior_out.last_io_ns.expect("IOR wrote") - ior_out.first_io_ns.expect("IOR wrote");
             println!(
                 "| {} | {placer} | {:.3} | {} | {:.1} % | {:.0} |",
                 created.label(),

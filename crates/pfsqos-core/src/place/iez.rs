@@ -692,9 +692,7 @@ impl Iez {
                     request: request.ost_count,
                 })
             }
-            Some(ServerStats { mds: Some(mds), .. })
-                if mds_busy(mds) =>
-            {
+            Some(ServerStats { mds: Some(mds), .. }) if mds_busy(mds) => {
                 Err(IezFallback::MdsBusy {
                     cpu_util: mds.cpu_util,
                     mem_util: mds.mem_util,

@@ -127,6 +127,26 @@ processes = [{ rw = "write", bs = "1M", size = "1M" }]
     base.jobs[0].groups[0].clone()
 }
 
+/// Every OST's utilization at the end of the run, and every OSS's (its OSTs' mean).
+fn utilization(out: &RunOutput, s: &Scenario) -> (Vec<f64>, Vec<f64>) {
+    let util: Vec<f64> = out
+        .ost_space
+        .iter()
+        .map(|o| o.utilization().expect("the testbed's OSTs have sizes"))
+        .collect();
+    let per_oss = util.len() / s.osses.len();
+    assert_eq!(
+        per_oss * s.osses.len(),
+        util.len(),
+        "every OSS has as many OSTs"
+    );
+    let oss_util = util
+        .chunks(per_oss)
+        .map(|c| c.iter().sum::<f64>() / c.len() as f64)
+        .collect();
+    (util, oss_util)
+}
+
 struct Row {
     cost: f64,
     max_util: f64,
@@ -155,16 +175,7 @@ fn measure(
         "{}: unfinished",
         s.name
     );
-    let util: Vec<f64> = out
-        .ost_space
-        .iter()
-        .map(|o| o.utilization().expect("the testbed's OSTs have sizes"))
-        .collect();
-    let per_oss = util.len() / s.osses.len();
-    let oss_util = util
-        .chunks(per_oss)
-        .map(|c| c.iter().sum::<f64>() / c.len() as f64)
-        .collect();
+    let (util, oss_util) = utilization(&out, &s);
     let written: u64 = out.jobs.iter().map(|j| j.bytes_written).sum();
     Row {
         cost: out.ost_cost().expect("something was written"),
@@ -331,15 +342,11 @@ fn stale_table(base: &Scenario, procs: u32, ior_start_s: f64) {
                 "{}: unfinished",
                 s.name
             );
-            let util: Vec<f64> = out
-                .ost_space
-                .iter()
-                .map(|o| o.utilization().expect("the testbed's OSTs have sizes"))
-                .collect();
+            let (util, oss_util) = utilization(&out, &s);
             let per_oss = util.len() / s.osses.len();
-            let oss_util: Vec<String> = util
-                .chunks(per_oss)
-                .map(|c| format!("{:.1}", c.iter().sum::<f64>() / c.len() as f64 * 100.0))
+            let oss_util: Vec<String> = oss_util
+                .iter()
+                .map(|u| format!("{:.1}", u * 100.0))
                 .collect();
             let ior_out = &out.jobs[1];
             assert_eq!(ior_out.job_id, "ior.1");

@@ -3,9 +3,13 @@
 # file-per-process and like HACC-I/O through a loopback cluster of 3 ossds x 5 OSTs (the
 # paper's testbed shape, OSTs scaled down to OST_MIB each), each workload run twice: the first
 # run traced by the mount and placed by round robin, the second placed by iez from the first
-# run's trace (`pfsqos iez train --job`). Prints, per workload and start state (empty OSTs, or
-# oss0's OSTs 40 % full of another job's data), the OSTs' utilization and OSTCost (eq. 7:
-# fullest OST over the mean) after each run, and how the second run's files were placed.
+# run's trace (`pfsqos iez train --job`), each run's files read back (one dd per file at
+# once, `read_back`) before they are removed. Prints, per workload and start state (empty OSTs, or oss0's OSTs
+# 40 % full of another job's data), after each run: every OST's utilization (its objects'
+# bytes over its capacity), each OSS's (its OSTs' mean), OSTCost (eq. 7: fullest OST over the
+# mean), fio's aggregate write rate and the read-back's (MB/s, 10^6 bytes), and how the second run's
+# files were placed. Rates are one run's on whatever machine runs it: on a shared machine
+# they say little; placement does not depend on them.
 #
 # Needs root, /dev/fuse and fio. Uses ports BASE_PORT..BASE_PORT+3 on 127.0.0.1 and a
 # temporary directory (removed at the end); stops only the processes it started.
@@ -97,13 +101,20 @@ ost_bytes() {
     find "$d/objects" -type f -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}'
   done
 }
-# "u0 u1 ... | OSTCost" from ost_bytes' lines.
+# "OSTs u0 u1 ... | OSSs v0 v1 v2 | OSTCost c" from ost_bytes' lines (in OST order, OSS by
+# OSS).
 ost_summary() {
-  awk -v cap="$OST_BYTES" '
+  awk -v cap="$OST_BYTES" -v per_oss="$OSTS_PER_OSS" '
     { u[NR] = $1 / cap; s += u[NR]; if (u[NR] > m) m = u[NR] }
     END {
-      line = ""
+      line = "OSTs "
       for (i = 1; i <= NR; i++) line = line sprintf("%.0f%% ", 100 * u[i])
+      line = line "| OSSs "
+      for (i = 1; i <= NR; i += per_oss) {
+        t = 0
+        for (k = i; k < i + per_oss; k++) t += u[k]
+        line = line sprintf("%.1f%% ", 100 * t / per_oss)
+      }
       if (s > 0) printf "%s| OSTCost %.3f\n", line, m / (s / NR); else print line "| OSTCost -"
     }'
 }
@@ -112,6 +123,8 @@ punched() { [[ "$(ost_bytes)" == "$base" ]]; }
 # latest. (A script, not a test: a fixed pause of 2.5 periods.)
 stats_refreshed() { sleep 2.5; }
 
+# Runs fio writing the job's files and prints its aggregate rate in MB/s (terse format 3,
+# field 48: the write bandwidth in KiB/s).
 run_fio() { # job dir kind
   local job=$1 dir=$2 kind=$3
   local size bs
@@ -125,7 +138,30 @@ run_fio() { # job dir kind
   env "$JOB_VAR=$job" fio --name="$job" --directory="$dir" --numjobs="$NPROC" --nrfiles=1 \
     --filename_format="$kind.\$jobnum" --filesize="$size" --bs="$bs" --rw=write \
     --ioengine=psync --fallocate=none --fsync_on_close=1 --group_reporting \
-    --output-format=terse >/dev/null
+    --output-format=terse --terse-version=3 \
+    | awk -F';' 'NR == 1 { printf "%.0f", $48 * 1024 / 1e6 }'
+}
+
+# Reads every file of `dir` back, one reader per file at once (dd, 1 MiB reads), and prints
+# the rate in MB/s: their bytes over the wall time from the first read's start to the last's
+# end. Not fio: fio lays a file out again (a new create) when its size is not a multiple of
+# the block size, as HACC-I/O's are. Each file's page cache is dropped first (`nocache`), so
+# the reads go through the mount to the ossds.
+read_back() { # job dir
+  local job=$1 dir=$2 f t0 t1 bytes
+  local readers=()
+  for f in "$dir"/*; do
+    dd if="$f" iflag=nocache count=0 status=none
+  done
+  bytes=$(stat -c %s "$dir"/* | awk '{s += $1} END {print s + 0}')
+  t0=$(date +%s%N)
+  for f in "$dir"/*; do
+    env "$JOB_VAR=$job" dd if="$f" of=/dev/null bs=1M status=none &
+    readers+=($!)
+  done
+  for p in "${readers[@]}"; do wait "$p"; done
+  t1=$(date +%s%N)
+  awk -v b="$bytes" -v ns=$((t1 - t0)) 'BEGIN { printf "%.0f", b / 1e6 / (ns / 1e9) }'
 }
 
 echo "# iez live: $OSSES OSSs x $OSTS_PER_OSS OSTs of $OST_MIB MiB, $NPROC processes"
@@ -145,15 +181,17 @@ for start in empty uneven; do
     dir=$mnt/$job
     mkdir "$dir"
     "$PFSQOS" setstripe -c "$sc" "$dir"
-    run_fio "$job" "$dir" "$kind"
-    echo "$kind ($start) round robin: $(ost_bytes | ost_summary)"
+    w=$(run_fio "$job" "$dir" "$kind")
+    r=$(read_back "$job" "$dir")
+    echo "$kind ($start) round robin: $(ost_bytes | ost_summary) | write $w MB/s | read $r MB/s"
     rm -f "$dir"/*
     wait_for "the first run's objects to be punched" punched
     stats_refreshed
     "$PFSQOS" iez train "$work/trace.csv" --job "$job" --mds "127.0.0.1:$mds_port" \
       --key-file "$work/key" | sed 's/^/  /'
-    run_fio "$job" "$dir" "$kind"
-    echo "$kind ($start) iez:         $(ost_bytes | ost_summary)"
+    w=$(run_fio "$job" "$dir" "$kind")
+    r=$(read_back "$job" "$dir")
+    echo "$kind ($start) iez:         $(ost_bytes | ost_summary) | write $w MB/s | read $r MB/s"
     placed=$(for f in "$dir"/*; do "$PFSQOS" getstripe "$f" | grep -c '^placed_by: iez$' || true; done \
       | awk '{s += $1} END {print s + 0}')
     echo "  files placed by iez: $placed of $NPROC"

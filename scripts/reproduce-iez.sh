@@ -3,7 +3,8 @@
 # OST and OSS utilization and write rates of the paper's IOR, HACC-I/O, shared-file and
 # concurrent cases under roundrobin, lustre and iez placement, and the read rates of the IOR and
 # HACC-I/O cases read back from the layouts the writes got (Fig. 10), on
-# scenarios/iez/testbed.toml.
+# scenarios/iez/testbed.toml; each case with files created at set-up and at their first I/O
+# from 60 s statistics reports (the paper's collector), plus a stale-statistics case.
 # Writes docs/reproductions/iez-measured.md.
 # Usage: scripts/reproduce-iez.sh
 set -euo pipefail

@@ -35,7 +35,9 @@
 use std::fmt;
 
 use pfsqos_core::model::{OssId, OstId};
-use pfsqos_core::place::iez::{allocate_osts, IezConfig, MDS_CPU_UTIL_MAX, MDS_MEM_UTIL_MAX};
+use pfsqos_core::place::iez::{
+    allocate_osts, mds_busy as core_mds_busy, IezConfig, MDS_CPU_UTIL_MAX, MDS_MEM_UTIL_MAX,
+};
 use pfsqos_core::place::stripe::PREDICTED_FILE_BYTES_MAX;
 use pfsqos_core::place::{OstStats, PredictedFile, ServerLoad, ServerStats, STRIPE_COUNT_MAX};
 use pfsqos_wire::mds::{
@@ -105,7 +107,7 @@ fn ppm(x: f64) -> u32 {
 /// [`Fallback::MdsBusy`] when `load` is at or above iez's limits.
 pub fn mds_busy(load: Option<ServerLoad>) -> Option<Fallback> {
     let l = load?;
-    (l.cpu_util >= MDS_CPU_UTIL_MAX || l.mem_util >= MDS_MEM_UTIL_MAX).then(|| Fallback::MdsBusy {
+    core_mds_busy(&l).then(|| Fallback::MdsBusy {
         cpu_util_ppm: ppm(l.cpu_util),
         mem_util_ppm: ppm(l.mem_util),
     })

@@ -30,6 +30,23 @@ pub const MDS_LOAD_PERIOD: Duration = Duration::from_secs(10);
 /// architecture it supports but alpha).
 const USER_HZ: f64 = 100.0;
 
+/// Most bytes read of one `/proc` file: `stat`, `status` and `meminfo` are a few KiB; a
+/// longer text (a kernel or a mount that is not procfs) is cut there and parsed as far as it
+/// goes, never read whole into memory.
+const PROC_TEXT_LEN_MAX: u64 = 64 * 1024;
+
+/// The text of `/proc` file `path`, at most [`PROC_TEXT_LEN_MAX`] bytes of it.
+fn read_proc(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(PROC_TEXT_LEN_MAX)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
 /// Process CPU time in seconds from the text of `/proc/self/stat` (fields 14 and 15, counted
 /// after the parenthesized command name, which may hold spaces and parentheses).
 pub fn cpu_time_s(stat: &str) -> Option<f64> {
@@ -88,7 +105,7 @@ impl LoadSampler {
     }
 
     fn cpu_now(&self) -> Option<(Instant, f64)> {
-        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let stat = read_proc("/proc/self/stat")?;
         Some((Instant::now(), cpu_time_s(&stat)?))
     }
 
@@ -104,8 +121,8 @@ impl LoadSampler {
             _ => None,
         };
         self.last = now;
-        let status = std::fs::read_to_string("/proc/self/status").ok()?;
-        let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let status = read_proc("/proc/self/status")?;
+        let meminfo = read_proc("/proc/meminfo")?;
         let mem = mem_util(&status, &meminfo)?;
         let load = ServerLoad {
             cpu_util: cpu?,

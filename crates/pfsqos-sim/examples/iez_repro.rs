@@ -8,6 +8,10 @@
 //! again, each process reading its file back once all have written (a second process group
 //! with `after` and `files_of`: the layouts the placer gave at creation); the read rate is the
 //! bytes read over the time from the first read call to the last read's completion.
+//! Every case runs twice: files created at set-up (placed from the start's snapshot), and
+//! created at their first I/O and placed from the OSSs' last 60 s statistics report (iez's
+//! collector, §III-B1). Last, one case beyond the paper where staleness matters: IOR starting
+//! while another job fills oss1, under 60 s and 1 s reports (`stale_table`).
 //! `scripts/reproduce-iez.sh` calls it; every measured number in `docs/reproductions/iez.md`
 //! comes from its output.
 //!
@@ -20,10 +24,50 @@
 
 use std::path::Path;
 
-use pfsqos_sim::scenario::{ByteSize, FileMode, JobSpec, ProcessGroupSpec};
+use pfsqos_sim::scenario::{ByteSize, FileMode, FilesCreated, JobSpec, ProcessGroupSpec};
 use pfsqos_sim::{run, run_traced, RunOutput, Scenario};
 
 const PLACERS: [&str; 3] = ["roundrobin", "lustre", "iez"];
+
+/// When the run's files are created, and so which statistics the placer decides from.
+#[derive(Clone, Copy)]
+enum Created {
+    /// Every file at set-up, placed from the start's snapshot (`files_created = "start"`).
+    AtSetUp,
+    /// Each file at its first I/O, placed from the OSSs' last report, taken every this many
+    /// seconds (`files_created = "first_io"`, `oss_stats_period_s`).
+    FirstIo { report_period_s: f64 },
+}
+
+impl Created {
+    fn label(self) -> String {
+        match self {
+            Created::AtSetUp => "at set-up".to_string(),
+            Created::FirstIo { report_period_s } => {
+                format!("first I/O, {report_period_s} s reports")
+            }
+        }
+    }
+
+    fn apply(self, s: &mut Scenario) {
+        match self {
+            Created::AtSetUp => s.cluster.files_created = FilesCreated::Start,
+            Created::FirstIo { report_period_s } => {
+                s.cluster.files_created = FilesCreated::FirstIo;
+                s.cluster.oss_stats_period_s = report_period_s;
+            }
+        }
+    }
+}
+
+/// The paper's tables run both ways: files created at set-up (every earlier number), and at
+/// their first I/O with iez's 60 s statistics (§III-B1).
+const CREATED: [Created; 2] = [
+    Created::AtSetUp,
+    Created::FirstIo {
+        report_period_s: 60.0,
+    },
+];
 const GB: u64 = 1_000_000_000;
 
 fn run_quiet(s: &Scenario) -> RunOutput {
@@ -83,6 +127,26 @@ processes = [{ rw = "write", bs = "1M", size = "1M" }]
     base.jobs[0].groups[0].clone()
 }
 
+/// Every OST's utilization at the end of the run, and every OSS's (its OSTs' mean).
+fn utilization(out: &RunOutput, s: &Scenario) -> (Vec<f64>, Vec<f64>) {
+    let util: Vec<f64> = out
+        .ost_space
+        .iter()
+        .map(|o| o.utilization().expect("the testbed's OSTs have sizes"))
+        .collect();
+    let per_oss = util.len() / s.osses.len();
+    assert_eq!(
+        per_oss * s.osses.len(),
+        util.len(),
+        "every OSS has as many OSTs"
+    );
+    let oss_util = util
+        .chunks(per_oss)
+        .map(|c| c.iter().sum::<f64>() / c.len() as f64)
+        .collect();
+    (util, oss_util)
+}
+
 struct Row {
     cost: f64,
     max_util: f64,
@@ -91,10 +155,17 @@ struct Row {
     rate_mb_s: f64,
 }
 
-fn measure(base: &Scenario, jobs: Vec<JobSpec>, placer: &str, used_first_oss: Option<u64>) -> Row {
+fn measure(
+    base: &Scenario,
+    jobs: Vec<JobSpec>,
+    placer: &str,
+    used_first_oss: Option<u64>,
+    created: Created,
+) -> Row {
     let mut s = base.clone();
     s.jobs = jobs;
     s.cluster.placement = placer.to_string();
+    created.apply(&mut s);
     if let Some(used) = used_first_oss {
         s.osses[0].ost_used = Some(ByteSize(used));
     }
@@ -104,16 +175,7 @@ fn measure(base: &Scenario, jobs: Vec<JobSpec>, placer: &str, used_first_oss: Op
         "{}: unfinished",
         s.name
     );
-    let util: Vec<f64> = out
-        .ost_space
-        .iter()
-        .map(|o| o.utilization().expect("the testbed's OSTs have sizes"))
-        .collect();
-    let per_oss = util.len() / s.osses.len();
-    let oss_util = util
-        .chunks(per_oss)
-        .map(|c| c.iter().sum::<f64>() / c.len() as f64)
-        .collect();
+    let (util, oss_util) = utilization(&out, &s);
     let written: u64 = out.jobs.iter().map(|j| j.bytes_written).sum();
     Row {
         cost: out.ost_cost().expect("something was written"),
@@ -131,13 +193,17 @@ fn table(
     used_first_oss: Option<u64>,
 ) {
     println!("### {title}\n");
-    println!("| case | placer | OSTCost | max OST util | mean OST util | OSS util (1/2/3) | write rate (MB/s) |");
-    println!("|---|---|---:|---:|---:|---|---:|");
+    println!("| case | files created | placer | OSTCost | max OST util | mean OST util | OSS util (1/2/3) | write rate (MB/s) |");
+    println!("|---|---|---|---:|---:|---:|---|---:|");
     for (label, jobs) in cases {
-        for placer in PLACERS {
-            let r = measure(base, jobs.clone(), placer, used_first_oss);
+        for (created, placer) in CREATED
+            .iter()
+            .flat_map(|c| PLACERS.iter().map(move |p| (*c, *p)))
+        {
+            let r = measure(base, jobs.clone(), placer, used_first_oss, created);
             println!(
-                "| {label} | {placer} | {:.3} | {:.1} % | {:.1} % | {} | {:.0} |",
+                "| {label} | {} | {placer} | {:.3} | {:.1} % | {:.1} % | {} | {:.0} |",
+                created.label(),
                 r.cost,
                 r.max_util * 100.0,
                 r.mean_util * 100.0,
@@ -175,10 +241,11 @@ fn with_read_back(mut jobs: Vec<JobSpec>) -> Vec<JobSpec> {
 /// the first read call to the last read's completion; and the write rate of the same run
 /// (bytes written over the time to the last write's completion) as a check against the
 /// write tables.
-fn read_back(base: &Scenario, jobs: Vec<JobSpec>, placer: &str) -> (f64, f64) {
+fn read_back(base: &Scenario, jobs: Vec<JobSpec>, placer: &str, created: Created) -> (f64, f64) {
     let mut s = base.clone();
     s.jobs = with_read_back(jobs);
     s.cluster.placement = placer.to_string();
+    created.apply(&mut s);
     let (out, trace) =
         run_traced(&s, "nobw", s.simulation.seed).unwrap_or_else(|e| panic!("{}: {e}", s.name));
     assert!(
@@ -210,18 +277,95 @@ fn read_back(base: &Scenario, jobs: Vec<JobSpec>, placer: &str) -> (f64, f64) {
 
 fn read_table(title: &str, base: &Scenario, cases: &[(String, Vec<JobSpec>)]) {
     println!("### {title}\n");
-    println!("| case | placer | read rate (MB/s) | vs roundrobin | vs lustre | write rate of the same run (MB/s) |");
-    println!("|---|---|---:|---:|---:|---:|");
+    println!("| case | files created | placer | read rate (MB/s) | vs roundrobin | vs lustre | write rate of the same run (MB/s) |");
+    println!("|---|---|---|---:|---:|---:|---:|");
     for (label, jobs) in cases {
-        let rates: Vec<(f64, f64)> = PLACERS
-            .iter()
-            .map(|placer| read_back(base, jobs.clone(), placer))
-            .collect();
-        for (placer, (read, write)) in PLACERS.iter().zip(&rates) {
+        for created in CREATED {
+            let rates: Vec<(f64, f64)> = PLACERS
+                .iter()
+                .map(|placer| read_back(base, jobs.clone(), placer, created))
+                .collect();
+            for (placer, (read, write)) in PLACERS.iter().zip(&rates) {
+                println!(
+                    "| {label} | {} | {placer} | {read:.0} | {:+.1} % | {:+.1} % | {write:.0} |",
+                    created.label(),
+                    (read / rates[0].0 - 1.0) * 100.0,
+                    (read / rates[1].0 - 1.0) * 100.0,
+                );
+            }
+        }
+    }
+    println!();
+}
+
+/// Beyond the paper: what stale statistics change. Another job (`fill`, client 0) writes 4 GB
+/// to each of oss1's five OSTs (two processes per OST, pinned by `stripe_offset`, so Lustre's
+/// allocator places them at the OST asked for), and IOR (client 1, `procs` × 1.2 GB, stripe
+/// count 4) starts `ior_start_s` later, while `fill` still writes. Files created at set-up
+/// are placed from the start's snapshot; at their first I/O, from the last report: with 60 s
+/// reports that is still the start's, with 1 s reports one taken during `fill`'s writes.
+fn stale_table(base: &Scenario, procs: u32, ior_start_s: f64) {
+    println!(
+        "### Beyond the paper: stale statistics (IOR {procs} x 1.2 GB, stripe count 4, starting \
+         {ior_start_s} s after another job began writing 4 GB to each of oss1's OSTs)\n"
+    );
+    println!("| files created | placer | OSTCost | OSS util (1/2/3) | IOR's bytes on oss1 | IOR's write rate (MB/s) |");
+    println!("|---|---|---:|---|---:|---:|");
+    let mut fill = job("fill", 2, 2 * GB, 1, false, vec![0]);
+    let group = fill.groups.pop().expect("one group");
+    for ost in 0..5 {
+        fill.groups.push(ProcessGroupSpec {
+            stripe_offset: Some(ost),
+            ..group.clone()
+        });
+    }
+    let mut ior = job("ior.1", procs, 1_200_000_000, 4, false, vec![1]);
+    ior.groups[0].shape.start_s = ior_start_s;
+    let modes = [
+        Created::AtSetUp,
+        Created::FirstIo {
+            report_period_s: 60.0,
+        },
+        Created::FirstIo {
+            report_period_s: 1.0,
+        },
+    ];
+    for created in modes {
+        for placer in PLACERS {
+            let mut s = base.clone();
+            s.jobs = vec![fill.clone(), ior.clone()];
+            s.cluster.placement = placer.to_string();
+            created.apply(&mut s);
+            let out = run_quiet(&s);
+            assert!(
+                out.jobs.iter().all(|j| j.finished),
+                "{}: unfinished",
+                s.name
+            );
+            let (util, oss_util) = utilization(&out, &s);
+            let per_oss = util.len() / s.osses.len();
+            let oss_util: Vec<String> = oss_util
+                .iter()
+                .map(|u| format!("{:.1}", u * 100.0))
+                .collect();
+            let ior_out = &out.jobs[1];
+            assert_eq!(ior_out.job_id, "ior.1");
+            // Per OST, IOR's bytes over the run (its per-bin bytes summed).
+            let ior_on_oss1: u64 = ior_out
+                .bytes_per_ost_bin
+                .iter()
+                .take(per_oss)
+                .map(|bins| bins.iter().sum::<u64>())
+                .sum();
+            let span_ns =
+                ior_out.last_io_ns.expect("IOR wrote") - ior_out.first_io_ns.expect("IOR wrote");
             println!(
-                "| {label} | {placer} | {read:.0} | {:+.1} % | {:+.1} % | {write:.0} |",
-                (read / rates[0].0 - 1.0) * 100.0,
-                (read / rates[1].0 - 1.0) * 100.0,
+                "| {} | {placer} | {:.3} | {} | {:.1} % | {:.0} |",
+                created.label(),
+                out.ost_cost().expect("something was written"),
+                oss_util.join(" / "),
+                ior_on_oss1 as f64 / ior_out.bytes_written as f64 * 100.0,
+                ior_out.bytes_written as f64 / 1e6 / (span_ns as f64 / 1e9),
             );
         }
     }
@@ -306,6 +450,7 @@ fn main() {
         &[ior(32, 4), ior(64, 8)],
         Some(4 * GB),
     );
+    stale_table(&base, 32, 3.0);
     read_table(
         "Fig. 10: read rates, each process reading its file back after all have written",
         &base,

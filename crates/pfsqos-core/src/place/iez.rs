@@ -66,7 +66,7 @@ use std::fmt;
 use super::cost::{oss_load, OSS_CPU_WEIGHT, OSS_MEM_WEIGHT};
 use super::lustre::{LustreAllocator, LustreQosConfig};
 use super::mcmf::{EdgeId, FlowError, FlowNetwork, MCMF_CAPACITY_MAX};
-use super::stats::{ServerStats, StatsError};
+use super::stats::{ServerLoad, ServerStats, StatsError};
 use super::stripe::{iez_stripe_size_bytes, StripeSizeError};
 use super::{Placement, PlacementContext, PlacementError, PlacementRequest, PLACER_OSTS_MAX};
 use crate::model::{JobId, OstId, StripeLayout};
@@ -77,6 +77,13 @@ pub const COST_SCALE: f64 = 1e6;
 pub const MDS_CPU_UTIL_MAX: f64 = 0.70;
 /// … and its memory utilization below this.
 pub const MDS_MEM_UTIL_MAX: f64 = 0.50;
+
+/// Whether an MDS at `load` is too busy for Algorithm 2 (§III-B2: CPU at
+/// [`MDS_CPU_UTIL_MAX`] or more, or memory at [`MDS_MEM_UTIL_MAX`] or more). The one test of
+/// the gate: the simulator's placer and the live MDS both ask it.
+pub fn mds_busy(load: &ServerLoad) -> bool {
+    load.cpu_util >= MDS_CPU_UTIL_MAX || load.mem_util >= MDS_MEM_UTIL_MAX
+}
 /// Most predicted files the placer holds, over all jobs.
 pub const PREDICTIONS_HELD_MAX: usize = 4096;
 /// Most jobs with predictions at a time.
@@ -685,9 +692,7 @@ impl Iez {
                     request: request.ost_count,
                 })
             }
-            Some(ServerStats { mds: Some(mds), .. })
-                if mds.cpu_util >= MDS_CPU_UTIL_MAX || mds.mem_util >= MDS_MEM_UTIL_MAX =>
-            {
+            Some(ServerStats { mds: Some(mds), .. }) if mds_busy(mds) => {
                 Err(IezFallback::MdsBusy {
                     cpu_util: mds.cpu_util,
                     mem_util: mds.mem_util,
@@ -855,7 +860,6 @@ impl Placement for Iez {
 mod tests {
     use super::*;
     use crate::place::cost::{ost_cost, ost_utilization};
-    use crate::place::stats::ServerLoad;
 
     const GIB: u64 = 1 << 30;
     const HACC_FILE_BYTES: u64 = 803_405_824;
@@ -1221,6 +1225,17 @@ mod tests {
         create(&mut p, a, 8, 15);
         assert!(matches!(p.fallback(), Some(IezFallback::MdsBusy { .. })));
         assert!(p.last_fallback().unwrap().contains("MDS busy"));
+    }
+
+    /// The gate's edges (§III-B2): busy from 70 % CPU or 50 % memory on, either alone.
+    #[test]
+    fn mds_busy_at_the_papers_limits() {
+        let at = |cpu_util, mem_util| mds_busy(&ServerLoad { cpu_util, mem_util });
+        assert!(!at(0.0, 0.0));
+        assert!(!at(0.699, 0.499));
+        assert!(at(0.70, 0.0));
+        assert!(at(0.0, 0.50));
+        assert!(at(1.0, 1.0));
     }
 
     #[test]

@@ -151,6 +151,10 @@ fn decode_trace_job(text: &str) -> Option<JobId> {
     while i < b.len() {
         if b[i] == b'%' {
             let hex = text.get(i + 1..i + 3)?;
+            // Two hex digits exactly: `from_str_radix` would also take a sign (`%+4`).
+            if !hex.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return None;
+            }
             out.push(u8::from_str_radix(hex, 16).ok()?);
             i += 3;
         } else {
@@ -291,6 +295,8 @@ mod tests {
             format!("{TRACE_JOB_HEADER}\n/run/a,5,1,0,{long}\n"),
             format!("{TRACE_JOB_HEADER}\n/run/a,5,1,0,x%zz\n"),
             format!("{TRACE_JOB_HEADER}\n/run/a,5,1,0,x%2\n"),
+            format!("{TRACE_JOB_HEADER}\n/run/a,5,1,0,x%+9\n"),
+            format!("{TRACE_JOB_HEADER}\n/run/a,5,1,0,x%-9\n"),
             format!("{TRACE_JOB_HEADER}\n/run/a,5,1\n"),
             format!("{TRACE_JOB_HEADER}\nnocomma\n"),
         ] {

@@ -964,3 +964,14 @@ fn flow_hot_state_fits_in_four_cache_lines() {
     assert_eq!(size_of::<Option<Queued<u32>>>(), 40);
     assert!(offset_of!(Flow<u32>, announced) < 256);
 }
+
+proptest! {
+    /// The 64-bit path of `tag` gives the 128-bit quotient exactly, at the boundary too.
+    #[test]
+    fn tag_equals_the_wide_quotient(
+        cost in prop_oneof![0u64..1 << 33, (1u64 << 32) - 2..(1u64 << 32) + 2, any::<u64>()],
+        weight in prop_oneof![1u32..4, 1u32..=SFQ_WEIGHT_MAX, Just(SFQ_WEIGHT_MAX)],
+    ) {
+        prop_assert_eq!(tag(cost, weight), ((cost as Tag) << TAG_FRAC_BITS) / weight as Tag);
+    }
+}

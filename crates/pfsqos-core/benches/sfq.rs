@@ -141,14 +141,15 @@ fn bench(c: &mut Criterion) {
 
 criterion_group!(benches, bench);
 
-/// `PFSQOS_SFQ_STEPS=<policy>:<flows>:<steps>` runs exactly `steps` steps of one case after
-/// the warm-up and exits, instead of criterion: a fixed amount of work to count under a cache
-/// simulator (`valgrind --tool=cachegrind`), where two step counts' difference gives the
-/// misses of one step without the setup's. Policies: `tbf`, `sfqd`, `threshold`, `layout`.
+/// `--counted-steps <policy>:<flows>:<steps>` (the binary's first argument) runs exactly
+/// `steps` steps of one case after the warm-up and exits, instead of criterion: a fixed
+/// amount of work to count under a cache simulator (`valgrind --tool=cachegrind`), where two
+/// step counts' difference gives the misses of one step without the setup's. Policies:
+/// `tbf`, `sfqd`, `threshold`, `layout`.
 fn counted_steps(spec: &str) {
     let parts: Vec<&str> = spec.split(':').collect();
     let [policy, flows, steps] = parts[..] else {
-        panic!("PFSQOS_SFQ_STEPS: expected <policy>:<flows>:<steps>, got {spec:?}");
+        panic!("--counted-steps: expected <policy>:<flows>:<steps>, got {spec:?}");
     };
     let flows: usize = flows.parse().expect("flows: a number");
     let steps: u64 = steps.parse().expect("steps: a number");
@@ -176,15 +177,21 @@ fn counted_steps(spec: &str) {
             Steady::new(sfq(flows, SyncMode::Threshold), flows, true),
             steps,
         ),
-        "layout" => run(Steady::new(sfq(flows, SyncMode::Layout), flows, true), steps),
-        other => panic!("PFSQOS_SFQ_STEPS: unknown policy {other:?}"),
+        "layout" => run(
+            Steady::new(sfq(flows, SyncMode::Layout), flows, true),
+            steps,
+        ),
+        other => panic!("--counted-steps: unknown policy {other:?}"),
     }
 }
 
 fn main() {
-    if let Ok(spec) = std::env::var("PFSQOS_SFQ_STEPS") {
-        counted_steps(&spec);
-        return;
+    let args: Vec<String> = std::env::args().skip(1).take(2).collect();
+    if let [flag, spec] = &args[..] {
+        if flag == "--counted-steps" {
+            counted_steps(spec);
+            return;
+        }
     }
     benches();
     criterion::Criterion::default()

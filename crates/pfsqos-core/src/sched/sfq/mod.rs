@@ -106,7 +106,8 @@ pub use weights::{
     SFQ_WEIGHT_RULES_MAX,
 };
 
-/// Most flows one instance tracks (a flow costs about 200 bytes: 50 MiB at the bound).
+/// Most flows one instance tracks (a flow costs about 300 bytes with its side-table entry
+/// and index slot: 75 MiB at the bound).
 /// Above the 100,000 flows the benchmarks use; see the module doc for what happens beyond.
 pub const SFQ_FLOWS_MAX: usize = 262_144;
 /// Largest depth D: more outstanding requests than any device queue holds.

@@ -8,7 +8,7 @@
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, BenchmarkId, Criterion};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
 use pfsqos_core::sched::sfq::{Sfq, SfqConfig, SyncMode};
 use pfsqos_core::sched::tbf::{ClassType, Field, LustreVersion, Tbf, TbfCommand, TbfConfig};
@@ -140,4 +140,61 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+/// `--counted-steps <policy>:<flows>:<steps>` (the binary's first argument) runs exactly
+/// `steps` steps of one case after the warm-up and exits, instead of criterion: a fixed
+/// amount of work to count under a cache simulator (`valgrind --tool=cachegrind`), where two
+/// step counts' difference gives the misses of one step without the setup's. Policies:
+/// `tbf`, `sfqd`, `threshold`, `layout`.
+fn counted_steps(spec: &str) {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let [policy, flows, steps] = parts[..] else {
+        panic!("--counted-steps: expected <policy>:<flows>:<steps>, got {spec:?}");
+    };
+    let flows: usize = flows.parse().expect("flows: a number");
+    let steps: u64 = steps.parse().expect("steps: a number");
+    assert!((1..=pfsqos_core::sched::sfq::SFQ_FLOWS_MAX).contains(&flows));
+    fn run<S: RequestScheduler<u32>>(mut s: Steady<S>, steps: u64) {
+        for _ in 0..steps {
+            assert!(s.step(), "steady state must dispatch every step");
+        }
+    }
+    match policy {
+        "tbf" => {
+            let mut tbf: Tbf<u32> = Tbf::new(
+                ClassType::single(Field::Jobid),
+                TbfConfig {
+                    cache_size_classes: 1 << 20,
+                    ..TbfConfig::default()
+                },
+            );
+            tbf.apply(&TbfCommand::parse("change default rate=999999").unwrap())
+                .unwrap();
+            run(Steady::new(tbf, flows, false), steps)
+        }
+        "sfqd" => run(Steady::new(sfq(flows, SyncMode::None), flows, true), steps),
+        "threshold" => run(
+            Steady::new(sfq(flows, SyncMode::Threshold), flows, true),
+            steps,
+        ),
+        "layout" => run(
+            Steady::new(sfq(flows, SyncMode::Layout), flows, true),
+            steps,
+        ),
+        other => panic!("--counted-steps: unknown policy {other:?}"),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).take(2).collect();
+    if let [flag, spec] = &args[..] {
+        if flag == "--counted-steps" {
+            counted_steps(spec);
+            return;
+        }
+    }
+    benches();
+    criterion::Criterion::default()
+        .configure_from_args()
+        .final_summary();
+}

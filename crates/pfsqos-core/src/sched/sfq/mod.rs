@@ -84,6 +84,7 @@ mod tests;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::num::NonZeroU64;
 
 use heap::{Entry, QuadHeap};
 
@@ -105,7 +106,8 @@ pub use weights::{
     SFQ_WEIGHT_RULES_MAX,
 };
 
-/// Most flows one instance tracks (a flow costs about 200 bytes: 50 MiB at the bound).
+/// Most flows one instance tracks (a flow costs about 300 bytes with its side-table entry
+/// and index slot: 75 MiB at the bound).
 /// Above the 100,000 flows the benchmarks use; see the module doc for what happens beyond.
 pub const SFQ_FLOWS_MAX: usize = 262_144;
 /// Largest depth D: more outstanding requests than any device queue holds.
@@ -292,23 +294,126 @@ impl SfqConfig {
     }
 }
 
+/// A tag stored as two words: 8-byte aligned, so a queued request with a 4-byte payload
+/// takes 40 bytes instead of the 48 a 16-byte aligned `u128` would pad it to.
+#[derive(Clone, Copy, Debug)]
+struct StoredTag {
+    high: u64,
+    low: u64,
+}
+
+impl StoredTag {
+    #[inline]
+    fn new(tag: Tag) -> StoredTag {
+        StoredTag {
+            high: (tag >> 64) as u64,
+            low: tag as u64,
+        }
+    }
+
+    #[inline]
+    fn get(self) -> Tag {
+        ((self.high as Tag) << 64) | self.low as Tag
+    }
+}
+
 #[derive(Debug)]
 struct Queued<P> {
     payload: P,
-    start: Tag,
+    start: StoredTag,
     cost: u64,
-    seq: u64,
+    /// Arrival number, from 1: the niche makes `Option<Queued<P>>` no larger than a request,
+    /// so the flow's two inline requests fit in its lines 2 and 3.
+    seq: NonZeroU64,
 }
 
-/// Field order is chosen for the cache (`repr(C)`, line-aligned): line 0 holds what a lookup
-/// compares (the 64-byte key), line 1 the tag, queue, weight and flags an enqueue and a
-/// dispatch touch, the rest what only some paths read.
+/// A flow's requests in arrival order: the two oldest inline (most flows hold one or two
+/// requests at a time, and a separate buffer would cost a cache miss per RPC, as TBF found),
+/// the rest in a boxed deque allocated on a flow's first third request and kept.
 #[derive(Debug)]
-#[repr(C, align(64))]
+#[repr(C)]
+struct FlowQueue<P> {
+    first: Option<Queued<P>>,
+    /// Set only when `first` is.
+    second: Option<Queued<P>>,
+    /// Requests after `second`; empty unless `second` is set. Boxed: one word instead of
+    /// four, so the flow's hot state fits in lines 1-3.
+    // A box on purpose: the flow layout needs the one-word pointer, not the four-word deque.
+    #[allow(clippy::box_collection)]
+    rest: Option<Box<VecDeque<Queued<P>>>>,
+}
+
+impl<P> FlowQueue<P> {
+    fn new() -> FlowQueue<P> {
+        FlowQueue {
+            first: None,
+            second: None,
+            rest: None,
+        }
+    }
+
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some())
+            + usize::from(self.second.is_some())
+            + self.rest.as_ref().map_or(0, |r| r.len())
+    }
+
+    #[inline]
+    fn front(&self) -> Option<&Queued<P>> {
+        self.first.as_ref()
+    }
+
+    #[inline]
+    fn push_back(&mut self, q: Queued<P>) {
+        if self.first.is_none() {
+            debug_assert!(self.second.is_none());
+            self.first = Some(q);
+        } else if self.second.is_none() {
+            debug_assert!(self.rest.as_ref().is_none_or(|r| r.is_empty()));
+            self.second = Some(q);
+        } else {
+            self.rest.get_or_insert_with(Default::default).push_back(q);
+        }
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<Queued<P>> {
+        let q = self.first.take();
+        // Only a flow with a second request can have more.
+        if let Some(second) = self.second.take() {
+            self.first = Some(second);
+            self.second = self.rest.as_mut().and_then(|r| r.pop_front());
+        }
+        q
+    }
+
+    /// Removes every request, oldest first, keeping the deque's allocation.
+    fn drain_into(&mut self, out: &mut Vec<Queued<P>>) {
+        out.extend(self.first.take());
+        out.extend(self.second.take());
+        if let Some(r) = self.rest.as_mut() {
+            out.extend(r.drain(..));
+        }
+    }
+}
+
+/// Field order is chosen for the cache (`repr(C)`, aligned to a pair of lines, which the
+/// L2's adjacent-line prefetcher fetches together): line 0 holds what a lookup compares (the
+/// 64-byte key); line 1 the tag, weight, flags and counters every enqueue and dispatch
+/// update; lines 2 and 3 the two oldest requests and the rest of what an enqueue or a
+/// dispatch may touch. What only the control plane and layout synchronization read is in
+/// [`FlowCold`], beside the flow table. A lookup prefetches lines 1-3 while it compares the
+/// key ([`Sfq::find`]), and a dispatch while it pops the heap, so the misses overlap.
+#[derive(Debug)]
+#[repr(C, align(128))]
 struct Flow<P> {
     key: RpcTags,
     last_finish: Tag,
-    queue: VecDeque<Queued<P>>,
     weight: u32,
     mode: FlowMode,
     /// False while the slot is free.
@@ -316,16 +421,22 @@ struct Flow<P> {
     /// Served here and not departed.
     present: bool,
     held: bool,
-    /// When the flow last became idle (its last queued request dispatched).
-    idle_since_ns: u64,
+    /// Peers' reported service not yet charged (threshold mode).
+    delay_cost: u64,
+    /// Service counted here since the last broadcast.
+    unreported_cost: u64,
     /// Service counted here since the flow arrived (layout audit).
     local_cost_total: u64,
     /// Cost dispatched here, for the listing.
     dispatched_cost: u64,
-    /// Peers' reported service not yet charged (threshold mode).
-    delay_cost: u64,
+    /// When the flow last became idle (its last queued request dispatched).
+    idle_since_ns: u64,
+    queue: FlowQueue<P>,
     /// NWC: the flow may be dispatched again at this time.
     cap_clock_ns: u64,
+    /// `FlowCold::remote.len()`, read by every layout-mode arrival.
+    remote_count: u32,
+    rule_id: u32,
     in_idle_log: bool,
     dirty: bool,
     in_departed_log: bool,
@@ -333,11 +444,13 @@ struct Flow<P> {
     active: bool,
     /// This instance broadcast the flow's arrival and not yet its departure.
     announced: bool,
-    rule_id: u32,
+}
+
+/// The part of a flow no enqueue or dispatch of plain SFQ(D) or threshold DSFQ reads.
+#[derive(Debug, Default)]
+struct FlowCold {
     /// Other instances that announced the flow (layout mode), sorted.
     remote: Vec<u32>,
-    /// Service counted here since the last broadcast.
-    unreported_cost: u64,
     audited_cost: u64,
 }
 
@@ -349,7 +462,7 @@ impl<P> Flow<P> {
             rule_id,
             weight,
             last_finish: 0,
-            queue: VecDeque::new(),
+            queue: FlowQueue::new(),
             present: false,
             idle_since_ns: 0,
             in_idle_log: false,
@@ -359,14 +472,22 @@ impl<P> Flow<P> {
             delay_cost: 0,
             unreported_cost: 0,
             dirty: false,
-            remote: Vec::new(),
+            remote_count: 0,
             announced: false,
             local_cost_total: 0,
-            audited_cost: 0,
             cap_clock_ns: 0,
             held: false,
             dispatched_cost: 0,
         }
+    }
+
+    /// Starts loading lines 1-3 (the line of `self` being read already holds the key):
+    /// a plain read whose value is not waited for, so the out-of-order core issues the misses
+    /// together with the key comparison or the heap descent that follows. (The core crate
+    /// has no `unsafe`, which `_mm_prefetch` would need.)
+    #[inline(always)]
+    fn touch_hot_lines(&self) {
+        std::hint::black_box((self.weight, self.queue.first.is_some(), self.remote_count));
     }
 
     /// No request queued. A flow whose last request is still in service counts as idle: it
@@ -382,7 +503,7 @@ impl<P> Flow<P> {
         self.live
             && !self.present
             && self.is_idle()
-            && self.remote.is_empty()
+            && self.remote_count == 0
             && self.delay_cost == 0
             && self.unreported_cost == 0
             && !self.announced
@@ -398,7 +519,13 @@ fn hash_key(key: &RpcTags) -> u32 {
 #[inline]
 fn tag(cost: u64, weight: u32) -> Tag {
     debug_assert!(weight > 0);
-    ((cost as Tag) << TAG_FRAC_BITS) / weight as Tag
+    if cost >> (64 - TAG_FRAC_BITS) == 0 {
+        // The same quotient in 64 bits while the shifted cost fits (costs below 4 GiB, every
+        // RPC): a 128-bit division is a library call of some forty instructions.
+        ((cost << TAG_FRAC_BITS) / weight as u64) as Tag
+    } else {
+        ((cost as Tag) << TAG_FRAC_BITS) / weight as Tag
+    }
 }
 
 /// One SFQ(D)/DSFQ instance.
@@ -409,6 +536,8 @@ pub struct Sfq<P> {
     version: LustreVersion,
     rules: weights::WeightRules,
     flows: Vec<Flow<P>>,
+    /// `cold[f]` is the rarely read part of `flows[f]`.
+    cold: Vec<FlowCold>,
     free: Vec<u32>,
     /// 32-bit key hash -> flow (TBF's index: one 8-byte slot per flow, so a lookup touches
     /// one line of the index and then the flow).
@@ -423,8 +552,12 @@ pub struct Sfq<P> {
     held: BinaryHeap<Reverse<(u64, u32)>>,
     /// Flows that became idle, roughly oldest first, as `(flow, idle since)`.
     idle_log: VecDeque<(u32, u64)>,
+    /// `idle_log`'s front entry's time, `u64::MAX` while it is empty: every enqueue, dispatch
+    /// and completion checks for departures, and this makes the check one comparison.
+    idle_front_since_ns: u64,
     /// Departed flows, candidates for eviction.
     departed_log: VecDeque<u32>,
+    /// The next arrival's number (from 1, see [`Queued::seq`]).
     seq: u64,
     vtime: Tag,
     outstanding: u32,
@@ -450,6 +583,7 @@ impl<P> Sfq<P> {
             version,
             rules: weights::WeightRules::new(),
             flows: Vec::new(),
+            cold: Vec::new(),
             free: Vec::new(),
             index: ClassIndex::default(),
             indexed: 0,
@@ -457,8 +591,9 @@ impl<P> Sfq<P> {
             heap: QuadHeap::default(),
             held: BinaryHeap::new(),
             idle_log: VecDeque::new(),
+            idle_front_since_ns: u64::MAX,
             departed_log: VecDeque::new(),
-            seq: 0,
+            seq: 1,
             vtime: 0,
             outstanding: 0,
             queued: 0,
@@ -518,7 +653,7 @@ impl<P> Sfq<P> {
     /// Other instances serving the flow, as announced to this one.
     pub fn flow_remote_instances(&self, tags: &RpcTags) -> Option<&[u32]> {
         self.lookup(tags)
-            .map(|f| self.flows[f as usize].remote.as_slice())
+            .map(|f| self.cold[f as usize].remote.as_slice())
     }
 
     fn lookup(&self, tags: &RpcTags) -> Option<u32> {
@@ -528,8 +663,11 @@ impl<P> Sfq<P> {
     /// The flow whose class key is `key`.
     #[inline]
     fn find(&self, key: &RpcTags) -> Option<u32> {
-        self.index
-            .find(hash_key(key), |f| self.flows[f as usize].key == *key)
+        self.index.find(hash_key(key), |f| {
+            let flow = &self.flows[f as usize];
+            flow.touch_hot_lines();
+            flow.key == *key
+        })
     }
 
     // ------------------------------------------------------------ flows
@@ -537,11 +675,19 @@ impl<P> Sfq<P> {
     fn alloc_flow(&mut self, flow: Flow<P>) -> u32 {
         match self.free.pop() {
             Some(i) => {
-                self.flows[i as usize] = flow;
+                let slot = &mut self.flows[i as usize];
+                // Reuse the slot's deque allocation.
+                let rest = slot.queue.rest.take();
+                *slot = flow;
+                slot.queue.rest = rest;
+                debug_assert!(self.cold[i as usize].remote.is_empty());
+                self.cold[i as usize].audited_cost = 0;
                 i
             }
             None => {
                 self.flows.push(flow);
+                self.cold.push(FlowCold::default());
+                debug_assert_eq!(self.flows.len(), self.cold.len());
                 (self.flows.len() - 1) as u32
             }
         }
@@ -574,8 +720,8 @@ impl<P> Sfq<P> {
             if flow.evictable() && self.fold != Some(f) {
                 let key = flow.key;
                 flow.live = false;
-                flow.queue = VecDeque::new();
-                flow.remote = Vec::new();
+                debug_assert!(flow.queue.is_empty());
+                self.cold[f as usize].remote = Vec::new();
                 self.index.remove(hash_key(&key), f);
                 self.indexed -= 1;
                 self.free.push(f);
@@ -612,7 +758,7 @@ impl<P> Sfq<P> {
 
     fn update_active(&mut self, f: u32) {
         let flow = &mut self.flows[f as usize];
-        let active = flow.live && (flow.present || !flow.remote.is_empty());
+        let active = flow.live && (flow.present || flow.remote_count > 0);
         if active != flow.active {
             flow.active = active;
             if active {
@@ -631,7 +777,7 @@ impl<P> Sfq<P> {
         }
         flow.present = true;
         flow.local_cost_total = 0;
-        flow.audited_cost = 0;
+        self.cold[f as usize].audited_cost = 0;
         if self.config.sync == SyncMode::Layout && !flow.announced && self.fold != Some(f) {
             flow.announced = true;
             let key = flow.key;
@@ -649,12 +795,31 @@ impl<P> Sfq<P> {
         if !flow.in_idle_log {
             flow.in_idle_log = true;
             self.idle_log.push_back((f, now_ns));
+            if self.idle_log.len() == 1 {
+                self.idle_front_since_ns = now_ns;
+            }
         }
     }
 
     /// Flows idle for [`SfqConfig::flow_idle_ns`] at `now_ns` depart. Amortized O(1): each
     /// idle period puts a flow in the log at most twice.
+    #[inline]
     fn expire_idle(&mut self, now_ns: u64) {
+        debug_assert_eq!(
+            self.idle_front_since_ns,
+            self.idle_log.front().map_or(u64::MAX, |&(_, since)| since)
+        );
+        if self
+            .idle_front_since_ns
+            .saturating_add(self.config.flow_idle_ns)
+            > now_ns
+        {
+            return;
+        }
+        self.expire_idle_due(now_ns);
+    }
+
+    fn expire_idle_due(&mut self, now_ns: u64) {
         let idle_ns = self.config.flow_idle_ns;
         while let Some(&(f, since)) = self.idle_log.front() {
             if since.saturating_add(idle_ns) > now_ns {
@@ -675,6 +840,7 @@ impl<P> Sfq<P> {
             }
             self.depart(f);
         }
+        self.idle_front_since_ns = self.idle_log.front().map_or(u64::MAX, |&(_, since)| since);
     }
 
     fn depart(&mut self, f: u32) {
@@ -731,8 +897,9 @@ impl<P> Sfq<P> {
             }
             (SyncMode::Layout, FlowMode::Layout) => {
                 let audit = self.config.layout_audit_cost;
-                if audit > 0 && flow.local_cost_total - flow.audited_cost >= audit {
-                    flow.audited_cost = flow.local_cost_total;
+                let cold = &mut self.cold[f as usize];
+                if audit > 0 && flow.local_cost_total - cold.audited_cost >= audit {
+                    cold.audited_cost = flow.local_cost_total;
                     let key = flow.key;
                     let c = flow.local_cost_total.min(super::SERVICE_REPORT_COST_MAX);
                     self.push_report(ServiceReport::new(ReportKind::LayoutAudit, key, c));
@@ -840,25 +1007,27 @@ impl<P> Sfq<P> {
                         .new_flow(report.flow)
                         .ok_or(SyncRejection::TooManyFlows)?,
                 };
-                let flow = &mut self.flows[f as usize];
-                if let Err(at) = flow.remote.binary_search(&from) {
-                    if flow.remote.len() >= SYNC_INSTANCES_MAX as usize {
+                let remote = &mut self.cold[f as usize].remote;
+                if let Err(at) = remote.binary_search(&from) {
+                    if remote.len() >= SYNC_INSTANCES_MAX as usize {
                         return Err(SyncRejection::BadInstance);
                     }
-                    flow.remote.insert(at, from);
+                    remote.insert(at, from);
+                    self.flows[f as usize].remote_count = remote.len() as u32;
                 }
                 self.update_active(f);
                 Ok(())
             }
             (ReportKind::FlowLeft, SyncMode::Layout) => {
                 let f = known.ok_or(SyncRejection::UnknownFlow)?;
-                let flow = &mut self.flows[f as usize];
-                let at = flow
-                    .remote
+                let remote = &mut self.cold[f as usize].remote;
+                let at = remote
                     .binary_search(&from)
                     .map_err(|_| SyncRejection::UnknownFlow)?;
-                flow.remote.remove(at);
-                let gone = !flow.present && flow.remote.is_empty();
+                remote.remove(at);
+                let flow = &mut self.flows[f as usize];
+                flow.remote_count = remote.len() as u32;
+                let gone = !flow.present && flow.remote_count == 0;
                 self.update_active(f);
                 if gone {
                     self.note_departed(f);
@@ -939,7 +1108,7 @@ impl<P> Sfq<P> {
                     "{key} weight={} mode={} servers={} queued={} dispatched={}",
                     f.weight,
                     f.mode.name(),
-                    f.remote.len() as u64 + u64::from(f.present),
+                    f.remote_count as u64 + u64::from(f.present),
                     f.queue.len(),
                     f.dispatched_cost
                 )
@@ -1062,9 +1231,11 @@ impl<P> Sfq<P> {
             flow.delay_cost = 0;
             flow.unreported_cost = 0;
             flow.dirty = false;
-            flow.remote.clear();
+            flow.remote_count = 0;
             flow.announced = false;
-            flow.audited_cost = flow.local_cost_total;
+            let cold = &mut self.cold[i];
+            cold.remote.clear();
+            cold.audited_cost = flow.local_cost_total;
             let present = flow.present;
             let key = flow.key;
             self.update_active(i as u32);
@@ -1105,8 +1276,8 @@ impl<P> Sfq<P> {
         flow.held = false;
         if let Some(head) = flow.queue.front() {
             self.heap.push(Entry {
-                start: head.start,
-                seq: head.seq,
+                start: head.start.get(),
+                seq: head.seq.get(),
                 flow: f,
             });
         }
@@ -1161,28 +1332,28 @@ impl<P> RequestScheduler<P> for Sfq<P> {
         let f = self.flow_for_arrival(tags);
         self.make_present(f);
         let vtime = self.vtime;
-        let seq = self.seq;
+        let seq = NonZeroU64::new(self.seq).expect("arrival numbers start at 1");
         self.seq += 1;
         let flow = &mut self.flows[f as usize];
         let delay_cost = match flow.mode {
             FlowMode::Local => 0,
             FlowMode::Threshold => std::mem::take(&mut flow.delay_cost),
             // Mirrored on every other instance of the flow's stripe set.
-            FlowMode::Layout => cost.saturating_mul(flow.remote.len() as u64),
+            FlowMode::Layout => cost.saturating_mul(flow.remote_count as u64),
         };
         let start = vtime.max(flow.last_finish + tag(delay_cost, flow.weight));
         flow.last_finish = start + tag(cost, flow.weight);
         let was_empty = flow.queue.is_empty();
         flow.queue.push_back(Queued {
             payload,
-            start,
+            start: StoredTag::new(start),
             cost,
             seq,
         });
         if was_empty && !flow.held {
             self.heap.push(Entry {
                 start,
-                seq,
+                seq: seq.get(),
                 flow: f,
             });
         }
@@ -1200,15 +1371,17 @@ impl<P> RequestScheduler<P> for Sfq<P> {
             return Dequeue::Empty;
         }
         let nwc = self.nwc();
-        while let Some(Entry {
-            start,
-            seq,
-            flow: f,
-        }) = self.heap.pop()
-        {
+        while let Some(top) = self.heap.peek() {
+            // The flow's lines load while the pop descends the heap.
+            self.flows[top.flow as usize].touch_hot_lines();
+            let Entry {
+                start,
+                seq,
+                flow: f,
+            } = self.heap.pop().expect("peeked");
             let flow = &mut self.flows[f as usize];
             debug_assert_eq!(
-                flow.queue.front().map(|q| (q.start, q.seq)),
+                flow.queue.front().map(|q| (q.start.get(), q.seq.get())),
                 Some((start, seq))
             );
             if nwc && flow.cap_clock_ns > now_ns {
@@ -1222,8 +1395,8 @@ impl<P> RequestScheduler<P> for Sfq<P> {
                 .expect("a flow in the heap has a request");
             if let Some(next) = flow.queue.front() {
                 self.heap.push(Entry {
-                    start: next.start,
-                    seq: next.seq,
+                    start: next.start.get(),
+                    seq: next.seq.get(),
                     flow: f,
                 });
             }
@@ -1232,10 +1405,10 @@ impl<P> RequestScheduler<P> for Sfq<P> {
             // Without holds, every queued start tag is at least v (arrivals start at v or
             // later, and v is the smallest start tag when it moves): v only grows.
             assert!(
-                nwc || q.start >= self.vtime,
+                nwc || start >= self.vtime,
                 "virtual time would move backwards"
             );
-            self.vtime = self.vtime.max(q.start);
+            self.vtime = self.vtime.max(start);
             self.outstanding += 1;
             self.queued -= 1;
             assert!(
@@ -1322,10 +1495,10 @@ impl<P> Sfq<P> {
     pub fn drain(&mut self, _now_ns: u64) -> Vec<P> {
         let mut all: Vec<Queued<P>> = Vec::with_capacity(self.queued);
         for flow in self.flows.iter_mut().filter(|f| f.live) {
-            all.extend(flow.queue.drain(..));
+            flow.queue.drain_into(&mut all);
             flow.held = false;
         }
-        all.sort_unstable_by_key(|q| (q.start, q.seq));
+        all.sort_unstable_by_key(|q| (q.start.get(), q.seq));
         self.heap.clear();
         self.held.clear();
         self.queued = 0;

@@ -949,12 +949,29 @@ proptest! {
     }
 }
 
-/// The lookup reads line 0 (the key); enqueue and dispatch then read line 1.
+/// The lookup reads line 0 (the key); enqueue and dispatch then read lines 1-3, which hold
+/// every field they touch (the two oldest requests inline), and nothing else is per flow.
 #[test]
-fn flow_hot_state_fits_in_two_cache_lines() {
-    use std::mem::offset_of;
-    assert_eq!(std::mem::size_of::<RpcTags>(), 64);
+fn flow_hot_state_fits_in_four_cache_lines() {
+    use std::mem::{offset_of, size_of};
+    assert_eq!(size_of::<RpcTags>(), 64);
+    assert_eq!(size_of::<Flow<u32>>(), 256);
+    assert_eq!(std::mem::align_of::<Flow<u32>>(), 128);
     assert_eq!(offset_of!(Flow<u32>, last_finish), 64);
     assert!(offset_of!(Flow<u32>, idle_since_ns) + 8 <= 128);
-    assert!(offset_of!(Flow<u32>, held) < 128);
+    assert_eq!(offset_of!(Flow<u32>, queue), 128);
+    // Both inline requests, with the niche of their arrival number, in 40 bytes each.
+    assert_eq!(size_of::<Option<Queued<u32>>>(), 40);
+    assert!(offset_of!(Flow<u32>, announced) < 256);
+}
+
+proptest! {
+    /// The 64-bit path of `tag` gives the 128-bit quotient exactly, at the boundary too.
+    #[test]
+    fn tag_equals_the_wide_quotient(
+        cost in prop_oneof![0u64..1 << 33, (1u64 << 32) - 2..(1u64 << 32) + 2, any::<u64>()],
+        weight in prop_oneof![1u32..4, 1u32..=SFQ_WEIGHT_MAX, Just(SFQ_WEIGHT_MAX)],
+    ) {
+        prop_assert_eq!(tag(cost, weight), ((cost as Tag) << TAG_FRAC_BITS) / weight as Tag);
+    }
 }

@@ -5,7 +5,8 @@
 # HACC-I/O cases read back from the layouts the writes got (Fig. 10), on
 # scenarios/iez/testbed.toml; each case with files created at set-up and at their first I/O
 # from 60 s statistics reports (the paper's collector), plus a stale-statistics case.
-# Writes docs/reproductions/iez-measured.md.
+# Writes docs/reproductions/iez-measured.md and its OST and OSS utilization charts
+# (docs/reproductions/iez/*.svg).
 # Usage: scripts/reproduce-iez.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ trap 'rm -f "$tmp"' EXIT
   echo "script. RPC-level engine, deterministic; columns are explained at the top of"
   echo "\`crates/pfsqos-sim/examples/iez_repro.rs\`."
   echo
-  "$bin" scenarios/iez/testbed.toml
+  "$bin" scenarios/iez/testbed.toml docs/reproductions/iez
 } > "$tmp"
 mv "$tmp" "$out"
 trap - EXIT

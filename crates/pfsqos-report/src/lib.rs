@@ -49,6 +49,7 @@ pub use summary::{
     summarize, EngineSummary, FairnessWindow, JobSummary, RejectedWrite, RunSummary, WindowBasis,
     REJECTED_LISTED_MAX,
 };
+pub use svg::grouped_bar_chart_svg;
 pub use timeseries::{timeseries_csv, CSV_HEADER};
 pub use trace::{control_trace_csv, KNOWN_METRICS, TRACE_CSV_HEADER, TRACE_METRICS_MAX};
 

@@ -446,8 +446,68 @@ pub(crate) fn bar_chart(
     out
 }
 
+/// A standalone grouped bar chart for reproduction documents (for example one group per OST,
+/// one bar per placement policy): `values[g][k]` is series `k`'s value in group `g`, series
+/// colored and listed in the legend in order. Labels are escaped as data.
+///
+/// # Panics
+/// If a group's values do not match the series in number (a caller's bug).
+pub fn grouped_bar_chart_svg(
+    title: &str,
+    y_label: &str,
+    series: &[&str],
+    groups: &[(&str, Vec<f64>)],
+) -> String {
+    let bar_groups: Vec<BarGroup<'_>> = groups
+        .iter()
+        .map(|(label, values)| {
+            assert_eq!(
+                values.len(),
+                series.len(),
+                "group {label:?}: one value per series"
+            );
+            BarGroup {
+                label,
+                bars: values
+                    .iter()
+                    .zip(series)
+                    .enumerate()
+                    .map(|(k, (v, name))| Bar {
+                        value: *v,
+                        color: policy_color(k),
+                        title: format!("{label}, {name}: {v:.2}"),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let legend: Vec<(&str, &str)> = series
+        .iter()
+        .enumerate()
+        .map(|(k, name)| (*name, policy_color(k)))
+        .collect();
+    bar_chart(title, y_label, &bar_groups, &legend)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn grouped_bar_chart_draws_one_bar_per_value_and_escapes_labels() {
+        let svg = grouped_bar_chart_svg(
+            "OST <utilization>",
+            "Utilization (%)",
+            &["roundrobin", "iez"],
+            &[("OST0", vec![10.0, 20.0]), ("OST1&2", vec![30.0, 0.0])],
+        );
+        // One bar (a rect with its hover title) per group and series.
+        assert_eq!(svg.matches(", roundrobin: ").count(), 2, "{svg}");
+        assert_eq!(svg.matches(", iez: ").count(), 2, "{svg}");
+        assert!(svg.contains("OST &lt;utilization&gt;"), "{svg}");
+        assert!(svg.contains("OST1&amp;2"), "{svg}");
+        assert!(!svg.contains("OST1&2"), "{svg}");
+        assert!(svg.contains("OST0, iez: 20.00"), "{svg}");
+    }
+
     use super::*;
 
     #[test]

@@ -15,8 +15,12 @@
 //! `scripts/reproduce-iez.sh` calls it; every measured number in `docs/reproductions/iez.md`
 //! comes from its output.
 //!
+//! With a second argument, a directory, it also writes each table's largest case's OST and
+//! OSS utilization per placer as SVG charts there (the paper's Fig. 7-9 and 11-14 kind) and
+//! prints the Markdown that shows them.
+//!
 //! ```text
-//! cargo run --release -p pfsqos-sim --example iez_repro -- scenarios/iez/testbed.toml
+//! cargo run --release -p pfsqos-sim --example iez_repro -- scenarios/iez/testbed.toml [CHART_DIR]
 //! ```
 
 // A driver of the pure crate, not part of it: it reads files (clippy.toml).
@@ -148,6 +152,7 @@ fn utilization(out: &RunOutput, s: &Scenario) -> (Vec<f64>, Vec<f64>) {
 }
 
 struct Row {
+    ost_util: Vec<f64>,
     cost: f64,
     max_util: f64,
     mean_util: f64,
@@ -181,6 +186,7 @@ fn measure(
         cost: out.ost_cost().expect("something was written"),
         max_util: util.iter().copied().fold(0.0, f64::max),
         mean_util: util.iter().sum::<f64>() / util.len() as f64,
+        ost_util: util,
         oss_util,
         rate_mb_s: written as f64 / 1e6 / (out.end_ns as f64 / 1e9),
     }
@@ -191,11 +197,15 @@ fn table(
     base: &Scenario,
     cases: &[(String, Vec<JobSpec>)],
     used_first_oss: Option<u64>,
+    charts: Option<&Path>,
 ) {
     println!("### {title}\n");
     println!("| case | files created | placer | OSTCost | max OST util | mean OST util | OSS util (1/2/3) | write rate (MB/s) |");
     println!("|---|---|---|---:|---:|---:|---|---:|");
-    for (label, jobs) in cases {
+    // The last (largest) case's utilization per placer, files created at set-up, for the
+    // charts (Fig. 7-9 and 11-14 plot the same: one bar per OST or OSS and placer).
+    let mut charted: Vec<Row> = Vec::new();
+    for (i, (label, jobs)) in cases.iter().enumerate() {
         for (created, placer) in CREATED
             .iter()
             .flat_map(|c| PLACERS.iter().map(move |p| (*c, *p)))
@@ -214,9 +224,68 @@ fn table(
                     .join(" / "),
                 r.rate_mb_s
             );
+            if i + 1 == cases.len() && matches!(created, Created::AtSetUp) {
+                charted.push(r);
+            }
         }
     }
     println!();
+    if let (Some(dir), Some((label, _))) = (charts, cases.last()) {
+        chart_pair(dir, title, label, &charted);
+    }
+}
+
+/// Writes the OST and OSS utilization charts of one case (one bar per placer) into `dir` and
+/// prints the Markdown that shows them, linked relative to the measured file's directory.
+fn chart_pair(dir: &Path, title: &str, case: &str, rows: &[Row]) {
+    assert_eq!(rows.len(), PLACERS.len(), "one row per placer");
+    let slug: String = title
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect::<String>()
+        .split('-')
+        .filter(|w| !w.is_empty())
+        .take(8)
+        .collect::<Vec<_>>()
+        .join("-");
+    let link_dir = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("the chart directory has a UTF-8 name");
+    for (what, per) in [("OST", false), ("OSS", true)] {
+        let n = if per {
+            rows[0].oss_util.len()
+        } else {
+            rows[0].ost_util.len()
+        };
+        let names: Vec<String> = (0..n).map(|k| format!("{what}{k}")).collect();
+        let groups: Vec<(&str, Vec<f64>)> = names
+            .iter()
+            .enumerate()
+            .map(|(k, name)| {
+                let values = rows
+                    .iter()
+                    .map(|r| 100.0 * if per { r.oss_util[k] } else { r.ost_util[k] })
+                    .collect();
+                (name.as_str(), values)
+            })
+            .collect();
+        let file = format!("{slug}-{}.svg", what.to_ascii_lowercase());
+        let svg = pfsqos_report::grouped_bar_chart_svg(
+            &format!("{what} utilization: {case}"),
+            "Utilization (%)",
+            &PLACERS,
+            &groups,
+        );
+        std::fs::write(dir.join(&file), svg).unwrap_or_else(|e| panic!("{file}: {e}"));
+        println!("![{what} utilization, {case}]({link_dir}/{file})\n");
+    }
 }
 
 /// `jobs` with each job's processes reading their files back after all have written: a read
@@ -374,10 +443,17 @@ fn stale_table(base: &Scenario, procs: u32, ior_start_s: f64) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, path] = args.as_slice() else {
-        eprintln!("usage: iez_repro SCENARIO");
-        std::process::exit(2);
+    let (path, charts) = match args.as_slice() {
+        [_, path] => (path, None),
+        [_, path, dir] => (path, Some(Path::new(dir))),
+        _ => {
+            eprintln!("usage: iez_repro SCENARIO [CHART_DIR]");
+            std::process::exit(2);
+        }
     };
+    if let Some(dir) = charts {
+        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
     let base = Scenario::load(Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
     let both = || vec![0, 1];
     let ior = |procs: u32, sc: u32| {
@@ -391,12 +467,14 @@ fn main() {
         &base,
         &[ior(8, 8), ior(16, 8), ior(32, 8), ior(64, 8)],
         None,
+        charts,
     );
     table(
         "Fig. 8: IOR file per process, stripe count 4",
         &base,
         &[ior(8, 4), ior(16, 4), ior(32, 4), ior(64, 4)],
         None,
+        charts,
     );
     // HACC-I/O, 10 M particles: about 4, 7.7 and 13.5 GB in all for 8, 16 and 32 processes.
     let hacc = |procs: u32, total_gb: f64| {
@@ -411,6 +489,7 @@ fn main() {
         &base,
         &[hacc(8, 4.0), hacc(16, 7.7), hacc(32, 13.5)],
         None,
+        charts,
     );
     let ssf = |procs: u32| {
         (
@@ -423,6 +502,7 @@ fn main() {
         &base,
         &[ssf(16), ssf(32)],
         None,
+        charts,
     );
     table(
         "IOR and HACC-I/O at once from two clients (§IV-F)",
@@ -443,12 +523,14 @@ fn main() {
             ],
         )],
         None,
+        charts,
     );
     table(
         "Beyond the paper: oss1's OSTs already 40 % full (Lustre switches to its weighted allocator)",
         &base,
         &[ior(32, 4), ior(64, 8)],
         Some(4 * GB),
+        charts,
     );
     stale_table(&base, 32, 3.0);
     read_table(

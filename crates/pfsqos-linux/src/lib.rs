@@ -2,13 +2,15 @@
 //! Section 3): the sensor is the mean dispatch-queue length of the storage server's disk,
 //! from `/sys/block/<dev>/stat` ([`block`]); the actuator is an egress bandwidth limit on the
 //! client's interface, a token bucket filter set with `tc` ([`tc`]). [`netns`] makes the
-//! network namespace and veth pair the actuator is tested on.
+//! network namespace and veth pair the actuator is tested on. [`procfs`] reads `/proc` texts
+//! (bounded) for the daemons that report load.
 //!
 //! Linux only (sysfs, iproute2). std only: tc and ip run as child processes, sysfs is read as
 //! files.
 
 pub mod block;
 pub mod netns;
+pub mod procfs;
 pub mod tc;
 
 pub use block::{

@@ -23,29 +23,13 @@
 use std::time::{Duration, Instant};
 
 use pfsqos_core::place::ServerLoad;
+use pfsqos_linux::procfs::{kb_field_bytes, read_capped};
 
 /// How often the server samples its load: the CPU fraction is over this window.
 pub const MDS_LOAD_PERIOD: Duration = Duration::from_secs(10);
 /// Clock ticks per second of `/proc/[pid]/stat` times (Linux's `USER_HZ`: 100 on every
 /// architecture it supports but alpha).
 const USER_HZ: f64 = 100.0;
-
-/// Most bytes read of one `/proc` file: `stat`, `status` and `meminfo` are a few KiB; a
-/// longer text (a kernel or a mount that is not procfs) is cut there and parsed as far as it
-/// goes, never read whole into memory.
-const PROC_TEXT_LEN_MAX: u64 = 64 * 1024;
-
-/// The text of `/proc` file `path`, at most [`PROC_TEXT_LEN_MAX`] bytes of it.
-fn read_proc(path: &str) -> Option<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(PROC_TEXT_LEN_MAX)
-        .read_to_string(&mut text)
-        .ok()?;
-    Some(text)
-}
 
 /// Process CPU time in seconds from the text of `/proc/self/stat` (fields 14 and 15, counted
 /// after the parenthesized command name, which may hold spaces and parentheses).
@@ -58,23 +42,10 @@ pub fn cpu_time_s(stat: &str) -> Option<f64> {
     Some(utime.checked_add(stime)? as f64 / USER_HZ)
 }
 
-/// A `kB` field of `/proc/self/status` or `/proc/meminfo`, in bytes.
-fn kb_field(text: &str, name: &str) -> Option<u64> {
-    let kb: u64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix(name))?
-        .trim()
-        .strip_suffix("kB")?
-        .trim()
-        .parse()
-        .ok()?;
-    kb.checked_mul(1024)
-}
-
 /// Resident set over `MemTotal`, capped at 1.
 pub fn mem_util(status: &str, meminfo: &str) -> Option<f64> {
-    let rss = kb_field(status, "VmRSS:")?;
-    let total = kb_field(meminfo, "MemTotal:")?;
+    let rss = kb_field_bytes(status, "VmRSS:")?;
+    let total = kb_field_bytes(meminfo, "MemTotal:")?;
     (total > 0).then(|| (rss as f64 / total as f64).min(1.0))
 }
 
@@ -105,7 +76,7 @@ impl LoadSampler {
     }
 
     fn cpu_now(&self) -> Option<(Instant, f64)> {
-        let stat = read_proc("/proc/self/stat")?;
+        let stat = read_capped("/proc/self/stat")?;
         Some((Instant::now(), cpu_time_s(&stat)?))
     }
 
@@ -121,8 +92,8 @@ impl LoadSampler {
             _ => None,
         };
         self.last = now;
-        let status = read_proc("/proc/self/status")?;
-        let meminfo = read_proc("/proc/meminfo")?;
+        let status = read_capped("/proc/self/status")?;
+        let meminfo = read_capped("/proc/meminfo")?;
         let mem = mem_util(&status, &meminfo)?;
         let load = ServerLoad {
             cpu_util: cpu?,

@@ -119,18 +119,9 @@ pub fn cpu_util_ppm(loadavg: &str, cpus: usize) -> Option<u32> {
 
 /// `1 - MemAvailable / MemTotal` of `/proc/meminfo`, in ppm.
 pub fn mem_util_ppm(meminfo: &str) -> Option<u32> {
-    let field = |name: &str| -> Option<u64> {
-        meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix(name))?
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()
-    };
-    let total = field("MemTotal:")?;
-    let avail = field("MemAvailable:")?.min(total);
+    use pfsqos_linux::procfs::kb_field_bytes;
+    let total = kb_field_bytes(meminfo, "MemTotal:")?;
+    let avail = kb_field_bytes(meminfo, "MemAvailable:")?.min(total);
     if total == 0 {
         return None;
     }
@@ -152,12 +143,9 @@ pub fn measure(name: &str, osts: &[PathBuf], capacity: Option<u64>) -> Option<Os
         );
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cpu = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|t| cpu_util_ppm(&t, cpus));
-    let mem = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| mem_util_ppm(&t));
+    let cpu =
+        pfsqos_linux::procfs::read_capped("/proc/loadavg").and_then(|t| cpu_util_ppm(&t, cpus));
+    let mem = pfsqos_linux::procfs::read_capped("/proc/meminfo").and_then(|t| mem_util_ppm(&t));
     Some(OssReport {
         oss: name.to_string(),
         age_ms: started.elapsed().as_millis() as u64,

@@ -106,11 +106,10 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
         .enable_all()
         .build()
         .unwrap();
-    // The ossds need the MDS's address and the MDS theirs: the MDS's port is taken first.
-    let mds_addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // The ossds need the MDS's address and the MDS theirs: the MDS's socket is bound first
+    // and handed to it (`Mds::start_on`), so no other process can take the port meanwhile.
+    let mds_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mds_addr = mds_listener.local_addr().unwrap();
     let mut ost_dirs = Vec::new();
     let mut ossds = Vec::new();
     for i in 0..3 {
@@ -139,7 +138,7 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
     mc.namespace.default_stripe.stripe_count = 2;
     // The MDS shares this process with the ossds and the mount: its load would be theirs.
     mc.mds_load_period = None;
-    let mds = rt.block_on(Mds::start(mc)).unwrap();
+    let mds = rt.block_on(Mds::start_on(mds_listener, mc)).unwrap();
 
     let mnt = tmp.path().join("mnt");
     fs::create_dir(&mnt).unwrap();

@@ -1239,15 +1239,32 @@ pub struct Mds {
 }
 
 impl Mds {
+    /// Binds `config.listen` and starts serving.
     pub async fn start(config: MdsConfig) -> anyhow::Result<Mds> {
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
+        Mds::serve(listener, config).await
+    }
+
+    /// Starts serving on a listener the caller bound already (`config.listen` is ignored).
+    /// For a set-up where others must know the MDS's address before it starts (the ossds
+    /// report to it and it lists them): binding first and handing the socket over leaves no
+    /// window in which another process can take the port.
+    pub async fn start_on(
+        listener: std::net::TcpListener,
+        config: MdsConfig,
+    ) -> anyhow::Result<Mds> {
+        listener.set_nonblocking(true)?;
+        Mds::serve(TcpListener::from_std(listener)?, config).await
+    }
+
+    async fn serve(listener: TcpListener, config: MdsConfig) -> anyhow::Result<Mds> {
         let mut ns = Namespace::open(&config.db, config.namespace.clone())
             .map_err(|e| anyhow::anyhow!("{}: {e}", config.db.display()))?;
         ns.set_iez_stats_max_age_ms(config.iez_stats_max_age_ms);
         let ns = Arc::new(Mutex::new(ns));
         let ns_handle = ns.clone();
-        let listener = TcpListener::bind(config.listen)
-            .await
-            .map_err(|e| anyhow::anyhow!("listening on {}: {e}", config.listen))?;
         let addr = listener.local_addr()?;
         let ops: Arc<OpCounts> = Arc::new(std::array::from_fn(|_| AtomicU64::new(0)));
         let admission = Admission::with_connections_max(config.connections_max);

@@ -38,12 +38,23 @@ const WAIT_MAX: Duration = Duration::from_secs(60);
 /// conversion: one 1 MiB fio block is one RPC, one TBF token.
 const BRW_BYTES: u64 = 1 << 20;
 /// Windows measured at most before the test gives up on its hypothesis.
-const WINDOWS_MAX: usize = 3;
+const WINDOWS_MAX: usize = 4;
+/// Interval between samples of job_stats and rules in a window (each sample runs two
+/// `pfsqos lctl` processes: sampling faster only loads the machine the jobs share).
+const SAMPLE_INTERVAL: Duration = Duration::from_millis(200);
 /// A window counts only if every job moved at least this fraction of what its rule let
 /// through (rate x window): it was held by its rule, not starved by the CPU.
 const RULE_BOUND_FRACTION: f64 = 0.85;
 /// Largest difference allowed between a job's live and simulated share of the bytes moved.
 const SHARE_TOLERANCE: f64 = 0.03;
+/// Largest spread of a job's rule over a window that still counts as holding still: AdapTBF
+/// hands out whole tokens with carried remainders (eq. 21-25), and the agent's job_stats polls
+/// jitter (see [`adaptbf_shares_as_in_the_simulator`]), so a job's rule steps one token either
+/// way from period to period; a larger step is lending.
+const RULE_SPREAD_MAX_RPCS_PER_S: u64 = 2;
+/// Largest difference allowed between a job's live rule (its time-weighted mean over the
+/// window) and the simulator's.
+const RULE_MEAN_TOLERANCE_RPCS_PER_S: f64 = 1.0;
 
 /// Why the test cannot run here, if it cannot.
 fn missing_prerequisite() -> Option<String> {
@@ -262,13 +273,70 @@ impl Drop for Site {
     }
 }
 
+/// How long the agent's rules must hold still (each job's within
+/// [`RULE_SPREAD_MAX_RPCS_PER_S`]) before the windows are measured: three of the slowest
+/// controller's periods.
+const RULES_STILL: Duration = Duration::from_secs(3);
+
+/// Polls the agent's rules until, for `still`, the same jobs have had rules whose rates stayed
+/// within [`RULE_SPREAD_MAX_RPCS_PER_S`] (bounded by [`WAIT_MAX`]; a controller that never
+/// settles fails here, with what it wrote).
+fn wait_rules_still(site: &mut Site, still: Duration) {
+    let deadline = Instant::now() + WAIT_MAX;
+    let range_of = |r: &BTreeMap<String, u64>| -> BTreeMap<String, (u64, u64)> {
+        r.iter().map(|(j, &v)| (j.clone(), (v, v))).collect()
+    };
+    let first = site.agent_rules();
+    let mut range = range_of(&first);
+    let mut since = Instant::now();
+    let mut seen = vec![first];
+    while since.elapsed() < still {
+        site.check_agent();
+        assert!(
+            Instant::now() < deadline,
+            "the agent's rules never held still for {still:?} in {WAIT_MAX:?}: {seen:?}"
+        );
+        std::thread::sleep(SAMPLE_INTERVAL);
+        let now = site.agent_rules();
+        if seen.last() != Some(&now) && seen.len() < 64 {
+            seen.push(now.clone());
+        }
+        let same_jobs = now.keys().eq(range.keys());
+        let mut within = same_jobs;
+        if same_jobs {
+            for (job, &v) in &now {
+                let r = range.get_mut(job).expect("same jobs");
+                *r = (r.0.min(v), r.1.max(v));
+                within &= r.1 - r.0 <= RULE_SPREAD_MAX_RPCS_PER_S;
+            }
+        }
+        if !within {
+            range = range_of(&now);
+            since = Instant::now();
+        }
+    }
+}
+
 /// What one live window measured.
 struct Window {
     /// Bytes each job moved.
     moved: BTreeMap<String, u64>,
     secs: f64,
-    /// The agent's rules through the window (job -> RPC/s), when they did not change.
-    rules: Option<BTreeMap<String, u64>>,
+    /// The agent's rules through the window (job -> RPC/s): every distinct set sampled, in
+    /// order (one when they held still).
+    rules: Vec<BTreeMap<String, u64>>,
+    /// Per job: the RPCs its rules let through over the window (each sampled rate for the
+    /// time until the next sample); `None` when a sample showed the job without a rule.
+    allowed_rpcs: BTreeMap<String, Option<f64>>,
+}
+
+impl Window {
+    /// Per job: lowest and highest rate its rules had in the window.
+    fn rate_range(&self, job: &str) -> Option<(u64, u64)> {
+        let rates: Option<Vec<u64>> = self.rules.iter().map(|r| r.get(job).copied()).collect();
+        let rates = rates?;
+        Some((*rates.iter().min()?, *rates.iter().max()?))
+    }
 }
 
 /// Measures one window: until the job with the lowest rule has moved `bytes_min`, sampling the
@@ -281,10 +349,22 @@ fn measure_window(site: &mut Site, jobs: &[&str], bytes_min: u64) -> Window {
         .iter()
         .min_by_key(|j| rules0.get(**j).copied().unwrap_or(u64::MAX))
         .unwrap();
-    let mut rules_steady = true;
+    let mut rules_seen = vec![rules0.clone()];
+    let mut allowed_rpcs: BTreeMap<String, Option<f64>> =
+        jobs.iter().map(|j| (j.to_string(), Some(0.0))).collect();
+    let (mut rules_now, mut since) = (rules0.clone(), t0);
     let deadline = t0 + WAIT_MAX;
     let after = loop {
         let now = site.cluster.written_bytes();
+        // The rules sampled last held since then.
+        let t = Instant::now();
+        for (job, allowed) in allowed_rpcs.iter_mut() {
+            *allowed = match (*allowed, rules_now.get(job)) {
+                (Some(a), Some(&rate)) => Some(a + rate as f64 * (t - since).as_secs_f64()),
+                _ => None,
+            };
+        }
+        since = t;
         let moved =
             now.get(slowest).copied().unwrap_or(0) - before.get(slowest).copied().unwrap_or(0);
         if moved >= bytes_min {
@@ -296,10 +376,11 @@ fn measure_window(site: &mut Site, jobs: &[&str], bytes_min: u64) -> Window {
             "job {slowest} did not write {bytes_min} bytes in {WAIT_MAX:?}: {now:?}\n{}",
             site.agent_log()
         );
-        if site.agent_rules() != rules0 {
-            rules_steady = false;
+        rules_now = site.agent_rules();
+        if !rules_seen.contains(&rules_now) {
+            rules_seen.push(rules_now.clone());
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(SAMPLE_INTERVAL);
     };
     let secs = t0.elapsed().as_secs_f64();
     let moved = jobs
@@ -312,7 +393,8 @@ fn measure_window(site: &mut Site, jobs: &[&str], bytes_min: u64) -> Window {
     Window {
         moved,
         secs,
-        rules: rules_steady.then_some(rules0),
+        rules: rules_seen,
+        allowed_rpcs,
     }
 }
 
@@ -504,6 +586,10 @@ fn live_shares_match_the_simulator(case: &Case, window_bytes: u64) {
     // controller past its first periods).
     let base = site.cluster.written_bytes();
     site.wait_written(&base, &jobs, 8 << 20);
+    // And the controller settled: its rules held still for a while (AdapTBF started with
+    // the job whose writer came first alone and takes back lent tokens over several periods;
+    // a window over that would be refused below anyway, this only spares the windows).
+    wait_rules_still(&mut site, RULES_STILL);
     let mut refused = Vec::new();
     for window in 1..=WINDOWS_MAX {
         let w = measure_window(&mut site, &jobs, window_bytes);
@@ -513,25 +599,31 @@ fn live_shares_match_the_simulator(case: &Case, window_bytes: u64) {
              simulated {sim_shares:?} (simulated rules {sim_rules:?})",
             case.controller, w.secs, w.moved, w.rules
         );
-        // The hypothesis: the rules held still and every job moved what its rule let through.
-        let Some(rules) = &w.rules else {
-            refused.push(format!("window {window}: the rules changed during it"));
-            continue;
-        };
-        let starved: Vec<String> = jobs
-            .iter()
-            .filter(|j| {
-                let allowed = rules[**j] as f64 * BRW_BYTES as f64 * w.secs;
-                (w.moved[**j] as f64) < RULE_BOUND_FRACTION * allowed
-            })
-            .map(|j| j.to_string())
-            .collect();
-        if !starved.is_empty() {
-            refused.push(format!(
-                "window {window}: jobs {starved:?} moved less than {RULE_BOUND_FRACTION} of \
-                 their rule (rules {rules:?}, moved {:?} in {:.2} s)",
-                w.moved, w.secs
-            ));
+        // The hypothesis: every job was held by its rule (it moved at least
+        // `RULE_BOUND_FRACTION` of what its rules let through) and the rules held still up
+        // to AdapTBF's rounding (`RULE_SPREAD_MAX_RPCS_PER_S`); a larger move is lending,
+        // which means some job did not use its tokens, so the jobs were not all backlogged.
+        let mut broken = Vec::new();
+        let mut mean_rates = BTreeMap::new();
+        for job in &jobs {
+            let (Some((lo, hi)), Some(allowed)) = (w.rate_range(job), w.allowed_rpcs[*job]) else {
+                broken.push(format!("job {job} had no rule in some sample"));
+                continue;
+            };
+            if hi - lo > RULE_SPREAD_MAX_RPCS_PER_S {
+                broken.push(format!("job {job}'s rule moved from {lo} to {hi} RPC/s"));
+            }
+            let moved_rpcs = w.moved[*job] as f64 / BRW_BYTES as f64;
+            if moved_rpcs < RULE_BOUND_FRACTION * allowed {
+                broken.push(format!(
+                    "job {job} moved {moved_rpcs:.1} RPCs, less than {RULE_BOUND_FRACTION} \
+                     of the {allowed:.1} its rules let through"
+                ));
+            }
+            mean_rates.insert(job.to_string(), allowed / w.secs);
+        }
+        if !broken.is_empty() {
+            refused.push(format!("window {window}: {broken:?} (rules {:?})", w.rules));
             continue;
         }
         for job in &jobs {
@@ -540,17 +632,22 @@ fn live_shares_match_the_simulator(case: &Case, window_bytes: u64) {
                 (l - s).abs() <= SHARE_TOLERANCE,
                 "{}: job {job}'s live share {l:.3} is not the simulated {s:.3} within \
                  {SHARE_TOLERANCE} (live {live:?}, simulated {sim_shares:?}; live rules \
-                 {rules:?}, simulated rules {sim_rules:?})",
-                case.controller
+                 {:?}, simulated rules {sim_rules:?})",
+                case.controller,
+                w.rules
+            );
+            // The agent's rules over the window (their time-weighted mean) are the
+            // simulator's at its end: the same controller reached the same decision.
+            let sim_rate = sim_rules[*job] as f64;
+            assert!(
+                (mean_rates[*job] - sim_rate).abs() <= RULE_MEAN_TOLERANCE_RPCS_PER_S,
+                "{}: job {job}'s live rule averaged {:.2} RPC/s, the simulator's is {sim_rate} \
+                 (live rules {:?})",
+                case.controller,
+                mean_rates[*job],
+                w.rules
             );
         }
-        // The agent's rules in the measured window equal the simulator's at its end: the
-        // same controller reached the same decision.
-        assert_eq!(
-            rules, &sim_rules,
-            "{}: the live agent's rules are not the simulator's",
-            case.controller
-        );
         return;
     }
     panic!(
@@ -578,20 +675,53 @@ fn static_rules_and_a_byte_limit_share_as_in_the_simulator() {
     );
 }
 
-/// `adaptbf` (500 ms periods): the same two writers with 1 and 3 nodes, both backlogged, on an
-/// OST of 16 tokens/s (8 per period) under a 64 MiB/s ceiling: AdapTBF gives them tokens by
-/// priority, 2 and 6 per period, and the simulator's AdapTBF on the same numbers converges to
-/// the same rules and shares.
+/// `adaptbf` (1 s periods): the same two writers with 1 and 3 nodes, both backlogged, on an
+/// OST of 24 tokens/s under a 64 MiB/s ceiling: AdapTBF gives them tokens by priority, 6 and
+/// 18 per period (rules of 6 and 18 RPC/s), and the simulator's AdapTBF on the same numbers
+/// converges to the same rules and shares, 0.25 and 0.75.
+///
+/// Why 1 s and not the paper's 100 ms: AdapTBF measures a job's demand as the RPCs it was
+/// served between two polls of job_stats, against a budget of the configured period. The
+/// simulator's periods are exact; the agent's polls jitter by the time its lctl calls take
+/// (tens to hundreds of ms on this loaded machine), so a job held at 2 tokens per 500 ms
+/// period was seen serving 1 in a short interval, counted as not needing its tokens, and
+/// AdapTBF lent them away (once in the first four runs, 2026-11-27: the share of the
+/// 1-node job fell to 0.17-0.21 over three windows, each refused because the rules moved).
+/// At 6 tokens per 1 s period one RPC of jitter is a sixth of the allocation, not a half.
 #[test]
 fn adaptbf_shares_as_in_the_simulator() {
     live_shares_match_the_simulator(
         &Case {
-            controller: "adaptbf:period_ms=500",
+            controller: "adaptbf:period_ms=1000",
             ceiling_bytes_per_s: 64 << 20,
-            capacity_rpcs_per_s: 16,
+            capacity_rpcs_per_s: 24,
             jobs: &[("101", 1), ("202", 3)],
             limits: &[],
         },
         32 << 20,
+    );
+}
+
+/// `pfsqos lctl-emu` is the emulation (`pfsqos-lctl-emu`'s code) with lctl's own arguments
+/// passed through unread (`-n` included) and its exit status kept: EINVAL (22) without its
+/// environment, `CMD_HELP` (4) for `get_param -n` without a parameter. Needs no mount.
+#[test]
+fn the_hidden_lctl_emu_passes_lctls_arguments_and_exit_status() {
+    let bare = pfsqos()
+        .args(["lctl-emu", "get_param", "-n", "x"])
+        .env_remove("PFSQOS_LCTL_SERVER")
+        .output()
+        .unwrap();
+    assert_eq!(bare.status.code(), Some(22), "{bare:?}");
+    let usage = pfsqos()
+        .args(["lctl-emu", "get_param", "-n"])
+        .env("PFSQOS_LCTL_SERVER", "127.0.0.1:9")
+        .env("PFSQOS_LCTL_KEY_FILE", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(usage.status.code(), Some(4), "{usage:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&usage.stderr),
+        "usage: get_param [-n] PARAM...\n"
     );
 }

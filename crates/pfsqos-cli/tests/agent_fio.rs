@@ -682,12 +682,13 @@ fn static_rules_and_a_byte_limit_share_as_in_the_simulator() {
 ///
 /// Why 1 s and not the paper's 100 ms: AdapTBF measures a job's demand as the RPCs it was
 /// served between two polls of job_stats, against a budget of the configured period. The
-/// simulator's periods are exact; the agent's polls jitter by the time its lctl calls take
-/// (tens to hundreds of ms on this loaded machine), so a job held at 2 tokens per 500 ms
-/// period was seen serving 1 in a short interval, counted as not needing its tokens, and
-/// AdapTBF lent them away (once in the first four runs, 2026-11-27: the share of the
-/// 1-node job fell to 0.17-0.21 over three windows, each refused because the rules moved).
-/// At 6 tokens per 1 s period one RPC of jitter is a sixth of the allocation, not a half.
+/// simulator's periods are exact; the agent's polls are as far apart as its loop and its lctl
+/// processes make them, so a job held at 2 tokens per 500 ms period that is seen over a short
+/// interval serves 1, counts as not needing its tokens, and AdapTBF lends them away (the
+/// likely cause, as a writer starved by the CPU would be, of the one failure in the first four
+/// runs at 500 ms, 2026-11-27: the 1-node job's share fell to 0.17-0.21 over three windows,
+/// each refused because the rules moved). At 6 tokens per 1 s period one RPC less is a sixth
+/// of the allocation, not a half.
 #[test]
 fn adaptbf_shares_as_in_the_simulator() {
     live_shares_match_the_simulator(

@@ -680,15 +680,15 @@ fn static_rules_and_a_byte_limit_share_as_in_the_simulator() {
 /// 18 per period (rules of 6 and 18 RPC/s), and the simulator's AdapTBF on the same numbers
 /// converges to the same rules and shares, 0.25 and 0.75.
 ///
-/// Why 1 s and not the paper's 100 ms: AdapTBF measures a job's demand as the RPCs it was
-/// served between two polls of job_stats, against a budget of the configured period. The
-/// simulator's periods are exact; the agent's polls are as far apart as its loop and its lctl
-/// processes make them, so a job held at 2 tokens per 500 ms period that is seen over a short
-/// interval serves 1, counts as not needing its tokens, and AdapTBF lends them away (the
-/// likely cause, as a writer starved by the CPU would be, of the one failure in the first four
-/// runs at 500 ms, 2026-11-27: the 1-node job's share fell to 0.17-0.21 over three windows,
-/// each refused because the rules moved). At 6 tokens per 1 s period one RPC less is a sixth
-/// of the allocation, not a half.
+/// Why 1 s and not the paper's 100 ms: AdapTBF measures a job's demand as the count of RPCs
+/// it was served between two polls of job_stats. The polls are regular (492-542 ms apart at
+/// 500 ms, measured once), but whole RPCs do not complete evenly into periods, so the count is
+/// off by one either way; a job held at 2 tokens per 500 ms period that is seen serving 1
+/// counts as not needing half of them, and AdapTBF lends them away (the likely cause, as a
+/// writer starved by the CPU would be, of the one failure in the first four runs at 500 ms,
+/// 2026-11-27: the 1-node job's share fell to 0.17-0.21 over three windows, each refused
+/// because the rules moved). The simulator's completions are evenly spaced. At 6 tokens per
+/// 1 s period one RPC less is a sixth of the allocation, not a half.
 #[test]
 fn adaptbf_shares_as_in_the_simulator() {
     live_shares_match_the_simulator(

@@ -750,8 +750,14 @@ impl<L: Lctl> Agent<L> {
         self.coord_first_sight
             .retain(|target, _| first_sight.contains_key(target));
         let taken: BTreeSet<usize> = self.coord_first_sight.values().map(|v| v.0).collect();
-        let mut free =
-            (0..pfsqos_wire::coord::REPLY_FIRST_SIGHT_MAX).filter(|s| !taken.contains(s));
+        // A slot whose rule is still written (its share went in this reply; the rule is
+        // stopped at the next write) is not given again before then: the next write would
+        // change that rule's rate and keep its pattern, another user's.
+        let prefix = &self.config.rule_prefix;
+        let written = &self.first_sight;
+        let mut free = (0..pfsqos_wire::coord::REPLY_FIRST_SIGHT_MAX).filter(|&s| {
+            !taken.contains(&s) && !written.contains_key(&coord_first_sight_rule_name(prefix, s))
+        });
         let mut new_slots = Vec::new();
         for (&target, &bytes_per_s) in first_sight {
             match self.coord_first_sight.get_mut(&target) {

@@ -344,6 +344,46 @@ fn a_coordinators_user_limit_reaches_a_job_no_agent_has_seen() {
     );
 }
 
+/// A coordinator's first-sight share that goes frees its slot only once its rule is stopped:
+/// user 500's share is replaced by user 600's in one reply, and user 600 gets a rule of its own
+/// (`pfq_c1 jobid={*.600}`) while `pfq_c0 jobid={*.500}` is stopped, never `pfq_c0`'s rate
+/// changed under user 500's pattern.
+#[test]
+fn a_first_sight_slot_is_given_again_only_after_its_rule_is_stopped() {
+    use pfsqos_agent::config::LimitTarget;
+    let mut a = coordinated_agent("oss0", 0, "");
+    let shares = |target, bytes_per_s| BTreeMap::from([(target, bytes_per_s)]);
+    let mut period = |a: &mut Agent<Oss>, first_sight: BTreeMap<LimitTarget, u64>, n: u64| {
+        a.lctl_mut().jobs = vec![("x.7", n)];
+        let obs = a.observe().unwrap();
+        a.set_coordinator_reply(&BTreeMap::new(), &first_sight);
+        a.carry_out(&obs);
+        a.first_sight_rules()
+            .clone()
+            .into_iter()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        period(&mut a, shares(LimitTarget::User(500), 10 << 20), 1),
+        vec![("pfq_c0".to_string(), ("*.500".to_string(), 10))]
+    );
+    assert_eq!(
+        period(&mut a, shares(LimitTarget::User(600), 20 << 20), 2),
+        vec![("pfq_c1".to_string(), ("*.600".to_string(), 20))]
+    );
+    assert_eq!(a.lctl().rules, vec![("pfq_c1".to_string(), 20)]);
+    // Slot 0 is free again now that its rule is gone.
+    let both = BTreeMap::from([
+        (LimitTarget::User(600), 20 << 20),
+        (LimitTarget::User(9), 5 << 20),
+    ]);
+    let rules = period(&mut a, both, 3);
+    assert!(
+        rules.contains(&("pfq_c0".to_string(), ("*.9".to_string(), 5))),
+        "{rules:?}"
+    );
+}
+
 fn key_file(dir: &std::path::Path) -> std::path::PathBuf {
     let p = dir.join("key");
     std::fs::write(&p, KEY).unwrap();

@@ -353,7 +353,7 @@ fn a_first_sight_slot_is_given_again_only_after_its_rule_is_stopped() {
     use pfsqos_agent::config::LimitTarget;
     let mut a = coordinated_agent("oss0", 0, "");
     let shares = |target, bytes_per_s| BTreeMap::from([(target, bytes_per_s)]);
-    let mut period = |a: &mut Agent<Oss>, first_sight: BTreeMap<LimitTarget, u64>, n: u64| {
+    let period = |a: &mut Agent<Oss>, first_sight: BTreeMap<LimitTarget, u64>, n: u64| {
         a.lctl_mut().jobs = vec![("x.7", n)];
         let obs = a.observe().unwrap();
         a.set_coordinator_reply(&BTreeMap::new(), &first_sight);

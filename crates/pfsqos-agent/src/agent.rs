@@ -39,7 +39,7 @@ use pfsqos_core::model::JobId;
 use pfsqos_core::sched::tbf::{TbfCommand, TbfOp, TbfRuleListing};
 use tracing::{info, warn};
 
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, LimitTarget};
 use crate::lctl::{Lctl, LctlError};
 
 /// Lustre's parameter names the agent reads and writes.
@@ -61,6 +61,25 @@ pub const FIRST_SIGHT_SUFFIX: &str = "_f";
 /// The name of the first-sight rule of the `index`-th `[[limits]]` entry.
 pub fn first_sight_rule_name(prefix: &str, index: usize) -> String {
     format!("{prefix}{FIRST_SIGHT_SUFFIX}{index}")
+}
+
+/// Name suffix of a first-sight rule for a coordinator's user or group limit:
+/// `<prefix>_c<slot>`, `slot` below [`pfsqos_wire::coord::REPLY_FIRST_SIGHT_MAX`] (4096, so
+/// at most 14 bytes with an 8-byte prefix), kept by the user or group while the coordinator
+/// sends its share.
+pub const COORD_FIRST_SIGHT_SUFFIX: &str = "_c";
+
+/// The name of the coordinator's first-sight rule in `slot`.
+pub fn coord_first_sight_rule_name(prefix: &str, slot: usize) -> String {
+    format!("{prefix}{COORD_FIRST_SIGHT_SUFFIX}{slot}")
+}
+
+/// A first-sight share (bytes/s) as the per-CPT rate of its rule: RPC/s at the full RPC size
+/// (so its bytes stay within the share whatever its RPC size), divided over every partition
+/// (a new job may get a class on each), within Lustre's `1..=999_999`.
+pub fn first_sight_rate_per_cpt(share_bytes_per_s: u64, brw_size_bytes: u64, cpts: u32) -> u64 {
+    let rpcs = share_bytes_per_s / brw_size_bytes.max(1);
+    (rpcs / u64::from(cpts.max(1))).clamp(1, pfsqos_core::lustre::TBF_RATE_RPCS_PER_S_MAX as u64)
 }
 
 /// The one scheduling domain an agent is: its OSS's `ost_io` service.
@@ -322,6 +341,11 @@ pub struct Agent<L: Lctl> {
     /// rule names yet (new on this OSS) is limited from its first RPC. A rate of 0 means the
     /// last change was refused (written again next period).
     first_sight: BTreeMap<String, (String, u64)>,
+    /// The coordinator's first-sight shares from its last reply, per user or group: the
+    /// rule slot it holds ([`coord_first_sight_rule_name`]) and the share on this OSS
+    /// (bytes/s). Written as first-sight rules beside the agent's own (one rule per pattern,
+    /// the tighter rate where both limit the same user or group).
+    coord_first_sight: BTreeMap<LimitTarget, (usize, u64)>,
     /// Rules of our prefix found at start and not yet adopted or stopped, by name. Until the
     /// first period's rules are written they keep limiting their jobs; a rule this agent
     /// wants under the same name for the same job is adopted (`change`), any other is stopped
@@ -357,6 +381,11 @@ impl<L: Lctl> Agent<L> {
                 rules.reserve_name(&first_sight_rule_name(&config.rule_prefix, i));
             }
         }
+        if config.coordinator.is_some() {
+            for slot in 0..pfsqos_wire::coord::REPLY_FIRST_SIGHT_MAX {
+                rules.reserve_name(&coord_first_sight_rule_name(&config.rule_prefix, slot));
+            }
+        }
         let rpc_size = RpcSizeEstimate::new(config.brw_size_bytes);
         Agent {
             config,
@@ -370,6 +399,7 @@ impl<L: Lctl> Agent<L> {
             catch_all: None,
             catch_all_name,
             first_sight: BTreeMap::new(),
+            coord_first_sight: BTreeMap::new(),
             stale: BTreeMap::new(),
             epoch,
             started: false,
@@ -703,7 +733,68 @@ impl<L: Lctl> Agent<L> {
     /// decision for this OSS. An empty set is the safe state: no controller rule is left
     /// (the administrator's byte limits, local configuration, still hold).
     pub fn set_coordinated(&mut self, rates: &BTreeMap<JobId, u64>) {
+        self.set_coordinator_reply(rates, &BTreeMap::new());
+    }
+
+    /// [`Self::set_coordinated`] with the coordinator's first-sight shares (bytes/s on this
+    /// OSS per user or group limit, [`pfsqos_wire::coord::ValidReply`]): each becomes a
+    /// first-sight rule at the next write, in a slot the user or group keeps while the
+    /// coordinator sends its share (so its rule is changed, not renamed); a share gone frees
+    /// its slot and its rule is stopped. At most `REPLY_FIRST_SIGHT_MAX` (the reply's bound).
+    pub fn set_coordinator_reply(
+        &mut self,
+        rates: &BTreeMap<JobId, u64>,
+        first_sight: &BTreeMap<LimitTarget, u64>,
+    ) {
         self.controller_rules = ControllerRates::from_rates(rates);
+        self.coord_first_sight
+            .retain(|target, _| first_sight.contains_key(target));
+        let taken: BTreeSet<usize> = self.coord_first_sight.values().map(|v| v.0).collect();
+        // A slot whose rule is still written (its share went in this reply; the rule is
+        // stopped at the next write) is not given again before then: the next write would
+        // change that rule's rate and keep its pattern, another user's.
+        let prefix = &self.config.rule_prefix;
+        let written = &self.first_sight;
+        let mut free = (0..pfsqos_wire::coord::REPLY_FIRST_SIGHT_MAX).filter(|&s| {
+            !taken.contains(&s) && !written.contains_key(&coord_first_sight_rule_name(prefix, s))
+        });
+        let mut new_slots = Vec::new();
+        for (&target, &bytes_per_s) in first_sight {
+            match self.coord_first_sight.get_mut(&target) {
+                Some(held) => held.1 = bytes_per_s,
+                None => match free.next() {
+                    Some(slot) => new_slots.push((target, slot, bytes_per_s)),
+                    None => {
+                        warn!(%target, "no first-sight slot left for a coordinator share; ignored")
+                    }
+                },
+            }
+        }
+        for (target, slot, bytes_per_s) in new_slots {
+            self.coord_first_sight.insert(target, (slot, bytes_per_s));
+        }
+    }
+
+    /// Adds the coordinator's first-sight shares to the first-sight rules wanted now (name ->
+    /// pattern, per-CPT rate): where the agent's own limits already hold a rule for the same
+    /// pattern, the tighter rate; else a rule in the share's slot. A target this agent's
+    /// `job_id_layout` cannot express as a pattern gets none (as for its own limits).
+    fn add_coord_first_sight(&self, cpt_count: u32, want: &mut BTreeMap<String, (String, u64)>) {
+        for (&target, &(slot, bytes_per_s)) in &self.coord_first_sight {
+            let Some(pattern) = first_sight_pattern(target, self.config.job_id_layout) else {
+                continue;
+            };
+            let rate = first_sight_rate_per_cpt(bytes_per_s, self.config.brw_size_bytes, cpt_count);
+            match want.values_mut().find(|(p, _)| *p == pattern) {
+                Some((_, r)) => *r = (*r).min(rate),
+                None => {
+                    want.insert(
+                        coord_first_sight_rule_name(&self.config.rule_prefix, slot),
+                        (pattern, rate),
+                    );
+                }
+            }
+        }
     }
 
     /// The controller's current rates per job (OSS-wide RPC/s).
@@ -821,15 +912,15 @@ impl<L: Lctl> Agent<L> {
                     .iter()
                     .position(|&(t, _)| t == target)
                     .expect("a share per configured limit");
-                let rpcs = share / self.config.brw_size_bytes.max(1);
-                let per_cpt = (rpcs / u64::from(cpt_count.max(1)))
-                    .clamp(1, pfsqos_core::lustre::TBF_RATE_RPCS_PER_S_MAX as u64);
+                let per_cpt =
+                    first_sight_rate_per_cpt(share, self.config.brw_size_bytes, cpt_count);
                 first_sight_want.insert(
                     first_sight_rule_name(&self.config.rule_prefix, index),
                     (pattern, per_cpt),
                 );
             }
         }
+        self.add_coord_first_sight(cpt_count, &mut first_sight_want);
         // Jobs this OSS's job_stats have shown (built only when some job is beyond the cap).
         let mut seen_here: Option<BTreeSet<JobId>> = None;
         let mut not_here_beyond_cap = 0usize;

@@ -38,9 +38,13 @@ use pfsqos_core::control::agent::OST_ID_LOCAL_LIMIT;
 use pfsqos_core::control::rpc_size::RpcSizeEstimate;
 use pfsqos_core::control::{Controller, DomainId, JobMeta, Observation};
 use pfsqos_core::model::{JobId, OstId};
-use pfsqos_wire::coord::{AgentReport, CoordReply, DomainReport, WireRate};
+use pfsqos_wire::coord::{
+    AgentReport, CoordReply, DomainReport, WireFirstSight, WireLimitTarget, WireRate,
+};
 
-use pfsqos_core::control::byte_limits::{is_held, limit_shares_bytes_per_s, split_over_osss};
+use pfsqos_core::control::byte_limits::{
+    first_sight_shares_bytes_per_s, is_held, limit_shares_bytes_per_s, split_over_osss,
+};
 
 use crate::agent::{ControllerRates, Held};
 use crate::config::{JobIdLayout, LimitTarget};
@@ -103,6 +107,9 @@ pub struct Coordinator {
     layout: JobIdLayout,
     /// Per agent: each limited job's rate (RPC/s) on its OSS after the last round.
     limited: Vec<BTreeMap<JobId, u64>>,
+    /// Per agent: each user's or group's first-sight share on its OSS after the last round
+    /// (bytes/s; for a job of theirs no agent has reported yet).
+    first_sight: Vec<BTreeMap<LimitTarget, u64>>,
     rpc_size: RpcSizeEstimate,
     pub stats: CoordStats,
 }
@@ -164,6 +171,7 @@ impl Coordinator {
             limits,
             layout,
             limited: vec![BTreeMap::new(); n],
+            first_sight: vec![BTreeMap::new(); n],
             rpc_size: RpcSizeEstimate::new(rpc_size_bytes.max(1)),
             stats: CoordStats::default(),
         })
@@ -214,7 +222,7 @@ impl Coordinator {
         Ok(self.reply(domain))
     }
 
-    /// The reply for `domain`: its rates after the last round.
+    /// The reply for `domain`: its rates and first-sight shares after the last round.
     pub fn reply(&self, domain: DomainId) -> CoordReply {
         CoordReply {
             round: self.round,
@@ -226,7 +234,30 @@ impl Coordinator {
                     rate_rpcs_per_s: rate.clamp(1, pfsqos_wire::coord::REPLY_RATE_RPCS_PER_S_MAX),
                 })
                 .collect(),
+            first_sight: self.first_sight_shares(domain).into_iter().collect(),
         }
+    }
+
+    /// What `domain` is sent for jobs no agent has reported yet: each user's or group's
+    /// first-sight share on its OSS (bytes/s), sorted by target (the map's order; users
+    /// before groups, as [`WireLimitTarget`] orders them).
+    pub fn first_sight_shares(&self, domain: DomainId) -> Vec<WireFirstSight> {
+        self.first_sight[domain.0 as usize]
+            .iter()
+            .filter_map(|(&target, &bytes_per_s)| {
+                let target = match target {
+                    LimitTarget::User(u) => WireLimitTarget::User(u),
+                    LimitTarget::Group(g) => WireLimitTarget::Group(g),
+                    LimitTarget::Job(_) => return None,
+                };
+                Some(WireFirstSight {
+                    target,
+                    bytes_per_s: bytes_per_s
+                        .clamp(1, pfsqos_wire::coord::REPLY_FIRST_SIGHT_BYTES_PER_S_MAX),
+                })
+            })
+            .take(pfsqos_wire::coord::REPLY_FIRST_SIGHT_MAX)
+            .collect()
     }
 
     /// The rates (RPC/s on its OSS) `domain` is sent: the controller's, lowered by the
@@ -305,6 +336,9 @@ impl Coordinator {
         for l in &mut self.limited {
             l.clear();
         }
+        for f in &mut self.first_sight {
+            f.clear();
+        }
         if self.limits.is_empty() {
             return;
         }
@@ -365,6 +399,25 @@ impl Coordinator {
         }
         self.stats.held = held_now;
         self.stats.limited_observed_bytes_per_s = observed;
+        // First sight: a job of a limited user or group that no agent has reported yet may
+        // start on any OSS, or on several at once (striped), in the same period. Its share
+        // of the limit as one more member (the agent's own rule, `limit / (n + 1)`, with the
+        // members counted over the whole file system) is split over the fresh OSSs as a job
+        // that moved nothing anywhere is split (equal parts), so that all its first-period
+        // traffic together stays within that share; from the next round the job is seen and
+        // gets its rate like every other.
+        let first_sight = first_sight_shares_bytes_per_s(
+            &self.limits,
+            self.layout,
+            obs.jobs.iter().map(|m| m.job),
+            |j| moved_total(j) > 0.0,
+        );
+        let nothing_moved = vec![0.0; per_oss.len()];
+        for (target, _pattern, share) in first_sight {
+            for ((i, _), part) in per_oss.iter().zip(split_over_osss(share, &nothing_moved)) {
+                self.first_sight[*i].insert(target, (part as u64).max(1));
+            }
+        }
     }
 }
 
@@ -615,5 +668,82 @@ mod tests {
         for d in 0..3 {
             assert_eq!(k.rates(DomainId(d))[&job], 33);
         }
+    }
+
+    /// First sight over the file system: a user's limit shared by its 2 moving jobs gives a
+    /// job not seen yet `limit / 3`, split equally over the 3 fresh OSSs; a group's limit
+    /// likewise; a job's own limit needs none (its rate goes to every OSS); a layout whose uid
+    /// is not the last field cannot be written as a pattern, so nothing is sent; no fresh
+    /// OSS, nothing either. The reply carries the shares sorted, users before groups, and
+    /// passes the wire's validation.
+    #[test]
+    fn first_sight_shares_split_the_share_of_one_more_job_over_the_osss() {
+        let mb = 1u64 << 20;
+        let coordinator = |layout: &str| {
+            Coordinator::with_limits(
+                PolicyChoice::parse("nobw")
+                    .unwrap()
+                    .controller_with(1000, 1 << 20, 0),
+                vec!["a".into(), "b".into(), "c".into()],
+                1_000_000_000,
+                3_000_000_000,
+                vec![
+                    (LimitTarget::Group(20), 60 * mb),
+                    (LimitTarget::User(500), 90 * mb),
+                    (LimitTarget::Job(JobId::new("x.7").unwrap()), 10 * mb),
+                ],
+                JobIdLayout::parse(layout).unwrap(),
+                1 << 20,
+            )
+            .unwrap()
+        };
+        let mut k = coordinator("%e.%u");
+        let now = 1_000_000_000;
+        k.accept(now, &report("a", 0, &[("dd.500", 75, 75 * mb)]))
+            .unwrap();
+        k.accept(
+            now,
+            &report("b", 1, &[("ior.500", 5, 5 * mb), ("x.7", 1, mb)]),
+        )
+        .unwrap();
+        k.accept(now, &report("c", 2, &[("y.600", 1, mb)])).unwrap();
+        k.run_round(now).unwrap();
+        for d in 0..3 {
+            let reply = k.reply(DomainId(d));
+            let valid = reply.validate().unwrap();
+            // User 500: 2 jobs moving, one more gets 90 / 3 = 30 MiB/s over the file system,
+            // 10 on each OSS. Group 20: the default layout `%e.%u` has no gid field, so no
+            // pattern and no share; the job limit of x.7 has none either.
+            assert_eq!(
+                reply.first_sight,
+                vec![WireFirstSight {
+                    target: WireLimitTarget::User(500),
+                    bytes_per_s: 10 * mb,
+                }],
+                "OSS {d}"
+            );
+            assert_eq!(valid.first_sight[&LimitTarget::User(500)], 10 * mb);
+        }
+        // With gid last, the group's limit has a pattern and the user's has none.
+        let mut k = coordinator("%e.%u.%g");
+        k.accept(now, &report("a", 0, &[("dd.500.20", 75, 75 * mb)]))
+            .unwrap();
+        k.accept(now, &report("b", 1, &[])).unwrap();
+        k.run_round(now).unwrap();
+        // Two fresh OSSs: the group's one member moves, one more gets 60 / 2 = 30, 15 each.
+        for d in 0..2 {
+            assert_eq!(
+                k.reply(DomainId(d)).first_sight,
+                vec![WireFirstSight {
+                    target: WireLimitTarget::Group(20),
+                    bytes_per_s: 15 * mb,
+                }]
+            );
+        }
+        // c sent nothing fresh: it gets no share this round.
+        assert!(k.reply(DomainId(2)).first_sight.is_empty());
+        // No fresh report: nothing is decided and the shares stay as they were; a later round
+        // with every report stale decides nothing (run_round is None).
+        assert!(k.run_round(100_000_000_000).is_none());
     }
 }

@@ -13,15 +13,13 @@
 //! again.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use pfsqos_core::model::JobId;
 use pfsqos_wire::conn::{self, ConnError, Reader, Writer};
-use pfsqos_wire::coord::{AgentReport, CoordReply};
+use pfsqos_wire::coord::{AgentReport, CoordReply, ValidReply};
 use pfsqos_wire::protocol::{self, ProtocolError, Role};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
@@ -100,12 +98,10 @@ impl CoordLink {
         })
     }
 
-    /// Sends `report` and returns the coordinator's rates for this OSS (`None`: it has not
-    /// decided yet). On any error the connection is dropped; the next call reconnects.
-    pub fn exchange(
-        &mut self,
-        report: &AgentReport,
-    ) -> Result<Option<BTreeMap<JobId, u64>>, String> {
+    /// Sends `report` and returns the coordinator's rates and first-sight shares for this OSS
+    /// (`None`: it has not decided yet). On any error the connection is dropped; the next
+    /// call reconnects.
+    pub fn exchange(&mut self, report: &AgentReport) -> Result<Option<ValidReply>, String> {
         let conn = self.conn.take();
         let (addr, key, timeout) = (self.addr, self.key.clone(), self.timeout);
         let result = self.rt.block_on(async move {
@@ -125,9 +121,9 @@ impl CoordLink {
             Ok(Err(e)) => return Err(e.to_string()),
             Err(_) => return Err("coordinator did not answer in time".into()),
         };
-        let rates = reply.validate().map_err(|e| e.to_string())?;
+        let valid = reply.validate().map_err(|e| e.to_string())?;
         self.conn = Some(c);
-        Ok((reply.round > 0).then_some(rates))
+        Ok((reply.round > 0).then_some(valid))
     }
 }
 

@@ -148,8 +148,8 @@ impl Coordinated {
                         info!("coordinator answers again; leaving the safe state");
                     }
                     self.hold.reply(now);
-                    if let Some(rates) = rates {
-                        agent.set_coordinated(&rates);
+                    if let Some(reply) = rates {
+                        agent.set_coordinator_reply(&reply.rates, &reply.first_sight);
                     }
                 }
                 Err(e) => {

@@ -192,7 +192,7 @@ fn two_agents_under_gift_get_what_the_shared_controller_decides() {
         for (i, a) in agents.iter_mut().enumerate() {
             let reply = coord.reply(DomainId(i as u32));
             let wire: pfsqos_wire::coord::CoordReply = decode(&encode(&reply)).unwrap();
-            let rates = wire.validate().unwrap();
+            let rates = wire.validate().unwrap().rates;
             assert_eq!(rates, reference_rates[i].rates(), "round {round}, OSS {i}");
             decided_any |= !rates.is_empty();
             a.set_coordinated(&rates);
@@ -216,6 +216,172 @@ fn two_agents_under_gift_get_what_the_shared_controller_decides() {
         .flat_map(|d| d.targets.iter().map(|t| t.ost.0))
         .collect();
     assert_eq!(osts, vec![0, 1 << 20], "one OST0000 per agent, told apart");
+}
+
+/// An agent fed by a coordinator (its `[coordinator]` table is never dialled here: the test
+/// carries the replies), with `extra` configuration.
+fn coordinated_agent(name: &str, ost: u32, extra: &str) -> Agent<Oss> {
+    let config = AgentConfig::parse(&format!(
+        "controller = \"static\"\nost_capacity_rpcs_per_s = 100\ncpts = 1\nrule_prefix = \"pfq\"\n\
+         brw_size_bytes = 1048576\n{extra}\n[coordinator]\naddr = \"127.0.0.1:9\"\n\
+         agent_name = \"{name}\"\n"
+    ))
+    .unwrap();
+    let mut a = Agent::new(
+        config,
+        Oss {
+            ost,
+            ..Oss::default()
+        },
+    );
+    a.start().unwrap();
+    a
+}
+
+/// Issue 17, first sight through the coordinator: a user's file-system-wide limit reaches a
+/// job of that user no agent has reported yet. The coordinator (user 500 at 90 MiB/s, its job
+/// `dd.500` moving on OSS 0) sends both agents, through postcard, the share of one more job
+/// split over the two OSSs (90 / 2 / 2 = 22.5 MiB/s); the agent of OSS 1, which has never seen
+/// a job of user 500, writes the first-sight rule `pfq_c0 jobid={*.500} rate=22` (1 MiB RPCs,
+/// one CPT), so a new job there is held by it from its first RPC. An agent with a local limit
+/// on the same user keeps one rule, at the tighter rate. When the coordinator stops sending
+/// the share (the safe state), the rule is stopped.
+#[test]
+fn a_coordinators_user_limit_reaches_a_job_no_agent_has_seen() {
+    let mb = 1u64 << 20;
+    let period_ns = 1_000_000_000;
+    let mut coord = Coordinator::with_limits(
+        PolicyChoice::parse("nobw")
+            .unwrap()
+            .controller_with(1000, 1 << 20, 0),
+        vec!["oss0".into(), "oss1".into()],
+        period_ns,
+        3 * period_ns,
+        vec![(pfsqos_agent::config::LimitTarget::User(500), 90 * mb)],
+        pfsqos_agent::config::JobIdLayout::parse("%e.%u").unwrap(),
+        1 << 20,
+    )
+    .unwrap();
+    // OSS 1's agent also limits user 500 itself, at 20 MiB/s (tighter than 22.5): one rule.
+    let mut agents = [
+        coordinated_agent("oss0", 0, ""),
+        coordinated_agent(
+            "oss1",
+            0,
+            "[[limits]]\nuser = 500\nbytes_per_s = 20971520\n",
+        ),
+    ];
+    let mut third = coordinated_agent("oss1", 0, "");
+    for round in 1..=2u64 {
+        agents[0].lctl_mut().jobs = vec![("dd.500", 90 * round)];
+        agents[1].lctl_mut().jobs = vec![("other.600", 10 * round)];
+        third.lctl_mut().jobs = vec![("other.600", 10 * round)];
+        let now = round * period_ns;
+        let mut observed = Vec::new();
+        for (i, a) in agents.iter_mut().enumerate() {
+            let obs = a.observe().expect("job_stats readable");
+            let report = AgentReport::from_observation(&format!("oss{i}"), &obs.observation);
+            coord
+                .accept(now, &decode(&encode(&report)).unwrap())
+                .unwrap();
+            observed.push(obs);
+        }
+        let third_obs = third.observe().unwrap();
+        coord.run_round(now).unwrap();
+        for (i, a) in agents.iter_mut().enumerate() {
+            let wire: pfsqos_wire::coord::CoordReply =
+                decode(&encode(&coord.reply(DomainId(i as u32)))).unwrap();
+            let reply = wire.validate().unwrap();
+            a.set_coordinator_reply(&reply.rates, &reply.first_sight);
+            a.carry_out(&observed[i]);
+        }
+        // The same reply as OSS 1's, to an agent without a limit of its own.
+        let reply = coord.reply(DomainId(1)).validate().unwrap();
+        assert_eq!(
+            reply.first_sight.into_iter().collect::<Vec<_>>(),
+            vec![(pfsqos_agent::config::LimitTarget::User(500), 45 * mb / 2)],
+            "round {round}: 90 MiB/s / (1 + 1 jobs) / 2 OSSs"
+        );
+        let reply = coord.reply(DomainId(1)).validate().unwrap();
+        third.set_coordinator_reply(&reply.rates, &reply.first_sight);
+        third.carry_out(&third_obs);
+    }
+    // The agent without a local limit: the coordinator's first-sight rule, 22 RPC/s of 1 MiB.
+    assert_eq!(
+        third
+            .first_sight_rules()
+            .clone()
+            .into_iter()
+            .collect::<Vec<_>>(),
+        vec![("pfq_c0".to_string(), ("*.500".to_string(), 22))]
+    );
+    assert!(third.lctl().rules.contains(&("pfq_c0".to_string(), 22)));
+    // The agent of OSS 0 gets the same share for a second job of the user (dd.500 has its own
+    // rate there); OSS 1's agent with its own tighter limit: one rule, its own, at 20.
+    assert_eq!(
+        agents[0].first_sight_rules()["pfq_c0"],
+        ("*.500".into(), 22)
+    );
+    assert_eq!(
+        agents[1]
+            .first_sight_rules()
+            .clone()
+            .into_iter()
+            .collect::<Vec<_>>(),
+        vec![("pfq_f0".to_string(), ("*.500".to_string(), 20))]
+    );
+    assert!(!agents[1].lctl().rules.iter().any(|r| r.0 == "pfq_c0"));
+    // The safe state (no rates, no shares): the coordinator's first-sight rule is stopped.
+    third.set_coordinated(&BTreeMap::new());
+    third.lctl_mut().jobs = vec![("other.600", 30)];
+    let obs = third.observe().unwrap();
+    third.carry_out(&obs);
+    assert!(third.first_sight_rules().is_empty());
+    assert!(
+        !third.lctl().rules.iter().any(|r| r.0 == "pfq_c0"),
+        "{:?}",
+        third.lctl().rules
+    );
+}
+
+/// A coordinator's first-sight share that goes frees its slot only once its rule is stopped:
+/// user 500's share is replaced by user 600's in one reply, and user 600 gets a rule of its own
+/// (`pfq_c1 jobid={*.600}`) while `pfq_c0 jobid={*.500}` is stopped, never `pfq_c0`'s rate
+/// changed under user 500's pattern.
+#[test]
+fn a_first_sight_slot_is_given_again_only_after_its_rule_is_stopped() {
+    use pfsqos_agent::config::LimitTarget;
+    let mut a = coordinated_agent("oss0", 0, "");
+    let shares = |target, bytes_per_s| BTreeMap::from([(target, bytes_per_s)]);
+    let period = |a: &mut Agent<Oss>, first_sight: BTreeMap<LimitTarget, u64>, n: u64| {
+        a.lctl_mut().jobs = vec![("x.7", n)];
+        let obs = a.observe().unwrap();
+        a.set_coordinator_reply(&BTreeMap::new(), &first_sight);
+        a.carry_out(&obs);
+        a.first_sight_rules()
+            .clone()
+            .into_iter()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        period(&mut a, shares(LimitTarget::User(500), 10 << 20), 1),
+        vec![("pfq_c0".to_string(), ("*.500".to_string(), 10))]
+    );
+    assert_eq!(
+        period(&mut a, shares(LimitTarget::User(600), 20 << 20), 2),
+        vec![("pfq_c1".to_string(), ("*.600".to_string(), 20))]
+    );
+    assert_eq!(a.lctl().rules, vec![("pfq_c1".to_string(), 20)]);
+    // Slot 0 is free again now that its rule is gone.
+    let both = BTreeMap::from([
+        (LimitTarget::User(600), 20 << 20),
+        (LimitTarget::User(9), 5 << 20),
+    ]);
+    let rules = period(&mut a, both, 3);
+    assert!(
+        rules.contains(&("pfq_c0".to_string(), ("*.9".to_string(), 5))),
+        "{rules:?}"
+    );
 }
 
 fn key_file(dir: &std::path::Path) -> std::path::PathBuf {
@@ -300,8 +466,8 @@ fn a_killed_coordinator_leaves_the_agent_in_the_safe_state_within_the_bound() {
             .unwrap();
         hold.reply(now);
         if let Some(r) = rates {
-            a.set_coordinated(&r);
-            held = r;
+            a.set_coordinated(&r.rates);
+            held = r.rates;
         }
         a.carry_out(&obs);
         // Let the coordinator's 50 ms rounds see this report before the next exchange.

@@ -4,7 +4,8 @@
 //! a thread of its own: killing it drops every connection).
 //!
 //! GIFT throttles on both OSSs; the coordinator is killed; each agent keeps its rules while
-//! the hold lasts and removes them once `safe_hold_ms` has passed. Every wait is a poll with
+//! the hold lasts and removes them once `safe_hold_ms` has passed. A coordinator's user limit
+//! reaches a new job on an OSS that never saw the user, through its first-sight share. Every wait is a poll with
 //! a bounded deadline; the only timing asserted is a lower bound (never released before the
 //! hold), and rules are asserted present only on a check that ended within the hold.
 
@@ -13,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use pfsqos_agent::config::{JobIdLayout, LimitTarget};
 use pfsqos_agent::coord::{CoordStats, Coordinator};
 use pfsqos_agent::coord_net;
 use pfsqos_core::control::spec::PolicyChoice;
@@ -74,12 +76,23 @@ impl Oss {
 
     /// A coordinated agent process for this OSS.
     fn agent(&self, name: &str, coordinator: std::net::SocketAddr, metrics: &str) -> Child {
+        self.agent_every(name, coordinator, metrics, 100)
+    }
+
+    /// [`Oss::agent`] with a period of `period_ms`.
+    fn agent_every(
+        &self,
+        name: &str,
+        coordinator: std::net::SocketAddr,
+        metrics: &str,
+        period_ms: u64,
+    ) -> Child {
         let config = self.dir.join("agent.toml");
         std::fs::write(
             &config,
             format!(
                 "controller = \"static\"\nost_capacity_rpcs_per_s = 100\ncpts = 2\n\
-                 rule_prefix = \"pfq\"\nperiod_ms = 100\nlctl_backoff_ms = 10\n\
+                 rule_prefix = \"pfq\"\nperiod_ms = {period_ms}\nlctl_backoff_ms = 10\n\
                  metrics_listen = \"{metrics}\"\n\
                  [coordinator]\naddr = \"{coordinator}\"\nkey_file = \"{key}\"\n\
                  agent_name = \"{name}\"\nsafe_hold_ms = {SAFE_HOLD_MS}\n\
@@ -115,6 +128,15 @@ impl Oss {
 
     /// The agent's rules (prefix `pfq`) on CPT 0: (name, condition).
     fn our_rules(&self) -> Vec<(String, String)> {
+        self.our_rules_with_rates()
+            .into_iter()
+            .map(|(name, cond, _, _)| (name, cond))
+            .collect()
+    }
+
+    /// The agent's rules on CPT 0: (name, condition, rate per CPT, classes bound to the rule
+    /// summed over every CPT and both queues).
+    fn our_rules_with_rates(&self) -> Vec<(String, String, u32, u64)> {
         let text = self.rt.block_on(async {
             let mut c = OssClient::connect(self.addr, KEY, Role::Lctl)
                 .await
@@ -123,16 +145,33 @@ impl Oss {
                 .await
                 .map(|p| p.into_iter().map(|p| p.value).collect::<String>())
         });
-        match text {
-            Ok(text) => TbfRuleListing::parse(&text).unwrap().regular[0]
-                .rules
-                .iter()
-                .filter(|r| r.name.starts_with("pfq"))
-                .map(|r| (r.name.clone(), r.conditions.clone()))
-                .collect(),
+        let Ok(text) = text else {
             // TBF not started yet: no rules.
-            Err(_) => Vec::new(),
-        }
+            return Vec::new();
+        };
+        let listing = TbfRuleListing::parse(&text).unwrap();
+        let refs = |name: &str| -> u64 {
+            std::iter::once(&listing.regular)
+                .chain(listing.high_priority.as_ref())
+                .flatten()
+                .flat_map(|cpt| cpt.rules.iter())
+                .filter(|r| r.name == name)
+                .map(|r| r.refs)
+                .sum()
+        };
+        listing.regular[0]
+            .rules
+            .iter()
+            .filter(|r| r.name.starts_with("pfq"))
+            .map(|r| {
+                (
+                    r.name.clone(),
+                    r.conditions.clone(),
+                    r.rate_rpcs_per_s,
+                    refs(&r.name),
+                )
+            })
+            .collect()
     }
 }
 
@@ -175,19 +214,33 @@ struct Running {
 
 impl Running {
     fn start(agents: &[&str], period_ms: u64) -> Running {
+        Running::start_with(agents, period_ms, "gift:period_ms=100", Vec::new())
+    }
+
+    /// A coordinator running `controller` with file-system-wide `limits` (`%e.%u` job ids,
+    /// 4 MiB RPCs).
+    fn start_with(
+        agents: &[&str],
+        period_ms: u64,
+        controller: &'static str,
+        limits: Vec<(LimitTarget, u64)>,
+    ) -> Running {
         let agents: Vec<String> = agents.iter().map(|a| a.to_string()).collect();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let (atx, arx) = std::sync::mpsc::channel();
         let stats = Arc::new(Mutex::new(CoordStats::default()));
         let published = stats.clone();
         let thread = std::thread::spawn(move || {
-            let coord = Coordinator::new(
-                PolicyChoice::parse("gift:period_ms=100")
+            let coord = Coordinator::with_limits(
+                PolicyChoice::parse(controller)
                     .unwrap()
                     .controller_with(period_ms, 1 << 20, 0),
                 agents,
                 period_ms * 1_000_000,
                 10 * period_ms * 1_000_000,
+                limits,
+                JobIdLayout::parse("%e.%u").unwrap(),
+                pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT,
             )
             .unwrap();
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -354,5 +407,97 @@ fn two_agent_processes_under_gift_hold_then_release_when_the_coordinator_dies() 
     }
     for o in &osss {
         assert!(o.our_rules().is_empty());
+    }
+}
+
+/// Issue 17, a coordinator's user limit at first sight, over real processes and sockets: the
+/// coordinator limits user 500 to 100 MiB/s over the file system; `dd.500` writes through
+/// OSS 0 only. The agent of OSS 1, which has never seen a job of user 500, gets the share of one
+/// more job on its OSS in the coordinator's reply (100 / 2 jobs / 2 OSSs = 25 MiB/s: 6 RPC/s of
+/// 4 MiB, 3 per CPT over its 2) and writes `pfq_c0 jobid={*.500} rate=3`; a new job of user 500
+/// on OSS 1 is classed under it from its first RPC, a job of user 600 is not; SIGTERM removes
+/// it.
+#[test]
+fn a_coordinators_user_limit_holds_a_new_job_from_its_first_rpc() {
+    let osss = [Oss::new(0), Oss::new(1)];
+    let mut coordinator = Running::start_with(
+        &["oss0", "oss1"],
+        100,
+        "nobw",
+        vec![(LimitTarget::User(500), 100 << 20)],
+    );
+    let metrics = [free_port(), free_port()];
+    // Periods of 1 s: a new job gets a rule of its own at the earliest one period after its
+    // first RPC (reported, then decided, then sent back), which leaves time to see it bound to
+    // the first-sight rule before.
+    let mut agents = Agents(
+        osss.iter()
+            .enumerate()
+            .map(|(i, o)| o.agent_every(&format!("oss{i}"), coordinator.addr, &metrics[i], 1000))
+            .collect(),
+    );
+    let first_sight = |o: &Oss| {
+        o.our_rules_with_rates()
+            .into_iter()
+            .find(|r| r.0 == "pfq_c0")
+    };
+    let end = Instant::now() + DEADLINE;
+    let mut object = 0;
+    loop {
+        object += 1;
+        osss[0].write("dd.500", 1 + object % 4, 4);
+        if first_sight(&osss[1]).is_some_and(|r| r.2 == 3) {
+            break;
+        }
+        for (a, m) in agents.0.iter_mut().zip(&metrics) {
+            assert!(
+                a.try_wait().unwrap().is_none(),
+                "an agent died: {}",
+                scrape(m)
+            );
+        }
+        assert!(
+            Instant::now() < end,
+            "no first-sight rule at 3 RPC/s on OSS 1: {:?} {:?}",
+            osss[1].our_rules_with_rates(),
+            coordinator.stats()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(first_sight(&osss[1]).unwrap().1, "jobid={*.500}");
+    // A job of user 500 never seen anywhere: classed under the first-sight rule from its first
+    // RPC. Should the agent have given it a rule of its own before the listing is read (a
+    // machine so loaded that a whole period passed), another new job is tried.
+    let mut bound = false;
+    for attempt in 0..3 {
+        let job = format!("new{attempt}.500");
+        let before = first_sight(&osss[1]).unwrap().3;
+        osss[1].write(&job, 100 + attempt, 3);
+        let rules = osss[1].our_rules_with_rates();
+        let refs = rules.iter().find(|r| r.0 == "pfq_c0").unwrap().3;
+        if refs > before {
+            bound = true;
+            break;
+        }
+        assert!(
+            rules.iter().any(|r| r.1 == format!("jobid={{{job}}}")),
+            "{job} is neither under the first-sight rule nor under a rule of its own: {rules:?}"
+        );
+    }
+    assert!(
+        bound,
+        "every new job got its own rule before it could be seen bound"
+    );
+    // A job of another user is not held by it.
+    let before = first_sight(&osss[1]).unwrap().3;
+    osss[1].write("x.600", 200, 3);
+    assert_eq!(first_sight(&osss[1]).unwrap().3, before);
+    coordinator.kill();
+    for a in &mut agents.0 {
+        signal(a, libc::SIGTERM);
+        assert!(wait_exit(a).success());
+    }
+    for o in &osss {
+        assert!(o.our_rules().is_empty(), "{:?}", o.our_rules());
     }
 }

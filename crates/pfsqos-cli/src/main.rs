@@ -87,6 +87,15 @@ enum Command {
     Agent(agent::AgentArgs),
     /// Run a centralized controller (GIFT, ...) for the Lustre agents of a file system.
     Coordinator(agent::CoordinatorArgs),
+    /// The emulated `lctl` of a Lustre OSS over a live ossd, for tests (`pfsqos_agent::emu`;
+    /// what the `pfsqos-lctl-emu` binary runs): a script `exec pfsqos lctl-emu "$@"` named
+    /// `lctl` first on PATH stands in for Lustre's lctl. Configured by `PFSQOS_LCTL_*`.
+    #[command(name = "lctl-emu", hide = true)]
+    LctlEmu {
+        /// lctl's own arguments (`get_param -n ...`), passed unread.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// On a client node that is not a pfsqos mount: apply the outgoing limit the ossds'
     /// controllers set for the node (PI control) with tc on a network interface.
     TcClient(tc_client::TcClientArgs),
@@ -426,6 +435,11 @@ fn main() -> ExitCode {
         }
         Command::Agent(args) => return agent::run(args),
         Command::Coordinator(args) => return agent::run_coordinator(args),
+        Command::LctlEmu { args } => {
+            let code =
+                pfsqos_agent::emu::main_with(&args, &mut std::io::stdout(), &mut std::io::stderr());
+            return ExitCode::from(code.clamp(0, 255) as u8);
+        }
         Command::TcClient(args) => return tc_client::run(args),
         Command::Trace { command } => return ExitCode::from(trace::run(command)),
         Command::Ossd(args) => return daemon(args.into_config(), live::run_ossd),

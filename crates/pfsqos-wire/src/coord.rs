@@ -14,6 +14,7 @@
 //! [`Observation`] has no wire form of its own (the core stays free of serialization), so
 //! these types mirror it field by field and convert both ways.
 
+use pfsqos_core::control::byte_limits::LimitTarget;
 use pfsqos_core::control::{
     DomainId, DomainObservation, JobMeta, JobTargetStats, Observation, TargetObservation,
     JOB_WEIGHT_MAX,
@@ -34,6 +35,12 @@ pub const REPORT_JOBS_MAX: usize = 200_000;
 pub const REPLY_RATES_MAX: usize = 200_000;
 /// Highest rate a reply may carry: Lustre's TBF rates are 32-bit.
 pub const REPLY_RATE_RPCS_PER_S_MAX: u64 = u32::MAX as u64;
+/// Most first-sight shares in one reply: one per user or group limit of the coordinator
+/// (its `[[limits]]` hold at most 4096 entries, `pfsqos_agent::config::ENTRIES_MAX`).
+pub const REPLY_FIRST_SIGHT_MAX: usize = 4096;
+/// Highest first-sight share a reply may carry, bytes/s: an administrator limit's bound
+/// (`[[limits]] bytes_per_s` is at most 2^50).
+pub const REPLY_FIRST_SIGHT_BYTES_PER_S_MAX: u64 = 1 << 50;
 
 /// One job on one target in the period.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,13 +87,43 @@ pub struct WireRate {
     pub rate_rpcs_per_s: u64,
 }
 
+/// Who a first-sight share is for: a user's or a group's file-system-wide limit (a job's
+/// own limit needs none: the coordinator sends every OSS a rate for a limited job, seen or not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum WireLimitTarget {
+    User(u32),
+    Group(u32),
+}
+
+/// A user's or group's file-system-wide limit as it applies on the agent's OSS to a job of
+/// theirs the coordinator has not seen yet: the limit's share for one more job
+/// (`byte_limits::first_sight_shares_bytes_per_s`) split over the OSSs
+/// (`byte_limits::split_over_osss`). The agent turns it into its first-sight rule for that
+/// user or group (`jobid={*.<id>}`, built from the id by the agent, never from reply text).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireFirstSight {
+    pub target: WireLimitTarget,
+    pub bytes_per_s: u64,
+}
+
 /// What the coordinator answers: the rate of each job its controller holds a rule for on the
 /// agent's OSS after its last round (the whole set, not a change, so a lost reply loses
 /// nothing); `round` is 0 until it has decided once, and then the agent keeps what it has.
+/// `first_sight`: the share of each user or group limit for a job not seen yet, on this OSS
+/// (sorted by target, unique).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CoordReply {
     pub round: u64,
     pub rates: Vec<WireRate>,
+    pub first_sight: Vec<WireFirstSight>,
+}
+
+/// A validated [`CoordReply`]: rates per job (RPC/s on the OSS) and first-sight shares per
+/// user or group (bytes/s on the OSS).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ValidReply {
+    pub rates: std::collections::BTreeMap<JobId, u64>,
+    pub first_sight: std::collections::BTreeMap<LimitTarget, u64>,
 }
 
 fn invalid(what: impl Into<String>) -> ProtocolError {
@@ -230,20 +267,39 @@ pub struct DomainReport {
 }
 
 impl CoordReply {
-    /// Checks the reply: bounded, job ids valid, sorted and unique, rates in 1..=2^32-1.
-    pub fn validate(&self) -> Result<std::collections::BTreeMap<JobId, u64>, ProtocolError> {
+    /// Checks the reply: bounded, job ids valid and unique, rates in 1..=2^32-1; first-sight
+    /// shares sorted by target and unique, in 1..=2^50 bytes/s.
+    pub fn validate(&self) -> Result<ValidReply, ProtocolError> {
         if self.rates.len() > REPLY_RATES_MAX {
             return Err(invalid("too many rates"));
         }
-        let mut out = std::collections::BTreeMap::new();
+        if self.first_sight.len() > REPLY_FIRST_SIGHT_MAX {
+            return Err(invalid("too many first-sight shares"));
+        }
+        let mut out = ValidReply::default();
         for r in &self.rates {
             let job = job_id(&r.job)?;
             if !(1..=REPLY_RATE_RPCS_PER_S_MAX).contains(&r.rate_rpcs_per_s) {
                 return Err(invalid("rate out of range"));
             }
-            if out.insert(job, r.rate_rpcs_per_s).is_some() {
+            if out.rates.insert(job, r.rate_rpcs_per_s).is_some() {
                 return Err(invalid("job named twice"));
             }
+        }
+        let mut last: Option<WireLimitTarget> = None;
+        for f in &self.first_sight {
+            if last.is_some_and(|l| l >= f.target) {
+                return Err(invalid("first-sight shares not sorted and unique"));
+            }
+            last = Some(f.target);
+            if !(1..=REPLY_FIRST_SIGHT_BYTES_PER_S_MAX).contains(&f.bytes_per_s) {
+                return Err(invalid("first-sight share out of range"));
+            }
+            let target = match f.target {
+                WireLimitTarget::User(u) => LimitTarget::User(u),
+                WireLimitTarget::Group(g) => LimitTarget::Group(g),
+            };
+            out.first_sight.insert(target, f.bytes_per_s);
         }
         Ok(out)
     }
@@ -343,8 +399,83 @@ mod tests {
                     job: job.into(),
                     rate_rpcs_per_s: rate,
                 }],
+                first_sight: vec![],
             };
             assert!(reply.validate().is_err(), "{reply:?}");
         }
+    }
+
+    fn share(target: WireLimitTarget, bytes_per_s: u64) -> WireFirstSight {
+        WireFirstSight {
+            target,
+            bytes_per_s,
+        }
+    }
+
+    /// First-sight shares survive postcard and validation as (user or group, bytes/s).
+    #[test]
+    fn first_sight_shares_round_trip() {
+        let reply = CoordReply {
+            round: 3,
+            rates: vec![WireRate {
+                job: "dd.500".into(),
+                rate_rpcs_per_s: 7,
+            }],
+            first_sight: vec![
+                share(WireLimitTarget::User(500), 50 << 20),
+                share(WireLimitTarget::User(600), 1),
+                share(WireLimitTarget::Group(500), 1 << 50),
+            ],
+        };
+        let back: CoordReply = decode(&encode(&reply)).unwrap();
+        let v = back.validate().unwrap();
+        assert_eq!(v.rates[&JobId::new("dd.500").unwrap()], 7);
+        assert_eq!(
+            v.first_sight.into_iter().collect::<Vec<_>>(),
+            vec![
+                (LimitTarget::User(500), 50 << 20),
+                (LimitTarget::User(600), 1),
+                (LimitTarget::Group(500), 1 << 50),
+            ]
+        );
+    }
+
+    /// Out of range, repeated, unsorted or too many first-sight shares refuse the reply.
+    #[test]
+    fn malformed_first_sight_shares_are_refused() {
+        let u = WireLimitTarget::User;
+        let bad = [
+            vec![share(u(1), 0)],
+            vec![share(u(1), (1 << 50) + 1)],
+            vec![share(u(1), 5), share(u(1), 6)],
+            vec![share(u(2), 5), share(u(1), 6)],
+            vec![share(WireLimitTarget::Group(1), 5), share(u(1), 6)],
+            (0..=REPLY_FIRST_SIGHT_MAX as u32)
+                .map(|i| share(u(i), 5))
+                .collect(),
+        ];
+        for first_sight in bad {
+            let reply = CoordReply {
+                round: 1,
+                rates: vec![],
+                first_sight,
+            };
+            assert!(
+                reply.validate().is_err(),
+                "{:?}",
+                &reply.first_sight[..2.min(reply.first_sight.len())]
+            );
+        }
+        let most = CoordReply {
+            round: 1,
+            rates: vec![],
+            first_sight: (0..REPLY_FIRST_SIGHT_MAX as u32)
+                .map(|i| share(u(i), 5))
+                .collect(),
+        };
+        assert_eq!(
+            most.validate().unwrap().first_sight.len(),
+            REPLY_FIRST_SIGHT_MAX
+        );
     }
 }

@@ -56,7 +56,10 @@ pub const MAGIC: [u8; 4] = *b"PFSQ";
 /// Version 6: a client asks for its node's limit outside the NRS queue
 /// ([`WireRequest::LimitQuery`]), and the MDS takes iez's operations (`MdsOp::ReportOss`,
 /// `IezLoad`, `GetPlacement`, `GetPath`), which an MDS of version 5 closes the connection on.
-pub const PROTOCOL_VERSION: u16 = 6;
+/// Version 7: a coordinator's reply to an agent carries each user's or group's first-sight
+/// share on the agent's OSS (`coord::CoordReply::first_sight`), a field a version-6 agent
+/// would misread as trailing bytes.
+pub const PROTOCOL_VERSION: u16 = 7;
 /// Largest node count a request may state for its job (the AdapTBF and Static BW priority
 /// basis): the bound the ossd's `--job-nodes` takes too.
 pub const JOB_NODES_MAX: u32 = pfsqos_core::lustre::JOB_NODES_MAX;

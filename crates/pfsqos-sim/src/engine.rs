@@ -1901,6 +1901,13 @@ impl Sim {
         if random {
             t.fixed_ns += self.device_models[m].random_penalty_ns;
         }
+        let model = &self.device_models[m];
+        if model.has_congestion() {
+            // The dispatch queue this request starts in: those in service, those waiting, and
+            // itself (popped from `waiting` or not yet counted in `busy`).
+            let d = &self.devices[r.ost as usize];
+            t = model.congested(t, u64::from(d.busy) + d.waiting.len() as u64 + 1);
+        }
         let done_ns = self.devices[r.ost as usize].start(self.now_ns, t);
         self.queue.push_lane(
             self.lanes.device + r.ost,

@@ -21,6 +21,9 @@
 //! * **fig6/7**: job run times (first I/O to last completion, per client) for fixed targets 50
 //!   to 100 against no control (`nobw`) and the AIMD baseline at 80, over 5 seeds: mean, 10th
 //!   and 90th percentile, and the tail (longest run time of each seed, averaged).
+//! * A third argument, a scenario, takes the model and gains from that scenario's
+//!   identification instead (the same controller on another plant: the congestion curves of
+//!   `scenarios/pi/listing1-congestion-*.toml` against the gains of `listing1.toml`).
 //! * **fig8**: sampling times 100 ms, 300 ms and 1 s at target 80: the queue's standard
 //!   deviation in steady state and the settling time after a step from 40 to 80.
 
@@ -369,6 +372,15 @@ fn fig6(base: &Scenario, m: &Identified) {
             tails.push(t.iter().copied().fold(0.0, f64::max));
             all.extend(t);
         }
+        let unfinished = all.iter().filter(|t| t.is_infinite()).count();
+        if unfinished > 0 {
+            println!(
+                "| {label} | {unfinished} of {} jobs unfinished at {:.0} s | | | | | |",
+                all.len(),
+                base.simulation.duration_s
+            );
+            continue;
+        }
         all.sort_by(f64::total_cmp);
         let (m_all, tail) = (mean(&all), mean(&tails));
         if label.starts_with("baseline") {
@@ -430,15 +442,25 @@ fn fig8(base: &Scenario, m: &Identified) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (what, path) = match args.as_slice() {
-        [_, what, path] => (what.as_str(), path.as_str()),
+    let (what, path, gains_path) = match args.as_slice() {
+        [_, what, path] => (what.as_str(), path.as_str(), None),
+        [_, what, path, gains] => (what.as_str(), path.as_str(), Some(gains.as_str())),
         _ => {
-            eprintln!("usage: pi_repro all|fig3|fig4|fig5|fig6|fig8 SCENARIO");
+            eprintln!("usage: pi_repro all|fig3|fig4|fig5|fig6|fig8 SCENARIO [GAINS_SCENARIO]");
             std::process::exit(2);
         }
     };
     let base = Scenario::load(Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
-    let m = fig3(&base);
+    // The model (and so the gains) comes from SCENARIO's own identification, or from
+    // GAINS_SCENARIO's: the same controller run on a different plant.
+    let m = match gains_path {
+        None => fig3(&base),
+        Some(g) => {
+            let gains_base = Scenario::load(Path::new(g)).unwrap_or_else(|e| panic!("{e}"));
+            println!("Model and gains identified on `{g}`:\n");
+            fig3(&gains_base)
+        }
+    };
     match what {
         "fig3" => {}
         "fig4" => fig4(&base, &m),

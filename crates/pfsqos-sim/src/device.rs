@@ -427,14 +427,13 @@ mod tests {
         let mut d = Device::default();
         let mut waiting = u64::from(queue);
         let mut completions: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
-        let start_free =
-            |d: &mut Device, now: u64, waiting: &mut u64, c: &mut BinaryHeap<_>| {
-                while d.busy < m.concurrency && *waiting > 0 {
-                    *waiting -= 1;
-                    let q = u64::from(d.busy) + *waiting + 1;
-                    c.push(Reverse(d.start(now, m.congested(base, q))));
-                }
-            };
+        let start_free = |d: &mut Device, now: u64, waiting: &mut u64, c: &mut BinaryHeap<_>| {
+            while d.busy < m.concurrency && *waiting > 0 {
+                *waiting -= 1;
+                let q = u64::from(d.busy) + *waiting + 1;
+                c.push(Reverse(d.start(now, m.congested(base, q))));
+            }
+        };
         start_free(&mut d, 0, &mut waiting, &mut completions);
         let (mut first_ns, mut done) = (0u64, 0u32);
         loop {

@@ -370,9 +370,10 @@ fn fig6(base: &Scenario, m: &Identified) {
     for (label, spec) in configs {
         let mut all = Vec::new();
         let mut tails = Vec::new();
-        // Control periods, and those whose limit is at the floor (`bw_min`, 1 MiB/s): where
-        // the shaper's whole-RPC booking (engine.rs, `book_uplink`) holds a client's uplink
-        // for up to 1 s whatever the next limit.
+        // Control periods, and those whose limit is at the floor (`bw_min`, 1 MiB/s): the
+        // periods a client sends least in. (Until the engine re-booked a running hold at a new
+        // limit, `Link::relimit_up`, an RPC started at the floor held the uplink for 1 s
+        // whatever the next limit; the column showed where that weighed.)
         let (mut periods, mut at_floor) = (0usize, 0usize);
         let mut bytes = 0u64;
         for seed in 1..=SEEDS {

@@ -1972,6 +1972,10 @@ impl Sim {
         let Some(rebooked) = link.relimit_up(now, limit_bytes_per_s, booked.as_ref()) else {
             return;
         };
+        if booked == Some(rebooked) {
+            // The same limit, or one that moves nothing: its event stands.
+            return;
+        }
         let end_ns = link.up_free_ns;
         let old_start_ns = booked.map(|b| b.start_ns);
         self.rpcs[rebooked.rpc as usize].bulk_first_end_ns = end_ns;

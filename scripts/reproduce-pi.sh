@@ -2,7 +2,8 @@
 # Regenerates every measured number of docs/reproductions/pi-control.md (PI control of the
 # storage queue, control-theory-pi.txt §4): identification (Fig. 3), stepped targets (Fig. 4),
 # gain sets (Fig. 5), run times and tail (Fig. 6-7), sampling times (Fig. 8), with the RPC-level
-# engine on scenarios/pi/listing1.toml. Writes docs/reproductions/pi-control-measured.md.
+# engine on scenarios/pi/listing1.toml, and Fig. 6-7 again on scenarios/pi/listing1-congestion-*.toml
+# (the device with a congestion curve). Writes docs/reproductions/pi-control-measured.md.
 # Usage: scripts/reproduce-pi.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,21 @@ trap 'rm -f "$tmp"' EXIT
   echo "explained at the top of \`crates/pfsqos-sim/examples/pi_repro.rs\`."
   echo
   "$bin" all scenarios/pi/listing1.toml
+  echo "## With a congestion cost on the device"
+  echo
+  echo "The same Listing 1 with a congestion curve on the device (throughput against the dispatch"
+  echo "queue, \`crates/pfsqos-sim/src/device.rs\`); each scenario file cites its curve. Fig. 6/7"
+  echo "with the gains identified on each scenario, then with those of \`listing1.toml\` above."
+  echo
+  for v in p3600 lanes implied; do
+    s=scenarios/pi/listing1-congestion-$v.toml
+    echo "### \`$s\`: gains identified on it"
+    echo
+    "$bin" fig6 "$s"
+    echo "### \`$s\`: gains of \`listing1.toml\`"
+    echo
+    "$bin" fig6 "$s" scenarios/pi/listing1.toml | sed -n '/^### Fig. 6/,$p'
+  done
 } > "$tmp"
 mv "$tmp" "$out"
 trap - EXIT

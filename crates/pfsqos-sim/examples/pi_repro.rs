@@ -20,7 +20,12 @@
 //!   time.
 //! * **fig6/7**: job run times (first I/O to last completion, per client) for fixed targets 50
 //!   to 100 against no control (`nobw`) and the AIMD baseline at 80, over 5 seeds: mean, 10th
-//!   and 90th percentile, and the tail (longest run time of each seed, averaged).
+//!   and 90th percentile, and the tail (longest run time of each seed, averaged); the share of
+//!   control periods whose limit is at `bw_min`; for runs whose jobs do not all finish, the
+//!   throughput delivered.
+//! * A third argument, a scenario, takes the model and gains from that scenario's
+//!   identification instead (the same controller on another plant: the congestion curves of
+//!   `scenarios/pi/listing1-congestion-*.toml` against the gains of `listing1.toml`).
 //! * **fig8**: sampling times 100 ms, 300 ms and 1 s at target 80: the queue's standard
 //!   deviation in steady state and the settling time after a step from 40 to 80.
 
@@ -251,6 +256,8 @@ fn step_rows(
 /// share of the device (the paper does not say; starting at its 10 Gb/s links, every run
 /// would begin with a 40 s descent through a saturated queue).
 const BW_MAX: &str = "bw_max=64M";
+/// The controllers' default `bw_min`, which the reproduction leaves as is.
+const BW_MIN_BYTES_PER_S: f64 = pfsqos_core::control::pi::BW_MIN_BYTES_PER_S_DEFAULT as f64;
 
 fn pi_spec(m: &Identified, extra: &str) -> String {
     format!("pi:a={:.6}:b={:.6}:ts_ms={TS_MS}:{BW_MAX}{extra}", m.a, m.b)
@@ -341,8 +348,8 @@ fn run_times_s(out: &RunOutput) -> Vec<f64> {
 
 fn fig6(base: &Scenario, m: &Identified) {
     println!("### Fig. 6 and 7: job run time per client over {SEEDS} seeds\n");
-    println!("| control | mean (s) | p10 (s) | p90 (s) | tail: longest per seed, mean (s) | mean vs baseline | tail vs baseline |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("| control | mean (s) | p10 (s) | p90 (s) | tail: longest per seed, mean (s) | mean vs baseline | tail vs baseline | periods at `bw_min` |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut configs: Vec<(String, String)> = vec![("baseline (nobw)".into(), "nobw".into())];
     for sensor in ["time_in_queue", "instant"] {
         for target in [50, 60, 70, 80, 90, 100] {
@@ -363,11 +370,43 @@ fn fig6(base: &Scenario, m: &Identified) {
     for (label, spec) in configs {
         let mut all = Vec::new();
         let mut tails = Vec::new();
+        // Control periods, and those whose limit is at the floor (`bw_min`, 1 MiB/s): the
+        // periods a client sends least in. (Until the engine re-booked a running hold at a new
+        // limit, `Link::relimit_up`, an RPC started at the floor held the uplink for 1 s
+        // whatever the next limit; the column showed where that weighed.)
+        let (mut periods, mut at_floor) = (0usize, 0usize);
+        let mut bytes = 0u64;
         for seed in 1..=SEEDS {
             let out = run(base, policy(base, &spec, seed), seed);
+            for (_, m) in steps_of(&out) {
+                if let Some(&limit) = m.get("limit_bytes_per_s") {
+                    periods += 1;
+                    at_floor += usize::from(limit <= BW_MIN_BYTES_PER_S);
+                }
+            }
+            bytes += out
+                .jobs
+                .iter()
+                .map(|j| j.bytes_per_bin().iter().sum::<u64>())
+                .sum::<u64>();
             let t = run_times_s(&out);
             tails.push(t.iter().copied().fold(0.0, f64::max));
             all.extend(t);
+        }
+        let floor = if periods == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1} %", at_floor as f64 * 100.0 / periods as f64)
+        };
+        let unfinished = all.iter().filter(|t| t.is_infinite()).count();
+        if unfinished > 0 {
+            println!(
+                "| {label} | {unfinished} of {} jobs unfinished at {:.0} s; {:.0} MiB/s delivered | | | | | | {floor} |",
+                all.len(),
+                base.simulation.duration_s,
+                bytes as f64 / MIB as f64 / (base.simulation.duration_s * SEEDS as f64)
+            );
+            continue;
         }
         all.sort_by(f64::total_cmp);
         let (m_all, tail) = (mean(&all), mean(&tails));
@@ -375,7 +414,7 @@ fn fig6(base: &Scenario, m: &Identified) {
             baseline = (m_all, tail);
         }
         println!(
-            "| {label} | {m_all:.1} | {:.1} | {:.1} | {tail:.1} | {:+.1} % | {:+.1} % |",
+            "| {label} | {m_all:.1} | {:.1} | {:.1} | {tail:.1} | {:+.1} % | {:+.1} % | {floor} |",
             percentile(&all, 0.1),
             percentile(&all, 0.9),
             (m_all / baseline.0 - 1.0) * 100.0,
@@ -430,15 +469,25 @@ fn fig8(base: &Scenario, m: &Identified) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (what, path) = match args.as_slice() {
-        [_, what, path] => (what.as_str(), path.as_str()),
+    let (what, path, gains_path) = match args.as_slice() {
+        [_, what, path] => (what.as_str(), path.as_str(), None),
+        [_, what, path, gains] => (what.as_str(), path.as_str(), Some(gains.as_str())),
         _ => {
-            eprintln!("usage: pi_repro all|fig3|fig4|fig5|fig6|fig8 SCENARIO");
+            eprintln!("usage: pi_repro all|fig3|fig4|fig5|fig6|fig8 SCENARIO [GAINS_SCENARIO]");
             std::process::exit(2);
         }
     };
     let base = Scenario::load(Path::new(path)).unwrap_or_else(|e| panic!("{e}"));
-    let m = fig3(&base);
+    // The model (and so the gains) comes from SCENARIO's own identification, or from
+    // GAINS_SCENARIO's: the same controller run on a different plant.
+    let m = match gains_path {
+        None => fig3(&base),
+        Some(g) => {
+            let gains_base = Scenario::load(Path::new(g)).unwrap_or_else(|e| panic!("{e}"));
+            println!("Model and gains identified on `{g}`:\n");
+            fig3(&gains_base)
+        }
+    };
     match what {
         "fig3" => {}
         "fig4" => fig4(&base, &m),

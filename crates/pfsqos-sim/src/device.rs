@@ -9,10 +9,25 @@
 //! `overhead(s) + s / bandwidth(s)`, a deep queue reaches the table bandwidth, and with
 //! `concurrency = 1` the device is the plain serial server of the `DeviceSpec` formula. No
 //! event is ever rescheduled, which keeps the engine deterministic and fast.
+//!
+//! **Congestion cost (optional, off by default).** The model above is work-conserving: a
+//! deeper queue never makes the device slower, so no controller can finish the same bytes
+//! sooner than the full queue does (docs/reproductions/pi-control.md, Fig. 6). A `[[device]]`
+//! may give a curve `congestion = [{ queue_requests, throughput_fraction }, ...]`: a request
+//! that starts service while the dispatch queue holds `q` requests (at the device plus
+//! waiting for it, itself included: what the block layer's `time_in_queue` averages) transfers
+//! at `throughput_fraction(q)` of the table bandwidth, the fraction interpolated linearly in
+//! `q` between rows and held flat outside them. The rate is fixed when the transfer is booked
+//! (no event is rescheduled), so with a steady queue of `q` the device serves exactly
+//! `fraction(q)` of its table throughput (test `throughput_follows_the_congestion_curve`).
+//! A curve must come from a measurement of throughput against outstanding requests; where
+//! the ones the PI reproduction uses come from, and what they lack, is in pi-control.md
+//! ("A congestion model"). Without `congestion` nothing changes: the service times are
+//! bit-identical. The fluid engine, which has no queue, refuses a device with a curve.
 
 use std::collections::VecDeque;
 
-use crate::scenario::{DeviceRow, DeviceSpec};
+use crate::scenario::{CongestionRow, DeviceRow, DeviceSpec};
 
 const MIB_F64: f64 = (1u64 << 20) as f64;
 const NS_PER_S_F64: f64 = 1e9;
@@ -36,6 +51,8 @@ pub struct DeviceModel {
     write: Vec<Row>,
     pub random_penalty_ns: u64,
     pub concurrency: u32,
+    /// Congestion curve, ascending in queue length; empty: none (work-conserving).
+    congestion: Vec<CongestionRow>,
 }
 
 /// Service time of one request split into its overlappable and its serialized part.
@@ -86,13 +103,77 @@ impl DeviceModel {
                 spec.name
             ));
         }
+        let mut congestion = spec.congestion.clone();
+        congestion.sort_by_key(|r| r.queue_requests);
+        for r in &congestion {
+            if !(r.throughput_fraction.is_finite()
+                && r.throughput_fraction > 0.0
+                && r.throughput_fraction <= 1.0)
+            {
+                return Err(format!(
+                    "device `{}`: congestion throughput_fraction {} at queue {} (must be in (0, 1])",
+                    spec.name, r.throughput_fraction, r.queue_requests
+                ));
+            }
+        }
+        if let Some(pair) = congestion
+            .windows(2)
+            .find(|p| p[0].queue_requests == p[1].queue_requests)
+        {
+            return Err(format!(
+                "device `{}`: two congestion rows at queue {}",
+                spec.name, pair[0].queue_requests
+            ));
+        }
         Ok(DeviceModel {
             name: spec.name.clone(),
             read: rows(&spec.read, "read")?,
             write: rows(&spec.write, "write")?,
             random_penalty_ns: penalty_ns.round() as u64,
             concurrency: spec.concurrency.max(1),
+            congestion,
         })
+    }
+
+    /// Whether the model has a congestion curve (otherwise it is work-conserving).
+    pub fn has_congestion(&self) -> bool {
+        !self.congestion.is_empty()
+    }
+
+    /// Fraction of the table bandwidth the device transfers at with `queue_requests` in its
+    /// dispatch queue: the curve interpolated linearly, flat outside its rows; 1 without one.
+    pub fn congestion_fraction(&self, queue_requests: u64) -> f64 {
+        let rows = &self.congestion;
+        let Some(first) = rows.first() else {
+            return 1.0;
+        };
+        if queue_requests <= u64::from(first.queue_requests) {
+            return first.throughput_fraction;
+        }
+        for pair in rows.windows(2) {
+            let (a, b) = (&pair[0], &pair[1]);
+            if queue_requests <= u64::from(b.queue_requests) {
+                // Rows are strictly ascending (checked in `from_spec`), so the span is > 0.
+                let f = (queue_requests - u64::from(a.queue_requests)) as f64
+                    / f64::from(b.queue_requests - a.queue_requests);
+                return a.throughput_fraction + f * (b.throughput_fraction - a.throughput_fraction);
+            }
+        }
+        rows[rows.len() - 1].throughput_fraction
+    }
+
+    /// `t` for a request that starts service with `queue_requests` in the dispatch queue
+    /// (itself included): the transfer stretched by the congestion curve. Unchanged without
+    /// a curve.
+    pub fn congested(&self, t: ServiceTime, queue_requests: u64) -> ServiceTime {
+        if self.congestion.is_empty() {
+            return t;
+        }
+        let fraction = self.congestion_fraction(queue_requests);
+        ServiceTime {
+            fixed_ns: t.fixed_ns,
+            transfer_ns: (t.transfer_ns as f64 / fraction).round() as u64,
+        }
     }
 
     /// A preset by name, or `None`.
@@ -120,6 +201,7 @@ impl DeviceModel {
                 write: vec![row(4 << 10, 97.3, 100.0)],
                 random_penalty_ns: 8_000_000,
                 concurrency: 1,
+                congestion: Vec::new(),
             }),
             "ssd-sata" => Some(DeviceModel {
                 name: name.to_string(),
@@ -127,6 +209,7 @@ impl DeviceModel {
                 write: vec![row(4 << 10, 117.0, 40.0), row(128 << 10, 429.2, 30.0)],
                 random_penalty_ns: 20_000,
                 concurrency: 32,
+                congestion: Vec::new(),
             }),
             _ => None,
         }
@@ -252,6 +335,7 @@ mod tests {
             }],
             random_penalty_us: 5.0,
             concurrency: 1,
+            congestion: Vec::new(),
         }
     }
 
@@ -295,6 +379,137 @@ mod tests {
         // A second request started at once overlaps its overhead but waits for the transfer.
         assert_eq!(d.start(0, t), 2100);
         assert_eq!(d.busy, 2);
+    }
+
+    /// A device with NCQ depth 4, 1 MiB writes at 400 MiB/s (30 us overhead) and a curve
+    /// that keeps full speed to a queue of 4, loses 10 % by 16 and 30 % by 64.
+    fn congested_spec() -> DeviceSpec {
+        DeviceSpec {
+            name: "c".into(),
+            read: vec![DeviceRow {
+                size: ByteSize(1 << 20),
+                bandwidth_mib_s: 400.0,
+                overhead_us: 30.0,
+            }],
+            write: vec![DeviceRow {
+                size: ByteSize(1 << 20),
+                bandwidth_mib_s: 400.0,
+                overhead_us: 30.0,
+            }],
+            random_penalty_us: 0.0,
+            concurrency: 4,
+            congestion: vec![
+                CongestionRow {
+                    queue_requests: 64,
+                    throughput_fraction: 0.7,
+                },
+                CongestionRow {
+                    queue_requests: 4,
+                    throughput_fraction: 1.0,
+                },
+                CongestionRow {
+                    queue_requests: 16,
+                    throughput_fraction: 0.9,
+                },
+            ],
+        }
+    }
+
+    /// Bytes per second the device serves with a queue held at `queue` requests: every
+    /// completion is replaced at once by a new request (a closed loop), and a request starts
+    /// on a free slot as the engine starts it (`DeviceModel::congested` with the queue it
+    /// starts in). Measured over completions 200..1200, after the start-up transient.
+    fn steady_bytes_per_s(m: &DeviceModel, queue: u32) -> f64 {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let size = 1u64 << 20;
+        let base = m.service_time(false, size, false);
+        let mut d = Device::default();
+        let mut waiting = u64::from(queue);
+        let mut completions: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
+        let start_free = |d: &mut Device, now: u64, waiting: &mut u64, c: &mut BinaryHeap<_>| {
+            while d.busy < m.concurrency && *waiting > 0 {
+                *waiting -= 1;
+                let q = u64::from(d.busy) + *waiting + 1;
+                c.push(Reverse(d.start(now, m.congested(base, q))));
+            }
+        };
+        start_free(&mut d, 0, &mut waiting, &mut completions);
+        let (mut first_ns, mut done) = (0u64, 0u32);
+        loop {
+            let Reverse(now) = completions.pop().expect("requests in service");
+            d.busy -= 1;
+            done += 1;
+            if done == 200 {
+                first_ns = now;
+            }
+            if done == 1200 {
+                return 1000.0 * size as f64 * 1e9 / (now - first_ns) as f64;
+            }
+            waiting += 1; // the closed loop's replacement
+            start_free(&mut d, now, &mut waiting, &mut completions);
+        }
+    }
+
+    #[test]
+    fn throughput_follows_the_congestion_curve() {
+        let m = DeviceModel::from_spec(&congested_spec()).unwrap();
+        let table = m.sequential_bytes_per_s(false, 1 << 20);
+        // Rows given out of order are sorted; between rows the fraction is linear.
+        assert_eq!(m.congestion_fraction(4), 1.0);
+        assert!((m.congestion_fraction(10) - 0.95).abs() < 1e-12);
+        assert!((m.congestion_fraction(40) - 0.8).abs() < 1e-12);
+        assert_eq!(m.congestion_fraction(500), 0.7);
+        assert_eq!(m.congestion_fraction(1), 1.0);
+        for queue in [2u32, 4, 8, 10, 16, 24, 40, 64, 100] {
+            let measured = steady_bytes_per_s(&m, queue);
+            let expected = table * m.congestion_fraction(u64::from(queue));
+            assert!(
+                (measured / expected - 1.0).abs() < 2e-3,
+                "queue {queue}: {measured} B/s measured, {expected} B/s on the curve"
+            );
+        }
+        // And a deeper queue is slower, which is the point of the curve.
+        assert!(steady_bytes_per_s(&m, 64) < 0.75 * steady_bytes_per_s(&m, 4));
+    }
+
+    #[test]
+    fn congestion_is_off_by_default() {
+        let toml = r#"
+            name = "plain"
+            concurrency = 4
+            read = [{ size = "1M", bandwidth_mib_s = 400.0, overhead_us = 30.0 }]
+            write = [{ size = "1M", bandwidth_mib_s = 400.0, overhead_us = 30.0 }]
+        "#;
+        let spec: DeviceSpec = toml::from_str(toml).unwrap();
+        assert!(spec.congestion.is_empty());
+        let plain = DeviceModel::from_spec(&spec).unwrap();
+        assert!(!plain.has_congestion());
+        let t = plain.service_time(false, 1 << 20, false);
+        for q in [1u64, 4, 128, 10_000] {
+            assert_eq!(plain.congestion_fraction(q), 1.0);
+            assert_eq!(plain.congested(t, q), t);
+        }
+        // Work-conserving: a queue of 100 serves as fast as a queue of 4.
+        let fast = steady_bytes_per_s(&plain, 4);
+        assert!((steady_bytes_per_s(&plain, 100) / fast - 1.0).abs() < 1e-3);
+        for name in PRESET_NAMES {
+            assert!(!DeviceModel::preset(name).unwrap().has_congestion());
+        }
+    }
+
+    #[test]
+    fn congestion_curves_are_validated() {
+        for bad in [0.0, -0.5, 1.5, f64::NAN] {
+            let mut spec = congested_spec();
+            spec.congestion[0].throughput_fraction = bad;
+            let e = DeviceModel::from_spec(&spec).unwrap_err();
+            assert!(e.contains("throughput_fraction"), "{e}");
+        }
+        let mut spec = congested_spec();
+        spec.congestion[1].queue_requests = 64;
+        let e = DeviceModel::from_spec(&spec).unwrap_err();
+        assert!(e.contains("two congestion rows at queue 64"), "{e}");
     }
 
     #[test]

@@ -86,7 +86,8 @@ const LANE_LATENCY: u32 = 0;
 /// non-decreasing times: a link or a device serializer only ever moves its free time forward.
 #[derive(Clone, Copy)]
 struct Lanes {
-    /// `WriteBulkHop` at the start of a transfer on a client's uplink.
+    /// `WriteBulkHop` at the start of a transfer on a client's uplink (one a limit change
+    /// moved earlier is a lone event: `Sim::push_uplink_start`).
     client_up: u32,
     /// `ReadDone` at the end of a transfer on a client's downlink.
     client_down: u32,
@@ -326,6 +327,13 @@ struct Link {
     /// through at the limit, then leaves at the link's speed. Slowing the serializer instead
     /// would hold the server's receiving link for the whole slow transfer (cut-through),
     /// which TCP does not.
+    ///
+    /// A limit change re-books the hold still running ([`Link::relimit_up`]): the bytes the
+    /// shaper has not yet let through go at the new rate, as tc's TBF (`pfsqos tc-client`)
+    /// shapes packet by packet. This follows tc, not the mount's `NodeLimiter`, which keeps
+    /// a hold booked at the old rate until it ends. The bucket stays as the shaper has it
+    /// (no burst beyond the transfer that starts; tc's refill of the bucket at each change,
+    /// `pfsqos_linux::tc`, is not modelled).
     up_shaper: RateLimiter,
     up_free_ns: u64,
     down_free_ns: u64,
@@ -341,11 +349,52 @@ impl Link {
         self.up_shaper.start_ns(now_ns.max(self.up_free_ns), bytes)
     }
 
-    /// Sets or lifts (`None`) an outgoing limit (0 is taken as 1 byte/s, as the engine
-    /// always did; a limit above the limiter's maximum as that maximum).
-    fn limit_up(&mut self, limit_bytes_per_s: Option<u64>) {
-        self.up_shaper
-            .set_limit(limit_bytes_per_s.map(|b| b.clamp(1, LIMIT_BYTES_PER_S_MAX)));
+    /// Sets or lifts (`None`) the outgoing limit at `now_ns` (0 is taken as 1 byte/s, as the
+    /// engine always did; a limit above the limiter's maximum as that maximum), and re-books
+    /// what the shaper holds at the new rate. `booked` is the transfer booked to start after
+    /// `now_ns`, if any (`UplinkBooking`): it is booked again behind the re-booked hold, and
+    /// its new booking returned (`None` when nothing is booked ahead). A limit equal to the
+    /// one in force changes nothing (tc's TBF keeps its rate). O(1).
+    fn relimit_up(
+        &mut self,
+        now_ns: u64,
+        limit_bytes_per_s: Option<u64>,
+        booked: Option<&UplinkBooking>,
+    ) -> Option<UplinkBooking> {
+        let new_limit = limit_bytes_per_s.map(|b| b.clamp(1, LIMIT_BYTES_PER_S_MAX));
+        let old_limit = self.up_shaper.limit_bytes_per_s();
+        if new_limit == old_limit {
+            return booked.copied();
+        }
+        // The hold running at `now_ns`: that of the last transfer started, or, with a
+        // transfer booked ahead, that of the one before it (the booked one's is undone).
+        let (hold_end_ns, link_free_ns) = match booked {
+            Some(b) => (b.shaper_free_before_ns, b.link_free_before_ns),
+            None => (self.up_shaper.free_ns(), self.up_free_ns),
+        };
+        // Bytes the shaper has not yet let through at the old rate. Every change re-books,
+        // so a hold runs past `now_ns` only under a limit (lifting one ends its hold).
+        let held_bytes = match old_limit {
+            Some(limit) if hold_end_ns > now_ns => unsent_bytes(hold_end_ns - now_ns, limit),
+            _ => 0,
+        };
+        let mut shaper = RateLimiter::new();
+        shaper.set_limit(new_limit);
+        // Their hold from `now_ns` at the new rate (no hold without a limit).
+        if held_bytes > 0 {
+            shaper.start_ns(now_ns, held_bytes);
+        }
+        self.up_shaper = shaper;
+        let b = booked?;
+        let shaper_free_before_ns = self.up_shaper.free_ns();
+        self.up_free_ns = link_free_ns;
+        let start_ns = self.up_start_ns(now_ns, b.size_bytes);
+        self.up_free_ns = start_ns + self.transfer_ns(b.size_bytes);
+        Some(UplinkBooking {
+            start_ns,
+            shaper_free_before_ns,
+            ..*b
+        })
     }
 
     fn transfer_ns(&mut self, bytes: u64) -> u64 {
@@ -355,6 +404,26 @@ impl Link {
         }
         self.memo_ns
     }
+}
+
+/// The bytes a shaper at `limit_bytes_per_s` lets through in `ns` (the inverse of its
+/// hold, `ceil(bytes * 10^9 / limit)`): rounded up, so a re-booked hold never lets bytes out
+/// early.
+fn unsent_bytes(ns: u64, limit_bytes_per_s: u64) -> u64 {
+    let bytes = (u128::from(ns) * u128::from(limit_bytes_per_s)).div_ceil(1_000_000_000);
+    u64::try_from(bytes).unwrap_or(u64::MAX)
+}
+
+/// A write transfer booked to start up a client's uplink later than now (at most one per
+/// client), and the uplink's state before it was booked, so that a limit change can book it
+/// again behind the re-booked hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct UplinkBooking {
+    rpc: u32,
+    size_bytes: u64,
+    start_ns: u64,
+    shaper_free_before_ns: u64,
+    link_free_before_ns: u64,
 }
 
 struct Oss {
@@ -473,8 +542,15 @@ struct Sim {
     /// to every transfer not yet booked (booking all of them at the old rate would freeze it
     /// for as long as the client's window takes to drain, seconds at a low limit, and a PI
     /// loop on that delay oscillates).
+    ///
+    /// A limit change re-books the booked transfer (`Link::relimit_up`); its old
+    /// `WriteBulkHop` is then stale (the event's time is not the booking's) and ignored. One
+    /// change adds at most one event per client, and a stale one leaves the queue at its time.
     uplink_waiting: Vec<VecDeque<u32>>,
-    uplink_booked: Vec<bool>,
+    uplink_booked: Vec<Option<UplinkBooking>>,
+    /// Per client, the latest time pushed on its uplink's event lane: a re-booked transfer
+    /// that starts earlier is pushed as a lone event (a lane's times never decrease).
+    uplink_lane_back_ns: Vec<u64>,
     osses: Vec<Oss>,
     osts: Vec<Ost>,
     device_models: Vec<DeviceModel>,
@@ -1043,7 +1119,8 @@ impl Sim {
             lanes,
             events: 0,
             uplink_waiting: vec![VecDeque::new(); n_clients],
-            uplink_booked: vec![false; n_clients],
+            uplink_booked: vec![None; n_clients],
+            uplink_lane_back_ns: vec![0; n_clients],
             clients,
             devices: (0..n_osts).map(|_| Device::default()).collect(),
             osses,
@@ -1187,13 +1264,12 @@ impl Sim {
         } in decision.client_writes
         {
             // Controllers address only the clients the observation listed.
-            let (_, link) = self.clients.get_mut(client.0 as usize).unwrap_or_else(|| {
-                panic!(
-                    "a controller addressed client {}, which does not exist",
-                    client.0
-                )
-            });
-            link.limit_up(limit_bytes_per_s);
+            assert!(
+                (client.0 as usize) < self.clients.len(),
+                "a controller addressed client {}, which does not exist",
+                client.0
+            );
+            self.relimit_uplink(client.0 as usize, limit_bytes_per_s);
         }
         // A write can change throttling: re-arm timers and let idle threads look again.
         for s in 0..self.sched_timer_ns.len() as u32 {
@@ -1279,9 +1355,14 @@ impl Sim {
             Event::RequestArrive { rpc } => self.request_arrive(rpc),
             Event::WriteBulkHop { rpc } => {
                 let client = self.rpcs[rpc as usize].client as usize;
-                self.uplink_booked[client] = false;
-                self.write_bulk_hop(rpc);
-                self.book_uplink(client);
+                // A transfer re-booked by a limit change left its old event behind.
+                let due = self.uplink_booked[client]
+                    .is_some_and(|b| b.rpc == rpc && b.start_ns == self.now_ns);
+                if due {
+                    self.uplink_booked[client] = None;
+                    self.write_bulk_hop(rpc);
+                    self.book_uplink(client);
+                }
             }
             Event::DeviceSubmit { rpc } => self.device_submit(rpc),
             Event::DeviceDone { rpc } => self.device_done(rpc),
@@ -1840,12 +1921,14 @@ impl Sim {
     /// at most one to start later (its `WriteBulkHop` books the next).
     fn book_uplink(&mut self, client: usize) {
         let now = self.now_ns;
-        while !self.uplink_booked[client] {
+        while self.uplink_booked[client].is_none() {
             let Some(rpc) = self.uplink_waiting[client].pop_front() else {
                 return;
             };
             let size_bytes = self.rpcs[rpc as usize].size_bytes;
             let link = &mut self.clients[client].1;
+            let shaper_free_before_ns = link.up_shaper.free_ns();
+            let link_free_before_ns = link.up_free_ns;
             let start_ns = link.up_start_ns(now, size_bytes);
             let end_ns = start_ns + link.transfer_ns(size_bytes);
             link.up_free_ns = end_ns;
@@ -1853,10 +1936,58 @@ impl Sim {
             if start_ns <= now {
                 self.write_bulk_hop(rpc);
             } else {
-                self.uplink_booked[client] = true;
-                let lane = self.lanes.client_up + client as u32;
-                self.queue
-                    .push_lane(lane, start_ns, Event::WriteBulkHop { rpc });
+                self.uplink_booked[client] = Some(UplinkBooking {
+                    rpc,
+                    size_bytes,
+                    start_ns,
+                    shaper_free_before_ns,
+                    link_free_before_ns,
+                });
+                self.push_uplink_start(client, rpc, start_ns);
+            }
+        }
+    }
+
+    /// Schedules the start of `rpc`'s transfer up `client`'s uplink: on the uplink's lane, or
+    /// as a lone event if a limit change moved it before what the lane already holds.
+    fn push_uplink_start(&mut self, client: usize, rpc: u32, start_ns: u64) {
+        let back_ns = &mut self.uplink_lane_back_ns[client];
+        if start_ns >= *back_ns {
+            *back_ns = start_ns;
+            let lane = self.lanes.client_up + client as u32;
+            self.queue
+                .push_lane(lane, start_ns, Event::WriteBulkHop { rpc });
+        } else {
+            self.queue.push(start_ns, Event::WriteBulkHop { rpc });
+        }
+    }
+
+    /// A controller set or lifted `client`'s outgoing limit: the shaper's running hold goes on
+    /// at the new rate (`Link::relimit_up`), and a transfer booked ahead is booked again
+    /// behind it (at once if it may start now).
+    fn relimit_uplink(&mut self, client: usize, limit_bytes_per_s: Option<u64>) {
+        let now = self.now_ns;
+        let booked = self.uplink_booked[client];
+        let link = &mut self.clients[client].1;
+        let Some(rebooked) = link.relimit_up(now, limit_bytes_per_s, booked.as_ref()) else {
+            return;
+        };
+        if booked == Some(rebooked) {
+            // The same limit, or one that moves nothing: its event stands.
+            return;
+        }
+        let end_ns = link.up_free_ns;
+        let old_start_ns = booked.map(|b| b.start_ns);
+        self.rpcs[rebooked.rpc as usize].bulk_first_end_ns = end_ns;
+        if rebooked.start_ns <= now {
+            self.uplink_booked[client] = None;
+            self.write_bulk_hop(rebooked.rpc);
+            self.book_uplink(client);
+        } else {
+            // Its hold before it may have moved even where its start did not.
+            self.uplink_booked[client] = Some(rebooked);
+            if old_start_ns != Some(rebooked.start_ns) {
+                self.push_uplink_start(client, rebooked.rpc, rebooked.start_ns);
             }
         }
     }
@@ -1900,6 +2031,13 @@ impl Sim {
         let mut t = memo.1;
         if random {
             t.fixed_ns += self.device_models[m].random_penalty_ns;
+        }
+        let model = &self.device_models[m];
+        if model.has_congestion() {
+            // The dispatch queue this request starts in: those in service, those waiting, and
+            // itself (popped from `waiting` or not yet counted in `busy`).
+            let d = &self.devices[r.ost as usize];
+            t = model.congested(t, u64::from(d.busy) + d.waiting.len() as u64 + 1);
         }
         let done_ns = self.devices[r.ost as usize].start(self.now_ns, t);
         self.queue.push_lane(
@@ -2102,5 +2240,107 @@ impl Sim {
             allocation: self.controller.allocation_stats(),
             sync,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: u64 = 1 << 20;
+    /// A 1 MiB transfer takes 1 048 576 ns at this link's speed (1 GB/s).
+    const LINK_NS_PER_BYTE: f64 = 1.0;
+
+    fn link() -> Link {
+        Link {
+            ns_per_byte: LINK_NS_PER_BYTE,
+            ..Link::default()
+        }
+    }
+
+    /// Books a transfer of `bytes` ready at `now_ns` as `Sim::book_uplink` does; returns it
+    /// as a booking (what a transfer booked ahead records).
+    fn book(link: &mut Link, rpc: u32, now_ns: u64, bytes: u64) -> UplinkBooking {
+        let shaper_free_before_ns = link.up_shaper.free_ns();
+        let link_free_before_ns = link.up_free_ns;
+        let start_ns = link.up_start_ns(now_ns, bytes);
+        link.up_free_ns = start_ns + link.transfer_ns(bytes);
+        UplinkBooking {
+            rpc,
+            size_bytes: bytes,
+            start_ns,
+            shaper_free_before_ns,
+            link_free_before_ns,
+        }
+    }
+
+    #[test]
+    fn a_limit_raised_mid_hold_lets_the_rest_through_at_the_new_rate() {
+        let mut l = link();
+        assert_eq!(l.relimit_up(0, Some(M), None), None);
+        // 1 MiB at 1 MiB/s from 0: the shaper holds the next transfer until 1 s.
+        assert_eq!(book(&mut l, 0, 0, M).start_ns, 0);
+        assert_eq!(l.up_shaper.free_ns(), 1_000_000_000);
+        // At 0.5 s the limit rises to 4 MiB/s: the 512 KiB not yet through take 125 ms.
+        assert_eq!(l.relimit_up(500_000_000, Some(4 * M), None), None);
+        assert_eq!(l.up_shaper.free_ns(), 625_000_000);
+        assert_eq!(book(&mut l, 1, 500_000_000, M).start_ns, 625_000_000);
+        // Then the next at 4 MiB/s: 250 ms.
+        assert_eq!(l.up_shaper.free_ns(), 875_000_000);
+    }
+
+    #[test]
+    fn a_limit_lowered_mid_hold_holds_the_rest_at_the_new_rate() {
+        let mut l = link();
+        l.relimit_up(0, Some(4 * M), None);
+        book(&mut l, 0, 0, M);
+        assert_eq!(l.up_shaper.free_ns(), 250_000_000);
+        // At 125 ms (512 KiB through) the limit falls to 1 MiB/s: the other 512 KiB take 0.5 s.
+        l.relimit_up(125_000_000, Some(M), None);
+        assert_eq!(l.up_shaper.free_ns(), 625_000_000);
+        assert_eq!(book(&mut l, 1, 125_000_000, M).start_ns, 625_000_000);
+        assert_eq!(l.up_shaper.free_ns(), 1_625_000_000);
+    }
+
+    #[test]
+    fn a_transfer_booked_ahead_is_booked_again_behind_the_rebooked_hold() {
+        let mut l = link();
+        l.relimit_up(0, Some(M), None);
+        book(&mut l, 0, 0, M);
+        // The next transfer, ready at once, is booked to start when the first one's hold ends.
+        let b = book(&mut l, 1, 0, M);
+        assert_eq!(b.start_ns, 1_000_000_000);
+        assert_eq!(l.up_shaper.free_ns(), 2_000_000_000);
+        // Raised to 4 MiB/s at 0.5 s: the first hold ends at 0.625 s, the booked one starts
+        // then and holds 250 ms.
+        let b = l.relimit_up(500_000_000, Some(4 * M), Some(&b)).unwrap();
+        assert_eq!(b.start_ns, 625_000_000);
+        assert_eq!(b.shaper_free_before_ns, 625_000_000);
+        assert_eq!(l.up_shaper.free_ns(), 875_000_000);
+        assert_eq!(l.up_free_ns, 625_000_000 + M);
+        // Lowered to 2 MiB/s at 0.6 s: 25 ms at 4 MiB/s left of the first hold, 104 857.6
+        // bytes (rounded up to 104 858), take 50 000 191 ns at 2 MiB/s (rounded up).
+        let b = l.relimit_up(600_000_000, Some(2 * M), Some(&b)).unwrap();
+        assert_eq!(b.start_ns, 650_000_191);
+        assert_eq!(l.up_shaper.free_ns(), 650_000_191 + 500_000_000);
+        // The same limit again changes nothing.
+        assert_eq!(l.relimit_up(610_000_000, Some(2 * M), Some(&b)), Some(b));
+        assert_eq!(l.up_shaper.free_ns(), 1_150_000_191);
+    }
+
+    #[test]
+    fn lifting_the_limit_ends_the_hold_but_not_the_link_serialization() {
+        let mut l = link();
+        l.relimit_up(0, Some(M), None);
+        book(&mut l, 0, 0, M);
+        let b = book(&mut l, 1, 0, M);
+        let b = l.relimit_up(500_000_000, None, Some(&b)).unwrap();
+        assert_eq!(b.start_ns, 500_000_000);
+        // Unlimited, a transfer ready while the link is busy waits for the link only.
+        let c = book(&mut l, 2, 500_000_000, M);
+        assert_eq!(c.start_ns, 500_000_000 + M);
+        // A limit set on an idle shaper holds nothing until a transfer is booked under it.
+        assert_eq!(l.relimit_up(600_000_000, Some(M), None), None);
+        assert_eq!(book(&mut l, 3, 600_000_000, M).start_ns, 600_000_000);
     }
 }

@@ -280,6 +280,13 @@ impl Fluid {
                             )
                         })?,
                     };
+                    if m.has_congestion() {
+                        return Err(format!(
+                            "device `{}` has a congestion curve, which needs a queue: use the \
+                             RPC-level engine",
+                            m.name
+                        ));
+                    }
                     models.push(m);
                     models.len() - 1
                 }

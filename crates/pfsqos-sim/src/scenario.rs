@@ -246,6 +246,22 @@ pub struct DeviceSpec {
     /// Requests the device serves at once (its internal parallelism); bandwidth is shared.
     #[serde(default = "default_device_concurrency")]
     pub concurrency: u32,
+    /// Congestion cost (optional; none by default, so the device is work-conserving): the
+    /// fraction of the table bandwidth the device transfers at with a given dispatch queue,
+    /// interpolated linearly in the queue length between rows and held flat outside them.
+    /// `crate::device` documents the model and where a curve may come from.
+    #[serde(default)]
+    pub congestion: Vec<CongestionRow>,
+}
+
+/// One point of a device's congestion curve.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CongestionRow {
+    /// Requests in the dispatch queue: at the device plus waiting for it.
+    pub queue_requests: u32,
+    /// Bandwidth at that queue as a fraction of the table bandwidth, in (0, 1].
+    pub throughput_fraction: f64,
 }
 
 fn default_device_concurrency() -> u32 {

@@ -47,6 +47,9 @@ pub const DEVICE_MIB_S_MAX: f64 = 1_000_000.0;
 pub const DEVICE_US_MAX: f64 = 10_000_000.0;
 pub const DEVICE_CONCURRENCY_MAX: u32 = 1024;
 pub const DEVICE_ROW_SIZE_MAX: u64 = 1 << 30;
+/// Longest dispatch queue a congestion row may name: far beyond any block layer's
+/// `nr_requests` (at most a few thousand) or server's thread count.
+pub const CONGESTION_QUEUE_REQUESTS_MAX: u32 = 1 << 20;
 
 pub const OSSES_MAX: usize = 1024;
 pub const OSTS_PER_OSS_MAX: u32 = 256;
@@ -349,6 +352,7 @@ impl Scenario {
                 DEVICE_CONCURRENCY_MAX,
                 "device concurrency",
             )?;
+            validate_congestion(c, &format!("{p}.congestion"), &d.congestion)?;
         }
         Ok(())
     }
@@ -1078,6 +1082,55 @@ fn check_stage_phases(c: &Ctx, p: &str, groups: &[ProcessGroupSpec], stage: Opti
             opt(f.compute_s.map(|v| v.to_string())),
         )?;
         same("start_s", s.start_s.to_string(), f.start_s.to_string())?;
+    }
+    Ok(())
+}
+
+/// A congestion curve: none, or up to `DEVICE_ROWS_MAX` rows in strictly increasing queue
+/// length, each fraction in (0, 1].
+fn validate_congestion(c: &Ctx, p: &str, rows: &[CongestionRow]) -> Res {
+    if rows.len() > DEVICE_ROWS_MAX {
+        return Err(c.err(
+            p,
+            None,
+            format!(
+                "{} rows; a congestion curve has at most {DEVICE_ROWS_MAX}",
+                rows.len()
+            ),
+        ));
+    }
+    let mut prev: Option<u32> = None;
+    for (k, r) in rows.iter().enumerate() {
+        let rp = format!("{p}[{k}]");
+        check_u32(
+            c,
+            &format!("{rp}.queue_requests"),
+            r.queue_requests,
+            1,
+            CONGESTION_QUEUE_REQUESTS_MAX,
+            "congestion queue length (requests)",
+        )?;
+        if let Some(prev) = prev {
+            if r.queue_requests <= prev {
+                return Err(c.err(
+                    format!("{rp}.queue_requests"),
+                    r.queue_requests.to_string(),
+                    format!(
+                        "rows must be sorted by strictly increasing queue_requests; the previous row is {prev}"
+                    ),
+                ));
+            }
+        }
+        prev = Some(r.queue_requests);
+        check_f64(
+            c,
+            &format!("{rp}.throughput_fraction"),
+            r.throughput_fraction,
+            0.0,
+            true,
+            1.0,
+            "throughput fraction",
+        )?;
     }
     Ok(())
 }

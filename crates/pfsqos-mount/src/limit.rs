@@ -156,11 +156,14 @@ impl NodeLimiter {
             .min()
     }
 
-    fn refresh(state: &mut LimiterState, now: Instant) {
+    /// Applies the limit in force at `now` (node time `now_ns`): a change re-books the hold
+    /// running, so the bytes of the last write not yet let through go at the new rate, as
+    /// Linux `tc` shapes packet by packet and as the simulator's clients do.
+    fn refresh(state: &mut LimiterState, now: Instant, now_ns: u64) {
         let limit = Self::effective(&state.stated, now);
         if state.shaper.limit_bytes_per_s() != limit {
             tracing::info!(limit_bytes_per_s = ?limit, "outgoing limit changed");
-            state.shaper.set_limit(limit);
+            state.shaper.relimit_at(now_ns, limit);
         }
     }
 
@@ -190,7 +193,7 @@ impl NodeLimiter {
                 st.stated.insert(oss.to_string(), statement);
             }
         }
-        Self::refresh(&mut st, now);
+        Self::refresh(&mut st, now, self.now_ns(now));
     }
 
     /// Waits until a write of `bytes` may be sent (the shaper has let the previous ones
@@ -217,8 +220,8 @@ impl NodeLimiter {
     /// (node time, ns since `epoch`) and books nothing.
     fn try_book(&self, bytes: u64, now: Instant) -> Result<(), u64> {
         let mut st = lock(&self.state);
-        Self::refresh(&mut st, now);
         let now_ns = self.now_ns(now);
+        Self::refresh(&mut st, now, now_ns);
         let start_ns = st.shaper.next_start_ns(now_ns);
         if start_ns > now_ns {
             return Err(start_ns);
@@ -231,7 +234,8 @@ impl NodeLimiter {
     /// The limit in force now (`None`: unlimited).
     pub fn limit_bytes_per_s(&self) -> Option<u64> {
         let mut st = lock(&self.state);
-        Self::refresh(&mut st, Instant::now());
+        let now = Instant::now();
+        Self::refresh(&mut st, now, self.now_ns(now));
         st.shaper.limit_bytes_per_s()
     }
 
@@ -293,11 +297,17 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(l.try_book(1 << 20, t0), Err(t0_ns + 1_000_000_000));
         }
-        // The limit rises 1024-fold at t0 + 0.5 s. The first hold stands (booked and sent),
-        // but the three waiting writes then go 1 ms apart, not 1 s.
+        // The limit rises 1024-fold at t0 + 0.5 s: the half of the first write not yet let
+        // through goes at the new rate (0.5 ms, `RateLimiter::relimit_at`), and the three
+        // waiting writes then go about 1 ms apart, not 1 s.
         let t1 = t0 + Duration::from_millis(500);
         l.note_at("a:1", ClientLimit::BytesPerS(1 << 30), t1);
-        let due = t0 + Duration::from_secs(1);
+        let t1_ns = l.now_ns(t1);
+        let half_hold_ns = 1_000_000_000 / 2048 + 1;
+        assert!(
+            matches!(l.try_book(1 << 20, t1), Err(n) if n > t1_ns && n - t1_ns <= half_hold_ns)
+        );
+        let due = t1 + Duration::from_nanos(half_hold_ns);
         let due_ns = l.now_ns(due);
         assert_eq!(l.try_book(1 << 20, due), Ok(()));
         let hold_ns = 1_000_000_000 / 1024 + 1;

@@ -276,8 +276,10 @@ pub const LIMIT_BYTES_PER_S_MAX: u64 = 1 << 50;
 /// through than the limit, and over any interval `[t0, t1]` the transfers it starts carry at
 /// most `limit * (t1 - t0) / 10^9` bytes plus the last transfer's.
 ///
-/// Changing the limit changes the holds of later transfers only; a hold already booked stands
-/// (as the RPC engine's link shaper always did).
+/// [`RateLimiter::set_limit`] changes the holds of later transfers only; a hold already booked
+/// stands. [`RateLimiter::relimit_at`] is what a driver calls when a controller changes the
+/// limit: the bytes of the running hold not yet let through go at the new rate, as Linux `tc`'s
+/// TBF shapes packet by packet (the simulator's clients and the mount both use it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RateLimiter {
     limit_bytes_per_s: Option<u64>,
@@ -307,6 +309,28 @@ impl RateLimiter {
         self.limit_bytes_per_s = limit_bytes_per_s;
     }
 
+    /// Sets or lifts (`None`) the limit at `now_ns` and re-books the hold running then: the
+    /// bytes the shaper has not yet let through at the old rate (rounded up, so none leaves
+    /// early) are held from `now_ns` at the new rate; lifting the limit ends the hold. A limit
+    /// equal to the one in force changes nothing (tc keeps its rate). Panics as
+    /// [`RateLimiter::set_limit`] does.
+    pub fn relimit_at(&mut self, now_ns: u64, limit_bytes_per_s: Option<u64>) {
+        if limit_bytes_per_s == self.limit_bytes_per_s {
+            return;
+        }
+        // Every change re-books, so a hold runs past `now_ns` only under a limit.
+        let held_bytes = match self.limit_bytes_per_s {
+            Some(limit) if self.free_ns > now_ns => unsent_bytes(self.free_ns - now_ns, limit),
+            _ => 0,
+        };
+        *self = RateLimiter::new();
+        self.set_limit(limit_bytes_per_s);
+        if held_bytes > 0 {
+            self.start_ns(now_ns, held_bytes);
+        }
+        debug_assert!(self.limit_bytes_per_s.is_some() || self.free_ns == 0);
+    }
+
     /// When a transfer of `bytes` that is ready at `ready_ns` (its link free) may start, and
     /// books it: the later of `ready_ns` and the shaper's free time.
     pub fn start_ns(&mut self, ready_ns: u64, bytes: u64) -> u64 {
@@ -331,6 +355,13 @@ impl RateLimiter {
     pub fn free_ns(&self) -> u64 {
         self.free_ns
     }
+}
+
+/// The bytes a shaper at `limit_bytes_per_s` lets through in `ns` (the inverse of
+/// [`hold_ns`]): rounded up, so a re-booked hold never lets bytes out early.
+fn unsent_bytes(ns: u64, limit_bytes_per_s: u64) -> u64 {
+    let bytes = (u128::from(ns) * u128::from(limit_bytes_per_s)).div_ceil(1_000_000_000);
+    u64::try_from(bytes).unwrap_or(u64::MAX)
 }
 
 /// `ceil(bytes * 10^9 / limit)`, saturating at `u64::MAX`.
@@ -445,6 +476,43 @@ mod tests {
         l.set_limit(Some(1));
         l.start_ns(0, u64::MAX);
         assert_eq!(l.free_ns(), u64::MAX);
+    }
+
+    /// A limit changed while a hold runs: the bytes not yet let through go at the new rate
+    /// (hand-computed), lifting ends the hold, an unchanged limit changes nothing.
+    #[test]
+    fn relimit_re_books_the_running_hold_at_the_new_rate() {
+        const S: u64 = 1_000_000_000;
+        // 1 MiB at 1 MiB/s from 0: held until 1 s. At 0.5 s the limit rises to 4 MiB/s: the
+        // other half MiB takes 0.125 s, so the shaper frees at 0.625 s.
+        let mut l = RateLimiter::new();
+        l.set_limit(Some(M));
+        assert_eq!(l.start_ns(0, M), 0);
+        assert_eq!(l.free_ns(), S);
+        l.relimit_at(S / 2, Some(4 * M));
+        assert_eq!(l.free_ns(), S / 2 + S / 8);
+        // The same limit again: nothing moves.
+        l.relimit_at(S / 2 + 1, Some(4 * M));
+        assert_eq!(l.free_ns(), S / 2 + S / 8);
+        // Lowered back to 1 MiB/s at 0.5625 s: 0.0625 s at 4 MiB/s left is 1/4 MiB, 0.25 s
+        // at 1 MiB/s: free at 0.8125 s.
+        l.relimit_at(S / 2 + S / 16, Some(M));
+        assert_eq!(l.free_ns(), S / 2 + S / 16 + S / 4);
+        // Lifted: the hold ends, the next transfer starts when ready.
+        l.relimit_at(S / 2 + S / 16 + 1, None);
+        assert_eq!(l.next_start_ns(S / 2 + S / 16 + 2), S / 2 + S / 16 + 2);
+        // A limit set after the hold ended re-books nothing.
+        l.set_limit(Some(M));
+        assert_eq!(l.start_ns(2 * S, M), 2 * S);
+        l.relimit_at(4 * S, Some(2 * M));
+        assert_eq!(l.next_start_ns(4 * S), 4 * S);
+        // Rounding never lets a byte out early: 1 byte at 3 B/s, relimited 1 ns in to
+        // 3 B/s' double, still holds the whole byte.
+        let mut l = RateLimiter::new();
+        l.set_limit(Some(3));
+        l.start_ns(0, 1);
+        l.relimit_at(1, Some(6));
+        assert_eq!(l.free_ns(), 1 + 166_666_667);
     }
 
     #[test]

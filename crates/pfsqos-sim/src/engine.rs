@@ -330,8 +330,8 @@ struct Link {
     ///
     /// A limit change re-books the hold still running ([`Link::relimit_up`]): the bytes the
     /// shaper has not yet let through go at the new rate, as tc's TBF (`pfsqos tc-client`)
-    /// shapes packet by packet. This follows tc, not the mount's `NodeLimiter`, which keeps
-    /// a hold booked at the old rate until it ends. The bucket stays as the shaper has it
+    /// shapes packet by packet (`RateLimiter::relimit_at`, which the mount's `NodeLimiter`
+    /// calls too). The bucket stays as the shaper has it
     /// (no burst beyond the transfer that starts; tc's refill of the bucket at each change,
     /// `pfsqos_linux::tc`, is not modelled).
     up_shaper: RateLimiter,
@@ -362,37 +362,29 @@ impl Link {
         booked: Option<&UplinkBooking>,
     ) -> Option<UplinkBooking> {
         let new_limit = limit_bytes_per_s.map(|b| b.clamp(1, LIMIT_BYTES_PER_S_MAX));
-        let old_limit = self.up_shaper.limit_bytes_per_s();
-        if new_limit == old_limit {
+        if new_limit == self.up_shaper.limit_bytes_per_s() {
             return booked.copied();
         }
         // The hold running at `now_ns`: that of the last transfer started, or, with a
         // transfer booked ahead, that of the one before it (the booked one's is undone).
-        let (hold_end_ns, link_free_ns) = match booked {
-            Some(b) => (b.shaper_free_before_ns, b.link_free_before_ns),
-            None => (self.up_shaper.free_ns(), self.up_free_ns),
-        };
-        // Bytes the shaper has not yet let through at the old rate. Every change re-books,
-        // so a hold runs past `now_ns` only under a limit (lifting one ends its hold).
-        let held_bytes = match old_limit {
-            Some(limit) if hold_end_ns > now_ns => unsent_bytes(hold_end_ns - now_ns, limit),
-            _ => 0,
-        };
-        let mut shaper = RateLimiter::new();
-        shaper.set_limit(new_limit);
-        // Their hold from `now_ns` at the new rate (no hold without a limit).
-        if held_bytes > 0 {
-            shaper.start_ns(now_ns, held_bytes);
+        if let Some(b) = booked {
+            debug_assert_eq!(
+                b.shaper_before.limit_bytes_per_s(),
+                self.up_shaper.limit_bytes_per_s(),
+                "every change re-books, so a booking was made under the limit in force"
+            );
+            self.up_shaper = b.shaper_before;
+            self.up_free_ns = b.link_free_before_ns;
         }
-        self.up_shaper = shaper;
+        // The shaper's own re-booking, the mount's too (`RateLimiter::relimit_at`).
+        self.up_shaper.relimit_at(now_ns, new_limit);
         let b = booked?;
-        let shaper_free_before_ns = self.up_shaper.free_ns();
-        self.up_free_ns = link_free_ns;
+        let shaper_before = self.up_shaper;
         let start_ns = self.up_start_ns(now_ns, b.size_bytes);
         self.up_free_ns = start_ns + self.transfer_ns(b.size_bytes);
         Some(UplinkBooking {
             start_ns,
-            shaper_free_before_ns,
+            shaper_before,
             ..*b
         })
     }
@@ -406,14 +398,6 @@ impl Link {
     }
 }
 
-/// The bytes a shaper at `limit_bytes_per_s` lets through in `ns` (the inverse of its
-/// hold, `ceil(bytes * 10^9 / limit)`): rounded up, so a re-booked hold never lets bytes out
-/// early.
-fn unsent_bytes(ns: u64, limit_bytes_per_s: u64) -> u64 {
-    let bytes = (u128::from(ns) * u128::from(limit_bytes_per_s)).div_ceil(1_000_000_000);
-    u64::try_from(bytes).unwrap_or(u64::MAX)
-}
-
 /// A write transfer booked to start up a client's uplink later than now (at most one per
 /// client), and the uplink's state before it was booked, so that a limit change can book it
 /// again behind the re-booked hold.
@@ -422,7 +406,8 @@ struct UplinkBooking {
     rpc: u32,
     size_bytes: u64,
     start_ns: u64,
-    shaper_free_before_ns: u64,
+    /// The shaper as it was before this transfer was booked.
+    shaper_before: RateLimiter,
     link_free_before_ns: u64,
 }
 
@@ -1927,7 +1912,7 @@ impl Sim {
             };
             let size_bytes = self.rpcs[rpc as usize].size_bytes;
             let link = &mut self.clients[client].1;
-            let shaper_free_before_ns = link.up_shaper.free_ns();
+            let shaper_before = link.up_shaper;
             let link_free_before_ns = link.up_free_ns;
             let start_ns = link.up_start_ns(now, size_bytes);
             let end_ns = start_ns + link.transfer_ns(size_bytes);
@@ -1940,7 +1925,7 @@ impl Sim {
                     rpc,
                     size_bytes,
                     start_ns,
-                    shaper_free_before_ns,
+                    shaper_before,
                     link_free_before_ns,
                 });
                 self.push_uplink_start(client, rpc, start_ns);
@@ -2261,7 +2246,7 @@ mod tests {
     /// Books a transfer of `bytes` ready at `now_ns` as `Sim::book_uplink` does; returns it
     /// as a booking (what a transfer booked ahead records).
     fn book(link: &mut Link, rpc: u32, now_ns: u64, bytes: u64) -> UplinkBooking {
-        let shaper_free_before_ns = link.up_shaper.free_ns();
+        let shaper_before = link.up_shaper;
         let link_free_before_ns = link.up_free_ns;
         let start_ns = link.up_start_ns(now_ns, bytes);
         link.up_free_ns = start_ns + link.transfer_ns(bytes);
@@ -2269,7 +2254,7 @@ mod tests {
             rpc,
             size_bytes: bytes,
             start_ns,
-            shaper_free_before_ns,
+            shaper_before,
             link_free_before_ns,
         }
     }
@@ -2315,7 +2300,7 @@ mod tests {
         // then and holds 250 ms.
         let b = l.relimit_up(500_000_000, Some(4 * M), Some(&b)).unwrap();
         assert_eq!(b.start_ns, 625_000_000);
-        assert_eq!(b.shaper_free_before_ns, 625_000_000);
+        assert_eq!(b.shaper_before.free_ns(), 625_000_000);
         assert_eq!(l.up_shaper.free_ns(), 875_000_000);
         assert_eq!(l.up_free_ns, 625_000_000 + M);
         // Lowered to 2 MiB/s at 0.6 s: 25 ms at 4 MiB/s left of the first hold, 104 857.6

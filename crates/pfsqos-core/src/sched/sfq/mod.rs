@@ -16,6 +16,9 @@
 //!   fraction bits: a `u64` with enough fraction bits for weight 999,999 would wrap after
 //!   about 2^32 bytes per unit weight (weeks at 10 GB/s), an `f64` loses small costs once
 //!   tags pass 2^53. `u128` never wraps (2^96 cost units) and compares in two instructions.
+//!   The heap of backlogged flows stores a tag as a `u64` relative to a base that moves
+//!   with the tags, in 16-byte entries, and keeps the rare entry beyond 2^64 units of the
+//!   base whole in a side heap; the dispatch order is the whole tags' order (`heap.rs`).
 //! * **Virtual time with NWC.** With a non-work-conserving cap, a held flow can be released
 //!   after requests with later start tags went; `v` then stays at the largest dispatched
 //!   start tag (it is `max`), so it remains monotone.
@@ -86,7 +89,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::num::NonZeroU64;
 
-use heap::{Entry, QuadHeap};
+use heap::{Entry, FlowHeap};
 
 use rustc_hash::FxHashMap;
 
@@ -547,7 +550,7 @@ pub struct Sfq<P> {
     /// The overflow flow, once a flow had to be folded.
     fold: Option<u32>,
     /// Backlogged, not held flows by their head request's `(start, seq)`.
-    heap: QuadHeap,
+    heap: FlowHeap,
     /// NWC: held flows by release time.
     held: BinaryHeap<Reverse<(u64, u32)>>,
     /// Flows that became idle, roughly oldest first, as `(flow, idle since)`.
@@ -588,7 +591,7 @@ impl<P> Sfq<P> {
             index: ClassIndex::default(),
             indexed: 0,
             fold: None,
-            heap: QuadHeap::default(),
+            heap: FlowHeap::default(),
             held: BinaryHeap::new(),
             idle_log: VecDeque::new(),
             idle_front_since_ns: u64::MAX,

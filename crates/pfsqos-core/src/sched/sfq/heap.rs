@@ -32,7 +32,7 @@
 //! **Range (why an entry can fall outside, and what happens then).** Tags only grow in
 //! steady state (arrivals start at the virtual time or later), so entries leave the window
 //! at its top. Nothing bounds the spread of the queued tags (a 4 GiB request of a weight-1
-//! flow spans 2^64 tag units by itself; a peer's delay can add 2^73 more), nor how long an
+//! flow spans 2^64 tag units by itself; one peer report of delay up to 2^73), nor how long an
 //! arrival waits (a flow with a far start tag waits while others are served), and a held
 //! flow's head (NWC) comes back below the base. So:
 //! * an entry outside the window triggers a **rebase**: the base moves to the least start

@@ -13,8 +13,8 @@ use crate::model::RpcTags;
 /// derived `Hash`, whose fields are exactly those the derived `Eq` compares. (A hash of the
 /// key read as eight words with four independent folded multiplies was tried, to shorten
 /// the multiply chain before the index slot's load: it cost 16 more instructions a step in
-/// the SFQ benchmark, rustc-hash hashing the job id's bytes in wide chunks already, and its
-/// latency gain was not measurable on this machine; docs/benchmarks.md.)
+/// the SFQ benchmark, rustc-hash hashing the job id's bytes in wide chunks already, and was
+/// not faster in the one loaded timed run it had; docs/benchmarks.md, SFQ section.)
 #[inline]
 pub(super) fn key_hash(key: &RpcTags) -> u32 {
     use std::hash::BuildHasher;

@@ -7,6 +7,20 @@
 //! so a lookup usually touches one cache line of the index and then the class itself. Keys with
 //! equal hashes simply occupy neighbouring slots; the caller's key comparison tells them apart.
 
+use crate::model::RpcTags;
+
+/// The 32-bit hash of a class key (TBF's classes, SFQ's flows): `FxHasher` over the
+/// derived `Hash`, whose fields are exactly those the derived `Eq` compares. (A hash of the
+/// key read as eight words with four independent folded multiplies was tried, to shorten
+/// the multiply chain before the index slot's load: it cost 16 more instructions a step in
+/// the SFQ benchmark, rustc-hash hashing the job id's bytes in wide chunks already, and was
+/// not faster in the one loaded timed run it had; docs/benchmarks.md, SFQ section.)
+#[inline]
+pub(super) fn key_hash(key: &RpcTags) -> u32 {
+    use std::hash::BuildHasher;
+    (rustc_hash::FxBuildHasher.hash_one(key) >> 32) as u32
+}
+
 /// Fibonacci hashing spreads hashes whose entropy sits in few bits (tests mask hashes down to
 /// one bit) over the table.
 const SPREAD: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -139,6 +153,87 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+
+    /// Every field of the key moves the hash, and 100,000 job ids of the benchmarks' form
+    /// collide in 32 bits about as often as random values would (expected 1.2 pairs).
+    #[test]
+    fn key_hash_reads_every_field_and_spreads_job_ids() {
+        use crate::model::{JobId, NetKind, Opcode};
+        let base = RpcTags::test_write("job.1");
+        let variants = [
+            RpcTags {
+                job: JobId::new("job.2").unwrap(),
+                ..base
+            },
+            RpcTags {
+                job: JobId::new("job.10").unwrap(),
+                ..base
+            },
+            RpcTags {
+                nid: crate::model::Nid {
+                    addr: base.nid.addr ^ 1,
+                    ..base.nid
+                },
+                ..base
+            },
+            RpcTags {
+                nid: crate::model::Nid {
+                    net: crate::model::LNet {
+                        kind: NetKind::O2ib,
+                        num: base.nid.net.num,
+                    },
+                    ..base.nid
+                },
+                ..base
+            },
+            RpcTags {
+                nid: crate::model::Nid {
+                    net: crate::model::LNet {
+                        kind: base.nid.net.kind,
+                        num: base.nid.net.num + 1,
+                    },
+                    ..base.nid
+                },
+                ..base
+            },
+            RpcTags {
+                opcode: Opcode::OstPunch,
+                ..base
+            },
+            RpcTags {
+                uid: base.uid + 1,
+                ..base
+            },
+            RpcTags {
+                gid: base.gid + 1,
+                ..base
+            },
+            RpcTags {
+                projid: base.projid + 1,
+                ..base
+            },
+            RpcTags {
+                nodemap: base.nodemap + 1,
+                ..base
+            },
+        ];
+        assert_eq!(key_hash(&base), key_hash(&{ base }));
+        for v in &variants {
+            assert_ne!(v, &base);
+            assert_ne!(key_hash(v), key_hash(&base), "{v:?}");
+        }
+        let mut hashes: Vec<u32> = (0..100_000)
+            .map(|k| {
+                key_hash(&RpcTags {
+                    job: JobId::new(&format!("job.{k}")).unwrap(),
+                    ..RpcTags::default()
+                })
+            })
+            .collect();
+        hashes.sort_unstable();
+        let collisions = hashes.windows(2).filter(|w| w[0] == w[1]).count();
+        assert!(collisions <= 8, "{collisions} colliding pairs");
+    }
 
     proptest! {
         /// Against a map as the model, with hashes from a tiny range so that runs of equal and

@@ -975,3 +975,183 @@ proptest! {
         prop_assert_eq!(tag(cost, weight), ((cost as Tag) << TAG_FRAC_BITS) / weight as Tag);
     }
 }
+
+// ---------------------------------------------------------------- the heap's window
+
+#[derive(Clone, Debug)]
+enum WindowOp {
+    Enqueue {
+        flow: usize,
+        cost: u64,
+    },
+    Dequeue,
+    Complete {
+        pick: usize,
+    },
+    /// A peer's service report: the flow's next arrival starts that much later.
+    PeerService {
+        flow: usize,
+        cost: u64,
+    },
+    /// The arrival counter jumps, as after a long run: beyond the heap's 2^45 arrivals.
+    SeqJump {
+        by: u64,
+    },
+    Advance {
+        ns: u64,
+    },
+}
+
+fn window_op(flows: usize) -> impl Strategy<Value = WindowOp> {
+    // Costs from one byte to 2^56: a weight-1 flow's tags step by up to 2^88 units, far
+    // beyond the heap's 2^64-unit window, while small costs stay inside it.
+    let cost = prop_oneof![
+        4 => 1u64..=4096,
+        1 => Just(1u64 << 20),
+        1 => Just(1u64 << 32),
+        1 => Just(1u64 << 40),
+        1 => Just(1u64 << 56),
+    ];
+    prop_oneof![
+        6 => (0..flows, cost.clone()).prop_map(|(flow, cost)| WindowOp::Enqueue { flow, cost }),
+        5 => Just(WindowOp::Dequeue),
+        3 => any::<usize>().prop_map(|pick| WindowOp::Complete { pick }),
+        1 => (0..flows, prop_oneof![1u64..=1 << 20, Just(SERVICE_REPORT_COST_MAX)])
+            .prop_map(|(flow, cost)| WindowOp::PeerService { flow, cost }),
+        1 => prop_oneof![Just(1u64 << 44), Just(1u64 << 45), Just(1u64 << 46)]
+            .prop_map(|by| WindowOp::SeqJump { by }),
+        1 => prop_oneof![1u64..=1_000_000, Just(NS_PER_S), Just(1_000 * NS_PER_S)]
+            .prop_map(|ns| WindowOp::Advance { ns }),
+    ]
+}
+
+/// Every queued head request, by its payload's number: `(start, seq)` whole.
+fn heads(s: &Sfq<(String, u32)>) -> FxHashMap<u32, (Tag, u64)> {
+    s.flows
+        .iter()
+        .filter(|f| f.live)
+        .filter_map(|f| f.queue.front())
+        .map(|q| (q.payload.1, (q.start.get(), q.seq.get())))
+        .collect()
+}
+
+/// The least `(start, seq)` among the heads of flows that are not held: what a brute-force
+/// scan over whole `u128` tags would dispatch.
+fn least_unheld_head(s: &Sfq<(String, u32)>) -> Option<(Tag, u64)> {
+    s.flows
+        .iter()
+        .filter(|f| f.live && !f.held)
+        .filter_map(|f| f.queue.front())
+        .map(|q| (q.start.get(), q.seq.get()))
+        .min()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Differential against a brute-force scan: on random workloads whose start tags spread
+    /// far beyond the heap's 2^64-unit window (costs up to 2^56 bytes at weight 1, peers'
+    /// delays), whose arrival numbers jump beyond its 2^45 window, and (with NWC) whose held
+    /// flows come back below its base, every dispatch is a head request and no head of a
+    /// flow not held afterwards comes before it in whole `(u128 start, u64 seq)` order; a
+    /// dequeue yields nothing only at depth or when every queued flow is held.
+    #[test]
+    fn dispatch_order_is_the_whole_tag_order_beyond_the_heap_window(
+        weights in prop::collection::vec(prop_oneof![Just(1u32), Just(SFQ_WEIGHT_MAX), 1u32..=16], 2..6),
+        ops in prop::collection::vec(window_op(6), 1..300),
+        nwc in any::<bool>(),
+        depth in 1u32..=3,
+    ) {
+        let mut s = sfq(SfqConfig {
+            sync: SyncMode::Threshold,
+            threshold_cost: SYNC_THRESHOLD_COST_MAX,
+            depth_max: depth,
+            nwc_capacity_cost_per_s: if nwc { 1 << 40 } else { 0 },
+            ..SfqConfig::dsfq()
+        });
+        for (i, &w) in weights.iter().enumerate() {
+            weight(&mut s, &format!("start r{i} jobid={{j{i}}} weight={w}"));
+        }
+        let flows = weights.len();
+        let mut now = 0u64;
+        let mut id = 0u32;
+        let mut in_service: Vec<(String, u64)> = Vec::new();
+        let mut costs: FxHashMap<u32, u64> = FxHashMap::default();
+        for op in ops {
+            match op {
+                WindowOp::Enqueue { flow, cost } => {
+                    let job = format!("j{}", flow % flows);
+                    id += 1;
+                    costs.insert(id, cost);
+                    s.enqueue_with_cost(now, &tags(&job), cost, (job, id));
+                }
+                WindowOp::Dequeue => {
+                    let before = heads(&s);
+                    match s.dequeue(now) {
+                        Dequeue::Request((job, n)) => {
+                            let got = before.get(&n).copied();
+                            prop_assert!(got.is_some(), "dispatched {job}/{n}, not a head");
+                            if let Some(least) = least_unheld_head(&s) {
+                                prop_assert!(got.unwrap() < least, "{got:?} before {least:?}");
+                            }
+                            in_service.push((job, costs[&n]));
+                        }
+                        Dequeue::Empty | Dequeue::Throttled { .. } => prop_assert!(
+                            s.outstanding() >= depth || least_unheld_head(&s).is_none(),
+                            "idle with an unheld flow queued and {} outstanding",
+                            s.outstanding()
+                        ),
+                    }
+                }
+                WindowOp::Complete { pick } => {
+                    if !in_service.is_empty() {
+                        let (job, cost) = in_service.swap_remove(pick % in_service.len());
+                        s.on_complete(now, &tags(&job), cost);
+                    }
+                }
+                WindowOp::PeerService { flow, cost } => {
+                    let report = ServiceReport::new(ReportKind::Service, key(&format!("j{}", flow % flows)), cost);
+                    s.peer_report(now, 1, &report).unwrap();
+                }
+                WindowOp::SeqJump { by } => s.seq += by,
+                WindowOp::Advance { ns } => {
+                    now += ns;
+                    s.on_timer(now);
+                }
+            }
+            s.take_service_reports();
+        }
+    }
+}
+
+/// A weight-1 flow of 1 TiB requests beside small ones spreads the start tags over 2^72
+/// units: the far head goes to the heap's side heap and the order holds across the two.
+#[test]
+fn tags_beyond_the_window_use_the_side_heap_in_order() {
+    let mut s = sfq(with_depth(1));
+    weight(&mut s, "start big jobid={big} weight=1");
+    weight(
+        &mut s,
+        &format!("start fast jobid={{fast}} weight={SFQ_WEIGHT_MAX}"),
+    );
+    for k in 0..3 {
+        s.enqueue_with_cost(0, &tags("big"), 1 << 40, ("big".into(), k));
+    }
+    for k in 0..3 {
+        s.enqueue_with_cost(0, &tags("fast"), 1, ("fast".into(), k));
+    }
+    // Heads: big at 0, fast at 0 (arrived later); then big's next at 2^72.
+    let mut order = Vec::new();
+    while let Some(r) = take(&mut s, 0) {
+        s.on_complete(0, &tags(&r.0), 1);
+        order.push(name(&r));
+        if r.0 == "big" && r.1 == 0 {
+            assert_eq!(
+                s.heap.side_len(),
+                1,
+                "big's head at 2^72 is outside the window"
+            );
+        }
+    }
+    assert_eq!(order, ["big0", "fast0", "fast1", "fast2", "big1", "big2"]);
+}

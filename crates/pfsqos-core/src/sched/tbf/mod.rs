@@ -110,11 +110,6 @@ impl TbfConfig {
 
 const NONE: u32 = u32::MAX;
 
-#[inline]
-fn hash_key(key: &RpcTags) -> u32 {
-    use std::hash::BuildHasher;
-    (rustc_hash::FxBuildHasher.hash_one(key) >> 32) as u32
-}
 const DEFAULT_RULE: u32 = 0;
 
 #[derive(Debug)]
@@ -335,7 +330,7 @@ impl<P> Tbf<P> {
     /// The state of the class a request with `tags` belongs to, if it exists.
     pub fn class_state(&self, tags: &RpcTags) -> Option<ClassState> {
         let key = self.class_type.key(tags);
-        let i = self.lookup(&key, hash_key(&key) & self.hash_mask)?;
+        let i = self.lookup(&key, index::key_hash(&key) & self.hash_mask)?;
         let c = &self.classes[i as usize];
         Some(ClassState {
             rule: self.rule(c.rule).name.clone(),
@@ -940,7 +935,7 @@ impl<P> Tbf<P> {
 impl<P> RequestScheduler<P> for Tbf<P> {
     fn enqueue_with_cost(&mut self, now_ns: u64, tags: &RpcTags, _cost: u64, payload: P) {
         let key = self.class_type.key(tags);
-        let hash = hash_key(&key) & self.hash_mask;
+        let hash = index::key_hash(&key) & self.hash_mask;
         let i = match self.lookup(&key, hash) {
             Some(i) => {
                 self.refresh_class(i, now_ns);

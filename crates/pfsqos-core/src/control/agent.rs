@@ -130,6 +130,27 @@ impl KnownJobs {
             .last_seen_period = period;
     }
 
+    /// [`KnownJobs::saw`] for each of `jobs`, given in job id order: one walk of the known
+    /// jobs beside them (a search per job cost a dozen id comparisons), the jobs not known
+    /// yet added after.
+    fn saw_sorted(&mut self, jobs: impl IntoIterator<Item = JobId>, period: u64) {
+        let mut unknown = Vec::new();
+        let mut known = self.0.iter_mut().peekable();
+        let mut last: Option<JobId> = None;
+        for job in jobs {
+            assert!(last.is_none_or(|l| l < job), "jobs in job id order");
+            last = Some(job);
+            while known.next_if(|(k, _)| **k < job).is_some() {}
+            match known.peek_mut() {
+                Some((k, state)) if **k == job => state.last_seen_period = period,
+                _ => unknown.push(job),
+            }
+        }
+        for job in unknown {
+            self.saw(job, period);
+        }
+    }
+
     fn metas(&self) -> Vec<JobMeta> {
         self.0
             .iter()
@@ -422,9 +443,7 @@ impl JobStatsObserver {
             });
         }
         let per_job: BTreeMap<JobId, BrwTotals> = sums.into_iter().collect();
-        for &job in per_job.keys() {
-            self.known.saw(job, self.period);
-        }
+        self.known.saw_sorted(per_job.keys().copied(), self.period);
         // Each target keeps the identity its name got when first seen (see `ost_ids`).
         let present: BTreeSet<&str> = names.iter().map(String::as_str).collect();
         if self.ost_ids.len() + names.len() > OST_IDS_REMEMBERED_MAX {

@@ -869,9 +869,24 @@ impl NodeCounts {
 
     /// The index of `job`; `hint` is where the previous search of a sorted run ended.
     fn find(&self, job: &JobId, hint: &mut usize) -> Option<usize> {
-        let found = match self.jobs.get(*hint) {
-            Some((j, _)) if j == job => Some(*hint),
-            _ => self.jobs.binary_search_by(|(j, _)| j.cmp(job)).ok(),
+        let jobs = &self.jobs;
+        let from = *hint;
+        let found = if from < jobs.len() && jobs[from].0 <= *job {
+            // A sorted run: gallop forward from the hint (a target lists a fraction of the
+            // jobs, so the next one is a few places on); the job, if listed, lies in
+            // `[from + bound / 2, from + bound]`.
+            let mut bound = 1;
+            while from + bound < jobs.len() && jobs[from + bound].0 < *job {
+                bound *= 2;
+            }
+            let lo = from + bound / 2;
+            let hi = (from + bound + 1).min(jobs.len());
+            jobs[lo..hi]
+                .binary_search_by(|(j, _)| j.cmp(job))
+                .ok()
+                .map(|i| lo + i)
+        } else {
+            jobs.binary_search_by(|(j, _)| j.cmp(job)).ok()
         };
         if let Some(i) = found {
             *hint = i + 1;

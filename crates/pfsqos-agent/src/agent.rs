@@ -1130,6 +1130,50 @@ impl<L: Lctl> Agent<L> {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// The merged wanted rates and the rates read from the controller's rules equal what
+        /// the maps they replaced gave (a limit wins a tie; the lowest of a job's rules).
+        #[test]
+        fn wanted_rates_equal_the_map_construction(
+            rates in proptest::collection::btree_map(0u8..24, 1u64..500, 0..16),
+            limits in proptest::collection::btree_map(0u8..24, 1u64..5000, 0..16),
+            rules in proptest::collection::vec((0u8..24, 0u8..24, 1u64..500), 0..20),
+        ) {
+            let job = |i: u8| JobId::new(&format!("job{i}")).unwrap();
+            let rates: BTreeMap<JobId, u64> = rates.into_iter().map(|(i, r)| (job(i), r)).collect();
+            let limits: BTreeMap<JobId, u64> =
+                limits.into_iter().map(|(i, l)| (job(i), l)).collect();
+            let limit_rpcs = |_: &JobId, limit: u64| limit / 7;
+            let mut want: BTreeMap<JobId, (u64, Option<u64>)> = BTreeMap::new();
+            for (&j, &rate) in &rates {
+                want.insert(j, (rate, None));
+            }
+            for (j, &limit) in &limits {
+                let r = limit_rpcs(j, limit);
+                let e = want.entry(*j).or_insert((r, Some(limit)));
+                if r <= e.0 {
+                    *e = (r, Some(limit));
+                }
+            }
+            let reference: Vec<(JobId, u64, Option<u64>)> =
+                want.into_iter().map(|(j, (r, l))| (j, r, l)).collect();
+            proptest::prop_assert_eq!(merge_wanted(rates, &limits, limit_rpcs), reference);
+
+            let controller = ControllerRates {
+                by_rule: rules
+                    .iter()
+                    .map(|&(name, j, rate)| (format!("r{name}"), (job(j), rate)))
+                    .collect(),
+            };
+            let mut lowest: BTreeMap<JobId, u64> = BTreeMap::new();
+            for &(j, rate) in controller.by_rule.values() {
+                let e = lowest.entry(j).or_insert(rate);
+                *e = (*e).min(rate);
+            }
+            proptest::prop_assert_eq!(controller.rates(), lowest);
+        }
+    }
+
     #[test]
     fn the_running_policy_is_read_from_nrs_policies() {
         let text = "\nregular_requests:\n  - name: fifo\n    state: started\n    fallback: yes\n  - name: tbf jobid\n    state: started\n    fallback: no\nhigh_priority_requests:\n  - name: fifo\n    state: started\n";

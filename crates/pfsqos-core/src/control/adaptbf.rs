@@ -787,6 +787,8 @@ impl Controller for AdapTbf {
             // Tokens per job summed over the domain's targets: one rule covers them all.
             for target in &domain.targets {
                 let mut hint = 0usize;
+                // Each active job's index among the known jobs, beside `active`.
+                let mut slots: Vec<Option<usize>> = Vec::with_capacity(target.jobs.len());
                 let active: Vec<JobDemand> = target
                     .jobs
                     .iter()
@@ -795,10 +797,14 @@ impl Controller for AdapTbf {
                         DemandSource::Served => s.rpcs_served > 0,
                         DemandSource::Arrived => s.rpcs_arrived > 0,
                     })
-                    .map(|s| JobDemand {
-                        job: s.job,
-                        nodes: nodes.find(&s.job, &mut hint).map_or(1, |i| nodes.count(i)),
-                        demand_rpcs: self.demand_of(s),
+                    .map(|s| {
+                        let slot = nodes.find(&s.job, &mut hint);
+                        slots.push(slot);
+                        JobDemand {
+                            job: s.job,
+                            nodes: slot.map_or(1, |i| nodes.count(i)),
+                            demand_rpcs: self.demand_of(s),
+                        }
                     })
                     .collect();
                 let allocator = self
@@ -807,8 +813,14 @@ impl Controller for AdapTbf {
                     .or_insert_with(|| TargetAllocator::new(self.config.clone()));
                 let step = allocator.step(target.capacity_rpcs_per_s, &active);
                 let mut hint = 0usize;
-                for a in &step.jobs {
-                    sums.add(&nodes, a.job, a.tokens, &mut hint);
+                for (k, a) in step.jobs.iter().enumerate() {
+                    // The step lists the active jobs in job id order, `active`'s own order
+                    // when it came sorted (as observers give it): the job's index is known.
+                    let slot = match (active.get(k), slots.get(k)) {
+                        (Some(d), Some(&slot)) if d.job == a.job => slot,
+                        _ => nodes.find(&a.job, &mut hint),
+                    };
+                    sums.add(slot, a.job, a.tokens);
                 }
                 self.last_steps.insert(target.ost, step);
             }
@@ -914,8 +926,9 @@ impl TokenSums {
         }
     }
 
-    fn add(&mut self, nodes: &NodeCounts, job: JobId, tokens: u64, hint: &mut usize) {
-        match nodes.find(&job, hint) {
+    /// Adds `tokens` to `job`, whose index among the known jobs is `slot`.
+    fn add(&mut self, slot: Option<usize>, job: JobId, tokens: u64) {
+        match slot {
             Some(i) => {
                 if !self.present[i] {
                     self.present[i] = true;

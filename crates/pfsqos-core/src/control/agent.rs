@@ -602,6 +602,30 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Telling the known jobs a sorted list in one walk leaves them as telling each job
+        /// in turn does (last-seen periods updated, new jobs added, pinned jobs kept).
+        #[test]
+        fn saw_sorted_equals_saw_per_job(
+            pinned in proptest::collection::btree_map(0u8..30, 1u32..5, 0..6),
+            earlier in proptest::collection::btree_set(0u8..30, 0..20),
+            now in proptest::collection::btree_set(0u8..30, 0..20),
+        ) {
+            let id = |i: u8| job(&format!("j{i:02}"));
+            let pinned: Vec<(JobId, u32)> = pinned.into_iter().map(|(i, n)| (id(i), n)).collect();
+            let mut walked = KnownJobs::new(&pinned);
+            for &i in &earlier {
+                walked.saw(id(i), 1);
+            }
+            let mut each = walked.clone();
+            walked.saw_sorted(now.iter().map(|&i| id(i)), 2);
+            for &i in &now {
+                each.saw(id(i), 2);
+            }
+            proptest::prop_assert_eq!(format!("{walked:?}"), format!("{each:?}"));
+        }
+    }
+
     #[test]
     fn known_jobs_are_bounded_and_the_longest_idle_go_first() {
         let mut o = Observer::new(DomainId(0), 1, 100, &[(job("pinned"), 2)], 0);

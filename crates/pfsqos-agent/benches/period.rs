@@ -4,8 +4,15 @@
 //! `agent period ... (agent work only)` renders each period's job_stats text before the
 //! clock starts (`iter_custom`), so it times the agent alone; the two benchmarks before it
 //! are kept so that runs of older code, which had only those, can be compared.
+//!
+//! `--fixed-work PERIODS` runs the agent's start, its first (baseline) period and then exactly
+//! PERIODS periods, each period's text rendered before it, and prints each period's wall time
+//! and lctl commands: the load-independent measure is the instruction count of
+//! `Agent::period` under callgrind (`valgrind --tool=callgrind
+//! --toggle-collect='pfsqos_agent::agent::Agent<*>::period' BENCH --fixed-work 4`, divided by
+//! PERIODS), which leaves the rendering out.
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use pfsqos_agent::lctl::{Lctl, LctlCounts, LctlError};
 use pfsqos_agent::{Agent, AgentConfig};
 use pfsqos_core::jobstats::{render_job_stats, JobEntry, JobStatsFormat, OstCounter};
@@ -68,7 +75,8 @@ impl Lctl for MemLctl {
     }
 }
 
-fn bench(c: &mut Criterion) {
+/// The bench's agent: AdapTBF, started, its first (baseline) period done.
+fn started_agent() -> Agent<MemLctl> {
     let config = AgentConfig::parse(
         "controller = \"adaptbf\"\nost_capacity_rpcs_per_s = 2000\ncpts = 2\nrules_max = 16384\n",
     )
@@ -83,6 +91,43 @@ fn bench(c: &mut Criterion) {
     );
     agent.start().unwrap();
     agent.period();
+    agent
+}
+
+/// `--fixed-work PERIODS`: see the module comment.
+fn fixed_work(periods: u64) {
+    let mut agent = started_agent();
+    let mut times_ns = Vec::new();
+    for _ in 0..periods {
+        let lctl = agent.lctl_mut();
+        lctl.round += 1;
+        lctl.ready = Some(lctl.job_stats());
+        let commands_before = agent.lctl().counts.commands;
+        let t0 = std::time::Instant::now();
+        agent.period();
+        let ns = t0.elapsed().as_nanos() as u64;
+        times_ns.push(ns);
+        println!(
+            "period {}: {:.1} ms, {} lctl commands, {} rules held",
+            agent.stats.periods,
+            ns as f64 / 1e6,
+            agent.lctl().counts.commands - commands_before,
+            agent.stats.rules_held
+        );
+    }
+    times_ns.sort_unstable();
+    if let Some(&median) = times_ns.get(times_ns.len() / 2) {
+        println!(
+            "median {:.1} ms, min {:.1} ms over {} periods",
+            median as f64 / 1e6,
+            times_ns[0] as f64 / 1e6,
+            times_ns.len()
+        );
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let mut agent = started_agent();
     // The job_stats text is rendered inside `run`; time it apart to subtract.
     let probe = MemLctl {
         round: 3,
@@ -137,4 +182,16 @@ criterion_group! {
     config = Criterion::default().sample_size(10);
     targets = bench
 }
-criterion_main!(benches);
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--fixed-work") {
+        let periods = args
+            .get(i + 1)
+            .and_then(|n| n.parse().ok())
+            .expect("--fixed-work PERIODS");
+        fixed_work(periods);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

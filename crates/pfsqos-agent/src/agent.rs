@@ -244,12 +244,12 @@ pub struct ControllerRates {
 impl ControllerRates {
     /// The OSS-wide rate of each job with a rule (the lowest when several rules name it).
     pub fn rates(&self) -> BTreeMap<JobId, u64> {
-        let mut out: BTreeMap<JobId, u64> = BTreeMap::new();
-        for &(job, rate) in self.by_rule.values() {
-            let e = out.entry(job).or_insert(rate);
-            *e = (*e).min(rate);
-        }
-        out
+        // Sorted by job, then rate: the first of each job is its lowest; the map is then
+        // built from sorted pairs in one pass (a search per job cost more).
+        let mut pairs: Vec<(JobId, u64)> = self.by_rule.values().copied().collect();
+        pairs.sort_unstable();
+        pairs.dedup_by_key(|&mut (job, _)| job);
+        pairs.into_iter().collect()
     }
 
     pub fn clear(&mut self) {
@@ -312,6 +312,56 @@ impl ControllerRates {
                 .collect(),
         }
     }
+}
+
+/// The OSS-wide rate (RPC/s) each job should get, in job id order, from the controller's
+/// rates and the administrator's limits (both in job id order): the lower of the two, a limit
+/// winning a tie; `limit_rpcs` converts a job's limit (bytes/s) into RPC/s. Each entry is the
+/// job, its rate and the limit behind it (`None`: the controller's rate).
+fn merge_wanted(
+    rates: BTreeMap<JobId, u64>,
+    limits: &BTreeMap<JobId, u64>,
+    limit_rpcs: impl Fn(&JobId, u64) -> u64,
+) -> Vec<(JobId, u64, Option<u64>)> {
+    let mut out = Vec::with_capacity(rates.len() + limits.len());
+    let mut limits = limits.iter().peekable();
+    for (job, rate) in rates {
+        while let Some((&l, &limit)) = limits.next_if(|(l, _)| **l < job) {
+            out.push((l, limit_rpcs(&l, limit), Some(limit)));
+        }
+        match limits.next_if(|(l, _)| **l == job) {
+            Some((_, &limit)) => {
+                let r = limit_rpcs(&job, limit);
+                out.push(if r <= rate {
+                    (job, r, Some(limit))
+                } else {
+                    (job, rate, None)
+                });
+            }
+            None => out.push((job, rate, None)),
+        }
+    }
+    out.extend(limits.map(|(&l, &limit)| (l, limit_rpcs(&l, limit), Some(limit))));
+    debug_assert!(out.windows(2).all(|w| w[0].0 < w[1].0));
+    out
+}
+
+/// Each wanted job's bytes in the period (0 if `per_job` has none), by one merge of the two
+/// lists in job id order.
+fn bytes_in_order(
+    want: &[(JobId, u64, Option<u64>)],
+    per_job: &BTreeMap<JobId, BrwTotals>,
+) -> Vec<u64> {
+    let mut seen = per_job.iter().peekable();
+    want.iter()
+        .map(|(job, _, _)| {
+            while seen.next_if(|(j, _)| *j < job).is_some() {}
+            match seen.peek() {
+                Some((j, t)) if *j == job => t.bytes,
+                _ => 0,
+            }
+        })
+        .collect()
 }
 
 // The byte-limit policy (shares of user and group limits, "held") is pfsqos-core's; the
@@ -867,31 +917,26 @@ impl<L: Lctl> Agent<L> {
                 |j| per_job.get(j).is_some_and(|t| t.rpcs > 0),
             )
         };
-        // The OSS-wide rate each job should get (RPC/s).
-        let mut want: BTreeMap<JobId, (u64, Option<u64>)> = BTreeMap::new();
-        for (job, rate) in self.controller_rules.rates() {
-            want.insert(job, (rate, None));
-        }
-        for (job, &limit) in &limits {
-            let limit_rpcs = self.rpc_size.rate_rpcs_per_s(job, limit as f64);
-            let e = want.entry(*job).or_insert((limit_rpcs, Some(limit)));
-            if limit_rpcs <= e.0 {
-                *e = (limit_rpcs, Some(limit));
-            }
-        }
+        // The OSS-wide rate each job should get (RPC/s), and the limit that set it, in job id
+        // order: one merge of the controller's rates with the limits, no map per job.
+        let want = merge_wanted(self.controller_rules.rates(), &limits, |job, limit| {
+            self.rpc_size.rate_rpcs_per_s(job, limit as f64)
+        });
         let cpt_count = match cpts.get("") {
             Some(&n) if n > 0 => n,
             _ => self.config.cpts,
         };
-        // Rules for the jobs that moved the most; the rest share the catch-all.
-        let mut order: Vec<(u64, JobId)> = want
-            .keys()
-            .map(|j| (per_job.get(j).map_or(0, |t| t.bytes), *j))
+        // Rules for the jobs that moved the most; the rest share the catch-all. Each wanted
+        // job's bytes are found by one merge with `per_job` (both in job id order), and the
+        // order is by bytes, then by index into `want`, which is job id order.
+        let bytes_of = bytes_in_order(&want, per_job);
+        let mut order: Vec<(u64, u32)> = (0..want.len() as u32)
+            .map(|i| (bytes_of[i as usize], i))
             .collect();
-        order.sort_by_key(|&(b, j)| (std::cmp::Reverse(b), j));
-        let mut desired: BTreeMap<JobId, JobRate> = BTreeMap::new();
+        order.sort_unstable_by_key(|&(b, i)| (std::cmp::Reverse(b), i));
+        // Per index into `want`: the rule rate wanted, and the job's report.
+        let mut desired_at: Vec<Option<(u64, JobRateStat)>> = vec![None; want.len()];
         let mut overflow_min: Option<u64> = None;
-        let mut job_rates = BTreeMap::new();
         let mut held_now = BTreeMap::new();
         let now = obs.now_ns;
         // First-sight rules: each limited user's or group's share for a job not seen yet, in
@@ -924,12 +969,18 @@ impl<L: Lctl> Agent<L> {
         // Jobs this OSS's job_stats have shown (built only when some job is beyond the cap).
         let mut seen_here: Option<BTreeSet<JobId>> = None;
         let mut not_here_beyond_cap = 0usize;
-        for (i, (bytes, job)) in order.into_iter().enumerate() {
-            let (rate, limit) = want[&job];
-            let k = self
-                .rules
-                .rule_name(&job)
-                .and_then(|n| cpts.get(n).copied())
+        // The partitions of each rule are looked up only when the listing gave some (the
+        // partition count's key, "", sorts first and is never a rule's name).
+        let cpts_by_rule = cpts.keys().next_back().is_some_and(|k| !k.is_empty());
+        for (i, (bytes, at)) in order.into_iter().enumerate() {
+            let (job, rate, limit) = want[at as usize];
+            let k = cpts_by_rule
+                .then(|| {
+                    self.rules
+                        .rule_name(&job)
+                        .and_then(|n| cpts.get(n).copied())
+                })
+                .flatten()
                 .filter(|&k| k > 0)
                 .unwrap_or(cpt_count)
                 .max(1);
@@ -953,23 +1004,14 @@ impl<L: Lctl> Agent<L> {
                 }
             }
             if i < self.config.rules_max {
-                desired.insert(
-                    job,
-                    JobRate {
-                        value: per_cpt,
-                        priority: None,
+                desired_at[at as usize] = Some((
+                    per_cpt,
+                    JobRateStat {
+                        rate_per_cpt_rpcs_per_s: per_cpt,
+                        cpts: k,
+                        observed_bytes_per_s: observed,
                     },
-                );
-                if job_rates.len() < self.config.rules_max {
-                    job_rates.insert(
-                        job,
-                        JobRateStat {
-                            rate_per_cpt_rpcs_per_s: per_cpt,
-                            cpts: k,
-                            observed_bytes_per_s: observed,
-                        },
-                    );
-                }
+                ));
             } else if seen_here
                 .get_or_insert_with(|| obs.jobs.iter().map(|m| m.job).collect())
                 .contains(&job)
@@ -1001,13 +1043,28 @@ impl<L: Lctl> Agent<L> {
             .len()
             .saturating_sub(self.config.rules_max)
             .saturating_sub(not_here_beyond_cap);
-        self.stats.job_rates = job_rates;
+        // In job id order, so the map is built in one pass and the rule diff is one merge.
+        let mut desired: Vec<(JobId, JobRate)> = Vec::with_capacity(want.len());
+        let mut job_rates: Vec<(JobId, JobRateStat)> = Vec::with_capacity(want.len());
+        for (&(job, _, _), at) in want.iter().zip(desired_at) {
+            if let Some((value, stat)) = at {
+                desired.push((
+                    job,
+                    JobRate {
+                        value,
+                        priority: None,
+                    },
+                ));
+                job_rates.push((job, stat));
+            }
+        }
+        self.stats.job_rates = job_rates.into_iter().collect();
         // Stop the catch-all first if it goes, start or change it after the job rules.
         let mut texts: Vec<(String, Option<RuleCommand>)> = Vec::new();
         if overflow_min.is_none() && self.catch_all.is_some() {
             texts.push((format!("stop {}", self.catch_all_name), None));
         }
-        for cmd in self.rules.reconcile(&desired) {
+        for cmd in self.rules.reconcile_sorted(&desired) {
             texts.push((cmd.to_string(), Some(cmd)));
         }
         // First-sight rules after the jobs' own (which start at the head of the list) and
@@ -1163,6 +1220,50 @@ impl<L: Lctl> Agent<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The merged wanted rates and the rates read from the controller's rules equal what
+        /// the maps they replaced gave (a limit wins a tie; the lowest of a job's rules).
+        #[test]
+        fn wanted_rates_equal_the_map_construction(
+            rates in proptest::collection::btree_map(0u8..24, 1u64..500, 0..16),
+            limits in proptest::collection::btree_map(0u8..24, 1u64..5000, 0..16),
+            rules in proptest::collection::vec((0u8..24, 0u8..24, 1u64..500), 0..20),
+        ) {
+            let job = |i: u8| JobId::new(&format!("job{i}")).unwrap();
+            let rates: BTreeMap<JobId, u64> = rates.into_iter().map(|(i, r)| (job(i), r)).collect();
+            let limits: BTreeMap<JobId, u64> =
+                limits.into_iter().map(|(i, l)| (job(i), l)).collect();
+            let limit_rpcs = |_: &JobId, limit: u64| limit / 7;
+            let mut want: BTreeMap<JobId, (u64, Option<u64>)> = BTreeMap::new();
+            for (&j, &rate) in &rates {
+                want.insert(j, (rate, None));
+            }
+            for (j, &limit) in &limits {
+                let r = limit_rpcs(j, limit);
+                let e = want.entry(*j).or_insert((r, Some(limit)));
+                if r <= e.0 {
+                    *e = (r, Some(limit));
+                }
+            }
+            let reference: Vec<(JobId, u64, Option<u64>)> =
+                want.into_iter().map(|(j, (r, l))| (j, r, l)).collect();
+            proptest::prop_assert_eq!(merge_wanted(rates, &limits, limit_rpcs), reference);
+
+            let controller = ControllerRates {
+                by_rule: rules
+                    .iter()
+                    .map(|&(name, j, rate)| (format!("r{name}"), (job(j), rate)))
+                    .collect(),
+            };
+            let mut lowest: BTreeMap<JobId, u64> = BTreeMap::new();
+            for &(j, rate) in controller.by_rule.values() {
+                let e = lowest.entry(j).or_insert(rate);
+                *e = (*e).min(rate);
+            }
+            proptest::prop_assert_eq!(controller.rates(), lowest);
+        }
+    }
 
     #[test]
     fn the_running_policy_is_read_from_nrs_policies() {

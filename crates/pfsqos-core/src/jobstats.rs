@@ -685,8 +685,9 @@ impl std::error::Error for JobStatsParseError {}
 pub const JOB_STATS_TEXT_LEN_BYTES_MAX: usize = 256 << 20;
 
 fn parse_time_ns(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let t = t.strip_suffix("secs.nsecs").unwrap_or(t).trim();
+    // `trim` is `str::trim` with an ASCII fast path (every entry has three time lines).
+    let t = trim(text);
+    let t = trim(t.strip_suffix("secs.nsecs").unwrap_or(t));
     let (s, ns) = match t.split_once('.') {
         Some((s, ns)) => {
             if ns.is_empty() || ns.len() > 9 || !ns.bytes().all(|b| b.is_ascii_digit()) {
@@ -1045,7 +1046,7 @@ fn parse_lctl_job_stats_impl<E: ParsedEntry>(
             line: lineno,
             message,
         };
-        let line = raw_line.trim_end();
+        let line = trim_end(raw_line);
         if trim(line).is_empty() {
             if lossy && in_entry && !skipping {
                 if let Some((_, entries)) = out.last_mut() {
@@ -1311,6 +1312,20 @@ fn trim(text: &str) -> &str {
         return text.trim();
     }
     &text[start..end]
+}
+
+/// `str::trim_end`, with the ASCII case in a byte loop (as [`trim`]).
+fn trim_end(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    let end = bytes
+        .iter()
+        .rposition(|&b| !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' '))
+        .map_or(0, |i| i + 1);
+    // A non-ASCII byte last may be (part of) Unicode white space: the full trim.
+    if end > 0 && bytes[end - 1] >= 0x80 {
+        return text.trim_end();
+    }
+    &text[..end]
 }
 
 /// What a parse keeps of each entry: everything ([`JobEntry`]) or the bulk totals a poller

@@ -780,16 +780,15 @@ impl Controller for AdapTbf {
         if self.config.token_cost.is_some() {
             self.rpc_size.observe(observation);
         }
-        let nodes: BTreeMap<JobId, u32> = observation
-            .jobs
-            .iter()
-            .map(|j| (j.job, j.node_count))
-            .collect();
+        let nodes = NodeCounts::of(&observation.jobs);
+        let mut sums = TokenSums::new(nodes.len());
         let mut writes = Vec::new();
         for domain in &observation.domains {
             // Tokens per job summed over the domain's targets: one rule covers them all.
-            let mut tokens: BTreeMap<JobId, u64> = BTreeMap::new();
             for target in &domain.targets {
+                let mut hint = 0usize;
+                // Each active job's index among the known jobs, beside `active`.
+                let mut slots: Vec<Option<usize>> = Vec::with_capacity(target.jobs.len());
                 let active: Vec<JobDemand> = target
                     .jobs
                     .iter()
@@ -798,10 +797,14 @@ impl Controller for AdapTbf {
                         DemandSource::Served => s.rpcs_served > 0,
                         DemandSource::Arrived => s.rpcs_arrived > 0,
                     })
-                    .map(|s| JobDemand {
-                        job: s.job,
-                        nodes: nodes.get(&s.job).copied().unwrap_or(1),
-                        demand_rpcs: self.demand_of(s),
+                    .map(|s| {
+                        let slot = nodes.find(&s.job, &mut hint);
+                        slots.push(slot);
+                        JobDemand {
+                            job: s.job,
+                            nodes: slot.map_or(1, |i| nodes.count(i)),
+                            demand_rpcs: self.demand_of(s),
+                        }
                     })
                     .collect();
                 let allocator = self
@@ -809,19 +812,28 @@ impl Controller for AdapTbf {
                     .entry(target.ost)
                     .or_insert_with(|| TargetAllocator::new(self.config.clone()));
                 let step = allocator.step(target.capacity_rpcs_per_s, &active);
-                for a in &step.jobs {
-                    *tokens.entry(a.job).or_default() += a.tokens;
+                let mut hint = 0usize;
+                for (k, a) in step.jobs.iter().enumerate() {
+                    // The step lists the active jobs in job id order, `active`'s own order
+                    // when it came sorted (as observers give it): the job's index is known.
+                    let slot = match (active.get(k), slots.get(k)) {
+                        (Some(d), Some(&slot)) if d.job == a.job => slot,
+                        _ => nodes.find(&a.job, &mut hint),
+                    };
+                    sums.add(slot, a.job, a.tokens);
                 }
                 self.last_steps.insert(target.ost, step);
             }
-            let rpcs: BTreeMap<JobId, u64> = tokens
-                .iter()
-                .map(|(job, &t)| (*job, self.rpcs_of(job, t)))
+            // (job, RPCs per period, nodes) in job id order.
+            let rpcs: Vec<(JobId, u64, u32)> = sums
+                .drain(&nodes)
+                .into_iter()
+                .map(|(job, t, n)| (job, self.rpcs_of(&job, t), n))
                 .collect();
             let rules = self.rules.entry(domain.domain).or_default();
             writes.extend(
                 rules
-                    .update(&rpcs, &nodes, self.config.period_ns)
+                    .update_sorted(&rpcs, self.config.period_ns)
                     .into_iter()
                     .map(|text| DomainWrite {
                         domain: domain.domain,
@@ -833,28 +845,154 @@ impl Controller for AdapTbf {
     }
 }
 
+/// Each known job's node count (`n_x`) in job id order: [`Observation::jobs`] is sorted, and
+/// a target's jobs are too, so a job is found by stepping a cursor forward (a binary search
+/// when that misses), where a map of job ids cost a dozen id comparisons per job and target.
+/// A job listed twice takes its last listing (what collecting into a map kept).
+struct NodeCounts {
+    jobs: Vec<(JobId, u32)>,
+}
+
+impl NodeCounts {
+    fn of(metas: &[super::JobMeta]) -> NodeCounts {
+        let mut jobs: Vec<(JobId, u32)> = metas.iter().map(|m| (m.job, m.node_count)).collect();
+        if !jobs.windows(2).all(|w| w[0].0 < w[1].0) {
+            // Stable: equal ids keep their order, and the last of each run is kept.
+            jobs.sort_by_key(|&(job, _)| job);
+            let mut deduped: Vec<(JobId, u32)> = Vec::with_capacity(jobs.len());
+            for (job, n) in jobs {
+                match deduped.last_mut() {
+                    Some(last) if last.0 == job => last.1 = n,
+                    _ => deduped.push((job, n)),
+                }
+            }
+            jobs = deduped;
+        }
+        NodeCounts { jobs }
+    }
+
+    fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    fn count(&self, index: usize) -> u32 {
+        self.jobs[index].1
+    }
+
+    /// The index of `job`; `hint` is where the previous search of a sorted run ended.
+    fn find(&self, job: &JobId, hint: &mut usize) -> Option<usize> {
+        let jobs = &self.jobs;
+        let from = *hint;
+        let found = if from < jobs.len() && jobs[from].0 <= *job {
+            // A sorted run: gallop forward from the hint (a target lists a fraction of the
+            // jobs, so the next one is a few places on); the job, if listed, lies in
+            // `[from + bound / 2, from + bound]`.
+            let mut bound = 1;
+            while from + bound < jobs.len() && jobs[from + bound].0 < *job {
+                bound *= 2;
+            }
+            let lo = from + bound / 2;
+            let hi = (from + bound + 1).min(jobs.len());
+            jobs[lo..hi]
+                .binary_search_by(|(j, _)| j.cmp(job))
+                .ok()
+                .map(|i| lo + i)
+        } else {
+            jobs.binary_search_by(|(j, _)| j.cmp(job)).ok()
+        };
+        if let Some(i) = found {
+            *hint = i + 1;
+        }
+        found
+    }
+}
+
+/// Tokens per job summed over one domain's targets, by the job's index in [`NodeCounts`]
+/// (jobs no observation lists, which drivers do not produce, in a map).
+struct TokenSums {
+    tokens: Vec<u64>,
+    present: Vec<bool>,
+    touched: Vec<usize>,
+    unknown: BTreeMap<JobId, u64>,
+}
+
+impl TokenSums {
+    fn new(jobs: usize) -> TokenSums {
+        TokenSums {
+            tokens: vec![0; jobs],
+            present: vec![false; jobs],
+            touched: Vec::new(),
+            unknown: BTreeMap::new(),
+        }
+    }
+
+    /// Adds `tokens` to `job`, whose index among the known jobs is `slot`.
+    fn add(&mut self, slot: Option<usize>, job: JobId, tokens: u64) {
+        match slot {
+            Some(i) => {
+                if !self.present[i] {
+                    self.present[i] = true;
+                    self.touched.push(i);
+                }
+                self.tokens[i] += tokens;
+            }
+            None => *self.unknown.entry(job).or_default() += tokens,
+        }
+    }
+
+    /// (job, tokens, nodes) of every job added since the last drain, in job id order; clears.
+    fn drain(&mut self, nodes: &NodeCounts) -> Vec<(JobId, u64, u32)> {
+        self.touched.sort_unstable();
+        let mut out = Vec::with_capacity(self.touched.len() + self.unknown.len());
+        let mut unknown = std::mem::take(&mut self.unknown).into_iter().peekable();
+        for &i in &self.touched {
+            let (job, n) = nodes.jobs[i];
+            while let Some((u, t)) = unknown.next_if(|(u, _)| *u < job) {
+                out.push((u, t, 1));
+            }
+            out.push((job, self.tokens[i], n));
+            self.tokens[i] = 0;
+            self.present[i] = false;
+        }
+        out.extend(unknown.map(|(u, t)| (u, t, 1)));
+        self.touched.clear();
+        out
+    }
+}
+
 impl DomainRules {
-    /// Rule commands that bring the domain's rules to `tokens` RPCs per period: stop rules of jobs
-    /// that are no longer active, change rates that moved, start rules for new jobs placed by
-    /// priority (more nodes first) with `rank=` (the rule manager, `super::rules`).
+    /// [`DomainRules::update_sorted`] from maps (the form the tests and the reference
+    /// decision use).
+    #[cfg(test)]
     fn update(
         &mut self,
         tokens: &BTreeMap<JobId, u64>,
         nodes: &BTreeMap<JobId, u32>,
         period_ns: u64,
     ) -> Vec<String> {
-        let desired: BTreeMap<JobId, JobRate> = tokens
+        let rpcs: Vec<(JobId, u64, u32)> = tokens
             .iter()
-            .map(|(job, &t)| {
+            .map(|(job, &t)| (*job, t, nodes.get(job).copied().unwrap_or(1)))
+            .collect();
+        self.update_sorted(&rpcs, period_ns)
+    }
+
+    /// The rule commands that bring the domain's rules to `rpcs` (job, RPCs per period,
+    /// nodes; in job id order): stops for jobs no longer active, changes for rates that
+    /// moved, starts for new jobs placed by priority (more nodes first) with `rank=`.
+    fn update_sorted(&mut self, rpcs: &[(JobId, u64, u32)], period_ns: u64) -> Vec<String> {
+        let desired: Vec<(JobId, JobRate)> = rpcs
+            .iter()
+            .map(|&(job, t, nodes)| {
                 let want = JobRate {
                     value: rate_for_tokens(t, period_ns),
-                    priority: Some(nodes.get(job).copied().unwrap_or(1)),
+                    priority: Some(nodes),
                 };
-                (*job, want)
+                (job, want)
             })
             .collect();
         self.rules
-            .reconcile(&desired)
+            .reconcile_sorted(&desired)
             .iter()
             .map(ToString::to_string)
             .collect()
@@ -1752,6 +1890,169 @@ mod tests {
                 let exact = budget_total as f64 * n as f64 / nodes_total as f64;
                 prop_assert!((got[i] as f64 - exact).abs() <= 1.0 + 1e-6,
                     "job {} got {} of exact {}", i, got[i], exact);
+            }
+        }
+    }
+
+    /// `decide` as it was before job ids were looked up in sorted lists (maps of job ids for
+    /// node counts and token sums), kept as the reference the sorted path must equal.
+    fn decide_with_maps(c: &mut AdapTbf, observation: &Observation) -> Decision {
+        if c.config.token_cost.is_some() {
+            c.rpc_size.observe(observation);
+        }
+        let nodes: BTreeMap<JobId, u32> = observation
+            .jobs
+            .iter()
+            .map(|j| (j.job, j.node_count))
+            .collect();
+        let mut writes = Vec::new();
+        for domain in &observation.domains {
+            let mut tokens: BTreeMap<JobId, u64> = BTreeMap::new();
+            for target in &domain.targets {
+                let active: Vec<JobDemand> = target
+                    .jobs
+                    .iter()
+                    .filter(|s| match c.config.demand {
+                        DemandSource::Served => s.rpcs_served > 0,
+                        DemandSource::Arrived => s.rpcs_arrived > 0,
+                    })
+                    .map(|s| JobDemand {
+                        job: s.job,
+                        nodes: nodes.get(&s.job).copied().unwrap_or(1),
+                        demand_rpcs: c.demand_of(s),
+                    })
+                    .collect();
+                let config = c.config.clone();
+                let allocator = c
+                    .targets
+                    .entry(target.ost)
+                    .or_insert_with(|| TargetAllocator::new(config));
+                let step = allocator.step(target.capacity_rpcs_per_s, &active);
+                for a in &step.jobs {
+                    *tokens.entry(a.job).or_default() += a.tokens;
+                }
+                c.last_steps.insert(target.ost, step);
+            }
+            let rpcs: BTreeMap<JobId, u64> = tokens
+                .iter()
+                .map(|(job, &t)| (*job, c.rpcs_of(job, t)))
+                .collect();
+            let rules = c.rules.entry(domain.domain).or_default();
+            writes.extend(
+                rules
+                    .update(&rpcs, &nodes, c.config.period_ns)
+                    .into_iter()
+                    .map(|text| DomainWrite {
+                        domain: domain.domain,
+                        write: ControlWrite::NrsTbfRule(text),
+                    }),
+            );
+        }
+        Decision::of_writes(writes)
+    }
+
+    /// One period's input for the differential test: per domain, per target, per job of a
+    /// pool (served, arrived, bytes); the known jobs (pool index, nodes), in any order,
+    /// possibly twice, possibly missing jobs the targets show.
+    type ArbPeriod = (
+        Vec<Vec<BTreeMap<usize, (u64, u64, u64)>>>,
+        Vec<(usize, u32)>,
+        bool,
+    );
+
+    fn arb_observed_periods() -> impl Strategy<Value = Vec<ArbPeriod>> {
+        let target =
+            proptest::collection::btree_map(0usize..10, (0u64..40, 0u64..40, 0u64..1 << 22), 0..10);
+        let domain = proptest::collection::vec(target, 1..3);
+        proptest::collection::vec(
+            (
+                proptest::collection::vec(domain, 1..3),
+                proptest::collection::vec((0usize..10, 1u32..9), 0..14),
+                any::<bool>(),
+            ),
+            1..25,
+        )
+    }
+
+    proptest! {
+        /// The sorted-list decision equals the map one byte for byte (every write, every
+        /// step), whatever the order of the known jobs, with jobs listed twice or not at
+        /// all, over several domains, with plain and cost-weighted tokens and either demand.
+        #[test]
+        fn decisions_equal_the_map_reference(
+            periods in arb_observed_periods(),
+            cost in any::<bool>(),
+            arrived in any::<bool>(),
+        ) {
+            use super::super::{DomainObservation, JobMeta, TargetObservation};
+            let pool: Vec<JobId> = (0..10).map(|i| job(&format!("job{}", (i * 7) % 10))).collect();
+            let config = AdapTbfConfig {
+                demand: if arrived { DemandSource::Arrived } else { DemandSource::Served },
+                token_cost: cost.then_some(TokenCost {
+                    rpc_cost_bytes: 64 << 10,
+                    full_rpc_bytes: 1 << 20,
+                }),
+                ..AdapTbfConfig::default()
+            };
+            let mut sorted = AdapTbf::new(config.clone());
+            let mut maps = AdapTbf::new(config);
+            for (k, (domains, known, sort_known)) in periods.into_iter().enumerate() {
+                let mut ost = 0u32;
+                let domains: Vec<DomainObservation> = domains
+                    .into_iter()
+                    .enumerate()
+                    .map(|(d, targets)| DomainObservation {
+                        domain: DomainId(d as u32),
+                        targets: targets
+                            .into_iter()
+                            .map(|jobs| {
+                                ost += 1;
+                                TargetObservation {
+                                    ost: OstId(ost),
+                                    queue_len_rpcs: 0,
+                                    device_queue_rpcs: 0,
+                                    device_time_in_queue_ns: 0,
+                                    capacity_rpcs_per_s: 400,
+                                    jobs: jobs
+                                        .into_iter()
+                                        .map(|(i, (served, arrived, bytes))| JobTargetStats {
+                                            job: pool[i],
+                                            rpcs_arrived: arrived,
+                                            rpcs_served: served,
+                                            bytes_served: bytes,
+                                        })
+                                        .collect(),
+                                }
+                            })
+                            .collect(),
+                    })
+                    .collect();
+                let mut jobs: Vec<JobMeta> = known
+                    .into_iter()
+                    .map(|(i, n)| JobMeta {
+                        job: pool[i],
+                        node_count: n,
+                        weight: n,
+                    })
+                    .collect();
+                if sort_known {
+                    jobs.sort_by_key(|m| m.job);
+                    jobs.dedup_by_key(|m| m.job);
+                }
+                let observation = Observation {
+                    now_ns: (k as u64 + 1) * 100_000_000,
+                    period_ns: 100_000_000,
+                    domains,
+                    jobs,
+                    clients: Vec::new(),
+                };
+                if k == 0 {
+                    prop_assert_eq!(sorted.setup(&observation), maps.setup(&observation));
+                }
+                let got = sorted.decide(&observation);
+                let reference = decide_with_maps(&mut maps, &observation);
+                prop_assert_eq!(got, reference);
+                prop_assert_eq!(sorted.last_steps(), maps.last_steps());
             }
         }
     }

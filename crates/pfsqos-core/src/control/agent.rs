@@ -130,6 +130,27 @@ impl KnownJobs {
             .last_seen_period = period;
     }
 
+    /// [`KnownJobs::saw`] for each of `jobs`, given in job id order: one walk of the known
+    /// jobs beside them (a search per job cost a dozen id comparisons), the jobs not known
+    /// yet added after.
+    fn saw_sorted(&mut self, jobs: impl IntoIterator<Item = JobId>, period: u64) {
+        let mut unknown = Vec::new();
+        let mut known = self.0.iter_mut().peekable();
+        let mut last: Option<JobId> = None;
+        for job in jobs {
+            assert!(last.is_none_or(|l| l < job), "jobs in job id order");
+            last = Some(job);
+            while known.next_if(|(k, _)| **k < job).is_some() {}
+            match known.peek_mut() {
+                Some((k, state)) if **k == job => state.last_seen_period = period,
+                _ => unknown.push(job),
+            }
+        }
+        for job in unknown {
+            self.saw(job, period);
+        }
+    }
+
     fn metas(&self) -> Vec<JobMeta> {
         self.0
             .iter()
@@ -422,9 +443,7 @@ impl JobStatsObserver {
             });
         }
         let per_job: BTreeMap<JobId, BrwTotals> = sums.into_iter().collect();
-        for &job in per_job.keys() {
-            self.known.saw(job, self.period);
-        }
+        self.known.saw_sorted(per_job.keys().copied(), self.period);
         // Each target keeps the identity its name got when first seen (see `ost_ids`).
         let present: BTreeSet<&str> = names.iter().map(String::as_str).collect();
         if self.ost_ids.len() + names.len() > OST_IDS_REMEMBERED_MAX {
@@ -580,6 +599,30 @@ mod tests {
                 }
             }
             proptest::prop_assert_eq!(summed, totals);
+        }
+    }
+
+    proptest::proptest! {
+        /// Telling the known jobs a sorted list in one walk leaves them as telling each job
+        /// in turn does (last-seen periods updated, new jobs added, pinned jobs kept).
+        #[test]
+        fn saw_sorted_equals_saw_per_job(
+            pinned in proptest::collection::btree_map(0u8..30, 1u32..5, 0..6),
+            earlier in proptest::collection::btree_set(0u8..30, 0..20),
+            now in proptest::collection::btree_set(0u8..30, 0..20),
+        ) {
+            let id = |i: u8| job(&format!("j{i:02}"));
+            let pinned: Vec<(JobId, u32)> = pinned.into_iter().map(|(i, n)| (id(i), n)).collect();
+            let mut walked = KnownJobs::new(&pinned);
+            for &i in &earlier {
+                walked.saw(id(i), 1);
+            }
+            let mut each = walked.clone();
+            walked.saw_sorted(now.iter().map(|&i| id(i)), 2);
+            for &i in &now {
+                each.saw(id(i), 2);
+            }
+            proptest::prop_assert_eq!(format!("{walked:?}"), format!("{each:?}"));
         }
     }
 

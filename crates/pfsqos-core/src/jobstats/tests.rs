@@ -616,6 +616,12 @@ proptest! {
     fn trim_is_str_trim(text in "[ \t\n\u{b}\u{c}\r\u{85}\u{a0}\u{2003}a-c\u{e9}]{0,12}") {
         prop_assert_eq!(trim(&text), text.trim());
     }
+
+    /// The ASCII-first trim_end is `str::trim_end`.
+    #[test]
+    fn trim_end_is_str_trim_end(text in "[ \t\n\u{b}\u{c}\r\u{85}\u{a0}\u{2003}a-c\u{e9}]{0,12}") {
+        prop_assert_eq!(trim_end(&text), text.trim_end());
+    }
 }
 
 /// Text without parameter names (`lctl get_param -n`) is refused when names are required,

@@ -1,12 +1,13 @@
 //! One agent period at 10,000 jobs on 16 OSTs: job_stats text -> observation -> AdapTBF
 //! decision -> rule diff (lctl answered from memory, so only the agent's own CPU is timed).
 //!
-//! `agent period ... (agent work only)` renders each period's job_stats text before the
+//! `agent period ... (agent work only)` renders each period's job_stats text and rule listing
+//! (every rule the agent holds, on each of the [`CPTS`] partitions, both queues) before the
 //! clock starts (`iter_custom`), so it times the agent alone; the two benchmarks before it
 //! are kept so that runs of older code, which had only those, can be compared.
 //!
 //! `--fixed-work PERIODS` runs the agent's start, its first (baseline) period and then exactly
-//! PERIODS periods, each period's text rendered before it, and prints each period's wall time
+//! PERIODS periods, each period's texts rendered before it, and prints each period's wall time
 //! and lctl commands: the load-independent measure is the instruction count of
 //! `Agent::period` under callgrind (`valgrind --tool=callgrind
 //! --toggle-collect='pfsqos_agent::agent::Agent<*>::period' BENCH --fixed-work 4`, divided by
@@ -17,16 +18,27 @@ use pfsqos_agent::lctl::{Lctl, LctlCounts, LctlError};
 use pfsqos_agent::{Agent, AgentConfig};
 use pfsqos_core::jobstats::{render_job_stats, JobEntry, JobStatsFormat, OstCounter};
 use pfsqos_core::model::JobId;
+use pfsqos_core::sched::tbf::{CptRules, ListedRule, TbfRuleListing};
+use std::collections::BTreeMap;
 
 const JOBS: usize = 10_000;
 const OSTS: usize = 16;
 
-/// An OSS in memory: job_stats grows by a few RPCs per job each poll; writes succeed.
+/// CPU partitions of the OSS in memory (the agent's config says the same).
+const CPTS: u32 = 2;
+
+/// An OSS in memory: job_stats grows by a few RPCs per job each poll; rule commands are kept,
+/// so `nrs_tbf_rule` lists every rule the agent holds on each partition, as a real OSS does
+/// (the agent reads and parses that listing every period); writes succeed.
 struct MemLctl {
     round: u64,
     counts: LctlCounts,
     /// The next job_stats answer, rendered ahead (untimed); rendered on demand if `None`.
     ready: Option<String>,
+    /// Rules started and not stopped: name -> (condition as listed, rate per partition).
+    rules: BTreeMap<String, (String, u32)>,
+    /// The next `nrs_tbf_rule` answer, rendered ahead (untimed); rendered on demand if `None`.
+    ready_listing: Option<String>,
 }
 
 impl MemLctl {
@@ -53,6 +65,83 @@ impl MemLctl {
     }
 }
 
+impl MemLctl {
+    fn new() -> MemLctl {
+        MemLctl {
+            round: 0,
+            counts: LctlCounts::default(),
+            ready: None,
+            rules: BTreeMap::new(),
+            ready_listing: None,
+        }
+    }
+
+    /// Keeps `start NAME COND rate=R`, `change NAME rate=R` and `stop NAME` (what the agent
+    /// writes; validated by the ossd and the emulation elsewhere, not here).
+    fn rule_command(&mut self, cmd: &str) {
+        let mut words = cmd.split(' ');
+        let (Some(op), Some(name)) = (words.next(), words.next()) else {
+            return;
+        };
+        let rest: Vec<&str> = words.collect();
+        let rate = rest
+            .iter()
+            .find_map(|w| w.strip_prefix("rate="))
+            .and_then(|r| r.parse::<u32>().ok());
+        match op {
+            "start" => {
+                let cond = rest
+                    .iter()
+                    .filter(|w| !w.starts_with("rate="))
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                self.rules
+                    .insert(name.to_string(), (cond, rate.unwrap_or(10_000)));
+            }
+            "change" => {
+                if let (Some(r), Some(rule)) = (rate, self.rules.get_mut(name)) {
+                    rule.1 = r;
+                }
+            }
+            "stop" => {
+                self.rules.remove(name);
+            }
+            _ => {}
+        }
+    }
+
+    /// The listing of a real OSS under load: every rule on every partition with classes
+    /// referring to it (so the agent's per-partition accounting has its full work), then
+    /// `default`.
+    fn listing(&self) -> String {
+        let cpt_rules = |cpt: u32| CptRules {
+            cpt,
+            rules: self
+                .rules
+                .iter()
+                .map(|(name, (cond, rate))| ListedRule {
+                    name: name.clone(),
+                    conditions: cond.clone(),
+                    rate_rpcs_per_s: *rate,
+                    refs: 1,
+                })
+                .chain(std::iter::once(ListedRule {
+                    name: "default".into(),
+                    conditions: "*".into(),
+                    rate_rpcs_per_s: 10_000,
+                    refs: 0,
+                }))
+                .collect(),
+        };
+        TbfRuleListing {
+            regular: (0..CPTS).map(cpt_rules).collect(),
+            high_priority: Some((0..CPTS).map(cpt_rules).collect()),
+        }
+        .to_string()
+    }
+}
+
 impl Lctl for MemLctl {
     fn run(&mut self, args: &[String]) -> Result<String, LctlError> {
         self.counts.commands += 1;
@@ -67,6 +156,15 @@ impl Lctl for MemLctl {
                     self.job_stats()
                 }
             },
+            ("get_param", Some("ost.OSS.ost_io.nrs_tbf_rule")) => {
+                self.ready_listing.take().unwrap_or_else(|| self.listing())
+            }
+            ("set_param", Some(arg)) => {
+                if let Some(cmd) = arg.strip_prefix("ost.OSS.ost_io.nrs_tbf_rule=") {
+                    self.rule_command(cmd);
+                }
+                String::new()
+            }
             _ => String::new(),
         })
     }
@@ -81,14 +179,7 @@ fn started_agent() -> Agent<MemLctl> {
         "controller = \"adaptbf\"\nost_capacity_rpcs_per_s = 2000\ncpts = 2\nrules_max = 16384\n",
     )
     .unwrap();
-    let mut agent = Agent::new(
-        config,
-        MemLctl {
-            round: 0,
-            counts: LctlCounts::default(),
-            ready: None,
-        },
-    );
+    let mut agent = Agent::new(config, MemLctl::new());
     agent.start().unwrap();
     agent.period();
     agent
@@ -102,6 +193,7 @@ fn fixed_work(periods: u64) {
         let lctl = agent.lctl_mut();
         lctl.round += 1;
         lctl.ready = Some(lctl.job_stats());
+        lctl.ready_listing = Some(lctl.listing());
         let commands_before = agent.lctl().counts.commands;
         let t0 = std::time::Instant::now();
         agent.period();
@@ -131,8 +223,7 @@ fn bench(c: &mut Criterion) {
     // The job_stats text is rendered inside `run`; time it apart to subtract.
     let probe = MemLctl {
         round: 3,
-        counts: LctlCounts::default(),
-        ready: None,
+        ..MemLctl::new()
     };
     c.bench_function(
         "render job_stats 10k jobs x 16 OSTs (not agent work)",
@@ -168,6 +259,7 @@ fn bench(c: &mut Criterion) {
                 let lctl = agent.lctl_mut();
                 lctl.round += 1;
                 lctl.ready = Some(lctl.job_stats());
+                lctl.ready_listing = Some(lctl.listing());
                 let t0 = std::time::Instant::now();
                 agent.period();
                 total += t0.elapsed();

@@ -36,8 +36,10 @@ use pfsqos_core::control::{ControlWrite, Controller, Decision, DomainId, Observa
 use pfsqos_core::errno::Errno;
 use pfsqos_core::jobstats::poll::BrwTotals;
 use pfsqos_core::model::JobId;
-use pfsqos_core::sched::tbf::{TbfCommand, TbfOp, TbfRuleListing};
+use pfsqos_core::sched::tbf::{ListingItem, TbfCommand, TbfOp, TbfRuleListing};
 use tracing::{info, warn};
+
+use rustc_hash::FxHashMap;
 
 use crate::config::{AgentConfig, LimitTarget};
 use crate::lctl::{Lctl, LctlError};
@@ -80,6 +82,42 @@ pub fn coord_first_sight_rule_name(prefix: &str, slot: usize) -> String {
 pub fn first_sight_rate_per_cpt(share_bytes_per_s: u64, brw_size_bytes: u64, cpts: u32) -> u64 {
     let rpcs = share_bytes_per_s / brw_size_bytes.max(1);
     (rpcs / u64::from(cpts.max(1))).clamp(1, pfsqos_core::lustre::TBF_RATE_RPCS_PER_S_MAX as u64)
+}
+
+/// What an `nrs_tbf_rule` listing says of the CPU partitions (`Agent::rule_cpts`).
+#[derive(Debug, Default)]
+struct ListedCpts {
+    /// Partitions the listing shows (0 when it could not be read: the configured count is
+    /// used then).
+    count: u32,
+    /// For each of our rules with classes (`ref > 0` on either queue), on how many
+    /// partitions.
+    by_rule: FxHashMap<String, u32>,
+}
+
+/// A set of partition numbers: a bit per partition below 128 (every OSS seen), a list
+/// beyond (never allocated otherwise).
+#[derive(Debug, Default)]
+struct CptSet {
+    low: u128,
+    high: Vec<u32>,
+}
+
+impl CptSet {
+    fn insert(&mut self, cpt: u32) {
+        match cpt {
+            0..=127 => self.low |= 1u128 << cpt,
+            _ => {
+                if !self.high.contains(&cpt) {
+                    self.high.push(cpt);
+                }
+            }
+        }
+    }
+
+    fn len(&self) -> u32 {
+        self.low.count_ones() + self.high.len() as u32
+    }
 }
 
 /// The one scheduling domain an agent is: its OSS's `ost_io` service.
@@ -864,33 +902,36 @@ impl<L: Lctl> Agent<L> {
         }
     }
 
-    /// Partitions where each of our rules has classes (`ref > 0` on either queue), and the
-    /// partition count the listing shows (0 when it could not be read).
-    fn rule_cpts(&mut self) -> BTreeMap<String, u32> {
-        let mut out = BTreeMap::new();
+    /// What the rule listing says of the partitions ([`ListedCpts`]); empty when it could not
+    /// be read.
+    fn rule_cpts(&mut self) -> ListedCpts {
+        let mut out = ListedCpts::default();
         let Ok(text) = self.get(PARAM_TBF_RULE) else {
             return out;
         };
-        let Ok(listing) = TbfRuleListing::parse(&text) else {
-            return out;
-        };
-        let mut active: BTreeMap<String, BTreeSet<u32>> = BTreeMap::new();
-        let sections = std::iter::once(&listing.regular).chain(listing.high_priority.as_ref());
-        let mut cpt_count = 0u32;
-        for section in sections {
-            cpt_count = cpt_count.max(section.len() as u32);
-            for cpt in section {
-                for r in &cpt.rules {
-                    if r.refs > 0 && self.owns(&r.name) {
-                        active.entry(r.name.clone()).or_default().insert(cpt.cpt);
-                    }
+        // Read borrowed (`visit`): a listing holds every rule on every partition, tens of
+        // thousands of lines at the agent's rule cap, and only ours with classes are kept,
+        // each with the set of partitions it is active on (a rule active on one partition
+        // in both queues counts once).
+        let prefix = self.config.rule_prefix.as_str();
+        let mut active: FxHashMap<&str, CptSet> = FxHashMap::default();
+        let mut headers = [0u32; 2];
+        let visited = TbfRuleListing::visit(&text, |item| match item {
+            ListingItem::Cpt { high_priority, .. } => headers[usize::from(high_priority)] += 1,
+            ListingItem::Rule { cpt, rule, .. } => {
+                if rule.refs > 0 && rule.name.starts_with(prefix) {
+                    active.entry(rule.name).or_default().insert(cpt);
                 }
             }
+        });
+        if visited.is_err() {
+            return out;
         }
-        out.insert(String::new(), cpt_count);
-        for (name, set) in active {
-            out.insert(name, set.len() as u32);
-        }
+        out.count = headers[0].max(headers[1]);
+        out.by_rule = active
+            .into_iter()
+            .map(|(name, set)| (name.to_string(), set.len()))
+            .collect();
         out
     }
 
@@ -899,7 +940,7 @@ impl<L: Lctl> Agent<L> {
         &mut self,
         obs: &Observation,
         per_job: &BTreeMap<JobId, BrwTotals>,
-        cpts: &BTreeMap<String, u32>,
+        cpts: &ListedCpts,
     ) {
         let period_s = (obs.period_ns as f64 / 1e9).max(1e-3);
         // Mean RPC size: this period's where the job moved data, else what was known.
@@ -922,9 +963,9 @@ impl<L: Lctl> Agent<L> {
         let want = merge_wanted(self.controller_rules.rates(), &limits, |job, limit| {
             self.rpc_size.rate_rpcs_per_s(job, limit as f64)
         });
-        let cpt_count = match cpts.get("") {
-            Some(&n) if n > 0 => n,
-            _ => self.config.cpts,
+        let cpt_count = match cpts.count {
+            0 => self.config.cpts,
+            n => n,
         };
         // Rules for the jobs that moved the most; the rest share the catch-all. Each wanted
         // job's bytes are found by one merge with `per_job` (both in job id order), and the
@@ -969,16 +1010,15 @@ impl<L: Lctl> Agent<L> {
         // Jobs this OSS's job_stats have shown (built only when some job is beyond the cap).
         let mut seen_here: Option<BTreeSet<JobId>> = None;
         let mut not_here_beyond_cap = 0usize;
-        // The partitions of each rule are looked up only when the listing gave some (the
-        // partition count's key, "", sorts first and is never a rule's name).
-        let cpts_by_rule = cpts.keys().next_back().is_some_and(|k| !k.is_empty());
+        // The partitions of each rule are looked up only when the listing gave some.
+        let cpts_by_rule = !cpts.by_rule.is_empty();
         for (i, (bytes, at)) in order.into_iter().enumerate() {
             let (job, rate, limit) = want[at as usize];
             let k = cpts_by_rule
                 .then(|| {
                     self.rules
                         .rule_name(&job)
-                        .and_then(|n| cpts.get(n).copied())
+                        .and_then(|n| cpts.by_rule.get(n).copied())
                 })
                 .flatten()
                 .filter(|&k| k > 0)

@@ -103,11 +103,24 @@ impl fmt::Display for TbfRuleListing {
     }
 }
 
-impl ListedRule {
+/// One rule line borrowed from the listing's text ([`TbfRuleListing::visit`]): what a reader
+/// that keeps little of a large listing needs, without an allocation per line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListedRuleRef<'a> {
+    pub name: &'a str,
+    pub conditions: &'a str,
+    pub rate_rpcs_per_s: u32,
+    pub refs: u64,
+}
+
+impl<'a> ListedRuleRef<'a> {
     /// Parses one rule line from both ends, because the condition may contain spaces.
-    pub fn parse(line: &str) -> Result<ListedRule, String> {
-        let (head, refs) = line
-            .rsplit_once(", ref ")
+    pub fn parse(line: &'a str) -> Result<ListedRuleRef<'a>, String> {
+        // `, ref N` ends the line, and N has no comma: the last comma must start it (a line
+        // where it does not is refused, as a search for the last `, ref ` would refuse it:
+        // its count would hold the comma). A byte search, not a substring searcher per line.
+        let (head, refs) = memchr::memrchr(b',', line.as_bytes())
+            .and_then(|at| Some((&line[..at], line[at..].strip_prefix(", ref ")?)))
             .ok_or_else(|| format!("`{line}` has no `, ref N`"))?;
         let refs: u64 = refs
             .trim()
@@ -125,19 +138,89 @@ impl ListedRule {
         if name.is_empty() || conditions.is_empty() {
             return Err(format!("`{line}` lacks a name or a condition"));
         }
-        Ok(ListedRule {
-            name: name.to_string(),
-            conditions: conditions.to_string(),
+        Ok(ListedRuleRef {
+            name,
+            conditions,
             rate_rpcs_per_s,
             refs,
         })
     }
+
+    pub fn to_owned_rule(&self) -> ListedRule {
+        ListedRule {
+            name: self.name.to_string(),
+            conditions: self.conditions.to_string(),
+            rate_rpcs_per_s: self.rate_rpcs_per_s,
+            refs: self.refs,
+        }
+    }
+}
+
+impl ListedRule {
+    /// Parses one rule line from both ends, because the condition may contain spaces.
+    pub fn parse(line: &str) -> Result<ListedRule, String> {
+        ListedRuleRef::parse(line).map(|r| r.to_owned_rule())
+    }
+}
+
+/// What [`TbfRuleListing::visit`] meets, in the text's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListingItem<'a> {
+    /// A `CPT n:` header of the regular or the high-priority section.
+    Cpt { high_priority: bool, cpt: u32 },
+    /// A rule line of the CPT last announced.
+    Rule {
+        high_priority: bool,
+        cpt: u32,
+        rule: ListedRuleRef<'a>,
+    },
 }
 
 impl TbfRuleListing {
     /// Parses the value, with or without the leading `ost.OSS.ost_io.nrs_tbf_rule=` line that
     /// `lctl get_param` (without `-n`) prints.
     pub fn parse(text: &str) -> Result<TbfRuleListing, ListingParseError> {
+        let mut regular: Vec<CptRules> = Vec::new();
+        let mut high_priority: Vec<CptRules> = Vec::new();
+        let sections = Self::visit(text, |item| match item {
+            ListingItem::Cpt {
+                high_priority: hp,
+                cpt,
+            } => {
+                let section = if hp { &mut high_priority } else { &mut regular };
+                section.push(CptRules {
+                    cpt,
+                    rules: Vec::new(),
+                });
+            }
+            ListingItem::Rule {
+                high_priority: hp,
+                rule,
+                ..
+            } => {
+                let section = if hp { &mut high_priority } else { &mut regular };
+                section
+                    .last_mut()
+                    .expect("visit announces a CPT before its rules")
+                    .rules
+                    .push(rule.to_owned_rule());
+            }
+        })?;
+        Ok(TbfRuleListing {
+            regular,
+            high_priority: sections.high_priority.then_some(high_priority),
+        })
+    }
+
+    /// Reads the value as [`TbfRuleListing::parse`] does, with the same checks and errors, and
+    /// hands each CPT header and rule line to `f` borrowed from `text` (no allocation per
+    /// line: an OSS with thousands of rules on every partition lists tens of thousands of
+    /// lines, and the Lustre agent reads the listing every period). Returns which sections
+    /// the text had.
+    pub fn visit<'a>(
+        text: &'a str,
+        mut f: impl FnMut(ListingItem<'a>),
+    ) -> Result<ListingSections, ListingParseError> {
         let err = |line: usize, message: String| ListingParseError { line, message };
         if text.len() > LISTING_LEN_BYTES_MAX {
             return Err(err(0, format!("longer than {LISTING_LEN_BYTES_MAX} bytes")));
@@ -155,9 +238,13 @@ impl TbfRuleListing {
                 }
             }
         }
-        let mut regular: Option<Vec<CptRules>> = None;
-        let mut high_priority: Option<Vec<CptRules>> = None;
+        let mut sections = ListingSections {
+            regular: false,
+            high_priority: false,
+        };
         let mut in_hp = false;
+        // The CPT whose rules follow, in the current section.
+        let mut cpt: Option<u32> = None;
         for (i, line) in first_value.into_iter().chain(lines) {
             let lineno = i + 1;
             let line = line.trim_end();
@@ -165,53 +252,133 @@ impl TbfRuleListing {
                 continue;
             }
             if line == "regular_requests:" {
-                if regular.is_some() {
+                if sections.regular {
                     return Err(err(lineno, "second regular_requests section".into()));
                 }
-                regular = Some(Vec::new());
+                sections.regular = true;
                 in_hp = false;
+                cpt = None;
                 continue;
             }
             if line == "high_priority_requests:" {
-                if high_priority.is_some() {
+                if sections.high_priority {
                     return Err(err(lineno, "second high_priority_requests section".into()));
                 }
-                high_priority = Some(Vec::new());
+                sections.high_priority = true;
                 in_hp = true;
+                cpt = None;
                 continue;
             }
-            let section = if in_hp {
-                high_priority.as_mut()
+            if !(if in_hp {
+                sections.high_priority
             } else {
-                regular.as_mut()
+                sections.regular
+            }) {
+                return Err(err(lineno, format!("`{line}` before any section header")));
             }
-            .ok_or_else(|| err(lineno, format!("`{line}` before any section header")))?;
             if let Some(n) = line.strip_prefix("CPT ").and_then(|r| r.strip_suffix(':')) {
-                let cpt = n
+                let n = n
                     .parse()
                     .map_err(|_| err(lineno, format!("bad CPT number `{n}`")))?;
-                section.push(CptRules {
-                    cpt,
-                    rules: Vec::new(),
+                cpt = Some(n);
+                f(ListingItem::Cpt {
+                    high_priority: in_hp,
+                    cpt: n,
                 });
                 continue;
             }
-            let cpt = section
-                .last_mut()
-                .ok_or_else(|| err(lineno, format!("rule line `{line}` before any CPT")))?;
-            cpt.rules
-                .push(ListedRule::parse(line).map_err(|m| err(lineno, m))?);
+            let Some(cpt) = cpt else {
+                return Err(err(lineno, format!("rule line `{line}` before any CPT")));
+            };
+            let rule = ListedRuleRef::parse(line).map_err(|m| err(lineno, m))?;
+            f(ListingItem::Rule {
+                high_priority: in_hp,
+                cpt,
+                rule,
+            });
         }
-        Ok(TbfRuleListing {
-            regular: regular.ok_or_else(|| err(0, "no regular_requests section".into()))?,
-            high_priority,
-        })
+        if !sections.regular {
+            return Err(err(0, "no regular_requests section".into()));
+        }
+        Ok(sections)
     }
+}
+
+/// Which sections a listing had ([`TbfRuleListing::visit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListingSections {
+    pub regular: bool,
+    pub high_priority: bool,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `visit` hands over exactly what `parse` keeps, borrowed, headers included; a comma
+    /// inside a condition does not confuse the `, ref N` split, a comma after it is refused.
+    #[test]
+    fn visit_sees_what_parse_keeps() {
+        let text = "ost.OSS.ost_io.nrs_tbf_rule=\nregular_requests:\nCPT 0:\n\
+                    a jobid={x.1,y.2} 5, ref 2\ndefault * 10000, ref 0\nCPT 1:\n\
+                    high_priority_requests:\nCPT 0:\nb uid={7} 3, ref 1\n";
+        let mut seen = Vec::new();
+        let sections = TbfRuleListing::visit(text, |item| seen.push(item)).unwrap();
+        assert_eq!(
+            sections,
+            ListingSections {
+                regular: true,
+                high_priority: true
+            }
+        );
+        let rule = |name, conditions, rate_rpcs_per_s, refs| ListedRuleRef {
+            name,
+            conditions,
+            rate_rpcs_per_s,
+            refs,
+        };
+        assert_eq!(
+            seen,
+            vec![
+                ListingItem::Cpt {
+                    high_priority: false,
+                    cpt: 0
+                },
+                ListingItem::Rule {
+                    high_priority: false,
+                    cpt: 0,
+                    rule: rule("a", "jobid={x.1,y.2}", 5, 2)
+                },
+                ListingItem::Rule {
+                    high_priority: false,
+                    cpt: 0,
+                    rule: rule("default", "*", 10000, 0)
+                },
+                ListingItem::Cpt {
+                    high_priority: false,
+                    cpt: 1
+                },
+                ListingItem::Cpt {
+                    high_priority: true,
+                    cpt: 0
+                },
+                ListingItem::Rule {
+                    high_priority: true,
+                    cpt: 0,
+                    rule: rule("b", "uid={7}", 3, 1)
+                },
+            ]
+        );
+        let parsed = TbfRuleListing::parse(text).unwrap();
+        assert_eq!(parsed.regular.len(), 2);
+        assert_eq!(parsed.regular[0].rules[0].conditions, "jobid={x.1,y.2}");
+        assert!(parsed.regular[1].rules.is_empty());
+        assert_eq!(parsed.high_priority.unwrap()[0].rules[0].name, "b");
+        assert!(ListedRuleRef::parse("a jobid={x} 5, ref 2, 3").is_err());
+        assert!(ListedRuleRef::parse("a jobid={x} 5 ref 2").is_err());
+        assert!(TbfRuleListing::visit("CPT 0:\n", |_| {}).is_err());
+        assert!(TbfRuleListing::visit("regular_requests:\na * 5, ref 1\n", |_| {}).is_err());
+    }
 
     const EXAMPLE_A: &str = "ost.OSS.ost_io.nrs_tbf_rule=
 regular_requests:

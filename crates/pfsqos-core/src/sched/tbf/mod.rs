@@ -50,7 +50,9 @@ use crate::model::RpcTags;
 use crate::NS_PER_S;
 pub use cond::{ClassType, Condition, Field};
 use heap::{HeapEntry, LineHeap, ARITY as HEAP_ARITY};
-pub use listing::{CptRules, ListedRule, ListingForm, TbfRuleListing};
+pub use listing::{
+    CptRules, ListedRule, ListedRuleRef, ListingForm, ListingItem, ListingSections, TbfRuleListing,
+};
 pub use rule::{NrsQueue, TbfCommand, TbfError, TbfOp};
 pub use version::LustreVersion;
 

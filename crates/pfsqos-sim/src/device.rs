@@ -43,6 +43,38 @@ struct Row {
     overhead_ns: f64,
 }
 
+/// Where `x` falls in a table sorted by `key` (the device's size rows, its congestion rows):
+/// on a row (at or before the first, beyond the last: tables are flat outside their rows), or
+/// between rows `i` and `i + 1` at fraction `f` of the way (1 where the two keys are equal).
+enum At {
+    Row(usize),
+    Between(usize, f64),
+}
+
+fn locate<T>(rows: &[T], x: u64, key: impl Fn(&T) -> u64) -> At {
+    assert!(!rows.is_empty(), "a device table has rows");
+    if x <= key(&rows[0]) {
+        return At::Row(0);
+    }
+    for (i, pair) in rows.windows(2).enumerate() {
+        let (a, b) = (key(&pair[0]), key(&pair[1]));
+        if x <= b {
+            let span = (b - a) as f64;
+            let f = if span == 0.0 {
+                1.0
+            } else {
+                (x - a) as f64 / span
+            };
+            return At::Between(i, f);
+        }
+    }
+    At::Row(rows.len() - 1)
+}
+
+fn lerp(a: f64, b: f64, f: f64) -> f64 {
+    a + f * (b - a)
+}
+
 /// A resolved device model (immutable during a run).
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceModel {
@@ -144,22 +176,18 @@ impl DeviceModel {
     /// dispatch queue: the curve interpolated linearly, flat outside its rows; 1 without one.
     pub fn congestion_fraction(&self, queue_requests: u64) -> f64 {
         let rows = &self.congestion;
-        let Some(first) = rows.first() else {
+        if rows.is_empty() {
             return 1.0;
-        };
-        if queue_requests <= u64::from(first.queue_requests) {
-            return first.throughput_fraction;
         }
-        for pair in rows.windows(2) {
-            let (a, b) = (&pair[0], &pair[1]);
-            if queue_requests <= u64::from(b.queue_requests) {
-                // Rows are strictly ascending (checked in `from_spec`), so the span is > 0.
-                let f = (queue_requests - u64::from(a.queue_requests)) as f64
-                    / f64::from(b.queue_requests - a.queue_requests);
-                return a.throughput_fraction + f * (b.throughput_fraction - a.throughput_fraction);
-            }
+        // Rows are strictly ascending (checked in `from_spec`), so no span is empty.
+        match locate(rows, queue_requests, |r| u64::from(r.queue_requests)) {
+            At::Row(i) => rows[i].throughput_fraction,
+            At::Between(i, f) => lerp(
+                rows[i].throughput_fraction,
+                rows[i + 1].throughput_fraction,
+                f,
+            ),
         }
-        rows[rows.len() - 1].throughput_fraction
     }
 
     /// `t` for a request that starts service with `queue_requests` in the dispatch queue
@@ -218,27 +246,16 @@ impl DeviceModel {
     /// Overhead (ns) and bandwidth (MiB/s) at `size_bytes`, linearly interpolated between
     /// rows and held flat outside them.
     fn interpolate(rows: &[Row], size_bytes: u64) -> (f64, f64) {
-        let first = &rows[0];
-        if size_bytes <= first.size_bytes {
-            return (first.overhead_ns, first.bandwidth_mib_s);
-        }
-        for pair in rows.windows(2) {
-            let (a, b) = (&pair[0], &pair[1]);
-            if size_bytes <= b.size_bytes {
-                let span = (b.size_bytes - a.size_bytes) as f64;
-                let f = if span == 0.0 {
-                    1.0
-                } else {
-                    (size_bytes - a.size_bytes) as f64 / span
-                };
-                return (
-                    a.overhead_ns + f * (b.overhead_ns - a.overhead_ns),
-                    a.bandwidth_mib_s + f * (b.bandwidth_mib_s - a.bandwidth_mib_s),
-                );
+        match locate(rows, size_bytes, |r| r.size_bytes) {
+            At::Row(i) => (rows[i].overhead_ns, rows[i].bandwidth_mib_s),
+            At::Between(i, f) => {
+                let (a, b) = (&rows[i], &rows[i + 1]);
+                (
+                    lerp(a.overhead_ns, b.overhead_ns, f),
+                    lerp(a.bandwidth_mib_s, b.bandwidth_mib_s, f),
+                )
             }
         }
-        let last = &rows[rows.len() - 1];
-        (last.overhead_ns, last.bandwidth_mib_s)
     }
 
     /// Service time of a request of `size_bytes`; `random` when it does not start where the

@@ -96,19 +96,25 @@ struct ListedCpts {
 }
 
 /// A set of partition numbers: a bit per partition below 128 (every OSS seen), a list
-/// beyond (never allocated otherwise).
+/// beyond (never allocated otherwise), bounded by [`CPT_SET_HIGH_MAX`].
 #[derive(Debug, Default)]
 struct CptSet {
     low: u128,
     high: Vec<u32>,
 }
 
+/// Most partitions numbered 128 or more a rule is counted on: a listing is outside input, and
+/// a set searched linearly must not grow with it. A listing beyond it (more than 1,152
+/// partitions, far above any OSS's core count) undercounts, so such a rule's per-partition
+/// rate is higher than its share.
+const CPT_SET_HIGH_MAX: usize = 1024;
+
 impl CptSet {
     fn insert(&mut self, cpt: u32) {
         match cpt {
             0..=127 => self.low |= 1u128 << cpt,
             _ => {
-                if !self.high.contains(&cpt) {
+                if self.high.len() < CPT_SET_HIGH_MAX && !self.high.contains(&cpt) {
                     self.high.push(cpt);
                 }
             }
@@ -1260,6 +1266,22 @@ impl<L: Lctl> Agent<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Partitions are counted once each, both below and above 128, and the list above is
+    /// bounded.
+    #[test]
+    fn cpt_sets_count_each_partition_once_and_stay_bounded() {
+        let mut set = CptSet::default();
+        for cpt in [0, 5, 5, 127, 128, 128, 4000] {
+            set.insert(cpt);
+        }
+        assert_eq!(set.len(), 5);
+        for cpt in 200..(200 + 3 * CPT_SET_HIGH_MAX as u32) {
+            set.insert(cpt);
+        }
+        assert_eq!(set.high.len(), CPT_SET_HIGH_MAX);
+        assert_eq!(set.len(), 3 + CPT_SET_HIGH_MAX as u32);
+    }
 
     proptest::proptest! {
         /// The merged wanted rates and the rates read from the controller's rules equal what

@@ -84,15 +84,46 @@ pub fn first_sight_rate_per_cpt(share_bytes_per_s: u64, brw_size_bytes: u64, cpt
     (rpcs / u64::from(cpts.max(1))).clamp(1, pfsqos_core::lustre::TBF_RATE_RPCS_PER_S_MAX as u64)
 }
 
-/// What an `nrs_tbf_rule` listing says of the CPU partitions (`Agent::rule_cpts`).
+/// What an `nrs_tbf_rule` listing says of the CPU partitions (read every period, before `apply`).
 #[derive(Debug, Default)]
-struct ListedCpts {
+struct ListedCpts<'t> {
     /// Partitions the listing shows (0 when it could not be read: the configured count is
     /// used then).
     count: u32,
-    /// For each of our rules with classes (`ref > 0` on either queue), on how many
-    /// partitions.
-    by_rule: FxHashMap<String, u32>,
+    /// For each of our rules with classes (`ref > 0` on either queue), the partitions it has
+    /// classes on; names borrowed from the listing's text (no copy per rule and period).
+    by_rule: FxHashMap<&'t str, CptSet>,
+}
+
+impl<'t> ListedCpts<'t> {
+    /// Reads a listing's text: a listing holds every rule on every partition, tens of
+    /// thousands of lines at the agent's rule cap, and only ours with classes are kept, each
+    /// with the set of partitions it is active on (a rule active on one partition in both
+    /// queues counts once). Empty when the text could not be read.
+    fn read(text: &'t str, prefix: &str) -> ListedCpts<'t> {
+        let mut by_rule: FxHashMap<&str, CptSet> = FxHashMap::default();
+        let mut headers = [0u32; 2];
+        let visited = TbfRuleListing::visit(text, |item| match item {
+            ListingItem::Cpt { high_priority, .. } => headers[usize::from(high_priority)] += 1,
+            ListingItem::Rule { cpt, rule, .. } => {
+                if rule.refs > 0 && rule.name.starts_with(prefix) {
+                    by_rule.entry(rule.name).or_default().insert(cpt);
+                }
+            }
+        });
+        match visited {
+            Err(_) => ListedCpts::default(),
+            Ok(_) => ListedCpts {
+                count: headers[0].max(headers[1]),
+                by_rule,
+            },
+        }
+    }
+
+    /// On how many partitions rule `name` has classes (`None`: on none the listing showed).
+    fn of_rule(&self, name: &str) -> Option<u32> {
+        self.by_rule.get(name).map(CptSet::len)
+    }
 }
 
 /// A set of partition numbers: a bit per partition below 128 (every OSS seen), a list
@@ -601,7 +632,10 @@ impl<L: Lctl> Agent<L> {
             self.absorb(&decision);
         }
         // The listing tells the CPT count (the configured one is the fallback).
-        let cpts = self.rule_cpts();
+        let listing = self.rule_listing();
+        let cpts = listing.as_deref().map_or_else(ListedCpts::default, |t| {
+            ListedCpts::read(t, &self.config.rule_prefix)
+        });
         self.apply(&initial.observation, &initial.per_job, &cpts);
         self.started = true;
         Ok(())
@@ -813,7 +847,10 @@ impl<L: Lctl> Agent<L> {
     /// for, given this period's observation.
     pub fn carry_out(&mut self, obs: &JobStatsObservation) {
         let t0 = Instant::now();
-        let cpts = self.rule_cpts();
+        let listing = self.rule_listing();
+        let cpts = listing.as_deref().map_or_else(ListedCpts::default, |t| {
+            ListedCpts::read(t, &self.config.rule_prefix)
+        });
         self.apply(&obs.observation, &obs.per_job, &cpts);
         self.stats.last_decision_ns += t0.elapsed().as_nanos() as u64;
         // After the first period's rules, what was left by an earlier instance and not
@@ -908,37 +945,9 @@ impl<L: Lctl> Agent<L> {
         }
     }
 
-    /// What the rule listing says of the partitions ([`ListedCpts`]); empty when it could not
-    /// be read.
-    fn rule_cpts(&mut self) -> ListedCpts {
-        let mut out = ListedCpts::default();
-        let Ok(text) = self.get(PARAM_TBF_RULE) else {
-            return out;
-        };
-        // Read borrowed (`visit`): a listing holds every rule on every partition, tens of
-        // thousands of lines at the agent's rule cap, and only ours with classes are kept,
-        // each with the set of partitions it is active on (a rule active on one partition
-        // in both queues counts once).
-        let prefix = self.config.rule_prefix.as_str();
-        let mut active: FxHashMap<&str, CptSet> = FxHashMap::default();
-        let mut headers = [0u32; 2];
-        let visited = TbfRuleListing::visit(&text, |item| match item {
-            ListingItem::Cpt { high_priority, .. } => headers[usize::from(high_priority)] += 1,
-            ListingItem::Rule { cpt, rule, .. } => {
-                if rule.refs > 0 && rule.name.starts_with(prefix) {
-                    active.entry(rule.name).or_default().insert(cpt);
-                }
-            }
-        });
-        if visited.is_err() {
-            return out;
-        }
-        out.count = headers[0].max(headers[1]);
-        out.by_rule = active
-            .into_iter()
-            .map(|(name, set)| (name.to_string(), set.len()))
-            .collect();
-        out
+    /// The rule listing's text (for [`ListedCpts::read`]); `None` when it could not be had.
+    fn rule_listing(&mut self) -> Option<String> {
+        self.get(PARAM_TBF_RULE).ok()
     }
 
     /// Computes the rules wanted now and writes the difference.
@@ -1021,11 +1030,7 @@ impl<L: Lctl> Agent<L> {
         for (i, (bytes, at)) in order.into_iter().enumerate() {
             let (job, rate, limit) = want[at as usize];
             let k = cpts_by_rule
-                .then(|| {
-                    self.rules
-                        .rule_name(&job)
-                        .and_then(|n| cpts.by_rule.get(n).copied())
-                })
+                .then(|| self.rules.rule_name(&job).and_then(|n| cpts.of_rule(n)))
                 .flatten()
                 .filter(|&k| k > 0)
                 .unwrap_or(cpt_count)

@@ -685,7 +685,53 @@ impl std::error::Error for JobStatsParseError {}
 pub const JOB_STATS_TEXT_LEN_BYTES_MAX: usize = 256 << 20;
 
 fn parse_time_ns(text: &str) -> Option<u64> {
-    // `trim` is `str::trim` with an ASCII fast path (every entry has three time lines).
+    // Every entry has three time lines: the form Lustre prints is read in one pass, anything
+    // else by the general reader below (which gives the same value for that form).
+    if let Some(t) = parse_time_ns_printed(text.as_bytes()) {
+        return Some(t);
+    }
+    parse_time_ns_general(text)
+}
+
+/// The common case of [`parse_time_ns`]: spaces, `S.N` with S of 1 to 19 digits and N of 1
+/// to 9, then nothing or ` secs.nsecs`, then spaces. `None` for anything else (including a
+/// value beyond u64), which is left to [`parse_time_ns_general`]; for every text accepted
+/// here the general reader gives the same value (tested).
+fn parse_time_ns_printed(bytes: &[u8]) -> Option<u64> {
+    fn digits(bytes: &[u8], at: &mut usize, len_max: usize) -> Option<(u64, usize)> {
+        let start = *at;
+        let mut n = 0u64;
+        while let Some(&b) = bytes.get(*at) {
+            if !b.is_ascii_digit() || *at - start == len_max {
+                break;
+            }
+            n = n * 10 + u64::from(b - b'0');
+            *at += 1;
+        }
+        // 19 digits never overflow a u64.
+        let len = *at - start;
+        (len > 0).then_some((n, len))
+    }
+    let mut at = bytes.iter().position(|&b| b != b' ')?;
+    let (secs, _) = digits(bytes, &mut at, 19)?;
+    if bytes.get(at) != Some(&b'.') {
+        return None;
+    }
+    at += 1;
+    let (frac, frac_len) = digits(bytes, &mut at, 9)?;
+    let mut rest = &bytes[at..];
+    if let Some(r) = rest.strip_prefix(b" secs.nsecs") {
+        rest = r;
+    }
+    if !rest.iter().all(|&b| b == b' ') {
+        return None;
+    }
+    secs.checked_mul(NS_PER_S)?
+        .checked_add(frac * 10u64.pow(9 - frac_len as u32))
+}
+
+/// [`parse_time_ns`] for any text: trimmed, `S.N` or `S`, with or without `secs.nsecs`.
+fn parse_time_ns_general(text: &str) -> Option<u64> {
     let t = trim(text);
     let t = trim(t.strip_suffix("secs.nsecs").unwrap_or(t));
     let (s, ns) = match t.split_once('.') {
@@ -1025,7 +1071,6 @@ fn parse_lctl_job_stats_impl<E: ParsedEntry>(
     // Skimming (the agent's reader only): once an entry's bulk counters are read, the lines
     // after them are passed over unread (see [`parse_lctl_brw_lossy`]).
     let skims = lossy && E::SKIMS_AFTER_BULK;
-    let entry_finder = memchr::memmem::Finder::new(ENTRY_MARK);
     // Which bulk counters the entry being read has shown: bit 0 read, bit 1 write.
     let mut bulk_seen = 0u8;
     let bytes = text.as_bytes();
@@ -1046,8 +1091,10 @@ fn parse_lctl_job_stats_impl<E: ParsedEntry>(
             line: lineno,
             message,
         };
-        let line = trim_end(raw_line);
-        if trim(line).is_empty() {
+        // Trimmed once: what follows a parameter's `=` is trimmed again on its own.
+        let line = raw_line;
+        let line_trim = trim(line);
+        if line_trim.is_empty() {
             if lossy && in_entry && !skipping {
                 if let Some((_, entries)) = out.last_mut() {
                     if entries.pop().is_some() {
@@ -1059,7 +1106,7 @@ fn parse_lctl_job_stats_impl<E: ParsedEntry>(
             continue;
         }
         // `obdfilter.X.job_stats=` possibly followed by `job_stats:` on the same line.
-        let mut rest = line;
+        let mut rest_trim = line_trim;
         if !line.starts_with([' ', '-', '{']) {
             if let Some((param, value)) = line.split_once('=') {
                 if !param.is_empty() && !param.contains([' ', ':']) {
@@ -1067,11 +1114,10 @@ fn parse_lctl_job_stats_impl<E: ParsedEntry>(
                     // the previous one saves regrowing a vector of large entries.
                     let room = out.last().map_or(0, |(_, e)| e.len());
                     out.push((param.to_string(), Vec::with_capacity(room)));
-                    rest = value;
+                    rest_trim = trim(value);
                 }
             }
         }
-        let rest_trim = trim(rest);
         if rest_trim.is_empty() || rest_trim == "job_stats:" {
             in_entry = false;
             if out.is_empty() {
@@ -1154,7 +1200,7 @@ fn parse_lctl_job_stats_impl<E: ParsedEntry>(
                     };
                     if skims && bulk_seen == 3 {
                         debug_assert!(pos >= bytes.len() || text.is_char_boundary(pos));
-                        pos = next_entry_or_param(text, pos.min(bytes.len()), &entry_finder);
+                        pos = next_entry_or_param(text, pos.min(bytes.len()));
                     }
                 }
                 _ => {
@@ -1178,40 +1224,30 @@ const ENTRY_MARK: &[u8] = b"- job_id:";
 /// The start of the first line at or after `from` (a line start) that the parsers would read
 /// as opening an entry (white space, then `- job_id:`) or a parameter (`name=...`, as
 /// [`starts_with_param_name`]); the text's length if none. What lies between is passed over
-/// unread: two SIMD searches (memchr) over it, one for the entry mark, one for `=` (every
-/// parameter line holds one), instead of a line-by-line parse.
-fn next_entry_or_param(text: &str, from: usize, entry_finder: &memchr::memmem::Finder) -> usize {
+/// unread: one SIMD search (memchr2) over it for the bytes that can open either, `-` (the
+/// entry mark's first byte, which counter lines do not hold) and `=` (every parameter line
+/// holds one), each hit checked against its line, instead of a line-by-line parse.
+fn next_entry_or_param(text: &str, from: usize) -> usize {
     let bytes = text.as_bytes();
-    let line_start =
-        |at: usize| memchr::memrchr(b'\n', &bytes[from..at]).map_or(from, |i| from + i + 1);
     let mut search = from;
-    let entry_line = loop {
-        match entry_finder.find(&bytes[search..]) {
-            None => break bytes.len(),
-            Some(i) => {
-                let at = search + i;
-                let start = line_start(at);
-                // `at` is at an ASCII byte and `start` after a newline: both char boundaries.
-                if trim(&text[start..at]).is_empty() {
-                    break start;
-                }
-                search = at + 1;
-            }
-        }
-    };
-    let mut at_line = from;
-    while let Some(i) = memchr::memchr(b'=', &bytes[at_line..entry_line]) {
-        let at = at_line + i;
-        let start = line_start(at);
-        let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
-        if starts_with_param_name(&text[start..end]) {
+    while let Some(i) = memchr::memchr2(b'-', b'=', &bytes[search..]) {
+        let at = search + i;
+        let start = memchr::memrchr(b'\n', &bytes[from..at]).map_or(from, |i| from + i + 1);
+        // `at` is at an ASCII byte and `start` after a newline (or at `from`, a line start):
+        // both char boundaries.
+        let opens = if bytes[at] == b'-' {
+            bytes[at..].starts_with(ENTRY_MARK) && trim(&text[start..at]).is_empty()
+        } else {
+            let end = memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i);
+            starts_with_param_name(&text[start..end])
+        };
+        if opens {
+            debug_assert!(text.is_char_boundary(start));
             return start;
         }
-        // `end` is before `entry_line` (a later line's start), or the text's end.
-        at_line = (end + 1).min(entry_line);
+        search = at + 1;
     }
-    debug_assert!(entry_line == bytes.len() || text.is_char_boundary(entry_line));
-    entry_line
+    bytes.len()
 }
 
 /// What a line of an entry is, by its field name (read once per line).
@@ -1302,6 +1338,14 @@ fn trim(text: &str) -> &str {
     // `char::is_whitespace` on ASCII: tab, LF, VT, FF, CR and space.
     let ws = |b: u8| matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ');
     let bytes = text.as_bytes();
+    // Nothing to trim when both ends are ASCII and not white space (a field name, mostly):
+    // every white-space byte above is at most b' '.
+    let plain = |b: u8| b > b' ' && b < 0x80;
+    if let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) {
+        if plain(first) && plain(last) {
+            return text;
+        }
+    }
     let start = bytes.iter().position(|&b| !ws(b)).unwrap_or(bytes.len());
     let end = bytes[start..]
         .iter()
@@ -1312,20 +1356,6 @@ fn trim(text: &str) -> &str {
         return text.trim();
     }
     &text[start..end]
-}
-
-/// `str::trim_end`, with the ASCII case in a byte loop (as [`trim`]).
-fn trim_end(text: &str) -> &str {
-    let bytes = text.as_bytes();
-    let end = bytes
-        .iter()
-        .rposition(|&b| !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' '))
-        .map_or(0, |i| i + 1);
-    // A non-ASCII byte last may be (part of) Unicode white space: the full trim.
-    if end > 0 && bytes[end - 1] >= 0x80 {
-        return text.trim_end();
-    }
-    &text[..end]
 }
 
 /// What a parse keeps of each entry: everything ([`JobEntry`]) or the bulk totals a poller

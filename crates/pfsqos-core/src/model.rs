@@ -72,9 +72,24 @@ impl JobId {
 
 /// Job ids sort as their text does (not by length first), so "sorted by job id" means what a
 /// person expects in every report.
+///
+/// Compared as two big-endian words of the zero-padded bytes, not by a call to `memcmp` (the
+/// agent's merges and AdapTBF's searches compare ids millions of times a period). This is
+/// the text order because the bytes past `len` are zero (`new` and `EMPTY` are the only
+/// constructors) and an id holds no NUL (`new` refuses control characters): where one id is
+/// a proper prefix of the other, the shorter has 0 where the longer has a byte of at least
+/// 0x20; and equal padded arrays mean equal ids.
 impl Ord for JobId {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.bytes[..self.len as usize].cmp(&other.bytes[..other.len as usize])
+        fn words(j: &JobId) -> (u128, u128) {
+            let mut low = [0u8; 16];
+            low[..JOB_ID_LEN_MAX - 16].copy_from_slice(&j.bytes[16..]);
+            let high: [u8; 16] = j.bytes[..16].try_into().expect("16 bytes");
+            (u128::from_be_bytes(high), u128::from_be_bytes(low))
+        }
+        debug_assert!(self.bytes[self.len as usize..].iter().all(|&b| b == 0));
+        debug_assert!(other.bytes[other.len as usize..].iter().all(|&b| b == 0));
+        words(self).cmp(&words(other))
     }
 }
 
@@ -331,6 +346,25 @@ impl RpcTags {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Ids order as their texts do, prefixes and non-ASCII included, and compare equal
+        /// exactly when their texts are equal.
+        #[test]
+        fn job_ids_order_as_their_text(
+            a in "[ -~\u{e9}\u{2003}]{0,31}",
+            b in "[ -~\u{e9}\u{2003}]{0,31}",
+            cut in 0usize..32,
+        ) {
+            let pairs = [(a.clone(), b.clone()), (a.clone(), a.chars().take(cut).collect())];
+            for (x, y) in pairs {
+                let (Ok(jx), Ok(jy)) = (JobId::new(&x), JobId::new(&y)) else { continue };
+                prop_assert_eq!(jx.cmp(&jy), x.as_bytes().cmp(y.as_bytes()), "{:?} {:?}", x, y);
+                prop_assert_eq!(jx == jy, x == y);
+            }
+        }
+    }
 
     #[test]
     fn job_id_limits() {

@@ -447,6 +447,90 @@ proptest! {
     }
 }
 
+/// Time values as printed and near misses: digits, dots, signs, suffixes and padding.
+fn arb_time_text() -> impl Strategy<Value = String> {
+    let part = prop_oneof![
+        (0u64..u64::MAX).prop_map(|n| n.to_string()),
+        (0u64..10_000_000_000).prop_map(|n| n.to_string()),
+        "[0-9]{0,21}",
+        Just("+5".to_string()),
+        Just(String::new()),
+    ];
+    let suffix = prop_oneof![
+        Just(""),
+        Just(" secs.nsecs"),
+        Just("secs.nsecs"),
+        Just("  secs.nsecs"),
+        Just(" secs"),
+        Just(" x"),
+    ];
+    (
+        part.clone(),
+        prop_oneof![Just("."), Just(""), Just(".."), Just(",")],
+        "[0-9]{0,11}",
+        suffix,
+        "[ \t]{0,3}",
+        "[ \t]{0,3}",
+    )
+        .prop_map(|(s, dot, frac, suffix, lead, trail)| {
+            format!("{lead}{s}{dot}{frac}{suffix}{trail}")
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        rng_seed: proptest::test_runner::RngSeed::Fixed(17),
+        cases: 4096,
+        ..ProptestConfig::default()
+    })]
+    /// The one-pass time reader only ever answers as the general one does.
+    #[test]
+    fn the_printed_time_reader_agrees_with_the_general_one(text in arb_time_text()) {
+        if let Some(t) = parse_time_ns_printed(text.as_bytes()) {
+            prop_assert_eq!(Some(t), parse_time_ns_general(&text), "{:?}", text);
+        }
+        prop_assert_eq!(parse_time_ns(&text), parse_time_ns_general(&text), "{:?}", text);
+    }
+}
+
+/// The one-pass time reader takes every time line every layout prints (so it is the path
+/// taken), with the values written.
+#[test]
+fn the_printed_time_reader_takes_every_printed_layout() {
+    let mut e = JobEntry::new(JobId::new("dd.1").unwrap(), 1_700_000_123_456_789_012);
+    e.start_time_ns = Some(1_700_000_000_000_000_001);
+    let mut taken = 0;
+    for f in [
+        JobStatsFormat::Lustre2_15_0,
+        JobStatsFormat::Lustre2_15,
+        JobStatsFormat::Lustre2_16,
+        JobStatsFormat::Master,
+    ] {
+        let text = render_job_stats([&e], f);
+        for line in text.lines().filter(|l| l.contains("secs.nsecs")) {
+            let value = line.split_once(':').unwrap().1;
+            let t = parse_time_ns_printed(value.as_bytes());
+            assert!(t.is_some(), "{f:?}: {line}");
+            assert!(
+                [
+                    e.snapshot_time_ns,
+                    1_700_000_000_000_000_001,
+                    123_456_789_011
+                ]
+                .contains(&t.unwrap()),
+                "{f:?}: {line} -> {t:?}"
+            );
+            taken += 1;
+        }
+    }
+    assert_eq!(taken, 12);
+    assert_eq!(parse_time_ns_printed(b"12.5"), Some(12_500_000_000));
+    assert_eq!(parse_time_ns_printed(b" 0.000000001 secs.nsecs "), Some(1));
+    // Past u64: left to the general reader, which refuses it too.
+    assert_eq!(parse_time_ns_printed(b"18446744074.0"), None);
+    assert_eq!(parse_time_ns("18446744074.0"), None);
+}
+
 /// The fast path takes what every layout prints (so it is the path taken).
 #[test]
 fn the_fast_counter_parser_takes_every_printed_layout() {
@@ -527,7 +611,21 @@ fn garbled_lctl_text(
         text.push_str(&render_job_stats(entries, format));
     }
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    const ODD: [&str; 8] = ["\u{a0}", "\t", "\u{b}", "\"", ":", " ", "\u{2003}", "x"];
+    // `-`, `=` and the entry mark: what the compact parser's skim searches for.
+    const ODD: [&str; 12] = [
+        "\u{a0}",
+        "\t",
+        "\u{b}",
+        "\"",
+        ":",
+        " ",
+        "\u{2003}",
+        "x",
+        "-",
+        "=",
+        "x.y=",
+        " - job_id: ",
+    ];
     for &(at, kind, arg) in edits {
         if lines.is_empty() {
             break;
@@ -615,12 +713,6 @@ proptest! {
     #[test]
     fn trim_is_str_trim(text in "[ \t\n\u{b}\u{c}\r\u{85}\u{a0}\u{2003}a-c\u{e9}]{0,12}") {
         prop_assert_eq!(trim(&text), text.trim());
-    }
-
-    /// The ASCII-first trim_end is `str::trim_end`.
-    #[test]
-    fn trim_end_is_str_trim_end(text in "[ \t\n\u{b}\u{c}\r\u{85}\u{a0}\u{2003}a-c\u{e9}]{0,12}") {
-        prop_assert_eq!(trim_end(&text), text.trim_end());
     }
 }
 

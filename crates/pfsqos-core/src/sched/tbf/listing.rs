@@ -126,14 +126,15 @@ impl<'a> ListedRuleRef<'a> {
             .trim()
             .parse()
             .map_err(|_| format!("bad ref count in `{line}`"))?;
-        let (head, rate) = head
-            .rsplit_once(' ')
+        // Byte searches for the spaces too (`split_once(' ')` runs a char searcher).
+        let (head, rate) = memchr::memrchr(b' ', head.as_bytes())
+            .map(|at| (&head[..at], &head[at + 1..]))
             .ok_or_else(|| format!("`{line}` has no rate"))?;
         let rate_rpcs_per_s: u32 = rate
             .parse()
             .map_err(|_| format!("bad rate `{rate}` in `{line}`"))?;
-        let (name, conditions) = head
-            .split_once(' ')
+        let (name, conditions) = memchr::memchr(b' ', head.as_bytes())
+            .map(|at| (&head[..at], &head[at + 1..]))
             .ok_or_else(|| format!("`{line}` has no condition"))?;
         if name.is_empty() || conditions.is_empty() {
             return Err(format!("`{line}` lacks a name or a condition"));
@@ -225,7 +226,7 @@ impl TbfRuleListing {
         if text.len() > LISTING_LEN_BYTES_MAX {
             return Err(err(0, format!("longer than {LISTING_LEN_BYTES_MAX} bytes")));
         }
-        let mut lines = text.lines().enumerate().peekable();
+        let mut lines = memchr_lines(text).enumerate().peekable();
         // A `param=` first line, possibly with the first value line glued after the `=`.
         let mut first_value: Option<(usize, &str)> = None;
         if let Some(&(i, first)) = lines.peek() {
@@ -304,6 +305,28 @@ impl TbfRuleListing {
     }
 }
 
+/// The lines of `text` exactly as `str::lines` cuts them (at `\n`, a `\r` before it dropped,
+/// no empty last line after a final `\n`), found with memchr: a listing at the agent's rule
+/// cap is tens of thousands of lines, read every period.
+fn memchr_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (line, after) = match memchr::memchr(b'\n', rest.as_bytes()) {
+            // `\n` is ASCII: both sides are on char boundaries.
+            Some(at) => {
+                let line = &rest[..at];
+                (line.strip_suffix('\r').unwrap_or(line), &rest[at + 1..])
+            }
+            None => (rest, ""),
+        };
+        rest = after;
+        Some(line)
+    })
+}
+
 /// Which sections a listing had ([`TbfRuleListing::visit`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListingSections {
@@ -314,6 +337,15 @@ pub struct ListingSections {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The memchr line cutter is `str::lines`.
+        #[test]
+        fn memchr_lines_are_str_lines(text in "[a\r\n \u{e9}]{0,24}") {
+            prop_assert_eq!(memchr_lines(&text).collect::<Vec<_>>(), text.lines().collect::<Vec<_>>());
+        }
+    }
 
     /// `visit` hands over exactly what `parse` keeps, borrowed, headers included; a comma
     /// inside a condition does not confuse the `, ref N` split, a comma after it is refused.

@@ -720,14 +720,30 @@ fn parse_time_ns_printed(bytes: &[u8]) -> Option<u64> {
     at += 1;
     let (frac, frac_len) = digits(bytes, &mut at, 9)?;
     let mut rest = &bytes[at..];
-    if let Some(r) = rest.strip_prefix(b" secs.nsecs") {
-        rest = r;
+    const UNIT: &[u8; 11] = b" secs.nsecs";
+    if let Some(Ok(unit)) = rest.get(..UNIT.len()).map(<&[u8; 11]>::try_from) {
+        if unit == UNIT {
+            rest = &rest[UNIT.len()..];
+        }
     }
     if !rest.iter().all(|&b| b == b' ') {
         return None;
     }
+    // 10^(9 - frac_len) for frac_len 1..=9.
+    const SCALE: [u64; 10] = [
+        1_000_000_000,
+        100_000_000,
+        10_000_000,
+        1_000_000,
+        100_000,
+        10_000,
+        1_000,
+        100,
+        10,
+        1,
+    ];
     secs.checked_mul(NS_PER_S)?
-        .checked_add(frac * 10u64.pow(9 - frac_len as u32))
+        .checked_add(frac * SCALE[frac_len])
 }
 
 /// [`parse_time_ns`] for any text: trimmed, `S.N` or `S`, with or without `secs.nsecs`.
@@ -781,11 +797,12 @@ impl<'a> Cursor<'a> {
     }
 
     /// Takes `token` if the text continues with it.
-    fn eat(&mut self, token: &[u8]) -> bool {
-        let end = self.at + token.len();
-        // A byte loop: these tokens are a few bytes, shorter than a call to memcmp.
-        match self.bytes.get(self.at..end) {
-            Some(here) if here.iter().zip(token).all(|(a, b)| a == b) => {
+    fn eat<const N: usize>(&mut self, token: &[u8; N]) -> bool {
+        let end = self.at + N;
+        // Compared as arrays of a length known at compile time: a load and a compare or two,
+        // not a call to memcmp.
+        match self.bytes.get(self.at..end).map(<&[u8; N]>::try_from) {
+            Some(Ok(here)) if here == token => {
                 self.at = end;
                 true
             }
@@ -796,23 +813,31 @@ impl<'a> Cursor<'a> {
     /// A run of ASCII digits as a u64; `None` if empty or beyond u64.
     fn number(&mut self) -> Option<u64> {
         let rest = &self.bytes[self.at..];
-        let len = rest
-            .iter()
-            .position(|b| !b.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let digits = &rest[..len];
-        let n = if len == 0 {
+        // One pass: 19 digits never overflow a u64, so the first 19 need no check; a longer
+        // run is rare (sums of squares) and re-read with checks.
+        let mut n = 0u64;
+        let mut len = 0;
+        while let Some(&b) = rest.get(len) {
+            if !b.is_ascii_digit() {
+                break;
+            }
+            if len == 19 {
+                let digits = &rest[..rest
+                    .iter()
+                    .position(|b| !b.is_ascii_digit())
+                    .unwrap_or(rest.len())];
+                let n = digits.iter().try_fold(0u64, |n, &b| {
+                    n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+                })?;
+                self.at += digits.len();
+                return Some(n);
+            }
+            n = n * 10 + u64::from(b - b'0');
+            len += 1;
+        }
+        if len == 0 {
             return None;
-        } else if len <= 19 {
-            // 19 digits never overflow a u64: no check per digit.
-            digits
-                .iter()
-                .fold(0u64, |n, &b| n * 10 + u64::from(b - b'0'))
-        } else {
-            digits.iter().try_fold(0u64, |n, &b| {
-                n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-            })?
-        };
+        }
         self.at += len;
         Some(n)
     }

@@ -699,18 +699,9 @@ fn parse_time_ns(text: &str) -> Option<u64> {
 /// here the general reader gives the same value (tested).
 fn parse_time_ns_printed(bytes: &[u8]) -> Option<u64> {
     fn digits(bytes: &[u8], at: &mut usize, len_max: usize) -> Option<(u64, usize)> {
-        let start = *at;
-        let mut n = 0u64;
-        while let Some(&b) = bytes.get(*at) {
-            if !b.is_ascii_digit() || *at - start == len_max {
-                break;
-            }
-            n = n * 10 + u64::from(b - b'0');
-            *at += 1;
-        }
-        // 19 digits never overflow a u64.
-        let len = *at - start;
-        (len > 0).then_some((n, len))
+        let (n, len) = leading_digits(&bytes[*at..]);
+        *at += len;
+        (len > 0 && len <= len_max).then_some((n, len))
     }
     let mut at = bytes.iter().position(|&b| b != b' ')?;
     let (secs, _) = digits(bytes, &mut at, 19)?;
@@ -764,6 +755,60 @@ fn parse_time_ns_general(text: &str) -> Option<u64> {
         .ok()?
         .checked_mul(NS_PER_S)?
         .checked_add(ns)
+}
+
+/// Most digits [`leading_digits`] reads: 19 digits never overflow a u64.
+const DIGITS_READ_MAX: usize = 19;
+
+/// The value and the count of the ASCII digits `bytes` starts with, at most
+/// [`DIGITS_READ_MAX`] of them (the caller tells whether more follow). Eight at a time where
+/// eight are there (SWAR, in one 64-bit word), then one at a time: every entry holds three
+/// times of 19 digits.
+fn leading_digits(bytes: &[u8]) -> (u64, usize) {
+    let mut n = 0u64;
+    let mut len = 0usize;
+    while len + 8 <= DIGITS_READ_MAX {
+        let Some(Ok(chunk)) = bytes.get(len..len + 8).map(<[u8; 8]>::try_from) else {
+            break;
+        };
+        let Some(eight) = eight_digits(chunk) else {
+            break;
+        };
+        // At most 16 digits so far: no overflow.
+        n = n * 100_000_000 + eight;
+        len += 8;
+    }
+    while len < DIGITS_READ_MAX {
+        match bytes.get(len) {
+            Some(&b) if b.is_ascii_digit() => {
+                n = n * 10 + u64::from(b - b'0');
+                len += 1;
+            }
+            _ => break,
+        }
+    }
+    (n, len)
+}
+
+/// The value of eight ASCII digits, `None` if any byte is not one. A byte is a digit exactly
+/// when its high nibble is 3 and adding 6 keeps it so (0x30..=0x39; no add carries into the
+/// next byte once every high nibble is 3). The value: adjacent digits combined into pairs,
+/// pairs into fours, fours into the eight, by multiplies (the "SWAR" digit parse).
+fn eight_digits(chunk: [u8; 8]) -> Option<u64> {
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    let v = u64::from_le_bytes(chunk);
+    if v & HIGH != ZEROS || v.wrapping_add(0x0606_0606_0606_0606) & HIGH != ZEROS {
+        return None;
+    }
+    // Little-endian: the first digit is the lowest byte.
+    let v = v - ZEROS;
+    // Each byte pair (lo, hi) becomes lo * 10 + hi in the low byte of the pair.
+    let v = (v * 10 + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    // Each 32-bit half: pair0 * 100 + pair1 in its low 16 bits.
+    let v = (v * 100 + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    // The two halves: half0 * 10,000 + half1.
+    Some((v & 0xFFFF) * 10_000 + (v >> 32))
 }
 
 /// A byte cursor over one counter body, for [`parse_counter_body_fast`].

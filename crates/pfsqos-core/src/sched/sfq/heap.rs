@@ -37,7 +37,8 @@
 //! flow's head (NWC) comes back below the base. So:
 //! * an entry outside the window triggers a **rebase**: the base moves to the least start
 //!   and the least arrival in the heap (the new entry's too, if the whole set then fits),
-//!   and every key is re-encoded (monotone, same proof) and filed again. A rebase costs O(len); it is allowed only after at
+//!   and every key is re-encoded. Re-encoding is monotone (same proof), so the heap
+//!   property holds without sifting. A rebase costs O(len); it is allowed only after at
 //!   least `len` pushes since the last one (or when the narrow heap is empty, where it is
 //!   free), so its cost is amortized O(1) per push;
 //! * an entry that still does not fit (the spread of the queued tags is 2^64 or more, or
@@ -46,20 +47,12 @@
 //!   empty in any steady state whose tags span less than 2^64 units (4 GiB per unit
 //!   weight), so the common pop is the narrow heap's alone.
 //!
-//! # Structure: a radix heap, not a comparison heap
+//! # Layout
 //!
-//! The narrow keys are in a monotone priority queue ([`RadixKeys`]): without NWC every head
-//! the scheduler pushes is at or above the last one it popped ([`FlowHeap::push`] says why),
-//! so a key needs only to be filed by its highest bit differing from the last popped key, and
-//! moves to a lower bucket a few times before it is popped. Until session 7 this was a 4-ary
-//! heap of 64-byte lines, whose pop descended eight levels at 100,000 flows (about 400
-//! instructions and 90 of bounds checks a dispatch, docs/benchmarks.md). A push below the
-//! last popped key (an NWC-held head coming back) is outside the radix heap's range just
-//! as a tag beyond the window is: it goes to a rebase (which also lowers the radix heap's
-//! floor to the least key) or to the side heap, so correctness never rests on the
-//! monotonicity, only speed does. Memory: each bucket keeps its allocation while it is at
-//! most twice the keys held plus 64, so at most 129 x (2 x the most flows backlogged + 64)
-//! keys in the worst case; in the steady state about 20 buckets are in use.
+//! 4-ary: half the levels of a binary heap. Keys are stored in 64-byte-aligned lines of
+//! four with the root in the last slot of line 0, so the four children `4i+1..=4i+4` of
+//! node `i` are exactly line `i + 1`: one cache line per level (TBF's heap has the same
+//! layout, `tbf/heap.rs`).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -95,190 +88,148 @@ const _: () = assert!(super::SFQ_FLOWS_MAX < FLOW_LIMIT as usize);
 
 type Key = u128;
 
+const ARITY: usize = 4;
+/// Slots before the root, so that node 1 starts a line.
+const OFFSET: usize = ARITY - 1;
+
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct Line([Key; ARITY]);
+
 const _: () = assert!(std::mem::size_of::<Key>() == 16);
+const _: () = assert!(std::mem::size_of::<Line>() == 64);
 
-/// Buckets of the radix heap: bucket `b` in `1..=128` holds the keys whose highest bit
-/// differing from `last` is bit `b - 1`; bucket 0 (keys equal to `last`) is `head`.
-const BUCKETS: usize = 129;
-
-/// The bucket of `k` relative to `last`, for `k != last`: `1..=128`.
+/// The position (0..4) of the least key of a full line: a tournament of three comparisons.
 #[inline(always)]
-fn bucket_of(k: Key, last: Key) -> usize {
-    BUCKETS - 1 - (k ^ last).leading_zeros() as usize
+fn least_of_four(g: &[Key; ARITY]) -> usize {
+    let a = if g[1] < g[0] { 1 } else { 0 };
+    let b = if g[3] < g[2] { 3 } else { 2 };
+    if g[b] < g[a] {
+        b
+    } else {
+        a
+    }
 }
 
-/// A monotone ("radix") priority queue of distinct keys (Ahuja, Mehlhorn, Orlin and Tarjan,
-/// "Faster algorithms for the shortest path problem", J. ACM 37(2), 1990, in the
-/// one-bucket-per-bit form): it accepts only keys at or above `last`, the last key it
-/// popped, which is what SFQ's start tags are without NWC (see [`FlowHeap::push`]).
-///
-/// **Invariants** (asserted where they could break; checked whole in the tests):
-/// 1. every key held is at least `last`, and keys are distinct;
-/// 2. a key `k != last` is in bucket `bucket_of(k, last)`; `head` is `Some(last)` or `None`;
-/// 3. `mins[b]` is the least key of bucket `b` (`Key::MAX` when it is empty), bit `b - 1`
-///    of `nonempty` is set iff bucket `b` is not empty; `len` counts the keys.
-///
-/// **Why `settle` keeps them.** It runs only when `head` is `None` and takes the lowest
-/// non-empty bucket `i`. Its keys agree with `last` on every bit above `i - 1` and have bit
-/// `i - 1` set (they exceed `last` and first differ from it there), so its least key `m`
-/// agrees with each of them on every bit from `i - 1` up: for each key `k` of bucket `i`,
-/// `k ^ m` is 0 (`k == m`, the new head: exactly one, keys being distinct) or has its highest
-/// bit below `i - 1`, so `k` moves to a bucket below `i`. The keys of the buckets above `i`
-/// differ from the old `last` first at a bit above `i - 1`, where `m` agrees with the old
-/// `last`, so their buckets are the same relative to `m`. The buckets below `i` were empty,
-/// and `m` is the least key held (every other key is in bucket `i` or above, hence larger),
-/// so `last = m` keeps invariant 1.
-///
-/// **Cost.** A key moves only to a lower bucket, so at most 128 times in all; in a steady
-/// SFQ state (tags of one or two rounds, distinct arrival numbers below them) a key moves
-/// about `log2(flows)` times, each move a sequential read and append: no descent, no
-/// dependent loads, where the 4-ary heap descended eight levels at 100,000 flows.
-#[derive(Debug)]
-struct RadixKeys {
-    head: Option<Key>,
-    buckets: [Vec<Key>; BUCKETS],
-    mins: [Key; BUCKETS],
-    /// Bit `b - 1` set iff `buckets[b]` is not empty (bucket 0 is `head`).
-    nonempty: u128,
-    last: Key,
+/// A 4-ary min-heap of keys, one cache line per level.
+#[derive(Debug, Default)]
+struct KeyHeap {
+    lines: Vec<Line>,
     len: usize,
 }
 
-impl Default for RadixKeys {
-    fn default() -> Self {
-        RadixKeys {
-            head: None,
-            buckets: std::array::from_fn(|_| Vec::new()),
-            mins: [Key::MAX; BUCKETS],
-            nonempty: 0,
-            last: 0,
-            len: 0,
-        }
-    }
-}
-
-impl RadixKeys {
-    /// Adds `k` if it is at or above `last` (false, and nothing changes, otherwise). `k` is
-    /// not held yet.
+impl KeyHeap {
     #[inline]
-    fn push(&mut self, k: Key) -> bool {
-        if self.len == 0 {
-            // Empty: any key starts a new run.
-            debug_assert!(self.head.is_none() && self.nonempty == 0);
-            self.last = k;
-            self.head = Some(k);
-            self.len = 1;
-            return true;
+    fn slot(&self, i: usize) -> Key {
+        let p = i + OFFSET;
+        self.lines[p / ARITY].0[p % ARITY]
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Key {
+        debug_assert!(i < self.len);
+        self.slot(i)
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, k: Key) {
+        debug_assert!(i < self.len);
+        let p = i + OFFSET;
+        self.lines[p / ARITY].0[p % ARITY] = k;
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<Key> {
+        (self.len > 0).then(|| self.get(0))
+    }
+
+    #[inline]
+    fn push(&mut self, k: Key) {
+        let mut i = self.len;
+        if (i + OFFSET) / ARITY == self.lines.len() {
+            self.lines.push(Line::default());
         }
-        if k <= self.last {
-            if k < self.last {
-                return false;
-            }
-            // The last popped key back (an NWC-held head): the least key, as `head`.
-            assert!(self.head.is_none(), "a key pushed twice");
-            self.head = Some(k);
-            self.len += 1;
-            return true;
-        }
-        self.put(k);
         self.len += 1;
-        true
-    }
-
-    /// Files `k > last` in its bucket.
-    #[inline(always)]
-    fn put(&mut self, k: Key) {
-        let b = bucket_of(k, self.last);
-        debug_assert!((1..BUCKETS).contains(&b));
-        self.buckets[b].push(k);
-        if k < self.mins[b] {
-            self.mins[b] = k;
-        }
-        self.nonempty |= 1 << (b - 1);
-    }
-
-    /// The least key, moved to `head` (see the type's doc for why this keeps the invariants).
-    #[inline]
-    fn settle(&mut self) -> Option<Key> {
-        if self.head.is_none() && self.nonempty != 0 {
-            self.redistribute();
-        }
-        self.head
-    }
-
-    fn redistribute(&mut self) {
-        let i = self.nonempty.trailing_zeros() as usize + 1;
-        let m = self.mins[i];
-        let mut keys = std::mem::take(&mut self.buckets[i]);
-        self.mins[i] = Key::MAX;
-        self.nonempty &= !(1 << (i - 1));
-        self.last = m;
-        for &k in &keys {
-            if k == m {
-                self.head = Some(k);
-            } else {
-                // Proof in the type's doc: every other key of bucket `i` goes below `i`.
-                assert!(bucket_of(k, m) < i, "radix heap: a key would not move down");
-                self.put(k);
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            let p = self.get(parent);
+            if k >= p {
+                break;
             }
+            self.set(i, p);
+            i = parent;
         }
-        assert!(
-            self.head == Some(m),
-            "radix heap: the bucket's least key is missing"
-        );
-        keys.clear();
-        // Keep the allocation for the next keys of this bucket, unless it is far larger than
-        // what is held now (memory follows the queue length, not its peak).
-        if keys.capacity() <= 2 * self.len + 64 {
-            self.buckets[i] = keys;
-        }
+        self.set(i, k);
     }
 
-    #[inline]
-    fn peek(&mut self) -> Option<Key> {
-        self.settle()
-    }
-
+    /// Removes the least key. Bottom-up (Floyd): the hole left by the root moves down along
+    /// the least children to a leaf, three comparisons per level, and the former last key
+    /// then rises from there; it is among the largest (the newest start tags), so it rarely
+    /// rises, and the comparison against it on every level of the top-down form is saved.
     #[inline]
     fn pop(&mut self) -> Option<Key> {
-        let k = self.settle()?;
-        self.head = None;
+        if self.len == 0 {
+            return None;
+        }
+        let top = self.get(0);
         self.len -= 1;
-        Some(k)
-    }
-
-    /// Every key held, in no order.
-    fn keys(&self) -> impl Iterator<Item = Key> + '_ {
-        self.head
-            .into_iter()
-            .chain(self.buckets.iter().flatten().copied())
-    }
-
-    /// Replaces the keys by `keys` (distinct): `last` becomes their least.
-    fn rebuild(&mut self, keys: Vec<Key>) {
-        self.clear();
-        let Some(&m) = keys.iter().min() else {
-            return;
-        };
-        self.last = m;
-        self.len = keys.len();
-        for k in keys {
-            if k == m {
-                self.head = Some(k);
-            } else {
-                self.put(k);
+        let n = self.len;
+        if n > 0 {
+            // The former last slot, now out of range.
+            let last = self.slot(n);
+            let mut i = 0;
+            loop {
+                let first = i * ARITY + 1;
+                if first >= n {
+                    break;
+                }
+                // Children of `i` are line `i + 1`, of which the first `n - first` are live.
+                let line = &self.lines[i + 1].0;
+                let best = if first + ARITY <= n {
+                    least_of_four(line)
+                } else {
+                    let mut best = 0;
+                    for k in 1..n - first {
+                        if line[k] < line[best] {
+                            best = k;
+                        }
+                    }
+                    best
+                };
+                let child = line[best];
+                self.set(i, child);
+                i = first + best;
             }
+            while i > 0 {
+                let parent = (i - 1) / ARITY;
+                let p = self.get(parent);
+                if last >= p {
+                    break;
+                }
+                self.set(i, p);
+                i = parent;
+            }
+            self.set(i, last);
+        }
+        // Drop a trailing line once it holds nothing, so `push` appends exactly when the
+        // next slot starts a new line.
+        if (n + OFFSET) / ARITY + 1 < self.lines.len() {
+            self.lines.pop();
+        }
+        Some(top)
+    }
+
+    /// Replaces every key by `f(key)`; `f` must be strictly monotone on the keys present,
+    /// so the heap property holds unchanged.
+    fn remap(&mut self, mut f: impl FnMut(Key) -> Key) {
+        for i in 0..self.len {
+            let k = self.get(i);
+            self.set(i, f(k));
         }
     }
 
     fn clear(&mut self) {
-        self.head = None;
-        for b in self.buckets.iter_mut() {
-            b.clear();
-        }
-        self.mins = [Key::MAX; BUCKETS];
-        self.nonempty = 0;
-        self.last = 0;
+        self.lines.clear();
         self.len = 0;
     }
 }
@@ -311,12 +262,11 @@ fn decode(base_start: Tag, base_seq: u64, k: Key) -> Entry {
     }
 }
 
-/// Backlogged flows by `(start, seq)`: the narrow radix heap of 16-byte keys relative to
-/// `(base_start, base_seq)`, and the wide side heap for entries outside its window or below
-/// the radix heap's last popped key.
+/// Backlogged flows by `(start, seq)`: the narrow heap of 16-byte keys relative to
+/// `(base_start, base_seq)`, and the wide side heap for entries outside its window.
 #[derive(Debug, Default)]
 pub(super) struct FlowHeap {
-    narrow: RadixKeys,
+    narrow: KeyHeap,
     /// No narrow entry starts before this; every one starts less than 2^64 after it.
     base_start: Tag,
     /// No narrow entry arrived before this; every one arrived less than 2^45 after it.
@@ -334,9 +284,9 @@ impl FlowHeap {
         decode(self.base_start, self.base_seq, k)
     }
 
-    /// The least entry. (`&mut`: the radix heap moves its least key to the front.)
+    /// The least entry.
     #[inline]
-    pub(super) fn peek(&mut self) -> Option<Entry> {
+    pub(super) fn peek(&self) -> Option<Entry> {
         let narrow = self.narrow.peek().map(|k| self.decode(k));
         if self.wide.is_empty() {
             return narrow;
@@ -352,22 +302,13 @@ impl FlowHeap {
     }
 
     /// Adds `e`, whose arrival number no entry in the heap has.
-    ///
-    /// The radix heap takes `e` if its key is at or above the last key it popped. Without
-    /// NWC that is every push of the scheduler while the side heap is empty: a pushed head
-    /// starts at the virtual time `v` or later (`start = max(v, ...)`), `v` is the start tag
-    /// of the last dispatch, which was the radix heap's last pop, and at an equal start tag
-    /// the pushed head arrived later (a new arrival, or the popped flow's next request), so
-    /// its key is larger. Anything else (an NWC-held head coming back, a push while the side
-    /// heap's head was dispatched last) is correct either way: it goes to a rebase, which
-    /// lowers the radix heap's floor to the least key, or to the side heap.
     #[inline]
     pub(super) fn push(&mut self, e: Entry) {
         assert!(e.flow < FLOW_LIMIT, "flow index beyond the key's flow bits");
         self.pushes_since_rebase = self.pushes_since_rebase.saturating_add(1);
         match encode(self.base_start, self.base_seq, e) {
-            Some(k) if self.narrow.push(k) => {}
-            _ => self.push_outside(e),
+            Some(k) => self.narrow.push(k),
+            None => self.push_outside(e),
         }
     }
 
@@ -382,16 +323,15 @@ impl FlowHeap {
             self.rebase(e);
         }
         match encode(self.base_start, self.base_seq, e) {
-            Some(k) if self.narrow.push(k) => {}
-            _ => self.wide.push(Reverse((e.start, e.seq, e.flow))),
+            Some(k) => self.narrow.push(k),
+            None => self.wide.push(Reverse((e.start, e.seq, e.flow))),
         }
     }
 
     /// Moves the base to the least start and arrival of the narrow entries and `e`, if they
     /// all fit the window from there, else of the narrow entries alone (which always fit:
     /// they fit from the old base, which is at or below their least values, so their spread
-    /// is below the window). Every key is re-encoded from the new base, and the radix heap
-    /// rebuilt from the least of them (so `e` is at or above its floor if it fits).
+    /// is below the window). Every key is re-encoded from the new base.
     fn rebase(&mut self, e: Entry) {
         #[cfg(test)]
         {
@@ -399,7 +339,8 @@ impl FlowHeap {
         }
         let (mut start_min, mut start_max) = (Key::MAX, 0);
         let (mut seq_min, mut seq_max) = (u64::MAX, 0);
-        for k in self.narrow.keys() {
+        for i in 0..self.narrow.len {
+            let k = self.narrow.get(i);
             let rel_start = k >> 64;
             let rel_seq = (k as u64) >> FLOW_BITS;
             start_min = start_min.min(rel_start);
@@ -420,15 +361,10 @@ impl FlowHeap {
             (start_min, seq_min)
         };
         let (old_start, old_seq) = (self.base_start, self.base_seq);
-        let keys: Vec<Key> = self
-            .narrow
-            .keys()
-            .map(|k| {
-                let entry = decode(old_start, old_seq, k);
-                encode(new_start, new_seq, entry).expect("the narrow entries fit the new window")
-            })
-            .collect();
-        self.narrow.rebuild(keys);
+        self.narrow.remap(|k| {
+            let entry = decode(old_start, old_seq, k);
+            encode(new_start, new_seq, entry).expect("the narrow entries fit the new window")
+        });
         self.base_start = new_start;
         self.base_seq = new_seq;
         self.pushes_since_rebase = 0;
@@ -487,34 +423,14 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
-    /// Checks the radix heap's invariants (its type's doc) and that each narrow key decodes
-    /// inside the window.
+    /// Checks the heap property of the narrow keys and that each decodes inside the window.
     fn check(h: &FlowHeap) {
-        let r = &h.narrow;
-        let keys: Vec<Key> = r.keys().collect();
-        assert_eq!(keys.len(), r.len);
-        let distinct: BTreeSet<Key> = keys.iter().copied().collect();
-        assert_eq!(distinct.len(), keys.len(), "keys are distinct");
-        assert!(
-            keys.iter().all(|&k| k >= r.last),
-            "every key at or above last"
-        );
-        if let Some(h) = r.head {
-            assert_eq!(h, r.last);
+        for i in 1..h.narrow.len {
+            assert!(h.narrow.get((i - 1) / ARITY) < h.narrow.get(i));
         }
-        for (b, bucket) in r.buckets.iter().enumerate() {
-            assert!(b > 0 || bucket.is_empty(), "bucket 0 is `head`");
-            for &k in bucket {
-                assert_eq!(bucket_of(k, r.last), b);
-            }
-            if b > 0 {
-                assert_eq!(r.mins[b], bucket.iter().copied().min().unwrap_or(Key::MAX));
-                assert_eq!(r.nonempty >> (b - 1) & 1 == 1, !bucket.is_empty());
-            }
-        }
-        for k in keys {
-            let e = h.decode(k);
-            assert_eq!(encode(h.base_start, h.base_seq, e), Some(k));
+        for i in 0..h.narrow.len {
+            let e = h.decode(h.narrow.get(i));
+            assert_eq!(encode(h.base_start, h.base_seq, e), Some(h.narrow.get(i)));
         }
     }
 
@@ -600,6 +516,11 @@ mod tests {
                 let least = model.first().copied();
                 prop_assert_eq!(heap.peek().map(|e| (e.start, e.seq, e.flow)), least);
                 check(&heap);
+                // Storage follows the length: the slot after the last is in the last line
+                // or starts the next one.
+                let len = heap.narrow.len;
+                prop_assert!(len == 0 || heap.narrow.lines.len() * ARITY >= len + OFFSET);
+                prop_assert!(heap.narrow.lines.len() <= (len + OFFSET) / ARITY + 1);
             }
         }
     }

@@ -177,39 +177,7 @@ impl KeyHeap {
         if n > 0 {
             // The former last slot, now out of range.
             let last = self.slot(n);
-            let mut i = 0;
-            loop {
-                let first = i * ARITY + 1;
-                if first >= n {
-                    break;
-                }
-                // Children of `i` are line `i + 1`, of which the first `n - first` are live.
-                let line = &self.lines[i + 1].0;
-                let best = if first + ARITY <= n {
-                    least_of_four(line)
-                } else {
-                    let mut best = 0;
-                    for k in 1..n - first {
-                        if line[k] < line[best] {
-                            best = k;
-                        }
-                    }
-                    best
-                };
-                let child = line[best];
-                self.set(i, child);
-                i = first + best;
-            }
-            while i > 0 {
-                let parent = (i - 1) / ARITY;
-                let p = self.get(parent);
-                if last >= p {
-                    break;
-                }
-                self.set(i, p);
-                i = parent;
-            }
-            self.set(i, last);
+            self.fill_root(last);
         }
         // Drop a trailing line once it holds nothing, so `push` appends exactly when the
         // next slot starts a new line.
@@ -217,6 +185,59 @@ impl KeyHeap {
             self.lines.pop();
         }
         Some(top)
+    }
+
+    /// Removes the least key and adds `k` in one descent: what `pop` then `push(k)` leave,
+    /// for half the work when a dispatched flow has a next request (the common case: its
+    /// push followed every pop). The hole left by the root moves down as in `pop` and `k`
+    /// rises from the leaf, as `pop`'s former last key does; a key no smaller than the one
+    /// removed (a flow's next request is) rises at most back to the root's line.
+    #[inline]
+    fn replace_top(&mut self, k: Key) -> Key {
+        assert!(self.len > 0, "replace_top on an empty heap");
+        let top = self.get(0);
+        self.fill_root(k);
+        top
+    }
+
+    /// Fills the root's slot, whose key is gone, with `k`: the hole descends along the least
+    /// children of the first `self.len` slots to a leaf, and `k` rises from there.
+    #[inline(always)]
+    fn fill_root(&mut self, k: Key) {
+        let n = self.len;
+        let mut i = 0;
+        loop {
+            let first = i * ARITY + 1;
+            if first >= n {
+                break;
+            }
+            // Children of `i` are line `i + 1`, of which the first `n - first` are live.
+            let line = &self.lines[i + 1].0;
+            let best = if first + ARITY <= n {
+                least_of_four(line)
+            } else {
+                let mut best = 0;
+                for c in 1..n - first {
+                    if line[c] < line[best] {
+                        best = c;
+                    }
+                }
+                best
+            };
+            let child = line[best];
+            self.set(i, child);
+            i = first + best;
+        }
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            let p = self.get(parent);
+            if k >= p {
+                break;
+            }
+            self.set(i, p);
+            i = parent;
+        }
+        self.set(i, k);
     }
 
     /// Replaces every key by `f(key)`; `f` must be strictly monotone on the keys present,
@@ -368,6 +389,24 @@ impl FlowHeap {
         self.base_start = new_start;
         self.base_seq = new_seq;
         self.pushes_since_rebase = 0;
+    }
+
+    /// Removes the least entry and adds `e` (whose arrival number no entry has): the same
+    /// heap as `pop` then `push(e)`, in one descent while `e` is inside the narrow window and
+    /// the side heap is empty (a dispatched flow's next request, in any steady state).
+    #[inline]
+    pub(super) fn replace_top(&mut self, e: Entry) -> Option<Entry> {
+        assert!(e.flow < FLOW_LIMIT, "flow index beyond the key's flow bits");
+        if self.wide.is_empty() && self.narrow.len > 0 {
+            if let Some(k) = encode(self.base_start, self.base_seq, e) {
+                self.pushes_since_rebase = self.pushes_since_rebase.saturating_add(1);
+                let top = self.narrow.replace_top(k);
+                return Some(self.decode(top));
+            }
+        }
+        let top = self.pop();
+        self.push(e);
+        top
     }
 
     /// Removes the least entry.
@@ -522,6 +561,59 @@ mod tests {
                 prop_assert!(len == 0 || heap.narrow.lines.len() * ARITY >= len + OFFSET);
                 prop_assert!(heap.narrow.lines.len() <= (len + OFFSET) / ARITY + 1);
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Differential: `replace_top(e)` leaves the same entries and returns the same least
+        /// entry as a sorted set's pop then insert, for any `e` (larger than the least, as a
+        /// flow's next request is, or smaller, or outside the window), on heaps whose entries
+        /// spread beyond the window and may live in the side heap; interleaved with pushes
+        /// and pops, every later pop agrees too.
+        #[test]
+        fn replace_top_is_pop_then_push(
+            ops in prop::collection::vec((start(), 0u8..4, prop_oneof![Just(1u64), Just(SEQ_SPAN), Just(1u64 << 50)]), 1..400),
+        ) {
+            let mut heap = FlowHeap::default();
+            let mut model: BTreeSet<(Tag, u64, u32)> = BTreeSet::new();
+            let mut seq = 0u64;
+            for (n, (start, what, seq_step)) in ops.into_iter().enumerate() {
+                let flow = (n as u32 * 7919) % FLOW_LIMIT;
+                seq = seq.saturating_add(seq_step);
+                if seq == u64::MAX {
+                    break;
+                }
+                match what {
+                    // A replacement relative to the least entry: its next request (a later
+                    // tag by up to 8 units, as small costs give) or any tag.
+                    0 | 1 => {
+                        let Some(&(least_start, _, _)) = model.first() else { continue };
+                        let start = if what == 0 { least_start.saturating_add(start % 8) } else { start };
+                        let e = Entry { start, seq, flow };
+                        let expected = model.pop_first();
+                        model.insert((start, seq, flow));
+                        let got = heap.replace_top(e);
+                        prop_assert_eq!(got.map(|e| (e.start, e.seq, e.flow)), expected);
+                    }
+                    2 => {
+                        heap.push(Entry { start, seq, flow });
+                        model.insert((start, seq, flow));
+                    }
+                    _ => {
+                        let got = heap.pop();
+                        prop_assert_eq!(got.map(|e| (e.start, e.seq, e.flow)), model.pop_first());
+                    }
+                }
+                prop_assert_eq!(heap.len(), model.len());
+                prop_assert_eq!(heap.peek().map(|e| (e.start, e.seq, e.flow)), model.first().copied());
+                check(&heap);
+            }
+            while let Some(expected) = model.pop_first() {
+                prop_assert_eq!(heap.pop().map(|e| (e.start, e.seq, e.flow)), Some(expected));
+            }
+            prop_assert_eq!(heap.pop(), None);
         }
     }
 

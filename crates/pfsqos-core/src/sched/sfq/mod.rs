@@ -1369,13 +1369,11 @@ impl<P> RequestScheduler<P> for Sfq<P> {
         }
         let nwc = self.nwc();
         while let Some(top) = self.heap.peek() {
-            // The flow's lines load while the pop descends the heap.
-            self.flows[top.flow as usize].touch_hot_lines();
             let Entry {
                 start,
                 seq,
                 flow: f,
-            } = self.heap.pop().expect("peeked");
+            } = top;
             let flow = &mut self.flows[f as usize];
             debug_assert_eq!(
                 flow.queue.front().map(|q| (q.start.get(), q.seq.get())),
@@ -1384,19 +1382,25 @@ impl<P> RequestScheduler<P> for Sfq<P> {
             if nwc && flow.cap_clock_ns > now_ns {
                 flow.held = true;
                 self.held.push(Reverse((flow.cap_clock_ns, f)));
+                self.heap.pop();
                 continue;
             }
             let q = flow
                 .queue
                 .pop_front()
                 .expect("a flow in the heap has a request");
-            if let Some(next) = flow.queue.front() {
-                self.heap.push(Entry {
+            // The flow's next request takes its place in the heap in the same descent as the
+            // pop (`replace_top`), else the flow leaves the heap.
+            let popped = match flow.queue.front() {
+                Some(next) => self.heap.replace_top(Entry {
                     start: next.start.get(),
                     seq: next.seq.get(),
                     flow: f,
-                });
-            }
+                }),
+                None => self.heap.pop(),
+            };
+            debug_assert_eq!(popped, Some(top));
+            let flow = &mut self.flows[f as usize];
             let now_idle = flow.queue.is_empty();
             flow.dispatched_cost = flow.dispatched_cost.saturating_add(q.cost);
             // Without holds, every queued start tag is at least v (arrivals start at v or

@@ -874,7 +874,7 @@ impl<P> Sfq<P> {
     /// `cost` of flow `f` counts as service here at `now_ns` (at the configured
     /// [`CountPoint`]). Inline up to the synchronization mode: plain SFQ(D) only adds to the
     /// flow's total, and the call of the rest cost some thirty instructions a request there.
-    #[inline]
+    #[inline(always)]
     fn count_service(&mut self, now_ns: u64, f: u32, cost: u64) {
         let flow = &mut self.flows[f as usize];
         flow.local_cost_total = flow.local_cost_total.saturating_add(cost);

@@ -210,7 +210,7 @@ impl KeyHeap {
             // never moves into it; its line goes if it held no other key.
             let last = self.slot(n);
             self.set_slot(n, DEAD);
-            if (n + OFFSET) % ARITY == 0 {
+            if (n + OFFSET).is_multiple_of(ARITY) {
                 self.lines.pop();
             }
             assert_eq!(self.lines.len(), lines_for(n), "heap storage invariant");

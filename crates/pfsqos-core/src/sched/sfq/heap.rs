@@ -111,11 +111,31 @@ fn least_of_four(g: &[Key; ARITY]) -> usize {
     }
 }
 
+/// A slot without a key. No key equals it: a key's low 19 bits are a flow index, below
+/// `SFQ_FLOWS_MAX + 1 < 2^19 - 1`.
+const DEAD: Key = Key::MAX;
+const _: () = assert!(((super::SFQ_FLOWS_MAX as u64) < FLOW_MASK));
+
 /// A 4-ary min-heap of keys, one cache line per level.
+///
+/// **Storage invariant** (what lets the descent stop without comparing indices to the
+/// length): for `len > 0`, `lines` holds exactly the lines that contain a key, i.e.
+/// `lines.len() == lines_for(len)`, and every slot that holds no key is [`DEAD`]. Then the
+/// children of node `i` (line `i + 1`) exist iff the first of them, node `4i + 1`, holds a
+/// key (line `i + 1` exists iff `i + 1 < (len + 2) / 4 + 1` iff `4i + 1 < len`), so the
+/// descent's only test is whether the children's line exists (the slice lookup it needs
+/// anyway), and a line with fewer than four keys needs no branch of its own: its dead
+/// slots are larger than any key and never the least.
 #[derive(Debug, Default)]
 struct KeyHeap {
     lines: Vec<Line>,
     len: usize,
+}
+
+/// Lines holding `len > 0` keys: node `i` is slot `i + OFFSET`, line `(i + OFFSET) / 4`.
+#[inline(always)]
+fn lines_for(len: usize) -> usize {
+    (len - 1 + OFFSET) / ARITY + 1
 }
 
 impl KeyHeap {
@@ -132,10 +152,15 @@ impl KeyHeap {
     }
 
     #[inline]
-    fn set(&mut self, i: usize, k: Key) {
-        debug_assert!(i < self.len);
+    fn set_slot(&mut self, i: usize, k: Key) {
         let p = i + OFFSET;
         self.lines[p / ARITY].0[p % ARITY] = k;
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, k: Key) {
+        debug_assert!(i < self.len);
+        self.set_slot(i, k);
     }
 
     #[inline]
@@ -145,11 +170,17 @@ impl KeyHeap {
 
     #[inline]
     fn push(&mut self, k: Key) {
+        debug_assert!(k != DEAD);
         let mut i = self.len;
         if (i + OFFSET) / ARITY == self.lines.len() {
-            self.lines.push(Line::default());
+            self.lines.push(Line([DEAD; ARITY]));
         }
         self.len += 1;
+        assert_eq!(
+            self.lines.len(),
+            lines_for(self.len),
+            "heap storage invariant"
+        );
         while i > 0 {
             let parent = (i - 1) / ARITY;
             let p = self.get(parent);
@@ -175,48 +206,65 @@ impl KeyHeap {
         self.len -= 1;
         let n = self.len;
         if n > 0 {
-            // The former last slot, now out of range.
+            // The former last slot, now out of range: dead before the descent, so the hole
+            // never moves into it; its line goes if it held no other key.
             let last = self.slot(n);
-            let mut i = 0;
-            loop {
-                let first = i * ARITY + 1;
-                if first >= n {
-                    break;
-                }
-                // Children of `i` are line `i + 1`, of which the first `n - first` are live.
-                let line = &self.lines[i + 1].0;
-                let best = if first + ARITY <= n {
-                    least_of_four(line)
-                } else {
-                    let mut best = 0;
-                    for k in 1..n - first {
-                        if line[k] < line[best] {
-                            best = k;
-                        }
-                    }
-                    best
-                };
-                let child = line[best];
-                self.set(i, child);
-                i = first + best;
+            self.set_slot(n, DEAD);
+            if (n + OFFSET).is_multiple_of(ARITY) {
+                self.lines.pop();
             }
-            while i > 0 {
-                let parent = (i - 1) / ARITY;
-                let p = self.get(parent);
-                if last >= p {
-                    break;
-                }
-                self.set(i, p);
-                i = parent;
-            }
-            self.set(i, last);
-        }
-        // Drop a trailing line once it holds nothing, so `push` appends exactly when the
-        // next slot starts a new line.
-        if (n + OFFSET) / ARITY + 1 < self.lines.len() {
-            self.lines.pop();
+            assert_eq!(self.lines.len(), lines_for(n), "heap storage invariant");
+            self.fill_root(last);
+        } else {
+            // The root's line stays (it holds the offset slots): `push` finds it.
+            self.set_slot(0, DEAD);
         }
         Some(top)
+    }
+
+    /// Removes the least key and adds `k` in one descent: what `pop` then `push(k)` leave,
+    /// for half the work when a dispatched flow has a next request (the common case: its
+    /// push followed every pop). The hole left by the root moves down as in `pop` and `k`
+    /// rises from the leaf, as `pop`'s former last key does; a key no smaller than the one
+    /// removed (a flow's next request is) rises at most back to the root's line.
+    #[inline]
+    fn replace_top(&mut self, k: Key) -> Key {
+        assert!(self.len > 0, "replace_top on an empty heap");
+        debug_assert!(k != DEAD);
+        let top = self.get(0);
+        self.fill_root(k);
+        top
+    }
+
+    /// Fills the root's slot, whose key is gone, with `k`: the hole descends along the least
+    /// children to a leaf (the storage invariant ends the descent: see the type's doc), and
+    /// `k` rises from there.
+    #[inline(always)]
+    fn fill_root(&mut self, k: Key) {
+        let lines = &mut self.lines[..];
+        // The hole: node `i`, in line `hole_line` at `hole_slot`.
+        let mut i = 0;
+        let (mut hole_line, mut hole_slot) = (0, OFFSET);
+        while let Some(Line(children)) = lines.get(i + 1) {
+            // At least the first child holds a key, and dead slots are never the least.
+            let best = least_of_four(children);
+            let child = children[best];
+            lines[hole_line].0[hole_slot % ARITY] = child;
+            hole_line = i + 1;
+            hole_slot = best;
+            i = i * ARITY + 1 + best;
+        }
+        debug_assert!(i < self.len);
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            let p = self.get(parent);
+            if k >= p {
+                break;
+            }
+            self.set(i, p);
+            i = parent;
+        }
+        self.set(i, k);
     }
 
     /// Replaces every key by `f(key)`; `f` must be strictly monotone on the keys present,
@@ -370,6 +418,24 @@ impl FlowHeap {
         self.pushes_since_rebase = 0;
     }
 
+    /// Removes the least entry and adds `e` (whose arrival number no entry has): the same
+    /// heap as `pop` then `push(e)`, in one descent while `e` is inside the narrow window and
+    /// the side heap is empty (a dispatched flow's next request, in any steady state).
+    #[inline]
+    pub(super) fn replace_top(&mut self, e: Entry) -> Option<Entry> {
+        assert!(e.flow < FLOW_LIMIT, "flow index beyond the key's flow bits");
+        if self.wide.is_empty() && self.narrow.len > 0 {
+            if let Some(k) = encode(self.base_start, self.base_seq, e) {
+                self.pushes_since_rebase = self.pushes_since_rebase.saturating_add(1);
+                let top = self.narrow.replace_top(k);
+                return Some(self.decode(top));
+            }
+        }
+        let top = self.pop();
+        self.push(e);
+        top
+    }
+
     /// Removes the least entry.
     #[inline]
     pub(super) fn pop(&mut self) -> Option<Entry> {
@@ -425,6 +491,21 @@ mod tests {
 
     /// Checks the heap property of the narrow keys and that each decodes inside the window.
     fn check(h: &FlowHeap) {
+        // The storage invariant: exactly the lines holding keys, every other slot dead.
+        let (lines, len) = (&h.narrow.lines, h.narrow.len);
+        if len > 0 {
+            assert_eq!(lines.len(), lines_for(len));
+        } else {
+            assert!(lines.len() <= 1);
+        }
+        for p in 0..lines.len() * ARITY {
+            let live = p >= OFFSET && p - OFFSET < len;
+            assert_eq!(
+                lines[p / ARITY].0[p % ARITY] != DEAD,
+                live,
+                "slot {p} of {len}"
+            );
+        }
         for i in 1..h.narrow.len {
             assert!(h.narrow.get((i - 1) / ARITY) < h.narrow.get(i));
         }
@@ -522,6 +603,59 @@ mod tests {
                 prop_assert!(len == 0 || heap.narrow.lines.len() * ARITY >= len + OFFSET);
                 prop_assert!(heap.narrow.lines.len() <= (len + OFFSET) / ARITY + 1);
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Differential: `replace_top(e)` leaves the same entries and returns the same least
+        /// entry as a sorted set's pop then insert, for any `e` (larger than the least, as a
+        /// flow's next request is, or smaller, or outside the window), on heaps whose entries
+        /// spread beyond the window and may live in the side heap; interleaved with pushes
+        /// and pops, every later pop agrees too.
+        #[test]
+        fn replace_top_is_pop_then_push(
+            ops in prop::collection::vec((start(), 0u8..4, prop_oneof![Just(1u64), Just(SEQ_SPAN), Just(1u64 << 50)]), 1..400),
+        ) {
+            let mut heap = FlowHeap::default();
+            let mut model: BTreeSet<(Tag, u64, u32)> = BTreeSet::new();
+            let mut seq = 0u64;
+            for (n, (start, what, seq_step)) in ops.into_iter().enumerate() {
+                let flow = (n as u32 * 7919) % FLOW_LIMIT;
+                seq = seq.saturating_add(seq_step);
+                if seq == u64::MAX {
+                    break;
+                }
+                match what {
+                    // A replacement relative to the least entry: its next request (a later
+                    // tag by up to 8 units, as small costs give) or any tag.
+                    0 | 1 => {
+                        let Some(&(least_start, _, _)) = model.first() else { continue };
+                        let start = if what == 0 { least_start.saturating_add(start % 8) } else { start };
+                        let e = Entry { start, seq, flow };
+                        let expected = model.pop_first();
+                        model.insert((start, seq, flow));
+                        let got = heap.replace_top(e);
+                        prop_assert_eq!(got.map(|e| (e.start, e.seq, e.flow)), expected);
+                    }
+                    2 => {
+                        heap.push(Entry { start, seq, flow });
+                        model.insert((start, seq, flow));
+                    }
+                    _ => {
+                        let got = heap.pop();
+                        prop_assert_eq!(got.map(|e| (e.start, e.seq, e.flow)), model.pop_first());
+                    }
+                }
+                prop_assert_eq!(heap.len(), model.len());
+                prop_assert_eq!(heap.peek().map(|e| (e.start, e.seq, e.flow)), model.first().copied());
+                check(&heap);
+            }
+            while let Some(expected) = model.pop_first() {
+                prop_assert_eq!(heap.pop().map(|e| (e.start, e.seq, e.flow)), Some(expected));
+            }
+            prop_assert_eq!(heap.pop(), None);
         }
     }
 

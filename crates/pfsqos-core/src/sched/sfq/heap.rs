@@ -171,7 +171,7 @@ impl KeyHeap {
     #[inline]
     fn push(&mut self, k: Key) {
         debug_assert!(k != DEAD);
-        let mut i = self.len;
+        let i = self.len;
         if (i + OFFSET) / ARITY == self.lines.len() {
             self.lines.push(Line([DEAD; ARITY]));
         }
@@ -181,6 +181,14 @@ impl KeyHeap {
             lines_for(self.len),
             "heap storage invariant"
         );
+        self.sift_up(i, k);
+    }
+
+    /// Puts `k` at node `i` (a hole) or above it: parents greater than `k` move down into the
+    /// hole until one is not (the rise of `push`, and of `pop`'s and `replace_top`'s key from
+    /// the leaf).
+    #[inline]
+    fn sift_up(&mut self, mut i: usize, k: Key) {
         while i > 0 {
             let parent = (i - 1) / ARITY;
             let p = self.get(parent);
@@ -255,16 +263,7 @@ impl KeyHeap {
             i = i * ARITY + 1 + best;
         }
         debug_assert!(i < self.len);
-        while i > 0 {
-            let parent = (i - 1) / ARITY;
-            let p = self.get(parent);
-            if k >= p {
-                break;
-            }
-            self.set(i, p);
-            i = parent;
-        }
-        self.set(i, k);
+        self.sift_up(i, k);
     }
 
     /// Replaces every key by `f(key)`; `f` must be strictly monotone on the keys present,

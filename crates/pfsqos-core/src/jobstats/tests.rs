@@ -518,36 +518,52 @@ proptest! {
 fn the_printed_time_reader_takes_every_printed_layout() {
     let mut e = JobEntry::new(JobId::new("dd.1").unwrap(), 1_700_000_123_456_789_012);
     e.start_time_ns = Some(1_700_000_000_000_000_001);
-    let mut taken = 0;
-    for f in [
-        JobStatsFormat::Lustre2_15_0,
-        JobStatsFormat::Lustre2_15,
-        JobStatsFormat::Lustre2_16,
-        JobStatsFormat::Master,
-    ] {
-        let text = render_job_stats([&e], f);
-        for line in text.lines().filter(|l| l.contains("secs.nsecs")) {
-            let value = line.split_once(':').unwrap().1;
-            let t = parse_time_ns_printed(value.as_bytes());
-            assert!(t.is_some(), "{f:?}: {line}");
-            assert!(
-                [
-                    e.snapshot_time_ns,
-                    1_700_000_000_000_000_001,
-                    123_456_789_011
-                ]
-                .contains(&t.unwrap()),
-                "{f:?}: {line} -> {t:?}"
-            );
-            taken += 1;
-        }
+    let lines = printed_lines(&e, "secs.nsecs");
+    // Three time lines in each layout but 2.12's (whole seconds, no `secs.nsecs`).
+    assert_eq!(lines.len(), 3 * (PRINTED_FORMATS.len() - 1));
+    for (f, line) in lines {
+        let (name, value) = line.split_once(':').unwrap();
+        let want = match name.trim() {
+            "snapshot_time" => e.snapshot_time_ns,
+            "start_time" => 1_700_000_000_000_000_001,
+            "elapsed_time" => 123_456_789_011,
+            other => panic!("{f:?}: unexpected time line {other:?}"),
+        };
+        assert_eq!(
+            parse_time_ns_printed(value.as_bytes()),
+            Some(want),
+            "{f:?}: {line}"
+        );
     }
-    assert_eq!(taken, 12);
     assert_eq!(parse_time_ns_printed(b"12.5"), Some(12_500_000_000));
     assert_eq!(parse_time_ns_printed(b" 0.000000001 secs.nsecs "), Some(1));
     // Past u64: left to the general reader, which refuses it too.
     assert_eq!(parse_time_ns_printed(b"18446744074.0"), None);
     assert_eq!(parse_time_ns("18446744074.0"), None);
+}
+
+/// Every layout the printer has.
+const PRINTED_FORMATS: [JobStatsFormat; 5] = [
+    JobStatsFormat::Legacy2_12,
+    JobStatsFormat::Lustre2_15_0,
+    JobStatsFormat::Lustre2_15,
+    JobStatsFormat::Lustre2_16,
+    JobStatsFormat::Master,
+];
+
+/// The lines holding `needle` that `e` prints in each of [`PRINTED_FORMATS`], with the
+/// layout that printed them.
+fn printed_lines(e: &JobEntry, needle: &str) -> Vec<(JobStatsFormat, String)> {
+    PRINTED_FORMATS
+        .iter()
+        .flat_map(|&f| {
+            render_job_stats([e], f)
+                .lines()
+                .filter(|l| l.contains(needle))
+                .map(|l| (f, l.to_string()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// The fast path takes what every layout prints (so it is the path taken).
@@ -557,18 +573,11 @@ fn the_fast_counter_parser_takes_every_printed_layout() {
     e.counters[OstCounter::WriteBytes as usize].add(1 << 20);
     e.write_hist.add(1 << 20);
     e.counters[OstCounter::Write as usize].add(120);
-    for f in [
-        JobStatsFormat::Legacy2_12,
-        JobStatsFormat::Lustre2_15_0,
-        JobStatsFormat::Lustre2_15,
-        JobStatsFormat::Lustre2_16,
-        JobStatsFormat::Master,
-    ] {
-        let text = render_job_stats([&e], f);
-        for line in text.lines().filter(|l| l.contains("samples:")) {
-            let body = line.split_once(':').unwrap().1;
-            assert!(parse_counter_body_fast(body).is_some(), "{f:?}: {line}");
-        }
+    let lines = printed_lines(&e, "samples:");
+    assert!(!lines.is_empty());
+    for (f, line) in lines {
+        let body = line.split_once(':').unwrap().1;
+        assert!(parse_counter_body_fast(body).is_some(), "{f:?}: {line}");
     }
 }
 

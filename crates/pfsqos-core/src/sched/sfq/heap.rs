@@ -55,7 +55,7 @@
 //! layout, `tbf/heap.rs`).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use super::Tag;
 
@@ -281,6 +281,220 @@ impl KeyHeap {
     }
 }
 
+/// Sorted runs in front of the heap (see the module doc): at most this many.
+const RUNS: usize = 4;
+
+/// The narrow keys: [`RUNS`] sorted runs, each a FIFO of keys in increasing order, and the
+/// 4-ary heap for keys no run can take. The least key is the least of the runs' heads and
+/// the heap's top.
+///
+/// **Invariants:** every run is strictly increasing front to back; `heads[r]` is run `r`'s
+/// first key and `tails[r]` its last, or [`DEAD`] and 0 while it is empty (an empty run takes
+/// any key but 0); `tails[top]` is the greatest tail; `len` counts the keys of the runs and
+/// the heap.
+#[derive(Debug)]
+struct KeyQueue {
+    /// The runs' heads in one line: the least of them is one tournament.
+    heads: Line,
+    tails: [Key; RUNS],
+    /// The run with the greatest tail: a key above it ends that run (the best fit) without
+    /// a look at the others, which is every key of a steady state whose tags all grow by one
+    /// step.
+    top: usize,
+    runs: [VecDeque<Key>; RUNS],
+    heap: KeyHeap,
+    len: usize,
+}
+
+impl Default for KeyQueue {
+    fn default() -> KeyQueue {
+        KeyQueue {
+            heads: Line([DEAD; RUNS]),
+            tails: [0; RUNS],
+            top: 0,
+            runs: Default::default(),
+            heap: KeyHeap::default(),
+            len: 0,
+        }
+    }
+}
+
+/// Where the least key is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Least {
+    Run(usize),
+    Heap,
+}
+
+impl KeyQueue {
+    /// The least key and where it is; `None` when empty.
+    #[inline(always)]
+    fn least(&self) -> Option<(Key, Least)> {
+        let r = least_of_four(&self.heads.0);
+        let run_key = self.heads.0[r];
+        match self.heap.peek() {
+            Some(heap_key) if heap_key < run_key => Some((heap_key, Least::Heap)),
+            _ if run_key != DEAD => Some((run_key, Least::Run(r))),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<Key> {
+        self.least().map(|(k, _)| k)
+    }
+
+    /// The run `k` may end: of the runs whose last key is below `k` (an empty run's "last
+    /// key" is 0), the one whose last key is greatest, so runs stay dense (best fit, as in
+    /// patience sorting: keys whose longest decreasing subsequence has `n` keys keep to `n`
+    /// runs). `None` if every run ends above `k`.
+    #[inline(always)]
+    fn run_for(&self, k: Key) -> Option<usize> {
+        if self.tails[self.top] < k {
+            return Some(self.top);
+        }
+        self.run_for_below_top(k)
+    }
+
+    /// [`KeyQueue::run_for`] for a key below the greatest tail.
+    #[inline(never)]
+    fn run_for_below_top(&self, k: Key) -> Option<usize> {
+        // Score `tail + 1` for a run `k` may end (a tail is below `k < DEAD`, so no
+        // overflow), 0 for one it may not; the greatest score wins.
+        let (mut best, mut best_score) = (0, 0);
+        for r in 0..RUNS {
+            let tail = self.tails[r];
+            let score = if tail < k { tail + 1 } else { 0 };
+            if score > best_score {
+                (best, best_score) = (r, score);
+            }
+        }
+        (best_score > 0).then_some(best)
+    }
+
+    /// Appends `k` to run `r`, whose last key is below it.
+    #[inline(always)]
+    fn append(&mut self, r: usize, k: Key) {
+        debug_assert!(self.tails[r] < k);
+        if self.heads.0[r] == DEAD {
+            self.heads.0[r] = k;
+        }
+        self.tails[r] = k;
+        if k > self.tails[self.top] {
+            self.top = r;
+        }
+        self.runs[r].push_back(k);
+    }
+
+    /// Removes run `r`'s first key.
+    #[inline(always)]
+    fn pop_run(&mut self, r: usize) {
+        let run = &mut self.runs[r];
+        run.pop_front();
+        match run.front() {
+            Some(&next) => self.heads.0[r] = next,
+            None => {
+                self.heads.0[r] = DEAD;
+                self.tails[r] = 0;
+                if r == self.top {
+                    self.top = self.greatest_tail();
+                }
+            }
+        }
+    }
+
+    fn greatest_tail(&self) -> usize {
+        (0..RUNS).max_by_key(|&r| self.tails[r]).expect("RUNS > 0")
+    }
+
+    #[inline]
+    fn insert(&mut self, k: Key) {
+        debug_assert!(k != DEAD);
+        match self.run_for(k) {
+            Some(r) => self.append(r, k),
+            None => self.heap.push(k),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, k: Key) {
+        self.insert(k);
+        self.len += 1;
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Key> {
+        let (top, at) = self.least()?;
+        match at {
+            Least::Run(r) => self.pop_run(r),
+            Least::Heap => {
+                self.heap.pop();
+            }
+        }
+        self.len -= 1;
+        Some(top)
+    }
+
+    /// What `pop` then `push(k)` leave, in one heap descent when both the least key and `k`
+    /// are the heap's, and none when neither is.
+    #[inline]
+    fn replace_top(&mut self, k: Key) -> Key {
+        debug_assert!(k != DEAD);
+        let (top, at) = self.least().expect("replace_top on an empty queue");
+        match at {
+            Least::Run(r) => {
+                self.pop_run(r);
+                self.insert(k);
+            }
+            Least::Heap => match self.run_for(k) {
+                Some(r) => {
+                    self.heap.pop();
+                    self.append(r, k);
+                }
+                None => {
+                    self.heap.replace_top(k);
+                }
+            },
+        }
+        top
+    }
+
+    /// Every key, in no particular order.
+    fn keys(&self) -> impl Iterator<Item = Key> + '_ {
+        let heap = (0..self.heap.len).map(|i| self.heap.get(i));
+        heap.chain(self.runs.iter().flatten().copied())
+    }
+
+    /// Replaces every key by `f(key)`; `f` must be strictly monotone on the keys present, so
+    /// runs stay sorted and the heap a heap.
+    fn remap(&mut self, mut f: impl FnMut(Key) -> Key) {
+        self.heap.remap(&mut f);
+        for r in 0..RUNS {
+            let run = &mut self.runs[r];
+            for k in run.iter_mut() {
+                *k = f(*k);
+            }
+            if let (Some(&first), Some(&last)) = (run.front(), run.back()) {
+                self.heads.0[r] = first;
+                self.tails[r] = last;
+            }
+        }
+        self.top = self.greatest_tail();
+    }
+
+    fn clear(&mut self) {
+        // Keeps the runs' buffers.
+        self.heads = Line([DEAD; RUNS]);
+        self.tails = [0; RUNS];
+        self.top = 0;
+        for run in &mut self.runs {
+            run.clear();
+        }
+        self.heap.clear();
+        self.len = 0;
+    }
+}
+
 /// Where a key's fields stand relative to the base (see the module doc).
 #[inline]
 fn encode(base_start: Tag, base_seq: u64, e: Entry) -> Option<Key> {
@@ -313,7 +527,7 @@ fn decode(base_start: Tag, base_seq: u64, k: Key) -> Entry {
 /// `(base_start, base_seq)`, and the wide side heap for entries outside its window.
 #[derive(Debug, Default)]
 pub(super) struct FlowHeap {
-    narrow: KeyHeap,
+    narrow: KeyQueue,
     /// No narrow entry starts before this; every one starts less than 2^64 after it.
     base_start: Tag,
     /// No narrow entry arrived before this; every one arrived less than 2^45 after it.
@@ -386,8 +600,7 @@ impl FlowHeap {
         }
         let (mut start_min, mut start_max) = (Key::MAX, 0);
         let (mut seq_min, mut seq_max) = (u64::MAX, 0);
-        for i in 0..self.narrow.len {
-            let k = self.narrow.get(i);
+        for k in self.narrow.keys() {
             let rel_start = k >> 64;
             let rel_seq = (k as u64) >> FLOW_BITS;
             start_min = start_min.min(rel_start);
@@ -488,10 +701,10 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeSet;
 
-    /// Checks the heap property of the narrow keys and that each decodes inside the window.
-    fn check(h: &FlowHeap) {
+    /// Checks the heap's storage invariant and heap property.
+    fn check_heap(heap: &KeyHeap) {
         // The storage invariant: exactly the lines holding keys, every other slot dead.
-        let (lines, len) = (&h.narrow.lines, h.narrow.len);
+        let (lines, len) = (&heap.lines, heap.len);
         if len > 0 {
             assert_eq!(lines.len(), lines_for(len));
         } else {
@@ -505,12 +718,39 @@ mod tests {
                 "slot {p} of {len}"
             );
         }
-        for i in 1..h.narrow.len {
-            assert!(h.narrow.get((i - 1) / ARITY) < h.narrow.get(i));
+        for i in 1..len {
+            assert!(heap.get((i - 1) / ARITY) < heap.get(i));
         }
-        for i in 0..h.narrow.len {
-            let e = h.decode(h.narrow.get(i));
-            assert_eq!(encode(h.base_start, h.base_seq, e), Some(h.narrow.get(i)));
+        // Storage follows the length: the slot after the last is in the last line or
+        // starts the next one.
+        assert!(len == 0 || lines.len() * ARITY >= len + OFFSET);
+        assert!(lines.len() <= (len + OFFSET) / ARITY + 1);
+    }
+
+    /// Checks the queue's invariants (see [`KeyQueue`]).
+    fn check_queue(q: &KeyQueue) {
+        check_heap(&q.heap);
+        let mut len = q.heap.len;
+        for r in 0..RUNS {
+            let run = &q.runs[r];
+            len += run.len();
+            assert!(
+                run.iter().zip(run.iter().skip(1)).all(|(a, b)| a < b),
+                "run {r} sorted"
+            );
+            assert_eq!(q.heads.0[r], run.front().copied().unwrap_or(DEAD));
+            assert_eq!(q.tails[r], run.back().copied().unwrap_or(0));
+            assert!(q.tails[r] <= q.tails[q.top]);
+        }
+        assert_eq!(q.len, len);
+    }
+
+    /// Checks the narrow keys' structure and that each decodes inside the window.
+    fn check(h: &FlowHeap) {
+        check_queue(&h.narrow);
+        for k in h.narrow.keys() {
+            let e = h.decode(k);
+            assert_eq!(encode(h.base_start, h.base_seq, e), Some(k));
         }
     }
 
@@ -596,11 +836,6 @@ mod tests {
                 let least = model.first().copied();
                 prop_assert_eq!(heap.peek().map(|e| (e.start, e.seq, e.flow)), least);
                 check(&heap);
-                // Storage follows the length: the slot after the last is in the last line
-                // or starts the next one.
-                let len = heap.narrow.len;
-                prop_assert!(len == 0 || heap.narrow.lines.len() * ARITY >= len + OFFSET);
-                prop_assert!(heap.narrow.lines.len() <= (len + OFFSET) / ARITY + 1);
             }
         }
     }
@@ -655,6 +890,98 @@ mod tests {
                 prop_assert_eq!(heap.pop().map(|e| (e.start, e.seq, e.flow)), Some(expected));
             }
             prop_assert_eq!(heap.pop(), None);
+        }
+    }
+
+    /// Keys as SFQ makes them: `classes` interleaved increasing sequences (flows of a few
+    /// weights or request sizes, each next tag the last plus its class's step), with some
+    /// keys anywhere (arrivals at the virtual time, NWC releases). Unique: the low bits
+    /// count.
+    fn queue_ops() -> impl Strategy<Value = (u64, Vec<(u8, u64, u8)>)> {
+        (
+            1u64..8,
+            prop::collection::vec((0u8..8, 0u64..1 << 20, 0u8..4), 1..600),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Differential: the runs and the heap together pop, peek and replace exactly as a
+        /// sorted set does, whichever of them holds the least key and wherever the new key
+        /// goes; the invariants hold after every operation.
+        #[test]
+        fn key_queue_is_a_priority_queue((classes, ops) in queue_ops()) {
+            let mut q = KeyQueue::default();
+            let mut model: BTreeSet<Key> = BTreeSet::new();
+            let mut last = [0u64; 8];
+            for (n, (class, value, what)) in ops.into_iter().enumerate() {
+                let class = usize::from(class) % classes as usize;
+                // A class's next tag, or (one in eight) any tag.
+                let tag = if value % 8 == 0 {
+                    value
+                } else {
+                    last[class] += 1 + class as u64 * 3;
+                    last[class]
+                };
+                let k = ((tag as Key) << 32) | n as Key;
+                match what {
+                    0 | 1 => {
+                        q.push(k);
+                        model.insert(k);
+                    }
+                    2 => {
+                        prop_assert_eq!(q.pop(), model.pop_first());
+                    }
+                    _ => {
+                        if model.is_empty() {
+                            continue;
+                        }
+                        let expected = model.pop_first();
+                        model.insert(k);
+                        prop_assert_eq!(Some(q.replace_top(k)), expected);
+                    }
+                }
+                prop_assert_eq!(q.peek(), model.first().copied());
+                check_queue(&q);
+            }
+            let mut rest: Vec<Key> = q.keys().collect();
+            rest.sort_unstable();
+            prop_assert_eq!(rest, model.iter().copied().collect::<Vec<_>>());
+            while let Some(expected) = model.pop_first() {
+                prop_assert_eq!(q.pop(), Some(expected));
+            }
+            prop_assert_eq!(q.pop(), None);
+        }
+    }
+
+    /// Up to `RUNS` increasing sequences interleaved need no heap (best fit covers keys
+    /// whose longest decreasing subsequence has `n` keys with `n` runs): a dispatch of the
+    /// steady state (every flow's next tag its last plus its class's step) takes no descent.
+    /// A decreasing sequence can put at most one key on each run, and the rest go to the
+    /// heap.
+    #[test]
+    fn interleaved_increasing_keys_fill_runs_not_the_heap() {
+        let mut q = KeyQueue::default();
+        let mut n = 0;
+        for round in 0..100u128 {
+            for class in 0..RUNS as u128 {
+                n += 1;
+                q.push(((round * (class + 1) + 1_000 * class) << 32) | n);
+            }
+        }
+        assert_eq!(q.heap.len, 0);
+        assert_eq!(q.len, 400);
+        for round in 0..10u128 {
+            n += 1;
+            q.push(((500 - round) << 32) | n);
+        }
+        assert!(q.heap.len >= 10 - RUNS, "{}", q.heap.len);
+        check_queue(&q);
+        let mut previous = 0;
+        while let Some(k) = q.pop() {
+            assert!(k > previous);
+            previous = k;
         }
     }
 

@@ -5,6 +5,12 @@
 //! them), with rate 999,999 so it never throttles. DSFQ counts service at arrival against
 //! the evaluation's 10 MiB threshold with 1 MiB requests (a broadcast every ten RPCs, whose
 //! reports the loop takes, as a driver does after every event).
+//!
+//! The uniform steady state above makes every flow's next start tag its last plus one
+//! step, so the tags arrive in increasing order and the SFQ heap's sorted runs take them
+//! all (`sched/sfq/heap.rs`). The `mixed_sizes` cases draw each request's size from 4 KiB to
+//! 1 MiB (a fixed xorshift sequence), so a flow's tags advance by varying steps, arrivals
+//! and dispatches are different flows, and the keys reach the heap.
 
 use std::hint::black_box;
 
@@ -43,13 +49,31 @@ struct Steady<S> {
     now_ns: u64,
     step_ns: u64,
     complete: bool,
+    /// Mixed sizes: the xorshift state; 0 for every request `COST_BYTES`.
+    sizes: u64,
+}
+
+/// Request sizes of the `mixed_sizes` cases: 4 KiB to 1 MiB in pages.
+fn next_size(state: &mut u64) -> u64 {
+    if *state == 0 {
+        return COST_BYTES;
+    }
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    4096 * (1 + *state % 256)
 }
 
 impl<S: RequestScheduler<u32>> Steady<S> {
-    fn new(mut sched: S, flows: usize, complete: bool) -> Self {
+    fn new(sched: S, flows: usize, complete: bool) -> Self {
+        Steady::with_sizes(sched, flows, complete, false)
+    }
+
+    fn with_sizes(mut sched: S, flows: usize, complete: bool, mixed_sizes: bool) -> Self {
         let tags: Vec<RpcTags> = (0..flows).map(tags).collect();
+        let mut sizes = u64::from(mixed_sizes) * 0x9E37_79B9_7F4A_7C15;
         for (k, t) in tags.iter().enumerate() {
-            sched.enqueue_with_cost(0, t, COST_BYTES, k as u32);
+            sched.enqueue_with_cost(0, t, next_size(&mut sizes), k as u32);
         }
         let step_ns = 2_000 / flows as u64 + 1;
         let mut s = Steady {
@@ -59,6 +83,7 @@ impl<S: RequestScheduler<u32>> Steady<S> {
             now_ns: 0,
             step_ns,
             complete,
+            sizes,
         };
         for _ in 0..4 * flows.max(1000) {
             assert!(s.step(), "steady state must dispatch every step");
@@ -71,11 +96,14 @@ impl<S: RequestScheduler<u32>> Steady<S> {
         self.now_ns += self.step_ns;
         let k = self.next;
         self.next = if k + 1 == self.tags.len() { 0 } else { k + 1 };
+        let size = next_size(&mut self.sizes);
         self.sched
-            .enqueue_with_cost(self.now_ns, &self.tags[k], COST_BYTES, k as u32);
+            .enqueue_with_cost(self.now_ns, &self.tags[k], size, k as u32);
         match self.sched.dequeue(self.now_ns) {
             Dequeue::Request(r) => {
                 if self.complete {
+                    // The completion's size only counts at `CountPoint::Finish`, which no
+                    // case uses.
                     self.sched
                         .on_complete(self.now_ns, &self.tags[r as usize], COST_BYTES);
                     black_box(self.sched.take_service_reports());
@@ -120,6 +148,14 @@ fn bench(c: &mut Criterion) {
             b.iter(|| black_box(s.step()));
         });
         g.bench_with_input(
+            BenchmarkId::new("sfqd_jobid_mixed_sizes", flows),
+            &flows,
+            |b, &n| {
+                let mut s = Steady::with_sizes(sfq(n, SyncMode::None), n, true, true);
+                b.iter(|| black_box(s.step()));
+            },
+        );
+        g.bench_with_input(
             BenchmarkId::new("dsfq_threshold_jobid", flows),
             &flows,
             |b, &n| {
@@ -145,7 +181,7 @@ criterion_group!(benches, bench);
 /// `steps` steps of one case after the warm-up and exits, instead of criterion: a fixed
 /// amount of work to count under a cache simulator (`valgrind --tool=cachegrind`), where two
 /// step counts' difference gives the misses of one step without the setup's. Policies:
-/// `tbf`, `sfqd`, `threshold`, `layout`.
+/// `tbf`, `sfqd`, `sfqd_mixed_sizes`, `threshold`, `layout`.
 fn counted_steps(spec: &str) {
     let parts: Vec<&str> = spec.split(':').collect();
     let [policy, flows, steps] = parts[..] else {
@@ -173,6 +209,10 @@ fn counted_steps(spec: &str) {
             run(Steady::new(tbf, flows, false), steps)
         }
         "sfqd" => run(Steady::new(sfq(flows, SyncMode::None), flows, true), steps),
+        "sfqd_mixed_sizes" => run(
+            Steady::with_sizes(sfq(flows, SyncMode::None), flows, true, true),
+            steps,
+        ),
         "threshold" => run(
             Steady::new(sfq(flows, SyncMode::Threshold), flows, true),
             steps,

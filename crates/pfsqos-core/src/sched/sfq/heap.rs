@@ -53,6 +53,26 @@
 //! four with the root in the last slot of line 0, so the four children `4i+1..=4i+4` of
 //! node `i` are exactly line `i + 1`: one cache line per level (TBF's heap has the same
 //! layout, `tbf/heap.rs`).
+//!
+//! # A sorted run in front of the heap
+//!
+//! A dispatch's descent is the heap's cost: 8-9 levels at 100,000 flows, some 400
+//! instructions and the misses of the lower levels. But keys often arrive in increasing
+//! order: when flows share a weight and a request size, each flow's next start tag is its
+//! last plus the same step, and the flows are served round robin, so every new head key is
+//! above every key queued (the common HPC case of equal jobs writing 1 MiB RPCs). So the
+//! narrow keys are a **run** (a FIFO of increasing keys) and the heap ([`KeyQueue`]): a key
+//! above the run's last key is appended to the run, any other is pushed on the heap, and a
+//! pop takes the lesser of the run's first key and the heap's top. That is a priority queue
+//! for any order of keys (the run is sorted, the heap is a heap, and the least of both is
+//! the least of all), so the dispatch order is unchanged; in the increasing case the heap
+//! stays empty and a dispatch costs a FIFO pop and push, while keys out of order cost what
+//! the heap alone cost plus one comparison each (measured: the `mixed_sizes` bench, request
+//! sizes 4 KiB-1 MiB, took 1,113 instructions a step with the heap alone and 1,155 with the
+//! run, its time within the noise; docs/benchmarks.md). More runs, filled best-fit as in
+//! patience sorting, would keep several increasing sequences (flows of a few weights) out
+//! of the heap; four of them cost more than they saved on both benches (718 against 649
+//! instructions in order, 1,268 against 1,155 out of order) and were not kept.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -281,27 +301,18 @@ impl KeyHeap {
     }
 }
 
-/// Sorted runs in front of the heap (see the module doc): at most this many.
-const RUNS: usize = 4;
-
-/// The narrow keys: [`RUNS`] sorted runs, each a FIFO of keys in increasing order, and the
-/// 4-ary heap for keys no run can take. The least key is the least of the runs' heads and
-/// the heap's top.
+/// The narrow keys: a sorted run (a FIFO of keys in increasing order) in front of the 4-ary
+/// heap. A key above the run's last ends the run, any other goes to the heap, and the least
+/// key is the lesser of the run's first and the heap's top (see the module doc).
 ///
-/// **Invariants:** every run is strictly increasing front to back; `heads[r]` is run `r`'s
-/// first key and `tails[r]` its last, or [`DEAD`] and 0 while it is empty (an empty run takes
-/// any key but 0); `tails[top]` is the greatest tail; `len` counts the keys of the runs and
-/// the heap.
+/// **Invariants:** the run is strictly increasing front to back; `head` is its first key and
+/// `tail` its last, or [`DEAD`] and 0 while it is empty (an empty run takes any key but 0);
+/// `len` counts the keys of the run and the heap.
 #[derive(Debug)]
 struct KeyQueue {
-    /// The runs' heads in one line: the least of them is one tournament.
-    heads: Line,
-    tails: [Key; RUNS],
-    /// The run with the greatest tail: a key above it ends that run (the best fit) without
-    /// a look at the others, which is every key of a steady state whose tags all grow by one
-    /// step.
-    top: usize,
-    runs: [VecDeque<Key>; RUNS],
+    head: Key,
+    tail: Key,
+    run: VecDeque<Key>,
     heap: KeyHeap,
     len: usize,
 }
@@ -309,32 +320,22 @@ struct KeyQueue {
 impl Default for KeyQueue {
     fn default() -> KeyQueue {
         KeyQueue {
-            heads: Line([DEAD; RUNS]),
-            tails: [0; RUNS],
-            top: 0,
-            runs: Default::default(),
+            head: DEAD,
+            tail: 0,
+            run: VecDeque::new(),
             heap: KeyHeap::default(),
             len: 0,
         }
     }
 }
 
-/// Where the least key is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Least {
-    Run(usize),
-    Heap,
-}
-
 impl KeyQueue {
-    /// The least key and where it is; `None` when empty.
+    /// The least key and whether it is the heap's; `None` when empty.
     #[inline(always)]
-    fn least(&self) -> Option<(Key, Least)> {
-        let r = least_of_four(&self.heads.0);
-        let run_key = self.heads.0[r];
+    fn least(&self) -> Option<(Key, bool)> {
         match self.heap.peek() {
-            Some(heap_key) if heap_key < run_key => Some((heap_key, Least::Heap)),
-            _ if run_key != DEAD => Some((run_key, Least::Run(r))),
+            Some(heap_key) if heap_key < self.head => Some((heap_key, true)),
+            _ if self.head != DEAD => Some((self.head, false)),
             _ => None,
         }
     }
@@ -344,75 +345,28 @@ impl KeyQueue {
         self.least().map(|(k, _)| k)
     }
 
-    /// The run `k` may end: of the runs whose last key is below `k` (an empty run's "last
-    /// key" is 0), the one whose last key is greatest, so runs stay dense (best fit, as in
-    /// patience sorting: keys whose longest decreasing subsequence has `n` keys keep to `n`
-    /// runs). `None` if every run ends above `k`.
+    /// Appends `k` to the run if it is above the run's last key, else pushes it on the heap.
     #[inline(always)]
-    fn run_for(&self, k: Key) -> Option<usize> {
-        if self.tails[self.top] < k {
-            return Some(self.top);
-        }
-        self.run_for_below_top(k)
-    }
-
-    /// [`KeyQueue::run_for`] for a key below the greatest tail.
-    #[inline(never)]
-    fn run_for_below_top(&self, k: Key) -> Option<usize> {
-        // Score `tail + 1` for a run `k` may end (a tail is below `k < DEAD`, so no
-        // overflow), 0 for one it may not; the greatest score wins.
-        let (mut best, mut best_score) = (0, 0);
-        for r in 0..RUNS {
-            let tail = self.tails[r];
-            let score = if tail < k { tail + 1 } else { 0 };
-            if score > best_score {
-                (best, best_score) = (r, score);
-            }
-        }
-        (best_score > 0).then_some(best)
-    }
-
-    /// Appends `k` to run `r`, whose last key is below it.
-    #[inline(always)]
-    fn append(&mut self, r: usize, k: Key) {
-        debug_assert!(self.tails[r] < k);
-        if self.heads.0[r] == DEAD {
-            self.heads.0[r] = k;
-        }
-        self.tails[r] = k;
-        if k > self.tails[self.top] {
-            self.top = r;
-        }
-        self.runs[r].push_back(k);
-    }
-
-    /// Removes run `r`'s first key.
-    #[inline(always)]
-    fn pop_run(&mut self, r: usize) {
-        let run = &mut self.runs[r];
-        run.pop_front();
-        match run.front() {
-            Some(&next) => self.heads.0[r] = next,
-            None => {
-                self.heads.0[r] = DEAD;
-                self.tails[r] = 0;
-                if r == self.top {
-                    self.top = self.greatest_tail();
-                }
-            }
-        }
-    }
-
-    fn greatest_tail(&self) -> usize {
-        (0..RUNS).max_by_key(|&r| self.tails[r]).expect("RUNS > 0")
-    }
-
-    #[inline]
     fn insert(&mut self, k: Key) {
         debug_assert!(k != DEAD);
-        match self.run_for(k) {
-            Some(r) => self.append(r, k),
-            None => self.heap.push(k),
+        if self.tail < k {
+            if self.head == DEAD {
+                self.head = k;
+            }
+            self.tail = k;
+            self.run.push_back(k);
+        } else {
+            self.heap.push(k);
+        }
+    }
+
+    /// Removes the run's first key.
+    #[inline(always)]
+    fn pop_run(&mut self) {
+        self.run.pop_front();
+        match self.run.front() {
+            Some(&next) => self.head = next,
+            None => (self.head, self.tail) = (DEAD, 0),
         }
     }
 
@@ -424,37 +378,30 @@ impl KeyQueue {
 
     #[inline]
     fn pop(&mut self) -> Option<Key> {
-        let (top, at) = self.least()?;
-        match at {
-            Least::Run(r) => self.pop_run(r),
-            Least::Heap => {
-                self.heap.pop();
-            }
+        let (top, in_heap) = self.least()?;
+        if in_heap {
+            self.heap.pop();
+        } else {
+            self.pop_run();
         }
         self.len -= 1;
         Some(top)
     }
 
-    /// What `pop` then `push(k)` leave, in one heap descent when both the least key and `k`
-    /// are the heap's, and none when neither is.
+    /// What `pop` then `push(k)` leave: one heap descent when both the least key and `k` are
+    /// the heap's, none when neither is.
     #[inline]
     fn replace_top(&mut self, k: Key) -> Key {
         debug_assert!(k != DEAD);
-        let (top, at) = self.least().expect("replace_top on an empty queue");
-        match at {
-            Least::Run(r) => {
-                self.pop_run(r);
-                self.insert(k);
-            }
-            Least::Heap => match self.run_for(k) {
-                Some(r) => {
-                    self.heap.pop();
-                    self.append(r, k);
-                }
-                None => {
-                    self.heap.replace_top(k);
-                }
-            },
+        let (top, in_heap) = self.least().expect("replace_top on an empty queue");
+        if !in_heap {
+            self.pop_run();
+            self.insert(k);
+        } else if self.tail < k {
+            self.heap.pop();
+            self.insert(k);
+        } else {
+            self.heap.replace_top(k);
         }
         top
     }
@@ -462,34 +409,25 @@ impl KeyQueue {
     /// Every key, in no particular order.
     fn keys(&self) -> impl Iterator<Item = Key> + '_ {
         let heap = (0..self.heap.len).map(|i| self.heap.get(i));
-        heap.chain(self.runs.iter().flatten().copied())
+        heap.chain(self.run.iter().copied())
     }
 
     /// Replaces every key by `f(key)`; `f` must be strictly monotone on the keys present, so
-    /// runs stay sorted and the heap a heap.
+    /// the run stays sorted and the heap a heap.
     fn remap(&mut self, mut f: impl FnMut(Key) -> Key) {
         self.heap.remap(&mut f);
-        for r in 0..RUNS {
-            let run = &mut self.runs[r];
-            for k in run.iter_mut() {
-                *k = f(*k);
-            }
-            if let (Some(&first), Some(&last)) = (run.front(), run.back()) {
-                self.heads.0[r] = first;
-                self.tails[r] = last;
-            }
+        for k in self.run.iter_mut() {
+            *k = f(*k);
         }
-        self.top = self.greatest_tail();
+        if let (Some(&first), Some(&last)) = (self.run.front(), self.run.back()) {
+            (self.head, self.tail) = (first, last);
+        }
     }
 
     fn clear(&mut self) {
-        // Keeps the runs' buffers.
-        self.heads = Line([DEAD; RUNS]);
-        self.tails = [0; RUNS];
-        self.top = 0;
-        for run in &mut self.runs {
-            run.clear();
-        }
+        // Keeps the run's buffer.
+        self.run.clear();
+        (self.head, self.tail) = (DEAD, 0);
         self.heap.clear();
         self.len = 0;
     }
@@ -730,19 +668,14 @@ mod tests {
     /// Checks the queue's invariants (see [`KeyQueue`]).
     fn check_queue(q: &KeyQueue) {
         check_heap(&q.heap);
-        let mut len = q.heap.len;
-        for r in 0..RUNS {
-            let run = &q.runs[r];
-            len += run.len();
-            assert!(
-                run.iter().zip(run.iter().skip(1)).all(|(a, b)| a < b),
-                "run {r} sorted"
-            );
-            assert_eq!(q.heads.0[r], run.front().copied().unwrap_or(DEAD));
-            assert_eq!(q.tails[r], run.back().copied().unwrap_or(0));
-            assert!(q.tails[r] <= q.tails[q.top]);
-        }
-        assert_eq!(q.len, len);
+        let run = &q.run;
+        assert!(
+            run.iter().zip(run.iter().skip(1)).all(|(a, b)| a < b),
+            "run sorted"
+        );
+        assert_eq!(q.head, run.front().copied().unwrap_or(DEAD));
+        assert_eq!(q.tail, run.back().copied().unwrap_or(0));
+        assert_eq!(q.len, q.heap.len + run.len());
     }
 
     /// Checks the narrow keys' structure and that each decodes inside the window.
@@ -955,34 +888,31 @@ mod tests {
         }
     }
 
-    /// Up to `RUNS` increasing sequences interleaved need no heap (best fit covers keys
-    /// whose longest decreasing subsequence has `n` keys with `n` runs): a dispatch of the
-    /// steady state (every flow's next tag its last plus its class's step) takes no descent.
-    /// A decreasing sequence can put at most one key on each run, and the rest go to the
-    /// heap.
+    /// Keys in increasing order (the steady state of equal steps: every flow's next tag its
+    /// last plus one step, after every other flow's) all go to the run, so a dispatch takes
+    /// no descent; a key below the run's last goes to the heap, and the next key above it
+    /// goes to the run again.
     #[test]
-    fn interleaved_increasing_keys_fill_runs_not_the_heap() {
+    fn increasing_keys_take_the_run_and_others_the_heap() {
         let mut q = KeyQueue::default();
-        let mut n = 0;
-        for round in 0..100u128 {
-            for class in 0..RUNS as u128 {
-                n += 1;
-                q.push(((round * (class + 1) + 1_000 * class) << 32) | n);
-            }
+        for k in 1..=1_000 {
+            q.push(k << 32);
+            assert_eq!(q.replace_top((k + 1_000) << 32), k << 32);
         }
-        assert_eq!(q.heap.len, 0);
-        assert_eq!(q.len, 400);
-        for round in 0..10u128 {
-            n += 1;
-            q.push(((500 - round) << 32) | n);
-        }
-        assert!(q.heap.len >= 10 - RUNS, "{}", q.heap.len);
+        assert_eq!((q.heap.len, q.run.len()), (0, 1_000));
+        q.push(5 << 32);
+        assert_eq!(q.heap.len, 1, "below the run's last key");
+        q.push(3_000 << 32);
+        assert_eq!((q.heap.len, q.run.len()), (1, 1_001));
         check_queue(&q);
+        assert_eq!(q.pop(), Some(5 << 32));
         let mut previous = 0;
         while let Some(k) = q.pop() {
             assert!(k > previous);
             previous = k;
         }
+        assert_eq!(q.len, 0);
+        check_queue(&q);
     }
 
     /// Tags that keep growing (the steady state) rebase rather than fill the side heap,

@@ -354,10 +354,6 @@ impl Ring {
         (self.len > 0).then(|| self.buf[self.slot(self.len - 1)])
     }
 
-    fn len(&self) -> usize {
-        self.len
-    }
-
     fn iter(&self) -> impl Iterator<Item = Key> + '_ {
         (0..self.len).map(|i| self.buf[self.slot(i)])
     }
@@ -747,7 +743,7 @@ mod tests {
         );
         assert_eq!(q.head, run.front().unwrap_or(DEAD));
         assert_eq!(q.tail, run.back().unwrap_or(0));
-        assert_eq!(q.len, q.heap.len + run.len());
+        assert_eq!(q.len, q.heap.len + run.len);
     }
 
     /// Checks the narrow keys' structure and that each decodes inside the window.
@@ -992,11 +988,11 @@ mod tests {
             q.push(k << 32);
             assert_eq!(q.replace_top((k + 1_000) << 32), k << 32);
         }
-        assert_eq!((q.heap.len, q.run.len()), (0, 1_000));
+        assert_eq!((q.heap.len, q.run.len), (0, 1_000));
         q.push(5 << 32);
         assert_eq!(q.heap.len, 1, "below the run's last key");
         q.push(3_000 << 32);
-        assert_eq!((q.heap.len, q.run.len()), (1, 1_001));
+        assert_eq!((q.heap.len, q.run.len), (1, 1_001));
         check_queue(&q);
         assert_eq!(q.pop(), Some(5 << 32));
         let mut previous = 0;

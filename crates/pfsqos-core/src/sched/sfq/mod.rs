@@ -872,71 +872,83 @@ impl<P> Sfq<P> {
     }
 
     /// `cost` of flow `f` counts as service here at `now_ns` (at the configured
-    /// [`CountPoint`]). Inline up to the synchronization mode: plain SFQ(D) only adds to the
-    /// flow's total, and the call of the rest cost some thirty instructions a request there.
+    /// [`CountPoint`]). Inline up to the per-request work of the synchronization mode: plain
+    /// SFQ(D) only adds to the flow's total, and a flow whose service goes into the
+    /// instance's next broadcast adds to it; the call of the rest cost some thirty
+    /// instructions a request in both.
     #[inline(always)]
     fn count_service(&mut self, now_ns: u64, f: u32, cost: u64) {
         let flow = &mut self.flows[f as usize];
         flow.local_cost_total = flow.local_cost_total.saturating_add(cost);
-        if self.config.sync != SyncMode::None {
-            self.count_synced_service(now_ns, f, cost);
+        match (self.config.sync, flow.mode) {
+            (SyncMode::None, _) => {}
+            (SyncMode::FlowThreshold, _) | (SyncMode::Layout, FlowMode::Layout) => {
+                self.count_reported_alone(f, cost)
+            }
+            // Single threshold, time, and layout-mode instances' flows switched to threshold.
+            _ => self.count_for_broadcast(now_ns, f, cost),
         }
     }
 
-    /// The synchronization part of [`Sfq::count_service`] (the flow's total is counted).
-    fn count_synced_service(&mut self, now_ns: u64, f: u32, cost: u64) {
-        let flow = &mut self.flows[f as usize];
+    /// Service that goes into the instance's next broadcast, due when the unreported total
+    /// reaches the threshold or the interval has passed.
+    #[inline(always)]
+    fn count_for_broadcast(&mut self, now_ns: u64, f: u32, cost: u64) {
         if self.fold == Some(f) {
             // The overflow flow mixes flows: its service means nothing to a peer.
             return;
         }
-        match (self.config.sync, flow.mode) {
-            (SyncMode::None, _) => {}
-            (SyncMode::FlowThreshold, _) => {
-                flow.unreported_cost = flow.unreported_cost.saturating_add(cost);
-                if flow.unreported_cost >= self.config.threshold_cost {
-                    let (key, c) = (flow.key, flow.unreported_cost);
-                    flow.unreported_cost = 0;
-                    if c > 0 {
-                        self.push_report(ServiceReport::new(ReportKind::Service, key, c));
-                    }
+        let flow = &mut self.flows[f as usize];
+        flow.unreported_cost = flow.unreported_cost.saturating_add(cost);
+        if !flow.dirty {
+            flow.dirty = true;
+            self.dirty.push(f);
+        }
+        self.unreported_total = self.unreported_total.saturating_add(cost);
+        let due = match self.config.sync {
+            SyncMode::Time => {
+                let last = *self.last_broadcast_ns.get_or_insert(now_ns);
+                now_ns.saturating_sub(last) >= self.config.sync_interval_ns
+            }
+            _ => self.unreported_total >= self.config.threshold_cost,
+        };
+        if due {
+            self.flush_service();
+            self.last_broadcast_ns = Some(now_ns);
+        }
+    }
+
+    /// Service reported flow by flow: per-flow thresholds, and a layout-mode flow's audit.
+    fn count_reported_alone(&mut self, f: u32, cost: u64) {
+        if self.fold == Some(f) {
+            return;
+        }
+        let flow = &mut self.flows[f as usize];
+        if self.config.sync == SyncMode::FlowThreshold {
+            flow.unreported_cost = flow.unreported_cost.saturating_add(cost);
+            if flow.unreported_cost >= self.config.threshold_cost {
+                let (key, c) = (flow.key, flow.unreported_cost);
+                flow.unreported_cost = 0;
+                if c > 0 {
+                    self.push_report(ServiceReport::new(ReportKind::Service, key, c));
                 }
             }
-            (SyncMode::Layout, FlowMode::Layout) => {
-                let audit = self.config.layout_audit_cost;
-                let cold = &mut self.cold[f as usize];
-                if audit > 0 && flow.local_cost_total - cold.audited_cost >= audit {
-                    cold.audited_cost = flow.local_cost_total;
-                    let key = flow.key;
-                    let c = flow.local_cost_total.min(super::SERVICE_REPORT_COST_MAX);
-                    self.push_report(ServiceReport::new(ReportKind::LayoutAudit, key, c));
-                }
-            }
-            // Single threshold, time, and layout-mode instances' flows switched to threshold.
-            _ => {
-                flow.unreported_cost = flow.unreported_cost.saturating_add(cost);
-                if !flow.dirty {
-                    flow.dirty = true;
-                    self.dirty.push(f);
-                }
-                self.unreported_total = self.unreported_total.saturating_add(cost);
-                let due = match self.config.sync {
-                    SyncMode::Time => {
-                        let last = *self.last_broadcast_ns.get_or_insert(now_ns);
-                        now_ns.saturating_sub(last) >= self.config.sync_interval_ns
-                    }
-                    _ => self.unreported_total >= self.config.threshold_cost,
-                };
-                if due {
-                    self.flush_service();
-                    self.last_broadcast_ns = Some(now_ns);
-                }
-            }
+            return;
+        }
+        debug_assert!(self.config.sync == SyncMode::Layout && flow.mode == FlowMode::Layout);
+        let audit = self.config.layout_audit_cost;
+        let cold = &mut self.cold[f as usize];
+        if audit > 0 && flow.local_cost_total - cold.audited_cost >= audit {
+            cold.audited_cost = flow.local_cost_total;
+            let key = flow.key;
+            let c = flow.local_cost_total.min(super::SERVICE_REPORT_COST_MAX);
+            self.push_report(ServiceReport::new(ReportKind::LayoutAudit, key, c));
         }
     }
 
     /// One broadcast: every flow's service since the last one (§III-B-1: "the broadcast
     /// contains the costs of all of these flows").
+    #[inline(never)]
     fn flush_service(&mut self) {
         let mut dirty = std::mem::take(&mut self.dirty);
         for &f in &dirty {

@@ -56,8 +56,8 @@
 //!
 //! # A sorted run in front of the heap
 //!
-//! A dispatch's descent is the heap's cost: 8-9 levels at 100,000 flows, some 400
-//! instructions and the misses of the lower levels. But keys often arrive in increasing
+//! A dispatch's descent is the heap's cost: 8-9 dependent levels at 100,000 flows, some 400
+//! instructions. But keys often arrive in increasing
 //! order: when flows share a weight and a request size, each flow's next start tag is its
 //! last plus the same step, and the flows are served round robin, so every new head key is
 //! above every key queued (the common HPC case of equal jobs writing 1 MiB RPCs). So the
@@ -65,14 +65,16 @@
 //! above the run's last key is appended to the run, any other is pushed on the heap, and a
 //! pop takes the lesser of the run's first key and the heap's top. That is a priority queue
 //! for any order of keys (the run is sorted, the heap is a heap, and the least of both is
-//! the least of all), so the dispatch order is unchanged; in the increasing case the heap
-//! stays empty and a dispatch costs a FIFO pop and push, while keys out of order cost what
-//! the heap alone cost plus one comparison each (measured: the `mixed_sizes` bench, request
-//! sizes 4 KiB-1 MiB, took 1,113 instructions a step with the heap alone and 1,155 with the
-//! run, its time within the noise; docs/benchmarks.md). More runs, filled best-fit as in
-//! patience sorting, would keep several increasing sequences (flows of a few weights) out
-//! of the heap; four of them cost more than they saved on both benches (718 against 649
-//! instructions in order, 1,268 against 1,155 out of order) and were not kept.
+//! the least of all), so the dispatch order is unchanged. In the increasing case the heap
+//! stays empty and a dispatch costs a FIFO pop and push (`sfqd` at 100,000 flows, with the
+//! run's own ring ([`Ring`]): 1,000 -> 618 instructions a step, 147-152 -> 95-100 ns), while
+//! keys out of order cost what the heap
+//! alone cost plus a comparison at each push and pop (the `mixed_sizes` bench, request sizes
+//! 4 KiB-1 MiB: 1,113 -> 1,160 instructions, +2-3 % in time at 1,000 flows;
+//! docs/benchmarks.md, session 8). More runs, filled best-fit as in patience sorting, would
+//! keep several increasing sequences (flows of a few weights) out of the heap; four of them
+//! cost more than one on both benches (718 against 649 instructions in order, 1,268 against
+//! 1,155 out of order, both before the ring) and were not kept.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

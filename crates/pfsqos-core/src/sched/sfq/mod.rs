@@ -426,7 +426,9 @@ struct Flow<P> {
     held: bool,
     /// Peers' reported service not yet charged (threshold mode).
     delay_cost: u64,
-    /// Service counted here since the last broadcast.
+    /// Service counted here and not reported: per-flow threshold mode (`flow_threshold`).
+    /// Modes that broadcast every flow's service at once count it in the flow's report of the
+    /// next broadcast instead ([`Flow::report_slot`]).
     unreported_cost: u64,
     /// Service counted here since the flow arrived (layout audit).
     local_cost_total: u64,
@@ -441,12 +443,16 @@ struct Flow<P> {
     remote_count: u32,
     rule_id: u32,
     in_idle_log: bool,
-    dirty: bool,
     in_departed_log: bool,
     /// Counted in the NWC share (present, or announced by a peer).
     active: bool,
     /// This instance broadcast the flow's arrival and not yet its departure.
     announced: bool,
+    /// The flow's report in the next broadcast is `Sfq::broadcast[report_slot]` while this is
+    /// `Sfq::broadcast_epoch`; an older epoch means it has none (a broadcast moves the epoch,
+    /// so no flow needs resetting).
+    report_epoch: u64,
+    report_slot: u32,
 }
 
 /// The part of a flow no enqueue or dispatch of plain SFQ(D) or threshold DSFQ reads.
@@ -474,9 +480,10 @@ impl<P> Flow<P> {
             mode,
             delay_cost: 0,
             unreported_cost: 0,
-            dirty: false,
             remote_count: 0,
             announced: false,
+            report_epoch: 0,
+            report_slot: 0,
             local_cost_total: 0,
             cap_clock_ns: 0,
             held: false,
@@ -563,7 +570,11 @@ pub struct Sfq<P> {
     /// Pending reports, oldest first.
     reports: VecDeque<ServiceReport>,
     reports_dropped: u64,
-    dirty: Vec<u32>,
+    /// The next broadcast's reports, one per flow with service since the last broadcast, in
+    /// the order the flows were first served; at most one per flow, so at most `flows_max + 1`.
+    broadcast: Vec<ServiceReport>,
+    /// Moves at every broadcast: see [`Flow::report_epoch`]. From 1, above a new flow's 0.
+    broadcast_epoch: u64,
     unreported_total: u64,
     /// `time` mode: when the last broadcast went out (or the first service was counted).
     last_broadcast_ns: Option<u64>,
@@ -597,7 +608,8 @@ impl<P> Sfq<P> {
             active_weight_sum: 0,
             reports: VecDeque::new(),
             reports_dropped: 0,
-            dirty: Vec::new(),
+            broadcast: Vec::new(),
+            broadcast_epoch: 1,
             unreported_total: 0,
             last_broadcast_ns: None,
             folded_requests: 0,
@@ -714,7 +726,8 @@ impl<P> Sfq<P> {
             };
             let flow = &mut self.flows[f as usize];
             flow.in_departed_log = false;
-            if flow.evictable() && self.fold != Some(f) {
+            let in_broadcast = flow.report_epoch == self.broadcast_epoch;
+            if flow.evictable() && !in_broadcast && self.fold != Some(f) {
                 let key = flow.key;
                 flow.live = false;
                 debug_assert!(flow.queue.is_empty());
@@ -898,11 +911,23 @@ impl<P> Sfq<P> {
             // The overflow flow mixes flows: its service means nothing to a peer.
             return;
         }
+        // The flow's report is built here, at its first service since the last broadcast,
+        // and then only added to: a broadcast is the list as it stands, with no pass over the
+        // flows (§III-B-1: "the broadcast contains the costs of all of these flows").
         let flow = &mut self.flows[f as usize];
-        flow.unreported_cost = flow.unreported_cost.saturating_add(cost);
-        if !flow.dirty {
-            flow.dirty = true;
-            self.dirty.push(f);
+        if flow.report_epoch == self.broadcast_epoch {
+            let report = &mut self.broadcast[flow.report_slot as usize];
+            debug_assert!(report.flow == flow.key);
+            report.cost = report.cost.saturating_add(cost);
+        } else if cost > 0 {
+            flow.report_epoch = self.broadcast_epoch;
+            flow.report_slot = self.broadcast.len() as u32;
+            self.broadcast
+                .push(ServiceReport::new(ReportKind::Service, flow.key, cost));
+            assert!(
+                self.broadcast.len() <= self.flows.len(),
+                "one report per flow and broadcast"
+            );
         }
         self.unreported_total = self.unreported_total.saturating_add(cost);
         let due = match self.config.sync {
@@ -947,25 +972,22 @@ impl<P> Sfq<P> {
     }
 
     /// One broadcast: every flow's service since the last one (§III-B-1: "the broadcast
-    /// contains the costs of all of these flows").
+    /// contains the costs of all of these flows"), whose reports are built as the service is
+    /// counted. They join the pending reports, whose buffer they become when none is pending
+    /// (the common case: drivers take the reports after every event).
     #[inline(never)]
     fn flush_service(&mut self) {
-        let mut dirty = std::mem::take(&mut self.dirty);
-        for &f in &dirty {
-            let flow = &mut self.flows[f as usize];
-            if !flow.dirty {
-                continue;
-            }
-            flow.dirty = false;
-            let (key, c) = (flow.key, flow.unreported_cost);
-            flow.unreported_cost = 0;
-            if c > 0 && flow.live {
-                self.push_report(ServiceReport::new(ReportKind::Service, key, c));
+        let n = self.broadcast.len();
+        let built = std::mem::replace(&mut self.broadcast, Vec::with_capacity(n));
+        self.broadcast_epoch += 1;
+        self.unreported_total = 0;
+        if self.reports.is_empty() && n <= SFQ_REPORTS_PENDING_MAX {
+            self.reports = VecDeque::from(built);
+        } else {
+            for report in built {
+                self.push_report(report);
             }
         }
-        dirty.clear();
-        self.dirty = dirty;
-        self.unreported_total = 0;
     }
 
     fn switch_to_threshold(&mut self, f: u32) {
@@ -1249,7 +1271,6 @@ impl<P> Sfq<P> {
             flow.mode = initial;
             flow.delay_cost = 0;
             flow.unreported_cost = 0;
-            flow.dirty = false;
             flow.remote_count = 0;
             flow.announced = false;
             let cold = &mut self.cold[i];
@@ -1263,7 +1284,9 @@ impl<P> Sfq<P> {
                 self.push_report(ServiceReport::new(ReportKind::FlowArrived, key, 0));
             }
         }
-        self.dirty.clear();
+        // Reports not broadcast are dropped with the rest of the synchronization state.
+        self.broadcast.clear();
+        self.broadcast_epoch += 1;
         self.unreported_total = 0;
         self.last_broadcast_ns = None;
     }
@@ -1523,17 +1546,13 @@ impl<P> RequestScheduler<P> for Sfq<P> {
 }
 
 impl<P> Sfq<P> {
-    /// The pending reports, in place (the deque's buffer becomes the Vec's), and the next
-    /// broadcast's buffer allocated at once at this one's size: grown from nothing, ten
-    /// reports cost three reallocations (callgrind, threshold DSFQ at 10 flows). Out of line,
-    /// so the empty case of `take_service_reports`, every event's, stays a few instructions.
+    /// The pending reports, in place (the deque's buffer becomes the Vec's; a broadcast's
+    /// buffer is its list of reports, built at the size of the one before, so the next one
+    /// needs no growing either). Out of line, so the empty case of `take_service_reports`,
+    /// every event's, stays a few instructions.
     #[inline(never)]
     fn take_pending_reports(&mut self) -> Vec<ServiceReport> {
-        let n = self.reports.len();
-        Vec::from(std::mem::replace(
-            &mut self.reports,
-            VecDeque::with_capacity(n),
-        ))
+        Vec::from(std::mem::take(&mut self.reports))
     }
 
     /// Removes every queued request in start-tag order (ties by arrival), the order the

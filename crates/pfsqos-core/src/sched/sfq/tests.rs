@@ -372,6 +372,37 @@ fn threshold_zero_reports_every_request() {
     assert_eq!(big[1].cost, 1 << 20);
 }
 
+/// A broadcast's reports are built as service is counted: a flow's later service adds to its
+/// report, a zero cost makes none, and a broadcast while earlier reports are still pending
+/// joins them in order; a new synchronization mode drops the reports not yet broadcast.
+#[test]
+fn broadcasts_accumulate_per_flow_and_join_pending_reports() {
+    let mut s = dsfq(SyncMode::Threshold, 100);
+    let served = |s: &mut Sfq<(String, u32)>, job: &str, cost: u64| {
+        s.enqueue_with_cost(0, &tags(job), cost, (job.into(), 0));
+    };
+    served(&mut s, "z", 0);
+    served(&mut s, "a", 30);
+    served(&mut s, "b", 20);
+    served(&mut s, "a", 30);
+    served(&mut s, "b", 20); // 100: due
+                             // Not taken yet; the next broadcast joins it.
+    served(&mut s, "b", 1);
+    served(&mut s, "a", 99); // 100: due
+    let r = s.take_service_reports();
+    let got: Vec<(&str, u64)> = r.iter().map(|r| (r.flow.job.as_str(), r.cost)).collect();
+    assert_eq!(got, [("a", 60), ("b", 40), ("b", 1), ("a", 99)]);
+    // Counted, not broadcast, then the mode changes: nothing of it is ever sent.
+    served(&mut s, "a", 50);
+    s.set_tunable("sync", "threshold").unwrap();
+    served(&mut s, "b", 60);
+    assert!(s.take_service_reports().is_empty());
+    served(&mut s, "b", 40);
+    let r = s.take_service_reports();
+    assert_eq!(r.len(), 1);
+    assert_eq!((r[0].flow.job.as_str(), r[0].cost), ("b", 100));
+}
+
 /// Time-driven synchronization (PFSsim's DSFQATB): nothing is broadcast until the interval
 /// has passed since the last broadcast, whatever the cost counted (the threshold plays no
 /// part); then one report per flow with its service since, and the interval starts over.

@@ -625,6 +625,37 @@ fn flows_beyond_the_bound_fold_and_departed_ones_are_evicted() {
     );
 }
 
+/// A departed flow whose service is not yet broadcast is not evicted (its report waits in the
+/// next broadcast): a new flow folds instead; once the broadcast went out, it can be.
+#[test]
+fn a_flow_with_service_not_yet_broadcast_is_not_evicted() {
+    let mut s = dsfq(SyncMode::Threshold, 100);
+    s.config.flows_max = 1;
+    s.config.flow_idle_ns = 10;
+    s.enqueue_with_cost(0, &tags("a"), 10, ("a".into(), 0));
+    let r = take(&mut s, 0).unwrap();
+    s.on_complete(0, &tags(&r.0), 10);
+    // a departs at 20 (idle since 0), but its 10 are in the next broadcast: b folds.
+    s.enqueue_with_cost(20, &tags("b"), 95, ("b".into(), 1));
+    assert_eq!(s.folded_requests(), 1);
+    assert!(s.flow_weight(&tags("b")).is_none());
+    // The overflow flow's service is not broadcast; a's next 90 reach the threshold, and the
+    // broadcast holds a's report with both.
+    assert!(s.take_service_reports().is_empty());
+    s.enqueue_with_cost(20, &tags("a"), 90, ("a".into(), 2));
+    let r = s.take_service_reports();
+    let got: Vec<(&str, u64)> = r.iter().map(|r| (r.flow.job.as_str(), r.cost)).collect();
+    assert_eq!(got, [("a", 100)]);
+    while let Some(r) = take(&mut s, 20) {
+        s.on_complete(20, &tags(&r.0), 1);
+    }
+    // a departs again with nothing pending, so it goes, and c gets a flow of its own.
+    s.enqueue_with_cost(40, &tags("c"), 1, ("c".into(), 3));
+    assert_eq!(s.folded_requests(), 1);
+    assert!(s.flow_weight(&tags("c")).is_some());
+    assert!(s.flow_weight(&tags("a")).is_none());
+}
+
 /// Layout mode: local requests are charged as mirrored on every instance that announced the
 /// flow; the instance itself announces arrivals and departures only.
 #[test]

@@ -506,7 +506,7 @@ fn up_with(cluster: &str) -> (tempfile::TempDir, PathBuf, Up, Output) {
 }
 
 /// Issue #19: `pfsqos up --only mount` over a mount whose process was killed (a dead FUSE
-/// mount: opening it answers ENOTCONN) recognises and cleans it, then mounts again.
+/// mount: opening it answers ENOTCONN or ECONNABORTED, see `probe_mount`) recognises and cleans it, then mounts again.
 #[test]
 fn up_only_mount_cleans_a_dead_fuse_mount() {
     // `up --only mount` needs the MDS's real port in the file (not 0): a port free now.
@@ -539,6 +539,60 @@ fn up_only_mount_cleans_a_dead_fuse_mount() {
     assert!(mounted(&mnt));
     std::fs::write(mnt.join("f"), b"back").unwrap();
     assert_eq!(std::fs::read(mnt.join("f")).unwrap(), b"back");
+}
+
+/// The race the test above met in CI: `up --only mount` right after the mount's `SIGKILL`
+/// opened the mount while its FUSE connection still lived (the killed process's leader a
+/// zombie, its other threads still exiting with `/dev/fuse` open), and the kernel's abort
+/// ended that open with `ECONNABORTED`, which was taken for a live mount. Forced here: the
+/// mount process is stopped, the probe's open waits in the kernel, then the process is
+/// killed. The probe must find the mount dead.
+#[test]
+fn a_probe_waiting_when_the_mount_is_killed_finds_it_dead() {
+    let (_tmp, dir, _guard, out) = up_with_mount();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mnt = dir.join("mnt");
+    let pid = read_pid(&dir.join("st/mount.pid")) as i32;
+    // SAFETY: plain signals to the mount process this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let probe = std::thread::spawn({
+        let mnt = mnt.clone();
+        move || {
+            // SAFETY: gettid(2) has no arguments and cannot fail.
+            tid_tx.send(unsafe { libc::gettid() }).unwrap();
+            pfsqos_ops::updown::probe_mount(&mnt)
+        }
+    });
+    let tid = tid_rx.recv().unwrap();
+    // Blocked in openat(2) (the first field of /proc/<tid>/syscall while the thread sleeps):
+    // its request is queued to the stopped mount, so the kill's abort is what ends it.
+    let openat = libc::SYS_openat.to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
+        .unwrap_or_default()
+        .split(' ')
+        .next()
+        != Some(openat.as_str())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the probe never waited in openat"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let seen = probe.join().unwrap();
+    assert!(
+        matches!(seen, pfsqos_ops::updown::MountProbe::Dead),
+        "a probe queued before the abort: {seen:?}"
+    );
+    // After the abort, a new request is refused outright (ENOTCONN): dead too.
+    let again = pfsqos_ops::updown::probe_mount(&mnt);
+    assert!(
+        matches!(again, pfsqos_ops::updown::MountProbe::Dead),
+        "{again:?}"
+    );
 }
 
 #[test]

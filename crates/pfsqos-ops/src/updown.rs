@@ -416,18 +416,52 @@ impl Write for Lenient<'_> {
     }
 }
 
-/// Unmounts `path` if it is a FUSE mount whose process is gone (`ENOTCONN` when it is opened,
-/// what a killed mount leaves); fails if it is a live mount. Returns whether it cleaned one.
+/// What opening a mounted directory says about the file system behind it.
+#[derive(Debug)]
+pub enum MountProbe {
+    /// The file system answered: a live mount.
+    Answering,
+    /// The FUSE connection is gone: the mount's process died (see [`probe_mount`]).
+    Dead,
+    /// Any other error: neither clearly live nor clearly dead.
+    Failed(std::io::Error),
+}
+
+/// Opens the mounted directory `path` and classifies the answer. Opening a directory always
+/// asks the file system (a `stat` may be answered from the kernel's attribute cache even
+/// after the connection died).
+///
+/// A dead FUSE connection answers in one of two ways, and both mean the same: `ENOTCONN` for
+/// a request made after the kernel aborted the connection, and `ECONNABORTED` for one queued
+/// before, which the abort ends. The second is what a probe right after a `SIGKILL` meets:
+/// the killed process's leader is a zombie (what a pid check sees) while its other threads
+/// may still be exiting and holding `/dev/fuse` open, so the connection lives a moment more.
+/// Blocks while a live mount's process is stopped.
+pub fn probe_mount(path: &Path) -> MountProbe {
+    match std::fs::read_dir(path) {
+        Ok(_) => MountProbe::Answering,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTCONN | libc::ECONNABORTED)) => {
+            MountProbe::Dead
+        }
+        Err(e) => MountProbe::Failed(e),
+    }
+}
+
+/// Unmounts `path` if it is a FUSE mount whose process is gone ([`MountProbe::Dead`], what a
+/// killed mount leaves); fails if it is a live mount. Returns whether it cleaned one.
 fn clean_dead_mount(path: &Path, out: &mut dyn Write) -> anyhow::Result<bool> {
     if !is_mounted(path) {
         return Ok(false);
     }
-    // Opening the directory always asks the file system (a `stat` may be answered from the
-    // kernel's attribute cache even after the connection died).
-    match std::fs::read_dir(path) {
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {}
-        _ => bail!(
+    match probe_mount(path) {
+        MountProbe::Dead => {}
+        MountProbe::Answering => bail!(
             "{} is already mounted (and answering); unmount it or run pfsqos down first",
+            path.display()
+        ),
+        MountProbe::Failed(e) => bail!(
+            "{} is mounted and opening it fails ({e}), not as a dead FUSE mount does; \
+             unmount it by hand or run pfsqos down first",
             path.display()
         ),
     }

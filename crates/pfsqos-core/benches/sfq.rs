@@ -225,9 +225,102 @@ fn counted_steps(spec: &str) {
     }
 }
 
+/// `--instances <k>:<flows>` runs `k` independent `sfqd` steady states of `flows` flows,
+/// one step of each in turn, and prints the median wall time a step of seven runs of 3
+/// million steps. The instruction count a step is the same at every flow count (see
+/// docs/benchmarks.md), so the time against the flow count and the number of instances shows
+/// what the memory footprint costs: `1:<flows>` sweeps the flow count, and `2:50000` has the
+/// footprint of `1:100000` in two tables.
+#[expect(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "a bench binary's diagnostic timing itself: the lint keeps clocks out of the pure library, which this is not part of"
+)]
+fn instances(spec: &str) {
+    let parts: Vec<usize> = spec
+        .split(':')
+        .map(|x| x.parse().expect("--instances: <k>:<flows>, two numbers"))
+        .collect();
+    let [k, flows] = parts[..] else {
+        panic!("--instances: expected <k>:<flows>, got {spec:?}");
+    };
+    assert!(k >= 1 && (1..=pfsqos_core::sched::sfq::SFQ_FLOWS_MAX).contains(&flows));
+    let mut all: Vec<_> = (0..k)
+        .map(|_| Steady::new(sfq(flows, SyncMode::None), flows, true))
+        .collect();
+    let rounds = 3_000_000 / k;
+    let mut ns_per_step: Vec<f64> = (0..7)
+        .map(|_| {
+            let start = std::time::Instant::now();
+            for _ in 0..rounds {
+                for s in all.iter_mut() {
+                    assert!(s.step(), "steady state must dispatch every step");
+                }
+            }
+            start.elapsed().as_nanos() as f64 / (rounds * k) as f64
+        })
+        .collect();
+    ns_per_step.sort_by(f64::total_cmp);
+    println!(
+        "{k} instance(s) of {flows} flows: median {:.1} ns a step (min {:.1}, max {:.1})",
+        ns_per_step[3], ns_per_step[0], ns_per_step[6]
+    );
+}
+
+/// `--chase <MiB>,...` prints the machine's latency of one dependent load from a buffer of
+/// each size (a pointer chase over its cache lines in a random cyclic order, 20 million
+/// loads): where the last-level cache a core really gets ends, which `lscpu` does not say on
+/// a virtual machine.
+#[expect(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    reason = "a bench binary's diagnostic timing itself: the lint keeps clocks out of the pure library, which this is not part of"
+)]
+fn chase(spec: &str) {
+    const LINE_WORDS: usize = 8;
+    for mib in spec.split(',') {
+        let mib: usize = mib.parse().expect("--chase: sizes in MiB, comma-separated");
+        let lines = mib * (1 << 20) / 64;
+        assert!(lines >= 2);
+        // A random cyclic order of the lines (Sattolo's shuffle, the bench's xorshift).
+        let mut order: Vec<usize> = (0..lines).collect();
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for i in (1..lines).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            order.swap(i, (state % i as u64) as usize);
+        }
+        let mut next = vec![0usize; lines * LINE_WORDS];
+        for (i, &line) in order.iter().enumerate() {
+            next[line * LINE_WORDS] = order[(i + 1) % lines] * LINE_WORDS;
+        }
+        let mut at = 0;
+        for _ in 0..lines {
+            at = next[at];
+        }
+        let loads = 20_000_000;
+        let start = std::time::Instant::now();
+        for _ in 0..loads {
+            at = next[at];
+        }
+        let ns = start.elapsed().as_nanos() as f64 / loads as f64;
+        println!("{mib} MiB: {ns:.1} ns a load");
+        black_box(at);
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).take(2).collect();
     if let [flag, spec] = &args[..] {
+        if flag == "--instances" {
+            instances(spec);
+            return;
+        }
+        if flag == "--chase" {
+            chase(spec);
+            return;
+        }
         if flag == "--counted-steps" {
             counted_steps(spec);
             return;

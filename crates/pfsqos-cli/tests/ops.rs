@@ -506,7 +506,8 @@ fn up_with(cluster: &str) -> (tempfile::TempDir, PathBuf, Up, Output) {
 }
 
 /// Issue #19: `pfsqos up --only mount` over a mount whose process was killed (a dead FUSE
-/// mount: opening it answers ENOTCONN or ECONNABORTED, see `probe_mount`) recognises and cleans it, then mounts again.
+/// mount: opening it answers ENOTCONN or ECONNABORTED, see `probe_mount`) recognises and
+/// cleans it, then mounts again.
 #[test]
 fn up_only_mount_cleans_a_dead_fuse_mount() {
     // `up --only mount` needs the MDS's real port in the file (not 0): a port free now.

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 
 use crate::errno::Errno;
+use crate::lines::LineCursor;
 use crate::model::{JobId, JOB_ID_LEN_MAX};
 use crate::NS_PER_S;
 
@@ -1143,19 +1144,11 @@ fn parse_lctl_job_stats_impl<E: ParsedEntry>(
     let skims = lossy && E::SKIMS_AFTER_BULK;
     // Which bulk counters the entry being read has shown: bit 0 read, bit 1 write.
     let mut bulk_seen = 0u8;
-    let bytes = text.as_bytes();
-    let mut pos = 0usize;
     // Counted over the lines read; a skim passes lines uncounted, so it runs only in lossy
     // mode, whose errors carry no line number.
     let mut lineno = 0usize;
-    // The lines of `text` as `str::lines` cuts them (`\n`, or `\r\n`), found with memchr.
-    while pos < bytes.len() {
-        let nl = memchr::memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i);
-        let mut raw_line = &text[pos..nl];
-        if nl < bytes.len() {
-            raw_line = raw_line.strip_suffix('\r').unwrap_or(raw_line);
-        }
-        pos = nl + 1;
+    let mut lines = LineCursor::new(text);
+    while let Some(raw_line) = lines.next() {
         lineno += 1;
         let err = |message: String| JobStatsParseError {
             line: lineno,
@@ -1269,8 +1262,7 @@ fn parse_lctl_job_stats_impl<E: ParsedEntry>(
                         _ => 0,
                     };
                     if skims && bulk_seen == 3 {
-                        debug_assert!(pos >= bytes.len() || text.is_char_boundary(pos));
-                        pos = next_entry_or_param(text, pos.min(bytes.len()));
+                        lines.seek(next_entry_or_param(text, lines.position()));
                     }
                 }
                 _ => {

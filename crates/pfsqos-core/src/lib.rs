@@ -11,6 +11,7 @@ pub mod control;
 pub mod errno;
 pub mod forecast;
 pub mod jobstats;
+mod lines;
 pub mod lustre;
 pub mod metrics;
 pub mod model;

@@ -12,6 +12,8 @@
 
 use std::fmt;
 
+use crate::lines::LineCursor;
+
 /// Which Lustre version's rule-line format to print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ListingForm {
@@ -226,7 +228,7 @@ impl TbfRuleListing {
         if text.len() > LISTING_LEN_BYTES_MAX {
             return Err(err(0, format!("longer than {LISTING_LEN_BYTES_MAX} bytes")));
         }
-        let mut lines = memchr_lines(text).enumerate().peekable();
+        let mut lines = LineCursor::new(text).enumerate().peekable();
         // A `param=` first line, possibly with the first value line glued after the `=`.
         let mut first_value: Option<(usize, &str)> = None;
         if let Some(&(i, first)) = lines.peek() {
@@ -305,28 +307,6 @@ impl TbfRuleListing {
     }
 }
 
-/// The lines of `text` exactly as `str::lines` cuts them (at `\n`, a `\r` before it dropped,
-/// no empty last line after a final `\n`), found with memchr: a listing at the agent's rule
-/// cap is tens of thousands of lines, read every period.
-fn memchr_lines(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let (line, after) = match memchr::memchr(b'\n', rest.as_bytes()) {
-            // `\n` is ASCII: both sides are on char boundaries.
-            Some(at) => {
-                let line = &rest[..at];
-                (line.strip_suffix('\r').unwrap_or(line), &rest[at + 1..])
-            }
-            None => (rest, ""),
-        };
-        rest = after;
-        Some(line)
-    })
-}
-
 /// Which sections a listing had ([`TbfRuleListing::visit`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ListingSections {
@@ -337,15 +317,6 @@ pub struct ListingSections {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// The memchr line cutter is `str::lines`.
-        #[test]
-        fn memchr_lines_are_str_lines(text in "[a\r\n \u{e9}]{0,24}") {
-            prop_assert_eq!(memchr_lines(&text).collect::<Vec<_>>(), text.lines().collect::<Vec<_>>());
-        }
-    }
 
     /// `visit` hands over exactly what `parse` keeps, borrowed, headers included; a comma
     /// inside a condition does not confuse the `, ref N` split, a comma after it is refused.

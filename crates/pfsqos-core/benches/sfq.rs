@@ -19,6 +19,8 @@ use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
 use pfsqos_core::sched::sfq::{Sfq, SfqConfig, SyncMode};
 use pfsqos_core::sched::tbf::{ClassType, Field, LustreVersion, Tbf, TbfCommand, TbfConfig};
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 const COST_BYTES: u64 = 1 << 20;
 
@@ -282,14 +284,11 @@ fn chase(spec: &str) {
         let mib: usize = mib.parse().expect("--chase: sizes in MiB, comma-separated");
         let lines = mib * (1 << 20) / 64;
         assert!(lines >= 2);
-        // A random cyclic order of the lines (Sattolo's shuffle, the bench's xorshift).
+        // A random cyclic order of the lines (Sattolo's shuffle: one cycle through all).
+        let mut rng = ChaCha8Rng::seed_from_u64(mib as u64);
         let mut order: Vec<usize> = (0..lines).collect();
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
         for i in (1..lines).rev() {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            order.swap(i, (state % i as u64) as usize);
+            order.swap(i, rng.random_range(0..i));
         }
         let mut next = vec![0usize; lines * LINE_WORDS];
         for (i, &line) in order.iter().enumerate() {

@@ -251,6 +251,7 @@ fn instances(spec: &str) {
         .map(|_| Steady::new(sfq(flows, SyncMode::None), flows, true))
         .collect();
     let rounds = 3_000_000 / k;
+    assert!(rounds > 0, "--instances: at most 3,000,000 instances");
     let mut ns_per_step: Vec<f64> = (0..7)
         .map(|_| {
             let start = std::time::Instant::now();

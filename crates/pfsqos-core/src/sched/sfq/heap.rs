@@ -10,7 +10,7 @@
 //! ```text
 //!   bits 127..64   start - base_start      (u64: the tag relative to the base)
 //!   bits  63..19   seq - base_seq          (45 bits: the arrival relative to the base)
-//!   bits  18..0    flow                    (19 bits: every flow index, see FLOW_BITS)
+//!   bits  18..0    flow                    (19 bits: every flow index, see SLOT_BITS)
 //! ```
 //!
 //! **Order (the proof the dispatch order is unchanged).** For two entries `a`, `b` inside
@@ -86,7 +86,7 @@ use super::Tag;
 pub(super) struct Entry {
     pub(super) start: Tag,
     pub(super) seq: u64,
-    pub(super) flow: u32,
+    pub(super) slot: u32,
 }
 
 impl Entry {
@@ -96,17 +96,17 @@ impl Entry {
     }
 }
 
-/// Low bits of a key holding the flow.
-const FLOW_BITS: u32 = 19;
-/// Every flow index is below this.
-const FLOW_LIMIT: u32 = 1 << FLOW_BITS;
+/// Low bits of a key holding the request's slot (`Sfq`'s request table).
+const SLOT_BITS: u32 = 24;
+/// Keys hold slots below this (below [`SLOT_MASK`], so no key is [`DEAD`]); an entry with a
+/// larger slot (more than 16 million requests queued at one instance) goes to the wide side
+/// heap, which holds any `u32`.
+const SLOT_LIMIT: u32 = 1 << SLOT_BITS;
 /// Bits of the relative arrival number.
-const SEQ_BITS: u32 = 64 - FLOW_BITS;
+const SEQ_BITS: u32 = 64 - SLOT_BITS;
 /// The arrival window: `seq - base_seq` is below this.
 const SEQ_SPAN: u64 = 1 << SEQ_BITS;
-const FLOW_MASK: u64 = FLOW_LIMIT as u64 - 1;
-// Flow indices run below `flows_max` (indexed flows) plus one (the overflow flow).
-const _: () = assert!(super::SFQ_FLOWS_MAX < FLOW_LIMIT as usize);
+const SLOT_MASK: u64 = SLOT_LIMIT as u64 - 1;
 
 type Key = u128;
 
@@ -133,10 +133,9 @@ fn least_of_four(g: &[Key; ARITY]) -> usize {
     }
 }
 
-/// A slot without a key. No key equals it: a key's low 19 bits are a flow index, below
-/// `SFQ_FLOWS_MAX + 1 < 2^19 - 1`.
+/// A slot without a key. No key equals it: a key's low 24 bits are a request slot below
+/// [`SLOT_MASK`] (`encode` sends any other to the side heap).
 const DEAD: Key = Key::MAX;
-const _: () = assert!(((super::SFQ_FLOWS_MAX as u64) < FLOW_MASK));
 
 /// A 4-ary min-heap of keys, one cache line per level.
 ///
@@ -207,8 +206,7 @@ impl KeyHeap {
     }
 
     /// Puts `k` at node `i` (a hole) or above it: parents greater than `k` move down into the
-    /// hole until one is not (the rise of `push`, and of `pop`'s and `replace_top`'s key from
-    /// the leaf).
+    /// hole until one is not (the rise of `push`, and of `pop`'s key from the leaf).
     #[inline]
     fn sift_up(&mut self, mut i: usize, k: Key) {
         while i > 0 {
@@ -250,20 +248,6 @@ impl KeyHeap {
             self.set_slot(0, DEAD);
         }
         Some(top)
-    }
-
-    /// Removes the least key and adds `k` in one descent: what `pop` then `push(k)` leave,
-    /// for half the work when a dispatched flow has a next request (the common case: its
-    /// push followed every pop). The hole left by the root moves down as in `pop` and `k`
-    /// rises from the leaf, as `pop`'s former last key does; a key no smaller than the one
-    /// removed (a flow's next request is) rises at most back to the root's line.
-    #[inline]
-    fn replace_top(&mut self, k: Key) -> Key {
-        assert!(self.len > 0, "replace_top on an empty heap");
-        debug_assert!(k != DEAD);
-        let top = self.get(0);
-        self.fill_root(k);
-        top
     }
 
     /// Fills the root's slot, whose key is gone, with `k`: the hole descends along the least
@@ -460,24 +444,6 @@ impl KeyQueue {
         Some(top)
     }
 
-    /// What `pop` then `push(k)` leave: one heap descent when both the least key and `k` are
-    /// the heap's, none when neither is.
-    #[inline]
-    fn replace_top(&mut self, k: Key) -> Key {
-        debug_assert!(k != DEAD);
-        let (top, in_heap) = self.least().expect("replace_top on an empty queue");
-        if !in_heap {
-            self.pop_run();
-            self.insert(k);
-        } else if self.tail < k {
-            self.heap.pop();
-            self.insert(k);
-        } else {
-            self.heap.replace_top(k);
-        }
-        top
-    }
-
     /// Every key, in no particular order.
     fn keys(&self) -> impl Iterator<Item = Key> + '_ {
         let heap = (0..self.heap.len).map(|i| self.heap.get(i));
@@ -506,7 +472,6 @@ impl KeyQueue {
 /// Where a key's fields stand relative to the base (see the module doc).
 #[inline]
 fn encode(base_start: Tag, base_seq: u64, e: Entry) -> Option<Key> {
-    debug_assert!(e.flow < FLOW_LIMIT);
     let rel_start = e.start.wrapping_sub(base_start);
     let rel_seq = e.seq.wrapping_sub(base_seq);
     // One branch for the four range conditions (`|`, not `||`): inside the window is the
@@ -514,11 +479,12 @@ fn encode(base_start: Tag, base_seq: u64, e: Entry) -> Option<Key> {
     let outside = (e.start < base_start)
         | (rel_start >> 64 != 0)
         | (e.seq < base_seq)
-        | (rel_seq >= SEQ_SPAN);
+        | (rel_seq >= SEQ_SPAN)
+        | (e.slot as u64 >= SLOT_MASK);
     if outside {
         return None;
     }
-    Some((rel_start << 64) | ((rel_seq << FLOW_BITS) | e.flow as u64) as Key)
+    Some((rel_start << 64) | ((rel_seq << SLOT_BITS) | e.slot as u64) as Key)
 }
 
 #[inline]
@@ -526,15 +492,15 @@ fn decode(base_start: Tag, base_seq: u64, k: Key) -> Entry {
     let low = k as u64;
     Entry {
         start: base_start + (k >> 64),
-        seq: base_seq + (low >> FLOW_BITS),
-        flow: (low & FLOW_MASK) as u32,
+        seq: base_seq + (low >> SLOT_BITS),
+        slot: (low & SLOT_MASK) as u32,
     }
 }
 
 /// Backlogged flows by `(start, seq)`: the narrow heap of 16-byte keys relative to
 /// `(base_start, base_seq)`, and the wide side heap for entries outside its window.
 #[derive(Debug, Default)]
-pub(super) struct FlowHeap {
+pub(super) struct RequestHeap {
     narrow: KeyQueue,
     /// No narrow entry starts before this; every one starts less than 2^64 after it.
     base_start: Tag,
@@ -547,14 +513,14 @@ pub(super) struct FlowHeap {
     rebases: u64,
 }
 
-impl FlowHeap {
+impl RequestHeap {
     #[inline]
     fn decode(&self, k: Key) -> Entry {
         decode(self.base_start, self.base_seq, k)
     }
 
     /// The least entry.
-    #[inline]
+    #[cfg(test)]
     pub(super) fn peek(&self) -> Option<Entry> {
         let narrow = self.narrow.peek().map(|k| self.decode(k));
         if self.wide.is_empty() {
@@ -563,7 +529,7 @@ impl FlowHeap {
         let wide = self
             .wide
             .peek()
-            .map(|&Reverse((start, seq, flow))| Entry { start, seq, flow });
+            .map(|&Reverse((start, seq, slot))| Entry { start, seq, slot });
         match (narrow, wide) {
             (Some(n), Some(w)) => Some(if n.order() < w.order() { n } else { w }),
             (n, w) => n.or(w),
@@ -573,7 +539,6 @@ impl FlowHeap {
     /// Adds `e`, whose arrival number no entry in the heap has.
     #[inline]
     pub(super) fn push(&mut self, e: Entry) {
-        assert!(e.flow < FLOW_LIMIT, "flow index beyond the key's flow bits");
         self.pushes_since_rebase = self.pushes_since_rebase.saturating_add(1);
         match encode(self.base_start, self.base_seq, e) {
             Some(k) => self.narrow.push(k),
@@ -593,7 +558,7 @@ impl FlowHeap {
         }
         match encode(self.base_start, self.base_seq, e) {
             Some(k) => self.narrow.push(k),
-            None => self.wide.push(Reverse((e.start, e.seq, e.flow))),
+            None => self.wide.push(Reverse((e.start, e.seq, e.slot))),
         }
     }
 
@@ -610,7 +575,7 @@ impl FlowHeap {
         let (mut seq_min, mut seq_max) = (u64::MAX, 0);
         for k in self.narrow.keys() {
             let rel_start = k >> 64;
-            let rel_seq = (k as u64) >> FLOW_BITS;
+            let rel_seq = (k as u64) >> SLOT_BITS;
             start_min = start_min.min(rel_start);
             start_max = start_max.max(rel_start);
             seq_min = seq_min.min(rel_seq);
@@ -638,24 +603,6 @@ impl FlowHeap {
         self.pushes_since_rebase = 0;
     }
 
-    /// Removes the least entry and adds `e` (whose arrival number no entry has): the same
-    /// heap as `pop` then `push(e)`, in one descent while `e` is inside the narrow window and
-    /// the side heap is empty (a dispatched flow's next request, in any steady state).
-    #[inline]
-    pub(super) fn replace_top(&mut self, e: Entry) -> Option<Entry> {
-        assert!(e.flow < FLOW_LIMIT, "flow index beyond the key's flow bits");
-        if self.wide.is_empty() && self.narrow.len > 0 {
-            if let Some(k) = encode(self.base_start, self.base_seq, e) {
-                self.pushes_since_rebase = self.pushes_since_rebase.saturating_add(1);
-                let top = self.narrow.replace_top(k);
-                return Some(self.decode(top));
-            }
-        }
-        let top = self.pop();
-        self.push(e);
-        top
-    }
-
     /// Removes the least entry.
     #[inline]
     pub(super) fn pop(&mut self) -> Option<Entry> {
@@ -669,8 +616,8 @@ impl FlowHeap {
     #[cold]
     fn pop_with_wide(&mut self) -> Option<Entry> {
         let narrow = self.narrow.peek().map(|k| self.decode(k));
-        let &Reverse((start, seq, flow)) = self.wide.peek().expect("not empty");
-        let wide = Entry { start, seq, flow };
+        let &Reverse((start, seq, slot)) = self.wide.peek().expect("not empty");
+        let wide = Entry { start, seq, slot };
         match narrow {
             Some(n) if n.order() < wide.order() => {
                 self.narrow.pop();
@@ -681,6 +628,18 @@ impl FlowHeap {
                 Some(wide)
             }
         }
+    }
+
+    /// Moves every entry to `out`, in no particular order, and leaves the heap empty.
+    pub(super) fn drain_into(&mut self, out: &mut Vec<Entry>) {
+        let (base_start, base_seq) = (self.base_start, self.base_seq);
+        out.extend(self.narrow.keys().map(|k| decode(base_start, base_seq, k)));
+        out.extend(
+            self.wide
+                .drain()
+                .map(|Reverse((start, seq, slot))| Entry { start, seq, slot }),
+        );
+        self.clear();
     }
 
     pub(super) fn clear(&mut self) {
@@ -749,7 +708,7 @@ mod tests {
     }
 
     /// Checks the narrow keys' structure and that each decodes inside the window.
-    fn check(h: &FlowHeap) {
+    fn check(h: &RequestHeap) {
         check_queue(&h.narrow);
         for k in h.narrow.keys() {
             let e = h.decode(k);
@@ -804,21 +763,21 @@ mod tests {
         /// arrivals spread beyond the window and come back below the base.
         #[test]
         fn pops_in_whole_tag_order(ops in prop::collection::vec(op(), 1..400)) {
-            let mut heap = FlowHeap::default();
+            let mut heap = RequestHeap::default();
             let mut model: BTreeSet<(Tag, u64, u32)> = BTreeSet::new();
             let mut popped: Vec<Entry> = Vec::new();
             let mut seq = 0u64;
             for (n, op) in ops.into_iter().enumerate() {
-                let flow = (n as u32 * 7919) % FLOW_LIMIT;
+                let slot = (n as u32 * 7919) % SLOT_LIMIT;
                 match op {
                     Op::Push { start, seq_step } => {
                         seq = seq.saturating_add(seq_step);
                         if seq == u64::MAX {
                             continue;
                         }
-                        let e = Entry { start, seq, flow };
+                        let e = Entry { start, seq, slot };
                         heap.push(e);
-                        model.insert((start, seq, flow));
+                        model.insert((start, seq, slot));
                     }
                     Op::Repush { pick } => {
                         if popped.is_empty() {
@@ -826,18 +785,18 @@ mod tests {
                         }
                         let e = popped.swap_remove(pick % popped.len());
                         heap.push(e);
-                        model.insert((e.start, e.seq, e.flow));
+                        model.insert((e.start, e.seq, e.slot));
                     }
                     Op::Pop => {
                         let expected = model.pop_first();
                         let got = heap.pop();
-                        prop_assert_eq!(got.map(|e| (e.start, e.seq, e.flow)), expected);
+                        prop_assert_eq!(got.map(|e| (e.start, e.seq, e.slot)), expected);
                         popped.extend(got);
                     }
                 }
                 prop_assert_eq!(heap.len(), model.len());
                 let least = model.first().copied();
-                prop_assert_eq!(heap.peek().map(|e| (e.start, e.seq, e.flow)), least);
+                prop_assert_eq!(heap.peek().map(|e| (e.start, e.seq, e.slot)), least);
                 check(&heap);
             }
         }
@@ -846,20 +805,25 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
-        /// Differential: `replace_top(e)` leaves the same entries and returns the same least
-        /// entry as a sorted set's pop then insert, for any `e` (larger than the least, as a
-        /// flow's next request is, or smaller, or outside the window), on heaps whose entries
-        /// spread beyond the window and may live in the side heap; interleaved with pushes
-        /// and pops, every later pop agrees too.
+        /// Differential: a pop then a push of `e` (larger than the least, as a flow's next
+        /// request is, or smaller, or outside the window, with a request slot the key holds
+        /// or one beyond its bits) agree with a sorted set, on heaps whose entries spread
+        /// beyond the window and may live in the side heap; interleaved with pushes and
+        /// pops, every later pop agrees too, and a drain returns exactly what is left.
         #[test]
-        fn replace_top_is_pop_then_push(
+        fn pop_then_push_with_any_slot(
             ops in prop::collection::vec((start(), 0u8..4, prop_oneof![Just(1u64), Just(SEQ_SPAN), Just(1u64 << 50)]), 1..400),
         ) {
-            let mut heap = FlowHeap::default();
+            let mut heap = RequestHeap::default();
             let mut model: BTreeSet<(Tag, u64, u32)> = BTreeSet::new();
             let mut seq = 0u64;
             for (n, (start, what, seq_step)) in ops.into_iter().enumerate() {
-                let flow = (n as u32 * 7919) % FLOW_LIMIT;
+                // One in five beyond the key's slot bits (the side heap takes it).
+                let slot = if n % 5 == 0 {
+                    u32::MAX - n as u32
+                } else {
+                    (n as u32 * 7919) % SLOT_LIMIT
+                };
                 seq = seq.saturating_add(seq_step);
                 if seq == u64::MAX {
                     break;
@@ -870,28 +834,31 @@ mod tests {
                     0 | 1 => {
                         let Some(&(least_start, _, _)) = model.first() else { continue };
                         let start = if what == 0 { least_start.saturating_add(start % 8) } else { start };
-                        let e = Entry { start, seq, flow };
+                        let e = Entry { start, seq, slot };
                         let expected = model.pop_first();
-                        model.insert((start, seq, flow));
-                        let got = heap.replace_top(e);
-                        prop_assert_eq!(got.map(|e| (e.start, e.seq, e.flow)), expected);
+                        model.insert((start, seq, slot));
+                        let got = heap.pop();
+                        heap.push(e);
+                        prop_assert_eq!(got.map(|e| (e.start, e.seq, e.slot)), expected);
                     }
                     2 => {
-                        heap.push(Entry { start, seq, flow });
-                        model.insert((start, seq, flow));
+                        heap.push(Entry { start, seq, slot });
+                        model.insert((start, seq, slot));
                     }
                     _ => {
                         let got = heap.pop();
-                        prop_assert_eq!(got.map(|e| (e.start, e.seq, e.flow)), model.pop_first());
+                        prop_assert_eq!(got.map(|e| (e.start, e.seq, e.slot)), model.pop_first());
                     }
                 }
                 prop_assert_eq!(heap.len(), model.len());
-                prop_assert_eq!(heap.peek().map(|e| (e.start, e.seq, e.flow)), model.first().copied());
+                prop_assert_eq!(heap.peek().map(|e| (e.start, e.seq, e.slot)), model.first().copied());
                 check(&heap);
             }
-            while let Some(expected) = model.pop_first() {
-                prop_assert_eq!(heap.pop().map(|e| (e.start, e.seq, e.flow)), Some(expected));
-            }
+            let mut left = Vec::new();
+            heap.drain_into(&mut left);
+            let mut left: Vec<(Tag, u64, u32)> = left.iter().map(|e| (e.start, e.seq, e.slot)).collect();
+            left.sort_unstable();
+            prop_assert_eq!(left, model.into_iter().collect::<Vec<_>>());
             prop_assert_eq!(heap.pop(), None);
         }
     }
@@ -931,7 +898,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
-        /// Differential: the runs and the heap together pop, peek and replace exactly as a
+        /// Differential: the runs and the heap together pop, peek and push exactly as a
         /// sorted set does, whichever of them holds the least key and wherever the new key
         /// goes; the invariants hold after every operation.
         #[test]
@@ -963,7 +930,8 @@ mod tests {
                         }
                         let expected = model.pop_first();
                         model.insert(k);
-                        prop_assert_eq!(Some(q.replace_top(k)), expected);
+                        prop_assert_eq!(q.pop(), expected);
+                        q.push(k);
                     }
                 }
                 prop_assert_eq!(q.peek(), model.first().copied());
@@ -988,7 +956,8 @@ mod tests {
         let mut q = KeyQueue::default();
         for k in 1..=1_000 {
             q.push(k << 32);
-            assert_eq!(q.replace_top((k + 1_000) << 32), k << 32);
+            assert_eq!(q.pop(), Some(k << 32));
+            q.push((k + 1_000) << 32);
         }
         assert_eq!((q.heap.len, q.run.len), (0, 1_000));
         q.push(5 << 32);
@@ -1010,7 +979,7 @@ mod tests {
     /// and rebases are amortized: never more than one per `len` pushes.
     #[test]
     fn growing_tags_rebase_and_stay_narrow() {
-        let mut heap = FlowHeap::default();
+        let mut heap = RequestHeap::default();
         let n = 64u64;
         let step: Tag = 1 << 60; // 16 steps cross the window
         let mut seq = 0;
@@ -1019,7 +988,7 @@ mod tests {
             heap.push(Entry {
                 start: f as Tag * step / n as Tag,
                 seq,
-                flow: f as u32,
+                slot: f as u32,
             });
         }
         let mut expected_start = 0;
@@ -1031,7 +1000,7 @@ mod tests {
             heap.push(Entry {
                 start: e.start + step,
                 seq,
-                flow: e.flow,
+                slot: e.slot,
             });
             check(&heap);
         }
@@ -1051,20 +1020,20 @@ mod tests {
     /// holds across the two.
     #[test]
     fn a_spread_beyond_the_window_uses_the_side_heap_in_order() {
-        let mut heap = FlowHeap::default();
+        let mut heap = RequestHeap::default();
         let far: Tag = 1 << 100;
         for i in 0..8u64 {
             heap.push(Entry {
                 start: (i as Tag) * far,
                 seq: 10 + i,
-                flow: i as u32,
+                slot: i as u32,
             });
         }
         assert!(!heap.wide.is_empty());
         for i in 0..8u64 {
             let e = heap.pop().unwrap();
             assert_eq!(
-                (e.start, e.seq, e.flow),
+                (e.start, e.seq, e.slot),
                 ((i as Tag) * far, 10 + i, i as u32)
             );
         }

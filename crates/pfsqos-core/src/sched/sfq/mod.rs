@@ -87,9 +87,8 @@ mod tests;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use std::num::NonZeroU64;
 
-use heap::{Entry, FlowHeap};
+use heap::{Entry, RequestHeap};
 
 use rustc_hash::FxHashMap;
 
@@ -297,162 +296,75 @@ impl SfqConfig {
     }
 }
 
-/// A tag stored as two words: 8-byte aligned, so a queued request with a 4-byte payload
-/// takes 40 bytes instead of the 48 a 16-byte aligned `u128` would pad it to.
-#[derive(Clone, Copy, Debug)]
-struct StoredTag {
-    high: u64,
-    low: u64,
-}
-
-impl StoredTag {
-    #[inline]
-    fn new(tag: Tag) -> StoredTag {
-        StoredTag {
-            high: (tag >> 64) as u64,
-            low: tag as u64,
-        }
-    }
-
-    #[inline]
-    fn get(self) -> Tag {
-        ((self.high as Tag) << 64) | self.low as Tag
-    }
-}
-
+/// A queued request's part that its heap entry does not hold: the entry is its
+/// `(start, arrival, slot)`, and its slot in [`Sfq::requests`] holds this. Dispatch reads the
+/// heap's least entry and then this, and touches the flow only to count the dispatch: no
+/// dispatch waits on a flow's lines to find the flow's next request (its entry is in the heap
+/// already).
 #[derive(Debug)]
-struct Queued<P> {
-    payload: P,
-    start: StoredTag,
+struct Pending<P> {
+    /// `None` while the slot is free.
+    payload: Option<P>,
     cost: u64,
-    /// Arrival number, from 1: the niche makes `Option<Queued<P>>` no larger than a request,
-    /// so the flow's two inline requests fit in its lines 2 and 3.
-    seq: NonZeroU64,
+    flow: u32,
+    /// The request's `(start, seq)`, in test builds only: the tests' oracle of the dispatch
+    /// order, recorded apart from the heap's keys.
+    #[cfg(test)]
+    order: (Tag, u64),
 }
 
-/// A flow's requests in arrival order: the two oldest inline (most flows hold one or two
-/// requests at a time, and a separate buffer would cost a cache miss per RPC, as TBF found),
-/// the rest in a boxed deque allocated on a flow's first third request and kept.
-#[derive(Debug)]
-#[repr(C)]
-struct FlowQueue<P> {
-    first: Option<Queued<P>>,
-    /// Set only when `first` is.
-    second: Option<Queued<P>>,
-    /// Requests after `second`; empty unless `second` is set. Boxed: one word instead of
-    /// four, so the flow's hot state fits in lines 1-3.
-    // A box on purpose: the flow layout needs the one-word pointer, not the four-word deque.
-    #[allow(clippy::box_collection)]
-    rest: Option<Box<VecDeque<Queued<P>>>>,
-}
+// A 4-byte payload's slot: 24 bytes, so a dispatch's read of it is at most one line.
+#[cfg(not(test))]
+const _: () = assert!(std::mem::size_of::<Pending<u32>>() == 24);
 
-impl<P> FlowQueue<P> {
-    fn new() -> FlowQueue<P> {
-        FlowQueue {
-            first: None,
-            second: None,
-            rest: None,
-        }
-    }
-
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.first.is_none()
-    }
-
-    fn len(&self) -> usize {
-        usize::from(self.first.is_some())
-            + usize::from(self.second.is_some())
-            + self.rest.as_ref().map_or(0, |r| r.len())
-    }
-
-    #[inline]
-    fn front(&self) -> Option<&Queued<P>> {
-        self.first.as_ref()
-    }
-
-    #[inline]
-    fn push_back(&mut self, q: Queued<P>) {
-        if self.first.is_none() {
-            debug_assert!(self.second.is_none());
-            self.first = Some(q);
-        } else if self.second.is_none() {
-            debug_assert!(self.rest.as_ref().is_none_or(|r| r.is_empty()));
-            self.second = Some(q);
-        } else {
-            self.rest.get_or_insert_with(Default::default).push_back(q);
-        }
-    }
-
-    #[inline]
-    fn pop_front(&mut self) -> Option<Queued<P>> {
-        let q = self.first.take();
-        // Only a flow with a second request can have more.
-        if let Some(second) = self.second.take() {
-            self.first = Some(second);
-            self.second = self.rest.as_mut().and_then(|r| r.pop_front());
-        }
-        q
-    }
-
-    /// Removes every request, oldest first, keeping the deque's allocation.
-    fn drain_into(&mut self, out: &mut Vec<Queued<P>>) {
-        out.extend(self.first.take());
-        out.extend(self.second.take());
-        if let Some(r) = self.rest.as_mut() {
-            out.extend(r.drain(..));
-        }
-    }
-}
-
-/// Field order is chosen for the cache (`repr(C)`, aligned to a pair of lines, which the
-/// L2's adjacent-line prefetcher fetches together): line 0 holds what a lookup compares (the
-/// 64-byte key); line 1 the tag, weight, flags and counters every enqueue and dispatch
-/// update; lines 2 and 3 the two oldest requests and the rest of what an enqueue or a
-/// dispatch may touch. What only the control plane and layout synchronization read is in
-/// [`FlowCold`], beside the flow table. A lookup prefetches lines 1-3 while it compares the
-/// key ([`Sfq::find`]), and a dispatch while it pops the heap, so the misses overlap.
+/// One flow's scheduling state: two lines (`repr(C)`, aligned to the pair, which the L2's
+/// adjacent-line prefetcher fetches together). Line 0 holds everything an enqueue and a
+/// dispatch of SFQ(D) and layout DSFQ read or update; line 1 what threshold-driven DSFQ, NWC
+/// and departures add. The key a lookup compares is in [`Sfq::keys`], read-only after the
+/// flow is made, and the queued requests are in the heap and [`Sfq::requests`]; what only
+/// the control plane and layout synchronization read is in [`FlowCold`]. A lookup touches
+/// the flow's line 0 while it compares the key ([`Sfq::find`]), so the two misses overlap.
 #[derive(Debug)]
 #[repr(C, align(128))]
-struct Flow<P> {
-    key: RpcTags,
+struct Flow {
     last_finish: Tag,
     weight: u32,
+    /// Requests queued here, held ones included.
+    queued: u32,
+    /// Peers' reported service not yet charged (threshold mode).
+    delay_cost: u64,
+    /// Service counted here since the flow arrived (layout audit).
+    local_cost_total: u64,
+    /// Cost dispatched here, for the listing.
+    dispatched_cost: u64,
+    /// `FlowCold::remote.len()`, read by every layout-mode arrival.
+    remote_count: u32,
     mode: FlowMode,
     /// False while the slot is free.
     live: bool,
     /// Served here and not departed.
     present: bool,
     held: bool,
-    /// Peers' reported service not yet charged (threshold mode).
-    delay_cost: u64,
-    /// Service counted here and not reported: per-flow threshold mode (`flow_threshold`).
-    /// Modes that broadcast every flow's service at once count it in the flow's report of the
-    /// next broadcast instead ([`Flow::report_slot`]).
-    unreported_cost: u64,
-    /// Service counted here since the flow arrived (layout audit).
-    local_cost_total: u64,
-    /// Cost dispatched here, for the listing.
-    dispatched_cost: u64,
-    /// When the flow last became idle (its last queued request dispatched).
-    idle_since_ns: u64,
-    queue: FlowQueue<P>,
-    /// NWC: the flow may be dispatched again at this time.
-    cap_clock_ns: u64,
-    /// `FlowCold::remote.len()`, read by every layout-mode arrival.
-    remote_count: u32,
-    rule_id: u32,
     in_idle_log: bool,
     in_departed_log: bool,
     /// Counted in the NWC share (present, or announced by a peer).
     active: bool,
     /// This instance broadcast the flow's arrival and not yet its departure.
     announced: bool,
+    /// When the flow last became idle (its last queued request dispatched).
+    idle_since_ns: u64,
+    /// Service counted here and not reported: per-flow threshold mode (`flow_threshold`).
+    /// Modes that broadcast every flow's service at once count it in the flow's report of the
+    /// next broadcast instead ([`Flow::report_slot`]).
+    unreported_cost: u64,
+    /// NWC: the flow may be dispatched again at this time.
+    cap_clock_ns: u64,
     /// The flow's report in the next broadcast is `Sfq::broadcast[report_slot]` while this is
     /// `Sfq::broadcast_epoch`; an older epoch means it has none (a broadcast moves the epoch,
     /// so no flow needs resetting).
     report_epoch: u64,
     report_slot: u32,
+    rule_id: u32,
 }
 
 /// The part of a flow no enqueue or dispatch of plain SFQ(D) or threshold DSFQ reads.
@@ -461,17 +373,19 @@ struct FlowCold {
     /// Other instances that announced the flow (layout mode), sorted.
     remote: Vec<u32>,
     audited_cost: u64,
+    /// NWC: the flow's requests taken out of the heap while it is held, in no particular
+    /// order (they all go back when the hold ends).
+    parked: Vec<Entry>,
 }
 
-impl<P> Flow<P> {
-    fn new(key: RpcTags, rule_id: u32, weight: u32, mode: FlowMode) -> Flow<P> {
+impl Flow {
+    fn new(rule_id: u32, weight: u32, mode: FlowMode) -> Flow {
         Flow {
-            key,
             live: true,
             rule_id,
             weight,
             last_finish: 0,
-            queue: FlowQueue::new(),
+            queued: 0,
             present: false,
             idle_since_ns: 0,
             in_idle_log: false,
@@ -491,13 +405,12 @@ impl<P> Flow<P> {
         }
     }
 
-    /// Starts loading lines 1-3 (the line of `self` being read already holds the key):
-    /// a plain read whose value is not waited for, so the out-of-order core issues the misses
-    /// together with the key comparison or the heap descent that follows. (The core crate
-    /// has no `unsafe`, which `_mm_prefetch` would need.)
+    /// Starts loading the flow's lines: a plain read whose value is not waited for, so the
+    /// out-of-order core issues the misses together with the key comparison that follows.
+    /// (The core crate has no `unsafe`, which `_mm_prefetch` would need.)
     #[inline(always)]
     fn touch_hot_lines(&self) {
-        std::hint::black_box((self.weight, self.queue.first.is_some(), self.remote_count));
+        std::hint::black_box(self.weight);
     }
 
     /// No request queued. A flow whose last request is still in service counts as idle: it
@@ -505,7 +418,7 @@ impl<P> Flow<P> {
     /// lookup on every completion (a request in service longer than the idle time is an
     /// anomaly, and the flow returns with its next arrival anyway).
     fn is_idle(&self) -> bool {
-        self.queue.is_empty()
+        self.queued == 0
     }
 
     /// Nothing would be lost by forgetting the flow.
@@ -539,10 +452,17 @@ pub struct Sfq<P> {
     class_type: ClassType,
     version: LustreVersion,
     rules: weights::WeightRules,
-    flows: Vec<Flow<P>>,
+    flows: Vec<Flow>,
+    /// `keys[f]` is flow `f`'s class key (what the index's hash is of).
+    keys: Vec<RpcTags>,
     /// `cold[f]` is the rarely read part of `flows[f]`.
     cold: Vec<FlowCold>,
     free: Vec<u32>,
+    /// Queued requests by slot; a free slot's payload is `None`.
+    requests: Vec<Pending<P>>,
+    /// Free slots of `requests`, the last freed on top: an arrival reuses the slot the last
+    /// dispatch left, whose line is still in the cache.
+    free_requests: Vec<u32>,
     /// 32-bit key hash -> flow (TBF's index: one 8-byte slot per flow, so a lookup touches
     /// one line of the index and then the flow).
     index: ClassIndex,
@@ -550,8 +470,10 @@ pub struct Sfq<P> {
     indexed: usize,
     /// The overflow flow, once a flow had to be folded.
     fold: Option<u32>,
-    /// Backlogged, not held flows by their head request's `(start, seq)`.
-    heap: FlowHeap,
+    /// Queued requests of flows not held, by `(start, seq)`. A flow's requests have
+    /// increasing `(start, seq)` in arrival order, so the least of all is the least of the
+    /// flows' oldest: the order SFQ serves.
+    heap: RequestHeap,
     /// NWC: held flows by release time.
     held: BinaryHeap<Reverse<(u64, u32)>>,
     /// Flows that became idle, roughly oldest first, as `(flow, idle since)`.
@@ -561,7 +483,7 @@ pub struct Sfq<P> {
     idle_front_since_ns: u64,
     /// Departed flows, candidates for eviction.
     departed_log: VecDeque<u32>,
-    /// The next arrival's number (from 1, see [`Queued::seq`]).
+    /// The next arrival's number (from 1).
     seq: u64,
     vtime: Tag,
     outstanding: u32,
@@ -591,12 +513,15 @@ impl<P> Sfq<P> {
             version,
             rules: weights::WeightRules::new(),
             flows: Vec::new(),
+            keys: Vec::new(),
             cold: Vec::new(),
             free: Vec::new(),
+            requests: Vec::new(),
+            free_requests: Vec::new(),
             index: ClassIndex::default(),
             indexed: 0,
             fold: None,
-            heap: FlowHeap::default(),
+            heap: RequestHeap::default(),
             held: BinaryHeap::new(),
             idle_log: VecDeque::new(),
             idle_front_since_ns: u64::MAX,
@@ -673,31 +598,50 @@ impl<P> Sfq<P> {
     #[inline]
     fn find(&self, key: &RpcTags) -> Option<u32> {
         self.index.find(key_hash(key), |f| {
-            let flow = &self.flows[f as usize];
-            flow.touch_hot_lines();
-            flow.key == *key
+            self.flows[f as usize].touch_hot_lines();
+            self.keys[f as usize] == *key
         })
     }
 
     // ------------------------------------------------------------ flows
 
-    fn alloc_flow(&mut self, flow: Flow<P>) -> u32 {
+    fn alloc_flow(&mut self, key: RpcTags, flow: Flow) -> u32 {
         match self.free.pop() {
             Some(i) => {
-                let slot = &mut self.flows[i as usize];
-                // Reuse the slot's deque allocation.
-                let rest = slot.queue.rest.take();
-                *slot = flow;
-                slot.queue.rest = rest;
-                debug_assert!(self.cold[i as usize].remote.is_empty());
-                self.cold[i as usize].audited_cost = 0;
+                self.flows[i as usize] = flow;
+                self.keys[i as usize] = key;
+                let cold = &mut self.cold[i as usize];
+                debug_assert!(cold.remote.is_empty() && cold.parked.is_empty());
+                cold.audited_cost = 0;
                 i
             }
             None => {
                 self.flows.push(flow);
+                self.keys.push(key);
                 self.cold.push(FlowCold::default());
-                debug_assert_eq!(self.flows.len(), self.cold.len());
+                debug_assert!(
+                    self.flows.len() == self.cold.len() && self.flows.len() == self.keys.len()
+                );
                 (self.flows.len() - 1) as u32
+            }
+        }
+    }
+
+    /// A slot in [`Sfq::requests`] for `request`.
+    #[inline]
+    fn alloc_request(&mut self, request: Pending<P>) -> u32 {
+        debug_assert!(request.payload.is_some());
+        match self.free_requests.pop() {
+            Some(i) => {
+                let slot = &mut self.requests[i as usize];
+                debug_assert!(slot.payload.is_none(), "a free request slot holds a request");
+                *slot = request;
+                i
+            }
+            None => {
+                assert!(self.requests.len() < u32::MAX as usize, "request slots exhausted");
+                self.requests.push(request);
+                (self.requests.len() - 1) as u32
             }
         }
     }
@@ -712,7 +656,7 @@ impl<P> Sfq<P> {
             }
         }
         let (rule_id, weight) = self.rules.matching(&key);
-        let f = self.alloc_flow(Flow::new(key, rule_id, weight, self.config.initial_mode()));
+        let f = self.alloc_flow(key, Flow::new(rule_id, weight, self.config.initial_mode()));
         self.index.insert(key_hash(&key), f);
         self.indexed += 1;
         assert!(self.indexed <= self.config.flows_max);
@@ -728,9 +672,9 @@ impl<P> Sfq<P> {
             flow.in_departed_log = false;
             let in_broadcast = flow.report_epoch == self.broadcast_epoch;
             if flow.evictable() && !in_broadcast && self.fold != Some(f) {
-                let key = flow.key;
+                let key = self.keys[f as usize];
                 flow.live = false;
-                debug_assert!(flow.queue.is_empty());
+                debug_assert!(flow.queued == 0);
                 self.cold[f as usize].remote = Vec::new();
                 self.index.remove(key_hash(&key), f);
                 self.indexed -= 1;
@@ -747,7 +691,7 @@ impl<P> Sfq<P> {
         let key = RpcTags::UNKNOWN;
         let (rule_id, weight) = self.rules.matching(&key);
         let mode = self.config.initial_mode();
-        let f = self.alloc_flow(Flow::new(key, rule_id, weight, mode));
+        let f = self.alloc_flow(key, Flow::new(rule_id, weight, mode));
         self.fold = Some(f);
         f
     }
@@ -790,7 +734,7 @@ impl<P> Sfq<P> {
         self.cold[f as usize].audited_cost = 0;
         if self.config.sync == SyncMode::Layout && !flow.announced && self.fold != Some(f) {
             flow.announced = true;
-            let key = flow.key;
+            let key = self.keys[f as usize];
             self.push_report(ServiceReport::new(ReportKind::FlowArrived, key, 0));
         }
         self.update_active(f);
@@ -858,7 +802,7 @@ impl<P> Sfq<P> {
         flow.present = false;
         if flow.announced {
             flow.announced = false;
-            let key = flow.key;
+            let key = self.keys[f as usize];
             self.push_report(ServiceReport::new(ReportKind::FlowLeft, key, 0));
         }
         self.update_active(f);
@@ -917,13 +861,13 @@ impl<P> Sfq<P> {
         let flow = &mut self.flows[f as usize];
         if flow.report_epoch == self.broadcast_epoch {
             let report = &mut self.broadcast[flow.report_slot as usize];
-            debug_assert!(report.flow == flow.key);
+            debug_assert!(report.flow == self.keys[f as usize]);
             report.cost = report.cost.saturating_add(cost);
         } else if cost > 0 {
             flow.report_epoch = self.broadcast_epoch;
             flow.report_slot = self.broadcast.len() as u32;
             self.broadcast
-                .push(ServiceReport::new(ReportKind::Service, flow.key, cost));
+                .push(ServiceReport::new(ReportKind::Service, self.keys[f as usize], cost));
             assert!(
                 self.broadcast.len() <= self.flows.len(),
                 "one report per flow and broadcast"
@@ -952,7 +896,7 @@ impl<P> Sfq<P> {
         if self.config.sync == SyncMode::FlowThreshold {
             flow.unreported_cost = flow.unreported_cost.saturating_add(cost);
             if flow.unreported_cost >= self.config.threshold_cost {
-                let (key, c) = (flow.key, flow.unreported_cost);
+                let (key, c) = (self.keys[f as usize], flow.unreported_cost);
                 flow.unreported_cost = 0;
                 if c > 0 {
                     self.push_report(ServiceReport::new(ReportKind::Service, key, c));
@@ -965,7 +909,7 @@ impl<P> Sfq<P> {
         let cold = &mut self.cold[f as usize];
         if audit > 0 && flow.local_cost_total - cold.audited_cost >= audit {
             cold.audited_cost = flow.local_cost_total;
-            let key = flow.key;
+            let key = self.keys[f as usize];
             let c = flow.local_cost_total.min(super::SERVICE_REPORT_COST_MAX);
             self.push_report(ServiceReport::new(ReportKind::LayoutAudit, key, c));
         }
@@ -1090,7 +1034,7 @@ impl<P> Sfq<P> {
             if !flow.live {
                 continue;
             }
-            let (rule_id, weight) = self.rules.matching(&flow.key);
+            let (rule_id, weight) = self.rules.matching(&self.keys[i]);
             let flow = &mut self.flows[i];
             if flow.active {
                 self.active_weight_sum =
@@ -1143,14 +1087,14 @@ impl<P> Sfq<P> {
                 let key = if self.fold == Some(i as u32) {
                     "*".to_string()
                 } else {
-                    self.key_text(&f.key)
+                    self.key_text(&self.keys[i])
                 };
                 format!(
                     "{key} weight={} mode={} servers={} queued={} dispatched={}",
                     f.weight,
                     f.mode.name(),
                     f.remote_count as u64 + u64::from(f.present),
-                    f.queue.len(),
+                    f.queued,
                     f.dispatched_cost
                 )
             })
@@ -1277,7 +1221,7 @@ impl<P> Sfq<P> {
             cold.remote.clear();
             cold.audited_cost = flow.local_cost_total;
             let present = flow.present;
-            let key = flow.key;
+            let key = self.keys[i];
             self.update_active(i as u32);
             if present && mode == SyncMode::Layout && self.fold != Some(i as u32) {
                 self.flows[i].announced = true;
@@ -1314,14 +1258,9 @@ impl<P> Sfq<P> {
     }
 
     fn unhold(&mut self, f: u32) {
-        let flow = &mut self.flows[f as usize];
-        flow.held = false;
-        if let Some(head) = flow.queue.front() {
-            self.heap.push(Entry {
-                start: head.start.get(),
-                seq: head.seq.get(),
-                flow: f,
-            });
+        self.flows[f as usize].held = false;
+        for e in self.cold[f as usize].parked.drain(..) {
+            self.heap.push(e);
         }
     }
 
@@ -1344,10 +1283,15 @@ impl<P> Sfq<P> {
             self.flows
                 .iter()
                 .filter(|f| f.live)
-                .map(|f| f.queue.len())
+                .map(|f| f.queued as usize)
                 .sum::<usize>(),
             self.queued,
-            "queued count is the sum of the flow queues"
+            "queued count is the sum of the flows' counts"
+        );
+        debug_assert_eq!(
+            self.requests.len() - self.free_requests.len(),
+            self.queued,
+            "a request slot for every queued request"
         );
         debug_assert_eq!(
             self.flows
@@ -1374,7 +1318,7 @@ impl<P> RequestScheduler<P> for Sfq<P> {
         let f = self.flow_for_arrival(tags);
         self.make_present(f);
         let vtime = self.vtime;
-        let seq = NonZeroU64::new(self.seq).expect("arrival numbers start at 1");
+        let seq = self.seq;
         self.seq += 1;
         let flow = &mut self.flows[f as usize];
         let delay_cost = match flow.mode {
@@ -1391,19 +1335,20 @@ impl<P> RequestScheduler<P> for Sfq<P> {
         };
         let start = vtime.max(flow.last_finish + delay);
         flow.last_finish = start + tag(cost, flow.weight);
-        let was_empty = flow.queue.is_empty();
-        flow.queue.push_back(Queued {
-            payload,
-            start: StoredTag::new(start),
+        flow.queued += 1;
+        let held = flow.held;
+        let slot = self.alloc_request(Pending {
+            payload: Some(payload),
             cost,
-            seq,
+            flow: f,
+            #[cfg(test)]
+            order: (start, seq),
         });
-        if was_empty && !flow.held {
-            self.heap.push(Entry {
-                start,
-                seq: seq.get(),
-                flow: f,
-            });
+        let entry = Entry { start, seq, slot };
+        if held {
+            self.cold[f as usize].parked.push(entry);
+        } else {
+            self.heap.push(entry);
         }
         self.queued += 1;
         if self.config.count_at == CountPoint::Arrival {
@@ -1419,41 +1364,33 @@ impl<P> RequestScheduler<P> for Sfq<P> {
             return Dequeue::Empty;
         }
         let nwc = self.nwc();
-        while let Some(top) = self.heap.peek() {
-            let Entry {
-                start,
-                seq,
-                flow: f,
-            } = top;
-            let flow = &mut self.flows[f as usize];
-            debug_assert_eq!(
-                flow.queue.front().map(|q| (q.start.get(), q.seq.get())),
-                Some((start, seq))
-            );
-            if nwc && flow.cap_clock_ns > now_ns {
-                flow.held = true;
-                self.held.push(Reverse((flow.cap_clock_ns, f)));
-                self.heap.pop();
-                continue;
+        while let Some(top) = self.heap.pop() {
+            let Entry { start, slot, .. } = top;
+            let request = &mut self.requests[slot as usize];
+            let f = request.flow;
+            if nwc {
+                // Due holds were released above, so a held flow's release is still ahead.
+                let flow = &mut self.flows[f as usize];
+                if flow.held || flow.cap_clock_ns > now_ns {
+                    if !flow.held {
+                        flow.held = true;
+                        self.held.push(Reverse((flow.cap_clock_ns, f)));
+                    }
+                    self.cold[f as usize].parked.push(top);
+                    continue;
+                }
             }
-            let q = flow
-                .queue
-                .pop_front()
-                .expect("a flow in the heap has a request");
-            // The flow's next request takes its place in the heap in the same descent as the
-            // pop (`replace_top`), else the flow leaves the heap.
-            let popped = match flow.queue.front() {
-                Some(next) => self.heap.replace_top(Entry {
-                    start: next.start.get(),
-                    seq: next.seq.get(),
-                    flow: f,
-                }),
-                None => self.heap.pop(),
-            };
-            debug_assert_eq!(popped, Some(top));
+            let payload = request
+                .payload
+                .take()
+                .expect("a request in the heap has a payload");
+            let cost = request.cost;
+            self.free_requests.push(slot);
             let flow = &mut self.flows[f as usize];
-            let now_idle = flow.queue.is_empty();
-            flow.dispatched_cost = flow.dispatched_cost.saturating_add(q.cost);
+            assert!(flow.queued > 0, "a dispatched flow has a request queued");
+            flow.queued -= 1;
+            let now_idle = flow.queued == 0;
+            flow.dispatched_cost = flow.dispatched_cost.saturating_add(cost);
             // Without holds, every queued start tag is at least v (arrivals start at v or
             // later, and v is the smallest start tag when it moves): v only grows.
             assert!(
@@ -1468,18 +1405,18 @@ impl<P> RequestScheduler<P> for Sfq<P> {
                 "more requests outstanding than the depth"
             );
             if nwc {
-                let t = self.nwc_time_ns(f, q.cost);
+                let t = self.nwc_time_ns(f, cost);
                 let flow = &mut self.flows[f as usize];
                 flow.cap_clock_ns = flow.cap_clock_ns.max(now_ns).saturating_add(t);
             }
             if self.config.count_at == CountPoint::Dispatch {
-                self.count_service(now_ns, f, q.cost);
+                self.count_service(now_ns, f, cost);
             }
             if now_idle {
                 self.became_idle(f, now_ns);
             }
             self.check();
-            return Dequeue::Request(q.payload);
+            return Dequeue::Request(payload);
         }
         match self.held.peek() {
             Some(&Reverse((until_ns, _))) => {
@@ -1517,8 +1454,9 @@ impl<P> RequestScheduler<P> for Sfq<P> {
     fn presence_reports(&self) -> Vec<ServiceReport> {
         self.flows
             .iter()
-            .filter(|f| f.live && f.announced)
-            .map(|f| ServiceReport::new(ReportKind::FlowArrived, f.key, 0))
+            .zip(&self.keys)
+            .filter(|(f, _)| f.live && f.announced)
+            .map(|(_, &key)| ServiceReport::new(ReportKind::FlowArrived, key, 0))
             .collect()
     }
 
@@ -1558,16 +1496,32 @@ impl<P> Sfq<P> {
     /// Removes every queued request in start-tag order (ties by arrival), the order the
     /// policy would have served them without depth or caps.
     pub fn drain(&mut self, _now_ns: u64) -> Vec<P> {
-        let mut all: Vec<Queued<P>> = Vec::with_capacity(self.queued);
+        let mut all: Vec<Entry> = Vec::with_capacity(self.queued);
+        self.heap.drain_into(&mut all);
+        for cold in &mut self.cold {
+            all.append(&mut cold.parked);
+        }
         for flow in self.flows.iter_mut().filter(|f| f.live) {
-            flow.queue.drain_into(&mut all);
+            flow.queued = 0;
             flow.held = false;
         }
-        all.sort_unstable_by_key(|q| (q.start.get(), q.seq));
-        self.heap.clear();
         self.held.clear();
+        assert_eq!(all.len(), self.queued, "every queued request is in the heap or parked");
+        all.sort_unstable_by_key(|e| (e.start, e.seq));
+        let requests = &mut self.requests;
+        let payloads = all
+            .into_iter()
+            .map(|e| {
+                requests[e.slot as usize]
+                    .payload
+                    .take()
+                    .expect("a queued request has a payload")
+            })
+            .collect();
+        self.requests.clear();
+        self.free_requests.clear();
         self.queued = 0;
-        all.into_iter().map(|q| q.payload).collect()
+        payloads
     }
 }
 

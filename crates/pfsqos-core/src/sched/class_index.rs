@@ -63,7 +63,7 @@ impl ClassIndex {
     }
 
     /// The first class with `hash` for which `is_match` holds.
-    #[inline]
+    #[inline(always)]
     pub(super) fn find(&self, hash: u32, mut is_match: impl FnMut(u32) -> bool) -> Option<u32> {
         let mask = self.mask();
         let mut pos = self.home(hash);

@@ -1,40 +1,45 @@
-//! The heap of backlogged flows by their head request's `(start tag, arrival)`.
+//! The heap of queued requests by `(start tag, arrival)`: every queued request of every flow
+//! not held (NWC), not only each flow's oldest. A flow's requests have increasing
+//! `(start, arrival)` in arrival order (a start tag is at least the flow's previous finish
+//! tag), so the least of all queued requests is the least of the flows' oldest: the request
+//! SFQ serves next. Holding them all lets a dispatch take the least without reading the
+//! dispatched flow to find its next request, which is already here (see `Sfq`'s doc).
 //!
 //! # Entries: 16 bytes relative to a base
 //!
-//! With 100,000 flows the heap outgrows the L1 and a dispatch's descent costs one miss per
-//! level, so the entry size decides how many lines a descent touches and whether the heap
-//! fits in a core's L2 (2 MiB here: 1.6 MB at 16 bytes, 3.2 MB at the 32 of a whole `u128`
-//! tag, `u64` arrival and `u32` flow). An entry here is one `u128` key:
+//! With 100,000 queued requests the heap outgrows the L1 and a dispatch's descent costs one
+//! miss per level, so the entry size decides how many lines a descent touches and whether the
+//! heap fits in a core's L2 (2 MiB here: 1.6 MB at 16 bytes, 3.2 MB at the 32 of a whole
+//! `u128` tag, `u64` arrival and `u32` slot). An entry here is one `u128` key:
 //!
 //! ```text
 //!   bits 127..64   start - base_start      (u64: the tag relative to the base)
-//!   bits  63..19   seq - base_seq          (45 bits: the arrival relative to the base)
-//!   bits  18..0    flow                    (19 bits: every flow index, see SLOT_BITS)
+//!   bits  63..24   seq - base_seq          (40 bits: the arrival relative to the base)
+//!   bits  23..0    slot                    (24 bits: the request's slot in `Sfq::requests`)
 //! ```
 //!
 //! **Order (the proof the dispatch order is unchanged).** For two entries `a`, `b` inside
-//! the window (`0 <= start - base_start < 2^64`, `0 <= seq - base_seq < 2^45`,
-//! `flow < 2^19`), the map from `(start, seq)` to the key is strictly monotone:
+//! the window (`0 <= start - base_start < 2^64`, `0 <= seq - base_seq < 2^40`,
+//! `slot < 2^24 - 1`), the map from `(start, seq)` to the key is strictly monotone:
 //! * `a.start < b.start` gives `a.start - base_start < b.start - base_start`, both below
 //!   2^64, so `a`'s high word is smaller and `key(a) < key(b)` whatever the low words;
 //! * `a.start == b.start` gives equal high words, and `a.seq < b.seq` gives
-//!   `a.seq - base_seq < b.seq - base_seq`, both below 2^45, so the low word
-//!   `(rel_seq << 19) | flow` of `a` is smaller (the flow is below 2^19 and sits under the
+//!   `a.seq - base_seq < b.seq - base_seq`, both below 2^40, so the low word
+//!   `(rel_seq << 24) | slot` of `a` is smaller (the slot is below 2^24 and sits under the
 //!   lowest arrival bit).
 //!
-//! Arrival numbers are unique (every entry is the head request of a different flow, each
-//! request has its own number), so no two keys are equal and the key order *is* the
-//! `(start, seq)` order: one `u128` comparison (`cmp` + `sbb`, no branch) replaces the
-//! three-part comparison of the wide entry, and the heap pops exactly what the wide heap
-//! popped. The fields are recovered exactly (`decode` inverts `encode` inside the window).
+//! Arrival numbers are unique (each request has its own), so no two keys are equal and the
+//! key order *is* the `(start, seq)` order: one `u128` comparison (`cmp` + `sbb`, no branch)
+//! replaces the three-part comparison of the wide entry, and the heap pops exactly what the
+//! wide heap popped. The fields are recovered exactly (`decode` inverts `encode` inside the
+//! window).
 //!
 //! **Range (why an entry can fall outside, and what happens then).** Tags only grow in
 //! steady state (arrivals start at the virtual time or later), so entries leave the window
 //! at its top. Nothing bounds the spread of the queued tags (a 4 GiB request of a weight-1
 //! flow spans 2^64 tag units by itself; one peer report of delay up to 2^73), nor how long an
 //! arrival waits (a flow with a far start tag waits while others are served), and a held
-//! flow's head (NWC) comes back below the base. So:
+//! flow's requests (NWC) come back below the base. So:
 //! * an entry outside the window triggers a **rebase**: the base moves to the least start
 //!   and the least arrival in the heap (the new entry's too, if the whole set then fits),
 //!   and every key is re-encoded. Re-encoding is monotone (same proof), so the heap
@@ -42,8 +47,9 @@
 //!   least `len` pushes since the last one (or when the narrow heap is empty, where it is
 //!   free), so its cost is amortized O(1) per push;
 //! * an entry that still does not fit (the spread of the queued tags is 2^64 or more, or
-//!   the rebase is not yet allowed) goes to a **wide side heap** of whole `(u128, u64, u32)`
-//!   entries. A pop takes the lesser of the two heads by `(start, seq)`; the side heap is
+//!   the rebase is not yet allowed, or its slot needs more than 24 bits: over 16 million
+//!   requests queued at one instance) goes to a **wide side heap** of whole
+//!   `(u128, u64, u32)` entries. A pop takes the lesser of the two heads by `(start, seq)`; the side heap is
 //!   empty in any steady state whose tags span less than 2^64 units (4 GiB per unit
 //!   weight), so the common pop is the narrow heap's alone.
 //!
@@ -56,18 +62,19 @@
 //!
 //! # A sorted run in front of the heap
 //!
-//! A dispatch's descent is the heap's cost: 8-9 dependent levels at 100,000 flows, some 400
-//! instructions. But keys often arrive in increasing
+//! A dispatch's descent is the heap's cost: 8-9 dependent levels at 100,000 queued requests,
+//! some 400 instructions. But keys often arrive in increasing
 //! order: when flows share a weight and a request size, each flow's next start tag is its
-//! last plus the same step, and the flows are served round robin, so every new head key is
+//! last plus the same step, and the flows are served round robin, so every new key is
 //! above every key queued (the common HPC case of equal jobs writing 1 MiB RPCs). So the
 //! narrow keys are a **run** (a FIFO of increasing keys) and the heap ([`KeyQueue`]): a key
 //! above the run's last key is appended to the run, any other is pushed on the heap, and a
 //! pop takes the lesser of the run's first key and the heap's top. That is a priority queue
 //! for any order of keys (the run is sorted, the heap is a heap, and the least of both is
 //! the least of all), so the dispatch order is unchanged. In the increasing case the heap
-//! stays empty and a dispatch costs a FIFO pop and push (`sfqd` at 100,000 flows, with the
-//! run's own ring ([`Ring`]): 1,000 -> 618 instructions a step, 147-152 -> 95-100 ns), while
+//! stays empty and an arrival costs a FIFO push and a dispatch a pop (`sfqd` at 100,000
+//! flows, with the run's own ring ([`Ring`]): 1,000 -> 618 instructions a step, 147-152 ->
+//! 95-100 ns, session 8, when the heap held flows), while
 //! keys out of order cost what the heap
 //! alone cost plus a comparison at each push and pop (the `mixed_sizes` bench, request sizes
 //! 4 KiB-1 MiB: 1,113 -> 1,160 instructions, +2-3 % in time at 1,000 flows;
@@ -81,7 +88,7 @@ use std::collections::BinaryHeap;
 
 use super::Tag;
 
-/// A flow's head request as the scheduler pushes and pops it.
+/// A queued request as the scheduler pushes and pops it: its tags and its slot.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Entry {
     pub(super) start: Tag,
@@ -497,14 +504,14 @@ fn decode(base_start: Tag, base_seq: u64, k: Key) -> Entry {
     }
 }
 
-/// Backlogged flows by `(start, seq)`: the narrow heap of 16-byte keys relative to
+/// Queued requests by `(start, seq)`: the narrow heap of 16-byte keys relative to
 /// `(base_start, base_seq)`, and the wide side heap for entries outside its window.
 #[derive(Debug, Default)]
 pub(super) struct RequestHeap {
     narrow: KeyQueue,
     /// No narrow entry starts before this; every one starts less than 2^64 after it.
     base_start: Tag,
-    /// No narrow entry arrived before this; every one arrived less than 2^45 after it.
+    /// No narrow entry arrived before this; every one arrived less than 2^40 after it.
     base_seq: u64,
     wide: BinaryHeap<Reverse<(Tag, u64, u32)>>,
     /// Pushes since the last rebase: a rebase (O(narrow length)) waits for as many.
@@ -537,7 +544,7 @@ impl RequestHeap {
     }
 
     /// Adds `e`, whose arrival number no entry in the heap has.
-    #[inline]
+    #[inline(always)]
     pub(super) fn push(&mut self, e: Entry) {
         self.pushes_since_rebase = self.pushes_since_rebase.saturating_add(1);
         match encode(self.base_start, self.base_seq, e) {

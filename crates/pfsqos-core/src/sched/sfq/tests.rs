@@ -1032,7 +1032,10 @@ fn flow_hot_state_fits_in_two_cache_lines() {
         offset_of!(Flow, present) + 1,
         offset_of!(Flow, held) + 1,
     ] {
-        assert!(end <= 64, "a field every enqueue or dispatch touches is past line 0");
+        assert!(
+            end <= 64,
+            "a field every enqueue or dispatch touches is past line 0"
+        );
     }
     // A queued request's slot (payload, cost and flow) is 24 bytes for a 4-byte payload
     // outside test builds: a `const` assertion beside `Pending`.
@@ -1066,7 +1069,7 @@ enum WindowOp {
         flow: usize,
         cost: u64,
     },
-    /// The arrival counter jumps, as after a long run: beyond the heap's 2^45 arrivals.
+    /// The arrival counter jumps, as after a long run: to the heap's 2^40 arrivals and beyond.
     SeqJump {
         by: u64,
     },
@@ -1091,7 +1094,7 @@ fn window_op(flows: usize) -> impl Strategy<Value = WindowOp> {
         3 => any::<usize>().prop_map(|pick| WindowOp::Complete { pick }),
         1 => (0..flows, prop_oneof![1u64..=1 << 20, Just(SERVICE_REPORT_COST_MAX)])
             .prop_map(|(flow, cost)| WindowOp::PeerService { flow, cost }),
-        1 => prop_oneof![Just(1u64 << 44), Just(1u64 << 45), Just(1u64 << 46)]
+        1 => prop_oneof![Just(1u64 << 39), Just(1u64 << 40), Just(1u64 << 41), Just(1u64 << 46)]
             .prop_map(|by| WindowOp::SeqJump { by }),
         1 => prop_oneof![1u64..=1_000_000, Just(NS_PER_S), Just(1_000 * NS_PER_S)]
             .prop_map(|ns| WindowOp::Advance { ns }),
@@ -1110,7 +1113,9 @@ fn heads(s: &Sfq<(String, u32)>) -> FxHashMap<u32, (Tag, u64)> {
             .and_modify(|h| *h = (*h).min(candidate))
             .or_insert(candidate);
     }
-    head.into_values().map(|(start, seq, n)| (n, (start, seq))).collect()
+    head.into_values()
+        .map(|(start, seq, n)| (n, (start, seq)))
+        .collect()
 }
 
 /// The least `(start, seq)` among the heads of flows that are not held: what a brute-force
@@ -1128,7 +1133,7 @@ proptest! {
 
     /// Differential against a brute-force scan: on random workloads whose start tags spread
     /// far beyond the heap's 2^64-unit window (costs up to 2^56 bytes at weight 1, peers'
-    /// delays), whose arrival numbers jump beyond its 2^45 window, and (with NWC) whose held
+    /// delays), whose arrival numbers jump to and beyond its 2^40 window, and (with NWC) whose held
     /// flows come back below its base, every dispatch is a head request and no head of a
     /// flow not held afterwards comes before it in whole `(u128 start, u64 seq)` order; a
     /// dequeue yields nothing only at depth or when every queued flow is held.

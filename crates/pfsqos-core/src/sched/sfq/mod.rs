@@ -90,7 +90,11 @@
 //! path), and folding keeps every request served and the fairness among the known flows
 //! intact; the overflow flow is listed as `*`. Peers' reports for new flows beyond the bound
 //! are refused ([`SyncRejection::TooManyFlows`]). Pending reports: at most
-//! [`SFQ_REPORTS_PENDING_MAX`]; beyond, the oldest is dropped and counted.
+//! [`SFQ_REPORTS_PENDING_MAX`]; beyond, the oldest is dropped and counted. Queued requests:
+//! as many as the driver enqueues and has not taken (every driver bounds its own queue; an
+//! RPC that arrived cannot be refused here); the request table keeps as many slots as were
+//! ever in use at once until the policy is drained, and a slot number beyond 24 bits sends
+//! its entry to the heap's side heap (`heap.rs`).
 
 mod heap;
 mod weights;
@@ -381,7 +385,8 @@ struct Flow {
     rule_id: u32,
 }
 
-/// The part of a flow no enqueue or dispatch of plain SFQ(D) or threshold DSFQ reads.
+/// The part of a flow no enqueue or dispatch of SFQ(D) or DSFQ reads without NWC (whose
+/// holds park a held flow's requests here).
 #[derive(Debug, Default)]
 struct FlowCold {
     /// Other instances that announced the flow (layout mode), sorted.

@@ -1237,3 +1237,34 @@ fn tags_beyond_the_window_use_the_side_heap_in_order() {
     }
     assert_eq!(order, ["big0", "fast0", "fast1", "fast2", "big1", "big2"]);
 }
+
+/// A policy switch drains every queued request in start-tag order: those still in the heap
+/// and those NWC took out of it while their flow is held (parked), and the instance then
+/// serves new arrivals as an empty one.
+#[test]
+fn drain_returns_heap_and_parked_requests_in_tag_order() {
+    let mut s = sfq(SfqConfig {
+        nwc_capacity_cost_per_s: 1_000,
+        ..with_depth(4)
+    });
+    let cost = 1_000;
+    for (job, n) in [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)] {
+        s.enqueue_with_cost(0, &tags(job), cost, (job.into(), n));
+    }
+    // a0 and b0 start at 0; each dispatch puts its flow over its share for two seconds.
+    assert_eq!(take(&mut s, 0).map(|r| name(&r)), Some("a0".into()));
+    assert_eq!(take(&mut s, 0).map(|r| name(&r)), Some("b0".into()));
+    // a1, b1 and a2 reach the top and are parked: both flows are held.
+    assert!(matches!(s.dequeue(0), Dequeue::Throttled { .. }));
+    // c0 starts at the virtual time, 0, and stays in the heap; a3 arrives held and is parked.
+    s.enqueue_with_cost(0, &tags("c"), cost, ("c".into(), 0));
+    s.enqueue_with_cost(0, &tags("a"), cost, ("a".into(), 3));
+    assert_eq!(s.queued(), 5);
+    let drained: Vec<String> = s.drain(0).iter().map(name).collect();
+    // Start tags: c0 0; a1 and b1 1000 units (a1 arrived first); a2 2000; a3 3000.
+    assert_eq!(drained, ["c0", "a1", "b1", "a2", "a3"]);
+    assert_eq!(s.queued(), 0);
+    assert!(matches!(s.dequeue(0), Dequeue::Empty));
+    s.enqueue_with_cost(0, &tags("d"), cost, ("d".into(), 0));
+    assert_eq!(take(&mut s, 0).map(|r| name(&r)), Some("d0".into()));
+}

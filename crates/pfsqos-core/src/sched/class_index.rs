@@ -17,7 +17,8 @@ use crate::model::RpcTags;
 /// latency adds to each request's. `FxHasher` over the derived `Hash` (what this replaced)
 /// chains about ten multiplies; here every one reads the key directly and two adds join them.
 /// Measured on the SFQ benchmark at 100,000 flows (docs/benchmarks.md, SFQ section, session
-/// 11): 584 -> 575 instructions a step and 88 -> 62 ns for SFQ(D).
+/// 11): 584 -> 586 instructions a step, but 87-88 -> 60-62 ns for SFQ(D) and 91-96 -> 67-71
+/// ns for threshold DSFQ; about 22 ns less at 10 flows too.
 ///
 /// A folded 64x64->128-bit product (as in foldhash and wyhash) is 0 when either operand is,
 /// whatever the other holds, so no operand may be one a key can make 0:

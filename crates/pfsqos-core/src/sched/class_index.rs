@@ -21,12 +21,13 @@ use crate::model::RpcTags;
 /// ns for threshold DSFQ; about 22 ns less at 10 flows too.
 ///
 /// A folded 64x64->128-bit product (as in foldhash and wyhash) is 0 when either operand is,
-/// whatever the other holds, so no operand may be one a key can make 0:
+/// whatever the other holds, so a key must never be able to zero one operand of a product
+/// whose other operand is also the key's:
 /// * the job id's words are paired, each XORed with a constant it can never equal
 ///   ([`JOB_WORD_KEYS`]: the first word's low byte is the length, at most 31; each other
 ///   constant holds a control byte, which a job id refuses and its zero padding is not);
-/// * every other field is multiplied by a constant, alone, so one field cannot cancel
-///   another.
+/// * every other field's word is multiplied by a constant, alone: the one value that zeroes
+///   its operand makes only that field's term 0 and cannot cancel another field.
 ///
 /// Not built to resist keys chosen to collide (neither was `FxHasher`): a flood of
 /// colliding job ids lengthens probe runs, within the bound on classes.

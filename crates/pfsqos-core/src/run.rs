@@ -3,7 +3,8 @@
 //! for both.
 
 use crate::control::gift::{AllocationStats, RegretSummary};
-use crate::control::{ControlWrite, DomainId, TraceSample};
+pub use crate::control::{ControlTraceEntry, CONTROL_TRACE_LEN_MAX};
+use crate::control::{ControlWrite, DomainId};
 use crate::metrics::{windowed_share_deviation, JobBins, WindowDeviation};
 
 /// Everything one run measured.
@@ -409,16 +410,6 @@ pub struct ControlLogEntry {
     pub write: ControlWrite,
     /// `Err` text if the scheduler rejected the write (a controller bug; recorded, not fatal).
     pub result: Result<(), String>,
-}
-
-/// Most trace entries a run keeps (about 100 MB), so a long run with many jobs stays bounded.
-pub const CONTROL_TRACE_LEN_MAX: usize = 2_000_000;
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ControlTraceEntry {
-    /// Time of the control step.
-    pub time_ns: u64,
-    pub sample: TraceSample,
 }
 
 /// Cost counters of the engine itself.

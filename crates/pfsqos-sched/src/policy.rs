@@ -1,0 +1,121 @@
+//! The contract between an NRS head ([`crate::nrs::Nrs`]) and the policies it runs, after
+//! Lustre's `struct ptlrpc_nrs_pol_conf`: each policy exports one descriptor
+//! ([`NrsPolicyDescriptor`]: its name, a line saying what it does, the parameter files it owns
+//! and how to start it), and the head never names a policy. Adding a scheduler is one file
+//! that implements [`NrsPolicy`] and exports a descriptor, plus one entry in the list
+//! ([`crate::nrs::nrs_policy_rows`]).
+
+use std::any::Any;
+use std::fmt;
+
+use crate::errno::Errno;
+use crate::tbf::{LustreVersion, NrsQueue, TbfConfig, TbfError};
+use crate::RequestScheduler;
+
+/// Error of a control write, with the errno Lustre would return.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NrsError {
+    pub errno: Errno,
+    pub message: String,
+}
+
+impl fmt::Display for NrsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.errno, self.message)
+    }
+}
+
+impl std::error::Error for NrsError {}
+
+impl From<TbfError> for NrsError {
+    fn from(e: TbfError) -> Self {
+        NrsError {
+            errno: e.errno(),
+            message: e.to_string(),
+        }
+    }
+}
+
+pub(crate) fn einval(message: String) -> NrsError {
+    NrsError {
+        errno: Errno::EINVAL,
+        message,
+    }
+}
+
+/// What one of a policy's parameter files reads as on one head.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamValue {
+    /// Lines listed per CPT, as `nrs_tbf_rule` is (rules, weights, flows).
+    Lines(String),
+    /// One value, listed as `reg_<name>:<value>` / `hp_<name>:<value>` as Lustre's
+    /// `nrs_orr_quantum` and `nrs_delay_min` are.
+    Scalar(String),
+}
+
+/// A primary NRS policy: what a head runs besides its FIFO fallback. Started by its
+/// descriptor ([`NrsPolicyDescriptor::start`]) when `nrs_policies` names it.
+pub trait NrsPolicy<P>: RequestScheduler<P> + Send {
+    /// Removes every queued request, in the order Lustre drains a stopping policy.
+    fn drain(&mut self, now_ns: u64) -> Vec<P>;
+
+    /// When the policy holds the whole head at `now_ns` (TBF's throttle stops FIFO requests
+    /// too, as `ptlrpc_server_allow_normal` does), the time it ends; clears a throttle that
+    /// is due. Most policies hold nothing.
+    fn head_throttled_until(&mut self, _now_ns: u64) -> Option<u64> {
+        None
+    }
+
+    /// The policy itself, for a driver or a listing that knows its type
+    /// ([`crate::nrs::Nrs::running`]): the head has no policy-specific accessors.
+    fn as_any(&self) -> &dyn Any;
+
+    /// A write to one of the parameter files its descriptor lists
+    /// ([`NrsPolicyDescriptor::params`]) on a head of `queue` (a command addressed with
+    /// `reg`/`hp` to the other queue is accepted and ignored).
+    fn write_param(
+        &mut self,
+        param: &str,
+        _queue: NrsQueue,
+        _now_ns: u64,
+        _text: &str,
+    ) -> Result<(), NrsError> {
+        Err(NrsError {
+            errno: Errno::ENOENT,
+            message: format!("the running policy has no parameter `{param}`"),
+        })
+    }
+
+    /// What one of its parameter files reads as on this head.
+    fn read_param(&self, param: &str) -> Result<ParamValue, NrsError> {
+        Err(NrsError {
+            errno: Errno::ENOENT,
+            message: format!("the running policy has no parameter `{param}`"),
+        })
+    }
+}
+
+/// How a descriptor starts its policy on a head: `arg` is the text after the name and queue
+/// (Lustre's `pol_arg`), `config` the head's tunables (the Lustre version it emulates and
+/// the `tbf_*` module parameters every policy may read).
+pub type StartPolicy<P> =
+    fn(arg: Option<&str>, config: TbfConfig) -> Result<Box<dyn NrsPolicy<P>>, NrsError>;
+
+/// What a write to one of a policy's files answers while the policy is not running on a
+/// head of `queue`: `Ok` when the write is accepted and ignored, else the error.
+pub type StoppedWrite =
+    fn(param: &str, text: &str, queue: NrsQueue, version: LustreVersion) -> Result<(), NrsError>;
+
+/// One scheduler, as the head sees it (Lustre's `ptlrpc_nrs_pol_conf`).
+pub struct NrsPolicyDescriptor<P> {
+    /// The name `nrs_policies` takes, as Lustre names its policies: short, lower case.
+    pub name: &'static str,
+    /// One line saying what the policy does, for listings and `--help`.
+    pub description: &'static str,
+    /// The `ost.OSS.ost_io` parameter files the policy owns besides `nrs_policies`.
+    pub params: &'static [&'static str],
+    pub start: StartPolicy<P>,
+    /// A write to one of `params` while another policy runs; `None`: ENODEV, as Lustre
+    /// answers for a stopped policy's file.
+    pub stopped_write: Option<StoppedWrite>,
+}

@@ -1005,6 +1005,91 @@ pub fn rate_for_tokens(tokens: u64, period_ns: u64) -> u64 {
     rate.clamp(1, u64::from(crate::limits::TBF_RATE_RPCS_PER_S_MAX))
 }
 
+// The spec of `adaptbf`: `adaptbf[:period_ms=N][:demand=served|arrived][:rpc_cost=BYTES]`.
+
+use crate::spec::{
+    key_value, parse_bytes, parse_choice, parse_period_ms, ControllerContext, ControllerDescriptor,
+    Deployment, PolicyOptions,
+};
+
+/// `adaptbf`: AdapTBF (Algorithm 1).
+pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
+    name: "adaptbf",
+    description: "AdapTBF: per-OST TBF rates by node-count priority, with token lending, borrowing and re-compensation",
+    parse: parse_adaptbf,
+    deployment: Deployment::ServerRules,
+};
+
+#[derive(Debug, PartialEq)]
+pub(crate) struct AdapTbfOptions {
+    /// `None`: the driver's default period.
+    pub(crate) period_ms: Option<u64>,
+    pub(crate) demand: DemandSource,
+    /// `rpc_cost=BYTES`: cost-weighted tokens (`adaptbf::TokenCost`); `None`: one RPC, one
+    /// token (the paper).
+    pub(crate) rpc_cost_bytes: Option<u64>,
+}
+
+impl PolicyOptions for AdapTbfOptions {
+    fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(AdapTbf::new(AdapTbfConfig {
+            period_ns: self.period_ms.unwrap_or(ctx.period_ms_default) * 1_000_000,
+            demand: self.demand,
+            token_cost: self
+                .rpc_cost_bytes
+                .map(|rpc_cost_bytes| crate::adaptbf::TokenCost {
+                    rpc_cost_bytes,
+                    full_rpc_bytes: ctx.rpc_size_bytes,
+                }),
+            ..AdapTbfConfig::default()
+        }))
+    }
+}
+
+pub(crate) fn parse_adaptbf(
+    name: &'static str,
+    options: &[&str],
+) -> Result<Box<dyn PolicyOptions>, String> {
+    let mut parsed = AdapTbfOptions {
+        period_ms: None,
+        demand: DemandSource::default(),
+        rpc_cost_bytes: None,
+    };
+    for option in options {
+        let (key, value) = key_value(name, option, "period_ms, demand, rpc_cost")?;
+        match key {
+            "period_ms" => parsed.period_ms = Some(parse_period_ms(name, value)?),
+            "rpc_cost" => {
+                let bytes = parse_bytes(name, key, value)?;
+                if bytes > crate::sched::sfq::RPC_COST_MAX {
+                    return Err(format!(
+                        "{name} option rpc_cost=`{value}` is above {} bytes",
+                        crate::sched::sfq::RPC_COST_MAX
+                    ));
+                }
+                parsed.rpc_cost_bytes = Some(bytes);
+            }
+            "demand" => {
+                parsed.demand = parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[
+                        ("served", DemandSource::Served),
+                        ("arrived", DemandSource::Arrived),
+                    ],
+                )?
+            }
+            other => {
+                return Err(format!(
+                    "unknown adaptbf option `{other}` (allowed: period_ms, demand, rpc_cost)"
+                ))
+            }
+        }
+    }
+    Ok(Box::new(parsed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

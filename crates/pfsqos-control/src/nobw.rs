@@ -32,3 +32,36 @@ impl Controller for NoBw {
         Decision::default()
     }
 }
+
+// The spec of `nobw`: no options.
+
+use crate::gift::Allocator;
+use crate::spec::{no_options, ControllerContext, ControllerDescriptor, Deployment, PolicyOptions};
+
+/// `nobw`: no bandwidth control.
+pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
+    name: "nobw",
+    description: "no control: every OST serves its requests first come, first served",
+    parse: parse_nobw,
+    deployment: Deployment::Nothing,
+};
+
+#[derive(Debug, PartialEq)]
+pub(crate) struct NoBwOptions;
+
+impl PolicyOptions for NoBwOptions {
+    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(NoBw)
+    }
+    fn allocator(&self, _seed: u64) -> Result<Option<Box<dyn Allocator>>, String> {
+        Ok(None)
+    }
+}
+
+pub(crate) fn parse_nobw(
+    name: &'static str,
+    options: &[&str],
+) -> Result<Box<dyn PolicyOptions>, String> {
+    no_options(name, options)?;
+    Ok(Box::new(NoBwOptions))
+}

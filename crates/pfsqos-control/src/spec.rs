@@ -7,17 +7,8 @@
 //! sweep a parameter (the AdapTBF paper's §IV-H allocation frequency) without one scenario file
 //! per value.
 
-use super::gift::{
-    self, Allocator, GiftControllerConfig, GiftOptions, ShareUnit, SystemGate, ThrottleLimit,
-    WindowKind,
-};
-use super::pi::{
-    self as pi_control, Aimd, AimdConfig, DesignSpec, Gains, Increase, Pi, PiConfig,
-    ProportionalOn, QueueSource, SensorConfig, Staircase, StaircaseConfig, TargetChoice,
-    TargetSchedule,
-};
-use super::vpfs::{FairQueuing, Vpfs, VpfsConfig};
-use super::{AdapTbf, AdapTbfConfig, Controller, DemandSource, NoBw, StaticBw};
+use super::gift::Allocator;
+use super::Controller;
 use std::fmt;
 
 /// Longest accepted policy spec; specs also name output folders (GIFT with all its options
@@ -86,92 +77,103 @@ impl<T: PartialEq + 'static> OptionsValue for T {
 pub type ParseOptions =
     fn(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String>;
 
-/// One row of the controller registry: a policy name and how to parse its options. Adding a
-/// controller is one file implementing [`Controller`] and one row in [`CONTROLLER_ROWS`].
-pub struct ControllerRow {
-    pub name: &'static str,
-    /// Parses the spec's `key=value` options (in order) for policy `name`.
-    pub parse: ParseOptions,
+/// Where a controller's decisions take effect, which says how it can be deployed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deployment {
+    /// It decides nothing (`nobw`).
+    Nothing,
+    /// TBF rules one OSS's own agent writes from that OSS's `job_stats` alone.
+    ServerRules,
+    /// Caps on every OST from a global view: a coordinator over the OSSs' agents.
+    Coordinated,
+    /// Weights of a fair-queuing scheduler in every server (SFQ(D), DSFQ), which Lustre lacks.
+    Scheduler,
+    /// Bandwidth limits on the clients (`tc`).
+    ClientLimits,
 }
 
-/// The controller registry, in the order reports list policies: the AdapTBF paper's three,
-/// then GIFT's seven baselines and GIFT itself, then vPFS, then PI control and its AIMD
-/// baseline.
-pub const CONTROLLER_ROWS: [ControllerRow; 15] = [
-    ControllerRow {
-        name: "nobw",
-        parse: parse_nobw,
-    },
-    ControllerRow {
-        name: "static",
-        parse: parse_static,
-    },
-    ControllerRow {
-        name: "adaptbf",
-        parse: parse_adaptbf,
-    },
-    ControllerRow {
-        name: "pofs",
-        parse: parse_gift_family,
-    },
-    ControllerRow {
-        name: "bsip",
-        parse: parse_gift_family,
-    },
-    ControllerRow {
-        name: "mbw",
-        parse: parse_gift_family,
-    },
-    ControllerRow {
-        name: "tsa",
-        parse: parse_gift_family,
-    },
-    ControllerRow {
-        name: "esa",
-        parse: parse_gift_family,
-    },
-    ControllerRow {
-        name: "tmf",
-        parse: parse_gift_family,
-    },
-    ControllerRow {
-        name: "rnd",
-        parse: parse_gift_family,
-    },
-    ControllerRow {
-        name: "gift",
-        parse: parse_gift_family,
-    },
-    ControllerRow {
-        name: "vpfs",
-        parse: parse_vpfs,
-    },
-    ControllerRow {
-        name: "pi",
-        parse: parse_pi,
-    },
-    ControllerRow {
-        name: "aimd",
-        parse: parse_aimd,
-    },
-    ControllerRow {
-        name: "pi-openloop",
-        parse: parse_pi_openloop,
-    },
+/// One controller, as every driver sees it: its spec name, a line saying what it does, how
+/// its options parse (and so what it builds) and where its decisions take effect. Each
+/// controller's file exports its descriptor; adding a controller is that file and one entry
+/// in [`CONTROLLERS`].
+#[derive(Clone, Copy)]
+pub struct ControllerDescriptor {
+    pub name: &'static str,
+    /// One line, for listings and `--help`.
+    pub description: &'static str,
+    /// Parses the spec's `key=value` options (in order) for policy `name`.
+    pub parse: ParseOptions,
+    pub deployment: Deployment,
+}
+
+/// Every controller, in the order reports list policies: the AdapTBF paper's three, then
+/// GIFT's seven baselines and GIFT itself, then vPFS, then PI control and its AIMD baseline.
+pub const CONTROLLERS: &[ControllerDescriptor] = &[
+    crate::nobw::DESCRIPTOR,
+    crate::static_bw::DESCRIPTOR,
+    crate::adaptbf::DESCRIPTOR,
+    crate::gift::options::DESCRIPTORS[0],
+    crate::gift::options::DESCRIPTORS[1],
+    crate::gift::options::DESCRIPTORS[2],
+    crate::gift::options::DESCRIPTORS[3],
+    crate::gift::options::DESCRIPTORS[4],
+    crate::gift::options::DESCRIPTORS[5],
+    crate::gift::options::DESCRIPTORS[6],
+    crate::gift::options::DESCRIPTORS[7],
+    crate::vpfs::DESCRIPTOR,
+    crate::pi::options::PI,
+    crate::pi::options::AIMD,
+    crate::pi::options::OPEN_LOOP,
 ];
 
-const fn row_names<const N: usize>(rows: &[ControllerRow; N]) -> [&'static str; N] {
+const CONTROLLER_COUNT: usize = CONTROLLERS.len();
+
+const fn descriptor_names<const N: usize>(list: &[ControllerDescriptor]) -> [&'static str; N] {
+    assert!(list.len() == N);
     let mut names = [""; N];
     let mut i = 0;
     while i < N {
-        names[i] = rows[i].name;
+        names[i] = list[i].name;
         i += 1;
     }
     names
 }
 
-/// Policy names accepted in a spec, in registry order.
-pub const POLICY_NAMES: &[&str] = &row_names(&CONTROLLER_ROWS);
+/// Policy names accepted in a spec, in [`CONTROLLERS`] order.
+pub const POLICY_NAMES: &[&str] = &descriptor_names::<CONTROLLER_COUNT>(CONTROLLERS);
+
+/// The descriptor named `name`.
+pub fn controller_descriptor(name: &str) -> Option<&'static ControllerDescriptor> {
+    CONTROLLERS.iter().find(|d| d.name == name)
+}
+
+// Names are unique, so a spec names one controller.
+const _: () = {
+    let mut i = 0;
+    while i < CONTROLLER_COUNT {
+        let mut j = i + 1;
+        while j < CONTROLLER_COUNT {
+            assert!(!const_str_eq(POLICY_NAMES[i], POLICY_NAMES[j]));
+            j += 1;
+        }
+        i += 1;
+    }
+};
+
+const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// A parsed policy spec: its registry row and its options.
 #[derive(Debug)]
@@ -212,15 +214,12 @@ impl PolicyChoice {
         let mut parts = spec.split(':');
         let name = parts.next().unwrap_or_default();
         let options: Vec<&str> = parts.collect();
-        let row = CONTROLLER_ROWS
-            .iter()
-            .find(|r| r.name == name)
-            .ok_or_else(|| {
-                format!(
-                    "unknown policy `{name}` (allowed: {}; options as in `adaptbf:period_ms=200`)",
-                    POLICY_NAMES.join(", ")
-                )
-            })?;
+        let row = controller_descriptor(name).ok_or_else(|| {
+            format!(
+                "unknown policy `{name}` (allowed: {}; options as in `adaptbf:period_ms=200`)",
+                POLICY_NAMES.join(", ")
+            )
+        })?;
         Ok(PolicyChoice {
             name: row.name,
             spec: spec.to_string(),
@@ -234,7 +233,7 @@ impl PolicyChoice {
     /// which are TBF controllers, not allocators.
     pub fn allocator(&self, seed: u64) -> Result<Option<Box<dyn Allocator>>, String> {
         self.options.allocator(seed).map_err(|_| {
-            let allocators: Vec<&str> = CONTROLLER_ROWS
+            let allocators: Vec<&str> = CONTROLLERS
                 .iter()
                 .filter(|r| {
                     (r.parse)(r.name, &[])
@@ -284,146 +283,20 @@ impl PolicyChoice {
 }
 
 /// Splits `key=value`, with an error that names the policy and what it allows.
-fn key_value<'a>(name: &str, option: &'a str, allowed: &str) -> Result<(&'a str, &'a str), String> {
+pub(crate) fn key_value<'a>(
+    name: &str,
+    option: &'a str,
+    allowed: &str,
+) -> Result<(&'a str, &'a str), String> {
     option.split_once('=').ok_or_else(|| {
         format!("option `{option}` of `{name}` is not key=value (allowed: {allowed})")
     })
 }
 
-#[derive(Debug, PartialEq)]
-struct NoBwOptions;
-
-impl PolicyOptions for NoBwOptions {
-    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
-        Box::new(NoBw)
-    }
-    fn allocator(&self, _seed: u64) -> Result<Option<Box<dyn Allocator>>, String> {
-        Ok(None)
-    }
-}
-
-fn parse_nobw(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
-    no_options(name, options)?;
-    Ok(Box::new(NoBwOptions))
-}
-
-fn no_options(name: &str, options: &[&str]) -> Result<(), String> {
+pub(crate) fn no_options(name: &str, options: &[&str]) -> Result<(), String> {
     match options.first() {
         Some(o) => Err(format!("policy `{name}` takes no options, got `{o}`")),
         None => Ok(()),
-    }
-}
-
-#[derive(Debug, PartialEq)]
-struct StaticOptions;
-
-impl PolicyOptions for StaticOptions {
-    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
-        Box::new(StaticBw)
-    }
-}
-
-fn parse_static(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
-    no_options(name, options)?;
-    Ok(Box::new(StaticOptions))
-}
-
-#[derive(Debug, PartialEq)]
-struct AdapTbfOptions {
-    /// `None`: the driver's default period.
-    period_ms: Option<u64>,
-    demand: DemandSource,
-    /// `rpc_cost=BYTES`: cost-weighted tokens (`adaptbf::TokenCost`); `None`: one RPC, one
-    /// token (the paper).
-    rpc_cost_bytes: Option<u64>,
-}
-
-impl PolicyOptions for AdapTbfOptions {
-    fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
-        Box::new(AdapTbf::new(AdapTbfConfig {
-            period_ns: self.period_ms.unwrap_or(ctx.period_ms_default) * 1_000_000,
-            demand: self.demand,
-            token_cost: self
-                .rpc_cost_bytes
-                .map(|rpc_cost_bytes| crate::adaptbf::TokenCost {
-                    rpc_cost_bytes,
-                    full_rpc_bytes: ctx.rpc_size_bytes,
-                }),
-            ..AdapTbfConfig::default()
-        }))
-    }
-}
-
-fn parse_adaptbf(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
-    let mut parsed = AdapTbfOptions {
-        period_ms: None,
-        demand: DemandSource::default(),
-        rpc_cost_bytes: None,
-    };
-    for option in options {
-        let (key, value) = key_value(name, option, "period_ms, demand, rpc_cost")?;
-        match key {
-            "period_ms" => parsed.period_ms = Some(parse_period_ms(name, value)?),
-            "rpc_cost" => {
-                let bytes = parse_bytes(name, key, value)?;
-                if bytes > crate::sched::sfq::RPC_COST_MAX {
-                    return Err(format!(
-                        "{name} option rpc_cost=`{value}` is above {} bytes",
-                        crate::sched::sfq::RPC_COST_MAX
-                    ));
-                }
-                parsed.rpc_cost_bytes = Some(bytes);
-            }
-            "demand" => {
-                parsed.demand = parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[
-                        ("served", DemandSource::Served),
-                        ("arrived", DemandSource::Arrived),
-                    ],
-                )?
-            }
-            other => {
-                return Err(format!(
-                    "unknown adaptbf option `{other}` (allowed: period_ms, demand, rpc_cost)"
-                ))
-            }
-        }
-    }
-    Ok(Box::new(parsed))
-}
-
-/// vPFS (`vpfs`): which fair-queuing policy and its tunables.
-#[derive(Debug, PartialEq)]
-struct VpfsOptions {
-    policy: FairQueuing,
-    period_ms: Option<u64>,
-    sync: Option<&'static str>,
-    threshold_bytes: Option<u64>,
-    depth: Option<u32>,
-    count: Option<&'static str>,
-    nwc_bytes_per_s: Option<u64>,
-    rpc_cost_bytes: Option<u64>,
-    flow_idle_ms: Option<u64>,
-    sync_interval_ms: Option<u64>,
-}
-
-impl PolicyOptions for VpfsOptions {
-    fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
-        Box::new(Vpfs::new(VpfsConfig {
-            policy: self.policy,
-            period_ns: self.period_ms.unwrap_or(ctx.period_ms_default) * 1_000_000,
-            sync: self.sync,
-            threshold_bytes: self.threshold_bytes,
-            depth: self.depth,
-            count: self.count,
-            nwc_bytes_per_s: self.nwc_bytes_per_s,
-            rpc_cost_bytes: self.rpc_cost_bytes,
-            flow_idle_ms: self.flow_idle_ms,
-            sync_interval_ms: self.sync_interval_ms,
-        }))
     }
 }
 
@@ -432,7 +305,7 @@ impl PolicyOptions for VpfsOptions {
 const VPFS_BYTES_MAX: u64 = 1 << 50;
 
 /// A byte count: digits with an optional binary suffix (`k`, `M`, `G`, `T`, as scenario sizes).
-fn parse_bytes(policy: &str, key: &str, value: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(policy: &str, key: &str, value: &str) -> Result<u64, String> {
     let (digits, shift) = match value.char_indices().last() {
         Some((i, 'k' | 'K')) => (&value[..i], 10),
         Some((i, 'm' | 'M')) => (&value[..i], 20),
@@ -453,411 +326,8 @@ fn parse_bytes(policy: &str, key: &str, value: &str) -> Result<u64, String> {
         })
 }
 
-fn parse_vpfs(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
-    const ALLOWED: &str =
-        "sched, period_ms, sync, threshold, depth, count, nwc, rpc_cost, flow_idle_ms, \
-         sync_interval_ms";
-    let mut parsed = VpfsOptions {
-        policy: FairQueuing::Dsfq,
-        period_ms: None,
-        sync: None,
-        threshold_bytes: None,
-        depth: None,
-        count: None,
-        nwc_bytes_per_s: None,
-        rpc_cost_bytes: None,
-        flow_idle_ms: None,
-        sync_interval_ms: None,
-    };
-    for option in options {
-        let (key, value) = key_value(name, option, ALLOWED)?;
-        match key {
-            "sched" => {
-                parsed.policy = parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[("dsfq", FairQueuing::Dsfq), ("sfqd", FairQueuing::Sfqd)],
-                )?
-            }
-            "period_ms" => parsed.period_ms = Some(parse_period_ms(name, value)?),
-            "sync" => {
-                parsed.sync = Some(parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[
-                        ("none", "none"),
-                        ("threshold", "threshold"),
-                        ("flow_threshold", "flow_threshold"),
-                        ("layout", "layout"),
-                        ("time", "time"),
-                    ],
-                )?)
-            }
-            "count" => {
-                parsed.count = Some(parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[
-                        ("arrival", "arrival"),
-                        ("dispatch", "dispatch"),
-                        ("finish", "finish"),
-                    ],
-                )?)
-            }
-            "threshold" => parsed.threshold_bytes = Some(parse_bytes(name, key, value)?),
-            "nwc" => parsed.nwc_bytes_per_s = Some(parse_bytes(name, key, value)?),
-            "rpc_cost" => parsed.rpc_cost_bytes = Some(parse_bytes(name, key, value)?),
-            "depth" => {
-                parsed.depth = Some(
-                    value
-                        .parse()
-                        .ok()
-                        .filter(|d| (1..=VPFS_DEPTH_MAX).contains(d))
-                        .ok_or_else(|| {
-                            format!(
-                                "{name} option depth=`{value}` is not a whole number in \
-                                 1..={VPFS_DEPTH_MAX}"
-                            )
-                        })?,
-                )
-            }
-            "flow_idle_ms" => {
-                parsed.flow_idle_ms = Some(
-                    value
-                        .parse()
-                        .ok()
-                        .filter(|v| (1..=FLOW_IDLE_MS_MAX).contains(v))
-                        .ok_or_else(|| {
-                            format!(
-                                "{name} option flow_idle_ms=`{value}` is not a whole number of \
-                                 milliseconds in 1..={FLOW_IDLE_MS_MAX}"
-                            )
-                        })?,
-                )
-            }
-            "sync_interval_ms" => {
-                parsed.sync_interval_ms = Some(
-                    value
-                        .parse()
-                        .ok()
-                        .filter(|v| (1..=SYNC_INTERVAL_MS_MAX).contains(v))
-                        .ok_or_else(|| {
-                            format!(
-                                "{name} option sync_interval_ms=`{value}` is not a whole number \
-                                 of milliseconds in 1..={SYNC_INTERVAL_MS_MAX}"
-                            )
-                        })?,
-                )
-            }
-            other => {
-                return Err(format!(
-                    "unknown vpfs option `{other}` (allowed: {ALLOWED})"
-                ))
-            }
-        }
-    }
-    if parsed.policy == FairQueuing::Sfqd
-        && (parsed.sync.is_some()
-            || parsed.count.is_some()
-            || parsed.threshold_bytes.is_some()
-            || parsed.flow_idle_ms.is_some()
-            || parsed.sync_interval_ms.is_some())
-    {
-        return Err(
-            "vpfs options sync, count, threshold, flow_idle_ms and sync_interval_ms need \
-             sched=dsfq (sfqd does not synchronize)"
-                .to_string(),
-        );
-    }
-    Ok(Box::new(parsed))
-}
-
-/// Largest depth a spec may ask for.
-const VPFS_DEPTH_MAX: u32 = crate::sched::sfq::SFQ_DEPTH_MAX;
-/// Longest flow idle time a spec may ask for.
-const FLOW_IDLE_MS_MAX: u64 = crate::sched::sfq::FLOW_IDLE_MS_MAX;
-/// Longest time-driven synchronization interval a spec may ask for.
-const SYNC_INTERVAL_MS_MAX: u64 = crate::sched::sfq::SYNC_INTERVAL_MS_MAX;
-
-/// GIFT (`gift`) or one of its baselines.
-#[derive(Debug, PartialEq)]
-struct GiftFamilyOptions {
-    name: &'static str,
-    /// `None`: GIFT's 10 s decision interval.
-    period_ms: Option<u64>,
-    /// `tau`, `b_thres`, `window_coupons`, `regret_budget_node_hours`, and the
-    /// artifact-faithful options `share`, `redistribute`, `constraint3`, `window`,
-    /// `system_gate`, `throttle` (only those the policy takes, see `gift::option_names`;
-    /// `docs/scenarios.md`).
-    options: GiftOptions,
-}
-
-impl PolicyOptions for GiftFamilyOptions {
-    fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
-        let defaults = GiftControllerConfig::default();
-        let config = GiftControllerConfig {
-            period_ns: self
-                .period_ms
-                .map_or(defaults.period_ns, |ms| ms * 1_000_000),
-            // One TBF token is one RPC of the cluster's largest size.
-            rpc_size_bytes: ctx.rpc_size_bytes,
-            ..defaults
-        };
-        gift::controller_with_options(self.name, ctx.seed, config, self.options)
-            .expect("names come from the registry")
-    }
-
-    fn allocator(&self, seed: u64) -> Result<Option<Box<dyn Allocator>>, String> {
-        Ok(Some(
-            gift::allocator_by_name(self.name, seed, self.options)
-                .expect("names come from the registry"),
-        ))
-    }
-
-    fn allocator_period_ns(&self) -> Option<u64> {
-        Some(
-            self.period_ms
-                .map_or(GiftControllerConfig::default().period_ns, |ms| {
-                    ms * 1_000_000
-                }),
-        )
-    }
-}
-
-fn parse_gift_family(
-    name: &'static str,
-    options: &[&str],
-) -> Result<Box<dyn PolicyOptions>, String> {
-    let mut period_ms = None;
-    let mut opts = GiftOptions::default();
-    let takes = gift::option_names(name);
-    let allowed = || {
-        let mut all = vec!["period_ms"];
-        all.extend_from_slice(takes);
-        all.join(", ")
-    };
-    for option in options {
-        let (key, value) = key_value(name, option, &allowed())?;
-        if key != "period_ms" && !takes.contains(&key) {
-            return Err(format!(
-                "unknown {name} option `{option}` (allowed: {})",
-                allowed()
-            ));
-        }
-        match key {
-            "period_ms" => period_ms = Some(parse_period_ms(name, value)?),
-            "tau" => opts.tau = Some(parse_unit(name, key, value)?),
-            "b_thres" => opts.b_thres = Some(parse_unit(name, key, value)?),
-            "window_coupons" => {
-                opts.window_coupons = Some(
-                    value
-                        .parse()
-                        .ok()
-                        .filter(|v| (1..=WINDOW_COUPONS_MAX).contains(v))
-                        .ok_or_else(|| {
-                            format!(
-                                "{name} option window_coupons=`{value}` is not a whole number \
-                                 in 1..={WINDOW_COUPONS_MAX}"
-                            )
-                        })?,
-                )
-            }
-            "regret_budget_node_hours" => {
-                opts.regret_budget_node_hours = Some(
-                    value
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|v| (0.0..=REGRET_BUDGET_NODE_HOURS_MAX).contains(v))
-                        .ok_or_else(|| {
-                            format!(
-                                "{name} option regret_budget_node_hours=`{value}` is not a \
-                                 number in 0..={REGRET_BUDGET_NODE_HOURS_MAX} (omit it for an \
-                                 unbounded budget)"
-                            )
-                        })?,
-                )
-            }
-            "share" => {
-                opts.share = Some(parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[("app", ShareUnit::App), ("stream", ShareUnit::Stream)],
-                )?)
-            }
-            "redistribute" => {
-                opts.redistribute = Some(parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[("false", false), ("true", true)],
-                )?)
-            }
-            "constraint3" => {
-                opts.constraint3 = Some(parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[("true", true), ("false", false)],
-                )?)
-            }
-            "window" => {
-                opts.window = Some(parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[("receding", WindowKind::Receding), ("cap", WindowKind::Cap)],
-                )?)
-            }
-            "system_gate" => {
-                opts.system_gate = Some(parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[
-                        ("reset", SystemGate::Reset),
-                        ("cumulative", SystemGate::Cumulative),
-                    ],
-                )?)
-            }
-            "lp" => {
-                opts.lp = Some(parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[
-                        ("presolved", gift::LpSolver::Presolved),
-                        ("whole", gift::LpSolver::Whole),
-                    ],
-                )?)
-            }
-            "throttle" => {
-                opts.throttle = Some(parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[
-                        ("headroom", ThrottleLimit::Headroom),
-                        ("b_thres", ThrottleLimit::BThres),
-                    ],
-                )?)
-            }
-            _ => unreachable!("checked against option_names"),
-        }
-    }
-    Ok(Box::new(GiftFamilyOptions {
-        name,
-        period_ms,
-        options: opts,
-    }))
-}
-
-/// PI control (`pi`, issue #15): the controller's settings with the gains designed.
-#[derive(Debug, PartialEq)]
-struct PiOptions(PiConfig);
-
-impl PolicyOptions for PiOptions {
-    /// Ts is the spec's `ts_ms` (default the paper's 300 ms), not the driver's period: the
-    /// gains were designed for it.
-    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
-        Box::new(Pi::new(self.0.clone()))
-    }
-}
-
-/// The open-loop identification experiment (`pi-openloop`).
-#[derive(Debug, PartialEq)]
-struct StaircaseOptions(StaircaseConfig);
-
-impl PolicyOptions for StaircaseOptions {
-    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
-        Box::new(Staircase::new(self.0.clone()).expect("options were checked when parsed"))
-    }
-}
-
-/// `pi-openloop[:from=2M][:to=40M][:levels=20][:hold=20][:repeats=1][:ts_ms=300][:sensor=..]
-/// [:ost=N][:filter=1]`: per-client limits from `from` to `to` bytes/s in `levels` even steps,
-/// each held `hold` periods of `ts_ms`, the whole staircase `repeats` times (PI paper §4.2).
-fn parse_pi_openloop(
-    name: &'static str,
-    options: &[&str],
-) -> Result<Box<dyn PolicyOptions>, String> {
-    const ALLOWED: &str = "from, to, levels, hold, repeats, ts_ms, sensor, ost, filter";
-    let (mut from, mut to, mut levels, mut hold, mut repeats) =
-        (2u64 << 20, 40u64 << 20, 20, 20, 1);
-    let mut ts_ms = pi_control::PI_TS_MS_DEFAULT;
-    let mut sensor = SensorConfig::default();
-    let count = |key: &str, value: &str, max: u64| -> Result<u64, String> {
-        value
-            .parse::<u64>()
-            .ok()
-            .filter(|v| (1..=max).contains(v))
-            .ok_or_else(|| format!("{name} option {key}=`{value}` is not a count in 1..={max}"))
-    };
-    for option in options {
-        let (key, value) = key_value(name, option, ALLOWED)?;
-        if parse_sensor_option(name, key, value, &mut sensor)? {
-            continue;
-        }
-        match key {
-            "from" => from = parse_bytes(name, key, value)?,
-            "to" => to = parse_bytes(name, key, value)?,
-            "levels" => {
-                levels = count(
-                    key,
-                    value,
-                    pi_control::openloop::STAIRCASE_LEVELS_MAX as u64,
-                )?
-            }
-            "hold" => hold = count(key, value, 100_000)?,
-            "repeats" => repeats = count(key, value, 1_000)?,
-            "ts_ms" => ts_ms = parse_ms(name, key, value)?,
-            other => {
-                return Err(format!(
-                    "unknown {name} option `{other}` (allowed: {ALLOWED})"
-                ))
-            }
-        }
-    }
-    if from == 0 || to == 0 {
-        return Err(format!(
-            "{name} options from and to must be at least 1 byte/s"
-        ));
-    }
-    let config = StaircaseConfig {
-        ts_ns: ts_ms * 1_000_000,
-        sensor,
-        levels_bytes_per_s: StaircaseConfig::linear_levels(from, to, levels as usize),
-        hold_periods: hold as u32,
-        repeats: repeats as u32,
-    };
-    config.check().map_err(|e| format!("{name}: {e}"))?;
-    Ok(Box::new(StaircaseOptions(config)))
-}
-
-/// The AIMD baseline (`aimd`).
-#[derive(Debug, PartialEq)]
-struct AimdOptions(AimdConfig);
-
-impl PolicyOptions for AimdOptions {
-    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
-        Box::new(Aimd::new(self.0.clone()))
-    }
-}
-
-/// Longest moving-average window (`filter=`), in periods.
-pub const PI_FILTER_SAMPLES_MAX: usize = 1000;
-
-/// Largest queue target, requests (Linux's `nr_requests` tops out at a few thousand).
-pub const PI_TARGET_RPCS_MAX: f64 = 1e6;
-
-/// Latest target step, seconds after the start (about 115 days).
-pub const PI_TARGET_AT_S_MAX: f64 = 1e7;
-
 /// A finite number that `ok` accepts, `what` saying which.
-fn parse_number(
+pub(crate) fn parse_number(
     policy: &str,
     key: &str,
     value: &str,
@@ -872,7 +342,7 @@ fn parse_number(
 }
 
 /// A whole number of milliseconds in `1..=PERIOD_MS_MAX`.
-fn parse_ms(policy: &str, key: &str, value: &str) -> Result<u64, String> {
+pub(crate) fn parse_ms(policy: &str, key: &str, value: &str) -> Result<u64, String> {
     value
         .parse()
         .ok()
@@ -885,271 +355,7 @@ fn parse_ms(policy: &str, key: &str, value: &str) -> Result<u64, String> {
         })
 }
 
-/// `target=80` (a constant queue target, requests) or `target=40@0/80@30/60@60` (targets
-/// from the given second after the start, the first at 0: the paper's Fig. 4 steps).
-fn parse_target(policy: &str, value: &str) -> Result<TargetSchedule, String> {
-    let bad = |why: String| {
-        format!(
-            "{policy} option target=`{value}` is not a queue target: {why} (a number of \
-             requests, or steps like 40@0/80@30 in requests@seconds)"
-        )
-    };
-    let queue = |text: &str| {
-        text.parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && (0.0..=PI_TARGET_RPCS_MAX).contains(v))
-            .ok_or_else(|| bad(format!("`{text}` is not in 0..={PI_TARGET_RPCS_MAX}")))
-    };
-    if !value.contains('@') {
-        return Ok(TargetSchedule::constant(queue(value)?));
-    }
-    let mut steps = Vec::new();
-    for step in value.split('/') {
-        let (target, at) = step
-            .split_once('@')
-            .ok_or_else(|| bad(format!("`{step}` is not target@seconds")))?;
-        let at_s = at
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && (0.0..=PI_TARGET_AT_S_MAX).contains(v))
-            .ok_or_else(|| bad(format!("`{at}` is not a time in seconds")))?;
-        steps.push(((at_s * 1e9).round() as u64, queue(target)?));
-    }
-    TargetSchedule::new(steps).map_err(bad)
-}
-
-/// The sensor options both controllers take: `sensor=`, `ost=`, `filter=`. `Ok(false)` if
-/// `key` is not one of them.
-fn parse_sensor_option(
-    policy: &str,
-    key: &str,
-    value: &str,
-    sensor: &mut SensorConfig,
-) -> Result<bool, String> {
-    match key {
-        "sensor" => {
-            sensor.source = parse_choice(
-                policy,
-                key,
-                value,
-                &[
-                    ("time_in_queue", QueueSource::TimeInQueue),
-                    ("instant", QueueSource::Instant),
-                    ("nrs", QueueSource::Nrs),
-                ],
-            )?
-        }
-        "ost" => {
-            sensor.targets =
-                TargetChoice::Ost(crate::model::OstId(value.parse().map_err(|_| {
-                    format!("{policy} option ost=`{value}` is not a target index")
-                })?))
-        }
-        "filter" => {
-            sensor.filter_samples = value
-                .parse()
-                .ok()
-                .filter(|v| (1..=PI_FILTER_SAMPLES_MAX).contains(v))
-                .ok_or_else(|| {
-                    format!(
-                        "{policy} option filter=`{value}` is not a number of periods in \
-                         1..={PI_FILTER_SAMPLES_MAX}"
-                    )
-                })?
-        }
-        _ => return Ok(false),
-    }
-    Ok(true)
-}
-
-/// `bw_min` and `bw_max` (bytes/s with binary suffixes): `bw_min >= 1`, `bw_min <= bw_max`.
-fn check_limits(policy: &str, bw_min: u64, bw_max: u64) -> Result<(), String> {
-    if bw_min == 0 {
-        return Err(format!("{policy} option bw_min must be at least 1 byte/s"));
-    }
-    if bw_min > bw_max {
-        return Err(format!(
-            "{policy} option bw_min ({bw_min} bytes/s) is above bw_max ({bw_max} bytes/s)"
-        ));
-    }
-    Ok(())
-}
-
-/// `pi[:ts_ms=300][:target=80|40@0/80@30][:ks_ms=1400][:mp=0.02][:a=0.8][:b=0.5]
-/// [:kp=..:ki=..][:p_on=error|measurement][:bw_min=1M][:bw_max=..][:sensor=..][:ost=N]
-/// [:filter=1]`. Gains come from eq. 3-4 for (a, b, Ts, Ks, Mp) unless `kp` and `ki` are
-/// both given (then the model and specification options are refused: they would be unused).
-/// `b` is in requests per MiB/s of per-client limit, `kp` and `ki` in MiB/s per request.
-fn parse_pi(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
-    const ALLOWED: &str = "ts_ms, target, ks_ms, mp, a, b, kp, ki, p_on, bw_min, bw_max, \
-                           sensor, ost, filter";
-    let mut ts_ms = pi_control::PI_TS_MS_DEFAULT;
-    let mut target = TargetSchedule::constant(pi_control::PI_TARGET_RPCS_DEFAULT);
-    let mut ks_ms = None;
-    let mut mp = None;
-    let mut a = None;
-    let mut b = None;
-    let mut kp = None;
-    let mut ki = None;
-    let mut p_on = ProportionalOn::default();
-    let mut bw_min = pi_control::BW_MIN_BYTES_PER_S_DEFAULT;
-    let mut bw_max = pi_control::BW_MAX_BYTES_PER_S_DEFAULT;
-    let mut sensor = SensorConfig::default();
-    for option in options {
-        let (key, value) = key_value(name, option, ALLOWED)?;
-        if parse_sensor_option(name, key, value, &mut sensor)? {
-            continue;
-        }
-        let any = |_: f64| true;
-        match key {
-            "ts_ms" => ts_ms = parse_ms(name, key, value)?,
-            "target" => target = parse_target(name, value)?,
-            "ks_ms" => ks_ms = Some(parse_ms(name, key, value)?),
-            "mp" => {
-                mp = Some(parse_number(
-                    name,
-                    key,
-                    value,
-                    |v| v > 0.0 && v < 1.0,
-                    "an overshoot fraction in (0, 1)",
-                )?)
-            }
-            "a" => a = Some(parse_number(name, key, value, any, "a finite number")?),
-            "b" => {
-                b = Some(parse_number(
-                    name,
-                    key,
-                    value,
-                    |v| v != 0.0,
-                    "a non-zero number (requests per MiB/s)",
-                )?)
-            }
-            "kp" => kp = Some(parse_number(name, key, value, any, "a finite number")?),
-            "ki" => ki = Some(parse_number(name, key, value, any, "a finite number")?),
-            "p_on" => {
-                p_on = parse_choice(
-                    name,
-                    key,
-                    value,
-                    &[
-                        ("error", ProportionalOn::Error),
-                        ("measurement", ProportionalOn::Measurement),
-                    ],
-                )?
-            }
-            "bw_min" => bw_min = parse_bytes(name, key, value)?,
-            "bw_max" => bw_max = parse_bytes(name, key, value)?,
-            other => {
-                return Err(format!(
-                    "unknown {name} option `{other}` (allowed: {ALLOWED})"
-                ))
-            }
-        }
-    }
-    check_limits(name, bw_min, bw_max)?;
-    let gains = match (kp, ki) {
-        (Some(kp), Some(ki)) => {
-            if ks_ms.is_some() || mp.is_some() || a.is_some() || b.is_some() {
-                return Err(format!(
-                    "{name}: kp and ki set the gains directly; ks_ms, mp, a and b would be \
-                     unused"
-                ));
-            }
-            Gains { kp, ki }
-        }
-        (None, None) => {
-            let spec = DesignSpec {
-                ts_s: ts_ms as f64 / 1e3,
-                ks_s: ks_ms.unwrap_or(pi_control::PI_KS_MS_DEFAULT) as f64 / 1e3,
-                mp: mp.unwrap_or(pi_control::PI_MP_DEFAULT),
-            };
-            let (gains, _) = pi_control::design_gains(
-                a.unwrap_or(pi_control::PI_MODEL_A_DEFAULT),
-                b.unwrap_or(pi_control::PI_MODEL_B_DEFAULT),
-                spec,
-            )
-            .map_err(|e| format!("{name}: no gains for this design: {e}"))?;
-            gains
-        }
-        _ => return Err(format!("{name}: kp and ki go together")),
-    };
-    Ok(Box::new(PiOptions(PiConfig {
-        ts_ns: ts_ms * 1_000_000,
-        sensor,
-        target,
-        gains,
-        p_on,
-        bw_min_bytes_per_s: bw_min,
-        bw_max_bytes_per_s: bw_max,
-    })))
-}
-
-/// `aimd[:ts_ms=300][:target=80|40@0/80@30][:decrease=0.5][:increase=6.25%|4M][:bw_min=1M]
-/// [:bw_max=..][:sensor=..][:ost=N][:filter=1]`. `increase` is a percentage of the current
-/// limit (default 6.25 %, io.latency's 1/16) or a fixed step in bytes/s.
-fn parse_aimd(name: &'static str, options: &[&str]) -> Result<Box<dyn PolicyOptions>, String> {
-    const ALLOWED: &str = "ts_ms, target, decrease, increase, bw_min, bw_max, sensor, ost, filter";
-    let mut config = AimdConfig {
-        ts_ns: pi_control::PI_TS_MS_DEFAULT * 1_000_000,
-        sensor: SensorConfig::default(),
-        target: TargetSchedule::constant(pi_control::PI_TARGET_RPCS_DEFAULT),
-        decrease: 0.5,
-        increase: Increase::default(),
-        bw_min_bytes_per_s: pi_control::BW_MIN_BYTES_PER_S_DEFAULT,
-        bw_max_bytes_per_s: pi_control::BW_MAX_BYTES_PER_S_DEFAULT,
-    };
-    for option in options {
-        let (key, value) = key_value(name, option, ALLOWED)?;
-        if parse_sensor_option(name, key, value, &mut config.sensor)? {
-            continue;
-        }
-        match key {
-            "ts_ms" => config.ts_ns = parse_ms(name, key, value)? * 1_000_000,
-            "target" => config.target = parse_target(name, value)?,
-            "decrease" => {
-                config.decrease = parse_number(
-                    name,
-                    key,
-                    value,
-                    |v| v > 0.0 && v < 1.0,
-                    "a factor in (0, 1)",
-                )?
-            }
-            "increase" => {
-                config.increase = match value.strip_suffix('%') {
-                    Some(percent) => Increase::Fraction(
-                        parse_number(
-                            name,
-                            key,
-                            percent,
-                            |v| v > 0.0 && v <= 1000.0,
-                            "a percentage in (0, 1000]",
-                        )? / 100.0,
-                    ),
-                    None => match parse_bytes(name, key, value)? {
-                        0 => {
-                            return Err(format!(
-                                "{name} option increase=`{value}` must be positive"
-                            ))
-                        }
-                        step => Increase::StepBytesPerS(step),
-                    },
-                }
-            }
-            "bw_min" => config.bw_min_bytes_per_s = parse_bytes(name, key, value)?,
-            "bw_max" => config.bw_max_bytes_per_s = parse_bytes(name, key, value)?,
-            other => {
-                return Err(format!(
-                    "unknown {name} option `{other}` (allowed: {ALLOWED})"
-                ))
-            }
-        }
-    }
-    check_limits(name, config.bw_min_bytes_per_s, config.bw_max_bytes_per_s)?;
-    Ok(Box::new(AimdOptions(config)))
-}
-
-fn parse_period_ms(policy: &str, value: &str) -> Result<u64, String> {
+pub(crate) fn parse_period_ms(policy: &str, value: &str) -> Result<u64, String> {
     value
         .parse()
         .ok()
@@ -1163,7 +369,7 @@ fn parse_period_ms(policy: &str, value: &str) -> Result<u64, String> {
 }
 
 /// A fraction in `[0, 1]` (GIFT's `tau` and `b_thres`).
-fn parse_unit(policy: &str, key: &str, value: &str) -> Result<f64, String> {
+pub(crate) fn parse_unit(policy: &str, key: &str, value: &str) -> Result<f64, String> {
     value
         .parse::<f64>()
         .ok()
@@ -1172,7 +378,7 @@ fn parse_unit(policy: &str, key: &str, value: &str) -> Result<f64, String> {
 }
 
 /// One of a fixed set of words (the GIFT family's artifact-faithful options).
-fn parse_choice<T: Copy>(
+pub(crate) fn parse_choice<T: Copy>(
     policy: &str,
     key: &str,
     value: &str,
@@ -1199,6 +405,16 @@ pub fn check_policy_spec(spec: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adaptbf::AdapTbfOptions;
+    use crate::gift::options::GiftFamilyOptions;
+    use crate::gift::{self, GiftOptions, ShareUnit, SystemGate, ThrottleLimit, WindowKind};
+    use crate::pi::options::{AimdOptions, PiOptions, StaircaseOptions};
+    use crate::pi::{
+        self as pi_control, DesignSpec, Gains, Increase, PiConfig, ProportionalOn, QueueSource,
+        SensorConfig, TargetChoice, TargetSchedule,
+    };
+    use crate::vpfs::{FairQueuing, VpfsOptions};
+    use crate::DemandSource;
 
     /// The GIFT options a choice parsed to.
     fn gift_options(choice: &PolicyChoice) -> GiftOptions {
@@ -1249,7 +465,7 @@ mod tests {
         // The registry is the list of names.
         assert_eq!(
             POLICY_NAMES,
-            CONTROLLER_ROWS.iter().map(|r| r.name).collect::<Vec<_>>()
+            CONTROLLERS.iter().map(|r| r.name).collect::<Vec<_>>()
         );
         for name in POLICY_NAMES {
             assert_eq!(PolicyChoice::parse(name).unwrap().name(), *name);

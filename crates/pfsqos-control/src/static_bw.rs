@@ -85,6 +85,35 @@ impl Controller for StaticBw {
     }
 }
 
+// The spec of `static`: no options.
+
+use crate::spec::{no_options, ControllerContext, ControllerDescriptor, Deployment, PolicyOptions};
+
+/// `static`: Static BW, the AdapTBF paper's baseline.
+pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
+    name: "static",
+    description: "Static BW: one fixed TBF rate per job, each OST's capacity split by node counts",
+    parse: parse_static,
+    deployment: Deployment::ServerRules,
+};
+
+#[derive(Debug, PartialEq)]
+pub(crate) struct StaticOptions;
+
+impl PolicyOptions for StaticOptions {
+    fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(StaticBw)
+    }
+}
+
+pub(crate) fn parse_static(
+    name: &'static str,
+    options: &[&str],
+) -> Result<Box<dyn PolicyOptions>, String> {
+    no_options(name, options)?;
+    Ok(Box::new(StaticOptions))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -193,6 +193,185 @@ impl Controller for Vpfs {
     }
 }
 
+// The spec of `vpfs`: the fair-queuing policy and its tunables.
+
+use crate::spec::{
+    key_value, parse_bytes, parse_choice, parse_period_ms, ControllerContext, ControllerDescriptor,
+    Deployment, PolicyOptions,
+};
+
+/// `vpfs`: vPFS's proportional sharing (SFQ(D) or DSFQ in every server).
+pub const DESCRIPTOR: ControllerDescriptor = ControllerDescriptor {
+    name: "vpfs",
+    description: "vPFS: proportional shares by weight through SFQ(D) or DSFQ in every server",
+    parse: parse_vpfs,
+    deployment: Deployment::Scheduler,
+};
+
+/// vPFS (`vpfs`): which fair-queuing policy and its tunables.
+#[derive(Debug, PartialEq)]
+pub(crate) struct VpfsOptions {
+    pub(crate) policy: FairQueuing,
+    pub(crate) period_ms: Option<u64>,
+    pub(crate) sync: Option<&'static str>,
+    pub(crate) threshold_bytes: Option<u64>,
+    pub(crate) depth: Option<u32>,
+    pub(crate) count: Option<&'static str>,
+    pub(crate) nwc_bytes_per_s: Option<u64>,
+    pub(crate) rpc_cost_bytes: Option<u64>,
+    pub(crate) flow_idle_ms: Option<u64>,
+    pub(crate) sync_interval_ms: Option<u64>,
+}
+
+impl PolicyOptions for VpfsOptions {
+    fn controller(&self, ctx: &ControllerContext) -> Box<dyn Controller> {
+        Box::new(Vpfs::new(VpfsConfig {
+            policy: self.policy,
+            period_ns: self.period_ms.unwrap_or(ctx.period_ms_default) * 1_000_000,
+            sync: self.sync,
+            threshold_bytes: self.threshold_bytes,
+            depth: self.depth,
+            count: self.count,
+            nwc_bytes_per_s: self.nwc_bytes_per_s,
+            rpc_cost_bytes: self.rpc_cost_bytes,
+            flow_idle_ms: self.flow_idle_ms,
+            sync_interval_ms: self.sync_interval_ms,
+        }))
+    }
+}
+
+pub(crate) fn parse_vpfs(
+    name: &'static str,
+    options: &[&str],
+) -> Result<Box<dyn PolicyOptions>, String> {
+    const ALLOWED: &str =
+        "sched, period_ms, sync, threshold, depth, count, nwc, rpc_cost, flow_idle_ms, \
+         sync_interval_ms";
+    let mut parsed = VpfsOptions {
+        policy: FairQueuing::Dsfq,
+        period_ms: None,
+        sync: None,
+        threshold_bytes: None,
+        depth: None,
+        count: None,
+        nwc_bytes_per_s: None,
+        rpc_cost_bytes: None,
+        flow_idle_ms: None,
+        sync_interval_ms: None,
+    };
+    for option in options {
+        let (key, value) = key_value(name, option, ALLOWED)?;
+        match key {
+            "sched" => {
+                parsed.policy = parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[("dsfq", FairQueuing::Dsfq), ("sfqd", FairQueuing::Sfqd)],
+                )?
+            }
+            "period_ms" => parsed.period_ms = Some(parse_period_ms(name, value)?),
+            "sync" => {
+                parsed.sync = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[
+                        ("none", "none"),
+                        ("threshold", "threshold"),
+                        ("flow_threshold", "flow_threshold"),
+                        ("layout", "layout"),
+                        ("time", "time"),
+                    ],
+                )?)
+            }
+            "count" => {
+                parsed.count = Some(parse_choice(
+                    name,
+                    key,
+                    value,
+                    &[
+                        ("arrival", "arrival"),
+                        ("dispatch", "dispatch"),
+                        ("finish", "finish"),
+                    ],
+                )?)
+            }
+            "threshold" => parsed.threshold_bytes = Some(parse_bytes(name, key, value)?),
+            "nwc" => parsed.nwc_bytes_per_s = Some(parse_bytes(name, key, value)?),
+            "rpc_cost" => parsed.rpc_cost_bytes = Some(parse_bytes(name, key, value)?),
+            "depth" => {
+                parsed.depth = Some(
+                    value
+                        .parse()
+                        .ok()
+                        .filter(|d| (1..=VPFS_DEPTH_MAX).contains(d))
+                        .ok_or_else(|| {
+                            format!(
+                                "{name} option depth=`{value}` is not a whole number in \
+                                 1..={VPFS_DEPTH_MAX}"
+                            )
+                        })?,
+                )
+            }
+            "flow_idle_ms" => {
+                parsed.flow_idle_ms = Some(
+                    value
+                        .parse()
+                        .ok()
+                        .filter(|v| (1..=FLOW_IDLE_MS_MAX).contains(v))
+                        .ok_or_else(|| {
+                            format!(
+                                "{name} option flow_idle_ms=`{value}` is not a whole number of \
+                                 milliseconds in 1..={FLOW_IDLE_MS_MAX}"
+                            )
+                        })?,
+                )
+            }
+            "sync_interval_ms" => {
+                parsed.sync_interval_ms = Some(
+                    value
+                        .parse()
+                        .ok()
+                        .filter(|v| (1..=SYNC_INTERVAL_MS_MAX).contains(v))
+                        .ok_or_else(|| {
+                            format!(
+                                "{name} option sync_interval_ms=`{value}` is not a whole number \
+                                 of milliseconds in 1..={SYNC_INTERVAL_MS_MAX}"
+                            )
+                        })?,
+                )
+            }
+            other => {
+                return Err(format!(
+                    "unknown vpfs option `{other}` (allowed: {ALLOWED})"
+                ))
+            }
+        }
+    }
+    if parsed.policy == FairQueuing::Sfqd
+        && (parsed.sync.is_some()
+            || parsed.count.is_some()
+            || parsed.threshold_bytes.is_some()
+            || parsed.flow_idle_ms.is_some()
+            || parsed.sync_interval_ms.is_some())
+    {
+        return Err(
+            "vpfs options sync, count, threshold, flow_idle_ms and sync_interval_ms need \
+             sched=dsfq (sfqd does not synchronize)"
+                .to_string(),
+        );
+    }
+    Ok(Box::new(parsed))
+}
+
+/// Largest depth a spec may ask for.
+pub(crate) const VPFS_DEPTH_MAX: u32 = crate::sched::sfq::SFQ_DEPTH_MAX;
+/// Longest flow idle time a spec may ask for.
+pub(crate) const FLOW_IDLE_MS_MAX: u64 = crate::sched::sfq::FLOW_IDLE_MS_MAX;
+/// Longest time-driven synchronization interval a spec may ask for.
+pub(crate) const SYNC_INTERVAL_MS_MAX: u64 = crate::sched::sfq::SYNC_INTERVAL_MS_MAX;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -856,6 +856,25 @@ impl Placement for Iez {
     }
 }
 
+/// `iez`: iez's OST allocation over predicted files; its options are the fallback allocator's.
+pub const DESCRIPTOR: crate::PlacerDescriptor = crate::PlacerDescriptor {
+    name: "iez",
+    description:
+        "iez: predicted files placed by a min-cost max-flow over OSS and OST load (IPDPS'19)",
+    options: &super::lustre::QOS_OPTIONS,
+    build: |ost_count, options| {
+        let lustre = super::lustre::qos_config("iez", options)?;
+        Ok(Box::new(Iez::new(
+            ost_count,
+            IezConfig {
+                seed: crate::PLACER_SEED,
+                lustre,
+                ..IezConfig::default()
+            },
+        )))
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -237,52 +237,106 @@ pub trait Placement: fmt::Debug + Send {
     fn clone_box(&self) -> Box<dyn Placement>;
 }
 
-/// One row of the placer registry: a name and how to make the policy for a file system of
-/// `ost_count` OSTs. Adding a placement policy is one file implementing [`Placement`] and one
-/// row here.
-pub struct PlacerRow {
+/// How a placer's descriptor builds it for a file system of `ost_count` OSTs from a spec's
+/// `key=value` options (in order), with an error naming the option and what is allowed.
+pub type BuildPlacer = fn(ost_count: u32, options: &[&str]) -> Result<Box<dyn Placement>, String>;
+
+/// One placement policy, as every driver sees it (the simulator's `placement`, the MDS's
+/// `--placer`): its name, a line saying what it does, and how to build it from a spec. Each
+/// placer's file exports its descriptor; adding a placer is that file and one entry in
+/// [`PLACER_ROWS`].
+#[derive(Clone, Copy)]
+pub struct PlacerDescriptor {
     pub name: &'static str,
-    pub build: fn(ost_count: u32) -> Box<dyn Placement>,
+    /// One line, for listings and `--help`.
+    pub description: &'static str,
+    /// The options a spec may give, `key=value` each (empty: none).
+    pub options: &'static [&'static str],
+    pub build: BuildPlacer,
 }
 
-/// Seed of the `lustre` and `iez` rows' randomness (Lustre's start index and QOS picks).
+/// Seed of the `lustre` and `iez` placers' randomness (Lustre's start index and QOS picks).
 pub const PLACER_SEED: u64 = 0;
 
-/// The placer registry.
-pub const PLACER_ROWS: [PlacerRow; 3] = [
-    PlacerRow {
-        name: "roundrobin",
-        build: |_| Box::new(RoundRobin::default()),
-    },
-    PlacerRow {
-        name: "lustre",
-        build: |n| Box::new(Lustre::new(n, LustreQosConfig::default(), PLACER_SEED)),
-    },
-    PlacerRow {
-        name: "iez",
-        build: |n| {
-            Box::new(Iez::new(
-                n,
-                IezConfig {
-                    seed: PLACER_SEED,
-                    ..IezConfig::default()
-                },
-            ))
-        },
-    },
-];
+/// Longest placer spec (`iez` with every option fits).
+pub const PLACER_SPEC_LEN_MAX: usize = 256;
 
-/// The placement policy `name` for `ost_count` OSTs, or an error listing the names.
-pub fn placement_by_name(name: &str, ost_count: u32) -> Result<Box<dyn Placement>, String> {
-    PLACER_ROWS
-        .iter()
-        .find(|r| r.name == name)
-        .map(|r| (r.build)(ost_count))
+/// Every placer.
+pub const PLACER_ROWS: &[PlacerDescriptor] = &[ROUND_ROBIN, lustre::DESCRIPTOR, iez::DESCRIPTOR];
+
+/// `roundrobin`: consecutive OSTs from a cursor.
+pub const ROUND_ROBIN: PlacerDescriptor = PlacerDescriptor {
+    name: "roundrobin",
+    description: "consecutive OSTs from a cursor that advances by each file's stripe count",
+    options: &[],
+    build: |_, options| match options.first() {
+        Some(o) => Err(format!("placer `roundrobin` takes no options, got `{o}`")),
+        None => Ok(Box::new(RoundRobin::default())),
+    },
+};
+
+/// The placement policy a spec `name[:key=value]...` names, for `ost_count` OSTs, or an error
+/// listing what is allowed.
+pub fn placement_by_name(spec: &str, ost_count: u32) -> Result<Box<dyn Placement>, String> {
+    if spec.len() > PLACER_SPEC_LEN_MAX {
+        return Err(format!(
+            "placer spec is {} bytes long (at most {PLACER_SPEC_LEN_MAX})",
+            spec.len()
+        ));
+    }
+    let mut parts = spec.split(':');
+    let name = parts.next().unwrap_or_default();
+    let options: Vec<&str> = parts.collect();
+    let d = PLACER_ROWS.iter().find(|r| r.name == name).ok_or_else(|| {
+        let names: Vec<&str> = PLACER_ROWS.iter().map(|r| r.name).collect();
+        format!(
+            "unknown placement policy `{name}` (allowed: {})",
+            names.join(", ")
+        )
+    })?;
+    (d.build)(ost_count, &options)
+}
+
+/// Splits a placer option `key=value` and checks `key` is one of `allowed`.
+pub(crate) fn placer_option<'a>(
+    placer: &str,
+    option: &'a str,
+    allowed: &[&str],
+) -> Result<(&'a str, &'a str), String> {
+    option
+        .split_once('=')
+        .filter(|(k, _)| allowed.contains(k))
         .ok_or_else(|| {
-            let names: Vec<&str> = PLACER_ROWS.iter().map(|r| r.name).collect();
             format!(
-                "unknown placement policy `{name}` (allowed: {})",
-                names.join(", ")
+                "option `{option}` of placer `{placer}` is not one of {}",
+                allowed
+                    .iter()
+                    .map(|k| format!("{k}=VALUE"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+/// An integer option in `range`.
+pub(crate) fn placer_int<T>(
+    placer: &str,
+    key: &str,
+    value: &str,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + fmt::Display + Copy,
+{
+    value
+        .parse::<T>()
+        .ok()
+        .filter(|v| range.contains(v))
+        .ok_or_else(|| {
+            format!(
+                "placer `{placer}`: `{key}={value}` must be an integer in {}..={}",
+                range.start(),
+                range.end()
             )
         })
 }
@@ -460,6 +514,40 @@ mod tests {
         assert_eq!(copy.state(), 1);
         let e = placement_by_name("qos", 4).unwrap_err();
         assert!(e.contains("allowed: roundrobin, lustre, iez"), "{e}");
+    }
+
+    /// A spec's options reach the placer's tunables, and every bad option is refused with
+    /// what is allowed.
+    #[test]
+    fn placer_specs_take_options() {
+        let c = lustre::qos_config("lustre", &["qos_prio_free=50", "qos_maxage=7"]).unwrap();
+        assert_eq!(
+            (c.threshold_rr_pct, c.prio_free_pct, c.maxage_s),
+            (lustre::QOS_THRESHOLD_RR_PCT, 50, 7)
+        );
+        for spec in [
+            "lustre:qos_threshold_rr=0",
+            "iez:qos_prio_free=100",
+            "roundrobin",
+        ] {
+            assert!(placement_by_name(spec, 4).is_ok(), "{spec}");
+        }
+        for (spec, says) in [
+            ("lustre:qos_threshold_rr=101", "integer in 0..=100"),
+            ("lustre:qos_maxage=0", "integer in 1..=86400"),
+            ("iez:qos_prio_free=-1", "integer in 0..=100"),
+            ("lustre:threshold=3", "not one of qos_threshold_rr=VALUE"),
+            ("lustre:qos_maxage", "not one of"),
+            ("roundrobin:qos_maxage=5", "takes no options"),
+        ] {
+            let e = placement_by_name(spec, 4).err().expect(spec);
+            assert!(e.contains(says), "{spec}: {e}");
+        }
+        let long = format!("lustre:{}", "qos_maxage=5:".repeat(30));
+        assert!(placement_by_name(&long, 4)
+            .err()
+            .unwrap()
+            .contains("at most"));
     }
 
     #[test]

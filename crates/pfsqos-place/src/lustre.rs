@@ -593,6 +593,42 @@ impl Placement for Lustre {
     }
 }
 
+/// The spec options of Lustre's allocator: its `lod.*.qos_*` tunables.
+pub const QOS_OPTIONS: [&str; 3] = ["qos_threshold_rr", "qos_prio_free", "qos_maxage"];
+
+/// Longest `qos_maxage` a spec may set, seconds (a day).
+pub const QOS_MAXAGE_S_MAX: u64 = 86_400;
+
+/// Lustre's tunables from a spec's options; the rest keep Lustre's defaults.
+pub(crate) fn qos_config(placer: &str, options: &[&str]) -> Result<LustreQosConfig, String> {
+    let mut config = LustreQosConfig::default();
+    for option in options {
+        let (key, value) = crate::placer_option(placer, option, &QOS_OPTIONS)?;
+        match key {
+            "qos_threshold_rr" => {
+                config.threshold_rr_pct = crate::placer_int(placer, key, value, 0..=100)?
+            }
+            "qos_prio_free" => {
+                config.prio_free_pct = crate::placer_int(placer, key, value, 0..=100)?
+            }
+            _ => config.maxage_s = crate::placer_int(placer, key, value, 1..=QOS_MAXAGE_S_MAX)?,
+        }
+    }
+    Ok(config)
+}
+
+/// `lustre`: Lustre's own allocator (`lod_qos.c`).
+pub const DESCRIPTOR: crate::PlacerDescriptor = crate::PlacerDescriptor {
+    name: "lustre",
+    description:
+        "Lustre's allocator: round robin over OSSs, weighted by free space when it is uneven",
+    options: &QOS_OPTIONS,
+    build: |ost_count, options| {
+        let config = qos_config("lustre", options)?;
+        Ok(Box::new(Lustre::new(ost_count, config, crate::PLACER_SEED)))
+    },
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -89,8 +89,14 @@ impl DomainRules {
     }
 }
 
-/// Names accepted by [`controller_by_name`], in the paper's order.
-pub const POLICY_NAMES: [&str; 8] = ["pofs", "bsip", "mbw", "tsa", "esa", "tmf", "rnd", "gift"];
+/// Names accepted by [`controller_by_name`], in the paper's order: the family's descriptors'
+/// names ([`super::options::DESCRIPTORS`]), the one list of them.
+pub const POLICY_NAMES: [&str; 8] = {
+    let d = &super::options::DESCRIPTORS;
+    [
+        d[0].name, d[1].name, d[2].name, d[3].name, d[4].name, d[5].name, d[6].name, d[7].name,
+    ]
+};
 
 /// Parameters of GIFT and its baselines that a policy spec may set (`None`: the default).
 /// Ranges are checked by [`GiftOptions::check`] (and by the spec parser, which names them).

@@ -42,6 +42,7 @@ pub mod coupons;
 #[allow(clippy::module_inception)]
 pub mod gift;
 pub mod lp;
+pub mod options;
 pub mod share;
 pub mod simplex;
 pub mod stats;

@@ -32,6 +32,7 @@ pub mod gains;
 pub mod identify;
 pub mod law;
 pub mod openloop;
+pub mod options;
 pub mod quality;
 pub mod record;
 pub mod savgol;

@@ -2,7 +2,7 @@
 //! paper (§4) reports 1 to 5 ms from 32 to 200 OSTs with 1,000 applications (COIN-OR CLP).
 //! `gift_decision` uses the default LP solver (exact presolve, then per block the dense simplex
 //! of `simplex.rs`, or `microlp` for a block too large or with a coupling row),
-//! `gift_decision_whole_lp` the whole LP in one `microlp` call (before issue 21), on the same
+//! `gift_decision_whole_lp` the whole LP in one `microlp` call (the reference solver), on the same
 //! inputs in the same run.
 //!
 //! Every application stripes over 1 to 8 OSTs chosen by a fixed generator; every decision runs

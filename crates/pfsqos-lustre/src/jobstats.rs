@@ -1,5 +1,5 @@
-//! OST job_stats as Lustre keeps and prints them (specification: `shared/docs/lustre-tbf.md`
-//! §3 and §6.2): per-job counters of one OST, the `obdfilter.<fs>-OSTxxxx.job_stats` printer in
+//! OST job_stats as Lustre keeps and prints them (lustre-release's
+//! `lustre/obdclass/lprocfs_jobstats.c`): per-job counters of one OST, the `obdfilter.<fs>-OSTxxxx.job_stats` printer in
 //! each version's layout, and a tolerant parser of all those layouts.
 //!
 //! The live OSS updates an [`OstJobStats`] per RPC; the Lustre adapter parses what a real `lctl`

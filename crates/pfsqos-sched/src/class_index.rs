@@ -14,11 +14,9 @@ use crate::model::RpcTags;
 ///
 /// Its multiplies are independent: a lookup cannot load its index slot before the hash is
 /// done, and at 100,000 classes that slot is a miss to L3 on every request, so the hash's
-/// latency adds to each request's. `FxHasher` over the derived `Hash` (what this replaced)
-/// chains about ten multiplies; here every one reads the key directly and two adds join them.
-/// Measured on the SFQ benchmark at 100,000 flows (docs/benchmarks.md, SFQ section, session
-/// 11): 584 -> 586 instructions a step, but 87-88 -> 60-62 ns for SFQ(D) and 91-96 -> 67-71
-/// ns for threshold DSFQ; about 22 ns less at 10 flows too.
+/// latency adds to each request's. `FxHasher` over the derived `Hash` chains about ten
+/// multiplies; here every one reads the key directly and two adds join them, so the hash is
+/// one multiply deep (the SFQ benchmark in docs/benchmarks.md shows what it costs).
 ///
 /// A folded 64x64->128-bit product (as in foldhash and wyhash) is 0 when either operand is,
 /// whatever the other holds, so a key must never be able to zero one operand of a product

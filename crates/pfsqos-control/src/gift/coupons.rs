@@ -581,7 +581,7 @@ mod tests {
         );
     }
 
-    /// The walks the ledger did at every query before it kept [`AppSummary`]s (issue 21).
+    /// The walks the ledger did at every query without [`AppSummary`]s: the reference the summaries are tested against.
     fn walked(l: &CouponLedger, app: &JobId) -> AppSummary {
         match l.apps.get(app) {
             None => AppSummary::EMPTY,

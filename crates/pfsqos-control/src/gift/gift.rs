@@ -64,7 +64,7 @@ pub enum ThrottleLimit {
     #[default]
     Headroom,
     /// `B_thres` alone, whatever the headroom: one decision can issue a coupon far larger than
-    /// `(1 - τ) N` (pfsqos before issue 21).
+    /// `(1 - τ) N` (Algorithm 1 read without §3.2's bound).
     BThres,
 }
 

@@ -20,7 +20,7 @@
 //! doing nothing, and such a zero-gain throttle would hand out coupons for nothing.
 //!
 //! Two ways to solve it ([`LpSolver`]): the whole LP in one call of the pure-Rust `microlp`
-//! simplex ([`LpSolver::Whole`], the only way before issue 21), or an exact presolve first
+//! simplex ([`LpSolver::Whole`], the reference), or an exact presolve first
 //! ([`LpSolver::Presolved`], the default), which solves only what is left, block by block,
 //! with a dense bounded simplex ([`super::simplex`]) started at the floors, or with `microlp`
 //! for a block too large for a dense tableau, a block with a coupling row, or one the dense
@@ -78,7 +78,7 @@ pub enum LpSolver {
     /// simplex (or `microlp`, module documentation) on each block that is left.
     #[default]
     Presolved,
-    /// The whole LP in one `microlp` call (pfsqos before issue 21); kept for the differential
+    /// The whole LP in one `microlp` call: the reference, kept for the differential
     /// test and the benchmark.
     Whole,
 }
@@ -242,7 +242,7 @@ pub(crate) fn solve_with(p: &Prepared, spec: &LpSpec<'_>, solver: LpSolver) -> O
     }
 }
 
-/// The whole LP in one `microlp` call, as built before issue 21.
+/// The whole LP in one `microlp` call, built directly from the groups.
 fn solve_whole(p: &Prepared, spec: &LpSpec<'_>) -> Option<Vec<f64>> {
     let g = groups(p, spec);
     let (model, progress) = whole_model(p, spec, &g, None);

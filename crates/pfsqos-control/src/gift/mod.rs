@@ -296,8 +296,8 @@ pub(crate) struct PreparedApp {
 /// Validated input: OSTs sorted by id, applications sorted by id.
 ///
 /// The per-application and per-OST lists live in flat buffers indexed by offsets (one
-/// allocation each instead of one per application and per OST: issue 21's speed work found
-/// the allocator a large part of a decision at 1,000 applications).
+/// allocation each instead of one per application and per OST: at 1,000 applications the
+/// allocator was a large part of a decision).
 #[derive(Clone, Debug)]
 pub(crate) struct Prepared {
     pub now_ns: u64,

@@ -4,8 +4,8 @@
 //!
 //! Why a second solver beside `microlp`: after the presolve the blocks have tens of variables
 //! and rows, and for LPs that small `microlp`'s sparse LU factorization and its allocations
-//! cost more than the pivots (issue 21: 47 % of a GIFT decision at 1,000 applications on 200
-//! OSTs was `microlp`, 34 % the allocator). A dense basis inverse updates in place, allocates once,
+//! cost more than the pivots (profiled at 1,000 applications on 200 OSTs, `microlp` and its
+//! allocator were most of a GIFT decision). A dense basis inverse updates in place, allocates once,
 //! and starts from a feasible basis the presolve hands it (every application at its lower
 //! bound, which step 1 of the presolve proved feasible), so it needs no phase 1.
 //!
@@ -191,8 +191,8 @@ pub fn solve<C: AsRef<[(usize, f64)]>>(
     // Each column's rows as a bit set, when a block has at most 64 rows: a column with no
     // entry where the pivot row of B⁻¹ is nonzero has a zero entry in the pivot row of B⁻¹A,
     // so its reduced cost does not change and its sum need not be formed. The pivot rows of
-    // these blocks are sparse (issue 21: at 1,000 applications on 200 OSTs about 2 nonzeros
-    // of 14, and about half the columns untouched per pivot).
+    // these blocks are sparse (at 1,000 applications on 200 OSTs about 2 nonzeros of 14,
+    // and about half the columns untouched per pivot).
     let row_masks: Option<Vec<u64>> = (m <= 64).then(|| {
         columns
             .iter()

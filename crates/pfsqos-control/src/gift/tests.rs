@@ -292,7 +292,7 @@ fn unfairness_is_bounded_by_the_window() {
 
 #[test]
 fn throttling_by_b_thres_alone_overshoots_the_bound() {
-    // `throttle=b_thres` (pfsqos before issue 21): the second coupon is a full 15 % although
+    // `throttle=b_thres` (Algorithm 1 read without §3.2's bound): the second coupon is a full 15 % although
     // only 5 % of headroom was left, so A owes 0.3 OST-intervals, 1.5 times the bound; then
     // its rate (0.7) is below tau and it is never throttled again.
     let (issued, gift) = k1_forever(ThrottleLimit::BThres);
@@ -1289,8 +1289,8 @@ fn the_artifacts_redemption_defects_on_fig6() {
 
 /// Digest of every bit of every allocation GIFT returns on a fixed sequence of large decisions
 /// (the bench's shape: 1,000 applications on 1-8 OSTs, 70 % in an I/O phase), for the paper's
-/// and the artifact's options. The value was recorded on the code before issue 21's speed work
-/// (running sums in the ledger, allocation-free groups and water-filling): decisions must stay
+/// and the artifact's options. The value was recorded on the code before its speed work (running
+/// sums in the ledger, allocation-free groups and water-filling): decisions must stay
 /// bit-identical, not merely close.
 fn decision_digest(osts: u32, config: GiftConfig, unit_streams: bool) -> u64 {
     use rand::{Rng, SeedableRng};
@@ -1414,7 +1414,7 @@ fn large_decisions_are_bit_identical_to_the_recorded_digest() {
     for (name, digest) in &got {
         println!("digest {name}: {digest:#018x}");
     }
-    // Recorded on commit 2804748 (before issue 21's speed work), this test copied onto it.
+    // Recorded on commit 2804748 (before the speed work), this test copied onto it.
     let recorded: [u64; 4] = [
         0x81c3_3b95_fe08_e103,
         0x5c83_a991_70ca_fc43,

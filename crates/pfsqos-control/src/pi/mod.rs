@@ -1,5 +1,5 @@
 //! PI control of the storage device's queue by client bandwidth limits (Collignon, Cerf, Robu
-//! et al., "Mitigating Shared Storage Congestion Using Control Theory", UCC 2025; issue #15),
+//! et al., "Mitigating Shared Storage Congestion Using Control Theory", UCC 2025),
 //! and an AIMD baseline on the same sensor and actuator.
 //!
 //! The pieces, in the paper's order:

@@ -39,7 +39,7 @@ pub const OPEN_LOOP: ControllerDescriptor = ControllerDescriptor {
     deployment: Deployment::ClientLimits,
 };
 
-/// PI control (`pi`, issue #15): the controller's settings with the gains designed.
+/// PI control (`pi`): the controller's settings with the gains designed.
 #[derive(Debug, PartialEq)]
 pub(crate) struct PiOptions(pub(crate) PiConfig);
 

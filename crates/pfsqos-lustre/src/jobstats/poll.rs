@@ -1,6 +1,6 @@
 //! Deltas between two reads of `lctl get_param obdfilter.*.job_stats` by the same reader (the
-//! Lustre agent), with every way Lustre restarts an entry detected (`shared/docs/lustre-tbf.md`
-//! §3.2 and §7 item 5).
+//! Lustre agent), with every way Lustre restarts an entry detected (an entry's
+//! `snapshot_time`, `start_time` and counters: `lprocfs_jobstats.c`).
 //!
 //! A period's work is what the counters gained between the reader's own two polls, never
 //! derived from `snapshot_time` (the time of a job's *last update*, not of the read). An entry

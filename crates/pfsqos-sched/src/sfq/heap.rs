@@ -72,16 +72,12 @@
 //! pop takes the lesser of the run's first key and the heap's top. That is a priority queue
 //! for any order of keys (the run is sorted, the heap is a heap, and the least of both is
 //! the least of all), so the dispatch order is unchanged. In the increasing case the heap
-//! stays empty and an arrival costs a FIFO push and a dispatch a pop (`sfqd` at 100,000
-//! flows, with the run's own ring ([`Ring`]): 1,000 -> 618 instructions a step, 147-152 ->
-//! 95-100 ns, session 8, when the heap held flows), while
-//! keys out of order cost what the heap
-//! alone cost plus a comparison at each push and pop (the `mixed_sizes` bench, request sizes
-//! 4 KiB-1 MiB: 1,113 -> 1,160 instructions, +2-3 % in time at 1,000 flows;
-//! docs/benchmarks.md, session 8). More runs, filled best-fit as in patience sorting, would
-//! keep several increasing sequences (flows of a few weights) out of the heap; four of them
-//! cost more than one on both benches (718 against 649 instructions in order, 1,268 against
-//! 1,155 out of order, both before the ring) and were not kept.
+//! stays empty and an arrival costs a FIFO push (into the run's own ring, [`Ring`]) and a
+//! dispatch a pop, while keys out of order cost what the heap alone costs plus a comparison
+//! at each push and pop (the `mixed_sizes` bench, request sizes 4 KiB-1 MiB). More runs,
+//! filled best-fit as in patience sorting, would keep several increasing sequences (flows of
+//! a few weights) out of the heap, but each run adds a comparison to every push and pop, and
+//! four of them cost more than one on both benches.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

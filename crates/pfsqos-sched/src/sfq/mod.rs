@@ -10,7 +10,7 @@
 //! `finish(p) = start(p) + c/φ_f`; the queued request with the smallest start tag is
 //! dispatched (ties by arrival order) while fewer than D are dispatched and not completed,
 //! and `v` becomes the start tag of the dispatched request. This is the authors' proxy
-//! (`scheduler_SFQD.c`, shared/docs/anchors.md A1). Two readings chosen:
+//! (`scheduler_SFQD.c`, published with vPFS, HPDC'12). Two readings chosen:
 //! * **Tag width.** The proxy keeps tags in C `int` (they overflow); PFSsim in doubles.
 //!   Here a tag is a `u128` fixed-point number of cost units per unit weight with 32
 //!   fraction bits: a `u64` with enough fraction bits for weight 999,999 would wrap after
@@ -75,11 +75,8 @@
 //! counters, in one line for SFQ(D) and layout DSFQ (two with threshold DSFQ, NWC and
 //! departures), with its key in a table of its own, read by lookups only. A dispatch pops
 //! the heap, reads the request's slot and counts the dispatch in its flow; it never reads a
-//! flow to find the flow's next request. At 100,000 flows a step of the `sfqd` benchmark
-//! went from 6.3 to 4.6 misses of a 2 MiB model cache (the flow's four lines with two
-//! requests inline, before) and, with two calls inlined, from 623 to 584 instructions and
-//! about 95 to 89 ns; the time came from the instructions (the step got as much cheaper at
-//! 1,000 flows, all cached), docs/benchmarks.md, session 10.
+//! flow to find the flow's next request, so a step at 100,000 flows touches the flow's hot
+//! line and the request's slot, not lines holding queued requests inline.
 //!
 //! # Bounds
 //!

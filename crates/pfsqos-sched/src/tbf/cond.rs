@@ -216,8 +216,7 @@ impl ClassType {
     pub fn key(&self, tags: &RpcTags) -> RpcTags {
         // `jobid` alone (vPFS's, AdapTBF's and Static BW's classification): the job id on the
         // blank key, the same value as the field-by-field selects below in about half the
-        // instructions (42 -> 23 a request; this runs on every RPC; docs/benchmarks.md, SFQ
-        // section).
+        // instructions (this runs on every RPC).
         if self.bits == Field::Jobid.bit() {
             return RpcTags {
                 job: tags.job,

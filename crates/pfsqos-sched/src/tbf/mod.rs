@@ -1,5 +1,5 @@
-//! Lustre's NRS Token Bucket Filter, with the semantics of `nrs_tbf.c` (specification:
-//! `shared/docs/lustre-tbf.md` §1-§2). One [`Tbf`] is one TBF instance: one NRS head on one CPU
+//! Lustre's NRS Token Bucket Filter, with the semantics of `nrs_tbf.c` (lustre-release's
+//! `lustre/ptlrpc/nrs_tbf.c`, versions 2.14 to master). One [`Tbf`] is one TBF instance: one NRS head on one CPU
 //! partition.
 //!
 //! Data layout, chosen for the per-RPC path (O(1) lookup, O(log classes) heap work):

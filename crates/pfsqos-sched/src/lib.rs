@@ -7,6 +7,7 @@
 //! the [`RpcTags`] to classify it.
 
 mod class_index;
+pub mod crrn;
 pub mod fifo;
 pub mod nrs;
 pub mod policy;

@@ -39,7 +39,7 @@ pub const NRS_POLICY_NAME_LEN_MAX: usize = 15;
 /// `nrs_policy_start_locked`).
 pub const NRS_POLICY_ARG_LEN_MAX: usize = 15;
 /// Policies Lustre registers besides fifo and tbf; pfsqos does not implement them.
-const OTHER_LUSTRE_POLICIES: [&str; 4] = ["crrn", "orr", "trr", "delay"];
+const OTHER_LUSTRE_POLICIES: [&str; 3] = ["orr", "trr", "delay"];
 
 /// The policy that owns parameter file `param` (ENOENT if none does).
 fn param_owner<P: Send + 'static>(param: &str) -> Result<NrsPolicyDescriptor<P>, NrsError> {
@@ -58,6 +58,7 @@ pub use crate::tbf::PARAM_TBF_RULE;
 /// descriptor (FIFO, the fallback, is always there and is not listed).
 ///
 /// * `tbf`: Lustre's Token Bucket Filter ([`super::tbf`]).
+/// * `crrn`: Lustre's Client Round-Robin over NIDs ([`super::crrn`]).
 /// * `sfqd`: start-time fair queuing with depth D ([`super::sfq`], vPFS's [6]).
 /// * `dsfq`: the same with DSFQ's delay term and vPFS's synchronization ([`super::sfq`]).
 ///
@@ -68,6 +69,7 @@ pub use crate::tbf::PARAM_TBF_RULE;
 pub fn nrs_policy_rows<P: Send + 'static>() -> Vec<NrsPolicyDescriptor<P>> {
     vec![
         super::tbf::descriptor(),
+        super::crrn::descriptor(),
         super::sfq::sfqd_descriptor(),
         super::sfq::dsfq_descriptor(),
     ]

@@ -9,6 +9,7 @@ use std::any::Any;
 use std::fmt;
 
 use crate::errno::Errno;
+use crate::tbf::kstrto::strsep;
 use crate::tbf::{LustreVersion, NrsQueue, TbfConfig, TbfError};
 use crate::RequestScheduler;
 
@@ -118,4 +119,34 @@ pub struct NrsPolicyDescriptor<P> {
     /// A write to one of `params` while another policy runs; `None`: ENODEV, as Lustre
     /// answers for a stopped policy's file.
     pub stopped_write: Option<StoppedWrite>,
+}
+
+/// The value of a tunable write for a head of `queue`: `V` (every head), or tokens
+/// `reg_<suffix>:V` / `hp_<suffix>:V` separated by single spaces (Lustre's
+/// `nrs_orr_quantum` form). `None`: the write addresses only the other queue.
+pub(crate) fn tunable_value<'a>(
+    text: &'a str,
+    suffix: &str,
+    queue: NrsQueue,
+) -> Result<Option<&'a str>, NrsError> {
+    if !text.contains(':') {
+        return Ok(Some(text));
+    }
+    let mut found = None;
+    let mut rest = Some(text);
+    while let Some(r) = rest.filter(|r| !r.is_empty()) {
+        let (tok, next) = strsep(r, ' ');
+        rest = next;
+        let (name, value) = strsep(tok, ':');
+        let value = value.ok_or_else(|| einval(format!("`{tok}` is not name:value")))?;
+        let q = name
+            .strip_suffix(suffix)
+            .and_then(|p| p.strip_suffix('_'))
+            .and_then(NrsQueue::from_prefix)
+            .ok_or_else(|| einval(format!("`{name}`: expected reg_{suffix} or hp_{suffix}")))?;
+        if q == queue {
+            found = Some(value);
+        }
+    }
+    Ok(found)
 }

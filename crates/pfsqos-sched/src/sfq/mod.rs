@@ -108,13 +108,13 @@ use rustc_hash::FxHashMap;
 
 use super::class_index::{key_hash, ClassIndex};
 
-use super::tbf::kstrto::{kstrtoull, strsep};
+use super::tbf::kstrto::kstrtoull;
 use super::tbf::{ClassType, Field, LustreVersion, NrsQueue, TbfConfig};
 use super::{Dequeue, ReportKind, RequestScheduler, ServiceReport, SyncRejection};
 use crate::errno::Errno;
 use crate::jobstats::quote_job_id;
 use crate::model::RpcTags;
-use crate::policy::{NrsError, NrsPolicy, NrsPolicyDescriptor};
+use crate::policy::{tunable_value, NrsError, NrsPolicy, NrsPolicyDescriptor};
 use crate::NS_PER_S;
 
 pub use weights::{
@@ -1658,36 +1658,6 @@ fn start_dsfq<P: Send + 'static>(
     tbf: TbfConfig,
 ) -> Result<Box<dyn NrsPolicy<P>>, NrsError> {
     start_with("dsfq", arg, tbf, SfqConfig::dsfq())
-}
-
-/// The value of a tunable write for a head of `queue`: `V` (every head), or tokens
-/// `reg_<suffix>:V` / `hp_<suffix>:V` separated by single spaces (Lustre's
-/// `nrs_orr_quantum` form). `None`: the write addresses only the other queue.
-fn tunable_value<'a>(
-    text: &'a str,
-    suffix: &str,
-    queue: NrsQueue,
-) -> Result<Option<&'a str>, NrsError> {
-    if !text.contains(':') {
-        return Ok(Some(text));
-    }
-    let mut found = None;
-    let mut rest = Some(text);
-    while let Some(r) = rest.filter(|r| !r.is_empty()) {
-        let (tok, next) = strsep(r, ' ');
-        rest = next;
-        let (name, value) = strsep(tok, ':');
-        let value = value.ok_or_else(|| einval(format!("`{tok}` is not name:value")))?;
-        let q = name
-            .strip_suffix(suffix)
-            .and_then(|p| p.strip_suffix('_'))
-            .and_then(NrsQueue::from_prefix)
-            .ok_or_else(|| einval(format!("`{name}`: expected reg_{suffix} or hp_{suffix}")))?;
-        if q == queue {
-            found = Some(value);
-        }
-    }
-    Ok(found)
 }
 
 impl<P: Send + 'static> NrsPolicy<P> for Sfq<P> {

@@ -1211,3 +1211,90 @@ async fn an_ost_that_refuses_direct_io_falls_back_to_the_page_cache() {
     assert_eq!(sha(&back), sha(&[a, b].concat()));
     ossd.shutdown().await;
 }
+
+/// Idle unauthenticated sockets against `addr`: `per_source` from each of `sources` loopback
+/// addresses (127.0.0.2 on), each reopened as soon as the server closes it. Returns the count
+/// of the server's closes; the flood ends when the set is dropped.
+fn hold_idle_sockets(
+    addr: std::net::SocketAddr,
+    sources: u8,
+    per_source: usize,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Arc<std::sync::atomic::AtomicU64> {
+    let closed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    for source in 0..sources {
+        let ip = std::net::Ipv4Addr::new(127, 0, 0, 2 + source);
+        for _ in 0..per_source {
+            let closed = closed.clone();
+            tasks.spawn(async move {
+                loop {
+                    let s = tokio::net::TcpSocket::new_v4().unwrap();
+                    s.bind((ip, 0).into()).unwrap();
+                    if let Ok(mut conn) = s.connect(addr).await {
+                        closed_by_server(&mut conn).await;
+                    }
+                    closed.fetch_add(1, Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+    }
+    closed
+}
+
+/// Waits (bounded) until the server has closed `n` sockets of a flood.
+async fn flood_turned_away(closed: &std::sync::atomic::AtomicU64, n: u64) {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while closed.load(Ordering::Relaxed) < n {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the flood never filled the pre-auth budget");
+}
+
+/// 300 idle unauthenticated sockets from 20 addresses (15 each, under the per-address cap),
+/// renewed as they close, fill the whole shared pre-auth budget; `lctl` still gets in 20 times
+/// in 20, each on a connection of its own, and the flood's slots are what is given up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_flood_from_many_addresses_does_not_lock_out_lctl() {
+    let f = start(1, |c| c.connections_max = 256).await;
+    let mut flood = tokio::task::JoinSet::new();
+    let closed = hold_idle_sockets(f.ossd.local_addr(), 20, 15, &mut flood);
+    flood_turned_away(&closed, 600).await;
+    for i in 0..20 {
+        let (code, out, err) = lctl_out(&f, get(&["obdfilter.*.job_stats"])).await;
+        assert_eq!(code, 0, "lctl {i} of 20 failed: {err}");
+        assert!(out.contains("job_stats"), "{out}");
+    }
+    let c = f.ossd.admission_counters();
+    assert!(c.handshakes_evicted > 0, "{c:?}");
+    flood.abort_all();
+    f.ossd.shutdown().await;
+}
+
+/// The same flood against the MDS: three new mounts' first steps (connect, authenticate, read
+/// the root) all succeed while it is held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_flood_from_many_addresses_does_not_lock_out_new_mounts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = pfsqos_mds::MdsConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        tmp.path().join("mds.db"),
+        KEY.to_vec(),
+        vec!["127.0.0.1:7001:1".parse().unwrap()],
+    );
+    let mds = pfsqos_mds::Mds::start(config).await.unwrap();
+    let mut flood = tokio::task::JoinSet::new();
+    let closed = hold_idle_sockets(mds.local_addr(), 20, 15, &mut flood);
+    flood_turned_away(&closed, 600).await;
+    for i in 0..3 {
+        let mut c = pfsqos_wire::client::MdsClient::connect(mds.local_addr(), KEY)
+            .await
+            .unwrap_or_else(|e| panic!("mount {i} of 3 refused: {e}"));
+        c.getattr(pfsqos_wire::mds::ROOT_INO).await.unwrap();
+    }
+    assert!(mds.admission_counters().handshakes_evicted > 0);
+    flood.abort_all();
+    mds.shutdown().await;
+}

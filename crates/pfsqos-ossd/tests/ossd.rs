@@ -216,7 +216,7 @@ async fn dsfq_runs_live_with_weights_and_tunables_through_lctl() {
     let f = start(1, |_| {}).await;
     // Before the policy runs, its files answer ENODEV (the owner is not running).
     let (code, _, err) = lctl_out(&f, get(&["ost.OSS.ost_io.nrs_dsfq_weight"])).await;
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 19, "lctl exits with ENODEV: {err}");
     let (code, _, err) = lctl_out(&f, set("ost.OSS.ost_io.nrs_policies=dsfq jobid")).await;
     assert_eq!(code, 0, "{err}");
     for a in [
@@ -233,8 +233,12 @@ async fn dsfq_runs_live_with_weights_and_tunables_through_lctl() {
         set("ost.OSS.ost_io.nrs_dsfq_weight=start bad jobid={x}&uid={0} weight=0"),
     )
     .await;
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("EINVAL"), "{err}");
+    assert_eq!(code, 22, "lctl exits with EINVAL: {err}");
+    assert!(
+        err.starts_with("error: set_param: setting ost.OSS.ost_io.nrs_dsfq_weight=start bad ")
+            && err.contains(": Invalid argument\n  ossd: "),
+        "{err}"
+    );
     // Requests are served under it.
     let mut c = client(&f, Role::Client).await;
     let id = ident("app1");
@@ -368,8 +372,8 @@ async fn a_static_tbf_rule_limits_its_job_only() {
     let (code, _, _) = lctl_out(&f, set("obdfilter.testfs-OST0000.job_stats=fast")).await;
     assert_eq!(code, 0);
     let (code, _, err) = lctl_out(&f, set("obdfilter.testfs-OST0000.job_stats=nope")).await;
-    assert_eq!(code, 1);
-    assert!(err.contains("Invalid argument (EINVAL)"), "{err}");
+    assert_eq!(code, 22, "lctl exits with EINVAL");
+    assert!(err.contains(": Invalid argument\n"), "{err}");
     let served_slow = slow_task.await.unwrap();
     assert!(served_slow >= 1);
     let (_, _, _) = lctl_out(&f, set("obdfilter.*.job_stats=clear")).await;
@@ -449,11 +453,56 @@ async fn hostile_input_closes_only_that_connection() {
         }
     }
     let (code, _, err) = lctl_out(&f, set("ost.OSS.ost_io.nrs_tbf_rule=start a b c")).await;
-    assert_eq!(code, 1);
-    assert!(err.starts_with("error: set_param: setting ost.OSS.ost_io.nrs_tbf_rule=start a b c: Invalid argument (EINVAL)"), "{err}");
+    assert_eq!(code, 22, "lctl exits with EINVAL");
+    assert!(
+        err.starts_with(
+            "error: set_param: setting ost.OSS.ost_io.nrs_tbf_rule=start a b c: Invalid argument\n"
+        ),
+        "{err}"
+    );
     let (code, _, err) = lctl_out(&f, get(&["no.such.param"])).await;
-    assert_eq!(code, 1);
-    assert!(err.contains("No such file or directory"), "{err}");
+    assert_eq!(code, 2, "lctl exits with ENOENT");
+    assert_eq!(
+        err,
+        "error: get_param: param_path 'no.such.param': No such file or directory\n"
+    );
+    // An empty or missing value is refused before anything is sent (EINVAL), ending the
+    // command; `NAME VALUE` is one assignment, as in lctl.
+    let two = |a: &[&str]| LctlCommand::SetParam {
+        assignments: a.iter().map(|s| s.to_string()).collect(),
+        values_only: false,
+    };
+    let (code, out, err) = lctl_out(&f, two(&["obdfilter.*.job_stats=", "x=1"])).await;
+    assert_eq!((code, out.as_str()), (22, ""));
+    assert_eq!(
+        err,
+        "error: set_param: setting obdfilter.*.job_stats: Invalid argument\n"
+    );
+    let (code, out, err) = lctl_out(&f, two(&["obdfilter.*.job_stats", "clear"])).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "obdfilter.testfs-OST0000.job_stats=clear\n");
+    // A name that matches nothing: both of lctl's lines, ENOENT.
+    let (code, _, err) = lctl_out(&f, two(&["no.such", "1"])).await;
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: set_param: param_path 'no.such': No such file or directory\n\
+         error: set_param: setting 'no.such'='1': No such file or directory\n"
+    );
+    let (code, _, err) = lctl_out(
+        &f,
+        LctlCommand::ListParam {
+            patterns: vec!["no.such".into()],
+            flags: Default::default(),
+        },
+    )
+    .await;
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: list_param: param_path 'no.such': No such file or directory\n\
+         error: list_param: listing 'no.such': No such file or directory\n"
+    );
     // nrs_policies, nrs_tbf_rule and job_nodes.
     assert_eq!(admin.get_param("ost.OSS.ost_io.*").await.unwrap().len(), 3);
     let interval = "obdfilter.testfs-OST0000.job_cleanup_interval";

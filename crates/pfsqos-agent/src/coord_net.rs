@@ -1,11 +1,17 @@
 //! The coordinator's network side and the agent's link to it, over pfsqos-wire's
 //! authenticated framing (cluster key, HMAC handshake, frames ≤ 8 MiB + 4 KiB).
 //!
-//! Bounds: at most `2 × agents` connections at once (one per agent plus one reconnecting);
-//! a peer that has not finished the handshake in [`pfsqos_wire::conn::HANDSHAKE_TIMEOUT`], or
-//! sends nothing for [`IDLE_PERIODS`] periods, is dropped; a peer that is not an
-//! authenticated `Lctl`-role peer, names an agent off the allow-list or sends an invalid
-//! report is dropped (the handshake tells a peer with a wrong key why; the rest is logged). The agent side waits at most [`LinkTimeouts`] per exchange.
+//! Bounds: at most `2 × agents` authenticated connections at once (one per agent plus one
+//! reconnecting); before that, the same pre-auth admission as the ossd and the MDS
+//! ([`pfsqos_wire::admission`]: a small handshake budget shared fairly by source, with a
+//! share reserved for sources that authenticated before, and a deadline of
+//! [`pfsqos_wire::admission::SERVER_HANDSHAKE_TIMEOUT`]), so peers without the key cannot hold
+//! the agents out however many sockets they keep open; refusals and failed handshakes are
+//! logged at most [`pfsqos_wire::admission::LOG_LINES_PER_WINDOW`] times a window. A peer that
+//! sends nothing for [`IDLE_PERIODS`] periods is dropped; a peer that is not an authenticated
+//! `Lctl`-role peer, names an agent off the allow-list or sends an invalid report is dropped
+//! (the handshake tells a peer with a wrong key why; the rest is logged). The agent side
+//! waits at most [`LinkTimeouts`] per exchange.
 //!
 //! Safe state ([`SafeHold`]): an agent keeps the last rates it was sent while it hears from the
 //! coordinator; once `safe_hold_ms` pass without a reply it drops them (its rules for them
@@ -18,6 +24,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use pfsqos_wire::admission::{Admission, HandshakeSlot};
 use pfsqos_wire::conn::{self, ConnError, Reader, Writer};
 use pfsqos_wire::coord::{AgentReport, CoordReply, ValidReply};
 use pfsqos_wire::protocol::{self, ProtocolError, Role};
@@ -158,10 +165,34 @@ pub async fn serve_published(
     stop: impl std::future::Future<Output = ()>,
     published: Arc<Mutex<CoordStats>>,
 ) {
+    let admission = Admission::with_connections_max(2 * coord.agents().len());
+    serve_admitted(listener, key, coord, epoch, stop, published, admission).await
+}
+
+/// [`serve_published`] through `admission` (whose counters the caller may read), which should
+/// allow `2 × agents` authenticated connections.
+pub async fn serve_admitted(
+    listener: TcpListener,
+    key: Vec<u8>,
+    coord: Coordinator,
+    epoch: Instant,
+    stop: impl std::future::Future<Output = ()>,
+    published: Arc<Mutex<CoordStats>>,
+    admission: Arc<Admission>,
+) {
     let local = tokio::task::LocalSet::new();
     local
-        .run_until(serve_local(listener, key, coord, epoch, stop, published))
+        .run_until(serve_local(
+            listener, key, coord, epoch, stop, published, admission,
+        ))
         .await;
+}
+
+/// Logs a refused or failed unauthenticated connection, rate-limited by `admission`.
+fn log_refusal(admission: &Admission, peer: SocketAddr, reason: &dyn std::fmt::Display) {
+    if let Some(suppressed) = admission.log_allowed() {
+        warn!(%peer, %reason, suppressed, "connection refused before authentication");
+    }
 }
 
 fn publish(coord: &Coordinator, published: &Mutex<CoordStats>) {
@@ -197,11 +228,10 @@ async fn serve_local(
     epoch: Instant,
     stop: impl std::future::Future<Output = ()>,
     published: Arc<Mutex<CoordStats>>,
+    admission: Arc<Admission>,
 ) {
     let period = Duration::from_nanos(coord.period_ns());
-    let conns_max = 2 * coord.agents().len();
     let coord = Rc::new(RefCell::new(coord));
-    let slots = Arc::new(tokio::sync::Semaphore::new(conns_max));
     let key = Arc::new(key);
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -220,42 +250,79 @@ async fn serve_local(
                 publish(&c, &published);
             }
             accepted = listener.accept() => {
-                let Ok((stream, peer)) = accepted else { continue };
-                let Ok(permit) = slots.clone().try_acquire_owned() else {
-                    warn!(%peer, "connection refused: too many");
-                    continue;
+                let (stream, peer) = match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        // Out of descriptors and the like: back off instead of spinning.
+                        warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let slot = match admission.handshake(peer.ip()) {
+                    Ok(s) => s,
+                    Err(refusal) => {
+                        log_refusal(&admission, peer, &refusal);
+                        continue;
+                    }
                 };
                 let (coord, key, published) = (coord.clone(), key.clone(), published.clone());
+                let admission = admission.clone();
                 tokio::task::spawn_local(async move {
-                    if let Err(e) = serve_agent(stream, &key, &coord, epoch, period).await {
-                        warn!(%peer, error = %e, "agent connection ended");
+                    match serve_agent(stream, &key, &coord, epoch, period, &admission, slot).await {
+                        Ok(()) => {}
+                        // Before authentication anyone can cause these: rate-limited.
+                        Err((e, true)) => log_refusal(&admission, peer, &e),
+                        Err((e, false)) => warn!(%peer, error = %e, "agent connection ended"),
                     }
                     publish(&coord.borrow(), &published);
-                    drop(permit);
                 });
             }
         }
     }
 }
 
+/// Serves one connection; on error, whether it ended before the peer authenticated.
 async fn serve_agent(
     stream: TcpStream,
     key: &[u8],
     coord: &RefCell<Coordinator>,
     epoch: Instant,
     period: Duration,
-) -> Result<(), ConnError> {
+    admission: &Arc<Admission>,
+    mut slot: HandshakeSlot,
+) -> Result<(), (ConnError, bool)> {
     let (r, w) = stream.into_split();
     let (mut r, mut w) = (Reader::new(r), Writer::new(w));
-    let peer = tokio::time::timeout(
-        conn::HANDSHAKE_TIMEOUT,
-        conn::server_handshake(&mut r, &mut w, key, COORD_FSNAME, 0),
-    )
-    .await
-    .map_err(|_| ConnError::Timeout)??;
+    // The pre-auth slot becomes a connection slot once the peer has authenticated; the
+    // handshake ends early if admission gives the slot to a source holding fewer.
+    let eviction = slot.eviction();
+    let adm = admission.clone();
+    let (peer, _conn_slot) = admission
+        .run_handshake(
+            eviction,
+            conn::server_handshake_admit(&mut r, &mut w, key, COORD_FSNAME, 0, move |_| {
+                adm.authenticated(slot).map_err(|r| r.to_string())
+            }),
+        )
+        .await
+        .map_err(|e| (e, true))?;
     if !matches!(peer.role, Role::Lctl) {
-        return Err(ProtocolError::Invalid("only agents speak to the coordinator".into()).into());
+        let e = ProtocolError::Invalid("only agents speak to the coordinator".into());
+        return Err((e.into(), false));
     }
+    serve_reports(&mut r, &mut w, coord, epoch, period)
+        .await
+        .map_err(|e| (e, false))
+}
+
+async fn serve_reports(
+    r: &mut Reader<OwnedReadHalf>,
+    w: &mut Writer<OwnedWriteHalf>,
+    coord: &RefCell<Coordinator>,
+    epoch: Instant,
+    period: Duration,
+) -> Result<(), ConnError> {
     let idle = period * IDLE_PERIODS;
     loop {
         let frame = tokio::time::timeout(idle, r.frame())

@@ -49,7 +49,7 @@ pub fn scrape(addr: SocketAddr, timeout: Duration) -> std::io::Result<String> {
     let mut s = TcpStream::connect_timeout(&addr, timeout)?;
     s.set_read_timeout(Some(timeout))?;
     s.set_write_timeout(Some(timeout))?;
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: pfsqos\r\nConnection: close\r\n\r\n")?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: pfsqos\r\nAccept: application/openmetrics-text\r\nConnection: close\r\n\r\n")?;
     let mut raw = Vec::new();
     s.take(METRICS_LEN_BYTES_MAX as u64 + 1)
         .read_to_end(&mut raw)?;

@@ -393,15 +393,22 @@ fn key_file(dir: &std::path::Path) -> std::path::PathBuf {
 /// A coordinator on a runtime of its own, stopped by dropping the sender.
 struct Running {
     addr: std::net::SocketAddr,
+    admission: std::sync::Arc<pfsqos_wire::admission::Admission>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Running {
     fn start(agents: &[&str], period_ms: u64) -> Running {
+        Running::start_on("127.0.0.1:0".parse().unwrap(), agents, period_ms)
+    }
+
+    fn start_on(bind: std::net::SocketAddr, agents: &[&str], period_ms: u64) -> Running {
         let agents: Vec<String> = agents.iter().map(|a| a.to_string()).collect();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let (atx, arx) = std::sync::mpsc::channel();
+        let admission = pfsqos_wire::admission::Admission::with_connections_max(2 * agents.len());
+        let adm = admission.clone();
         let thread = std::thread::spawn(move || {
             // Controllers are not Send: the coordinator lives on its thread.
             let coord = Coordinator::new(
@@ -418,17 +425,28 @@ impl Running {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
                 atx.send(listener.local_addr().unwrap()).unwrap();
                 let stop = async move {
                     let _ = rx.await;
                 };
-                coord_net::serve(listener, KEY.to_vec(), coord, Instant::now(), stop).await;
+                let published = Default::default();
+                coord_net::serve_admitted(
+                    listener,
+                    KEY.to_vec(),
+                    coord,
+                    Instant::now(),
+                    stop,
+                    published,
+                    adm,
+                )
+                .await;
             });
             // Dropping the runtime ends every connection task: the coordinator is gone.
         });
         Running {
             addr: arx.recv().unwrap(),
+            admission,
             stop: Some(tx),
             thread: Some(thread),
         }
@@ -579,4 +597,128 @@ fn unauthenticated_and_foreign_peers_are_refused() {
     assert!(foreign.exchange(&other).is_err(), "foreign agent served");
     let mut good = CoordLink::new(running.addr, KEY.to_vec(), Duration::from_secs(5)).unwrap();
     assert!(good.exchange(&report).is_ok());
+}
+
+/// Idle unauthenticated sockets held against `addr` from `sources` loopback addresses
+/// (127.0.0.2 on), `per_source` from each, each reopened as soon as the server closes it (or,
+/// while nothing listens, retried); `closed` counts the server's closes.
+struct Flood {
+    closed: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Flood {
+    fn start(addr: std::net::SocketAddr, sources: u8, per_source: usize) -> Flood {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let closed = std::sync::Arc::new(AtomicU64::new(0));
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let counter = closed.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                for source in 0..sources {
+                    let ip = std::net::Ipv4Addr::new(127, 0, 0, 2 + source);
+                    for _ in 0..per_source {
+                        let counter = counter.clone();
+                        tokio::spawn(async move {
+                            loop {
+                                let s = tokio::net::TcpSocket::new_v4().unwrap();
+                                s.bind((ip, 0).into()).unwrap();
+                                let Ok(mut conn) = s.connect(addr).await else {
+                                    // Nothing listening (a restart): try again shortly.
+                                    tokio::time::sleep(Duration::from_millis(20)).await;
+                                    continue;
+                                };
+                                let mut buf = [0u8; 64];
+                                use tokio::io::AsyncReadExt;
+                                while matches!(conn.read(&mut buf).await, Ok(n) if n > 0) {}
+                                counter.fetch_add(1, Ordering::Relaxed);
+                            }
+                        });
+                    }
+                }
+                let _ = rx.await;
+            });
+        });
+        Flood {
+            closed,
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Waits until the server has closed `n` of the flood's sockets (so the flood holds its
+    /// whole pre-auth budget and is being turned away).
+    fn wait_closed(&self, n: u64) {
+        let deadline = Instant::now() + DEADLINE;
+        while self.closed.load(std::sync::atomic::Ordering::Relaxed) < n {
+            assert!(
+                Instant::now() < deadline,
+                "the flood never filled the budget"
+            );
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl Drop for Flood {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+/// 256 idle unauthenticated sockets from 32 addresses, renewed as they close and held across a
+/// coordinator restart, do not keep either agent out: every exchange is answered, except the
+/// first after the restart (which finds its old connection gone and reconnects).
+#[test]
+fn a_handshake_flood_from_many_addresses_does_not_lock_the_agents_out() {
+    let agents = ["oss0", "oss1"];
+    let mut running = Running::start(&agents, 50);
+    let addr = running.addr;
+    let flood = Flood::start(addr, 32, 8);
+    flood.wait_closed(512);
+    let report = |agent: &str| AgentReport {
+        agent: agent.into(),
+        now_ns: 1,
+        period_ns: 1,
+        targets: vec![],
+        jobs: vec![],
+    };
+    let mut links: Vec<CoordLink> = agents
+        .iter()
+        .map(|_| CoordLink::new(addr, KEY.to_vec(), Duration::from_secs(10)).unwrap())
+        .collect();
+    for round in 0..10 {
+        for (link, agent) in links.iter_mut().zip(agents) {
+            link.exchange(&report(agent))
+                .unwrap_or_else(|e| panic!("{agent} not served in round {round}: {e}"));
+        }
+    }
+    running.kill();
+    let mut running = Running::start_on(addr, &agents, 50);
+    let closed = flood.closed.load(std::sync::atomic::Ordering::Relaxed);
+    flood.wait_closed(closed + 512);
+    for (link, agent) in links.iter_mut().zip(agents) {
+        // The old connection ended with the old coordinator.
+        let _ = link.exchange(&report(agent));
+        for round in 0..10 {
+            link.exchange(&report(agent)).unwrap_or_else(|e| {
+                panic!("{agent} not served in round {round} after the restart: {e}")
+            });
+        }
+    }
+    drop(flood);
+    // The flood was turned away through the shared admission, and its refusals were logged
+    // only a few times a window.
+    let c = running.admission.counters();
+    assert!(c.handshakes_evicted > 0, "{c:?}");
+    assert!(c.log_lines_suppressed > 0, "{c:?}");
+    running.kill();
 }

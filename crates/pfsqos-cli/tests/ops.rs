@@ -98,8 +98,10 @@ fn scrape(url: &str) -> String {
         .and_then(|u| u.strip_suffix("/metrics"))
         .unwrap_or_else(|| panic!("not a metrics URL: {url}"));
     let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
+    s.write_all(
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text\r\n\r\n",
+    )
+    .unwrap();
     let mut resp = String::new();
     s.read_to_string(&mut resp).unwrap();
     assert!(resp.starts_with("HTTP/1.1 200 OK\r\n"), "{resp}");

@@ -31,11 +31,11 @@ use pfsqos_node::mds::Placer;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
-use tokio::time::timeout;
+
 use tracing::{debug, info, warn};
 
 use pfsqos_metrics::{render_collector, MdsCollector, MdsSample, MetricsServer, Render};
-use pfsqos_wire::admission::{Admission, HandshakeSlot, SERVER_HANDSHAKE_TIMEOUT};
+use pfsqos_wire::admission::{Admission, HandshakeSlot};
 use pfsqos_wire::conn::{self, Reader, Writer};
 use pfsqos_wire::mds::{decode_mds_request, FILE_SIZE_BYTES_MAX};
 use pfsqos_wire::mds::{
@@ -1409,29 +1409,28 @@ async fn serve(
     fsname: &str,
     ost_count: u32,
     admission: &Arc<Admission>,
-    slot: HandshakeSlot,
+    mut slot: HandshakeSlot,
 ) -> Result<(), conn::ConnError> {
     stream.set_nodelay(true)?;
     let (r, w) = stream.into_split();
     let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
     // The pre-auth slot becomes a connection slot once the peer has authenticated.
+    // It ends early if admission gives it to a source holding fewer handshake slots.
     let adm = admission.clone();
-    let (_, _conn_slot) = timeout(
-        SERVER_HANDSHAKE_TIMEOUT,
-        conn::server_handshake_admit(
-            &mut reader,
-            &mut writer,
-            key,
-            fsname,
-            ost_count,
-            move |_| adm.authenticated(slot).map_err(|r| r.to_string()),
-        ),
-    )
-    .await
-    .map_err(|_| {
-        admission.handshake_timed_out();
-        conn::ConnError::Timeout
-    })??;
+    let eviction = slot.eviction();
+    let (_, _conn_slot) = admission
+        .run_handshake(
+            eviction,
+            conn::server_handshake_admit(
+                &mut reader,
+                &mut writer,
+                key,
+                fsname,
+                ost_count,
+                move |_| adm.authenticated(slot).map_err(|r| r.to_string()),
+            ),
+        )
+        .await?;
     loop {
         let frame = reader.frame().await?;
         let req = decode_mds_request(&frame)?;

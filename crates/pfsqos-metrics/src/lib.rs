@@ -1,6 +1,6 @@
 //! Prometheus metrics of the daemons (`ossd --metrics-listen ADDR`, `mds --metrics-listen
-//! ADDR`): a tiny HTTP/1.1 server answering `GET /metrics` with the OpenMetrics text format,
-//! encoded by `prometheus-client`.
+//! ADDR`): a tiny HTTP/1.1 server answering `GET /metrics` in OpenMetrics (encoded by
+//! `prometheus-client`) or the Prometheus text format 0.0.4, as the scraper asks.
 //!
 //! Values are collected at scrape time from the daemon's own state (job_stats, NRS heads,
 //! counters it keeps anyway), so nothing is counted twice. Label cardinality is bounded by
@@ -52,6 +52,12 @@
 //! Both daemons: `pfsqos_oss_admission_total{counter}` / `pfsqos_mds_admission_total{counter}`,
 //! connection admission (refusals by budget, handshake timeouts, suppressed log lines).
 //!
+//! Format: negotiated from the request's `Accept` header as Prometheus clients expect
+//! ([`negotiate`]): OpenMetrics text when `application/openmetrics-text` is accepted (what
+//! Prometheus asks for first), otherwise the Prometheus text format 0.0.4 (`text/plain;
+//! version=0.0.4`, what promtool, older scrapers and `curl` get), converted by
+//! [`openmetrics_to_text_004`].
+//!
 //! HTTP limits: request head at most [`REQUEST_HEAD_BYTES_MAX`], read within
 //! [`REQUEST_TIMEOUT`]; at most [`CONNECTIONS_MAX`] connections at once (more are closed at
 //! once); one request per connection. `GET`/`HEAD /metrics` is answered 200; other paths 404,
@@ -80,8 +86,98 @@ pub const REQUEST_HEAD_BYTES_MAX: usize = 8 << 10;
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Scrape connections served at once.
 pub const CONNECTIONS_MAX: usize = 16;
-/// The content type of the body: OpenMetrics text, which Prometheus negotiates and parses.
+/// The content type of an OpenMetrics body.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of a body in the Prometheus text format 0.0.4.
+pub const CONTENT_TYPE_TEXT_004: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The exposition formats served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    OpenMetrics,
+    Text004,
+}
+
+/// The format for an `Accept` header: OpenMetrics if some media range with a non-zero
+/// quality names `application/openmetrics-text`, else the text format 0.0.4 (also without the
+/// header), as Prometheus' own client libraries negotiate.
+pub fn negotiate(accept: Option<&str>) -> Format {
+    let Some(accept) = accept else {
+        return Format::Text004;
+    };
+    for range in accept.split(',') {
+        let mut params = range.split(';').map(str::trim);
+        let media = params.next().unwrap_or("");
+        if !media.eq_ignore_ascii_case("application/openmetrics-text") {
+            continue;
+        }
+        let q = params
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| k.trim().eq_ignore_ascii_case("q"))
+            .map(|(_, v)| v.trim().parse::<f64>().unwrap_or(0.0))
+            .unwrap_or(1.0);
+        if q > 0.0 {
+            return Format::OpenMetrics;
+        }
+    }
+    Format::Text004
+}
+
+/// OpenMetrics text (as `prometheus-client` encodes it) in the Prometheus text format 0.0.4: a
+/// counter family's `# HELP` and `# TYPE` name its samples' `_total` name (OpenMetrics names the
+/// family without it), `unknown` becomes `untyped`, `# UNIT` and `# EOF` lines go, and
+/// `_created` samples of counters go (0.0.4 has no such series).
+pub fn openmetrics_to_text_004(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let counters: std::collections::HashSet<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    for line in text.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            let name = if counters.contains(name) {
+                format!("{name}_total")
+            } else {
+                name.to_string()
+            };
+            // 0.0.4 escapes only backslash and newline in HELP; OpenMetrics also `"`.
+            out.push_str(&format!("# HELP {name} {}\n", help.replace("\\\"", "\"")));
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, ""));
+            let (name, kind) = match kind {
+                "counter" => (format!("{name}_total"), "counter"),
+                "unknown" => (name.to_string(), "untyped"),
+                other => (name.to_string(), other),
+            };
+            out.push_str(&format!("# TYPE {name} {kind}\n"));
+            continue;
+        }
+        let sample = line.split(['{', ' ']).next().unwrap_or("");
+        if let Some(family) = sample.strip_suffix("_created") {
+            if counters.contains(family) {
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The value of header `name` in a request head, if present (first occurrence).
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.split("\r\n").skip(1).find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}
 
 /// Renders the metrics text of a daemon (called on a blocking thread per scrape).
 pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
@@ -153,7 +249,7 @@ async fn accept_loop(listener: TcpListener, render: Render) {
 /// What a request head asks for.
 #[derive(Debug, PartialEq, Eq)]
 enum Answer {
-    Metrics { head_only: bool },
+    Metrics { head_only: bool, format: Format },
     Status(u16, &'static str),
 }
 
@@ -172,9 +268,16 @@ fn route(head: &[u8]) -> Answer {
         return Answer::Status(400, "Bad Request");
     }
     let path = target.split('?').next().unwrap_or(target);
+    let format = negotiate(header(text, "accept"));
     match (method, path) {
-        ("GET", "/metrics") => Answer::Metrics { head_only: false },
-        ("HEAD", "/metrics") => Answer::Metrics { head_only: true },
+        ("GET", "/metrics") => Answer::Metrics {
+            head_only: false,
+            format,
+        },
+        ("HEAD", "/metrics") => Answer::Metrics {
+            head_only: true,
+            format,
+        },
         (_, "/metrics") => Answer::Status(405, "Method Not Allowed"),
         _ => Answer::Status(404, "Not Found"),
     }
@@ -211,11 +314,18 @@ async fn serve(mut stream: TcpStream, render: Render) -> std::io::Result<()> {
         Some(h) => route(&h),
     };
     let (status, reason, ctype, body, head_only) = match answer {
-        Answer::Metrics { head_only } => {
-            let text = tokio::task::spawn_blocking(move || render())
-                .await
-                .map_err(std::io::Error::other)?;
-            (200, "OK", CONTENT_TYPE, text, head_only)
+        Answer::Metrics { head_only, format } => {
+            let text = tokio::task::spawn_blocking(move || match format {
+                Format::OpenMetrics => render(),
+                Format::Text004 => openmetrics_to_text_004(&render()),
+            })
+            .await
+            .map_err(std::io::Error::other)?;
+            let ctype = match format {
+                Format::OpenMetrics => CONTENT_TYPE,
+                Format::Text004 => CONTENT_TYPE_TEXT_004,
+            };
+            (200, "OK", ctype, text, head_only)
         }
         Answer::Status(code, reason) => (
             code,
@@ -707,19 +817,139 @@ impl Collector for MdsCollector {
 mod tests {
     use super::*;
 
+    /// What Prometheus 2.x sends gets OpenMetrics; `text/plain;version=0.0.4`, `*/*`, a refused
+    /// OpenMetrics (q=0) and no header get the text format 0.0.4.
+    #[test]
+    fn the_format_is_negotiated_as_prometheus_clients_do() {
+        let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(negotiate(Some(prometheus)), Format::OpenMetrics);
+        assert_eq!(
+            negotiate(Some("Application/OpenMetrics-Text; q=0.3")),
+            Format::OpenMetrics
+        );
+        for other in [
+            "text/plain;version=0.0.4",
+            "*/*",
+            "application/openmetrics-text;q=0",
+            "",
+        ] {
+            assert_eq!(negotiate(Some(other)), Format::Text004, "{other}");
+        }
+        assert_eq!(negotiate(None), Format::Text004);
+    }
+
+    /// In the 0.0.4 conversion every sample's family has HELP and TYPE under the sample's own
+    /// name (counters' `_total`), with no OpenMetrics-only lines left.
+    #[test]
+    fn the_text_004_conversion_names_help_and_type_as_its_samples() {
+        let om = render_collector(OssCollector(OssSample {
+            osts: vec![OstSample {
+                name: "fs-OST0000".into(),
+                jobs: vec![JobSample {
+                    job: "job 1".into(),
+                    read_bytes: 5,
+                    write_bytes: 7,
+                    rpcs: [1, 2, 0, 0],
+                }],
+                served_bytes: 12,
+                served_rpcs: 3,
+                ..OstSample::default()
+            }],
+            rules: vec![("r1".into(), 100)],
+            admission: vec![("handshakes_evicted", 4)],
+            ..OssSample::default()
+        }));
+        let text = openmetrics_to_text_004(&om);
+        assert!(
+            !text.contains("# EOF") && !text.contains("# UNIT"),
+            "{text}"
+        );
+        let mut help = std::collections::HashSet::new();
+        let mut types = std::collections::HashMap::new();
+        for line in text.lines() {
+            if let Some(r) = line.strip_prefix("# HELP ") {
+                help.insert(r.split(' ').next().unwrap().to_string());
+            } else if let Some(r) = line.strip_prefix("# TYPE ") {
+                let (n, k) = r.split_once(' ').unwrap();
+                assert!(["counter", "gauge", "untyped"].contains(&k), "{line}");
+                types.insert(n.to_string(), k.to_string());
+            } else {
+                let name = line.split(['{', ' ']).next().unwrap();
+                assert!(help.contains(name), "no HELP for {name}:\n{text}");
+                assert!(types.contains_key(name), "no TYPE for {name}:\n{text}");
+                if types[name] == "counter" {
+                    assert!(name.ends_with("_total"), "{line}");
+                }
+            }
+        }
+        assert!(types.len() >= 5, "{text}");
+    }
+
+    /// The endpoint answers each format with its content type.
+    #[tokio::test]
+    async fn the_endpoint_serves_the_negotiated_format() {
+        let render: Render = Arc::new(|| {
+            render_collector(MdsCollector(MdsSample {
+                ops: vec![("create", 3)],
+                inodes: Some(2),
+                ..MdsSample::default()
+            }))
+        });
+        let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), render)
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        for (accept, ctype, eof) in [
+            ("", CONTENT_TYPE_TEXT_004, false),
+            (
+                "Accept: text/plain;version=0.0.4\r\n",
+                CONTENT_TYPE_TEXT_004,
+                false,
+            ),
+            (
+                "Accept: application/openmetrics-text;version=1.0.0\r\n",
+                CONTENT_TYPE,
+                true,
+            ),
+        ] {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(format!("GET /metrics HTTP/1.1\r\nHost: x\r\n{accept}\r\n").as_bytes())
+                .await
+                .unwrap();
+            let mut response = String::new();
+            s.read_to_string(&mut response).await.unwrap();
+            assert!(
+                response.contains(&format!("\r\nContent-Type: {ctype}\r\n")),
+                "{accept}: {response}"
+            );
+            assert_eq!(response.ends_with("# EOF\n"), eof, "{accept}: {response}");
+            assert!(response.contains("pfsqos_mds_ops_total{"), "{response}");
+        }
+        server.stop().await;
+    }
+
     #[test]
     fn routes() {
         assert_eq!(
             route(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
-            Answer::Metrics { head_only: false }
+            Answer::Metrics {
+                head_only: false,
+                format: Format::Text004
+            }
         );
         assert_eq!(
-            route(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"),
-            Answer::Metrics { head_only: false }
+            route(b"GET /metrics?x=1 HTTP/1.0\r\naccept: application/openmetrics-text\r\n\r\n"),
+            Answer::Metrics {
+                head_only: false,
+                format: Format::OpenMetrics
+            }
         );
         assert_eq!(
             route(b"HEAD /metrics HTTP/1.1\r\n\r\n"),
-            Answer::Metrics { head_only: true }
+            Answer::Metrics {
+                head_only: true,
+                format: Format::Text004
+            }
         );
         assert_eq!(
             route(b"GET / HTTP/1.1\r\n\r\n"),

@@ -481,19 +481,16 @@ async fn connect(
         .with_context(|| format!("--mds {} resolves to no address", config.mds))?;
     let key: Arc<[u8]> = config.key.clone().into();
     let mds = MdsPool::new(addr, key.clone(), config.recovery);
-    // An MDS that refuses connections may be starting (daemons started together, by hand or
-    // by systemd): wait for it up to the recovery time. A wrong key or any other failure
-    // fails the mount at once.
+    // An MDS that refuses or drops connections may be starting or busy (daemons started
+    // together, by hand or by systemd; a full pre-auth budget): wait for it up to the
+    // recovery time. A wrong key or any other failure fails the mount at once.
     let deadline = tokio::time::Instant::now() + config.recovery;
     let mut waited = false;
     let mut c = loop {
         match mds.prime().await {
-            Err(pfsqos_wire::client::ClientError::Conn(pfsqos_wire::conn::ConnError::Io(e)))
-                if e.kind() == std::io::ErrorKind::ConnectionRefused
-                    && tokio::time::Instant::now() < deadline =>
-            {
+            Err(e) if mds_may_come_back(&e) && tokio::time::Instant::now() < deadline => {
                 if !waited {
-                    info!(mds = %addr, "the MDS refuses connections; waiting for it (at most {:?})", config.recovery);
+                    info!(mds = %addr, error = %e, "the MDS refuses or drops connections; waiting for it (at most {:?})", config.recovery);
                     waited = true;
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
@@ -551,4 +548,58 @@ async fn connect(
                 .map(|f| Arc::new(iez_trace::IezTrace::new(f, config.iez_trace_files_max))),
         },
     ))
+}
+
+/// Whether a failure to reach the MDS may pass by waiting: the connection refused, reset,
+/// aborted or closed by the server before a word of the handshake was answered (an MDS
+/// starting or restarting, or one whose pre-auth budget is full). A wrong key is told at the
+/// handshake (a protocol error) and is not one of these.
+pub fn mds_may_come_back(e: &pfsqos_wire::client::ClientError) -> bool {
+    use pfsqos_wire::client::ClientError;
+    use pfsqos_wire::conn::ConnError;
+    use std::io::ErrorKind;
+    match e {
+        ClientError::Conn(ConnError::Io(e)) => matches!(
+            e.kind(),
+            ErrorKind::ConnectionRefused
+                | ErrorKind::ConnectionReset
+                | ErrorKind::ConnectionAborted
+                | ErrorKind::BrokenPipe
+                | ErrorKind::UnexpectedEof
+        ),
+        ClientError::Conn(ConnError::Closed | ConnError::Evicted) => true,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod recovery_tests {
+    use super::mds_may_come_back;
+    use pfsqos_wire::client::ClientError;
+    use pfsqos_wire::conn::ConnError;
+    use pfsqos_wire::protocol::{Errno, ProtocolError, RemoteError};
+    use std::io::{Error, ErrorKind};
+
+    /// A refused, reset or closed connection is waited out (`--recovery-s`); a wrong key or
+    /// a remote error is not.
+    #[test]
+    fn the_mount_waits_out_a_reset_or_closed_mds_connection() {
+        let io = |kind| ClientError::Conn(ConnError::Io(Error::from(kind)));
+        for kind in [
+            ErrorKind::ConnectionRefused,
+            ErrorKind::ConnectionReset,
+            ErrorKind::ConnectionAborted,
+            ErrorKind::BrokenPipe,
+        ] {
+            assert!(mds_may_come_back(&io(kind)), "{kind:?}");
+        }
+        assert!(mds_may_come_back(&ClientError::Conn(ConnError::Closed)));
+        assert!(!mds_may_come_back(&io(ErrorKind::PermissionDenied)));
+        let wrong_key = ProtocolError::Invalid("wrong key".into());
+        assert!(!mds_may_come_back(&ClientError::Conn(ConnError::Protocol(
+            wrong_key
+        ))));
+        let remote = RemoteError::new(Errno::EIO, "x");
+        assert!(!mds_may_come_back(&ClientError::Remote(remote)));
+    }
 }

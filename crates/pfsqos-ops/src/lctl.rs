@@ -18,9 +18,25 @@
 //! (`obdfilter.fs-OST0000` holds `job_stats`). As in lctl, a pattern with one unreadable match
 //! prints every readable one and reports the failing one on stderr.
 //!
-//! Exit codes: 0 success; 1 at least one path matched nothing or could not be read or set (each
-//! printed as `error: get_param: ...`, `error: list_param: ...` or `error: set_param: ...` on
-//! stderr, like lctl); 2 bad arguments, unreadable key or no connection.
+//! Exit codes and messages are lctl's. lctl exits with the errno of the failure
+//! (`lctl_main` returns `rc < 0 ? -rc : rc`, lustre/utils/lctl.c; the status keeps its low 8
+//! bits): `get_param` and `list_param` with the first failure's (`if (rc == 0) rc = rc2`,
+//! `jt_lcfg_getparam` / `jt_lcfg_listparam` in lustre/utils/lustre_param.c), `set_param` with
+//! its last operand's (`jt_lcfg_setparam` keeps each `do_param_op`'s result). The messages
+//! (same file):
+//!
+//! * nothing matched: `error: OP: param_path 'PATH': No such file or directory` (`do_param_op`),
+//!   and for `list_param` also `error: list_param: listing 'PATH': No such file or directory`;
+//!   for `set_param` also `error: set_param: setting 'PATH'='VALUE': No such file or directory`;
+//! * a parameter that cannot be read: `error: read_param: 'NAME': STRERROR` (`read_param`; lctl
+//!   names the file under /sys or /proc, pfsqos the parameter);
+//! * a write refused: `error: set_param: setting NAME=VALUE: STRERROR` (`write_param`);
+//! * `set_param` takes `NAME=VALUE` or `NAME VALUE` operands; an empty or missing value is
+//!   refused before anything is sent, `error: set_param: setting NAME: Invalid argument`, and
+//!   ends the command (`sp_parse_param_value`), exit 22.
+//!
+//! The ossd's explanation of a refusal, when it gives one, follows on a line of its own.
+//! pfsqos's own failures (unreadable key, no connection) exit 2.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -85,6 +101,75 @@ pub struct LctlArgs {
     pub server: SocketAddr,
     pub key_file: PathBuf,
     pub command: LctlCommand,
+}
+
+/// The errno's number on Linux (`ENOTSUPP` is the kernel-internal 524).
+pub fn errno_number(e: Errno) -> i32 {
+    match e {
+        Errno::EPERM => libc::EPERM,
+        Errno::ENOENT => libc::ENOENT,
+        Errno::EIO => libc::EIO,
+        Errno::EAGAIN => libc::EAGAIN,
+        Errno::EBUSY => libc::EBUSY,
+        Errno::EEXIST => libc::EEXIST,
+        Errno::ENODEV => libc::ENODEV,
+        Errno::EINVAL => libc::EINVAL,
+        Errno::EFBIG => libc::EFBIG,
+        Errno::ENOSPC => libc::ENOSPC,
+        Errno::ERANGE => libc::ERANGE,
+        Errno::ENAMETOOLONG => libc::ENAMETOOLONG,
+        Errno::ENOSYS => libc::ENOSYS,
+        Errno::EPROTO => libc::EPROTO,
+        Errno::ENOTDIR => libc::ENOTDIR,
+        Errno::EISDIR => libc::EISDIR,
+        Errno::ENOTEMPTY => libc::ENOTEMPTY,
+        Errno::EOVERFLOW => libc::EOVERFLOW,
+        Errno::ENOTSUPP => 524,
+        Errno::ENOMEM => libc::ENOMEM,
+    }
+}
+
+/// The exit status lctl gives for `e`: the errno, as the process status keeps its low 8 bits.
+pub fn exit_code(e: Errno) -> u8 {
+    (errno_number(e) & 0xff) as u8
+}
+
+/// Exit status 2 for pfsqos's own failures (no key, no connection).
+const EXIT_LOCAL: u8 = 2;
+
+/// The ossd's explanation, on a line of its own after lctl's message.
+fn detail(err: &mut dyn Write, e: &pfsqos_wire::protocol::RemoteError) {
+    if !e.message.is_empty() {
+        // Control characters escaped: the message crossed a process boundary.
+        let text: String = e
+            .message
+            .chars()
+            .flat_map(|c| {
+                let escaped: Vec<char> = if c.is_control() {
+                    c.escape_default().collect()
+                } else {
+                    vec![c]
+                };
+                escaped
+            })
+            .collect();
+        let _ = writeln!(err, "  ossd: {text}");
+    }
+}
+
+/// A `set_param` operand pair, as lctl's `sp_parse_param_value` splits them: `NAME=VALUE` (one
+/// operand) or `NAME VALUE` (two); `Err(name)` for an empty or missing value. Returns the
+/// name, the value and how many operands were used.
+pub fn split_assignment(operands: &[String]) -> Result<(&str, &str, usize), &str> {
+    let first = operands.first().map(String::as_str).unwrap_or("");
+    match first.split_once('=') {
+        Some((name, "")) => Err(name),
+        Some((name, value)) => Ok((name, value, 1)),
+        None => match operands.get(1) {
+            Some(value) if !value.is_empty() => Ok((first, value, 2)),
+            _ => Err(first),
+        },
+    }
 }
 
 /// One parameter as `lctl` prints it.
@@ -194,14 +279,14 @@ pub async fn run(args: &LctlArgs, out: &mut dyn Write, err: &mut dyn Write) -> u
         Ok(k) => k,
         Err(e) => {
             let _ = writeln!(err, "error: {e:#}");
-            return 2;
+            return EXIT_LOCAL;
         }
     };
     let mut client = match OssClient::connect(args.server, &key, Role::Lctl).await {
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(err, "error: cannot reach ossd at {}: {e}", args.server);
-            return 2;
+            return EXIT_LOCAL;
         }
     };
     match &args.command {
@@ -223,7 +308,11 @@ async fn get(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    let mut code = 0;
+    // The first failure's errno, as jt_lcfg_getparam keeps it.
+    let mut first: Option<Errno> = None;
+    let mut fail = |e: Errno| {
+        first.get_or_insert(e);
+    };
     for pattern in names {
         // Directories matter only for -N (they are listed) and -R (they are descended into).
         let entries = if flags.names_only || flags.recursive {
@@ -236,13 +325,18 @@ async fn get(
         let entries = match entries {
             Ok(e) => e,
             Err(ClientError::Remote(e)) => {
-                let _ = writeln!(err, "error: get_param: {pattern}: {e}");
-                code = 1;
+                let _ = writeln!(
+                    err,
+                    "error: get_param: param_path '{pattern}': {}",
+                    e.errno.description()
+                );
+                detail(err, &e);
+                fail(e.errno);
                 continue;
             }
             Err(e) => {
                 let _ = writeln!(err, "error: get_param: {pattern}: {e}");
-                return 2;
+                return EXIT_LOCAL;
             }
         };
         if entries.is_empty() {
@@ -252,13 +346,16 @@ async fn get(
                 && expand(client, pattern, false)
                     .await
                     .is_ok_and(|e| !e.is_empty());
-            let why = if dirs {
-                "Is a directory (add -R for the parameters under it, or use list_param)"
+            let (why, errno) = if dirs {
+                (
+                    "Is a directory (add -R for the parameters under it, or use list_param)",
+                    Errno::EISDIR,
+                )
             } else {
-                "No such file or directory"
+                ("No such file or directory", Errno::ENOENT)
             };
             let _ = writeln!(err, "error: get_param: param_path '{pattern}': {why}");
-            code = 1;
+            fail(errno);
             continue;
         }
         for e in &entries {
@@ -278,17 +375,22 @@ async fn get(
                     }
                 }
                 Err(ClientError::Remote(e)) => {
-                    let _ = writeln!(err, "error: get_param: read '{name}': {e}");
-                    code = 1;
+                    let _ = writeln!(
+                        err,
+                        "error: read_param: '{name}': {}",
+                        e.errno.description()
+                    );
+                    detail(err, &e);
+                    fail(e.errno);
                 }
                 Err(e) => {
-                    let _ = writeln!(err, "error: get_param: read '{name}': {e}");
-                    return 2;
+                    let _ = writeln!(err, "error: read_param: '{name}': {e}");
+                    return EXIT_LOCAL;
                 }
             }
         }
     }
-    code
+    first.map_or(0, exit_code)
 }
 
 async fn list(
@@ -298,15 +400,15 @@ async fn list(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    let mut code = 0;
+    // The first failure's errno, as jt_lcfg_listparam keeps it.
+    let mut first: Option<Errno> = None;
     for pattern in patterns {
         match expand(client, pattern, flags.recursive).await {
             Ok(entries) if entries.is_empty() => {
-                let _ = writeln!(
-                    err,
-                    "error: list_param: param_path '{pattern}': No such file or directory"
-                );
-                code = 1;
+                let why = Errno::ENOENT.description();
+                let _ = writeln!(err, "error: list_param: param_path '{pattern}': {why}");
+                let _ = writeln!(err, "error: list_param: listing '{pattern}': {why}");
+                first.get_or_insert(Errno::ENOENT);
             }
             Ok(entries) => {
                 for e in entries.iter().filter(|e| e.is_dir || !flags.dirs_only) {
@@ -314,16 +416,19 @@ async fn list(
                 }
             }
             Err(ClientError::Remote(e)) => {
-                let _ = writeln!(err, "error: list_param: {pattern}: {e}");
-                code = 1;
+                let why = e.errno.description();
+                let _ = writeln!(err, "error: list_param: param_path '{pattern}': {why}");
+                let _ = writeln!(err, "error: list_param: listing '{pattern}': {why}");
+                detail(err, &e);
+                first.get_or_insert(e.errno);
             }
             Err(e) => {
                 let _ = writeln!(err, "error: list_param: {pattern}: {e}");
-                return 2;
+                return EXIT_LOCAL;
             }
         }
     }
-    code
+    first.map_or(0, exit_code)
 }
 
 async fn set(
@@ -333,30 +438,53 @@ async fn set(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> u8 {
-    let mut code = 0;
-    for a in assignments {
-        let Some((name, value)) = a.split_once('=') else {
-            let _ = writeln!(err, "error: set_param: setting {a}: expected NAME=VALUE");
-            code = 2;
-            continue;
+    // The last operand's result, as jt_lcfg_setparam keeps it.
+    let mut last: Option<Errno> = None;
+    let mut rest = assignments;
+    while !rest.is_empty() {
+        let (name, value, used) = match split_assignment(rest) {
+            Ok(a) => a,
+            Err(name) => {
+                let _ = writeln!(
+                    err,
+                    "error: set_param: setting {name}: {}",
+                    Errno::EINVAL.description()
+                );
+                return exit_code(Errno::EINVAL);
+            }
         };
+        rest = &rest[used..];
+        last = None;
         match client.set_param(name, value).await {
             Ok(params) => {
                 for p in &params {
                     let _ = out.write_all(format_param(p, values_only).as_bytes());
                 }
             }
+            // ENOENT for a name that matches nothing; a parameter that exists may answer
+            // ENOENT too (a TBF rule that is not there), as a write error.
+            Err(ClientError::Remote(e))
+                if e.errno == Errno::ENOENT
+                    && list_or_none(client, name).await.is_ok_and(|v| v.is_empty()) =>
+            {
+                let why = e.errno.description();
+                let _ = writeln!(err, "error: set_param: param_path '{name}': {why}");
+                let _ = writeln!(err, "error: set_param: setting '{name}'='{value}': {why}");
+                last = Some(e.errno);
+            }
             Err(ClientError::Remote(e)) => {
-                let _ = writeln!(err, "error: set_param: setting {name}={value}: {e}");
-                code = 1;
+                let why = e.errno.description();
+                let _ = writeln!(err, "error: set_param: setting {name}={value}: {why}");
+                detail(err, &e);
+                last = Some(e.errno);
             }
             Err(e) => {
                 let _ = writeln!(err, "error: set_param: setting {name}={value}: {e}");
-                return 2;
+                return EXIT_LOCAL;
             }
         }
     }
-    code
+    last.map_or(0, exit_code)
 }
 
 #[cfg(test)]
@@ -368,6 +496,31 @@ mod tests {
             name: name.into(),
             value: value.into(),
         }
+    }
+
+    /// lctl's exit statuses are errnos (low 8 bits): 2 ENOENT, 19 ENODEV, 22 EINVAL, 17 EEXIST.
+    #[test]
+    fn exit_codes_are_errnos() {
+        assert_eq!(
+            [Errno::ENOENT, Errno::ENODEV, Errno::EINVAL, Errno::EEXIST].map(exit_code),
+            [2, 19, 22, 17]
+        );
+        assert_eq!(exit_code(Errno::ENOTSUPP), (524 & 0xff) as u8);
+        for e in Errno::ALL {
+            assert_ne!(exit_code(e), 0, "{e:?}");
+        }
+    }
+
+    /// `NAME=VALUE` or `NAME VALUE`; an empty or missing value is refused locally.
+    #[test]
+    fn set_param_operands_split_as_lctl_does() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(split_assignment(&v(&["a.b=3", "c"])), Ok(("a.b", "3", 1)));
+        assert_eq!(split_assignment(&v(&["a.b", "3"])), Ok(("a.b", "3", 2)));
+        assert_eq!(split_assignment(&v(&["a.b=x=y"])), Ok(("a.b", "x=y", 1)));
+        assert_eq!(split_assignment(&v(&["a.b="])), Err("a.b"));
+        assert_eq!(split_assignment(&v(&["a.b"])), Err("a.b"));
+        assert_eq!(split_assignment(&v(&["a.b", ""])), Err("a.b"));
     }
 
     #[test]

@@ -27,8 +27,9 @@
 //! # Limits
 //! * connections: `connections_max` authenticated ones; before authentication, a separate
 //!   pre-auth budget ([`admission::HANDSHAKES_MAX`], at most
-//!   [`admission::HANDSHAKES_PER_ADDR_MAX`] per peer address) for at most
-//!   [`SERVER_HANDSHAKE_TIMEOUT`], with handshake frames capped at
+//!   [`admission::HANDSHAKES_PER_ADDR_MAX`] per source, shared fairly by eviction, with a
+//!   share reserved for sources that authenticated before) for at most
+//!   [`admission::SERVER_HANDSHAKE_TIMEOUT`], with handshake frames capped at
 //!   [`conn::HANDSHAKE_FRAME_LEN_MAX`] bytes; a connection over a budget is closed at once,
 //!   counted (`pfsqos_oss_admission_total`) and logged at most
 //!   [`admission::LOG_LINES_PER_WINDOW`] times a window;
@@ -108,7 +109,7 @@ use crate::sync::{SyncConfig, SyncState, SyncStats};
 use pfsqos_metrics::{
     render_collector, JobSample, MetricsServer, OssCollector, OssSample, OstSample, Render,
 };
-use pfsqos_wire::admission::{self, Admission, HandshakeSlot, SERVER_HANDSHAKE_TIMEOUT};
+use pfsqos_wire::admission::{self, Admission, HandshakeSlot};
 use pfsqos_wire::conn::{self, ConnError, Reader, SendProgress, Writer};
 use pfsqos_wire::protocol::*;
 use pfsqos_wire::splice::{PipePool, Piped, PIPES_MAX};
@@ -1921,7 +1922,7 @@ async fn serve_conn(
     stream: TcpStream,
     peer_addr: SocketAddr,
     id: u64,
-    slot: HandshakeSlot,
+    mut slot: HandshakeSlot,
 ) -> Result<(), ConnEnd> {
     let before_auth = |error| ConnEnd {
         error,
@@ -1935,32 +1936,31 @@ async fn serve_conn(
     let ost_count = shared.osts.len() as u32;
     // The slot moves into `admit`, which trades it for a connection slot once the peer has
     // authenticated; on any failure it is dropped, freeing the pre-auth budget.
+    // It ends early if admission gives it to a source holding fewer handshake slots.
     let admission = shared.admission.clone();
-    let (peer, _conn_slot) = tokio::time::timeout(
-        SERVER_HANDSHAKE_TIMEOUT,
-        conn::server_handshake_admit(
-            &mut reader,
-            &mut writer,
-            &shared.key,
-            &shared.fsname,
-            ost_count,
-            move |_| admission.authenticated(slot).map_err(|r| r.to_string()),
-        ),
-    )
-    .await
-    .map_err(|_| {
-        shared.admission.handshake_timed_out();
-        ConnError::Timeout
-    })
-    .and_then(|r| r)
-    .map_err(|e| {
-        shared
-            .sync
-            .counters
-            .handshakes_failed
-            .fetch_add(1, Ordering::Relaxed);
-        before_auth(e)
-    })?;
+    let eviction = slot.eviction();
+    let (peer, _conn_slot) = shared
+        .admission
+        .run_handshake(
+            eviction,
+            conn::server_handshake_admit(
+                &mut reader,
+                &mut writer,
+                &shared.key,
+                &shared.fsname,
+                ost_count,
+                move |_| admission.authenticated(slot).map_err(|r| r.to_string()),
+            ),
+        )
+        .await
+        .map_err(|e| {
+            shared
+                .sync
+                .counters
+                .handshakes_failed
+                .fetch_add(1, Ordering::Relaxed);
+            before_auth(e)
+        })?;
     debug!(id, role = ?peer.role, "peer authenticated");
     // A peer ossd holds one of a bounded number of slots while connected.
     let _peer_slot = if peer.role == Role::Oss {

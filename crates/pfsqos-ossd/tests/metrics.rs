@@ -63,7 +63,11 @@ async fn http(addr: SocketAddr, request: &[u8]) -> (u16, String) {
 
 /// Scrapes `/metrics` and returns `series -> value` (series = name and labels as printed).
 async fn scrape(addr: SocketAddr) -> BTreeMap<String, f64> {
-    let (status, body) = http(addr, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    let (status, body) = http(
+        addr,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\nAccept: application/openmetrics-text\r\n\r\n",
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     assert!(body.ends_with("# EOF\n"), "{body}");
     body.lines()

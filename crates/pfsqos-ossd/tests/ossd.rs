@@ -216,7 +216,7 @@ async fn dsfq_runs_live_with_weights_and_tunables_through_lctl() {
     let f = start(1, |_| {}).await;
     // Before the policy runs, its files answer ENODEV (the owner is not running).
     let (code, _, err) = lctl_out(&f, get(&["ost.OSS.ost_io.nrs_dsfq_weight"])).await;
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 19, "lctl exits with ENODEV: {err}");
     let (code, _, err) = lctl_out(&f, set("ost.OSS.ost_io.nrs_policies=dsfq jobid")).await;
     assert_eq!(code, 0, "{err}");
     for a in [
@@ -233,8 +233,12 @@ async fn dsfq_runs_live_with_weights_and_tunables_through_lctl() {
         set("ost.OSS.ost_io.nrs_dsfq_weight=start bad jobid={x}&uid={0} weight=0"),
     )
     .await;
-    assert_eq!(code, 1, "{err}");
-    assert!(err.contains("EINVAL"), "{err}");
+    assert_eq!(code, 22, "lctl exits with EINVAL: {err}");
+    assert!(
+        err.starts_with("error: set_param: setting ost.OSS.ost_io.nrs_dsfq_weight=start bad ")
+            && err.contains(": Invalid argument\n  ossd: "),
+        "{err}"
+    );
     // Requests are served under it.
     let mut c = client(&f, Role::Client).await;
     let id = ident("app1");
@@ -368,8 +372,8 @@ async fn a_static_tbf_rule_limits_its_job_only() {
     let (code, _, _) = lctl_out(&f, set("obdfilter.testfs-OST0000.job_stats=fast")).await;
     assert_eq!(code, 0);
     let (code, _, err) = lctl_out(&f, set("obdfilter.testfs-OST0000.job_stats=nope")).await;
-    assert_eq!(code, 1);
-    assert!(err.contains("Invalid argument (EINVAL)"), "{err}");
+    assert_eq!(code, 22, "lctl exits with EINVAL");
+    assert!(err.contains(": Invalid argument\n"), "{err}");
     let served_slow = slow_task.await.unwrap();
     assert!(served_slow >= 1);
     let (_, _, _) = lctl_out(&f, set("obdfilter.*.job_stats=clear")).await;
@@ -449,11 +453,56 @@ async fn hostile_input_closes_only_that_connection() {
         }
     }
     let (code, _, err) = lctl_out(&f, set("ost.OSS.ost_io.nrs_tbf_rule=start a b c")).await;
-    assert_eq!(code, 1);
-    assert!(err.starts_with("error: set_param: setting ost.OSS.ost_io.nrs_tbf_rule=start a b c: Invalid argument (EINVAL)"), "{err}");
+    assert_eq!(code, 22, "lctl exits with EINVAL");
+    assert!(
+        err.starts_with(
+            "error: set_param: setting ost.OSS.ost_io.nrs_tbf_rule=start a b c: Invalid argument\n"
+        ),
+        "{err}"
+    );
     let (code, _, err) = lctl_out(&f, get(&["no.such.param"])).await;
-    assert_eq!(code, 1);
-    assert!(err.contains("No such file or directory"), "{err}");
+    assert_eq!(code, 2, "lctl exits with ENOENT");
+    assert_eq!(
+        err,
+        "error: get_param: param_path 'no.such.param': No such file or directory\n"
+    );
+    // An empty or missing value is refused before anything is sent (EINVAL), ending the
+    // command; `NAME VALUE` is one assignment, as in lctl.
+    let two = |a: &[&str]| LctlCommand::SetParam {
+        assignments: a.iter().map(|s| s.to_string()).collect(),
+        values_only: false,
+    };
+    let (code, out, err) = lctl_out(&f, two(&["obdfilter.*.job_stats=", "x=1"])).await;
+    assert_eq!((code, out.as_str()), (22, ""));
+    assert_eq!(
+        err,
+        "error: set_param: setting obdfilter.*.job_stats: Invalid argument\n"
+    );
+    let (code, out, err) = lctl_out(&f, two(&["obdfilter.*.job_stats", "clear"])).await;
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "obdfilter.testfs-OST0000.job_stats=clear\n");
+    // A name that matches nothing: both of lctl's lines, ENOENT.
+    let (code, _, err) = lctl_out(&f, two(&["no.such", "1"])).await;
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: set_param: param_path 'no.such': No such file or directory\n\
+         error: set_param: setting 'no.such'='1': No such file or directory\n"
+    );
+    let (code, _, err) = lctl_out(
+        &f,
+        LctlCommand::ListParam {
+            patterns: vec!["no.such".into()],
+            flags: Default::default(),
+        },
+    )
+    .await;
+    assert_eq!(code, 2);
+    assert_eq!(
+        err,
+        "error: list_param: param_path 'no.such': No such file or directory\n\
+         error: list_param: listing 'no.such': No such file or directory\n"
+    );
     // nrs_policies, nrs_tbf_rule and job_nodes.
     assert_eq!(admin.get_param("ost.OSS.ost_io.*").await.unwrap().len(), 3);
     let interval = "obdfilter.testfs-OST0000.job_cleanup_interval";
@@ -1210,4 +1259,91 @@ async fn an_ost_that_refuses_direct_io_falls_back_to_the_page_cache() {
     let back = c.read(&id, 0, 1, 0, 3 << 20).await.unwrap();
     assert_eq!(sha(&back), sha(&[a, b].concat()));
     ossd.shutdown().await;
+}
+
+/// Idle unauthenticated sockets against `addr`: `per_source` from each of `sources` loopback
+/// addresses (127.0.0.2 on), each reopened as soon as the server closes it. Returns the count
+/// of the server's closes; the flood ends when the set is dropped.
+fn hold_idle_sockets(
+    addr: std::net::SocketAddr,
+    sources: u8,
+    per_source: usize,
+    tasks: &mut tokio::task::JoinSet<()>,
+) -> Arc<std::sync::atomic::AtomicU64> {
+    let closed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    for source in 0..sources {
+        let ip = std::net::Ipv4Addr::new(127, 0, 0, 2 + source);
+        for _ in 0..per_source {
+            let closed = closed.clone();
+            tasks.spawn(async move {
+                loop {
+                    let s = tokio::net::TcpSocket::new_v4().unwrap();
+                    s.bind((ip, 0).into()).unwrap();
+                    if let Ok(mut conn) = s.connect(addr).await {
+                        closed_by_server(&mut conn).await;
+                    }
+                    closed.fetch_add(1, Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+    }
+    closed
+}
+
+/// Waits (bounded) until the server has closed `n` sockets of a flood.
+async fn flood_turned_away(closed: &std::sync::atomic::AtomicU64, n: u64) {
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while closed.load(Ordering::Relaxed) < n {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the flood never filled the pre-auth budget");
+}
+
+/// 300 idle unauthenticated sockets from 20 addresses (15 each, under the per-address cap),
+/// renewed as they close, fill the whole shared pre-auth budget; `lctl` still gets in 20 times
+/// in 20, each on a connection of its own, and the flood's slots are what is given up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_flood_from_many_addresses_does_not_lock_out_lctl() {
+    let f = start(1, |c| c.connections_max = 256).await;
+    let mut flood = tokio::task::JoinSet::new();
+    let closed = hold_idle_sockets(f.ossd.local_addr(), 20, 15, &mut flood);
+    flood_turned_away(&closed, 600).await;
+    for i in 0..20 {
+        let (code, out, err) = lctl_out(&f, get(&["obdfilter.*.job_stats"])).await;
+        assert_eq!(code, 0, "lctl {i} of 20 failed: {err}");
+        assert!(out.contains("job_stats"), "{out}");
+    }
+    let c = f.ossd.admission_counters();
+    assert!(c.handshakes_evicted > 0, "{c:?}");
+    flood.abort_all();
+    f.ossd.shutdown().await;
+}
+
+/// The same flood against the MDS: three new mounts' first steps (connect, authenticate, read
+/// the root) all succeed while it is held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_flood_from_many_addresses_does_not_lock_out_new_mounts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = pfsqos_mds::MdsConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        tmp.path().join("mds.db"),
+        KEY.to_vec(),
+        vec!["127.0.0.1:7001:1".parse().unwrap()],
+    );
+    let mds = pfsqos_mds::Mds::start(config).await.unwrap();
+    let mut flood = tokio::task::JoinSet::new();
+    let closed = hold_idle_sockets(mds.local_addr(), 20, 15, &mut flood);
+    flood_turned_away(&closed, 600).await;
+    for i in 0..3 {
+        let mut c = pfsqos_wire::client::MdsClient::connect(mds.local_addr(), KEY)
+            .await
+            .unwrap_or_else(|e| panic!("mount {i} of 3 refused: {e}"));
+        c.getattr(pfsqos_wire::mds::ROOT_INO).await.unwrap();
+    }
+    assert!(mds.admission_counters().handshakes_evicted > 0);
+    flood.abort_all();
+    mds.shutdown().await;
 }

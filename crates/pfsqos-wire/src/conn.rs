@@ -30,6 +30,9 @@ pub enum ConnError {
     Protocol(ProtocolError),
     Closed,
     Timeout,
+    /// Admission gave this unauthenticated connection's slot to a source holding fewer
+    /// (see [`crate::admission`]).
+    Evicted,
 }
 
 impl std::fmt::Display for ConnError {
@@ -39,6 +42,7 @@ impl std::fmt::Display for ConnError {
             ConnError::Protocol(e) => write!(f, "{e}"),
             ConnError::Closed => write!(f, "connection closed by peer"),
             ConnError::Timeout => write!(f, "handshake timed out"),
+            ConnError::Evicted => write!(f, "handshake slot given to another source"),
         }
     }
 }

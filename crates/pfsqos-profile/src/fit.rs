@@ -3,18 +3,20 @@
 //! Each parameter is read off the points that isolate it (the same idea as blk-iocost's
 //! coefficient generator, which derives a linear cost model from a few saturating fio runs):
 //!
-//! * **size rows** (per direction, per size): `bandwidth` is the best sequential one-stream
-//!   throughput over the queue depths measured at that size; `overhead` is what the mean
+//! * **size rows** (per direction, per size): `bandwidth` is the best one-stream throughput
+//!   (sequential or random) over the queue depths measured at that size; `overhead` is what the mean
 //!   latency at queue depth 1 adds to the transfer time `size / bandwidth`.
 //! * **random penalty** (per direction, per size): random minus sequential mean latency at
 //!   queue depth 1.
-//! * **concurrency**: Little's law at the deepest random-read queue measured at the smallest
-//!   size: the requests that must overlap to reach the best IOPS at the one-request latency
-//!   (sequential reads when no random sweep exists).
+//! * **concurrency**: Little's law on the smallest size's random reads: the requests that
+//!   must overlap to reach the best IOPS at the one-request latency (sequential reads when no
+//!   random sweep exists); where the transfer, not the slots, bounds them, at least the queue
+//!   depth at which the sweep reaches its best.
 //! * **streams** (switch cost judged per device): with `n` streams of one request each, every
 //!   request follows one of another stream, so the cycle of one slot is
 //!   `min(n, concurrency) × size / throughput(n)`; what it adds to the one-stream cycle is the
-//!   switch penalty at `n`. Rows only where a measurement shows a cost above noise.
+//!   switch penalty at `n` (none where the throughput is at the transfer bound, which hides
+//!   it). Rows only where a measurement shows a cost above noise.
 //! * **congestion**: throughput at queue `q` over the best at any shorter queue; rows only
 //!   when some point loses more than [`LOSS_NOISE_FRACTION`].
 //! * **direction switch**: a random mixed run at queue depth 1 switches direction with
@@ -64,12 +66,10 @@ pub fn fit(
 ) -> Result<Profile, String> {
     let mut rows: [Vec<SizeRow>; 2] = [Vec::new(), Vec::new()];
     for (k, op) in [Op::Read, Op::Write].into_iter().enumerate() {
-        // size -> best one-stream sequential throughput over queue depths.
+        // size -> best one-stream throughput over queue depths, sequential or random (the
+        // serialized transfer bounds both alike; a random sweep often reaches it first).
         let mut best: BTreeMap<u64, f64> = BTreeMap::new();
-        for m in points
-            .iter()
-            .filter(|m| m.op == op && m.pattern == Pattern::Sequential && m.streams == 1)
-        {
+        for m in points.iter().filter(|m| m.op == op && m.streams == 1) {
             let b = best.entry(m.size_kib).or_insert(0.0);
             *b = b.max(m.bandwidth_mib_s);
         }
@@ -131,7 +131,10 @@ pub fn fit(
 }
 
 /// Little's law at the best-throughput queue of the smallest size's random reads (or
-/// sequential reads), at least 1.
+/// sequential reads), at least 1. When the random reads reach the sequential reads' best
+/// (the serialized transfer, not the slots, bounds them), Little's law gives only a lower
+/// bound on the slots; the queue depth at which the sweep first reaches 95 % of its best is
+/// then taken if larger.
 fn concurrency(points: &[Measured]) -> u32 {
     for pattern in [Pattern::Random, Pattern::Sequential] {
         let sweep: Vec<&Measured> = points
@@ -147,13 +150,37 @@ fn concurrency(points: &[Measured]) -> u32 {
         else {
             continue;
         };
-        let best = sweep
+        let mut at_size: Vec<&&Measured> = sweep.iter().filter(|m| m.size_kib == size).collect();
+        at_size.sort_by_key(|m| m.queue_depth);
+        let best = at_size
             .iter()
-            .filter(|m| m.size_kib == size)
             .map(|m| m.bandwidth_mib_s)
             .fold(0.0, f64::max);
         let iops = best * 1024.0 / size as f64;
-        let c = (iops * one.latency_mean_us / 1e6).round();
+        // Rounded up: one slot too many only lets the transfer bound show, one too few
+        // caps the device below what was measured.
+        let little = (iops * one.latency_mean_us / 1e6 * (1.0 - 1e-9)).ceil();
+        let sequential_best = points
+            .iter()
+            .filter(|m| {
+                m.op == Op::Read
+                    && m.pattern == Pattern::Sequential
+                    && m.streams == 1
+                    && m.size_kib == size
+            })
+            .map(|m| m.bandwidth_mib_s)
+            .fold(0.0, f64::max);
+        let transfer_bound =
+            pattern == Pattern::Random && best >= sequential_best * (1.0 - LOSS_NOISE_FRACTION);
+        let knee = at_size
+            .iter()
+            .find(|m| m.bandwidth_mib_s >= best * (1.0 - LOSS_NOISE_FRACTION))
+            .map_or(1.0, |m| f64::from(m.queue_depth));
+        let c = if transfer_bound {
+            little.max(knee)
+        } else {
+            little
+        };
         return (c as u32).clamp(1, crate::CONCURRENCY_MAX);
     }
     1
@@ -200,8 +227,11 @@ fn streams(
         for m in ms.iter().filter(|m| m.streams > 1) {
             let slots = f64::from(m.streams.min(concurrency));
             let cycle_us = slots * transfer_us(size, m.bandwidth_mib_s);
+            // At the transfer bound the slots are not the bottleneck: no switch cost shows.
+            let transfer_bound =
+                m.bandwidth_mib_s >= row.bandwidth_mib_s * (1.0 - LOSS_NOISE_FRACTION);
             let penalty = (cycle_us - one_cycle_us).max(0.0);
-            let penalty = if penalty < PENALTY_NOISE_FRACTION * one_cycle_us {
+            let penalty = if transfer_bound || penalty < PENALTY_NOISE_FRACTION * one_cycle_us {
                 0.0
             } else {
                 any = true;

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 pub mod fio;
 pub mod fit;
 pub mod obdfilter;
+pub mod plan;
 
 /// The `format` every profile carries; a later incompatible format gets a new number.
 pub const FORMAT: &str = "pfsqos-device-profile/1";

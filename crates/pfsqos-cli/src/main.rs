@@ -7,6 +7,7 @@
 //! writing its outputs failed).
 
 mod agent;
+mod calibrate;
 mod commands;
 mod iez;
 mod live;
@@ -33,6 +34,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Measure a directory's device with fio (O_DIRECT) within a time budget, or convert an
+    /// obdfilter-survey summary, into a device profile (docs/physics.md).
+    Calibrate(calibrate::CalibrateArgs),
     /// PI control tools (control-theory-pi.txt).
     Pi {
         #[command(subcommand)]
@@ -442,6 +446,7 @@ fn main() -> ExitCode {
         }
         Command::TcClient(args) => return tc_client::run(args),
         Command::Trace { command } => return ExitCode::from(trace::run(command)),
+        Command::Calibrate(args) => return ExitCode::from(calibrate::run(args)),
         Command::Ossd(args) => return daemon(args.into_config(), live::run_ossd),
         Command::Mds(args) => return daemon(args.into_config(), live::run_mds),
         Command::Mount(args) => return daemon(args.into_config(), live::run_mount),

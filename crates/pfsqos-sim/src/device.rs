@@ -24,10 +24,36 @@
 //! the ones the PI reproduction uses come from, and what they lack, is in pi-control.md
 //! ("A congestion model"). Without `congestion` nothing changes: the service times are
 //! bit-identical. The fluid engine, which has no queue, refuses a device with a curve.
+//!
+//! **Device profiles.** A `[[device]]` may name a measured profile (`pfsqos_profile`,
+//! documented in docs/physics.md) instead of a table. Its rows, random penalty, concurrency
+//! and congestion curve are the table model's; what a profile adds ([`Dynamics`]) is judged
+//! per device, not per object, from the device's own sequence of requests:
+//!
+//! * the random penalty may vary with request size (interpolated between rows);
+//! * a request that continues its own object but not the request the device started before
+//!   it pays the **switch penalty** at the number of objects with requests at the device
+//!   (the head moves between streams; the elevator's batching is in the profile's numbers);
+//! * a request whose direction differs from the previous one pays the direction penalty;
+//! * every request's service time is scaled by a factor drawn from the profile's measured
+//!   distribution (mean 1) with the device's own seeded generator, so two seeds are two
+//!   replications and one seed gives the same bytes.
+//!
+//! A profile with none of these is exactly a table model ([`DeviceModel::from_profile`]
+//! builds the same model as [`DeviceModel::from_spec`] of the same table), and a table model
+//! draws no random number, so scenarios without a profile are unchanged.
 
 use std::collections::VecDeque;
 
+use pfsqos_profile::{interpolate, Profile};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
 use crate::scenario::{CongestionRow, DeviceRow, DeviceSpec};
+
+/// Stream of a device's random generator: device `i` uses `DEVICE_RNG_STREAM_BASE + i`, far
+/// above the processes' streams (their indices), so devices and processes never share one.
+pub const DEVICE_RNG_STREAM_BASE: u64 = 1 << 40;
 
 const MIB_F64: f64 = (1u64 << 20) as f64;
 const NS_PER_S_F64: f64 = 1e9;
@@ -85,6 +111,34 @@ pub struct DeviceModel {
     pub concurrency: u32,
     /// Congestion curve, ascending in queue length; empty: none (work-conserving).
     congestion: Vec<CongestionRow>,
+    /// What a profile adds to the table model; `None` for a table model.
+    dynamics: Option<Box<Dynamics>>,
+}
+
+/// The per-device, sequence-dependent part of a profile's model (module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dynamics {
+    /// Random penalty (ns) by request size (bytes), per direction (read, write).
+    random_ns: [Vec<(f64, f64)>; 2],
+    /// Switch penalty (ns) by objects at the device; empty: switching is free.
+    switch_ns: Vec<(f64, f64)>,
+    direction_switch_ns: u64,
+    /// Service-time factor by quantile, mean 1; empty: none.
+    variability: Vec<(f64, f64)>,
+}
+
+/// One request as the device sees it when it starts.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceRequest {
+    pub object: u32,
+    pub offset_bytes: u64,
+    pub size_bytes: u64,
+    pub read: bool,
+    /// It does not start where the previous request on its object ended.
+    pub random_on_object: bool,
+    /// The streams the head moves among: objects with requests at the device (this one
+    /// included) plus the object of the request served before, if it has left.
+    pub streams: u32,
 }
 
 /// Service time of one request split into its overlappable and its serialized part.
@@ -99,6 +153,15 @@ pub struct ServiceTime {
 impl DeviceModel {
     /// Builds a model from a scenario `[[device]]` entry.
     pub fn from_spec(spec: &DeviceSpec) -> Result<DeviceModel, String> {
+        if spec.profile.is_some() {
+            let profile = spec
+                .resolved_profile
+                .as_ref()
+                .ok_or_else(|| format!("device `{}`: its profile was not read", spec.name))?;
+            let mut model = DeviceModel::from_profile(profile);
+            model.name = spec.name.clone();
+            return Ok(model);
+        }
         let rows = |rows: &[DeviceRow], what: &str| -> Result<Vec<Row>, String> {
             if rows.is_empty() {
                 return Err(format!("device `{}` has no {what} rows", spec.name));
@@ -164,7 +227,202 @@ impl DeviceModel {
             random_penalty_ns: penalty_ns.round() as u64,
             concurrency: spec.concurrency.max(1),
             congestion,
+            dynamics: None,
         })
+    }
+
+    /// Builds the model of a (validated) device profile, named after it.
+    pub fn from_profile(profile: &Profile) -> DeviceModel {
+        let rows = |rows: &[pfsqos_profile::SizeRow]| -> Vec<Row> {
+            rows.iter()
+                .map(|r| Row {
+                    size_bytes: r.size_kib << 10,
+                    bandwidth_mib_s: r.bandwidth_mib_s,
+                    overhead_ns: r.overhead_us * 1e3,
+                })
+                .collect()
+        };
+        let random_ns = |rows: &[pfsqos_profile::SizeRow]| -> Vec<(f64, f64)> {
+            rows.iter()
+                .map(|r| {
+                    (
+                        (r.size_kib << 10) as f64,
+                        r.random_penalty_us.unwrap_or(profile.random_penalty_us) * 1e3,
+                    )
+                })
+                .collect()
+        };
+        let per_size_random = profile.read.iter().chain(&profile.write).any(|r| {
+            r.random_penalty_us
+                .is_some_and(|p| p != profile.random_penalty_us)
+        });
+        let switch_ns: Vec<(f64, f64)> =
+            if profile.streams.iter().any(|r| r.switch_penalty_us > 0.0) {
+                profile
+                    .streams
+                    .iter()
+                    .map(|r| (f64::from(r.streams), r.switch_penalty_us * 1e3))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+        let direction_switch_ns = (profile.direction_switch_penalty_us * 1e3).round() as u64;
+        let variability = profile.variability_normalized();
+        let dynamics = (per_size_random
+            || !switch_ns.is_empty()
+            || direction_switch_ns > 0
+            || !variability.is_empty())
+        .then(|| {
+            Box::new(Dynamics {
+                random_ns: [random_ns(&profile.read), random_ns(&profile.write)],
+                switch_ns,
+                direction_switch_ns,
+                variability,
+            })
+        });
+        DeviceModel {
+            name: profile.name.clone(),
+            read: rows(&profile.read),
+            write: rows(&profile.write),
+            random_penalty_ns: (profile.random_penalty_us * 1e3).round() as u64,
+            concurrency: profile.concurrency.max(1),
+            congestion: profile
+                .congestion
+                .iter()
+                .map(|r| CongestionRow {
+                    queue_requests: r.queue_requests,
+                    throughput_fraction: r.throughput_fraction,
+                })
+                .collect(),
+            dynamics,
+        }
+    }
+
+    /// The table model of `spec` restated as a profile (so every earlier scenario's device
+    /// is expressible as one): `from_profile(&table_profile(spec)?)` is `from_spec(spec)`.
+    /// Row sizes must be whole KiB (a profile's unit).
+    pub fn table_profile(spec: &DeviceSpec) -> Result<Profile, String> {
+        let rows = |rows: &[DeviceRow]| -> Result<Vec<pfsqos_profile::SizeRow>, String> {
+            let mut out = rows
+                .iter()
+                .map(|r| {
+                    let b = r.size.bytes();
+                    if b % 1024 != 0 {
+                        return Err(format!(
+                            "device `{}`: a row of {b} bytes is not a whole KiB",
+                            spec.name
+                        ));
+                    }
+                    Ok(pfsqos_profile::SizeRow {
+                        size_kib: b >> 10,
+                        bandwidth_mib_s: r.bandwidth_mib_s,
+                        overhead_us: r.overhead_us,
+                        random_penalty_us: None,
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            out.sort_by_key(|r| r.size_kib);
+            Ok(out)
+        };
+        let mut congestion: Vec<pfsqos_profile::CongestionRow> = spec
+            .congestion
+            .iter()
+            .map(|r| pfsqos_profile::CongestionRow {
+                queue_requests: r.queue_requests,
+                throughput_fraction: r.throughput_fraction,
+            })
+            .collect();
+        congestion.sort_by_key(|r| r.queue_requests);
+        let profile = Profile {
+            format: pfsqos_profile::FORMAT.to_string(),
+            name: spec.name.clone(),
+            description: String::new(),
+            concurrency: spec.concurrency.max(1),
+            random_penalty_us: spec.random_penalty_us,
+            direction_switch_penalty_us: 0.0,
+            source: pfsqos_profile::Source {
+                kind: pfsqos_profile::SourceKind::Table,
+                citation: format!("the table of scenario device `{}`", spec.name),
+                date: "2026".to_string(),
+                method: "restated from the scenario's [[device]] table".to_string(),
+                host: String::new(),
+                target: String::new(),
+            },
+            read: rows(&spec.read)?,
+            write: rows(&spec.write)?,
+            streams: Vec::new(),
+            congestion,
+            variability: Vec::new(),
+            measured: Vec::new(),
+        };
+        profile
+            .validate(&format!("device `{}`", spec.name))
+            .map_err(|e| e.to_string())?;
+        Ok(profile)
+    }
+
+    /// Whether the model has a profile's per-device dynamics (otherwise it is a table model).
+    pub fn dynamics(&self) -> Option<&Dynamics> {
+        self.dynamics.as_deref()
+    }
+
+    /// Whether service depends on the order of requests at the device (switch or direction
+    /// costs), which a model without a queue cannot show.
+    pub fn has_sequence_costs(&self) -> bool {
+        self.dynamics
+            .as_deref()
+            .is_some_and(|d| !d.switch_ns.is_empty() || d.direction_switch_ns > 0)
+    }
+
+    /// Service time of `r` on a device with profile dynamics, given the device's state (the
+    /// request before it, the objects at the device, its generator); updates that state.
+    /// `base` is `service_time(r.read, r.size_bytes, false)`.
+    pub fn dynamic_service_time(
+        &self,
+        device: &mut Device,
+        r: DeviceRequest,
+        base: ServiceTime,
+    ) -> ServiceTime {
+        let d = self
+            .dynamics
+            .as_deref()
+            .expect("dynamic_service_time needs a profile's dynamics");
+        let mut penalty_ns = 0.0;
+        if r.random_on_object {
+            penalty_ns = interpolate(&d.random_ns[usize::from(!r.read)], r.size_bytes as f64);
+        } else if let Some(last) = device.last {
+            let continues = last.object == r.object && last.end_bytes == r.offset_bytes;
+            if !continues && !d.switch_ns.is_empty() {
+                penalty_ns = interpolate(&d.switch_ns, f64::from(r.streams.max(1)));
+            }
+        }
+        let mut fixed_ns = base.fixed_ns + penalty_ns.round() as u64;
+        if device.last.is_some_and(|last| last.read != r.read) {
+            fixed_ns += d.direction_switch_ns;
+        }
+        device.last = Some(LastRequest {
+            object: r.object,
+            end_bytes: r.offset_bytes + r.size_bytes,
+            read: r.read,
+        });
+        let mut t = ServiceTime {
+            fixed_ns,
+            transfer_ns: base.transfer_ns,
+        };
+        if !d.variability.is_empty() {
+            let rng = device
+                .rng
+                .as_mut()
+                .expect("a device with a variability table has a generator");
+            let u: f64 = rng.random();
+            let factor = interpolate(&d.variability, u);
+            debug_assert!(factor > 0.0);
+            t = ServiceTime {
+                fixed_ns: (t.fixed_ns as f64 * factor).round() as u64,
+                transfer_ns: (t.transfer_ns as f64 * factor).round() as u64,
+            };
+        }
+        t
     }
 
     /// Whether the model has a congestion curve (otherwise it is work-conserving).
@@ -230,6 +488,7 @@ impl DeviceModel {
                 random_penalty_ns: 8_000_000,
                 concurrency: 1,
                 congestion: Vec::new(),
+                dynamics: None,
             }),
             "ssd-sata" => Some(DeviceModel {
                 name: name.to_string(),
@@ -238,6 +497,7 @@ impl DeviceModel {
                 random_penalty_ns: 20_000,
                 concurrency: 32,
                 congestion: Vec::new(),
+                dynamics: None,
             }),
             _ => None,
         }
@@ -300,9 +560,23 @@ impl DeviceModel {
     }
 }
 
+/// The request a device started last (profile dynamics only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LastRequest {
+    pub object: u32,
+    pub end_bytes: u64,
+    pub read: bool,
+}
+
 /// Run-time state of one OST device.
 #[derive(Debug, Default)]
 pub struct Device {
+    /// The request started last (kept only for a model with profile dynamics).
+    pub last: Option<LastRequest>,
+    /// Objects with requests at the device, waiting or in service (profile dynamics only).
+    pub objects_active: u32,
+    /// The device's generator for service-time variability (profile dynamics only).
+    pub rng: Option<ChaCha8Rng>,
     /// Requests in service (at most the model's concurrency).
     pub busy: u32,
     /// When the transfer serializer is next free.
@@ -315,6 +589,23 @@ pub struct Device {
 }
 
 impl Device {
+    /// A device for `model`: with a variability table, its own generator on stream
+    /// `DEVICE_RNG_STREAM_BASE + index` of the run seed.
+    pub fn for_model(model: &DeviceModel, seed: u64, index: u64) -> Device {
+        let rng = model
+            .dynamics()
+            .filter(|d| !d.variability.is_empty())
+            .map(|_| {
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                rng.set_stream(DEVICE_RNG_STREAM_BASE + index);
+                rng
+            });
+        Device {
+            rng,
+            ..Device::default()
+        }
+    }
+
     /// Starts a request at `now_ns` on a free slot; returns its completion time.
     pub fn start(&mut self, now_ns: u64, t: ServiceTime) -> u64 {
         self.busy += 1;
@@ -326,13 +617,20 @@ impl Device {
 }
 
 #[cfg(test)]
+pub(crate) mod tests_support {
+    pub(crate) use super::tests::{congested_spec, spec};
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::scenario::ByteSize;
 
-    fn spec() -> DeviceSpec {
+    pub(crate) fn spec() -> DeviceSpec {
         DeviceSpec {
             name: "t".into(),
+            profile: None,
+            resolved_profile: None,
             read: vec![
                 DeviceRow {
                     size: ByteSize(1 << 20),
@@ -400,9 +698,11 @@ mod tests {
 
     /// A device with NCQ depth 4, 1 MiB writes at 400 MiB/s (30 us overhead) and a curve
     /// that keeps full speed to a queue of 4, loses 10 % by 16 and 30 % by 64.
-    fn congested_spec() -> DeviceSpec {
+    pub(crate) fn congested_spec() -> DeviceSpec {
         DeviceSpec {
             name: "c".into(),
+            profile: None,
+            resolved_profile: None,
             read: vec![DeviceRow {
                 size: ByteSize(1 << 20),
                 bandwidth_mib_s: 400.0,
@@ -537,3 +837,7 @@ mod tests {
         assert!(DeviceModel::preset("floppy").is_none());
     }
 }
+
+#[cfg(test)]
+#[path = "device_profile_tests.rs"]
+mod profile_tests;

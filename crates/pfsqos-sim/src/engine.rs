@@ -66,7 +66,7 @@ use pfsqos_node::oss::{apply_write, CptService, Dispatch, SyncMessage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::device::{Device, DeviceModel, ServiceTime};
+use crate::device::{Device, DeviceModel, DeviceRequest, ServiceTime};
 use crate::error::RunError;
 use crate::events::{Event, EventQueue};
 use crate::policy::controller_for;
@@ -574,6 +574,9 @@ struct Sim {
     failure: Option<String>,
     /// Where the last request on each object ended (`u64::MAX`: none yet).
     object_next_offset: Vec<u64>,
+    /// Per object, its requests at its OST's device (waiting or in service); kept only for
+    /// devices with profile dynamics, whose switch cost depends on the objects at the device.
+    object_at_device: Vec<u32>,
     /// Highest offset written in each object (its extent: what it occupies on its OST).
     object_extent_bytes: Vec<u64>,
     shapes: Vec<Shape>,
@@ -1089,6 +1092,7 @@ impl Sim {
         let period_ns = controller.period_ns().filter(|&p| p > 0);
         let processes_left = processes.len();
         let lanes = Lanes::new(n_clients as u32, osses.len() as u32, n_osts as u32);
+        let any_dynamics = device_models.iter().any(|m| m.dynamics().is_some());
         Ok(Sim {
             scenario_name: scenario.name.clone(),
             policy: policy.to_string(),
@@ -1107,7 +1111,13 @@ impl Sim {
             uplink_booked: vec![None; n_clients],
             uplink_lane_back_ns: vec![0; n_clients],
             clients,
-            devices: (0..n_osts).map(|_| Device::default()).collect(),
+            devices: osts
+                .iter()
+                .enumerate()
+                .map(|(i, o)| {
+                    Device::for_model(&device_models[o.device_model as usize], seed, i as u64)
+                })
+                .collect(),
             osses,
             osts,
             service_memo: vec![[(u64::MAX, ServiceTime::default()); 2]; device_models.len()],
@@ -1135,6 +1145,11 @@ impl Sim {
                 .then(|| secs_to_ns(cluster.oss_stats_period_s).max(1)),
             failure: None,
             object_next_offset: vec![u64::MAX; objects as usize],
+            object_at_device: if any_dynamics {
+                vec![0; objects as usize]
+            } else {
+                Vec::new()
+            },
             object_extent_bytes: vec![0; objects as usize],
             shapes,
             groups,
@@ -1993,6 +2008,13 @@ impl Sim {
         self.rpcs[rpc as usize].device_submit_ns = self.now_ns;
         let ost = self.rpcs[rpc as usize].ost as usize;
         let model = &self.device_models[self.osts[ost].device_model as usize];
+        if model.dynamics().is_some() {
+            let at = &mut self.object_at_device[self.rpcs[rpc as usize].object as usize];
+            *at += 1;
+            if *at == 1 {
+                self.devices[ost].objects_active += 1;
+            }
+        }
         if self.devices[ost].busy < model.concurrency {
             self.device_start(rpc);
         } else {
@@ -2014,10 +2036,24 @@ impl Sim {
             );
         }
         let mut t = memo.1;
-        if random {
-            t.fixed_ns += self.device_models[m].random_penalty_ns;
-        }
         let model = &self.device_models[m];
+        if model.dynamics().is_some() {
+            let device = &self.devices[r.ost as usize];
+            let last_left = device
+                .last
+                .is_some_and(|l| self.object_at_device[l.object as usize] == 0);
+            let request = DeviceRequest {
+                streams: device.objects_active + u32::from(last_left),
+                object: r.object,
+                offset_bytes: r.object_offset_bytes,
+                size_bytes: r.size_bytes,
+                read: r.read,
+                random_on_object: random,
+            };
+            t = model.dynamic_service_time(&mut self.devices[r.ost as usize], request, t);
+        } else if random {
+            t.fixed_ns += model.random_penalty_ns;
+        }
         if model.has_congestion() {
             // The dispatch queue this request starts in: those in service, those waiting, and
             // itself (popped from `waiting` or not yet counted in `busy`).
@@ -2038,6 +2074,18 @@ impl Sim {
         let device = &mut self.devices[r.ost as usize];
         device.busy -= 1;
         device.time_in_queue_ns += now - r.device_submit_ns;
+        if !self.object_at_device.is_empty()
+            && self.device_models[self.osts[r.ost as usize].device_model as usize]
+                .dynamics()
+                .is_some()
+        {
+            let at = &mut self.object_at_device[r.object as usize];
+            assert!(*at > 0, "a request leaves a device it was submitted to");
+            *at -= 1;
+            if *at == 0 {
+                device.objects_active -= 1;
+            }
+        }
         if let Some(next) = device.waiting.pop_front() {
             self.device_start(next);
         }

@@ -280,6 +280,14 @@ impl Fluid {
                             )
                         })?,
                     };
+                    if m.has_sequence_costs() {
+                        return Err(format!(
+                            "device `{}` has a profile whose costs depend on the order of \
+                             requests at the device (switching between objects or directions), \
+                             which needs a queue: use the RPC-level engine",
+                            m.name
+                        ));
+                    }
                     if m.has_congestion() {
                         return Err(format!(
                             "device `{}` has a congestion curve, which needs a queue: use the \

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod fluid;
+pub mod measure;
 pub mod placement;
 pub mod policy;
 pub mod record;

@@ -235,11 +235,22 @@ impl Default for NetworkSpec {
 /// `overhead_us(s) + s / bandwidth(s)`, both interpolated linearly in request size between rows
 /// (and held flat outside them), plus `random_penalty_us` when the request does not start where
 /// the previous one on the same object ended.
+///
+/// Or a measured device: `profile` names a device profile (a shipped one by name, or a
+/// profile file by path relative to the scenario file), and no table is given.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceSpec {
     pub name: String,
+    /// A device profile: a shipped name (`pfsqos_profile::SHIPPED_NAMES`) or a path.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// The profile `profile` names, read when the scenario is loaded.
+    #[serde(skip)]
+    pub resolved_profile: Option<pfsqos_profile::Profile>,
+    #[serde(default)]
     pub read: Vec<DeviceRow>,
+    #[serde(default)]
     pub write: Vec<DeviceRow>,
     #[serde(default)]
     pub random_penalty_us: f64,
@@ -729,12 +740,24 @@ impl Scenario {
         }
         let text =
             std::fs::read_to_string(path).map_err(|e| cannot_read(format!("cannot read: {e}")))?;
-        Scenario::from_toml_str(&text, &file)
+        Scenario::from_toml_str_in(&text, &file, path.parent())
     }
 
     /// Parses and validates scenario text; `file` names it in errors. Errors carry the dotted
     /// field path, the value as written and its line and column.
+    ///
+    /// A device profile named by path cannot be read from text alone (there is no scenario
+    /// file to resolve it against): [`Scenario::load`] reads those; shipped profiles work
+    /// either way.
     pub fn from_toml_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::from_toml_str_in(text, file, None)
+    }
+
+    fn from_toml_str_in(
+        text: &str,
+        file: &str,
+        base_dir: Option<&std::path::Path>,
+    ) -> Result<Scenario, ScenarioError> {
         if text.len() as u64 > FILE_LEN_MAX {
             return Err(ScenarioError {
                 file: file.to_string(),
@@ -746,10 +769,78 @@ impl Scenario {
                 ),
             });
         }
-        let scenario = source::parse(text, file)?;
+        let mut scenario = source::parse(text, file)?;
+        scenario
+            .resolve_profiles(file, base_dir)
+            .map_err(|e| source::locate(text, e))?;
         scenario
             .validate(file)
             .map_err(|e| source::locate(text, e))?;
         Ok(scenario)
+    }
+}
+
+/// Largest device profile file read (`pfsqos_profile::TEXT_LEN_MAX`).
+const PROFILE_FILE_LEN_MAX: u64 = pfsqos_profile::TEXT_LEN_MAX as u64;
+/// Longest profile path a scenario may give.
+const PROFILE_PATH_LEN_MAX: usize = 4096;
+
+impl Scenario {
+    /// Reads the device profiles the `[[device]]` entries name: shipped names first, then
+    /// files relative to `base_dir` (the scenario's directory).
+    fn resolve_profiles(
+        &mut self,
+        file: &str,
+        base_dir: Option<&std::path::Path>,
+    ) -> Result<(), ScenarioError> {
+        for (i, d) in self.devices.iter_mut().enumerate() {
+            let Some(name) = &d.profile else {
+                continue;
+            };
+            let err = |message: String| ScenarioError {
+                file: file.to_string(),
+                field: format!("device[{i}].profile"),
+                value: Some(format!("{name:?}")),
+                message,
+            };
+            if name.is_empty() || name.len() > PROFILE_PATH_LEN_MAX || name.contains('\0') {
+                return Err(err(format!(
+                    "a shipped profile ({}) or a path of 1..={PROFILE_PATH_LEN_MAX} bytes",
+                    pfsqos_profile::SHIPPED_NAMES.join(", ")
+                )));
+            }
+            if let Some(p) = pfsqos_profile::shipped(name) {
+                d.resolved_profile = Some(p);
+                continue;
+            }
+            let Some(base) = base_dir else {
+                return Err(err(format!(
+                    "not a shipped profile ({}); a profile file is read relative to the \
+                     scenario file, so load the scenario from a file",
+                    pfsqos_profile::SHIPPED_NAMES.join(", ")
+                )));
+            };
+            let path = base.join(name);
+            let shown = path.display().to_string();
+            let len = std::fs::metadata(&path)
+                .map_err(|e| {
+                    err(format!(
+                        "not a shipped profile ({}), and `{shown}` cannot be read: {e}",
+                        pfsqos_profile::SHIPPED_NAMES.join(", ")
+                    ))
+                })?
+                .len();
+            if len > PROFILE_FILE_LEN_MAX {
+                return Err(err(format!(
+                    "`{shown}` is {len} bytes; a profile may be at most {PROFILE_FILE_LEN_MAX}"
+                )));
+            }
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| err(format!("`{shown}` cannot be read: {e}")))?;
+            let profile = pfsqos_profile::Profile::from_toml_str(&text, &shown)
+                .map_err(|e| err(format!("the profile is invalid: {e}")))?;
+            d.resolved_profile = Some(profile);
+        }
+        Ok(())
     }
 }

@@ -1314,3 +1314,127 @@ fn the_phases_barrier_spans_one_stage() {
         "the groups that start with the job",
     );
 }
+
+/// Device profiles named from `[[device]]`: shipped names, paths relative to the scenario
+/// file, refusals, and seeds as replications in a run.
+mod device_profiles {
+    use super::*;
+
+    const PROFILED: &str = r#"
+name = "profiled"
+
+[simulation]
+duration_s = 2.0
+
+[cluster]
+clients = 2
+
+[[device]]
+name = "disk"
+profile = "PROFILE"
+
+[[oss]]
+name = "oss0"
+osts = 1
+device = "disk"
+
+[[job]]
+id = "a"
+nodes = 1
+clients = [0]
+[[job.processes]]
+rw = "write"
+bs = "1M"
+size = "64M"
+numjobs = 4
+
+[[job]]
+id = "b"
+nodes = 1
+clients = [1]
+[[job.processes]]
+rw = "read"
+bs = "1M"
+size = "64M"
+numjobs = 2
+"#;
+
+    fn with_profile(p: &str) -> String {
+        PROFILED.replace("PROFILE", p)
+    }
+
+    #[test]
+    fn a_shipped_profile_is_named_by_name() {
+        for name in pfsqos_profile::SHIPPED_NAMES {
+            let s = Scenario::from_toml_str(&with_profile(name), FILE).unwrap();
+            let p = s.devices[0].resolved_profile.as_ref().unwrap();
+            assert_eq!(&p.name, name);
+        }
+    }
+
+    #[test]
+    fn a_profile_and_a_table_together_are_refused() {
+        let text = with_profile("ssd-nvme").replace(
+            "profile = \"ssd-nvme\"",
+            "profile = \"ssd-nvme\"\nread = [{ size = \"1M\", bandwidth_mib_s = 1.0 }]",
+        );
+        let e = Scenario::from_toml_str(&text, FILE).unwrap_err();
+        assert_eq!(e.field, "device[0].read", "{e}");
+        assert!(e.message.contains("either `profile` or the table"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_profile_is_refused_naming_the_field() {
+        let e = Scenario::from_toml_str(&with_profile("floppy"), FILE).unwrap_err();
+        assert_eq!(e.field, "device[0].profile", "{e}");
+        assert!(e.message.contains("not a shipped profile"), "{e}");
+    }
+
+    fn profile_file(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn varied_profile_text() -> String {
+        let mut p = pfsqos_profile::shipped("ssd-sata").unwrap();
+        p.name = "varied".into();
+        p.variability = [(0.0, 0.5), (0.5, 1.0), (0.99, 2.0), (1.0, 4.0)]
+            .iter()
+            .map(|&(quantile, factor)| pfsqos_profile::QuantileRow { quantile, factor })
+            .collect();
+        p.to_toml_string()
+    }
+
+    #[test]
+    fn a_profile_file_is_read_relative_to_the_scenario_and_seeds_replicate() {
+        let dir = std::env::temp_dir().join(format!("pfsqos-profile-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("profiles")).unwrap();
+        profile_file(&dir, "profiles/varied.toml", &varied_profile_text());
+        let scenario = profile_file(&dir, "s.toml", &with_profile("profiles/varied.toml"));
+        let s = Scenario::load(&scenario).unwrap();
+        let run = |seed| {
+            let out = pfsqos_sim::run(&s, "nobw", seed, &mut |_, _| {}).unwrap();
+            format!("{out:?}")
+        };
+        let (a, b) = (run(1), run(2));
+        assert_eq!(a, run(1), "one seed gives the same bytes");
+        assert_ne!(a, b, "two seeds are two replications");
+        // A broken profile file is refused with its own file and field.
+        profile_file(
+            &dir,
+            "profiles/varied.toml",
+            &varied_profile_text().replace("concurrency = 4", "concurrency = 0"),
+        );
+        let e = Scenario::load(&scenario).unwrap_err();
+        assert_eq!(e.field, "device[0].profile", "{e}");
+        assert!(
+            e.message.contains("varied.toml: field `concurrency`"),
+            "{e}"
+        );
+        // Text alone cannot resolve a path.
+        let e = Scenario::from_toml_str(&with_profile("profiles/varied.toml"), FILE).unwrap_err();
+        assert!(e.message.contains("load the scenario from a file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -332,6 +332,32 @@ impl Scenario {
                     "device names must be unique; this one is declared twice",
                 ));
             }
+            if d.profile.is_some() {
+                // A measured device: everything the table would give comes from the profile.
+                let given = [
+                    ("read", !d.read.is_empty()),
+                    ("write", !d.write.is_empty()),
+                    ("random_penalty_us", d.random_penalty_us != 0.0),
+                    ("concurrency", d.concurrency != default_device_concurrency()),
+                    ("congestion", !d.congestion.is_empty()),
+                ];
+                if let Some((field, _)) = given.iter().find(|(_, g)| *g) {
+                    return Err(c.err(
+                        format!("{p}.{field}"),
+                        None,
+                        "a device with a `profile` takes its model from the profile; give \
+                         either `profile` or the table fields, not both",
+                    ));
+                }
+                if d.resolved_profile.is_none() {
+                    return Err(c.err(
+                        format!("{p}.profile"),
+                        d.profile.as_deref().map(q),
+                        "the profile was not read (load the scenario from its file)",
+                    ));
+                }
+                continue;
+            }
             for (table, rows) in [("read", &d.read), ("write", &d.write)] {
                 validate_rows(c, &format!("{p}.{table}"), rows)?;
             }

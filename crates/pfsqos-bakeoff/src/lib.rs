@@ -29,6 +29,9 @@ pub mod output;
 pub mod rank;
 pub mod runner;
 pub mod suite;
+pub mod suggest;
+pub mod answer;
+pub mod glossary;
 pub mod table;
 
 pub use runner::{run_bakeoff, BakeoffOptions, BakeoffResult, ProgressUpdate};

@@ -281,9 +281,17 @@ fn run_suite(
     let result = result.map_err(|e| CliError::RunFailed(e.to_string()))?;
     let report = pfsqos_bakeoff::output::write_outputs(out, &result, threads)
         .map_err(CliError::RunFailed)?;
-    for v in &report.verdicts {
-        for sentence in &v.sentences {
-            println!("  {sentence}");
+    // One sentence per workload and its expectations; every metric's verdict is in
+    // results.md and the report.
+    for a in &report.answers {
+        println!("  {}", a.sentence);
+        for j in &a.expectations {
+            let word = match j.outcome {
+                pfsqos_bakeoff::answer::Outcome::Held => "held",
+                pfsqos_bakeoff::answer::Outcome::DidNotHold => "did not hold",
+                pfsqos_bakeoff::answer::Outcome::Undecided => "undecided (a tie)",
+            };
+            println!("    expected: {}: {word}", j.claim);
         }
     }
     println!(

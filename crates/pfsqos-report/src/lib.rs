@@ -39,8 +39,10 @@ pub use html::{
     REJECTED_SHOWN_MAX, STYLE as REPORT_STYLE,
 };
 pub use multiples::{
-    cdf_chart, design_color, escape_html, line_color, small_multiples, Panel, PanelLine,
+    cdf_chart, design_color, escape_html, line_color, panel_x_ends, shared_x_squashes,
+    small_multiples, small_multiples_axes, Panel, PanelLine,
 };
+pub use svg::{design_styles, DesignStyle, POLICY_COLORS_LEN};
 pub use scale::{
     human_duration, legend_labels, relative_slowdowns, time_unit, top_jobs, verdicts, TimeUnit,
     HEATMAP_COLUMNS_MAX, HEATMAP_ROWS_MAX, JOBS_DRAWN_MAX, JOB_ROWS_MAX,

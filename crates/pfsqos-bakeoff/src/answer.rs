@@ -62,7 +62,10 @@ pub struct FamilyMatrix {
     pub cells: Vec<Vec<Option<MatrixCell>>>,
 }
 
-fn headline<'a>(family: Family, rankings: &'a [MetricRanking]) -> Option<(&'a MetricRanking, &'static MetricDef)> {
+fn headline<'a>(
+    family: Family,
+    rankings: &'a [MetricRanking],
+) -> Option<(&'a MetricRanking, &'static MetricDef)> {
     let keys = HEADLINES
         .iter()
         .find(|(f, _)| *f == family)
@@ -71,7 +74,10 @@ fn headline<'a>(family: Family, rankings: &'a [MetricRanking]) -> Option<(&'a Me
     keys.iter().find_map(|key| {
         let r = rankings.iter().find(|r| r.metric == *key)?;
         let def = METRICS.iter().find(|d| d.key == *key)?;
-        r.rows.iter().any(|row| row.stats.is_some()).then_some((r, def))
+        r.rows
+            .iter()
+            .any(|row| row.stats.is_some())
+            .then_some((r, def))
     })
 }
 
@@ -108,7 +114,11 @@ pub fn matrices(designs: usize, rankings: &[&[MetricRanking]]) -> Vec<FamilyMatr
                     .map(|row| {
                         let s = row.stats?;
                         let tie_best = s.ties_with(&best);
-                        let g = if tie_best { 0.0 } else { gap(def, s.mean, best.mean) };
+                        let g = if tie_best {
+                            0.0
+                        } else {
+                            gap(def, s.mean, best.mean)
+                        };
                         let text = if row.design == st.ranked[0].0.design && st.tied == 1 {
                             "best".to_string()
                         } else if tie_best {
@@ -178,7 +188,15 @@ pub fn judge(e: &Expectation, rankings: &[MetricRanking]) -> Option<Judged> {
             } else {
                 format!("tied for best with {}", st.tied - 1)
             };
-            (Outcome::Held, format!("{} {how} on {} ({})", e.design, def.label, with_interval(&mine, def.unit)))
+            (
+                Outcome::Held,
+                format!(
+                    "{} {how} on {} ({})",
+                    e.design,
+                    def.label,
+                    with_interval(&mine, def.unit)
+                ),
+            )
         } else {
             (
                 Outcome::DidNotHold,
@@ -243,7 +261,11 @@ fn family_phrase(family: Family, rankings: &[MetricRanking]) -> Option<String> {
         return Some(format!("{what}: only {} ran", w.design));
     }
     if st.tied == st.ranked.len() {
-        return Some(format!("{what}: all {} designs tie on {}", st.ranked.len(), def.label));
+        return Some(format!(
+            "{what}: all {} designs tie on {}",
+            st.ranked.len(),
+            def.label
+        ));
     }
     let (next, ns) = st.ranked[st.tied];
     if st.tied > 1 {
@@ -314,14 +336,24 @@ mod tests {
         let m = matrices(3, &[&r]);
         let time = &m[0];
         assert_eq!(time.family, Family::AppTime);
-        let t: Vec<&str> = time.cells[0].iter().map(|c| c.as_ref().unwrap().text.as_str()).collect();
+        let t: Vec<&str> = time.cells[0]
+            .iter()
+            .map(|c| c.as_ref().unwrap().text.as_str())
+            .collect();
         // 30 s is 50 % behind 20 s; 60 s is three times it.
         assert_eq!(t, vec!["−50.0 %", "3.00x", "best"]);
-        let f: Vec<&str> = m[1].cells[0].iter().map(|c| c.as_ref().unwrap().text.as_str()).collect();
+        let f: Vec<&str> = m[1].cells[0]
+            .iter()
+            .map(|c| c.as_ref().unwrap().text.as_str())
+            .collect();
         // 0.992 is within 0.5 % of 0.995: a tie, not a loss.
         assert_eq!(f, vec!["−29.6 %", "tie", "tie"]);
         assert!(m[1].cells[0][1].as_ref().unwrap().tie_best);
-        assert_eq!(m[3].metric, vec![None], "no OSTCost values: no balance cell");
+        assert_eq!(
+            m[3].metric,
+            vec![None],
+            "no OSTCost values: no balance cell"
+        );
         let s = sentence("w", &r);
         assert_eq!(
             s,
@@ -352,7 +384,12 @@ mod tests {
         };
         let j = judge(&e("adaptbf", "run_time_mean_s", &["static"]), &r).unwrap();
         assert_eq!(j.outcome, Outcome::Held, "{}", j.detail);
-        assert!(j.detail.contains("adaptbf beats static (20.0 s against 60.0 s, 66.7 % lower)"), "{}", j.detail);
+        assert!(
+            j.detail
+                .contains("adaptbf beats static (20.0 s against 60.0 s, 66.7 % lower)"),
+            "{}",
+            j.detail
+        );
         let j = judge(&e("adaptbf", "aggregate_mib_s", &["nobw"]), &r).unwrap();
         assert_eq!(j.outcome, Outcome::DidNotHold, "{}", j.detail);
         let j = judge(&e("adaptbf", "weighted_jain", &["static"]), &r).unwrap();
@@ -361,7 +398,11 @@ mod tests {
         assert_eq!(j.outcome, Outcome::Held, "{}", j.detail);
         let j = judge(&e("nobw", "run_time_mean_s", &[]), &r).unwrap();
         assert_eq!(j.outcome, Outcome::DidNotHold);
-        assert!(j.detail.starts_with("adaptbf is best on mean job time"), "{}", j.detail);
+        assert!(
+            j.detail.starts_with("adaptbf is best on mean job time"),
+            "{}",
+            j.detail
+        );
         assert!(judge(&e("gift", "run_time_mean_s", &[]), &r).is_none());
     }
 }

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use pfsqos_report::{
-    cdf_chart, escape_html as esc, panel_x_ends, shared_x_squashes,
-    small_multiples_axes, Panel, PanelLine, REPORT_STYLE,
+    cdf_chart, escape_html as esc, panel_x_ends, shared_x_squashes, small_multiples_axes, Panel,
+    PanelLine, REPORT_STYLE,
 };
 
 use crate::output::{human_seconds, Report};
@@ -34,7 +34,11 @@ span.failed{color:#9F1239;font-weight:600}span.undecided{color:#4B5563;font-weig
 
 /// The gap buckets of the matrices (fraction behind the best): one blue ramp, dark for the
 /// best, so that the order reads without telling hues apart.
-const GAP_BUCKETS: &[(f64, &str)] = &[(0.05, "within 5 %"), (0.2, "within 20 %"), (0.5, "within 50 %")];
+const GAP_BUCKETS: &[(f64, &str)] = &[
+    (0.05, "within 5 %"),
+    (0.2, "within 20 %"),
+    (0.5, "within 50 %"),
+];
 
 fn gap_class(cell: &crate::answer::MatrixCell) -> &'static str {
     if cell.tie_best {
@@ -369,7 +373,15 @@ fn intro(report: &Report) -> String {
     let seed_text = if seeds == 1 {
         format!("one seed ({})", report.seeds[0])
     } else {
-        format!("{seeds} seeds ({})", report.seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(", "))
+        format!(
+            "{seeds} seeds ({})",
+            report
+                .seeds
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     };
     let confidence = if seeds == 1 {
         "With one seed there is no interval: two designs tie when their values are within 0.5 %."
@@ -414,11 +426,20 @@ fn matrix_table(out: &mut String, report: &Report, m: &crate::answer::FamilyMatr
         esc(&metrics.join(" / "))
     );
     for d in &report.designs {
-        let _ = write!(out, "<th class=\"design\">{}{}</th>", swatch(&d.name), esc(&d.name));
+        let _ = write!(
+            out,
+            "<th class=\"design\">{}{}</th>",
+            swatch(&d.name),
+            esc(&d.name)
+        );
     }
     out.push_str("</tr></thead><tbody>\n");
     for (w, info) in report.workloads.iter().enumerate() {
-        let _ = write!(out, "<tr><td class=\"name\"><a href=\"#w{w}\">{}</a></td>", esc(&info.stem));
+        let _ = write!(
+            out,
+            "<tr><td class=\"name\"><a href=\"#w{w}\">{}</a></td>",
+            esc(&info.stem)
+        );
         for c in &m.cells[w] {
             match c {
                 Some(c) => {
@@ -445,7 +466,10 @@ fn matrix_legend(out: &mut String) {
     );
     let colors = ["#2171B5", "#6BAED6", "#C6DBEF"];
     for ((_, label), c) in GAP_BUCKETS.iter().zip(colors) {
-        let _ = write!(out, "<span class=\"swatch\" style=\"background:{c}\"></span>{label} · ");
+        let _ = write!(
+            out,
+            "<span class=\"swatch\" style=\"background:{c}\"></span>{label} · "
+        );
     }
     out.push_str(
         "<span class=\"swatch\" style=\"background:#FFFFFF;border:1px solid #9CA3AF\"></span>\

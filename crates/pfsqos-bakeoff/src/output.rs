@@ -556,7 +556,11 @@ pub fn results_md(report: &Report) -> String {
         if m.metric.iter().all(Option::is_none) {
             continue;
         }
-        let _ = write!(out, "\n### {}: gap to the best\n\n| workload |", m.family.title());
+        let _ = write!(
+            out,
+            "\n### {}: gap to the best\n\n| workload |",
+            m.family.title()
+        );
         for d in &report.designs {
             let _ = write!(out, " {} |", md_escape(&d.name));
         }

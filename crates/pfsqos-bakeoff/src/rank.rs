@@ -342,8 +342,20 @@ pub fn verdicts(
                 "{workload}, {}: all {} designs tie ({} to {}).",
                 def.label,
                 st.ranked.len(),
-                with_unit(st.ranked.iter().map(|(_, s)| s.mean).fold(f64::INFINITY, f64::min), unit),
-                with_unit(st.ranked.iter().map(|(_, s)| s.mean).fold(f64::NEG_INFINITY, f64::max), unit)
+                with_unit(
+                    st.ranked
+                        .iter()
+                        .map(|(_, s)| s.mean)
+                        .fold(f64::INFINITY, f64::min),
+                    unit
+                ),
+                with_unit(
+                    st.ranked
+                        .iter()
+                        .map(|(_, s)| s.mean)
+                        .fold(f64::NEG_INFINITY, f64::max),
+                    unit
+                )
             ));
             continue;
         }
@@ -469,14 +481,21 @@ mod tests {
             &[vec![cell(101.0)], vec![cell(100.0)], vec![cell(50.0)]],
         );
         let v = verdicts("w", &apart, &[]);
-        assert!(v[0].contains("a is best (101 MiB/s), 1.00 % higher than the runner-up b"), "{}", v[0]);
+        assert!(
+            v[0].contains("a is best (101 MiB/s), 1.00 % higher than the runner-up b"),
+            "{}",
+            v[0]
+        );
         // Three equal: all tie, one short sentence.
         let three = rank_workload(
             &designs,
             &[vec![cell(7.0)], vec![cell(7.0)], vec![cell(7.0)]],
         );
         let v = verdicts("w", &three, &[]);
-        assert_eq!(v[0], "w, aggregate throughput: all 3 designs tie (7.00 MiB/s to 7.00 MiB/s).");
+        assert_eq!(
+            v[0],
+            "w, aggregate throughput: all 3 designs tie (7.00 MiB/s to 7.00 MiB/s)."
+        );
         // Several seeds: 10 % apart but noisy seeds: the intervals overlap, a tie.
         let noisy = rank_workload(
             &designs,

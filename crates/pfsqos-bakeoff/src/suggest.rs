@@ -18,7 +18,9 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     for i in 1..=a.len() {
         for j in 1..=b.len() {
             let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
             if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
                 v = v.min(d[i - 2][j - 2] + 1);
             }
@@ -40,7 +42,8 @@ pub fn closest<'a>(input: &str, allowed: impl IntoIterator<Item = &'a str>) -> O
     for name in allowed {
         let d = edit_distance(input, name);
         let longer = input.chars().count().max(name.chars().count());
-        let prefix = name.to_lowercase().starts_with(&lower) || lower.starts_with(&name.to_lowercase());
+        let prefix =
+            name.to_lowercase().starts_with(&lower) || lower.starts_with(&name.to_lowercase());
         if d == 0 || !(d <= (longer / 3).max(1) || prefix) {
             continue;
         }
@@ -62,7 +65,9 @@ pub fn did_you_mean<'a>(input: &str, allowed: impl IntoIterator<Item = &'a str>)
 mod tests {
     use super::*;
 
-    const NAMES: &[&str] = &["nobw", "static", "adaptbf", "gift", "vpfs", "pi", "aimd", "iez"];
+    const NAMES: &[&str] = &[
+        "nobw", "static", "adaptbf", "gift", "vpfs", "pi", "aimd", "iez",
+    ];
 
     #[test]
     fn near_misses_get_a_suggestion_and_strangers_none() {
@@ -72,8 +77,15 @@ mod tests {
         assert_eq!(closest("vpsf", NAMES.iter().copied()), Some("vpfs"));
         assert_eq!(closest("stat", NAMES.iter().copied()), Some("static"));
         assert_eq!(closest("warp", NAMES.iter().copied()), None);
-        assert_eq!(closest("gift", NAMES.iter().copied()), None, "an exact name is no typo");
-        assert_eq!(did_you_mean("gfit", NAMES.iter().copied()), "; did you mean `gift`?");
+        assert_eq!(
+            closest("gift", NAMES.iter().copied()),
+            None,
+            "an exact name is no typo"
+        );
+        assert_eq!(
+            did_you_mean("gfit", NAMES.iter().copied()),
+            "; did you mean `gift`?"
+        );
         assert_eq!(did_you_mean("zzzzzz", NAMES.iter().copied()), "");
     }
 }

@@ -370,8 +370,8 @@ impl Suite {
                     e.workload.escape_debug()
                 )));
             }
-            for (field, name) in std::iter::once(("design", &e.design))
-                .chain(e.beats.iter().map(|b| ("beats", b)))
+            for (field, name) in
+                std::iter::once(("design", &e.design)).chain(e.beats.iter().map(|b| ("beats", b)))
             {
                 if !designs.iter().any(|d| d.name == *name) {
                     return Err(err(format!(

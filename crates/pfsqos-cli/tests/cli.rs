@@ -441,3 +441,195 @@ fn iez_plan_prints_setstripe_commands_with_quoted_names() {
         tmp.path(),
     ));
 }
+
+/// The reports in a real browser: headless Chromium (Debian's chromium-headless-shell, or
+/// chromium) renders the demo's and a comparison's report.html with a checking script added
+/// to a copy of the page, and prints the DOM with the script's findings.
+mod browser {
+    use super::*;
+
+    /// Added before `</body>` of a copy of the page: opens every folded section, then checks
+    /// the page and writes its findings, as JSON, into `<pre id="pfsqos-check">`.
+    const CHECK_SCRIPT: &str = r#"<script>
+var pfsqosErrors = [];
+window.addEventListener('error', function (e) { pfsqosErrors.push(String(e.message || e)); }, true);
+var origError = console.error;
+console.error = function () { pfsqosErrors.push(Array.prototype.join.call(arguments, ' ')); };
+window.addEventListener('load', function () {
+  var out = {};
+  var summary = document.querySelector('#summary');
+  var first = summary && (summary.querySelector('table') || summary);
+  if (first) {
+    var r = first.getBoundingClientRect();
+    out.summaryTop = r.top; out.summaryBottom = r.bottom;
+  }
+  out.screenHeight = window.innerHeight;
+  document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+  var charts = document.querySelectorAll('svg.chart');
+  out.charts = charts.length;
+  out.emptyCharts = [];
+  charts.forEach(function (svg, i) {
+    var marks = 0;
+    svg.querySelectorAll('polyline').forEach(function (p) {
+      var b = p.getBBox();
+      if (p.points.length >= 2 && (b.width > 0 || b.height > 0)) marks++;
+    });
+    svg.querySelectorAll('rect').forEach(function (r, k) {
+      var b = r.getBBox();
+      if (k > 0 && b.width > 0 && b.height > 0 && r.getAttribute('fill') !== '#FFFFFF') marks++;
+    });
+    if (marks === 0) out.emptyCharts.push(i + ': ' + (svg.getAttribute('aria-label') || ''));
+  });
+  out.overflows = [];
+  document.querySelectorAll('td, th, h1, h2, h3, p, li, figcaption, dd, summary').forEach(function (el) {
+    if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX === 'visible'
+        && getComputedStyle(el).display !== 'inline') {
+      out.overflows.push(el.tagName + ': ' + el.textContent.slice(0, 60));
+    }
+  });
+  charts.forEach(function (svg) {
+    var box = svg.getBoundingClientRect();
+    svg.querySelectorAll('text').forEach(function (t) {
+      var b = t.getBoundingClientRect();
+      if (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1
+          || b.bottom > box.bottom + 1) {
+        out.overflows.push('svg text: ' + t.textContent.slice(0, 60));
+      }
+    });
+  });
+  out.pageOverflow = document.documentElement.scrollWidth > window.innerWidth + 1;
+  out.fetched = performance.getEntriesByType('resource').map(function (e) { return e.name; });
+  out.errors = pfsqosErrors;
+  var pre = document.createElement('pre');
+  pre.id = 'pfsqos-check';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"#;
+
+    fn chromium() -> Option<&'static str> {
+        ["chromium-headless-shell", "chromium"]
+            .into_iter()
+            .find(|b| {
+                Command::new(b)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
+    }
+
+    /// The checking script's findings on `page`, as the JSON text it wrote.
+    fn check(browser: &str, page: &Path, tmp: &Path) -> serde_json::Value {
+        let html = std::fs::read_to_string(page).unwrap();
+        assert!(html.contains("</body>"), "{}", page.display());
+        let copy = tmp.join(format!(
+            "checked-{}.html",
+            page.parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+        ));
+        std::fs::write(
+            &copy,
+            html.replacen("</body>", &format!("{CHECK_SCRIPT}</body>"), 1),
+        )
+        .unwrap();
+        let profile = tempfile::tempdir().unwrap();
+        let out = Command::new(browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--window-size=1280,900",
+                "--virtual-time-budget=10000",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("--dump-dom")
+            .arg(format!("file://{}", copy.display()))
+            .output()
+            .expect("chromium runs");
+        let dom = String::from_utf8_lossy(&out.stdout);
+        let start = dom
+            .find("<pre id=\"pfsqos-check\">")
+            .unwrap_or_else(|| panic!("no findings in the DOM; stderr: {}", stderr(&out)))
+            + "<pre id=\"pfsqos-check\">".len();
+        let end = start + dom[start..].find("</pre>").expect("the findings end");
+        let json = dom[start..end]
+            .replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&");
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
+    }
+
+    fn assert_page_is_sound(name: &str, v: &serde_json::Value) {
+        let num = |k: &str| {
+            v[k].as_f64()
+                .unwrap_or_else(|| panic!("{name}: no {k}: {v}"))
+        };
+        assert!(
+            num("summaryBottom") <= num("screenHeight") && num("summaryTop") >= 0.0,
+            "{name}: the summary is not on the first screen: {v}"
+        );
+        assert!(num("charts") >= 1.0, "{name}: no chart: {v}");
+        assert_eq!(
+            v["emptyCharts"],
+            serde_json::json!([]),
+            "{name}: charts without marks"
+        );
+        assert_eq!(
+            v["overflows"],
+            serde_json::json!([]),
+            "{name}: text overflows its box"
+        );
+        assert_eq!(
+            v["pageOverflow"],
+            serde_json::json!(false),
+            "{name}: the page scrolls sideways"
+        );
+        assert_eq!(v["errors"], serde_json::json!([]), "{name}: console errors");
+        assert_eq!(
+            v["fetched"],
+            serde_json::json!([]),
+            "{name}: the page fetched something"
+        );
+    }
+
+    #[test]
+    fn the_demo_and_a_comparison_render_in_headless_chromium() {
+        let Some(browser) = chromium() else {
+            println!(
+                "SKIPPED the browser test: neither chromium-headless-shell nor chromium is \
+                 installed (scripts/setup.sh installs chromium-headless-shell as root)"
+            );
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let out = pfsqos(&["demo", "--out", "demo"], tmp.path());
+        assert!(out.status.success(), "{}", stderr(&out));
+        let scenario = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/bakeoff/priorities-finishing.toml");
+        let out = pfsqos(
+            &[
+                "compare",
+                scenario.to_str().unwrap(),
+                "--policies",
+                "nobw,adaptbf,vpfs,pi",
+                "--out",
+                "cmp",
+            ],
+            tmp.path(),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        for (name, page) in [("demo", "demo/report.html"), ("compare", "cmp/report.html")] {
+            let v = check(browser, &tmp.path().join(page), tmp.path());
+            assert_page_is_sound(name, &v);
+        }
+    }
+}

@@ -752,7 +752,7 @@ pub(crate) fn page(runs: &[RunOutput], description: &str, source: Source) -> Str
     );
     header(&mut out, runs, description, &summaries, source);
 
-    out.push_str("<h2>What happened</h2>\n<ul class=\"verdicts\">\n");
+    out.push_str("<section id=\"summary\"><h2>What happened</h2>\n<ul class=\"verdicts\">\n");
     for line in verdicts(&summaries) {
         let _ = writeln!(out, "<li>{}</li>", escape(&line));
     }
@@ -764,6 +764,7 @@ pub(crate) fn page(runs: &[RunOutput], description: &str, source: Source) -> Str
         "<h2>Summary</h2>\n"
     });
     system_table(&mut out, &summaries, source);
+    out.push_str("</section>\n");
     out.push_str(
         "<p class=\"note\">Jain is over per-job throughputs. Weighted Jain and share deviation \
          compare the bytes each job moved with its node count (the AdapTBF priority basis), over \

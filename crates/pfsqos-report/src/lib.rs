@@ -42,7 +42,6 @@ pub use multiples::{
     cdf_chart, design_color, escape_html, line_color, panel_x_ends, shared_x_squashes,
     small_multiples, small_multiples_axes, Panel, PanelLine,
 };
-pub use svg::{design_styles, DesignStyle, POLICY_COLORS_LEN};
 pub use scale::{
     human_duration, legend_labels, relative_slowdowns, time_unit, top_jobs, verdicts, TimeUnit,
     HEATMAP_COLUMNS_MAX, HEATMAP_ROWS_MAX, JOBS_DRAWN_MAX, JOB_ROWS_MAX,
@@ -52,6 +51,7 @@ pub use summary::{
     REJECTED_LISTED_MAX,
 };
 pub use svg::grouped_bar_chart_svg;
+pub use svg::{design_styles, DesignStyle, POLICY_COLORS_LEN};
 pub use timeseries::{timeseries_csv, CSV_HEADER};
 pub use trace::{control_trace_csv, KNOWN_METRICS, TRACE_CSV_HEADER, TRACE_METRICS_MAX};
 

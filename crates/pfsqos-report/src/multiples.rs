@@ -38,7 +38,13 @@ fn truncate(text: &str, chars_max: usize) -> String {
     }
 }
 
-fn legend(out: &mut String, names: &[String], style: &dyn Fn(usize) -> DesignStyle, x: f64, y0: f64) {
+fn legend(
+    out: &mut String,
+    names: &[String],
+    style: &dyn Fn(usize) -> DesignStyle,
+    x: f64,
+    y0: f64,
+) {
     let labels = crate::scale::legend_labels(names, LEGEND_CHARS_MAX);
     for (i, (name, label)) in names.iter().zip(&labels).take(LEGEND_ROWS_MAX).enumerate() {
         let y = y0 + 20.0 * i as f64;
@@ -124,7 +130,16 @@ pub fn small_multiples(
     panels: &[Panel],
     legend_names: &[String],
 ) -> String {
-    small_multiples_axes(title, x_label, y_label, x_max, columns, panels, legend_names, false)
+    small_multiples_axes(
+        title,
+        x_label,
+        y_label,
+        x_max,
+        columns,
+        panels,
+        legend_names,
+        false,
+    )
 }
 
 /// Where each panel's data ends on the x axis (0 for an empty panel).

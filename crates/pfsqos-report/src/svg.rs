@@ -176,15 +176,27 @@ pub(crate) fn axis_top(max: f64, step: f64) -> f64 {
     (max / step - 1e-9).ceil().max(1.0) * step
 }
 
-/// Enough decimals to tell ticks of this step apart, and no more.
+/// Enough decimals to tell ticks of this step apart, and no more; from a step of 10,000 up,
+/// in thousands (k), millions (M) or billions (G), so that a long number never runs off the
+/// chart's left edge.
 pub(crate) fn tick_label(value: f64, step: f64) -> String {
+    let (scale, suffix) = if step >= 1e10 {
+        (1e9, "G")
+    } else if step >= 1e7 {
+        (1e6, "M")
+    } else if step >= 1e4 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    let (value, step) = (value / scale, step / scale);
     let mut decimals = 0usize;
     let mut s = step;
     while decimals < 6 && (s - s.round()).abs() > 1e-9 * step.max(1.0) {
         s *= 10.0;
         decimals += 1;
     }
-    format!("{value:.decimals$}")
+    format!("{value:.decimals$}{suffix}")
 }
 
 fn truncate(text: &str, chars_max: usize) -> String {

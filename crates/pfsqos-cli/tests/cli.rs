@@ -103,6 +103,85 @@ fn unknown_policy_exits_2_listing_allowed_policies() {
     }
     // Nothing ran, so nothing was written.
     assert!(!tmp.path().join("out").exists());
+    // A near miss gets a suggestion; a stranger none.
+    let out = pfsqos(&["sim", path, "--policy", "adaptfb"], tmp.path());
+    assert_bad_input(&out);
+    assert!(
+        stderr(&out).contains("did you mean `adaptbf`?"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !stderr(&runs[0]).contains("did you mean"),
+        "{}",
+        stderr(&runs[0])
+    );
+}
+
+#[test]
+fn every_subcommand_help_has_an_example_and_cites_no_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let top = pfsqos(&["--help"], tmp.path());
+    let text = String::from_utf8_lossy(&top.stdout).into_owned();
+    assert!(!text.contains(".txt"), "{text}");
+    let commands: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect();
+    assert!(commands.len() >= 15, "{commands:?}");
+    for c in &commands {
+        let out = pfsqos(&[c, "--help"], tmp.path());
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            help.contains("Examples:\n  "),
+            "`pfsqos {c} --help` has no example:\n{help}"
+        );
+        assert!(
+            !help.contains(".txt"),
+            "`pfsqos {c} --help` cites a file:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn bakeoff_outside_a_clone_runs_the_built_in_suite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pfsqos(
+        &[
+            "bakeoff",
+            "--designs",
+            "nobw,adaptbf",
+            "--seeds",
+            "1",
+            "--out",
+            "b",
+        ],
+        tmp.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("suite: the built-in copy of scenarios/bakeoff"),
+        "{text}"
+    );
+    assert!(tmp.path().join("b/report.html").is_file());
+}
+
+#[test]
+fn sim_on_a_sized_system_prints_ostcost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/iez/testbed.toml");
+    let out = pfsqos(
+        &["sim", scenario.to_str().unwrap(), "--out", "o"],
+        tmp.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(", OSTCost 1."), "{text}");
 }
 
 #[test]

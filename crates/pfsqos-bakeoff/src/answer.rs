@@ -62,10 +62,10 @@ pub struct FamilyMatrix {
     pub cells: Vec<Vec<Option<MatrixCell>>>,
 }
 
-fn headline<'a>(
+fn headline(
     family: Family,
-    rankings: &'a [MetricRanking],
-) -> Option<(&'a MetricRanking, &'static MetricDef)> {
+    rankings: &[MetricRanking],
+) -> Option<(&MetricRanking, &'static MetricDef)> {
     let keys = HEADLINES
         .iter()
         .find(|(f, _)| *f == family)

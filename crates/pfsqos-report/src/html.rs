@@ -372,8 +372,7 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
 fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
     let legend: Vec<(&str, &str)> = summaries
         .iter()
-        .enumerate()
-        .map(|(_, s)| (s.policy.as_str(), design_color_of(&s.policy)))
+        .map(|s| (s.policy.as_str(), design_color_of(&s.policy)))
         .collect();
     let drawn = drawn_jobs(summaries);
     let jobs = &summaries[0].jobs;
@@ -385,8 +384,7 @@ fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
             label: &jobs[j].job_id,
             bars: summaries
                 .iter()
-                .enumerate()
-                .map(|(_, s)| {
+                .map(|s| {
                     let v = s.jobs.get(j).map_or(0.0, |x| x.throughput_mib_s);
                     Bar {
                         value: v,
@@ -403,8 +401,7 @@ fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
             label: &others_label,
             bars: summaries
                 .iter()
-                .enumerate()
-                .map(|(_, s)| {
+                .map(|s| {
                     let rest: Vec<f64> = (0..s.jobs.len())
                         .filter(|j| !drawn.contains(j))
                         .map(|j| s.jobs[j].throughput_mib_s)
@@ -442,8 +439,7 @@ fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
     );
     let groups: Vec<BarGroup<'_>> = summaries
         .iter()
-        .enumerate()
-        .map(|(_, s)| BarGroup {
+        .map(|s| BarGroup {
             label: &s.policy,
             bars: vec![Bar {
                 value: s.aggregate_throughput_mib_s,

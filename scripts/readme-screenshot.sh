@@ -2,6 +2,7 @@
 # Regenerates docs/images/bakeoff-summary.png, the README's picture of the demo report's first
 # screen: runs `pfsqos demo` into a scratch directory and screenshots its report.html in
 # headless Chromium (chromium-headless-shell or chromium; scripts/setup.sh installs it).
+# Usage: bash scripts/readme-screenshot.sh    (PFSQOS=path/to/pfsqos to skip the build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 browser=""
@@ -14,9 +15,12 @@ if [ -z "$browser" ]; then
 fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-cargo build --release -q -p pfsqos-cli
-target="${CARGO_TARGET_DIR:-target}"
-"$target/release/pfsqos" demo --out "$scratch/demo" >/dev/null
+# PFSQOS names a pfsqos binary to use instead of building one.
+if [ -z "${PFSQOS:-}" ]; then
+  cargo build --release -q -p pfsqos-cli
+  PFSQOS="${CARGO_TARGET_DIR:-target}/release/pfsqos"
+fi
+"$PFSQOS" demo --out "$scratch/demo" >/dev/null
 "$browser" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
   --disable-background-networking --disable-component-update --disable-sync \
   --user-data-dir="$scratch/profile" --hide-scrollbars --window-size=1040,1000 \

@@ -537,7 +537,7 @@ console.error = function () { pfsqosErrors.push(Array.prototype.join.call(argume
 window.addEventListener('load', function () {
   var out = {};
   var summary = document.querySelector('#summary');
-  var first = summary && (summary.querySelector('table') || summary);
+  var first = summary && (summary.querySelector('table.matrix, ul.verdicts') || summary);
   if (first) {
     var r = first.getBoundingClientRect();
     out.summaryTop = r.top; out.summaryBottom = r.bottom;
@@ -553,9 +553,11 @@ window.addEventListener('load', function () {
       var b = p.getBBox();
       if (p.points.length >= 2 && (b.width > 0 || b.height > 0)) marks++;
     });
+    // A bar (it has a tooltip) or a heat-map cell; not the background, not a legend swatch.
     svg.querySelectorAll('rect').forEach(function (r, k) {
       var b = r.getBBox();
-      if (k > 0 && b.width > 0 && b.height > 0 && r.getAttribute('fill') !== '#FFFFFF') marks++;
+      var swatch = b.width === 12 && b.height === 12 && !r.querySelector('title');
+      if (k > 0 && b.width > 0 && b.height > 0 && !swatch && r.getAttribute('fill') !== '#FFFFFF') marks++;
     });
     if (marks === 0) out.emptyCharts.push(i + ': ' + (svg.getAttribute('aria-label') || ''));
   });
@@ -706,7 +708,25 @@ window.addEventListener('load', function () {
             tmp.path(),
         );
         assert!(out.status.success(), "{}", stderr(&out));
-        for (name, page) in [("demo", "demo/report.html"), ("compare", "cmp/report.html")] {
+        // PI control: its trace is per OST (queue, target, limit), not per job.
+        let pi = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/pi/listing1.toml");
+        let out = pfsqos(
+            &[
+                "sim",
+                pi.to_str().unwrap(),
+                "--policy",
+                "pi:a=0.94:b=3.0:bw_max=64M:sensor=instant:target=80",
+                "--out",
+                "pi",
+            ],
+            tmp.path(),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        for (name, page) in [
+            ("demo", "demo/report.html"),
+            ("compare", "cmp/report.html"),
+            ("pi", "pi/report.html"),
+        ] {
             let v = check(browser, &tmp.path().join(page), tmp.path());
             assert_page_is_sound(name, &v);
         }

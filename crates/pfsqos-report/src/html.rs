@@ -635,8 +635,8 @@ fn trace_section(out: &mut String, runs: &[RunOutput], summaries: &[RunSummary])
                 .iter()
                 .zip(&m.lines)
                 .enumerate()
-                .filter(|(_, (job, points))| {
-                    !points.is_empty() && (!bounded || drawn.contains(job))
+                .filter(|(i, (job, points))| {
+                    !points.is_empty() && (!bounded || charts.is_ost[*i] || drawn.contains(job))
                 })
                 .map(|(i, (job, points))| Series {
                     // Lustre sends an empty JobID when `jobid_var=disable`.
@@ -651,8 +651,8 @@ fn trace_section(out: &mut String, runs: &[RunOutput], summaries: &[RunSummary])
                 .collect();
             let _ = writeln!(
                 out,
-                "<figure>{}<figcaption><code>{}</code> of each job summed over OSTs after every \
-                 control step under <b>{}</b>, {resolution} ({} steps); a gap is a step in which \
+                "<figure>{}<figcaption><code>{}</code> after every control step, a line per job \
+                 (summed over OSTs) or, for the controller's own per-OST state, a line per OST, under <b>{}</b>, {resolution} ({} steps); a gap is a step in which \
                  the controller reported nothing for the job.</figcaption></figure>",
                 line_chart(
                     &format!("{title}: {}", run.policy),

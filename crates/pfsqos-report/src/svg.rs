@@ -109,7 +109,7 @@ pub fn design_color_of(name: &str) -> &'static str {
 /// Legend rows drawn; beyond this a "+N more" line keeps the chart a sane height.
 pub(crate) const LEGEND_ROWS_MAX: usize = 24;
 const LEGEND_ROW_PX: f64 = 20.0;
-pub(crate) const LEGEND_CHARS_MAX: usize = 22;
+pub(crate) const LEGEND_CHARS_MAX: usize = 19;
 pub(crate) const WIDTH_PX: f64 = 960.0;
 pub(crate) const LEGEND_WIDTH_PX: f64 = 190.0;
 const TOP_PX: f64 = 44.0;

@@ -12,6 +12,8 @@
 #   /usr/bin/pfsqos                          every role and tool is a subcommand of it
 #   /usr/lib/systemd/system/pfsqos-*.service the units of packaging/systemd, run from /usr/bin
 #   /usr/share/pfsqos/grafana/*.json         the dashboard of packaging/grafana
+#   /usr/share/pfsqos/scenarios/             every scenario and the bake-off suite
+#                                            (`pfsqos bakeoff /usr/share/pfsqos/scenarios/bakeoff`)
 #   /usr/share/doc/pfsqos/                   copyright (Apache-2.0), README.md, docs/live.md,
 #                                            docs/lustre.md
 # Units are installed, never enabled or started: which roles a host runs is the administrator's
@@ -87,6 +89,8 @@ for unit in "$root"/packaging/systemd/pfsqos-*.service; do
   chmod 0644 "$pkg/usr/lib/systemd/system/$(basename "$unit")"
 done
 install -m 0644 "$root"/packaging/grafana/*.json "$pkg/usr/share/pfsqos/grafana/"
+cp -R "$root/scenarios" "$pkg/usr/share/pfsqos/scenarios"
+find "$pkg/usr/share/pfsqos/scenarios" -type d -exec chmod 0755 {} + -o -type f -exec chmod 0644 {} +
 install -m 0644 "$root/README.md" "$root/docs/live.md" "$root/docs/lustre.md" "$pkg/usr/share/doc/pfsqos/"
 {
   echo "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"

@@ -27,6 +27,19 @@ if ! command -v fio >/dev/null 2>&1 || ! command -v fusermount3 >/dev/null 2>&1;
     echo "pfsqos setup: fio and fuse3 are missing (apt-get install fio fuse3 as root)" >&2
   fi
 fi
+# The report's browser test renders report.html in headless Chromium (Debian's
+# chromium-headless-shell, or chromium); it skips (and passes, saying why) without one.
+if ! command -v chromium-headless-shell >/dev/null 2>&1 && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends chromium-headless-shell >/dev/null 2>&1 ||
+      { apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends chromium-headless-shell >/dev/null 2>&1; } ||
+      apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 ||
+      echo "pfsqos setup: chromium-headless-shell could not be installed: the browser test will skip" >&2
+  else
+    echo "pfsqos setup: chromium-headless-shell is missing: the browser test will skip (apt-get install chromium-headless-shell as root)" >&2
+  fi
+fi
 if [ ! -e /dev/fuse ]; then
   echo "pfsqos setup: /dev/fuse is missing: the mount tests will fail (modprobe fuse)" >&2
 fi

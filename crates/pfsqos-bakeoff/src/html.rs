@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use pfsqos_report::{
-    cdf_chart, design_color, escape_html as esc, small_multiples, Panel, PanelLine, REPORT_STYLE,
+    cdf_chart, escape_html as esc, panel_x_ends, shared_x_squashes, small_multiples_axes, Panel,
+    PanelLine, REPORT_STYLE,
 };
 
 use crate::output::{human_seconds, Report};
@@ -18,12 +19,44 @@ use crate::REPRODUCTIONS;
 pub const JOBS_SHOWN_MAX: usize = 8;
 
 const EXTRA_STYLE: &str = "td.best{font-weight:700;background:#ECFDF5}\
-ul.verdicts li{margin:3px 0}code{font-size:13px}";
+ul.verdicts li{margin:3px 0}code{font-size:13px}\
+table.matrix td.cell{text-align:center;font-variant-numeric:tabular-nums;min-width:44px;white-space:nowrap}\
+table.matrix th.design{writing-mode:vertical-rl;transform:rotate(180deg);text-align:left;\
+white-space:nowrap;padding:6px 3px;font-size:12px}\
+table.matrix tbody tr td.g0{background:#08306B;color:#FFFFFF;font-weight:700}\
+table.matrix tbody tr td.g1{background:#2171B5;color:#FFFFFF}\
+table.matrix tbody tr td.g2{background:#6BAED6;color:#08306B}\
+table.matrix tbody tr td.g3{background:#C6DBEF;color:#08306B}\
+table.matrix tbody tr td.g4{background:#FFFFFF;color:#374151}\
+details{margin:10px 0}summary{cursor:pointer;font-weight:600}\
+ul.answers li{margin:4px 0}span.held{color:#065F46;font-weight:600}\
+span.failed{color:#9F1239;font-weight:600}span.undecided{color:#4B5563;font-weight:600}";
 
-fn swatch(i: usize) -> String {
+/// The gap buckets of the matrices (fraction behind the best): one blue ramp, dark for the
+/// best, so that the order reads without telling hues apart.
+const GAP_BUCKETS: &[(f64, &str)] = &[
+    (0.05, "within 5 %"),
+    (0.2, "within 20 %"),
+    (0.5, "within 50 %"),
+];
+
+fn gap_class(cell: &crate::answer::MatrixCell) -> &'static str {
+    if cell.tie_best {
+        return "g0";
+    }
+    match GAP_BUCKETS.iter().position(|(limit, _)| cell.gap <= *limit) {
+        Some(0) => "g1",
+        Some(1) => "g2",
+        Some(_) => "g3",
+        None => "g4",
+    }
+}
+
+/// A design's swatch: its colour depends on its name only, the same in every report.
+fn swatch(name: &str) -> String {
     format!(
         "<span class=\"swatch\" style=\"background:{}\"></span>",
-        design_color(i)
+        pfsqos_report::design_color(name)
     )
 }
 
@@ -49,7 +82,7 @@ fn html_table(out: &mut String, t: &table::Table) {
         let _ = write!(
             out,
             "<tr><td class=\"name\">{}{}</td>",
-            swatch(row.design),
+            swatch(&row.name),
             esc(&row.name)
         );
         for c in &row.cells {
@@ -158,18 +191,26 @@ fn throughput_chart(out: &mut String, report: &Report, result: &BakeoffResult, w
         })
         .collect();
     let columns = if panels.len() <= 4 { 2 } else { 3 };
+    let per_panel_x = shared_x_squashes(&panel_x_ends(&panels));
+    let axes = if per_panel_x {
+        "one y axis for all panels; each panel's time axis ends where its run ends (a shared \
+         one would squash the short runs)"
+    } else {
+        "all panels on the same axes"
+    };
     let _ = writeln!(
         out,
         "<figure>{}<figcaption>Throughput per job over simulated time, seed {}, one panel per \
-         design, all panels on the same axes.</figcaption></figure>",
-        small_multiples(
+         design, {axes}.</figcaption></figure>",
+        small_multiples_axes(
             "Throughput over time per job",
             "simulated time (s)",
             "MiB/s",
             x_max,
             columns,
             &panels,
-            &names
+            &names,
+            per_panel_x
         ),
         report.seeds[s]
     );
@@ -325,6 +366,161 @@ fn timing_section(out: &mut String, result: &BakeoffResult) {
     );
 }
 
+/// The intro, generated from the run (never the suite's own prose, which describes the whole
+/// suite where the run may be a subset).
+fn intro(report: &Report) -> String {
+    let seeds = report.seeds.len();
+    let seed_text = if seeds == 1 {
+        format!("one seed ({})", report.seeds[0])
+    } else {
+        format!(
+            "{seeds} seeds ({})",
+            report
+                .seeds
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let confidence = if seeds == 1 {
+        "With one seed there is no interval: two designs tie when their values are within 0.5 %."
+            .to_string()
+    } else {
+        format!(
+            "Values are means over the {seeds} seeds with a 95 % confidence interval; two designs \
+             tie when their intervals overlap or their means are within 0.5 %."
+        )
+    };
+    format!(
+        "{} designs on {} workloads, {seed_text} each, every run on the same simulated system. \
+         Each matrix below answers one question per workload: which design is best, which tie \
+         with it, and how far behind the others are. {confidence}",
+        report.designs.len(),
+        report.workloads.len()
+    )
+}
+
+/// The workload × design matrix of one family.
+fn matrix_table(out: &mut String, report: &Report, m: &crate::answer::FamilyMatrix) {
+    if m.metric.iter().all(Option::is_none) {
+        return;
+    }
+    let metrics: Vec<&str> = {
+        let mut v: Vec<&str> = Vec::new();
+        for key in m.metric.iter().flatten() {
+            let label = crate::metrics::METRICS
+                .iter()
+                .find(|d| d.key == *key)
+                .map_or(*key, |d| d.label);
+            if !v.contains(&label) {
+                v.push(label);
+            }
+        }
+        v
+    };
+    let _ = write!(
+        out,
+        "<h3>{} <span class=\"note\">({})</span></h3>\n<div class=\"scroll\"><table class=\"matrix\"><thead><tr><th>workload</th>",
+        m.family.title(),
+        esc(&metrics.join(" / "))
+    );
+    for d in &report.designs {
+        let _ = write!(
+            out,
+            "<th class=\"design\">{}{}</th>",
+            swatch(&d.name),
+            esc(&d.name)
+        );
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for (w, info) in report.workloads.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<tr><td class=\"name\"><a href=\"#w{w}\">{}</a></td>",
+            esc(&info.stem)
+        );
+        for c in &m.cells[w] {
+            match c {
+                Some(c) => {
+                    let _ = write!(
+                        out,
+                        "<td class=\"cell {}\" title=\"{}\">{}</td>",
+                        gap_class(c),
+                        esc(&c.value),
+                        esc(&c.text)
+                    );
+                }
+                None => out.push_str("<td class=\"cell\">–</td>"),
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
+fn matrix_legend(out: &mut String) {
+    out.push_str(
+        "<p class=\"note\"><span class=\"swatch\" style=\"background:#08306B\"></span>best or \
+         tie · ",
+    );
+    let colors = ["#2171B5", "#6BAED6", "#C6DBEF"];
+    for ((_, label), c) in GAP_BUCKETS.iter().zip(colors) {
+        let _ = write!(
+            out,
+            "<span class=\"swatch\" style=\"background:{c}\"></span>{label} · "
+        );
+    }
+    out.push_str(
+        "<span class=\"swatch\" style=\"background:#FFFFFF;border:1px solid #9CA3AF\"></span>\
+         further. A cell gives the gap to the best (−12 %: 12 % behind; 3.0x: three times the \
+         best's time or cost); hover for the value.</p>\n",
+    );
+}
+
+fn answers(out: &mut String, report: &Report) {
+    out.push_str("<h2 id=\"answers\">Who won each workload</h2>\n<ul class=\"answers\">\n");
+    for a in &report.answers {
+        let _ = write!(out, "<li>{}", esc(&a.sentence));
+        for j in &a.expectations {
+            let (class, word) = match j.outcome {
+                crate::answer::Outcome::Held => ("held", "held"),
+                crate::answer::Outcome::DidNotHold => ("failed", "did not hold"),
+                crate::answer::Outcome::Undecided => ("undecided", "undecided (a tie)"),
+            };
+            let _ = write!(
+                out,
+                "<br>Expected: {} — <span class=\"{class}\">{word}</span>: {}.",
+                esc(&j.claim),
+                esc(&j.detail)
+            );
+        }
+        out.push_str("</li>\n");
+    }
+    out.push_str("</ul>\n");
+}
+
+fn designs_explained(out: &mut String, report: &Report) {
+    out.push_str(
+        "<h2 id=\"designs\">The designs in this run</h2>\n<div class=\"scroll\"><table><thead><tr>\
+         <th>design</th><th>what it does</th><th>from</th></tr></thead><tbody>\n",
+    );
+    for design in &report.designs {
+        let line = crate::glossary::describe(&design.policy, design.placement.as_deref());
+        let paper = crate::glossary::paper(&design.policy, design.placement.as_deref())
+            .map_or_else(|| "baseline".to_string(), |p| p.citation());
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"name\">{}{}</td><td>{}</td><td>{}</td></tr>",
+            swatch(&design.name),
+            esc(&design.name),
+            esc(&line),
+            esc(&paper)
+        );
+    }
+    out.push_str("</tbody></table></div>\n");
+}
+
 /// `report.html` text.
 pub fn report_html(report: &Report, result: &BakeoffResult) -> String {
     let mut out = String::new();
@@ -333,38 +529,23 @@ pub fn report_html(report: &Report, result: &BakeoffResult) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{}</title><style>{REPORT_STYLE}{EXTRA_STYLE}</style></head><body><main>\n\
-         <h1>{}</h1>\n<p class=\"desc\">{}</p>",
+         <h1>{}</h1>\n<p class=\"desc\" id=\"intro\">{}</p>",
         esc(&format!("pfsqos bakeoff: {}", report.suite)),
         esc(&format!("Bakeoff: {}", report.suite)),
-        esc(report.description.trim())
+        esc(&intro(report))
     );
-    let _ = writeln!(
-        out,
-        "<dl class=\"meta\"><dt>seeds</dt><dd>{}</dd><dt>designs</dt><dd>{}</dd>\
-         <dt>workloads</dt><dd>{}</dd></dl>",
-        report
-            .seeds
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
-        report.designs.len(),
-        report.workloads.len()
-    );
-    out.push_str(
-        "<table><thead><tr><th>design</th><th>policy spec</th><th>placement</th></tr></thead><tbody>\n",
-    );
-    for (d, design) in report.designs.iter().enumerate() {
-        let _ = writeln!(
-            out,
-            "<tr><td class=\"name\">{}{}</td><td class=\"name\"><code>{}</code></td><td class=\"name\">{}</td></tr>",
-            swatch(d),
-            esc(&design.name),
-            esc(&design.policy),
-            esc(design.placement.as_deref().unwrap_or("the scenario's own"))
-        );
+    out.push_str("<section id=\"summary\">\n");
+    for m in &report.matrices {
+        matrix_table(&mut out, report, m);
+        if m.family == crate::metrics::Family::AppTime {
+            matrix_legend(&mut out);
+        }
     }
-    out.push_str("</tbody></table>\n<p>Contents: <a href=\"#overall\">overall ranking</a>");
+    out.push_str("</section>\n");
+    answers(&mut out, report);
+    designs_explained(&mut out, report);
+
+    out.push_str("<p>Contents: <a href=\"#overall\">overall ranking</a>");
     for (w, info) in report.workloads.iter().enumerate() {
         let _ = write!(out, " · <a href=\"#w{w}\">{}</a>", esc(&info.stem));
     }
@@ -386,23 +567,35 @@ pub fn report_html(report: &Report, result: &BakeoffResult) -> String {
         );
     }
     out.push_str(".</p>\n");
+    if !report.description.trim().is_empty() {
+        let _ = writeln!(
+            out,
+            "<details><summary>About the suite</summary><p class=\"desc\">{}</p></details>",
+            esc(report.description.trim())
+        );
+    }
 
+    out.push_str("<details id=\"overall\"><summary>Overall ranking: mean rank per family and metric</summary>\n");
     overall_tables(&mut out, report);
+    out.push_str("</details>\n");
 
     for (w, info) in report.workloads.iter().enumerate() {
         let _ = writeln!(
             out,
-            "<h2 id=\"w{w}\">{} <span class=\"note\">({})</span></h2>\n<p class=\"desc\">{}</p>",
+            "<h2 id=\"w{w}\">{} <span class=\"note\">({})</span></h2>\n<p>{}</p>\n\
+             <details><summary>The workload</summary><p class=\"desc\">{}</p></details>",
             esc(&info.name),
             esc(&info.file),
+            esc(&report.answers[w].sentence),
             esc(info.description.trim())
         );
-        out.push_str("<h3>Verdict</h3><ul class=\"verdicts\">\n");
+        out.push_str("<details><summary>Every metric: verdicts and tables</summary><ul class=\"verdicts\">\n");
         for s in &report.verdicts[w].sentences {
             let _ = writeln!(out, "<li>{}</li>", esc(s));
         }
         out.push_str("</ul>\n");
         family_tables(&mut out, report, w);
+        out.push_str("</details>\n");
         throughput_chart(&mut out, report, result, w);
         slowdown_cdf(&mut out, report, w);
         skipped_list(&mut out, report, Some(&info.stem));
@@ -425,7 +618,14 @@ pub fn report_html(report: &Report, result: &BakeoffResult) -> String {
          with no progress shared but some alone is counted as starved.</li>\
          <li>Tail slowdown: the 95th percentile (nearest rank) over the run's jobs.</li>\
          <li>Cost: control writes and synchronization traffic per simulated second.</li>\
-         <li>A tie: the seed spreads (min..max) of the best design and another overlap (with one seed: their values are equal).</li>\
+         <li>Mean ± 95 % interval: the mean over the seeds and the half-width of its 95 % \
+         confidence interval (Student's t with seeds − 1 degrees of freedom).</li>\
+         <li>A tie: the 95 % intervals of the best design and another overlap, or their means are \
+         within 0.5 % (with one seed only the latter applies). A verdict names a winner only \
+         outside a tie.</li>\
+         <li>The matrices judge each family on one headline metric: mean job time (else mean \
+         slowdown), weighted Jain (else Jain), aggregate throughput, OSTCost, control writes per \
+         second.</li>\
          </ul>\n",
     );
     timing_section(&mut out, result);

@@ -21,13 +21,16 @@
 //! (serde_json's `float_roundtrip`). Wall-clock numbers live in `timing.json` (and a section
 //! of `report.html` marked as this machine's wall clock) only.
 
+pub mod answer;
 pub mod builtin;
 pub mod decide_timing;
+pub mod glossary;
 pub mod html;
 pub mod metrics;
 pub mod output;
 pub mod rank;
 pub mod runner;
+pub mod suggest;
 pub mod suite;
 pub mod table;
 

@@ -1,23 +1,50 @@
 //! Rankings and verdicts, computed from the metric rows only.
 //!
-//! Per workload and metric, each design's value is the mean over the seeds it ran, with the
-//! seeds' min..max as its spread; designs are ranked by the mean (1 = best, equal means share
-//! a rank). Overall, a design's rank in a metric is its mean rank over the workloads where it
-//! was ranked, and its rank in a family the mean of its metric ranks.
+//! Per workload and metric, each design's value is the mean over the seeds it ran, with a 95 %
+//! confidence interval of that mean (Student's t over the seeds; none with one seed) and the
+//! seeds' min..max; designs are ranked by the mean (1 = best, equal means share a rank).
+//! Overall, a design's rank in a metric is its mean rank over the workloads where it was
+//! ranked, and its rank in a family the mean of its metric ranks.
 //!
-//! A verdict sentence names the best design on a headline metric, by how much it beats the
-//! runner-up and `nobw`, and the seed spreads; when the best and the runner-up's spreads
-//! overlap it says "tie" instead of naming a winner (with one seed there is no spread: the
-//! tie is equal values, and the sentence says so).
+//! **A tie** ([`CellStats::ties_with`]): two designs' means differ by less than
+//! [`TIE_RELATIVE`] of the larger magnitude, or their 95 % intervals overlap. A verdict names a
+//! winner only outside that; otherwise it says which designs tie, counting them when there are
+//! more than [`TIE_NAMED_MAX`].
 
 use serde::Serialize;
 
 use crate::metrics::{Better, Family, METRICS};
 
-/// Mean and spread of one design's metric over the seeds.
+/// Means closer than this fraction of the larger one are a tie whatever the seeds say: a
+/// simulator's 0.001 % is no difference a site could measure.
+pub const TIE_RELATIVE: f64 = 0.005;
+/// Tied designs named one by one in a sentence; beyond this they are counted.
+pub const TIE_NAMED_MAX: usize = 3;
+
+/// Two-sided 97.5 % quantiles of Student's t for 1..=30 degrees of freedom.
+const T_975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// Student's t quantile t(0.975, df); beyond the table, the normal's 1.96 plus the first
+/// correction term (within 0.1 % of the exact value for df > 30).
+pub fn t_975(df: usize) -> f64 {
+    assert!(df >= 1, "a t quantile needs at least one degree of freedom");
+    T_975
+        .get(df - 1)
+        .copied()
+        .unwrap_or(1.959964 + 2.372 / df as f64)
+}
+
+/// Mean, 95 % interval and spread of one design's metric over the seeds.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CellStats {
     pub mean: f64,
+    /// Half-width of the 95 % confidence interval of the mean (t over the seeds); `None`
+    /// with one seed.
+    pub ci95_half: Option<f64>,
     pub min: f64,
     pub max: f64,
     /// Seeds with a value.
@@ -29,16 +56,37 @@ impl CellStats {
         if values.is_empty() {
             return None;
         }
+        let n = values.len();
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let ci95_half = (n > 1).then(|| {
+            let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            t_975(n - 1) * (var / n as f64).sqrt()
+        });
         Some(CellStats {
-            mean: values.iter().sum::<f64>() / values.len() as f64,
+            mean,
+            ci95_half,
             min: values.iter().copied().fold(f64::INFINITY, f64::min),
             max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            seeds: values.len(),
+            seeds: n,
         })
     }
 
-    fn overlaps(&self, other: &CellStats) -> bool {
-        self.min <= other.max && other.min <= self.max
+    /// The 95 % interval (the mean itself with one seed).
+    pub fn interval(&self) -> (f64, f64) {
+        let h = self.ci95_half.unwrap_or(0.0);
+        (self.mean - h, self.mean + h)
+    }
+
+    /// Whether the two cannot be told apart (module doc): means within [`TIE_RELATIVE`], or
+    /// overlapping 95 % intervals.
+    pub fn ties_with(&self, other: &CellStats) -> bool {
+        let scale = self.mean.abs().max(other.mean.abs());
+        if (self.mean - other.mean).abs() <= TIE_RELATIVE * scale {
+            return true;
+        }
+        let (a0, a1) = self.interval();
+        let (b0, b1) = other.interval();
+        a0 <= b1 && b0 <= a1
     }
 }
 
@@ -194,21 +242,16 @@ fn with_unit(v: f64, unit: &str) -> String {
     }
 }
 
-fn spread(s: &CellStats, unit: &str) -> String {
-    if s.seeds <= 1 {
-        "1 seed".to_string()
-    } else {
-        format!(
-            "{} seeds {}..{}",
-            s.seeds,
-            with_unit(s.min, unit),
-            with_unit(s.max, unit)
-        )
+/// A value with its 95 % interval when there is one: `210 MiB/s ± 4.1`.
+pub fn with_interval(s: &CellStats, unit: &str) -> String {
+    match s.ci95_half {
+        Some(h) => format!("{} ± {}", with_unit(s.mean, unit), fmt_num(h)),
+        None => with_unit(s.mean, unit),
     }
 }
 
 /// "12.5 % higher": how `a` compares with `b`.
-fn relative(a: f64, b: f64) -> String {
+pub fn relative(a: f64, b: f64) -> String {
     if b == 0.0 || !b.is_finite() {
         return if a > b { "higher" } else { "lower" }.to_string();
     }
@@ -220,18 +263,52 @@ fn relative(a: f64, b: f64) -> String {
     )
 }
 
-/// Why designs tie: with one seed each there is no spread, only equal values; with several
-/// seeds (for any of them) their min..max spreads overlap with the best one's. `others` is
-/// how many designs tie with the best.
-fn tie_reason(single_seed: bool, others: usize) -> &'static str {
-    match (single_seed, others) {
-        (true, 1) => "both have the same value on the one seed run",
-        (true, _) => "all have the same value on the one seed run",
-        (false, _) => "their seed spreads overlap",
+/// Designs named in a sentence: up to [`TIE_NAMED_MAX`] by name, more counted.
+pub fn name_list(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [a] => a.to_string(),
+        [a, b] => format!("{a} and {b}"),
+        _ if names.len() <= TIE_NAMED_MAX => format!(
+            "{} and {}",
+            names[..names.len() - 1].join(", "),
+            names[names.len() - 1]
+        ),
+        _ => format!("{} designs", names.len()),
     }
 }
 
-/// Plain-language verdict sentences for one workload, from its rankings.
+/// The ranked designs of one metric, best first (equal ranks keep design order), with the
+/// designs that tie with the best.
+pub struct Standing<'a> {
+    pub ranked: Vec<(&'a RankRow, CellStats)>,
+    /// How many of `ranked`, from the first, tie with the best (at least 1).
+    pub tied: usize,
+}
+
+/// The standing of one ranking; `None` when no design has a value.
+pub fn standing(r: &MetricRanking) -> Option<Standing<'_>> {
+    let mut ranked: Vec<(&RankRow, CellStats, u32)> = r
+        .rows
+        .iter()
+        .filter_map(|row| Some((row, row.stats?, row.rank?)))
+        .collect();
+    ranked.sort_by_key(|(_, _, rank)| *rank);
+    let best = ranked.first()?.1;
+    let mut ranked: Vec<(&RankRow, CellStats)> =
+        ranked.into_iter().map(|(row, s, _)| (row, s)).collect();
+    // The tied designs first, in rank order; the rest after, in rank order.
+    let (tied, rest): (Vec<_>, Vec<_>) = ranked.drain(..).partition(|(_, s)| s.ties_with(&best));
+    let n = tied.len();
+    assert!(n >= 1, "the best design ties with itself");
+    Some(Standing {
+        ranked: tied.into_iter().chain(rest).collect(),
+        tied: n,
+    })
+}
+
+/// Plain-language verdict sentences for one workload, from its rankings: per headline metric,
+/// the winner and its margin over the runner-up and over `nobw`, or the designs that tie.
 pub fn verdicts(
     workload: &str,
     rankings: &[MetricRanking],
@@ -246,75 +323,79 @@ pub fn verdicts(
             .iter()
             .find(|d| d.key == *key)
             .expect("verdict metrics are metrics");
-        let mut ranked: Vec<(&RankRow, CellStats, u32)> = r
-            .rows
-            .iter()
-            .filter_map(|row| Some((row, row.stats?, row.rank?)))
-            .collect();
-        // Stable: equal ranks keep design order.
-        ranked.sort_by_key(|(_, _, rank)| *rank);
-        let unit = def.unit;
-        let show = |row: &RankRow, s: &CellStats| {
-            format!(
-                "{} ({}, {})",
-                row.design,
-                with_unit(s.mean, unit),
-                spread(s, unit)
-            )
+        let Some(st) = standing(r) else {
+            continue;
         };
-        match ranked.as_slice() {
-            [] => {}
-            [(row, s, _)] => out.push(format!(
-                "{workload}, {}: only {} has a value.",
+        let unit = def.unit;
+        let (w, ws) = st.ranked[0];
+        if st.ranked.len() == 1 {
+            out.push(format!(
+                "{workload}, {}: only {} has a value ({}).",
                 def.label,
-                show(row, s)
-            )),
-            [(w, ws, _), (r, rs, _), ..] => {
-                let tied: Vec<&CellStats> = ranked
-                    .iter()
-                    .skip(1)
-                    .filter(|(_, s, _)| s.overlaps(ws))
-                    .map(|(_, s, _)| s)
-                    .collect();
-                if !tied.is_empty() {
-                    let shown: Vec<String> = ranked
+                w.design,
+                with_interval(&ws, unit)
+            ));
+            continue;
+        }
+        if st.tied == st.ranked.len() {
+            out.push(format!(
+                "{workload}, {}: all {} designs tie ({} to {}).",
+                def.label,
+                st.ranked.len(),
+                with_unit(
+                    st.ranked
                         .iter()
-                        .skip(1)
-                        .filter(|(_, s, _)| s.overlaps(ws))
-                        .map(|(row, s, _)| show(row, s))
-                        .collect();
-                    let single_seed = ws.seeds == 1 && tied.iter().all(|s| s.seeds == 1);
-                    out.push(format!(
-                        "{workload}, {}: tie between {} and {}: {}.",
-                        def.label,
-                        show(w, ws),
-                        shown.join(", "),
-                        tie_reason(single_seed, shown.len())
-                    ));
-                    continue;
-                }
-                let mut sentence = format!(
-                    "{workload}, {}: {} is best, {} than the runner-up {}",
-                    def.label,
-                    show(w, ws),
-                    relative(ws.mean, rs.mean),
-                    show(r, rs)
-                );
-                if w.design != "nobw" && r.design != "nobw" {
-                    if let Some((nb, ns, _)) =
-                        ranked.iter().find(|(row, _, _)| row.design == "nobw")
-                    {
-                        sentence.push_str(&format!(
-                            " and {} than {}",
-                            relative(ws.mean, ns.mean),
-                            show(nb, ns)
-                        ));
-                    }
-                }
-                sentence.push('.');
-                out.push(sentence);
+                        .map(|(_, s)| s.mean)
+                        .fold(f64::INFINITY, f64::min),
+                    unit
+                ),
+                with_unit(
+                    st.ranked
+                        .iter()
+                        .map(|(_, s)| s.mean)
+                        .fold(f64::NEG_INFINITY, f64::max),
+                    unit
+                )
+            ));
+            continue;
+        }
+        let (r_row, rs) = st.ranked[st.tied];
+        if st.tied > 1 {
+            let names: Vec<&str> = st.ranked[..st.tied]
+                .iter()
+                .map(|(row, _)| row.design.as_str())
+                .collect();
+            out.push(format!(
+                "{workload}, {}: tie between {} (around {}), {} than the next, {} ({}).",
+                def.label,
+                name_list(&names),
+                with_unit(ws.mean, unit),
+                relative(ws.mean, rs.mean),
+                r_row.design,
+                with_unit(rs.mean, unit)
+            ));
+            continue;
+        }
+        let mut sentence = format!(
+            "{workload}, {}: {} is best ({}), {} than the runner-up {} ({})",
+            def.label,
+            w.design,
+            with_interval(&ws, unit),
+            relative(ws.mean, rs.mean),
+            r_row.design,
+            with_interval(&rs, unit)
+        );
+        if w.design != "nobw" && r_row.design != "nobw" {
+            if let Some((_, ns)) = st.ranked.iter().find(|(row, _)| row.design == "nobw") {
+                sentence.push_str(&format!(
+                    " and {} than nobw ({})",
+                    relative(ws.mean, ns.mean),
+                    with_unit(ns.mean, unit)
+                ));
             }
         }
+        sentence.push('.');
+        out.push(sentence);
     }
     if !skipped_designs.is_empty() {
         out.push(format!(
@@ -357,20 +438,12 @@ mod tests {
         assert_eq!(agg.rows[1].stats.unwrap().min, 200.0);
 
         let v = verdicts("w", &r, &["vpfs".to_string()]);
-        // Throughput: a clear winner, compared with the runner-up and nobw.
-        assert!(
-            v[0].starts_with("w, aggregate throughput: adaptbf (210 MiB/s, 2 seeds 200 MiB/s..220 MiB/s) is best, 35.5 % higher than the runner-up gift (155 MiB/s")
-                && v[0].contains("100 % higher than nobw (105 MiB/s"),
-            "{}",
-            v[0]
+        // Throughput: adaptbf 210 ± 127 (t(1) = 12.7 over two seeds) overlaps every other
+        // interval: two seeds this far apart tell nothing, and the verdict says tie.
+        assert_eq!(
+            v[0],
+            "w, aggregate throughput: all 3 designs tie (105 MiB/s to 210 MiB/s)."
         );
-        // Weighted Jain: gift 0.925 (0.90..0.95) and adaptbf 0.905 (0.90..0.91) overlap.
-        let wj = v.iter().find(|s| s.contains("weighted Jain")).unwrap();
-        assert!(
-            wj.contains("tie between gift (0.925") && wj.contains("adaptbf (0.905"),
-            "{wj}"
-        );
-        assert!(!wj.contains("nobw"), "{wj}");
         assert!(v.last().unwrap().contains("not run under vpfs"));
 
         let o = overall(&designs, &[r.clone(), r]);
@@ -388,44 +461,75 @@ mod tests {
     }
 
     #[test]
-    fn tie_wording_fits_one_seed_and_several() {
+    fn ties_are_within_half_a_percent_or_the_intervals() {
         let designs = vec!["a".to_string(), "b".to_string(), "c".to_string()];
         let cell = |agg: f64| Some(row(agg, 0.5).unwrap());
-        // One seed: a and b equal, c lower.
+        // One seed: 0.001 % apart is a tie; the sentence says so without "1 seed".
         let one = rank_workload(
             &designs,
-            &[vec![cell(100.0)], vec![cell(100.0)], vec![cell(50.0)]],
+            &[vec![cell(100.0)], vec![cell(100.001)], vec![cell(50.0)]],
         );
         let v = verdicts("w", &one, &[]);
+        assert_eq!(
+            v[0],
+            "w, aggregate throughput: tie between b and a (around 100 MiB/s), 100 % higher than the next, c (50.0 MiB/s)."
+        );
+        assert!(!v.iter().any(|s| s.contains("seed")), "{v:?}");
+        // 1 % apart on one seed: a winner.
+        let apart = rank_workload(
+            &designs,
+            &[vec![cell(101.0)], vec![cell(100.0)], vec![cell(50.0)]],
+        );
+        let v = verdicts("w", &apart, &[]);
         assert!(
-            v[0].ends_with("tie between a (100 MiB/s, 1 seed) and b (100 MiB/s, 1 seed): both have the same value on the one seed run."),
+            v[0].contains("a is best (101 MiB/s), 1.00 % higher than the runner-up b"),
             "{}",
             v[0]
         );
-        assert!(!v[0].contains("spread"), "{}", v[0]);
-        // Three designs equal on one seed.
+        // Three equal: all tie, one short sentence.
         let three = rank_workload(
             &designs,
             &[vec![cell(7.0)], vec![cell(7.0)], vec![cell(7.0)]],
         );
         let v = verdicts("w", &three, &[]);
-        assert!(
-            v[0].ends_with("all have the same value on the one seed run."),
-            "{}",
-            v[0]
+        assert_eq!(
+            v[0],
+            "w, aggregate throughput: all 3 designs tie (7.00 MiB/s to 7.00 MiB/s)."
         );
-        // Two seeds: overlapping spreads, different means.
-        let two = rank_workload(
+        // Several seeds: 10 % apart but noisy seeds: the intervals overlap, a tie.
+        let noisy = rank_workload(
             &designs,
             &[
-                vec![cell(90.0), cell(120.0)],
-                vec![cell(100.0), cell(105.0)],
-                vec![cell(10.0), cell(20.0)],
+                vec![cell(90.0), cell(130.0), cell(110.0)],
+                vec![cell(95.0), cell(105.0), cell(100.0)],
+                vec![cell(10.0), cell(11.0), cell(12.0)],
             ],
         );
-        let v = verdicts("w", &two, &[]);
-        assert!(v[0].contains("tie between a (105 MiB/s"), "{}", v[0]);
-        assert!(v[0].ends_with(": their seed spreads overlap."), "{}", v[0]);
+        let v = verdicts("w", &noisy, &[]);
+        assert!(v[0].contains("tie between a and b"), "{}", v[0]);
+        // The same means with tight seeds: a winner, with its interval shown.
+        let tight = rank_workload(
+            &designs,
+            &[
+                vec![cell(109.0), cell(111.0), cell(110.0)],
+                vec![cell(99.0), cell(101.0), cell(100.0)],
+                vec![cell(10.0), cell(11.0), cell(12.0)],
+            ],
+        );
+        let v = verdicts("w", &tight, &[]);
+        assert!(v[0].contains("a is best (110 MiB/s ± 2.48)"), "{}", v[0]);
+    }
+
+    #[test]
+    fn the_interval_is_students_t_over_the_seeds() {
+        let s = CellStats::of(&[1.0, 2.0, 3.0]).unwrap();
+        // sd 1, n 3: t(2) 4.303 / sqrt(3).
+        assert!((s.ci95_half.unwrap() - 4.303 / 3f64.sqrt()).abs() < 1e-12);
+        assert_eq!(CellStats::of(&[5.0]).unwrap().ci95_half, None);
+        assert!((t_975(100) - 1.984).abs() < 0.002);
+        let names = ["a", "b", "c", "d"];
+        assert_eq!(name_list(&names[..3]), "a, b and c");
+        assert_eq!(name_list(&names), "4 designs");
     }
 
     #[test]
@@ -441,7 +545,7 @@ mod tests {
         assert_eq!(s.rows[1].rank, Some(1));
         let v = verdicts("w", &r, &[]);
         assert!(
-            v[0].contains("b (1.50x, 1 seed) is best, 50.0 % lower than the runner-up a (3.00x"),
+            v[0].contains("b is best (1.50x), 50.0 % lower than the runner-up a (3.00x)"),
             "{}",
             v[0]
         );

@@ -153,6 +153,8 @@ pub struct WorkloadInfo {
     pub stem: String,
     pub name: String,
     pub description: String,
+    /// The suite's stated expectations for this workload.
+    pub expectations: Vec<crate::suite::Expectation>,
 }
 
 /// A bakeoff that could not run at all (output directory, a run file that cannot be written).
@@ -589,6 +591,13 @@ fn assemble(
                 stem: w.stem.clone(),
                 name: w.scenario.name.clone(),
                 description: w.scenario.description.clone(),
+                expectations: p
+                    .suite
+                    .expectations
+                    .iter()
+                    .filter(|e| e.workload == w.file)
+                    .cloned()
+                    .collect(),
             })
             .collect(),
         outcomes,

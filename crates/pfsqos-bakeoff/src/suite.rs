@@ -56,6 +56,39 @@ struct SuiteToml {
     demo: Option<DemoToml>,
     #[serde(rename = "design")]
     designs: Vec<DesignToml>,
+    #[serde(rename = "expect", default)]
+    expectations: Vec<ExpectToml>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpectToml {
+    workload: String,
+    claim: String,
+    design: String,
+    metric: String,
+    #[serde(default)]
+    beats: Vec<String>,
+}
+
+/// Longest claim of an expectation.
+pub const CLAIM_LEN_MAX: usize = 512;
+/// Most expectations of one suite.
+pub const EXPECTATIONS_MAX: usize = 256;
+
+/// A workload's stated expectation, checked against the run (`answer::judge`): `design` is
+/// better than each of `beats` on `metric` (outside a tie), or, with `beats` empty, the best
+/// or tied for best.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Expectation {
+    /// The workload's file name.
+    pub workload: String,
+    /// The claim in words, as the suite states it.
+    pub claim: String,
+    pub design: String,
+    /// A metric key of `metrics::METRICS`.
+    pub metric: String,
+    pub beats: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -115,6 +148,8 @@ pub struct Suite {
     pub workloads: Vec<Workload>,
     pub designs: Vec<Design>,
     pub demo: Option<DemoSubset>,
+    /// The workloads' stated expectations, in file order.
+    pub expectations: Vec<Expectation>,
 }
 
 /// Whether `name` can be one directory name everywhere: `[A-Za-z0-9._+-]`, 1 to
@@ -319,6 +354,63 @@ impl Suite {
             }
         };
 
+        if raw.expectations.len() > EXPECTATIONS_MAX {
+            return Err(err(format!(
+                "{file}: `[[expect]]`: at most {EXPECTATIONS_MAX} expectations, got {}",
+                raw.expectations.len()
+            )));
+        }
+        let mut expectations = Vec::with_capacity(raw.expectations.len());
+        for (i, e) in raw.expectations.into_iter().enumerate() {
+            let at = |field: &str| format!("{file}: field `expect[{i}].{field}`");
+            if !workloads.iter().any(|w| w.file == e.workload) {
+                return Err(err(format!(
+                    "{}: value `{}`: not one of the suite's workloads",
+                    at("workload"),
+                    e.workload.escape_debug()
+                )));
+            }
+            for (field, name) in
+                std::iter::once(("design", &e.design)).chain(e.beats.iter().map(|b| ("beats", b)))
+            {
+                if !designs.iter().any(|d| d.name == *name) {
+                    return Err(err(format!(
+                        "{}: value `{}`: not one of the suite's designs{}",
+                        at(field),
+                        name.escape_debug(),
+                        crate::suggest::did_you_mean(name, designs.iter().map(|d| d.name.as_str()))
+                    )));
+                }
+            }
+            if !crate::metrics::METRICS.iter().any(|m| m.key == e.metric) {
+                return Err(err(format!(
+                    "{}: value `{}`: not a metric{}",
+                    at("metric"),
+                    e.metric.escape_debug(),
+                    crate::suggest::did_you_mean(
+                        &e.metric,
+                        crate::metrics::METRICS.iter().map(|m| m.key)
+                    )
+                )));
+            }
+            if e.claim.is_empty()
+                || e.claim.len() > CLAIM_LEN_MAX
+                || e.claim.chars().any(char::is_control)
+            {
+                return Err(err(format!(
+                    "{}: must be 1 to {CLAIM_LEN_MAX} bytes without control characters",
+                    at("claim")
+                )));
+            }
+            expectations.push(Expectation {
+                workload: e.workload,
+                claim: e.claim,
+                design: e.design,
+                metric: e.metric,
+                beats: e.beats,
+            });
+        }
+
         Ok(Suite {
             name: raw.name,
             description: raw.description,
@@ -326,6 +418,7 @@ impl Suite {
             workloads,
             designs,
             demo,
+            expectations,
         })
     }
 
@@ -336,8 +429,9 @@ impl Suite {
             if !self.designs.iter().any(|d| d.name == *n) {
                 let allowed: Vec<&str> = self.designs.iter().map(|d| d.name.as_str()).collect();
                 return Err(err(format!(
-                    "unknown design `{}` (allowed: {})",
+                    "unknown design `{}`{} (allowed: {})",
                     n.escape_debug(),
+                    crate::suggest::did_you_mean(n, allowed.iter().copied()),
                     allowed.join(", ")
                 )));
             }
@@ -371,6 +465,17 @@ impl Suite {
                 .cloned()
                 .collect(),
             demo: None,
+            // Only what the subset can judge: its workloads and designs.
+            expectations: self
+                .expectations
+                .iter()
+                .filter(|e| {
+                    demo.workloads.contains(&e.workload)
+                        && demo.designs.contains(&e.design)
+                        && e.beats.iter().all(|b| demo.designs.contains(b))
+                })
+                .cloned()
+                .collect(),
         })
     }
 }

@@ -29,9 +29,27 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::BadInput(m) | CliError::RunFailed(m) => f.write_str(m),
+            CliError::BadInput(m) => {
+                f.write_str(m)?;
+                f.write_str(&policy_suggestion(m))
+            }
+            CliError::RunFailed(m) => f.write_str(m),
         }
     }
+}
+
+/// "; did you mean `adaptbf`?" when a message refuses an unknown policy name close to a known
+/// one (the simulator's message names it as ``unknown policy `NAME` ``).
+fn policy_suggestion(message: &str) -> String {
+    const MARK: &str = "unknown policy `";
+    let Some(start) = message.find(MARK).map(|i| i + MARK.len()) else {
+        return String::new();
+    };
+    let Some(len) = message[start..].find('`') else {
+        return String::new();
+    };
+    let name = &message[start..start + len];
+    pfsqos_bakeoff::suggest::did_you_mean(name, pfsqos_sim::POLICY_NAMES.iter().copied())
 }
 
 impl From<ScenarioError> for CliError {
@@ -107,12 +125,15 @@ fn run_one(scenario: &Scenario, policy: &str, seed: u64) -> Result<RunOutput, Cl
 fn print_summary_line(run: &RunOutput) {
     let s = summarize(run);
     println!(
-        "{:>10}: aggregate {:.1} MiB/s, Jain {:.3}, weighted Jain {:.3}, share deviation {:.3}{}",
+        "{:>10}: aggregate {:.1} MiB/s, Jain {:.3}, weighted Jain {:.3}, share deviation {:.3}{}{}",
         s.policy,
         s.aggregate_throughput_mib_s,
         s.jain_index,
         s.weighted_jain_index,
         s.share_deviation,
+        // The iez paper's balance measure, where OSTs have sizes (1.000: evenly filled).
+        s.ost_cost
+            .map_or_else(String::new, |c| format!(", OSTCost {c:.3}")),
         if s.rejected_control_writes > 0 {
             format!(", {} rejected control writes", s.rejected_control_writes)
         } else {
@@ -229,7 +250,8 @@ pub fn compare(
 /// What `pfsqos bakeoff` was asked (see its help).
 #[derive(Debug)]
 pub struct BakeoffArgs {
-    pub suite: PathBuf,
+    /// `None`: the clone's `scenarios/bakeoff`, else the built-in suite.
+    pub suite: Option<PathBuf>,
     pub designs: Option<Vec<String>>,
     pub seeds: Option<u32>,
     pub out: PathBuf,
@@ -281,9 +303,17 @@ fn run_suite(
     let result = result.map_err(|e| CliError::RunFailed(e.to_string()))?;
     let report = pfsqos_bakeoff::output::write_outputs(out, &result, threads)
         .map_err(CliError::RunFailed)?;
-    for v in &report.verdicts {
-        for sentence in &v.sentences {
-            println!("  {sentence}");
+    // One sentence per workload and its expectations; every metric's verdict is in
+    // results.md and the report.
+    for a in &report.answers {
+        println!("  {}", a.sentence);
+        for j in &a.expectations {
+            let word = match j.outcome {
+                pfsqos_bakeoff::answer::Outcome::Held => "held",
+                pfsqos_bakeoff::answer::Outcome::DidNotHold => "did not hold",
+                pfsqos_bakeoff::answer::Outcome::Undecided => "undecided (a tie)",
+            };
+            println!("    expected: {}: {word}", j.claim);
         }
     }
     println!(
@@ -303,8 +333,27 @@ fn run_suite(
 
 /// `pfsqos bakeoff`: every (selected) design on every workload of a suite directory.
 pub fn bakeoff(args: &BakeoffArgs) -> Result<(), CliError> {
-    let suite =
-        pfsqos_bakeoff::Suite::load(&args.suite).map_err(|e| CliError::BadInput(e.to_string()))?;
+    // Without a directory: the clone's scenarios/bakeoff when run inside one (so that edits
+    // to it count), else the copy built into the binary (any directory, the .deb).
+    let local = Path::new(pfsqos_bakeoff::builtin::BUILTIN_ORIGIN);
+    let suite = match &args.suite {
+        Some(dir) => pfsqos_bakeoff::Suite::load(dir),
+        None if local.join(pfsqos_bakeoff::suite::SUITE_FILE).is_file() => {
+            println!(
+                "suite: ./{} (give a directory to run another)",
+                local.display()
+            );
+            pfsqos_bakeoff::Suite::load(local)
+        }
+        None => {
+            println!(
+                "suite: the built-in copy of {} (give a directory to run another)",
+                pfsqos_bakeoff::builtin::BUILTIN_ORIGIN
+            );
+            pfsqos_bakeoff::builtin::builtin_suite()
+        }
+    }
+    .map_err(|e| CliError::BadInput(e.to_string()))?;
     let designs = match &args.designs {
         None => suite.designs.clone(),
         Some(names) => {

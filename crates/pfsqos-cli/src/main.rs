@@ -12,6 +12,7 @@ mod commands;
 mod iez;
 mod live;
 mod pi_record;
+mod policies;
 mod progress;
 mod tc_client;
 mod trace;
@@ -36,23 +37,43 @@ struct Cli {
 enum Command {
     /// Measure a directory's device with fio (O_DIRECT) within a time budget, or convert an
     /// obdfilter-survey summary, into a device profile (docs/physics.md).
+    #[command(
+        after_help = "Examples:\n  pfsqos calibrate /mnt/ost0 --budget 600 --out ost0.toml\n  pfsqos calibrate --from-obdfilter-survey survey.summary --out ost.toml"
+    )]
     Calibrate(calibrate::CalibrateArgs),
-    /// PI control tools (control-theory-pi.txt).
+    /// Every scheduler, controller and placer pfsqos has, with what each does and its options.
+    #[command(after_help = "Examples:\n  pfsqos policies")]
+    Policies,
+    /// PI control tools ("Mitigating Shared Storage Congestion Using Control Theory", IEEE/ACM
+    /// UCC 2025).
+    #[command(
+        after_help = "Examples:\n  pfsqos pi identify scenarios/pi/listing1.toml --experiment pi-openloop:from=23M:to=30M:levels=8:hold=15"
+    )]
     Pi {
         #[command(subcommand)]
         command: PiCommand,
     },
     /// Darshan trace tools: `trace import` turns logs into a scenario (docs/traces.md).
+    #[command(
+        after_help = "Examples:\n  pfsqos trace import job.darshan --like scenarios/bakeoff/priorities-finishing.toml --out mine.toml"
+    )]
     Trace {
         #[command(subcommand)]
         command: trace::TraceCommand,
     },
-    /// iez placement tools (iez.txt).
+    /// iez placement tools ("iez: Resource Contention Aware Load Balancing for Large-Scale
+    /// Parallel File Systems", IEEE IPDPS 2019).
+    #[command(
+        after_help = "Examples:\n  pfsqos iez plan trace.csv --osses 3 --osts-per-oss 5 --ost-capacity 10G"
+    )]
     Iez {
         #[command(subcommand)]
         command: IezCommand,
     },
     /// Run a scenario under one policy; writes timeseries.csv, summary.json and report.html.
+    #[command(
+        after_help = "Examples:\n  pfsqos sim scenarios/examples/two-jobs.toml --policy adaptbf --out out/two-jobs\n  pfsqos sim scenarios/iez/testbed.toml --out out/iez      # prints OSTCost"
+    )]
     Sim {
         /// Scenario file (TOML).
         scenario: PathBuf,
@@ -67,6 +88,9 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Run a scenario under several policies and write one comparison report.
+    #[command(
+        after_help = "Examples:\n  pfsqos compare scenarios/demo/flagship.toml --policies nobw,static,adaptbf --out out/flagship\n  pfsqos compare scenarios/adaptbf/iv-f-recompensation.toml --policies adaptbf:period_ms=50,adaptbf:period_ms=1000"
+    )]
     Compare {
         /// Scenario file (TOML).
         scenario: PathBuf,
@@ -82,14 +106,23 @@ enum Command {
     },
     /// The head-to-head on a quick subset: the built-in bakeoff suite's [demo] designs and
     /// workloads, one report (works from any directory).
+    #[command(
+        after_help = "Examples:\n  pfsqos demo                      # writes ./pfsqos-demo/report.html\n  pfsqos demo --out /tmp/demo"
+    )]
     Demo {
         /// Output directory.
         #[arg(long, default_value = "pfsqos-demo")]
         out: PathBuf,
     },
     /// Run a pfsqos controller against a Lustre OSS through lctl (one agent per OSS).
+    #[command(
+        after_help = "Examples:\n  pfsqos agent --config /etc/pfsqos/agent.toml --dry-run --once   # print what it would write\nA deployment, step by step: docs/lustre.md"
+    )]
     Agent(agent::AgentArgs),
     /// Run a centralized controller (GIFT, ...) for the Lustre agents of a file system.
+    #[command(
+        after_help = "Examples:\n  pfsqos coordinator --config /etc/pfsqos/coordinator.toml\nA deployment, step by step: docs/lustre.md"
+    )]
     Coordinator(agent::CoordinatorArgs),
     /// The emulated `lctl` of a Lustre OSS over a live ossd, for tests (`pfsqos_agent::emu`;
     /// what the `pfsqos-lctl-emu` binary runs): a script `exec pfsqos lctl-emu "$@"` named
@@ -102,13 +135,19 @@ enum Command {
     },
     /// On a client node that is not a pfsqos mount: apply the outgoing limit the ossds'
     /// controllers set for the node (PI control) with tc on a network interface.
+    #[command(
+        after_help = "Examples:\n  pfsqos tc-client --oss 10.0.0.5:7988 --dev eth0 --key-file /etc/pfsqos/key"
+    )]
     TcClient(tc_client::TcClientArgs),
     /// Run every design of a bakeoff suite on every workload and seed (in parallel, resumable)
     /// and write bakeoff.json, bakeoff.csv, results.md and report.html.
+    #[command(
+        after_help = "Examples:\n  pfsqos bakeoff                              # the built-in suite, 3 seeds, into ./bakeoff-out\n  pfsqos bakeoff --designs nobw,adaptbf,vpfs --seeds 5\n  pfsqos bakeoff my-suite/ --out out/mine     # a suite of your own (docs/bakeoff.md)"
+    )]
     Bakeoff {
-        /// Suite directory (suite.toml and its scenario files).
-        #[arg(default_value = "scenarios/bakeoff")]
-        suite: PathBuf,
+        /// Suite directory (suite.toml and its scenario files) [default: ./scenarios/bakeoff
+        /// when it exists (in a clone), else the built-in copy of it].
+        suite: Option<PathBuf>,
         /// Comma-separated design names of the suite [default: all].
         #[arg(long, value_delimiter = ',')]
         designs: Option<Vec<String>>,
@@ -123,11 +162,20 @@ enum Command {
         jobs: Option<usize>,
     },
     /// Serve OSTs (one directory each) with Lustre's NRS (FIFO/TBF) in front of the I/O threads.
+    #[command(
+        after_help = "Examples:\n  pfsqos ossd --listen 127.0.0.1:7988 --ost pq/ost0 --ost pq/ost1 --key-file pq/key"
+    )]
     Ossd(Box<pfsqos_ossd::OssdArgs>),
     /// Serve the namespace and file layouts (metadata server) from a SQLite database.
+    #[command(
+        after_help = "Examples:\n  pfsqos mds --listen 127.0.0.1:7989 --db pq/mds.db --key-file pq/key --oss 127.0.0.1:7988:2"
+    )]
     Mds(pfsqos_mds::MdsArgs),
     /// Start a cluster (MDS, OSSs, mount) in the background from a cluster file, or the
     /// default loopback layout without one.
+    #[command(
+        after_help = "Examples:\n  pfsqos up                 # one OSS with two OSTs, an MDS and a mount under ./\n  pfsqos up cluster.toml --only oss:0"
+    )]
     Up {
         /// Cluster file (TOML) [default: one OSS with two OSTs, MDS and mount under ./].
         cluster: Option<PathBuf>,
@@ -136,6 +184,7 @@ enum Command {
         only: Option<pfsqos_ops::cluster::Role>,
     },
     /// Stop what `pfsqos up` started: unmount, stop the daemons; data stays.
+    #[command(after_help = "Examples:\n  pfsqos down\n  pfsqos down cluster.toml --only mount")]
     Down {
         /// Cluster file (TOML), as given to `up`.
         cluster: Option<PathBuf>,
@@ -146,6 +195,9 @@ enum Command {
     /// Show the top jobs per OST and over the whole file system (like lljobstat): the
     /// cumulative counters at once, then every interval with rates; optionally record the run
     /// as timeseries.csv, summary.json and report.html.
+    #[command(
+        after_help = "Examples:\n  pfsqos stat -i 1 -n 3\n  pfsqos stat -i 1 -n 10 --record out/live"
+    )]
     Stat {
         /// ossd HOST:PORT (a host name or an IP); repeat for more OSSs [default: every OSS of
         /// the cluster found: ./pfsqos-state, $PFSQOS_CLUSTER, $PFSQOS_STATE, /etc/pfsqos].
@@ -178,8 +230,12 @@ enum Command {
         coordinators: Vec<String>,
     },
     /// Mount the file system with FUSE (runs in the foreground; SIGINT/SIGTERM unmounts).
+    #[command(
+        after_help = "Examples:\n  pfsqos mount pq/mnt --mds 127.0.0.1:7989 --key-file pq/key --jobid-var SLURM_JOB_ID"
+    )]
     Mount(pfsqos_mount::MountArgs),
     /// Set the layout of a new file or a directory's default (as `lfs setstripe`).
+    #[command(after_help = "Examples:\n  pfsqos setstripe -c 2 -S 4M pfsqos-mnt/dir")]
     Setstripe {
         /// Stripe count (-1: every OST) [default: the directory's or the file system's].
         #[arg(short = 'c', long = "stripe-count", allow_negative_numbers = true)]
@@ -195,6 +251,9 @@ enum Command {
     },
     /// Print layouts (as `lfs getstripe`): a directory's default and its entries (-r: all
     /// levels, -d: itself only); -c, -S, -i print only those fields.
+    #[command(
+        after_help = "Examples:\n  pfsqos getstripe pfsqos-mnt/f\n  pfsqos getstripe -r -y pfsqos-mnt"
+    )]
     Getstripe {
         /// Stripe count only.
         #[arg(short = 'c', long = "stripe-count")]
@@ -218,6 +277,9 @@ enum Command {
         paths: Vec<PathBuf>,
     },
     /// Read, list or write an ossd's parameters; prints what Lustre's lctl prints.
+    #[command(
+        after_help = "Examples:\n  pfsqos lctl get_param 'obdfilter.*.job_stats'\n  pfsqos lctl set_param ost.OSS.ost_io.nrs_policies=tbf"
+    )]
     Lctl {
         /// ossd HOST:PORT (a host name or an IP) [default: the first OSS of the cluster found:
         /// ./pfsqos-state, $PFSQOS_CLUSTER, $PFSQOS_STATE, /etc/pfsqos].
@@ -230,6 +292,7 @@ enum Command {
         command: LctlCmd,
     },
     /// Write a new cluster key (random, mode 0600) for daemons started by hand.
+    #[command(after_help = "Examples:\n  pfsqos keygen pq/key")]
     Keygen {
         /// The key file to create.
         file: PathBuf,
@@ -244,6 +307,7 @@ enum LctlCmd {
     /// Print parameters: get_param [-F] [-n|-N] [-R] PATH... (`.` or `/` between components;
     /// `*`, `?`, `[01]`, `{a,b}` within one).
     #[command(name = "get_param")]
+    #[command(after_help = "Examples:\n  pfsqos lctl get_param -n 'obdfilter/*/job_stats'")]
     Get {
         /// With -N: `/` after directories, `=` after writable parameters.
         #[arg(short = 'F')]
@@ -262,6 +326,7 @@ enum LctlCmd {
     },
     /// List parameter names: list_param [-D] [-F] [-R] PATH...
     #[command(name = "list_param")]
+    #[command(after_help = "Examples:\n  pfsqos lctl list_param -R 'ost.OSS.*'")]
     List {
         /// Directories only.
         #[arg(short = 'D')]
@@ -277,6 +342,9 @@ enum LctlCmd {
     },
     /// Set parameters: set_param [-n] PATH=VALUE...
     #[command(name = "set_param")]
+    #[command(
+        after_help = "Examples:\n  pfsqos lctl set_param ost.OSS.ost_io.nrs_tbf_rule=\"start a jobid={dd.0} rate=100\""
+    )]
     Set {
         /// Print values only.
         #[arg(short = 'n')]
@@ -296,6 +364,9 @@ enum IezCommand {
     /// predicted files with iez's Algorithm 2 over the given servers, and print one
     /// `lfs setstripe -S SIZE -c COUNT -o OST,... FILE` per file (file names quoted for a
     /// POSIX shell), for a real Lustre site to run before the next run.
+    #[command(
+        after_help = "Examples:\n  printf 'file,bytes_written,stripe_count,rank\\n/scratch/a,803405824,8,0\\n' > trace.csv\n  pfsqos iez plan trace.csv --osses 3 --osts-per-oss 5 --ost-capacity 10G"
+    )]
     Plan {
         /// The trace: `file,bytes_written,stripe_count,rank` per line (header optional).
         trace: PathBuf,
@@ -314,6 +385,9 @@ enum IezCommand {
     /// Predict an application's next run from its first-run trace (ARIMA, §III-A2) and load
     /// the predicted files into the MDS's interaction database (--mds), where iez places them
     /// at create; without --mds, print them (file,predicted_bytes,stripe_count).
+    #[command(
+        after_help = "Examples:\n  pfsqos iez train trace.csv --app wrf               # prints the predicted files\n  pfsqos iez train trace.csv --app wrf --mds 127.0.0.1:7989 --key-file pq/key"
+    )]
     Train(iez::TrainArgs),
 }
 
@@ -325,6 +399,9 @@ enum PiCommand {
     /// The experiment runs for the scenario's duration_s. With --record instead of a
     /// scenario: fit a record taken on a live cluster (`ossd --policy pi-openloop:...
     /// --control-record FILE`).
+    #[command(
+        after_help = "Examples:\n  pfsqos pi identify scenarios/pi/listing1.toml --experiment pi-openloop:from=23M:to=30M:levels=8:hold=15\n  pfsqos pi identify --record control-record.csv"
+    )]
     Identify {
         /// Scenario file (TOML).
         #[arg(required_unless_present = "record")]
@@ -447,6 +524,10 @@ fn main() -> ExitCode {
         Command::TcClient(args) => return tc_client::run(args),
         Command::Trace { command } => return ExitCode::from(trace::run(command)),
         Command::Calibrate(args) => return ExitCode::from(calibrate::run(args)),
+        Command::Policies => {
+            print!("{}", policies::listing());
+            Ok(())
+        }
         Command::Ossd(args) => return daemon(args.into_config(), live::run_ossd),
         Command::Mds(args) => return daemon(args.into_config(), live::run_mds),
         Command::Mount(args) => return daemon(args.into_config(), live::run_mount),

@@ -103,6 +103,85 @@ fn unknown_policy_exits_2_listing_allowed_policies() {
     }
     // Nothing ran, so nothing was written.
     assert!(!tmp.path().join("out").exists());
+    // A near miss gets a suggestion; a stranger none.
+    let out = pfsqos(&["sim", path, "--policy", "adaptfb"], tmp.path());
+    assert_bad_input(&out);
+    assert!(
+        stderr(&out).contains("did you mean `adaptbf`?"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !stderr(&runs[0]).contains("did you mean"),
+        "{}",
+        stderr(&runs[0])
+    );
+}
+
+#[test]
+fn every_subcommand_help_has_an_example_and_cites_no_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let top = pfsqos(&["--help"], tmp.path());
+    let text = String::from_utf8_lossy(&top.stdout).into_owned();
+    assert!(!text.contains(".txt"), "{text}");
+    let commands: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect();
+    assert!(commands.len() >= 15, "{commands:?}");
+    for c in &commands {
+        let out = pfsqos(&[c, "--help"], tmp.path());
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            help.contains("Examples:\n  "),
+            "`pfsqos {c} --help` has no example:\n{help}"
+        );
+        assert!(
+            !help.contains(".txt"),
+            "`pfsqos {c} --help` cites a file:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn bakeoff_outside_a_clone_runs_the_built_in_suite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = pfsqos(
+        &[
+            "bakeoff",
+            "--designs",
+            "nobw,adaptbf",
+            "--seeds",
+            "1",
+            "--out",
+            "b",
+        ],
+        tmp.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("suite: the built-in copy of scenarios/bakeoff"),
+        "{text}"
+    );
+    assert!(tmp.path().join("b/report.html").is_file());
+}
+
+#[test]
+fn sim_on_a_sized_system_prints_ostcost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/iez/testbed.toml");
+    let out = pfsqos(
+        &["sim", scenario.to_str().unwrap(), "--out", "o"],
+        tmp.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(", OSTCost 1."), "{text}");
 }
 
 #[test]
@@ -440,4 +519,216 @@ fn iez_plan_prints_setstripe_commands_with_quoted_names() {
         ],
         tmp.path(),
     ));
+}
+
+/// The reports in a real browser: headless Chromium (Debian's chromium-headless-shell, or
+/// chromium) renders the demo's and a comparison's report.html with a checking script added
+/// to a copy of the page, and prints the DOM with the script's findings.
+mod browser {
+    use super::*;
+
+    /// Added before `</body>` of a copy of the page: opens every folded section, then checks
+    /// the page and writes its findings, as JSON, into `<pre id="pfsqos-check">`.
+    const CHECK_SCRIPT: &str = r#"<script>
+var pfsqosErrors = [];
+window.addEventListener('error', function (e) { pfsqosErrors.push(String(e.message || e)); }, true);
+var origError = console.error;
+console.error = function () { pfsqosErrors.push(Array.prototype.join.call(arguments, ' ')); };
+window.addEventListener('load', function () {
+  var out = {};
+  var summary = document.querySelector('#summary');
+  var first = summary && (summary.querySelector('table.matrix, ul.verdicts') || summary);
+  if (first) {
+    var r = first.getBoundingClientRect();
+    out.summaryTop = r.top; out.summaryBottom = r.bottom;
+  }
+  out.screenHeight = window.innerHeight;
+  document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+  var charts = document.querySelectorAll('svg.chart');
+  out.charts = charts.length;
+  out.emptyCharts = [];
+  charts.forEach(function (svg, i) {
+    var marks = 0;
+    svg.querySelectorAll('polyline').forEach(function (p) {
+      var b = p.getBBox();
+      if (p.points.length >= 2 && (b.width > 0 || b.height > 0)) marks++;
+    });
+    // A bar (it has a tooltip) or a heat-map cell; not the background, not a legend swatch.
+    svg.querySelectorAll('rect').forEach(function (r, k) {
+      var b = r.getBBox();
+      var swatch = b.width === 12 && b.height === 12 && !r.querySelector('title');
+      if (k > 0 && b.width > 0 && b.height > 0 && !swatch && r.getAttribute('fill') !== '#FFFFFF') marks++;
+    });
+    if (marks === 0) out.emptyCharts.push(i + ': ' + (svg.getAttribute('aria-label') || ''));
+  });
+  out.overflows = [];
+  document.querySelectorAll('td, th, h1, h2, h3, p, li, figcaption, dd, summary').forEach(function (el) {
+    if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX === 'visible'
+        && getComputedStyle(el).display !== 'inline') {
+      out.overflows.push(el.tagName + ': ' + el.textContent.slice(0, 60));
+    }
+  });
+  charts.forEach(function (svg) {
+    var box = svg.getBoundingClientRect();
+    svg.querySelectorAll('text').forEach(function (t) {
+      var b = t.getBoundingClientRect();
+      if (b.left < box.left - 1 || b.right > box.right + 1 || b.top < box.top - 1
+          || b.bottom > box.bottom + 1) {
+        out.overflows.push('svg text: ' + t.textContent.slice(0, 60));
+      }
+    });
+  });
+  out.pageOverflow = document.documentElement.scrollWidth > window.innerWidth + 1;
+  out.fetched = performance.getEntriesByType('resource').map(function (e) { return e.name; });
+  out.errors = pfsqosErrors;
+  var pre = document.createElement('pre');
+  pre.id = 'pfsqos-check';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"#;
+
+    fn chromium() -> Option<&'static str> {
+        ["chromium-headless-shell", "chromium"]
+            .into_iter()
+            .find(|b| {
+                Command::new(b)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
+    }
+
+    /// The checking script's findings on `page`, as the JSON text it wrote.
+    fn check(browser: &str, page: &Path, tmp: &Path) -> serde_json::Value {
+        let html = std::fs::read_to_string(page).unwrap();
+        assert!(html.contains("</body>"), "{}", page.display());
+        let copy = tmp.join(format!(
+            "checked-{}.html",
+            page.parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+        ));
+        std::fs::write(
+            &copy,
+            html.replacen("</body>", &format!("{CHECK_SCRIPT}</body>"), 1),
+        )
+        .unwrap();
+        let profile = tempfile::tempdir().unwrap();
+        let out = Command::new(browser)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--window-size=1280,900",
+                "--virtual-time-budget=10000",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("--dump-dom")
+            .arg(format!("file://{}", copy.display()))
+            .output()
+            .expect("chromium runs");
+        let dom = String::from_utf8_lossy(&out.stdout);
+        let start = dom
+            .find("<pre id=\"pfsqos-check\">")
+            .unwrap_or_else(|| panic!("no findings in the DOM; stderr: {}", stderr(&out)))
+            + "<pre id=\"pfsqos-check\">".len();
+        let end = start + dom[start..].find("</pre>").expect("the findings end");
+        let json = dom[start..end]
+            .replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&");
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
+    }
+
+    fn assert_page_is_sound(name: &str, v: &serde_json::Value) {
+        let num = |k: &str| {
+            v[k].as_f64()
+                .unwrap_or_else(|| panic!("{name}: no {k}: {v}"))
+        };
+        assert!(
+            num("summaryBottom") <= num("screenHeight") && num("summaryTop") >= 0.0,
+            "{name}: the summary is not on the first screen: {v}"
+        );
+        assert!(num("charts") >= 1.0, "{name}: no chart: {v}");
+        assert_eq!(
+            v["emptyCharts"],
+            serde_json::json!([]),
+            "{name}: charts without marks"
+        );
+        assert_eq!(
+            v["overflows"],
+            serde_json::json!([]),
+            "{name}: text overflows its box"
+        );
+        assert_eq!(
+            v["pageOverflow"],
+            serde_json::json!(false),
+            "{name}: the page scrolls sideways"
+        );
+        assert_eq!(v["errors"], serde_json::json!([]), "{name}: console errors");
+        assert_eq!(
+            v["fetched"],
+            serde_json::json!([]),
+            "{name}: the page fetched something"
+        );
+    }
+
+    #[test]
+    fn the_demo_and_a_comparison_render_in_headless_chromium() {
+        let Some(browser) = chromium() else {
+            println!(
+                "SKIPPED the browser test: neither chromium-headless-shell nor chromium is \
+                 installed (scripts/setup.sh installs chromium-headless-shell as root)"
+            );
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let out = pfsqos(&["demo", "--out", "demo"], tmp.path());
+        assert!(out.status.success(), "{}", stderr(&out));
+        let scenario = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/bakeoff/priorities-finishing.toml");
+        let out = pfsqos(
+            &[
+                "compare",
+                scenario.to_str().unwrap(),
+                "--policies",
+                "nobw,adaptbf,vpfs,pi",
+                "--out",
+                "cmp",
+            ],
+            tmp.path(),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        // PI control: its trace is per OST (queue, target, limit), not per job.
+        let pi = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/pi/listing1.toml");
+        let out = pfsqos(
+            &[
+                "sim",
+                pi.to_str().unwrap(),
+                "--policy",
+                "pi:a=0.94:b=3.0:bw_max=64M:sensor=instant:target=80",
+                "--out",
+                "pi",
+            ],
+            tmp.path(),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        for (name, page) in [
+            ("demo", "demo/report.html"),
+            ("compare", "cmp/report.html"),
+            ("pi", "pi/report.html"),
+        ] {
+            let v = check(browser, &tmp.path().join(page), tmp.path());
+            assert_page_is_sound(name, &v);
+        }
+    }
 }

@@ -106,6 +106,8 @@ fn the_package_installs_the_binary_units_and_docs() {
     line_of("usr/share/doc/pfsqos/copyright");
     line_of("usr/share/doc/pfsqos/live.md");
     line_of("usr/share/pfsqos/grafana/pfsqos-dashboard.json");
+    let suite = line_of("usr/share/pfsqos/scenarios/bakeoff/suite.toml");
+    assert!(suite.starts_with("-rw-r--r-- root/root"), "{suite}");
 
     // Unpacked: the binary runs, and every unit's commands run it from /usr/bin.
     let root = tmp.path().join("root");

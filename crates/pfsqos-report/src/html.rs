@@ -10,7 +10,7 @@ use crate::scale::{
     JOBS_DRAWN_MAX, JOB_ROWS_MAX,
 };
 use crate::summary::{summarize, RunSummary, WindowBasis};
-use crate::svg::{bar_chart, job_color, line_chart, policy_color, Bar, BarGroup, Series};
+use crate::svg::{bar_chart, design_color_of, job_color, line_chart, Bar, BarGroup, Series};
 use crate::trace::{metric_labels, trace_charts};
 use crate::{bin_count, escape, ns_to_s, ScenarioText, BYTES_PER_MIB};
 
@@ -52,10 +52,11 @@ svg.chart{max-width:100%;height:auto;display:block}\
 ul.rejected{font-size:13px;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}\
 footer{margin-top:40px;font-size:12px;color:#6B7280}";
 
-fn policy_swatch(i: usize) -> String {
+/// A design's swatch: its colour depends on its name only, the same in every report.
+fn policy_swatch(policy: &str) -> String {
     format!(
         "<span class=\"swatch\" style=\"background:{}\"></span>",
-        policy_color(i)
+        design_color_of(policy)
     )
 }
 
@@ -166,7 +167,7 @@ fn system_table(out: &mut String, summaries: &[RunSummary], source: Source) {
         out.push_str("<th>Events</th><th>RPCs</th>");
     }
     out.push_str("</tr></thead><tbody>\n");
-    for (i, s) in summaries.iter().enumerate() {
+    for s in summaries {
         let window = match s.fairness_window.basis {
             WindowBasis::AllJobsActive => format!(
                 "{:.1}–{:.1} s",
@@ -186,7 +187,7 @@ fn system_table(out: &mut String, summaries: &[RunSummary], source: Source) {
             "<tr><td class=\"name\">{}{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3}</td>\
              <td class=\"num\">{:.3}</td><td class=\"num\">{:.3}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td>{engine}</tr>",
-            policy_swatch(i),
+            policy_swatch(&s.policy),
             escape(&s.policy),
             mib(s.aggregate_throughput_mib_s),
             s.jain_index,
@@ -202,11 +203,11 @@ fn system_table(out: &mut String, summaries: &[RunSummary], source: Source) {
 
 fn job_table(out: &mut String, summaries: &[RunSummary]) {
     out.push_str("<div class=\"scroll\"><table><thead><tr><th rowspan=\"2\">Job</th><th rowspan=\"2\">Nodes</th>");
-    for (i, s) in summaries.iter().enumerate() {
+    for s in summaries {
         let _ = write!(
             out,
             "<th colspan=\"3\">{}{}</th>",
-            policy_swatch(i),
+            policy_swatch(&s.policy),
             escape(&s.policy)
         );
     }
@@ -283,7 +284,7 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
          <th>The artifact's allocated effective BW (%)</th>\
          <th>Phases completed</th></tr></thead><tbody>\n",
     );
-    for (i, s) in summaries.iter().enumerate() {
+    for s in summaries {
         let phases: u32 = s
             .jobs
             .iter()
@@ -293,7 +294,7 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
             out,
             "<tr><td class=\"name\">{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            policy_swatch(i),
+            policy_swatch(&s.policy),
             escape(&s.policy),
             s.mean_app_io_time_s.map_or("–".to_string(), human_duration),
             s.effective_system_mib_s.map_or("–".to_string(), mib),
@@ -313,11 +314,11 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
         .map(|j| j.job_id.as_str())
         .collect();
     out.push_str("<div class=\"scroll\"><table><thead><tr><th rowspan=\"2\">Application</th>");
-    for (i, s) in summaries.iter().enumerate() {
+    for s in summaries {
         let _ = write!(
             out,
             "<th colspan=\"3\">{}{}</th>",
-            policy_swatch(i),
+            policy_swatch(&s.policy),
             escape(&s.policy)
         );
     }
@@ -371,8 +372,7 @@ fn phases_section(out: &mut String, summaries: &[RunSummary]) {
 fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
     let legend: Vec<(&str, &str)> = summaries
         .iter()
-        .enumerate()
-        .map(|(i, s)| (s.policy.as_str(), policy_color(i)))
+        .map(|s| (s.policy.as_str(), design_color_of(&s.policy)))
         .collect();
     let drawn = drawn_jobs(summaries);
     let jobs = &summaries[0].jobs;
@@ -384,12 +384,11 @@ fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
             label: &jobs[j].job_id,
             bars: summaries
                 .iter()
-                .enumerate()
-                .map(|(i, s)| {
+                .map(|s| {
                     let v = s.jobs.get(j).map_or(0.0, |x| x.throughput_mib_s);
                     Bar {
                         value: v,
-                        color: policy_color(i),
+                        color: design_color_of(&s.policy),
                         title: format!("{} under {}: {:.1} MiB/s", jobs[j].job_id, s.policy, v),
                     }
                 })
@@ -402,8 +401,7 @@ fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
             label: &others_label,
             bars: summaries
                 .iter()
-                .enumerate()
-                .map(|(i, s)| {
+                .map(|s| {
                     let rest: Vec<f64> = (0..s.jobs.len())
                         .filter(|j| !drawn.contains(j))
                         .map(|j| s.jobs[j].throughput_mib_s)
@@ -412,7 +410,7 @@ fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
                     let v = rest.iter().sum::<f64>() / rest.len().max(1) as f64;
                     Bar {
                         value: v,
-                        color: policy_color(i),
+                        color: design_color_of(&s.policy),
                         title: format!("{others_label} under {}: {v:.1} MiB/s", s.policy),
                     }
                 })
@@ -441,12 +439,11 @@ fn bar_charts(out: &mut String, summaries: &[RunSummary]) {
     );
     let groups: Vec<BarGroup<'_>> = summaries
         .iter()
-        .enumerate()
-        .map(|(i, s)| BarGroup {
+        .map(|s| BarGroup {
             label: &s.policy,
             bars: vec![Bar {
                 value: s.aggregate_throughput_mib_s,
-                color: policy_color(i),
+                color: design_color_of(&s.policy),
                 title: format!("{}: {:.1} MiB/s", s.policy, s.aggregate_throughput_mib_s),
             }],
         })
@@ -638,8 +635,8 @@ fn trace_section(out: &mut String, runs: &[RunOutput], summaries: &[RunSummary])
                 .iter()
                 .zip(&m.lines)
                 .enumerate()
-                .filter(|(_, (job, points))| {
-                    !points.is_empty() && (!bounded || drawn.contains(job))
+                .filter(|(i, (job, points))| {
+                    !points.is_empty() && (!bounded || charts.is_ost[*i] || drawn.contains(job))
                 })
                 .map(|(i, (job, points))| Series {
                     // Lustre sends an empty JobID when `jobid_var=disable`.
@@ -654,8 +651,8 @@ fn trace_section(out: &mut String, runs: &[RunOutput], summaries: &[RunSummary])
                 .collect();
             let _ = writeln!(
                 out,
-                "<figure>{}<figcaption><code>{}</code> of each job summed over OSTs after every \
-                 control step under <b>{}</b>, {resolution} ({} steps); a gap is a step in which \
+                "<figure>{}<figcaption><code>{}</code> after every control step, a line per job \
+                 (summed over OSTs) or, for the controller's own per-OST state, a line per OST, under <b>{}</b>, {resolution} ({} steps); a gap is a step in which \
                  the controller reported nothing for the job.</figcaption></figure>",
                 line_chart(
                     &format!("{title}: {}", run.policy),
@@ -751,7 +748,7 @@ pub(crate) fn page(runs: &[RunOutput], description: &str, source: Source) -> Str
     );
     header(&mut out, runs, description, &summaries, source);
 
-    out.push_str("<h2>What happened</h2>\n<ul class=\"verdicts\">\n");
+    out.push_str("<section id=\"summary\"><h2>What happened</h2>\n<ul class=\"verdicts\">\n");
     for line in verdicts(&summaries) {
         let _ = writeln!(out, "<li>{}</li>", escape(&line));
     }
@@ -763,6 +760,7 @@ pub(crate) fn page(runs: &[RunOutput], description: &str, source: Source) -> Str
         "<h2>Summary</h2>\n"
     });
     system_table(&mut out, &summaries, source);
+    out.push_str("</section>\n");
     out.push_str(
         "<p class=\"note\">Jain is over per-job throughputs. Weighted Jain and share deviation \
          compare the bytes each job moved with its node count (the AdapTBF priority basis), over \

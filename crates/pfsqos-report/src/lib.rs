@@ -39,7 +39,8 @@ pub use html::{
     REJECTED_SHOWN_MAX, STYLE as REPORT_STYLE,
 };
 pub use multiples::{
-    cdf_chart, design_color, escape_html, line_color, small_multiples, Panel, PanelLine,
+    cdf_chart, design_color, escape_html, line_color, panel_x_ends, shared_x_squashes,
+    small_multiples, small_multiples_axes, Panel, PanelLine,
 };
 pub use scale::{
     human_duration, legend_labels, relative_slowdowns, time_unit, top_jobs, verdicts, TimeUnit,
@@ -50,6 +51,7 @@ pub use summary::{
     REJECTED_LISTED_MAX,
 };
 pub use svg::grouped_bar_chart_svg;
+pub use svg::{design_styles, DesignStyle, POLICY_COLORS_LEN};
 pub use timeseries::{timeseries_csv, CSV_HEADER};
 pub use trace::{control_trace_csv, KNOWN_METRICS, TRACE_CSV_HEADER, TRACE_METRICS_MAX};
 

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use crate::escape;
 // The page's width, legend and colours are the other charts' (one look across a report).
 use crate::svg::{
-    axis_top, job_color, nice_step, policy_color, tick_label, AXIS, FONT, GRID, LEGEND_CHARS_MAX,
-    LEGEND_ROWS_MAX, LEGEND_WIDTH_PX, MUTED, TEXT, WIDTH_PX,
+    axis_top, design_styles, job_color, nice_step, tick_label, DesignStyle, AXIS, FONT, GRID,
+    LEGEND_CHARS_MAX, LEGEND_ROWS_MAX, LEGEND_WIDTH_PX, MUTED, TEXT, WIDTH_PX,
 };
 
 const PANEL_HEIGHT_PX: f64 = 170.0;
@@ -38,16 +38,23 @@ fn truncate(text: &str, chars_max: usize) -> String {
     }
 }
 
-fn legend(out: &mut String, names: &[String], color: fn(usize) -> &'static str, x: f64, y0: f64) {
+fn legend(
+    out: &mut String,
+    names: &[String],
+    style: &dyn Fn(usize) -> DesignStyle,
+    x: f64,
+    y0: f64,
+) {
     let labels = crate::scale::legend_labels(names, LEGEND_CHARS_MAX);
     for (i, (name, label)) in names.iter().zip(&labels).take(LEGEND_ROWS_MAX).enumerate() {
         let y = y0 + 20.0 * i as f64;
         let _ = writeln!(
             out,
-            "<line x1=\"{x:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{}\" stroke-width=\"3\"/>\
+            "<line x1=\"{x:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{}\" stroke-width=\"3\"{}/>\
              <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" fill=\"{TEXT}\"><title>{}</title>{}</text>",
             x + 20.0,
-            color(i),
+            style(i).color,
+            dash_attr(style(i).dash),
             x + 28.0,
             y + 4.0,
             escape(name),
@@ -65,10 +72,26 @@ fn legend(out: &mut String, names: &[String], color: fn(usize) -> &'static str, 
     }
 }
 
+/// ` stroke-dasharray="…"` for a dashed line, nothing for a solid one.
+fn dash_attr(dash: &str) -> String {
+    if dash.is_empty() {
+        String::new()
+    } else {
+        format!(" stroke-dasharray=\"{dash}\"")
+    }
+}
+
+fn job_style(i: usize) -> DesignStyle {
+    DesignStyle {
+        color: job_color(i),
+        dash: "",
+    }
+}
+
 fn polyline(
     out: &mut String,
     points: &[(f64, f64)],
-    color: &str,
+    style: DesignStyle,
     to_px: impl Fn(f64, f64) -> (f64, f64),
 ) {
     let finite: Vec<(f64, f64)> = points
@@ -81,7 +104,9 @@ fn polyline(
     }
     let _ = write!(
         out,
-        "<polyline fill=\"none\" stroke=\"{color}\" stroke-width=\"1.6\" stroke-linejoin=\"round\" points=\""
+        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.6\" stroke-linejoin=\"round\"{} points=\"",
+        style.color,
+        dash_attr(style.dash)
     );
     for (i, &(x, y)) in finite.iter().enumerate() {
         if i > 0 {
@@ -105,6 +130,58 @@ pub fn small_multiples(
     panels: &[Panel],
     legend_names: &[String],
 ) -> String {
+    small_multiples_axes(
+        title,
+        x_label,
+        y_label,
+        x_max,
+        columns,
+        panels,
+        legend_names,
+        false,
+    )
+}
+
+/// Where each panel's data ends on the x axis (0 for an empty panel).
+pub fn panel_x_ends(panels: &[Panel]) -> Vec<f64> {
+    panels
+        .iter()
+        .map(|p| {
+            p.lines
+                .iter()
+                .flat_map(|l| l.points.iter().map(|q| q.0))
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max)
+        })
+        .collect()
+}
+
+/// Whether one shared x axis would squash most panels: the longest ends more than three times
+/// later than the median panel (a 600 s run beside 60 s ones leaves them a tenth of the width).
+pub fn shared_x_squashes(ends: &[f64]) -> bool {
+    let mut v: Vec<f64> = ends.iter().copied().filter(|e| *e > 0.0).collect();
+    if v.len() < 2 {
+        return false;
+    }
+    v.sort_by(f64::total_cmp);
+    let median = v[v.len() / 2];
+    v[v.len() - 1] > 3.0 * median
+}
+
+/// [`small_multiples`], with `per_panel_x`: each panel's x axis ends where its own data ends
+/// (the y axis stays shared), for panels [`shared_x_squashes`] would squash.
+#[allow(clippy::too_many_arguments)]
+pub fn small_multiples_axes(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    x_max: f64,
+    columns: usize,
+    panels: &[Panel],
+    legend_names: &[String],
+    per_panel_x: bool,
+) -> String {
+    let ends = panel_x_ends(panels);
     let columns = columns.clamp(1, 6);
     let rows = panels.len().div_ceil(columns).max(1);
     let legend_rows = legend_names.len().min(LEGEND_ROWS_MAX + 1) as f64;
@@ -119,9 +196,6 @@ pub fn small_multiples(
         .fold(0.0, f64::max);
     let y_step = nice_step(y_max, 4);
     let y_top = axis_top(y_max, y_step);
-    let x_step = nice_step(x_max, 4);
-    let x_top = axis_top(x_max, x_step);
-
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -136,6 +210,13 @@ pub fn small_multiples(
         t = escape(title),
     );
     for (i, panel) in panels.iter().enumerate() {
+        let panel_x_max = if per_panel_x && ends[i] > 0.0 {
+            ends[i]
+        } else {
+            x_max
+        };
+        let x_step = nice_step(panel_x_max, 4);
+        let x_top = axis_top(panel_x_max, x_step);
         let (r, c) = (i / columns, i % columns);
         let x0 = LEFT_PX + c as f64 * (panel_w + 14.0);
         let x1 = x0 + panel_w;
@@ -182,7 +263,7 @@ pub fn small_multiples(
              <line x1=\"{x0:.1}\" y1=\"{y0:.1}\" x2=\"{x0:.1}\" y2=\"{y1:.1}\" stroke=\"{AXIS}\"/>"
         );
         for (j, line) in panel.lines.iter().enumerate() {
-            polyline(&mut out, &line.points, job_color(j), |x, y| {
+            polyline(&mut out, &line.points, job_style(j), |x, y| {
                 (
                     x0 + (x1 - x0) * (x / x_top).clamp(0.0, 1.0),
                     y1 - (y1 - y0) * (y / y_top).clamp(0.0, 1.0),
@@ -200,7 +281,7 @@ pub fn small_multiples(
     legend(
         &mut out,
         legend_names,
-        job_color,
+        &job_style,
         WIDTH_PX - LEGEND_WIDTH_PX + 16.0,
         TOP_PX + 8.0,
     );
@@ -208,7 +289,7 @@ pub fn small_multiples(
     out
 }
 
-/// Empirical CDFs, one step line per entry (design colours, `policy_color` order): the
+/// Empirical CDFs, one step line per entry (each design's own colour, [`design_styles`]): the
 /// fraction of values at or below x. Non-finite values are left out; an entry without values
 /// is listed in the legend only.
 pub fn cdf_chart(title: &str, x_label: &str, lines: &[(String, Vec<f64>)]) -> String {
@@ -223,6 +304,8 @@ pub fn cdf_chart(title: &str, x_label: &str, lines: &[(String, Vec<f64>)]) -> St
             .filter(|v| v.is_finite())
     };
     let x_max = finite().fold(0.0, f64::max);
+    let names: Vec<&str> = lines.iter().map(|l| l.0.as_str()).collect();
+    let styles = design_styles(&names);
     let x_step = nice_step(x_max, 8);
     let x_top = axis_top(x_max, x_step);
     let mut out = String::new();
@@ -282,7 +365,7 @@ pub fn cdf_chart(title: &str, x_label: &str, lines: &[(String, Vec<f64>)]) -> St
             points.push((x, (k + 1) as f64 / n));
         }
         points.push((x_top, 1.0));
-        polyline(&mut out, &points, policy_color(i), |x, y| {
+        polyline(&mut out, &points, styles[i], |x, y| {
             (
                 x0 + (x1 - x0) * (x / x_top).clamp(0.0, 1.0),
                 y1 - (y1 - y0) * y.clamp(0.0, 1.0),
@@ -290,7 +373,7 @@ pub fn cdf_chart(title: &str, x_label: &str, lines: &[(String, Vec<f64>)]) -> St
         });
     }
     let names: Vec<String> = lines.iter().map(|l| l.0.clone()).collect();
-    legend(&mut out, &names, policy_color, x1 + 16.0, y0 + 8.0);
+    legend(&mut out, &names, &|i| styles[i], x1 + 16.0, y0 + 8.0);
     out.push_str("</svg>\n");
     out
 }
@@ -300,9 +383,10 @@ pub fn escape_html(text: &str) -> String {
     escape(text)
 }
 
-/// The colour of design (policy) `i` in [`cdf_chart`] and the report's swatches.
-pub fn design_color(i: usize) -> &'static str {
-    policy_color(i)
+/// The colour of a design (policy) name in [`cdf_chart`] and the reports' swatches: the same
+/// name has the same colour in every report.
+pub fn design_color(name: &str) -> &'static str {
+    crate::svg::design_color_of(name)
 }
 
 /// The colour of line `i` in [`small_multiples`].

@@ -176,6 +176,26 @@ fn median(values: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// A comparison runs one seed: policies whose values are within this many percent of the
+/// best's are a tie, never a winner on a gap no one could measure.
+const TIE_PERCENT: f64 = 0.5;
+
+/// The policies within [`TIE_PERCENT`] of `best` (higher is better), in order.
+fn ties_with_best(
+    summaries: &[RunSummary],
+    best: f64,
+    key: impl Fn(&RunSummary) -> f64,
+) -> Vec<&str> {
+    summaries
+        .iter()
+        .filter(|s| {
+            let v = key(s);
+            v.is_finite() && (best - v).abs() <= TIE_PERCENT / 100.0 * best.abs()
+        })
+        .map(|s| s.policy.as_str())
+        .collect()
+}
+
 fn best_by(summaries: &[RunSummary], key: impl Fn(&RunSummary) -> f64) -> Option<usize> {
     (0..summaries.len())
         .filter(|&i| key(&summaries[i]).is_finite())
@@ -212,6 +232,7 @@ pub fn verdicts(summaries: &[RunSummary]) -> Vec<String> {
                 summaries[hi].aggregate_throughput_mib_s,
                 summaries[lo].aggregate_throughput_mib_s,
             );
+            let tied = ties_with_best(summaries, h, |s| s.aggregate_throughput_mib_s);
             let gap = if l > 0.0 {
                 format!(
                     ", {:.0} % above the lowest, {}",
@@ -221,22 +242,44 @@ pub fn verdicts(summaries: &[RunSummary]) -> Vec<String> {
             } else {
                 String::new()
             };
+            let who = if tied.len() > 1 {
+                format!("a tie (within {TIE_PERCENT} %) between {}", tied.join(", "))
+            } else {
+                name(hi).to_string()
+            };
             out.push(format!(
-                "Highest aggregate throughput: {} ({h:.1} MiB/s){gap} ({l:.1} MiB/s).",
-                name(hi)
+                "Highest aggregate throughput: {who} ({h:.1} MiB/s){gap} ({l:.1} MiB/s)."
             ));
         }
-        if let (Some(hi), Some(lo)) = (
-            best_by(summaries, |s| s.jain_index),
-            best_by(summaries, |s| -s.jain_index),
-        ) {
+        // Where jobs carry weights of their own (not all equal), fairness is judged against
+        // them: the weighted index, over the window in which every job ran.
+        let weighted = summaries[0]
+            .jobs
+            .windows(2)
+            .any(|w| w[0].weight != w[1].weight);
+        let (label, key): (&str, fn(&RunSummary) -> f64) = if weighted {
+            (
+                "Fairest by weight (weighted Jain index of the bytes each job moved against its weight)",
+                |s| s.weighted_jain_index,
+            )
+        } else {
+            (
+                "Fairest across jobs (Jain index of per-job throughput)",
+                |s| s.jain_index,
+            )
+        };
+        if let (Some(hi), Some(lo)) = (best_by(summaries, key), best_by(summaries, |s| -key(s))) {
+            let tied = ties_with_best(summaries, key(&summaries[hi]), key);
+            let who = if tied.len() > 1 {
+                format!("a tie (within {TIE_PERCENT} %) between {}", tied.join(", "))
+            } else {
+                name(hi).to_string()
+            };
             out.push(format!(
-                "Fairest across jobs (Jain index of per-job throughput): {} ({:.3}); least fair: \
-                 {} ({:.3}).",
-                name(hi),
-                summaries[hi].jain_index,
+                "{label}: {who} ({:.3}); least fair: {} ({:.3}).",
+                key(&summaries[hi]),
                 name(lo),
-                summaries[lo].jain_index
+                key(&summaries[lo])
             ));
         }
         if let Some(best) = best_by(summaries, |s| -s.share_deviation) {

@@ -19,24 +19,97 @@ pub(crate) const JOB_COLORS: &[&str] = &[
     "#59A14F", "#EDC948", "#B07AA1", "#FF9DA7", "#9C755F", "#76B7B2", "#E15759", "#4E79A7",
 ];
 
-/// Policies get a palette of their own so that a policy colour is never mistaken for a job.
+/// Designs (policies) get a palette of their own so that a design colour is never mistaken for
+/// a job: 16 colour-blind-safe colours, Okabe-Ito's seven (without its yellow, which vanishes
+/// on white) then Paul Tol's "muted" nine. Beyond 16 designs in one report, dashes tell apart
+/// designs that share a colour ([`design_styles`]).
 pub(crate) const POLICY_COLORS: &[&str] = &[
-    "#4E79A7", "#F28E2B", "#59A14F", "#E15759", "#B07AA1", "#76B7B2", "#EDC948", "#9C755F",
-    "#FF9DA7", "#BAB0AC",
+    "#000000", "#E69F00", "#0072B2", "#CC79A7", "#009E73", "#D55E00", "#56B4E9", "#332288",
+    "#882255", "#88CCEE", "#AA4499", "#117733", "#CC6677", "#44AA99", "#DDCC77", "#999933",
+];
+
+/// Design names with a colour of their own in every report, by [`POLICY_COLORS`] index: the
+/// built-in bakeoff's designs (the demo's seven first, on Okabe-Ito) and the other policies.
+const NAMED_COLORS: &[(&str, usize)] = &[
+    ("nobw", 0),
+    ("static", 1),
+    ("adaptbf", 2),
+    ("gift", 3),
+    ("vpfs", 4),
+    ("pi", 5),
+    ("iez", 6),
+    ("adaptbf+cost", 7),
+    ("aimd", 8),
+    ("iez+adaptbf", 9),
+    ("iez+gift", 10),
+    ("iez+vpfs", 11),
+    ("iez+pi", 12),
+    ("fifo", 13),
+    ("tbf", 14),
+    ("sfqd", 15),
+    ("dsfq", 13),
 ];
 
 pub(crate) fn job_color(i: usize) -> &'static str {
     JOB_COLORS[i % JOB_COLORS.len()]
 }
 
-pub(crate) fn policy_color(i: usize) -> &'static str {
-    POLICY_COLORS[i % POLICY_COLORS.len()]
+/// How many colours [`design_styles`] has before it dashes.
+pub const POLICY_COLORS_LEN: usize = POLICY_COLORS.len();
+
+/// Dash patterns (SVG `stroke-dasharray`), the first solid.
+pub(crate) const DASHES: &[&str] = &["", "6 3", "2 2", "8 3 2 3"];
+
+/// A design's look: its colour and its line's dash pattern (empty: solid).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DesignStyle {
+    pub color: &'static str,
+    pub dash: &'static str,
+}
+
+/// The colour slot of a name: its own if it has one, by the spec's name before the first
+/// `:` (`pi:target=8` is `pi`'s), else a hash of the name (FNV-1a, stable everywhere).
+fn color_slot(name: &str) -> usize {
+    let lookup = |n: &str| NAMED_COLORS.iter().find(|(k, _)| *k == n).map(|(_, i)| *i);
+    if let Some(i) = lookup(name).or_else(|| lookup(name.split(':').next().unwrap_or(name))) {
+        return i;
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % POLICY_COLORS.len() as u64) as usize
+}
+
+/// The look of each design of one report: a design's colour depends on its name only, the
+/// same in every report; when two designs of this report get the same colour (hashed names,
+/// or a spec's options), the later one gets the next dash pattern.
+pub fn design_styles(names: &[&str]) -> Vec<DesignStyle> {
+    let mut used: Vec<(usize, usize)> = Vec::new();
+    names
+        .iter()
+        .map(|name| {
+            let slot = color_slot(name);
+            let n = used.iter().filter(|(s, _)| *s == slot).count();
+            used.push((slot, n));
+            DesignStyle {
+                color: POLICY_COLORS[slot],
+                dash: DASHES[n % DASHES.len()],
+            }
+        })
+        .collect()
+}
+
+/// The colour of one design name (as [`design_styles`] gives it, without dashes).
+pub fn design_color_of(name: &str) -> &'static str {
+    POLICY_COLORS[color_slot(name)]
 }
 
 /// Legend rows drawn; beyond this a "+N more" line keeps the chart a sane height.
 pub(crate) const LEGEND_ROWS_MAX: usize = 24;
 const LEGEND_ROW_PX: f64 = 20.0;
-pub(crate) const LEGEND_CHARS_MAX: usize = 22;
+pub(crate) const LEGEND_CHARS_MAX: usize = 19;
 pub(crate) const WIDTH_PX: f64 = 960.0;
 pub(crate) const LEGEND_WIDTH_PX: f64 = 190.0;
 const TOP_PX: f64 = 44.0;
@@ -103,15 +176,27 @@ pub(crate) fn axis_top(max: f64, step: f64) -> f64 {
     (max / step - 1e-9).ceil().max(1.0) * step
 }
 
-/// Enough decimals to tell ticks of this step apart, and no more.
+/// Enough decimals to tell ticks of this step apart, and no more; from a step of 10,000 up,
+/// in thousands (k), millions (M) or billions (G), so that a long number never runs off the
+/// chart's left edge.
 pub(crate) fn tick_label(value: f64, step: f64) -> String {
+    let (scale, suffix) = if step >= 1e10 {
+        (1e9, "G")
+    } else if step >= 1e7 {
+        (1e6, "M")
+    } else if step >= 1e4 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    let (value, step) = (value / scale, step / scale);
     let mut decimals = 0usize;
     let mut s = step;
     while decimals < 6 && (s - s.round()).abs() > 1e-9 * step.max(1.0) {
         s *= 10.0;
         decimals += 1;
     }
-    format!("{value:.decimals$}")
+    format!("{value:.decimals$}{suffix}")
 }
 
 fn truncate(text: &str, chars_max: usize) -> String {
@@ -471,10 +556,9 @@ pub fn grouped_bar_chart_svg(
                 bars: values
                     .iter()
                     .zip(series)
-                    .enumerate()
-                    .map(|(k, (v, name))| Bar {
+                    .map(|(v, name)| Bar {
                         value: *v,
-                        color: policy_color(k),
+                        color: design_color_of(name),
                         title: format!("{label}, {name}: {v:.2}"),
                     })
                     .collect(),
@@ -483,8 +567,7 @@ pub fn grouped_bar_chart_svg(
         .collect();
     let legend: Vec<(&str, &str)> = series
         .iter()
-        .enumerate()
-        .map(|(k, name)| (*name, policy_color(k)))
+        .map(|name| (*name, design_color_of(name)))
         .collect();
     bar_chart(title, y_label, &bar_groups, &legend)
 }

@@ -79,6 +79,9 @@ pub(crate) struct TraceCharts<'a> {
     /// Job names in colour order: the run's jobs (same colours as the throughput charts), then
     /// jobs that only the trace names, in order of first appearance.
     pub jobs: Vec<&'a str>,
+    /// Per entry of `jobs`: a series of one OST (samples without a job: a controller's own
+    /// per-OST state, PI's queue and limit), drawn per OST instead of summed.
+    pub is_ost: Vec<bool>,
     pub metrics: Vec<MetricLines<'a>>,
     /// Metric names beyond [`TRACE_METRICS_MAX`], not charted.
     pub metrics_dropped: usize,
@@ -98,6 +101,7 @@ pub(crate) fn trace_charts(run: &RunOutput, points_max: usize) -> Option<TraceCh
     times.dedup();
 
     let mut jobs: Vec<&str> = run.jobs.iter().map(|j| j.job_id.as_str()).collect();
+    let mut is_ost: Vec<bool> = vec![false; jobs.len()];
     let mut metrics: Vec<&str> = Vec::new();
     let mut metrics_dropped: Vec<&str> = Vec::new();
     // Sparse on purpose: a job is in few steps of a long run; a dense metric x job x step table
@@ -118,11 +122,22 @@ pub(crate) fn trace_charts(run: &RunOutput, points_max: usize) -> Option<TraceCh
                 continue;
             }
         };
-        let job = s.job.as_str();
-        let j = jobs.iter().position(|&id| id == job).unwrap_or_else(|| {
-            jobs.push(job);
-            jobs.len() - 1
-        });
+        // A sample without a job is the OST's own: its series is the OST's.
+        let ost_series = s.job.as_str().is_empty();
+        let job = if ost_series {
+            run.osts
+                .get(s.ost.0 as usize)
+                .map_or("(unknown OST)", String::as_str)
+        } else {
+            s.job.as_str()
+        };
+        let j = (0..jobs.len())
+            .find(|&i| jobs[i] == job && is_ost[i] == ost_series)
+            .unwrap_or_else(|| {
+                jobs.push(job);
+                is_ost.push(ost_series);
+                jobs.len() - 1
+            });
         // `times` holds every entry's time.
         let step = times.binary_search(&entry.time_ns).unwrap_or(0);
         *sums.entry((m, j, step)).or_insert(0.0) += s.value;
@@ -170,6 +185,7 @@ pub(crate) fn trace_charts(run: &RunOutput, points_max: usize) -> Option<TraceCh
     }
     Some(TraceCharts {
         jobs,
+        is_ost,
         metrics: charted,
         metrics_dropped: metrics_dropped.len(),
         merge,
@@ -262,6 +278,24 @@ mod tests {
         assert_eq!(lines[1], [(2.0, 7.0)]);
         assert_eq!(lines[2], [(3.0, 4.0)]);
         assert!(trace_charts(&run(&["A"], vec![]), 100).is_none());
+    }
+
+    #[test]
+    fn samples_without_a_job_are_drawn_per_ost() {
+        let r = run(
+            &["A"],
+            vec![
+                (S, 0, "", "queue_measured", 79.0),
+                (S, 1, "", "queue_measured", 81.0),
+                (2 * S, 0, "", "queue_measured", 80.0),
+            ],
+        );
+        let c = trace_charts(&r, 100).unwrap();
+        assert_eq!(c.jobs, ["A", "OST0000", "OST0001"]);
+        assert_eq!(c.is_ost, [false, true, true]);
+        assert!(c.metrics[0].lines[0].is_empty(), "job A has no samples");
+        assert_eq!(c.metrics[0].lines[1], [(1.0, 79.0), (2.0, 80.0)]);
+        assert_eq!(c.metrics[0].lines[2], [(1.0, 81.0)]);
     }
 
     #[test]

@@ -417,19 +417,15 @@ impl BestCount for Option<(i64, i64)> {
 /// stripe size if the simulator accepts it, and its first OST modulo the system's OSTs (so
 /// files that shared an OST in the trace share one here).
 fn stripe_of(lustre: &LustreRecord, total_osts: u32) -> Option<Stripe> {
-    if lustre.stripe_count < 1 {
+    let first_component = lustre.components.first()?;
+    if first_component.stripe_count() < 1 {
         return None;
     }
-    let count = (lustre.stripe_count as u64).min(total_osts as u64) as u32;
-    let size = u64::try_from(lustre.stripe_size)
+    let count = (first_component.stripe_count() as u64).min(total_osts as u64) as u32;
+    let size = u64::try_from(first_component.stripe_size())
         .ok()
         .filter(|s| *s > 0 && s.is_multiple_of(STRIPE_SIZE_UNIT) && *s <= STRIPE_SIZE_MAX);
-    let first = lustre
-        .ost_ids
-        .first()
-        .copied()
-        .unwrap_or(lustre.stripe_offset)
-        .max(0) as u64;
+    let first = first_component.ost_ids.first().copied().unwrap_or(0).max(0) as u64;
     Some(Stripe {
         count,
         size,

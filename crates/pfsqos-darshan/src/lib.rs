@@ -86,4 +86,4 @@ pub mod convert;
 pub mod log;
 
 pub use convert::{import, ImportError, ImportOptions, Imported, JobSummary, TraceInput};
-pub use log::{DarshanError, DarshanLog};
+pub use log::{DarshanError, DarshanLog, Limits};

@@ -85,5 +85,7 @@
 pub mod convert;
 pub mod log;
 
-pub use convert::{import, ImportError, ImportOptions, Imported, JobSummary, TraceInput};
+pub use convert::{
+    import, replay_match, ImportError, ImportOptions, Imported, JobSummary, Timeline, TraceInput,
+};
 pub use log::{DarshanError, DarshanLog, Limits};

@@ -1546,7 +1546,7 @@ fn parse_heatmap(s: &mut Stream, nprocs: i64) -> Result<Vec<HeatmapRecord>, Dars
         let mut write_bins: Vec<i64> = i64s(o, b, 0, n).collect();
         let mut read_bins: Vec<i64> = i64s(o, b, 8 * n, n).collect();
         // Darshan 3.4.0 to 3.4.3 could write a record one bin longer or shorter than the
-        // others (darshan issue 941); Darshan's reader drops the extra bin or appends an
+        // others (a runtime bug when shared reductions were disabled); Darshan's reader drops the extra bin or appends an
         // empty one when the width agrees with the first record's. (Its reader shifts the
         // read bins by one when it appends; the intended bins are kept here.)
         let (mut first_n, mut first_w) = first.unwrap_or((0, 0.0));

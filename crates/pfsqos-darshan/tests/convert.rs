@@ -387,3 +387,38 @@ fn refused_logs_are_listed_and_the_rest_converted() {
     let e = import(&[input("noposix.darshan")], &ImportOptions::default()).unwrap_err();
     assert!(e.0.contains("no log could be converted"), "{e}");
 }
+
+/// The table of docs/traces.md: each committed log with a timeline, imported on the default
+/// system and run under `nobw` (seed 1), against the log's bytes per interval. Printed, not
+/// asserted (the assertion is above); `scripts/darshan-replay-match.sh` puts it in the doc.
+#[test]
+#[ignore]
+fn replay_match_table() {
+    let mut logs: Vec<String> = std::fs::read_dir(data("."))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".darshan"))
+        .collect();
+    logs.sort();
+    println!(
+        "| log | timeline | interval | intervals with I/O | bytes | bytes in the same interval |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for name in logs {
+        let Ok(imported) = import(&[input(&name)], &ImportOptions::default()) else {
+            continue;
+        };
+        if imported.jobs[0].timeline.is_none() || name.contains("bzip2") {
+            continue;
+        }
+        let (t, m, _) = replay(&name);
+        println!(
+            "| `{name}` | {} | {} s | {} | {} | {:.1} % |",
+            t.module,
+            t.interval_s,
+            t.bytes_per_interval.iter().filter(|&&b| b > 0).count(),
+            t.bytes_per_interval.iter().sum::<u64>(),
+            100.0 * m
+        );
+    }
+}

@@ -732,3 +732,123 @@ window.addEventListener('load', function () {
         }
     }
 }
+
+/// `pfsqos trace import` on the Darshan reader's committed test logs.
+mod trace_import {
+    use super::*;
+
+    fn log(name: &str) -> String {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../pfsqos-darshan/tests/data")
+            .join(name)
+            .display()
+            .to_string()
+    }
+
+    #[test]
+    fn converts_what_it_can_lists_the_refused_and_summarizes() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("imported.toml");
+        let junk = dir.path().join("junk.darshan");
+        std::fs::write(&junk, b"not a darshan log at all").unwrap();
+        let res = pfsqos(
+            &[
+                "trace",
+                "import",
+                &log("bursts-3.41.darshan"),
+                &log("noposix.darshan"),
+                junk.to_str().unwrap(),
+                &log("sample-goodost.darshan"),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        let err = stderr(&res);
+        assert_eq!(res.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains("refused") && err.contains("noposix.darshan") && err.contains("no POSIX"),
+            "{err}"
+        );
+        assert!(
+            err.contains("junk.darshan") && err.contains("version"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!(
+                "wrote {}: 2 jobs from 4 logs (2 refused)",
+                out.display()
+            )),
+            "{err}"
+        );
+        assert!(err.contains("timeline from HEATMAP"), "{err}");
+        assert!(
+            err.contains("/tmp/run/checkpoint.dat: 0 B read, 48.0 MiB written"),
+            "{err}"
+        );
+        let toml = std::fs::read_to_string(&out).unwrap();
+        pfsqos_sim::Scenario::from_toml_str(&toml, "imported").unwrap();
+        assert!(toml.contains("kind = \"bursts\""));
+    }
+
+    #[test]
+    fn strict_fails_on_any_refused_log_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("imported.toml");
+        let res = pfsqos(
+            &[
+                "trace",
+                "import",
+                "--strict",
+                &log("bursts-3.41.darshan"),
+                &log("noposixopens.darshan"),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        assert_bad_input(&res);
+        let err = stderr(&res);
+        assert!(
+            err.contains("noposixopens.darshan") && err.contains("--strict"),
+            "{err}"
+        );
+        assert!(!out.exists());
+        // Without --strict the good log is converted.
+        let res = pfsqos(
+            &[
+                "trace",
+                "import",
+                &log("bursts-3.41.darshan"),
+                &log("noposixopens.darshan"),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        assert_eq!(res.status.code(), Some(0), "{}", stderr(&res));
+        assert!(out.exists());
+    }
+
+    #[test]
+    fn no_convertible_log_exits_2_with_every_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let res = pfsqos(
+            &[
+                "trace",
+                "import",
+                &log("noposix.darshan"),
+                "missing.darshan",
+            ],
+            dir.path(),
+        );
+        assert_bad_input(&res);
+        let err = stderr(&res);
+        assert!(
+            err.contains("missing.darshan") && err.contains("cannot open"),
+            "{err}"
+        );
+        assert!(err.contains("no log could be converted"), "{err}");
+        assert!(res.stdout.is_empty());
+    }
+}

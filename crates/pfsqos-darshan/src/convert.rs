@@ -112,6 +112,38 @@ pub struct JobSummary {
     pub grouping_level: u8,
     /// POSIX records that moved no bytes (opens, stats only).
     pub records_without_bytes: usize,
+    /// Wall-clock run time of the job in the log.
+    pub run_time_s: f64,
+    /// Files the log's POSIX records name.
+    pub files: usize,
+    /// The files that moved the most bytes (read + written, over all ranks), most first, at
+    /// most [`BUSIEST_FILES`].
+    pub busiest_files: Vec<FileSummary>,
+    /// Where the groups' timeline comes from, when the log recorded one.
+    pub timeline: Option<Timeline>,
+}
+
+/// Files listed in [`JobSummary::busiest_files`].
+pub const BUSIEST_FILES: usize = 3;
+
+/// Bytes one file moved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSummary {
+    pub name: String,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+}
+
+/// The source of a job's timeline and its resolution.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timeline {
+    /// `"HEATMAP"` or `"DXT_POSIX"`.
+    pub module: &'static str,
+    /// Width of one interval: a burst per rank, direction and interval with I/O.
+    pub interval_s: f64,
+    /// Bytes the job moved (read + written) per interval, as the log recorded them (scaled
+    /// by `--scale`): what a replay is compared with.
+    pub bytes_per_interval: Vec<u64>,
 }
 
 /// One `[[job.processes]]` group.
@@ -128,6 +160,9 @@ pub struct Group {
     pub stripe_offset: Option<u32>,
     /// Records (file x rank x direction) merged into the group.
     pub members: usize,
+    /// `(at_s, bytes per process)` of each burst, for a group replaying the log's timeline
+    /// (`kind = "bursts"`); empty otherwise.
+    pub bursts: Vec<(f64, u64)>,
 }
 
 /// The result of an import.
@@ -136,6 +171,8 @@ pub struct Imported {
     /// The scenario file text (loads with [`Scenario::from_toml_str`]).
     pub toml: String,
     pub jobs: Vec<JobSummary>,
+    /// Logs that could not be converted (no POSIX I/O, ...): `(label, reason)`.
+    pub refused: Vec<(String, String)>,
 }
 
 /// One direction of one POSIX record, scaled.
@@ -225,13 +262,27 @@ pub fn import(inputs: &[TraceInput], options: &ImportOptions) -> Result<Imported
     let mut jobs = Vec::new();
     let mut summaries = Vec::new();
     let mut latest_start_s: f64 = 0.0;
+    let mut refused = Vec::new();
     for (k, input) in inputs.iter().enumerate() {
-        let (job, summary) = convert_log(k, input, options, total_osts, &mut used_ids)?;
+        let (job, summary) = match convert_log(k, input, options, total_osts, &mut used_ids) {
+            Ok(j) => j,
+            Err(e) => {
+                refused.push((input.label.clone(), e.0));
+                continue;
+            }
+        };
         for g in &summary.groups {
             latest_start_s = latest_start_s.max(g.start_s);
+            if let Some(last) = g.bursts.last() {
+                latest_start_s = latest_start_s.max(last.0);
+            }
         }
         jobs.push(Value::Table(job));
         summaries.push(summary);
+    }
+    if jobs.is_empty() {
+        let reasons: Vec<String> = refused.iter().map(|(_, r)| r.clone()).collect();
+        return fail(format!("no log could be converted: {}", reasons.join("; ")));
     }
 
     // Every start must fall inside the run: stretch `duration_s` if the trace needs it.
@@ -276,6 +327,7 @@ pub fn import(inputs: &[TraceInput], options: &ImportOptions) -> Result<Imported
     Ok(Imported {
         toml: text,
         jobs: summaries,
+        refused,
     })
 }
 
@@ -417,19 +469,15 @@ impl BestCount for Option<(i64, i64)> {
 /// stripe size if the simulator accepts it, and its first OST modulo the system's OSTs (so
 /// files that shared an OST in the trace share one here).
 fn stripe_of(lustre: &LustreRecord, total_osts: u32) -> Option<Stripe> {
-    if lustre.stripe_count < 1 {
+    let first_component = lustre.components.first()?;
+    if first_component.stripe_count() < 1 {
         return None;
     }
-    let count = (lustre.stripe_count as u64).min(total_osts as u64) as u32;
-    let size = u64::try_from(lustre.stripe_size)
+    let count = (first_component.stripe_count() as u64).min(total_osts as u64) as u32;
+    let size = u64::try_from(first_component.stripe_size())
         .ok()
         .filter(|s| *s > 0 && s.is_multiple_of(STRIPE_SIZE_UNIT) && *s <= STRIPE_SIZE_MAX);
-    let first = lustre
-        .ost_ids
-        .first()
-        .copied()
-        .unwrap_or(lustre.stripe_offset)
-        .max(0) as u64;
+    let first = first_component.ost_ids.first().copied().unwrap_or(0).max(0) as u64;
     Some(Stripe {
         count,
         size,
@@ -458,6 +506,7 @@ fn convert_log(
         lustre.entry(l.id).or_insert(l);
     }
     let mut items = Vec::new();
+    let mut file_bytes: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
     let (mut trace_read, mut trace_written) = (0u64, 0u64);
     let mut without_bytes = 0;
     for rec in &log.posix {
@@ -465,6 +514,9 @@ fn convert_log(
         let written = rec.counters[posix::BYTES_WRITTEN].max(0) as u64;
         trace_read += read;
         trace_written += written;
+        let f = file_bytes.entry(rec.id).or_default();
+        f.0 += read;
+        f.1 += written;
         if read == 0 && written == 0 {
             without_bytes += 1;
             continue;
@@ -521,8 +573,37 @@ fn convert_log(
         })
         .find(|(_, g)| g.len() <= GROUPS_PER_JOB_MAX)
         .expect("level 3 has at most four groups");
-    let groups: Vec<Group> = grouped.values().map(|m| merge(m)).collect();
+    let mut groups: Vec<Group> = grouped.values().map(|m| merge(m)).collect();
+    let mut level = level;
+    let timeline = match timeline_bins(log, options.scale) {
+        Some(bins) => {
+            let (tgroups, coarse) = timeline_groups(&bins, &items);
+            groups = tgroups;
+            level = coarse;
+            Some(Timeline {
+                module: bins.module,
+                interval_s: bins.width_s,
+                bytes_per_interval: bins.totals(),
+            })
+        }
+        None => None,
+    };
 
+    let mut busiest: Vec<(&u64, &(u64, u64))> =
+        file_bytes.iter().filter(|(_, b)| b.0 + b.1 > 0).collect();
+    busiest.sort_by_key(|(id, b)| (std::cmp::Reverse(b.0 + b.1), **id));
+    let busiest_files = busiest
+        .iter()
+        .take(BUSIEST_FILES)
+        .map(|(id, b)| FileSummary {
+            name: log
+                .name(**id)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("record {id}")),
+            bytes_read: b.0,
+            bytes_written: b.1,
+        })
+        .collect();
     let job_id = job_id_for(index, log.job.jobid, used_ids);
     let nodes = (nprocs as u64)
         .div_ceil(options.ranks_per_node as u64)
@@ -548,7 +629,9 @@ fn convert_log(
     };
     let rounding_bound_bytes = groups
         .iter()
-        .map(|g| g.numjobs as u64 + g.members as u64)
+        .map(|g| {
+            g.numjobs as u64 + g.members as u64 + g.bursts.len() as u64 * (g.numjobs as u64 + 1)
+        })
         .sum();
     let summary = JobSummary {
         label: label.clone(),
@@ -563,6 +646,10 @@ fn convert_log(
         groups,
         grouping_level: level,
         records_without_bytes: without_bytes,
+        run_time_s: log.run_time_s(),
+        files: file_bytes.len(),
+        busiest_files,
+        timeline,
     };
     Ok((job, summary))
 }
@@ -610,6 +697,7 @@ fn merge(members: &[&Item]) -> Group {
             None
         },
         members: members.len(),
+        bursts: Vec::new(),
     }
 }
 
@@ -643,7 +731,22 @@ fn group_table(g: &Group) -> Table {
     if let Some(o) = g.stripe_offset {
         t.insert("stripe_offset".into(), Value::Integer(o as i64));
     }
-    if g.start_s > 0.0 {
+    if !g.bursts.is_empty() {
+        let mut shape = Table::new();
+        shape.insert("kind".into(), Value::String("bursts".into()));
+        let bursts: Vec<Value> = g
+            .bursts
+            .iter()
+            .map(|&(at_s, size)| {
+                let mut b = Table::new();
+                b.insert("at_s".into(), Value::Float(at_s));
+                b.insert("size".into(), size_value(size));
+                Value::Table(b)
+            })
+            .collect();
+        shape.insert("bursts".into(), Value::Array(bursts));
+        t.insert("shape".into(), Value::Table(shape));
+    } else if g.start_s > 0.0 {
         let mut shape = Table::new();
         shape.insert("kind".into(), Value::String("continuous".into()));
         shape.insert("start_s".into(), Value::Float(g.start_s));
@@ -679,4 +782,239 @@ fn description(jobs: &[JobSummary], options: &ImportOptions) -> String {
         d.push_str("...");
     }
     d.trim_end().to_string()
+}
+
+/// A log's I/O per rank and direction in intervals of equal width from the job's start.
+struct Bins {
+    module: &'static str,
+    width_s: f64,
+    /// rank -> (bytes written, bytes read) per interval.
+    ranks: BTreeMap<i64, (Vec<u64>, Vec<u64>)>,
+}
+
+impl Bins {
+    fn add(&mut self, rank: i64, write: bool, t_s: f64, bytes: u64) {
+        if bytes == 0 || !t_s.is_finite() {
+            return;
+        }
+        let k = ((t_s.max(0.0) / self.width_s).floor() as usize).min(BINS_MAX - 1);
+        let (w, r) = self.ranks.entry(rank).or_default();
+        let v = if write { w } else { r };
+        if v.len() <= k {
+            v.resize(k + 1, 0);
+        }
+        v[k] = v[k].saturating_add(bytes);
+    }
+
+    fn totals(&self) -> Vec<u64> {
+        let mut t: Vec<u64> = Vec::new();
+        for (w, r) in self.ranks.values() {
+            for v in [w, r] {
+                if t.len() < v.len() {
+                    t.resize(v.len(), 0);
+                }
+                for (k, b) in v.iter().enumerate() {
+                    t[k] += b;
+                }
+            }
+        }
+        t
+    }
+}
+
+/// Intervals of a timeline: at most the bursts one group may have.
+const BINS_MAX: usize = pfsqos_sim::scenario::BURSTS_MAX;
+/// DXT records every operation; they are summed over intervals of this width (or wider, to
+/// stay within [`BINS_MAX`]).
+const DXT_INTERVAL_S: f64 = 0.1;
+
+/// The log's timeline: its POSIX HEATMAP records if it has any with I/O, else its DXT_POSIX
+/// records; bytes scaled by `scale` (rounded, at least 1 byte in an interval with I/O).
+fn timeline_bins(log: &DarshanLog, scale: f64) -> Option<Bins> {
+    let scaled = |b: i64| -> u64 {
+        if b <= 0 {
+            0
+        } else {
+            ((b as f64 * scale).round() as u64).max(1)
+        }
+    };
+    let heat: Vec<_> = log
+        .posix_heatmap()
+        .filter(|h| h.bin_width_s > 0.0 && h.rank >= 0)
+        .filter(|h| h.write_bins.iter().chain(&h.read_bins).any(|&b| b > 0))
+        .collect();
+    if !heat.is_empty() {
+        let nbins = heat.iter().map(|h| h.write_bins.len()).max().unwrap_or(1);
+        let width = heat.iter().map(|h| h.bin_width_s).fold(0.0, f64::max);
+        // Wider intervals when the heatmap has more bins than a group may have bursts.
+        let factor = nbins.div_ceil(BINS_MAX).max(1) as f64;
+        let mut bins = Bins {
+            module: "HEATMAP",
+            width_s: (width * factor).max(0.001),
+            ranks: BTreeMap::new(),
+        };
+        for h in heat {
+            for (k, (&w, &r)) in h.write_bins.iter().zip(&h.read_bins).enumerate() {
+                let t = k as f64 * h.bin_width_s;
+                bins.add(h.rank, true, t, scaled(w));
+                bins.add(h.rank, false, t, scaled(r));
+            }
+        }
+        return Some(bins);
+    }
+    let segs = || {
+        log.dxt_posix.iter().flat_map(|d| {
+            d.writes
+                .iter()
+                .map(move |s| (d.rank, true, s))
+                .chain(d.reads.iter().map(move |s| (d.rank, false, s)))
+        })
+    };
+    let span = segs()
+        .filter(|(_, _, s)| s.length > 0 && s.start_s.is_finite())
+        .map(|(_, _, s)| s.start_s)
+        .fold(f64::NAN, f64::max);
+    if !span.is_finite() {
+        return None;
+    }
+    let mut bins = Bins {
+        module: "DXT_POSIX",
+        width_s: DXT_INTERVAL_S.max(span / (BINS_MAX - 1) as f64),
+        ranks: BTreeMap::new(),
+    };
+    for (rank, write, s) in segs() {
+        if rank >= 0 {
+            bins.add(rank, write, s.start_s, scaled(s.length));
+        }
+    }
+    Some(bins)
+}
+
+/// Process groups replaying `bins`: one process per rank and direction with I/O, a burst in
+/// each interval with bytes (at the interval's start, of its bytes); ranks with the same
+/// bursts form one group. With more than 64 distinct groups, ranks (ordered by their bytes)
+/// are split into at most 32 groups per direction whose bursts are the members' mean, and
+/// the second value is 1 (else 0). File mode, access size and layout come from the log's
+/// POSIX records (`items`): shared when most bytes went to shared files, the access size and
+/// layout of the record moving the most bytes.
+fn timeline_groups(bins: &Bins, items: &[Item]) -> (Vec<Group>, u8) {
+    let shared_bytes: u64 = items.iter().filter(|i| i.shared).map(|i| i.bytes).sum();
+    let all_bytes: u64 = items.iter().map(|i| i.bytes).sum();
+    let shared = 2 * shared_bytes > all_bytes;
+    let heaviest = |d: Direction| {
+        items
+            .iter()
+            .filter(|i| i.direction == d)
+            .max_by_key(|i| i.bytes)
+            .or_else(|| items.iter().max_by_key(|i| i.bytes))
+    };
+    let at = |k: usize| (k as f64 * bins.width_s * 1e6).round() / 1e6;
+    let mut out = Vec::new();
+    let mut per_direction: Vec<(Direction, Vec<Vec<u64>>)> = Vec::new();
+    for d in [Direction::Write, Direction::Read] {
+        let series: Vec<Vec<u64>> = bins
+            .ranks
+            .values()
+            .map(|(w, r)| if d == Direction::Write { w } else { r })
+            .filter(|v| v.iter().any(|&b| b > 0))
+            .cloned()
+            .collect();
+        per_direction.push((d, series));
+    }
+    let distinct: usize = per_direction
+        .iter()
+        .map(|(_, s)| s.iter().collect::<BTreeSet<_>>().len())
+        .sum();
+    let coarse = distinct > GROUPS_PER_JOB_MAX;
+    for (d, series) in per_direction {
+        if series.is_empty() {
+            continue;
+        }
+        // (bursts per process, processes)
+        let mut sets: Vec<(Vec<u64>, usize)> = Vec::new();
+        if !coarse {
+            let mut same: BTreeMap<&Vec<u64>, usize> = BTreeMap::new();
+            for s in &series {
+                *same.entry(s).or_default() += 1;
+            }
+            sets.extend(same.into_iter().map(|(s, n)| (s.clone(), n)));
+        } else {
+            let mut sorted: Vec<&Vec<u64>> = series.iter().collect();
+            sorted.sort_by_key(|s| (s.iter().sum::<u64>(), s.iter().position(|&b| b > 0)));
+            let chunk = sorted.len().div_ceil(GROUPS_PER_JOB_MAX / 2);
+            for members in sorted.chunks(chunk) {
+                let len = members.iter().map(|s| s.len()).max().unwrap_or(0);
+                let n = members.len() as u64;
+                let mean: Vec<u64> = (0..len)
+                    .map(|k| {
+                        let sum: u64 = members.iter().map(|s| s.get(k).copied().unwrap_or(0)).sum();
+                        if sum == 0 {
+                            0
+                        } else {
+                            ((sum as f64 / n as f64).round() as u64).max(1)
+                        }
+                    })
+                    .collect();
+                sets.push((mean, members.len()));
+            }
+        }
+        let h = heaviest(d);
+        for (s, n) in sets {
+            let bursts: Vec<(f64, u64)> = s
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b > 0)
+                .map(|(k, &b)| (at(k), b))
+                .collect();
+            let size: u64 = bursts.iter().map(|b| b.1).sum();
+            let stripe = h.and_then(|i| i.stripe);
+            out.push(Group {
+                direction: d,
+                shared,
+                numjobs: u32::try_from(n).unwrap_or(u32::MAX),
+                bs_bytes: h
+                    .map(|i| i.bs)
+                    .unwrap_or(1 << 20)
+                    .clamp(1, BS_MAX)
+                    .min(size),
+                size_bytes: size,
+                start_s: bursts.first().map(|b| b.0).unwrap_or(0.0),
+                stripe_count: stripe.map(|s| s.count),
+                stripe_size_bytes: stripe.and_then(|s| s.size),
+                stripe_offset: stripe.map(|s| s.first_ost),
+                members: n,
+                bursts,
+            });
+        }
+    }
+    (out, coarse as u8)
+}
+
+/// How well a run replays a job's timeline: the fraction of the log's bytes that the run
+/// moved in the same interval, `Σ_k min(run_k, log_k) / Σ_k log_k` over the timeline's
+/// intervals (1 when every interval moved exactly the log's bytes; bytes moved late count
+/// only up to the log's bytes of their interval). `job` is the job's output of a run of the
+/// imported scenario, whose time-series bins are `bin_ns` wide.
+pub fn replay_match(timeline: &Timeline, job: &pfsqos_sim::JobOutput, bin_ns: u64) -> f64 {
+    assert!(bin_ns > 0 && timeline.interval_s > 0.0);
+    let interval_ns = timeline.interval_s * 1e9;
+    let mut run = vec![0u64; timeline.bytes_per_interval.len()];
+    for ost in &job.bytes_per_ost_bin {
+        for (k, &b) in ost.iter().enumerate() {
+            let i = ((k as f64 * bin_ns as f64) / interval_ns + 1e-9).floor() as usize;
+            if let Some(slot) = run.get_mut(i) {
+                *slot += b;
+            }
+        }
+    }
+    let total: u64 = timeline.bytes_per_interval.iter().sum();
+    if total == 0 {
+        return 1.0;
+    }
+    let matched: u64 = run
+        .iter()
+        .zip(&timeline.bytes_per_interval)
+        .map(|(&r, &l)| r.min(l))
+        .sum();
+    matched as f64 / total as f64
 }

@@ -1,6 +1,6 @@
 //! Darshan logs as pfsqos workloads: a reader of Darshan's binary log format ([`log`]) and
 //! the conversion of one or more logs into a scenario ([`convert`]), so a site can bake off
-//! the bandwidth-control designs on its own applications (`pfsqos trace import`, issue 22).
+//! the bandwidth-control designs on its own applications (`pfsqos trace import`).
 //!
 //! # Why a Rust reader
 //!
@@ -14,23 +14,18 @@
 //!
 //! # What is read
 //!
-//! Log format versions **3.10** (Darshan 3.1) and **3.21** (Darshan 3.2 to 3.3), the
-//! versions of the committed test logs; others (3.00, 3.20, 3.41 from Darshan 3.4 on, 2.x)
-//! are refused with an error naming the version. Little-endian logs, zlib-compressed or
-//! uncompressed (bzip2 is refused). From a log: the header (version, compression, regions,
-//! module versions and partial flags), the job record (uid, start and end time, nprocs,
-//! jobid, metadata, executable), the name records (record id → path), the POSIX module
-//! (record versions 3 and 4, up-converted to version 4's 69 counters and 17 timestamps as
-//! Darshan's reader does) and the LUSTRE module (record version 1: stripe size, count,
-//! offset and OST list). Other modules are located but not decoded.
-//!
-//! Bounds ([`log`]): at most 256 MiB of file, 512 MiB per decompressed region, 1,000,000
-//! name records and records per module, 4096-byte names, 2000 stripes, ranks within
-//! `-1..nprocs`. A truncated file, a region outside the file, overlapping regions, corrupt or
-//! truncated zlib data, a partial record, a name without its terminator or an unknown
-//! version is an error naming the part of the log and what is wrong.
+//! Log formats **3.00, 3.10, 3.20, 3.21 and 3.41** (Darshan 3.0 to 3.5), in either byte
+//! order, zlib- or bzip2-compressed or stored. From a log: the header (version, compression,
+//! regions, module versions and partial flags), the job record (uid, start and end time,
+//! nprocs, jobid, metadata, executable), the name records (record id → path), and the POSIX
+//! (record versions 1 to 4), MPI-IO (1 to 3), STDIO (1, 2), LUSTRE (1, 2), DXT_POSIX (1, 2)
+//! and HEATMAP (1) modules, each up-converted to its newest layout as Darshan's reader does.
+//! Other modules are located but not decoded. Bounds and refusals: [`log`].
 //!
 //! # How a log becomes a job
+//!
+//! With HEATMAP (or DXT_POSIX) records the job replays the log's timeline: one burst per
+//! rank, direction and interval with I/O ([`convert`], docs/traces.md). Otherwise:
 //!
 //! One `[[job]]` per log, on the system of `--like SCENARIO` (everything but its `[[job]]`
 //! tables and `[appset]`) or, without it, a default system of 8 clients and two SSD servers
@@ -85,5 +80,7 @@
 pub mod convert;
 pub mod log;
 
-pub use convert::{import, ImportError, ImportOptions, Imported, JobSummary, TraceInput};
-pub use log::{DarshanError, DarshanLog};
+pub use convert::{
+    import, replay_match, ImportError, ImportOptions, Imported, JobSummary, Timeline, TraceInput,
+};
+pub use log::{DarshanError, DarshanLog, Limits};

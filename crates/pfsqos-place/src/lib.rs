@@ -540,7 +540,9 @@ mod tests {
             ("lustre:qos_maxage", "not one of"),
             ("roundrobin:qos_maxage=5", "takes no options"),
         ] {
-            let e = placement_by_name(spec, 4).err().expect(spec);
+            let Err(e) = placement_by_name(spec, 4) else {
+                panic!("{spec} was accepted");
+            };
             assert!(e.contains(says), "{spec}: {e}");
         }
         let long = format!("lustre:{}", "qos_maxage=5:".repeat(30));

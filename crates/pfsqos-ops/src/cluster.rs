@@ -33,6 +33,9 @@ use pfsqos_ossd::{
 };
 use pfsqos_wire::protocol::{FSNAME_LEN_MAX, IO_LEN_BYTES_MAX, OST_COUNT_MAX};
 
+/// The smallest bulk RPC: one page (the one table of limits).
+const BRW_MIN: u64 = pfsqos_core::lustre::BRW_SIZE_BYTES_MIN;
+
 /// Largest cluster file read.
 pub const FILE_LEN_BYTES_MAX: u64 = 1 << 20;
 /// Most OSSs in one cluster file.
@@ -805,7 +808,7 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
         .transpose()?;
     let brw_size_bytes = o
         .brw_size_bytes
-        .map(|b| cx.range(&f("brw_size_bytes"), b, 4096, IO_LEN_BYTES_MAX))
+        .map(|b| cx.range(&f("brw_size_bytes"), b, BRW_MIN, IO_LEN_BYTES_MAX))
         .transpose()?;
     let mut job_nodes = Vec::new();
     for (job, n) in o.job_nodes.iter().flatten() {
@@ -992,11 +995,14 @@ fn resolve_mount(cx: &Ctx, m: MountSpec) -> Result<MountRole, ClusterError> {
         ));
     }
     let brw = match m.brw_size_bytes {
-        Some(b) if !(4096..=IO_LEN_BYTES_MAX as i64).contains(&b) || b % 4096 != 0 => {
+        Some(b)
+            if !(BRW_MIN as i64..=IO_LEN_BYTES_MAX as i64).contains(&b)
+                || b % BRW_MIN as i64 != 0 =>
+        {
             return Err(cx.err(
                 "mount.brw_size_bytes",
                 b,
-                format!("must be a multiple of 4096 in 4096..={IO_LEN_BYTES_MAX}"),
+                format!("must be a multiple of {BRW_MIN} in {BRW_MIN}..={IO_LEN_BYTES_MAX}"),
             ))
         }
         b => b.map(|b| b as u64),

@@ -25,9 +25,9 @@ pub const SCENARIO_NAME_LEN_MAX: usize = 128;
 pub const DESCRIPTION_LEN_MAX: usize = 16 * 1024;
 
 pub const CLIENTS_MAX: u32 = 65_536;
-pub const BRW_SIZE_MIN: u64 = 4 << 10;
+pub const BRW_SIZE_MIN: u64 = pfsqos_core::lustre::BRW_SIZE_BYTES_MIN;
 /// Lustre's protocol maximum bulk RPC (`PTLRPC_MAX_BRW_SIZE`).
-pub const BRW_SIZE_MAX: u64 = 64 << 20;
+pub const BRW_SIZE_MAX: u64 = pfsqos_core::lustre::BRW_SIZE_BYTES_MAX;
 /// Lustre's OSC limit on `max_rpcs_in_flight`.
 pub const RPCS_IN_FLIGHT_MAX: u32 = pfsqos_core::lustre::MAX_RPCS_IN_FLIGHT_MAX;
 /// Lustre requires stripe sizes to be multiples of 64 KiB (`LOV_MIN_STRIPE_SIZE`).
@@ -233,7 +233,8 @@ impl Scenario {
         self.validate_devices(&c)?;
         let osts = self.validate_osses(&c)?;
         self.cluster.validate(&c, osts)?;
-        if self.cluster.placement == "iez" {
+        // The placer's name, before any `:key=value` option.
+        if self.cluster.placement.split(':').next() == Some("iez") {
             // iez balances the fill of OSTs: without sizes there is nothing to balance.
             if let Some(i) = self.osses.iter().position(|o| o.ost_capacity.is_none()) {
                 return Err(c.err(

@@ -238,7 +238,7 @@ fn coordinated_agent(name: &str, ost: u32, extra: &str) -> Agent<Oss> {
     a
 }
 
-/// Issue 17, first sight through the coordinator: a user's file-system-wide limit reaches a
+/// First sight through the coordinator: a user's file-system-wide limit reaches a
 /// job of that user no agent has reported yet. The coordinator (user 500 at 90 MiB/s, its job
 /// `dd.500` moving on OSS 0) sends both agents, through postcard, the share of one more job
 /// split over the two OSSs (90 / 2 / 2 = 22.5 MiB/s); the agent of OSS 1, which has never seen

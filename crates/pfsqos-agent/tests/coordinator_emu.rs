@@ -410,7 +410,7 @@ fn two_agent_processes_under_gift_hold_then_release_when_the_coordinator_dies() 
     }
 }
 
-/// Issue 17, a coordinator's user limit at first sight, over real processes and sockets: the
+/// A coordinator's user limit at first sight, over real processes and sockets: the
 /// coordinator limits user 500 to 100 MiB/s over the file system; `dd.500` writes through
 /// OSS 0 only. The agent of OSS 1, which has never seen a job of user 500, gets the share of one
 /// more job on its OSS in the coordinator's reply (100 / 2 jobs / 2 OSSs = 25 MiB/s: 6 RPC/s of

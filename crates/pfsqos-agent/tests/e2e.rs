@@ -289,8 +289,7 @@ fn after_sigkill_a_restart_adopts_or_removes_the_stale_rules() {
     assert!(ours(&site.rules()).is_empty());
 }
 
-/// A user's byte limit reaches a job of that user the agent has never seen (issue 17, "first
-/// period on an OSS"): at start the agent writes the first-sight rule `jobid={*.500}` (the
+/// A user's byte limit reaches a job of that user the agent has never seen: at start the agent writes the first-sight rule `jobid={*.500}` (the
 /// limit for one job, 100 MiB/s at full 4 MiB RPCs over 2 CPTs: 12 RPC/s each) before
 /// `default`; the new job's first RPCs are classed under it by the ossd's TBF (its `ref`
 /// count), a job of another user is not; SIGTERM removes it. The period is long, so no period

@@ -1,5 +1,5 @@
-//! Wall-clock time of each controller decision, measured by the driver (issue 22's cost
-//! family, "decision time").
+//! Wall-clock time of each controller decision, measured by the driver (the Cost
+//! family's "decision time").
 //!
 //! [`TimedController`] wraps the controller a run uses and times every
 //! [`Controller::decide`] call on this machine's clock; every call (and every other method)

@@ -1,5 +1,5 @@
 //! A bakeoff suite: `suite.toml` plus the scenario files it names (format in
-//! `docs/bakeoff.md` and the shared contract of issue 22).
+//! `docs/bakeoff.md`).
 //!
 //! Everything is checked before anything runs: unknown keys are refused, names that become
 //! directory names are safe path components, every workload loads as a `pfsqos_sim::Scenario`,

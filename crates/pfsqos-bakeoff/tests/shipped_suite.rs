@@ -1,5 +1,5 @@
 //! The shipped suite (`scenarios/bakeoff/`): every design of `suite.toml` runs on every one of
-//! its workloads, none refused (issue 22: no design silently skipped). Each combination runs
+//! its workloads, none refused (no design silently skipped). Each combination runs
 //! the first simulated seconds only (the whole suite is `pfsqos bakeoff`'s job, and measured in
 //! docs/benchmarks.md): enough for every controller's set-up, its first decisions and every
 //! placement, which is where a combination would be refused. shared-day's `[appset]` is among
@@ -15,7 +15,7 @@ fn every_design_runs_on_every_shipped_workload() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/bakeoff");
     let suite = Suite::load(&dir).unwrap_or_else(|e| panic!("{}", e.message));
     assert!(suite.workloads.len() >= 9 && suite.designs.len() >= 12);
-    // shared-day's phased applications are an [appset] (issue 22), in the RPC-level engine
+    // shared-day's phased applications are an [appset], in the RPC-level engine
     // so that every design, not only the fluid engine's, runs it.
     let day = suite
         .workloads

@@ -1,6 +1,4 @@
-//! The Lustre agent end to end with real fio (issue 17, "End to end: agent + emulated lctl
-//! over a live ossd, real fio jobs under `static` and `adaptbf`: rates converge as in the
-//! simulator"): a live ossd, mds and FUSE mounts (the real `pfsqos` binary, as in `fio.rs`),
+//! The Lustre agent end to end with real fio: a live ossd, mds and FUSE mounts (the real `pfsqos` binary, as in `fio.rs`),
 //! the emulated `lctl` backed by that ossd first on `PATH` (`pfsqos lctl-emu`, the code of
 //! `pfsqos-lctl-emu`), and the agent as a real process (`pfsqos agent`, the code of
 //! `pfsqos-agentd`) reading job_stats and writing `tbf jobid` rules through it. fio jobs with

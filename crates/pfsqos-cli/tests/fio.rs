@@ -1,4 +1,4 @@
-//! Bandwidth control with real fio through the FUSE mount (issue 4, "Tests that must exist"):
+//! Bandwidth control with real fio through the FUSE mount:
 //! the real `pfsqos` binary runs an ossd, an mds and a mount; fio processes with different
 //! JobIDs (taken from `SLURM_JOB_ID` as Lustre's `jobid_var` does) write through the mount, and
 //! the rates are read back from the ossd's `job_stats` with the same parser the Lustre adapter
@@ -272,7 +272,7 @@ fn mean_device_queue(ossd_args: &[&str]) -> f64 {
     (q1 - q0) / (t1 - t0).as_secs_f64()
 }
 
-/// PI control live (issue #15): the ossd's `pi` controller limits the mount's outgoing
+/// PI control live: the ossd's `pi` controller limits the mount's outgoing
 /// bandwidth so that the OST's device queue (RPCs in the ossd's I/O threads) follows a target
 /// of 2 requests, where the same fio load without control fills most of the client's RPC
 /// window (8). The gains come from eq. 3-4 for the plant of one client on a 16 MiB/s device: an
@@ -460,7 +460,7 @@ fn pi_step_response_live() {
     }
 }
 
-/// vPFS live (issue 14, "Tests that must exist"): two ossds running DSFQ, each the other's
+/// vPFS live: two ossds running DSFQ, each the other's
 /// synchronization peer, and two fio jobs on their own mounts with weights 4:1. The weight-4
 /// job's file is striped over both OSTs, the weight-1 job's over the second only (the paper's
 /// asymmetric layout, Fig. 5): each server alone would split its own bandwidth 4:1 on the

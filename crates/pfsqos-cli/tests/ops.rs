@@ -151,7 +151,7 @@ fn traffic(
     })
 }
 
-/// Issue #19: `pfsqos up c.toml | head -1`: a stdout whose reader is gone (every write fails
+/// `pfsqos up c.toml | head -1`: a stdout whose reader is gone (every write fails
 /// with EPIPE) does not stop `up` between two roles: every role starts, `up` succeeds and says
 /// the output was lost, and `down` stops them all.
 #[test]
@@ -507,7 +507,7 @@ fn up_with(cluster: &str) -> (tempfile::TempDir, PathBuf, Up, Output) {
     (tmp, dir, guard, out)
 }
 
-/// Issue #19: `pfsqos up --only mount` over a mount whose process was killed (a dead FUSE
+/// `pfsqos up --only mount` over a mount whose process was killed (a dead FUSE
 /// mount: opening it answers ENOTCONN or ECONNABORTED, see `probe_mount`) recognises and
 /// cleans it, then mounts again.
 #[test]

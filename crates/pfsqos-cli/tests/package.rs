@@ -1,4 +1,4 @@
-//! The Debian package (`scripts/package-deb.sh`, issue #20), built from the binary this test
+//! The Debian package (`scripts/package-deb.sh`), built from the binary this test
 //! build made (`--binary`, so no release build here) and checked with dpkg-deb itself: its
 //! fields, its file list and modes, the units' commands, and the binary run from the unpacked
 //! tree. Skipped, with a message, where dpkg-deb is missing (not a Debian-family machine).

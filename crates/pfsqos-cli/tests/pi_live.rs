@@ -1,4 +1,4 @@
-//! PI control's identification on a live cluster (issue #15, PI paper §4.2, §5.2): the ossd
+//! PI control's identification on a live cluster (PI paper §4.2, §5.2): the ossd
 //! runs the open-loop experiment (`--policy pi-openloop:...`, a staircase of client limits)
 //! while fio writes through a mount, records (limit in force, device queue) per period with
 //! `--control-record`, and `pfsqos pi identify --record` fits eq. 1 to that record and prints

@@ -1,4 +1,4 @@
-//! `pfsqos tc-client` against the real kernel (issue #15, the tc actuator on client nodes that
+//! `pfsqos tc-client` against the real kernel (the tc actuator on client nodes that
 //! are not pfsqos mounts): a live ossd runs the open-loop experiment (`pi-openloop`, a
 //! staircase of client limits), the daemon polls it and sets the limit with tc on one end of
 //! a veth pair this test creates (the other end in a network namespace of its own); `tc

@@ -1,4 +1,4 @@
-//! Linux adapters of the PI bandwidth controller (issue #15; Collignon, Cerf, Robu et al.,
+//! Linux adapters of the PI bandwidth controller (Collignon, Cerf, Robu et al.,
 //! Section 3): the sensor is the mean dispatch-queue length of the storage server's disk,
 //! from `/sys/block/<dev>/stat` ([`block`]); the actuator is an egress bandwidth limit on the
 //! client's interface, a token bucket filter set with `tc` ([`tc`]). [`netns`] makes the

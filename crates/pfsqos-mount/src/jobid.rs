@@ -12,7 +12,7 @@
 //! The result is cut to 31 bytes (Lustre's `LUSTRE_JOBID_SIZE` less the NUL) at a character
 //! boundary, and control characters become `_`, so every JobID is valid on the wire.
 //!
-//! The job's node count is carried the same way (pfsqos's addition, issue #20): `jobnodes_var`
+//! The job's node count is carried the same way (pfsqos's addition): `jobnodes_var`
 //! (default `SLURM_JOB_NUM_NODES`, `disable` turns it off) names a variable read from the
 //! same `/proc/PID/environ` read, cached with the JobID. Its value is data: only a decimal
 //! integer in 1..=[`JOB_NODES_MAX`] counts ([`parse_job_nodes`]); anything else is ignored

@@ -902,7 +902,7 @@ impl Ops {
             let id = self.identity(c);
             // Growing from S_old: first cut each object to its share of S_old, so bytes a
             // crashed client sent past the size the MDS recorded read as zeros, not as the
-            // old content (issue #19).
+            // old content.
             let old = f.lock().size;
             if size > old {
                 self.punch_objects(&f, &id, old).await?;
@@ -1385,7 +1385,7 @@ impl Ops {
             let mut st = f.lock();
             let err = st.error.take();
             // After a failed write the size may cover bytes no OST acknowledged, and the MDS
-            // must not record them (issue #19: a write that failed in an OSS outage left its
+            // must not record them (a write that failed in an OSS outage left its
             // size at the MDS): the size is then not pushed; the caller gets the error.
             let push = (st.size_dirty && err.is_none()).then_some(st.size);
             st.size_dirty = false;

@@ -374,7 +374,7 @@ fn large_striped_file_spans_both_osts() {
     assert_eq!(buf, &data[(5 << 20) - 100..(5 << 20) + 200]);
 }
 
-/// Issue #19: after an ossd restart, the first I/O of an idle mount used to try each stale
+/// After an ossd restart, the first I/O of an idle mount used to try each stale
 /// pooled connection in turn with backoff (50 ms doubling), and failed with EIO under a
 /// short recovery time although the ossd was back. Now stale connections cost no wait.
 #[test]
@@ -415,7 +415,7 @@ fn the_first_read_after_an_ossd_restart_does_not_wait_on_stale_connections() {
     assert_eq!(sha(&back), sha(&data));
 }
 
-/// Issue #19: a clean stop of the ossd (what `pfsqos down --only oss:0` does: SIGTERM, then
+/// A clean stop of the ossd (what `pfsqos down --only oss:0` does: SIGTERM, then
 /// `Ossd::shutdown`) while jobs write through the mount, with requests queued at the OSS (one
 /// I/O thread, a device ceiling), then a restart on the same address: no writer sees an error
 /// (before the fix queued requests were answered ENODEV or EIO, which reached the
@@ -471,7 +471,7 @@ fn writes_continue_across_a_clean_ossd_stop_and_restart() {
     }
 }
 
-/// Issue #19: a file whose write failed during an ossd outage (a short recovery time) does not
+/// A file whose write failed during an ossd outage (a short recovery time) does not
 /// keep the failed write's size at the MDS, and after the ossd is back it reads (as zeros, up
 /// to whatever size the kernel still holds), not ENOENT, from a second handle.
 #[test]
@@ -525,7 +525,7 @@ fn crash_size_at_mds(c: &Cluster, rel: &[&[u8]], size: u64) {
     });
 }
 
-/// Issue #19: bytes a crashed client sent beyond the size the MDS recorded never come back.
+/// Bytes a crashed client sent beyond the size the MDS recorded never come back.
 /// Two files striped over both OSTs hold 4 MiB in their objects while the MDS says 0 bytes;
 /// an extending truncate of one and an extending write into the other read as zeros over
 /// everything they extend across.

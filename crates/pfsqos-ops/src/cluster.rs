@@ -1324,7 +1324,7 @@ mod tests {
                 "[[oss]]\nbulk_budget_bytes = 134217728\nbulk_share_per_client_bytes = 268435456",
                 "c.toml: field `oss[0].bulk_share_per_client_bytes`: value `268435456`: the bulk share per client must be between 67108864 bytes and the bulk budget (134217728 bytes)",
             ),
-            // Negative integers name the range too (issue #19: "expected u64" before).
+            // Negative integers name the range too ("expected u64" before).
             ("[[oss]]\nthreads = -3", "c.toml: field `oss[0].threads`: value `-3`: must be 1..=1024"),
             ("[mds]\ndefault_stripe_size_bytes = -65536", "c.toml: field `mds.default_stripe_size_bytes`: value `-65536`: must be a positive multiple of 65536 up to 4294901760"),
             ("[[oss]]\nceiling_bytes_per_s = -1", "c.toml: field `oss[0].ceiling_bytes_per_s`: value `-1`: must be 0..=1125899906842624"),

@@ -377,7 +377,7 @@ fn start_role(
 /// `pfsqos up`: starts the cluster's roles (or `opts.only`), returns what it started.
 pub fn up(c: &Cluster, opts: &UpOptions, out: &mut dyn Write) -> anyhow::Result<Vec<Started>> {
     // A broken output (`pfsqos up | head -1`) must not stop `up` between two roles and leave
-    // a half-started cluster (issue #19): output errors are remembered, not returned, and
+    // a half-started cluster: output errors are remembered, not returned, and
     // reported once everything is up.
     let mut out = Lenient {
         inner: out,
@@ -531,7 +531,7 @@ fn up_to(c: &Cluster, opts: &UpOptions, out: &mut dyn Write) -> anyhow::Result<V
     }
     if roles.contains(&Role::Mount) {
         // `pfsqos up --only mount` over a mount whose process was killed: clean it first
-        // (creating the mount point failed with "File exists" before, issue #19).
+        // (creating the mount point would fail with "File exists").
         clean_dead_mount(&c.mount.path, out)?;
         std::fs::create_dir_all(&c.mount.path)
             .with_context(|| format!("creating mount point {}", c.mount.path.display()))?;

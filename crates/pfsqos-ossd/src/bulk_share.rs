@@ -1,4 +1,4 @@
-//! Per-client shares of the ossd's bulk budget (issue #19: one stalled client could stop all
+//! Per-client shares of the ossd's bulk budget (one stalled client could stop all
 //! writes to an OSS).
 //!
 //! The OSS-wide budget (`OssdConfig::in_flight_bytes_max`) bounds the bulk bytes the ossd

@@ -1,4 +1,4 @@
-//! What the ossd's control loop records about itself (issue #15):
+//! What the ossd's control loop records about itself:
 //!
 //! * [`ControlRecord`], `--control-record FILE`: per sampling period, the per-client limit
 //!   in force during the period and the device queue measured at its end, in the CSV format

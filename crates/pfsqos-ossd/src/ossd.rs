@@ -1420,7 +1420,7 @@ impl Ost {
                 // An object never written (its create failed, or a crash came first) reads
                 // as a hole, as in Lustre before an object is written: an empty answer, which
                 // the client fills with zeros up to the file's size. ENOENT would make the
-                // file unreadable for good, from every mount (issue #19).
+                // file unreadable for good, from every mount.
                 let f = match self.object_file(io.object, false) {
                     Ok(f) => f,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -1734,7 +1734,7 @@ impl Ossd {
     /// then stops the I/O threads (queued requests are dropped unanswered) and waits for them.
     /// Connections are closed before any request is refused, so a client sees what it sees
     /// when the process dies (a closed connection, on which it reconnects and resends within
-    /// its recovery time), never an error its application would get (issue #19: a clean stop
+    /// its recovery time), never an error its application would get (a clean stop
     /// answered queued and new requests ENODEV, which the client does not retry). Requests
     /// being served finish on their I/O thread; their replies have no connection left, and
     /// the client's resend of them is idempotent (writes and punches at offsets).

@@ -1,4 +1,4 @@
-//! DSFQ synchronization between the ossds of a cluster (vPFS, issue #14 "Live runtime").
+//! DSFQ synchronization between the ossds of a cluster (vPFS).
 //!
 //! Every CPU partition of every ossd is one DSFQ instance with a cluster-wide number: CPT `k`
 //! of an ossd is instance `instance_base + k`, and `pfsqos up` gives each ossd the sum of the

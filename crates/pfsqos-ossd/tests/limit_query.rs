@@ -1,4 +1,4 @@
-//! The limit query (`WireRequest::LimitQuery`, issue #15): a node that is not a pfsqos mount
+//! The limit query (`WireRequest::LimitQuery`): a node that is not a pfsqos mount
 //! (`pfsqos tc-client`) asks an ossd for the limit its controller set, and the ossd answers on
 //! the connection's own task, never through the NRS queue. Checked here against a queue that
 //! is full: one I/O thread, a queue of one request held by a 1 RPC/s TBF rule, so that an I/O

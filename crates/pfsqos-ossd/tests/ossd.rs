@@ -143,7 +143,7 @@ async fn objects_written_are_read_back_intact() {
     c.punch(&id, 0, 2, 10).await.unwrap();
     assert_eq!(c.read(&id, 0, 2, 0, 100).await.unwrap(), vec![0; 10]);
     c.sync(&id, 0, 2).await.unwrap();
-    // An object never written reads as a hole (no bytes), not ENOENT (issue #19), and the
+    // An object never written reads as a hole (no bytes), not ENOENT, and the
     // read does not create it.
     assert_eq!(c.read(&id, 0, 99, 0, 4096).await.unwrap(), Vec::<u8>::new());
     assert!(!f.dirs[0]
@@ -743,7 +743,7 @@ async fn connections_beyond_the_limit_are_closed() {
     f.ossd.shutdown().await;
 }
 
-/// Issue #19: peers without the key cannot lock authenticated clients out. 256 idle sockets
+/// Peers without the key cannot lock authenticated clients out. 256 idle sockets
 /// (the connection limit) from one address take only that address's share of the pre-auth
 /// budget (the rest are closed at once and counted), an authenticated client connecting after
 /// them is served, and the idle ones are closed at the handshake deadline. Counts are
@@ -789,7 +789,7 @@ async fn idle_unauthenticated_sockets_do_not_lock_out_clients() {
     f.ossd.shutdown().await;
 }
 
-/// Issue #19: an unauthenticated first frame announcing 8 MiB is refused as its length
+/// An unauthenticated first frame announcing 8 MiB is refused as its length
 /// arrives, not after its body (which would be buffered) nor at the handshake deadline: the
 /// peer sends the length and a little of the body, then waits; the server closes, counting a
 /// failed handshake and no timeout, and serves on.
@@ -936,7 +936,7 @@ async fn poll_until(deadline: std::time::Duration, mut cond: impl FnMut() -> boo
     }
 }
 
-/// Issue #19: one stalled client cannot hold the OSS-wide bulk budget. 16 connections that
+/// One stalled client cannot hold the OSS-wide bulk budget. 16 connections that
 /// announce a 64 MiB write (16 x 64 MiB = the whole 1 GiB budget) and send 1 MiB of it hold
 /// one bulk frame each, not what they announced; another client's small write is served while
 /// all 16 are still stalled (none has been answered or closed). The bulk idle timeout is set
@@ -971,7 +971,7 @@ async fn stalled_bulk_senders_do_not_stop_other_writes() {
     release_stalled(f, stalled).await;
 }
 
-/// Issue #19: a write's sender that stops mid-bulk is closed after the bulk idle timeout and
+/// A write's sender that stops mid-bulk is closed after the bulk idle timeout and
 /// its reservation returned; the daemon serves on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sender_idle_mid_bulk_is_closed_and_its_budget_returned() {
@@ -990,7 +990,7 @@ async fn a_sender_idle_mid_bulk_is_closed_and_its_budget_returned() {
     f.ossd.shutdown().await;
 }
 
-/// Issue #19: many stalled connections of one client hold at most that client's share of the
+/// Many stalled connections of one client hold at most that client's share of the
 /// bulk budget. 128 connections from one address each announce a 64 MiB write and stall after
 /// 4 KiB: with frame-by-frame reservation alone they would hold 128 x 8 MiB, the whole 1 GiB
 /// budget, and every other client's writes would wait for the idle timeout (set far out
@@ -1063,7 +1063,7 @@ async fn a_client_alone_may_hold_more_than_its_share_with_received_writes() {
     f.ossd.shutdown().await;
 }
 
-/// Issue #19: a client that sends reads and never reads its socket cannot hold the budget.
+/// A client that sends reads and never reads its socket cannot hold the budget.
 /// Its 64 MiB read reserves the whole budget (64 MiB here, its share too) until the reply is
 /// written; the reply fills the socket buffers and stops. After `reply_idle_timeout` without
 /// progress the connection is closed (counted), the budget comes back, and a write of another

@@ -1,4 +1,4 @@
-//! DSFQ synchronization between real ossds over loopback (issue #14, "Live runtime"): two
+//! DSFQ synchronization between real ossds over loopback: two
 //! in-process daemons exchange their schedulers' reports over the pfsqos protocol. Conditions
 //! are polled with a deadline, never waited for with a fixed sleep; rates are compared as
 //! ratios of what the daemons served, never against the wall clock.

@@ -1,5 +1,5 @@
-//! GIFT's artifact-faithful options and the artifact's allocation metric in the fluid engine
-//! (issue 21): determinism (same seed, same bytes, same statistics), POFS and BSIP equal in
+//! GIFT's artifact-faithful options and the artifact's allocation metric in the fluid engine:
+//! determinism (same seed, same bytes, same statistics), POFS and BSIP equal in
 //! the artifact's metric by construction, the stream share unit reaching the allocator, and
 //! the metric's idle-decision asymmetry.
 

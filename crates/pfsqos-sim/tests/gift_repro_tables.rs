@@ -1,4 +1,4 @@
-//! Text-level determinism of the GIFT reproduction tables (issue 21): the Markdown that
+//! Text-level determinism of the GIFT reproduction tables: the Markdown that
 //! `examples/gift_repro.rs` prints, and `scripts/reproduce-gift.sh` writes into
 //! `docs/reproductions/gift-measured.md`, is the same bytes for the same scenario and seed in
 //! two runs. The example's own table function is compiled in here; its `wall s` column, the

@@ -1,6 +1,7 @@
 //! `pfsqos mount` as a user other than root: without `--allow-other` it mounts through the
 //! setuid fusermount3 with no change to /etc/fuse.conf and the user reads and writes through
-//! it; with `--allow-other` and no `user_allow_other` in /etc/fuse.conf, fusermount3 refuses and
+//! it, in a directory of their own (the root directory belongs to root, as on Lustre); with
+//! `--allow-other` and no `user_allow_other` in /etc/fuse.conf, fusermount3 refuses and
 //! the error says why and what to do. The test runs as root and starts the mount as `nobody`
 //! (uid 65534); it skips, saying why, where that is impossible (not root, no /dev/fuse, no
 //! setuid fusermount3, /etc/fuse.conf already allowing other users). Where /dev/fuse is not
@@ -180,7 +181,40 @@ fn a_user_other_than_root_mounts_without_allow_other_and_is_told_why_with_it() {
     );
     assert!(!mounted(&mnt));
 
-    // Without it: mounted; the user writes and reads through it.
+    // The file system's root belongs to root (mode 755), as a Lustre file system's does: a
+    // user writes where its permissions allow, so the administrator gives the user a directory
+    // of their own, here through root's own mount.
+    let admin_mnt = dir.join("admin-mnt");
+    std::fs::create_dir(&admin_mnt).unwrap();
+    let mut admin = Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+        .args([
+            "mount",
+            admin_mnt.to_str().unwrap(),
+            "--mds",
+            &mds,
+            "--key-file",
+            dir.join("pfsqos-state/cluster.key").to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let admin_out = admin.stdout.take().unwrap();
+    let admin_guard = MountProc(admin, admin_mnt.clone());
+    let mut line = String::new();
+    BufReader::new(admin_out).read_line(&mut line).unwrap();
+    assert_eq!(
+        line.trim(),
+        format!("mount ready on {}", admin_mnt.display())
+    );
+    let users = admin_mnt.join("nobody");
+    std::fs::create_dir(&users).unwrap();
+    chown(&users, Some(NOBODY), Some(NOBODY)).unwrap();
+    drop(admin_guard);
+    assert!(!mounted(&admin_mnt));
+
+    // Without it: mounted; the user writes and reads in their directory, and cannot write in
+    // the root's.
     let mut child = as_nobody(Command::new(env!("CARGO_BIN_EXE_pfsqos")).args([
         "mount",
         mnt.to_str().unwrap(),
@@ -200,7 +234,7 @@ fn a_user_other_than_root_mounts_without_allow_other_and_is_told_why_with_it() {
     BufReader::new(stdout).read_line(&mut line).unwrap();
     assert_eq!(line.trim(), format!("mount ready on {}", mnt.display()));
     assert!(mounted(&mnt));
-    let f = mnt.join("mine");
+    let f = mnt.join("nobody/mine");
     let o = as_nobody(Command::new("sh").args([
         "-c",
         &format!("echo hello > '{}' && cat '{}'", f.display(), f.display()),
@@ -209,6 +243,18 @@ fn a_user_other_than_root_mounts_without_allow_other_and_is_told_why_with_it() {
     .unwrap();
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout), "hello\n");
+    let at_root = mnt.join("not-mine");
+    let o = as_nobody(
+        Command::new("sh").args(["-c", &format!("echo hello > '{}'", at_root.display())]),
+    )
+    .output()
+    .unwrap();
+    assert!(!o.status.success(), "a user wrote in root's directory");
+    assert!(
+        text(&o.stderr).contains("Permission denied"),
+        "{}",
+        text(&o.stderr)
+    );
     drop(proc_guard);
     assert!(!mounted(&mnt));
 }

@@ -83,28 +83,7 @@ pub fn job_stats_format(version: &str) -> Option<JobStatsFormat> {
 
 /// Linux errno numbers (what lctl's exit status carries).
 pub fn errno_number(e: Errno) -> i32 {
-    match e {
-        Errno::EPERM => 1,
-        Errno::ENOENT => 2,
-        Errno::EIO => 5,
-        Errno::EAGAIN => 11,
-        Errno::ENOMEM => 12,
-        Errno::EBUSY => 16,
-        Errno::EEXIST => 17,
-        Errno::ENODEV => 19,
-        Errno::ENOTDIR => 20,
-        Errno::EISDIR => 21,
-        Errno::EINVAL => 22,
-        Errno::EFBIG => 27,
-        Errno::ENOSPC => 28,
-        Errno::ERANGE => 34,
-        Errno::ENAMETOOLONG => 36,
-        Errno::ENOSYS => 38,
-        Errno::ENOTEMPTY => 39,
-        Errno::EPROTO => 71,
-        Errno::EOVERFLOW => 75,
-        Errno::ENOTSUPP => 524,
-    }
+    e.linux_number()
 }
 
 /// The file a parameter lives in on the emulated version (what lctl's messages name), as the

@@ -84,6 +84,33 @@ impl Errno {
     }
 
     /// `strerror` text, as `lctl` prints it.
+    /// The errno's number on Linux, what a process's exit status or a FUSE reply carries
+    /// (`ENOTSUPP` is the kernel-internal 524, as Lustre's tools report it).
+    pub fn linux_number(self) -> i32 {
+        match self {
+            Errno::EPERM => 1,
+            Errno::ENOENT => 2,
+            Errno::EIO => 5,
+            Errno::EAGAIN => 11,
+            Errno::ENOMEM => 12,
+            Errno::EBUSY => 16,
+            Errno::EEXIST => 17,
+            Errno::ENODEV => 19,
+            Errno::ENOTDIR => 20,
+            Errno::EISDIR => 21,
+            Errno::EINVAL => 22,
+            Errno::EFBIG => 27,
+            Errno::ENOSPC => 28,
+            Errno::ERANGE => 34,
+            Errno::ENAMETOOLONG => 36,
+            Errno::ENOSYS => 38,
+            Errno::ENOTEMPTY => 39,
+            Errno::EPROTO => 71,
+            Errno::EOVERFLOW => 75,
+            Errno::ENOTSUPP => 524,
+        }
+    }
+
     pub fn description(self) -> &'static str {
         match self {
             Errno::EPERM => "Operation not permitted",

@@ -96,29 +96,12 @@ pub const XATTR_PLACEMENT: &str = "user.pfsqos.placement";
 /// `setstripe` can name the limit of a stripe count or index.
 pub const XATTR_OST_COUNT: &str = "user.pfsqos.ost_count";
 
-/// The libc errno of a protocol errno.
+/// The libc errno of a protocol errno: Linux's number, except that the kernel-internal
+/// `ENOTSUPP` reaches an application as `EOPNOTSUPP`.
 pub fn errno(e: Errno) -> i32 {
     match e {
-        Errno::EPERM => libc::EPERM,
-        Errno::ENOENT => libc::ENOENT,
-        Errno::EIO => libc::EIO,
-        Errno::EAGAIN => libc::EAGAIN,
-        Errno::EBUSY => libc::EBUSY,
-        Errno::EEXIST => libc::EEXIST,
-        Errno::ENODEV => libc::ENODEV,
-        Errno::EINVAL => libc::EINVAL,
-        Errno::EFBIG => libc::EFBIG,
-        Errno::ENOSPC => libc::ENOSPC,
-        Errno::ERANGE => libc::ERANGE,
-        Errno::ENAMETOOLONG => libc::ENAMETOOLONG,
-        Errno::ENOSYS => libc::ENOSYS,
-        Errno::EPROTO => libc::EPROTO,
-        Errno::ENOTDIR => libc::ENOTDIR,
-        Errno::EISDIR => libc::EISDIR,
-        Errno::ENOTEMPTY => libc::ENOTEMPTY,
-        Errno::EOVERFLOW => libc::EOVERFLOW,
         Errno::ENOTSUPP => libc::EOPNOTSUPP,
-        Errno::ENOMEM => libc::ENOMEM,
+        e => e.linux_number(),
     }
 }
 

@@ -105,28 +105,7 @@ pub struct LctlArgs {
 
 /// The errno's number on Linux (`ENOTSUPP` is the kernel-internal 524).
 pub fn errno_number(e: Errno) -> i32 {
-    match e {
-        Errno::EPERM => libc::EPERM,
-        Errno::ENOENT => libc::ENOENT,
-        Errno::EIO => libc::EIO,
-        Errno::EAGAIN => libc::EAGAIN,
-        Errno::EBUSY => libc::EBUSY,
-        Errno::EEXIST => libc::EEXIST,
-        Errno::ENODEV => libc::ENODEV,
-        Errno::EINVAL => libc::EINVAL,
-        Errno::EFBIG => libc::EFBIG,
-        Errno::ENOSPC => libc::ENOSPC,
-        Errno::ERANGE => libc::ERANGE,
-        Errno::ENAMETOOLONG => libc::ENAMETOOLONG,
-        Errno::ENOSYS => libc::ENOSYS,
-        Errno::EPROTO => libc::EPROTO,
-        Errno::ENOTDIR => libc::ENOTDIR,
-        Errno::EISDIR => libc::EISDIR,
-        Errno::ENOTEMPTY => libc::ENOTEMPTY,
-        Errno::EOVERFLOW => libc::EOVERFLOW,
-        Errno::ENOTSUPP => 524,
-        Errno::ENOMEM => libc::ENOMEM,
-    }
+    e.linux_number()
 }
 
 /// The exit status lctl gives for `e`: the errno, as the process status keeps its low 8 bits.
@@ -508,6 +487,36 @@ mod tests {
         assert_eq!(exit_code(Errno::ENOTSUPP), (524 & 0xff) as u8);
         for e in Errno::ALL {
             assert_ne!(exit_code(e), 0, "{e:?}");
+        }
+    }
+
+    /// The pure table of Linux errno numbers agrees with libc's, name by name.
+    #[test]
+    fn errno_numbers_are_libcs() {
+        let libc_of = |e: Errno| match e {
+            Errno::EPERM => libc::EPERM,
+            Errno::ENOENT => libc::ENOENT,
+            Errno::EIO => libc::EIO,
+            Errno::EAGAIN => libc::EAGAIN,
+            Errno::EBUSY => libc::EBUSY,
+            Errno::EEXIST => libc::EEXIST,
+            Errno::ENODEV => libc::ENODEV,
+            Errno::EINVAL => libc::EINVAL,
+            Errno::EFBIG => libc::EFBIG,
+            Errno::ENOSPC => libc::ENOSPC,
+            Errno::ERANGE => libc::ERANGE,
+            Errno::ENAMETOOLONG => libc::ENAMETOOLONG,
+            Errno::ENOSYS => libc::ENOSYS,
+            Errno::EPROTO => libc::EPROTO,
+            Errno::ENOTDIR => libc::ENOTDIR,
+            Errno::EISDIR => libc::EISDIR,
+            Errno::ENOTEMPTY => libc::ENOTEMPTY,
+            Errno::EOVERFLOW => libc::EOVERFLOW,
+            Errno::ENOTSUPP => 524,
+            Errno::ENOMEM => libc::ENOMEM,
+        };
+        for e in Errno::ALL {
+            assert_eq!(e.linux_number(), libc_of(e), "{e:?}");
         }
     }
 

@@ -24,8 +24,8 @@ impl Service {
         let config = TbfConfig::for_version(version);
         Service {
             config,
-            reg: Nrs::with_config(NrsQueue::Regular, config),
-            hp: Nrs::with_config(NrsQueue::HighPriority, config),
+            reg: Nrs::with_config(NrsQueue::Regular, config.into()),
+            hp: Nrs::with_config(NrsQueue::HighPriority, config.into()),
         }
     }
 
@@ -229,7 +229,7 @@ proptest! {
                              t in any_type(), v in any_version()) {
         let text = String::from_utf8_lossy(&bytes);
         round_trips(&text, t, v)?;
-        let mut n: Nrs<u32> = Nrs::with_config(NrsQueue::Regular, TbfConfig::for_version(v));
+        let mut n: Nrs<u32> = Nrs::with_config(NrsQueue::Regular, TbfConfig::for_version(v).into());
         let _ = n.write_policies(0, &text);
         let _ = n.write_tbf_rule(0, &text);
     }
@@ -238,7 +238,7 @@ proptest! {
     fn grammar_text_never_panics_and_round_trips(text in grammar_text(),
                                                  t in any_type(), v in any_version()) {
         round_trips(&text, t, v)?;
-        let mut n: Nrs<u32> = Nrs::with_config(NrsQueue::Regular, TbfConfig::for_version(v));
+        let mut n: Nrs<u32> = Nrs::with_config(NrsQueue::Regular, TbfConfig::for_version(v).into());
         let _ = n.write_policies(0, "tbf");
         let _ = n.write_tbf_rule(0, &text);
         let _ = n.write_policies(0, &text);
@@ -252,7 +252,7 @@ proptest! {
                                           v in prop::sample::select(vec![
                                               LustreVersion::V2_17, LustreVersion::MASTER])) {
         let config = TbfConfig::for_version(v);
-        let mut n: Nrs<u32> = Nrs::with_config(NrsQueue::Regular, config);
+        let mut n: Nrs<u32> = Nrs::with_config(NrsQueue::Regular, config.into());
         n.write_policies(0, "tbf").unwrap();
         let mut accepted = Vec::new();
         for (i, c) in conds.iter().enumerate() {

@@ -1554,8 +1554,8 @@ impl Ossd {
             .map(|k| {
                 let mut svc = CptService::new(
                     vec![
-                        (DOMAIN, Nrs::with_config(NrsQueue::Regular, tbf)),
-                        (DOMAIN, Nrs::with_config(NrsQueue::HighPriority, tbf)),
+                        (DOMAIN, Nrs::with_config(NrsQueue::Regular, tbf.into())),
+                        (DOMAIN, Nrs::with_config(NrsQueue::HighPriority, tbf.into())),
                     ],
                     per_cpt as u32,
                 );

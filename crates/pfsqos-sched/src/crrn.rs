@@ -31,9 +31,11 @@ use rustc_hash::FxHashMap;
 
 use crate::errno::Errno;
 use crate::model::{Nid, RpcTags};
-use crate::policy::{einval, tunable_value, NrsError, NrsPolicy, NrsPolicyDescriptor, ParamValue};
+use crate::policy::{
+    einval, tunable_value, NrsConfig, NrsError, NrsPolicy, NrsPolicyDescriptor, ParamValue,
+};
 use crate::tbf::kstrto::kstrtoull;
-use crate::tbf::{NrsQueue, TbfConfig};
+use crate::tbf::NrsQueue;
 use crate::{Dequeue, RequestScheduler};
 
 /// CRR-N's one parameter file.
@@ -58,7 +60,7 @@ pub fn descriptor<P: Send + 'static>() -> NrsPolicyDescriptor<P> {
 
 fn start<P: Send + 'static>(
     arg: Option<&str>,
-    _config: TbfConfig,
+    _config: &NrsConfig,
 ) -> Result<Box<dyn NrsPolicy<P>>, NrsError> {
     // Lustre's CRR-N takes no argument; like fifo's, any short one is ignored.
     let _ = arg;

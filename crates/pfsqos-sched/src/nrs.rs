@@ -21,11 +21,13 @@ use super::fifo::Fifo;
 use super::sfq::Sfq;
 use super::tbf::kstrto::strsep;
 use super::tbf::listing::{CptRules, ListingForm, TbfRuleListing};
-use super::tbf::{LustreVersion, NrsQueue, Tbf, TbfConfig, TbfError};
+use super::tbf::{LustreVersion, NrsQueue, Tbf, TbfError};
 use super::{Dequeue, RequestScheduler, ServiceReport, SyncRejection};
 use crate::model::RpcTags;
 use crate::policy::einval;
-pub use crate::policy::{NrsError, NrsPolicy, NrsPolicyDescriptor, ParamValue, StartPolicy};
+pub use crate::policy::{
+    NrsConfig, NrsError, NrsPolicy, NrsPolicyDescriptor, ParamValue, StartPolicy,
+};
 
 /// Placeholder tags for requests moved into the FIFO, which does not classify.
 const DRAINED_TAGS: RpcTags = RpcTags::UNKNOWN;
@@ -111,7 +113,7 @@ impl<P> fmt::Debug for Primary<P> {
 #[derive(Debug)]
 pub struct Nrs<P> {
     queue: NrsQueue,
-    config: TbfConfig,
+    config: NrsConfig,
     fifo: Fifo<P>,
     primary: Option<Primary<P>>,
     /// Primary policies started on this head so far.
@@ -120,7 +122,7 @@ pub struct Nrs<P> {
 
 impl<P: Send + 'static> Default for Nrs<P> {
     fn default() -> Self {
-        Nrs::with_config(NrsQueue::Regular, TbfConfig::default())
+        Nrs::with_config(NrsQueue::Regular, NrsConfig::default())
     }
 }
 
@@ -132,7 +134,7 @@ impl<P: Send + 'static> Nrs<P> {
 
     /// A head of the given queue; writes addressed with `reg`/`hp` to the other queue are
     /// accepted and ignored, as they target a different head.
-    pub fn with_config(queue: NrsQueue, config: TbfConfig) -> Self {
+    pub fn with_config(queue: NrsQueue, config: NrsConfig) -> Self {
         Nrs {
             queue,
             config,
@@ -264,7 +266,7 @@ impl<P: Send + 'static> Nrs<P> {
             }
         }
         self.stop_primary(now_ns);
-        let policy = (row.start)(arg, self.config)?;
+        let policy = (row.start)(arg, &self.config)?;
         assert_eq!(policy.queued(), 0, "a policy starts empty");
         // Wrapping is harmless: a ticket four billion starts old is long completed.
         self.epochs = self.epochs.wrapping_add(1).max(1);
@@ -606,6 +608,28 @@ mod tests {
         got
     }
 
+    /// The head's module parameters reach the policy that reads them, and only through the
+    /// head: a TBF started on it takes its default rate and depth and the head's version, and
+    /// another policy started on the same head starts just the same.
+    #[test]
+    fn the_heads_module_parameters_reach_the_policy_started_on_it() {
+        let config = NrsConfig {
+            tbf_default_rate_rpcs_per_s: 250,
+            tbf_depth_tokens: 7,
+            tbf_cache_size_classes: 100,
+            ..NrsConfig::for_version(LustreVersion::V2_14)
+        };
+        assert_eq!(NrsConfig::from(config.tbf()), config, "round trip");
+        let mut n: Nrs<u32> = Nrs::with_config(NrsQueue::Regular, config);
+        assert_eq!(n.version(), LustreVersion::V2_14);
+        n.write_policies(0, "tbf jobid").unwrap();
+        assert_eq!(*n.tbf().unwrap().config(), config.tbf());
+        n.write_policies(0, "crrn").unwrap();
+        assert_eq!(n.policy_name(), "crrn");
+        n.write_policies(0, "tbf jobid").unwrap();
+        assert_eq!(n.tbf().unwrap().config().default_rate_rpcs_per_s, 250);
+    }
+
     #[test]
     fn policy_switching_keeps_or_drops_rules_as_lustre_does() {
         let mut n: Nrs<u32> = Nrs::new();
@@ -800,7 +824,7 @@ mod tests {
                 } else {
                     NrsQueue::HighPriority
                 };
-                Nrs::with_config(q, TbfConfig::default())
+                Nrs::with_config(q, NrsConfig::default())
             })
             .collect();
         assert_eq!(

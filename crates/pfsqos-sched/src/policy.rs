@@ -96,11 +96,65 @@ pub trait NrsPolicy<P>: RequestScheduler<P> + Send {
     }
 }
 
+/// What a head hands every policy it starts: the Lustre version it emulates, and ptlrpc's
+/// module parameters. In Lustre the `tbf_*` options are parameters of the ptlrpc module,
+/// not of a running policy, so they belong to the head; only the policy that uses them
+/// reads them (TBF through [`NrsConfig::tbf`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NrsConfig {
+    /// The Lustre version whose NRS the head emulates.
+    pub version: LustreVersion,
+    /// `tbf_rate`: rate of TBF's default rule and of `start` without `rate=`.
+    pub tbf_default_rate_rpcs_per_s: u32,
+    /// `tbf_depth`: tokens a TBF class can bank.
+    pub tbf_depth_tokens: u32,
+    /// `tbf_jobid_cache_size`: idle TBF classes kept before the LRU shrinks to 3/4 of this.
+    pub tbf_cache_size_classes: usize,
+}
+
+impl Default for NrsConfig {
+    fn default() -> Self {
+        NrsConfig::from(TbfConfig::default())
+    }
+}
+
+impl NrsConfig {
+    /// Lustre's module defaults on `version`.
+    pub fn for_version(version: LustreVersion) -> Self {
+        NrsConfig {
+            version,
+            ..NrsConfig::default()
+        }
+    }
+
+    /// TBF's configuration on this head.
+    pub fn tbf(&self) -> TbfConfig {
+        TbfConfig {
+            default_rate_rpcs_per_s: self.tbf_default_rate_rpcs_per_s,
+            depth_tokens: self.tbf_depth_tokens,
+            cache_size_classes: self.tbf_cache_size_classes,
+            version: self.version,
+        }
+    }
+}
+
+/// A head whose module parameters are those a TBF configuration names (the inverse of
+/// [`NrsConfig::tbf`]).
+impl From<TbfConfig> for NrsConfig {
+    fn from(tbf: TbfConfig) -> Self {
+        NrsConfig {
+            version: tbf.version,
+            tbf_default_rate_rpcs_per_s: tbf.default_rate_rpcs_per_s,
+            tbf_depth_tokens: tbf.depth_tokens,
+            tbf_cache_size_classes: tbf.cache_size_classes,
+        }
+    }
+}
+
 /// How a descriptor starts its policy on a head: `arg` is the text after the name and queue
-/// (Lustre's `pol_arg`), `config` the head's tunables (the Lustre version it emulates and
-/// the `tbf_*` module parameters every policy may read).
+/// (Lustre's `pol_arg`), `config` the head's version and module parameters.
 pub type StartPolicy<P> =
-    fn(arg: Option<&str>, config: TbfConfig) -> Result<Box<dyn NrsPolicy<P>>, NrsError>;
+    fn(arg: Option<&str>, config: &NrsConfig) -> Result<Box<dyn NrsPolicy<P>>, NrsError>;
 
 /// What a write to one of a policy's files answers while the policy is not running on a
 /// head of `queue`: `Ok` when the write is accepted and ignored, else the error.

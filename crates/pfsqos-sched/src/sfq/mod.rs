@@ -109,12 +109,12 @@ use rustc_hash::FxHashMap;
 use super::class_index::{key_hash, ClassIndex};
 
 use super::tbf::kstrto::kstrtoull;
-use super::tbf::{ClassType, Field, LustreVersion, NrsQueue, TbfConfig};
+use super::tbf::{ClassType, Field, LustreVersion, NrsQueue};
 use super::{Dequeue, ReportKind, RequestScheduler, ServiceReport, SyncRejection};
 use crate::errno::Errno;
 use crate::jobstats::quote_job_id;
 use crate::model::RpcTags;
-use crate::policy::{tunable_value, NrsError, NrsPolicy, NrsPolicyDescriptor};
+use crate::policy::{tunable_value, NrsConfig, NrsError, NrsPolicy, NrsPolicyDescriptor};
 use crate::NS_PER_S;
 
 pub use weights::{
@@ -1627,19 +1627,19 @@ pub fn dsfq_descriptor<P: Send + 'static>() -> NrsPolicyDescriptor<P> {
 fn start_with<P: Send + 'static>(
     name: &'static str,
     arg: Option<&str>,
-    tbf: TbfConfig,
+    head: &NrsConfig,
     config: SfqConfig,
 ) -> Result<Box<dyn NrsPolicy<P>>, NrsError> {
     // The TBF type parser, so `jobid`, `nid`, `uid`, `gid` (and combinations) mean the same
     // as for TBF; no argument means jobid (vPFS identifies applications).
     let class_type = match arg {
         None => ClassType::single(Field::Jobid),
-        Some(a) => ClassType::parse_arg(Some(a), tbf.version).map_err(|e| NrsError {
+        Some(a) => ClassType::parse_arg(Some(a), head.version).map_err(|e| NrsError {
             errno: e.errno,
             message: e.message,
         })?,
     };
-    let mut sfq = Sfq::new(class_type, config, tbf.version);
+    let mut sfq = Sfq::new(class_type, config, head.version);
     sfq.policy_name = name;
     Ok(Box::new(sfq))
 }
@@ -1647,17 +1647,17 @@ fn start_with<P: Send + 'static>(
 /// Start function of `sfqd`.
 fn start_sfqd<P: Send + 'static>(
     arg: Option<&str>,
-    tbf: TbfConfig,
+    head: &NrsConfig,
 ) -> Result<Box<dyn NrsPolicy<P>>, NrsError> {
-    start_with("sfqd", arg, tbf, SfqConfig::sfqd())
+    start_with("sfqd", arg, head, SfqConfig::sfqd())
 }
 
 /// Start function of `dsfq`.
 fn start_dsfq<P: Send + 'static>(
     arg: Option<&str>,
-    tbf: TbfConfig,
+    head: &NrsConfig,
 ) -> Result<Box<dyn NrsPolicy<P>>, NrsError> {
-    start_with("dsfq", arg, tbf, SfqConfig::dsfq())
+    start_with("dsfq", arg, head, SfqConfig::dsfq())
 }
 
 impl<P: Send + 'static> NrsPolicy<P> for Sfq<P> {

@@ -239,7 +239,7 @@ fn flows_listing_quotes_job_ids() {
 #[test]
 fn sfqd_and_dsfq_start_from_nrs_policies_and_own_their_files() {
     let mut reg: Nrs<u32> = Nrs::new();
-    let mut hp: Nrs<u32> = Nrs::with_config(NrsQueue::HighPriority, TbfConfig::default());
+    let mut hp: Nrs<u32> = Nrs::with_config(NrsQueue::HighPriority, NrsConfig::default());
     for h in [&mut reg, &mut hp] {
         h.write_policies(0, "sfqd jobid").unwrap();
         assert_eq!(h.policy_name(), "sfqd jobid");

@@ -47,7 +47,7 @@ use std::collections::VecDeque;
 use super::class_index as index;
 use super::{Dequeue, RequestScheduler};
 use crate::model::RpcTags;
-use crate::policy::{NrsError, NrsPolicy, NrsPolicyDescriptor};
+use crate::policy::{NrsConfig, NrsError, NrsPolicy, NrsPolicyDescriptor};
 use crate::NS_PER_S;
 pub use cond::{ClassType, Condition, Field};
 use heap::{HeapEntry, LineHeap, ARITY as HEAP_ARITY};
@@ -1003,13 +1003,13 @@ pub fn descriptor<P: Send + 'static>() -> NrsPolicyDescriptor<P> {
 /// TBF started with `arg` as its classification type.
 fn start<P: Send + 'static>(
     arg: Option<&str>,
-    config: TbfConfig,
+    config: &NrsConfig,
 ) -> Result<Box<dyn NrsPolicy<P>>, NrsError> {
     let class_type = ClassType::parse_arg(arg, config.version).map_err(|e| NrsError {
         errno: e.errno,
         message: e.message,
     })?;
-    Ok(Box::new(Tbf::new(class_type, config)))
+    Ok(Box::new(Tbf::new(class_type, config.tbf())))
 }
 
 /// A rule command while TBF does not run: parsed without a type, so a `start` is EINVAL

@@ -68,11 +68,23 @@ def shipped_table():
     return "\n".join(out)
 
 
-def measured_section(path):
+def host_facts(path):
+    """`key: value` lines written by scripts/physics-host-facts.sh, as a list."""
+    if not path:
+        return []
+    with open(path) as f:
+        facts = [l.strip().split(": ", 1) for l in f if ": " in l]
+    return ["The host:", ""] + [f"* {k}: {v}" for k, v in facts] + [""]
+
+
+def measured_section(path, facts=None):
     p = load(path)
     s = p["source"]
+    rel = os.path.relpath(os.path.abspath(path), ROOT)
     lines = [f"Measured on `{s.get('host', '?')}` ({s.get('target', '?')}), {s['date']}, with "
-             f"{s['citation']}. {s['method']}", "",
+             f"{s['citation']}. {s['method']} The profile is `{rel}`.", ""]
+    lines += host_facts(facts)
+    lines += [
              "| op | pattern | size (KiB) | queue depth | streams | MiB/s | mean latency (us) |",
              "|---|---|---|---|---|---|---|"]
     for m in p.get("measured", []):
@@ -97,12 +109,13 @@ def replace(doc, tag, body):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--measured", help="a profile written by pfsqos calibrate")
+    ap.add_argument("--host-facts", help="the host's facts (scripts/physics-host-facts.sh)")
     a = ap.parse_args()
     with open(DOC) as f:
         doc = f.read()
     doc = replace(doc, "shipped", shipped_table())
     if a.measured:
-        doc = replace(doc, "measured", measured_section(a.measured))
+        doc = replace(doc, "measured", measured_section(a.measured, a.host_facts))
     with open(DOC, "w") as f:
         f.write(doc)
     print("updated docs/physics.md")

@@ -374,11 +374,48 @@ pub fn from_obdfilter_survey(text: &str, file: &str, name: &str) -> Result<Profi
         source,
         points,
     )
+    .map_err(|e| format!("{file}: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Lustre Operations Manual's example survey output (test data of pfsqos-profile,
+    /// cited there) converts, and the profile says where it came from.
+    #[test]
+    fn the_lustre_manuals_survey_converts() {
+        let text = include_str!(
+            "../../pfsqos-profile/tests/fixtures/obdfilter-survey-lustre-manual.summary"
+        );
+        let p = from_obdfilter_survey(text, "manual.summary", "hds1fnb6123").unwrap();
+        assert_eq!(p.source.kind, SourceKind::ObdfilterSurvey);
+        assert!(
+            p.source.citation.contains("from hds1fnb6123"),
+            "{}",
+            p.source.citation
+        );
+        assert_eq!(p.measured.len(), 2);
+        Profile::from_toml_str(&p.to_toml_string(), "hds1fnb6123.toml").unwrap();
+        let e = from_obdfilter_survey(
+            "ost 1 sz 1K rsz 1024K obj 1 thr 1 write 1.0 ERROR\n",
+            "bad",
+            "x",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("bad: line 1"), "{e}");
+        // A survey of writes only parses, but has no read rows: refused, naming the file.
+        let e = from_obdfilter_survey(
+            "ost 8 sz 67108864K rsz 1024K obj 8 thr 8 write 613.54 [ 64.00, 82.00]\n",
+            "readme.summary",
+            "x",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("readme.summary: ") && e.contains("read"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn dates_are_civil() {

@@ -417,6 +417,9 @@ pub struct ControlLogEntry {
 pub struct EngineStats {
     pub events: u64,
     pub rpcs: u64,
+    /// Outgoing limits written to clients (`ClientWrite`), which `control_log` does not list:
+    /// actuator writes as much as a rule is, so the count of control writes includes them.
+    pub client_writes: u64,
 }
 
 #[cfg(test)]

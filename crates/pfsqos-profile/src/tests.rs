@@ -423,3 +423,56 @@ fn an_obdfilter_survey_becomes_a_profile() {
     assert_eq!(p.measured.len(), 50);
     Profile::from_toml_str(&p.to_toml_string(), "ost.toml").unwrap();
 }
+
+/// A real survey: the example output of the Lustre Operations Manual, chapter "Benchmarking
+/// Lustre File System Performance (Lustre I/O Kit)", section on obdfilter-survey (a run on
+/// host hds1fnb6123, 2015-09-25: 10 OSTs, one object and one thread per OST, 1 MiB records),
+/// reproduced as test data.
+const LUSTRE_MANUAL_SURVEY: &str =
+    include_str!("../tests/fixtures/obdfilter-survey-lustre-manual.summary");
+
+#[test]
+fn the_lustre_manuals_survey_becomes_a_profile() {
+    let rows = obdfilter::parse(LUSTRE_MANUAL_SURVEY).unwrap();
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(
+        (r.line, r.osts, r.record_kib, r.objects, r.threads),
+        (2, 10, 1024, 10, 10)
+    );
+    let names: Vec<&str> = r.tests.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["write", "rewrite", "read"]);
+    assert_eq!(r.tests[0].per_ost_min_max_mib_s, Some((601.97, 2912.91)));
+    let pts = obdfilter::measured(&rows).unwrap();
+    // write and read, per OST: one stream, one request outstanding.
+    assert_eq!(pts.len(), 2);
+    assert!(pts.iter().all(|p| (p.streams, p.queue_depth) == (1, 1)));
+    let mut src = source();
+    src.kind = SourceKind::ObdfilterSurvey;
+    let p = fit::fit("hds1fnb6123", "", src, pts).unwrap();
+    // 10982.73 MiB/s over 10 OSTs is 1098.273 MiB/s per OST; 12358.60 reads 1235.86.
+    assert!((p.write[0].bandwidth_mib_s - 1098.273).abs() < 1e-9);
+    assert!((p.read[0].bandwidth_mib_s - 1235.86).abs() < 1e-9);
+    // One request at a time: Little's law gives exactly the transfer time, so no overhead.
+    assert!(p.write[0].overhead_us.abs() < 1e-6 && p.read[0].overhead_us.abs() < 1e-6);
+    // One object per OST: the survey says nothing about streams or congestion.
+    assert!(p.streams.is_empty() && p.congestion.is_empty());
+    Profile::from_toml_str(&p.to_toml_string(), "hds1fnb6123.toml").unwrap();
+}
+
+/// The line lustre-iokit's README.obdfilter-survey shows (8 OSTs, write only) parses, but a
+/// profile needs reads too: the conversion refuses it and says which rows are missing.
+#[test]
+fn the_lustre_iokit_readmes_write_only_line_is_refused_for_its_missing_reads() {
+    let rows = obdfilter::parse(include_str!(
+        "../tests/fixtures/obdfilter-survey-lustre-iokit-readme.summary"
+    ))
+    .unwrap();
+    assert_eq!((rows[0].osts, rows[0].objects, rows[0].threads), (8, 8, 8));
+    assert_eq!(rows[0].tests[0].total_mib_s, 613.54);
+    let pts = obdfilter::measured(&rows).unwrap();
+    assert_eq!(pts.len(), 1);
+    assert!((pts[0].bandwidth_mib_s - 613.54 / 8.0).abs() < 1e-9);
+    let e = fit::fit("readme", "", source(), pts).unwrap_err();
+    assert!(e.contains("read"), "{e}");
+}

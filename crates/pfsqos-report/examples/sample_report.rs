@@ -181,6 +181,7 @@ fn make_run(policy: &str, fair: bool, traced: bool) -> RunOutput {
         engine: EngineStats {
             events: 1_234_567,
             rpcs: 54_321,
+            client_writes: 0,
         },
         regret: None,
         allocation: None,

@@ -375,7 +375,7 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
             })
             .collect(),
         ost_cost: run.ost_cost(),
-        control_writes: run.control_log.len() as u64,
+        control_writes: run.control_log.len() as u64 + run.engine.client_writes,
         rejected_control_writes: rejected_all.count() as u64,
         control_trace_entries: run.control_trace.len() as u64,
         control_trace_truncated: run.control_trace_truncated,

@@ -45,6 +45,7 @@ fn run(policy: &str, bin_ns: u64, end_ns: u64, jobs: Vec<JobOutput>) -> RunOutpu
         engine: EngineStats {
             events: 1234,
             rpcs: 56,
+            client_writes: 0,
         },
         regret: None,
         allocation: None,

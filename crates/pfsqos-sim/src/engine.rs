@@ -604,6 +604,8 @@ struct Sim {
     controller: Box<dyn Controller>,
     period_ns: Option<u64>,
     control_log: Vec<ControlLogEntry>,
+    /// Client limits written (`Decision::client_writes`), counted with the control writes.
+    client_writes: u64,
     control_trace: Vec<ControlTraceEntry>,
     control_trace_truncated: bool,
     trace: Option<Vec<RpcTrace>>,
@@ -1169,6 +1171,7 @@ impl Sim {
             controller,
             period_ns,
             control_log: Vec::new(),
+            client_writes: 0,
             control_trace: Vec::new(),
             control_trace_truncated: false,
             trace: None,
@@ -1270,6 +1273,7 @@ impl Sim {
                 client.0
             );
             self.relimit_uplink(client.0 as usize, limit_bytes_per_s);
+            self.client_writes += 1;
         }
         // A write can change throttling: re-arm timers and let idle threads look again.
         for s in 0..self.sched_timer_ns.len() as u32 {
@@ -2268,6 +2272,7 @@ impl Sim {
             engine: EngineStats {
                 events: self.events,
                 rpcs: self.rpcs_completed,
+                client_writes: self.client_writes,
             },
             regret: self.controller.regret(),
             allocation: self.controller.allocation_stats(),

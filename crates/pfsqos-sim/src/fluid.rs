@@ -1310,6 +1310,8 @@ impl Fluid {
             engine: EngineStats {
                 events: self.events,
                 rpcs: self.rpcs,
+                // The fluid engine's allocators write caps, never client limits.
+                client_writes: 0,
             },
             regret,
             allocation: self.allocator.as_ref().and_then(|a| a.allocation_stats()),

@@ -135,3 +135,26 @@ fn a_limit_that_does_not_change_holds_each_rpc_for_its_size() {
     let got = end_ns(2 * M, 2 * M, 100_000_000);
     assert_within_slack(got, 1_000_000_000 + DEVICE_1M_NS);
 }
+
+/// Every client limit a controller writes is a control write: the setup's and the step's
+/// are both counted (as `EngineStats::client_writes`), and the summary's `control_writes`
+/// includes them, though `control_log` (rules only) is empty.
+#[test]
+fn client_limits_are_counted_as_control_writes() {
+    let out = pfsqos_sim::run_with_controller(
+        &scenario(&three_rpcs()),
+        Box::new(StepLimit {
+            first_bytes_per_s: 10 * M,
+            second_bytes_per_s: 20 * M,
+            at_ns: 50_000_000,
+            stepped: false,
+        }),
+        1,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert!(out.control_log.is_empty());
+    assert_eq!(out.engine.client_writes, 2);
+    let summary = pfsqos_report::summarize(&out);
+    assert_eq!(summary.control_writes, 2);
+}

@@ -28,6 +28,7 @@ pub use bulk_share::{BulkCounters, CLIENTS_TRACKED_MAX};
 pub use ossd::{
     bulk_share_default_bytes, parse_lustre_version, validate_bulk_limits, DeviceSensor, Ossd,
     OssdConfig, BULK_BUDGET_BYTES_DEFAULT, BULK_BUDGET_BYTES_MAX, BULK_IDLE_TIMEOUT, BULK_TIMEOUT,
-    IDLE_TIMEOUT_MAX, LUSTRE_VERSION_MIN, OBJECT_HANDLES_PER_OST_MAX, REPLY_IDLE_TIMEOUT,
+    IDLE_TIMEOUT_MAX, LUSTRE_VERSION_MIN, OBJECT_HANDLES_PER_OST_MAX, READ_PIECE_BYTES,
+    REPLY_IDLE_TIMEOUT,
 };
 pub use sync::{SyncConfig, SyncStats};

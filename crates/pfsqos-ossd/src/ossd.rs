@@ -34,7 +34,8 @@
 //!   counted (`pfsqos_oss_admission_total`) and logged at most
 //!   [`admission::LOG_LINES_PER_WINDOW`] times a window;
 //! * requests in flight per connection: `rpcs_in_flight_per_conn` (reading stops at the limit);
-//! * bulk bytes held in memory over all connections: `in_flight_bytes_max` (same); of it, what
+//! * bulk bytes held in memory over all connections: `in_flight_bytes_max` (same; a read
+//!   holds at most [`READ_PIECE_BYTES`] of it); of it, what
 //!   one client (peer address) can make the daemon wait on (writes whose bulk is arriving,
 //!   replies not yet written): its share, `bulk_share_per_client_bytes`
 //!   (see [`crate::bulk_share`]);
@@ -68,7 +69,12 @@
 //! thread (page references, no copy; the disk read, if any, happens there, so the service
 //! time job_stats records is the read's) and from the pipe into the client's socket by the
 //! connection's writer (see [`pfsqos_wire::splice`]); without a pipe (at most
-//! [`pfsqos_wire::splice::PIPES_MAX`] exist) or for larger reads, `pread` fills a buffer instead.
+//! [`pfsqos_wire::splice::PIPES_MAX`] exist) `pread` fills a buffer instead. A longer read
+//! is not buffered whole: the I/O thread checks its length and starts the kernel's read-ahead
+//! of the range, and the connection's writer reads it piece by piece ([`READ_PIECE_BYTES`])
+//! as the socket takes it, so a read holds one piece of the bulk budget until its reply is
+//! written, whether or not its peer reads. (Its job_stats service time is the I/O thread's
+//! part: the check and the read-ahead's start.)
 //!
 //! A read of an object that does not exist answers no bytes (a hole), not `ENOENT`.
 //!
@@ -341,10 +347,12 @@ enum IoOutcome {
 }
 
 /// Bulk data of a reply: in a pipe (a read spliced from the page cache, see
-/// [`pfsqos_wire::splice`]) or in a buffer.
+/// [`pfsqos_wire::splice`]), in a buffer, or still in the object file (a read longer than
+/// [`READ_PIECE_BYTES`], read piece by piece as the socket takes it).
 enum Bulk {
     Piped(Piped),
     Buf(Vec<u8>),
+    Streamed(StreamedRead),
 }
 
 impl Bulk {
@@ -352,8 +360,34 @@ impl Bulk {
         match self {
             Bulk::Piped(p) => p.len(),
             Bulk::Buf(b) => b.len(),
+            Bulk::Streamed(s) => s.len as usize,
         }
     }
+}
+
+/// The most of a read's data in memory at once, and what a read holds of the bulk budget
+/// until its reply is written: one pipe's worth. A reply waits on its peer, which may stop
+/// reading; holding the whole announced length (up to 64 MiB) would let a few stalled readers
+/// hold the OSS-wide budget and stop every other client. Read piece by piece, a stalled read
+/// holds one piece, and the budget a write waits for is what is really buffered.
+pub const READ_PIECE_BYTES: usize = 1 << 20;
+
+/// A read answered from the object file as the reply is written: `len` bytes at `offset`.
+/// The I/O thread checked the length against the file's size and asked the kernel to read
+/// the range ahead (`POSIX_FADV_WILLNEED`), so the disk read starts within the read's service;
+/// the writer reads each piece from the page cache. Bytes that vanish meanwhile (the object
+/// truncated by a later punch) are sent as zeros, as a hole reads.
+struct StreamedRead {
+    file: Arc<ObjectFile>,
+    offset: u64,
+    len: u64,
+}
+
+/// `len` bytes at `offset` of `file`, zeros past its end.
+fn read_piece(file: &File, offset: u64, len: usize) -> Result<Vec<u8>, RemoteError> {
+    let mut buf = read_up_to(file, offset, len)?;
+    buf.resize(len, 0);
+    Ok(buf)
 }
 
 type IoResult = Result<IoOutcome, RemoteError>;
@@ -691,6 +725,9 @@ pub(crate) struct Shared {
     reply_idle_timeout: Duration,
     /// Pipes for reads spliced from the page cache to the socket.
     pipes: Arc<PipePool>,
+    /// Reads of a streamed reply's pieces under way (as many as there are I/O threads, so
+    /// that replies never read the device more concurrently than the I/O threads do).
+    read_piece_slots: Arc<Semaphore>,
     /// The TBF configuration of every head (the emulated Lustre version).
     tbf: TbfConfig,
     /// Connected client nodes and their limits (control loop: `Controlled::clients`).
@@ -1428,7 +1465,30 @@ impl Ost {
                     }
                     Err(e) => return Err(io_error(e)),
                 };
-                let len = io.length as usize;
+                let mut len = io.length as usize;
+                if len > READ_PIECE_BYTES {
+                    let size = f.file.metadata().map_err(io_error)?.len();
+                    let answered = io.length.min(size.saturating_sub(io.offset));
+                    if answered > READ_PIECE_BYTES as u64 {
+                        use std::os::fd::AsRawFd;
+                        // Advice only: a failure costs the read-ahead, not the read.
+                        // SAFETY: a plain descriptor and a range; no memory is involved.
+                        let _ = unsafe {
+                            libc::posix_fadvise(
+                                f.file.as_raw_fd(),
+                                io.offset as libc::off_t,
+                                answered as libc::off_t,
+                                libc::POSIX_FADV_WILLNEED,
+                            )
+                        };
+                        return Ok(IoOutcome::Read(Bulk::Streamed(StreamedRead {
+                            file: f,
+                            offset: io.offset,
+                            len: answered,
+                        })));
+                    }
+                    len = answered as usize;
+                }
                 if let Some(p) = pipes.fill(&f.file, io.offset, len).map_err(io_error)? {
                     return Ok(IoOutcome::Read(Bulk::Piped(p)));
                 }
@@ -1589,6 +1649,7 @@ impl Ossd {
             ),
             reply_idle_timeout: config.reply_idle_timeout,
             pipes: PipePool::new(PIPES_MAX),
+            read_piece_slots: Arc::new(Semaphore::new(per_cpt * config.cpts)),
             tbf,
             clients: Mutex::new(Clients::default()),
             sync: SyncState::new(config.sync.clone()).context("choosing a sync epoch")?,
@@ -2014,6 +2075,31 @@ async fn serve_conn(
                             .await
                     }
                     Some(Bulk::Piped(p)) => writer.msg_with_piped(&o.reply, p).await,
+                    // Each piece reuses the one piece of budget the read holds (`o.held`).
+                    Some(Bulk::Streamed(s)) => {
+                        let slots = writer_shared.read_piece_slots.clone();
+                        writer
+                            .msg_with_bulk_pieces(&o.reply, s.len, READ_PIECE_BYTES, |pos, len| {
+                                let (file, slots) = (s.file.clone(), slots.clone());
+                                let at = s.offset + pos;
+                                async move {
+                                    let _slot = slots
+                                        .acquire_owned()
+                                        .await
+                                        .expect("the semaphore is never closed");
+                                    let piece = tokio::task::spawn_blocking(move || {
+                                        read_piece(&file.file, at, len)
+                                    })
+                                    .await
+                                    .map_err(|e| ConnError::Io(std::io::Error::other(e)))?
+                                    .map_err(|e| {
+                                        ConnError::Io(std::io::Error::other(e.to_string()))
+                                    })?;
+                                    Ok((bytes::Bytes::from(piece), ()))
+                                }
+                            })
+                            .await
+                    }
                     None => writer.msg(&o.reply).await,
                 }
             };
@@ -2174,7 +2260,12 @@ async fn read_requests(
                         drop(share);
                         (Some(d), held, None)
                     }
-                    _ => (None, Some(reserve(io.length).await), Some(share)),
+                    // A reply's data is in memory at most one piece at a time.
+                    _ => (
+                        None,
+                        Some(reserve(io.length.min(READ_PIECE_BYTES as u64)).await),
+                        Some(share),
+                    ),
                 };
                 if !peer.role.may_do_io() {
                     let e = RemoteError::new(Errno::EPERM, "this role may not do object I/O");

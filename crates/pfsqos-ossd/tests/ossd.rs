@@ -1063,9 +1063,8 @@ async fn a_client_alone_may_hold_more_than_its_share_with_received_writes() {
     f.ossd.shutdown().await;
 }
 
-/// A client that sends reads and never reads its socket cannot hold the budget.
-/// Its 64 MiB read reserves the whole budget (64 MiB here, its share too) until the reply is
-/// written; the reply fills the socket buffers and stops. After `reply_idle_timeout` without
+/// A client that sends reads and never reads its socket cannot hold its connection forever.
+/// Its 64 MiB read's reply fills the socket buffers and stops. After `reply_idle_timeout` without
 /// progress the connection is closed (counted), the budget comes back, and a write of another
 /// client, waiting meanwhile, is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1102,6 +1101,67 @@ async fn a_client_that_never_reads_its_replies_is_closed_and_its_budget_returned
         .await
         .expect("another client was served once the unread reply's budget came back");
     assert_eq!(f.ossd.bulk_counters().reply_timeouts, 1);
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_bytes_reserved() == 0
+    })
+    .await;
+    f.ossd.shutdown().await;
+}
+
+/// Stalled readers do not stop other clients. 64 connections from 16 addresses (4 each, so
+/// that every client's share admits all its reads) each ask for a 64 MiB read (64 x 64 MiB =
+/// four times the 1 GiB budget) and never read their socket. Each holds one piece of the
+/// budget ([`READ_PIECE_BYTES`]), not its announced length, so another client's 64 MiB
+/// write and read are served at once while all 64 are still connected. Holding the announced
+/// length, 16 of them took the whole budget and everyone else waited for the reply idle
+/// timeout (set far out here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_readers_do_not_stop_other_clients() {
+    use pfsqos_ossd::READ_PIECE_BYTES;
+    use pfsqos_wire::protocol::IoOp;
+    const STALLED: u64 = 64;
+    const LEN: u64 = 64 << 20;
+    let f = start(1, |c| {
+        c.reply_idle_timeout = std::time::Duration::from_secs(600);
+    })
+    .await;
+    let id = ident("data.1");
+    let mut c = client(&f, Role::Client).await;
+    let data = pattern(LEN as usize, 3);
+    c.write(&id, 0, 5, 0, &data, false).await.unwrap();
+    let addr = f.ossd.local_addr();
+    let mut stalled = Vec::new();
+    for i in 0..STALLED {
+        let from = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 1, 10 + (i % 16) as u8));
+        stalled.push(raw_request(addr, from, IoOp::Read, 5, LEN).await);
+    }
+    // Every read has reserved its budget (or, holding its announced length, the budget ran out).
+    let held_max = STALLED * READ_PIECE_BYTES as u64;
+    poll_until(std::time::Duration::from_secs(60), || {
+        f.ossd.bulk_bytes_reserved() >= held_max
+    })
+    .await;
+    assert!(
+        f.ossd.bulk_bytes_reserved() <= held_max,
+        "{} bytes of the budget held by {STALLED} stalled reads",
+        f.ossd.bulk_bytes_reserved()
+    );
+    let other = async {
+        let mut c = client(&f, Role::Client).await;
+        let id = ident("other.1");
+        c.write(&id, 0, 6, 0, &data, false).await.unwrap();
+        let back = c.read(&id, 0, 6, 0, LEN).await.unwrap();
+        assert!(back == data, "the other client read back what it wrote");
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), other)
+        .await
+        .expect("another client was served while the stalled reads held their replies");
+    assert_eq!(
+        f.ossd.bulk_counters().reply_timeouts,
+        0,
+        "no stalled read was closed"
+    );
+    drop(stalled);
     poll_until(std::time::Duration::from_secs(60), || {
         f.ossd.bulk_bytes_reserved() == 0
     })

@@ -377,6 +377,66 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
         w.flush().await?;
         Ok(())
     }
+
+    /// Sends a message and `length` bytes of bulk data produced piece by piece: `next(pos,
+    /// len)` gives the `len` bytes at `pos` of the bulk (at most `piece_bytes`) and a guard
+    /// that is dropped once they are in the socket, so that a sender whose peer stops reading
+    /// holds one piece, not the whole bulk. The frames on the wire are those of
+    /// [`Writer::msg_with_bulk_bytes`] (a frame is written in several pieces); dropped
+    /// midway, it leaves part of a frame on the wire, so the connection must then be dropped.
+    pub async fn msg_with_bulk_pieces<T, F, Fut, G>(
+        &mut self,
+        msg: &T,
+        length: u64,
+        piece_bytes: usize,
+        mut next: F,
+    ) -> Result<(), ConnError>
+    where
+        T: serde::Serialize,
+        F: FnMut(u64, usize) -> Fut,
+        Fut: std::future::Future<Output = Result<(Bytes, G), ConnError>>,
+    {
+        assert!(piece_bytes > 0, "a piece of no bytes would never end");
+        let body = protocol::encode(msg);
+        if body.len() > FRAME_LEN_BYTES_MAX {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("message of {} bytes exceeds the frame limit", body.len()),
+            )
+            .into());
+        }
+        SinkExt::<Bytes>::flush(&mut self.inner).await?;
+        let mut head = BytesMut::with_capacity(body.len() + 8);
+        head.put_u32(body.len() as u32);
+        head.extend_from_slice(&body);
+        let w = self.inner.get_mut();
+        let mut pos = 0u64;
+        for n in protocol::bulk_chunks(length) {
+            head.put_u32(n as u32);
+            let mut left = n;
+            while left > 0 {
+                let len = left.min(piece_bytes);
+                let (data, guard) = next(pos, len).await?;
+                if data.len() != len {
+                    return Err(std::io::Error::other(format!(
+                        "a bulk piece of {} bytes where {len} were due",
+                        data.len()
+                    ))
+                    .into());
+                }
+                let mut frames = head.split().freeze().chain(data);
+                w.write_all_buf(&mut frames).await?;
+                drop(guard);
+                pos += len as u64;
+                left -= len;
+            }
+        }
+        if !head.is_empty() {
+            w.write_all_buf(&mut head).await?;
+        }
+        w.flush().await?;
+        Ok(())
+    }
 }
 
 impl Writer<tokio::net::tcp::OwnedWriteHalf> {

@@ -27,7 +27,7 @@
 //! any), so a limit holds in aggregate.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use pfsqos_core::control::agent::{JobStatsObservation, JobStatsObserver, Ledger};
 use pfsqos_core::control::rpc_size::RpcSizeEstimate;
@@ -195,7 +195,15 @@ pub struct AgentStats {
     /// Whether the agent is in the safe state: its coordinator silent for longer than
     /// `safe_hold_ms`, its rules removed.
     pub safe_state: bool,
+    /// `[slurm]`: squeue answers read, those that failed (the last facts are kept), and the
+    /// running jobs the last answer gave.
+    pub slurm_queries: u64,
+    pub slurm_queries_failed: u64,
+    pub slurm_jobs: usize,
 }
+
+/// Most running jobs whose Slurm facts the agent keeps (the controller's bound on known jobs).
+pub const SLURM_JOBS_MAX: usize = pfsqos_core::control::agent::KNOWN_JOBS_MAX;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct JobRateStat {
@@ -479,6 +487,10 @@ pub struct Agent<L: Lctl> {
     stale: BTreeMap<String, StaleMatch>,
     epoch: Instant,
     started: bool,
+    /// `[slurm]`: each running job's basis (node count or scaled priority), by job id, from
+    /// the last squeue answer that could be read, and when squeue is asked next.
+    slurm_bases: BTreeMap<JobId, u32>,
+    slurm_next: Option<Instant>,
     pub stats: AgentStats,
 }
 
@@ -528,6 +540,8 @@ impl<L: Lctl> Agent<L> {
             stale: BTreeMap::new(),
             epoch,
             started: false,
+            slurm_bases: BTreeMap::new(),
+            slurm_next: None,
             stats: AgentStats::default(),
         }
     }
@@ -622,10 +636,12 @@ impl<L: Lctl> Agent<L> {
         let listed = self.list_osts();
         let text = self.get_job_stats().unwrap_or_default();
         let now = now_ns(self.epoch);
-        let initial = self
+        let mut initial = self
             .observer
             .observe(now, &text, &listed)
             .map_err(|e| StartError(format!("job_stats: {e}")))?;
+        self.refresh_job_facts();
+        self.apply_job_facts(&mut initial.observation);
         let decision = self.controller.setup(&initial.observation);
         // A coordinated agent's rates come from its coordinator only.
         if self.config.coordinator.is_none() {
@@ -777,6 +793,73 @@ impl<L: Lctl> Agent<L> {
         }
     }
 
+    /// `[slurm]`: asks squeue for the running jobs when due (every `refresh_ms`); an answer
+    /// that cannot be had keeps the last facts (counted, logged).
+    fn refresh_job_facts(&mut self) {
+        let Some(slurm) = self.config.slurm.clone() else {
+            return;
+        };
+        let now = Instant::now();
+        if self.slurm_next.is_some_and(|next| now < next) {
+            return;
+        }
+        self.slurm_next = Some(now + Duration::from_millis(slurm.refresh_ms));
+        self.stats.slurm_queries += 1;
+        match pfsqos_jobfacts::query_squeue(&slurm.squeue, Duration::from_millis(slurm.timeout_ms))
+        {
+            Ok(answer) => {
+                if answer.lines_skipped > 0 {
+                    warn!(
+                        lines = answer.lines_skipped,
+                        "squeue lines unreadable; skipped"
+                    );
+                }
+                self.slurm_bases = pfsqos_jobfacts::bases(&answer.jobs, slurm.basis)
+                    .into_iter()
+                    .filter_map(|(job, b)| JobId::new(&job).ok().map(|j| (j, b)))
+                    .take(SLURM_JOBS_MAX)
+                    .collect();
+                self.stats.slurm_jobs = self.slurm_bases.len();
+            }
+            Err(e) => {
+                self.stats.slurm_queries_failed += 1;
+                warn!(error = %e.escape_debug(), "squeue failed; the last job facts are kept");
+            }
+        }
+    }
+
+    /// Gives the controller Slurm's facts: each running job's node count (or scaled
+    /// priority, `[slurm] basis`) replaces what job_stats and `[[jobs]]` gave, and running
+    /// jobs not seen in job_stats yet are added, so a controller that shares over every job
+    /// (Static BW) counts them from the start.
+    fn apply_job_facts(&self, obs: &mut Observation) {
+        if self.slurm_bases.is_empty() {
+            return;
+        }
+        let mut missing: Vec<(JobId, u32)> = Vec::new();
+        let mut known = obs.jobs.iter_mut().peekable();
+        for (&job, &basis) in &self.slurm_bases {
+            while known.next_if(|m| m.job < job).is_some() {}
+            match known.peek_mut() {
+                Some(m) if m.job == job => {
+                    m.node_count = basis;
+                    m.weight = pfsqos_core::control::default_job_weight(basis);
+                }
+                _ => missing.push((job, basis)),
+            }
+        }
+        let room = pfsqos_core::control::agent::KNOWN_JOBS_MAX.saturating_sub(obs.jobs.len());
+        for (job, basis) in missing.into_iter().take(room) {
+            obs.jobs.push(pfsqos_core::control::JobMeta {
+                job,
+                node_count: basis,
+                weight: pfsqos_core::control::default_job_weight(basis),
+            });
+        }
+        obs.jobs.sort_unstable_by_key(|m| m.job);
+        debug_assert!(obs.jobs.windows(2).all(|w| w[0].job < w[1].job));
+    }
+
     fn list_osts(&mut self) -> Vec<String> {
         match self
             .lctl
@@ -821,7 +904,7 @@ impl<L: Lctl> Agent<L> {
         };
         let t0 = Instant::now();
         let now = now_ns(self.epoch);
-        let obs = match self.observer.observe(now, &text, &listed) {
+        let mut obs = match self.observer.observe(now, &text, &listed) {
             Ok(o) => o,
             Err(e) if e.nameless() => {
                 self.stats.periods_skipped += 1;
@@ -836,6 +919,8 @@ impl<L: Lctl> Agent<L> {
                 return None;
             }
         };
+        self.refresh_job_facts();
+        self.apply_job_facts(&mut obs.observation);
         self.stats.periods += 1;
         self.stats.job_stats_restarts += obs.counts.restarts;
         self.stats.job_stats_skipped_entries += obs.skipped_entries as u64;
@@ -1642,6 +1727,144 @@ mod tests {
         assert_eq!(a.stats.jobs_in_catch_all, 2);
         a.shutdown();
         assert!(a.lctl().rules.is_empty(), "{:?}", a.lctl().rules);
+    }
+
+    /// Cancels the Slurm jobs it holds when dropped (the test's jobs never outlive it).
+    struct SlurmJobs(Vec<String>);
+    impl Drop for SlurmJobs {
+        fn drop(&mut self) {
+            for id in &self.0 {
+                let _ = std::process::Command::new("scancel").arg(id).status();
+            }
+        }
+    }
+
+    /// Why the real-Slurm test cannot run here, if it cannot.
+    fn slurm_unavailable() -> Option<String> {
+        if unsafe { libc::geteuid() } != 0 {
+            return Some("not root (sbatch --priority needs a Slurm administrator)".into());
+        }
+        match std::process::Command::new("sinfo")
+            .args(["--noheader", "--format=%T"])
+            .output()
+        {
+            Err(e) => Some(format!(
+                "no Slurm client (sinfo: {e}); run scripts/setup-slurm.sh"
+            )),
+            Ok(o) if !o.status.success() => Some(format!(
+                "slurmctld not reachable ({}); run scripts/setup-slurm.sh",
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Ok(o) => {
+                let states = String::from_utf8_lossy(&o.stdout).to_string();
+                (!["idle", "mixed", "alloc"]
+                    .iter()
+                    .any(|s| states.contains(s)))
+                .then(|| format!("no Slurm node up (sinfo: {:?})", states.trim()))
+            }
+        }
+    }
+
+    /// The agent's shares follow a real Slurm's jobs: two jobs submitted with `sbatch
+    /// --nodes=1 --priority=P` to a single-node slurmctld (scripts/setup-slurm.sh) are read
+    /// back with squeue, and Static BW's rules split the OST by their Slurm priorities
+    /// (`basis = "priority"`: 300 against 100, 3 to 1) or by Slurm's node counts (`basis =
+    /// "nodes"`: 1 node each, 1 to 1), over the hand-typed `[[jobs]]` node counts (1 and 8)
+    /// that the agent follows without `[slurm]`.
+    #[test]
+    fn slurm_jobs_set_the_shares() {
+        if let Some(why) = slurm_unavailable() {
+            eprintln!("SKIP: slurm_jobs_set_the_shares: {why}");
+            return;
+        }
+        let mut held = SlurmJobs(Vec::new());
+        for priority in [300, 100] {
+            let out = std::process::Command::new("sbatch")
+                .args([
+                    "--parsable",
+                    "--nodes=1",
+                    "--ntasks=1",
+                    "--job-name=pfsqos-agent-test",
+                    "--output=/dev/null",
+                    &format!("--priority={priority}"),
+                    "--wrap",
+                    "sleep 600",
+                ])
+                .output()
+                .expect("sbatch runs");
+            assert!(
+                out.status.success(),
+                "sbatch: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            let id = id.split(';').next().unwrap().to_string();
+            assert!(id.bytes().all(|b| b.is_ascii_digit()), "job id {id:?}");
+            held.0.push(id);
+        }
+        // Both running (polled, bounded).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let answer = pfsqos_jobfacts::query_squeue(
+                std::path::Path::new("squeue"),
+                Duration::from_secs(10),
+            )
+            .expect("squeue answers");
+            let running = held
+                .0
+                .iter()
+                .filter(|id| answer.jobs.iter().any(|j| &j.job == *id))
+                .count();
+            if running == held.0.len() {
+                let facts: Vec<_> = answer
+                    .jobs
+                    .iter()
+                    .filter(|j| held.0.contains(&j.job))
+                    .collect();
+                assert!(facts.iter().all(|j| j.nodes == 1), "{facts:?}");
+                assert_eq!(
+                    facts.iter().map(|j| j.priority).max(),
+                    Some(300),
+                    "{facts:?}"
+                );
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "Slurm did not start both jobs: {answer:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let (hi, lo) = (held.0[0].clone(), held.0[1].clone());
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+        let (hi_s, lo_s) = (leak(&hi), leak(&lo));
+        let rates = |slurm: &str| {
+            let config = AgentConfig::parse(&format!(
+                "controller = \"static\"\nost_capacity_rpcs_per_s = 1200\ncpts = 1\n{slurm}\n\
+                 [[jobs]]\nid = \"{hi}\"\nnodes = 1\n[[jobs]]\nid = \"{lo}\"\nnodes = 8\n"
+            ))
+            .unwrap();
+            let mut a = Agent::new(config, oss(vec![(hi_s, 5, 4096), (lo_s, 5, 4096)]));
+            a.start().unwrap();
+            a.period();
+            let r = (
+                rate_of(&a, &format!("pfq{hi}")).unwrap(),
+                rate_of(&a, &format!("pfq{lo}")).unwrap(),
+            );
+            let jobs = a.stats.slurm_jobs;
+            a.shutdown();
+            (r, jobs)
+        };
+        let (by_priority, seen) = rates("[slurm]\nbasis = \"priority\"\nrefresh_ms = 100");
+        assert!(seen >= 2, "squeue gave {seen} jobs");
+        // 1200 RPC/s split 3 to 1, halved over the listing's 2 CPTs.
+        assert_eq!(by_priority, (450, 150));
+        let (by_nodes, _) = rates("[slurm]\nbasis = \"nodes\"");
+        assert_eq!(by_nodes, (300, 300));
+        let (typed, seen) = rates("");
+        assert_eq!(seen, 0);
+        // 1200 split 1 to 8 (133 and 1067), halved.
+        assert_eq!(typed, (66, 533));
     }
 
     /// A job moving at least 90 % of its limit is reported held, for as long as it lasts.

@@ -21,7 +21,13 @@
 //! # safe_hold_ms = 30000          # then the coordinator's rules are removed
 //! job_id_layout = "%e.%u"           # where user limits find the uid in a job id
 //!
-//! [[jobs]]                          # node counts (static needs its jobs up front)
+//! # [slurm]                         # optional: job facts from Slurm (pfsqos_jobfacts)
+//! # squeue = "squeue"               # program run (argv, never a shell)
+//! # refresh_ms = 10000              # how often squeue is asked
+//! # timeout_ms = 10000
+//! # basis = "nodes"                 # or "priority": what the controller shares by
+//!
+//! [[jobs]]                          # node counts of jobs Slurm does not report
 //! id = "4151234"
 //! nodes = 16
 //!
@@ -94,7 +100,8 @@ pub(crate) fn default_layout() -> String {
 #[serde(deny_unknown_fields)]
 pub struct JobNodes {
     pub id: String,
-    pub nodes: u32,
+    /// Read signed, so `-1` gets the field's range and not the parser's "expected u32".
+    pub nodes: i64,
 }
 
 /// An administrator limit on what a job, a user's jobs or a group's jobs may move through
@@ -141,10 +148,50 @@ pub struct ConfigFile {
     pub coordinator: Option<CoordinatorFile>,
     #[serde(default = "default_layout")]
     pub job_id_layout: String,
+    pub slurm: Option<SlurmFile>,
     #[serde(default)]
     pub jobs: Vec<JobNodes>,
     #[serde(default)]
     pub limits: Vec<LimitEntry>,
+}
+
+/// `[slurm]` as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmFile {
+    #[serde(default = "default_squeue")]
+    pub squeue: PathBuf,
+    #[serde(default = "default_slurm_refresh_ms")]
+    pub refresh_ms: i64,
+    #[serde(default = "default_slurm_timeout_ms")]
+    pub timeout_ms: i64,
+    #[serde(default = "default_slurm_basis")]
+    pub basis: String,
+}
+
+fn default_squeue() -> PathBuf {
+    PathBuf::from("squeue")
+}
+fn default_slurm_refresh_ms() -> i64 {
+    10_000
+}
+fn default_slurm_timeout_ms() -> i64 {
+    10_000
+}
+fn default_slurm_basis() -> String {
+    "nodes".to_string()
+}
+/// Longest `[slurm] refresh_ms` (one hour) and `timeout_ms` (one minute).
+pub const SLURM_REFRESH_MS_MAX: u64 = 3_600_000;
+pub const SLURM_TIMEOUT_MS_MAX: u64 = 60_000;
+
+/// Where the agent reads job facts from Slurm, how often, and what its controller shares by.
+#[derive(Clone, Debug)]
+pub struct SlurmLink {
+    pub squeue: PathBuf,
+    pub refresh_ms: u64,
+    pub timeout_ms: u64,
+    pub basis: pfsqos_jobfacts::Basis,
 }
 
 /// Longest time an agent keeps a coordinator's rates without hearing from it (one hour).
@@ -199,6 +246,8 @@ pub struct AgentConfig {
     pub coordinator: Option<CoordinatorLink>,
     pub job_id_layout: JobIdLayout,
     pub job_nodes: Vec<(JobId, u32)>,
+    /// Present: node counts (or priorities) of running jobs come from Slurm, over `job_nodes`.
+    pub slurm: Option<SlurmLink>,
     pub limits: Vec<(LimitTarget, u64)>,
 }
 
@@ -216,7 +265,14 @@ impl AgentConfig {
     }
 
     pub fn parse(text: &str) -> anyhow::Result<AgentConfig> {
-        let file: ConfigFile = toml::from_str(text)?;
+        let file: ConfigFile = toml::from_str(text).map_err(|e| {
+            // serde names the Rust type ("expected i64"); a reader wants the kind of value.
+            let m = e.to_string();
+            let m = ["i64", "u64", "u32", "usize"].iter().fold(m, |m, t| {
+                m.replace(&format!("expected {t}"), "expected an integer")
+            });
+            anyhow::anyhow!(m)
+        })?;
         AgentConfig::validate(file)
     }
 
@@ -285,14 +341,16 @@ impl AgentConfig {
             if id.is_empty() || !seen.insert(id) {
                 bail!("[[jobs]] id {:?} is empty or given twice", j.id);
             }
-            if !(1..=pfsqos_core::lustre::JOB_NODES_MAX).contains(&j.nodes) {
-                bail!(
-                    "[[jobs]] {:?}: nodes must be 1..={}",
+            let nodes_max = pfsqos_core::lustre::JOB_NODES_MAX;
+            let nodes = match u32::try_from(j.nodes) {
+                Ok(n) if (1..=nodes_max).contains(&n) => n,
+                _ => bail!(
+                    "[[jobs]] {:?}: nodes = {} must be 1..={nodes_max}",
                     j.id,
-                    pfsqos_core::lustre::JOB_NODES_MAX
-                );
-            }
-            job_nodes.push((id, j.nodes));
+                    j.nodes
+                ),
+            };
+            job_nodes.push((id, nodes));
         }
         let limits = validate_limits(&f.limits, &job_id_layout)?;
         let coordinator = match f.coordinator {
@@ -312,7 +370,49 @@ impl AgentConfig {
                 })
             }
         };
+        let slurm = match f.slurm {
+            None => None,
+            Some(sl) => {
+                let text = sl.squeue.to_string_lossy();
+                if text.is_empty() || text.len() > 4096 || text.contains('\0') {
+                    bail!("[slurm] squeue must be a program name or path");
+                }
+                let refresh_ms = u64::try_from(sl.refresh_ms)
+                    .ok()
+                    .filter(|r| (100..=SLURM_REFRESH_MS_MAX).contains(r))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "[slurm] refresh_ms = {} must be 100..={SLURM_REFRESH_MS_MAX}",
+                            sl.refresh_ms
+                        )
+                    })?;
+                let timeout_ms = u64::try_from(sl.timeout_ms)
+                    .ok()
+                    .filter(|r| (100..=SLURM_TIMEOUT_MS_MAX).contains(r))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "[slurm] timeout_ms = {} must be 100..={SLURM_TIMEOUT_MS_MAX}",
+                            sl.timeout_ms
+                        )
+                    })?;
+                let basis = match sl.basis.as_str() {
+                    "nodes" => pfsqos_jobfacts::Basis::Nodes,
+                    "priority" => pfsqos_jobfacts::Basis::Priority,
+                    other => bail!(
+                        "[slurm] basis = {:?} must be \"nodes\" or \"priority\"",
+                        other.escape_debug().to_string()
+                    ),
+                };
+                Some(SlurmLink {
+                    squeue: sl.squeue,
+                    refresh_ms,
+                    timeout_ms,
+                    basis,
+                })
+            }
+        };
         Ok(AgentConfig {
+            slurm,
             policy,
             period_ms: f.period_ms,
             ost_capacity_rpcs_per_s: capacity,
@@ -414,6 +514,26 @@ mod tests {
             ("[[limits]]\ngroup = 3\nbytes_per_s = 10000\n", "%g"),
             ("[[limits]]\njob = \"a\"\nbytes_per_s = 1\n", "bytes_per_s"),
             ("[[jobs]]\nid = \"a\"\nnodes = 0\n", "nodes"),
+            // A negative count names the field's range, not u32's 0 to 4294967295.
+            (
+                "[[jobs]]\nid = \"a\"\nnodes = -1\n",
+                "nodes = -1 must be 1..=1000000",
+            ),
+            // A string where an integer goes names the kind of value, not the Rust type.
+            ("lctl_retries = \"eight\"\n", "expected an integer"),
+            (
+                "[slurm]\nbasis = \"qos\"\n",
+                "must be \"nodes\" or \"priority\"",
+            ),
+            (
+                "[slurm]\nrefresh_ms = -5\n",
+                "refresh_ms = -5 must be 100..=3600000",
+            ),
+            (
+                "[slurm]\ntimeout_ms = 0\n",
+                "timeout_ms = 0 must be 100..=60000",
+            ),
+            ("[slurm]\nsqueue = \"\"\n", "program name or path"),
             (
                 "[[jobs]]\nid = \"a\"\nnodes = 1\n[[jobs]]\nid = \"a\"\nnodes = 2\n",
                 "twice",

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use pfsqos_core::control::agent::{JobStatsObservation, JobStatsObserver, Ledger};
 use pfsqos_core::control::rpc_size::RpcSizeEstimate;
-use pfsqos_core::control::rules::{JobRate, JobRules, RuleCommand};
+use pfsqos_core::control::rules::{job_id_is_rule_safe, JobRate, JobRules, RuleCommand};
 use pfsqos_core::control::{ControlWrite, Controller, Decision, DomainId, Observation};
 use pfsqos_core::errno::Errno;
 use pfsqos_core::jobstats::poll::BrwTotals;
@@ -178,8 +178,12 @@ pub struct AgentStats {
     pub job_stats_skipped_entries: u64,
     pub last_decision_ns: u64,
     pub rules_held: usize,
-    /// Jobs beyond `rules_max` under the catch-all rule in the last period.
+    /// Jobs without a rule of their own under the catch-all rule in the last period: those
+    /// beyond `rules_max` and those whose id cannot be a rule (TBF syntax).
     pub jobs_in_catch_all: usize,
+    /// Of those, the jobs whose id holds TBF syntax (`*`, space, braces, `,`, `&`, `=`,
+    /// non-ASCII: `job_id_is_rule_safe`).
+    pub jobs_unnamable: usize,
     /// Per job with a rule: the rate per CPT written and the observed bytes/s.
     pub job_rates: BTreeMap<JobId, JobRateStat>,
     /// Jobs held at an administrator limit: since when (agent time, ns) and the limit.
@@ -491,8 +495,15 @@ pub struct Agent<L: Lctl> {
     /// the last squeue answer that could be read, and when squeue is asked next.
     slurm_bases: BTreeMap<JobId, u32>,
     slurm_next: Option<Instant>,
+    /// When jobs with unnamable ids were last logged (one line a minute at most).
+    unnamable_logged: Option<Instant>,
     pub stats: AgentStats,
 }
+
+/// Shortest time between two log lines naming jobs whose ids cannot be rules.
+pub const UNNAMABLE_LOG_INTERVAL: Duration = Duration::from_secs(60);
+/// Most job ids one such line names.
+pub const UNNAMABLE_LOGGED_MAX: usize = 8;
 
 fn now_ns(epoch: Instant) -> u64 {
     epoch.elapsed().as_nanos() as u64
@@ -542,6 +553,7 @@ impl<L: Lctl> Agent<L> {
             started: false,
             slurm_bases: BTreeMap::new(),
             slurm_next: None,
+            unnamable_logged: None,
             stats: AgentStats::default(),
         }
     }
@@ -1109,11 +1121,25 @@ impl<L: Lctl> Agent<L> {
         self.add_coord_first_sight(cpt_count, &mut first_sight_want);
         // Jobs this OSS's job_stats have shown (built only when some job is beyond the cap).
         let mut seen_here: Option<BTreeSet<JobId>> = None;
-        let mut not_here_beyond_cap = 0usize;
         // The partitions of each rule are looked up only when the listing gave some.
         let cpts_by_rule = !cpts.by_rule.is_empty();
-        for (i, (bytes, at)) in order.into_iter().enumerate() {
+        // Rules given so far (of `rules_max`), and the jobs whose ids cannot be rules: they
+        // share the catch-all like the jobs beyond the cap, so TBF syntax in a job id never
+        // leaves the job in `default` at its 10,000 RPC/s.
+        // The controller's own rule manager gives them one rate (its catch-all, `jobid={*}`,
+        // read back as job `*`), which lands here like theirs. They are counted from the jobs
+        // this OSS reports.
+        let mut named = 0usize;
+        let mut beyond_cap = 0usize;
+        let unnamable: Vec<JobId> = obs
+            .jobs
+            .iter()
+            .map(|m| m.job)
+            .filter(|j| !job_id_is_rule_safe(j))
+            .collect();
+        for (bytes, at) in order.into_iter() {
             let (job, rate, limit) = want[at as usize];
+            let safe = job_id_is_rule_safe(&job);
             let k = cpts_by_rule
                 .then(|| self.rules.rule_name(&job).and_then(|n| cpts.of_rule(n)))
                 .flatten()
@@ -1139,7 +1165,8 @@ impl<L: Lctl> Agent<L> {
                     );
                 }
             }
-            if i < self.config.rules_max {
+            if safe && named < self.config.rules_max {
+                named += 1;
                 desired_at[at as usize] = Some((
                     per_cpt,
                     JobRateStat {
@@ -1148,10 +1175,12 @@ impl<L: Lctl> Agent<L> {
                         observed_bytes_per_s: observed,
                     },
                 ));
-            } else if seen_here
-                .get_or_insert_with(|| obs.jobs.iter().map(|m| m.job).collect())
-                .contains(&job)
+            } else if !safe
+                || seen_here
+                    .get_or_insert_with(|| obs.jobs.iter().map(|m| m.job).collect())
+                    .contains(&job)
             {
+                beyond_cap += usize::from(safe);
                 let r = (rate / u64::from(cpt_count.max(1))).max(1);
                 // A first-sight rule ranks before the catch-all: a job it matches is held by
                 // it, so that rule's rate, not the catch-all's, is lowered to the job's.
@@ -1166,7 +1195,6 @@ impl<L: Lctl> Agent<L> {
                 // A rate for a job this OSS has never seen (a coordinator's share of a limit,
                 // sent to every OSS so a job's first period here is limited): beyond the cap
                 // it gets no rule, and must not lower the catch-all every other job shares.
-                not_here_beyond_cap += 1;
             }
         }
         for (job, h) in &self.stats.held {
@@ -1175,10 +1203,9 @@ impl<L: Lctl> Agent<L> {
             }
         }
         self.stats.held = held_now;
-        self.stats.jobs_in_catch_all = want
-            .len()
-            .saturating_sub(self.config.rules_max)
-            .saturating_sub(not_here_beyond_cap);
+        self.stats.jobs_in_catch_all = beyond_cap + unnamable.len();
+        self.stats.jobs_unnamable = unnamable.len();
+        self.log_unnamable(&unnamable);
         // In job id order, so the map is built in one pass and the rule diff is one merge.
         let mut desired: Vec<(JobId, JobRate)> = Vec::with_capacity(want.len());
         let mut job_rates: Vec<(JobId, JobRateStat)> = Vec::with_capacity(want.len());
@@ -1253,6 +1280,32 @@ impl<L: Lctl> Agent<L> {
         }
         self.stats.rules_held =
             self.rules.len() + usize::from(self.catch_all.is_some()) + self.first_sight.len();
+    }
+
+    /// Names (escaped, a few) the jobs whose ids cannot be rules, at most once a minute.
+    fn log_unnamable(&mut self, jobs: &[JobId]) {
+        if jobs.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        if self
+            .unnamable_logged
+            .is_some_and(|t| now.duration_since(t) < UNNAMABLE_LOG_INTERVAL)
+        {
+            return;
+        }
+        self.unnamable_logged = Some(now);
+        let named: Vec<String> = jobs
+            .iter()
+            .take(UNNAMABLE_LOGGED_MAX)
+            .map(|j| format!("{:?}", j.as_str()))
+            .collect();
+        warn!(
+            jobs = jobs.len(),
+            first = %named.join(", "),
+            catch_all = %self.catch_all_name,
+            "job ids with TBF syntax cannot have a rule of their own; limited by the catch-all"
+        );
     }
 
     /// Writes one rule command: a start that finds the rule exists becomes a change; a refused
@@ -1865,6 +1918,54 @@ mod tests {
         assert_eq!(seen, 0);
         // 1200 split 1 to 8 (133 and 1067), halved.
         assert_eq!(typed, (66, 533));
+    }
+
+    /// A job whose id holds TBF syntax gets no rule of its own but is limited by the
+    /// catch-all at the policy's share (never left in `default`), counted, with the jobs
+    /// beyond the cap; an ordinary job keeps its own rule.
+    #[test]
+    fn jobs_with_tbf_syntax_in_their_ids_share_the_catch_all() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\ncpts = 1\n\
+             [[jobs]]\nid = \"a b\"\nnodes = 1\n[[jobs]]\nid = \"victim\"\nnodes = 1\n\
+             [[jobs]]\nid = \"dd.*\"\nnodes = 2\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(
+            config,
+            oss(vec![
+                ("a b", 0, 4096),
+                ("victim", 0, 4096),
+                ("dd.*", 0, 4096),
+            ]),
+        );
+        a.start().unwrap();
+        a.lctl.jobs = vec![("a b", 90, 4096), ("victim", 10, 4096), ("dd.*", 50, 4096)];
+        a.period();
+        // Shares 250/250/500 halved over 2 CPTs; the two unnamable jobs share the smaller.
+        assert_eq!(rate_of(&a, "pfqvictim"), Some(125), "{:?}", a.lctl().writes);
+        assert_eq!(
+            rate_of(&a, "pfq_rest"),
+            Some(125),
+            "{:?} {:?}",
+            a.lctl().writes,
+            a.stats
+        );
+        assert_eq!((a.stats.jobs_unnamable, a.stats.jobs_in_catch_all), (2, 2));
+        assert!(
+            a.lctl()
+                .writes
+                .iter()
+                .all(|w| !w.contains("jobid={*}") || w.starts_with("start pfq_rest ")),
+            "{:?}",
+            a.lctl().writes
+        );
+        let text = crate::metrics::render(crate::metrics::AgentSample {
+            stats: a.stats.clone(),
+            ..Default::default()
+        });
+        assert!(text.contains("pfsqos_agent_jobs_unnamable 2"), "{text}");
+        a.shutdown();
     }
 
     /// A job moving at least 90 % of its limit is reported held, for as long as it lasts.

@@ -497,6 +497,9 @@ pub struct Agent<L: Lctl> {
     slurm_next: Option<Instant>,
     /// When jobs with unnamable ids were last logged (one line a minute at most).
     unnamable_logged: Option<Instant>,
+    /// `CapacitySource::ObservedPeak`: the highest rate each target served in one period
+    /// (RPC/s), bounded like the OSTs polled.
+    peak_rpcs_per_s: BTreeMap<pfsqos_core::model::OstId, f64>,
     pub stats: AgentStats,
 }
 
@@ -554,6 +557,7 @@ impl<L: Lctl> Agent<L> {
             slurm_bases: BTreeMap::new(),
             slurm_next: None,
             unnamable_logged: None,
+            peak_rpcs_per_s: BTreeMap::new(),
             stats: AgentStats::default(),
         }
     }
@@ -805,6 +809,40 @@ impl<L: Lctl> Agent<L> {
         }
     }
 
+    /// `CapacitySource::ObservedPeak`: each target's capacity is its highest served rate in
+    /// one period times the headroom, or the initial value until it has served (the
+    /// estimator is documented at [`crate::config::CapacitySource`]).
+    fn estimate_capacity(&mut self, obs: &mut Observation) {
+        if self.config.capacity_source != crate::config::CapacitySource::ObservedPeak {
+            return;
+        }
+        let period_s = obs.period_ns as f64 / 1e9;
+        let cap_max = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
+        for t in obs.domains.iter_mut().flat_map(|d| d.targets.iter_mut()) {
+            let served: u64 = t.jobs.iter().map(|j| j.rpcs_served).sum();
+            if period_s > 0.0
+                && served > 0
+                && self.peak_rpcs_per_s.len() < pfsqos_core::jobstats::poll::POLL_OSTS_MAX
+            {
+                let rate = served as f64 / period_s;
+                let peak = self.peak_rpcs_per_s.entry(t.ost).or_insert(0.0);
+                *peak = peak.max(rate);
+            }
+            if let Some(&peak) = self.peak_rpcs_per_s.get(&t.ost) {
+                t.capacity_rpcs_per_s =
+                    ((peak * crate::config::PEAK_HEADROOM).ceil() as u64).clamp(1, cap_max);
+            }
+        }
+    }
+
+    /// Each target's capacity as given to the controller at the last period (RPC/s).
+    pub fn peak_capacities(&self) -> BTreeMap<pfsqos_core::model::OstId, u64> {
+        self.peak_rpcs_per_s
+            .iter()
+            .map(|(&ost, &p)| (ost, (p * crate::config::PEAK_HEADROOM).ceil() as u64))
+            .collect()
+    }
+
     /// `[slurm]`: asks squeue for the running jobs when due (every `refresh_ms`); an answer
     /// that cannot be had keeps the last facts (counted, logged).
     fn refresh_job_facts(&mut self) {
@@ -933,6 +971,7 @@ impl<L: Lctl> Agent<L> {
         };
         self.refresh_job_facts();
         self.apply_job_facts(&mut obs.observation);
+        self.estimate_capacity(&mut obs.observation);
         self.stats.periods += 1;
         self.stats.job_stats_restarts += obs.counts.restarts;
         self.stats.job_stats_skipped_entries += obs.skipped_entries as u64;
@@ -1966,6 +2005,72 @@ mod tests {
         });
         assert!(text.contains("pfsqos_agent_jobs_unnamable 2"), "{text}");
         a.shutdown();
+    }
+
+    /// Without a typed capacity or a profile, each target's capacity is its observed peak
+    /// times the headroom: Lustre's default rate until it serves, then the highest rate of
+    /// any period (a quieter period does not lower it, a busier one raises it).
+    #[test]
+    fn capacity_without_a_profile_is_the_observed_peak() {
+        let config = AgentConfig::parse("controller = \"adaptbf\"\ncpts = 1\n").unwrap();
+        assert_eq!(
+            config.capacity_source,
+            crate::config::CapacitySource::ObservedPeak
+        );
+        let mut a = Agent::new(config, oss(vec![("a", 0, 4096), ("b", 0, 4096)]));
+        a.start().unwrap();
+        let obs = a.observe().unwrap();
+        let target = |o: &Observation| o.domains[0].targets[0].capacity_rpcs_per_s;
+        assert_eq!(
+            target(&obs.observation),
+            crate::config::PEAK_INITIAL_RPCS_PER_S
+        );
+        a.lctl.jobs = vec![("a", 300, 4096), ("b", 100, 4096)];
+        let served = a.observe().unwrap().observation;
+        assert_eq!(
+            served.domains[0].targets[0]
+                .jobs
+                .iter()
+                .map(|j| j.rpcs_served)
+                .sum::<u64>(),
+            400
+        );
+        // The estimator on periods of known length (the test's periods last microseconds).
+        a.peak_rpcs_per_s.clear();
+        let period = |o: &Observation, ns: u64, scale: u64| {
+            let mut o = o.clone();
+            o.period_ns = ns;
+            for j in &mut o.domains[0].targets[0].jobs {
+                j.rpcs_served = j.rpcs_served * scale / 4;
+            }
+            o
+        };
+        // 400 RPCs in 1 s: 500 RPC/s with the headroom.
+        let mut o = period(&served, 1_000_000_000, 4);
+        a.estimate_capacity(&mut o);
+        assert_eq!(target(&o), 500);
+        // 100 in 1 s: the peak holds.
+        let mut o = period(&served, 1_000_000_000, 1);
+        a.estimate_capacity(&mut o);
+        assert_eq!(target(&o), 500);
+        // 800 in 1 s: it grows to 1000.
+        let mut o = period(&served, 1_000_000_000, 8);
+        a.estimate_capacity(&mut o);
+        assert_eq!(target(&o), 1000);
+        assert_eq!(
+            a.peak_capacities().values().copied().collect::<Vec<_>>(),
+            [1000]
+        );
+        // A typed capacity is never estimated.
+        let typed = AgentConfig::parse(
+            "controller = \"adaptbf\"\ncpts = 1\nost_capacity_rpcs_per_s = 300\n",
+        )
+        .unwrap();
+        let mut b = Agent::new(typed, oss(vec![]));
+        let mut o = period(&served, 1_000_000_000, 8);
+        o.domains[0].targets[0].capacity_rpcs_per_s = 300;
+        b.estimate_capacity(&mut o);
+        assert_eq!(target(&o), 300);
     }
 
     /// A job moving at least 90 % of its limit is reported held, for as long as it lasts.

@@ -4,7 +4,9 @@
 //! ```toml
 //! controller = "adaptbf"            # static | adaptbf[:options] (pfsqos_core::control::spec)
 //! period_ms = 1000
-//! ost_capacity_bytes_per_s = 2_000_000_000   # or ost_capacity_rpcs_per_s
+//! ost_profile = "ssd-nvme"          # a shipped device profile or a profile file: each OST's
+//!                                   # capacity; without it, the observed peak (CapacitySource)
+//! # ost_capacity_bytes_per_s = 2_000_000_000   # or ost_capacity_rpcs_per_s: an override
 //! brw_size_bytes = 4194304          # the OSS's brw_size: one full RPC
 //! cpts = 2                          # CPU partitions of ost_io (cpu_npartitions)
 //! rule_prefix = "pfq"               # every rule the agent creates starts with it
@@ -128,6 +130,7 @@ pub struct ConfigFile {
     pub period_ms: u64,
     pub ost_capacity_bytes_per_s: Option<u64>,
     pub ost_capacity_rpcs_per_s: Option<u64>,
+    pub ost_profile: Option<String>,
     #[serde(default = "default_brw")]
     pub brw_size_bytes: u64,
     #[serde(default = "default_cpts")]
@@ -227,12 +230,61 @@ pub struct CoordinatorLink {
     pub safe_hold_ms: u64,
 }
 
+/// Where each OST's capacity (RPCs/s of `brw_size_bytes`) comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CapacitySource {
+    /// `ost_capacity_bytes_per_s` or `ost_capacity_rpcs_per_s`: the administrator's override.
+    Typed,
+    /// `ost_profile`: the device model's sequential-write rate of full RPCs with a full queue
+    /// (`pfsqos_sim::device::DeviceModel::capacity_rpcs_per_s`, the simulator's `T_i`).
+    Profile { name: String },
+    /// Neither: the observed peak. Until a target has served RPCs its capacity is
+    /// [`PEAK_INITIAL_RPCS_PER_S`] (Lustre's own rate for RPCs no rule matches, so no tighter
+    /// than Lustre with no rules); then it is the highest rate it served in any one period
+    /// since the start, times [`PEAK_HEADROOM`]. The headroom lets the estimate grow while
+    /// rules hold jobs below the device (each period the total may exceed the last peak by a
+    /// quarter); once the device is the bottleneck the peak stops growing, at its capacity.
+    ObservedPeak,
+}
+
+/// The capacity of a target not yet seen serving (`CapacitySource::ObservedPeak`): TBF's
+/// `default` rule rate (10,000 RPC/s, lustre-tbf.md).
+pub const PEAK_INITIAL_RPCS_PER_S: u64 = 10_000;
+/// The observed-peak estimator's headroom over the peak (5/4).
+pub const PEAK_HEADROOM: f64 = 1.25;
+
+/// The capacity of each OST, in RPCs/s of `brw_size_bytes`, given by `profile`.
+pub fn profile_capacity_rpcs_per_s(profile: &pfsqos_profile::Profile, brw_size_bytes: u64) -> u64 {
+    pfsqos_sim::device::DeviceModel::from_profile(profile).capacity_rpcs_per_s(brw_size_bytes)
+}
+
+/// A profile by a shipped name (`ssd-nvme`) or a file path.
+pub fn load_profile(name_or_path: &str) -> anyhow::Result<pfsqos_profile::Profile> {
+    if let Some(p) = pfsqos_profile::shipped(name_or_path) {
+        return Ok(p);
+    }
+    let path = Path::new(name_or_path);
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("ost_profile {name_or_path:?}: not a shipped profile or a file"))?
+        .len();
+    if len > pfsqos_profile::TEXT_LEN_MAX as u64 {
+        bail!(
+            "ost_profile {name_or_path:?}: larger than {} bytes",
+            pfsqos_profile::TEXT_LEN_MAX
+        );
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("ost_profile {name_or_path:?}"))?;
+    pfsqos_profile::Profile::from_toml_str(&text, name_or_path).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
 /// The validated configuration.
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
     pub policy: PolicyChoice,
     pub period_ms: u64,
     pub ost_capacity_rpcs_per_s: u64,
+    pub capacity_source: CapacitySource,
     pub brw_size_bytes: u64,
     pub cpts: u32,
     pub rule_prefix: String,
@@ -294,14 +346,24 @@ impl AgentConfig {
             bail!("brw_size_bytes must be 4096..=64 MiB");
         }
         let cap_max = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
-        let capacity = match (f.ost_capacity_bytes_per_s, f.ost_capacity_rpcs_per_s) {
-            (Some(_), Some(_)) => {
-                bail!("give ost_capacity_bytes_per_s or ost_capacity_rpcs_per_s, not both")
-            }
-            (Some(b), None) => b / f.brw_size_bytes,
-            (None, Some(r)) => r,
-            (None, None) => bail!("ost_capacity_bytes_per_s or ost_capacity_rpcs_per_s is needed"),
-        };
+        let (capacity, capacity_source) =
+            match (f.ost_capacity_bytes_per_s, f.ost_capacity_rpcs_per_s) {
+                (Some(_), Some(_)) => {
+                    bail!("give ost_capacity_bytes_per_s or ost_capacity_rpcs_per_s, not both")
+                }
+                (Some(b), None) => (b / f.brw_size_bytes, CapacitySource::Typed),
+                (None, Some(r)) => (r, CapacitySource::Typed),
+                (None, None) => match &f.ost_profile {
+                    Some(name) => {
+                        let p = load_profile(name)?;
+                        (
+                            profile_capacity_rpcs_per_s(&p, f.brw_size_bytes),
+                            CapacitySource::Profile { name: p.name },
+                        )
+                    }
+                    None => (PEAK_INITIAL_RPCS_PER_S, CapacitySource::ObservedPeak),
+                },
+            };
         if !(1..=cap_max).contains(&capacity) {
             bail!("OST capacity of {capacity} RPCs/s is outside 1..={cap_max}");
         }
@@ -413,6 +475,7 @@ impl AgentConfig {
         };
         Ok(AgentConfig {
             slurm,
+            capacity_source,
             policy,
             period_ms: f.period_ms,
             ost_capacity_rpcs_per_s: capacity,
@@ -493,6 +556,70 @@ mod tests {
         assert_eq!((c.period_ms, c.cpts, c.rules_max), (1000, 1, 512));
         assert_eq!(c.rule_prefix, "pfq");
         assert_eq!(c.job_id_layout.uid_from_end, Some(0));
+    }
+
+    /// A profile gives each OST's capacity (the device model's full-RPC write rate, per
+    /// shipped profile and from a file); a typed capacity overrides it; neither: the peak.
+    #[test]
+    fn capacity_comes_from_a_profile_unless_typed() {
+        for name in ["ssd-nvme", "hdd-7200rpm", "raid6-hdd-ost", "ssd-sata"] {
+            let c = AgentConfig::parse(&format!(
+                "controller = \"adaptbf\"\nost_profile = \"{name}\"\nbrw_size_bytes = 1048576\n"
+            ))
+            .unwrap();
+            let p = pfsqos_profile::shipped(name).unwrap();
+            let model = pfsqos_sim::device::DeviceModel::from_profile(&p);
+            assert_eq!(
+                c.ost_capacity_rpcs_per_s,
+                model.capacity_rpcs_per_s(1 << 20),
+                "{name}"
+            );
+            // The rate of full RPCs is the device's sequential write bandwidth at most.
+            let bw = model.sequential_bytes_per_s(false, 1 << 20);
+            assert!(
+                c.ost_capacity_rpcs_per_s as f64 <= bw / (1u64 << 20) as f64 + 1.0,
+                "{name}"
+            );
+            assert_eq!(
+                c.capacity_source,
+                CapacitySource::Profile {
+                    name: p.name.clone()
+                }
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mine.toml");
+        std::fs::write(&file, pfsqos_profile::shipped_text("ssd-sata").unwrap()).unwrap();
+        let from_file = AgentConfig::parse(&format!(
+            "controller = \"adaptbf\"\nost_profile = \"{}\"\n",
+            file.display()
+        ))
+        .unwrap();
+        let shipped =
+            AgentConfig::parse("controller = \"adaptbf\"\nost_profile = \"ssd-sata\"\n").unwrap();
+        assert_eq!(
+            from_file.ost_capacity_rpcs_per_s,
+            shipped.ost_capacity_rpcs_per_s
+        );
+        let typed = AgentConfig::parse(
+            "controller = \"adaptbf\"\nost_profile = \"ssd-sata\"\nost_capacity_rpcs_per_s = 77\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (typed.ost_capacity_rpcs_per_s, typed.capacity_source),
+            (77, CapacitySource::Typed)
+        );
+        let e = AgentConfig::parse("controller = \"adaptbf\"\nost_profile = \"/no/such.toml\"\n")
+            .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("not a shipped profile or a file"),
+            "{e:#}"
+        );
+        let peak = AgentConfig::parse("controller = \"adaptbf\"\n").unwrap();
+        assert_eq!(
+            (peak.ost_capacity_rpcs_per_s, peak.capacity_source),
+            (PEAK_INITIAL_RPCS_PER_S, CapacitySource::ObservedPeak)
+        );
     }
 
     #[test]

@@ -413,7 +413,8 @@ fn lfs_forms_as_lustre_documents_them() {
 }
 
 /// Usage errors exit 4, as lctl's: a command's parser returns CMD_HELP (4,
-/// include/libcfs/util/parser.h) and lctl_main returns it (lustre/utils/lctl.c). Help asked
+/// include/libcfs/util/parser.h) and lctl_main returns it (lustre/utils/lctl.c); an unknown
+/// command exits 1 (cfs_parser_execarg returns -1, lib/libcfs/parser.c). Help asked
 /// for is no error (0), and another subcommand's usage error keeps the CLI's 2. No cluster is
 /// needed: the arguments are refused before any connection.
 #[test]
@@ -425,12 +426,13 @@ fn lctl_usage_errors_exit_4() {
         &["lctl", "set_param"],
         &["lctl", "get_param", "-Z", "x"],
         &["lctl", "get_param", "-n", "-N", "x"],
-        &["lctl", "no_such_command"],
     ] {
         let o = pfsqos(args, dir.path());
         assert_eq!(o.status.code(), Some(4), "{args:?}: {}", text(&o.stderr));
         assert!(!o.stderr.is_empty(), "{args:?}: the usage error is said");
     }
+    let o = pfsqos(&["lctl", "no_such_command"], dir.path());
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let o = pfsqos(&["lctl", "get_param", "--help"], dir.path());
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let o = pfsqos(&["sim", "--no-such-flag"], dir.path());

@@ -59,9 +59,9 @@ NodeName=$host CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
 CONF
 fi
-pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged
-pgrep -x slurmctld >/dev/null || slurmctld
-pgrep -x slurmd >/dev/null || slurmd
+pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged || true
+pgrep -x slurmctld >/dev/null || slurmctld || true
+pgrep -x slurmd >/dev/null || slurmd || true
 # Wait (bounded) for the node to come up, then make sure it is not left DOWN from an earlier run.
 for _ in $(seq 1 60); do
   if sinfo -h -o '%T' 2>/dev/null | grep -Eq 'idle|mixed|alloc'; then break; fi

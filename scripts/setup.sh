@@ -54,3 +54,4 @@ if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
     echo "pfsqos setup: ip and tc are missing (apt-get install iproute2 as root)" >&2
   fi
 fi
+bash "$(dirname "$0")/setup-slurm.sh"

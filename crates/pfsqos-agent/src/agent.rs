@@ -27,11 +27,11 @@
 //! any), so a limit holds in aggregate.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use pfsqos_core::control::agent::{JobStatsObservation, JobStatsObserver, Ledger};
 use pfsqos_core::control::rpc_size::RpcSizeEstimate;
-use pfsqos_core::control::rules::{JobRate, JobRules, RuleCommand};
+use pfsqos_core::control::rules::{job_id_is_rule_safe, JobRate, JobRules, RuleCommand};
 use pfsqos_core::control::{ControlWrite, Controller, Decision, DomainId, Observation};
 use pfsqos_core::errno::Errno;
 use pfsqos_core::jobstats::poll::BrwTotals;
@@ -178,8 +178,12 @@ pub struct AgentStats {
     pub job_stats_skipped_entries: u64,
     pub last_decision_ns: u64,
     pub rules_held: usize,
-    /// Jobs beyond `rules_max` under the catch-all rule in the last period.
+    /// Jobs without a rule of their own under the catch-all rule in the last period: those
+    /// beyond `rules_max` and those whose id cannot be a rule (TBF syntax).
     pub jobs_in_catch_all: usize,
+    /// Of those, the jobs whose id holds TBF syntax (`*`, space, braces, `,`, `&`, `=`,
+    /// non-ASCII: `job_id_is_rule_safe`).
+    pub jobs_unnamable: usize,
     /// Per job with a rule: the rate per CPT written and the observed bytes/s.
     pub job_rates: BTreeMap<JobId, JobRateStat>,
     /// Jobs held at an administrator limit: since when (agent time, ns) and the limit.
@@ -195,7 +199,15 @@ pub struct AgentStats {
     /// Whether the agent is in the safe state: its coordinator silent for longer than
     /// `safe_hold_ms`, its rules removed.
     pub safe_state: bool,
+    /// `[slurm]`: squeue answers read, those that failed (the last facts are kept), and the
+    /// running jobs the last answer gave.
+    pub slurm_queries: u64,
+    pub slurm_queries_failed: u64,
+    pub slurm_jobs: usize,
 }
+
+/// Most running jobs whose Slurm facts the agent keeps (the controller's bound on known jobs).
+pub const SLURM_JOBS_MAX: usize = pfsqos_core::control::agent::KNOWN_JOBS_MAX;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct JobRateStat {
@@ -479,8 +491,22 @@ pub struct Agent<L: Lctl> {
     stale: BTreeMap<String, StaleMatch>,
     epoch: Instant,
     started: bool,
+    /// `[slurm]`: each running job's basis (node count or scaled priority), by job id, from
+    /// the last squeue answer that could be read, and when squeue is asked next.
+    slurm_bases: BTreeMap<JobId, u32>,
+    slurm_next: Option<Instant>,
+    /// When jobs with unnamable ids were last logged (one line a minute at most).
+    unnamable_logged: Option<Instant>,
+    /// `CapacitySource::ObservedPeak`: the highest rate each target served in one period
+    /// (RPC/s), bounded like the OSTs polled.
+    peak_rpcs_per_s: BTreeMap<pfsqos_core::model::OstId, f64>,
     pub stats: AgentStats,
 }
+
+/// Shortest time between two log lines naming jobs whose ids cannot be rules.
+pub const UNNAMABLE_LOG_INTERVAL: Duration = Duration::from_secs(60);
+/// Most job ids one such line names.
+pub const UNNAMABLE_LOGGED_MAX: usize = 8;
 
 fn now_ns(epoch: Instant) -> u64 {
     epoch.elapsed().as_nanos() as u64
@@ -528,6 +554,10 @@ impl<L: Lctl> Agent<L> {
             stale: BTreeMap::new(),
             epoch,
             started: false,
+            slurm_bases: BTreeMap::new(),
+            slurm_next: None,
+            unnamable_logged: None,
+            peak_rpcs_per_s: BTreeMap::new(),
             stats: AgentStats::default(),
         }
     }
@@ -622,10 +652,12 @@ impl<L: Lctl> Agent<L> {
         let listed = self.list_osts();
         let text = self.get_job_stats().unwrap_or_default();
         let now = now_ns(self.epoch);
-        let initial = self
+        let mut initial = self
             .observer
             .observe(now, &text, &listed)
             .map_err(|e| StartError(format!("job_stats: {e}")))?;
+        self.refresh_job_facts();
+        self.apply_job_facts(&mut initial.observation);
         let decision = self.controller.setup(&initial.observation);
         // A coordinated agent's rates come from its coordinator only.
         if self.config.coordinator.is_none() {
@@ -777,6 +809,107 @@ impl<L: Lctl> Agent<L> {
         }
     }
 
+    /// `CapacitySource::ObservedPeak`: each target's capacity is its highest served rate in
+    /// one period times the headroom, or the initial value until it has served (the
+    /// estimator is documented at [`crate::config::CapacitySource`]).
+    fn estimate_capacity(&mut self, obs: &mut Observation) {
+        if self.config.capacity_source != crate::config::CapacitySource::ObservedPeak {
+            return;
+        }
+        let period_s = obs.period_ns as f64 / 1e9;
+        let cap_max = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
+        for t in obs.domains.iter_mut().flat_map(|d| d.targets.iter_mut()) {
+            let served: u64 = t.jobs.iter().map(|j| j.rpcs_served).sum();
+            if period_s > 0.0
+                && served > 0
+                && self.peak_rpcs_per_s.len() < pfsqos_core::jobstats::poll::POLL_OSTS_MAX
+            {
+                let rate = served as f64 / period_s;
+                let peak = self.peak_rpcs_per_s.entry(t.ost).or_insert(0.0);
+                *peak = peak.max(rate);
+            }
+            if let Some(&peak) = self.peak_rpcs_per_s.get(&t.ost) {
+                t.capacity_rpcs_per_s =
+                    ((peak * crate::config::PEAK_HEADROOM).ceil() as u64).clamp(1, cap_max);
+            }
+        }
+    }
+
+    /// Each target's capacity as given to the controller at the last period (RPC/s).
+    pub fn peak_capacities(&self) -> BTreeMap<pfsqos_core::model::OstId, u64> {
+        self.peak_rpcs_per_s
+            .iter()
+            .map(|(&ost, &p)| (ost, (p * crate::config::PEAK_HEADROOM).ceil() as u64))
+            .collect()
+    }
+
+    /// `[slurm]`: asks squeue for the running jobs when due (every `refresh_ms`); an answer
+    /// that cannot be had keeps the last facts (counted, logged).
+    fn refresh_job_facts(&mut self) {
+        let Some(slurm) = self.config.slurm.clone() else {
+            return;
+        };
+        let now = Instant::now();
+        if self.slurm_next.is_some_and(|next| now < next) {
+            return;
+        }
+        self.slurm_next = Some(now + Duration::from_millis(slurm.refresh_ms));
+        self.stats.slurm_queries += 1;
+        match pfsqos_jobfacts::query_squeue(&slurm.squeue, Duration::from_millis(slurm.timeout_ms))
+        {
+            Ok(answer) => {
+                if answer.lines_skipped > 0 {
+                    warn!(
+                        lines = answer.lines_skipped,
+                        "squeue lines unreadable; skipped"
+                    );
+                }
+                self.slurm_bases = pfsqos_jobfacts::bases(&answer.jobs, slurm.basis)
+                    .into_iter()
+                    .filter_map(|(job, b)| JobId::new(&job).ok().map(|j| (j, b)))
+                    .take(SLURM_JOBS_MAX)
+                    .collect();
+                self.stats.slurm_jobs = self.slurm_bases.len();
+            }
+            Err(e) => {
+                self.stats.slurm_queries_failed += 1;
+                warn!(error = %e.escape_debug(), "squeue failed; the last job facts are kept");
+            }
+        }
+    }
+
+    /// Gives the controller Slurm's facts: each running job's node count (or scaled
+    /// priority, `[slurm] basis`) replaces what job_stats and `[[jobs]]` gave, and running
+    /// jobs not seen in job_stats yet are added, so a controller that shares over every job
+    /// (Static BW) counts them from the start.
+    fn apply_job_facts(&self, obs: &mut Observation) {
+        if self.slurm_bases.is_empty() {
+            return;
+        }
+        let mut missing: Vec<(JobId, u32)> = Vec::new();
+        let mut known = obs.jobs.iter_mut().peekable();
+        for (&job, &basis) in &self.slurm_bases {
+            while known.next_if(|m| m.job < job).is_some() {}
+            match known.peek_mut() {
+                Some(m) if m.job == job => {
+                    m.node_count = basis;
+                    m.weight = pfsqos_core::control::default_job_weight(basis);
+                }
+                _ => missing.push((job, basis)),
+            }
+        }
+        let room = pfsqos_core::control::agent::KNOWN_JOBS_MAX.saturating_sub(obs.jobs.len());
+        for (job, basis) in missing.into_iter().take(room) {
+            obs.jobs.push(pfsqos_core::control::JobMeta {
+                job,
+                node_count: basis,
+                weight: pfsqos_core::control::default_job_weight(basis),
+            });
+        }
+        obs.jobs.sort_unstable_by_key(|m| m.job);
+        debug_assert!(obs.jobs.windows(2).all(|w| w[0].job < w[1].job));
+    }
+
     fn list_osts(&mut self) -> Vec<String> {
         match self
             .lctl
@@ -821,7 +954,7 @@ impl<L: Lctl> Agent<L> {
         };
         let t0 = Instant::now();
         let now = now_ns(self.epoch);
-        let obs = match self.observer.observe(now, &text, &listed) {
+        let mut obs = match self.observer.observe(now, &text, &listed) {
             Ok(o) => o,
             Err(e) if e.nameless() => {
                 self.stats.periods_skipped += 1;
@@ -836,6 +969,9 @@ impl<L: Lctl> Agent<L> {
                 return None;
             }
         };
+        self.refresh_job_facts();
+        self.apply_job_facts(&mut obs.observation);
+        self.estimate_capacity(&mut obs.observation);
         self.stats.periods += 1;
         self.stats.job_stats_restarts += obs.counts.restarts;
         self.stats.job_stats_skipped_entries += obs.skipped_entries as u64;
@@ -1024,11 +1160,25 @@ impl<L: Lctl> Agent<L> {
         self.add_coord_first_sight(cpt_count, &mut first_sight_want);
         // Jobs this OSS's job_stats have shown (built only when some job is beyond the cap).
         let mut seen_here: Option<BTreeSet<JobId>> = None;
-        let mut not_here_beyond_cap = 0usize;
         // The partitions of each rule are looked up only when the listing gave some.
         let cpts_by_rule = !cpts.by_rule.is_empty();
-        for (i, (bytes, at)) in order.into_iter().enumerate() {
+        // Rules given so far (of `rules_max`), and the jobs whose ids cannot be rules: they
+        // share the catch-all like the jobs beyond the cap, so TBF syntax in a job id never
+        // leaves the job in `default` at its 10,000 RPC/s.
+        // The controller's own rule manager gives them one rate (its catch-all, `jobid={*}`,
+        // read back as job `*`), which lands here like theirs. They are counted from the jobs
+        // this OSS reports.
+        let mut named = 0usize;
+        let mut beyond_cap = 0usize;
+        let unnamable: Vec<JobId> = obs
+            .jobs
+            .iter()
+            .map(|m| m.job)
+            .filter(|j| !job_id_is_rule_safe(j))
+            .collect();
+        for (bytes, at) in order.into_iter() {
             let (job, rate, limit) = want[at as usize];
+            let safe = job_id_is_rule_safe(&job);
             let k = cpts_by_rule
                 .then(|| self.rules.rule_name(&job).and_then(|n| cpts.of_rule(n)))
                 .flatten()
@@ -1054,7 +1204,8 @@ impl<L: Lctl> Agent<L> {
                     );
                 }
             }
-            if i < self.config.rules_max {
+            if safe && named < self.config.rules_max {
+                named += 1;
                 desired_at[at as usize] = Some((
                     per_cpt,
                     JobRateStat {
@@ -1063,10 +1214,12 @@ impl<L: Lctl> Agent<L> {
                         observed_bytes_per_s: observed,
                     },
                 ));
-            } else if seen_here
-                .get_or_insert_with(|| obs.jobs.iter().map(|m| m.job).collect())
-                .contains(&job)
+            } else if !safe
+                || seen_here
+                    .get_or_insert_with(|| obs.jobs.iter().map(|m| m.job).collect())
+                    .contains(&job)
             {
+                beyond_cap += usize::from(safe);
                 let r = (rate / u64::from(cpt_count.max(1))).max(1);
                 // A first-sight rule ranks before the catch-all: a job it matches is held by
                 // it, so that rule's rate, not the catch-all's, is lowered to the job's.
@@ -1081,7 +1234,6 @@ impl<L: Lctl> Agent<L> {
                 // A rate for a job this OSS has never seen (a coordinator's share of a limit,
                 // sent to every OSS so a job's first period here is limited): beyond the cap
                 // it gets no rule, and must not lower the catch-all every other job shares.
-                not_here_beyond_cap += 1;
             }
         }
         for (job, h) in &self.stats.held {
@@ -1090,10 +1242,9 @@ impl<L: Lctl> Agent<L> {
             }
         }
         self.stats.held = held_now;
-        self.stats.jobs_in_catch_all = want
-            .len()
-            .saturating_sub(self.config.rules_max)
-            .saturating_sub(not_here_beyond_cap);
+        self.stats.jobs_in_catch_all = beyond_cap + unnamable.len();
+        self.stats.jobs_unnamable = unnamable.len();
+        self.log_unnamable(&unnamable);
         // In job id order, so the map is built in one pass and the rule diff is one merge.
         let mut desired: Vec<(JobId, JobRate)> = Vec::with_capacity(want.len());
         let mut job_rates: Vec<(JobId, JobRateStat)> = Vec::with_capacity(want.len());
@@ -1168,6 +1319,32 @@ impl<L: Lctl> Agent<L> {
         }
         self.stats.rules_held =
             self.rules.len() + usize::from(self.catch_all.is_some()) + self.first_sight.len();
+    }
+
+    /// Names (escaped, a few) the jobs whose ids cannot be rules, at most once a minute.
+    fn log_unnamable(&mut self, jobs: &[JobId]) {
+        if jobs.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        if self
+            .unnamable_logged
+            .is_some_and(|t| now.duration_since(t) < UNNAMABLE_LOG_INTERVAL)
+        {
+            return;
+        }
+        self.unnamable_logged = Some(now);
+        let named: Vec<String> = jobs
+            .iter()
+            .take(UNNAMABLE_LOGGED_MAX)
+            .map(|j| format!("{:?}", j.as_str()))
+            .collect();
+        warn!(
+            jobs = jobs.len(),
+            first = %named.join(", "),
+            catch_all = %self.catch_all_name,
+            "job ids with TBF syntax cannot have a rule of their own; limited by the catch-all"
+        );
     }
 
     /// Writes one rule command: a start that finds the rule exists becomes a change; a refused
@@ -1642,6 +1819,258 @@ mod tests {
         assert_eq!(a.stats.jobs_in_catch_all, 2);
         a.shutdown();
         assert!(a.lctl().rules.is_empty(), "{:?}", a.lctl().rules);
+    }
+
+    /// Cancels the Slurm jobs it holds when dropped (the test's jobs never outlive it).
+    struct SlurmJobs(Vec<String>);
+    impl Drop for SlurmJobs {
+        fn drop(&mut self) {
+            for id in &self.0 {
+                let _ = std::process::Command::new("scancel").arg(id).status();
+            }
+        }
+    }
+
+    /// Why the real-Slurm test cannot run here, if it cannot.
+    fn slurm_unavailable() -> Option<String> {
+        if unsafe { libc::geteuid() } != 0 {
+            return Some("not root (sbatch --priority needs a Slurm administrator)".into());
+        }
+        match std::process::Command::new("sinfo")
+            .args(["--noheader", "--format=%T"])
+            .output()
+        {
+            Err(e) => Some(format!(
+                "no Slurm client (sinfo: {e}); run scripts/setup-slurm.sh"
+            )),
+            Ok(o) if !o.status.success() => Some(format!(
+                "slurmctld not reachable ({}); run scripts/setup-slurm.sh",
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Ok(o) => {
+                let states = String::from_utf8_lossy(&o.stdout).to_string();
+                (!["idle", "mixed", "alloc"]
+                    .iter()
+                    .any(|s| states.contains(s)))
+                .then(|| format!("no Slurm node up (sinfo: {:?})", states.trim()))
+            }
+        }
+    }
+
+    /// The agent's shares follow a real Slurm's jobs: two jobs submitted with `sbatch
+    /// --nodes=1 --priority=P` to a single-node slurmctld (scripts/setup-slurm.sh) are read
+    /// back with squeue, and Static BW's rules split the OST by their Slurm priorities
+    /// (`basis = "priority"`: 300 against 100, 3 to 1) or by Slurm's node counts (`basis =
+    /// "nodes"`: 1 node each, 1 to 1), over the hand-typed `[[jobs]]` node counts (1 and 8)
+    /// that the agent follows without `[slurm]`.
+    #[test]
+    fn slurm_jobs_set_the_shares() {
+        if let Some(why) = slurm_unavailable() {
+            eprintln!("SKIP: slurm_jobs_set_the_shares: {why}");
+            return;
+        }
+        let mut held = SlurmJobs(Vec::new());
+        for priority in [300, 100] {
+            let out = std::process::Command::new("sbatch")
+                .args([
+                    "--parsable",
+                    "--nodes=1",
+                    "--ntasks=1",
+                    "--job-name=pfsqos-agent-test",
+                    "--output=/dev/null",
+                    &format!("--priority={priority}"),
+                    "--wrap",
+                    "sleep 600",
+                ])
+                .output()
+                .expect("sbatch runs");
+            assert!(
+                out.status.success(),
+                "sbatch: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            let id = id.split(';').next().unwrap().to_string();
+            assert!(id.bytes().all(|b| b.is_ascii_digit()), "job id {id:?}");
+            held.0.push(id);
+        }
+        // Both running (polled, bounded).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let answer = pfsqos_jobfacts::query_squeue(
+                std::path::Path::new("squeue"),
+                Duration::from_secs(10),
+            )
+            .expect("squeue answers");
+            let running = held
+                .0
+                .iter()
+                .filter(|id| answer.jobs.iter().any(|j| &j.job == *id))
+                .count();
+            if running == held.0.len() {
+                let facts: Vec<_> = answer
+                    .jobs
+                    .iter()
+                    .filter(|j| held.0.contains(&j.job))
+                    .collect();
+                assert!(facts.iter().all(|j| j.nodes == 1), "{facts:?}");
+                assert_eq!(
+                    facts.iter().map(|j| j.priority).max(),
+                    Some(300),
+                    "{facts:?}"
+                );
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "Slurm did not start both jobs: {answer:?}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let (hi, lo) = (held.0[0].clone(), held.0[1].clone());
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+        let (hi_s, lo_s) = (leak(&hi), leak(&lo));
+        let rates = |slurm: &str| {
+            let config = AgentConfig::parse(&format!(
+                "controller = \"static\"\nost_capacity_rpcs_per_s = 1200\ncpts = 1\n{slurm}\n\
+                 [[jobs]]\nid = \"{hi}\"\nnodes = 1\n[[jobs]]\nid = \"{lo}\"\nnodes = 8\n"
+            ))
+            .unwrap();
+            let mut a = Agent::new(config, oss(vec![(hi_s, 5, 4096), (lo_s, 5, 4096)]));
+            a.start().unwrap();
+            a.period();
+            let r = (
+                rate_of(&a, &format!("pfq{hi}")).unwrap(),
+                rate_of(&a, &format!("pfq{lo}")).unwrap(),
+            );
+            let jobs = a.stats.slurm_jobs;
+            a.shutdown();
+            (r, jobs)
+        };
+        let (by_priority, seen) = rates("[slurm]\nbasis = \"priority\"\nrefresh_ms = 100");
+        assert!(seen >= 2, "squeue gave {seen} jobs");
+        // 1200 RPC/s split 3 to 1, halved over the listing's 2 CPTs.
+        assert_eq!(by_priority, (450, 150));
+        let (by_nodes, _) = rates("[slurm]\nbasis = \"nodes\"");
+        assert_eq!(by_nodes, (300, 300));
+        let (typed, seen) = rates("");
+        assert_eq!(seen, 0);
+        // 1200 split 1 to 8 (133 and 1067), halved.
+        assert_eq!(typed, (66, 533));
+    }
+
+    /// A job whose id holds TBF syntax gets no rule of its own but is limited by the
+    /// catch-all at the policy's share (never left in `default`), counted, with the jobs
+    /// beyond the cap; an ordinary job keeps its own rule.
+    #[test]
+    fn jobs_with_tbf_syntax_in_their_ids_share_the_catch_all() {
+        let config = AgentConfig::parse(
+            "controller = \"static\"\nost_capacity_rpcs_per_s = 1000\ncpts = 1\n\
+             [[jobs]]\nid = \"a b\"\nnodes = 1\n[[jobs]]\nid = \"victim\"\nnodes = 1\n\
+             [[jobs]]\nid = \"dd.*\"\nnodes = 2\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(
+            config,
+            oss(vec![
+                ("a b", 0, 4096),
+                ("victim", 0, 4096),
+                ("dd.*", 0, 4096),
+            ]),
+        );
+        a.start().unwrap();
+        a.lctl.jobs = vec![("a b", 90, 4096), ("victim", 10, 4096), ("dd.*", 50, 4096)];
+        a.period();
+        // Shares 250/250/500 halved over 2 CPTs; the two unnamable jobs share the smaller.
+        assert_eq!(rate_of(&a, "pfqvictim"), Some(125), "{:?}", a.lctl().writes);
+        assert_eq!(
+            rate_of(&a, "pfq_rest"),
+            Some(125),
+            "{:?} {:?}",
+            a.lctl().writes,
+            a.stats
+        );
+        assert_eq!((a.stats.jobs_unnamable, a.stats.jobs_in_catch_all), (2, 2));
+        assert!(
+            a.lctl()
+                .writes
+                .iter()
+                .all(|w| !w.contains("jobid={*}") || w.starts_with("start pfq_rest ")),
+            "{:?}",
+            a.lctl().writes
+        );
+        let text = crate::metrics::render(crate::metrics::AgentSample {
+            stats: a.stats.clone(),
+            ..Default::default()
+        });
+        assert!(text.contains("pfsqos_agent_jobs_unnamable 2"), "{text}");
+        a.shutdown();
+    }
+
+    /// Without a typed capacity or a profile, each target's capacity is its observed peak
+    /// times the headroom: Lustre's default rate until it serves, then the highest rate of
+    /// any period (a quieter period does not lower it, a busier one raises it).
+    #[test]
+    fn capacity_without_a_profile_is_the_observed_peak() {
+        let config = AgentConfig::parse("controller = \"adaptbf\"\ncpts = 1\n").unwrap();
+        assert_eq!(
+            config.capacity_source,
+            crate::config::CapacitySource::ObservedPeak
+        );
+        let mut a = Agent::new(config, oss(vec![("a", 0, 4096), ("b", 0, 4096)]));
+        a.start().unwrap();
+        let obs = a.observe().unwrap();
+        let target = |o: &Observation| o.domains[0].targets[0].capacity_rpcs_per_s;
+        assert_eq!(
+            target(&obs.observation),
+            crate::config::PEAK_INITIAL_RPCS_PER_S
+        );
+        a.lctl.jobs = vec![("a", 300, 4096), ("b", 100, 4096)];
+        let served = a.observe().unwrap().observation;
+        assert_eq!(
+            served.domains[0].targets[0]
+                .jobs
+                .iter()
+                .map(|j| j.rpcs_served)
+                .sum::<u64>(),
+            400
+        );
+        // The estimator on periods of known length (the test's periods last microseconds).
+        a.peak_rpcs_per_s.clear();
+        let period = |o: &Observation, ns: u64, scale: u64| {
+            let mut o = o.clone();
+            o.period_ns = ns;
+            for j in &mut o.domains[0].targets[0].jobs {
+                j.rpcs_served = j.rpcs_served * scale / 4;
+            }
+            o
+        };
+        // 400 RPCs in 1 s: 500 RPC/s with the headroom.
+        let mut o = period(&served, 1_000_000_000, 4);
+        a.estimate_capacity(&mut o);
+        assert_eq!(target(&o), 500);
+        // 100 in 1 s: the peak holds.
+        let mut o = period(&served, 1_000_000_000, 1);
+        a.estimate_capacity(&mut o);
+        assert_eq!(target(&o), 500);
+        // 800 in 1 s: it grows to 1000.
+        let mut o = period(&served, 1_000_000_000, 8);
+        a.estimate_capacity(&mut o);
+        assert_eq!(target(&o), 1000);
+        assert_eq!(
+            a.peak_capacities().values().copied().collect::<Vec<_>>(),
+            [1000]
+        );
+        // A typed capacity is never estimated.
+        let typed = AgentConfig::parse(
+            "controller = \"adaptbf\"\ncpts = 1\nost_capacity_rpcs_per_s = 300\n",
+        )
+        .unwrap();
+        let mut b = Agent::new(typed, oss(vec![]));
+        let mut o = period(&served, 1_000_000_000, 8);
+        o.domains[0].targets[0].capacity_rpcs_per_s = 300;
+        b.estimate_capacity(&mut o);
+        assert_eq!(target(&o), 300);
     }
 
     /// A job moving at least 90 % of its limit is reported held, for as long as it lasts.

@@ -4,7 +4,9 @@
 //! ```toml
 //! controller = "adaptbf"            # static | adaptbf[:options] (pfsqos_core::control::spec)
 //! period_ms = 1000
-//! ost_capacity_bytes_per_s = 2_000_000_000   # or ost_capacity_rpcs_per_s
+//! ost_profile = "ssd-nvme"          # a shipped device profile or a profile file: each OST's
+//!                                   # capacity; without it, the observed peak (CapacitySource)
+//! # ost_capacity_bytes_per_s = 2_000_000_000   # or ost_capacity_rpcs_per_s: an override
 //! brw_size_bytes = 4194304          # the OSS's brw_size: one full RPC
 //! cpts = 2                          # CPU partitions of ost_io (cpu_npartitions)
 //! rule_prefix = "pfq"               # every rule the agent creates starts with it
@@ -21,7 +23,13 @@
 //! # safe_hold_ms = 30000          # then the coordinator's rules are removed
 //! job_id_layout = "%e.%u"           # where user limits find the uid in a job id
 //!
-//! [[jobs]]                          # node counts (static needs its jobs up front)
+//! # [slurm]                         # optional: job facts from Slurm (pfsqos_jobfacts)
+//! # squeue = "squeue"               # program run (argv, never a shell)
+//! # refresh_ms = 10000              # how often squeue is asked
+//! # timeout_ms = 10000
+//! # basis = "nodes"                 # or "priority": what the controller shares by
+//!
+//! [[jobs]]                          # node counts of jobs Slurm does not report
 //! id = "4151234"
 //! nodes = 16
 //!
@@ -94,7 +102,8 @@ pub(crate) fn default_layout() -> String {
 #[serde(deny_unknown_fields)]
 pub struct JobNodes {
     pub id: String,
-    pub nodes: u32,
+    /// Read signed, so `-1` gets the field's range and not the parser's "expected u32".
+    pub nodes: i64,
 }
 
 /// An administrator limit on what a job, a user's jobs or a group's jobs may move through
@@ -121,6 +130,7 @@ pub struct ConfigFile {
     pub period_ms: u64,
     pub ost_capacity_bytes_per_s: Option<u64>,
     pub ost_capacity_rpcs_per_s: Option<u64>,
+    pub ost_profile: Option<String>,
     #[serde(default = "default_brw")]
     pub brw_size_bytes: u64,
     #[serde(default = "default_cpts")]
@@ -141,10 +151,50 @@ pub struct ConfigFile {
     pub coordinator: Option<CoordinatorFile>,
     #[serde(default = "default_layout")]
     pub job_id_layout: String,
+    pub slurm: Option<SlurmFile>,
     #[serde(default)]
     pub jobs: Vec<JobNodes>,
     #[serde(default)]
     pub limits: Vec<LimitEntry>,
+}
+
+/// `[slurm]` as written.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmFile {
+    #[serde(default = "default_squeue")]
+    pub squeue: PathBuf,
+    #[serde(default = "default_slurm_refresh_ms")]
+    pub refresh_ms: i64,
+    #[serde(default = "default_slurm_timeout_ms")]
+    pub timeout_ms: i64,
+    #[serde(default = "default_slurm_basis")]
+    pub basis: String,
+}
+
+fn default_squeue() -> PathBuf {
+    PathBuf::from("squeue")
+}
+fn default_slurm_refresh_ms() -> i64 {
+    10_000
+}
+fn default_slurm_timeout_ms() -> i64 {
+    10_000
+}
+fn default_slurm_basis() -> String {
+    "nodes".to_string()
+}
+/// Longest `[slurm] refresh_ms` (one hour) and `timeout_ms` (one minute).
+pub const SLURM_REFRESH_MS_MAX: u64 = 3_600_000;
+pub const SLURM_TIMEOUT_MS_MAX: u64 = 60_000;
+
+/// Where the agent reads job facts from Slurm, how often, and what its controller shares by.
+#[derive(Clone, Debug)]
+pub struct SlurmLink {
+    pub squeue: PathBuf,
+    pub refresh_ms: u64,
+    pub timeout_ms: u64,
+    pub basis: pfsqos_jobfacts::Basis,
 }
 
 /// Longest time an agent keeps a coordinator's rates without hearing from it (one hour).
@@ -180,12 +230,61 @@ pub struct CoordinatorLink {
     pub safe_hold_ms: u64,
 }
 
+/// Where each OST's capacity (RPCs/s of `brw_size_bytes`) comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CapacitySource {
+    /// `ost_capacity_bytes_per_s` or `ost_capacity_rpcs_per_s`: the administrator's override.
+    Typed,
+    /// `ost_profile`: the device model's sequential-write rate of full RPCs with a full queue
+    /// (`pfsqos_sim::device::DeviceModel::capacity_rpcs_per_s`, the simulator's `T_i`).
+    Profile { name: String },
+    /// Neither: the observed peak. Until a target has served RPCs its capacity is
+    /// [`PEAK_INITIAL_RPCS_PER_S`] (Lustre's own rate for RPCs no rule matches, so no tighter
+    /// than Lustre with no rules); then it is the highest rate it served in any one period
+    /// since the start, times [`PEAK_HEADROOM`]. The headroom lets the estimate grow while
+    /// rules hold jobs below the device (each period the total may exceed the last peak by a
+    /// quarter); once the device is the bottleneck the peak stops growing, at its capacity.
+    ObservedPeak,
+}
+
+/// The capacity of a target not yet seen serving (`CapacitySource::ObservedPeak`): TBF's
+/// `default` rule rate (10,000 RPC/s, lustre-tbf.md).
+pub const PEAK_INITIAL_RPCS_PER_S: u64 = 10_000;
+/// The observed-peak estimator's headroom over the peak (5/4).
+pub const PEAK_HEADROOM: f64 = 1.25;
+
+/// The capacity of each OST, in RPCs/s of `brw_size_bytes`, given by `profile`.
+pub fn profile_capacity_rpcs_per_s(profile: &pfsqos_profile::Profile, brw_size_bytes: u64) -> u64 {
+    pfsqos_sim::device::DeviceModel::from_profile(profile).capacity_rpcs_per_s(brw_size_bytes)
+}
+
+/// A profile by a shipped name (`ssd-nvme`) or a file path.
+pub fn load_profile(name_or_path: &str) -> anyhow::Result<pfsqos_profile::Profile> {
+    if let Some(p) = pfsqos_profile::shipped(name_or_path) {
+        return Ok(p);
+    }
+    let path = Path::new(name_or_path);
+    let len = std::fs::metadata(path)
+        .with_context(|| format!("ost_profile {name_or_path:?}: not a shipped profile or a file"))?
+        .len();
+    if len > pfsqos_profile::TEXT_LEN_MAX as u64 {
+        bail!(
+            "ost_profile {name_or_path:?}: larger than {} bytes",
+            pfsqos_profile::TEXT_LEN_MAX
+        );
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("ost_profile {name_or_path:?}"))?;
+    pfsqos_profile::Profile::from_toml_str(&text, name_or_path).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
 /// The validated configuration.
 #[derive(Clone, Debug)]
 pub struct AgentConfig {
     pub policy: PolicyChoice,
     pub period_ms: u64,
     pub ost_capacity_rpcs_per_s: u64,
+    pub capacity_source: CapacitySource,
     pub brw_size_bytes: u64,
     pub cpts: u32,
     pub rule_prefix: String,
@@ -199,6 +298,8 @@ pub struct AgentConfig {
     pub coordinator: Option<CoordinatorLink>,
     pub job_id_layout: JobIdLayout,
     pub job_nodes: Vec<(JobId, u32)>,
+    /// Present: node counts (or priorities) of running jobs come from Slurm, over `job_nodes`.
+    pub slurm: Option<SlurmLink>,
     pub limits: Vec<(LimitTarget, u64)>,
 }
 
@@ -216,7 +317,14 @@ impl AgentConfig {
     }
 
     pub fn parse(text: &str) -> anyhow::Result<AgentConfig> {
-        let file: ConfigFile = toml::from_str(text)?;
+        let file: ConfigFile = toml::from_str(text).map_err(|e| {
+            // serde names the Rust type ("expected i64"); a reader wants the kind of value.
+            let m = e.to_string();
+            let m = ["i64", "u64", "u32", "usize"].iter().fold(m, |m, t| {
+                m.replace(&format!("expected {t}"), "expected an integer")
+            });
+            anyhow::anyhow!(m)
+        })?;
         AgentConfig::validate(file)
     }
 
@@ -238,14 +346,24 @@ impl AgentConfig {
             bail!("brw_size_bytes must be 4096..=64 MiB");
         }
         let cap_max = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
-        let capacity = match (f.ost_capacity_bytes_per_s, f.ost_capacity_rpcs_per_s) {
-            (Some(_), Some(_)) => {
-                bail!("give ost_capacity_bytes_per_s or ost_capacity_rpcs_per_s, not both")
-            }
-            (Some(b), None) => b / f.brw_size_bytes,
-            (None, Some(r)) => r,
-            (None, None) => bail!("ost_capacity_bytes_per_s or ost_capacity_rpcs_per_s is needed"),
-        };
+        let (capacity, capacity_source) =
+            match (f.ost_capacity_bytes_per_s, f.ost_capacity_rpcs_per_s) {
+                (Some(_), Some(_)) => {
+                    bail!("give ost_capacity_bytes_per_s or ost_capacity_rpcs_per_s, not both")
+                }
+                (Some(b), None) => (b / f.brw_size_bytes, CapacitySource::Typed),
+                (None, Some(r)) => (r, CapacitySource::Typed),
+                (None, None) => match &f.ost_profile {
+                    Some(name) => {
+                        let p = load_profile(name)?;
+                        (
+                            profile_capacity_rpcs_per_s(&p, f.brw_size_bytes),
+                            CapacitySource::Profile { name: p.name },
+                        )
+                    }
+                    None => (PEAK_INITIAL_RPCS_PER_S, CapacitySource::ObservedPeak),
+                },
+            };
         if !(1..=cap_max).contains(&capacity) {
             bail!("OST capacity of {capacity} RPCs/s is outside 1..={cap_max}");
         }
@@ -285,14 +403,16 @@ impl AgentConfig {
             if id.is_empty() || !seen.insert(id) {
                 bail!("[[jobs]] id {:?} is empty or given twice", j.id);
             }
-            if !(1..=pfsqos_core::lustre::JOB_NODES_MAX).contains(&j.nodes) {
-                bail!(
-                    "[[jobs]] {:?}: nodes must be 1..={}",
+            let nodes_max = pfsqos_core::lustre::JOB_NODES_MAX;
+            let nodes = match u32::try_from(j.nodes) {
+                Ok(n) if (1..=nodes_max).contains(&n) => n,
+                _ => bail!(
+                    "[[jobs]] {:?}: nodes = {} must be 1..={nodes_max}",
                     j.id,
-                    pfsqos_core::lustre::JOB_NODES_MAX
-                );
-            }
-            job_nodes.push((id, j.nodes));
+                    j.nodes
+                ),
+            };
+            job_nodes.push((id, nodes));
         }
         let limits = validate_limits(&f.limits, &job_id_layout)?;
         let coordinator = match f.coordinator {
@@ -312,7 +432,50 @@ impl AgentConfig {
                 })
             }
         };
+        let slurm = match f.slurm {
+            None => None,
+            Some(sl) => {
+                let text = sl.squeue.to_string_lossy();
+                if text.is_empty() || text.len() > 4096 || text.contains('\0') {
+                    bail!("[slurm] squeue must be a program name or path");
+                }
+                let refresh_ms = u64::try_from(sl.refresh_ms)
+                    .ok()
+                    .filter(|r| (100..=SLURM_REFRESH_MS_MAX).contains(r))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "[slurm] refresh_ms = {} must be 100..={SLURM_REFRESH_MS_MAX}",
+                            sl.refresh_ms
+                        )
+                    })?;
+                let timeout_ms = u64::try_from(sl.timeout_ms)
+                    .ok()
+                    .filter(|r| (100..=SLURM_TIMEOUT_MS_MAX).contains(r))
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "[slurm] timeout_ms = {} must be 100..={SLURM_TIMEOUT_MS_MAX}",
+                            sl.timeout_ms
+                        )
+                    })?;
+                let basis = match sl.basis.as_str() {
+                    "nodes" => pfsqos_jobfacts::Basis::Nodes,
+                    "priority" => pfsqos_jobfacts::Basis::Priority,
+                    other => bail!(
+                        "[slurm] basis = {:?} must be \"nodes\" or \"priority\"",
+                        other.escape_debug().to_string()
+                    ),
+                };
+                Some(SlurmLink {
+                    squeue: sl.squeue,
+                    refresh_ms,
+                    timeout_ms,
+                    basis,
+                })
+            }
+        };
         Ok(AgentConfig {
+            slurm,
+            capacity_source,
             policy,
             period_ms: f.period_ms,
             ost_capacity_rpcs_per_s: capacity,
@@ -395,6 +558,70 @@ mod tests {
         assert_eq!(c.job_id_layout.uid_from_end, Some(0));
     }
 
+    /// A profile gives each OST's capacity (the device model's full-RPC write rate, per
+    /// shipped profile and from a file); a typed capacity overrides it; neither: the peak.
+    #[test]
+    fn capacity_comes_from_a_profile_unless_typed() {
+        for name in ["ssd-nvme", "hdd-7200rpm", "raid6-hdd-ost", "ssd-sata"] {
+            let c = AgentConfig::parse(&format!(
+                "controller = \"adaptbf\"\nost_profile = \"{name}\"\nbrw_size_bytes = 1048576\n"
+            ))
+            .unwrap();
+            let p = pfsqos_profile::shipped(name).unwrap();
+            let model = pfsqos_sim::device::DeviceModel::from_profile(&p);
+            assert_eq!(
+                c.ost_capacity_rpcs_per_s,
+                model.capacity_rpcs_per_s(1 << 20),
+                "{name}"
+            );
+            // The rate of full RPCs is the device's sequential write bandwidth at most.
+            let bw = model.sequential_bytes_per_s(false, 1 << 20);
+            assert!(
+                c.ost_capacity_rpcs_per_s as f64 <= bw / (1u64 << 20) as f64 + 1.0,
+                "{name}"
+            );
+            assert_eq!(
+                c.capacity_source,
+                CapacitySource::Profile {
+                    name: p.name.clone()
+                }
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mine.toml");
+        std::fs::write(&file, pfsqos_profile::shipped_text("ssd-sata").unwrap()).unwrap();
+        let from_file = AgentConfig::parse(&format!(
+            "controller = \"adaptbf\"\nost_profile = \"{}\"\n",
+            file.display()
+        ))
+        .unwrap();
+        let shipped =
+            AgentConfig::parse("controller = \"adaptbf\"\nost_profile = \"ssd-sata\"\n").unwrap();
+        assert_eq!(
+            from_file.ost_capacity_rpcs_per_s,
+            shipped.ost_capacity_rpcs_per_s
+        );
+        let typed = AgentConfig::parse(
+            "controller = \"adaptbf\"\nost_profile = \"ssd-sata\"\nost_capacity_rpcs_per_s = 77\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (typed.ost_capacity_rpcs_per_s, typed.capacity_source),
+            (77, CapacitySource::Typed)
+        );
+        let e = AgentConfig::parse("controller = \"adaptbf\"\nost_profile = \"/no/such.toml\"\n")
+            .unwrap_err();
+        assert!(
+            format!("{e:#}").contains("not a shipped profile or a file"),
+            "{e:#}"
+        );
+        let peak = AgentConfig::parse("controller = \"adaptbf\"\n").unwrap();
+        assert_eq!(
+            (peak.ost_capacity_rpcs_per_s, peak.capacity_source),
+            (PEAK_INITIAL_RPCS_PER_S, CapacitySource::ObservedPeak)
+        );
+    }
+
     #[test]
     fn every_field_is_checked() {
         for (extra, why) in [
@@ -414,6 +641,26 @@ mod tests {
             ("[[limits]]\ngroup = 3\nbytes_per_s = 10000\n", "%g"),
             ("[[limits]]\njob = \"a\"\nbytes_per_s = 1\n", "bytes_per_s"),
             ("[[jobs]]\nid = \"a\"\nnodes = 0\n", "nodes"),
+            // A negative count names the field's range, not u32's 0 to 4294967295.
+            (
+                "[[jobs]]\nid = \"a\"\nnodes = -1\n",
+                "nodes = -1 must be 1..=1000000",
+            ),
+            // A string where an integer goes names the kind of value, not the Rust type.
+            ("lctl_retries = \"eight\"\n", "expected an integer"),
+            (
+                "[slurm]\nbasis = \"qos\"\n",
+                "must be \"nodes\" or \"priority\"",
+            ),
+            (
+                "[slurm]\nrefresh_ms = -5\n",
+                "refresh_ms = -5 must be 100..=3600000",
+            ),
+            (
+                "[slurm]\ntimeout_ms = 0\n",
+                "timeout_ms = 0 must be 100..=60000",
+            ),
+            ("[slurm]\nsqueue = \"\"\n", "program name or path"),
             (
                 "[[jobs]]\nid = \"a\"\nnodes = 1\n[[jobs]]\nid = \"a\"\nnodes = 2\n",
                 "twice",

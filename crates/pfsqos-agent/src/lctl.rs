@@ -223,23 +223,38 @@ impl Lctl for ProcessLctl {
     }
 }
 
-/// `--dry-run`: prints each command's exact argv (one JSON-style quoted element each) and
-/// runs nothing but reads, which go to `reads` when given (to see real state) or answer
-/// nothing.
+/// `--dry-run`: prints each write's exact argv (every element single-quoted, the configured
+/// program first) and runs nothing but reads (`get_param` and `list_param`, which change
+/// nothing), which go to `reads` when given (to see real state) or answer nothing. Reads are
+/// run, not printed: on Lustre 2.16+ an OST without jobs prints no job_stats, so only
+/// `list_param` tells the dry run every OST the real run will see.
 pub struct DryRun<'a> {
     pub out: Box<dyn std::io::Write + 'a>,
     pub reads: Option<Box<dyn Lctl + 'a>>,
+    /// The program the real run would start (shown in each printed line).
+    pub program: String,
     counts: LctlCounts,
 }
 
 impl<'a> DryRun<'a> {
-    pub fn new(out: Box<dyn std::io::Write + 'a>, reads: Option<Box<dyn Lctl + 'a>>) -> Self {
+    pub fn new(
+        out: Box<dyn std::io::Write + 'a>,
+        reads: Option<Box<dyn Lctl + 'a>>,
+        program: &str,
+    ) -> Self {
         DryRun {
             out,
             reads,
+            program: program.to_string(),
             counts: LctlCounts::default(),
         }
     }
+}
+
+/// Whether `args` only read Lustre's state (`lctl get_param`, `lctl list_param`).
+pub fn is_read_only(args: &[String]) -> bool {
+    args.first()
+        .is_some_and(|a| a == "get_param" || a == "list_param")
 }
 
 /// An argv as one line a reader can paste into a shell: every element single-quoted.
@@ -254,14 +269,13 @@ pub fn argv_line(program: &str, args: &[String]) -> String {
 impl Lctl for DryRun<'_> {
     fn run(&mut self, args: &[String]) -> Result<String, LctlError> {
         self.counts.commands += 1;
-        let is_read = args.first().is_some_and(|a| a == "get_param");
-        if is_read {
+        if is_read_only(args) {
             if let Some(r) = self.reads.as_mut() {
                 return r.run(args);
             }
             return Ok(String::new());
         }
-        let _ = writeln!(self.out, "{}", argv_line("lctl", args));
+        let _ = writeln!(self.out, "{}", argv_line(&self.program, args));
         Ok(String::new())
     }
 
@@ -292,6 +306,45 @@ mod tests {
         let m = "error: set_param: setting /sys/kernel/debug/lustre/ost/OSS/ost_io/nrs_tbf_rule=start a jobid={a}: File exists\n";
         assert_eq!(errno_of_message(m), Some(Errno::EEXIST));
         assert_eq!(errno_of_message("garbage"), None);
+    }
+
+    /// Reads (`get_param`, `list_param`) go to the reader and are not printed; writes are
+    /// printed with the configured program and never reach the reader.
+    #[test]
+    fn a_dry_run_reads_and_prints_only_writes() {
+        struct Reader(std::rc::Rc<std::cell::RefCell<Vec<Vec<String>>>>);
+        impl Lctl for Reader {
+            fn run(&mut self, args: &[String]) -> Result<String, LctlError> {
+                self.0.borrow_mut().push(args.to_vec());
+                Ok(format!("read {}\n", args[0]))
+            }
+            fn counts(&self) -> LctlCounts {
+                LctlCounts::default()
+            }
+        }
+        let mut printed = Vec::new();
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        {
+            let mut d = DryRun::new(
+                Box::new(&mut printed),
+                Some(Box::new(Reader(seen.clone()))),
+                "/opt/lustre/bin/lctl",
+            );
+            let list = [
+                "list_param".to_string(),
+                "obdfilter.*.job_stats".to_string(),
+            ];
+            assert_eq!(d.run(&list).unwrap(), "read list_param\n");
+            let get = ["get_param".to_string(), "-n".to_string(), "x".to_string()];
+            assert_eq!(d.run(&get).unwrap(), "read get_param\n");
+            assert_eq!(d.run(&["set_param".into(), "a=b".into()]).unwrap(), "");
+            assert!(!d.writes());
+        }
+        assert_eq!(seen.borrow().len(), 2, "{:?}", seen.borrow());
+        assert_eq!(
+            String::from_utf8(printed).unwrap(),
+            "'/opt/lustre/bin/lctl' 'set_param' 'a=b'\n"
+        );
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //! `pfsqos_agent_stale_rules_removed_total`, `pfsqos_agent_coordinator_errors_total`,
 //! `pfsqos_agent_safe_state`, `pfsqos_agent_decision_seconds`,
 //! `pfsqos_agent_rules` (held now, catch-all included), `pfsqos_agent_jobs_in_catch_all`,
+//! `pfsqos_agent_jobs_unnamable` (of those, jobs whose id cannot be a TBF rule),
+//! `pfsqos_agent_slurm_jobs`, `pfsqos_agent_slurm_queries_failed_total`,
 //! `pfsqos_agent_job_rate_rpcs_per_s{job}` (per CPT), `pfsqos_agent_job_cpts{job}`,
 //! `pfsqos_agent_job_observed_bytes_per_s{job}`, `pfsqos_agent_job_held_seconds{job}`,
 //! `pfsqos_agent_job_held_limit_bytes_per_s{job}`.
@@ -167,6 +169,24 @@ impl Collector for AgentCollector {
             "pfsqos_agent_jobs_in_catch_all",
             "Jobs beyond rules_max, under the catch-all rule.",
             s.jobs_in_catch_all as f64,
+        )?;
+        gauge(
+            &mut e,
+            "pfsqos_agent_jobs_unnamable",
+            "Jobs whose id holds TBF syntax (no rule of their own), under the catch-all rule.",
+            s.jobs_unnamable as f64,
+        )?;
+        gauge(
+            &mut e,
+            "pfsqos_agent_slurm_jobs",
+            "Running jobs in the last squeue answer ([slurm]).",
+            s.slurm_jobs as f64,
+        )?;
+        gauge(
+            &mut e,
+            "pfsqos_agent_slurm_queries_failed_total",
+            "squeue runs that failed ([slurm]); the last job facts were kept.",
+            s.slurm_queries_failed as f64,
         )?;
         for (name, help, pick) in [
             (

@@ -48,7 +48,8 @@ pub fn run(config: AgentConfig, opts: RunOptions) -> anyhow::Result<i32> {
     };
     if opts.dry_run {
         let reads: Box<dyn Lctl> = Box::new(process_lctl(&config));
-        let lctl = DryRun::new(Box::new(std::io::stdout()), Some(reads));
+        let program = config.lctl.display().to_string();
+        let lctl = DryRun::new(Box::new(std::io::stdout()), Some(reads), &program);
         drive(Agent::new(config, lctl), opts, &sample)
     } else {
         let lctl = process_lctl(&config);

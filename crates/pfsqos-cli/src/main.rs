@@ -440,7 +440,18 @@ enum PiCommand {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        // `pfsqos lctl` usage errors exit 4 as lctl's do: a command's parser returns CMD_HELP
+        // (4, include/libcfs/util/parser.h), lctl_main returns it (lustre/utils/lctl.c); an
+        // unknown command exits 1 (cfs_parser_execarg's -1, lib/libcfs/parser.c).
+        let lctl = std::env::args().nth(1).as_deref() == Some("lctl");
+        if lctl && e.use_stderr() {
+            let _ = e.print();
+            let unknown = e.kind() == clap::error::ErrorKind::InvalidSubcommand;
+            std::process::exit(if unknown { 1 } else { 4 });
+        }
+        e.exit()
+    });
     let result = match cli.command {
         Command::Sim {
             scenario,

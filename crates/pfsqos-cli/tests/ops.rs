@@ -298,6 +298,31 @@ fn up_stat_record_and_down_with_the_real_binary() {
         .sum();
     assert!(j1_bytes > 0, "{csv}");
     assert_eq!(j1_bytes % (64 << 10), 0, "whole writes only: {csv}");
+
+    // With no I/O during the record, stat says that nothing ran and writes no record.
+    let idle = pfsqos(
+        &[
+            "stat",
+            "--server",
+            &oss.to_string(),
+            "--key-file",
+            key_arg,
+            "-i",
+            "0.1",
+            "-n",
+            "2",
+            "--record",
+            "idle",
+        ],
+        &dir,
+    );
+    assert!(!idle.status.success(), "{}", text(&idle.stdout));
+    assert!(
+        text(&idle.stderr).contains("nothing ran"),
+        "{}",
+        text(&idle.stderr)
+    );
+    assert!(!dir.join("idle/summary.json").exists());
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("rec/summary.json")).unwrap())
             .unwrap();
@@ -610,7 +635,7 @@ fn up_with_the_mount_writes_as_a_job_and_survives_down_and_up() {
     );
     assert!(
         stdout.contains(&format!(
-            "files written under {} are striped over 2 OST(s)",
+            "files written under {} are striped over 2 of the 2 OST(s) (mds.default_stripe_count = 2;",
             mnt.display()
         )),
         "{stdout}"
@@ -716,7 +741,10 @@ fn up_without_a_file_starts_the_default_cluster() {
         stdout.contains(&format!("mount ready on {}", mnt.display())),
         "{stdout}"
     );
-    assert!(stdout.contains("striped over 2 OST(s)"), "{stdout}");
+    assert!(
+        stdout.contains("striped over 1 of the 2 OST(s)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("\n  pfsqos down\n"), "{stdout}");
     assert!(mounted(&mnt));
     let pids: Vec<u32> = ["oss0", "mds", "mount"]
@@ -736,4 +764,29 @@ fn up_without_a_file_starts_the_default_cluster() {
     assert!(dir.join("pfsqos-state/cluster.key").exists());
     assert!(dir.join("pfsqos-data/ost0/objects").is_dir());
     assert!(dir.join("pfsqos-data/ost1/objects").is_dir());
+}
+
+/// A port already taken: `up` fails, and says how to go on (port 0, or a port free now).
+#[test]
+fn up_on_a_taken_port_suggests_port_0_or_a_free_port() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let cluster = format!(
+        "[cluster]\nstate_dir = \"st\"\n[mds]\nlisten = \"127.0.0.1:{port}\"\n\
+         [[oss]]\nlisten = \"127.0.0.1:0\"\nosts = [\"d/ost0\"]\n[mount]\nenabled = false\n"
+    );
+    std::fs::write(dir.join("c.toml"), cluster).unwrap();
+    let out = pfsqos(&["up", "c.toml"], &dir);
+    let _guard = Up { dir: dir.clone() };
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{}", text(&out.stdout));
+    assert!(err.contains("Address already in use"), "{err}");
+    assert!(
+        err.contains("hint: mds's port is taken") && err.contains("[mds] listen = \"127.0.0.1:0\""),
+        "{err}"
+    );
+    assert!(err.contains("or a free port such as 127.0.0.1:"), "{err}");
+    drop(taken);
 }

@@ -315,6 +315,8 @@ pub struct RuleNamer {
     used: std::collections::BTreeSet<String>,
     /// `None`: `j`.
     prefix: Option<String>,
+    /// Names rules on the server hold that this namer did not give (never given meanwhile).
+    foreign: std::collections::BTreeSet<String>,
 }
 
 impl RuleNamer {
@@ -342,7 +344,7 @@ impl RuleNamer {
             let mut name = base.clone();
             let mut k = 2u32;
             // `default` is Lustre's fallback rule and cannot be started.
-            while self.used.contains(&name) || name == "default" {
+            while self.used.contains(&name) || self.foreign.contains(&name) || name == "default" {
                 let suffix = format!("_{k}");
                 let keep = base.len().min(RULE_NAME_LEN_MAX - suffix.len());
                 name = format!("{}{suffix}", &base[..keep]);
@@ -357,6 +359,18 @@ impl RuleNamer {
     /// Keeps `name` from ever being given to a job (an agent's own catch-all rule).
     pub fn reserve(&mut self, name: &str) {
         self.used.insert(name.to_string());
+    }
+
+    /// Replaces the names held on the server by others ([`Self::name_for`] avoids them).
+    pub fn set_foreign(&mut self, names: std::collections::BTreeSet<String>) {
+        self.foreign = names;
+    }
+
+    /// Adds one such name, keeping at most `max`.
+    pub fn add_foreign(&mut self, name: &str, max: usize) {
+        if self.foreign.len() < max {
+            self.foreign.insert(name.to_string());
+        }
     }
 
     /// Forgets `job` so its name can be reused (for controllers that retire idle jobs).

@@ -10,8 +10,17 @@
 //! A job id is user input (`SLURM_JOB_ID`, a process name): Lustre's TBF has no escaping, so
 //! an id holding TBF syntax (`*` is a wildcard, space separates list items, `{ } , & =` end or
 //! join conditions) would match other jobs or add conditions an administrator never wrote.
-//! Such jobs get no rule of their own (their RPCs stay in `default`) and are listed by
-//! [`JobRules::refused_jobs`]; nothing of them ever reaches rule text.
+//! Such jobs get no rule of their own and are listed by [`JobRules::refused_jobs`]; nothing of
+//! them ever reaches rule text. They are still controlled: while any is wanted, one catch-all
+//! rule (`<prefix>_unsafe jobid={*}`, [`CATCH_ALL_SUFFIX`]) ranked last before `default` holds
+//! them at the smallest value the controller wanted for any of them (its policy's share for
+//! the least-entitled such job), so TBF syntax in a job id never leaves the job in `default`
+//! at 10,000 RPC/s. Rules started while the catch-all is held rank before it.
+//!
+//! A name may be taken on the server by a rule this manager did not start (an
+//! administrator's `jvictim2`): [`JobRules::set_server_names`] and
+//! [`JobRules::name_taken`] keep such names from being given, so the job is renamed
+//! (`jvictim2_2`) instead of being refused with `EEXIST` every period.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -19,6 +28,11 @@ use std::fmt;
 use super::{ControlWrite, RuleNamer};
 use crate::model::JobId;
 use crate::sched::tbf::{TbfCommand, TbfOp};
+
+/// The catch-all rule of jobs whose ids cannot be rules is named `<prefix>_unsafe`.
+pub const CATCH_ALL_SUFFIX: &str = "_unsafe";
+/// Most foreign rule names (rules on the server this manager did not start) kept reserved.
+pub const SERVER_NAMES_MAX: usize = 4096;
 
 /// Whether `job` can stand in a `jobid={...}` list as itself: non-empty, and only characters
 /// that carry no TBF meaning (letters, digits and `. _ - : @ / + % # ~ ^`; no wildcard `*`, no
@@ -84,14 +98,19 @@ impl RuleCommand {
                 value,
                 rank,
             } => {
-                // Never reached with an unsafe id: JobRules refuses those before.
-                assert!(job_id_is_rule_safe(job), "job id with TBF syntax in a rule");
+                // Never reached with an unsafe id: JobRules refuses those before. The one
+                // wildcard written is the catch-all's, `*` alone.
+                let catch_all = job.as_str() == "*" && name.ends_with(CATCH_ALL_SUFFIX);
                 assert!(
-                    rank.is_none() || file == RuleFile::TbfRule,
+                    job_id_is_rule_safe(job) || catch_all,
+                    "job id with TBF syntax in a rule"
+                );
+                assert!(
+                    rank.is_none() || file == RuleFile::TbfRule || catch_all,
                     "only TBF rules are ranked"
                 );
                 let mut text = format!("start {name} jobid={{{job}}} {key}={value}");
-                if let Some(before) = rank {
+                if let (Some(before), RuleFile::TbfRule) = (rank, file) {
                     text.push_str(" rank=");
                     text.push_str(before);
                 }
@@ -121,6 +140,17 @@ impl fmt::Display for RuleCommand {
     }
 }
 
+/// The rule name a command text (`[reg|hp] start|change|stop NAME ...`) writes.
+fn command_name(text: &str) -> Option<String> {
+    let mut words = text
+        .split_ascii_whitespace()
+        .skip_while(|w| *w == "reg" || *w == "hp");
+    match (words.next(), words.next()) {
+        (Some("start" | "change" | "stop"), Some(name)) => Some(name.to_string()),
+        _ => None,
+    }
+}
+
 /// What a controller wants for one job on one domain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobRate {
@@ -140,7 +170,7 @@ struct ActiveRule {
 }
 
 /// The rules a controller holds on one domain, and the names it gave them.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 pub struct JobRules {
     namer: RuleNamer,
     /// The rules held, sorted by job id (unique): a reconcile is two merges of this list with
@@ -152,6 +182,18 @@ pub struct JobRules {
     /// scan made a period with thousands of new jobs quadratic; the Lustre agent measured it).
     by_priority: BTreeSet<RankKey>,
     refused: BTreeSet<JobId>,
+    /// The catch-all of jobs whose ids cannot be rules: its name (`None`: no catch-all, for
+    /// weight files, where a job without a rule keeps the policy's default weight and so
+    /// its fair share), and its value while held.
+    catch_all_name: Option<String>,
+    catch_all: Option<u64>,
+}
+
+impl Default for JobRules {
+    /// [`JobRules::new`]: TBF rules, with the catch-all.
+    fn default() -> JobRules {
+        JobRules::new()
+    }
 }
 
 /// Where a rule ranks: higher priority first, then the smaller job id.
@@ -163,15 +205,70 @@ fn rank_key(job: &JobId, priority: u32) -> RankKey {
 
 impl JobRules {
     pub fn new() -> JobRules {
-        JobRules::default()
+        JobRules::with_namer(RuleNamer::new(), "j")
     }
 
     /// Rules named with `prefix` instead of `j` ([`RuleNamer::with_prefix`]).
     pub fn with_prefix(prefix: &str) -> JobRules {
+        JobRules::with_namer(RuleNamer::with_prefix(prefix), prefix)
+    }
+
+    fn with_namer(mut namer: RuleNamer, prefix: &str) -> JobRules {
+        let catch_all_name = format!("{prefix}{CATCH_ALL_SUFFIX}");
+        namer.reserve(&catch_all_name);
         JobRules {
-            namer: RuleNamer::with_prefix(prefix),
-            ..JobRules::default()
+            namer,
+            active: Vec::new(),
+            by_priority: BTreeSet::new(),
+            refused: BTreeSet::new(),
+            catch_all_name: Some(catch_all_name),
+            catch_all: None,
         }
+    }
+
+    /// Rules without the catch-all (a fair-queuing policy's weight file: a job without a
+    /// rule keeps the default weight, its fair share, where in TBF it would keep `default`'s
+    /// 10,000 RPC/s).
+    pub fn without_catch_all(mut self) -> JobRules {
+        assert!(self.catch_all.is_none(), "the catch-all is not held");
+        self.catch_all_name = None;
+        self
+    }
+
+    /// The catch-all rule's name (if this manager has one), and its value while held.
+    pub fn catch_all(&self) -> (Option<&str>, Option<u64>) {
+        (self.catch_all_name.as_deref(), self.catch_all)
+    }
+
+    /// The rule names on the server (its listing): those this manager does not hold are
+    /// never given to a job while they are there (an administrator's rule, or one of another
+    /// manager). Replaces the names given before; at most [`SERVER_NAMES_MAX`] kept.
+    pub fn set_server_names<'a>(&mut self, names: impl IntoIterator<Item = &'a str>) {
+        let held: BTreeSet<&str> = self.active.iter().map(|(_, r)| r.name.as_str()).collect();
+        let foreign: BTreeSet<String> = names
+            .into_iter()
+            .filter(|n| {
+                !held.contains(n) && Some(*n) != self.catch_all_name.as_deref() && *n != "default"
+            })
+            .take(SERVER_NAMES_MAX)
+            .map(str::to_string)
+            .collect();
+        self.namer.set_foreign(foreign);
+    }
+
+    /// The server refused `text` because its rule's name exists there (`EEXIST`) and is not
+    /// this manager's: the name is kept from jobs (as by [`JobRules::set_server_names`]) and
+    /// the rule is not held, so the next reconcile starts the job under another name.
+    /// Returns whether the write named one of these rules.
+    pub fn name_taken(&mut self, text: &str) -> bool {
+        let Some(name) = command_name(text) else {
+            return false;
+        };
+        let found = self.refused(text);
+        if found {
+            self.namer.add_foreign(&name, SERVER_NAMES_MAX);
+        }
+        found
     }
 
     /// Keeps `name` from ever being given to a job ([`RuleNamer::reserve`]).
@@ -224,6 +321,8 @@ impl JobRules {
             out.push(RuleCommand::Stop { name: rule.name });
             self.namer.release(&job);
         }
+        // The catch-all's value: the smallest wanted by a job whose id cannot be a rule.
+        let mut unsafe_min: Option<u64> = None;
         // Then one merge of the kept rules (every one of them desired) with the desired list.
         let mut next: Vec<(JobId, ActiveRule)> = Vec::with_capacity(desired.len());
         let mut k = 0usize;
@@ -250,18 +349,25 @@ impl JobRules {
                 if self.refused.len() < super::agent::KNOWN_JOBS_MAX {
                     self.refused.insert(*job);
                 }
+                unsafe_min = Some(unsafe_min.map_or(want.value, |m: u64| m.min(want.value)));
                 continue;
             }
             let name = self.namer.name_for(job).to_string();
             // The rule just ahead of this one in rank order (`rank=` places a new rule before
             // the one named); none: before the default rule. That rule is held: merged
             // already (`next`, before this job in id order) or still to come (`kept`).
+            // Last before `default`, or before the catch-all while it is held (it must not
+            // take a named job's RPCs).
+            let last = match (&self.catch_all_name, self.catch_all) {
+                (Some(name), Some(_)) => name.clone(),
+                _ => "default".to_string(),
+            };
             let rank = want.priority.map(|p| {
                 self.by_priority
                     .range(..rank_key(job, p))
                     .next_back()
                     .map_or_else(
-                        || "default".to_string(),
+                        || last.clone(),
                         |(_, std::cmp::Reverse(other))| {
                             let found = match next.binary_search_by(|(j, _)| j.cmp(other)) {
                                 Ok(i) => &next[i].1,
@@ -298,6 +404,21 @@ impl JobRules {
         assert_eq!(k, kept.len(), "every kept rule is desired");
         debug_assert!(next.windows(2).all(|w| w[0].0 < w[1].0));
         self.active = next;
+        let Some(name) = self.catch_all_name.clone() else {
+            return out;
+        };
+        match (self.catch_all, unsafe_min) {
+            (None, Some(v)) => out.push(RuleCommand::Start {
+                name,
+                job: JobId::new("*").expect("a valid job id"),
+                value: v,
+                rank: Some("default".to_string()),
+            }),
+            (Some(old), Some(v)) if old != v => out.push(RuleCommand::Change { name, value: v }),
+            (Some(_), None) => out.push(RuleCommand::Stop { name }),
+            _ => {}
+        }
+        self.catch_all = unsafe_min;
         out
     }
 
@@ -322,6 +443,11 @@ impl JobRules {
                 }
             }
         };
+        if Some(name.as_str()) == self.catch_all_name.as_deref() {
+            // Not held: started again (or its value written again) at the next reconcile.
+            self.catch_all = None;
+            return true;
+        }
         let Some(at) = self.active.iter().position(|(_, r)| r.name == name) else {
             return false;
         };
@@ -441,12 +567,97 @@ mod tests {
         }
         d.insert(j("ok.1"), want(7, None));
         let cmds = r.reconcile(&d);
+        // They share the catch-all at the smallest value wanted for any of them, ranked
+        // last; a rule started while it is held ranks before it.
         assert_eq!(
             cmds.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
-            vec!["start jok_1 jobid={ok.1} rate=7"]
+            vec![
+                "start jok_1 jobid={ok.1} rate=7",
+                "start j_unsafe jobid={*} rate=1 rank=default"
+            ]
         );
         assert_eq!(r.refused_jobs().len(), 7);
+        d.insert(j("ranked"), want(3, Some(1)));
+        d.insert(j("*"), want(1, None));
+        d.insert(j("a b"), want(2, None));
+        for bad in ["dd.*", "x}&opcode={ost_read", "a,b", "k=v", "é"] {
+            d.insert(j(bad), want(5, None));
+        }
+        assert_eq!(
+            r.reconcile(&d)
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>(),
+            vec!["start jranked jobid={ranked} rate=3 rank=j_unsafe"]
+        );
+        d.insert(j("*"), want(4, None));
+        assert_eq!(
+            r.reconcile(&d)
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>(),
+            vec!["change j_unsafe rate=2"]
+        );
+        d.retain(|job, _| job_id_is_rule_safe(job));
+        assert_eq!(
+            r.reconcile(&d)
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>(),
+            vec!["stop j_unsafe"]
+        );
+        // In a weight file the catch-all carries no rank.
+        let c = RuleCommand::Start {
+            name: "j_unsafe".into(),
+            job: j("*"),
+            value: 2,
+            rank: Some("default".into()),
+        };
+        assert_eq!(
+            c.render(RuleFile::Weight {
+                param: "nrs_dsfq_weight"
+            }),
+            "start j_unsafe jobid={*} weight=2"
+        );
         assert!(!job_id_is_rule_safe(&JobId::EMPTY));
+    }
+
+    /// A name an administrator's rule holds on the server (`jvictim2`) is never given: a job
+    /// whose name it would be gets another, from the listing up front or after an `EEXIST`,
+    /// so the job is controlled at the next reconcile instead of refused every period.
+    #[test]
+    fn names_taken_on_the_server_are_not_given() {
+        let mut r = JobRules::new();
+        r.set_server_names(["jvictim2", "default", "admin_rule"]);
+        let mut d = BTreeMap::new();
+        d.insert(j("victim2"), want(10, None));
+        assert_eq!(
+            r.reconcile(&d)
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>(),
+            vec!["start jvictim2_2 jobid={victim2} rate=10"]
+        );
+        // Learnt from the refusal: the administrator started `jvictim3` after the listing.
+        d.insert(j("victim3"), want(10, None));
+        let cmds = r.reconcile(&d);
+        assert_eq!(
+            cmds[0].to_string(),
+            "start jvictim3 jobid={victim3} rate=10"
+        );
+        assert!(r.name_taken(&cmds[0].to_string()));
+        assert_eq!(
+            r.reconcile(&d)
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>(),
+            vec!["start jvictim3_2 jobid={victim3} rate=10"]
+        );
+        // Our own held names in the listing are not foreign.
+        r.set_server_names(["jvictim2_2", "jvictim3_2", "jvictim2"]);
+        assert!(r.reconcile(&d).is_empty());
+        assert_eq!(r.rule_name(&j("victim2")), Some("jvictim2_2"));
+        assert!(!r.name_taken("not a command"));
     }
 
     /// The rank index gives the rule a linear scan of the held rules would (the code before
@@ -646,7 +857,36 @@ mod tests {
                         (pool[i], want(value, (p > 0).then_some(p)))
                     })
                     .collect();
-                proptest::prop_assert_eq!(merged.reconcile(&desired), reference.reconcile(&desired));
+                // The reference has no catch-all: its commands are compared apart, and a rank
+                // before it stands for the reference's `default`.
+                let (catch_all, own): (Vec<RuleCommand>, Vec<RuleCommand>) = merged
+                    .reconcile(&desired)
+                    .into_iter()
+                    .partition(|c| match c {
+                        RuleCommand::Start { name, .. }
+                        | RuleCommand::Change { name, .. }
+                        | RuleCommand::Stop { name } => name == "ag_unsafe",
+                    });
+                let own: Vec<RuleCommand> = own
+                    .into_iter()
+                    .map(|c| match c {
+                        RuleCommand::Start { name, job, value, rank } => RuleCommand::Start {
+                            name,
+                            job,
+                            value,
+                            rank: rank.map(|r| if r == "ag_unsafe" { "default".to_string() } else { r }),
+                        },
+                        other => other,
+                    })
+                    .collect();
+                proptest::prop_assert_eq!(own, reference.reconcile(&desired));
+                let unsafe_min = desired
+                    .iter()
+                    .filter(|(j, _)| !job_id_is_rule_safe(j))
+                    .map(|(_, w)| w.value)
+                    .min();
+                proptest::prop_assert_eq!(merged.catch_all().1, unsafe_min);
+                proptest::prop_assert!(catch_all.len() <= 1, "{:?}", catch_all);
                 if let Some(i) = refuse {
                     let name = reference.active.get(&pool[i]).map(|r| r.name.clone());
                     if let Some(name) = name {

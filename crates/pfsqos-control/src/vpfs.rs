@@ -140,7 +140,10 @@ impl Vpfs {
             .collect();
         let mut writes = Vec::new();
         for d in &observation.domains {
-            let rules = self.rules.entry(d.domain).or_default();
+            let rules = self
+                .rules
+                .entry(d.domain)
+                .or_insert_with(|| JobRules::new().without_catch_all());
             for cmd in rules.reconcile(&desired) {
                 writes.push(DomainWrite {
                     domain: d.domain,

@@ -393,8 +393,23 @@ impl Cluster {
                 }
                 out
             });
+            let path: Vec<Segment> = e.path().iter().cloned().collect();
             let inner = e.into_inner();
             let mut message = inner.message().trim().to_string();
+            // A string (or other type) where an integer goes: name the field's range, found
+            // by resolving the file with an out-of-range integer there, not the Rust type.
+            if message.starts_with("invalid type:") && message.contains("expected i64") {
+                let kind = message
+                    .trim_start_matches("invalid type: ")
+                    .split(", expected")
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+                message = match integer_range_message(text, &path, &field, file, base) {
+                    Some(range) => format!("{kind} where an integer goes: {range}"),
+                    None => format!("{kind} where an integer goes"),
+                };
+            }
             if let Some(span) = inner.span() {
                 let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
                 message = format!("{message} (line {line})");
@@ -407,6 +422,35 @@ impl Cluster {
             }
         })?;
         resolve(spec, base, file)
+    }
+}
+
+/// What the validation says of the integer field at `path` when it holds a negative integer
+/// (its range, as `must be 1..=1024`), or `None` when it cannot be had.
+fn integer_range_message(
+    text: &str,
+    path: &[Segment],
+    field: &str,
+    file: &str,
+    base: &Path,
+) -> Option<String> {
+    let mut doc: toml::Value = toml::from_str(text).ok()?;
+    let mut at = &mut doc;
+    for seg in path {
+        at = match seg {
+            Segment::Seq { index } => at.as_array_mut()?.get_mut(*index)?,
+            Segment::Map { key } => at.as_table_mut()?.get_mut(key.as_str())?,
+            _ => return None,
+        };
+    }
+    if at.is_integer() {
+        return None;
+    }
+    *at = toml::Value::Integer(-1);
+    let changed = toml::to_string(&doc).ok()?;
+    match Cluster::from_toml_str(&changed, file, base) {
+        Err(e) if e.field == field => Some(e.message),
+        _ => None,
     }
 }
 
@@ -778,13 +822,25 @@ fn resolve_oss(cx: &Ctx, i: usize, o: OssSpec, single: bool) -> Result<OssRole, 
     for (k, p) in ost_paths.iter().enumerate() {
         osts.push(cx.path(&format!("oss[{i}].osts[{k}]"), p)?);
     }
-    let threads = cx.range(&f("threads"), o.threads.unwrap_or(8), 1, 1024)? as usize;
     let cpts = cx.range(
         &f("cpts"),
         o.cpts.unwrap_or(1),
         1,
         u64::from(pfsqos_core::lustre::CPTS_MAX),
     )? as usize;
+    // Absent: 8, or one per partition when there are more partitions.
+    let threads_default = 8.max(cpts as i64);
+    let threads = cx.range(&f("threads"), o.threads.unwrap_or(threads_default), 1, 1024)? as usize;
+    if threads < cpts {
+        return Err(cx.err(
+            &f("threads"),
+            threads,
+            format!(
+                "must be at least cpts ({cpts}): each CPU partition runs I/O threads of its own \
+                 (give threads >= cpts, or fewer cpts)"
+            ),
+        ));
+    }
     // 0 (like absent): no ceiling.
     let ceiling = o
         .ceiling_bytes_per_s
@@ -1326,6 +1382,19 @@ mod tests {
             ),
             // Negative integers name the range too ("expected u64" before).
             ("[[oss]]\nthreads = -3", "c.toml: field `oss[0].threads`: value `-3`: must be 1..=1024"),
+            // A string where an integer goes names the field's range, not the Rust type.
+            (
+                "[[oss]]\nthreads = \"eight\"",
+                "c.toml: field `oss[0].threads`: string \"eight\" where an integer goes: must be 1..=1024 (line 2)",
+            ),
+            (
+                "[mount]\nmax_rpcs_in_flight = 1.5",
+                "c.toml: field `mount.max_rpcs_in_flight`: floating point `1.5` where an integer goes: must be 1..=256 (line 2)",
+            ),
+            (
+                "[[oss]]\ncpts = 4\nthreads = 2",
+                "c.toml: field `oss[0].threads`: value `2`: must be at least cpts (4): each CPU partition runs I/O threads of its own (give threads >= cpts, or fewer cpts)",
+            ),
             ("[mds]\ndefault_stripe_size_bytes = -65536", "c.toml: field `mds.default_stripe_size_bytes`: value `-65536`: must be a positive multiple of 65536 up to 4294901760"),
             ("[[oss]]\nceiling_bytes_per_s = -1", "c.toml: field `oss[0].ceiling_bytes_per_s`: value `-1`: must be 0..=1125899906842624"),
             (

@@ -433,6 +433,11 @@ impl Recorder {
         self.bins
     }
 
+    /// Bytes read and written by every job over the recorded intervals.
+    pub fn bytes_total(&self) -> u64 {
+        self.totals.values().map(|t| t.0 + t.1).sum()
+    }
+
     /// (job, OST) samples left out because of [`RECORD_CELLS_MAX`].
     pub fn dropped(&self) -> usize {
         self.dropped_jobs
@@ -672,6 +677,16 @@ pub async fn run(
                 err,
                 "warning: {} (job, OST) samples of new jobs left out of the record (limit {RECORD_CELLS_MAX} cells)",
                 r.dropped()
+            );
+        }
+        if r.bytes_total() == 0 {
+            // A record of nothing would report "Jain index 1.000 across 0 jobs".
+            bail!(
+                "nothing ran: no job read or wrote a byte in the {} interval(s) recorded, so \
+                 nothing was written to {} (start the I/O first, or while stat --record runs; \
+                 -n sets how many intervals it waits)",
+                r.bins(),
+                dir.display()
             );
         }
         let run = r.run_output(args.interval.as_nanos() as u64, "live");

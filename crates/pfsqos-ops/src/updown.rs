@@ -324,6 +324,42 @@ fn mount_args(c: &Cluster, mds_addr: &str) -> MountArgs {
     a
 }
 
+/// What `up` says of new files' layout: the MDS's default stripe count (`-1`: every OST),
+/// out of the cluster's OSTs, and how to change it.
+pub fn stripe_banner(default_stripe_count: i32, ost_count: usize) -> String {
+    let stripes = match usize::try_from(default_stripe_count) {
+        Ok(n) if n > 0 => n.min(ost_count),
+        _ => ost_count,
+    };
+    format!(
+        "are striped over {stripes} of the {ost_count} OST(s) (mds.default_stripe_count = \
+         {default_stripe_count}; `pfsqos setstripe -c N` for a directory)"
+    )
+}
+
+/// A hint for a role that failed because its address was taken: the cluster file's field,
+/// port 0 (any free port, which the client tools then find in the state directory), or a
+/// port free now.
+pub fn addr_in_use_hint(role: Role, log_tail: &str) -> Option<String> {
+    if !log_tail.contains("Address already in use") && !log_tail.contains("os error 98") {
+        return None;
+    }
+    let field = match role {
+        Role::Mds => "[mds] listen",
+        Role::Oss(_) => "[[oss]] listen",
+        Role::Mount => return None,
+    };
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| format!(" or a free port such as 127.0.0.1:{}", a.port()))
+        .unwrap_or_default();
+    Some(format!(
+        "hint: {role}'s port is taken (another `pfsqos up`, or another program): stop it with \
+         `pfsqos down`, or set `{field} = \"127.0.0.1:0\"` in a cluster file (port 0: any free \
+         port; lctl, stat and mount find it){free}, then `pfsqos up CLUSTER.toml`"
+    ))
+}
+
 /// Spawns one role detached, writes its pid file and waits for it to be ready.
 fn start_role(
     c: &Cluster,
@@ -364,11 +400,15 @@ fn start_role(
             let _ = child.kill();
             let _ = child.wait();
             let _ = std::fs::remove_file(&pidf);
-            // The tail goes last, after the reason, so it reads like a log excerpt.
+            // The tail goes last, after the reason, so it reads like a log excerpt; a hint
+            // for a taken port after it.
+            let tail = log_tail(&log, LOG_TAIL_LINES);
+            let hint = addr_in_use_hint(role, &tail)
+                .map(|h| format!("\n{h}"))
+                .unwrap_or_default();
             Err(anyhow::anyhow!(
-                "{e:#}\nlast lines of {}:\n{}",
-                log.display(),
-                log_tail(&log, LOG_TAIL_LINES)
+                "{e:#}\nlast lines of {}:\n{tail}{hint}",
+                log.display()
             ))
         }
     }
@@ -631,9 +671,9 @@ fn print_usage(
     if c.mount.enabled && matches!(only, None | Some(Role::Mount)) {
         writeln!(
             out,
-            "files written under {} are striped over {} OST(s) (mds {mds_addr})",
+            "files written under {} {} (mds {mds_addr})",
             c.mount.path.display(),
-            c.ost_count()
+            stripe_banner(c.mds.default_stripe_count, c.ost_count())
         )?;
     } else {
         writeln!(out, "mds at {mds_addr}; no mount started here")?;
@@ -794,6 +834,23 @@ pub fn down(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The banner gives the stripe count new files get, not the OST count.
+    #[test]
+    fn the_banner_gives_the_default_stripe_count() {
+        assert!(stripe_banner(1, 2).starts_with("are striped over 1 of the 2 OST(s)"));
+        assert!(stripe_banner(-1, 3).starts_with("are striped over 3 of the 3 OST(s)"));
+        assert!(stripe_banner(8, 2).starts_with("are striped over 2 of the 2 OST(s)"));
+    }
+
+    #[test]
+    fn a_taken_port_gets_a_hint() {
+        let tail = "Error: binding 127.0.0.1:7989: Address already in use (os error 98)";
+        let h = addr_in_use_hint(Role::Oss(0), tail).unwrap();
+        assert!(h.contains("[[oss]] listen = \"127.0.0.1:0\""), "{h}");
+        assert!(addr_in_use_hint(Role::Mds, "Permission denied").is_none());
+        assert!(addr_in_use_hint(Role::Mount, tail).is_none());
+    }
 
     fn args_text(a: &[OsString]) -> Vec<String> {
         a.iter().map(|s| s.to_string_lossy().into_owned()).collect()

@@ -1,0 +1,150 @@
+//! Slurm's node counts reach the live ossd: `scripts/slurm-job-nodes.sh` reads a real
+//! single-node Slurm (scripts/setup-slurm.sh) with squeue and gives each running job's count
+//! to the ossd through `lctl set_param ost.OSS.ost_io.job_nodes=JOB=N` (run as `pfsqos
+//! lctl`). Without root or a running Slurm it prints `SKIP:` and why.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn pfsqos(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("PFSQOS_CLUSTER")
+        .env_remove("PFSQOS_STATE")
+        .output()
+        .unwrap()
+}
+
+/// `pfsqos down` and `scancel` on drop, so a failed assertion leaves nothing behind.
+struct Held(PathBuf, Vec<String>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        for id in &self.1 {
+            let _ = Command::new("scancel").arg(id).status();
+        }
+        let _ = pfsqos(&["down", "c.toml"], &self.0);
+    }
+}
+
+fn slurm_unavailable() -> Option<String> {
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root (sbatch --priority needs a Slurm administrator)".into());
+    }
+    match Command::new("sinfo")
+        .args(["--noheader", "--format=%T"])
+        .output()
+    {
+        Err(e) => Some(format!(
+            "no Slurm client (sinfo: {e}); run scripts/setup-slurm.sh"
+        )),
+        Ok(o) if !o.status.success() => Some(format!(
+            "slurmctld not reachable ({}); run scripts/setup-slurm.sh",
+            text(&o.stderr).trim()
+        )),
+        Ok(o) => {
+            let states = text(&o.stdout);
+            (!["idle", "mixed", "alloc"]
+                .iter()
+                .any(|s| states.contains(s)))
+            .then(|| format!("no Slurm node up (sinfo: {:?})", states.trim()))
+        }
+    }
+}
+
+#[test]
+fn slurm_node_counts_reach_the_live_ossd() {
+    if let Some(why) = slurm_unavailable() {
+        eprintln!("SKIP: slurm_node_counts_reach_the_live_ossd: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("c.toml"),
+        "[mds]\nlisten = \"127.0.0.1:0\"\n[[oss]]\nlisten = \"127.0.0.1:0\"\n\
+         osts = [\"data/ost0\"]\n[mount]\nenabled = false\n",
+    )
+    .unwrap();
+    let up = pfsqos(&["up", "c.toml"], dir);
+    let mut held = Held(dir.to_path_buf(), Vec::new());
+    assert!(
+        up.status.success(),
+        "{}\n{}",
+        text(&up.stdout),
+        text(&up.stderr)
+    );
+    let out = Command::new("sbatch")
+        .args([
+            "--parsable",
+            "--nodes=1",
+            "--job-name=pfsqos-ossd-test",
+            "--output=/dev/null",
+            "--wrap",
+            "sleep 600",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "sbatch: {}", text(&out.stderr));
+    let id = text(&out.stdout)
+        .trim()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(id.bytes().all(|b| b.is_ascii_digit()), "{id:?}");
+    held.1.push(id.clone());
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let q = Command::new("squeue")
+            .args([
+                "--noheader",
+                "--states=RUNNING",
+                "--format=%i",
+                "--jobs",
+                &id,
+            ])
+            .output()
+            .unwrap();
+        if text(&q.stdout).lines().any(|l| l.trim() == id) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "job {id} never ran");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-job-nodes.sh");
+    let run = Command::new("bash")
+        .arg(&script)
+        .current_dir(dir)
+        .env("PFSQOS", env!("CARGO_BIN_EXE_pfsqos"))
+        .env_remove("PFSQOS_CLUSTER")
+        .env_remove("PFSQOS_STATE")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}\n{}",
+        text(&run.stdout),
+        text(&run.stderr)
+    );
+    assert!(
+        text(&run.stdout).contains("given to the ossd"),
+        "{}",
+        text(&run.stdout)
+    );
+    let listing = pfsqos(
+        &["lctl", "get_param", "-n", "ost.OSS.ost_io.job_nodes"],
+        dir,
+    );
+    let listing = text(&listing.stdout);
+    assert!(
+        listing.contains(&format!("- job_id: {id}\n  nodes: 1\n  source: admin\n")),
+        "{listing}"
+    );
+}

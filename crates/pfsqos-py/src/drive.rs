@@ -137,6 +137,7 @@ pub fn run_tasks<R: Send>(
     let spawned = py.allow_threads(|| {
         std::thread::scope(|scope| -> Result<(), String> {
             let (tx, rx) = mpsc::channel::<()>();
+            let mut handles = Vec::with_capacity(threads);
             for _ in 0..threads {
                 let tx = tx.clone();
                 let worker = || {
@@ -176,16 +177,24 @@ pub fn run_tasks<R: Send>(
                         let _ = tx.send(());
                     }
                 };
-                std::thread::Builder::new()
+                let handle = std::thread::Builder::new()
                     .name("pfsqos-worker".to_string())
                     .stack_size(WORKER_STACK_BYTES)
                     .spawn_scoped(scope, worker)
                     .map_err(|e| format!("cannot start a worker thread: {e}"))?;
+                handles.push(handle);
             }
             drop(tx);
             // Until every worker has dropped its sender (finished or cancelled).
             while let Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(POLL_PERIOD) {
                 poll(&mut failure);
+            }
+            // Joined one by one (the scope's own wait ends when each closure returns, which
+            // can be a moment before its thread has exited). A worker catches every panic of
+            // its tasks, so joining cannot fail but for a bug in this loop.
+            for h in handles {
+                h.join()
+                    .map_err(|p| format!("a worker thread failed: {}", panic_text(p.as_ref())))?;
             }
             Ok(())
         })

@@ -11,7 +11,7 @@ use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex, Once};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -105,6 +105,108 @@ pub fn run_tasks<R: Send>(
     threads: usize,
     progress: Option<&PyObject>,
 ) -> PyResult<Vec<R>> {
+    run_on_workers(py, tasks, threads, progress)
+}
+
+/// [`run_tasks`] on the calling thread, one task after another: no worker to start or join
+/// for a single run. It polls from the tasks' own progress callbacks (the simulator calls its
+/// callback every few thousand events), at most every [`POLL_PERIOD`]. Only for tasks that
+/// call their callback on the calling thread (not the bake-off, whose workers call it).
+pub fn run_inline<R: Send>(
+    py: Python<'_>,
+    tasks: Vec<Task<'_, R>>,
+    progress: Option<&PyObject>,
+) -> PyResult<Vec<R>> {
+    let n = tasks.len();
+    let done_tasks = AtomicUsize::new(0);
+    let fraction = AtomicU64::new(0);
+    let failure: Mutex<Option<PyErr>> = Mutex::new(None);
+    let last_poll = Mutex::new(Instant::now());
+    let poll = || -> PyResult<()> {
+        let done = done_tasks.load(Ordering::Relaxed) as f64
+            + fraction.load(Ordering::Relaxed) as f64 / PROGRESS_UNIT as f64;
+        Python::with_gil(|py| {
+            py.check_signals()?;
+            if let Some(cb) = progress {
+                cb.call1(py, (done, n as f64))?;
+            }
+            Ok(())
+        })
+    };
+    let outcomes: Vec<Outcome<R>> = py.allow_threads(|| {
+        let mut outcomes = Vec::with_capacity(n);
+        for task in tasks {
+            let report = |done: u64, total: u64| {
+                fraction.store(part_of(done, total), Ordering::Relaxed);
+                let mut last = last_poll.lock().expect("polled from one thread");
+                if last.elapsed() < POLL_PERIOD {
+                    return;
+                }
+                *last = Instant::now();
+                drop(last);
+                if let Err(e) = poll() {
+                    *failure.lock().expect("polled from one thread") = Some(e);
+                    std::panic::resume_unwind(Box::new(Cancelled));
+                }
+            };
+            let outcome = match catch_unwind(AssertUnwindSafe(|| task(&report))) {
+                Ok(r) => Outcome::Done(r),
+                Err(p) if p.is::<Cancelled>() => Outcome::Cancelled,
+                Err(p) => Outcome::Panicked(panic_text(p.as_ref())),
+            };
+            let stop = !matches!(outcome, Outcome::Done(_));
+            outcomes.push(outcome);
+            fraction.store(0, Ordering::Relaxed);
+            done_tasks.fetch_add(1, Ordering::Relaxed);
+            if stop {
+                break;
+            }
+        }
+        outcomes
+    });
+    if let Some(e) = failure.into_inner().expect("no poll is running") {
+        return Err(e);
+    }
+    if let Some(cb) = progress {
+        cb.call1(py, (n as f64, n as f64))?;
+    }
+    collect(outcomes.into_iter().map(Some).collect())
+}
+
+fn part_of(done: u64, total: u64) -> u64 {
+    if total == 0 {
+        0
+    } else {
+        ((done.min(total) as u128 * PROGRESS_UNIT as u128) / total as u128) as u64
+    }
+}
+
+fn collect<R>(outcomes: Vec<Option<Outcome<R>>>) -> PyResult<Vec<R>> {
+    let mut out = Vec::with_capacity(outcomes.len());
+    for r in outcomes {
+        match r {
+            Some(Outcome::Done(r)) => out.push(r),
+            Some(Outcome::Panicked(m)) => {
+                return Err(PyRuntimeError::new_err(format!(
+                    "pfsqos internal error (please report it): {m}"
+                )))
+            }
+            Some(Outcome::Cancelled) | None => {
+                return Err(PyRuntimeError::new_err(
+                    "a task was cancelled without a reason (please report it)",
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn run_on_workers<R: Send>(
+    py: Python<'_>,
+    tasks: Vec<Task<'_, R>>,
+    threads: usize,
+    progress: Option<&PyObject>,
+) -> PyResult<Vec<R>> {
     let n = tasks.len();
     let threads = threads.clamp(1, n.max(1));
     let tasks: Vec<Mutex<Option<Task<'_, R>>>> =
@@ -157,13 +259,7 @@ pub fn run_tasks<R: Send>(
                             if cancel.load(Ordering::Relaxed) {
                                 std::panic::resume_unwind(Box::new(Cancelled));
                             }
-                            let part = if total == 0 {
-                                0
-                            } else {
-                                ((done.min(total) as u128 * PROGRESS_UNIT as u128) / total as u128)
-                                    as u64
-                            };
-                            fraction.store(part, Ordering::Relaxed);
+                            fraction.store(part_of(done, total), Ordering::Relaxed);
                         };
                         let outcome = match catch_unwind(AssertUnwindSafe(|| task(&report))) {
                             Ok(r) => Outcome::Done(r),
@@ -213,21 +309,10 @@ pub fn run_tasks<R: Send>(
     if let Some(cb) = progress {
         cb.call1(py, (n as f64, n as f64))?;
     }
-    let mut out = Vec::with_capacity(n);
-    for r in results {
-        match r.into_inner().expect("workers are joined") {
-            Some(Outcome::Done(r)) => out.push(r),
-            Some(Outcome::Panicked(m)) => {
-                return Err(PyRuntimeError::new_err(format!(
-                    "pfsqos internal error (please report it): {m}"
-                )))
-            }
-            Some(Outcome::Cancelled) | None => {
-                return Err(PyRuntimeError::new_err(
-                    "a task was cancelled without a reason (please report it)",
-                ))
-            }
-        }
-    }
-    Ok(out)
+    collect(
+        results
+            .into_iter()
+            .map(|r| r.into_inner().expect("workers are joined"))
+            .collect(),
+    )
 }

@@ -331,7 +331,11 @@ fn compare(
             tasks.push(sim_task(&scenario, p.clone(), s));
         }
     }
-    let results = drive::run_tasks(py, tasks, threads, progress.as_ref())?;
+    let results = if threads == 1 || tasks.len() == 1 {
+        drive::run_inline(py, tasks, progress.as_ref())?
+    } else {
+        drive::run_tasks(py, tasks, threads, progress.as_ref())?
+    };
     results
         .into_iter()
         .map(|r| r.map(|run| RunData { run }).map_err(|m| policy_err(&m)))

@@ -91,3 +91,14 @@ def test_an_exception_in_the_progress_callback_stops_the_run(two_jobs):
     with pytest.raises(RuntimeError, match="stop here"):
         pfsqos.simulate(sc, policy="nobw", progress=progress)
     assert _no_workers_left()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_panic_never_reaches_the_interpreter(threads):
+    from pfsqos import _native
+
+    with pytest.raises(RuntimeError, match="internal error.*a test panic in task"):
+        _native._panic_in_a_run(threads)
+    assert _no_workers_left()
+    # Still usable.
+    assert len(pfsqos.policies()) > 0

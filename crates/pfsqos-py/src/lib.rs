@@ -545,10 +545,21 @@ fn import_logs(
     Ok((imported.toml, refused))
 }
 
-/// The shipped directory of the built-in bake-off suite, as the command line names it.
+/// Panics inside a run on `threads` workers (1: the calling thread), so that the tests can
+/// check that no panic reaches the interpreter: the call raises `RuntimeError`.
 #[pyfunction]
-fn builtin_suite_origin() -> &'static str {
-    pfsqos_bakeoff::builtin::BUILTIN_ORIGIN
+fn _panic_in_a_run(py: Python<'_>, threads: usize) -> PyResult<()> {
+    let tasks: Vec<drive::Task<'_, ()>> = (0..2)
+        .map(|i| -> drive::Task<'_, ()> {
+            Box::new(move |_: &drive::Report<'_>| panic!("a test panic in task {i}"))
+        })
+        .collect();
+    if threads == 1 {
+        drive::run_inline(py, tasks, None)?;
+    } else {
+        drive::run_tasks(py, tasks, threads, None)?;
+    }
+    Ok(())
 }
 
 #[pymodule]
@@ -570,6 +581,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bakeoff, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     m.add_function(wrap_pyfunction!(import_darshan, m)?)?;
-    m.add_function(wrap_pyfunction!(builtin_suite_origin, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_in_a_run, m)?)?;
     Ok(())
 }

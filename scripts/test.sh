@@ -6,3 +6,5 @@ bash scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+# The Python package: its wheel and pytest suite (after the Rust tests, whose build it reuses).
+bash scripts/test-python.sh

@@ -28,6 +28,7 @@ pub mod glossary;
 pub mod html;
 pub mod metrics;
 pub mod output;
+pub mod policy_input;
 pub mod rank;
 pub mod runner;
 pub mod suggest;

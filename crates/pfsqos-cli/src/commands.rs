@@ -4,8 +4,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use pfsqos_report::{dir_name, summarize, write_comparison, write_run, ScenarioText, POLICIES_MAX};
-use pfsqos_sim::{check_policy_spec, RunOutput, Scenario, ScenarioError, POLICY_NAMES};
+use pfsqos_report::{dir_name, summarize, write_comparison, write_run, ScenarioText};
+use pfsqos_sim::{check_policy_spec, RunOutput, Scenario, ScenarioError};
 
 use crate::progress::{Progress, RunsProgress};
 
@@ -38,18 +38,10 @@ impl fmt::Display for CliError {
     }
 }
 
-/// "; did you mean `adaptbf`?" when a message refuses an unknown policy name close to a known
-/// one (the simulator's message names it as ``unknown policy `NAME` ``).
+/// "; did you mean `adaptbf`?" after a message refusing an unknown policy name close to a
+/// known one (`pfsqos_bakeoff::policy_input`, shared with the Python package).
 fn policy_suggestion(message: &str) -> String {
-    const MARK: &str = "unknown policy `";
-    let Some(start) = message.find(MARK).map(|i| i + MARK.len()) else {
-        return String::new();
-    };
-    let Some(len) = message[start..].find('`') else {
-        return String::new();
-    };
-    let name = &message[start..start + len];
-    pfsqos_bakeoff::suggest::did_you_mean(name, pfsqos_sim::POLICY_NAMES.iter().copied())
+    pfsqos_bakeoff::policy_input::policy_suggestion(message)
 }
 
 impl From<ScenarioError> for CliError {
@@ -65,33 +57,14 @@ fn check_policy(name: &str) -> Result<(), CliError> {
 
 /// A policy spec named in the scenario file: reported like any other scenario error.
 fn check_scenario_policy(file: &str, field: &str, name: &str) -> Result<(), CliError> {
-    check_policy_spec(name).map_err(|message| {
-        ScenarioError {
-            file: file.to_string(),
-            field: field.to_string(),
-            value: Some(name.to_string()),
-            message,
-        }
-        .into()
-    })
+    Ok(pfsqos_bakeoff::policy_input::check_scenario_policy(
+        file, field, name,
+    )?)
 }
 
 /// The policies to compare: at least one, each known, none twice.
 fn check_policy_list(policies: &[String]) -> Result<(), CliError> {
-    if policies.is_empty() || policies.len() > POLICIES_MAX {
-        return Err(CliError::BadInput(format!(
-            "compare needs 1 to {POLICIES_MAX} policies, got {} (allowed: {})",
-            policies.len(),
-            POLICY_NAMES.join(", ")
-        )));
-    }
-    for (i, p) in policies.iter().enumerate() {
-        check_policy(p)?;
-        if policies[..i].contains(p) {
-            return Err(CliError::BadInput(format!("policy `{p}` is listed twice")));
-        }
-    }
-    Ok(())
+    pfsqos_bakeoff::policy_input::check_policy_list(policies).map_err(CliError::BadInput)
 }
 
 /// The scenario name as one safe path component for the default output directory

@@ -46,17 +46,7 @@ pub fn listing() -> String {
 }
 
 fn deployment(d: Deployment) -> &'static str {
-    match d {
-        Deployment::Nothing => "nothing (the baseline)",
-        Deployment::ServerRules => "TBF rules on each OSS (the Lustre agent runs it alone)",
-        Deployment::Coordinated => {
-            "caps on every OST from a global view (agents and a coordinator)"
-        }
-        Deployment::Scheduler => {
-            "fair-queuing weights in every server (pfsqos's ossd; not in Lustre)"
-        }
-        Deployment::ClientLimits => "bandwidth limits on the client nodes (tc)",
-    }
+    pfsqos_bakeoff::policy_input::deployment_text(d)
 }
 
 #[cfg(test)]

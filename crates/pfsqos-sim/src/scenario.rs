@@ -753,7 +753,10 @@ impl Scenario {
         Scenario::from_toml_str_in(text, file, None)
     }
 
-    fn from_toml_str_in(
+    /// [`Scenario::from_toml_str`], with device profiles named by path read relative to
+    /// `base_dir` (what [`Scenario::load`] passes: the scenario file's directory), for text
+    /// that stands for a file, e.g. a scenario read from a file and then edited.
+    pub fn from_toml_str_in(
         text: &str,
         file: &str,
         base_dir: Option<&std::path::Path>,

@@ -1,0 +1,104 @@
+"""Ctrl-C stops a long run: KeyboardInterrupt, every worker joined, the interpreter usable."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import pfsqos
+
+
+def _workers():
+    """This process's pfsqos worker threads (by name: other libraries start threads of their
+    own, e.g. an allocator's background thread)."""
+    names = []
+    for t in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{t}/comm") as f:
+                names.append(f.read().strip())
+        except FileNotFoundError:  # a thread that just ended
+            pass
+    return [n for n in names if n == "pfsqos-worker"]
+
+
+def _no_workers_left():
+    """True once no worker thread is left. The call joins its workers before it returns; a
+    joined thread's entry in /proc can outlive the join by a moment, hence the short poll (a
+    worker still running a simulation would stay for minutes)."""
+    deadline = time.monotonic() + 10
+    while _workers():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def _long(two_jobs):
+    """The two-jobs scenario for a simulated day, with files that never finish: minutes of
+    wall time, far longer than the test waits."""
+    sc = pfsqos.Scenario.load(two_jobs)
+    sc.simulation.duration_s = 86400.0
+    for job in sc.jobs:
+        job.processes[0].size = "1000T"
+    return sc
+
+
+def _interrupt_after_first_progress():
+    """A progress callback that sends this process SIGINT once the run is under way (the
+    signal a terminal's Ctrl-C sends), as a person would."""
+    started = threading.Event()
+
+    def progress(done, total):
+        if not started.is_set():
+            started.set()
+            os.kill(os.getpid(), signal.SIGINT)
+
+    return progress, started
+
+
+@pytest.mark.parametrize("call", ["simulate", "compare", "compare-one-thread"])
+def test_ctrl_c_stops_a_long_run(two_jobs, call):
+    sc = _long(two_jobs)
+    assert _no_workers_left()
+    progress, started = _interrupt_after_first_progress()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        if call == "simulate":
+            pfsqos.simulate(sc, policy="adaptbf", progress=progress)
+        else:
+            pfsqos.compare(sc, policies=["nobw", "static", "adaptbf"],
+                           threads=1 if call == "compare-one-thread" else 2, progress=progress)
+    assert started.is_set()
+    # Workers are joined before the call returns: no thread is left behind.
+    assert _no_workers_left()
+    # Well before the run could have finished (it takes minutes): it was stopped.
+    assert time.monotonic() - t0 < 120
+    # The interpreter and the package still work, with the same results as before.
+    small = pfsqos.Scenario.load(two_jobs)
+    a = pfsqos.simulate(small, policy="adaptbf", seed=1, progress=False)
+    b = pfsqos.simulate(small, policy="adaptbf", seed=1, progress=False)
+    assert a.summary == b.summary
+
+
+def test_an_exception_in_the_progress_callback_stops_the_run(two_jobs):
+    sc = _long(two_jobs)
+
+    def progress(done, total):
+        raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        pfsqos.simulate(sc, policy="nobw", progress=progress)
+    assert _no_workers_left()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_panic_never_reaches_the_interpreter(threads):
+    from pfsqos import _native
+
+    with pytest.raises(RuntimeError, match="internal error.*a test panic in task"):
+        _native._panic_in_a_run(threads)
+    assert _no_workers_left()
+    # Still usable.
+    assert len(pfsqos.policies()) > 0

@@ -54,4 +54,5 @@ if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
     echo "pfsqos setup: ip and tc are missing (apt-get install iproute2 as root)" >&2
   fi
 fi
-bash "$(dirname "$0")/setup-slurm.sh"
+# Slurm is optional: the Slurm test skips, saying why, where it cannot be set up.
+bash "$(dirname "$0")/setup-slurm.sh" || echo "pfsqos setup: Slurm could not be set up: the Slurm test will skip" >&2

@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use pfsqos_darshan::{import, DarshanLog, ImportOptions, TraceInput};
+use pfsqos_darshan::{import, ImportOptions};
 
 #[derive(Debug, Subcommand)]
 pub enum TraceCommand {
@@ -75,20 +75,7 @@ fn import_command(
     strict: bool,
 ) -> Result<(), (u8, String)> {
     let bad = |m: String| (2u8, m);
-    let mut inputs = Vec::with_capacity(logs.len());
-    let mut refused: Vec<(String, String)> = Vec::new();
-    for path in logs {
-        match DarshanLog::read(path) {
-            Ok(log) => {
-                let label = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| path.display().to_string());
-                inputs.push(TraceInput { label, log });
-            }
-            Err(e) => refused.push((path.display().to_string(), e.to_string())),
-        }
-    }
+    let (inputs, mut refused) = pfsqos_darshan::read_logs(logs);
     let like_text = match like {
         Some(p) => Some((p.display().to_string(), read_scenario(p).map_err(bad)?)),
         None => None,

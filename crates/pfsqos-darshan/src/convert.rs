@@ -32,6 +32,32 @@ pub struct TraceInput {
     pub log: DarshanLog,
 }
 
+/// Reads every log of a multi-log import: the logs that read, labelled by file name, and the
+/// refused ones, each with its path and the reason. One bad log refuses only itself; whether
+/// that fails the import (`--strict`) is the caller's choice.
+pub fn read_logs(paths: &[std::path::PathBuf]) -> (Vec<TraceInput>, Vec<(String, String)>) {
+    let mut inputs = Vec::with_capacity(paths.len());
+    let mut refused = Vec::new();
+    for path in paths {
+        match DarshanLog::read(path) {
+            Ok(log) => {
+                let label = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| path.display().to_string());
+                inputs.push(TraceInput { label, log });
+            }
+            Err(e) => refused.push((path.display().to_string(), e.to_string())),
+        }
+    }
+    assert_eq!(
+        inputs.len() + refused.len(),
+        paths.len(),
+        "every log is read or refused"
+    );
+    (inputs, refused)
+}
+
 /// Options of an import.
 #[derive(Clone, Debug)]
 pub struct ImportOptions {

@@ -81,6 +81,7 @@ pub mod convert;
 pub mod log;
 
 pub use convert::{
-    import, replay_match, ImportError, ImportOptions, Imported, JobSummary, Timeline, TraceInput,
+    import, read_logs, replay_match, ImportError, ImportOptions, Imported, JobSummary, Timeline,
+    TraceInput,
 };
 pub use log::{DarshanError, DarshanLog, Limits};

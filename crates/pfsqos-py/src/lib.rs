@@ -484,21 +484,8 @@ fn import_logs(
     ranks_per_node: u32,
     strict: bool,
 ) -> Result<(String, Vec<(String, String)>), String> {
-    use pfsqos_darshan::{DarshanLog, ImportOptions, TraceInput};
-    let mut inputs = Vec::with_capacity(logs.len());
-    let mut refused: Vec<(String, String)> = Vec::new();
-    for path in logs {
-        match DarshanLog::read(path) {
-            Ok(log) => {
-                let label = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| path.display().to_string());
-                inputs.push(TraceInput { label, log });
-            }
-            Err(e) => refused.push((path.display().to_string(), e.to_string())),
-        }
-    }
+    use pfsqos_darshan::ImportOptions;
+    let (inputs, mut refused) = pfsqos_darshan::read_logs(logs);
     // The command line that regenerates the output, as `pfsqos trace import` records it.
     let mut command: Vec<String> = ["pfsqos", "trace", "import"].map(String::from).to_vec();
     command.extend(logs.iter().map(|p| p.to_string_lossy().into_owned()));

@@ -350,19 +350,7 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
         msg: &T,
         data: Bytes,
     ) -> Result<(), ConnError> {
-        let body = protocol::encode(msg);
-        if body.len() > FRAME_LEN_BYTES_MAX {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("message of {} bytes exceeds the frame limit", body.len()),
-            )
-            .into());
-        }
-        // Whatever the codec holds goes first (it is empty: every send flushes).
-        SinkExt::<Bytes>::flush(&mut self.inner).await?;
-        let mut head = BytesMut::with_capacity(body.len() + 8);
-        head.put_u32(body.len() as u32);
-        head.extend_from_slice(&body);
+        let mut head = self.message_frame(msg).await?;
         let w = self.inner.get_mut();
         let mut pos = 0;
         for n in protocol::bulk_chunks(data.len() as u64) {
@@ -376,6 +364,24 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
         }
         w.flush().await?;
         Ok(())
+    }
+
+    /// The message's frame, ready for bulk frames to follow it, once whatever the codec holds
+    /// has gone first (it is empty: every send flushes). Refuses a message over the frame limit.
+    async fn message_frame<T: serde::Serialize>(&mut self, msg: &T) -> Result<BytesMut, ConnError> {
+        let body = protocol::encode(msg);
+        if body.len() > FRAME_LEN_BYTES_MAX {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("message of {} bytes exceeds the frame limit", body.len()),
+            )
+            .into());
+        }
+        SinkExt::<Bytes>::flush(&mut self.inner).await?;
+        let mut head = BytesMut::with_capacity(body.len() + 8);
+        head.put_u32(body.len() as u32);
+        head.extend_from_slice(&body);
+        Ok(head)
     }
 
     /// Sends a message and `length` bytes of bulk data produced piece by piece: `next(pos,
@@ -397,18 +403,7 @@ impl<W: AsyncWrite + Unpin> Writer<W> {
         Fut: std::future::Future<Output = Result<(Bytes, G), ConnError>>,
     {
         assert!(piece_bytes > 0, "a piece of no bytes would never end");
-        let body = protocol::encode(msg);
-        if body.len() > FRAME_LEN_BYTES_MAX {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                format!("message of {} bytes exceeds the frame limit", body.len()),
-            )
-            .into());
-        }
-        SinkExt::<Bytes>::flush(&mut self.inner).await?;
-        let mut head = BytesMut::with_capacity(body.len() + 8);
-        head.put_u32(body.len() as u32);
-        head.extend_from_slice(&body);
+        let mut head = self.message_frame(msg).await?;
         let w = self.inner.get_mut();
         let mut pos = 0u64;
         for n in protocol::bulk_chunks(length) {

@@ -6,6 +6,7 @@
 pub mod adaptbf;
 pub mod agent;
 pub mod byte_limits;
+pub mod crrn;
 pub mod gift;
 pub mod nobw;
 pub mod pi;

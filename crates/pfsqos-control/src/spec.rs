@@ -107,7 +107,8 @@ pub struct ControllerDescriptor {
 }
 
 /// Every controller, in the order reports list policies: the AdapTBF paper's three, then
-/// GIFT's seven baselines and GIFT itself, then vPFS, then PI control and its AIMD baseline.
+/// GIFT's seven baselines and GIFT itself, then vPFS, then PI control and its AIMD baseline,
+/// then Lustre's CRR-N.
 pub const CONTROLLERS: &[ControllerDescriptor] = &[
     crate::nobw::DESCRIPTOR,
     crate::static_bw::DESCRIPTOR,
@@ -124,6 +125,7 @@ pub const CONTROLLERS: &[ControllerDescriptor] = &[
     crate::pi::options::PI,
     crate::pi::options::AIMD,
     crate::pi::options::OPEN_LOOP,
+    crate::crrn::DESCRIPTOR,
 ];
 
 const CONTROLLER_COUNT: usize = CONTROLLERS.len();

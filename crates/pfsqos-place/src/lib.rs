@@ -14,6 +14,8 @@
 //! - `iez`: [`iez::Iez`], iez's OST allocation (IPDPS'19, Algorithm 2, a min-cost max-flow,
 //!   [`mcmf`]) over the predicted files, with Method II stripe sizes ([`stripe`]); Lustre's
 //!   allocator when it has no statistics or no prediction.
+//! - `shortestqueue`: [`shortest_queue::ShortestQueue`], each file on the OSTs with the
+//!   shortest queues at the last observation (the worked example of adding a placer).
 //!
 //! How a driver feeds iez (the simplest the simulator and the MDS can do): after each
 //! statistics period, `observe_servers` with the OSTs' OSS, total and available bytes and the
@@ -31,6 +33,7 @@ pub mod iez;
 pub mod lustre;
 pub mod mcmf;
 pub mod profile;
+pub mod shortest_queue;
 pub mod stats;
 pub mod stripe;
 
@@ -262,7 +265,12 @@ pub const PLACER_SEED: u64 = 0;
 pub const PLACER_SPEC_LEN_MAX: usize = 256;
 
 /// Every placer.
-pub const PLACER_ROWS: &[PlacerDescriptor] = &[ROUND_ROBIN, lustre::DESCRIPTOR, iez::DESCRIPTOR];
+pub const PLACER_ROWS: &[PlacerDescriptor] = &[
+    ROUND_ROBIN,
+    lustre::DESCRIPTOR,
+    iez::DESCRIPTOR,
+    shortest_queue::DESCRIPTOR,
+];
 
 /// `roundrobin`: consecutive OSTs from a cursor.
 pub const ROUND_ROBIN: PlacerDescriptor = PlacerDescriptor {
@@ -513,7 +521,10 @@ mod tests {
         let copy = p.clone_box();
         assert_eq!(copy.state(), 1);
         let e = placement_by_name("qos", 4).unwrap_err();
-        assert!(e.contains("allowed: roundrobin, lustre, iez"), "{e}");
+        assert!(
+            e.contains("allowed: roundrobin, lustre, iez, shortestqueue"),
+            "{e}"
+        );
     }
 
     /// A spec's options reach the placer's tunables, and every bad option is refused with

@@ -1567,6 +1567,10 @@ impl Sim {
             self.failure
                 .get_or_insert(format!("statistics report at {} ns: {e}", self.now_ns));
         }
+        // The same report carries the queues a load-aware placer reads (`Placement::observe`);
+        // without `reset`, the controller's period counters are left alone.
+        let observation = self.observation(period_ns, false);
+        self.placer.observe(&observation);
     }
 
     /// Issues I/O calls while the process may, then handles the end of its burst.

@@ -12,6 +12,11 @@ use engine_common::*;
 /// holds no prediction for them), and `new` creates one file of stripe count 2 at 30 s: iez
 /// places it.
 fn moving_load(period_s: f64, files_created: &str) -> String {
+    moving_load_placed("iez", period_s, files_created)
+}
+
+/// [`moving_load`] with another placer.
+fn moving_load_placed(placement: &str, period_s: f64, files_created: &str) -> String {
     format!(
         r#"
 name = "moving-load"
@@ -21,7 +26,7 @@ duration_s = 200.0
 clients = 3
 brw_size = "4M"
 stripe_size = "4M"
-placement = "iez"
+placement = "{placement}"
 files_created = "{files_created}"
 oss_stats_period_s = {period_s}
 {FAST_NET}
@@ -136,6 +141,19 @@ fn a_stale_report_places_on_the_oss_that_was_idle_then() {
         assert_eq!(bytes_per_oss(out, 0)[1], 0);
         assert_eq!(bytes_per_oss(out, 1)[0], 0);
     }
+}
+
+/// The `shortestqueue` placer reads the same reports' queues (`Placement::observe`): a stale
+/// report shows oss0's queues full and sends `new` to oss1, a fresh one the reverse.
+#[test]
+fn shortest_queue_places_from_the_reported_queues() {
+    let place = |period_s| {
+        let text = moving_load_placed("shortestqueue", period_s, "first_io");
+        bytes_per_oss(&run_quiet(&scenario(&text), "nobw", 1), 2)
+    };
+    let gib = 1u64 << 30;
+    assert_eq!(place(20.0), [0, gib], "stale: on oss1");
+    assert_eq!(place(0.5), [gib, 0], "fresh: on oss0");
 }
 
 /// With every file created at the start (the default) the reports come after the last

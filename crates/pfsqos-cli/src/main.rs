@@ -33,6 +33,47 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Debug, clap::Args)]
+struct JobfactsArgs {
+    /// What each job's number is: `nodes` (its node count) or `priority` (its Slurm priority
+    /// scaled so the highest running job's is 1000).
+    #[arg(long, default_value = "nodes", value_parser = ["nodes", "priority"])]
+    basis: String,
+    /// The squeue program (run as argv, never through a shell).
+    #[arg(long, default_value = "squeue")]
+    squeue: std::path::PathBuf,
+    /// How long squeue may take, in ms (100..=60000).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    timeout_ms: u64,
+}
+
+/// `pfsqos jobfacts`: the running jobs' bases, as `JOB=N` lines, from the same reader and
+/// scaling the agent's `[slurm]` uses.
+fn jobfacts(args: &JobfactsArgs) -> ExitCode {
+    let basis = match args.basis.as_str() {
+        "priority" => pfsqos_jobfacts::Basis::Priority,
+        _ => pfsqos_jobfacts::Basis::Nodes,
+    };
+    let timeout = std::time::Duration::from_millis(args.timeout_ms);
+    match pfsqos_jobfacts::query_squeue(&args.squeue, timeout) {
+        Ok(answer) => {
+            for (job, n) in pfsqos_jobfacts::bases(&answer.jobs, basis) {
+                println!("{job}={n}");
+            }
+            eprintln!(
+                "pfsqos jobfacts: {} running job(s), {} line(s) skipped",
+                answer.jobs.len(),
+                answer.lines_skipped
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("pfsqos jobfacts: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Measure a directory's device with fio (O_DIRECT) within a time budget, or convert an
@@ -44,6 +85,12 @@ enum Command {
     /// Every scheduler, controller and placer pfsqos has, with what each does and its options.
     #[command(after_help = "Examples:\n  pfsqos policies")]
     Policies,
+    /// Each running Slurm job's share basis (node count or scaled priority), read with squeue,
+    /// one `JOB=N` line per job: what `scripts/slurm-job-nodes.sh` gives a live ossd.
+    #[command(
+        after_help = "Examples:\n  pfsqos jobfacts\n  pfsqos jobfacts --basis priority --squeue /usr/bin/squeue"
+    )]
+    Jobfacts(JobfactsArgs),
     /// PI control tools ("Mitigating Shared Storage Congestion Using Control Theory", IEEE/ACM
     /// UCC 2025).
     #[command(
@@ -535,6 +582,7 @@ fn main() -> ExitCode {
         Command::TcClient(args) => return tc_client::run(args),
         Command::Trace { command } => return ExitCode::from(trace::run(command)),
         Command::Calibrate(args) => return ExitCode::from(calibrate::run(args)),
+        Command::Jobfacts(args) => return jobfacts(&args),
         Command::Policies => {
             print!("{}", policies::listing());
             Ok(())

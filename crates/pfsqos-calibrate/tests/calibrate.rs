@@ -9,7 +9,10 @@ use pfsqos_profile::{Op, Pattern, Profile, SourceKind};
 fn a_tiny_calibration_of_a_temporary_directory() {
     let fio = std::path::PathBuf::from("fio");
     if let Err(e) = fio_version(&fio) {
-        eprintln!("SKIPPED a_tiny_calibration_of_a_temporary_directory: {e}");
+        pfsqos_testkit::skip(
+            "a_tiny_calibration_of_a_temporary_directory",
+            &e.to_string(),
+        );
         return;
     }
     // Under the target directory, not /tmp: tmpfs has no O_DIRECT.
@@ -31,7 +34,10 @@ fn a_tiny_calibration_of_a_temporary_directory() {
     let profile = match calibrate(&opts, &mut |p| seen.push(p)) {
         Ok(p) => p,
         Err(e) if e.contains("O_DIRECT") || e.contains("Invalid argument") => {
-            eprintln!("SKIPPED a_tiny_calibration_of_a_temporary_directory: no O_DIRECT here: {e}");
+            pfsqos_testkit::skip(
+                "a_tiny_calibration_of_a_temporary_directory",
+                &format!("no O_DIRECT here: {e}"),
+            );
             return;
         }
         Err(e) => panic!("{e}"),

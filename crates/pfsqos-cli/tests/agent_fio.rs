@@ -555,7 +555,7 @@ fn simulate(case: &Case) -> (BTreeMap<String, f64>, BTreeMap<String, u64>) {
 /// job with the lowest rule moves per window.
 fn live_shares_match_the_simulator(case: &Case, window_bytes: u64) {
     if let Some(why) = missing_prerequisite() {
-        eprintln!("skipping: {why}");
+        pfsqos_testkit::skip("live_shares_match_the_simulator", &why);
         return;
     }
     let (sim_shares, sim_rules) = simulate(case);

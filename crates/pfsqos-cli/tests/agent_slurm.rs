@@ -2,7 +2,7 @@
 //! real single-node Slurm (scripts/setup-slurm.sh) with `pfsqos jobfacts` (squeue) and gives
 //! each running job's count, or its scaled priority, to the ossd through `lctl set_param
 //! ost.OSS.ost_io.job_nodes=JOB=N` (run as `pfsqos lctl`). Without root or a running Slurm it
-//! prints `SKIP:` and why.
+//! says it skipped, and why (`pfsqos_testkit::skip`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -62,7 +62,7 @@ fn slurm_unavailable() -> Option<String> {
 #[test]
 fn slurm_node_counts_reach_the_live_ossd() {
     if let Some(why) = slurm_unavailable() {
-        eprintln!("SKIP: slurm_node_counts_reach_the_live_ossd: {why}");
+        pfsqos_testkit::skip("slurm_node_counts_reach_the_live_ossd", &why);
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -685,9 +685,10 @@ window.addEventListener('load', function () {
     #[test]
     fn the_demo_and_a_comparison_render_in_headless_chromium() {
         let Some(browser) = chromium() else {
-            println!(
-                "SKIPPED the browser test: neither chromium-headless-shell nor chromium is \
-                 installed (scripts/setup.sh installs chromium-headless-shell as root)"
+            pfsqos_testkit::skip(
+                "the_demo_and_a_comparison_render_in_headless_chromium",
+                "neither chromium-headless-shell nor chromium is installed (scripts/setup.sh \
+                 installs chromium-headless-shell as root)",
             );
             return;
         };

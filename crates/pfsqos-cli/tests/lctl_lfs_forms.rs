@@ -307,8 +307,9 @@ fn keygen_writes_a_private_key_and_keeps_an_existing_one() {
 #[test]
 fn lfs_forms_as_lustre_documents_them() {
     if !Path::new("/dev/fuse").exists() {
-        eprintln!(
-            "SKIPPED lfs_forms_as_lustre_documents_them: /dev/fuse is missing (modprobe fuse)"
+        pfsqos_testkit::skip(
+            "lfs_forms_as_lustre_documents_them",
+            "/dev/fuse is missing (modprobe fuse)",
         );
         return;
     }
@@ -446,8 +447,9 @@ fn lctl_usage_errors_exit_4() {
 /// and, with `-m`, the missing MDT is `list_param`'s ENOENT, which lljobstat takes as "no MDT".
 #[test]
 fn lljobstat_reads_the_live_cluster_with_every_option() {
-    let skip =
-        |why: &str| eprintln!("SKIP: lljobstat_reads_the_live_cluster_with_every_option: {why}");
+    let skip = |why: &str| {
+        pfsqos_testkit::skip("lljobstat_reads_the_live_cluster_with_every_option", &why)
+    };
     if !Path::new("/dev/fuse").exists() {
         return skip("/dev/fuse is missing (modprobe fuse)");
     }

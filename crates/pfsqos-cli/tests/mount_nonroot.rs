@@ -95,7 +95,7 @@ fn as_nobody(cmd: &mut Command) -> &mut Command {
 #[test]
 fn a_user_other_than_root_mounts_without_allow_other_and_is_told_why_with_it() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED a_user_other_than_root_mounts...: {why}");
+        pfsqos_testkit::skip("a_user_other_than_root_mounts", &why);
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -151,10 +151,13 @@ fn a_user_other_than_root_mounts_without_allow_other_and_is_told_why_with_it() {
                 && err.contains("mode 666"),
             "{err}"
         );
-        eprintln!(
-            "SKIPPED the rest of a_user_other_than_root_mounts...: /dev/fuse has mode {:o}, so \
-             no user but root can mount here (the error saying so was checked)",
-            fuse_mode & 0o777
+        pfsqos_testkit::skip(
+            "a_user_other_than_root_mounts (the rest)",
+            &format!(
+                "/dev/fuse has mode {:o}, so no user but root can mount here (the error saying \
+                 so was checked)",
+                fuse_mode & 0o777
+            ),
         );
         return;
     }

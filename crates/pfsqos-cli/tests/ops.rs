@@ -715,9 +715,12 @@ fn up_without_a_file_starts_the_default_cluster() {
         .filter(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_err())
         .collect();
     if !taken.is_empty() {
-        eprintln!(
-            "SKIPPED up_without_a_file_starts_the_default_cluster: port(s) {taken:?} on 127.0.0.1 \
-             are taken, and `pfsqos up` without a file listens on 7988 and 7989"
+        pfsqos_testkit::skip(
+            "up_without_a_file_starts_the_default_cluster",
+            &format!(
+                "port(s) {taken:?} on 127.0.0.1 are taken, and `pfsqos up` without a file \
+                 listens on 7988 and 7989"
+            ),
         );
         return;
     }

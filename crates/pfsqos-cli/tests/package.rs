@@ -60,7 +60,10 @@ fn repo_units() -> Vec<String> {
 #[test]
 fn the_package_installs_the_binary_units_and_docs() {
     if !have_dpkg() {
-        eprintln!("SKIPPED the_package_installs_the_binary_units_and_docs: no dpkg-deb here");
+        pfsqos_testkit::skip(
+            "the_package_installs_the_binary_units_and_docs",
+            "no dpkg-deb here",
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -148,7 +151,10 @@ fn the_package_installs_the_binary_units_and_docs() {
 #[test]
 fn a_maintainer_that_would_add_fields_is_refused() {
     if !have_dpkg() {
-        eprintln!("SKIPPED a_maintainer_that_would_add_fields_is_refused: no dpkg-deb here");
+        pfsqos_testkit::skip(
+            "a_maintainer_that_would_add_fields_is_refused",
+            "no dpkg-deb here",
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -153,7 +153,7 @@ fn the_readme_blocks_are_marked() {
 #[test]
 fn the_readme_live_blocks_run_as_written() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED the_readme_live_blocks_run_as_written: {why}");
+        pfsqos_testkit::skip("the_readme_live_blocks_run_as_written", &why);
         return;
     }
     for (i, block) in tested_blocks(&readme()).iter().enumerate() {

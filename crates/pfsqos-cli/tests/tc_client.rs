@@ -56,13 +56,19 @@ fn tc_client(key: &std::path::Path, oss: &str, dev: &str, log: &std::path::Path)
 #[test]
 fn tc_client_applies_the_ossds_limit_and_restores_the_qdisc() {
     if let Some(reason) = unavailable_reason() {
-        println!("skipped: {reason}");
+        pfsqos_testkit::skip(
+            "tc_client_applies_the_ossds_limit_and_restores_the_qdisc",
+            &reason,
+        );
         return;
     }
     let veth = match VethNamespace::create("tcc") {
         Ok(v) => v,
         Err(e) => {
-            println!("skipped: cannot create a network namespace and veth pair: {e}");
+            pfsqos_testkit::skip(
+                "tc_client_applies_the_ossds_limit_and_restores_the_qdisc",
+                &format!("cannot create a network namespace and veth pair: {e}"),
+            );
             return;
         }
     };
@@ -219,23 +225,35 @@ fn in_netns(veth: &VethNamespace, cmd: &Command) -> Command {
 #[test]
 fn a_pi_loop_through_a_tc_client_node_holds_the_queue() {
     if let Some(reason) = unavailable_reason() {
-        println!("skipped: {reason}");
+        pfsqos_testkit::skip(
+            "a_pi_loop_through_a_tc_client_node_holds_the_queue",
+            &reason,
+        );
         return;
     }
     for (program, arg) in [("nsenter", "--version"), ("fio", "--version")] {
         if Command::new(program).arg(arg).output().is_err() {
-            println!("skipped: '{program}' is missing");
+            pfsqos_testkit::skip(
+                "a_pi_loop_through_a_tc_client_node_holds_the_queue",
+                &format!("'{program}' is missing"),
+            );
             return;
         }
     }
     if !Path::new("/dev/fuse").exists() {
-        println!("skipped: no /dev/fuse");
+        pfsqos_testkit::skip(
+            "a_pi_loop_through_a_tc_client_node_holds_the_queue",
+            "no /dev/fuse",
+        );
         return;
     }
     let veth = match VethNamespace::create("loop") {
         Ok(v) => v,
         Err(e) => {
-            println!("skipped: cannot create a network namespace and veth pair: {e}");
+            pfsqos_testkit::skip(
+                "a_pi_loop_through_a_tc_client_node_holds_the_queue",
+                &format!("cannot create a network namespace and veth pair: {e}"),
+            );
             return;
         }
     };

@@ -758,7 +758,10 @@ mod tests {
     #[test]
     fn tc_failures_carry_its_stderr() {
         if Command::new("tc").arg("-V").output().is_err() {
-            println!("skipped: tc (iproute2) is not installed");
+            pfsqos_testkit::skip(
+                "tc_failures_carry_its_stderr",
+                "tc (iproute2) is not installed",
+            );
             return;
         }
         // Showing a device that does not exist fails without privileges.

@@ -132,14 +132,20 @@ fn measure_rate_bytes_per_s(
 #[test]
 fn tbf_limits_a_real_tcp_stream_and_removing_it_lifts_the_limit() {
     if let Some(reason) = unavailable_reason() {
-        println!("skipped: {reason}");
+        pfsqos_testkit::skip(
+            "tbf_limits_a_real_tcp_stream_and_removing_it_lifts_the_limit",
+            &reason,
+        );
         return;
     }
     // The namespace and veth need kernel support a container may lack: skip, do not fail.
     let netns = match VethNamespace::create("tbf") {
         Ok(n) => n,
         Err(e) => {
-            println!("skipped: cannot create a network namespace and veth pair: {e}");
+            pfsqos_testkit::skip(
+                "tbf_limits_a_real_tcp_stream_and_removing_it_lifts_the_limit",
+                &format!("cannot create a network namespace and veth pair: {e}"),
+            );
             return;
         }
     };

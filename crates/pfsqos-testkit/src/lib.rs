@@ -1,0 +1,65 @@
+//! What the tests of several crates share. A test that cannot run part of itself on this
+//! machine (no root, no `/dev/fuse`, no fio, no Slurm, ...) calls [`skip`]: the reason goes to
+//! standard error, and one line is appended to the file `PFSQOS_SKIP_LOG` names, which
+//! `scripts/test.sh` lists at the end of the run, so a skip is never silent.
+
+use std::io::Write;
+
+/// The environment variable naming the file skips are appended to.
+pub const SKIP_LOG_ENV: &str = "PFSQOS_SKIP_LOG";
+
+/// Longest reason kept in the log (a line each; longer reasons are cut).
+pub const SKIP_REASON_LEN_MAX: usize = 400;
+
+/// Records that `test` skipped (part of) itself because of `why`.
+pub fn skip(test: &str, why: &str) {
+    let line = skip_line(test, why);
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os(SKIP_LOG_ENV) {
+        // One write of one line with O_APPEND: lines of tests running in parallel do not
+        // interleave. A log that cannot be written loses the line, never the test.
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(format!("{line}\n").as_bytes());
+        }
+    }
+}
+
+/// `SKIP: test: why`, on one line: control characters in either part are escaped, and the
+/// reason is cut at [`SKIP_REASON_LEN_MAX`] characters.
+pub fn skip_line(test: &str, why: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .flat_map(|c| {
+                if c.is_control() {
+                    c.escape_default().collect::<Vec<_>>()
+                } else {
+                    vec![c]
+                }
+            })
+            .collect()
+    };
+    let why: String = clean(why.trim())
+        .chars()
+        .take(SKIP_REASON_LEN_MAX)
+        .collect();
+    format!("SKIP: {}: {why}", clean(test))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skip_is_one_line() {
+        assert_eq!(skip_line("t", "no fio\nat all"), "SKIP: t: no fio\\nat all");
+        let long = "x".repeat(SKIP_REASON_LEN_MAX + 50);
+        assert_eq!(
+            skip_line("t", &long).len(),
+            "SKIP: t: ".len() + SKIP_REASON_LEN_MAX
+        );
+    }
+}

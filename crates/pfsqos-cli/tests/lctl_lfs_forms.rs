@@ -448,7 +448,7 @@ fn lctl_usage_errors_exit_4() {
 #[test]
 fn lljobstat_reads_the_live_cluster_with_every_option() {
     let skip = |why: &str| {
-        pfsqos_testkit::skip("lljobstat_reads_the_live_cluster_with_every_option", &why)
+        pfsqos_testkit::skip("lljobstat_reads_the_live_cluster_with_every_option", why)
     };
     if !Path::new("/dev/fuse").exists() {
         return skip("/dev/fuse is missing (modprobe fuse)");

@@ -297,7 +297,8 @@ impl fmt::Display for JobStatsError {
 impl std::error::Error for JobStatsError {}
 
 /// Default bound on jobs kept per OST; beyond it the least recently updated job is dropped.
-pub const JOBS_PER_OST_MAX: usize = 16_384;
+/// The jobs a controller tracks, so every job a controller can act on has its statistics.
+pub const JOBS_PER_OST_MAX: usize = crate::limits::JOBS_TRACKED_MAX;
 
 /// Longest text accepted by [`OstJobStats::write`] (a quoted, escaped 31-byte job id fits).
 pub const JOB_STATS_WRITE_LEN_MAX: usize = 4 * JOB_ID_LEN_MAX + 8;

@@ -180,7 +180,7 @@ fn summary(
     let written: u64 = jobs.iter().map(|j| j.trace_bytes_written).sum();
     let longest = jobs.iter().map(|j| j.run_time_s).fold(0.0, f64::max);
     let mut s = format!(
-        "wrote {}: {} jobs from {logs} logs ({refused} refused); {} read, {} written;          longest run {longest:.1} s\n",
+        "wrote {}: {} jobs from {logs} logs ({refused} refused); {} read, {} written; longest run {longest:.1} s\n",
         escape(target),
         jobs.len(),
         human(read),

@@ -1,6 +1,6 @@
 //! vPFS (Xu, Zhao et al., MSST '12) as a controller: it starts the proportional-sharing
 //! scheduler on every domain and gives each job its weight, the way an administrator would
-//! with `lctl set_param` (vpfs.txt §III: the scheduler sits in front of each data server; the
+//! with `lctl set_param` (vPFS, MSST '12, §III: the scheduler sits in front of each data server; the
 //! weights are the per-application shares of the total bandwidth). The scheduling itself is
 //! the data plane's: SFQ(D) or DSFQ in `sched::sfq`, one instance per NRS head, synchronized
 //! by the driver's counted channel. This controller only configures it:

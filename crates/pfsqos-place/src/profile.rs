@@ -1,5 +1,5 @@
 //! iez's client side in one step: from an application's first-run trace (miniRecorder's rows:
-//! per file, bytes written, stripe count and MPI rank, iez.txt §III-A1) to the predicted files
+//! per file, bytes written, stripe count and MPI rank, iez, IPDPS '19, §III-A1) to the predicted files
 //! of its next run that the OST allocation plans for (AIPA, §III-A2, feeding
 //! [`super::Placement::set_predictions`]).
 //!

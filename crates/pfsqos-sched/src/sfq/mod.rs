@@ -1,5 +1,5 @@
 //! Start-time fair queuing with depth D (SFQ(D), the vPFS paper's [6]) and distributed SFQ
-//! (DSFQ, its [7]) with vPFS's threshold- and layout-driven synchronization (vpfs.txt §III-B)
+//! (DSFQ, its [7]) with vPFS's threshold- and layout-driven synchronization (vPFS, MSST '12, §III-B)
 //! and its non-work-conserving variant (§IV-C-3). One [`Sfq`] is one instance: one NRS head
 //! on one CPU partition, as TBF.
 //!

@@ -22,7 +22,6 @@ use pfsqos_core::lustre::{self, STRIPE_SIZE_BYTES_MAX, STRIPE_SIZE_UNIT_BYTES};
 use pfsqos_core::model::JobId;
 use pfsqos_mount::{validate_nodes_var, validate_var, JOBNODES_VAR_DEFAULT};
 use serde::Deserialize;
-use serde_path_to_error::Segment;
 
 use pfsqos_core::sched::sfq::SYNC_INSTANCES_MAX;
 use pfsqos_ossd::control::{ControlConfig, NODE_COUNT_MAX};
@@ -52,33 +51,9 @@ pub const JOBID_VAR_SPECIAL: [&str; 2] = ["disable", "procname_uid"];
 /// The `%` codes of a `jobid_name` pattern (`pfsqos mount`'s, Lustre's).
 pub const JOBID_NAME_CODES: &str = "eughHpj%";
 
-/// A cluster file that cannot be used: the file, the field, the value and what is allowed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClusterError {
-    /// The file, or `<defaults>` when none was given.
-    pub file: String,
-    /// Dotted path of the field (`oss[0].listen`); empty when not tied to one field.
-    pub field: String,
-    /// The offending value, when there is one.
-    pub value: Option<String>,
-    /// What is wrong and what is allowed.
-    pub message: String,
-}
-
-impl fmt::Display for ClusterError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if !self.field.is_empty() {
-            write!(f, ": field `{}`", self.field)?;
-        }
-        if let Some(v) = &self.value {
-            write!(f, ": value `{v}`")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for ClusterError {}
+/// A cluster file that cannot be used: the file, the field, the value and what is allowed
+/// (the error of every TOML input file).
+pub type ClusterError = pfsqos_tomlfile::FileError;
 
 // ------------------------------------------------------------------ the file as written
 
@@ -378,70 +353,41 @@ impl Cluster {
     /// Parses and validates cluster file text; `file` names it in errors, relative paths are
     /// joined to `base`.
     pub fn from_toml_str(text: &str, file: &str, base: &Path) -> Result<Cluster, ClusterError> {
-        let de = toml::Deserializer::new(text);
-        let spec: FileSpec = serde_path_to_error::deserialize(de).map_err(|e| {
-            let field = e.path().iter().fold(String::new(), |mut out, seg| {
-                match seg {
-                    Segment::Seq { index } => out.push_str(&format!("[{index}]")),
-                    Segment::Map { key } | Segment::Enum { variant: key } => {
-                        if !out.is_empty() {
-                            out.push('.');
-                        }
-                        out.push_str(key);
-                    }
-                    Segment::Unknown => {}
-                }
-                out
-            });
-            let path: Vec<Segment> = e.path().iter().cloned().collect();
-            let inner = e.into_inner();
-            let mut message = inner.message().trim().to_string();
+        let spec: FileSpec = pfsqos_tomlfile::parse(text, file).map_err(|mut e| {
             // A string (or other type) where an integer goes: name the field's range, found
             // by resolving the file with an out-of-range integer there, not the Rust type.
-            if message.starts_with("invalid type:") && message.contains("expected i64") {
-                let kind = message
-                    .trim_start_matches("invalid type: ")
-                    .split(", expected")
-                    .next()
-                    .unwrap_or("")
-                    .to_string();
-                message = match integer_range_message(text, &path, &field, file, base) {
-                    Some(range) => format!("{kind} where an integer goes: {range}"),
-                    None => format!("{kind} where an integer goes"),
+            let (what, at) = match e.message.rfind(" (line ") {
+                Some(i) => e.message.split_at(i),
+                None => (e.message.as_str(), ""),
+            };
+            if let Some((kind, _)) = what
+                .strip_prefix("invalid type: ")
+                .and_then(|m| m.split_once(", expected i64"))
+            {
+                let range = integer_range_message(text, &e.field, file, base);
+                e.message = match range {
+                    Some(range) => format!("{kind} where an integer goes: {range}{at}"),
+                    None => format!("{kind} where an integer goes{at}"),
                 };
             }
-            if let Some(span) = inner.span() {
-                let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-                message = format!("{message} (line {line})");
-            }
-            ClusterError {
-                file: file.to_string(),
-                field,
-                value: None,
-                message,
-            }
+            e
         })?;
         resolve(spec, base, file)
     }
 }
 
-/// What the validation says of the integer field at `path` when it holds a negative integer
-/// (its range, as `must be 1..=1024`), or `None` when it cannot be had.
-fn integer_range_message(
-    text: &str,
-    path: &[Segment],
-    field: &str,
-    file: &str,
-    base: &Path,
-) -> Option<String> {
+/// What the validation says of the integer field at `field` (a dotted path, `oss[0].threads`)
+/// when it holds a negative integer (its range, as `must be 1..=1024`), or `None` when it
+/// cannot be had.
+fn integer_range_message(text: &str, field: &str, file: &str, base: &Path) -> Option<String> {
     let mut doc: toml::Value = toml::from_str(text).ok()?;
     let mut at = &mut doc;
-    for seg in path {
-        at = match seg {
-            Segment::Seq { index } => at.as_array_mut()?.get_mut(*index)?,
-            Segment::Map { key } => at.as_table_mut()?.get_mut(key.as_str())?,
-            _ => return None,
-        };
+    for part in field.split('.') {
+        let (key, indexes) = part.split_at(part.find('[').unwrap_or(part.len()));
+        at = at.as_table_mut()?.get_mut(key)?;
+        for index in indexes.split(['[', ']']).filter(|s| !s.is_empty()) {
+            at = at.as_array_mut()?.get_mut(index.parse::<usize>().ok()?)?;
+        }
     }
     if at.is_integer() {
         return None;
@@ -1385,11 +1331,11 @@ mod tests {
             // A string where an integer goes names the field's range, not the Rust type.
             (
                 "[[oss]]\nthreads = \"eight\"",
-                "c.toml: field `oss[0].threads`: string \"eight\" where an integer goes: must be 1..=1024 (line 2)",
+                "c.toml: field `oss[0].threads`: value `\"eight\"`: string \"eight\" where an integer goes: must be 1..=1024 (line 2, column 11)",
             ),
             (
                 "[mount]\nmax_rpcs_in_flight = 1.5",
-                "c.toml: field `mount.max_rpcs_in_flight`: floating point `1.5` where an integer goes: must be 1..=256 (line 2)",
+                "c.toml: field `mount.max_rpcs_in_flight`: value `1.5`: floating point `1.5` where an integer goes: must be 1..=256 (line 2, column 22)",
             ),
             (
                 "[[oss]]\ncpts = 4\nthreads = 2",
@@ -1570,12 +1516,17 @@ mod tests {
     #[test]
     fn unknown_fields_and_wrong_types_name_the_field_and_line() {
         let e = load("[mds]\nlisten = \"127.0.0.1:1\"\nport = 3").unwrap_err();
-        assert!(e.starts_with("c.toml: field `mds.port`: unknown field `port`, expected one of `host`, `listen`, `db`"), "{e}");
-        assert!(e.ends_with("(line 3)"), "{e}");
+        assert!(
+            e.starts_with(
+                "c.toml: field `mds.port`: unknown field `port`; allowed: host, listen, db"
+            ),
+            "{e}"
+        );
+        assert!(e.ends_with("(line 3, column 1)"), "{e}");
         let e = load("[mount]\nenabled = \"yes\"").unwrap_err();
         assert!(
             e.starts_with(
-                "c.toml: field `mount.enabled`: invalid type: string \"yes\", expected a boolean"
+                "c.toml: field `mount.enabled`: value `\"yes\"`: invalid type: string \"yes\", expected a boolean"
             ),
             "{e}"
         );
@@ -1583,7 +1534,7 @@ mod tests {
         assert!(e.starts_with("c.toml: field `oss[0].threads`: "), "{e}");
         let e = load("[nope]").unwrap_err();
         assert!(
-            e.contains("unknown field `nope`, expected one of `cluster`, `mds`, `oss`, `mount`"),
+            e.contains("unknown field `nope`; allowed: cluster, mds, oss, mount"),
             "{e}"
         );
     }

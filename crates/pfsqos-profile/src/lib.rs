@@ -11,7 +11,6 @@
 //!
 //! Pure: no I/O, no clocks, no threads. Reading files and running fio are the callers' job.
 
-use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -197,30 +196,9 @@ pub struct Measured {
     pub latency_quantiles_us: Vec<[f64; 2]>,
 }
 
-/// A profile that cannot be used: the file, the field, the value and what is allowed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ProfileError {
-    pub file: String,
-    /// Dotted path of the offending field (`write[2].size_kib`); empty for a syntax error.
-    pub field: String,
-    pub value: Option<String>,
-    pub message: String,
-}
-
-impl fmt::Display for ProfileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if !self.field.is_empty() {
-            write!(f, ": field `{}`", self.field)?;
-        }
-        if let Some(v) = &self.value {
-            write!(f, ": value `{v}`")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for ProfileError {}
+/// A profile that cannot be used: the file, the field, the value and what is allowed (the
+/// error of every TOML input file).
+pub type ProfileError = pfsqos_tomlfile::FileError;
 
 /// Names of the profiles shipped with pfsqos (the `profiles/` directory), usable by name.
 pub const SHIPPED_NAMES: &[&str] = &["hdd-7200rpm", "raid6-hdd-ost", "ssd-sata", "ssd-nvme"];
@@ -261,14 +239,10 @@ impl Profile {
                 ),
             ));
         }
-        let de = toml::Deserializer::new(text);
-        let profile: Profile = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let field = if path == "." { String::new() } else { path };
-            let message = e.into_inner().message().trim().to_string();
-            err(field, message)
-        })?;
-        profile.validate(file)?;
+        let profile: Profile = pfsqos_tomlfile::parse(text, file)?;
+        profile
+            .validate(file)
+            .map_err(|e| pfsqos_tomlfile::locate(text, e))?;
         Ok(profile)
     }
 

@@ -9,7 +9,6 @@ use std::fmt;
 use serde::{Deserialize, Deserializer};
 
 pub mod appset;
-mod source;
 mod validate;
 
 pub use appset::AppSetSpec;
@@ -628,79 +627,10 @@ impl<'de> Deserialize<'de> for ByteSize {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A scenario that cannot be used, with the file, the field, the value and what is allowed:
+/// the error of every TOML input file.
+pub type ScenarioError = pfsqos_tomlfile::FileError;
 
-    #[test]
-    fn byte_sizes() {
-        assert_eq!(ByteSize::parse("4096"), Ok(ByteSize(4096)));
-        assert_eq!(ByteSize::parse("4k"), Ok(ByteSize(4096)));
-        assert_eq!(ByteSize::parse("1M"), Ok(ByteSize(1 << 20)));
-        assert_eq!(ByteSize::parse("1MiB"), Ok(ByteSize(1 << 20)));
-        assert_eq!(ByteSize::parse("1MB"), Ok(ByteSize(1_000_000)));
-        assert_eq!(ByteSize::parse("1.5G"), Ok(ByteSize(3 << 29)));
-        assert!(ByteSize::parse("1Q").is_err());
-        assert!(ByteSize::parse("abc").is_err());
-        assert_eq!(ByteSize(4 << 20).to_string(), "4M");
-    }
-
-    #[derive(Deserialize)]
-    struct One {
-        s: ByteSize,
-    }
-
-    #[test]
-    fn sizes_deserialize_from_integers_and_strings_only() {
-        let one = |t: &str| {
-            toml::from_str::<One>(t)
-                .map(|o| o.s)
-                .map_err(|e| e.to_string())
-        };
-        assert_eq!(one("s = 4096"), Ok(ByteSize(4096)));
-        assert_eq!(one("s = \"64k\""), Ok(ByteSize(64 << 10)));
-        assert!(one("s = 1.5").unwrap_err().contains("expected a size"));
-        assert!(one("s = -1").unwrap_err().contains("negative"));
-        assert!(one("s = true").unwrap_err().contains("expected a size"));
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn displayed_sizes_parse_back(b in 0u64..(1 << 52)) {
-            let shown = ByteSize(b).to_string();
-            proptest::prop_assert_eq!(ByteSize::parse(&shown), Ok(ByteSize(b)));
-        }
-    }
-}
-
-/// A scenario that cannot be used, with the file, the field, the value and what is allowed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScenarioError {
-    /// The scenario file (or `<string>` for text not read from a file).
-    pub file: String,
-    /// Dotted path of the offending field, e.g. `job[1].processes[0].bs`; empty for a syntax
-    /// error that is not tied to one field.
-    pub field: String,
-    /// The offending value as written, if there is one.
-    pub value: Option<String>,
-    /// What is wrong and what is allowed.
-    pub message: String,
-}
-
-impl fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if !self.field.is_empty() {
-            write!(f, ": field `{}`", self.field)?;
-        }
-        if let Some(v) = &self.value {
-            write!(f, ": value `{v}`")?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
-
-impl std::error::Error for ScenarioError {}
 
 impl Scenario {
     /// The jobs the RPC-level engine runs: the explicit `[[job]]`s, then the `[appset]`'s
@@ -772,13 +702,13 @@ impl Scenario {
                 ),
             });
         }
-        let mut scenario = source::parse(text, file)?;
+        let mut scenario = pfsqos_tomlfile::parse::<Scenario>(text, file)?;
         scenario
             .resolve_profiles(file, base_dir)
-            .map_err(|e| source::locate(text, e))?;
+            .map_err(|e| pfsqos_tomlfile::locate(text, e))?;
         scenario
             .validate(file)
-            .map_err(|e| source::locate(text, e))?;
+            .map_err(|e| pfsqos_tomlfile::locate(text, e))?;
         Ok(scenario)
     }
 }
@@ -845,5 +775,50 @@ impl Scenario {
             d.resolved_profile = Some(profile);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(ByteSize::parse("4096"), Ok(ByteSize(4096)));
+        assert_eq!(ByteSize::parse("4k"), Ok(ByteSize(4096)));
+        assert_eq!(ByteSize::parse("1M"), Ok(ByteSize(1 << 20)));
+        assert_eq!(ByteSize::parse("1MiB"), Ok(ByteSize(1 << 20)));
+        assert_eq!(ByteSize::parse("1MB"), Ok(ByteSize(1_000_000)));
+        assert_eq!(ByteSize::parse("1.5G"), Ok(ByteSize(3 << 29)));
+        assert!(ByteSize::parse("1Q").is_err());
+        assert!(ByteSize::parse("abc").is_err());
+        assert_eq!(ByteSize(4 << 20).to_string(), "4M");
+    }
+
+    #[derive(Deserialize)]
+    struct One {
+        s: ByteSize,
+    }
+
+    #[test]
+    fn sizes_deserialize_from_integers_and_strings_only() {
+        let one = |t: &str| {
+            toml::from_str::<One>(t)
+                .map(|o| o.s)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(one("s = 4096"), Ok(ByteSize(4096)));
+        assert_eq!(one("s = \"64k\""), Ok(ByteSize(64 << 10)));
+        assert!(one("s = 1.5").unwrap_err().contains("expected a size"));
+        assert!(one("s = -1").unwrap_err().contains("negative"));
+        assert!(one("s = true").unwrap_err().contains("expected a size"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn displayed_sizes_parse_back(b in 0u64..(1 << 52)) {
+            let shown = ByteSize(b).to_string();
+            proptest::prop_assert_eq!(ByteSize::parse(&shown), Ok(ByteSize(b)));
+        }
     }
 }

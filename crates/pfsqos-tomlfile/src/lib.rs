@@ -1,22 +1,64 @@
-//! Ties errors back to the scenario text: field paths of serde errors, and the text and
-//! position of a value as written, so an error reads `job[1].processes[0].bs`, `"0k"`, line 14.
+//! pfsqos's TOML input files (scenarios, cluster files, device profiles) share one error,
+//! [`FileError`], and one way of tying it back to the text: the dotted field path of a serde
+//! error, and the value as written with its line and column, so an error reads
+//! `job[1].processes[0].bs`, `"0k"`, line 14, column 6. [`parse`] deserializes a file's text;
+//! [`locate`] ties a later validation error to the text.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_path_to_error::Segment;
 use toml::Spanned;
 
-use super::{Scenario, ScenarioError};
+/// An input file that cannot be used, with the file, the field, the value and what is allowed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileError {
+    /// The file (or a name such as `<string>` for text not read from a file).
+    pub file: String,
+    /// Dotted path of the offending field, e.g. `job[1].processes[0].bs`; empty for a syntax
+    /// error that is not tied to one field.
+    pub field: String,
+    /// The offending value as written, if there is one.
+    pub value: Option<String>,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl FileError {
+    /// An error of the whole file (it cannot be read, it is too long, ...).
+    pub fn of_file(file: &str, message: String) -> FileError {
+        FileError {
+            file: file.to_string(),
+            field: String::new(),
+            value: None,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if !self.field.is_empty() {
+            write!(f, ": field `{}`", self.field)?;
+        }
+        if let Some(v) = &self.value {
+            write!(f, ": value `{v}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for FileError {}
 
 /// Longest value text an error quotes; longer values are cut with `...`.
 const VALUE_TEXT_LEN_MAX: usize = 80;
 
-/// Deserializes `text` and turns a failure into an error with the field path, the value as
-/// written and its line and column.
-pub(super) fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+/// Deserializes `text` (of `file`) and turns a failure into an error with the field path, the
+/// value as written and its line and column.
+pub fn parse<T: DeserializeOwned>(text: &str, file: &str) -> Result<T, FileError> {
     let de = toml::Deserializer::new(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
         let mut field = path_text(e.path());
@@ -41,7 +83,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
         if let Some(span) = span {
             message = format!("{message} ({})", line_col(text, span.start));
         }
-        ScenarioError {
+        FileError {
             file: file.to_string(),
             field,
             value,
@@ -52,7 +94,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
 
 /// Replaces the normalized value of a validation error by the value as written in `text` and
 /// adds its line and column, when the field is written in the file (defaults are not).
-pub(super) fn locate(text: &str, mut err: ScenarioError) -> ScenarioError {
+pub fn locate(text: &str, mut err: FileError) -> FileError {
     let Ok(tree) = toml::from_str::<Spanned<Node>>(text) else {
         return err;
     };
@@ -65,7 +107,8 @@ pub(super) fn locate(text: &str, mut err: ScenarioError) -> ScenarioError {
     err
 }
 
-fn path_text(path: &serde_path_to_error::Path) -> String {
+/// A serde path as a dotted field path (`oss[0].listen`).
+pub fn path_text(path: &serde_path_to_error::Path) -> String {
     let mut out = String::new();
     for seg in path {
         match seg {
@@ -148,7 +191,8 @@ fn value_text(text: &str, span: Range<usize>) -> String {
     }
 }
 
-fn line_col(text: &str, offset: usize) -> String {
+/// `line L, column C` (1-based) of byte `offset` of `text`.
+pub fn line_col(text: &str, offset: usize) -> String {
     let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
@@ -206,6 +250,11 @@ impl<'de> Deserialize<'de> for Node {
 }
 
 /// The span of the value at `path` (`job[1].processes[0].bs`), if it is written in the file.
+pub fn span_of(text: &str, path: &str) -> Option<Range<usize>> {
+    let tree = toml::from_str::<Spanned<Node>>(text).ok()?;
+    find(&tree, path)
+}
+
 fn find(root: &Spanned<Node>, path: &str) -> Option<Range<usize>> {
     if path.is_empty() {
         return None;
@@ -234,6 +283,56 @@ fn find(root: &Spanned<Node>, path: &str) -> Option<Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct File {
+        name: String,
+        #[serde(default)]
+        part: Vec<Part>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Part {
+        size: u32,
+    }
+
+    #[test]
+    fn parse_names_the_field_the_value_and_where() {
+        let e = parse::<File>("name = \"a\"\n[[part]]\nsize = \"8\"\n", "f.toml").unwrap_err();
+        assert_eq!(e.file, "f.toml");
+        assert_eq!(e.field, "part[0].size");
+        assert_eq!(e.value.as_deref(), Some("\"8\""));
+        assert!(e.message.contains("expected a whole number from 0 to 4294967295"), "{e}");
+        assert!(e.message.ends_with("(line 3, column 8)"), "{e}");
+        let e = parse::<File>("name = \"a\"\nsize = 3\n", "f.toml").unwrap_err();
+        assert_eq!(e.field, "size");
+        assert!(e.message.starts_with("unknown field `size`; allowed: name, part"), "{e}");
+        let e = parse::<File>("[[part]]\nsize = 1\n", "f.toml").unwrap_err();
+        assert!(e.message.starts_with("missing required field `name`"), "{e}");
+        assert_eq!(
+            e.to_string().split(": ").take(2).collect::<Vec<_>>(),
+            ["f.toml", "field `name`"]
+        );
+    }
+
+    #[test]
+    fn locate_quotes_the_value_as_written() {
+        let text = "name = \"a\"\n[[part]]\nsize = 0x10\n";
+        let e = FileError {
+            file: "f.toml".into(),
+            field: "part[0].size".into(),
+            value: Some("16".into()),
+            message: "must be odd".into(),
+        };
+        let e = locate(text, e);
+        assert_eq!(e.value.as_deref(), Some("0x10"));
+        assert_eq!(e.message, "must be odd (line 3, column 8)");
+        assert_eq!(span_of(text, "name").map(|s| &text[s]), Some("\"a\""));
+    }
 
     const TEXT: &str =
         "a = 1\n[t]\nb = \"x\"\n[[arr]]\nc = [10, 20]\n[[arr]]\nc = [30, { d = 4 }]\n";

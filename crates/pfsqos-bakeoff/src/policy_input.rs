@@ -2,7 +2,7 @@
 //! messages both show: the simulator's refusal, then the closest known name.
 
 use pfsqos_report::POLICIES_MAX;
-use pfsqos_sim::{check_policy_spec, ScenarioError, POLICY_NAMES};
+use pfsqos_sim::{PolicyChoice, ScenarioError, POLICY_NAMES};
 
 /// "; did you mean `adaptbf`?" when a message refuses an unknown policy name close to a known
 /// one (the simulator's message names it as ``unknown policy `NAME` ``); empty otherwise.
@@ -18,9 +18,14 @@ pub fn policy_suggestion(message: &str) -> String {
     crate::suggest::did_you_mean(name, POLICY_NAMES.iter().copied())
 }
 
-/// A scenario file's policy spec (`field` of `file`): refused like any other scenario error.
-pub fn check_scenario_policy(file: &str, field: &str, name: &str) -> Result<(), ScenarioError> {
-    check_policy_spec(name).map_err(|message| ScenarioError {
+/// A scenario file's policy spec (`field` of `file`), parsed once: refused like any other
+/// scenario error.
+pub fn check_scenario_policy(
+    file: &str,
+    field: &str,
+    name: &str,
+) -> Result<PolicyChoice, ScenarioError> {
+    PolicyChoice::parse(name).map_err(|message| ScenarioError {
         file: file.to_string(),
         field: field.to_string(),
         value: Some(name.to_string()),
@@ -28,8 +33,8 @@ pub fn check_scenario_policy(file: &str, field: &str, name: &str) -> Result<(), 
     })
 }
 
-/// The policies of one comparison: 1 to [`POLICIES_MAX`], each known, none twice.
-pub fn check_policy_list(policies: &[String]) -> Result<(), String> {
+/// The policies of one comparison, parsed once: 1 to [`POLICIES_MAX`], each known, none twice.
+pub fn check_policy_list(policies: &[String]) -> Result<Vec<PolicyChoice>, String> {
     if policies.is_empty() || policies.len() > POLICIES_MAX {
         return Err(format!(
             "compare needs 1 to {POLICIES_MAX} policies, got {} (allowed: {})",
@@ -37,13 +42,14 @@ pub fn check_policy_list(policies: &[String]) -> Result<(), String> {
             POLICY_NAMES.join(", ")
         ));
     }
+    let mut choices = Vec::with_capacity(policies.len());
     for (i, p) in policies.iter().enumerate() {
-        check_policy_spec(p)?;
+        choices.push(PolicyChoice::parse(p)?);
         if policies[..i].contains(p) {
             return Err(format!("policy `{p}` is listed twice"));
         }
     }
-    Ok(())
+    Ok(choices)
 }
 
 /// Where a controller's decisions take effect, in words (`pfsqos policies`).
@@ -78,7 +84,7 @@ mod tests {
 
     #[test]
     fn a_close_name_is_suggested() {
-        let e = check_policy_spec("adaptfb").unwrap_err();
+        let e = pfsqos_sim::check_policy_spec("adaptfb").unwrap_err();
         assert!(policy_suggestion(&e).contains("`adaptbf`"), "{e}");
         assert_eq!(policy_suggestion("nothing about policies"), "");
     }

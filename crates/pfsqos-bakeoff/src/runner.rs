@@ -382,7 +382,7 @@ fn run_task(p: &Prepared, index: usize) -> Result<Done, BakeoffError> {
                     // wrapper that changes nothing else (module decide_timing).
                     let mut wrap =
                         |c: Box<dyn Controller>| TimedController::wrap(c, decide_log.clone());
-                    match pfsqos_sim::run_wrapped(&s, &d.policy, seed, &mut wrap, &mut |_, _| {}) {
+                    match pfsqos_sim::run_wrapped(&s, &d.choice, seed, &mut wrap, &mut |_, _| {}) {
                         Ok(run) => Outcome::Ran(RunRecord::from_run(&run)),
                         Err(e) => Outcome::Skipped(e.to_string()),
                     }

@@ -3,13 +3,13 @@
 //!
 //! Everything is checked before anything runs: unknown keys are refused, names that become
 //! directory names are safe path components, every workload loads as a `pfsqos_sim::Scenario`,
-//! every design's policy passes `pfsqos_sim::check_policy_spec` and every placement is a row of
+//! every design's policy parses (`PolicyChoice::parse`, once) and every placement is a row of
 //! `pfsqos_core::place::PLACER_ROWS`.
 
 use std::fmt;
 use std::path::Path;
 
-use pfsqos_sim::{check_policy_spec, Scenario};
+use pfsqos_sim::{PolicyChoice, Scenario};
 use serde::Deserialize;
 
 /// The suite's description file inside a suite directory.
@@ -108,12 +108,14 @@ struct DesignToml {
 }
 
 /// One design: a policy spec and an optional placement override.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Design {
     /// A safe path component (`[A-Za-z0-9._+-]`, not starting with `.`).
     pub name: String,
-    /// A policy spec (`pfsqos_sim::check_policy_spec`).
+    /// The policy spec as the suite writes it.
     pub policy: String,
+    /// The spec, parsed once when the suite is loaded; the runs use it as it is.
+    pub choice: PolicyChoice,
     /// Overrides the scenario's `cluster.placement`; `None`: the scenario's own.
     pub placement: Option<String>,
 }
@@ -263,7 +265,7 @@ impl Suite {
                     d.name
                 )));
             }
-            check_policy_spec(&d.policy).map_err(|m| {
+            let choice = PolicyChoice::parse(&d.policy).map_err(|m| {
                 err(format!(
                     "{file}: field `design[{i}].policy`: value `{}`: {m}",
                     d.policy.escape_debug()
@@ -283,6 +285,7 @@ impl Suite {
             designs.push(Design {
                 name: d.name,
                 policy: d.policy,
+                choice,
                 placement: d.placement,
             });
         }

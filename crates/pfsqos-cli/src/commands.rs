@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use pfsqos_report::{dir_name, summarize, write_comparison, write_run, ScenarioText};
-use pfsqos_sim::{check_policy_spec, RunOutput, Scenario, ScenarioError};
+use pfsqos_sim::{PolicyChoice, RunOutput, Scenario, ScenarioError};
 
 use crate::progress::{Progress, RunsProgress};
 
@@ -50,20 +50,21 @@ impl From<ScenarioError> for CliError {
     }
 }
 
-/// A policy spec named on the command line.
-fn check_policy(name: &str) -> Result<(), CliError> {
-    check_policy_spec(name).map_err(CliError::BadInput)
+/// A policy spec named on the command line, parsed once.
+fn check_policy(name: &str) -> Result<PolicyChoice, CliError> {
+    PolicyChoice::parse(name).map_err(CliError::BadInput)
 }
 
-/// A policy spec named in the scenario file: reported like any other scenario error.
-fn check_scenario_policy(file: &str, field: &str, name: &str) -> Result<(), CliError> {
+/// A policy spec named in the scenario file, parsed once: reported like any other scenario
+/// error.
+fn check_scenario_policy(file: &str, field: &str, name: &str) -> Result<PolicyChoice, CliError> {
     Ok(pfsqos_bakeoff::policy_input::check_scenario_policy(
         file, field, name,
     )?)
 }
 
-/// The policies to compare: at least one, each known, none twice.
-fn check_policy_list(policies: &[String]) -> Result<(), CliError> {
+/// The policies to compare, parsed once: at least one, each known, none twice.
+fn check_policy_list(policies: &[String]) -> Result<Vec<PolicyChoice>, CliError> {
     pfsqos_bakeoff::policy_input::check_policy_list(policies).map_err(CliError::BadInput)
 }
 
@@ -85,9 +86,10 @@ fn text(scenario: &Scenario) -> ScenarioText<'_> {
     }
 }
 
-fn run_one(scenario: &Scenario, policy: &str, seed: u64) -> Result<RunOutput, CliError> {
+fn run_one(scenario: &Scenario, choice: &PolicyChoice, seed: u64) -> Result<RunOutput, CliError> {
+    let policy = choice.spec();
     let mut progress = Progress::new(policy);
-    let result = pfsqos_sim::run(scenario, policy, seed, &mut |now_ns, end_ns| {
+    let result = pfsqos_sim::run(scenario, choice, seed, &mut |now_ns, end_ns| {
         progress.update(now_ns, end_ns)
     });
     progress.finish();
@@ -130,26 +132,23 @@ pub fn sim(
     out: Option<PathBuf>,
 ) -> Result<(), CliError> {
     let scenario = load(path)?;
-    let policy = match policy {
-        Some(p) => {
-            check_policy(&p)?;
-            p
-        }
+    let choice = match policy {
+        Some(p) => check_policy(&p)?,
         None => {
             let file = path.display().to_string();
-            check_scenario_policy(&file, "policy.default", &scenario.policy.default)?;
-            scenario.policy.default.clone()
+            check_scenario_policy(&file, "policy.default", &scenario.policy.default)?
         }
     };
+    let policy = choice.spec();
     let seed = seed.unwrap_or(scenario.simulation.seed);
     let out = out.unwrap_or_else(|| {
         PathBuf::from("out").join(format!(
             "{}-{}",
             dir_component(&scenario.name),
-            dir_name(&policy, "policy")
+            dir_name(policy, "policy")
         ))
     });
-    let run = run_one(&scenario, &policy, seed)?;
+    let run = run_one(&scenario, &choice, seed)?;
     write_run(&out, &run, &text(&scenario)).map_err(|e| CliError::RunFailed(e.to_string()))?;
     print_summary_line(&run);
     println!(
@@ -163,7 +162,7 @@ pub fn sim(
 /// Runs `policies` on `scenario` and writes the comparison into `out`.
 fn compare_runs(
     scenario: &Scenario,
-    policies: &[String],
+    policies: &[PolicyChoice],
     seed: u64,
     out: &Path,
 ) -> Result<Vec<RunOutput>, CliError> {
@@ -185,7 +184,7 @@ fn compare_runs(
 
 fn compare_scenario(
     scenario: &Scenario,
-    policies: &[String],
+    policies: &[PolicyChoice],
     seed: u64,
     out: &Path,
 ) -> Result<(), CliError> {
@@ -202,17 +201,13 @@ pub fn compare(
 ) -> Result<(), CliError> {
     let scenario = load(path)?;
     let policies = match policies {
-        Some(list) => {
-            check_policy_list(&list)?;
-            list
-        }
+        Some(list) => check_policy_list(&list)?,
         None => {
             let file = path.display().to_string();
             for (i, p) in scenario.policy.compare.iter().enumerate() {
                 check_scenario_policy(&file, &format!("policy.compare[{i}]"), p)?;
             }
-            check_policy_list(&scenario.policy.compare)?;
-            scenario.policy.compare.clone()
+            check_policy_list(&scenario.policy.compare)?
         }
     };
     let seed = seed.unwrap_or(scenario.simulation.seed);

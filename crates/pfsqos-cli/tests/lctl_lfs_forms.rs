@@ -447,9 +447,8 @@ fn lctl_usage_errors_exit_4() {
 /// and, with `-m`, the missing MDT is `list_param`'s ENOENT, which lljobstat takes as "no MDT".
 #[test]
 fn lljobstat_reads_the_live_cluster_with_every_option() {
-    let skip = |why: &str| {
-        pfsqos_testkit::skip("lljobstat_reads_the_live_cluster_with_every_option", why)
-    };
+    let skip =
+        |why: &str| pfsqos_testkit::skip("lljobstat_reads_the_live_cluster_with_every_option", why);
     if !Path::new("/dev/fuse").exists() {
         return skip("/dev/fuse is missing (modprobe fuse)");
     }

@@ -69,7 +69,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::device::{Device, DeviceModel, DeviceRequest, ServiceTime};
 use crate::error::RunError;
 use crate::events::{Event, EventQueue};
-use crate::policy::controller_for;
+use crate::policy::{controller_for_choice, PolicyArg};
 use crate::record::{
     ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobPhases, OstSpace, PhaseRecord,
     RunOutput, SyncOutput, CONTROL_TRACE_LEN_MAX,
@@ -132,7 +132,7 @@ const SERIES_CELLS_MAX: u64 = 1 << 28;
 /// time to time with (simulated now, simulated end) so a driver can draw a progress bar.
 pub fn run(
     scenario: &Scenario,
-    policy: &str,
+    policy: &(impl PolicyArg + ?Sized),
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, RunError> {
@@ -152,17 +152,19 @@ pub fn run(
 /// allocators): `wrap` is not called there.
 pub fn run_wrapped(
     scenario: &Scenario,
-    policy: &str,
+    policy: &(impl PolicyArg + ?Sized),
     seed: u64,
     wrap: &mut dyn FnMut(Box<dyn Controller>) -> Box<dyn Controller>,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, RunError> {
+    let choice = policy.choice().map_err(RunError::Policy)?;
     if scenario.simulation.engine == EngineKind::Fluid {
-        return crate::fluid::run(scenario, policy, seed, progress);
+        return crate::fluid::run(scenario, &*choice, seed, progress);
     }
     scenario.rpc_jobs().map_err(RunError::Engine)?;
-    let controller = wrap(controller_for(policy, scenario, seed).map_err(RunError::Policy)?);
-    let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
+    let controller = wrap(controller_for_choice(&choice, scenario, seed));
+    let mut sim =
+        Sim::new(scenario, controller, choice.spec(), seed).map_err(RunError::Scenario)?;
     sim.run(progress);
     sim.finish_checked()
 }
@@ -171,15 +173,17 @@ pub fn run_wrapped(
 /// the engines on one scenario).
 pub fn run_rpc(
     scenario: &Scenario,
-    policy: &str,
+    policy: &(impl PolicyArg + ?Sized),
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, RunError> {
+    let choice = policy.choice().map_err(RunError::Policy)?;
     // An `[appset]` the RPC engine cannot run as the fluid engine would (it would queue, or
     // is too large) is refused here with the reason.
     scenario.rpc_jobs().map_err(RunError::Engine)?;
-    let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
-    let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
+    let controller = controller_for_choice(&choice, scenario, seed);
+    let mut sim =
+        Sim::new(scenario, controller, choice.spec(), seed).map_err(RunError::Scenario)?;
     sim.run(progress);
     sim.finish_checked()
 }
@@ -207,14 +211,16 @@ pub fn run_with_controller(
 /// and debugging; costs memory proportional to the RPC count).
 pub fn run_traced(
     scenario: &Scenario,
-    policy: &str,
+    policy: &(impl PolicyArg + ?Sized),
     seed: u64,
 ) -> Result<(RunOutput, Vec<RpcTrace>), RunError> {
     if scenario.simulation.engine == EngineKind::Fluid {
         return Err(RunError::Engine(NEEDS_FLUID.to_string()));
     }
-    let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
-    let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
+    let choice = policy.choice().map_err(RunError::Policy)?;
+    let controller = controller_for_choice(&choice, scenario, seed);
+    let mut sim =
+        Sim::new(scenario, controller, choice.spec(), seed).map_err(RunError::Scenario)?;
     sim.trace = Some(Vec::new());
     sim.run(&mut |_, _| {});
     let trace = sim.trace.take().unwrap_or_default();

@@ -57,7 +57,6 @@ use std::collections::{BTreeMap, BinaryHeap};
 use pfsqos_core::control::gift::{
     allocation_trace, Allocation, Allocator, AppDemand, IntervalInput, OstCapacity, OstDemand,
 };
-use pfsqos_core::control::spec::PolicyChoice;
 use pfsqos_core::control::tbf_rate_rpcs_per_s;
 use pfsqos_core::model::{JobId, OstId};
 use pfsqos_core::place::PlacementContext;
@@ -84,10 +83,10 @@ const TIGHT_REL: f64 = 1e-12;
 /// per job.
 type AppActivity = (BTreeMap<u32, u32>, BTreeMap<u32, u32>);
 
-/// Runs `scenario` under the policy spec `policy` with the fluid engine.
+/// Runs `scenario` under the policy `policy` with the fluid engine.
 pub fn run(
     scenario: &Scenario,
-    policy: &str,
+    policy: &(impl crate::policy::PolicyArg + ?Sized),
     seed: u64,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunOutput, crate::error::RunError> {
@@ -106,7 +105,8 @@ pub fn run(
             )));
         }
     }
-    let choice = PolicyChoice::parse(policy).map_err(RunError::Policy)?;
+    let choice = policy.choice().map_err(RunError::Policy)?;
+    let policy = choice.spec();
     let allocator = choice.allocator(seed).map_err(RunError::Policy)?;
     let period_ns = choice.allocator_period_ns();
     let mut sim =

@@ -20,7 +20,7 @@ pub mod workload;
 
 pub use engine::{run, run_rpc, run_traced, run_with_controller, run_wrapped, RpcTrace};
 pub use error::RunError;
-pub use policy::{check_policy_spec, controller_for, PolicyChoice, POLICY_NAMES};
+pub use policy::{check_policy_spec, controller_for, PolicyArg, PolicyChoice, POLICY_NAMES};
 pub use record::{
     compare_io_times, Comparison, ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput,
     JobPhases, PhaseRecord, RunOutput,

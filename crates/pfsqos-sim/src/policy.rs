@@ -6,8 +6,35 @@ pub use pfsqos_core::control::spec::{
     check_policy_spec, PolicyChoice, PERIOD_MS_MAX, POLICY_NAMES, POLICY_SPEC_LEN_MAX,
 };
 use pfsqos_core::control::Controller;
+use std::borrow::Cow;
 
 use crate::scenario::Scenario;
+
+/// A policy as the engines take it: a spec still to parse (`&str`, `String`: tests and quick
+/// calls), or a [`PolicyChoice`] a driver parsed once when it checked the user's input (the
+/// CLI, the bake-off, the Python package), which the engines use as it is.
+pub trait PolicyArg {
+    /// The parsed choice, or the parser's error listing what is allowed.
+    fn choice(&self) -> Result<Cow<'_, PolicyChoice>, String>;
+}
+
+impl PolicyArg for str {
+    fn choice(&self) -> Result<Cow<'_, PolicyChoice>, String> {
+        PolicyChoice::parse(self).map(Cow::Owned)
+    }
+}
+
+impl PolicyArg for String {
+    fn choice(&self) -> Result<Cow<'_, PolicyChoice>, String> {
+        self.as_str().choice()
+    }
+}
+
+impl PolicyArg for PolicyChoice {
+    fn choice(&self) -> Result<Cow<'_, PolicyChoice>, String> {
+        Ok(Cow::Borrowed(self))
+    }
+}
 
 /// The controller `choice` names under `scenario`: the scenario's `policy.period_ms` is the
 /// default period, its `brw_size` the size of one token; `seed` feeds randomized policies (RND).

@@ -631,7 +631,6 @@ impl<'de> Deserialize<'de> for ByteSize {
 /// the error of every TOML input file.
 pub type ScenarioError = pfsqos_tomlfile::FileError;
 
-
 impl Scenario {
     /// The jobs the RPC-level engine runs: the explicit `[[job]]`s, then the `[appset]`'s
     /// generated runs expanded by [`appset::AppSetSpec::expand_for_rpc`] (the same set, in the

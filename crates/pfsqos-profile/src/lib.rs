@@ -11,7 +11,6 @@
 //!
 //! Pure: no I/O, no clocks, no threads. Reading files and running fio are the callers' job.
 
-
 use serde::{Deserialize, Serialize};
 
 pub mod fio;

@@ -306,13 +306,24 @@ mod tests {
         assert_eq!(e.file, "f.toml");
         assert_eq!(e.field, "part[0].size");
         assert_eq!(e.value.as_deref(), Some("\"8\""));
-        assert!(e.message.contains("expected a whole number from 0 to 4294967295"), "{e}");
+        assert!(
+            e.message
+                .contains("expected a whole number from 0 to 4294967295"),
+            "{e}"
+        );
         assert!(e.message.ends_with("(line 3, column 8)"), "{e}");
         let e = parse::<File>("name = \"a\"\nsize = 3\n", "f.toml").unwrap_err();
         assert_eq!(e.field, "size");
-        assert!(e.message.starts_with("unknown field `size`; allowed: name, part"), "{e}");
+        assert!(
+            e.message
+                .starts_with("unknown field `size`; allowed: name, part"),
+            "{e}"
+        );
         let e = parse::<File>("[[part]]\nsize = 1\n", "f.toml").unwrap_err();
-        assert!(e.message.starts_with("missing required field `name`"), "{e}");
+        assert!(
+            e.message.starts_with("missing required field `name`"),
+            "{e}"
+        );
         assert_eq!(
             e.to_string().split(": ").take(2).collect::<Vec<_>>(),
             ["f.toml", "field `name`"]

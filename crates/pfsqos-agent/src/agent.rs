@@ -347,7 +347,7 @@ impl ControllerRates {
     pub fn absorb<'a>(&mut self, writes: impl IntoIterator<Item = &'a ControlWrite>) {
         for w in writes {
             // Policy and client writes are the caller's to judge.
-            let ControlWrite::NrsTbfRule(text) = w else {
+            let Some(text) = w.tbf_rule_text() else {
                 continue;
             };
             match TbfCommand::parse(text).map(|c| c.op) {
@@ -774,8 +774,7 @@ impl<L: Lctl> Agent<L> {
             match self.set(PARAM_TBF_RULE, &change) {
                 Ok(()) => {
                     // Held as if started: a clean exit stops it.
-                    self.ledger
-                        .note(&ControlWrite::NrsTbfRule(text.to_string()));
+                    self.ledger.note(&ControlWrite::tbf_rule(text.to_string()));
                     self.stats.rules_adopted += 1;
                     info!(rule = %name, "adopted a rule left by an earlier instance");
                     return;
@@ -1075,7 +1074,7 @@ impl<L: Lctl> Agent<L> {
             match &w.write {
                 // The agent runs the policy itself (tbf jobid, enabled once at start).
                 ControlWrite::NrsPolicies(p) if p == TBF_JOBID => {}
-                ControlWrite::NrsTbfRule(_) => self.controller_rules.absorb([&w.write]),
+                w if w.tbf_rule_text().is_some() => self.controller_rules.absorb([w]),
                 other => warn!(write = ?other, "controller write the agent cannot carry; ignored"),
             }
         }
@@ -1377,8 +1376,7 @@ impl<L: Lctl> Agent<L> {
         };
         match result {
             Ok(()) => {
-                self.ledger
-                    .note(&ControlWrite::NrsTbfRule(text.to_string()));
+                self.ledger.note(&ControlWrite::tbf_rule(text.to_string()));
                 match cmd {
                     Some(RuleCommand::Start { .. }) => self.stats.rules_started += 1,
                     Some(RuleCommand::Change { .. }) => self.stats.rules_changed += 1,

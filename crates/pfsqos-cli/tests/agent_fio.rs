@@ -425,7 +425,7 @@ impl SimByteLimits {
         let mut writes = Vec::new();
         for w in decision.writes {
             match &w.write {
-                ControlWrite::NrsTbfRule(_) => self.rates.absorb([&w.write]),
+                ww if ww.tbf_rule_text().is_some() => self.rates.absorb([ww]),
                 _ => writes.push(w),
             }
         }
@@ -449,7 +449,7 @@ impl SimByteLimits {
         for cmd in self.rules.reconcile(&desired) {
             writes.push(DomainWrite {
                 domain,
-                write: ControlWrite::NrsTbfRule(cmd.to_string()),
+                write: ControlWrite::tbf_rule(cmd.to_string()),
             });
         }
         Decision {

@@ -727,9 +727,10 @@ impl Controller for AdapTbf {
     }
 
     fn on_write_refused(&mut self, write: &DomainWrite, _errno: crate::errno::Errno) {
-        if let (ControlWrite::NrsTbfRule(text), Some(rules)) =
-            (&write.write, self.rules.get_mut(&write.domain))
-        {
+        if let (Some(text), Some(rules)) = (
+            write.write.tbf_rule_text(),
+            self.rules.get_mut(&write.domain),
+        ) {
             rules.rules.refused(text);
         }
     }
@@ -837,7 +838,7 @@ impl Controller for AdapTbf {
                     .into_iter()
                     .map(|text| DomainWrite {
                         domain: domain.domain,
-                        write: ControlWrite::NrsTbfRule(text),
+                        write: ControlWrite::tbf_rule(text),
                     }),
             );
         }
@@ -2029,7 +2030,7 @@ mod tests {
                     .into_iter()
                     .map(|text| DomainWrite {
                         domain: domain.domain,
-                        write: ControlWrite::NrsTbfRule(text),
+                        write: ControlWrite::tbf_rule(text),
                     }),
             );
         }

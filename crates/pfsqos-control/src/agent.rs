@@ -42,9 +42,10 @@ pub struct Ledger {
 impl Ledger {
     /// Records a write that was applied.
     pub fn note(&mut self, write: &ControlWrite) {
-        match write {
-            ControlWrite::NrsPolicies(_) => self.policies_changed = true,
-            ControlWrite::NrsTbfRule(text) => match TbfCommand::parse(text).map(|c| c.op) {
+        if let ControlWrite::NrsPolicies(_) = write {
+            self.policies_changed = true;
+        } else if let Some(text) = write.tbf_rule_text() {
+            match TbfCommand::parse(text).map(|c| c.op) {
                 Ok(TbfOp::Start { name, .. }) => {
                     self.rules.insert(name);
                 }
@@ -52,10 +53,9 @@ impl Ledger {
                     self.rules.remove(&name);
                 }
                 _ => {}
-            },
-            // A policy's own parameters go with the policy, which the undo stops.
-            ControlWrite::NrsPolicyParam { .. } => {}
+            }
         }
+        // Any other policy's own parameters go with the policy, which the undo stops.
     }
 
     /// The writes that undo what the ledger holds: every rule still held is stopped first
@@ -65,7 +65,7 @@ impl Ledger {
         let mut writes: Vec<ControlWrite> = self
             .rules
             .iter()
-            .map(|name| ControlWrite::NrsTbfRule(format!("stop {name}")))
+            .map(|name| ControlWrite::tbf_rule(format!("stop {name}")))
             .collect();
         if self.policies_changed {
             let found = self.policy_found.as_deref().unwrap_or("fifo");
@@ -750,14 +750,10 @@ mod tests {
     #[test]
     fn the_ledger_tracks_started_rules_and_policy_changes() {
         let mut l = Ledger::default();
-        l.note(&ControlWrite::NrsTbfRule(
-            "start ja jobid={a} rate=5".into(),
-        ));
-        l.note(&ControlWrite::NrsTbfRule(
-            "start jb jobid={b} rate=5".into(),
-        ));
-        l.note(&ControlWrite::NrsTbfRule("change ja rate=7".into()));
-        l.note(&ControlWrite::NrsTbfRule("stop jb".into()));
+        l.note(&ControlWrite::tbf_rule("start ja jobid={a} rate=5"));
+        l.note(&ControlWrite::tbf_rule("start jb jobid={b} rate=5"));
+        l.note(&ControlWrite::tbf_rule("change ja rate=7"));
+        l.note(&ControlWrite::tbf_rule("stop jb"));
         assert_eq!(l.rules.iter().collect::<Vec<_>>(), vec!["ja"]);
         assert!(!l.policies_changed);
         l.note(&ControlWrite::NrsPolicies("tbf jobid".into()));

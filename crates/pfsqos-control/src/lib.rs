@@ -120,10 +120,8 @@ pub struct Observation {
 /// One write an administrator would make with `lctl set_param` on a domain's OSS.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ControlWrite {
-    /// `ost.OSS.ost_io.nrs_policies=<text>`, e.g. `fifo` or `tbf jobid`.
+    /// `ost.OSS.ost_io.nrs_policies=<text>`, e.g. `fifo` or `tbf jobid`: the head's own file.
     NrsPolicies(String),
-    /// `ost.OSS.ost_io.nrs_tbf_rule=<text>`, e.g. `start j1 jobid={job1} rate=250`.
-    NrsTbfRule(String),
     /// `ost.OSS.ost_io.<param>=<text>` for a parameter file another policy of the scheduler
     /// registry owns (`sched::policy::NrsPolicyDescriptor::params`, e.g. a fair-queuing policy's
     /// weights). Written to the running policy; ENODEV if the owner is not running.
@@ -136,8 +134,28 @@ impl ControlWrite {
     pub fn param_and_text(&self) -> (&str, &str) {
         match self {
             ControlWrite::NrsPolicies(t) => ("nrs_policies", t),
-            ControlWrite::NrsTbfRule(t) => (crate::sched::nrs::PARAM_TBF_RULE, t),
             ControlWrite::NrsPolicyParam { param, text } => (param, text),
+        }
+    }
+
+    /// `ost.OSS.ost_io.nrs_tbf_rule=<text>` (e.g. `start j1 jobid={job1} rate=250`): a write to
+    /// TBF's rule file, which the head routes to TBF as it routes any policy's file.
+    pub fn tbf_rule(text: impl Into<String>) -> ControlWrite {
+        ControlWrite::NrsPolicyParam {
+            param: crate::sched::nrs::PARAM_TBF_RULE.to_string(),
+            text: text.into(),
+        }
+    }
+
+    /// The TBF command of a write to TBF's rule file, `None` for any other write.
+    pub fn tbf_rule_text(&self) -> Option<&str> {
+        match self {
+            ControlWrite::NrsPolicyParam { param, text }
+                if param == crate::sched::nrs::PARAM_TBF_RULE =>
+            {
+                Some(text)
+            }
+            _ => None,
         }
     }
 }

@@ -125,7 +125,7 @@ impl RuleCommand {
     pub fn to_write(&self, file: RuleFile) -> ControlWrite {
         let text = self.render(file);
         match file {
-            RuleFile::TbfRule => ControlWrite::NrsTbfRule(text),
+            RuleFile::TbfRule => ControlWrite::tbf_rule(text),
             RuleFile::Weight { param } => ControlWrite::NrsPolicyParam {
                 param: param.to_string(),
                 text,

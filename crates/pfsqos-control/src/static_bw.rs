@@ -69,7 +69,7 @@ impl Controller for StaticBw {
             for cmd in JobRules::new().reconcile(&desired) {
                 writes.push(DomainWrite {
                     domain: domain.domain,
-                    write: ControlWrite::NrsTbfRule(cmd.to_string()),
+                    write: ControlWrite::tbf_rule(cmd.to_string()),
                 });
             }
         }
@@ -176,10 +176,10 @@ mod tests {
         let texts: Vec<String> = d
             .writes
             .iter()
-            .map(|w| match &w.write {
-                ControlWrite::NrsPolicies(t) => format!("policies:{t}"),
-                ControlWrite::NrsTbfRule(t) => format!("rule:{t}"),
-                other => format!("{other:?}"),
+            .map(|w| match (&w.write, w.write.tbf_rule_text()) {
+                (ControlWrite::NrsPolicies(t), _) => format!("policies:{t}"),
+                (_, Some(t)) => format!("rule:{t}"),
+                (other, None) => format!("{other:?}"),
             })
             .collect();
         assert_eq!(

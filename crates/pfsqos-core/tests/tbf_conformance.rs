@@ -3,7 +3,7 @@
 //! over byte strings.
 
 use pfsqos_core::errno::Errno;
-use pfsqos_core::sched::nrs::{tbf_rule_listing, write_service, Nrs, NrsError};
+use pfsqos_core::sched::nrs::{tbf_rule_listing, write_service, Nrs, NrsError, PARAM_TBF_RULE};
 use pfsqos_core::sched::tbf::{
     ClassType, LustreVersion, NrsQueue, TbfCommand, TbfConfig, TbfOp, TbfRuleListing,
 };
@@ -32,7 +32,7 @@ impl Service {
     fn write(&mut self, param: Param, text: &str) -> Result<(), NrsError> {
         write_service([&mut self.reg, &mut self.hp], |head| match param {
             Param::Policies => head.write_policies(0, text),
-            Param::Rule => head.write_tbf_rule(0, text),
+            Param::Rule => head.write_policy_param(0, PARAM_TBF_RULE, text),
             _ => unreachable!("not a write"),
         })
     }
@@ -231,7 +231,7 @@ proptest! {
         round_trips(&text, t, v)?;
         let mut n: Nrs<u32> = Nrs::with_config(NrsQueue::Regular, TbfConfig::for_version(v).into());
         let _ = n.write_policies(0, &text);
-        let _ = n.write_tbf_rule(0, &text);
+        let _ = n.write_policy_param(0, PARAM_TBF_RULE, &text);
     }
 
     #[test]
@@ -240,7 +240,7 @@ proptest! {
         round_trips(&text, t, v)?;
         let mut n: Nrs<u32> = Nrs::with_config(NrsQueue::Regular, TbfConfig::for_version(v).into());
         let _ = n.write_policies(0, "tbf");
-        let _ = n.write_tbf_rule(0, &text);
+        let _ = n.write_policy_param(0, PARAM_TBF_RULE, &text);
         let _ = n.write_policies(0, &text);
     }
 
@@ -260,7 +260,7 @@ proptest! {
                 continue;
             }
             let text = format!("start r{i} {c} rate={}", i + 1);
-            if n.write_tbf_rule(0, &text).is_ok() {
+            if n.write_policy_param(0, PARAM_TBF_RULE, &text).is_ok() {
                 accepted.push(TbfCommand::parse_for(&text, Some(ClassType::generic(v)), v).unwrap());
             }
         }
@@ -295,7 +295,7 @@ fn worst_case_inputs_are_bounded() {
     n.write_policies(0, "tbf jobid").unwrap();
     let stars = format!("start s jobid={{{}b}}", "*a".repeat(2000));
     assert!(stars.len() <= 4095);
-    n.write_tbf_rule(0, &stars).unwrap();
+    n.write_policy_param(0, PARAM_TBF_RULE, &stars).unwrap();
     // Class creation matches the rule against a 31-byte jobid that misses at the end.
     use pfsqos_core::model::{JobId, RpcTags};
     use pfsqos_core::sched::RequestScheduler;
@@ -308,10 +308,12 @@ fn worst_case_inputs_are_bounded() {
     let long = format!("start l uid={{{}}}", "1 ".repeat(2035));
     assert!(long.len() <= 4095);
     n.write_policies(0, "tbf").unwrap();
-    n.write_tbf_rule(0, &long).unwrap();
+    n.write_policy_param(0, PARAM_TBF_RULE, &long).unwrap();
     let too_long = format!("start l uid={{{}}}", "1 ".repeat(2050));
     assert_eq!(
-        n.write_tbf_rule(0, &too_long).unwrap_err().errno,
+        n.write_policy_param(0, PARAM_TBF_RULE, &too_long)
+            .unwrap_err()
+            .errno,
         Errno::EINVAL
     );
 }

@@ -382,7 +382,6 @@ pub fn apply_write<'a, P: Send + 'static>(
     for head in heads {
         let r = match write {
             ControlWrite::NrsPolicies(text) => head.write_policies(now_ns, text),
-            ControlWrite::NrsTbfRule(text) => head.write_tbf_rule(now_ns, text),
             ControlWrite::NrsPolicyParam { param, text } => {
                 head.write_policy_param(now_ns, param, text)
             }
@@ -415,15 +414,22 @@ mod tests {
         let mut heads: Vec<Nrs<u32>> = (0..3).map(|_| Nrs::new()).collect();
         let start = ControlWrite::NrsPolicies("tbf jobid".into());
         assert_eq!(apply_write(heads.iter_mut(), 0, &start), Ok(3));
-        let rule = ControlWrite::NrsTbfRule("start a jobid={a} rate=10".into());
+        let rule = ControlWrite::tbf_rule("start a jobid={a} rate=10");
         assert_eq!(apply_write(heads.iter_mut(), 1, &rule), Ok(3));
         let twice = apply_write(heads.iter_mut(), 2, &rule).unwrap_err();
         assert_eq!(twice.errno, Errno::EEXIST);
         // Every head, on its own, holds the rule.
         for h in &mut heads {
-            assert_eq!(h.write_tbf_rule(3, "change a rate=5"), Ok(()));
+            assert_eq!(
+                h.write_policy_param(
+                    3,
+                    pfsqos_core::sched::nrs::PARAM_TBF_RULE,
+                    "change a rate=5"
+                ),
+                Ok(())
+            );
         }
-        let bad = ControlWrite::NrsTbfRule("change nosuch rate=5".into());
+        let bad = ControlWrite::tbf_rule("change nosuch rate=5");
         assert_eq!(
             apply_write(heads.iter_mut(), 4, &bad).unwrap_err().errno,
             Errno::ENOENT
@@ -437,9 +443,9 @@ mod tests {
         let mut heads: Vec<Nrs<u32>> = (0..3).map(|_| Nrs::new()).collect();
         let start = ControlWrite::NrsPolicies("tbf jobid".into());
         assert_eq!(apply_write(heads.iter_mut(), 0, &start), Ok(3));
-        let b = ControlWrite::NrsTbfRule("start b jobid={b} rate=3".into());
+        let b = ControlWrite::tbf_rule("start b jobid={b} rate=3");
         assert_eq!(apply_write(heads.iter_mut(), 1, &b), Ok(3));
-        let partial = ControlWrite::NrsTbfRule("change b rate=7 rank=nosuch".into());
+        let partial = ControlWrite::tbf_rule("change b rate=7 rank=nosuch");
         assert_eq!(
             apply_write(heads.iter_mut(), 2, &partial)
                 .unwrap_err()

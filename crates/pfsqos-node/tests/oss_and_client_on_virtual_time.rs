@@ -97,7 +97,7 @@ fn run(file_bytes: u64, trace: &mut Vec<(u64, usize)>) -> Vec<(usize, u64)> {
         .collect();
     for w in [
         ControlWrite::NrsPolicies("tbf jobid".into()),
-        ControlWrite::NrsTbfRule(format!("start a jobid={{a}} rate={RATE_A_RPCS_PER_S}")),
+        ControlWrite::tbf_rule(format!("start a jobid={{a}} rate={RATE_A_RPCS_PER_S}")),
     ] {
         for c in &mut cpts {
             c.apply_write(0, DomainId(0), &w).unwrap();

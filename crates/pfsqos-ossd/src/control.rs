@@ -362,7 +362,7 @@ fn stop_held_rules(shared: &impl Controlled, ledger: &mut Ledger) {
     for name in rules {
         let w = DomainWrite {
             domain: OSS_DOMAIN,
-            write: ControlWrite::NrsTbfRule(format!("stop {name}")),
+            write: ControlWrite::tbf_rule(format!("stop {name}")),
         };
         if let Err(e) = apply_write(shared, &w, ledger) {
             warn!(write = ?w.write, error = %e, "could not stop a controller rule");

@@ -98,7 +98,7 @@ mod tests {
     fn rule(text: &str) -> DomainWrite {
         DomainWrite {
             domain: OSS_DOMAIN,
-            write: ControlWrite::NrsTbfRule(text.to_string()),
+            write: ControlWrite::tbf_rule(text.to_string()),
         }
     }
 
@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(twice.errno, Errno::EEXIST, "{twice}");
         let elsewhere = DomainWrite {
             domain: DomainId(1),
-            write: ControlWrite::NrsTbfRule("stop ja".into()),
+            write: ControlWrite::tbf_rule("stop ja"),
         };
         let e = apply_write(shared, &elsewhere, &mut ledger).unwrap_err();
         assert_eq!(e.errno, Errno::ENODEV, "{e}");

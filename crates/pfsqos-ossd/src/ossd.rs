@@ -1231,7 +1231,7 @@ impl Shared {
                 let text = value.to_string();
                 let write = match param {
                     "nrs_policies" => ControlWrite::NrsPolicies(text),
-                    "nrs_tbf_rule" => ControlWrite::NrsTbfRule(text),
+                    "nrs_tbf_rule" => ControlWrite::tbf_rule(text),
                     other => ControlWrite::NrsPolicyParam {
                         param: other.to_string(),
                         text,

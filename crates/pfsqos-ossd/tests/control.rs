@@ -173,7 +173,7 @@ async fn static_rules_follow_node_counts_and_go_away_on_exit() {
         .ossd
         .apply_control_write(&DomainWrite {
             domain: DomainId(0),
-            write: ControlWrite::NrsTbfRule(bad.clone()),
+            write: ControlWrite::tbf_rule(bad.clone()),
         })
         .unwrap_err();
     let (code, _, err) = lctl_set(&f, &format!("ost.OSS.ost_io.nrs_tbf_rule={bad}")).await;

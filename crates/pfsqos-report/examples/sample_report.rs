@@ -159,7 +159,7 @@ fn make_run(policy: &str, fair: bool, traced: bool) -> RunOutput {
         vec![ControlLogEntry {
             time_ns: 5_000_000_000,
             domain: pfsqos_core::control::DomainId(0),
-            write: pfsqos_core::control::ControlWrite::NrsTbfRule(
+            write: pfsqos_core::control::ControlWrite::tbf_rule(
                 "start bad jobid={job9} rate=0".to_string(),
             ),
             result: Err("rate must be at least 1".to_string()),

@@ -336,13 +336,8 @@ pub(crate) fn fmt_seconds(ns: u64) -> String {
 /// The control write as `lctl set_param` would show its value.
 pub(crate) fn control_write_text(write: &ControlWrite) -> String {
     // Variants other helpers add later still print, through Debug.
-    #[allow(unreachable_patterns)]
-    match write {
-        ControlWrite::NrsPolicies(text) => format!("nrs_policies={text}"),
-        ControlWrite::NrsTbfRule(text) => format!("nrs_tbf_rule={text}"),
-        ControlWrite::NrsPolicyParam { param, text } => format!("{param}={text}"),
-        other => format!("{other:?}"),
-    }
+    let (param, text) = write.param_and_text();
+    format!("{param}={text}")
 }
 
 /// Escapes text for HTML element content and attribute values (SVG included).

@@ -348,7 +348,7 @@ fn control_writes_are_counted_and_rejections_listed() {
         ControlLogEntry {
             time_ns: S / 2,
             domain: DomainId(1),
-            write: ControlWrite::NrsTbfRule("start r rate=0".to_string()),
+            write: ControlWrite::tbf_rule("start r rate=0"),
             result: Err("rate must be positive".to_string()),
         },
     ];

@@ -279,13 +279,6 @@ impl<P: Send + 'static> Nrs<P> {
         Ok(())
     }
 
-    /// `lctl set_param ost.OSS.ost_io.nrs_tbf_rule=<text>` on this head: what
-    /// [`Nrs::write_policy_param`] does with TBF's rule file ([`crate::tbf`] says how a rule
-    /// command is parsed and applied).
-    pub fn write_tbf_rule(&mut self, now_ns: u64, text: &str) -> Result<(), NrsError> {
-        self.write_policy_param(now_ns, PARAM_TBF_RULE, text)
-    }
-
     /// A write to a policy's own parameter file (`param` as its descriptor lists it):
     /// ENOENT if no policy owns it; while its owner is not running, what the owner's
     /// descriptor answers ([`NrsPolicyDescriptor::stopped_write`], by default ENODEV, as
@@ -635,13 +628,18 @@ mod tests {
         let mut n: Nrs<u32> = Nrs::new();
         assert_eq!(n.policy_name(), "fifo");
         // While FIFO runs a start cannot be parsed (no type): EINVAL; change/stop: ENODEV.
-        let errno = |n: &mut Nrs<u32>, t: &str| n.write_tbf_rule(0, t).unwrap_err().errno;
+        let errno = |n: &mut Nrs<u32>, t: &str| {
+            n.write_policy_param(0, PARAM_TBF_RULE, t)
+                .unwrap_err()
+                .errno
+        };
         assert_eq!(errno(&mut n, "start a jobid={a} rate=5"), Errno::EINVAL);
         assert_eq!(errno(&mut n, "change a rate=5"), Errno::ENODEV);
         assert_eq!(errno(&mut n, "stop a"), Errno::ENODEV);
         n.write_policies(0, "tbf jobid").unwrap();
         assert_eq!(n.policy_name(), "tbf jobid");
-        n.write_tbf_rule(0, "start a jobid={a} rate=5").unwrap();
+        n.write_policy_param(0, PARAM_TBF_RULE, "start a jobid={a} rate=5")
+            .unwrap();
         // Same policy, same argument text: rules kept.
         n.write_policies(0, "tbf jobid").unwrap();
         assert_eq!(n.tbf().unwrap().rule_names(), vec!["a", "default"]);
@@ -674,7 +672,8 @@ mod tests {
         assert_eq!(n.policy_name(), "fifo");
         n.write_policies(0, "tbf jobid").unwrap();
         // Different argument text, even for the same fields: restart, only default remains.
-        n.write_tbf_rule(0, "start a jobid={a} rate=5").unwrap();
+        n.write_policy_param(0, PARAM_TBF_RULE, "start a jobid={a} rate=5")
+            .unwrap();
         n.write_policies(0, "tbf jobid+").unwrap();
         assert_eq!(n.policy_name(), "tbf jobid+");
         assert_eq!(n.tbf().unwrap().rule_names(), vec!["default"]);
@@ -696,12 +695,13 @@ mod tests {
         assert_eq!(n.policy_name(), "tbf jobid");
         n.write_policies(0, "tbf reg").unwrap();
         assert_eq!(n.policy_name(), "tbf");
-        n.write_tbf_rule(0, "hp start h jobid={h}").unwrap();
+        n.write_policy_param(0, PARAM_TBF_RULE, "hp start h jobid={h}")
+            .unwrap();
         assert_eq!(n.tbf().unwrap().rule_names(), vec!["default"]);
     }
 
     /// A policy's own parameter files are reached by name through the registry: TBF's rule
-    /// file as `write_tbf_rule`, a file no row owns is ENOENT.
+    /// file as TBF's rule file, a file no row owns is ENOENT.
     #[test]
     fn policy_parameters_route_through_the_registry() {
         let mut n: Nrs<u32> = Nrs::new();
@@ -767,7 +767,8 @@ mod tests {
     fn switching_policy_moves_queued_requests_to_fifo_in_dequeue_order() {
         let mut n: Nrs<u32> = Nrs::new();
         n.write_policies(0, "tbf jobid").unwrap();
-        n.write_tbf_rule(0, "start a jobid={a} rate=1").unwrap();
+        n.write_policy_param(0, PARAM_TBF_RULE, "start a jobid={a} rate=1")
+            .unwrap();
         for i in 0..5 {
             n.enqueue(0, &tags("a"), i);
         }
@@ -779,7 +780,7 @@ mod tests {
         assert_eq!((n.queued(), n.timer_deadline_ns()), (2, None));
         n.enqueue(10, &tags("c"), 20);
         assert_eq!(take_all(&mut n, 10), vec![3, 4, 20]);
-        n.write_tbf_rule(0, "start slow nid={10.0.0.1@tcp} rate=1")
+        n.write_policy_param(0, PARAM_TBF_RULE, "start slow nid={10.0.0.1@tcp} rate=1")
             .unwrap();
         for i in 30..35 {
             n.enqueue(20, &tags("d"), i);
@@ -794,12 +795,14 @@ mod tests {
     fn throttle_blocks_the_fifo_too() {
         let mut n: Nrs<u32> = Nrs::new();
         n.write_policies(0, "tbf jobid").unwrap();
-        n.write_tbf_rule(0, "start a jobid={a} rate=1").unwrap();
+        n.write_policy_param(0, PARAM_TBF_RULE, "start a jobid={a} rate=1")
+            .unwrap();
         for i in 0..5 {
             n.enqueue(0, &tags("a"), i);
         }
         n.write_policies(0, "tbf").unwrap(); // 5 requests now in the FIFO
-        n.write_tbf_rule(0, "start a jobid={x} rate=1").unwrap();
+        n.write_policy_param(0, PARAM_TBF_RULE, "start a jobid={x} rate=1")
+            .unwrap();
         for i in 10..14 {
             n.enqueue(0, &tags("x"), i);
         }
@@ -840,7 +843,7 @@ mod tests {
                 "start dd_all jobid={dd.*} rate=50",
                 "start vip jobid={4150001} rate=5000 rank=dd_all",
             ] {
-                h.write_tbf_rule(0, cmd).unwrap();
+                h.write_policy_param(0, PARAM_TBF_RULE, cmd).unwrap();
             }
         }
         let load = |h: &mut Nrs<u32>, jobs: &[&str]| {
@@ -955,7 +958,7 @@ default * 10000, ref 7
                     5 => n.write_policies(now, "fifo").unwrap(),
                     6 => {
                         n.write_policies(now, "tbf jobid").unwrap();
-                        n.write_tbf_rule(now, "start s jobid={j1} rate=50").ok();
+                        n.write_policy_param(now, PARAM_TBF_RULE, "start s jobid={j1} rate=50").ok();
                     }
                     _ => n.write_policies(now, "tbf").unwrap(),
                 }

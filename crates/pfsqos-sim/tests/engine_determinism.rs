@@ -168,7 +168,11 @@ fn static_writes_are_logged_and_accepted() {
     let rules = out
         .control_log
         .iter()
-        .filter(|e| matches!(&e.write, pfsqos_core::control::ControlWrite::NrsTbfRule(t) if t.starts_with("start ")))
+        .filter(|e| {
+            e.write
+                .tbf_rule_text()
+                .is_some_and(|t| t.starts_with("start "))
+        })
         .count();
     assert_eq!(rules, 2 * 2, "a start per job and domain");
 }

@@ -167,10 +167,7 @@ impl pfsqos_core::control::Controller for LimitA {
             });
             writes.push(DomainWrite {
                 domain: d.domain,
-                write: ControlWrite::NrsTbfRule(format!(
-                    "start lim jobid={{a}} rate={}",
-                    self.rate
-                )),
+                write: ControlWrite::tbf_rule(format!("start lim jobid={{a}} rate={}", self.rate)),
             });
         }
         pfsqos_core::control::Decision::of_writes(writes)

@@ -350,9 +350,10 @@ impl<A: Allocator> Controller for AllocatorController<A> {
     }
 
     fn on_write_refused(&mut self, write: &DomainWrite, _errno: crate::errno::Errno) {
-        if let (ControlWrite::NrsTbfRule(text), Some(rules)) =
-            (&write.write, self.rules.get_mut(&write.domain))
-        {
+        if let (Some(text), Some(rules)) = (
+            write.write.tbf_rule_text(),
+            self.rules.get_mut(&write.domain),
+        ) {
             rules.rules.refused(text);
         }
     }
@@ -423,7 +424,7 @@ impl<A: Allocator> Controller for AllocatorController<A> {
             let rules = self.rules.entry(d.domain).or_default();
             writes.extend(rules.update(&rates).into_iter().map(|text| DomainWrite {
                 domain: d.domain,
-                write: ControlWrite::NrsTbfRule(text),
+                write: ControlWrite::tbf_rule(text),
             }));
         }
         self.last = Some(allocation);

@@ -85,7 +85,7 @@ for i in $(seq 0 $((OSSES - 1))); do
   oss_args+=(--oss "127.0.0.1:$port:$OSTS_PER_OSS")
 done
 "$PFSQOS" mds --listen "127.0.0.1:$mds_port" --db "$work/mds.db" --key-file "$work/key" \
-  "${oss_args[@]}" --stripe-count 1 >"$work/mds.log" 2>&1 &
+  "${oss_args[@]}" --stripe-count 1 --placer iez >"$work/mds.log" 2>&1 &
 pids+=($!)
 wait_for "the MDS" port_open "$mds_port"
 mkdir -p "$mnt"

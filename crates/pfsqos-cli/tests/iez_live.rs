@@ -136,6 +136,7 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
         .collect();
     let mut mc = MdsConfig::new(mds_addr, tmp.path().join("mds.db"), KEY.to_vec(), osses);
     mc.namespace.default_stripe.stripe_count = 2;
+    mc.namespace.placer = "iez".into();
     // The MDS shares this process with the ossds and the mount: its load would be theirs.
     mc.mds_load_period = None;
     let mds = rt.block_on(Mds::start_on(mds_listener, mc)).unwrap();

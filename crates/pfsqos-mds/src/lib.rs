@@ -25,8 +25,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use pfsqos_core::model::JobId;
 use pfsqos_core::model::{OstId, StripeLayout};
-use pfsqos_core::place::PlacementRequest;
+use pfsqos_core::place::{PlacementContext, PlacementRequest};
 use pfsqos_node::mds::Placer;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use tokio::net::{TcpListener, TcpStream};
@@ -103,7 +104,15 @@ pub struct NamespaceConfig {
     /// Layout of files in directories without a default of their own.
     pub default_stripe: StripeSpec,
     pub inodes_max: u64,
+    /// The placement policy of new files, a spec `name[:key=value]...` of
+    /// `pfsqos_core::place::PLACER_ROWS` (`roundrobin`, `lustre`, `iez`), as the simulator's
+    /// scenarios name it.
+    pub placer: String,
 }
+
+/// The placer of an MDS whose configuration names none: round robin, the rotation Lustre's
+/// allocator falls back to when the OSTs are balanced.
+pub const PLACER_DEFAULT: &str = "roundrobin";
 
 impl NamespaceConfig {
     fn osts(&self) -> Vec<OstInfo> {
@@ -207,14 +216,31 @@ CREATE TABLE IF NOT EXISTS meta (
 /// version 2 database gets the column with every row not created.
 pub const SCHEMA_VERSION: i64 = 3;
 
-/// The meta key of the placer's state.
+/// The meta key of round robin's state (its cursor; the key predates the other placers).
 const META_PLACER_STATE: &str = "rr_cursor";
+
+/// The meta key of a placer's state: each placer keeps its own, so an MDS restarted with
+/// another placer never reads a state word of a different shape.
+fn placer_state_key(placer_name: &str) -> String {
+    if placer_name == "roundrobin" {
+        META_PLACER_STATE.to_string()
+    } else {
+        format!("placer_state:{placer_name}")
+    }
+}
+
+/// The name of a placer spec (`lustre:qos_maxage=5` is `lustre`).
+fn placer_name(spec: &str) -> &str {
+    spec.split(':').next().unwrap_or_default()
+}
 
 /// The namespace: one SQLite database.
 pub struct Namespace {
     db: Connection,
     config: NamespaceConfig,
     placer: Placer,
+    /// The placer's name (the spec's first word), which also names its state's meta key.
+    placer_name: String,
     iez: iez::IezState,
 }
 
@@ -279,6 +305,16 @@ fn meta_get(tx: &Connection, key: &str) -> Result<u64, RemoteError> {
         .map_err(db_err)?
         .unwrap_or(0);
     Ok(u64::from_ne_bytes(stored.to_ne_bytes()))
+}
+
+/// Whether the meta table holds `key`.
+fn meta_has(tx: &Connection, key: &str) -> Result<bool, RemoteError> {
+    tx.query_row(
+        "SELECT EXISTS(SELECT 1 FROM meta WHERE key = ?1)",
+        [key],
+        |r| r.get::<_, bool>(0),
+    )
+    .map_err(db_err)
 }
 
 /// Stores a meta value: any u64, as the i64 of the same bits.
@@ -480,10 +516,13 @@ impl Namespace {
             db.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(db_err)?;
         }
+        let placer = Placer::by_name(&config.placer, config.ost_count())
+            .map_err(|e| err(Errno::EINVAL, format!("placer: {e}")))?;
         let mut ns = Namespace {
             db,
             config: config.clone(),
-            placer: Placer::round_robin(config.ost_count()),
+            placer,
+            placer_name: placer_name(&config.placer).to_string(),
             iez: iez::IezState::new(
                 &config.osses,
                 iez::STATS_MAX_AGE_DEFAULT_MS.saturating_mul(1_000_000),
@@ -513,10 +552,17 @@ impl Namespace {
                 .map_err(db_err)?;
             meta_set(&tx, "next_ino", max as u64 + 1)?;
         }
-        let placer_state = meta_get(&tx, META_PLACER_STATE)?;
+        // A placer that never placed here starts as the registry builds it (Lustre's
+        // allocator from its seeded start), not from a zero state word.
+        let key = placer_state_key(&ns.placer_name);
+        let placer_state = meta_has(&tx, &key)?
+            .then(|| meta_get(&tx, &key))
+            .transpose()?;
         ns.iez.has_rows = iez::has_rows(&tx)?;
         tx.commit().map_err(db_err)?;
-        ns.placer.restore(placer_state);
+        if let Some(state) = placer_state {
+            ns.placer.restore(state);
+        }
         Ok(ns)
     }
 
@@ -572,7 +618,42 @@ impl Namespace {
         let name = report.oss.clone();
         self.iez.report(report, now_ns).inspect_err(|e| {
             warn!(oss = %name.escape_debug(), "OSS statistics refused: {e}");
-        })
+        })?;
+        // Once every OSS has reported, the placer sees the servers' space and load (Lustre's
+        // allocator weighs OSTs by free space when it is uneven, iez plans on it).
+        if let Ok(stats) = self.iez.fresh_stats(now_ns) {
+            if let Err(e) = self.placer.observe_servers(&stats) {
+                warn!("OSS statistics not used by the placer: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    /// The servers' space and load as the placer last saw them, if every OSS reported within
+    /// the allowed age at `now_ns`.
+    pub fn server_stats(&self, now_ns: u64) -> Option<pfsqos_core::place::ServerStats> {
+        self.iez.fresh_stats(now_ns).ok()
+    }
+
+    /// The placer's name (`roundrobin`, `lustre`, `iez`).
+    pub fn placer_name(&self) -> &str {
+        &self.placer_name
+    }
+
+    /// The allocator that places a file without an interaction-database row: the placer
+    /// itself, except that iez's placer places such a file by Lustre's allocator
+    /// (`pfsqos_core::place::iez`).
+    fn allocator_name(&self) -> &str {
+        if self.iez_places() {
+            "lustre"
+        } else {
+            &self.placer_name
+        }
+    }
+
+    /// Whether creates consult the interaction database (the `iez` placer's live path).
+    fn iez_places(&self) -> bool {
+        self.placer_name == "iez"
     }
 
     /// Loads an application's predicted files into the interaction database ([`iez`]).
@@ -582,6 +663,15 @@ impl Namespace {
         files: &[pfsqos_wire::mds::IezPrediction],
         now_ns: u64,
     ) -> Result<(u32, u32), RemoteError> {
+        if !self.iez_places() {
+            return Err(err(
+                Errno::EINVAL,
+                format!(
+                    "this MDS places files with `{}`; iez's predictions need the placer `iez`",
+                    self.placer_name
+                ),
+            ));
+        }
         let tx = self.db.transaction().map_err(db_err)?;
         let r = self.iez.load(&tx, app, files, now_ns)?;
         tx.commit().map_err(db_err)?;
@@ -700,10 +790,12 @@ impl Namespace {
         let explicit = stripe.map(|s| self.placement_request(&s)).transpose()?;
         let config = self.config.clone();
         let mut placer = self.placer.clone();
+        let iez_places = self.iez_places();
+        let allocator = self.allocator_name().to_string();
         let tx = self.db.transaction().map_err(db_err)?;
         let attr = Self::new_inode(&tx, &config, parent, name, Kind::File, owner, now_ns)?;
         // The interaction database is keyed by path; a name that is not UTF-8 has no row.
-        let choice = if self.iez.has_rows {
+        let choice = if iez_places && self.iez.has_rows {
             let mut path = path_of(&tx, parent)?;
             path.push(b'/');
             path.extend_from_slice(name);
@@ -722,7 +814,8 @@ impl Namespace {
                 warn!(
                     ino = attr.ino,
                     name = %String::from_utf8_lossy(name).escape_debug(),
-                    "iez falls back to round robin: {f}"
+                    allocator,
+                    "iez falls back: {f}"
                 );
                 Err(Some(f))
             }
@@ -746,7 +839,16 @@ impl Namespace {
                 osts: row.osts.iter().map(|&o| OstId(o)).collect(),
             },
             Err(_) => placer
-                .create(spec.stripe_count, spec.stripe_size_bytes, spec.start_ost)
+                .create_for(
+                    &PlacementContext {
+                        now_ns,
+                        // A create carries no job id.
+                        job: JobId::EMPTY,
+                    },
+                    spec.stripe_count,
+                    spec.stripe_size_bytes,
+                    spec.start_ost,
+                )
                 .map_err(|e| err(e.errno(), e.to_string()))?,
         };
         let reason = iez_layout
@@ -756,7 +858,7 @@ impl Namespace {
         let policy = if iez_layout.is_ok() {
             "iez"
         } else {
-            "roundrobin"
+            allocator.as_str()
         };
         iez::record_placement(&tx, attr.ino, policy, reason.as_deref())?;
         let first = meta_get(&tx, "next_object")?;
@@ -770,7 +872,7 @@ impl Namespace {
             })
             .collect();
         meta_set(&tx, "next_object", first + stripes.len() as u64)?;
-        meta_set(&tx, META_PLACER_STATE, placer.state())?;
+        meta_set(&tx, &placer_state_key(&self.placer_name), placer.state())?;
         tx.execute(
             "INSERT INTO layouts(ino, stripe_size) VALUES (?1, ?2)",
             params![attr.ino as i64, placed.stripe_size_bytes as i64],
@@ -1218,6 +1320,7 @@ impl MdsConfig {
                     start_ost: None,
                 },
                 inodes_max: 100_000_000,
+                placer: PLACER_DEFAULT.into(),
             },
             connections_max: 256,
             metrics_listen: None,

@@ -13,6 +13,7 @@ fn config(ost_count: u32) -> NamespaceConfig {
             start_ost: None,
         },
         inodes_max: 1000,
+        placer: PLACER_DEFAULT.into(),
     }
 }
 
@@ -388,6 +389,7 @@ fn depth_and_inode_limits() {
         &d.path().join("db"),
         NamespaceConfig {
             inodes_max: 3,
+            placer: PLACER_DEFAULT.into(),
             ..config(1)
         },
     )

@@ -89,8 +89,9 @@ pub const XATTR_LAYOUT: &str = "user.pfsqos.layout";
 /// Set on a directory to create a file in it with an explicit layout (`lfs setstripe` of a
 /// path that does not exist): value `stripe_count=C stripe_size=S stripe_offset=I name=NAME`.
 pub const XATTR_CREATE: &str = "user.pfsqos.create";
-/// The read-only xattr saying which placement chose a file's layout: `iez`, `roundrobin`, or
-/// `roundrobin: REASON` when iez had a prediction for the file and fell back.
+/// The read-only xattr saying which placement chose a file's layout: `iez`, the MDS's
+/// placer (`roundrobin`, `lustre`), or `ALLOCATOR: REASON` when iez had a prediction for the
+/// file and fell back.
 pub const XATTR_PLACEMENT: &str = "user.pfsqos.placement";
 /// Read-only on every path of a mount: the file system's OST count (decimal text), so that
 /// `setstripe` can name the limit of a stripe count or index.

@@ -113,6 +113,7 @@ struct MdsSpec {
     default_stripe_size_bytes: Option<i64>,
     iez_stats_max_age_ms: Option<i64>,
     iez_report_period_ms: Option<i64>,
+    placer: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -189,6 +190,9 @@ pub struct MdsRole {
     /// iez: every ossd reports its statistics to the MDS with this period
     /// (`ossd --report-mds --report-period-ms`); `None`: no reports, iez never places.
     pub iez_report_period_ms: Option<u64>,
+    /// Placement policy of new files (`mds --placer`): `roundrobin`, `lustre` or `iez`, with
+    /// options.
+    pub placer: String,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -588,7 +592,13 @@ fn resolve(spec: FileSpec, base: &Path, file: &str) -> Result<Cluster, ClusterEr
                 ),
             )
         })?;
+    let placer = m
+        .placer
+        .unwrap_or_else(|| pfsqos_mds::PLACER_DEFAULT.to_string());
+    pfsqos_core::place::placement_by_name(&placer, ost_total as u32)
+        .map_err(|e| cx.err("mds.placer", &placer, e))?;
     let mds = MdsRole {
+        placer,
         host: cx.host("mds.host", &m.host)?,
         listen: cx.addr(
             "mds.listen",

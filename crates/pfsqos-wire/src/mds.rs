@@ -232,7 +232,8 @@ pub struct IezPrediction {
 /// Who chose a file's layout.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlacementInfo {
-    /// `iez` or `roundrobin`.
+    /// `iez`, or the allocator that placed the file without a plan: the MDS's placer
+    /// (`roundrobin`, `lustre`; `lustre` under the `iez` placer).
     pub policy: String,
     /// Why iez did not place it (a file with a prediction that fell back), if it did not.
     pub reason: Option<String>,

@@ -2,9 +2,10 @@
 //!
 //! [`Namespace`] is the storage layer (every operation, every check, one SQLite transaction per
 //! mutation); [`Mds`] serves it over the pfsqos protocol
-//! ([`pfsqos_wire::mds::MdsRequest`]/`MdsReply` after the usual handshake). The MDS never touches objects: a truncate records the new size, and an
-//! unlink or a rename that replaces a file hands back the dead file's layout; punching or
-//! removing the objects on the OSSs is the client's job.
+//! ([`pfsqos_wire::mds::MdsRequest`]/`MdsReply` after the usual handshake). A truncate
+//! records the new size (the client punches the objects). The objects of a file an unlink or
+//! a rename removes are the MDS's to destroy: queued in the removing transaction and sent to
+//! their ossds until acknowledged, with a sweep for orphans ([`destroy`]).
 //!
 //! Durability: WAL journal with `synchronous=FULL`, so a mutation is on stable storage before
 //! it is acknowledged and survives `kill -9` of the server.
@@ -15,6 +16,7 @@
 //! the process around the server (runtime, logging, signals) is the `pfsqos` binary's.
 
 mod args;
+pub mod destroy;
 pub mod iez;
 pub mod load;
 pub use args::MdsArgs;
@@ -214,7 +216,10 @@ CREATE TABLE IF NOT EXISTS meta (
 /// Version 3 adds `iez_predictions.created` (whether a row's file was created; other
 /// applications' rows not yet created reserve their OSTs when an application is planned); a
 /// version 2 database gets the column with every row not created.
-pub const SCHEMA_VERSION: i64 = 3;
+///
+/// Version 4 adds `destroys`, the objects of removed files not yet destroyed ([`destroy`]);
+/// a version 3 database gets it empty (its removed files' objects are found by the sweep).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The meta key of round robin's state (its cursor; the key predates the other placers).
 const META_PLACER_STATE: &str = "rr_cursor";
@@ -375,9 +380,11 @@ fn dir_stripe(tx: &Connection, ino: u64) -> Result<Option<StripeSpec>, RemoteErr
     .map_err(db_err)
 }
 
-/// Removes an inode that has no entries under it, returning its layout.
+/// Removes an inode that has no entries under it, returning its layout; its objects are
+/// queued for destruction in the same transaction.
 fn remove_inode(tx: &Connection, ino: u64) -> Result<Option<FileLayout>, RemoteError> {
     let layout = get_layout(tx, ino)?;
+    destroy::queue_stripes(tx, ino)?;
     for sql in [
         "DELETE FROM inodes WHERE ino = ?1",
         "DELETE FROM layouts WHERE ino = ?1",
@@ -511,6 +518,7 @@ impl Namespace {
         }
         db.execute_batch(SCHEMA).map_err(db_err)?;
         db.execute_batch(iez::IEZ_SCHEMA).map_err(db_err)?;
+        db.execute_batch(destroy::DESTROY_SCHEMA).map_err(db_err)?;
         iez::migrate(&db)?;
         if version < SCHEMA_VERSION {
             db.pragma_update(None, "user_version", SCHEMA_VERSION)
@@ -1041,7 +1049,7 @@ impl Namespace {
         Ok(DirPage { entries, next })
     }
 
-    /// Removes a file; returns its layout so the caller can destroy the objects.
+    /// Removes a file and queues its objects for destruction; returns its layout.
     pub fn unlink(
         &mut self,
         parent: u64,
@@ -1087,7 +1095,7 @@ impl Namespace {
     }
 
     /// rename(2): replaces a file with a file or an empty directory with a directory. Returns
-    /// the layout of a replaced file, whose objects the caller destroys.
+    /// the layout of a replaced file, whose objects are queued for destruction.
     pub fn rename(
         &mut self,
         parent: u64,
@@ -1338,6 +1346,8 @@ pub struct Mds {
     accept: JoinHandle<()>,
     /// Samples the MDS's own load for iez's busy gate ([`load`]).
     load_sampler: JoinHandle<()>,
+    /// Destroys the objects of removed files ([`destroy`]).
+    destroyer: JoinHandle<()>,
     metrics: Option<MetricsServer>,
 }
 
@@ -1426,6 +1436,17 @@ impl Mds {
             })
         };
         let key: Arc<[u8]> = config.key.clone().into();
+        let removed = Arc::new(tokio::sync::Notify::new());
+        let destroyer = tokio::spawn(
+            destroy::Destroyer::new(
+                ns.clone(),
+                key.clone(),
+                config.namespace.fsname.clone(),
+                &config.namespace.osts(),
+                removed.clone(),
+            )
+            .run(),
+        );
         let fsname = config.namespace.fsname.clone();
         let ost_count = config.namespace.ost_count();
         info!(%addr, db = %config.db.display(), ost_count, "mds serving");
@@ -1452,10 +1473,12 @@ impl Mds {
                     }
                 };
                 let (ns, key, fsname) = (ns.clone(), key.clone(), fsname.clone());
-                let (ops, adm) = (ops.clone(), adm.clone());
+                let (ops, adm, removed) = (ops.clone(), adm.clone(), removed.clone());
                 tokio::spawn(async move {
-                    if let Err(e) =
-                        serve(stream, ns, &ops, &key, &fsname, ost_count, &adm, slot).await
+                    if let Err(e) = serve(
+                        stream, ns, &ops, &key, &fsname, ost_count, &adm, slot, &removed,
+                    )
+                    .await
                     {
                         debug!(%peer, "connection ended: {e}");
                     }
@@ -1468,6 +1491,7 @@ impl Mds {
             admission,
             accept,
             load_sampler,
+            destroyer,
             metrics,
         })
     }
@@ -1500,6 +1524,8 @@ impl Mds {
         let _ = self.accept.await;
         self.load_sampler.abort();
         let _ = self.load_sampler.await;
+        self.destroyer.abort();
+        let _ = self.destroyer.await;
     }
 }
 
@@ -1513,6 +1539,7 @@ async fn serve(
     ost_count: u32,
     admission: &Arc<Admission>,
     mut slot: HandshakeSlot,
+    removed: &tokio::sync::Notify,
 ) -> Result<(), conn::ConnError> {
     stream.set_nodelay(true)?;
     let (r, w) = stream.into_split();
@@ -1538,6 +1565,7 @@ async fn serve(
         let frame = reader.frame().await?;
         let req = decode_mds_request(&frame)?;
         ops[req.op.kind()].fetch_add(1, Ordering::Relaxed);
+        let removes = matches!(req.op, MdsOp::Unlink { .. } | MdsOp::Rename { .. });
         let ns = ns.clone();
         // SQLite commits fsync; keep them off the network threads.
         let result = tokio::task::spawn_blocking(move || {
@@ -1546,6 +1574,10 @@ async fn serve(
         })
         .await
         .unwrap_or_else(|e| Err(err(Errno::EIO, format!("operation failed: {e}"))));
+        if removes && result.is_ok() {
+            // Objects may have been queued: the destroyer sends them now.
+            removed.notify_one();
+        }
         writer
             .msg(&MdsReply {
                 tag: req.tag,

@@ -767,38 +767,9 @@ impl Ops {
         .await
     }
 
-    /// Punches the objects of a removed file to zero length, in the background (the MDS has
-    /// already forgotten the file; a failure only leaves space in use).
-    fn destroy_objects(self: &Arc<Self>, c: Caller, layout: FileLayout) {
-        let ops = self.clone();
-        tokio::spawn(async move {
-            let id = ops.identity(c);
-            for s in &layout.stripes {
-                let pool = ops.osts[s.ost as usize].clone();
-                let slot = pool.admit().await;
-                if let Err(e) = pool
-                    .run(
-                        &slot,
-                        &id,
-                        &ObjOp::Punch {
-                            object: s.object,
-                            size: 0,
-                        },
-                    )
-                    .await
-                {
-                    warn!(
-                        ost = s.ost,
-                        object = s.object,
-                        "object of a removed file not punched: {:?}",
-                        e.0
-                    );
-                }
-            }
-        });
-    }
-
-    pub async fn unlink(self: &Arc<Self>, c: Caller, parent: u64, name: &[u8]) -> Res<()> {
+    /// Removes a file; the MDS destroys its objects (it is the one that knows no other name
+    /// refers to them), so nothing here touches the OSSs.
+    pub async fn unlink(&self, parent: u64, name: &[u8]) -> Res<()> {
         match self
             .mds(MdsOp::Unlink {
                 parent,
@@ -806,11 +777,7 @@ impl Ops {
             })
             .await?
         {
-            MdsReplyBody::Removed(Some(l)) => {
-                self.destroy_objects(c, l);
-                Ok(())
-            }
-            MdsReplyBody::Removed(None) => Ok(()),
+            MdsReplyBody::Removed(_) => Ok(()),
             _ => Err(libc::EPROTO),
         }
     }
@@ -828,9 +795,9 @@ impl Ops {
         }
     }
 
+    /// rename(2); the MDS destroys the objects of a file it replaces.
     pub async fn rename(
-        self: &Arc<Self>,
-        c: Caller,
+        &self,
         parent: u64,
         name: &[u8],
         new_parent: u64,
@@ -845,12 +812,7 @@ impl Ops {
             })
             .await?
         {
-            MdsReplyBody::Removed(l) => {
-                if let Some(l) = l {
-                    self.destroy_objects(c, l);
-                }
-                Ok(())
-            }
+            MdsReplyBody::Removed(_) => Ok(()),
             _ => Err(libc::EPROTO),
         }
     }

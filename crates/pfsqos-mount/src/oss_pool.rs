@@ -516,7 +516,8 @@ impl MdsPool {
                 .await
                 .map_err(|_| Failure(Errno::EEXIST)),
             (MdsOp::Unlink { .. } | MdsOp::Rename { .. }, Errno::ENOENT) => {
-                // The objects of a removed file are not known any more; they stay behind.
+                // A resent removal whose first send removed the file: the MDS queued its
+                // objects for destruction then.
                 Ok(MdsReplyBody::Removed(None))
             }
             (MdsOp::Rmdir { .. }, Errno::ENOENT) => Ok(MdsReplyBody::Done),

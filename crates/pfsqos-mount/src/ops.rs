@@ -197,7 +197,7 @@ type Prefetch =
 /// The file's read-ahead window (see the module docs).
 #[derive(Default)]
 struct ReadAhead {
-    /// Where a sequential read starts next.
+    /// Where the handle's reads have reached: the end of the farthest read of its stream.
     next: u64,
     /// Per object (stripe index): the object offset up to which reads have been issued
     /// (empty: nothing yet; an object missing reads as issued up to where the window starts).
@@ -1222,9 +1222,11 @@ impl Ops {
         let brw = self.tuning.brw_size_bytes;
         let window = self.tuning.read_ahead_bytes;
         if ra.issued.is_empty() {
-            // A handle's first read: its window starts at file offset 0 (`next`).
+            // A handle's first read: its window starts where that read starts (bytes before
+            // it are not the application's to read next).
+            ra.next = offset;
             ra.issued = (0..raid0.stripe_count)
-                .map(|k| raid0.object_size(k, ra.next))
+                .map(|k| raid0.object_size(k, offset))
                 .collect();
         }
         // The kernel splits an application's read into several requests and they may be

@@ -89,7 +89,7 @@ impl Namespace {
 
     /// Forgets objects of OST `ost` their ossd acknowledged destroyed.
     pub fn destroyed(&mut self, ost: u32, objects: &[u64]) -> Result<(), RemoteError> {
-        let tx = self.db.transaction().map_err(db_err)?;
+        let tx = crate::write_tx(&mut self.db).map_err(db_err)?;
         {
             let mut st = tx
                 .prepare_cached("DELETE FROM destroys WHERE ost = ?1 AND object = ?2")
@@ -114,7 +114,7 @@ impl Namespace {
         stored: &[u64],
         below: u64,
     ) -> Result<usize, RemoteError> {
-        let tx = self.db.transaction().map_err(db_err)?;
+        let tx = crate::write_tx(&mut self.db).map_err(db_err)?;
         let mut queued = 0;
         {
             let mut referenced = tx

@@ -401,6 +401,16 @@ fn remove_inode(tx: &Connection, ino: u64) -> Result<Option<FileLayout>, RemoteE
     Ok(layout)
 }
 
+/// A transaction that takes the write lock at its start (SQLite's `BEGIN IMMEDIATE`): a
+/// deferred one that reads, then writes, fails at once with `SQLITE_BUSY` if another
+/// connection wrote in between (in WAL mode the busy timeout does not cover that upgrade),
+/// while an immediate one waits for the lock within the busy timeout. One connection serves
+/// the MDS; another appears while a stopped MDS's last tasks finish or a tool opens the
+/// database.
+fn write_tx(db: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
+    db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+}
+
 fn has_children(tx: &Connection, ino: u64) -> Result<bool, RemoteError> {
     tx.query_row(
         "SELECT EXISTS(SELECT 1 FROM inodes WHERE parent = ?1 AND ino != ?1)",
@@ -495,13 +505,13 @@ impl Namespace {
             return Err(err(Errno::EINVAL, "too many OSTs"));
         }
         let db = Connection::open(path).map_err(db_err)?;
+        db.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(db_err)?;
         // WAL + FULL: every commit is fsynced before it returns, so an acknowledged
         // mutation survives a crash of the process or the machine.
         db.pragma_update(None, "journal_mode", "WAL")
             .map_err(db_err)?;
         db.pragma_update(None, "synchronous", "FULL")
-            .map_err(db_err)?;
-        db.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(db_err)?;
         let version: i64 = db
             .pragma_query_value(None, "user_version", |r| r.get(0))
@@ -538,7 +548,7 @@ impl Namespace {
         };
         // The default must be placeable, or every create would fail later.
         ns.placement_request(&ns.config.default_stripe.clone())?;
-        let tx = ns.db.transaction().map_err(db_err)?;
+        let tx = crate::write_tx(&mut ns.db).map_err(db_err)?;
         if get_attr(&tx, ROOT_INO).is_err() {
             tx.execute(
                 "INSERT INTO inodes(ino, parent, name, kind, mode, uid, gid, size, mtime_ns, ctime_ns, nlink)
@@ -680,7 +690,7 @@ impl Namespace {
                 ),
             ));
         }
-        let tx = self.db.transaction().map_err(db_err)?;
+        let tx = crate::write_tx(&mut self.db).map_err(db_err)?;
         let r = self.iez.load(&tx, app, files, now_ns)?;
         tx.commit().map_err(db_err)?;
         self.iez.loaded(r.0);
@@ -719,7 +729,7 @@ impl Namespace {
     }
 
     fn begin(&mut self) -> Result<Transaction<'_>, RemoteError> {
-        self.db.transaction().map_err(db_err)
+        crate::write_tx(&mut self.db).map_err(db_err)
     }
 
     fn new_inode(
@@ -800,7 +810,7 @@ impl Namespace {
         let mut placer = self.placer.clone();
         let iez_places = self.iez_places();
         let allocator = self.allocator_name().to_string();
-        let tx = self.db.transaction().map_err(db_err)?;
+        let tx = crate::write_tx(&mut self.db).map_err(db_err)?;
         let attr = Self::new_inode(&tx, &config, parent, name, Kind::File, owner, now_ns)?;
         // The interaction database is keyed by path; a name that is not UTF-8 has no row.
         let choice = if iez_places && self.iez.has_rows {

@@ -2,7 +2,7 @@
 //! reporting statistics to the MDS every 100 ms), the MDS and a FUSE mount recording iez's
 //! trace; `pfsqos iez train` and `pfsqos getstripe` run as the binary. Another application's
 //! data fills OSTs 0 and 1; the workload's first run is placed by the MDS's `iez` placer
-//! without a prediction (Lustre's allocator), its second (the same files, after the first
+//! without a prediction (Lustre's allocator, in its round-robin mode), its second (the same files, after the first
 //! run's are removed) by iez's plans, which place around the full OSTs:
 //! getstripe shows the planned OSTs and OSTCost (eq. 7) over the OSTs' bytes is lower. The
 //! first run is written by a child process of its own job (`PFSQOS_IEZ_TEST_JOB=ior.1`, the
@@ -137,7 +137,10 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
         .collect();
     let mut mc = MdsConfig::new(mds_addr, tmp.path().join("mds.db"), KEY.to_vec(), osses);
     mc.namespace.default_stripe.stripe_count = 2;
-    mc.namespace.placer = "iez".into();
+    // iez, with Lustre's allocator for files without a plan kept in its round-robin mode
+    // (Lustre's `qos_threshold_rr=100`): the first run's layouts then do not depend on when
+    // the first statistics arrive.
+    mc.namespace.placer = "iez:qos_threshold_rr=100".into();
     // The MDS shares this process with the ossds and the mount: its load would be theirs.
     mc.mds_load_period = None;
     let mds = rt.block_on(Mds::start_on(mds_listener, mc)).unwrap();

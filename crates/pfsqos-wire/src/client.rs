@@ -662,7 +662,7 @@ impl MdsClient {
         }
     }
 
-    /// Removes a file; returns its layout so the caller can destroy the objects.
+    /// Removes a file; returns its layout (the MDS destroys its objects).
     pub async fn unlink(&mut self, parent: u64, name: &[u8]) -> Result<FileLayout, ClientError> {
         let op = MdsOp::Unlink {
             parent,
@@ -685,7 +685,7 @@ impl MdsClient {
         }
     }
 
-    /// Returns the layout of a file the rename replaced, whose objects the caller destroys.
+    /// Returns the layout of a file the rename replaced (the MDS destroys its objects).
     pub async fn rename(
         &mut self,
         parent: u64,

@@ -297,7 +297,7 @@ pub enum MdsReplyBody {
     Attr(Attr),
     Created(Attr, FileLayout),
     Layout(FileLayout),
-    /// Unlink and rename: the layout of a removed file, whose objects the client destroys.
+    /// Unlink and rename: the layout of a removed file (the MDS destroys its objects).
     Removed(Option<FileLayout>),
     Dir(DirPage),
     DirStripe(Option<StripeSpec>),

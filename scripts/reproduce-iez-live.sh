@@ -2,7 +2,8 @@
 # iez on the live runtime (docs/reproductions/iez.md, "Live runs"): fio shaped like IOR
 # file-per-process and like HACC-I/O through a loopback cluster of 3 ossds x 5 OSTs (the
 # paper's testbed shape, OSTs scaled down to OST_MIB each), each workload run twice: the first
-# run traced by the mount and placed by round robin, the second placed by iez from the first
+# run traced by the mount and placed by Lustre's allocator (the MDS's `iez` placer for files
+# without a prediction), the second placed by iez from the first
 # run's trace (`pfsqos iez train --job`), each run's files read back (one dd per file at
 # once, `read_back`) before they are removed. Prints, per workload and start state (empty OSTs, or oss0's OSTs
 # 40 % full of another job's data), after each run: every OST's utilization (its objects'
@@ -85,7 +86,7 @@ for i in $(seq 0 $((OSSES - 1))); do
   oss_args+=(--oss "127.0.0.1:$port:$OSTS_PER_OSS")
 done
 "$PFSQOS" mds --listen "127.0.0.1:$mds_port" --db "$work/mds.db" --key-file "$work/key" \
-  "${oss_args[@]}" --stripe-count 1 >"$work/mds.log" 2>&1 &
+  "${oss_args[@]}" --stripe-count 1 --placer iez >"$work/mds.log" 2>&1 &
 pids+=($!)
 wait_for "the MDS" port_open "$mds_port"
 mkdir -p "$mnt"
@@ -183,9 +184,9 @@ for start in empty uneven; do
     "$PFSQOS" setstripe -c "$sc" "$dir"
     w=$(run_fio "$job" "$dir" "$kind")
     r=$(read_back "$job" "$dir")
-    echo "$kind ($start) round robin: $(ost_bytes | ost_summary) | write $w MB/s | read $r MB/s"
+    echo "$kind ($start) lustre: $(ost_bytes | ost_summary) | write $w MB/s | read $r MB/s"
     rm -f "$dir"/*
-    wait_for "the first run's objects to be punched" punched
+    wait_for "the first run's objects to be destroyed" punched
     stats_refreshed
     "$PFSQOS" iez train "$work/trace.csv" --job "$job" --mds "127.0.0.1:$mds_port" \
       --key-file "$work/key" | sed 's/^/  /'

@@ -1,8 +1,9 @@
 //! iez on the live runtime, end to end: three in-process ossds (two OSTs of 64 MiB each,
 //! reporting statistics to the MDS every 100 ms), the MDS and a FUSE mount recording iez's
 //! trace; `pfsqos iez train` and `pfsqos getstripe` run as the binary. Another application's
-//! data fills OSTs 0 and 1; the workload's first run is placed by round robin, its second (the
-//! same files, after the first run's are removed) by iez, which places around the full OSTs:
+//! data fills OSTs 0 and 1; the workload's first run is placed by the MDS's `iez` placer
+//! without a prediction (Lustre's allocator, in its round-robin mode), its second (the same files, after the first
+//! run's are removed) by iez's plans, which place around the full OSTs:
 //! getstripe shows the planned OSTs and OSTCost (eq. 7) over the OSTs' bytes is lower. The
 //! first run is written by a child process of its own job (`PFSQOS_IEZ_TEST_JOB=ior.1`, the
 //! mount's `--jobid-var`), so `iez train --job ior.1` keeps its files out of the mount's
@@ -136,6 +137,10 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
         .collect();
     let mut mc = MdsConfig::new(mds_addr, tmp.path().join("mds.db"), KEY.to_vec(), osses);
     mc.namespace.default_stripe.stripe_count = 2;
+    // iez, with Lustre's allocator for files without a plan kept in its round-robin mode
+    // (Lustre's `qos_threshold_rr=100`): the first run's layouts then do not depend on when
+    // the first statistics arrive.
+    mc.namespace.placer = "iez:qos_threshold_rr=100".into();
     // The MDS shares this process with the ossds and the mount: its load would be theirs.
     mc.mds_load_period = None;
     let mds = rt.block_on(Mds::start_on(mds_listener, mc)).unwrap();
@@ -193,16 +198,16 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
     let rr_cost = ost_cost(&rr_bytes).unwrap();
     for k in 0..FILES {
         let (_, placed) = getstripe(&mnt.join(format!("run/f{k}")));
-        assert_eq!(placed, "", "no prediction yet: plain round robin");
+        assert_eq!(placed, "", "no prediction yet: Lustre's allocator");
     }
-    // The run's outputs are removed before the next run; their objects are punched.
+    // The run's outputs are removed before the next run; the MDS destroys their objects.
     for k in 0..FILES {
         fs::remove_file(mnt.join(format!("run/f{k}"))).unwrap();
     }
-    wait_until("the first run's objects to be punched", || {
+    wait_until("the first run's objects to be destroyed", || {
         ost_bytes(&ost_dirs) == prefill
     });
-    // Statistics measured after the punches: two more reports from every OSS (each ossd
+    // Statistics measured after the destroys: two more reports from every OSS (each ossd
     // measures its next report only after the previous was answered).
     let seen = mds.with_namespace(|ns| ns.iez_reports_per_oss());
     wait_until("fresh statistics", || {

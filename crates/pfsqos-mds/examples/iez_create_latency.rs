@@ -28,6 +28,7 @@ fn config() -> NamespaceConfig {
             start_ost: None,
         },
         inodes_max: 1 << 20,
+        placer: "iez".into(),
     }
 }
 

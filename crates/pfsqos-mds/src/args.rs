@@ -47,6 +47,17 @@ pub struct MdsArgs {
     /// to round robin.
     #[arg(long, default_value_t = crate::iez::STATS_MAX_AGE_DEFAULT_MS)]
     pub iez_stats_max_age_ms: u64,
+    /// Placement policy of new files, NAME[:KEY=VALUE]...: `roundrobin`, `lustre` (Lustre's
+    /// allocator) or `iez` (the interaction database's plans, Lustre's allocator otherwise).
+    #[arg(long, default_value = crate::PLACER_DEFAULT, value_parser = parse_placer)]
+    pub placer: String,
+}
+
+/// A placer spec the registry builds (checked on one OST: the options do not depend on the
+/// OST count, which the MDS checks again at start).
+pub fn parse_placer(spec: &str) -> Result<String, String> {
+    pfsqos_core::place::placement_by_name(spec, 1)?;
+    Ok(spec.to_string())
 }
 
 /// `HOST:PORT:OSTCOUNT`, as `--oss` takes it.
@@ -58,7 +69,8 @@ impl fmt::Display for OssSpec {
 
 impl MdsArgs {
     /// The command line (after `mds`) that parses back into `self`; every option is written
-    /// but `--metrics-listen` when it is not set and `--iez-stats-max-age-ms` at its default.
+    /// but `--metrics-listen` when it is not set, and `--iez-stats-max-age-ms` and `--placer`
+    /// at their defaults.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut a = Vec::new();
         push(&mut a, "--listen", self.listen.to_string());
@@ -72,6 +84,9 @@ impl MdsArgs {
         push(&mut a, "--stripe-size", self.stripe_size.to_string());
         if let Some(m) = self.metrics_listen {
             push(&mut a, "--metrics-listen", m.to_string());
+        }
+        if self.placer != crate::PLACER_DEFAULT {
+            push(&mut a, "--placer", &self.placer);
         }
         if self.iez_stats_max_age_ms != crate::iez::STATS_MAX_AGE_DEFAULT_MS {
             push(
@@ -92,6 +107,7 @@ impl MdsArgs {
         config.namespace.default_stripe.stripe_size_bytes = self.stripe_size;
         config.metrics_listen = self.metrics_listen;
         config.iez_stats_max_age_ms = self.iez_stats_max_age_ms;
+        config.namespace.placer = self.placer;
         Ok(config)
     }
 }
@@ -130,8 +146,33 @@ mod tests {
             fsname: "lfs1".into(),
             metrics_listen: Some("127.0.0.1:9989".parse().unwrap()),
             iez_stats_max_age_ms: 5_000,
+            placer: "lustre:qos_prio_free=50".into(),
         };
         let argv = std::iter::once(OsString::from("mds")).chain(x.to_args());
         assert_eq!(Cli::try_parse_from(argv).unwrap().args, x);
+    }
+
+    /// An unknown placer is refused at parse time with the names there are.
+    #[test]
+    fn an_unknown_placer_is_refused_with_the_names() {
+        let argv = [
+            "mds",
+            "--listen",
+            "127.0.0.1:1",
+            "--db",
+            "d",
+            "--key-file",
+            "k",
+            "--oss",
+            "h:1:1",
+            "--placer",
+            "qos",
+        ];
+        let e = Cli::try_parse_from(argv).unwrap_err().to_string();
+        assert!(e.contains("allowed: roundrobin, lustre, iez"), "{e}");
+        let e = Cli::try_parse_from(argv.map(|a| if a == "qos" { "lustre:x=1" } else { a }))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not one of"), "{e}");
     }
 }

@@ -30,6 +30,7 @@ fn config(osses: u32) -> NamespaceConfig {
             start_ost: None,
         },
         inodes_max: 1000,
+        placer: "iez".into(),
     }
 }
 
@@ -127,7 +128,11 @@ fn predicted_files_are_placed_by_iez_and_balance_better_than_round_robin() {
 
     // The same files under round robin, on a file system of the same shape and fill.
     let d2 = tempfile::tempdir().unwrap();
-    let mut rr = Namespace::open(&d2.path().join("b.db"), config(3)).unwrap();
+    let rr_config = NamespaceConfig {
+        placer: "roundrobin".into(),
+        ..config(3)
+    };
+    let mut rr = Namespace::open(&d2.path().join("b.db"), rr_config).unwrap();
     let run2 = mkrun(&mut rr);
     let rr_layouts: Vec<(FileLayout, u64)> = w
         .iter()
@@ -158,7 +163,7 @@ fn missing_or_stale_statistics_fall_back_and_statistics_arriving_later_plan() {
     let (a, l) = ns.create(run, b"f0", O, None, 2 * S).unwrap();
     assert_eq!(l.stripes.len(), 2);
     let info = ns.placement(a.ino).unwrap();
-    assert_eq!(info.policy, "roundrobin");
+    assert_eq!(info.policy, "lustre");
     assert!(info.reason.unwrap().contains("no statistics from OSS"));
     assert_eq!(ns.iez_counters().fallback_stats_missing, 1);
     // Two of three OSSs report: still missing.
@@ -188,7 +193,7 @@ fn missing_or_stale_statistics_fall_back_and_statistics_arriving_later_plan() {
     ns.set_iez_stats_max_age_ms(10);
     ns.create(run, b"f4", O, None, 4 * S + 20_000_000).unwrap();
     assert_eq!(ns.iez_counters().fallback_stats_stale, 2);
-    // Files without a row are round robin with no reason, and not counted as fallbacks.
+    // Files without a row are Lustre's allocator's with no reason, and not counted as fallbacks.
     let (a, _) = ns.create(run, b"other", O, None, 4 * S).unwrap();
     assert_eq!(ns.placement(a.ino).unwrap().reason, None);
     assert_eq!(ns.iez_counters().fallbacks(), 4);
@@ -224,7 +229,7 @@ fn a_prediction_naming_a_missing_ost_falls_back() {
         let info = ns.placement(a.ino).unwrap();
         if names_missing {
             missing += 1;
-            assert_eq!(info.policy, "roundrobin");
+            assert_eq!(info.policy, "lustre");
             assert!(info.reason.unwrap().contains("the file system has 4 OSTs"));
         } else {
             assert_eq!(info.policy, "iez");
@@ -391,7 +396,7 @@ fn a_busy_mds_falls_back_and_plans_once_idle() {
     let (a, l) = ns.create(run, b"f0", O, None, 2 * S).unwrap();
     assert_eq!(l.stripes.len(), 2, "created all the same");
     let info = ns.placement(a.ino).unwrap();
-    assert_eq!(info.policy, "roundrobin");
+    assert_eq!(info.policy, "lustre");
     let reason = info.reason.unwrap();
     assert!(reason.contains("MDS busy (CPU 70.0 %"), "{reason}");
     // Memory at its limit is busy too.

@@ -2,9 +2,10 @@
 //!
 //! [`Namespace`] is the storage layer (every operation, every check, one SQLite transaction per
 //! mutation); [`Mds`] serves it over the pfsqos protocol
-//! ([`pfsqos_wire::mds::MdsRequest`]/`MdsReply` after the usual handshake). The MDS never touches objects: a truncate records the new size, and an
-//! unlink or a rename that replaces a file hands back the dead file's layout; punching or
-//! removing the objects on the OSSs is the client's job.
+//! ([`pfsqos_wire::mds::MdsRequest`]/`MdsReply` after the usual handshake). A truncate
+//! records the new size (the client punches the objects). The objects of a file an unlink or
+//! a rename removes are the MDS's to destroy: queued in the removing transaction and sent to
+//! their ossds until acknowledged, with a sweep for orphans ([`destroy`]).
 //!
 //! Durability: WAL journal with `synchronous=FULL`, so a mutation is on stable storage before
 //! it is acknowledged and survives `kill -9` of the server.
@@ -15,6 +16,7 @@
 //! the process around the server (runtime, logging, signals) is the `pfsqos` binary's.
 
 mod args;
+pub mod destroy;
 pub mod iez;
 pub mod load;
 pub use args::MdsArgs;
@@ -25,8 +27,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use pfsqos_core::model::JobId;
 use pfsqos_core::model::{OstId, StripeLayout};
-use pfsqos_core::place::PlacementRequest;
+use pfsqos_core::place::{PlacementContext, PlacementRequest};
 use pfsqos_node::mds::Placer;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use tokio::net::{TcpListener, TcpStream};
@@ -103,7 +106,15 @@ pub struct NamespaceConfig {
     /// Layout of files in directories without a default of their own.
     pub default_stripe: StripeSpec,
     pub inodes_max: u64,
+    /// The placement policy of new files, a spec `name[:key=value]...` of
+    /// `pfsqos_core::place::PLACER_ROWS` (`roundrobin`, `lustre`, `iez`), as the simulator's
+    /// scenarios name it.
+    pub placer: String,
 }
+
+/// The placer of an MDS whose configuration names none: round robin, the rotation Lustre's
+/// allocator falls back to when the OSTs are balanced.
+pub const PLACER_DEFAULT: &str = "roundrobin";
 
 impl NamespaceConfig {
     fn osts(&self) -> Vec<OstInfo> {
@@ -205,16 +216,36 @@ CREATE TABLE IF NOT EXISTS meta (
 /// Version 3 adds `iez_predictions.created` (whether a row's file was created; other
 /// applications' rows not yet created reserve their OSTs when an application is planned); a
 /// version 2 database gets the column with every row not created.
-pub const SCHEMA_VERSION: i64 = 3;
+///
+/// Version 4 adds `destroys`, the objects of removed files not yet destroyed ([`destroy`]);
+/// a version 3 database gets it empty (its removed files' objects are found by the sweep).
+pub const SCHEMA_VERSION: i64 = 4;
 
-/// The meta key of the placer's state.
+/// The meta key of round robin's state (its cursor; the key predates the other placers).
 const META_PLACER_STATE: &str = "rr_cursor";
+
+/// The meta key of a placer's state: each placer keeps its own, so an MDS restarted with
+/// another placer never reads a state word of a different shape.
+fn placer_state_key(placer_name: &str) -> String {
+    if placer_name == "roundrobin" {
+        META_PLACER_STATE.to_string()
+    } else {
+        format!("placer_state:{placer_name}")
+    }
+}
+
+/// The name of a placer spec (`lustre:qos_maxage=5` is `lustre`).
+fn placer_name(spec: &str) -> &str {
+    spec.split(':').next().unwrap_or_default()
+}
 
 /// The namespace: one SQLite database.
 pub struct Namespace {
     db: Connection,
     config: NamespaceConfig,
     placer: Placer,
+    /// The placer's name (the spec's first word), which also names its state's meta key.
+    placer_name: String,
     iez: iez::IezState,
 }
 
@@ -281,6 +312,16 @@ fn meta_get(tx: &Connection, key: &str) -> Result<u64, RemoteError> {
     Ok(u64::from_ne_bytes(stored.to_ne_bytes()))
 }
 
+/// Whether the meta table holds `key`.
+fn meta_has(tx: &Connection, key: &str) -> Result<bool, RemoteError> {
+    tx.query_row(
+        "SELECT EXISTS(SELECT 1 FROM meta WHERE key = ?1)",
+        [key],
+        |r| r.get::<_, bool>(0),
+    )
+    .map_err(db_err)
+}
+
 /// Stores a meta value: any u64, as the i64 of the same bits.
 fn meta_set(tx: &Connection, key: &str, value: u64) -> Result<(), RemoteError> {
     tx.execute(
@@ -339,9 +380,11 @@ fn dir_stripe(tx: &Connection, ino: u64) -> Result<Option<StripeSpec>, RemoteErr
     .map_err(db_err)
 }
 
-/// Removes an inode that has no entries under it, returning its layout.
+/// Removes an inode that has no entries under it, returning its layout; its objects are
+/// queued for destruction in the same transaction.
 fn remove_inode(tx: &Connection, ino: u64) -> Result<Option<FileLayout>, RemoteError> {
     let layout = get_layout(tx, ino)?;
+    destroy::queue_stripes(tx, ino)?;
     for sql in [
         "DELETE FROM inodes WHERE ino = ?1",
         "DELETE FROM layouts WHERE ino = ?1",
@@ -356,6 +399,16 @@ fn remove_inode(tx: &Connection, ino: u64) -> Result<Option<FileLayout>, RemoteE
     debug_assert!(n > 0, "inode count is zero while an inode is removed");
     meta_set(tx, "inodes", n.saturating_sub(1))?;
     Ok(layout)
+}
+
+/// A transaction that takes the write lock at its start (SQLite's `BEGIN IMMEDIATE`): a
+/// deferred one that reads, then writes, fails at once with `SQLITE_BUSY` if another
+/// connection wrote in between (in WAL mode the busy timeout does not cover that upgrade),
+/// while an immediate one waits for the lock within the busy timeout. One connection serves
+/// the MDS; another appears while a stopped MDS's last tasks finish or a tool opens the
+/// database.
+fn write_tx(db: &mut Connection) -> rusqlite::Result<Transaction<'_>> {
+    db.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
 }
 
 fn has_children(tx: &Connection, ino: u64) -> Result<bool, RemoteError> {
@@ -452,13 +505,13 @@ impl Namespace {
             return Err(err(Errno::EINVAL, "too many OSTs"));
         }
         let db = Connection::open(path).map_err(db_err)?;
+        db.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(db_err)?;
         // WAL + FULL: every commit is fsynced before it returns, so an acknowledged
         // mutation survives a crash of the process or the machine.
         db.pragma_update(None, "journal_mode", "WAL")
             .map_err(db_err)?;
         db.pragma_update(None, "synchronous", "FULL")
-            .map_err(db_err)?;
-        db.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(db_err)?;
         let version: i64 = db
             .pragma_query_value(None, "user_version", |r| r.get(0))
@@ -475,15 +528,19 @@ impl Namespace {
         }
         db.execute_batch(SCHEMA).map_err(db_err)?;
         db.execute_batch(iez::IEZ_SCHEMA).map_err(db_err)?;
+        db.execute_batch(destroy::DESTROY_SCHEMA).map_err(db_err)?;
         iez::migrate(&db)?;
         if version < SCHEMA_VERSION {
             db.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(db_err)?;
         }
+        let placer = Placer::by_name(&config.placer, config.ost_count())
+            .map_err(|e| err(Errno::EINVAL, format!("placer: {e}")))?;
         let mut ns = Namespace {
             db,
             config: config.clone(),
-            placer: Placer::round_robin(config.ost_count()),
+            placer,
+            placer_name: placer_name(&config.placer).to_string(),
             iez: iez::IezState::new(
                 &config.osses,
                 iez::STATS_MAX_AGE_DEFAULT_MS.saturating_mul(1_000_000),
@@ -491,7 +548,7 @@ impl Namespace {
         };
         // The default must be placeable, or every create would fail later.
         ns.placement_request(&ns.config.default_stripe.clone())?;
-        let tx = ns.db.transaction().map_err(db_err)?;
+        let tx = crate::write_tx(&mut ns.db).map_err(db_err)?;
         if get_attr(&tx, ROOT_INO).is_err() {
             tx.execute(
                 "INSERT INTO inodes(ino, parent, name, kind, mode, uid, gid, size, mtime_ns, ctime_ns, nlink)
@@ -513,10 +570,17 @@ impl Namespace {
                 .map_err(db_err)?;
             meta_set(&tx, "next_ino", max as u64 + 1)?;
         }
-        let placer_state = meta_get(&tx, META_PLACER_STATE)?;
+        // A placer that never placed here starts as the registry builds it (Lustre's
+        // allocator from its seeded start), not from a zero state word.
+        let key = placer_state_key(&ns.placer_name);
+        let placer_state = meta_has(&tx, &key)?
+            .then(|| meta_get(&tx, &key))
+            .transpose()?;
         ns.iez.has_rows = iez::has_rows(&tx)?;
         tx.commit().map_err(db_err)?;
-        ns.placer.restore(placer_state);
+        if let Some(state) = placer_state {
+            ns.placer.restore(state);
+        }
         Ok(ns)
     }
 
@@ -572,7 +636,42 @@ impl Namespace {
         let name = report.oss.clone();
         self.iez.report(report, now_ns).inspect_err(|e| {
             warn!(oss = %name.escape_debug(), "OSS statistics refused: {e}");
-        })
+        })?;
+        // Once every OSS has reported, the placer sees the servers' space and load (Lustre's
+        // allocator weighs OSTs by free space when it is uneven, iez plans on it).
+        if let Ok(stats) = self.iez.fresh_stats(now_ns) {
+            if let Err(e) = self.placer.observe_servers(&stats) {
+                warn!("OSS statistics not used by the placer: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    /// The servers' space and load as the placer last saw them, if every OSS reported within
+    /// the allowed age at `now_ns`.
+    pub fn server_stats(&self, now_ns: u64) -> Option<pfsqos_core::place::ServerStats> {
+        self.iez.fresh_stats(now_ns).ok()
+    }
+
+    /// The placer's name (`roundrobin`, `lustre`, `iez`).
+    pub fn placer_name(&self) -> &str {
+        &self.placer_name
+    }
+
+    /// The allocator that places a file without an interaction-database row: the placer
+    /// itself, except that iez's placer places such a file by Lustre's allocator
+    /// (`pfsqos_core::place::iez`).
+    fn allocator_name(&self) -> &str {
+        if self.iez_places() {
+            "lustre"
+        } else {
+            &self.placer_name
+        }
+    }
+
+    /// Whether creates consult the interaction database (the `iez` placer's live path).
+    fn iez_places(&self) -> bool {
+        self.placer_name == "iez"
     }
 
     /// Loads an application's predicted files into the interaction database ([`iez`]).
@@ -582,7 +681,16 @@ impl Namespace {
         files: &[pfsqos_wire::mds::IezPrediction],
         now_ns: u64,
     ) -> Result<(u32, u32), RemoteError> {
-        let tx = self.db.transaction().map_err(db_err)?;
+        if !self.iez_places() {
+            return Err(err(
+                Errno::EINVAL,
+                format!(
+                    "this MDS places files with `{}`; iez's predictions need the placer `iez`",
+                    self.placer_name
+                ),
+            ));
+        }
+        let tx = crate::write_tx(&mut self.db).map_err(db_err)?;
         let r = self.iez.load(&tx, app, files, now_ns)?;
         tx.commit().map_err(db_err)?;
         self.iez.loaded(r.0);
@@ -621,7 +729,7 @@ impl Namespace {
     }
 
     fn begin(&mut self) -> Result<Transaction<'_>, RemoteError> {
-        self.db.transaction().map_err(db_err)
+        crate::write_tx(&mut self.db).map_err(db_err)
     }
 
     fn new_inode(
@@ -700,10 +808,12 @@ impl Namespace {
         let explicit = stripe.map(|s| self.placement_request(&s)).transpose()?;
         let config = self.config.clone();
         let mut placer = self.placer.clone();
-        let tx = self.db.transaction().map_err(db_err)?;
+        let iez_places = self.iez_places();
+        let allocator = self.allocator_name().to_string();
+        let tx = crate::write_tx(&mut self.db).map_err(db_err)?;
         let attr = Self::new_inode(&tx, &config, parent, name, Kind::File, owner, now_ns)?;
         // The interaction database is keyed by path; a name that is not UTF-8 has no row.
-        let choice = if self.iez.has_rows {
+        let choice = if iez_places && self.iez.has_rows {
             let mut path = path_of(&tx, parent)?;
             path.push(b'/');
             path.extend_from_slice(name);
@@ -722,7 +832,8 @@ impl Namespace {
                 warn!(
                     ino = attr.ino,
                     name = %String::from_utf8_lossy(name).escape_debug(),
-                    "iez falls back to round robin: {f}"
+                    allocator,
+                    "iez falls back: {f}"
                 );
                 Err(Some(f))
             }
@@ -746,7 +857,16 @@ impl Namespace {
                 osts: row.osts.iter().map(|&o| OstId(o)).collect(),
             },
             Err(_) => placer
-                .create(spec.stripe_count, spec.stripe_size_bytes, spec.start_ost)
+                .create_for(
+                    &PlacementContext {
+                        now_ns,
+                        // A create carries no job id.
+                        job: JobId::EMPTY,
+                    },
+                    spec.stripe_count,
+                    spec.stripe_size_bytes,
+                    spec.start_ost,
+                )
                 .map_err(|e| err(e.errno(), e.to_string()))?,
         };
         let reason = iez_layout
@@ -756,7 +876,7 @@ impl Namespace {
         let policy = if iez_layout.is_ok() {
             "iez"
         } else {
-            "roundrobin"
+            allocator.as_str()
         };
         iez::record_placement(&tx, attr.ino, policy, reason.as_deref())?;
         let first = meta_get(&tx, "next_object")?;
@@ -770,7 +890,7 @@ impl Namespace {
             })
             .collect();
         meta_set(&tx, "next_object", first + stripes.len() as u64)?;
-        meta_set(&tx, META_PLACER_STATE, placer.state())?;
+        meta_set(&tx, &placer_state_key(&self.placer_name), placer.state())?;
         tx.execute(
             "INSERT INTO layouts(ino, stripe_size) VALUES (?1, ?2)",
             params![attr.ino as i64, placed.stripe_size_bytes as i64],
@@ -939,7 +1059,7 @@ impl Namespace {
         Ok(DirPage { entries, next })
     }
 
-    /// Removes a file; returns its layout so the caller can destroy the objects.
+    /// Removes a file and queues its objects for destruction; returns its layout.
     pub fn unlink(
         &mut self,
         parent: u64,
@@ -985,7 +1105,7 @@ impl Namespace {
     }
 
     /// rename(2): replaces a file with a file or an empty directory with a directory. Returns
-    /// the layout of a replaced file, whose objects the caller destroys.
+    /// the layout of a replaced file, whose objects are queued for destruction.
     pub fn rename(
         &mut self,
         parent: u64,
@@ -1218,6 +1338,7 @@ impl MdsConfig {
                     start_ost: None,
                 },
                 inodes_max: 100_000_000,
+                placer: PLACER_DEFAULT.into(),
             },
             connections_max: 256,
             metrics_listen: None,
@@ -1235,6 +1356,8 @@ pub struct Mds {
     accept: JoinHandle<()>,
     /// Samples the MDS's own load for iez's busy gate ([`load`]).
     load_sampler: JoinHandle<()>,
+    /// Destroys the objects of removed files ([`destroy`]).
+    destroyer: JoinHandle<()>,
     metrics: Option<MetricsServer>,
 }
 
@@ -1323,6 +1446,17 @@ impl Mds {
             })
         };
         let key: Arc<[u8]> = config.key.clone().into();
+        let removed = Arc::new(tokio::sync::Notify::new());
+        let destroyer = tokio::spawn(
+            destroy::Destroyer::new(
+                ns.clone(),
+                key.clone(),
+                config.namespace.fsname.clone(),
+                &config.namespace.osts(),
+                removed.clone(),
+            )
+            .run(),
+        );
         let fsname = config.namespace.fsname.clone();
         let ost_count = config.namespace.ost_count();
         info!(%addr, db = %config.db.display(), ost_count, "mds serving");
@@ -1349,10 +1483,12 @@ impl Mds {
                     }
                 };
                 let (ns, key, fsname) = (ns.clone(), key.clone(), fsname.clone());
-                let (ops, adm) = (ops.clone(), adm.clone());
+                let (ops, adm, removed) = (ops.clone(), adm.clone(), removed.clone());
                 tokio::spawn(async move {
-                    if let Err(e) =
-                        serve(stream, ns, &ops, &key, &fsname, ost_count, &adm, slot).await
+                    if let Err(e) = serve(
+                        stream, ns, &ops, &key, &fsname, ost_count, &adm, slot, &removed,
+                    )
+                    .await
                     {
                         debug!(%peer, "connection ended: {e}");
                     }
@@ -1365,6 +1501,7 @@ impl Mds {
             admission,
             accept,
             load_sampler,
+            destroyer,
             metrics,
         })
     }
@@ -1397,6 +1534,8 @@ impl Mds {
         let _ = self.accept.await;
         self.load_sampler.abort();
         let _ = self.load_sampler.await;
+        self.destroyer.abort();
+        let _ = self.destroyer.await;
     }
 }
 
@@ -1410,6 +1549,7 @@ async fn serve(
     ost_count: u32,
     admission: &Arc<Admission>,
     mut slot: HandshakeSlot,
+    removed: &tokio::sync::Notify,
 ) -> Result<(), conn::ConnError> {
     stream.set_nodelay(true)?;
     let (r, w) = stream.into_split();
@@ -1435,6 +1575,7 @@ async fn serve(
         let frame = reader.frame().await?;
         let req = decode_mds_request(&frame)?;
         ops[req.op.kind()].fetch_add(1, Ordering::Relaxed);
+        let removes = matches!(req.op, MdsOp::Unlink { .. } | MdsOp::Rename { .. });
         let ns = ns.clone();
         // SQLite commits fsync; keep them off the network threads.
         let result = tokio::task::spawn_blocking(move || {
@@ -1443,6 +1584,10 @@ async fn serve(
         })
         .await
         .unwrap_or_else(|e| Err(err(Errno::EIO, format!("operation failed: {e}"))));
+        if removes && result.is_ok() {
+            // Objects may have been queued: the destroyer sends them now.
+            removed.notify_one();
+        }
         writer
             .msg(&MdsReply {
                 tag: req.tag,

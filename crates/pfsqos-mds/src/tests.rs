@@ -13,6 +13,7 @@ fn config(ost_count: u32) -> NamespaceConfig {
             start_ost: None,
         },
         inodes_max: 1000,
+        placer: PLACER_DEFAULT.into(),
     }
 }
 
@@ -388,6 +389,7 @@ fn depth_and_inode_limits() {
         &d.path().join("db"),
         NamespaceConfig {
             inodes_max: 3,
+            placer: PLACER_DEFAULT.into(),
             ..config(1)
         },
     )
@@ -546,4 +548,57 @@ fn failed_creates_leave_rotation_and_objects_alone() {
     assert_eq!(errno(ns.create(ROOT_INO, b"", O, None, 0)), Errno::EINVAL);
     let (_, l) = ns.create(ROOT_INO, b"b", O, None, 0).unwrap();
     assert_eq!(l.stripes, [Stripe { ost: 1, object: 2 }]);
+}
+
+/// Removals queue their objects in the removing transaction; the sweep queues only objects
+/// below the bound that no stripe names, never a live file's nor one handed out after the
+/// listing began; acknowledged objects leave the queue.
+#[test]
+fn removals_queue_objects_and_the_sweep_spares_live_and_new_ones() {
+    let d = tempfile::tempdir().unwrap();
+    let mut ns = open(&d, 2);
+    let (_, live) = ns.create(ROOT_INO, b"live", O, None, 0).unwrap();
+    let (_, dead) = ns.create(ROOT_INO, b"dead", O, None, 0).unwrap();
+    let (_, replaced) = ns.create(ROOT_INO, b"old", O, None, 0).unwrap();
+    ns.create(ROOT_INO, b"new", O, None, 0).unwrap();
+    assert_eq!(ns.pending_destroy_count().unwrap(), 0);
+    ns.unlink(ROOT_INO, b"dead", 1).unwrap();
+    ns.rename(ROOT_INO, b"new", ROOT_INO, b"old", 1).unwrap();
+    let queued = |ns: &Namespace| -> Vec<(u32, u64)> {
+        (0..2)
+            .flat_map(|ost| {
+                ns.pending_destroys(ost, 100)
+                    .unwrap()
+                    .into_iter()
+                    .map(move |o| (ost, o))
+            })
+            .collect()
+    };
+    let mut want: Vec<(u32, u64)> = [&dead, &replaced]
+        .iter()
+        .flat_map(|l| l.stripes.iter().map(|s| (s.ost, s.object)))
+        .collect();
+    want.sort_unstable();
+    assert_eq!(queued(&ns), want);
+    // An unlink that fails queues nothing.
+    assert_eq!(errno(ns.unlink(ROOT_INO, b"dead", 2)), Errno::ENOENT);
+    assert_eq!(queued(&ns), want);
+
+    // Round robin over two OSTs: live (0, 1), dead (1, 2), old (0, 3), new (1, 4).
+    assert_eq!(live.stripes, [Stripe { ost: 0, object: 1 }]);
+    assert_eq!(replaced.stripes, [Stripe { ost: 0, object: 3 }]);
+    let below = ns.next_object().unwrap();
+    assert_eq!(below, 5);
+    // OST 0 stores the live file's object, object 2 (a file's on OST 1, so no reference
+    // here), the replaced file's (queued already), and two past the bound.
+    let n = ns
+        .queue_orphans(0, &[1, 2, 3, below, below + 7], below)
+        .unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(ns.pending_destroys(0, 100).unwrap(), [2, 3]);
+    for ost in 0..2 {
+        let p = ns.pending_destroys(ost, 100).unwrap();
+        ns.destroyed(ost, &p).unwrap();
+    }
+    assert_eq!(ns.pending_destroy_count().unwrap(), 0);
 }

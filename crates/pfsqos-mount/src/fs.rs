@@ -258,10 +258,10 @@ impl Filesystem for PfsFs {
         });
     }
 
-    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let (ops, c, name) = (self.ops.clone(), caller(req), name.as_bytes().to_vec());
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let (ops, name) = (self.ops.clone(), name.as_bytes().to_vec());
         self.spawn(async move {
-            match ops.unlink(c, parent.0, &name).await {
+            match ops.unlink(parent.0, &name).await {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(errno(e)),
             }
@@ -280,7 +280,7 @@ impl Filesystem for PfsFs {
 
     fn rename(
         &self,
-        req: &Request,
+        _req: &Request,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -293,10 +293,10 @@ impl Filesystem for PfsFs {
             reply.error(Errno::EINVAL);
             return;
         }
-        let (ops, c) = (self.ops.clone(), caller(req));
+        let ops = self.ops.clone();
         let (name, newname) = (name.as_bytes().to_vec(), newname.as_bytes().to_vec());
         self.spawn(async move {
-            match ops.rename(c, parent.0, &name, newparent.0, &newname).await {
+            match ops.rename(parent.0, &name, newparent.0, &newname).await {
                 Ok(()) => reply.ok(),
                 Err(e) => reply.error(errno(e)),
             }

@@ -197,8 +197,9 @@ pub fn getstripe_text(
 }
 
 /// The line `getstripe` prints for a file's `user.pfsqos.placement`: `placed_by: iez`, or
-/// `placed_by: roundrobin (iez fell back: REASON)`; nothing for plain round robin or a value
-/// that is not short printable text (it comes from the server).
+/// `placed_by: ALLOCATOR (iez fell back: REASON)` (the MDS's allocator: `lustre` under the
+/// `iez` placer); nothing for a file its placer placed without a plan or a value that is not
+/// short printable text (it comes from the server).
 pub fn placement_line(value: &[u8]) -> Option<String> {
     let v = std::str::from_utf8(value).ok()?;
     if v.len() > 2048 || v.chars().any(char::is_control) {
@@ -206,7 +207,13 @@ pub fn placement_line(value: &[u8]) -> Option<String> {
     }
     match v.split_once(": ") {
         _ if v == "iez" => Some("placed_by: iez".into()),
-        Some(("roundrobin", why)) => Some(format!("placed_by: roundrobin (iez fell back: {why})")),
+        Some((allocator, why))
+            if !allocator.is_empty()
+                && allocator.len() <= 32
+                && allocator.bytes().all(|b| b.is_ascii_alphanumeric()) =>
+        {
+            Some(format!("placed_by: {allocator} (iez fell back: {why})"))
+        }
         _ => None,
     }
 }

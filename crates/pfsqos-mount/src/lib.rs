@@ -29,6 +29,8 @@ pub mod lfs;
 mod limit;
 mod ops;
 mod oss_pool;
+#[cfg(test)]
+mod read_ahead_tests;
 mod stripe;
 
 pub use args::MountArgs;

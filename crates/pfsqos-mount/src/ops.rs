@@ -40,9 +40,14 @@
 //! With direct I/O the kernel neither caches nor reads ahead, so the client does, as Lustre's
 //! llite does: each open file handle has a window (as each Lustre file descriptor has its
 //! read-ahead state, so readers of one file do not disturb each other); a read that starts
-//! where the handle's previous read ended extends its window of prefetched read RPCs (split as
-//! any read) up to `read_ahead_bytes` past its end; a read the window covers is answered from
-//! it, any other read resets it. Every write or truncate of the file empties all its windows,
+//! within `read_ahead_bytes` of where the handle's reads have reached (the kernel splits an
+//! application's read into requests that may be served in any order) extends its window of
+//! prefetched read RPCs (split as any read) up to `read_ahead_bytes` past that point; the
+//! read takes the bytes the window holds and reads the rest (what the window had no budget
+//! for) with RPCs of its own, so no byte is fetched twice; a read farther away resets the
+//! window. A prefetched piece leaves the window once reads took all its bytes, or when the
+//! reads are a whole window past it: the bytes fetched beyond those the application reads
+//! are at most the window's, at each reset and at the end. Every write or truncate of the file empties all its windows,
 //! and nothing is prefetched over an unfinished write, so a read never
 //! sees bytes older than a write this mount has acknowledged. Prefetched bytes count against a
 //! mount-wide budget of `read_ahead_bytes` (Lustre's `max_read_ahead_mb`); without budget left,
@@ -89,8 +94,9 @@ pub const XATTR_LAYOUT: &str = "user.pfsqos.layout";
 /// Set on a directory to create a file in it with an explicit layout (`lfs setstripe` of a
 /// path that does not exist): value `stripe_count=C stripe_size=S stripe_offset=I name=NAME`.
 pub const XATTR_CREATE: &str = "user.pfsqos.create";
-/// The read-only xattr saying which placement chose a file's layout: `iez`, `roundrobin`, or
-/// `roundrobin: REASON` when iez had a prediction for the file and fell back.
+/// The read-only xattr saying which placement chose a file's layout: `iez`, the MDS's
+/// placer (`roundrobin`, `lustre`), or `ALLOCATOR: REASON` when iez had a prediction for the
+/// file and fell back.
 pub const XATTR_PLACEMENT: &str = "user.pfsqos.placement";
 /// Read-only on every path of a mount: the file system's OST count (decimal text), so that
 /// `setstripe` can name the limit of a stripe count or index.
@@ -191,7 +197,7 @@ type Prefetch =
 /// The file's read-ahead window (see the module docs).
 #[derive(Default)]
 struct ReadAhead {
-    /// Where a sequential read starts next.
+    /// Where the handle's reads have reached: the end of the farthest read of its stream.
     next: u64,
     /// Per object (stripe index): the object offset up to which reads have been issued
     /// (empty: nothing yet; an object missing reads as issued up to where the window starts).
@@ -206,6 +212,9 @@ struct Segment {
     end: u64,
     in_rpc: u64,
     fetch: Prefetch,
+    /// Bytes of it reads have taken: it leaves the window (and gives its budget back) once
+    /// every byte was taken, whatever the order of the reads.
+    consumed: u64,
     _budget: OwnedSemaphorePermit,
 }
 
@@ -766,38 +775,9 @@ impl Ops {
         .await
     }
 
-    /// Punches the objects of a removed file to zero length, in the background (the MDS has
-    /// already forgotten the file; a failure only leaves space in use).
-    fn destroy_objects(self: &Arc<Self>, c: Caller, layout: FileLayout) {
-        let ops = self.clone();
-        tokio::spawn(async move {
-            let id = ops.identity(c);
-            for s in &layout.stripes {
-                let pool = ops.osts[s.ost as usize].clone();
-                let slot = pool.admit().await;
-                if let Err(e) = pool
-                    .run(
-                        &slot,
-                        &id,
-                        &ObjOp::Punch {
-                            object: s.object,
-                            size: 0,
-                        },
-                    )
-                    .await
-                {
-                    warn!(
-                        ost = s.ost,
-                        object = s.object,
-                        "object of a removed file not punched: {:?}",
-                        e.0
-                    );
-                }
-            }
-        });
-    }
-
-    pub async fn unlink(self: &Arc<Self>, c: Caller, parent: u64, name: &[u8]) -> Res<()> {
+    /// Removes a file; the MDS destroys its objects (it is the one that knows no other name
+    /// refers to them), so nothing here touches the OSSs.
+    pub async fn unlink(&self, parent: u64, name: &[u8]) -> Res<()> {
         match self
             .mds(MdsOp::Unlink {
                 parent,
@@ -805,11 +785,7 @@ impl Ops {
             })
             .await?
         {
-            MdsReplyBody::Removed(Some(l)) => {
-                self.destroy_objects(c, l);
-                Ok(())
-            }
-            MdsReplyBody::Removed(None) => Ok(()),
+            MdsReplyBody::Removed(_) => Ok(()),
             _ => Err(libc::EPROTO),
         }
     }
@@ -827,9 +803,9 @@ impl Ops {
         }
     }
 
+    /// rename(2); the MDS destroys the objects of a file it replaces.
     pub async fn rename(
-        self: &Arc<Self>,
-        c: Caller,
+        &self,
         parent: u64,
         name: &[u8],
         new_parent: u64,
@@ -844,12 +820,7 @@ impl Ops {
             })
             .await?
         {
-            MdsReplyBody::Removed(l) => {
-                if let Some(l) = l {
-                    self.destroy_objects(c, l);
-                }
-                Ok(())
-            }
+            MdsReplyBody::Removed(_) => Ok(()),
             _ => Err(libc::EPROTO),
         }
     }
@@ -1249,26 +1220,31 @@ impl Ops {
         let file_size = st.size;
         let raid0 = f.raid0;
         let brw = self.tuning.brw_size_bytes;
+        let window = self.tuning.read_ahead_bytes;
         if ra.issued.is_empty() {
-            // A handle's first read: its window starts at file offset 0 (`next`).
+            // A handle's first read: its window starts where that read starts (bytes before
+            // it are not the application's to read next).
+            ra.next = offset;
             ra.issued = (0..raid0.stripe_count)
-                .map(|k| raid0.object_size(k, ra.next))
+                .map(|k| raid0.object_size(k, offset))
                 .collect();
         }
-        let sequential = offset == ra.next;
-        ra.next = end;
-        if !sequential {
+        // The kernel splits an application's read into several requests and they may be
+        // served in any order (each on a task of its own), so a read within one window of
+        // where the stream is belongs to it: resetting there would throw away what was read
+        // ahead and read it again.
+        if offset.abs_diff(ra.next) > window {
             // A new window starts where this read ends: in each object, at its first byte
             // at or after file offset `end`.
+            ra.next = end;
             ra.pieces.clear();
             ra.issued = (0..raid0.stripe_count)
                 .map(|k| raid0.object_size(k, end))
                 .collect();
             return None;
         }
-        // What earlier reads consumed gives its budget back.
-        ra.pieces.retain(|_, seg| seg.end > offset);
-        let to = (end + self.tuning.read_ahead_bytes).min(file_size);
+        ra.next = ra.next.max(end);
+        let to = (ra.next + window).min(file_size);
         if to > offset && !st.overlaps(&f.object_ranges(offset, to)) {
             // Each object is read ahead in whole RPCs (its brw_size-aligned chunks, as the
             // writes are formed) up to the chunk that holds the window's end in it, never
@@ -1305,23 +1281,7 @@ impl Ops {
                     stalled[k as usize] = true;
                     continue;
                 };
-                let stripe = f.layout.stripes[k as usize];
-                let pool = self.osts[stripe.ost as usize].clone();
-                let op = ObjOp::Read {
-                    object: stripe.object,
-                    offset: object_offset,
-                    len: n,
-                };
-                self.note(&op, stripe.ost);
-                let id = *id;
-                let task = tokio::spawn(async move {
-                    let slot = pool.admit().await;
-                    pool.run(&slot, &id, &op).await.map_err(fail)
-                });
-                let fetch: Prefetch = futures_util::FutureExt::shared(Box::pin(async move {
-                    task.await.unwrap_or(Err(libc::EIO))
-                })
-                    as futures_util::future::BoxFuture<'static, _>);
+                let fetch = self.fetch(f, k, object_offset, n, id);
                 for ((file_offset, in_rpc, seg_len), kib) in segments.into_iter().zip(kibs) {
                     let part = budget
                         .split(kib as usize)
@@ -1332,6 +1292,7 @@ impl Ops {
                             end: file_offset + seg_len,
                             in_rpc,
                             fetch: fetch.clone(),
+                            consumed: 0,
                             _budget: part,
                         },
                     );
@@ -1339,14 +1300,18 @@ impl Ops {
                 ra.issued[k as usize] = object_offset + n;
             }
         }
+        // The read is answered from the window where it covers it, and by RPCs of its own for
+        // the rest (bytes the window could not take for want of budget): no byte is fetched
+        // twice.
         let mut parts = Vec::new();
+        let mut gaps = Vec::new();
         let mut covered = offset;
-        for (&start, seg) in ra.pieces.range(..end) {
+        for (&start, seg) in ra.pieces.range_mut(..end) {
             if seg.end <= offset {
                 continue;
             }
             if start > covered {
-                break;
+                gaps.push((covered, start));
             }
             parts.push(Part {
                 file_offset: start,
@@ -1354,9 +1319,63 @@ impl Ops {
                 in_rpc: seg.in_rpc,
                 fetch: seg.fetch.clone(),
             });
+            seg.consumed += seg.end.min(end) - start.max(offset);
             covered = covered.max(seg.end);
         }
-        (covered >= end).then_some(parts)
+        if covered < end {
+            gaps.push((covered, end));
+        }
+        // What the reads took, and what lies a whole window behind the stream (skipped by the
+        // application), gives its budget back.
+        let behind = ra.next.saturating_sub(window);
+        ra.pieces
+            .retain(|&start, seg| seg.consumed < seg.end - start && seg.end > behind);
+        for (from, to) in gaps {
+            for p in raid0.rpc_vec(from, to - from, brw) {
+                let fetch = self.fetch(f, p.stripe_index, p.object_offset_bytes, p.size_bytes, id);
+                raid0.file_segments(
+                    p.stripe_index,
+                    p.object_offset_bytes,
+                    p.size_bytes,
+                    |file_offset, in_rpc, seg_len| {
+                        parts.push(Part {
+                            file_offset,
+                            len: seg_len,
+                            in_rpc,
+                            fetch: fetch.clone(),
+                        })
+                    },
+                );
+            }
+        }
+        // Bytes below the read's end are read (or were skipped): the window never fetches
+        // them again.
+        for (k, issued) in ra.issued.iter_mut().enumerate() {
+            *issued = (*issued).max(raid0.object_size(k as u32, end));
+        }
+        parts.sort_unstable_by_key(|p| p.file_offset);
+        Some(parts)
+    }
+
+    /// Starts the read RPC of `n` bytes at `object_offset` of stripe `k`'s object, shared
+    /// by whoever needs its bytes.
+    fn fetch(&self, f: &FileState, k: u32, object_offset: u64, n: u64, id: &Identity) -> Prefetch {
+        let stripe = f.layout.stripes[k as usize];
+        let pool = self.osts[stripe.ost as usize].clone();
+        let op = ObjOp::Read {
+            object: stripe.object,
+            offset: object_offset,
+            len: n,
+        };
+        self.note(&op, stripe.ost);
+        let id = *id;
+        let task = tokio::spawn(async move {
+            let slot = pool.admit().await;
+            pool.run(&slot, &id, &op).await.map_err(fail)
+        });
+        futures_util::FutureExt::shared(Box::pin(
+            async move { task.await.unwrap_or(Err(libc::EIO)) },
+        ) as futures_util::future::BoxFuture<'static, _>)
     }
 
     /// Waits for the file's writes, records its size at the MDS, and returns (and clears)

@@ -16,9 +16,14 @@
 //! attempt. A request that still fails with a connection error drops the connection and every
 //! idle connection of the pool made before the failure (a restarted server closed them all),
 //! and is resent at once on a fresh connection. Only a fresh connect that fails, or a fresh
-//! connection that fails, waits with exponential backoff (50 ms doubling to 2 s): then the
-//! server is really away. Resends go on for up to `recovery` (default 60 s, like the time a
-//! Lustre client waits for a target to come back), then the request fails with `EIO`.
+//! connection that fails, waits with exponential backoff: then the server is really away. An
+//! away server is tried again at least every [`RECONNECT_WAIT_MAX`] (50 ms doubling to it: a
+//! refused connect costs the server nothing but a reset), and the first request of a pool that
+//! gets through wakes every other request of the pool waiting for the server, so I/O resumes
+//! within that interval of the server's return. A busy server (`EBUSY`, `EAGAIN`) is given
+//! more room, 50 ms doubling to [`BUSY_WAIT_MAX`]. Resends go on for up to `recovery` (default
+//! 60 s, like the time a Lustre client waits for a target to come back), then the request fails
+//! with `EIO`.
 //!
 //! Every object operation is idempotent (a write or a read at an offset, a punch to a size, a
 //! sync), so resending is safe. Metadata operations that are not (create, mkdir, unlink,
@@ -37,7 +42,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 use tracing::{debug, warn};
 
 use crate::limit::{NodeLimiter, Window, WindowSlot};
@@ -49,7 +54,11 @@ use pfsqos_wire::protocol::{Errno, Role};
 /// How long a request waits for a restarting daemon by default.
 pub const RECOVERY_DEFAULT: Duration = Duration::from_secs(60);
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
-const BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// Longest wait between attempts to reach a server that is away (refuses or drops
+/// connections): I/O resumes at most this long after the server is back.
+pub const RECONNECT_WAIT_MAX: Duration = Duration::from_millis(200);
+/// Longest wait between attempts at a server that answers it is too busy.
+pub const BUSY_WAIT_MAX: Duration = Duration::from_secs(2);
 /// Connections to the MDS (metadata calls in parallel).
 pub const MDS_CONNECTIONS: usize = 4;
 
@@ -102,38 +111,102 @@ async fn resolve(addr: &str) -> std::io::Result<SocketAddr> {
         .ok_or_else(|| std::io::Error::other(format!("{addr} resolves to no address")))
 }
 
-/// Waits between attempts while a server is away, counting each wait in the pool's counter.
+/// Why an attempt is followed by a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pause {
+    /// Resend at once (a connection found stale).
+    None,
+    /// The server is away: a connect or a fresh connection failed.
+    Away,
+    /// The server answered it is too busy.
+    Busy,
+}
+
+/// What a pool counts of its waits, and how a request that got through wakes the others.
+#[derive(Default)]
+struct Waits {
+    /// Backoff waits so far (a stale connection must cost none).
+    count: AtomicU64,
+    /// The longest single wait so far, in ns.
+    longest_ns: AtomicU64,
+    /// Notified when a fresh connection got an answer: the server is back.
+    back: Notify,
+}
+
+impl Waits {
+    /// The server answered on a fresh connection: every request waiting for it tries now.
+    fn server_back(&self) {
+        self.back.notify_waiters();
+    }
+}
+
+/// How a wait ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Woken {
+    Slept,
+    /// Another request of the pool got through: the server is back.
+    ServerBack,
+}
+
+/// Waits between attempts while a server is away or busy.
 struct Backoff<'a> {
-    deadline: Instant,
+    deadline: tokio::time::Instant,
     next: Duration,
-    waits: &'a AtomicU64,
+    waits: &'a Waits,
 }
 
 impl<'a> Backoff<'a> {
-    fn new(recovery: Duration, waits: &'a AtomicU64) -> Backoff<'a> {
+    fn new(recovery: Duration, waits: &'a Waits) -> Backoff<'a> {
         Backoff {
-            deadline: Instant::now() + recovery,
+            deadline: tokio::time::Instant::now() + recovery,
             next: BACKOFF_MIN,
             waits,
         }
     }
 
-    /// Whether the recovery time is used up (checked before a resend that does not wait).
-    fn expired(&self) -> bool {
-        Instant::now() >= self.deadline
+    /// How long to wait before the next attempt: nothing for [`Pause::None`], else the
+    /// backoff, capped by the pause's maximum and the recovery time; `None` once the recovery
+    /// time is used up.
+    fn next_wait(&mut self, pause: Pause) -> Option<Duration> {
+        let now = tokio::time::Instant::now();
+        if now >= self.deadline {
+            return None;
+        }
+        let cap = match pause {
+            Pause::None => return Some(Duration::ZERO),
+            Pause::Away => RECONNECT_WAIT_MAX,
+            Pause::Busy => BUSY_WAIT_MAX,
+        };
+        let d = self.next.min(cap).min(self.deadline - now);
+        self.next = (self.next * 2).min(cap);
+        debug_assert!(d <= cap);
+        Some(d)
     }
 
-    /// Sleeps before the next attempt; false once the recovery time is used up.
-    async fn wait(&mut self) -> bool {
-        let now = Instant::now();
-        if now >= self.deadline {
-            return false;
+    /// Waits before the next attempt ([`Backoff::next_wait`]), less if a request gets through
+    /// meanwhile; false once the recovery time is used up.
+    async fn wait(&mut self, pause: Pause) -> bool {
+        match self.next_wait(pause) {
+            None => false,
+            Some(d) if d.is_zero() => true,
+            Some(d) => {
+                self.sleep(d).await;
+                true
+            }
         }
-        self.waits.fetch_add(1, Ordering::Relaxed);
-        let d = self.next.min(self.deadline - now);
-        tokio::time::sleep(d).await;
-        self.next = (self.next * 2).min(BACKOFF_MAX);
-        true
+    }
+
+    /// Sleeps `d`, or until a request of the pool gets through on a fresh connection.
+    async fn sleep(&self, d: Duration) -> Woken {
+        self.waits.count.fetch_add(1, Ordering::Relaxed);
+        self.waits
+            .longest_ns
+            .fetch_max(d.as_nanos() as u64, Ordering::Relaxed);
+        let back = self.waits.back.notified();
+        tokio::select! {
+            _ = tokio::time::sleep(d) => Woken::Slept,
+            _ = back => Woken::ServerBack,
+        }
     }
 }
 
@@ -230,8 +303,7 @@ pub struct OstPool {
     limiter: Arc<NodeLimiter>,
     idle: Idle<OssClient>,
     recovery: Duration,
-    /// Backoff waits so far (a stale connection must cost none).
-    backoff_waits: AtomicU64,
+    waits: Waits,
 }
 
 impl OstPool {
@@ -253,14 +325,20 @@ impl OstPool {
             limiter,
             idle: Idle::new(),
             recovery,
-            backoff_waits: AtomicU64::new(0),
+            waits: Waits::default(),
         }
     }
 
     /// How many times requests to this OST waited for it to come back.
     #[allow(dead_code)] // Read by the tests; the mount exports no metrics yet.
     pub fn backoff_waits(&self) -> u64 {
-        self.backoff_waits.load(Ordering::Relaxed)
+        self.waits.count.load(Ordering::Relaxed)
+    }
+
+    /// The longest single wait for this OST so far.
+    #[allow(dead_code)] // Read by the tests; the mount exports no metrics yet.
+    pub fn longest_backoff_wait(&self) -> Duration {
+        Duration::from_nanos(self.waits.longest_ns.load(Ordering::Relaxed))
     }
 
     /// Waits for a slot in the RPC window.
@@ -331,37 +409,36 @@ impl OstPool {
         id: &Identity,
         op: &ObjOp,
     ) -> Result<bytes::Bytes, Failure> {
-        let mut backoff = Backoff::new(self.recovery, &self.backoff_waits);
+        let mut backoff = Backoff::new(self.recovery, &self.waits);
         loop {
             // The error, and whether it is worth a wait: the ossd is away (a fresh connect or
             // connection failed) or busy. A stale connection is followed by a fresh one at once.
-            let (e, wait) = match self.connection().await {
-                Err(e) => (e, true),
+            let (e, pause) = match self.connection().await {
+                Err(e) => (e, Pause::Away),
                 Ok(mut t) => {
                     let r = self.send(&mut t.conn, id, op).await;
                     self.limiter.note(&self.addr, t.conn.client_limit());
                     if let Err(ClientError::Conn(e)) = r {
                         drop(t.conn);
                         self.idle.drop_made_before(Instant::now());
-                        (ClientError::Conn(e), t.fresh)
+                        let pause = if t.fresh { Pause::Away } else { Pause::None };
+                        (ClientError::Conn(e), pause)
                     } else {
+                        if t.fresh {
+                            self.waits.server_back();
+                        }
                         // A connection that answered (even with an error) is still good.
                         self.idle.put(t.conn, t.connected_at);
                         match r {
                             Ok(data) => return Ok(data),
-                            Err(e) if retryable(&e) => (e, true),
+                            Err(e) if retryable(&e) => (e, Pause::Busy),
                             Err(e) => return Err(failure(e)),
                         }
                     }
                 }
             };
             debug!(ost = self.ost, error = %e, "OST request failed; will resend");
-            let more = if wait {
-                backoff.wait().await
-            } else {
-                !backoff.expired()
-            };
-            if !more {
+            if !backoff.wait(pause).await {
                 warn!(ost = self.ost, error = %e, "OST did not recover in time");
                 return Err(Failure(Errno::EIO));
             }
@@ -376,8 +453,7 @@ pub struct MdsPool {
     slots: Semaphore,
     idle: Idle<MdsClient>,
     recovery: Duration,
-    /// Backoff waits so far (a stale connection must cost none).
-    backoff_waits: AtomicU64,
+    waits: Waits,
 }
 
 /// One attempt at a metadata operation.
@@ -401,14 +477,14 @@ impl MdsPool {
             slots: Semaphore::new(MDS_CONNECTIONS),
             idle: Idle::new(),
             recovery,
-            backoff_waits: AtomicU64::new(0),
+            waits: Waits::default(),
         }
     }
 
     /// How many times metadata requests waited for the MDS to come back.
     #[allow(dead_code)] // Read by the tests; the mount exports no metrics yet.
     pub fn backoff_waits(&self) -> u64 {
-        self.backoff_waits.load(Ordering::Relaxed)
+        self.waits.count.load(Ordering::Relaxed)
     }
 
     /// Connects once (at mount time: a wrong address or key fails the mount at once).
@@ -444,6 +520,9 @@ impl MdsPool {
                 }
             }
             r => {
+                if t.fresh {
+                    self.waits.server_back();
+                }
                 self.idle.put(t.conn, t.connected_at);
                 Attempt::Done(r)
             }
@@ -466,31 +545,26 @@ impl MdsPool {
             .acquire()
             .await
             .expect("the slot semaphore is never closed");
-        let mut backoff = Backoff::new(self.recovery, &self.backoff_waits);
+        let mut backoff = Backoff::new(self.recovery, &self.waits);
         // Whether an earlier attempt may have been applied.
         let mut resent = false;
         loop {
             // The error, and whether it is worth a wait (as in `OstPool::run`).
-            let (e, wait) = match self.attempt(op.clone()).await {
+            let (e, pause) = match self.attempt(op.clone()).await {
                 Attempt::Done(Ok(b)) => return Ok(b),
-                Attempt::Done(Err(e)) if retryable(&e) => (e, true),
+                Attempt::Done(Err(e)) if retryable(&e) => (e, Pause::Busy),
                 Attempt::Done(Err(e)) if resent => {
                     return self.replayed(&op, failure(e).0).await;
                 }
                 Attempt::Done(Err(e)) => return Err(failure(e)),
                 Attempt::Broken { error, fresh } => {
                     resent = true;
-                    (error, fresh)
+                    (error, if fresh { Pause::Away } else { Pause::None })
                 }
-                Attempt::Unreachable(e) => (e, true),
+                Attempt::Unreachable(e) => (e, Pause::Away),
             };
             debug!(error = %e, "MDS request failed; will resend");
-            let more = if wait {
-                backoff.wait().await
-            } else {
-                !backoff.expired()
-            };
-            if !more {
+            if !backoff.wait(pause).await {
                 warn!(error = %e, "MDS did not recover in time");
                 return Err(Failure(Errno::EIO));
             }
@@ -516,7 +590,8 @@ impl MdsPool {
                 .await
                 .map_err(|_| Failure(Errno::EEXIST)),
             (MdsOp::Unlink { .. } | MdsOp::Rename { .. }, Errno::ENOENT) => {
-                // The objects of a removed file are not known any more; they stay behind.
+                // A resent removal whose first send removed the file: the MDS queued its
+                // objects for destruction then.
                 Ok(MdsReplyBody::Removed(None))
             }
             (MdsOp::Rmdir { .. }, Errno::ENOENT) => Ok(MdsReplyBody::Done),
@@ -543,8 +618,8 @@ mod tests {
     use pfsqos_wire::mds::{Owner, ROOT_INO};
 
     const KEY: &[u8] = b"oss-pool-test-cluster-key-0123456";
-    /// Short enough that trying stale connections one by one with backoff (50 ms doubling)
-    /// fails the request: 8 of them wait 7.15 s.
+    /// A short recovery time: the tests count the waits, and a request that wrongly waited
+    /// for every stale connection fails sooner.
     const RECOVERY_SHORT: Duration = Duration::from_secs(2);
     /// Idle connections in a pool before the restart.
     const STALE_CONNECTIONS: usize = 8;
@@ -818,5 +893,101 @@ mod tests {
             );
             tokio::task::yield_now().await;
         }
+    }
+
+    /// Waits for an away server grow from 50 ms to at most [`RECONNECT_WAIT_MAX`] and never
+    /// beyond, however long the outage; a busy server's grow to [`BUSY_WAIT_MAX`]; a stale
+    /// connection costs no wait; and a request that gets through on a fresh connection ends
+    /// every other wait of the pool.
+    #[test]
+    fn reconnect_waits_are_bounded_and_cut_short_when_the_server_is_back() {
+        let waits = Waits::default();
+        let mut b = Backoff::new(Duration::from_secs(3600), &waits);
+        let away: Vec<Duration> = (0..40).map(|_| b.next_wait(Pause::Away).unwrap()).collect();
+        assert_eq!(away[..3], [50, 100, 200].map(Duration::from_millis));
+        assert!(away.iter().all(|&d| d <= RECONNECT_WAIT_MAX), "{away:?}");
+        assert_eq!(b.next_wait(Pause::None), Some(Duration::ZERO));
+        let mut busy = Backoff::new(Duration::from_secs(3600), &waits);
+        let longest = (0..10)
+            .map(|_| busy.next_wait(Pause::Busy).unwrap())
+            .max()
+            .unwrap();
+        assert_eq!(longest, BUSY_WAIT_MAX);
+        // Past the recovery time the request gives up; the last wait ends at it.
+        let mut short = Backoff::new(Duration::from_millis(120), &waits);
+        assert!(short.next_wait(Pause::Away).unwrap() <= Duration::from_millis(120));
+        let mut over = Backoff::new(Duration::ZERO, &waits);
+        assert_eq!(over.next_wait(Pause::Away), None);
+
+        // A wait in progress, however long, ends when another request finds the server back.
+        let rt = client_runtime();
+        let woken = rt.block_on(async {
+            let (woken, ()) = tokio::join!(b.sleep(BUSY_WAIT_MAX * 30), async {
+                tokio::task::yield_now().await;
+                waits.server_back();
+            });
+            woken
+        });
+        assert_eq!(woken, Woken::ServerBack);
+    }
+
+    /// A write issued while the ossd is down completes once it is back, and while it waited
+    /// no attempt was more than [`RECONNECT_WAIT_MAX`] after the one before: it resumes
+    /// within that of the ossd's return, however long the outage (the wall-clock figure is
+    /// printed, not asserted).
+    #[test]
+    fn io_issued_in_an_outage_resumes_shortly_after_the_ossd_is_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = vec![tmp.path().join("ost0")];
+        let ossd = OssDaemon::start("127.0.0.1:0".parse().unwrap(), &dirs);
+        let addr = ossd.ossd.local_addr();
+        ossd.stop();
+        let client = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let pool = Arc::new(OstPool::new(
+            0,
+            addr.to_string(),
+            0,
+            KEY.into(),
+            2,
+            Arc::new(NodeLimiter::new()),
+            Duration::from_secs(120),
+        ));
+        let write = {
+            let pool = pool.clone();
+            client.spawn(async move {
+                let slot = pool.admit().await;
+                let op = ObjOp::Write {
+                    object: 7,
+                    offset: 0,
+                    data: bytes::Bytes::from_static(b"issued during the outage"),
+                };
+                pool.run(&slot, &Identity::test("outage.0"), &op).await
+            })
+        };
+        // Long enough an outage that the old doubling would wait 2 s between attempts.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while pool.backoff_waits() < 12 {
+            assert!(Instant::now() < deadline, "the write never retried");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let ossd = OssDaemon::start(addr, &dirs);
+        let back = Instant::now();
+        client.block_on(write).unwrap().unwrap();
+        eprintln!(
+            "resumed {:?} after the ossd was back ({} waits)",
+            back.elapsed(),
+            pool.backoff_waits()
+        );
+        assert!(
+            pool.longest_backoff_wait() <= RECONNECT_WAIT_MAX,
+            "a wait of {:?}",
+            pool.longest_backoff_wait()
+        );
+        assert!(back.elapsed() < Duration::from_secs(30));
+        ossd.stop();
     }
 }

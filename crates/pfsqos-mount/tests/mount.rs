@@ -333,6 +333,43 @@ fn posix_file_operations_on(c: Cluster) {
     assert_eq!(listed[299], "file-with-a-longish-name-0299");
 }
 
+/// Files created, written and removed through the mount leave no object file on the OSTs
+/// (the MDS destroys a removed file's objects; the mount recreates none), and the objects of
+/// the file that stays are kept.
+#[test]
+fn removed_files_leave_no_object_files() {
+    const FILES: usize = 100;
+    let c = Cluster::start(|_| {});
+    c.mkdir_wide("d");
+    fs::write(c.p("d/kept"), pattern(3 << 20, 1)).unwrap();
+    for k in 0..FILES {
+        let path = c.p(&format!("d/f{k}"));
+        fs::write(&path, pattern(4096 + k, k as u64)).unwrap();
+        if k % 10 == 0 {
+            // A rename that replaces a file removes it too.
+            fs::write(c.p("d/tmp"), b"replaced").unwrap();
+            fs::rename(c.p("d/tmp"), &path).unwrap();
+        }
+        fs::remove_file(&path).unwrap();
+    }
+    let stored = || -> usize {
+        c.ost_dirs
+            .iter()
+            .map(|d| fs::read_dir(d.join("objects")).map_or(0, |r| r.count()))
+            .sum()
+    };
+    let deadline = Instant::now() + WAIT_MAX;
+    while stored() != 2 {
+        assert!(
+            Instant::now() < deadline,
+            "{} object files left for one file of two stripes",
+            stored()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(fs::read(c.p("d/kept")).unwrap(), pattern(3 << 20, 1));
+}
+
 #[test]
 fn large_striped_file_spans_both_osts() {
     let c = Cluster::start(|_| {});

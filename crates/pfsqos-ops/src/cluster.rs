@@ -88,6 +88,7 @@ struct MdsSpec {
     default_stripe_size_bytes: Option<i64>,
     iez_stats_max_age_ms: Option<i64>,
     iez_report_period_ms: Option<i64>,
+    placer: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -164,6 +165,9 @@ pub struct MdsRole {
     /// iez: every ossd reports its statistics to the MDS with this period
     /// (`ossd --report-mds --report-period-ms`); `None`: no reports, iez never places.
     pub iez_report_period_ms: Option<u64>,
+    /// Placement policy of new files (`mds --placer`): `roundrobin`, `lustre` or `iez`, with
+    /// options.
+    pub placer: String,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -534,7 +538,13 @@ fn resolve(spec: FileSpec, base: &Path, file: &str) -> Result<Cluster, ClusterEr
                 ),
             )
         })?;
+    let placer = m
+        .placer
+        .unwrap_or_else(|| pfsqos_mds::PLACER_DEFAULT.to_string());
+    pfsqos_core::place::placement_by_name(&placer, ost_total as u32)
+        .map_err(|e| cx.err("mds.placer", &placer, e))?;
     let mds = MdsRole {
+        placer,
         host: cx.host("mds.host", &m.host)?,
         listen: cx.addr(
             "mds.listen",
@@ -1340,6 +1350,10 @@ mod tests {
             (
                 "[[oss]]\ncpts = 4\nthreads = 2",
                 "c.toml: field `oss[0].threads`: value `2`: must be at least cpts (4): each CPU partition runs I/O threads of its own (give threads >= cpts, or fewer cpts)",
+            ),
+            (
+                "[mds]\nplacer = \"qos\"",
+                "c.toml: field `mds.placer`: value `qos`: unknown placement policy `qos` (allowed: roundrobin, lustre, iez)",
             ),
             ("[mds]\ndefault_stripe_size_bytes = -65536", "c.toml: field `mds.default_stripe_size_bytes`: value `-65536`: must be a positive multiple of 65536 up to 4294901760"),
             ("[[oss]]\nceiling_bytes_per_s = -1", "c.toml: field `oss[0].ceiling_bytes_per_s`: value `-1`: must be 0..=1125899906842624"),

@@ -304,6 +304,7 @@ fn mds_args(c: &Cluster, oss_addrs: &[String]) -> MdsArgs {
         fsname: c.fsname.clone(),
         metrics_listen: m.metrics_listen,
         iez_stats_max_age_ms: m.iez_stats_max_age_ms,
+        placer: m.placer.clone(),
     }
 }
 

@@ -517,8 +517,8 @@ const DIRECT_ALIGN_BYTES: usize = conn::BULK_ALIGN_BYTES;
 /// Most object files an OST keeps open (least recently used closed first).
 pub const OBJECT_HANDLES_PER_OST_MAX: usize = 64;
 
-/// A small LRU of open object files. Objects are never removed (the protocol has no object
-/// destroy), so an open file never outlives its object's path.
+/// A small LRU of open object files. A destroy closes an object's entry before it removes
+/// the path ([`Ost::destroy`]), so a later RPC opens the path afresh.
 #[derive(Default)]
 struct ObjectHandles {
     open: Vec<(u64, Arc<ObjectFile>)>,
@@ -539,6 +539,10 @@ impl ObjectHandles {
         let f = entry.1.clone();
         self.open.push(entry);
         Some(f)
+    }
+
+    fn forget(&mut self, object: u64) {
+        self.open.retain(|(o, _)| *o != object);
     }
 
     fn insert(&mut self, object: u64, f: Arc<ObjectFile>) -> Arc<ObjectFile> {
@@ -1355,6 +1359,41 @@ impl Shared {
 impl Ost {
     fn object_path(&self, object: u64) -> PathBuf {
         self.objects.join(format!("{object:016x}"))
+    }
+
+    /// Removes objects (the MDS's destroy of a removed file's objects or of orphans); one
+    /// already gone counts as destroyed, so a destroy repeated after a lost reply succeeds.
+    fn destroy(&self, objects: &[u64]) -> Result<(), RemoteError> {
+        for &object in objects {
+            lock(&self.handles).forget(object);
+            match std::fs::remove_file(self.object_path(object)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Up to `max` ids of stored objects above `after`, ascending, and whether there are
+    /// more. Names that are not an object's (16 hex digits) are not objects and are skipped.
+    fn list_objects(&self, after: u64, max: u32) -> Result<(Vec<u64>, bool), RemoteError> {
+        let mut ids = Vec::new();
+        for entry in std::fs::read_dir(&self.objects).map_err(io_error)? {
+            let name = entry.map_err(io_error)?.file_name();
+            let Some(name) = name.to_str().filter(|n| n.len() == 16) else {
+                continue;
+            };
+            if let Ok(id) = u64::from_str_radix(name, 16) {
+                if id > after {
+                    ids.push(id);
+                }
+            }
+        }
+        ids.sort_unstable();
+        let more = ids.len() > max as usize;
+        ids.truncate(max as usize);
+        Ok((ids, more))
     }
 
     /// The object's open file (read and write); created when `create`, else `NotFound` for
@@ -2384,6 +2423,45 @@ async fn read_requests(
                             Ok(ReplyBody::Done)
                         }
                     }
+                };
+                let _ = tx.send(reply(tag, result)).await;
+            }
+            // The object store's own operations, from the MDS only, off the NRS: they move
+            // no data, and a destroy must not wait behind the I/O it frees space for.
+            Request::Destroy { tag, ost, objects } => {
+                let result = if peer.role.may_destroy() {
+                    let shared = shared.clone();
+                    tokio::task::spawn_blocking(move || shared.osts[ost as usize].destroy(&objects))
+                        .await
+                        .unwrap_or_else(|e| Err(RemoteError::new(Errno::EIO, e.to_string())))
+                        .map(|()| ReplyBody::Done)
+                } else {
+                    Err(RemoteError::new(
+                        Errno::EPERM,
+                        "only the MDS may destroy objects",
+                    ))
+                };
+                let _ = tx.send(reply(tag, result)).await;
+            }
+            Request::ListObjects {
+                tag,
+                ost,
+                after,
+                max,
+            } => {
+                let result = if peer.role.may_destroy() {
+                    let shared = shared.clone();
+                    tokio::task::spawn_blocking(move || {
+                        shared.osts[ost as usize].list_objects(after, max)
+                    })
+                    .await
+                    .unwrap_or_else(|e| Err(RemoteError::new(Errno::EIO, e.to_string())))
+                    .map(|(objects, more)| ReplyBody::Objects { objects, more })
+                } else {
+                    Err(RemoteError::new(
+                        Errno::EPERM,
+                        "only the MDS may list objects",
+                    ))
                 };
                 let _ = tx.send(reply(tag, result)).await;
             }

@@ -367,6 +367,50 @@ impl OssClient {
         Ok(reply.client_limit)
     }
 
+    /// One request outside the I/O path, answered by one reply of the same tag.
+    async fn call(
+        &mut self,
+        make: impl FnOnce(u64) -> WireRequest,
+    ) -> Result<ReplyBody, ClientError> {
+        let tag = self.tag();
+        self.writer.msg(&make(tag)).await?;
+        self.reply(tag).await
+    }
+
+    /// Removes `objects` (at most [`DESTROY_OBJECTS_MAX`]) of OST `ost` (role `Mds`).
+    pub async fn destroy(&mut self, ost: u32, objects: &[u64]) -> Result<(), ClientError> {
+        let objects = objects.to_vec();
+        match self
+            .call(|tag| WireRequest::Destroy { tag, ost, objects })
+            .await?
+        {
+            ReplyBody::Done => Ok(()),
+            other => Err(ProtocolError::Invalid(format!("destroy answered with {other:?}")).into()),
+        }
+    }
+
+    /// Up to `max` object ids of OST `ost` above `after`, ascending, and whether it has more
+    /// (role `Mds`).
+    pub async fn list_objects(
+        &mut self,
+        ost: u32,
+        after: u64,
+        max: u32,
+    ) -> Result<(Vec<u64>, bool), ClientError> {
+        match self
+            .call(|tag| WireRequest::ListObjects {
+                tag,
+                ost,
+                after,
+                max,
+            })
+            .await?
+        {
+            ReplyBody::Objects { objects, more } => Ok((objects, more)),
+            other => Err(ProtocolError::Invalid(format!("listing answered with {other:?}")).into()),
+        }
+    }
+
     /// `lctl get_param PATTERN`: matching parameters in name order. The names come first,
     /// then each value in a request of its own, so that a pattern matching many large values
     /// (`obdfilter.*.job_stats` with thousands of jobs) never needs one oversized reply.
@@ -618,7 +662,7 @@ impl MdsClient {
         }
     }
 
-    /// Removes a file; returns its layout so the caller can destroy the objects.
+    /// Removes a file; returns its layout (the MDS destroys its objects).
     pub async fn unlink(&mut self, parent: u64, name: &[u8]) -> Result<FileLayout, ClientError> {
         let op = MdsOp::Unlink {
             parent,
@@ -641,7 +685,7 @@ impl MdsClient {
         }
     }
 
-    /// Returns the layout of a file the rename replaced, whose objects the caller destroys.
+    /// Returns the layout of a file the rename replaced (the MDS destroys its objects).
     pub async fn rename(
         &mut self,
         parent: u64,

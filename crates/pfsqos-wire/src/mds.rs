@@ -232,7 +232,8 @@ pub struct IezPrediction {
 /// Who chose a file's layout.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlacementInfo {
-    /// `iez` or `roundrobin`.
+    /// `iez`, or the allocator that placed the file without a plan: the MDS's placer
+    /// (`roundrobin`, `lustre`; `lustre` under the `iez` placer).
     pub policy: String,
     /// Why iez did not place it (a file with a prediction that fell back), if it did not.
     pub reason: Option<String>,
@@ -296,7 +297,7 @@ pub enum MdsReplyBody {
     Attr(Attr),
     Created(Attr, FileLayout),
     Layout(FileLayout),
-    /// Unlink and rename: the layout of a removed file, whose objects the client destroys.
+    /// Unlink and rename: the layout of a removed file (the MDS destroys its objects).
     Removed(Option<FileLayout>),
     Dir(DirPage),
     DirStripe(Option<StripeSpec>),

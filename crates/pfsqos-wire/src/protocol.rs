@@ -59,7 +59,13 @@ pub const MAGIC: [u8; 4] = *b"PFSQ";
 /// Version 7: a coordinator's reply to an agent carries each user's or group's first-sight
 /// share on the agent's OSS (`coord::CoordReply::first_sight`), a field a version-6 agent
 /// would misread as trailing bytes.
-pub const PROTOCOL_VERSION: u16 = 7;
+/// Version 8: the MDS destroys the objects of removed files and lists an OST's objects to
+/// find orphans ([`WireRequest::Destroy`], [`WireRequest::ListObjects`]).
+pub const PROTOCOL_VERSION: u16 = 8;
+/// Most objects one [`WireRequest::Destroy`] names.
+pub const DESTROY_OBJECTS_MAX: usize = 1024;
+/// Most objects one [`ReplyBody::Objects`] lists.
+pub const LIST_OBJECTS_MAX: u32 = 4096;
 /// Largest node count a request may state for its job (the AdapTBF and Static BW priority
 /// basis): the bound the ossd's `--job-nodes` takes too.
 pub const JOB_NODES_MAX: u32 = pfsqos_core::lustre::JOB_NODES_MAX;
@@ -128,6 +134,12 @@ impl Role {
     /// reports would charge other jobs for service they never received.
     pub fn may_sync(self) -> bool {
         matches!(self, Role::Oss)
+    }
+
+    /// Only the MDS, which knows which objects live files reference, removes objects or
+    /// lists them (Lustre's MDT destroys the objects of an unlinked file, never its clients).
+    pub fn may_destroy(self) -> bool {
+        matches!(self, Role::Mds)
     }
 }
 
@@ -283,6 +295,23 @@ pub enum WireRequest {
         tag: u64,
         nid: WireNid,
     },
+    /// Removes objects of OST `ost` (role `Mds` only; at most [`DESTROY_OBJECTS_MAX`]),
+    /// answered `Done` once every one is gone from the OST's storage; an object that does not
+    /// exist is already destroyed. Added in protocol version 8.
+    Destroy {
+        tag: u64,
+        ost: u32,
+        objects: Vec<u64>,
+    },
+    /// The objects OST `ost` stores with ids above `after`, in id order, at most `max`
+    /// (1..=[`LIST_OBJECTS_MAX`]), answered [`ReplyBody::Objects`] (role `Mds` only: the
+    /// MDS's sweep for orphans). Added in protocol version 8.
+    ListObjects {
+        tag: u64,
+        ost: u32,
+        after: u64,
+        max: u32,
+    },
 }
 
 /// A validated object I/O request.
@@ -328,6 +357,17 @@ pub enum Request {
         tag: u64,
         nid: Nid,
     },
+    Destroy {
+        tag: u64,
+        ost: u32,
+        objects: Vec<u64>,
+    },
+    ListObjects {
+        tag: u64,
+        ost: u32,
+        after: u64,
+        max: u32,
+    },
 }
 
 impl Request {
@@ -338,7 +378,9 @@ impl Request {
             | Request::SetParam { tag, .. }
             | Request::ListParams { tag, .. }
             | Request::Sync { tag, .. }
-            | Request::LimitQuery { tag, .. } => *tag,
+            | Request::LimitQuery { tag, .. }
+            | Request::Destroy { tag, .. }
+            | Request::ListObjects { tag, .. } => *tag,
         }
     }
 }
@@ -609,6 +651,8 @@ pub enum ReplyBody {
     Params(Vec<ParamHeader>),
     /// Names matching a `ListParams` pattern, in name order.
     Names(Vec<String>),
+    /// Object ids of a `ListObjects`, ascending; `more`: the OST has objects above the last.
+    Objects { objects: Vec<u64>, more: bool },
 }
 
 /// Smallest client limit a server may set: 1 MiB/s. The largest RPC (64 MiB) then holds the
@@ -1030,7 +1074,43 @@ pub fn decode_request(frame: &[u8], ost_count: u32) -> Result<Request, ProtocolE
             tag,
             nid: validate_nid(&nid)?,
         }),
+        WireRequest::Destroy { tag, ost, objects } => {
+            check_ost(ost, ost_count)?;
+            if objects.is_empty() || objects.len() > DESTROY_OBJECTS_MAX {
+                return Err(ProtocolError::Invalid(format!(
+                    "destroy of {} objects (1..={DESTROY_OBJECTS_MAX})",
+                    objects.len()
+                )));
+            }
+            Ok(Request::Destroy { tag, ost, objects })
+        }
+        WireRequest::ListObjects {
+            tag,
+            ost,
+            after,
+            max,
+        } => {
+            check_ost(ost, ost_count)?;
+            if !(1..=LIST_OBJECTS_MAX).contains(&max) {
+                return Err(ProtocolError::Invalid(format!(
+                    "object listing of {max} (1..={LIST_OBJECTS_MAX})"
+                )));
+            }
+            Ok(Request::ListObjects {
+                tag,
+                ost,
+                after,
+                max,
+            })
+        }
     }
+}
+
+fn check_ost(ost: u32, ost_count: u32) -> Result<(), ProtocolError> {
+    if ost >= ost_count {
+        return Err(ProtocolError::Invalid(format!("OST {ost} of {ost_count}")));
+    }
+    Ok(())
 }
 
 /// Validates a reply (client side): message lengths, parameter counts and names.
@@ -1060,6 +1140,15 @@ pub fn decode_reply(frame: &[u8]) -> Result<Reply, ProtocolError> {
                     "{total} bytes of parameter values announced (at most {PARAM_REPLY_BYTES_MAX})"
                 )));
             }
+        }
+        Ok(ReplyBody::Objects { objects, .. })
+            if objects.len() > LIST_OBJECTS_MAX as usize
+                || objects.windows(2).any(|w| w[0] >= w[1]) =>
+        {
+            return Err(ProtocolError::Invalid(format!(
+                "object listing of {} ids, not ascending or more than {LIST_OBJECTS_MAX}",
+                objects.len()
+            )))
         }
         Ok(ReplyBody::Names(ns)) => {
             if ns.len() > PARAMS_PER_REPLY_MAX {
@@ -1258,6 +1347,64 @@ mod tests {
         assert!(verify_mac(b"key", false, Role::Mds, &c, &s, &m).is_err());
         assert!(verify_mac(b"key", false, Role::Client, &s, &c, &m).is_err());
         assert_ne!(server_mac(b"key", Role::Client, &c, &s), m);
+    }
+
+    /// The object store's messages are bounded: a destroy names 1..=DESTROY_OBJECTS_MAX
+    /// objects of an existing OST, a listing asks for 1..=LIST_OBJECTS_MAX, and a listing
+    /// reply is ascending and bounded; only the MDS's role may send them.
+    #[test]
+    fn destroy_and_listing_are_bounded_and_the_mds_s_alone() {
+        let destroy = |ost, n: u64| {
+            decode_request(
+                &encode(&WireRequest::Destroy {
+                    tag: 1,
+                    ost,
+                    objects: (1..=n).collect(),
+                }),
+                2,
+            )
+        };
+        assert!(matches!(destroy(1, 3), Ok(Request::Destroy { ost: 1, .. })));
+        assert!(destroy(1, DESTROY_OBJECTS_MAX as u64).is_ok());
+        for bad in [
+            destroy(2, 1),
+            destroy(0, 0),
+            destroy(0, DESTROY_OBJECTS_MAX as u64 + 1),
+        ] {
+            assert!(bad.is_err(), "{bad:?}");
+        }
+        let list = |ost, max| {
+            decode_request(
+                &encode(&WireRequest::ListObjects {
+                    tag: 1,
+                    ost,
+                    after: 5,
+                    max,
+                }),
+                2,
+            )
+        };
+        assert!(list(0, LIST_OBJECTS_MAX).is_ok());
+        assert!(list(0, 0).is_err() && list(0, LIST_OBJECTS_MAX + 1).is_err());
+        assert!(list(2, 1).is_err());
+        let reply = |objects: Vec<u64>| {
+            decode_reply(&encode(&Reply {
+                tag: 1,
+                result: Ok(ReplyBody::Objects {
+                    objects,
+                    more: false,
+                }),
+                client_limit: ClientLimit::Unstated,
+            }))
+        };
+        assert!(reply(vec![1, 2, 9]).is_ok());
+        assert!(reply(vec![2, 2]).is_err() && reply(vec![3, 1]).is_err());
+        assert!(reply((0..u64::from(LIST_OBJECTS_MAX) + 1).collect()).is_err());
+        let may: Vec<Role> = [Role::Client, Role::Lctl, Role::Mds, Role::Oss]
+            .into_iter()
+            .filter(|r| r.may_destroy())
+            .collect();
+        assert_eq!(may, [Role::Mds]);
     }
 
     #[test]

@@ -1353,7 +1353,7 @@ mod tests {
             ),
             (
                 "[mds]\nplacer = \"qos\"",
-                "c.toml: field `mds.placer`: value `qos`: unknown placement policy `qos` (allowed: roundrobin, lustre, iez)",
+                "c.toml: field `mds.placer`: value `qos`: unknown placement policy `qos` (allowed: roundrobin, lustre, iez, shortestqueue)",
             ),
             ("[mds]\ndefault_stripe_size_bytes = -65536", "c.toml: field `mds.default_stripe_size_bytes`: value `-65536`: must be a positive multiple of 65536 up to 4294901760"),
             ("[[oss]]\nceiling_bytes_per_s = -1", "c.toml: field `oss[0].ceiling_bytes_per_s`: value `-1`: must be 0..=1125899906842624"),

@@ -6,6 +6,7 @@
 //! Families: `pfsqos_agent_periods_total`, `pfsqos_agent_periods_skipped_total`,
 //! `pfsqos_agent_job_stats_nameless_total`,
 //! `pfsqos_agent_rule_writes_total{op=start|change|stop}`, `pfsqos_agent_writes_refused_total`,
+//! `pfsqos_agent_names_taken_total`,
 //! `pfsqos_agent_lctl_commands_total`, `pfsqos_agent_lctl_errors_total` (failed attempts),
 //! `pfsqos_agent_lctl_timeouts_total`, `pfsqos_agent_lctl_failed_commands_total`,
 //! `pfsqos_agent_job_stats_restarts_total`, `pfsqos_agent_rules_adopted_total`,
@@ -97,6 +98,13 @@ impl Collector for AgentCollector {
             "pfsqos_agent_writes_refused",
             "Rule writes Lustre refused or lctl failed.",
             s.writes_refused,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_names_taken",
+            "Rule starts refused because another rule (an administrator's) holds the name; \
+             each such job is renamed once.",
+            s.names_taken,
         )?;
         counter(
             &mut e,

@@ -404,6 +404,9 @@ pub struct OssSample {
     pub control: Vec<(&'static str, u64)>,
     /// The median CPU ns of the control loop's recent periods (the last 1024).
     pub control_period_cpu_ns_median: Option<u64>,
+    /// Jobs of the control loop's last observation whose ids hold TBF syntax, so cannot have
+    /// a rule of their own (`None`: no control loop has observed).
+    pub jobs_unnamable: Option<u64>,
 }
 
 impl fmt::Debug for OssCollector {
@@ -642,6 +645,18 @@ impl Collector for OssCollector {
             for (counter, v) in &s.control {
                 ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
             }
+        }
+        if let Some(n) = s.jobs_unnamable {
+            ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX)).encode(
+                encoder.encode_descriptor(
+                    "pfsqos_oss_jobs_unnamable",
+                    "Jobs of the control loop's last period whose ids hold TBF syntax (*, \
+                     space, braces, comma, &, =, non-ASCII), so cannot have a rule of their \
+                     own: the controller's catch-all rule limits them.",
+                    None,
+                    MetricType::Gauge,
+                )?,
+            )?;
         }
         if let Some(ns) = s.control_period_cpu_ns_median {
             ConstGauge::new(i64::try_from(ns).unwrap_or(i64::MAX)).encode(
@@ -994,6 +1009,7 @@ mod tests {
             bulk: vec![("reply_timeouts", 2)],
             control: vec![("periods", 5)],
             control_period_cpu_ns_median: Some(1234),
+            jobs_unnamable: Some(2),
         }));
         for line in [
             "pfsqos_ost_job_read_bytes_total{ost=\"pfsqos-OST0000\",job=\"dd.0\"} 10",
@@ -1010,6 +1026,7 @@ mod tests {
             "pfsqos_oss_bulk_total{counter=\"reply_timeouts\"} 2",
             "pfsqos_oss_control_total{counter=\"periods\"} 5",
             "pfsqos_oss_control_period_cpu_ns 1234",
+            "pfsqos_oss_jobs_unnamable 2",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }
@@ -1141,6 +1158,7 @@ mod tests {
             bulk: Vec::new(),
             control: Vec::new(),
             control_period_cpu_ns_median: None,
+            jobs_unnamable: None,
         }
     }
 

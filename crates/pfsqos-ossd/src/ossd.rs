@@ -1338,6 +1338,7 @@ impl Shared {
             bulk: self.bulk_shares.counters().fields().to_vec(),
             control: self.control_cost.counters(),
             control_period_cpu_ns_median: self.control_cost.recent_cpu_ns_median(),
+            jobs_unnamable: self.control_cost.unnamable_jobs(),
         }
     }
 

@@ -349,11 +349,11 @@ impl<A: Allocator> Controller for AllocatorController<A> {
         self.allocator.name()
     }
 
-    fn on_write_refused(&mut self, write: &DomainWrite, _errno: crate::errno::Errno) {
+    fn on_write_refused(&mut self, write: &DomainWrite, errno: crate::errno::Errno) {
         if let (ControlWrite::NrsTbfRule(text), Some(rules)) =
             (&write.write, self.rules.get_mut(&write.domain))
         {
-            rules.rules.refused(text);
+            rules.rules.write_refused(text, errno);
         }
     }
 

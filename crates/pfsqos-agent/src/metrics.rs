@@ -1,7 +1,7 @@
 //! The agent's Prometheus metrics (served by `pfsqos_metrics::MetricsServer` at
 //! `metrics_listen`): what it wrote, what lctl did, how long deciding took, per-job rates and
-//! who is held at an administrator limit. Job labels are escaped
-//! (`pfsqos_metrics::label_value`) and bounded by `rules_max` (rates) and the limits' jobs.
+//! who is held at an administrator limit. Job labels are the ids as the Lustre exporters label
+//! them (`pfsqos_metrics::job_label_value`: `job 1` is `job\x201`), escaped, and bounded by `rules_max` (rates) and the limits' jobs.
 //!
 //! Families: `pfsqos_agent_periods_total`, `pfsqos_agent_periods_skipped_total`,
 //! `pfsqos_agent_job_stats_nameless_total`,
@@ -21,7 +21,7 @@
 
 use std::fmt;
 
-use pfsqos_metrics::label_value;
+use pfsqos_metrics::job_label_value;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -220,7 +220,7 @@ impl Collector for AgentCollector {
                     1 => f64::from(r.cpts),
                     _ => r.observed_bytes_per_s,
                 };
-                let job = label_value(job.as_str());
+                let job = job_label_value(job.as_str());
                 ConstGauge::new(v).encode(f.encode_family(&[("job", job.as_str())])?)?;
             }
         }
@@ -232,7 +232,7 @@ impl Collector for AgentCollector {
                 MetricType::Gauge,
             )?;
             for (job, h) in &s.held {
-                let job = label_value(job.as_str());
+                let job = job_label_value(job.as_str());
                 ConstGauge::new(h.held_ns as f64 / 1e9)
                     .encode(f.encode_family(&[("job", job.as_str())])?)?;
             }
@@ -245,7 +245,7 @@ impl Collector for AgentCollector {
                 MetricType::Gauge,
             )?;
             for (job, h) in &s.held {
-                let job = label_value(job.as_str());
+                let job = job_label_value(job.as_str());
                 ConstGauge::new(h.limit_bytes_per_s as f64)
                     .encode(f.encode_family(&[("job", job.as_str())])?)?;
             }
@@ -342,7 +342,7 @@ impl Collector for CoordCollector {
         for (name, help, values) in per_job {
             let mut f = e.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for (job, v) in values {
-                let job = label_value(job.as_str());
+                let job = job_label_value(job.as_str());
                 ConstGauge::new(v).encode(f.encode_family(&[("job", job.as_str())])?)?;
             }
         }

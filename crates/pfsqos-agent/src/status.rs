@@ -6,7 +6,8 @@
 //!
 //! The endpoint is another process: its answer is read with a deadline and a size bound, and
 //! every job id in it is data. Job ids come back from the label escaping
-//! (`pfsqos_metrics::label_value`) and are printed escaped (`escape_debug`), so a job id with
+//! (`pfsqos_metrics::label_value`) and the exporters' job id form
+//! (`pfsqos_metrics::job_id_of_exporter_label`) and are printed escaped (`escape_debug`), so a job id with
 //! control characters cannot write to the terminal.
 
 use std::collections::BTreeMap;
@@ -103,7 +104,12 @@ fn sample_line(line: &str) -> Option<(&str, Option<String>, f64)> {
         Some((name, labels)) => {
             let labels = labels.strip_suffix('}')?;
             let job = labels.strip_prefix("job=\"")?.strip_suffix('"')?;
-            Some((name, Some(unescape_label(job)?), value))
+            let label = unescape_label(job)?;
+            Some((
+                name,
+                Some(pfsqos_metrics::job_id_of_exporter_label(&label)),
+                value,
+            ))
         }
     }
 }

@@ -430,6 +430,40 @@ pub fn label_value(text: &str) -> String {
     out
 }
 
+/// A job id as the Lustre exporters label it, so that a dashboard joining their series with
+/// ours sees one job: the id as `job_stats` prints it (the printer of current Lustre,
+/// `pfsqos_lustre::jobstats::lustre_job_id_bytes` with `JobStatsFormat::Master`, the ossd's:
+/// an id with a byte outside `isalnum` and `.@-_:/`, a `:` or a leading `@` is printed in
+/// double quotes with those bytes as `\xHH`), without the quotes. That is the GSI
+/// lustre_exporter's parse (`sources/proc_common.go`, `jobidRegexPattern =
+/// job_id:[ \t]*"?([^"\n\r]*)"?`: the text between the optional quotes, escapes kept): `job 1`
+/// is labelled `job\x201`, `dd.0` stays `dd.0`. (HPE's original parser keeps only the id's
+/// first number, which no join can match.) The result is raw label text: [`job_label_value`]
+/// escapes it for the exposition.
+pub fn exporter_job_id(job: &str) -> String {
+    use pfsqos_lustre::jobstats::{lustre_job_id_bytes, JobStatsFormat};
+    let printed = lustre_job_id_bytes(job, JobStatsFormat::Master);
+    // Lossy as a reader of lctl's output decodes it (the kernel's ctype may keep a UTF-8 lead
+    // byte and escape its continuation).
+    let printed = String::from_utf8_lossy(&printed);
+    match printed.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        Some(inner) => inner.to_string(),
+        None => printed.into_owned(),
+    }
+}
+
+/// The job id an [`exporter_job_id`] label names (its `\xHH` escapes decoded); the label
+/// itself when it does not decode to UTF-8 (an id the kernel's ctype printed lossily).
+pub fn job_id_of_exporter_label(label: &str) -> String {
+    pfsqos_lustre::jobstats::unquote_job_id(&format!("\"{label}\""))
+        .unwrap_or_else(|_| label.to_string())
+}
+
+/// [`exporter_job_id`] escaped as a label value ([`label_value`]).
+pub fn job_label_value(job: &str) -> String {
+    label_value(&exporter_job_id(job))
+}
+
 /// Encodes an [`OssSample`].
 pub struct OssCollector(pub OssSample);
 
@@ -454,7 +488,7 @@ impl Collector for OssCollector {
             for o in &s.osts {
                 for j in &o.jobs {
                     let v = if read { j.read_bytes } else { j.write_bytes };
-                    let job = label_value(&j.job);
+                    let job = job_label_value(&j.job);
                     let labels = [("ost", o.name.as_str()), ("job", job.as_str())];
                     ConstCounter::new(v).encode(f.encode_family(&labels)?)?;
                 }
@@ -492,7 +526,7 @@ impl Collector for OssCollector {
             for o in &s.osts {
                 let target = label_value(&o.name);
                 for j in &o.jobs {
-                    let job = label_value(&j.job);
+                    let job = job_label_value(&j.job);
                     let labels = [
                         ("component", "ost"),
                         ("target", target.as_str()),
@@ -511,7 +545,7 @@ impl Collector for OssCollector {
             )?;
             for o in &s.osts {
                 for j in &o.jobs {
-                    let job = label_value(&j.job);
+                    let job = job_label_value(&j.job);
                     for (op, v) in JOB_RPC_OPS.iter().zip(j.rpcs) {
                         let labels = [("ost", o.name.as_str()), ("job", job.as_str()), ("op", op)];
                         ConstCounter::new(v).encode(f.encode_family(&labels)?)?;
@@ -1173,6 +1207,7 @@ mod tests {
                 .filter(|s| s.0 == name && s.1.iter().any(|(k, v)| k == "jobid" && v == job))
                 .collect()
         };
+        let evil = exporter_job_id(&evil);
         for (name, evil_value, plain_value) in [
             ("lustre_job_read_bytes_total", "7", "0"),
             ("lustre_job_write_bytes_total", "11", "5"),
@@ -1213,6 +1248,72 @@ mod tests {
         assert!(samples
             .iter()
             .all(|s| s.0.starts_with("pfsqos_") || s.0.starts_with("lustre_job_")));
+    }
+
+    /// The GSI lustre_exporter's job id parse of one `job_stats` block (`sources/proc_common.go`,
+    /// `jobidRegexPattern = job_id:[ \t]*"?([^"\n\r]*)"?`), as Go's regexp applies it.
+    fn gsi_exporter_job_id(job_stats: &str) -> String {
+        let rest = job_stats.split_once("job_id:").expect("a job_id line").1;
+        let rest = rest.trim_start_matches([' ', '\t']);
+        let rest = rest.strip_prefix('"').unwrap_or(rest);
+        rest.chars()
+            .take_while(|c| !matches!(c, '"' | '\n' | '\r'))
+            .collect()
+    }
+
+    /// Job ids are labelled as the exporters reading the same job_stats label them: for ids
+    /// plain and quoted (a space, `@` first, `"`, `\\`, non-ASCII, `:`), the `jobid` and `job`
+    /// labels equal the GSI parse of the job_stats Lustre's printer writes; `job 1` is
+    /// `job\x201`.
+    #[test]
+    fn job_labels_match_the_exporters_parse_of_job_stats() {
+        use pfsqos_lustre::jobstats::{render_job_stats, JobEntry, JobStatsFormat};
+        use pfsqos_lustre::model::JobId;
+        assert_eq!(exporter_job_id("job 1"), "job\\x201");
+        assert_eq!(exporter_job_id("dd.0"), "dd.0");
+        for id in ["job 1", "dd.0", "we\"ird\\job x", "x:y", "@h"] {
+            assert_eq!(job_id_of_exporter_label(&exporter_job_id(id)), id);
+        }
+        for id in [
+            "job 1",
+            "dd.0",
+            "@host",
+            "a\"b",
+            "back\\slash",
+            "é.1",
+            "x:y",
+            "*",
+            "k=v",
+        ] {
+            let entry = JobEntry::new(JobId::new(id).unwrap(), 1);
+            let printed = render_job_stats([&entry], JobStatsFormat::Master);
+            let expected = gsi_exporter_job_id(&printed);
+            let text = render_collector(OssCollector(OssSample {
+                osts: vec![OstSample {
+                    name: "fs-OST0000".into(),
+                    jobs: vec![JobSample {
+                        job: id.into(),
+                        read_bytes: 1,
+                        ..JobSample::default()
+                    }],
+                    ..OstSample::default()
+                }],
+                ..OssSample::default()
+            }));
+            let samples = parse_openmetrics(&text);
+            for (family, label) in [
+                ("lustre_job_read_bytes_total", "jobid"),
+                ("pfsqos_ost_job_read_bytes_total", "job"),
+            ] {
+                let found: Vec<&str> = samples
+                    .iter()
+                    .filter(|s| s.0 == family)
+                    .flat_map(|s| s.1.iter().filter(|(k, _)| k == label))
+                    .map(|(_, v)| v.as_str())
+                    .collect();
+                assert_eq!(found, [expected.as_str()], "{id:?} in {printed}");
+            }
+        }
     }
 
     /// The shipped Grafana dashboard is valid JSON and queries only families pfsqos exports

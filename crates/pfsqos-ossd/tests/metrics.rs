@@ -125,7 +125,9 @@ async fn ossd_metrics_follow_the_io_and_the_rules() {
         1.0
     );
     assert_eq!(
-        get(r#"pfsqos_ost_job_write_bytes_total{ost="testfs-OST0000",job="a\"b"}"#),
+        // Labelled as job_stats prints it without the quotes (`"a\x22b"`), as the Lustre
+        // exporters label it; the backslash escaped for the text format.
+        get(r#"pfsqos_ost_job_write_bytes_total{ost="testfs-OST0000",job="a\\x22b"}"#),
         10.0
     );
     assert_eq!(

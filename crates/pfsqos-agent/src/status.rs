@@ -134,13 +134,13 @@ pub fn parse(text: &str) -> AgentStatus {
                 }
                 let field: fn(&mut JobStatus) -> &mut Option<f64> = match name {
                     "pfsqos_agent_job_held_seconds" => |j: &mut JobStatus| &mut j.held_s,
-                    "pfsqos_agent_job_held_limit_bytes_per_s" => {
+                    "pfsqos_agent_job_held_limit_bytes_per_second" => {
                         |j: &mut JobStatus| &mut j.limit_bytes_per_s
                     }
-                    "pfsqos_agent_job_observed_bytes_per_s" => {
+                    "pfsqos_agent_job_observed_bytes_per_second" => {
                         |j: &mut JobStatus| &mut j.observed_bytes_per_s
                     }
-                    "pfsqos_agent_job_rate_rpcs_per_s" => {
+                    "pfsqos_agent_job_rate_rpcs_per_second" => {
                         |j: &mut JobStatus| &mut j.rate_per_cpt_rpcs_per_s
                     }
                     "pfsqos_agent_job_cpts" => |j: &mut JobStatus| &mut j.cpts,
@@ -244,10 +244,10 @@ pub fn parse_coordinator(text: &str) -> CoordinatorStatus {
                 }
                 let field: fn(&mut JobStatus) -> &mut Option<f64> = match name {
                     "pfsqos_coordinator_job_held_seconds" => |j: &mut JobStatus| &mut j.held_s,
-                    "pfsqos_coordinator_job_held_limit_bytes_per_s" => {
+                    "pfsqos_coordinator_job_held_limit_bytes_per_second" => {
                         |j: &mut JobStatus| &mut j.limit_bytes_per_s
                     }
-                    "pfsqos_coordinator_job_limited_observed_bytes_per_s" => {
+                    "pfsqos_coordinator_job_limited_observed_bytes_per_second" => {
                         |j: &mut JobStatus| &mut j.observed_bytes_per_s
                     }
                     _ => continue,

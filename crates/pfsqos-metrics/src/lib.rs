@@ -16,7 +16,7 @@
 //! * `pfsqos_ost_served_bytes_total{ost}`, `pfsqos_ost_served_rpcs_total{ost}`: everything
 //!   the OST served since the daemon started, RPCs without a job id included;
 //! * `pfsqos_ost_queue_rpcs{ost}`: RPCs of the OST waiting in the NRS heads now;
-//! * `pfsqos_oss_tbf_rule_rate_rpcs_per_s{rule}`: the rate of each TBF rule. Rules belong to
+//! * `pfsqos_oss_tbf_rule_rate_rpcs_per_second{rule}`: the rate of each TBF rule. Rules belong to
 //!   the OSS's `ost_io` service, not to one OST (as in Lustre), so they carry no `ost` label.
 //!
 //! Lustre-exporter-compatible families, so that dashboards built on the common Lustre
@@ -45,9 +45,11 @@
 //! ossd: `pfsqos_oss_bulk_total{counter}`, the bulk budget's guards (`share_waits`,
 //! `untracked_connections`, `reply_timeouts`; `pfsqos_ossd::BulkCounters`).
 //!
-//! ossd: `pfsqos_oss_control_total{counter}` (`periods`, `cpu_ns`, `wall_ns` of the control
-//! loop) and `pfsqos_oss_control_period_cpu_ns` (median CPU of its last 1024 periods), when
-//! it has run.
+//! ossd: `pfsqos_oss_control_periods_total`, `pfsqos_oss_control_cpu_seconds_total` and
+//! `pfsqos_oss_control_wall_seconds_total` (the control loop's periods, its thread's CPU time
+//! and its wall time), `pfsqos_oss_control_period_cpu_seconds` (median CPU of its last 1024
+//! periods), when it has run; `pfsqos_oss_jobs_unnamable` (jobs of its last period whose ids
+//! cannot be rules).
 //!
 //! Both daemons: `pfsqos_oss_admission_total{counter}` / `pfsqos_mds_admission_total{counter}`,
 //! connection admission (refusals by budget, handshake timeouts, suppressed log lines).
@@ -169,6 +171,45 @@ pub fn openmetrics_to_text_004(text: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `promtool check metrics` (Prometheus' own linter, Debian package `prometheus`) on `text`
+/// in the text format 0.0.4: `None` when promtool cannot be run here (the caller's test says
+/// it skipped), else its verdict, with every problem it printed. OpenMetrics text is
+/// converted first ([`openmetrics_to_text_004`]), as a scrape asking for 0.0.4 gets it.
+pub fn promtool_check(text: &str) -> Option<Result<(), String>> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let body = if text.contains("# EOF") {
+        openmetrics_to_text_004(text)
+    } else {
+        text.to_string()
+    };
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    // promtool reads all of its input before it answers, so writing first cannot deadlock.
+    let written = child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(body.as_bytes());
+    let out = child.wait_with_output().ok()?;
+    written.ok()?;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() && said.trim().is_empty() {
+        Some(Ok(()))
+    } else {
+        Some(Err(format!("promtool check metrics: {said}\nin:\n{body}")))
+    }
 }
 
 /// The value of header `name` in a request head, if present (first occurrence).
@@ -616,7 +657,8 @@ impl Collector for OssCollector {
             }
         }
         {
-            let per_s = Unit::Other("rpcs_per_s".to_string());
+            // A configured limit, not a count: a gauge in RPCs per second.
+            let per_s = Unit::Other("rpcs_per_second".to_string());
             let mut f = encoder.encode_descriptor(
                 "pfsqos_oss_tbf_rule_rate",
                 "Rate of a TBF rule of the OSS's ost_io service (nrs_tbf_rule).",
@@ -668,17 +710,43 @@ impl Collector for OssCollector {
                 ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
             }
         }
-        if !s.control.is_empty() {
-            let mut f = encoder.encode_descriptor(
-                "pfsqos_oss_control",
-                "The control loop (--policy) since the daemon started, by counter: periods \
-                 run, CPU ns of the control thread and wall ns, over observe, decide, apply.",
-                None,
+        // One family per quantity, each in its base unit (periods; seconds, not ns).
+        for (counter, v) in &s.control {
+            let (name, help, unit, value) = match *counter {
+                "periods" => {
+                    ConstCounter::new(*v).encode(encoder.encode_descriptor(
+                        "pfsqos_oss_control_periods",
+                        "Periods the control loop (--policy) ran since the daemon started.",
+                        None,
+                        MetricType::Counter,
+                    )?)?;
+                    continue;
+                }
+                "cpu_ns" => (
+                    "pfsqos_oss_control_cpu",
+                    "CPU time of the control thread over observe, decide and apply, summed \
+                     over its periods since the daemon started.",
+                    Some(&Unit::Seconds),
+                    *v as f64 / 1e9,
+                ),
+                "wall_ns" => (
+                    "pfsqos_oss_control_wall",
+                    "Wall time of the control loop's observe, decide and apply, summed over \
+                     its periods since the daemon started.",
+                    Some(&Unit::Seconds),
+                    *v as f64 / 1e9,
+                ),
+                other => {
+                    debug_assert!(false, "unknown control counter {other}");
+                    continue;
+                }
+            };
+            ConstCounter::new(value).encode(encoder.encode_descriptor(
+                name,
+                help,
+                unit,
                 MetricType::Counter,
-            )?;
-            for (counter, v) in &s.control {
-                ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
-            }
+            )?)?;
         }
         if let Some(n) = s.jobs_unnamable {
             ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX)).encode(
@@ -693,14 +761,12 @@ impl Collector for OssCollector {
             )?;
         }
         if let Some(ns) = s.control_period_cpu_ns_median {
-            ConstGauge::new(i64::try_from(ns).unwrap_or(i64::MAX)).encode(
-                encoder.encode_descriptor(
-                    "pfsqos_oss_control_period_cpu_ns",
-                    "The median CPU ns of the control loop's last 1024 periods.",
-                    None,
-                    MetricType::Gauge,
-                )?,
-            )?;
+            ConstGauge::new(ns as f64 / 1e9).encode(encoder.encode_descriptor(
+                "pfsqos_oss_control_period_cpu",
+                "The median CPU time of the control loop's last 1024 periods.",
+                Some(&Unit::Seconds),
+                MetricType::Gauge,
+            )?)?;
         }
         Ok(())
     }
@@ -1019,6 +1085,78 @@ mod tests {
         }
     }
 
+    /// An ossd sample with every family (a job of each kind, a rule, every counter set).
+    fn full_oss_sample() -> OssSample {
+        OssSample {
+            osts: vec![OstSample {
+                name: "pfsqos-OST0000".into(),
+                queued_rpcs: 3,
+                device_queue_rpcs: 5,
+                device_time_in_queue_ns: 2_500_000_000,
+                served_bytes: 100,
+                served_rpcs: 2,
+                jobs: vec![
+                    JobSample {
+                        job: "dd.0".into(),
+                        read_bytes: 10,
+                        write_bytes: 90,
+                        rpcs: [1, 1, 0, 0],
+                    },
+                    JobSample {
+                        job: "job 1".into(),
+                        read_bytes: 1,
+                        write_bytes: 2,
+                        rpcs: [1, 1, 1, 1],
+                    },
+                ],
+            }],
+            rules: vec![("r1".into(), 250), ("default".into(), 10000)],
+            sync: vec![("reports_out", 12), ("batches_in", 3)],
+            admission: vec![("refused_handshakes_per_address", 7)],
+            job_nodes: vec![("evicted", 4)],
+            bulk: vec![("reply_timeouts", 2)],
+            control: vec![("periods", 5)],
+            control_period_cpu_ns_median: Some(1234),
+            jobs_unnamable: Some(2),
+        }
+    }
+
+    /// Prometheus' linter finds nothing in either daemon's families (HELP everywhere, names in
+    /// base units, counters named `_total`). Skipped, saying why, where promtool is missing.
+    #[test]
+    fn promtool_finds_nothing_in_the_daemons_families() {
+        let oss = render_collector(OssCollector(full_oss_sample()));
+        let mds = render_collector(MdsCollector(MdsSample {
+            ops: vec![("create", 1)],
+            inodes: Some(1),
+            admission: vec![("refused_connections", 0)],
+            iez: Some(IezSample {
+                placed: 1,
+                fallbacks: vec![("no_prediction", 2)],
+                loads: 1,
+                rows_loaded: 3,
+                rows: Some(3),
+                reports_accepted: 1,
+                reports_refused: 0,
+                mds_cpu_util: Some(0.5),
+                mds_mem_util: Some(0.25),
+            }),
+        }));
+        let mut problems = Vec::new();
+        for text in [oss, mds] {
+            match promtool_check(&text) {
+                None => {
+                    eprintln!(
+                        "SKIP: promtool is not installed (Debian: apt-get install prometheus)"
+                    );
+                    return;
+                }
+                Some(verdict) => problems.extend(verdict.err()),
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
     #[test]
     fn oss_sample_encodes_every_family() {
         let text = render_collector(OssCollector(OssSample {
@@ -1041,7 +1179,7 @@ mod tests {
             admission: vec![("refused_handshakes_per_address", 7)],
             job_nodes: vec![("evicted", 4)],
             bulk: vec![("reply_timeouts", 2)],
-            control: vec![("periods", 5)],
+            control: vec![("periods", 5), ("cpu_ns", 106), ("wall_ns", 212)],
             control_period_cpu_ns_median: Some(1234),
             jobs_unnamable: Some(2),
         }));
@@ -1052,14 +1190,16 @@ mod tests {
             "pfsqos_ost_served_bytes_total{ost=\"pfsqos-OST0000\"} 100",
             "pfsqos_ost_served_rpcs_total{ost=\"pfsqos-OST0000\"} 2",
             "pfsqos_ost_queue_rpcs{ost=\"pfsqos-OST0000\"} 3",
-            "pfsqos_oss_tbf_rule_rate_rpcs_per_s{rule=\"r1\"} 250",
+            "pfsqos_oss_tbf_rule_rate_rpcs_per_second{rule=\"r1\"} 250",
             "pfsqos_oss_sync_total{counter=\"reports_out\"} 12",
             "pfsqos_oss_sync_total{counter=\"batches_in\"} 3",
             "pfsqos_oss_admission_total{counter=\"refused_handshakes_per_address\"} 7",
             "pfsqos_oss_job_nodes_total{counter=\"evicted\"} 4",
             "pfsqos_oss_bulk_total{counter=\"reply_timeouts\"} 2",
-            "pfsqos_oss_control_total{counter=\"periods\"} 5",
-            "pfsqos_oss_control_period_cpu_ns 1234",
+            "pfsqos_oss_control_periods_total 5",
+            "pfsqos_oss_control_cpu_seconds_total 1.06e-7",
+            "pfsqos_oss_control_wall_seconds_total 2.12e-7",
+            "pfsqos_oss_control_period_cpu_seconds 0.000001234",
             "pfsqos_oss_jobs_unnamable 2",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");

@@ -6,7 +6,9 @@
 //!   (the live open-loop experiment: `--policy pi-openloop:...`; a `pi` or `aimd` run records
 //!   the same pairs);
 //! * [`ControlCost`]: the CPU and wall time of each control period (observe, decide, apply),
-//!   served as metrics (`pfsqos_oss_control_total`, `pfsqos_oss_control_period_cpu_ns`).
+//!   served as metrics (`pfsqos_oss_control_periods_total`,
+//!   `pfsqos_oss_control_cpu_seconds_total`, `pfsqos_oss_control_wall_seconds_total`,
+//!   `pfsqos_oss_control_period_cpu_seconds`).
 
 use std::collections::VecDeque;
 use std::fs::File;

@@ -61,8 +61,14 @@
 //! [`openmetrics_to_text_004`].
 //!
 //! HTTP limits: request head at most [`REQUEST_HEAD_BYTES_MAX`], read within
-//! [`REQUEST_TIMEOUT`]; at most [`CONNECTIONS_MAX`] connections at once (more are closed at
-//! once); one request per connection. `GET`/`HEAD /metrics` is answered 200; other paths 404,
+//! [`REQUEST_TIMEOUT`], the response written within [`RESPONSE_TIMEOUT`]; one request per
+//! connection. Admission is the daemons' own (`pfsqos_wire::admission`): at most
+//! [`REQUESTS_PENDING_MAX`] connections still sending their request (at most
+//! [`REQUESTS_PENDING_PER_SOURCE_MAX`] per IPv4 address or IPv6 /64; when full, a newcomer
+//! takes the oldest slot of the source holding the most, if that is more than its own;
+//! [`REQUESTS_PENDING_KNOWN_MAX`] more kept for sources that completed a request before), then
+//! at most [`CONNECTIONS_MAX`] served at once, [`CONNECTIONS_PER_SOURCE_MAX`] per source;
+//! refusals are logged at most 5 lines per 10 s. `GET`/`HEAD /metrics` is answered 200; other paths 404,
 //! other methods 405, malformed requests 400, oversized heads 431.
 
 use std::fmt;
@@ -70,6 +76,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use pfsqos_wire::admission::{
+    Admission, HandshakeSlot, LogLimiter, Source, LOG_LINES_PER_WINDOW, LOG_WINDOW,
+};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -78,16 +87,29 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 /// Largest request head (request line and headers) read.
 pub const REQUEST_HEAD_BYTES_MAX: usize = 8 << 10;
-/// Time a client has to send its request head.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// Scrape connections served at once.
+/// Time a client has to send its request head (a scraper sends it at once; this bounds how
+/// long a trickling socket holds a slot).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// Time a response has to be written (a client that does not read it gives up its slot).
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Scrape connections served at once (their request read, the response being written).
 pub const CONNECTIONS_MAX: usize = 16;
+/// Of those, from one source (an IPv4 address or an IPv6 /64).
+pub const CONNECTIONS_PER_SOURCE_MAX: usize = 4;
+/// Connections still sending their request head at once, shared by every source not known
+/// (`pfsqos_wire::admission`: when full, a newcomer takes the oldest slot of the source
+/// holding the most, if that is more than its own).
+pub const REQUESTS_PENDING_MAX: usize = 32;
+/// Of those, from one source.
+pub const REQUESTS_PENDING_PER_SOURCE_MAX: usize = 4;
+/// Pending-request slots reserved for sources that sent a whole request before (a scraper
+/// after its first scrape), which other sources can neither take nor evict.
+pub const REQUESTS_PENDING_KNOWN_MAX: usize = 8;
 /// The content type of an OpenMetrics body.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// The content type of a body in the Prometheus text format 0.0.4.
@@ -262,8 +284,59 @@ impl MetricsServer {
     }
 }
 
+/// Served connections by source, for [`CONNECTIONS_PER_SOURCE_MAX`].
+type PerSource = Arc<std::sync::Mutex<std::collections::HashMap<Source, usize>>>;
+
+/// One served connection of a source; released when dropped.
+struct SourceSlot {
+    table: PerSource,
+    source: Source,
+}
+
+impl SourceSlot {
+    fn take(table: &PerSource, source: Source) -> Option<SourceSlot> {
+        let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
+        let n = t.entry(source).or_insert(0);
+        if *n >= CONNECTIONS_PER_SOURCE_MAX {
+            return None;
+        }
+        *n += 1;
+        Some(SourceSlot {
+            table: table.clone(),
+            source,
+        })
+    }
+}
+
+impl Drop for SourceSlot {
+    fn drop(&mut self) {
+        let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = t.get_mut(&self.source) {
+            assert!(*n > 0, "served connections of a source went below zero");
+            *n -= 1;
+            if *n == 0 {
+                t.remove(&self.source);
+            }
+        }
+    }
+}
+
+/// Accepts scrapes with the daemons' admission (`pfsqos_wire::admission`): a connection
+/// first holds a pending-request slot (shared budget with fair eviction, a cap per source, a
+/// share reserved for sources that completed a request before) for at most
+/// [`REQUEST_TIMEOUT`], then a served slot ([`CONNECTIONS_MAX`], at most
+/// [`CONNECTIONS_PER_SOURCE_MAX`] per source) for at most [`RESPONSE_TIMEOUT`]. Sockets that
+/// trickle their request, however many, from however many sources, thus never hold the slots
+/// a scraper needs: they are evicted for a source holding fewer, and time out.
 async fn accept_loop(listener: TcpListener, render: Render) {
-    let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
+    let admission = Admission::with_known(
+        CONNECTIONS_MAX,
+        REQUESTS_PENDING_MAX,
+        REQUESTS_PENDING_PER_SOURCE_MAX,
+        REQUESTS_PENDING_KNOWN_MAX,
+    );
+    let per_source: PerSource = Arc::default();
+    let log = LogLimiter::new(LOG_LINES_PER_WINDOW, LOG_WINDOW);
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -273,16 +346,21 @@ async fn accept_loop(listener: TcpListener, render: Render) {
                 continue;
             }
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            debug!(%peer, "too many metrics connections; closing the new one");
-            continue;
+        let slot = match admission.handshake(peer.ip()) {
+            Ok(slot) => slot,
+            Err(refusal) => {
+                if let Some(suppressed) = log.allow(std::time::Instant::now()) {
+                    warn!(%peer, %refusal, suppressed, "metrics connection refused");
+                }
+                continue;
+            }
         };
-        let render = render.clone();
+        let (render, admission, per_source) =
+            (render.clone(), admission.clone(), per_source.clone());
         tokio::spawn(async move {
-            if let Err(e) = serve(stream, render).await {
+            if let Err(e) = serve(stream, slot, &admission, &per_source, render).await {
                 debug!(%peer, error = %e, "metrics connection");
             }
-            drop(permit);
         });
     }
 }
@@ -345,11 +423,41 @@ async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
     }
 }
 
-async fn serve(mut stream: TcpStream, render: Render) -> std::io::Result<()> {
-    let head = match tokio::time::timeout(REQUEST_TIMEOUT, read_head(&mut stream)).await {
-        Err(_) => return Ok(()), // too slow: just close
-        Ok(r) => r?,
+async fn serve(
+    mut stream: TcpStream,
+    mut slot: HandshakeSlot,
+    admission: &Arc<Admission>,
+    per_source: &PerSource,
+    render: Render,
+) -> std::io::Result<()> {
+    let source = slot.source();
+    let eviction = slot.eviction();
+    let head = tokio::select! {
+        // Given to a source holding fewer pending requests: close.
+        () = eviction.wait() => return Ok(()),
+        r = tokio::time::timeout(REQUEST_TIMEOUT, read_head(&mut stream)) => match r {
+            Err(_) => return Ok(()), // too slow: just close
+            Ok(r) => r?,
+        },
     };
+    // The request is in: a served slot now (the pending one is released).
+    let Ok(_served) = admission.authenticated(slot) else {
+        return Ok(());
+    };
+    let Some(_source_slot) = SourceSlot::take(per_source, source) else {
+        return Ok(());
+    };
+    match tokio::time::timeout(RESPONSE_TIMEOUT, respond(stream, head, render)).await {
+        Ok(r) => r,
+        Err(_) => Ok(()), // not read: give the slot up
+    }
+}
+
+async fn respond(
+    mut stream: TcpStream,
+    head: Option<Vec<u8>>,
+    render: Render,
+) -> std::io::Result<()> {
     let answer = match head {
         None => Answer::Status(431, "Request Header Fields Too Large"),
         Some(h) => route(&h),
@@ -998,6 +1106,86 @@ mod tests {
             }
         }
         assert!(types.len() >= 5, "{text}");
+    }
+
+    /// 40 sockets trickling their request (a byte every 100 ms, never the blank line that
+    /// ends it) from 8 addresses of the loopback range, renewed as they are closed, do not
+    /// blind the endpoint: 16 scrapes in a row from another address all get their answer.
+    /// They hold at most their per-source share of the pending-request budget, are evicted for
+    /// a source holding fewer, and time out; a scraper that completed a request has a share of
+    /// its own.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn trickling_sockets_do_not_blind_the_endpoint() {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        const WAIT_MAX: Duration = Duration::from_secs(60);
+        let render: Render = Arc::new(|| {
+            render_collector(MdsCollector(MdsSample {
+                ops: vec![("create", 3)],
+                inodes: Some(2),
+                ..MdsSample::default()
+            }))
+        });
+        let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), render)
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        let stop = Arc::new(AtomicBool::new(false));
+        let trickled = Arc::new(AtomicU64::new(0));
+        let tricklers: Vec<_> = (0..40u8)
+            .map(|i| {
+                let (stop, trickled) = (stop.clone(), trickled.clone());
+                tokio::spawn(async move {
+                    let ip = std::net::Ipv4Addr::new(127, 0, 0, 2 + i % 8);
+                    let head = b"GET /metrics HTTP/1.1\r\nHost: trickle\r\nX-Pad: aaaaaaaaaaaaaaaa";
+                    while !stop.load(Ordering::Relaxed) {
+                        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                        socket.bind(SocketAddr::new(ip.into(), 0)).unwrap();
+                        let Ok(mut s) = socket.connect(addr).await else {
+                            continue;
+                        };
+                        for b in head.iter().cycle() {
+                            if stop.load(Ordering::Relaxed) || s.write_all(&[*b]).await.is_err() {
+                                break;
+                            }
+                            trickled.fetch_add(1, Ordering::Relaxed);
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        // The tricklers are at it: 5 bytes each on average (half a second of trickling).
+        let deadline = std::time::Instant::now() + WAIT_MAX;
+        while trickled.load(Ordering::Relaxed) < 200 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the tricklers never started"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for i in 0..16 {
+            let answer = tokio::time::timeout(WAIT_MAX, async {
+                let mut s = TcpStream::connect(addr).await.unwrap();
+                s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .await
+                    .unwrap();
+                let mut response = String::new();
+                // A connection closed at once reads as empty (or reset): a failed scrape.
+                let _ = s.read_to_string(&mut response).await;
+                response
+            })
+            .await
+            .expect("a scrape within the deadline");
+            assert!(
+                answer.starts_with("HTTP/1.1 200 OK") && answer.contains("pfsqos_mds_ops_total{"),
+                "scrape {i} failed: {answer:?}"
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+        for t in tricklers {
+            t.await.unwrap();
+        }
+        server.stop().await;
     }
 
     /// The endpoint answers each format with its content type.

@@ -137,8 +137,10 @@ run_one() { # run_one LABEL TARGET REPEAT [POLICY-SPEC]
   # apply; the ossd's own metric), empty without a controller.
   local periods="" cpu=""
   if [[ -n $spec ]]; then
-    periods=$(metric "$metrics" 'pfsqos_oss_control_total{counter="periods"}')
-    cpu=$(metric "$metrics" 'pfsqos_oss_control_period_cpu_ns ')
+    periods=$(metric "$metrics" 'pfsqos_oss_control_periods_total ')
+    # The metric is in seconds (Prometheus' base unit); the CSV column stays in ns.
+    cpu=$(metric "$metrics" 'pfsqos_oss_control_period_cpu_seconds ')
+    [[ -n $cpu ]] && cpu=$(awk -v s="$cpu" 'BEGIN { printf "%.0f", s * 1e9 }')
   fi
   # fio's job_runtime is in ms, per job (numjobs jobs per file).
   jq -s '[.[].jobs[] | {t: (.job_runtime / 1000), mib: (.write.io_bytes / 1048576)}]' \

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Probes a live pfsqos cluster as an attacker on the loopback range would, and prints what it
-measured as a Markdown table (scripts/under-attack.sh writes it into docs/live.md).
+"""Probes live pfsqos daemons as an attacker on the loopback range would, and prints what it
+measured as Markdown table rows (`--rows`: scripts/under-attack.sh adds them to docs/live.md's
+table).
 
 Each probe starts its own daemons in a scratch directory, with the binary $PFSQOS:
 
@@ -9,18 +10,11 @@ Each probe starts its own daemons in a scratch directory, with the binary $PFSQO
   reads a parameter 20 times and, as root with /dev/fuse, 3 mounts start;
 * refused-connection logging: one peer opening connections and sending garbage for 8 s; the
   ossd's log bytes are counted;
-* metrics under trickling sockets: 40 sockets that send a request one byte a second to the
-  ossd's metrics endpoint while 16 scrapes are made;
-* a job whose id cannot be a TBF rule (`*`) against an ordinary job under AdapTBF on a 32 MB/s
-  OST, as root with /dev/fuse: the bytes each moved in 8 s, beside two ordinary ids.
 
 Nothing here is a test: the figures are what this machine gave on this run.
 """
 
-import json
 import os
-import random
-import re
 import shutil
 import socket
 import subprocess
@@ -28,7 +22,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 PFSQOS = os.environ.get("PFSQOS", "pfsqos")
 LINES = []
@@ -53,7 +46,7 @@ def first_line(path, timeout_s=60.0):
 class Cluster:
     """An ossd (one OST) and an MDS on loopback, each with its own log."""
 
-    def __init__(self, ossd_args=(), metrics=False):
+    def __init__(self, ossd_args=()):
         self.dir = tempfile.mkdtemp(prefix="pfsqos-attack.")
         self.procs = []
         self.mounts = []
@@ -64,9 +57,6 @@ class Cluster:
         os.makedirs(os.path.join(self.dir, "ost0"))
         args = [PFSQOS, "ossd", "--listen", "127.0.0.1:0", "--ost",
                 os.path.join(self.dir, "ost0"), "--key-file", key, *ossd_args]
-        if metrics:
-            self.metrics = free_port()
-            args += ["--metrics-listen", f"127.0.0.1:{self.metrics}"]
         self.oss = self.start("ossd", args).split()[-1]
         self.mds = self.start("mds", [
             PFSQOS, "mds", "--listen", "127.0.0.1:0", "--db", os.path.join(self.dir, "mds.db"),
@@ -108,14 +98,6 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 p.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def addr(text):
@@ -230,107 +212,15 @@ def probe_refused_logging():
         c.close()
 
 
-def probe_metrics_trickle():
-    c = Cluster(metrics=True)
-    try:
-        stop = threading.Event()
-
-        def trickle():
-            while not stop.is_set():
-                try:
-                    s = socket.create_connection(("127.0.0.1", c.metrics), timeout=2)
-                    for b in b"GET /metrics HTTP/1.1\r\nHost: x\r\n":
-                        if stop.wait(1.0):
-                            break
-                        s.send(bytes([b]))
-                    s.close()
-                except OSError:
-                    stop.wait(0.2)
-
-        ts = [threading.Thread(target=trickle, daemon=True) for _ in range(40)]
-        for t in ts:
-            t.start()
-        time.sleep(2)
-        ok = 0
-        for _ in range(16):
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{c.metrics}/metrics",
-                                            timeout=5) as r:
-                    ok += r.status == 200 and len(r.read()) > 0
-            except OSError:
-                pass
-            time.sleep(0.25)
-        stop.set()
-        for t in ts:
-            t.join()
-        LINES.append(f"| metrics scrapes answered while 40 sockets trickle a request a byte a "
-                     f"second | {ok} in 16 |")
-    finally:
-        c.close()
-
-
-def job_bytes(c):
-    r = c.lctl("get_param", "-n", "obdfilter.*.job_stats")
-    jobs = {}
-    job = None
-    for line in r.stdout.splitlines():
-        line = line.strip()
-        if line.startswith("- job_id:"):
-            # job_stats escapes what is not printable or is TBF syntax (`*` is `\x2A`).
-            job = re.sub(r"\\x([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)),
-                         line.split(":", 1)[1].strip().strip('"'))
-        elif line.startswith("write_bytes:") and job is not None:
-            inner = line.split("{", 1)[1].rstrip("}").replace(" ", "")
-            fields = dict(kv.split(":", 1) for kv in inner.split(",") if ":" in kv)
-            jobs[job] = jobs.get(job, 0) + int(fields.get("sum", "0"))
-    return jobs
-
-
-def probe_unnamable_job():
-    if not fuse_ok() or not shutil.which("dd"):
-        LINES.append("| bytes of a job with id `*` against an ordinary job under AdapTBF | not "
-                     "measured: needs root, /dev/fuse and fusermount3 |")
-        return
-    rows = []
-    for ids in (("*", "victim"), ("alpha", "victim")):
-        c = Cluster(ossd_args=["--policy", "adaptbf", "--ceiling-bytes-per-s", "32000000",
-                               "--capacity-rpcs-per-s", "30", "--brw-size-bytes", "1048576"])
-        try:
-            mnt, out, _ = c.mount("mnt", ["--brw-size-bytes", "1048576",
-                                          "--jobid-var", "SLURM_JOB_ID"])
-            first_line(out, 30)
-            dds = []
-            for i, job in enumerate(ids):
-                env = dict(os.environ, SLURM_JOB_ID=job)
-                dds.append(subprocess.Popen(
-                    ["dd", "if=/dev/zero", f"of={mnt}/f{i}", "bs=1M", "count=100000"],
-                    env=env, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL))
-            time.sleep(2)
-            start = job_bytes(c)
-            time.sleep(8)
-            end = job_bytes(c)
-            for d in dds:
-                d.kill()
-                d.wait()
-            moved = [(end.get(j, 0) - start.get(j, 0)) / 8e6 for j in ids]
-            rows.append(f"`{ids[0]}` {moved[0]:.1f} MB/s, `{ids[1]}` {moved[1]:.1f} MB/s")
-        finally:
-            c.close()
-    LINES.append(f"| two jobs writing to a 32 MB/s OST under AdapTBF: a job with id `*` against "
-                 f"`victim`; two ordinary ids | {rows[0]}; {rows[1]} |")
-
-
 def main():
-    random.seed(1)
     started = time.monotonic()
-    only = sys.argv[1:]
-    for probe in (probe_handshake_flood, probe_refused_logging, probe_metrics_trickle,
-                  probe_unnamable_job):
-        if only and probe.__name__ not in only:
-            continue
+    rows_only = "--rows" in sys.argv[1:]
+    for probe in (probe_handshake_flood, probe_refused_logging):
         note(f"under-attack: {probe.__name__}")
         probe()
+    if rows_only:
+        print("\n".join(LINES))
+        return
     print("| probe | measured |")
     print("|---|---|")
     for line in LINES:

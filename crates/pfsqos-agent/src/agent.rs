@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 
 use pfsqos_core::control::agent::{JobStatsObservation, JobStatsObserver, Ledger};
 use pfsqos_core::control::rpc_size::RpcSizeEstimate;
-use pfsqos_core::control::rules::{job_id_is_rule_safe, JobRate, JobRules, RuleCommand};
+use pfsqos_core::control::rules::{
+    job_id_is_rule_safe, JobRate, JobRules, RuleCommand, UnnamableLog,
+};
 use pfsqos_core::control::{ControlWrite, Controller, Decision, DomainId, Observation};
 use pfsqos_core::errno::Errno;
 use pfsqos_core::jobstats::poll::BrwTotals;
@@ -174,6 +176,9 @@ pub struct AgentStats {
     pub rules_stopped: u64,
     /// Writes Lustre refused (after EEXIST was turned into a change).
     pub writes_refused: u64,
+    /// Starts refused because another rule (an administrator's) holds the name: each job is
+    /// renamed once.
+    pub names_taken: u64,
     pub job_stats_restarts: u64,
     pub job_stats_skipped_entries: u64,
     pub last_decision_ns: u64,
@@ -496,17 +501,12 @@ pub struct Agent<L: Lctl> {
     slurm_bases: BTreeMap<JobId, u32>,
     slurm_next: Option<Instant>,
     /// When jobs with unnamable ids were last logged (one line a minute at most).
-    unnamable_logged: Option<Instant>,
+    unnamable_log: UnnamableLog,
     /// `CapacitySource::ObservedPeak`: the highest rate each target served in one period
     /// (RPC/s), bounded like the OSTs polled.
     peak_rpcs_per_s: BTreeMap<pfsqos_core::model::OstId, f64>,
     pub stats: AgentStats,
 }
-
-/// Shortest time between two log lines naming jobs whose ids cannot be rules.
-pub const UNNAMABLE_LOG_INTERVAL: Duration = Duration::from_secs(60);
-/// Most job ids one such line names.
-pub const UNNAMABLE_LOGGED_MAX: usize = 8;
 
 fn now_ns(epoch: Instant) -> u64 {
     epoch.elapsed().as_nanos() as u64
@@ -556,7 +556,7 @@ impl<L: Lctl> Agent<L> {
             started: false,
             slurm_bases: BTreeMap::new(),
             slurm_next: None,
-            unnamable_logged: None,
+            unnamable_log: UnnamableLog::default(),
             peak_rpcs_per_s: BTreeMap::new(),
             stats: AgentStats::default(),
         }
@@ -1322,25 +1322,12 @@ impl<L: Lctl> Agent<L> {
 
     /// Names (escaped, a few) the jobs whose ids cannot be rules, at most once a minute.
     fn log_unnamable(&mut self, jobs: &[JobId]) {
-        if jobs.is_empty() {
+        let Some(named) = self.unnamable_log.due(now_ns(self.epoch), jobs) else {
             return;
-        }
-        let now = Instant::now();
-        if self
-            .unnamable_logged
-            .is_some_and(|t| now.duration_since(t) < UNNAMABLE_LOG_INTERVAL)
-        {
-            return;
-        }
-        self.unnamable_logged = Some(now);
-        let named: Vec<String> = jobs
-            .iter()
-            .take(UNNAMABLE_LOGGED_MAX)
-            .map(|j| format!("{:?}", j.as_str()))
-            .collect();
+        };
         warn!(
             jobs = jobs.len(),
-            first = %named.join(", "),
+            first = %named,
             catch_all = %self.catch_all_name,
             "job ids with TBF syntax cannot have a rule of their own; limited by the catch-all"
         );
@@ -1349,13 +1336,23 @@ impl<L: Lctl> Agent<L> {
     /// Writes one rule command: a start that finds the rule exists becomes a change; a refused
     /// write is not held, so the next period tries again.
     fn write_rule(&mut self, text: &str, cmd: Option<&RuleCommand>) {
+        // A job's start refused because a rule that is not ours holds the name.
+        let mut name_taken = false;
         let result = match self.set(PARAM_TBF_RULE, text) {
             Err(e) if e.errno() == Some(Errno::EEXIST) => {
-                // A rule of this name exists (ours from a racing write, or one we believed
-                // stopped): change its rate instead.
+                // A rule of this name exists. Ours (from a racing write, or one we believed
+                // stopped: it matches the same job) has its rate changed instead; another's
+                // (an administrator's `jvictim2`) is left alone and the job renamed once.
                 let change = match cmd {
-                    Some(RuleCommand::Start { name, value, .. }) => {
-                        Some(format!("change {name} rate={value}"))
+                    Some(RuleCommand::Start {
+                        name, job, value, ..
+                    }) => {
+                        if self.listed_rule_matches(name, job) {
+                            Some(format!("change {name} rate={value}"))
+                        } else {
+                            name_taken = true;
+                            None
+                        }
                     }
                     None => TbfCommand::parse(text).ok().and_then(|c| match c.op {
                         TbfOp::Start {
@@ -1384,6 +1381,11 @@ impl<L: Lctl> Agent<L> {
                     None => {}
                 }
             }
+            Err(e) if name_taken => {
+                self.stats.names_taken += 1;
+                warn!(command = %text.escape_debug(), error = %e, "rule name held by another rule; the job is renamed");
+                self.rules.name_taken(text);
+            }
             Err(e) => {
                 self.stats.writes_refused += 1;
                 warn!(command = %text.escape_debug(), error = %e, "rule write failed");
@@ -1394,6 +1396,25 @@ impl<L: Lctl> Agent<L> {
                 }
             }
         }
+    }
+
+    /// Whether the server's rule `name` matches `job` alone (`jobid={job}`): a rule of ours
+    /// whose start raced, not another's holding the name. Read only after an `EEXIST`.
+    fn listed_rule_matches(&mut self, name: &str, job: &JobId) -> bool {
+        let Ok(text) = self.get(PARAM_TBF_RULE) else {
+            return false;
+        };
+        let Ok(listing) = TbfRuleListing::parse(&text) else {
+            return false;
+        };
+        let sections = std::iter::once(&listing.regular).chain(listing.high_priority.as_ref());
+        let mut found = sections
+            .flatten()
+            .flat_map(|c| c.rules.iter())
+            .filter(|r| r.name == name)
+            .peekable();
+        found.peek().is_some()
+            && found.all(|r| StaleMatch::of_condition(&r.conditions) == StaleMatch::Job(*job))
     }
 
     /// A refused write of the catch-all or a first-sight rule: a refused `start` leaves the
@@ -1532,6 +1553,11 @@ mod tests {
         stuck: Vec<String>,
         /// job_stats printed without parameter names (as `lctl get_param -n` would).
         nameless: bool,
+        /// An administrator's rules (name, conditions, rate): listed, and a start of one of
+        /// their names is refused with `EEXIST` as Lustre refuses it.
+        admin: Vec<(String, String, u64)>,
+        /// Starts refused with `EEXIST`.
+        eexist: u64,
     }
 
     impl Lctl for Oss {
@@ -1569,6 +1595,9 @@ mod tests {
                                 u32::from(self.active.get(name).is_some_and(|c| c.contains(&cpt)));
                             out.push_str(&format!("{name} jobid={{x}} {rate}, ref {refs}\n"));
                         }
+                        for (name, conditions, rate) in &self.admin {
+                            out.push_str(&format!("{name} {conditions} {rate}, ref 0\n"));
+                        }
                         out.push_str("default * 10000, ref 0\n");
                     }
                     Ok(out)
@@ -1582,6 +1611,18 @@ mod tests {
                     }
                     let mut words = text.split(' ');
                     match (words.next(), words.next()) {
+                        (Some("start"), Some(n)) if self.admin.iter().any(|r| r.0 == n) => {
+                            self.eexist += 1;
+                            return Err(LctlError::Refused {
+                                code: Some(17),
+                                errno: Some(Errno::EEXIST),
+                                stderr: format!("error: set_param: setting {w}: File exists"),
+                            });
+                        }
+                        (Some("change"), Some(n)) if self.admin.iter().any(|r| r.0 == n) => {
+                            let rate: u64 = text.split("rate=").nth(1).unwrap().parse().unwrap();
+                            self.admin.iter_mut().find(|r| r.0 == n).unwrap().2 = rate;
+                        }
                         (Some("start"), Some(n)) => {
                             let rate = text
                                 .split("rate=")
@@ -1619,7 +1660,47 @@ mod tests {
             counts: LctlCounts::default(),
             stuck: Vec::new(),
             nameless: false,
+            admin: Vec::new(),
+            eexist: 0,
         }
+    }
+
+    /// An administrator's rule holding the name the agent would give a job (`pfqvictim`, for
+    /// another job) is never changed: the start refused with `EEXIST` renames the job once,
+    /// and no period after writes that name again.
+    #[test]
+    fn a_name_held_by_an_administrators_rule_renames_the_job_once() {
+        let config = AgentConfig::parse(
+            "controller = \"adaptbf\"\nost_capacity_rpcs_per_s = 1000\ncpts = 1\n",
+        )
+        .unwrap();
+        let mut a = Agent::new(config, oss(vec![("victim", 0, 4096), ("other", 0, 4096)]));
+        a.start().unwrap();
+        // Started after the agent's start: not one of ours left by an earlier instance.
+        a.lctl.admin = vec![("pfqvictim".into(), "jobid={admin.1}".into(), 7)];
+        for i in 1..=5u64 {
+            a.lctl.jobs = vec![("victim", 100 * i, 4096), ("other", 100 * i, 4096)];
+            a.period();
+        }
+        let writes = &a.lctl().writes;
+        assert_eq!(
+            a.lctl().admin[0].2,
+            7,
+            "the administrator's rule changed: {writes:?}"
+        );
+        assert!(rate_of(&a, "pfqvictim_2").is_some(), "{writes:?}");
+        assert!(
+            writes.iter().all(|w| !w.contains("pfqvictim ")),
+            "{writes:?}"
+        );
+        assert_eq!(a.stats.names_taken, 1, "{:?}", a.stats);
+        assert_eq!(
+            a.lctl().eexist,
+            1,
+            "the taken name was tried again: {writes:?}"
+        );
+        assert_eq!(a.stats.writes_refused, 0, "{:?}", a.stats);
+        a.shutdown();
     }
 
     /// A coordinator's rate for a job this OSS has never seen (its share of a limit, sent to

@@ -1,11 +1,12 @@
 //! The agent's Prometheus metrics (served by `pfsqos_metrics::MetricsServer` at
 //! `metrics_listen`): what it wrote, what lctl did, how long deciding took, per-job rates and
-//! who is held at an administrator limit. Job labels are escaped
-//! (`pfsqos_metrics::label_value`) and bounded by `rules_max` (rates) and the limits' jobs.
+//! who is held at an administrator limit. Job labels are the ids as the Lustre exporters label
+//! them (`pfsqos_metrics::job_label_value`: `job 1` is `job\x201`), escaped, and bounded by `rules_max` (rates) and the limits' jobs.
 //!
 //! Families: `pfsqos_agent_periods_total`, `pfsqos_agent_periods_skipped_total`,
 //! `pfsqos_agent_job_stats_nameless_total`,
 //! `pfsqos_agent_rule_writes_total{op=start|change|stop}`, `pfsqos_agent_writes_refused_total`,
+//! `pfsqos_agent_names_taken_total`,
 //! `pfsqos_agent_lctl_commands_total`, `pfsqos_agent_lctl_errors_total` (failed attempts),
 //! `pfsqos_agent_lctl_timeouts_total`, `pfsqos_agent_lctl_failed_commands_total`,
 //! `pfsqos_agent_job_stats_restarts_total`, `pfsqos_agent_rules_adopted_total`,
@@ -14,13 +15,13 @@
 //! `pfsqos_agent_rules` (held now, catch-all included), `pfsqos_agent_jobs_in_catch_all`,
 //! `pfsqos_agent_jobs_unnamable` (of those, jobs whose id cannot be a TBF rule),
 //! `pfsqos_agent_slurm_jobs`, `pfsqos_agent_slurm_queries_failed_total`,
-//! `pfsqos_agent_job_rate_rpcs_per_s{job}` (per CPT), `pfsqos_agent_job_cpts{job}`,
-//! `pfsqos_agent_job_observed_bytes_per_s{job}`, `pfsqos_agent_job_held_seconds{job}`,
-//! `pfsqos_agent_job_held_limit_bytes_per_s{job}`.
+//! `pfsqos_agent_job_rate_rpcs_per_second{job}` (per CPT), `pfsqos_agent_job_cpts{job}`,
+//! `pfsqos_agent_job_observed_bytes_per_second{job}`, `pfsqos_agent_job_held_seconds{job}`,
+//! `pfsqos_agent_job_held_limit_bytes_per_second{job}`.
 
 use std::fmt;
 
-use pfsqos_metrics::label_value;
+use pfsqos_metrics::job_label_value;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -97,6 +98,13 @@ impl Collector for AgentCollector {
             "pfsqos_agent_writes_refused",
             "Rule writes Lustre refused or lctl failed.",
             s.writes_refused,
+        )?;
+        counter(
+            &mut e,
+            "pfsqos_agent_names_taken",
+            "Rule starts refused because another rule (an administrator's) holds the name; \
+             each such job is renamed once.",
+            s.names_taken,
         )?;
         counter(
             &mut e,
@@ -182,15 +190,15 @@ impl Collector for AgentCollector {
             "Running jobs in the last squeue answer ([slurm]).",
             s.slurm_jobs as f64,
         )?;
-        gauge(
+        counter(
             &mut e,
-            "pfsqos_agent_slurm_queries_failed_total",
+            "pfsqos_agent_slurm_queries_failed",
             "squeue runs that failed ([slurm]); the last job facts were kept.",
-            s.slurm_queries_failed as f64,
+            s.slurm_queries_failed,
         )?;
         for (name, help, pick) in [
             (
-                "pfsqos_agent_job_rate_rpcs_per_s",
+                "pfsqos_agent_job_rate_rpcs_per_second",
                 "Rate written for a job's rule, per CPU partition (RPC/s).",
                 0,
             ),
@@ -200,7 +208,7 @@ impl Collector for AgentCollector {
                 1,
             ),
             (
-                "pfsqos_agent_job_observed_bytes_per_s",
+                "pfsqos_agent_job_observed_bytes_per_second",
                 "Bytes/s a job moved through this OSS in the last period.",
                 2,
             ),
@@ -212,7 +220,7 @@ impl Collector for AgentCollector {
                     1 => f64::from(r.cpts),
                     _ => r.observed_bytes_per_s,
                 };
-                let job = label_value(job.as_str());
+                let job = job_label_value(job.as_str());
                 ConstGauge::new(v).encode(f.encode_family(&[("job", job.as_str())])?)?;
             }
         }
@@ -224,20 +232,20 @@ impl Collector for AgentCollector {
                 MetricType::Gauge,
             )?;
             for (job, h) in &s.held {
-                let job = label_value(job.as_str());
+                let job = job_label_value(job.as_str());
                 ConstGauge::new(h.held_ns as f64 / 1e9)
                     .encode(f.encode_family(&[("job", job.as_str())])?)?;
             }
         }
         {
             let mut f = e.encode_descriptor(
-                "pfsqos_agent_job_held_limit_bytes_per_s",
+                "pfsqos_agent_job_held_limit_bytes_per_second",
                 "The administrator limit a held job is held at (bytes/s through this OSS).",
                 None,
                 MetricType::Gauge,
             )?;
             for (job, h) in &s.held {
-                let job = label_value(job.as_str());
+                let job = job_label_value(job.as_str());
                 ConstGauge::new(h.limit_bytes_per_s as f64)
                     .encode(f.encode_family(&[("job", job.as_str())])?)?;
             }
@@ -255,8 +263,8 @@ pub fn render(sample: AgentSample) -> String {
 /// `_reports_accepted_total`, `_reports_refused_total`, `_rejected_observations_total` (rounds
 /// whose view the controller refused: nothing was decided, e.g. GIFT's allocator finding an
 /// OST twice), `_domains` and `_jobs` (the last round's view),
-/// `_job_held_seconds{job}`, `_job_held_limit_bytes_per_s{job}` (jobs moving at least 90 % of a
-/// file-system-wide limit) and `_job_limited_observed_bytes_per_s{job}` (what each limited
+/// `_job_held_seconds{job}`, `_job_held_limit_bytes_per_second{job}` (jobs moving at least 90 % of a
+/// file-system-wide limit) and `_job_limited_observed_bytes_per_second{job}` (what each limited
 /// job moved over the file system in the last round). Job labels are escaped.
 pub struct CoordCollector(pub crate::coord::CoordStats);
 
@@ -315,7 +323,7 @@ impl Collector for CoordCollector {
                     .collect(),
             ),
             (
-                "pfsqos_coordinator_job_held_limit_bytes_per_s",
+                "pfsqos_coordinator_job_held_limit_bytes_per_second",
                 "The file-system-wide limit a held job is held at (bytes/s).",
                 s.held
                     .iter()
@@ -323,7 +331,7 @@ impl Collector for CoordCollector {
                     .collect(),
             ),
             (
-                "pfsqos_coordinator_job_limited_observed_bytes_per_s",
+                "pfsqos_coordinator_job_limited_observed_bytes_per_second",
                 "Bytes/s a limited job moved over the file system in the last round.",
                 s.limited_observed_bytes_per_s
                     .iter()
@@ -334,7 +342,7 @@ impl Collector for CoordCollector {
         for (name, help, values) in per_job {
             let mut f = e.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for (job, v) in values {
-                let job = label_value(job.as_str());
+                let job = job_label_value(job.as_str());
                 ConstGauge::new(v).encode(f.encode_family(&[("job", job.as_str())])?)?;
             }
         }
@@ -348,4 +356,61 @@ type JobValues<'a> = Vec<(&'a pfsqos_core::model::JobId, f64)>;
 /// The metrics text of the coordinator's stats.
 pub fn render_coordinator(stats: crate::coord::CoordStats) -> String {
     pfsqos_metrics::render_collector(CoordCollector(stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{Held, JobRateStat};
+    use pfsqos_core::model::JobId;
+
+    /// Prometheus' linter finds nothing in the agent's and the coordinator's families (HELP
+    /// everywhere, base units, counters named `_total`), with every per-job family filled.
+    /// Skipped, saying why, where promtool is missing.
+    #[test]
+    fn promtool_finds_nothing_in_the_agent_and_coordinator_families() {
+        let job = JobId::new("job 1").unwrap();
+        let held = Held {
+            since_ns: 0,
+            limit_bytes_per_s: 4096,
+            held_ns: 2_000_000_000,
+        };
+        let mut stats = AgentStats {
+            periods: 3,
+            ..AgentStats::default()
+        };
+        stats.held.insert(job, held);
+        stats.job_rates.insert(
+            job,
+            JobRateStat {
+                rate_per_cpt_rpcs_per_s: 5,
+                cpts: 2,
+                observed_bytes_per_s: 1.5,
+            },
+        );
+        let agent = render(AgentSample {
+            stats,
+            lctl: LctlCounts::default(),
+        });
+        let mut coord = crate::coord::CoordStats {
+            rounds: 2,
+            ..Default::default()
+        };
+        coord.held.insert(job, held);
+        coord.limited_observed_bytes_per_s.insert(job, 7.0);
+        let coord = render_coordinator(coord);
+        let mut problems = Vec::new();
+        for text in [agent, coord] {
+            match pfsqos_metrics::promtool_check(&text) {
+                None => {
+                    eprintln!(
+                        "SKIP: promtool is not installed (Debian: apt-get install prometheus)"
+                    );
+                    return;
+                }
+                Some(verdict) => problems.extend(verdict.err()),
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
 }

@@ -6,7 +6,8 @@
 //!
 //! The endpoint is another process: its answer is read with a deadline and a size bound, and
 //! every job id in it is data. Job ids come back from the label escaping
-//! (`pfsqos_metrics::label_value`) and are printed escaped (`escape_debug`), so a job id with
+//! (`pfsqos_metrics::label_value`) and the exporters' job id form
+//! (`pfsqos_metrics::job_id_of_exporter_label`) and are printed escaped (`escape_debug`), so a job id with
 //! control characters cannot write to the terminal.
 
 use std::collections::BTreeMap;
@@ -103,7 +104,12 @@ fn sample_line(line: &str) -> Option<(&str, Option<String>, f64)> {
         Some((name, labels)) => {
             let labels = labels.strip_suffix('}')?;
             let job = labels.strip_prefix("job=\"")?.strip_suffix('"')?;
-            Some((name, Some(unescape_label(job)?), value))
+            let label = unescape_label(job)?;
+            Some((
+                name,
+                Some(pfsqos_metrics::job_id_of_exporter_label(&label)),
+                value,
+            ))
         }
     }
 }
@@ -128,13 +134,13 @@ pub fn parse(text: &str) -> AgentStatus {
                 }
                 let field: fn(&mut JobStatus) -> &mut Option<f64> = match name {
                     "pfsqos_agent_job_held_seconds" => |j: &mut JobStatus| &mut j.held_s,
-                    "pfsqos_agent_job_held_limit_bytes_per_s" => {
+                    "pfsqos_agent_job_held_limit_bytes_per_second" => {
                         |j: &mut JobStatus| &mut j.limit_bytes_per_s
                     }
-                    "pfsqos_agent_job_observed_bytes_per_s" => {
+                    "pfsqos_agent_job_observed_bytes_per_second" => {
                         |j: &mut JobStatus| &mut j.observed_bytes_per_s
                     }
-                    "pfsqos_agent_job_rate_rpcs_per_s" => {
+                    "pfsqos_agent_job_rate_rpcs_per_second" => {
                         |j: &mut JobStatus| &mut j.rate_per_cpt_rpcs_per_s
                     }
                     "pfsqos_agent_job_cpts" => |j: &mut JobStatus| &mut j.cpts,
@@ -238,10 +244,10 @@ pub fn parse_coordinator(text: &str) -> CoordinatorStatus {
                 }
                 let field: fn(&mut JobStatus) -> &mut Option<f64> = match name {
                     "pfsqos_coordinator_job_held_seconds" => |j: &mut JobStatus| &mut j.held_s,
-                    "pfsqos_coordinator_job_held_limit_bytes_per_s" => {
+                    "pfsqos_coordinator_job_held_limit_bytes_per_second" => {
                         |j: &mut JobStatus| &mut j.limit_bytes_per_s
                     }
-                    "pfsqos_coordinator_job_limited_observed_bytes_per_s" => {
+                    "pfsqos_coordinator_job_limited_observed_bytes_per_second" => {
                         |j: &mut JobStatus| &mut j.observed_bytes_per_s
                     }
                     _ => continue,

@@ -115,10 +115,10 @@ fn a_live_open_loop_record_is_fitted() {
     check_fit(&run);
     // The control loop's cost per period, from the metrics.
     let m = &run.metrics;
-    let periods = metric(m, "pfsqos_oss_control_total{counter=\"periods\"}").unwrap();
-    let cpu_ns = metric(m, "pfsqos_oss_control_total{counter=\"cpu_ns\"}").unwrap();
-    let wall_ns = metric(m, "pfsqos_oss_control_total{counter=\"wall_ns\"}").unwrap();
-    let median = metric(m, "pfsqos_oss_control_period_cpu_ns ").unwrap();
+    let periods = metric(m, "pfsqos_oss_control_periods_total ").unwrap();
+    let cpu_ns = metric(m, "pfsqos_oss_control_cpu_seconds_total ").unwrap() * 1e9;
+    let wall_ns = metric(m, "pfsqos_oss_control_wall_seconds_total ").unwrap() * 1e9;
+    let median = metric(m, "pfsqos_oss_control_period_cpu_seconds ").unwrap() * 1e9;
     println!(
         "control loop: {periods} periods, mean CPU {:.0} ns, mean wall {:.0} ns, median CPU \
          {median} ns per period",

@@ -726,12 +726,12 @@ impl Controller for AdapTbf {
         "adaptbf"
     }
 
-    fn on_write_refused(&mut self, write: &DomainWrite, _errno: crate::errno::Errno) {
+    fn on_write_refused(&mut self, write: &DomainWrite, errno: crate::errno::Errno) {
         if let (Some(text), Some(rules)) = (
             write.write.tbf_rule_text(),
             self.rules.get_mut(&write.domain),
         ) {
-            rules.rules.refused(text);
+            rules.rules.write_refused(text, errno);
         }
     }
 
@@ -1624,7 +1624,7 @@ mod tests {
             .find(|w| w.write.param_and_text().1.starts_with("start ja "))
             .expect("a gets a rule")
             .clone();
-        c.on_write_refused(&start_a, crate::errno::Errno::EEXIST);
+        c.on_write_refused(&start_a, crate::errno::Errno::ENOSPC);
         let texts: Vec<String> = c
             .decide(&obs(200_000_000))
             .writes

@@ -26,6 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::{ControlWrite, RuleNamer};
+use crate::errno::Errno;
 use crate::model::JobId;
 use crate::sched::tbf::{TbfCommand, TbfOp};
 
@@ -33,6 +34,42 @@ use crate::sched::tbf::{TbfCommand, TbfOp};
 pub const CATCH_ALL_SUFFIX: &str = "_unsafe";
 /// Most foreign rule names (rules on the server this manager did not start) kept reserved.
 pub const SERVER_NAMES_MAX: usize = 4096;
+/// Jobs whose ids cannot be rules are named in a log line at most this often (ns): a job id is
+/// user input, and one line per period per such job would let a user fill the log.
+pub const UNNAMABLE_LOG_INTERVAL_NS: u64 = 60_000_000_000;
+/// Most jobs one such line names.
+pub const UNNAMABLE_LOGGED_MAX: usize = 8;
+
+/// When to name the jobs whose ids cannot be rules in a log line: at most once per
+/// [`UNNAMABLE_LOG_INTERVAL_NS`] of the caller's clock (passed in, so the controllers' pure
+/// code and tests on virtual time use it alike), and only while there are some.
+#[derive(Clone, Debug, Default)]
+pub struct UnnamableLog {
+    last_ns: Option<u64>,
+}
+
+impl UnnamableLog {
+    /// The text naming `jobs` (escaped, the first [`UNNAMABLE_LOGGED_MAX`]) if a line is due
+    /// at `now_ns`; `None` when there are none or one was given less than the interval ago.
+    pub fn due(&mut self, now_ns: u64, jobs: &[JobId]) -> Option<String> {
+        if jobs.is_empty() {
+            return None;
+        }
+        if self
+            .last_ns
+            .is_some_and(|t| now_ns.saturating_sub(t) < UNNAMABLE_LOG_INTERVAL_NS)
+        {
+            return None;
+        }
+        self.last_ns = Some(now_ns);
+        let named: Vec<String> = jobs
+            .iter()
+            .take(UNNAMABLE_LOGGED_MAX)
+            .map(|j| format!("{:?}", j.as_str()))
+            .collect();
+        Some(named.join(", "))
+    }
+}
 
 /// Whether `job` can stand in a `jobid={...}` list as itself: non-empty, and only characters
 /// that carry no TBF meaning (letters, digits and `. _ - : @ / + % # ~ ^`; no wildcard `*`, no
@@ -269,6 +306,26 @@ impl JobRules {
             self.namer.add_foreign(&name, SERVER_NAMES_MAX);
         }
         found
+    }
+
+    /// The server refused `text` with `errno`: a `start` refused with `EEXIST` names a rule
+    /// this manager does not hold (an administrator's), so the name is kept from jobs
+    /// ([`JobRules::name_taken`]) and the job is started under another name at the next
+    /// reconcile, once; any other refusal is [`JobRules::refused`]. The one call every
+    /// controller makes, so no controller retries a taken name every period.
+    pub fn write_refused(&mut self, text: &str, errno: Errno) -> bool {
+        let is_start = text
+            .split_ascii_whitespace()
+            .find(|w| *w != "reg" && *w != "hp")
+            == Some("start");
+        if errno == Errno::EEXIST
+            && is_start
+            && command_name(text).as_deref() != self.catch_all_name.as_deref()
+        {
+            self.name_taken(text)
+        } else {
+            self.refused(text)
+        }
     }
 
     /// Keeps `name` from ever being given to a job ([`RuleNamer::reserve`]).
@@ -658,6 +715,59 @@ mod tests {
         assert!(r.reconcile(&d).is_empty());
         assert_eq!(r.rule_name(&j("victim2")), Some("jvictim2_2"));
         assert!(!r.name_taken("not a command"));
+    }
+
+    /// A start refused with `EEXIST` renames the job once (the name is another rule's); any
+    /// other refusal, and an `EEXIST` of a change or of the catch-all, starts the same name
+    /// again.
+    #[test]
+    fn write_refused_renames_on_eexist_only() {
+        let mut r = JobRules::new();
+        let mut d = BTreeMap::new();
+        d.insert(j("victim2"), want(10, None));
+        d.insert(j("*"), want(3, None));
+        let cmds: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        assert_eq!(cmds[0], "start jvictim2 jobid={victim2} rate=10");
+        assert!(r.write_refused(&cmds[0], Errno::ENOMEM));
+        let again: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        assert_eq!(again, vec!["start jvictim2 jobid={victim2} rate=10"]);
+        assert!(r.write_refused(&again[0], Errno::EEXIST));
+        let renamed: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        assert_eq!(renamed, vec!["start jvictim2_2 jobid={victim2} rate=10"]);
+        // Settled: no write at the next reconcile.
+        assert!(r.reconcile(&d).is_empty());
+        // The catch-all keeps its name (it is this manager's, reserved).
+        assert!(r.write_refused(
+            "start j_unsafe jobid={*} rate=3 rank=default",
+            Errno::EEXIST
+        ));
+        let catch_all: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            catch_all,
+            vec!["start j_unsafe jobid={*} rate=3 rank=default"]
+        );
+        // A refused change is not a name clash.
+        d.insert(j("victim2"), want(11, None));
+        let change: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        assert_eq!(change, vec!["change jvictim2_2 rate=11"]);
+        assert!(r.write_refused(&change[0], Errno::EEXIST));
+        let restart: Vec<String> = r.reconcile(&d).iter().map(|c| c.to_string()).collect();
+        assert_eq!(restart, vec!["start jvictim2_2 jobid={victim2} rate=11"]);
+    }
+
+    /// Unnamable jobs are named at most once an interval, escaped, at most a few per line.
+    #[test]
+    fn unnamable_jobs_are_logged_at_most_once_an_interval() {
+        let mut log = UnnamableLog::default();
+        let many: Vec<JobId> = (0..20).map(|i| j(&format!("a b{i}"))).collect();
+        assert_eq!(log.due(5, &[]), None);
+        let line = log.due(10, &many).expect("the first line is due");
+        assert_eq!(line.matches(", ").count(), UNNAMABLE_LOGGED_MAX - 1);
+        assert!(line.starts_with("\"a b0\""), "{line}");
+        assert_eq!(log.due(10 + UNNAMABLE_LOG_INTERVAL_NS - 1, &many), None);
+        assert!(log.due(10 + UNNAMABLE_LOG_INTERVAL_NS, &many).is_some());
+        let mut fresh = UnnamableLog::default();
+        assert_eq!(fresh.due(0, &[j("x\"y")]).as_deref(), Some("\"x\\\"y\""));
     }
 
     /// The rank index gives the rule a linear scan of the held rules would (the code before

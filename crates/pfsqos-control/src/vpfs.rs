@@ -187,11 +187,11 @@ impl Controller for Vpfs {
         Decision::of_writes(self.weight_writes(observation))
     }
 
-    fn on_write_refused(&mut self, write: &DomainWrite, _errno: Errno) {
+    fn on_write_refused(&mut self, write: &DomainWrite, errno: Errno) {
         if let (ControlWrite::NrsPolicyParam { text, .. }, Some(rules)) =
             (&write.write, self.rules.get_mut(&write.domain))
         {
-            rules.refused(text);
+            rules.write_refused(text, errno);
         }
     }
 }

@@ -16,7 +16,7 @@
 //! * `pfsqos_ost_served_bytes_total{ost}`, `pfsqos_ost_served_rpcs_total{ost}`: everything
 //!   the OST served since the daemon started, RPCs without a job id included;
 //! * `pfsqos_ost_queue_rpcs{ost}`: RPCs of the OST waiting in the NRS heads now;
-//! * `pfsqos_oss_tbf_rule_rate_rpcs_per_s{rule}`: the rate of each TBF rule. Rules belong to
+//! * `pfsqos_oss_tbf_rule_rate_rpcs_per_second{rule}`: the rate of each TBF rule. Rules belong to
 //!   the OSS's `ost_io` service, not to one OST (as in Lustre), so they carry no `ost` label.
 //!
 //! Lustre-exporter-compatible families, so that dashboards built on the common Lustre
@@ -45,9 +45,11 @@
 //! ossd: `pfsqos_oss_bulk_total{counter}`, the bulk budget's guards (`share_waits`,
 //! `untracked_connections`, `reply_timeouts`; `pfsqos_ossd::BulkCounters`).
 //!
-//! ossd: `pfsqos_oss_control_total{counter}` (`periods`, `cpu_ns`, `wall_ns` of the control
-//! loop) and `pfsqos_oss_control_period_cpu_ns` (median CPU of its last 1024 periods), when
-//! it has run.
+//! ossd: `pfsqos_oss_control_periods_total`, `pfsqos_oss_control_cpu_seconds_total` and
+//! `pfsqos_oss_control_wall_seconds_total` (the control loop's periods, its thread's CPU time
+//! and its wall time), `pfsqos_oss_control_period_cpu_seconds` (median CPU of its last 1024
+//! periods), when it has run; `pfsqos_oss_jobs_unnamable` (jobs of its last period whose ids
+//! cannot be rules).
 //!
 //! Both daemons: `pfsqos_oss_admission_total{counter}` / `pfsqos_mds_admission_total{counter}`,
 //! connection admission (refusals by budget, handshake timeouts, suppressed log lines).
@@ -59,8 +61,14 @@
 //! [`openmetrics_to_text_004`].
 //!
 //! HTTP limits: request head at most [`REQUEST_HEAD_BYTES_MAX`], read within
-//! [`REQUEST_TIMEOUT`]; at most [`CONNECTIONS_MAX`] connections at once (more are closed at
-//! once); one request per connection. `GET`/`HEAD /metrics` is answered 200; other paths 404,
+//! [`REQUEST_TIMEOUT`], the response written within [`RESPONSE_TIMEOUT`]; one request per
+//! connection. Admission is the daemons' own (`pfsqos_wire::admission`): at most
+//! [`REQUESTS_PENDING_MAX`] connections still sending their request (at most
+//! [`REQUESTS_PENDING_PER_SOURCE_MAX`] per IPv4 address or IPv6 /64; when full, a newcomer
+//! takes the oldest slot of the source holding the most, if that is more than its own;
+//! [`REQUESTS_PENDING_KNOWN_MAX`] more kept for sources that completed a request before), then
+//! at most [`CONNECTIONS_MAX`] served at once, [`CONNECTIONS_PER_SOURCE_MAX`] per source;
+//! refusals are logged at most 5 lines per 10 s. `GET`/`HEAD /metrics` is answered 200; other paths 404,
 //! other methods 405, malformed requests 400, oversized heads 431.
 
 use std::fmt;
@@ -68,6 +76,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use pfsqos_wire::admission::{
+    Admission, HandshakeSlot, LogLimiter, Source, LOG_LINES_PER_WINDOW, LOG_WINDOW,
+};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -76,16 +87,29 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 /// Largest request head (request line and headers) read.
 pub const REQUEST_HEAD_BYTES_MAX: usize = 8 << 10;
-/// Time a client has to send its request head.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// Scrape connections served at once.
+/// Time a client has to send its request head (a scraper sends it at once; this bounds how
+/// long a trickling socket holds a slot).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// Time a response has to be written (a client that does not read it gives up its slot).
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Scrape connections served at once (their request read, the response being written).
 pub const CONNECTIONS_MAX: usize = 16;
+/// Of those, from one source (an IPv4 address or an IPv6 /64).
+pub const CONNECTIONS_PER_SOURCE_MAX: usize = 4;
+/// Connections still sending their request head at once, shared by every source not known
+/// (`pfsqos_wire::admission`: when full, a newcomer takes the oldest slot of the source
+/// holding the most, if that is more than its own).
+pub const REQUESTS_PENDING_MAX: usize = 32;
+/// Of those, from one source.
+pub const REQUESTS_PENDING_PER_SOURCE_MAX: usize = 4;
+/// Pending-request slots reserved for sources that sent a whole request before (a scraper
+/// after its first scrape), which other sources can neither take nor evict.
+pub const REQUESTS_PENDING_KNOWN_MAX: usize = 8;
 /// The content type of an OpenMetrics body.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 /// The content type of a body in the Prometheus text format 0.0.4.
@@ -171,6 +195,45 @@ pub fn openmetrics_to_text_004(text: &str) -> String {
     out
 }
 
+/// `promtool check metrics` (Prometheus' own linter, Debian package `prometheus`) on `text`
+/// in the text format 0.0.4: `None` when promtool cannot be run here (the caller's test says
+/// it skipped), else its verdict, with every problem it printed. OpenMetrics text is
+/// converted first ([`openmetrics_to_text_004`]), as a scrape asking for 0.0.4 gets it.
+pub fn promtool_check(text: &str) -> Option<Result<(), String>> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let body = if text.contains("# EOF") {
+        openmetrics_to_text_004(text)
+    } else {
+        text.to_string()
+    };
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    // promtool reads all of its input before it answers, so writing first cannot deadlock.
+    let written = child
+        .stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(body.as_bytes());
+    let out = child.wait_with_output().ok()?;
+    written.ok()?;
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() && said.trim().is_empty() {
+        Some(Ok(()))
+    } else {
+        Some(Err(format!("promtool check metrics: {said}\nin:\n{body}")))
+    }
+}
+
 /// The value of header `name` in a request head, if present (first occurrence).
 fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
     head.split("\r\n").skip(1).find_map(|l| {
@@ -221,8 +284,59 @@ impl MetricsServer {
     }
 }
 
+/// Served connections by source, for [`CONNECTIONS_PER_SOURCE_MAX`].
+type PerSource = Arc<std::sync::Mutex<std::collections::HashMap<Source, usize>>>;
+
+/// One served connection of a source; released when dropped.
+struct SourceSlot {
+    table: PerSource,
+    source: Source,
+}
+
+impl SourceSlot {
+    fn take(table: &PerSource, source: Source) -> Option<SourceSlot> {
+        let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
+        let n = t.entry(source).or_insert(0);
+        if *n >= CONNECTIONS_PER_SOURCE_MAX {
+            return None;
+        }
+        *n += 1;
+        Some(SourceSlot {
+            table: table.clone(),
+            source,
+        })
+    }
+}
+
+impl Drop for SourceSlot {
+    fn drop(&mut self) {
+        let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = t.get_mut(&self.source) {
+            assert!(*n > 0, "served connections of a source went below zero");
+            *n -= 1;
+            if *n == 0 {
+                t.remove(&self.source);
+            }
+        }
+    }
+}
+
+/// Accepts scrapes with the daemons' admission (`pfsqos_wire::admission`): a connection
+/// first holds a pending-request slot (shared budget with fair eviction, a cap per source, a
+/// share reserved for sources that completed a request before) for at most
+/// [`REQUEST_TIMEOUT`], then a served slot ([`CONNECTIONS_MAX`], at most
+/// [`CONNECTIONS_PER_SOURCE_MAX`] per source) for at most [`RESPONSE_TIMEOUT`]. Sockets that
+/// trickle their request, however many, from however many sources, thus never hold the slots
+/// a scraper needs: they are evicted for a source holding fewer, and time out.
 async fn accept_loop(listener: TcpListener, render: Render) {
-    let slots = Arc::new(Semaphore::new(CONNECTIONS_MAX));
+    let admission = Admission::with_known(
+        CONNECTIONS_MAX,
+        REQUESTS_PENDING_MAX,
+        REQUESTS_PENDING_PER_SOURCE_MAX,
+        REQUESTS_PENDING_KNOWN_MAX,
+    );
+    let per_source: PerSource = Arc::default();
+    let log = LogLimiter::new(LOG_LINES_PER_WINDOW, LOG_WINDOW);
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(x) => x,
@@ -232,16 +346,21 @@ async fn accept_loop(listener: TcpListener, render: Render) {
                 continue;
             }
         };
-        let Ok(permit) = slots.clone().try_acquire_owned() else {
-            debug!(%peer, "too many metrics connections; closing the new one");
-            continue;
+        let slot = match admission.handshake(peer.ip()) {
+            Ok(slot) => slot,
+            Err(refusal) => {
+                if let Some(suppressed) = log.allow(std::time::Instant::now()) {
+                    warn!(%peer, %refusal, suppressed, "metrics connection refused");
+                }
+                continue;
+            }
         };
-        let render = render.clone();
+        let (render, admission, per_source) =
+            (render.clone(), admission.clone(), per_source.clone());
         tokio::spawn(async move {
-            if let Err(e) = serve(stream, render).await {
+            if let Err(e) = serve(stream, slot, &admission, &per_source, render).await {
                 debug!(%peer, error = %e, "metrics connection");
             }
-            drop(permit);
         });
     }
 }
@@ -304,11 +423,41 @@ async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
     }
 }
 
-async fn serve(mut stream: TcpStream, render: Render) -> std::io::Result<()> {
-    let head = match tokio::time::timeout(REQUEST_TIMEOUT, read_head(&mut stream)).await {
-        Err(_) => return Ok(()), // too slow: just close
-        Ok(r) => r?,
+async fn serve(
+    mut stream: TcpStream,
+    mut slot: HandshakeSlot,
+    admission: &Arc<Admission>,
+    per_source: &PerSource,
+    render: Render,
+) -> std::io::Result<()> {
+    let source = slot.source();
+    let eviction = slot.eviction();
+    let head = tokio::select! {
+        // Given to a source holding fewer pending requests: close.
+        () = eviction.wait() => return Ok(()),
+        r = tokio::time::timeout(REQUEST_TIMEOUT, read_head(&mut stream)) => match r {
+            Err(_) => return Ok(()), // too slow: just close
+            Ok(r) => r?,
+        },
     };
+    // The request is in: a served slot now (the pending one is released).
+    let Ok(_served) = admission.authenticated(slot) else {
+        return Ok(());
+    };
+    let Some(_source_slot) = SourceSlot::take(per_source, source) else {
+        return Ok(());
+    };
+    match tokio::time::timeout(RESPONSE_TIMEOUT, respond(stream, head, render)).await {
+        Ok(r) => r,
+        Err(_) => Ok(()), // not read: give the slot up
+    }
+}
+
+async fn respond(
+    mut stream: TcpStream,
+    head: Option<Vec<u8>>,
+    render: Render,
+) -> std::io::Result<()> {
     let answer = match head {
         None => Answer::Status(431, "Request Header Fields Too Large"),
         Some(h) => route(&h),
@@ -404,6 +553,9 @@ pub struct OssSample {
     pub control: Vec<(&'static str, u64)>,
     /// The median CPU ns of the control loop's recent periods (the last 1024).
     pub control_period_cpu_ns_median: Option<u64>,
+    /// Jobs of the control loop's last observation whose ids hold TBF syntax, so cannot have
+    /// a rule of their own (`None`: no control loop has observed).
+    pub jobs_unnamable: Option<u64>,
 }
 
 impl fmt::Debug for OssCollector {
@@ -425,6 +577,40 @@ pub fn label_value(text: &str) -> String {
         }
     }
     out
+}
+
+/// A job id as the Lustre exporters label it, so that a dashboard joining their series with
+/// ours sees one job: the id as `job_stats` prints it (the printer of current Lustre,
+/// `pfsqos_lustre::jobstats::lustre_job_id_bytes` with `JobStatsFormat::Master`, the ossd's:
+/// an id with a byte outside `isalnum` and `.@-_:/`, a `:` or a leading `@` is printed in
+/// double quotes with those bytes as `\xHH`), without the quotes. That is the GSI
+/// lustre_exporter's parse (`sources/proc_common.go`, `jobidRegexPattern =
+/// job_id:[ \t]*"?([^"\n\r]*)"?`: the text between the optional quotes, escapes kept): `job 1`
+/// is labelled `job\x201`, `dd.0` stays `dd.0`. (HPE's original parser keeps only the id's
+/// first number, which no join can match.) The result is raw label text: [`job_label_value`]
+/// escapes it for the exposition.
+pub fn exporter_job_id(job: &str) -> String {
+    use pfsqos_lustre::jobstats::{lustre_job_id_bytes, JobStatsFormat};
+    let printed = lustre_job_id_bytes(job, JobStatsFormat::Master);
+    // Lossy as a reader of lctl's output decodes it (the kernel's ctype may keep a UTF-8 lead
+    // byte and escape its continuation).
+    let printed = String::from_utf8_lossy(&printed);
+    match printed.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        Some(inner) => inner.to_string(),
+        None => printed.into_owned(),
+    }
+}
+
+/// The job id an [`exporter_job_id`] label names (its `\xHH` escapes decoded); the label
+/// itself when it does not decode to UTF-8 (an id the kernel's ctype printed lossily).
+pub fn job_id_of_exporter_label(label: &str) -> String {
+    pfsqos_lustre::jobstats::unquote_job_id(&format!("\"{label}\""))
+        .unwrap_or_else(|_| label.to_string())
+}
+
+/// [`exporter_job_id`] escaped as a label value ([`label_value`]).
+pub fn job_label_value(job: &str) -> String {
+    label_value(&exporter_job_id(job))
 }
 
 /// Encodes an [`OssSample`].
@@ -451,7 +637,7 @@ impl Collector for OssCollector {
             for o in &s.osts {
                 for j in &o.jobs {
                     let v = if read { j.read_bytes } else { j.write_bytes };
-                    let job = label_value(&j.job);
+                    let job = job_label_value(&j.job);
                     let labels = [("ost", o.name.as_str()), ("job", job.as_str())];
                     ConstCounter::new(v).encode(f.encode_family(&labels)?)?;
                 }
@@ -489,7 +675,7 @@ impl Collector for OssCollector {
             for o in &s.osts {
                 let target = label_value(&o.name);
                 for j in &o.jobs {
-                    let job = label_value(&j.job);
+                    let job = job_label_value(&j.job);
                     let labels = [
                         ("component", "ost"),
                         ("target", target.as_str()),
@@ -508,7 +694,7 @@ impl Collector for OssCollector {
             )?;
             for o in &s.osts {
                 for j in &o.jobs {
-                    let job = label_value(&j.job);
+                    let job = job_label_value(&j.job);
                     for (op, v) in JOB_RPC_OPS.iter().zip(j.rpcs) {
                         let labels = [("ost", o.name.as_str()), ("job", job.as_str()), ("op", op)];
                         ConstCounter::new(v).encode(f.encode_family(&labels)?)?;
@@ -579,7 +765,8 @@ impl Collector for OssCollector {
             }
         }
         {
-            let per_s = Unit::Other("rpcs_per_s".to_string());
+            // A configured limit, not a count: a gauge in RPCs per second.
+            let per_s = Unit::Other("rpcs_per_second".to_string());
             let mut f = encoder.encode_descriptor(
                 "pfsqos_oss_tbf_rule_rate",
                 "Rate of a TBF rule of the OSS's ost_io service (nrs_tbf_rule).",
@@ -631,27 +818,63 @@ impl Collector for OssCollector {
                 ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
             }
         }
-        if !s.control.is_empty() {
-            let mut f = encoder.encode_descriptor(
-                "pfsqos_oss_control",
-                "The control loop (--policy) since the daemon started, by counter: periods \
-                 run, CPU ns of the control thread and wall ns, over observe, decide, apply.",
-                None,
+        // One family per quantity, each in its base unit (periods; seconds, not ns).
+        for (counter, v) in &s.control {
+            let (name, help, unit, value) = match *counter {
+                "periods" => {
+                    ConstCounter::new(*v).encode(encoder.encode_descriptor(
+                        "pfsqos_oss_control_periods",
+                        "Periods the control loop (--policy) ran since the daemon started.",
+                        None,
+                        MetricType::Counter,
+                    )?)?;
+                    continue;
+                }
+                "cpu_ns" => (
+                    "pfsqos_oss_control_cpu",
+                    "CPU time of the control thread over observe, decide and apply, summed \
+                     over its periods since the daemon started.",
+                    Some(&Unit::Seconds),
+                    *v as f64 / 1e9,
+                ),
+                "wall_ns" => (
+                    "pfsqos_oss_control_wall",
+                    "Wall time of the control loop's observe, decide and apply, summed over \
+                     its periods since the daemon started.",
+                    Some(&Unit::Seconds),
+                    *v as f64 / 1e9,
+                ),
+                other => {
+                    debug_assert!(false, "unknown control counter {other}");
+                    continue;
+                }
+            };
+            ConstCounter::new(value).encode(encoder.encode_descriptor(
+                name,
+                help,
+                unit,
                 MetricType::Counter,
-            )?;
-            for (counter, v) in &s.control {
-                ConstCounter::new(*v).encode(f.encode_family(&[("counter", *counter)])?)?;
-            }
+            )?)?;
         }
-        if let Some(ns) = s.control_period_cpu_ns_median {
-            ConstGauge::new(i64::try_from(ns).unwrap_or(i64::MAX)).encode(
+        if let Some(n) = s.jobs_unnamable {
+            ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX)).encode(
                 encoder.encode_descriptor(
-                    "pfsqos_oss_control_period_cpu_ns",
-                    "The median CPU ns of the control loop's last 1024 periods.",
+                    "pfsqos_oss_jobs_unnamable",
+                    "Jobs of the control loop's last period whose ids hold TBF syntax (*, \
+                     space, braces, comma, &, =, non-ASCII), so cannot have a rule of their \
+                     own: the controller's catch-all rule limits them.",
                     None,
                     MetricType::Gauge,
                 )?,
             )?;
+        }
+        if let Some(ns) = s.control_period_cpu_ns_median {
+            ConstGauge::new(ns as f64 / 1e9).encode(encoder.encode_descriptor(
+                "pfsqos_oss_control_period_cpu",
+                "The median CPU time of the control loop's last 1024 periods.",
+                Some(&Unit::Seconds),
+                MetricType::Gauge,
+            )?)?;
         }
         Ok(())
     }
@@ -885,6 +1108,86 @@ mod tests {
         assert!(types.len() >= 5, "{text}");
     }
 
+    /// 40 sockets trickling their request (a byte every 100 ms, never the blank line that
+    /// ends it) from 8 addresses of the loopback range, renewed as they are closed, do not
+    /// blind the endpoint: 16 scrapes in a row from another address all get their answer.
+    /// They hold at most their per-source share of the pending-request budget, are evicted for
+    /// a source holding fewer, and time out; a scraper that completed a request has a share of
+    /// its own.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn trickling_sockets_do_not_blind_the_endpoint() {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        const WAIT_MAX: Duration = Duration::from_secs(60);
+        let render: Render = Arc::new(|| {
+            render_collector(MdsCollector(MdsSample {
+                ops: vec![("create", 3)],
+                inodes: Some(2),
+                ..MdsSample::default()
+            }))
+        });
+        let server = MetricsServer::start("127.0.0.1:0".parse().unwrap(), render)
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        let stop = Arc::new(AtomicBool::new(false));
+        let trickled = Arc::new(AtomicU64::new(0));
+        let tricklers: Vec<_> = (0..40u8)
+            .map(|i| {
+                let (stop, trickled) = (stop.clone(), trickled.clone());
+                tokio::spawn(async move {
+                    let ip = std::net::Ipv4Addr::new(127, 0, 0, 2 + i % 8);
+                    let head = b"GET /metrics HTTP/1.1\r\nHost: trickle\r\nX-Pad: aaaaaaaaaaaaaaaa";
+                    while !stop.load(Ordering::Relaxed) {
+                        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                        socket.bind(SocketAddr::new(ip.into(), 0)).unwrap();
+                        let Ok(mut s) = socket.connect(addr).await else {
+                            continue;
+                        };
+                        for b in head.iter().cycle() {
+                            if stop.load(Ordering::Relaxed) || s.write_all(&[*b]).await.is_err() {
+                                break;
+                            }
+                            trickled.fetch_add(1, Ordering::Relaxed);
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        // The tricklers are at it: 5 bytes each on average (half a second of trickling).
+        let deadline = std::time::Instant::now() + WAIT_MAX;
+        while trickled.load(Ordering::Relaxed) < 200 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the tricklers never started"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for i in 0..16 {
+            let answer = tokio::time::timeout(WAIT_MAX, async {
+                let mut s = TcpStream::connect(addr).await.unwrap();
+                s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                    .await
+                    .unwrap();
+                let mut response = String::new();
+                // A connection closed at once reads as empty (or reset): a failed scrape.
+                let _ = s.read_to_string(&mut response).await;
+                response
+            })
+            .await
+            .expect("a scrape within the deadline");
+            assert!(
+                answer.starts_with("HTTP/1.1 200 OK") && answer.contains("pfsqos_mds_ops_total{"),
+                "scrape {i} failed: {answer:?}"
+            );
+        }
+        stop.store(true, Ordering::Relaxed);
+        for t in tricklers {
+            t.await.unwrap();
+        }
+        server.stop().await;
+    }
+
     /// The endpoint answers each format with its content type.
     #[tokio::test]
     async fn the_endpoint_serves_the_negotiated_format() {
@@ -970,6 +1273,78 @@ mod tests {
         }
     }
 
+    /// An ossd sample with every family (a job of each kind, a rule, every counter set).
+    fn full_oss_sample() -> OssSample {
+        OssSample {
+            osts: vec![OstSample {
+                name: "pfsqos-OST0000".into(),
+                queued_rpcs: 3,
+                device_queue_rpcs: 5,
+                device_time_in_queue_ns: 2_500_000_000,
+                served_bytes: 100,
+                served_rpcs: 2,
+                jobs: vec![
+                    JobSample {
+                        job: "dd.0".into(),
+                        read_bytes: 10,
+                        write_bytes: 90,
+                        rpcs: [1, 1, 0, 0],
+                    },
+                    JobSample {
+                        job: "job 1".into(),
+                        read_bytes: 1,
+                        write_bytes: 2,
+                        rpcs: [1, 1, 1, 1],
+                    },
+                ],
+            }],
+            rules: vec![("r1".into(), 250), ("default".into(), 10000)],
+            sync: vec![("reports_out", 12), ("batches_in", 3)],
+            admission: vec![("refused_handshakes_per_address", 7)],
+            job_nodes: vec![("evicted", 4)],
+            bulk: vec![("reply_timeouts", 2)],
+            control: vec![("periods", 5)],
+            control_period_cpu_ns_median: Some(1234),
+            jobs_unnamable: Some(2),
+        }
+    }
+
+    /// Prometheus' linter finds nothing in either daemon's families (HELP everywhere, names in
+    /// base units, counters named `_total`). Skipped, saying why, where promtool is missing.
+    #[test]
+    fn promtool_finds_nothing_in_the_daemons_families() {
+        let oss = render_collector(OssCollector(full_oss_sample()));
+        let mds = render_collector(MdsCollector(MdsSample {
+            ops: vec![("create", 1)],
+            inodes: Some(1),
+            admission: vec![("refused_connections", 0)],
+            iez: Some(IezSample {
+                placed: 1,
+                fallbacks: vec![("no_prediction", 2)],
+                loads: 1,
+                rows_loaded: 3,
+                rows: Some(3),
+                reports_accepted: 1,
+                reports_refused: 0,
+                mds_cpu_util: Some(0.5),
+                mds_mem_util: Some(0.25),
+            }),
+        }));
+        let mut problems = Vec::new();
+        for text in [oss, mds] {
+            match promtool_check(&text) {
+                None => {
+                    eprintln!(
+                        "SKIP: promtool is not installed (Debian: apt-get install prometheus)"
+                    );
+                    return;
+                }
+                Some(verdict) => problems.extend(verdict.err()),
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
     #[test]
     fn oss_sample_encodes_every_family() {
         let text = render_collector(OssCollector(OssSample {
@@ -992,8 +1367,9 @@ mod tests {
             admission: vec![("refused_handshakes_per_address", 7)],
             job_nodes: vec![("evicted", 4)],
             bulk: vec![("reply_timeouts", 2)],
-            control: vec![("periods", 5)],
+            control: vec![("periods", 5), ("cpu_ns", 106), ("wall_ns", 212)],
             control_period_cpu_ns_median: Some(1234),
+            jobs_unnamable: Some(2),
         }));
         for line in [
             "pfsqos_ost_job_read_bytes_total{ost=\"pfsqos-OST0000\",job=\"dd.0\"} 10",
@@ -1002,14 +1378,17 @@ mod tests {
             "pfsqos_ost_served_bytes_total{ost=\"pfsqos-OST0000\"} 100",
             "pfsqos_ost_served_rpcs_total{ost=\"pfsqos-OST0000\"} 2",
             "pfsqos_ost_queue_rpcs{ost=\"pfsqos-OST0000\"} 3",
-            "pfsqos_oss_tbf_rule_rate_rpcs_per_s{rule=\"r1\"} 250",
+            "pfsqos_oss_tbf_rule_rate_rpcs_per_second{rule=\"r1\"} 250",
             "pfsqos_oss_sync_total{counter=\"reports_out\"} 12",
             "pfsqos_oss_sync_total{counter=\"batches_in\"} 3",
             "pfsqos_oss_admission_total{counter=\"refused_handshakes_per_address\"} 7",
             "pfsqos_oss_job_nodes_total{counter=\"evicted\"} 4",
             "pfsqos_oss_bulk_total{counter=\"reply_timeouts\"} 2",
-            "pfsqos_oss_control_total{counter=\"periods\"} 5",
-            "pfsqos_oss_control_period_cpu_ns 1234",
+            "pfsqos_oss_control_periods_total 5",
+            "pfsqos_oss_control_cpu_seconds_total 1.06e-7",
+            "pfsqos_oss_control_wall_seconds_total 2.12e-7",
+            "pfsqos_oss_control_period_cpu_seconds 0.000001234",
+            "pfsqos_oss_jobs_unnamable 2",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }
@@ -1141,6 +1520,7 @@ mod tests {
             bulk: Vec::new(),
             control: Vec::new(),
             control_period_cpu_ns_median: None,
+            jobs_unnamable: None,
         }
     }
 
@@ -1155,6 +1535,7 @@ mod tests {
                 .filter(|s| s.0 == name && s.1.iter().any(|(k, v)| k == "jobid" && v == job))
                 .collect()
         };
+        let evil = exporter_job_id(&evil);
         for (name, evil_value, plain_value) in [
             ("lustre_job_read_bytes_total", "7", "0"),
             ("lustre_job_write_bytes_total", "11", "5"),
@@ -1195,6 +1576,72 @@ mod tests {
         assert!(samples
             .iter()
             .all(|s| s.0.starts_with("pfsqos_") || s.0.starts_with("lustre_job_")));
+    }
+
+    /// The GSI lustre_exporter's job id parse of one `job_stats` block (`sources/proc_common.go`,
+    /// `jobidRegexPattern = job_id:[ \t]*"?([^"\n\r]*)"?`), as Go's regexp applies it.
+    fn gsi_exporter_job_id(job_stats: &str) -> String {
+        let rest = job_stats.split_once("job_id:").expect("a job_id line").1;
+        let rest = rest.trim_start_matches([' ', '\t']);
+        let rest = rest.strip_prefix('"').unwrap_or(rest);
+        rest.chars()
+            .take_while(|c| !matches!(c, '"' | '\n' | '\r'))
+            .collect()
+    }
+
+    /// Job ids are labelled as the exporters reading the same job_stats label them: for ids
+    /// plain and quoted (a space, `@` first, `"`, `\\`, non-ASCII, `:`), the `jobid` and `job`
+    /// labels equal the GSI parse of the job_stats Lustre's printer writes; `job 1` is
+    /// `job\x201`.
+    #[test]
+    fn job_labels_match_the_exporters_parse_of_job_stats() {
+        use pfsqos_lustre::jobstats::{render_job_stats, JobEntry, JobStatsFormat};
+        use pfsqos_lustre::model::JobId;
+        assert_eq!(exporter_job_id("job 1"), "job\\x201");
+        assert_eq!(exporter_job_id("dd.0"), "dd.0");
+        for id in ["job 1", "dd.0", "we\"ird\\job x", "x:y", "@h"] {
+            assert_eq!(job_id_of_exporter_label(&exporter_job_id(id)), id);
+        }
+        for id in [
+            "job 1",
+            "dd.0",
+            "@host",
+            "a\"b",
+            "back\\slash",
+            "é.1",
+            "x:y",
+            "*",
+            "k=v",
+        ] {
+            let entry = JobEntry::new(JobId::new(id).unwrap(), 1);
+            let printed = render_job_stats([&entry], JobStatsFormat::Master);
+            let expected = gsi_exporter_job_id(&printed);
+            let text = render_collector(OssCollector(OssSample {
+                osts: vec![OstSample {
+                    name: "fs-OST0000".into(),
+                    jobs: vec![JobSample {
+                        job: id.into(),
+                        read_bytes: 1,
+                        ..JobSample::default()
+                    }],
+                    ..OstSample::default()
+                }],
+                ..OssSample::default()
+            }));
+            let samples = parse_openmetrics(&text);
+            for (family, label) in [
+                ("lustre_job_read_bytes_total", "jobid"),
+                ("pfsqos_ost_job_read_bytes_total", "job"),
+            ] {
+                let found: Vec<&str> = samples
+                    .iter()
+                    .filter(|s| s.0 == family)
+                    .flat_map(|s| s.1.iter().filter(|(k, _)| k == label))
+                    .map(|(_, v)| v.as_str())
+                    .collect();
+                assert_eq!(found, [expected.as_str()], "{id:?} in {printed}");
+            }
+        }
     }
 
     /// The shipped Grafana dashboard is valid JSON and queries only families pfsqos exports

@@ -32,6 +32,10 @@ pub struct OssdArgs {
     /// File holding the shared cluster key (at least 16 bytes).
     #[arg(long)]
     pub key_file: PathBuf,
+    /// File holding the servers' own key (at least 16 bytes, on servers only): peer ossds
+    /// (DSFQ synchronization) must prove it, so a client's cluster key cannot claim to be one.
+    #[arg(long)]
+    pub server_key_file: Option<PathBuf>,
     /// I/O threads in total, split over the CPU partitions.
     #[arg(long, default_value_t = THREADS_DEFAULT)]
     pub threads: usize,
@@ -126,6 +130,7 @@ impl OssdArgs {
             listen,
             osts,
             key_file,
+            server_key_file: None,
             threads: THREADS_DEFAULT,
             cpts: CPTS_DEFAULT,
             ceiling_bytes_per_s: None,
@@ -159,6 +164,9 @@ impl OssdArgs {
             push(&mut a, "--ost", d);
         }
         push(&mut a, "--key-file", &self.key_file);
+        if let Some(p) = &self.server_key_file {
+            push(&mut a, "--server-key-file", p);
+        }
         push(&mut a, "--fsname", &self.fsname);
         push(&mut a, "--threads", self.threads.to_string());
         push(&mut a, "--cpts", self.cpts.to_string());
@@ -226,7 +234,21 @@ impl OssdArgs {
     /// controller spec. Errors are the user's (exit code 2).
     pub fn into_config(self) -> anyhow::Result<OssdConfig> {
         let key = pfsqos_wire::key::read_key_file(&self.key_file)?;
+        let server_key = match &self.server_key_file {
+            Some(path) => {
+                let server_key = pfsqos_wire::key::read_key_file(path)?;
+                if server_key == key {
+                    anyhow::bail!(
+                        "the server key in {} is the cluster key: clients hold that one",
+                        path.display()
+                    );
+                }
+                Some(server_key)
+            }
+            None => None,
+        };
         let mut config = OssdConfig::new(self.listen, self.osts, key);
+        config.server_key = server_key;
         config.threads = self.threads;
         config.cpts = self.cpts;
         config.ceiling_bytes_per_s = self.ceiling_bytes_per_s;
@@ -296,6 +318,7 @@ mod tests {
             listen: "10.0.0.1:7988".parse().unwrap(),
             osts: vec!["/d/a b".into(), "/d/c".into()],
             key_file: "/k/cluster.key".into(),
+            server_key_file: Some("/k/server.key".into()),
             threads: 16,
             cpts: 2,
             ceiling_bytes_per_s: Some(8 << 20),

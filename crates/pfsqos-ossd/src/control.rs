@@ -54,6 +54,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use pfsqos_core::control::agent::{Ledger, Observer, OstSample, KNOWN_JOBS_MAX};
+use pfsqos_core::control::rules::{job_id_is_rule_safe, UnnamableLog};
 use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
 use pfsqos_core::control::{
     default_job_weight, ClientId, ClientWrite, ControlWrite, Controller, Decision, DomainId,
@@ -94,6 +95,8 @@ pub(crate) trait Controlled: Send + Sync + 'static {
     fn job_nodes_generation(&self) -> u64;
     /// The job table's node counts by job.
     fn job_nodes(&self) -> BTreeMap<JobId, u32>;
+    /// The last observation listed `count` jobs whose ids cannot be rules, for the metrics.
+    fn note_unnamable_jobs(&self, count: u64);
 }
 
 /// A controller made by code instead of named by a spec: when [`ControlConfig::factory`] is
@@ -180,6 +183,9 @@ impl ControlConfig {
             if job.is_empty() || !seen.insert(*job) {
                 bail!("job `{job}` is empty or given twice in --job-nodes");
             }
+            if let Some(why) = crate::job_nodes::admin_job_refusal(job) {
+                bail!("--job-nodes: {why}");
+            }
             if !(1..=NODE_COUNT_MAX).contains(nodes) {
                 bail!("job `{job}`: node count must be 1..={NODE_COUNT_MAX}");
             }
@@ -208,6 +214,9 @@ pub fn parse_job_nodes(text: &str) -> Result<(JobId, u32), String> {
         .rsplit_once('=')
         .ok_or_else(|| format!("`{text}` is not JOB=NODES"))?;
     let job = JobId::new(job).map_err(|e| format!("job `{job}`: {e}"))?;
+    if let Some(why) = crate::job_nodes::admin_job_refusal(&job) {
+        return Err(why);
+    }
     let nodes = nodes
         .parse::<u32>()
         .ok()
@@ -333,6 +342,27 @@ pub(crate) fn apply_client_write(
     Ok(())
 }
 
+/// Counts the observation's jobs whose ids cannot be rules (TBF syntax: the controller's
+/// catch-all rule limits them, or in a weight policy the default weight) for the metrics, and
+/// names them in a log line at most once a minute ([`UnnamableLog`]).
+fn note_unnamable(shared: &impl Controlled, obs: &Observation, log: &mut UnnamableLog) {
+    let unnamable: Vec<JobId> = obs
+        .jobs
+        .iter()
+        .map(|m| m.job)
+        .filter(|j| !job_id_is_rule_safe(j))
+        .collect();
+    shared.note_unnamable_jobs(unnamable.len() as u64);
+    if let Some(named) = log.due(obs.now_ns, &unnamable) {
+        warn!(
+            jobs = unnamable.len(),
+            first = %named,
+            "job ids with TBF syntax cannot have a rule of their own; limited by the \
+             controller's catch-all rule (a weight policy's default weight)"
+        );
+    }
+}
+
 fn apply_decision(
     shared: &impl Controlled,
     controller: &mut dyn Controller,
@@ -440,6 +470,8 @@ impl ControlHandle {
                 );
                 let mut initial = observer.initial(shared.now_ns(), shared.sample());
                 let clients = complete_observation(&*shared, &mut initial, &table.nodes);
+                let mut unnamable_log = UnnamableLog::default();
+                note_unnamable(&*shared, &initial, &mut unnamable_log);
                 info!(
                     policy = controller.name(),
                     capacity_rpcs_per_s, "controller started"
@@ -460,6 +492,7 @@ impl ControlHandle {
                             }
                             let mut obs = observer.observe(shared.now_ns(), shared.sample());
                             let clients = complete_observation(&*shared, &mut obs, &table.nodes);
+                            note_unnamable(&*shared, &obs, &mut unnamable_log);
                             info!(
                                 policy = controller.name(),
                                 jobs = obs.jobs.len(),
@@ -490,6 +523,7 @@ impl ControlHandle {
                             let mut obs = observer.observe(shared.now_ns(), shared.sample());
                             table.refresh(&*shared);
                             let clients = complete_observation(&*shared, &mut obs, &table.nodes);
+                            note_unnamable(&*shared, &obs, &mut unnamable_log);
                             let decision = controller.decide(&obs);
                             let client_writes = record
                                 .as_ref()
@@ -548,6 +582,14 @@ mod tests {
         assert!(parse_job_nodes("a").unwrap_err().contains("JOB=NODES"));
         assert!(parse_job_nodes("a=0").unwrap_err().contains("1..="));
         assert!(parse_job_nodes(&format!("{}=1", "x".repeat(40))).is_err());
+        // A pattern is refused with the reason, not kept as a job no RPC ever matches.
+        let e = parse_job_nodes("dd.*=4").unwrap_err();
+        assert!(e.contains("pattern") && e.contains("dd.*"), "{e}");
+        let mut c = ControlConfig::new("static").unwrap();
+        c.capacity_rpcs_per_s = Some(100);
+        c.job_nodes = vec![(job("dd.*"), 4)];
+        let e = c.capacity(None).unwrap_err().to_string();
+        assert!(e.contains("pattern"), "{e}");
     }
 
     fn meta(j: &str, n: u32) -> JobMeta {

@@ -6,7 +6,9 @@
 //!   (the live open-loop experiment: `--policy pi-openloop:...`; a `pi` or `aimd` run records
 //!   the same pairs);
 //! * [`ControlCost`]: the CPU and wall time of each control period (observe, decide, apply),
-//!   served as metrics (`pfsqos_oss_control_total`, `pfsqos_oss_control_period_cpu_ns`).
+//!   served as metrics (`pfsqos_oss_control_periods_total`,
+//!   `pfsqos_oss_control_cpu_seconds_total`, `pfsqos_oss_control_wall_seconds_total`,
+//!   `pfsqos_oss_control_period_cpu_seconds`).
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -115,6 +117,9 @@ pub struct ControlCost {
     wall_ns: AtomicU64,
     /// CPU ns of the last [`COST_RECENT_PERIODS`] periods.
     recent_cpu_ns: Mutex<VecDeque<u64>>,
+    /// Jobs of the last observation whose ids cannot be rules, plus one (0: no observation
+    /// yet).
+    unnamable_jobs_plus_one: AtomicU64,
 }
 
 impl ControlCost {
@@ -128,6 +133,19 @@ impl ControlCost {
         }
         recent.push_back(cpu_ns);
         debug_assert!(recent.len() <= COST_RECENT_PERIODS);
+    }
+
+    /// The last observation listed `count` jobs whose ids cannot be rules.
+    pub fn note_unnamable_jobs(&self, count: u64) {
+        self.unnamable_jobs_plus_one
+            .store(count.saturating_add(1), Ordering::Relaxed);
+    }
+
+    /// Jobs of the last observation whose ids cannot be rules (`None` before the first).
+    pub fn unnamable_jobs(&self) -> Option<u64> {
+        self.unnamable_jobs_plus_one
+            .load(Ordering::Relaxed)
+            .checked_sub(1)
     }
 
     /// Counters since start: `periods`, `cpu_ns`, `wall_ns`.

@@ -70,6 +70,10 @@ impl Controlled for Shared {
     fn note_control_cost(&self, cpu_ns: u64, wall_ns: u64) {
         self.control_cost.note(cpu_ns, wall_ns)
     }
+
+    fn note_unnamable_jobs(&self, count: u64) {
+        self.control_cost.note_unnamable_jobs(count)
+    }
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

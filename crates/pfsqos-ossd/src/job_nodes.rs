@@ -96,6 +96,20 @@ pub struct JobNodes {
     generation: u64,
 }
 
+/// Why an administrator's node count for `job` is refused, if it is: an id holding `*` reads as
+/// a pattern (Lustre's TBF matches `jobid={dd.*}` as a wildcard), but the table holds job ids
+/// and matches them exactly, so `dd.*=4` would give no job 4 nodes. Refused with this message
+/// instead of being dropped silently.
+pub fn admin_job_refusal(job: &JobId) -> Option<String> {
+    job.as_str().contains('*').then(|| {
+        format!(
+            "job {:?}: node counts name jobs one by one; `*` would be a pattern (TBF's jobid \
+             wildcard), which the node table does not match: give each job's id",
+            job.as_str()
+        )
+    })
+}
+
 fn einval(message: String) -> RemoteError {
     RemoteError::new(Errno::EINVAL, message)
 }
@@ -236,6 +250,9 @@ impl JobNodes {
         if job.is_empty() {
             return Err(einval("job_nodes: the job id is empty".to_string()));
         }
+        if let Some(why) = admin_job_refusal(&job) {
+            return Err(einval(why));
+        }
         if count == "clear" {
             return match self.entries.get(&job) {
                 Some(e) if e.source == NodesSource::Admin => {
@@ -359,12 +376,15 @@ mod tests {
             ("\"unterminated=3", Errno::EINVAL),
             (&format!("{}=3", "x".repeat(32)), Errno::EINVAL),
             ("a=clear", Errno::ENOENT),
+            ("dd.*=4", Errno::EINVAL),
         ] {
             let e = t.admin_write(bad, 0).unwrap_err();
             assert_eq!(e.errno, errno, "{bad}");
         }
         assert!(t.is_empty());
-        assert_eq!(t.counters().admin_refused, 11);
+        assert_eq!(t.counters().admin_refused, 12);
+        let e = t.admin_write("dd.*=4", 0).unwrap_err();
+        assert!(e.message.contains("pattern"), "{e}");
         // A mount's entry cannot be cleared as if it were the administrator's.
         t.saw(job("m"), Some(2), 0);
         assert_eq!(

@@ -137,6 +137,11 @@ pub struct OssdConfig {
     pub osts: Vec<PathBuf>,
     /// Shared cluster key (never sent).
     pub key: Vec<u8>,
+    /// The servers' own key (`--server-key-file`, never sent): with it, a peer claiming to be
+    /// an ossd (DSFQ synchronization) must prove it, so a client, which holds only the cluster
+    /// key, cannot inject service reports; this ossd's own synchronization sender proves it.
+    /// Without it, peers prove the cluster key.
+    pub server_key: Option<Vec<u8>>,
     /// File system name, for `obdfilter.<fsname>-OSTxxxx.job_stats`.
     pub fsname: String,
     /// I/O threads in total, split evenly over the CPTs (at least one each).
@@ -246,6 +251,7 @@ impl OssdConfig {
             sync: SyncConfig::default(),
             device_sensor: DeviceSensor::Ossd,
             report: None,
+            server_key: None,
         }
     }
 
@@ -713,6 +719,8 @@ impl Drop for ClientBinding {
 pub(crate) struct Shared {
     fsname: String,
     key: Vec<u8>,
+    /// See [`OssdConfig::server_key`].
+    server_key: Option<Vec<u8>>,
     cpts: Vec<Cpt>,
     pub(crate) osts: Vec<Ost>,
     epoch: Instant,
@@ -870,8 +878,9 @@ impl Shared {
         self.cpts[cpt].work.notify_all();
     }
 
-    pub(crate) fn key(&self) -> &[u8] {
-        &self.key
+    /// The key this ossd proves to its synchronization peers: the servers' own if it has one.
+    pub(crate) fn peer_key(&self) -> &[u8] {
+        self.server_key.as_deref().unwrap_or(&self.key)
     }
 
     /// What the synchronization channel did so far (partitions' counters summed).
@@ -1342,6 +1351,7 @@ impl Shared {
             bulk: self.bulk_shares.counters().fields().to_vec(),
             control: self.control_cost.counters(),
             control_period_cpu_ns_median: self.control_cost.recent_cpu_ns_median(),
+            jobs_unnamable: self.control_cost.unnamable_jobs(),
         }
     }
 
@@ -1673,6 +1683,7 @@ impl Ossd {
         let shared = Arc::new(Shared {
             fsname: config.fsname.clone(),
             key: config.key.clone(),
+            server_key: config.server_key.clone(),
             cpts,
             osts,
             epoch: Instant::now(),
@@ -1691,7 +1702,15 @@ impl Ossd {
             read_piece_slots: Arc::new(Semaphore::new(per_cpt * config.cpts)),
             tbf,
             clients: Mutex::new(Clients::default()),
-            sync: SyncState::new(config.sync.clone()).context("choosing a sync epoch")?,
+            sync: {
+                if !config.sync.peers.is_empty() && config.server_key.is_none() {
+                    warn!(
+                        "DSFQ peers authenticate with the cluster key: any client node could \
+                         send service reports; give every ossd --server-key-file"
+                    );
+                }
+                SyncState::new(config.sync.clone()).context("choosing a sync epoch")?
+            },
             block_stats,
             control_cost: Default::default(),
             // Validated above (`ControlConfig::capacity`): bounded, in range, no job twice.
@@ -2043,10 +2062,13 @@ async fn serve_conn(
         .admission
         .run_handshake(
             eviction,
-            conn::server_handshake_admit(
+            conn::server_handshake_admit_keys(
                 &mut reader,
                 &mut writer,
-                &shared.key,
+                conn::ServerKeys {
+                    cluster: &shared.key,
+                    server: shared.server_key.as_deref(),
+                },
                 &shared.fsname,
                 ost_count,
                 move |_| admission.authenticated(slot).map_err(|r| r.to_string()),

@@ -375,7 +375,7 @@ async fn connect(shared: &Shared, addr: &str) -> anyhow::Result<OssClient> {
         .ok_or_else(|| anyhow::anyhow!("{addr} resolves to no address"))?;
     let client = tokio::time::timeout(
         HANDSHAKE_TIMEOUT,
-        OssClient::connect(resolved, shared.key(), Role::Oss),
+        OssClient::connect(resolved, shared.peer_key(), Role::Oss),
     )
     .await??;
     Ok(client)

@@ -324,3 +324,149 @@ async fn vpfs_starts_dsfq_with_weights_and_undoes_it_on_exit() {
     assert!(err.contains(": No such device\n"), "{err}");
     f.ossd.shutdown().await;
 }
+
+/// `GET /metrics` of the fixture's endpoint, in the text format 0.0.4.
+async fn scrape(addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// Writers of `job` on `conns` connections, each counting its completed 4 KiB writes.
+fn writers(
+    addr: std::net::SocketAddr,
+    job: &'static str,
+    conns: u64,
+    stop: Arc<AtomicBool>,
+    done: Arc<std::sync::atomic::AtomicU64>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..conns)
+        .map(|c| {
+            let (stop, done) = (stop.clone(), done.clone());
+            tokio::spawn(async move {
+                let mut client = OssClient::connect(addr, KEY, Role::Client).await.unwrap();
+                let id = ident(job);
+                let object = 100 + c;
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    client
+                        .write(&id, 0, object, (n % 256) * 4096, &[7; 4096], false)
+                        .await
+                        .unwrap();
+                    done.fetch_add(1, Ordering::Relaxed);
+                    n += 1;
+                }
+            })
+        })
+        .collect()
+}
+
+/// A job whose id is TBF syntax (`*`, as `SLURM_JOB_ID='*'` gives) has no rule of its own but
+/// is held by the catch-all (`j_unsafe jobid={*}`, ranked last) at its AdapTBF share: it
+/// cannot take more than an ordinary job with the same node count, instead of running in
+/// `default` at 10,000 RPC/s. Counted in `pfsqos_oss_jobs_unnamable`. The bound is on RPCs
+/// completed over the same window (no rate is timed): twice the victim's, where without the
+/// catch-all the wildcard job runs at whatever the machine gives (tens of times the victim's
+/// 100 RPC/s here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_id_with_tbf_syntax_gets_no_more_than_its_share() {
+    use std::sync::atomic::AtomicU64;
+    let mut control = ControlConfig::new("adaptbf:period_ms=50").unwrap();
+    control.capacity_rpcs_per_s = Some(200);
+    let tmp = tempfile::tempdir().unwrap();
+    let key_file = tmp.path().join("key");
+    std::fs::write(&key_file, KEY).unwrap();
+    let mut cfg = OssdConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![tmp.path().join("ost0")],
+        KEY.to_vec(),
+    );
+    cfg.threads = 4;
+    cfg.control = Some(control);
+    cfg.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
+    let mut f = Fixture {
+        ossd: Ossd::start(cfg).await.unwrap(),
+        key_file,
+        _tmp: tmp,
+    };
+    wait_for_rules(&f, "TBF started", |r| r.is_empty()).await;
+    let addr = f.ossd.local_addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (star, victim) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let mut tasks = writers(addr, "*", 3, stop.clone(), star.clone());
+    tasks.extend(writers(addr, "victim", 3, stop.clone(), victim.clone()));
+    wait_for_rules(&f, "the catch-all and the victim's rule", |r| {
+        for_job(r, "*").is_some_and(|c| c.name == "j_unsafe") && for_job(r, "victim").is_some()
+    })
+    .await;
+    // The victim's rule ranks before the catch-all, whose wildcard would also match it.
+    let listed = rules(&f).await.unwrap();
+    let at = |name: &str| listed.iter().position(|r| r.name == name).unwrap();
+    assert!(at("jvictim") < at("j_unsafe"), "{listed:?}");
+    // One window: until the victim has 150 more RPCs done.
+    let (star0, victim0) = (star.load(Ordering::Relaxed), victim.load(Ordering::Relaxed));
+    let deadline = Instant::now() + WAIT_MAX;
+    while victim.load(Ordering::Relaxed) < victim0 + 150 {
+        assert!(Instant::now() < deadline, "the victim made no progress");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let star_done = star.load(Ordering::Relaxed) - star0;
+    let victim_done = victim.load(Ordering::Relaxed) - victim0;
+    eprintln!("window: job `*` {star_done} RPCs, victim {victim_done}");
+    assert!(
+        star_done <= 2 * victim_done + 50,
+        "job `*` did {star_done} RPCs while the victim did {victim_done}"
+    );
+    let text = scrape(f.ossd.metrics_addr().unwrap()).await;
+    assert!(
+        text.lines().any(|l| l == "pfsqos_oss_jobs_unnamable 1"),
+        "{text}"
+    );
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    f.ossd.stop_control().await;
+    f.ossd.shutdown().await;
+}
+
+/// An administrator's rule holding the name the controller would give a job (`jvictim2`,
+/// for another job) is left alone: the start refused with `EEXIST` moves the job to another
+/// name once (`jvictim2_2`), and the job is controlled from then on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_name_held_by_the_administrator_moves_the_job_once() {
+    let mut control = ControlConfig::new("adaptbf:period_ms=50").unwrap();
+    control.capacity_rpcs_per_s = Some(2000);
+    let mut f = start(1, control).await;
+    wait_for_rules(&f, "TBF started", |r| r.is_empty()).await;
+    let (code, _, err) = lctl_set(
+        &f,
+        "ost.OSS.ost_io.nrs_tbf_rule=start jvictim2 jobid={admin.1} rate=7",
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let tasks = writers(f.ossd.local_addr(), "victim2", 1, stop.clone(), done);
+    wait_for_rules(&f, "victim2 under another name", |r| {
+        for_job(r, "victim2").is_some_and(|v| v.name == "jvictim2_2")
+    })
+    .await;
+    let listed = rules(&f).await.unwrap();
+    let admin = for_job(&listed, "admin.1").expect("the administrator's rule stays");
+    assert_eq!(
+        (admin.name.as_str(), admin.rate_rpcs_per_s),
+        ("jvictim2", 7)
+    );
+    stop.store(true, Ordering::Relaxed);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    f.ossd.stop_control().await;
+    f.ossd.shutdown().await;
+}

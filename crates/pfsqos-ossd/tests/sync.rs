@@ -654,3 +654,62 @@ async fn a_restarted_ossd_learns_again_which_flows_its_peer_serves() {
     a.shutdown().await;
     b2.shutdown().await;
 }
+
+/// The servers' own key: with it configured, a peer claiming to be an ossd must prove it. A
+/// client's cluster key claiming role `Oss` is refused at the handshake (no service report
+/// gets in); the server key proves `Oss` only, not a client; two ossds holding it exchange
+/// their reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
+    const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
+    let tmp = tempfile::tempdir().unwrap();
+    let addrs = free_addrs(2);
+    let with_server_key = |cfg: &mut OssdConfig| cfg.server_key = Some(SERVER_KEY.to_vec());
+    let a = Ossd::start(config(
+        addrs[0],
+        tmp.path().join("ost0"),
+        0,
+        &addrs,
+        &with_server_key,
+    ))
+    .await
+    .unwrap();
+    start_dsfq(addrs[0], 8).await;
+    let before = flows(addrs[0]).await;
+    // The cluster key (every client node holds it) cannot claim role Oss.
+    let refused = OssClient::connect(addrs[0], KEY, Role::Oss).await;
+    assert!(refused.is_err(), "a client key was taken as a peer ossd");
+    // Nor can the server key act as a client (it is not the cluster key).
+    assert!(OssClient::connect(addrs[0], SERVER_KEY, Role::Client)
+        .await
+        .is_err());
+    assert_eq!(flows(addrs[0]).await, before);
+    assert_eq!(a.sync_stats().cpts.messages_in, 0);
+    // The server key proves role Oss: a report is taken.
+    let mut peer = OssClient::connect(addrs[0], SERVER_KEY, Role::Oss)
+        .await
+        .unwrap();
+    peer.send_sync_batch(batch(vec![message("other", 7, 1, 0)]))
+        .await
+        .unwrap();
+    drop(peer);
+    // A second ossd holding the server key exchanges reports with the first.
+    let b = Ossd::start(config(
+        addrs[1],
+        tmp.path().join("ost1"),
+        1,
+        &addrs,
+        &with_server_key,
+    ))
+    .await
+    .unwrap();
+    start_dsfq(addrs[1], 8).await;
+    let io = load(addrs[1], "big", 1, 10).await;
+    poll("the first ossd hears the second's reports", || {
+        a.sync_stats().cpts.messages_in > 1
+    })
+    .await;
+    io.finish().await;
+    b.shutdown().await;
+    a.shutdown().await;
+}

@@ -239,6 +239,11 @@ pub struct HandshakeSlot {
 }
 
 impl HandshakeSlot {
+    /// The source the slot is held for.
+    pub fn source(&self) -> Source {
+        self.source
+    }
+
     /// Resolves once admission has given this slot to another source; the caller then closes
     /// the connection. Taken once (the slot itself moves into the handshake's admit step).
     pub fn eviction(&mut self) -> Eviction {

@@ -526,6 +526,35 @@ where
     Ok(peer)
 }
 
+/// The keys a server checks its peers against: the cluster key, which every role holds (each
+/// client node too), and the servers' own key, which only servers hold. A peer claiming a
+/// server role ([`Role::Oss`]: DSFQ service reports) must prove the server key, so a client's
+/// key cannot assume it; without a server key (`None`) it proves the cluster key, as every
+/// role does.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerKeys<'a> {
+    pub cluster: &'a [u8],
+    pub server: Option<&'a [u8]>,
+}
+
+impl<'a> ServerKeys<'a> {
+    /// Only the cluster key: every role proves it.
+    pub fn cluster_only(cluster: &'a [u8]) -> ServerKeys<'a> {
+        ServerKeys {
+            cluster,
+            server: None,
+        }
+    }
+
+    /// The key a peer claiming `role` must prove.
+    pub fn for_role(&self, role: Role) -> &'a [u8] {
+        match (role, self.server) {
+            (Role::Oss, Some(server)) => server,
+            _ => self.cluster,
+        }
+    }
+}
+
 /// [`server_handshake`], asking `admit` once the peer has proved it holds the key and before
 /// welcoming it: an `Err(reason)` rejects the peer with that reason (so a client refused for
 /// a server-side limit learns why at connect time).
@@ -533,6 +562,30 @@ pub async fn server_handshake_admit<R, W, T>(
     r: &mut Reader<R>,
     w: &mut Writer<W>,
     key: &[u8],
+    fsname: &str,
+    ost_count: u32,
+    admit: impl FnOnce(&Peer) -> Result<T, String>,
+) -> Result<(Peer, T), ConnError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    server_handshake_admit_keys(
+        r,
+        w,
+        ServerKeys::cluster_only(key),
+        fsname,
+        ost_count,
+        admit,
+    )
+    .await
+}
+
+/// [`server_handshake_admit`] checking each role against its key ([`ServerKeys::for_role`]).
+pub async fn server_handshake_admit_keys<R, W, T>(
+    r: &mut Reader<R>,
+    w: &mut Writer<W>,
+    keys: ServerKeys<'_>,
     fsname: &str,
     ost_count: u32,
     admit: impl FnOnce(&Peer) -> Result<T, String>,
@@ -562,6 +615,7 @@ where
     .await?;
     let auth: Auth = protocol::decode(&r.frame().await?)?;
     let peer = Peer { role: hello.role };
+    let key = keys.for_role(hello.role);
     // A wrong MAC, then the server's own limits: either is told to the peer, then fails.
     let checked = protocol::verify_mac(key, false, hello.role, &hello.nonce, &nonce_s, &auth.mac)
         .map_err(|e| (e.to_string(), ConnError::from(e)))

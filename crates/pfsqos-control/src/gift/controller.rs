@@ -349,12 +349,12 @@ impl<A: Allocator> Controller for AllocatorController<A> {
         self.allocator.name()
     }
 
-    fn on_write_refused(&mut self, write: &DomainWrite, _errno: crate::errno::Errno) {
+    fn on_write_refused(&mut self, write: &DomainWrite, errno: crate::errno::Errno) {
         if let (Some(text), Some(rules)) = (
             write.write.tbf_rule_text(),
             self.rules.get_mut(&write.domain),
         ) {
-            rules.rules.refused(text);
+            rules.rules.write_refused(text, errno);
         }
     }
 

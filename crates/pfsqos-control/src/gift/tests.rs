@@ -564,14 +564,24 @@ fn controller_writes_domain_rules_from_summed_caps() {
     // Same observation: nothing to change.
     assert!(c.decide(&obs).writes.is_empty());
     // The server refused B's start: the controller does not hold it, and starts it again.
-    c.on_write_refused(&d.writes[1], crate::errno::Errno::EEXIST);
-    let again: Vec<String> = c
+    c.on_write_refused(&d.writes[1], crate::errno::Errno::ENOMEM);
+    let again = c.decide(&obs).writes;
+    let texts: Vec<String> = again
+        .iter()
+        .map(|w| w.write.param_and_text().1.to_string())
+        .collect();
+    assert_eq!(texts, vec!["start jB jobid={B} rate=100"]);
+    // Refused because another rule (an administrator's) holds the name: started once under
+    // another name, never again under the taken one.
+    c.on_write_refused(&again[0], crate::errno::Errno::EEXIST);
+    let renamed: Vec<String> = c
         .decide(&obs)
         .writes
         .iter()
         .map(|w| w.write.param_and_text().1.to_string())
         .collect();
-    assert_eq!(again, vec!["start jB jobid={B} rate=100"]);
+    assert_eq!(renamed, vec!["start jB_2 jobid={B} rate=100"]);
+    assert!(c.decide(&obs).writes.is_empty());
 }
 
 #[test]

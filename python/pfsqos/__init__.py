@@ -208,9 +208,12 @@ def bakeoff(
 
 def policies() -> pd.DataFrame:
     """Every scheduler, controller and placer pfsqos has, as ``pfsqos policies`` lists them:
-    columns ``kind`` (scheduler, controller, placer), ``name``, ``description`` and
-    ``details`` (the files a scheduler reads, where a controller acts, a placer's
-    options)."""
-    rows = _native.policies()
+    columns ``kind`` (scheduler, controller, placer), ``name``, ``description``, ``details``
+    (the files a scheduler reads, where a controller acts, a placer's options) and
+    ``options``: the ``key=value`` options a controller's spec (``adaptbf:period_ms=50``)
+    or a placer's (``lustre:qos_prio_free=90``) takes, comma-separated, as its parser lists
+    them."""
+    rows = [(kind, name, description, details, ", ".join(options))
+            for kind, name, description, details, options in _native.policies()]
     return _results._arrow(pd.DataFrame(rows, columns=["kind", "name", "description",
-                                                         "details"]))
+                                                         "details", "options"]))

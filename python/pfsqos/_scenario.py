@@ -58,7 +58,8 @@ def _fields(sc: "Scenario", path: _Path) -> Optional[List[str]]:
 def _no_field(sc: "Scenario", path: _Path, name: str, fields: List[str],
               aliases: Iterable[str] = ()) -> AttributeError:
     """The AttributeError for reading ``name``, which the table at ``path`` does not allow."""
-    known = sorted(set(fields) | set(aliases))
+    # In the parser's order, as the command line lists them.
+    known = list(fields) + [a for a in aliases if a not in fields]
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     where = f"`{_field_text(path)}`" if path else "a scenario"
     hint = f"; did you mean `{close[0]}`?" if close else ""

@@ -541,48 +541,76 @@ fn bakeoff(
         .map_err(PyRuntimeError::new_err)
 }
 
-/// Every scheduler, controller and placer: `(kind, name, description, details)` rows, as
-/// `pfsqos policies` lists them.
+/// An option no controller has: the options parser's refusal of it lists the options it takes.
+const OPTION_PROBE: &str = "__pfsqos_no_such_option__";
+
+/// The options a controller's spec takes (`adaptbf:period_ms=50`), as its own parser lists
+/// them when it refuses an unknown one ("unknown adaptbf option `x` (allowed: period_ms,
+/// ...)"); none for a controller that "takes no options".
+fn controller_options(d: &pfsqos_core::control::spec::ControllerDescriptor) -> Vec<String> {
+    let probe = format!("{OPTION_PROBE}=1");
+    match (d.parse)(d.name, &[probe.as_str()]) {
+        Ok(_) => panic!("controller `{}` accepted option `{probe}`", d.name),
+        Err(message) => message
+            .split_once("(allowed: ")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(list, _)| list.split(", ").map(str::to_string).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// One row of [`policies`]: kind, name, description, details, options.
+type PolicyRow = (String, String, String, String, Vec<String>);
+
+/// Every scheduler, controller and placer: `(kind, name, description, details, options)`
+/// rows, as `pfsqos policies` lists them, with the options a controller's spec or a placer's
+/// takes.
 #[pyfunction]
-fn policies() -> Vec<(String, String, String, String)> {
+fn policies() -> PyResult<Vec<PolicyRow>> {
     use pfsqos_core::control::spec::CONTROLLERS;
     use pfsqos_core::place::PLACER_ROWS;
     use pfsqos_core::sched::nrs::nrs_policy_rows;
-    let mut rows = vec![(
-        "scheduler".to_string(),
-        "fifo".to_string(),
-        "FIFO: first come, first served (always present)".to_string(),
-        String::new(),
-    )];
-    for d in nrs_policy_rows::<()>() {
-        rows.push((
-            "scheduler".into(),
-            d.name.into(),
-            d.description.into(),
-            format!("files: {}", d.params.join(", ")),
-        ));
-    }
-    for d in CONTROLLERS {
-        rows.push((
-            "controller".into(),
-            d.name.into(),
-            d.description.into(),
-            format!("acts on: {}", policy_input::deployment_text(d.deployment)),
-        ));
-    }
-    for d in PLACER_ROWS {
-        rows.push((
-            "placer".into(),
-            d.name.into(),
-            d.description.into(),
-            if d.options.is_empty() {
-                String::new()
-            } else {
-                format!("options: {}", d.options.join(", "))
-            },
-        ));
-    }
-    rows
+    drive::guard(|| {
+        let mut rows: Vec<PolicyRow> = vec![(
+            "scheduler".to_string(),
+            "fifo".to_string(),
+            "FIFO: first come, first served (always present)".to_string(),
+            String::new(),
+            Vec::new(),
+        )];
+        for d in nrs_policy_rows::<()>() {
+            rows.push((
+                "scheduler".into(),
+                d.name.into(),
+                d.description.into(),
+                format!("files: {}", d.params.join(", ")),
+                Vec::new(),
+            ));
+        }
+        for d in CONTROLLERS {
+            rows.push((
+                "controller".into(),
+                d.name.into(),
+                d.description.into(),
+                format!("acts on: {}", policy_input::deployment_text(d.deployment)),
+                controller_options(d),
+            ));
+        }
+        for d in PLACER_ROWS {
+            rows.push((
+                "placer".into(),
+                d.name.into(),
+                d.description.into(),
+                if d.options.is_empty() {
+                    String::new()
+                } else {
+                    format!("options: {}", d.options.join(", "))
+                },
+                d.options.iter().map(|o| o.to_string()).collect(),
+            ));
+        }
+        rows
+    })
 }
 
 /// Darshan logs into scenario text, as `pfsqos trace import LOGS [--like FILE]` writes it;

@@ -149,3 +149,58 @@ def test_ctrl_c_stops_the_runs_alone(two_jobs):
         pfsqos.simulate(sc, policy="nobw", alone=True, threads=2, progress=progress)
     assert started.is_set()
     assert _no_workers_left()
+
+
+def test_a_long_run_releases_the_gil(two_jobs):
+    """Another Python thread runs while the simulator does. The progress callback is a C
+    function (``dict.__setitem__``), so no Python code runs on the calling thread during the
+    run: only if the run releases the GIL can a spinning thread see the polls arrive and send
+    the interrupt that ends the run. A run holding the GIL would end minutes later without
+    it."""
+    sc = _long(two_jobs)
+    polls = {}
+    stop = threading.Event()
+    sent = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            if len(polls) >= 3 and not sent.is_set():
+                sent.set()
+                os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pfsqos.simulate(sc, policy="nobw", progress=polls.__setitem__)
+    finally:
+        stop.set()
+        t.join()
+    assert sent.is_set() and len(polls) >= 3
+    assert _no_workers_left()
+
+
+def test_a_progress_bar_follows_the_runs(two_jobs):
+    """The bar's total becomes the call's count of runs (the shared run and each job alone),
+    and it ends full; with tqdm itself too."""
+    from pfsqos import _progress
+
+    class FakeTqdm:
+        def __init__(self, total, **_):
+            self.total, self.n = total, 0
+
+        def update(self, k):
+            self.n += k
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            pass
+
+    bar = _progress._Bar(FakeTqdm, "simulate", 1)
+    quiet = pfsqos.simulate(two_jobs, policy="nobw", alone=True, progress=bar)
+    assert bar._bar.total == 3 and bar._bar.n == 3
+    pytest.importorskip("tqdm")
+    shown = pfsqos.simulate(two_jobs, policy="nobw", alone=True, progress=True)
+    assert shown.jobs.equals(quiet.jobs)

@@ -329,8 +329,25 @@ class Comparison:
 
     @property
     def jobs(self) -> pd.DataFrame:
-        """Every run's :attr:`Run.jobs` rows, with ``policy`` and ``seed`` columns first."""
-        return _arrow(self._stacked("jobs"))
+        """Every run's :attr:`Run.jobs` rows, with ``policy`` and ``seed`` columns first, and
+        ``slowdown_vs_best_x``: the job's I/O time under this policy over its shortest under
+        any compared policy of the same seed (1 for the best), as the comparison report of
+        ``pfsqos compare`` computes it; NaN where the job did no I/O."""
+        df = self._stacked("jobs")
+        vs_best = np.full(len(df), np.nan)
+        starts, at = [], 0
+        for r in self.runs:
+            starts.append(at)
+            at += len(r.jobs)
+        for seed in self.seeds:
+            group = [i for i, r in enumerate(self.runs) if r.seed == seed]
+            rel = _native.relative_slowdowns([self.runs[i]._data for i in group])
+            for i, per_job in zip(group, rel):
+                for j, x in enumerate(per_job):
+                    if x is not None:
+                        vs_best[starts[i] + j] = x
+        df["slowdown_vs_best_x"] = vs_best
+        return _arrow(df)
 
     @property
     def timeseries(self) -> pd.DataFrame:

@@ -541,6 +541,20 @@ fn bakeoff(
         .map_err(PyRuntimeError::new_err)
 }
 
+/// Per-job slowdowns of each of `runs` (one scenario, one seed, several policies) against the
+/// best of them, as the comparison report computes them (`pfsqos_report::relative_slowdowns`):
+/// `[run][job]`, `None` where a job did no I/O in a run.
+#[pyfunction]
+fn relative_slowdowns(runs: Vec<PyRef<'_, RunData>>) -> PyResult<Vec<Vec<Option<f64>>>> {
+    drive::guard(|| {
+        let summaries: Vec<_> = runs
+            .iter()
+            .map(|r| pfsqos_report::summarize(&r.run))
+            .collect();
+        pfsqos_report::relative_slowdowns(&summaries)
+    })
+}
+
 /// An option no controller has: the options parser's refusal of it lists the options it takes.
 const OPTION_PROBE: &str = "__pfsqos_no_such_option__";
 
@@ -719,6 +733,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(bakeoff, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add_function(wrap_pyfunction!(relative_slowdowns, m)?)?;
     m.add_function(wrap_pyfunction!(import_darshan, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_in_a_run, m)?)?;
     Ok(())

@@ -73,7 +73,8 @@ def main() -> None:
     seed = sc.simulation.seed
     load_before = load()
     cli_s, py_s, convert_s = [], [], []
-    rows = mem = 0
+    rows = mem = jobs_mem = 0
+    id_dtype = ""
     for rep in range(args.reps):
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
@@ -91,6 +92,10 @@ def main() -> None:
         convert_s.append(time.perf_counter() - t0)
         rows = len(ts)
         mem = int(ts.memory_usage(deep=True).sum())
+        jobs_mem = int(jobs.memory_usage(deep=True).sum())
+        id_dtype = str(jobs["job_id"].dtype)
+        if getattr(jobs["job_id"].dtype, "storage", None) == "pyarrow":
+            id_dtype += ", Arrow-backed"
         apps = len(jobs)
         assert summary["jobs"] and len(jobs) == len(summary["jobs"])
         print(f"rep {rep + 1}: cli {cli_s[-1]:.3f} s, simulate {py_s[-1]:.3f} s, "
@@ -123,7 +128,8 @@ and validating the file, the run, the summary). The DataFrames are `run.summary`
 
 The timeseries frame has {rows:,} rows (one per hour, application and OST that moved bytes)
 in {mem / 2**20:.1f} MiB: numeric columns are numpy arrays copied once from the simulator's
-bins, `job` and `ost` are categoricals. Targets: `simulate()` at most 5 % above the command
+bins, `job` and `ost` are categoricals. The jobs frame ({apps} rows) takes
+{jobs_mem / 2**10:.0f} KiB, its `job_id` column of dtype `{id_dtype}`. Targets: `simulate()` at most 5 % above the command
 line, and the conversion no slower than the run. The run's own wall time varies from one
 call to the next in one process (`simulate()` from {min(py_s):.2f} to {max(py_s):.2f} s), so
 trust the median over single pairs.

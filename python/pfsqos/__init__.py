@@ -24,10 +24,10 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import pandas as pd
 
-from . import _native, _progress, trace
+from . import _native, _progress, _results, trace
 from ._native import Error, PolicyError, ScenarioError
 from ._results import Bakeoff, Comparison, Run
-from ._scenario import PathLike, Scenario, Table, TableList, as_scenario
+from ._scenario import PathLike, Scenario, Table, TableList, ValueList, as_scenario
 
 __version__: str = _native.VERSION
 
@@ -45,6 +45,7 @@ __all__ = [
     "ScenarioError",
     "Table",
     "TableList",
+    "ValueList",
     "bakeoff",
     "compare",
     "policies",
@@ -60,6 +61,8 @@ def simulate(
     policy: Optional[str] = None,
     seed: Optional[int] = None,
     *,
+    alone: bool = False,
+    threads: Optional[int] = None,
     progress: _progress.Progress = None,
 ) -> Run:
     """Runs ``scenario`` under one policy, as ``pfsqos sim SCENARIO --policy P --seed S``.
@@ -70,6 +73,9 @@ def simulate(
         policy: a policy spec (``"adaptbf"``, ``"adaptbf:period_ms=50"``); default: the
             scenario's ``policy.default``.
         seed: the random seed; default: the scenario's ``simulation.seed``.
+        alone: also run each job alone (under ``nobw``, same seed), as the bake-off does,
+            for ``run.jobs``'s ``alone_time_s`` and ``slowdown_x`` (one more run per job).
+        threads: worker threads for the runs alone (default: one per core).
         progress: None (a tqdm bar when tqdm is installed), False (none), True (tqdm,
             required) or a callable ``f(done, total)`` (runs, floats).
 
@@ -85,7 +91,8 @@ def simulate(
     snapshot = sc.copy()
     cb = _progress.make(progress, "simulate", 1)
     try:
-        data = _native.simulate(sc._doc, sc._file, sc._base_dir, policy, seed, cb)
+        data = _native.simulate(sc._doc, sc._file, sc._base_dir, policy, seed, bool(alone),
+                                threads, cb)
     finally:
         _progress.close(cb)
     return Run(data, snapshot)
@@ -96,6 +103,7 @@ def compare(
     policies: Optional[Sequence[str]] = None,
     seeds: Optional[Sequence[int]] = None,
     *,
+    alone: bool = False,
     threads: Optional[int] = None,
     progress: _progress.Progress = None,
 ) -> Comparison:
@@ -107,6 +115,8 @@ def compare(
         policies: policy specs (1 to 64, none twice); default: the scenario's
             ``policy.compare``.
         seeds: seeds (none twice); default: ``[simulation.seed]``.
+        alone: also run each job alone once per seed (for every policy's ``slowdown_x``),
+            as :func:`simulate` does.
         threads: worker threads (default: one per core).
         progress: as for :func:`simulate`.
 
@@ -129,7 +139,7 @@ def compare(
     cb = _progress.make(progress, "compare", expected)
     try:
         datas = _native.compare(sc._doc, sc._file, sc._base_dir, policies_list, seeds_list,
-                                threads, cb)
+                                bool(alone), threads, cb)
     finally:
         _progress.close(cb)
     runs = [Run(d, snapshot) for d in datas]
@@ -198,8 +208,12 @@ def bakeoff(
 
 def policies() -> pd.DataFrame:
     """Every scheduler, controller and placer pfsqos has, as ``pfsqos policies`` lists them:
-    columns ``kind`` (scheduler, controller, placer), ``name``, ``description`` and
-    ``details`` (the files a scheduler reads, where a controller acts, a placer's
-    options)."""
-    rows = _native.policies()
-    return pd.DataFrame(rows, columns=["kind", "name", "description", "details"])
+    columns ``kind`` (scheduler, controller, placer), ``name``, ``description``, ``details``
+    (the files a scheduler reads, where a controller acts, a placer's options) and
+    ``options``: the ``key=value`` options a controller's spec (``adaptbf:period_ms=50``)
+    or a placer's (``lustre:qos_prio_free=90``) takes, comma-separated, as its parser lists
+    them."""
+    rows = [(kind, name, description, details, ", ".join(options))
+            for kind, name, description, details, options in _native.policies()]
+    return _results._arrow(pd.DataFrame(rows, columns=["kind", "name", "description",
+                                                         "details", "options"]))

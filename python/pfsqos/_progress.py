@@ -16,6 +16,10 @@ class _Bar:
         self._shown = 0.0
 
     def __call__(self, done: float, total: float) -> None:
+        if total != self._bar.total:
+            # The call's own count of runs (solo runs included) replaces the estimate.
+            self._bar.total = total
+            self._bar.refresh()
         if done > self._shown:
             self._bar.update(done - self._shown)
             self._shown = done
@@ -44,5 +48,6 @@ def make(progress: Progress, desc: str, total: float) -> "Optional[Any]":
 
 
 def close(cb: Any) -> None:
+    """Closes the bar that :func:`make` made (a callable of the caller's is left alone)."""
     if isinstance(cb, _Bar):
         cb.close()

@@ -13,12 +13,48 @@ from . import _native
 
 MIB = float(1 << 20)
 
-# Scalar fields of summary.json that the comparison table shows, in summary.json's order.
-_NESTED = ("jobs", "fairness_window", "engine", "sync", "ost_space", "rejected", "unfairness",
-           "regret", "allocation")
+
+def _string_dtype() -> Any:
+    """pandas' Arrow-backed string dtype when pyarrow is installed, else None (numpy
+    objects)."""
+    try:
+        import pyarrow  # noqa: F401  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    # pandas 3's own string dtype is Arrow-backed when pyarrow is installed: keep it.
+    default = pd.Series(["x"]).dtype
+    if getattr(default, "storage", None) == "pyarrow":
+        return default
+    try:
+        return pd.StringDtype("pyarrow")
+    except (ImportError, TypeError, ValueError):
+        return None
 
 
-def _job_frame(summary: Dict[str, Any]) -> pd.DataFrame:
+_STRINGS = _string_dtype()
+
+
+def _strings(values: Sequence[str]) -> pd.Index:
+    """An index of strings (a categorical's categories), Arrow-backed where possible."""
+    return pd.Index(list(values), dtype=_STRINGS if _STRINGS is not None else object)
+
+
+def _arrow(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its text columns Arrow-backed (when pyarrow is installed): a 500-job frame's
+    ids take bytes each rather than a Python object each. Numbers stay numpy arrays (their
+    bytes are what Arrow would hold, and numpy is pandas' fast path)."""
+    if _STRINGS is None or df.empty:
+        return df
+    for col in df.columns:
+        s = df[col]
+        if (s.dtype == object or pd.api.types.is_string_dtype(s.dtype)) and \
+                pd.api.types.infer_dtype(s, skipna=True) in ("string", "empty"):
+            if s.dtype != _STRINGS:
+                df[col] = s.astype(_STRINGS)
+    return df
+
+
+def _job_frame(summary: Dict[str, Any], alone: Any = None) -> pd.DataFrame:
     rows = []
     for j in summary["jobs"]:
         row = {k: v for k, v in j.items() if not isinstance(v, (dict, list))}
@@ -38,7 +74,16 @@ def _job_frame(summary: Dict[str, Any]) -> pd.DataFrame:
     for col in ("first_io_s", "last_io_s"):
         if col in df:
             df[col] = df[col].astype("float64")
-    return df
+    # Each job alone (``alone=True``): the bake-off's slowdown, computed by its code.
+    nan = float("nan")
+    if alone is None:
+        df["alone_time_s"] = np.full(len(df), nan)
+        df["slowdown_x"] = np.full(len(df), nan)
+    else:
+        assert len(alone) == len(df), "one solo result per job"
+        df["alone_time_s"] = np.array([nan if t is None else t for t, _ in alone], dtype="float64")
+        df["slowdown_x"] = np.array([nan if x is None else x for _, x in alone], dtype="float64")
+    return _arrow(df)
 
 
 def _scalars(summary: Dict[str, Any]) -> Dict[str, Any]:
@@ -62,10 +107,10 @@ def _timeseries(data: Any) -> pd.DataFrame:
         {
             "time_s": np.frombuffer(time_b, dtype="<f8"),
             "job": pd.Categorical.from_codes(
-                np.frombuffer(job_b, dtype="<u4").astype("int32"), categories=job_names
+                np.frombuffer(job_b, dtype="<u4").astype("int32"), categories=_strings(job_names)
             ),
             "ost": pd.Categorical.from_codes(
-                np.frombuffer(ost_b, dtype="<u4").astype("int32"), categories=ost_names
+                np.frombuffer(ost_b, dtype="<u4").astype("int32"), categories=_strings(ost_names)
             ),
             "bytes": moved,
             "throughput_mib_s": moved / MIB / bin_s if bin_s > 0 else np.zeros(len(moved)),
@@ -108,7 +153,8 @@ class Run:
     Attributes:
         summary: dict, the same fields and numbers as ``summary.json`` of ``pfsqos sim``.
         jobs: DataFrame, one row per job (bytes, ``throughput_mib_s``, ``io_time_s``,
-            ``share`` of the bytes, ``weight_share``, ...).
+            ``share`` of the bytes, ``weight_share``, ``alone_time_s`` and ``slowdown_x``
+            (NaN unless the run was made with ``alone=True``), ...).
         timeseries: DataFrame, long format: ``time_s``, ``job``, ``ost``, ``bytes``,
             ``throughput_mib_s``, one row per bin, job and OST that moved bytes (no per-job
             total rows: summing ``bytes`` counts every byte once).
@@ -148,6 +194,7 @@ class Run:
 
     @property
     def scenario_name(self) -> str:
+        """The scenario's ``name``, as ``summary.json`` gives it."""
         return self.summary["scenario"]
 
     @property
@@ -157,31 +204,50 @@ class Run:
 
     @property
     def summary(self) -> Dict[str, Any]:
+        """``summary.json`` as a dict: the same fields and numbers as ``pfsqos sim`` writes
+        (docs/outputs.md)."""
         if self._summary is None:
             self._summary = json.loads(self._summary_json)
         return self._summary
 
     @property
     def jobs(self) -> pd.DataFrame:
+        """One row per job: ``summary.json``'s job fields (``job_id``, ``bytes``,
+        ``throughput_mib_s``, ``io_time_s``, ...), ``share`` (of all bytes), ``weight_share``
+        (of all weights), and from the runs of each job alone (``alone=True``; NaN
+        otherwise) ``alone_time_s`` and ``slowdown_x``: the job's progress rate alone over
+        its rate in this run, the bake-off's slowdown (1 = as fast as alone; NaN for a job
+        that made no progress)."""
         if self._jobs is None:
-            self._jobs = _job_frame(self.summary)
+            self._jobs = _job_frame(self.summary, self._data.alone())
         return self._jobs
 
     @property
+    def alone(self) -> bool:
+        """Whether each job was also run alone (``alone=True``), for ``slowdown_x``."""
+        return self._data.alone() is not None
+
+    @property
     def timeseries(self) -> pd.DataFrame:
+        """Long format, one row per bin, job and OST that moved bytes: ``time_s`` (the bin's
+        start), ``job`` and ``ost`` (categoricals), ``bytes``, ``throughput_mib_s``. The
+        CSV's per-job ``all`` rows are left out: summing ``bytes`` counts every byte once."""
         if self._timeseries is None:
             self._timeseries = _timeseries(self._data)
         return self._timeseries
 
     @property
     def control_trace(self) -> Optional[pd.DataFrame]:
+        """``control_trace.csv`` of the run (``time_s``, ``ost``, ``job_id``, ``metric``,
+        ``value``: one row per controller decision and quantity), or None when the policy
+        records no trace."""
         if self._trace is False:
             text = self._data.control_trace_csv()
             self._trace = (
                 None
                 if text is None
-                else pd.read_csv(io.StringIO(text), dtype={"ost": str, "job_id": str,
-                                                            "metric": str})
+                else _arrow(pd.read_csv(io.StringIO(text), dtype={"ost": str, "job_id": str,
+                                                                   "metric": str}))
             )
         return self._trace
 
@@ -240,6 +306,8 @@ class Comparison:
 
     @property
     def table(self) -> pd.DataFrame:
+        """Indexed by ``(policy, seed)``, one column per scalar metric of ``summary.json``
+        (``aggregate_throughput_mib_s``, ``jain_index``, ``engine_events``, ...)."""
         if self._table is None:
             rows = [_scalars(r.summary) for r in self.runs]
             index = pd.MultiIndex.from_tuples(
@@ -248,26 +316,45 @@ class Comparison:
             self._table = pd.DataFrame(rows, index=index)
         return self._table
 
-    @property
-    def jobs(self) -> pd.DataFrame:
+    def _stacked(self, frame: str) -> pd.DataFrame:
+        """Every run's ``frame`` (``jobs`` or ``timeseries``), with ``policy`` and ``seed``
+        columns first."""
         frames = []
         for r in self.runs:
-            df = r.jobs.copy()
+            df = getattr(r, frame).copy()
             df.insert(0, "seed", r.seed)
             df.insert(0, "policy", r.policy)
             frames.append(df)
         return pd.concat(frames, ignore_index=True)
 
     @property
-    def timeseries(self) -> pd.DataFrame:
-        frames = []
+    def jobs(self) -> pd.DataFrame:
+        """Every run's :attr:`Run.jobs` rows, with ``policy`` and ``seed`` columns first, and
+        ``slowdown_vs_best_x``: the job's I/O time under this policy over its shortest under
+        any compared policy of the same seed (1 for the best), as the comparison report of
+        ``pfsqos compare`` computes it; NaN where the job did no I/O."""
+        df = self._stacked("jobs")
+        vs_best = np.full(len(df), np.nan)
+        starts, at = [], 0
         for r in self.runs:
-            df = r.timeseries.copy()
-            df.insert(0, "seed", r.seed)
-            df.insert(0, "policy", r.policy)
-            frames.append(df)
-        out = pd.concat(frames, ignore_index=True)
-        out["policy"] = pd.Categorical(out["policy"], categories=self.policies)
+            starts.append(at)
+            at += len(r.jobs)
+        for seed in self.seeds:
+            group = [i for i, r in enumerate(self.runs) if r.seed == seed]
+            rel = _native.relative_slowdowns([self.runs[i]._data for i in group])
+            for i, per_job in zip(group, rel):
+                for j, x in enumerate(per_job):
+                    if x is not None:
+                        vs_best[starts[i] + j] = x
+        df["slowdown_vs_best_x"] = vs_best
+        return _arrow(df)
+
+    @property
+    def timeseries(self) -> pd.DataFrame:
+        """Every run's :attr:`Run.timeseries` rows, with ``policy`` (a categorical) and
+        ``seed`` columns first."""
+        out = self._stacked("timeseries")
+        out["policy"] = pd.Categorical(out["policy"], categories=_strings(self.policies))
         return out
 
     def summary(self, metric: str) -> pd.DataFrame:
@@ -300,27 +387,40 @@ class Bakeoff:
 
     @property
     def metrics(self) -> pd.DataFrame:
-        return pd.DataFrame(self.report["metrics"])
+        """The metrics: ``key``, ``label``, ``unit``, ``family``, ``better`` (which way)."""
+        return _arrow(pd.DataFrame(self.report["metrics"]))
 
     @property
     def runs(self) -> pd.DataFrame:
+        """One row per workload x design x seed: ``status`` (``ran`` or ``skipped``, with its
+        ``reason``), job counts, and every metric of :attr:`metrics` by key."""
         if self._runs is None:
             rows = []
             for r in self.report["runs"]:
                 row = {k: v for k, v in r.items() if k not in ("metrics", "jobs")}
                 row.update(r.get("metrics") or {})
                 rows.append(row)
-            self._runs = pd.DataFrame(rows)
+            self._runs = _arrow(pd.DataFrame(rows))
         return self._runs
 
     @property
     def jobs(self) -> pd.DataFrame:
+        """One row per job of every run: ``workload``, ``design``, ``seed``, ``job_id``,
+        ``bytes``, ``throughput_mib_s``, ``io_time_s``, ``time_s`` (the job's time),
+        ``finished``, ``alone_time_s`` and ``slowdown_x`` (``bakeoff.json``'s
+        ``slowdown``; NaN where the job has none)."""
         rows = []
         for r in self.report["runs"]:
             for j in r.get("jobs") or []:
-                rows.append({"workload": r["workload"], "design": r["design"],
-                             "seed": r["seed"], **j})
-        return pd.DataFrame(rows)
+                row = {"workload": r["workload"], "design": r["design"], "seed": r["seed"],
+                       **j}
+                row["slowdown_x"] = row.pop("slowdown", None)
+                rows.append(row)
+        df = pd.DataFrame(rows)
+        for col in ("alone_time_s", "slowdown_x"):
+            if col in df:
+                df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
+        return _arrow(df)
 
     def _metric_key(self, metric: str) -> Tuple[str, str]:
         wanted = metric.strip().lower()

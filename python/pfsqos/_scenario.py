@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import os
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+import re
+from collections.abc import MutableSequence
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from . import _native
 
@@ -18,6 +21,50 @@ _Path = Tuple[Union[str, int], ...]
 # Top-level tables of a scenario file: read while absent, they are empty views whose first
 # assignment creates them (``sc.network.latency_us = 50``).
 _TABLES = ("simulation", "cluster", "network", "policy", "appset")
+
+
+# A key no table has: validating a copy of the scenario with it added makes the command line's
+# parser list the fields that table allows ("unknown field `...`; allowed: a, b").
+_PROBE = "__pfsqos_no_such_field__"
+_LINE_COL = re.compile(r" \(line \d+, column \d+\)$")
+
+
+def _fields(sc: "Scenario", path: _Path) -> Optional[List[str]]:
+    """The fields the table at ``path`` allows, as the parser of ``pfsqos sim`` lists them
+    (set or not), or None when the parser names none for it."""
+    doc = copy.deepcopy(sc._doc)
+    node: Any = doc
+    for p in path:
+        if isinstance(node, dict) and p not in node:
+            node[p] = {}
+        node = node[p]
+    if not isinstance(node, dict):
+        return None
+    node[_PROBE] = 0
+    try:
+        _native.check_scenario(doc, sc._file, sc._base_dir)
+    except _native.ScenarioError as e:
+        head = f"unknown field `{_PROBE}`; "
+        reason = getattr(e, "reason", "")
+        if e.field != _field_text(path + (_PROBE,)) or not reason.startswith(head):
+            return None
+        rest = _LINE_COL.sub("", reason[len(head):])
+        if not rest.startswith("allowed: "):
+            return []  # "no fields allowed here"
+        return [f.strip() for f in rest[len("allowed: "):].split(",") if f.strip()]
+    return None
+
+
+def _no_field(sc: "Scenario", path: _Path, name: str, fields: List[str],
+              aliases: Iterable[str] = ()) -> AttributeError:
+    """The AttributeError for reading ``name``, which the table at ``path`` does not allow."""
+    # In the parser's order, as the command line lists them.
+    known = list(fields) + [a for a in aliases if a not in fields]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    where = f"`{_field_text(path)}`" if path else "a scenario"
+    hint = f"; did you mean `{close[0]}`?" if close else ""
+    listed = ", ".join(known) if known else "none"
+    return AttributeError(f"`{name}` is not a field of {where}{hint} (fields: {listed})")
 
 
 def _field_text(path: _Path) -> str:
@@ -39,10 +86,14 @@ class Scenario:
     the arrays of tables are sequences that also take the key of an entry
     (``sc.jobs["job3"]``, ``sc.osses["oss0"]``, ``sc.devices[...]``) as well as its index.
 
-    Every assignment is checked at once, exactly as the command line checks a file: an
-    invalid value (a misspelt field, a negative rate, an unknown job reference) raises
+    Every edit is checked at once, exactly as the command line checks a file: an assignment,
+    and every in-place change of a list (``sc.jobs["a"].clients.append(3)``,
+    ``sc.jobs["a"].processes[0].bs = "4k"``, ``del sc.jobs["b"]``). An invalid edit (a
+    misspelt field, a negative rate, an unknown client) raises
     :class:`pfsqos.ScenarioError` with the command line's message and leaves the scenario as
-    it was. Assigning ``None`` removes a field (its default applies).
+    it was. Assigning ``None`` removes a field (its default applies); reading a field that is
+    not set gives ``None``, and reading a name that is no field raises ``AttributeError``
+    (with the nearest field's name).
 
     >>> sc = pfsqos.Scenario.load("scenarios/examples/two-jobs.toml")
     >>> sc.jobs["ckpt"].nodes = 4
@@ -149,6 +200,7 @@ class Scenario:
 
     def __dir__(self) -> List[str]:
         names = [k for k in self._doc if isinstance(k, str)]
+        names += _fields(self, ()) or []
         return sorted(set(names) | set(_KEYED) | {"load", "from_dict", "from_toml", "to_dict",
                                                     "to_toml", "save", "copy", "validate",
                                                     "file"})
@@ -177,10 +229,14 @@ _MISSING = object()
 
 
 def _wrap(sc: Scenario, path: _Path, value: Any, keyed: Optional[str] = None) -> Any:
+    """A view of the value at ``path``: tables and lists are views whose every change is
+    validated; other values (numbers, text, bools) are immutable and returned as they are."""
     if isinstance(value, dict):
         return Table(sc, path)
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        return TableList(sc, path, keyed)
+    if isinstance(value, list):
+        if value and all(isinstance(v, dict) for v in value):
+            return TableList(sc, path, keyed)
+        return ValueList(sc, path)
     return value
 
 
@@ -198,10 +254,13 @@ def _get(sc: Scenario, path: _Path, name: str) -> Any:
             return TableList(sc, path + (key,), keyed)
         if path == () and key in _TABLES:
             return Table(sc, (key,))
-        field = _field_text(path + (key,))
-        raise AttributeError(
-            f"`{field}` is not set in {sc._file} (its default applies); assign it to set it"
-        )
+        fields = _fields(sc, path)
+        if fields is None or key in fields:
+            # A field that is not set: its default applies (the package does not repeat
+            # the defaults; docs/scenarios.md lists them).
+            return None
+        aliases = _KEYED if path == () else ()
+        raise _no_field(sc, path, key, fields, aliases)
     value = node[key]
     if keyed is not None:
         return TableList(sc, path + (key,), keyed)
@@ -209,8 +268,8 @@ def _get(sc: Scenario, path: _Path, name: str) -> Any:
 
 
 def _unwrap(value: Any) -> Any:
-    """Plain data from a value that may be (or contain) a Table or TableList view."""
-    if isinstance(value, (Table, TableList)):
+    """Plain data from a value that may be (or contain) a Table or list view."""
+    if isinstance(value, (Table, ValueList)):
         return copy.deepcopy(value._data())
     if isinstance(value, Scenario):
         return value.to_dict()
@@ -277,10 +336,11 @@ class Table:
         if name.startswith("_"):
             raise AttributeError(name)
         if not _exists(self._sc, self._path):
-            raise AttributeError(
-                f"`{_field_text(self._path + (name,))}` is not set in {self._sc._file} "
-                "(its default applies); assign it to set it"
-            )
+            # A table that is not written (``sc.network`` of a file without [network]).
+            fields = _fields(self._sc, self._path)
+            if fields is None or name in fields:
+                return None
+            raise _no_field(self._sc, self._path, name, fields)
         return _get(self._sc, self._path, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -307,7 +367,9 @@ class Table:
         return copy.deepcopy(self._data())
 
     def __dir__(self) -> List[str]:
-        return sorted(k for k in self._data() if isinstance(k, str)) + ["keys", "to_dict"]
+        names = {k for k in self._data() if isinstance(k, str)}
+        names |= set(_fields(self._sc, self._path) or [])
+        return sorted(names) + ["keys", "to_dict"]
 
     def __repr__(self) -> str:
         return f"<{_field_text(self._path) or 'scenario'}: {self._data()!r}>"
@@ -328,26 +390,144 @@ def _exists(sc: Scenario, path: _Path) -> bool:
         return False
 
 
-class TableList:
-    """An array of tables (``sc.jobs``, ``sc.osses``, ``job.processes``): index it by
-    position or, for jobs, servers and devices, by id / name."""
+class ValueList(MutableSequence):
+    """A list of a scenario (``job.clients``, ``policy.compare``, ``oss.ost_devices``): a
+    list whose every change (``append``, ``extend``, ``insert``, ``+=``, item and slice
+    assignment, ``del``, ``pop``, ``remove``, ``sort``, ...) replaces the whole list in the
+    scenario and validates it, as the command line would a file with the new list; an
+    invalid change raises :class:`pfsqos.ScenarioError` and changes nothing. Items that are
+    tables or lists are views too; compare with ``==`` against a plain list, or copy one out
+    with :meth:`to_list`."""
 
-    __slots__ = ("_sc", "_path", "_key")
+    __slots__ = ("_sc", "_path")
 
-    def __init__(self, sc: Scenario, path: _Path, key: Optional[str]):
+    def __init__(self, sc: Scenario, path: _Path):
         self._sc = sc
         self._path = path
-        self._key = key
 
     def _data(self) -> List[Any]:
         try:
-            return self._sc._resolve(self._path)
+            data = self._sc._resolve(self._path)
         except (KeyError, IndexError):
             return []
+        return data if isinstance(data, list) else []
+
+    def _index(self, item: Union[int, str]) -> int:
+        if not isinstance(item, int) or isinstance(item, bool):
+            raise TypeError(f"`{_field_text(self._path)}` is indexed by position, not {item!r}")
+        n = len(self._data())
+        if not -n <= item < n:
+            raise IndexError(f"`{_field_text(self._path)}` has {n} entries, not {item}")
+        return item % n
+
+    def _replace(self, edit: Callable[[List[Any]], Any]) -> Any:
+        """Applies ``edit`` to a copy of the list and sets the result (one validation)."""
+        entries = copy.deepcopy(self._data())
+        result = edit(entries)
+        _set(self._sc, self._path, entries)
+        return result
+
+    def __getitem__(self, item: Any) -> Any:
+        if isinstance(item, slice):
+            return copy.deepcopy(self._data()[item])
+        i = self._index(item)
+        return _wrap(self._sc, self._path + (i,), self._data()[i])
+
+    def __setitem__(self, item: Any, value: Any) -> None:
+        if isinstance(item, slice):
+            values = _unwrap(list(value))
+
+            def edit(entries: List[Any]) -> None:
+                entries[item] = values
+
+            self._replace(edit)
+            return
+        _set(self._sc, self._path + (self._index(item),), value)
+
+    def __delitem__(self, item: Any) -> None:
+        index = item if isinstance(item, slice) else self._index(item)
+
+        def edit(entries: List[Any]) -> None:
+            del entries[index]
+
+        self._replace(edit)
+
+    def __len__(self) -> int:
+        return len(self._data())
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[i] for i in range(len(self._data())))
+
+    def insert(self, index: int, value: Any) -> None:
+        """Inserts ``value`` before ``index`` and validates."""
+        self._replace(lambda entries: entries.insert(index, _unwrap(value)))
+
+    def append(self, value: Any) -> None:
+        """Adds ``value`` at the end and validates."""
+        self._replace(lambda entries: entries.append(_unwrap(value)))
+
+    def extend(self, values: Iterable[Any]) -> None:
+        """Adds every one of ``values`` at the end, validated once (all or none)."""
+        values = [_unwrap(v) for v in values]
+        self._replace(lambda entries: entries.extend(values))
+
+    def __iadd__(self, values: Iterable[Any]) -> "ValueList":
+        self.extend(values)
+        return self
+
+    def pop(self, index: int = -1) -> Any:
+        """Removes the entry at ``index`` (default: the last) and returns it as plain data."""
+        i = self._index(index)
+        return self._replace(lambda entries: entries.pop(i))
+
+    def remove(self, value: Any) -> None:
+        """Removes the first entry equal to ``value``; ValueError when there is none."""
+        value = _unwrap(value)
+        self._replace(lambda entries: entries.remove(value))
+
+    def clear(self) -> None:
+        """Empties the list (validated: some lists may not be empty)."""
+        self._replace(lambda entries: entries.clear())
+
+    def reverse(self) -> None:
+        """Reverses the list in place (one validation)."""
+        self._replace(lambda entries: entries.reverse())
+
+    def sort(self, *, key: Optional[Callable[[Any], Any]] = None, reverse: bool = False) -> None:
+        """Sorts the list in place, as ``list.sort`` (one validation)."""
+        self._replace(lambda entries: entries.sort(key=key, reverse=reverse))
+
+    def to_list(self) -> List[Any]:
+        """The entries as plain data (a copy)."""
+        return copy.deepcopy(self._data())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ValueList):
+            return self._data() == other._data()
+        if isinstance(other, (list, tuple)):
+            return self._data() == _unwrap(list(other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self._data())
+
+
+class TableList(ValueList):
+    """An array of tables (``sc.jobs``, ``sc.osses``, ``job.processes``): index it by
+    position or, for jobs, servers and devices, by id / name. Every change validates, as for
+    :class:`ValueList`."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, sc: Scenario, path: _Path, key: Optional[str]):
+        super().__init__(sc, path)
+        self._key = key
 
     def _index(self, item: Union[int, str]) -> int:
         data = self._data()
-        if isinstance(item, int):
+        if isinstance(item, int) and not isinstance(item, bool):
             n = len(data)
             if not -n <= item < n:
                 raise IndexError(f"`{_field_text(self._path)}` has {n} entries, not {item}")
@@ -363,43 +543,28 @@ class TableList:
             f"(there are: {', '.join(map(repr, names))})"
         )
 
-    def __getitem__(self, item: Union[int, str]) -> Table:
+    def __getitem__(self, item: Any) -> Any:
+        if isinstance(item, slice):
+            return copy.deepcopy(self._data()[item])
         return Table(self._sc, self._path + (self._index(item),))
-
-    def __setitem__(self, item: Union[int, str], value: Dict[str, Any]) -> None:
-        _set(self._sc, self._path + (self._index(item),), value)
-
-    def __delitem__(self, item: Union[int, str]) -> None:
-        entries = list(self._data())
-        del entries[self._index(item)]
-        _set(self._sc, self._path, entries)
-
-    def __len__(self) -> int:
-        return len(self._data())
 
     def __iter__(self) -> Iterator[Table]:
         return (Table(self._sc, self._path + (i,)) for i in range(len(self._data())))
 
-    def __contains__(self, item: Union[int, str]) -> bool:
+    def __contains__(self, item: Any) -> bool:
+        if isinstance(item, (Table, dict)):
+            return _unwrap(item) in self._data()
         try:
             self._index(item)
             return True
         except (KeyError, IndexError, TypeError):
             return False
 
-    def append(self, entry: Dict[str, Any]) -> None:
-        """Adds an entry (a dict shaped like the TOML table) and validates."""
-        _set(self._sc, self._path, list(self._data()) + [_unwrap(entry)])
-
     def keys(self) -> List[Any]:
         """The entries' ids / names (positions where entries have none)."""
         if self._key is None:
             return list(range(len(self)))
         return [e.get(self._key) for e in self._data()]
-
-    def to_list(self) -> List[Dict[str, Any]]:
-        """The entries as dicts (a copy)."""
-        return copy.deepcopy(self._data())
 
     def __repr__(self) -> str:
         return f"<{_field_text(self._path)}: {len(self)} entries {self.keys()!r}>"

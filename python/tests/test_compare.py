@@ -1,5 +1,7 @@
 """compare(): every (policy, seed) run equals `pfsqos compare --seed S`'s summary."""
 
+import statistics
+
 import pytest
 
 import pfsqos
@@ -54,3 +56,24 @@ def test_seeds_are_checked(two_jobs):
         pfsqos.compare(two_jobs, policies=["nobw"], seeds=[1, 1], progress=False)
     with pytest.raises(pfsqos.Error, match="1 to"):
         pfsqos.compare(two_jobs, policies=["nobw"], seeds=[], progress=False)
+
+
+def test_slowdowns_against_the_best_policy_are_the_report_s(cli, two_jobs, tmp_path):
+    """`cmp.jobs`'s slowdown_vs_best_x is the comparison report's: its medians per policy
+    are the ones `pfsqos compare`'s report.html states."""
+    cli("compare", two_jobs, "--policies", ",".join(POLICIES), "--out", tmp_path / "out")
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    head = "Median per-job slowdown against the best compared policy for that job: "
+    want = html.split(head, 1)[1].split(".<", 1)[0].split("</", 1)[0].rstrip(".")
+    cmp = pfsqos.compare(two_jobs, policies=POLICIES, progress=False)
+    jobs = cmp.jobs
+    got = ", ".join(
+        f"{p} {statistics.median(jobs[jobs['policy'] == p]['slowdown_vs_best_x'].dropna()):.2f}x"
+        for p in POLICIES)
+    assert got == want
+    # The best policy for each job is at 1, exactly, and none is better than the best.
+    best = jobs.groupby("job_id")["slowdown_vs_best_x"].min()
+    assert (best == 1.0).all() and (jobs["slowdown_vs_best_x"] >= 1.0).all()
+    # Several seeds: each seed's runs are compared among themselves.
+    two = pfsqos.compare(two_jobs, policies=POLICIES, seeds=[1, 2], progress=False).jobs
+    assert (two.groupby(["seed", "job_id"])["slowdown_vs_best_x"].min() == 1.0).all()

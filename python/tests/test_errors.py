@@ -4,7 +4,7 @@ edit leaves the scenario as it was."""
 import pytest
 
 import pfsqos
-from pfsqos import _native
+from pfsqos import _native, _scenario
 from conftest import cli_error
 
 
@@ -121,13 +121,121 @@ def test_values_that_toml_cannot_hold(two_jobs):
     assert sc.cluster.clients == 2
 
 
-def test_reading_an_unset_field_says_so(two_jobs):
+def test_an_unset_field_reads_none_and_a_non_field_raises(two_jobs):
     sc = pfsqos.Scenario.load(two_jobs)
-    with pytest.raises(AttributeError, match="not set"):
-        sc.jobs["ckpt"].weight
+    # Optional fields the file leaves out: None (their default applies).
+    assert sc.jobs["ckpt"].weight is None
+    assert sc.jobs["ckpt"].uid is None
+    assert sc.simulation.seed is None
+    assert sc.network.latency_us is None  # no [network] table in the file at all
+    assert sc.policy.default is None
+    assert getattr(sc.jobs["ckpt"], "weight", "absent") is None
+    # Names that are no field: AttributeError, naming the nearest field.
+    with pytest.raises(AttributeError, match=r"`wieght` is not a field of `job\[1\]`; "
+                                             r"did you mean `weight`\?"):
+        sc.jobs["ckpt"].wieght
+    with pytest.raises(AttributeError, match="did you mean `duration_s`"):
+        sc.simulation.duraton_s
+    with pytest.raises(AttributeError, match="did you mean `latency_us`"):
+        sc.network.latncy_us
+    with pytest.raises(AttributeError, match="did you mean `name`"):
+        sc.nmae
+    with pytest.raises(AttributeError, match="did you mean `jobs`"):
+        sc.jobss
+    with pytest.raises(AttributeError, match=r"fields: .*\bbs\b"):
+        sc.jobs["ckpt"].processes[0].blocksize
+    assert not hasattr(sc.jobs["ckpt"], "nosuchfield")
     with pytest.raises(KeyError, match="stream"):
         sc.jobs["nobody"]
     sc.jobs["ckpt"].weight = 5
     assert sc.jobs["ckpt"].weight == 5
     sc.jobs["ckpt"].weight = None  # back to the default
-    assert "weight" not in sc.jobs["ckpt"]
+    assert "weight" not in sc.jobs["ckpt"] and sc.jobs["ckpt"].weight is None
+    # Tab completion offers every field, set or not.
+    assert {"weight", "uid", "nodes"} <= set(dir(sc.jobs["ckpt"]))
+
+
+def _tables(view, seen):
+    """Every table view reachable from `view`."""
+    if isinstance(view, pfsqos.Table):
+        seen.append(view)
+        for k in view.keys():
+            _tables(view[k], seen)
+    elif isinstance(view, pfsqos.ValueList):
+        for item in view:
+            _tables(item, seen)
+    return seen
+
+
+@pytest.mark.parametrize("path", ["examples/two-jobs.toml", "demo/flagship.toml",
+                                  "bakeoff/sync-phases.toml", "gift/sim-500.toml",
+                                  "vpfs/table2-96-servers.toml"])
+def test_every_table_knows_its_fields(path):
+    """The parser lists the fields of every table in the repository's kinds of scenario, so
+    reading an unset field is None and a misspelt one raises, everywhere."""
+    from conftest import REPO
+
+    sc = pfsqos.Scenario.load(REPO / "scenarios" / path)
+    top = [sc[k] for k in sc.to_dict()]
+    tables = []
+    for v in top:
+        _tables(v, tables)
+    assert tables
+    for t in tables:
+        fields = _scenario._fields(sc, t._path)
+        assert fields is not None and set(t.keys()) <= set(fields), t._path
+        with pytest.raises(AttributeError, match="is not a field"):
+            getattr(t, "no_such_field_here")
+
+
+def test_a_bad_in_place_list_edit(cli, two_jobs):
+    def doc(d):
+        d["job"][0]["clients"].append(5)
+
+    def obj(sc):
+        sc.jobs["stream"].clients.append(5)
+
+    want, got = _edit_error(cli, two_jobs, doc, obj)
+    assert "job[0].clients" in want
+    assert got == want
+
+
+@pytest.mark.parametrize("edit", [
+    lambda sc: sc.jobs["stream"].clients.extend([1, 7]),
+    lambda sc: sc.jobs["stream"].clients.insert(0, -1),
+    lambda sc: sc.jobs["stream"].clients.__setitem__(0, 9),
+    lambda sc: sc.jobs["stream"].clients.__setitem__(slice(0, 1), [3]),
+    lambda sc: sc.jobs["stream"].clients.clear(),
+    lambda sc: sc.jobs["ckpt"].processes.append({"rw": "write", "bs": "0k"}),
+    lambda sc: sc.jobs["ckpt"].processes[0].__setattr__("bs", "0k"),
+    lambda sc: sc.policy.compare.append("adaptfb"),
+    lambda sc: sc.osses.clear(),
+])
+def test_every_in_place_edit_is_validated(two_jobs, edit):
+    sc = pfsqos.Scenario.load(two_jobs)
+    before = sc.to_dict()
+    with pytest.raises(pfsqos.ScenarioError):
+        edit(sc)
+    assert sc.to_dict() == before, "a refused edit changes nothing"
+
+
+def test_valid_in_place_list_edits_apply(two_jobs):
+    sc = pfsqos.Scenario.load(two_jobs)
+    clients = sc.jobs["stream"].clients
+    assert isinstance(clients, pfsqos.ValueList) and clients == [0]
+    clients.append(1)
+    assert sc.to_dict()["job"][0]["clients"] == [0, 1]
+    sc.jobs["stream"].clients += []
+    clients.sort(reverse=True)
+    assert sc.jobs["stream"].clients == [1, 0]
+    assert clients.pop() == 0 and clients == [1]
+    sc.policy.compare.extend(["adaptbf"])
+    assert sc.policy.compare.to_list() == ["nobw", "static", "adaptbf"]
+    # Every list handed out is a view that validates; nothing mutable escapes but copies.
+    for k in sc.to_dict():
+        for t in _tables(sc[k], []):
+            for name in t.keys():
+                v = t[name]
+                assert isinstance(v, (pfsqos.Table, pfsqos.ValueList, str, int, float, bool)), \
+                    (t._path, name, type(v))
+    pfsqos.Scenario.from_dict(sc.to_dict())  # the edited scenario is valid as a whole

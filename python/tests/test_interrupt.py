@@ -102,3 +102,105 @@ def test_a_panic_never_reaches_the_interpreter(threads):
     assert _no_workers_left()
     # Still usable.
     assert len(pfsqos.policies()) > 0
+
+
+def _long_suite(two_jobs, tmp_path):
+    """A bake-off suite of one long workload (the simulated day of `_long`) and two designs:
+    every run of it, shared or alone, takes minutes."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    _long(two_jobs).save(suite / "long-day.toml")
+    (suite / "suite.toml").write_text(
+        'name = "long"\nseeds = 1\nworkloads = ["long-day.toml"]\n'
+        '[[design]]\nname = "nobw"\npolicy = "nobw"\n'
+        '[[design]]\nname = "adaptbf"\npolicy = "adaptbf"\n'
+    )
+    return suite
+
+
+def _run_files(out):
+    return sorted(p.relative_to(out) for p in out.rglob("*.json"))
+
+
+def test_ctrl_c_stops_a_bakeoff_mid_run(two_jobs, tmp_path):
+    suite = _long_suite(two_jobs, tmp_path)
+    out = tmp_path / "out"
+    assert _no_workers_left()
+    progress, started = _interrupt_after_first_progress()
+    with pytest.raises(KeyboardInterrupt):
+        pfsqos.bakeoff(suite=suite, out=out, threads=2, progress=progress)
+    assert started.is_set()
+    # Every worker, the bake-off's own included, is joined before the call returns.
+    assert _no_workers_left()
+    # The runs under way were abandoned, not waited for: none finished to write its file
+    # (waiting for them, each would have written one).
+    assert _run_files(out) == []
+    # The interpreter and the package still work, with the same results as before.
+    small = pfsqos.Scenario.load(two_jobs)
+    a = pfsqos.simulate(small, policy="adaptbf", seed=1, progress=False)
+    b = pfsqos.simulate(small, policy="adaptbf", seed=1, progress=False)
+    assert a.summary == b.summary
+
+
+def test_ctrl_c_stops_the_runs_alone(two_jobs):
+    sc = _long(two_jobs)
+    progress, started = _interrupt_after_first_progress()
+    with pytest.raises(KeyboardInterrupt):
+        pfsqos.simulate(sc, policy="nobw", alone=True, threads=2, progress=progress)
+    assert started.is_set()
+    assert _no_workers_left()
+
+
+def test_a_long_run_releases_the_gil(two_jobs):
+    """Another Python thread runs while the simulator does. The progress callback is a C
+    function (``dict.__setitem__``), so no Python code runs on the calling thread during the
+    run: only if the run releases the GIL can a spinning thread see the polls arrive and send
+    the interrupt that ends the run. A run holding the GIL would end minutes later without
+    it."""
+    sc = _long(two_jobs)
+    polls = {}
+    stop = threading.Event()
+    sent = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            if len(polls) >= 3 and not sent.is_set():
+                sent.set()
+                os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pfsqos.simulate(sc, policy="nobw", progress=polls.__setitem__)
+    finally:
+        stop.set()
+        t.join()
+    assert sent.is_set() and len(polls) >= 3
+    assert _no_workers_left()
+
+
+def test_a_progress_bar_follows_the_runs(two_jobs):
+    """The bar's total becomes the call's count of runs (the shared run and each job alone),
+    and it ends full; with tqdm itself too."""
+    from pfsqos import _progress
+
+    class FakeTqdm:
+        def __init__(self, total, **_):
+            self.total, self.n = total, 0
+
+        def update(self, k):
+            self.n += k
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            pass
+
+    bar = _progress._Bar(FakeTqdm, "simulate", 1)
+    quiet = pfsqos.simulate(two_jobs, policy="nobw", alone=True, progress=bar)
+    assert bar._bar.total == 3 and bar._bar.n == 3
+    pytest.importorskip("tqdm")
+    shown = pfsqos.simulate(two_jobs, policy="nobw", alone=True, progress=True)
+    assert shown.jobs.equals(quiet.jobs)

@@ -310,7 +310,7 @@ struct Done {
     executed: bool,
 }
 
-fn run_task(p: &Prepared, index: usize) -> Result<Done, BakeoffError> {
+fn run_task(p: &Prepared, index: usize, during: &Tick<'_>) -> Result<Done, BakeoffError> {
     let task = &p.tasks[index];
     let (path, key, workload, design_label, seed) = match task {
         Task::Shared {
@@ -382,7 +382,9 @@ fn run_task(p: &Prepared, index: usize) -> Result<Done, BakeoffError> {
                     // wrapper that changes nothing else (module decide_timing).
                     let mut wrap =
                         |c: Box<dyn Controller>| TimedController::wrap(c, decide_log.clone());
-                    match pfsqos_sim::run_wrapped(&s, &d.choice, seed, &mut wrap, &mut |_, _| {}) {
+                    match pfsqos_sim::run_wrapped(&s, &d.choice, seed, &mut wrap, &mut |_, _| {
+                        during()
+                    }) {
                         Ok(run) => Outcome::Ran(RunRecord::from_run(&run)),
                         Err(e) => Outcome::Skipped(e.to_string()),
                     }
@@ -390,7 +392,7 @@ fn run_task(p: &Prepared, index: usize) -> Result<Done, BakeoffError> {
             }
         }
         Task::Solo { scenario, .. } => {
-            match pfsqos_sim::run(scenario, "nobw", seed, &mut |_, _| {}) {
+            match pfsqos_sim::run(scenario, "nobw", seed, &mut |_, _| during()) {
                 Ok(run) => Outcome::Ran(RunRecord::from_run(&run)),
                 Err(e) => Outcome::Skipped(e.to_string()),
             }
@@ -417,12 +419,30 @@ fn run_task(p: &Prepared, index: usize) -> Result<Done, BakeoffError> {
     })
 }
 
+/// Called from inside every run, from the worker running it, every few thousand simulated
+/// events (the simulator's progress callback).
+pub type Tick<'a> = dyn Fn() + Sync + 'a;
+
 /// Runs (or reuses) every task of the plan over `options.threads` workers and assembles the
 /// results in plan order. `progress` is called after each task, from the worker that did it.
 pub fn run_bakeoff(
     suite: &Suite,
     options: &BakeoffOptions,
     progress: &(dyn Fn(ProgressUpdate) + Sync),
+) -> Result<BakeoffResult, BakeoffError> {
+    run_bakeoff_ticking(suite, options, progress, &|| {})
+}
+
+/// [`run_bakeoff`], calling `during` from inside every run as it goes, so that a caller can
+/// abandon the bake-off mid-run (the Python package, on Ctrl-C): `during` may unwind
+/// (`std::panic::resume_unwind`), which drops the runs under way without writing their run
+/// files (finished runs keep theirs) and, once every worker has stopped, unwinds out of this
+/// call. Each worker stops at its run's next call of `during`.
+pub fn run_bakeoff_ticking(
+    suite: &Suite,
+    options: &BakeoffOptions,
+    progress: &(dyn Fn(ProgressUpdate) + Sync),
+    during: &Tick<'_>,
 ) -> Result<BakeoffResult, BakeoffError> {
     assert!(
         (1..=crate::suite::SEEDS_MAX).contains(&options.seeds),
@@ -448,7 +468,7 @@ pub fn run_bakeoff(
                 if i >= total {
                     break;
                 }
-                let r = run_task(&p, i);
+                let r = run_task(&p, i, during);
                 let failed = r.is_err();
                 let executed_now = matches!(&r, Ok(d) if d.executed);
                 results.lock().expect("no worker panics holding the lock")[i] = Some(r);

@@ -26,7 +26,8 @@ pub const THREADS_MAX: usize = pfsqos_bakeoff::runner::THREADS_MAX;
 const WORKER_STACK_BYTES: usize = 8 << 20;
 
 /// The progress callback a task calls: `(done, total)` in the task's own units (nanoseconds
-/// of simulated time, runs of a bake-off). It unwinds when the call was cancelled.
+/// of simulated time, runs of a bake-off); `(0, 0)` reports nothing and only checks for
+/// cancellation. It unwinds when the call was cancelled.
 pub type Report<'a> = dyn Fn(u64, u64) + Sync + 'a;
 /// A unit of work for [`run_tasks`].
 pub type Task<'a, R> = Box<dyn FnOnce(&Report<'_>) -> R + Send + 'a>;
@@ -137,7 +138,9 @@ pub fn run_inline<R: Send>(
         let mut outcomes = Vec::with_capacity(n);
         for task in tasks {
             let report = |done: u64, total: u64| {
-                fraction.store(part_of(done, total), Ordering::Relaxed);
+                if total > 0 {
+                    fraction.store(part_of(done, total), Ordering::Relaxed);
+                }
                 let mut last = last_poll.lock().expect("polled from one thread");
                 if last.elapsed() < POLL_PERIOD {
                     return;
@@ -259,7 +262,9 @@ fn run_on_workers<R: Send>(
                             if cancel.load(Ordering::Relaxed) {
                                 std::panic::resume_unwind(Box::new(Cancelled));
                             }
-                            fraction.store(part_of(done, total), Ordering::Relaxed);
+                            if total > 0 {
+                                fraction.store(part_of(done, total), Ordering::Relaxed);
+                            }
                         };
                         let outcome = match catch_unwind(AssertUnwindSafe(|| task(&report))) {
                             Ok(r) => Outcome::Done(r),

@@ -18,6 +18,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+use pfsqos_bakeoff::metrics::{JobRecord, RunRecord};
 use pfsqos_bakeoff::policy_input;
 use pfsqos_sim::{RunOutput, Scenario};
 
@@ -58,6 +59,7 @@ fn scenario_err(py: Python<'_>, e: &pfsqos_sim::ScenarioError) -> PyErr {
     let _ = value.setattr("file", e.file.as_str());
     let _ = value.setattr("field", e.field.as_str());
     let _ = value.setattr("value", e.value.as_deref());
+    let _ = value.setattr("reason", e.message.as_str());
     err
 }
 
@@ -164,10 +166,31 @@ fn to_toml(doc: Bound<'_, PyDict>) -> PyResult<String> {
     Source::new(doc, "<dict>".to_string(), None).text()
 }
 
-/// One finished run: the simulator's output, read by the Python `Run`.
+/// One finished run: the simulator's output, read by the Python `Run`, and when the call ran
+/// each job alone, the jobs' slowdowns.
 #[pyclass(frozen, module = "pfsqos._native")]
 struct RunData {
     run: RunOutput,
+    /// Per job (the run's order): `(time alone in seconds, slowdown)`, both absent where the
+    /// job has none; `None` when the jobs were not run alone.
+    alone: Option<Vec<(Option<f64>, Option<f64>)>>,
+}
+
+impl RunData {
+    fn new(run: RunOutput, alone: Option<&[Option<JobRecord>]>) -> RunData {
+        let alone = alone.map(|solo| {
+            // The bake-off's own definition and code (`pfsqos_bakeoff::metrics`): the job's
+            // progress rate alone over its progress rate in this run.
+            let record = RunRecord::from_run(&run);
+            assert_eq!(solo.len(), record.jobs.len(), "one solo run per job");
+            let slow = pfsqos_bakeoff::metrics::slowdowns(&record, solo);
+            solo.iter()
+                .zip(slow)
+                .map(|(a, s)| (a.as_ref().map(|a| a.time_s), s))
+                .collect()
+        });
+        RunData { run, alone }
+    }
 }
 
 #[pymethods]
@@ -208,6 +231,12 @@ impl RunData {
         PyList::new(py, items)
     }
 
+    /// Per job: `(alone_time_s, slowdown)` (each `None` where the job has none), or `None`
+    /// when the call did not run the jobs alone.
+    fn alone(&self) -> Option<Vec<(Option<f64>, Option<f64>)>> {
+        self.alone.clone()
+    }
+
     /// `control_trace.csv` of the run, or `None` when the run recorded no trace.
     fn control_trace_csv(&self) -> PyResult<Option<String>> {
         if self.run.control_trace.is_empty() {
@@ -237,23 +266,99 @@ fn chosen_policy(
     }
 }
 
+/// What a task of a run call produces.
+enum Done {
+    /// The run under a policy (boxed: a run's output is large, a job record small).
+    Shared(Box<RunOutput>),
+    /// One job's record, run alone.
+    Alone(Option<JobRecord>),
+}
+
 /// One run of the simulator as a task of [`drive::run_tasks`].
 fn sim_task<'a>(
     scenario: &'a Scenario,
     policy: String,
     seed: u64,
-) -> drive::Task<'a, Result<RunOutput, String>> {
+) -> drive::Task<'a, Result<Done, String>> {
     Box::new(move |report: &drive::Report<'_>| {
         pfsqos_sim::run(scenario, &policy, seed, &mut |now_ns, end_ns| {
             report(now_ns, end_ns)
         })
+        .map(|run| Done::Shared(Box::new(run)))
         .map_err(|e| format!("cannot run under policy `{policy}`: {e}"))
     })
 }
 
-/// Runs `doc` under `policy` (default: the scenario's) with `seed` (default: the scenario's).
+/// The runs of each job of `scenario` alone with `seed`, exactly as the bake-off runs them for
+/// its slowdowns (`pfsqos_bakeoff::runner::solo_scenarios`, under `nobw`): one task per job, in
+/// the run's job order. A solo run that cannot run gives no record (no slowdown), as in the
+/// bake-off.
+fn solo_tasks<'a>(
+    py: Python<'_>,
+    file: &str,
+    scenario: &Scenario,
+    seed: u64,
+) -> PyResult<Vec<drive::Task<'a, Result<Done, String>>>> {
+    let solo = drive::guard(|| pfsqos_bakeoff::runner::solo_scenarios(scenario))?
+        .map_err(|m| scenario_err(py, &bare_error(file, m)))?;
+    Ok(solo
+        .into_iter()
+        .map(|(_, alone)| -> drive::Task<'a, Result<Done, String>> {
+            Box::new(move |report: &drive::Report<'_>| {
+                let record = pfsqos_sim::run(&alone, "nobw", seed, &mut |now_ns, end_ns| {
+                    report(now_ns, end_ns)
+                })
+                .ok()
+                .map(|run| RunRecord::from_run(&run));
+                Ok(Done::Alone(record.map(|r| {
+                    assert_eq!(r.jobs.len(), 1, "a solo scenario holds one job");
+                    r.jobs.into_iter().next().expect("one job")
+                })))
+            })
+        })
+        .collect())
+}
+
+/// The results of `runs` shared tasks and (when `alone`) one solo set per seed: `results`
+/// are in task order, the shared runs first (`seeds_of[i]` is run `i`'s index among the
+/// `seeds` seeds), then the solo runs of each seed in job order.
+fn assemble(
+    results: Vec<Result<Done, String>>,
+    runs: usize,
+    seeds_of: &[usize],
+    seeds: usize,
+    solo_jobs: usize,
+    alone: bool,
+) -> PyResult<Vec<RunData>> {
+    let mut shared = Vec::with_capacity(runs);
+    let mut solo: Vec<Option<JobRecord>> = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        match r.map_err(|m| policy_err(&m))? {
+            Done::Shared(run) => {
+                assert!(i < runs, "shared runs come first");
+                shared.push(*run);
+            }
+            Done::Alone(record) => solo.push(record),
+        }
+    }
+    assert_eq!(shared.len(), runs);
+    assert_eq!(seeds_of.len(), runs);
+    assert_eq!(solo.len(), if alone { solo_jobs * seeds } else { 0 });
+    Ok(shared
+        .into_iter()
+        .zip(seeds_of)
+        .map(|(run, &s)| {
+            let set = alone.then(|| &solo[s * solo_jobs..(s + 1) * solo_jobs]);
+            RunData::new(run, set)
+        })
+        .collect())
+}
+
+/// Runs `doc` under `policy` (default: the scenario's) with `seed` (default: the scenario's);
+/// with `alone`, also each job alone (on `threads` workers) for the jobs' slowdowns.
 #[pyfunction]
-#[pyo3(signature = (doc, file, base_dir, policy=None, seed=None, progress=None))]
+#[pyo3(signature = (doc, file, base_dir, policy=None, seed=None, alone=false, threads=None, progress=None))]
+#[allow(clippy::too_many_arguments)] // one per keyword of the Python call
 fn simulate(
     py: Python<'_>,
     doc: Bound<'_, PyDict>,
@@ -261,29 +366,32 @@ fn simulate(
     base_dir: Option<String>,
     policy: Option<String>,
     seed: Option<u64>,
+    alone: bool,
+    threads: Option<usize>,
     progress: Option<PyObject>,
 ) -> PyResult<RunData> {
     let src = Source::new(doc, file, base_dir);
     let scenario = src.scenario()?;
     let policy = chosen_policy(py, &src, &scenario, policy)?;
     let seed = seed.unwrap_or(scenario.simulation.seed);
-    let mut out = drive::run_tasks(
-        py,
-        vec![sim_task(&scenario, policy, seed)],
-        1,
-        progress.as_ref(),
-    )?;
-    let run = out
-        .pop()
-        .expect("one task, one result")
-        .map_err(|m| policy_err(&m))?;
-    Ok(RunData { run })
+    let threads = drive::threads(threads).map_err(Error::new_err)?;
+    let mut tasks = vec![sim_task(&scenario, policy, seed)];
+    let mut solo_jobs = 0;
+    if alone {
+        let solo = solo_tasks(py, &src.file, &scenario, seed)?;
+        solo_jobs = solo.len();
+        tasks.extend(solo);
+    }
+    let threads = if alone { threads } else { 1 };
+    let results = drive::run_tasks(py, tasks, threads, progress.as_ref())?;
+    let mut out = assemble(results, 1, &[0], 1, solo_jobs, alone)?;
+    Ok(out.pop().expect("one run"))
 }
 
 /// Runs `doc` under every policy (default: the scenario's `policy.compare`) for every seed
 /// (default: the scenario's), on `threads` workers; results in policy-major order.
 #[pyfunction]
-#[pyo3(signature = (doc, file, base_dir, policies=None, seeds=None, threads=None, progress=None))]
+#[pyo3(signature = (doc, file, base_dir, policies=None, seeds=None, alone=false, threads=None, progress=None))]
 #[allow(clippy::too_many_arguments)] // one per keyword of the Python call
 fn compare(
     py: Python<'_>,
@@ -292,6 +400,7 @@ fn compare(
     base_dir: Option<String>,
     policies: Option<Vec<String>>,
     seeds: Option<Vec<u64>>,
+    alone: bool,
     threads: Option<usize>,
     progress: Option<PyObject>,
 ) -> PyResult<Vec<RunData>> {
@@ -326,9 +435,22 @@ fn compare(
     }
     let threads = drive::threads(threads).map_err(Error::new_err)?;
     let mut tasks = Vec::with_capacity(policies.len() * seeds.len());
+    let mut seeds_of = Vec::with_capacity(tasks.capacity());
     for p in &policies {
-        for &s in &seeds {
+        for (i, &s) in seeds.iter().enumerate() {
             tasks.push(sim_task(&scenario, p.clone(), s));
+            seeds_of.push(i);
+        }
+    }
+    let runs = tasks.len();
+    // The solo runs depend on the scenario and the seed only: one set per seed serves every
+    // policy.
+    let mut solo_jobs = 0;
+    if alone {
+        for &s in &seeds {
+            let solo = solo_tasks(py, &src.file, &scenario, s)?;
+            solo_jobs = solo.len();
+            tasks.extend(solo);
         }
     }
     let results = if threads == 1 || tasks.len() == 1 {
@@ -336,10 +458,7 @@ fn compare(
     } else {
         drive::run_tasks(py, tasks, threads, progress.as_ref())?
     };
-    results
-        .into_iter()
-        .map(|r| r.map(|run| RunData { run }).map_err(|m| policy_err(&m)))
-        .collect()
+    assemble(results, runs, &seeds_of, seeds.len(), solo_jobs, alone)
 }
 
 /// The bake-off on the built-in suite (or the suite directory `suite`): returns
@@ -399,9 +518,14 @@ fn bakeoff(
     let options = &options;
     let task: drive::Task<'_, Result<String, String>> =
         Box::new(move |report: &drive::Report<'_>| {
-            let result = pfsqos_bakeoff::run_bakeoff(suite, options, &|u| {
-                report(u.done as u64, u.total as u64)
-            })
+            // From inside every run: a cancelled call unwinds there, at once, rather than at
+            // the end of the runs under way.
+            let result = pfsqos_bakeoff::runner::run_bakeoff_ticking(
+                suite,
+                options,
+                &|u| report(u.done as u64, u.total as u64),
+                &|| report(0, 0),
+            )
             .map_err(|e| e.to_string())?;
             let report = if write_report {
                 pfsqos_bakeoff::output::write_outputs(&options.out, &result, threads)?
@@ -417,48 +541,90 @@ fn bakeoff(
         .map_err(PyRuntimeError::new_err)
 }
 
-/// Every scheduler, controller and placer: `(kind, name, description, details)` rows, as
-/// `pfsqos policies` lists them.
+/// Per-job slowdowns of each of `runs` (one scenario, one seed, several policies) against the
+/// best of them, as the comparison report computes them (`pfsqos_report::relative_slowdowns`):
+/// `[run][job]`, `None` where a job did no I/O in a run.
 #[pyfunction]
-fn policies() -> Vec<(String, String, String, String)> {
+fn relative_slowdowns(runs: Vec<PyRef<'_, RunData>>) -> PyResult<Vec<Vec<Option<f64>>>> {
+    drive::guard(|| {
+        let summaries: Vec<_> = runs
+            .iter()
+            .map(|r| pfsqos_report::summarize(&r.run))
+            .collect();
+        pfsqos_report::relative_slowdowns(&summaries)
+    })
+}
+
+/// An option no controller has: the options parser's refusal of it lists the options it takes.
+const OPTION_PROBE: &str = "__pfsqos_no_such_option__";
+
+/// The options a controller's spec takes (`adaptbf:period_ms=50`), as its own parser lists
+/// them when it refuses an unknown one ("unknown adaptbf option `x` (allowed: period_ms,
+/// ...)"); none for a controller that "takes no options".
+fn controller_options(d: &pfsqos_core::control::spec::ControllerDescriptor) -> Vec<String> {
+    let probe = format!("{OPTION_PROBE}=1");
+    match (d.parse)(d.name, &[probe.as_str()]) {
+        Ok(_) => panic!("controller `{}` accepted option `{probe}`", d.name),
+        Err(message) => message
+            .split_once("(allowed: ")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(list, _)| list.split(", ").map(str::to_string).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// One row of [`policies`]: kind, name, description, details, options.
+type PolicyRow = (String, String, String, String, Vec<String>);
+
+/// Every scheduler, controller and placer: `(kind, name, description, details, options)`
+/// rows, as `pfsqos policies` lists them, with the options a controller's spec or a placer's
+/// takes.
+#[pyfunction]
+fn policies() -> PyResult<Vec<PolicyRow>> {
     use pfsqos_core::control::spec::CONTROLLERS;
     use pfsqos_core::place::PLACER_ROWS;
     use pfsqos_core::sched::nrs::nrs_policy_rows;
-    let mut rows = vec![(
-        "scheduler".to_string(),
-        "fifo".to_string(),
-        "FIFO: first come, first served (always present)".to_string(),
-        String::new(),
-    )];
-    for d in nrs_policy_rows::<()>() {
-        rows.push((
-            "scheduler".into(),
-            d.name.into(),
-            d.description.into(),
-            format!("files: {}", d.params.join(", ")),
-        ));
-    }
-    for d in CONTROLLERS {
-        rows.push((
-            "controller".into(),
-            d.name.into(),
-            d.description.into(),
-            format!("acts on: {}", policy_input::deployment_text(d.deployment)),
-        ));
-    }
-    for d in PLACER_ROWS {
-        rows.push((
-            "placer".into(),
-            d.name.into(),
-            d.description.into(),
-            if d.options.is_empty() {
-                String::new()
-            } else {
-                format!("options: {}", d.options.join(", "))
-            },
-        ));
-    }
-    rows
+    drive::guard(|| {
+        let mut rows: Vec<PolicyRow> = vec![(
+            "scheduler".to_string(),
+            "fifo".to_string(),
+            "FIFO: first come, first served (always present)".to_string(),
+            String::new(),
+            Vec::new(),
+        )];
+        for d in nrs_policy_rows::<()>() {
+            rows.push((
+                "scheduler".into(),
+                d.name.into(),
+                d.description.into(),
+                format!("files: {}", d.params.join(", ")),
+                Vec::new(),
+            ));
+        }
+        for d in CONTROLLERS {
+            rows.push((
+                "controller".into(),
+                d.name.into(),
+                d.description.into(),
+                format!("acts on: {}", policy_input::deployment_text(d.deployment)),
+                controller_options(d),
+            ));
+        }
+        for d in PLACER_ROWS {
+            rows.push((
+                "placer".into(),
+                d.name.into(),
+                d.description.into(),
+                if d.options.is_empty() {
+                    String::new()
+                } else {
+                    format!("options: {}", d.options.join(", "))
+                },
+                d.options.iter().map(|o| o.to_string()).collect(),
+            ));
+        }
+        rows
+    })
 }
 
 /// Darshan logs into scenario text, as `pfsqos trace import LOGS [--like FILE]` writes it;
@@ -567,6 +733,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(bakeoff, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add_function(wrap_pyfunction!(relative_slowdowns, m)?)?;
     m.add_function(wrap_pyfunction!(import_darshan, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_in_a_run, m)?)?;
     Ok(())

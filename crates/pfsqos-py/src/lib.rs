@@ -20,7 +20,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use pfsqos_bakeoff::metrics::{JobRecord, RunRecord};
 use pfsqos_bakeoff::policy_input;
-use pfsqos_sim::{RunOutput, Scenario};
+use pfsqos_sim::{PolicyChoice, RunOutput, Scenario};
 
 pyo3::create_exception!(
     pfsqos,
@@ -252,16 +252,12 @@ fn chosen_policy(
     src: &Source<'_>,
     sc: &Scenario,
     policy: Option<String>,
-) -> PyResult<String> {
+) -> PyResult<PolicyChoice> {
     match policy {
-        Some(p) => {
-            pfsqos_sim::check_policy_spec(&p).map_err(|m| policy_err(&m))?;
-            Ok(p)
-        }
+        Some(p) => PolicyChoice::parse(&p).map_err(|m| policy_err(&m)),
         None => {
             policy_input::check_scenario_policy(&src.file, "policy.default", &sc.policy.default)
-                .map_err(|e| scenario_err(py, &e))?;
-            Ok(sc.policy.default.clone())
+                .map_err(|e| scenario_err(py, &e))
         }
     }
 }
@@ -277,7 +273,7 @@ enum Done {
 /// One run of the simulator as a task of [`drive::run_tasks`].
 fn sim_task<'a>(
     scenario: &'a Scenario,
-    policy: String,
+    policy: PolicyChoice,
     seed: u64,
 ) -> drive::Task<'a, Result<Done, String>> {
     Box::new(move |report: &drive::Report<'_>| {
@@ -285,7 +281,7 @@ fn sim_task<'a>(
             report(now_ns, end_ns)
         })
         .map(|run| Done::Shared(Box::new(run)))
-        .map_err(|e| format!("cannot run under policy `{policy}`: {e}"))
+        .map_err(|e| format!("cannot run under policy `{}`: {e}", policy.spec()))
     })
 }
 
@@ -407,18 +403,13 @@ fn compare(
     let src = Source::new(doc, file, base_dir);
     let scenario = src.scenario()?;
     let policies = match policies {
-        Some(list) => {
-            policy_input::check_policy_list(&list).map_err(|m| policy_err(&m))?;
-            list
-        }
+        Some(list) => policy_input::check_policy_list(&list).map_err(|m| policy_err(&m))?,
         None => {
             for (i, p) in scenario.policy.compare.iter().enumerate() {
                 policy_input::check_scenario_policy(&src.file, &format!("policy.compare[{i}]"), p)
                     .map_err(|e| scenario_err(py, &e))?;
             }
-            policy_input::check_policy_list(&scenario.policy.compare)
-                .map_err(|m| policy_err(&m))?;
-            scenario.policy.compare.clone()
+            policy_input::check_policy_list(&scenario.policy.compare).map_err(|m| policy_err(&m))?
         }
     };
     let seeds = seeds.unwrap_or_else(|| vec![scenario.simulation.seed]);

@@ -43,18 +43,26 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
+use pfsqos_core::control::spec::{Deployment, PolicyChoice, CONTROLLERS, PERIOD_MS_MAX};
 use pfsqos_core::control::{rule_name_prefix_is_valid, RULE_NAME_PREFIX_LEN_MAX};
+use pfsqos_core::lustre::{BRW_SIZE_BYTES_MAX, BRW_SIZE_BYTES_MIN};
 use pfsqos_core::model::JobId;
 use serde::Deserialize;
 
-/// Controllers the agent runs alone on one OSS: the decentralized ones whose decisions are
-/// `tbf jobid` rules. The others need a coordinator (GIFT and its baselines: a global view),
-/// a scheduler Lustre lacks (vPFS: SFQ/DSFQ), or client-side actuators (PI, AIMD: `tc`).
-pub const DECENTRALIZED_CONTROLLERS: [&str; 2] = ["static", "adaptbf"];
+/// Controllers the agent runs alone on one OSS: those whose decisions are TBF rules on one
+/// server (`Deployment::ServerRules` in the controller list). The others need a coordinator
+/// (GIFT and its baselines: a global view), a scheduler Lustre lacks (vPFS: SFQ/DSFQ), or
+/// client-side actuators (PI, AIMD: `tc`).
+pub fn decentralized_controllers() -> impl Iterator<Item = &'static str> {
+    CONTROLLERS
+        .iter()
+        .filter(|d| d.deployment == Deployment::ServerRules)
+        .map(|d| d.name)
+}
 
-/// Most rules the agent may be told to create (`rules_max`).
-pub const RULES_MAX_LIMIT: usize = 16_384;
+/// Most rules the agent may be told to create (`rules_max`): a rule per job a controller
+/// tracks.
+pub const RULES_MAX_LIMIT: usize = pfsqos_core::lustre::JOBS_TRACKED_MAX;
 /// Most `[[jobs]]` and `[[limits]]` entries.
 pub const ENTRIES_MAX: usize = 4096;
 /// Longest lctl timeout accepted.
@@ -330,20 +338,20 @@ impl AgentConfig {
 
     pub fn validate(f: ConfigFile) -> anyhow::Result<AgentConfig> {
         let policy = PolicyChoice::parse(&f.controller).map_err(|e| anyhow::anyhow!(e))?;
-        if !DECENTRALIZED_CONTROLLERS.contains(&policy.name()) {
+        if !decentralized_controllers().any(|n| n == policy.name()) {
             bail!(
                 "controller `{}` cannot run in one agent (allowed: {}); GIFT and its \
                  baselines need the coordinator, vpfs an SFQ policy Lustre lacks, pi/aimd \
                  client-side limits (docs/lustre.md)",
                 policy.name(),
-                DECENTRALIZED_CONTROLLERS.join(", ")
+                decentralized_controllers().collect::<Vec<_>>().join(", ")
             );
         }
         if !(1..=PERIOD_MS_MAX).contains(&f.period_ms) {
             bail!("period_ms must be 1..={PERIOD_MS_MAX}");
         }
-        if !(4096..=(64 << 20)).contains(&f.brw_size_bytes) {
-            bail!("brw_size_bytes must be 4096..=64 MiB");
+        if !(BRW_SIZE_BYTES_MIN..=BRW_SIZE_BYTES_MAX).contains(&f.brw_size_bytes) {
+            bail!("brw_size_bytes must be {BRW_SIZE_BYTES_MIN}..={BRW_SIZE_BYTES_MAX}");
         }
         let cap_max = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
         let (capacity, capacity_source) =

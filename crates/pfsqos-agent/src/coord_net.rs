@@ -408,8 +408,9 @@ impl CoordinatorConfig {
                 pfsqos_core::control::spec::PERIOD_MS_MAX
             );
         }
-        if !(4096..=(64 << 20)).contains(&f.brw_size_bytes) {
-            bail!("brw_size_bytes must be 4096..=64 MiB");
+        use pfsqos_core::lustre::{BRW_SIZE_BYTES_MAX, BRW_SIZE_BYTES_MIN};
+        if !(BRW_SIZE_BYTES_MIN..=BRW_SIZE_BYTES_MAX).contains(&f.brw_size_bytes) {
+            bail!("brw_size_bytes must be {BRW_SIZE_BYTES_MIN}..={BRW_SIZE_BYTES_MAX}");
         }
         let report_fresh_ms = f.report_fresh_ms.unwrap_or(3 * f.period_ms);
         if !(1..=crate::config::SAFE_HOLD_MS_MAX).contains(&report_fresh_ms) {

@@ -564,8 +564,9 @@ impl ObjectHandles {
     }
 }
 
-/// Most distinct jobs whose arrivals are counted per OST between two controller periods.
-const ARRIVAL_COUNT_JOBS_MAX: usize = 16384;
+/// Most distinct jobs whose arrivals are counted per OST between two controller periods: the
+/// jobs a controller tracks.
+const ARRIVAL_COUNT_JOBS_MAX: usize = pfsqos_core::lustre::JOBS_TRACKED_MAX;
 
 impl Ost {
     /// Takes the arrivals counted since the last call.

@@ -35,6 +35,11 @@ P99_TOLERANCE = 0.25
 OSSD_THREADS = 8
 BRW_SIZE = 1 << 20
 MAX_RPCS_IN_FLIGHT = 8
+# The mount's client cache: one dirty budget for the mount (Lustre's per-OSC and
+# client-wide limits in one) and a read-ahead window per open file within a mount-wide
+# budget of the same size.
+MAX_DIRTY_MB = 64
+MAX_READ_AHEAD_MB = 32
 # Longest any child may take before the run is abandoned (a hung mount must not hang us).
 STEP_TIMEOUT_S = 120
 
@@ -186,7 +191,9 @@ class Cluster:
             os.makedirs(mnt)
             self.spawn([pfsqos, "mount", mnt, "--mds", self.mds, "--jobid-var", "SLURM_JOB_ID",
                         "--brw-size-bytes", str(BRW_SIZE), "--max-rpcs-in-flight",
-                        str(MAX_RPCS_IN_FLIGHT), "--key-file", self.key], "mount%d" % m, None)
+                        str(MAX_RPCS_IN_FLIGHT), "--max-dirty-mb", str(MAX_DIRTY_MB),
+                        "--max-read-ahead-mb", str(MAX_READ_AHEAD_MB),
+                        "--key-file", self.key], "mount%d" % m, None)
             deadline = time.monotonic() + 60
             while subprocess.run(["mountpoint", "-q", mnt]).returncode != 0:
                 if time.monotonic() > deadline:
@@ -318,6 +325,10 @@ def scenario_toml(shape, profile, runtime_s, ramp_s, link_mib_s, latency_us):
              "[cluster]", "clients = %d" % shape["mounts"], 'brw_size = "1M"',
              "max_rpcs_in_flight = %d" % MAX_RPCS_IN_FLIGHT,
              "stripe_count = %d" % osses, 'stripe_size = "1M"', "",
+             "[client]", "max_dirty_mb = %d" % MAX_DIRTY_MB,
+             "max_dirty_client_mb = %d" % MAX_DIRTY_MB,
+             "max_read_ahead_mb = %d" % MAX_READ_AHEAD_MB,
+             "max_read_ahead_per_file_mb = %d" % MAX_READ_AHEAD_MB, "",
              "[network]", "client_link_mib_s = %.1f" % link_mib_s,
              "server_link_mib_s = %.1f" % link_mib_s, "latency_us = %.2f" % latency_us, "",
              "[[device]]", 'name = "disk"', "profile = %s" % json.dumps(os.path.abspath(profile)),

@@ -125,6 +125,10 @@ const CLIENTS_MAX: usize = 1 << 16;
 const OSTS_MAX: usize = 1 << 16;
 const PROCESSES_MAX: usize = 1 << 20;
 const OSCS_MAX: usize = 1 << 24;
+/// Buffered RPCs one client may have alive. Writes beyond it wait as if the dirty budget
+/// were full: a bound on the engine's memory (4 KiB writes into Lustre's default 2000 MiB per
+/// OSC would be half a million RPCs per OSC), not a model of the client.
+const CLIENT_BUFFERED_RPCS_MAX: u64 = 1 << 18;
 /// Time-series cells (`bins × jobs × OSTs`); the scenario validation enforces the same bound.
 const SERIES_CELLS_MAX: u64 = 1 << 28;
 
@@ -221,6 +225,25 @@ pub fn run_traced(
     Ok((sim.finish_checked()?, trace))
 }
 
+/// [`run_traced`], also returning one [`CallTrace`] per I/O call returned, in return order.
+pub fn run_traced_calls(
+    scenario: &Scenario,
+    policy: &str,
+    seed: u64,
+) -> Result<(RunOutput, Vec<RpcTrace>, Vec<CallTrace>), RunError> {
+    if scenario.simulation.engine == EngineKind::Fluid {
+        return Err(RunError::Engine(NEEDS_FLUID.to_string()));
+    }
+    let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
+    let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
+    sim.trace = Some(Vec::new());
+    sim.call_trace = Some(Vec::new());
+    sim.run(&mut |_, _| {});
+    let trace = sim.trace.take().unwrap_or_default();
+    let calls = sim.call_trace.take().unwrap_or_default();
+    Ok((sim.finish_checked()?, trace, calls))
+}
+
 /// The life of one completed RPC.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RpcTrace {
@@ -272,6 +295,34 @@ struct Process {
     phase: Phase,
     /// The barrier of the process's stage (`Sim::barriers`) when its shape is `phases`.
     barrier: Option<u32>,
+    /// Its write calls return once buffered (`[client]` write-back, not `direct`).
+    write_back: bool,
+    /// Its client prefetches for it (`[client]` read-ahead, a sequential reader, not
+    /// `direct`).
+    read_ahead: bool,
+    /// Prefetched calls not yet wholly consumed, in stream order (read-ahead only).
+    ra_queue: VecDeque<u32>,
+    /// Where the next prefetch starts in the region (wraps as `cursor_bytes` does).
+    ra_cursor_bytes: u64,
+    /// Bytes prefetched so far (never more than `size_bytes`).
+    ra_issued_bytes: u64,
+    /// Prefetched calls consumed by the process whose data has not arrived yet.
+    ra_waits: u32,
+    /// Issue times of the process's read calls waiting for prefetched data.
+    ra_blocked: Vec<u64>,
+    /// Buffered calls not yet acknowledged: the process's end (its close) and the end of its
+    /// part of a phase (the checkpoint's fsync) wait for them, as the mount's `release`
+    /// and `fsync` do.
+    buffered_live: u32,
+    /// What to do once `buffered_live` reaches 0.
+    on_flushed: Option<FlushAction>,
+}
+
+/// A step of a process that waits for its buffered writes to be acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FlushAction {
+    Finish,
+    PhasePartDone,
 }
 
 struct FileLayout {
@@ -283,10 +334,55 @@ struct FileLayout {
     object_base: u32,
 }
 
+/// How an I/O call relates to the process that made it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum CallKind {
+    /// The process waits for its RPCs (no client cache, `direct`).
+    #[default]
+    Sync,
+    /// A write the client buffered: the process has moved on; the RPCs give the dirty
+    /// budget back.
+    Buffered,
+    /// Read-ahead: the client fetches the process's next bytes before it asks for them.
+    Prefetch,
+}
+
 #[derive(Clone, Copy, Default)]
 struct Call {
     process: u32,
     rpcs_left: u32,
+    kind: CallKind,
+    /// When the process issued it (a prefetch: when the client did).
+    issued_ns: u64,
+    bytes: u64,
+    /// Prefetch: bytes the process has not consumed yet.
+    unconsumed_bytes: u64,
+    /// Prefetch: the process consumed some of it and waits for its data.
+    awaited: bool,
+    /// Prefetch: still in its process's `ra_queue`.
+    in_queue: bool,
+}
+
+/// A buffered write waiting for room in the dirty budgets (Lustre's `osc_enter_cache`).
+#[derive(Clone, Copy, Debug)]
+struct BlockedWrite {
+    process: u32,
+    file_offset_bytes: u64,
+    len_bytes: u64,
+    issued_ns: u64,
+}
+
+/// One I/O call of a process, as the application sees it: from its issue to its return.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallTrace {
+    pub job: u32,
+    pub process: u32,
+    pub read: bool,
+    pub size_bytes: u64,
+    pub issued_ns: u64,
+    /// When the call returned: its RPCs done (no cache), its bytes buffered (write-back) or
+    /// its bytes arrived (read-ahead).
+    pub returned_ns: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -316,6 +412,8 @@ struct RpcState {
 struct Osc {
     window: RpcWindow,
     waiting: VecDeque<u32>,
+    /// Buffered write bytes not yet acknowledged (Lustre's `cl_dirty_pages`).
+    dirty_bytes: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -609,6 +707,26 @@ struct Sim {
     control_trace: Vec<ControlTraceEntry>,
     control_trace_truncated: bool,
     trace: Option<Vec<RpcTrace>>,
+    call_trace: Option<Vec<CallTrace>>,
+
+    /// `[client]` budgets in bytes (0: off).
+    dirty_osc_max_bytes: u64,
+    dirty_client_max_bytes: u64,
+    ra_client_max_bytes: u64,
+    ra_file_max_bytes: u64,
+    /// Per client: buffered bytes not yet acknowledged over all its OSCs.
+    client_dirty_bytes: Vec<u64>,
+    /// Per client: buffered RPCs not yet acknowledged.
+    client_buffered_rpcs: Vec<u64>,
+    /// Per client: read-ahead bytes in flight.
+    client_ra_bytes: Vec<u64>,
+    /// Per client: buffered writes waiting for dirty budget, in order.
+    dirty_waiters: Vec<VecDeque<BlockedWrite>>,
+    /// Scratch for a call's bytes per OST.
+    piece_scratch: Vec<(u32, u64)>,
+    /// RPCs created and not yet completed at their client (the run goes on until none are
+    /// left, since buffered and prefetched data outlives the calls).
+    rpcs_live: u64,
 }
 
 fn client_nid(index: u32) -> Nid {
@@ -1038,6 +1156,19 @@ impl Sim {
                         burst_left_bytes: 0,
                         phase: Phase::Waiting,
                         barrier,
+                        write_back: !group.direct
+                            && !group.rw.is_read()
+                            && scenario.client.write_back(),
+                        read_ahead: !group.direct
+                            && group.rw == Rw::Read
+                            && scenario.client.read_ahead(),
+                        ra_queue: VecDeque::new(),
+                        ra_cursor_bytes: 0,
+                        ra_issued_bytes: 0,
+                        ra_waits: 0,
+                        ra_blocked: Vec::new(),
+                        buffered_live: 0,
+                        on_flushed: None,
                     });
                     process_in_job += 1;
                 }
@@ -1137,6 +1268,7 @@ impl Sim {
                 .map(|_| Osc {
                     window: RpcWindow::new(cluster.max_rpcs_in_flight.max(1)),
                     waiting: VecDeque::new(),
+                    dirty_bytes: 0,
                 })
                 .collect(),
             files,
@@ -1175,6 +1307,17 @@ impl Sim {
             control_trace: Vec::new(),
             control_trace_truncated: false,
             trace: None,
+            call_trace: None,
+            dirty_osc_max_bytes: scenario.client.max_dirty_mb << 20,
+            dirty_client_max_bytes: scenario.client.max_dirty_client_mb << 20,
+            ra_client_max_bytes: scenario.client.max_read_ahead_mb << 20,
+            ra_file_max_bytes: scenario.client.max_read_ahead_per_file_mb << 20,
+            client_dirty_bytes: vec![0; n_clients],
+            client_ra_bytes: vec![0; n_clients],
+            client_buffered_rpcs: vec![0; n_clients],
+            dirty_waiters: vec![VecDeque::new(); n_clients],
+            piece_scratch: Vec::new(),
+            rpcs_live: 0,
         })
     }
 
@@ -1320,7 +1463,7 @@ impl Sim {
                 self.start_process(p);
             }
         }
-        while self.processes_left > 0 {
+        while self.processes_left > 0 || self.rpcs_live > 0 {
             let Some((t, ev)) = self.queue.pop() else {
                 break;
             };
@@ -1604,7 +1747,13 @@ impl Sim {
             proc_.burst_left_bytes = proc_.burst_left_bytes.saturating_sub(len);
             proc_.outstanding_calls += 1;
             let file_offset = proc_.region_base_bytes + offset;
-            self.issue_call(p, file_offset, len);
+            if proc_.read_ahead {
+                self.read_from_cache(p, len);
+            } else if proc_.write_back {
+                self.write_to_cache(p, file_offset, len);
+            } else {
+                self.issue_call(p, file_offset, len, CallKind::Sync, now);
+            }
         }
         self.maybe_burst_end(p);
     }
@@ -1634,6 +1783,10 @@ impl Sim {
     /// Process `p` finished its part of its stage's current I/O phase: it waits at the
     /// barrier; the last one releases every process of the stage into the next compute phase.
     fn phase_part_done(&mut self, p: u32) {
+        if self.processes[p as usize].buffered_live > 0 {
+            self.processes[p as usize].on_flushed = Some(FlushAction::PhasePartDone);
+            return;
+        }
         let now = self.now_ns;
         self.processes[p as usize].phase = Phase::Waiting;
         let Some(bi) = self.processes[p as usize].barrier else {
@@ -1670,6 +1823,10 @@ impl Sim {
         if proc_.phase == Phase::Done {
             return;
         }
+        if proc_.buffered_live > 0 {
+            proc_.on_flushed = Some(FlushAction::Finish);
+            return;
+        }
         proc_.phase = Phase::Done;
         self.jobs[proc_.job as usize].processes_left -= 1;
         self.processes_left -= 1;
@@ -1681,7 +1838,15 @@ impl Sim {
         }
     }
 
-    fn issue_call(&mut self, p: u32, file_offset: u64, len: u64) {
+    /// Issues the RPCs of one call of process `p` and returns the call.
+    fn issue_call(
+        &mut self,
+        p: u32,
+        file_offset: u64,
+        len: u64,
+        kind: CallKind,
+        issued_ns: u64,
+    ) -> u32 {
         let now = self.now_ns;
         let call = match self.free_calls.pop() {
             Some(c) => c,
@@ -1692,6 +1857,7 @@ impl Sim {
         };
         let proc_ = &self.processes[p as usize];
         let (job, client, read) = (proc_.job, proc_.client, proc_.rw.is_read());
+        let buffered = kind == CallKind::Buffered;
         let file = &self.files[proc_.file as usize];
         let osts =
             &self.layout_osts[file.osts_start as usize..(file.osts_start + file.osts_len) as usize];
@@ -1741,6 +1907,9 @@ impl Sim {
             };
             rpcs_left += 1;
             let osc = &mut oscs[client as usize * n_osts + piece_ost as usize];
+            if buffered {
+                osc.dirty_bytes += piece.size_bytes;
+            }
             if osc.window.try_send() {
                 rpcs[rpc as usize].sent_ns = now;
                 queue.push_lane(LANE_LATENCY, arrive_ns, Event::RequestArrive { rpc });
@@ -1748,14 +1917,214 @@ impl Sim {
                 osc.waiting.push_back(rpc);
             }
         });
+        assert!(rpcs_left > 0, "a call of {len} bytes makes RPCs");
+        self.rpcs_live += u64::from(rpcs_left);
+        if buffered {
+            self.client_dirty_bytes[client as usize] += len;
+            self.client_buffered_rpcs[client as usize] += u64::from(rpcs_left);
+            self.processes[p as usize].buffered_live += 1;
+        }
         self.calls[call as usize] = Call {
             process: p,
             rpcs_left,
+            kind,
+            issued_ns,
+            bytes: len,
+            unconsumed_bytes: len,
+            awaited: false,
+            in_queue: kind == CallKind::Prefetch,
         };
         let job_state = &mut self.jobs[job as usize];
         if job_state.first_io_ns.is_none() {
             job_state.first_io_ns = Some(now);
         }
+        call
+    }
+
+    /// Records that a call of process `p` issued at `issued_ns` returned now.
+    fn call_returned(&mut self, p: u32, issued_ns: u64, bytes: u64) {
+        let proc_ = &mut self.processes[p as usize];
+        assert!(proc_.outstanding_calls > 0, "a call returns once");
+        proc_.outstanding_calls -= 1;
+        if let Some(trace) = &mut self.call_trace {
+            trace.push(CallTrace {
+                job: proc_.job,
+                process: p,
+                read: proc_.rw.is_read(),
+                size_bytes: bytes,
+                issued_ns,
+                returned_ns: self.now_ns,
+            });
+        }
+    }
+
+    /// Whether a buffered write of `len` bytes at `file_offset` of process `p`'s file fits
+    /// its client's dirty budgets now: every OSC it touches stays within `max_dirty_mb`, the
+    /// client within `max_dirty_client_mb` (an empty budget takes any one write, so a write
+    /// larger than a budget still goes, alone, as Lustre's cache lets it).
+    fn write_fits(&mut self, p: u32, file_offset: u64, len: u64) -> bool {
+        let proc_ = &self.processes[p as usize];
+        let client = proc_.client as usize;
+        let dirty = self.client_dirty_bytes[client];
+        if dirty > 0 && dirty + len > self.dirty_client_max_bytes {
+            return false;
+        }
+        let buffered = self.client_buffered_rpcs[client];
+        if buffered > 0
+            && buffered + len.div_ceil(self.brw_size_bytes) + 1 > CLIENT_BUFFERED_RPCS_MAX
+        {
+            return false;
+        }
+        let file = &self.files[proc_.file as usize];
+        let osts =
+            &self.layout_osts[file.osts_start as usize..(file.osts_start + file.osts_len) as usize];
+        let raid0 = Raid0::new(file.stripe_size_bytes, file.osts_len);
+        let scratch = &mut self.piece_scratch;
+        scratch.clear();
+        raid0.rpcs(file_offset, len, self.brw_size_bytes, |piece| {
+            let ost = osts[piece.stripe_index as usize];
+            match scratch.iter_mut().find(|(o, _)| *o == ost) {
+                Some(e) => e.1 += piece.size_bytes,
+                None => scratch.push((ost, piece.size_bytes)),
+            }
+        });
+        let n_osts = self.osts.len();
+        scratch.iter().all(|&(ost, bytes)| {
+            let d = self.oscs[client * n_osts + ost as usize].dirty_bytes;
+            d == 0 || d + bytes <= self.dirty_osc_max_bytes
+        })
+    }
+
+    /// A write call of a write-back process: buffered at once when it fits the dirty
+    /// budgets and nobody waits before it, else it waits for room.
+    fn write_to_cache(&mut self, p: u32, file_offset: u64, len: u64) {
+        let now = self.now_ns;
+        let client = self.processes[p as usize].client as usize;
+        if self.dirty_waiters[client].is_empty() && self.write_fits(p, file_offset, len) {
+            self.issue_call(p, file_offset, len, CallKind::Buffered, now);
+            self.call_returned(p, now, len);
+        } else {
+            self.dirty_waiters[client].push_back(BlockedWrite {
+                process: p,
+                file_offset_bytes: file_offset,
+                len_bytes: len,
+                issued_ns: now,
+            });
+        }
+    }
+
+    /// Buffers the writes waiting at `client` that fit now, in order.
+    fn admit_waiters(&mut self, client: usize) {
+        while let Some(w) = self.dirty_waiters[client].front().copied() {
+            if !self.write_fits(w.process, w.file_offset_bytes, w.len_bytes) {
+                return;
+            }
+            self.dirty_waiters[client].pop_front();
+            self.issue_call(
+                w.process,
+                w.file_offset_bytes,
+                w.len_bytes,
+                CallKind::Buffered,
+                w.issued_ns,
+            );
+            self.call_returned(w.process, w.issued_ns, w.len_bytes);
+            self.pump(w.process);
+        }
+    }
+
+    /// A read call of `len` bytes of a read-ahead process (its `issued_bytes` already counts
+    /// them): the client prefetches up to `max_read_ahead_per_file_mb` past the call (what the
+    /// call itself needs whatever the client-wide budget), then the call consumes its bytes
+    /// from the prefetched calls; it returns at once if they have all arrived.
+    fn read_from_cache(&mut self, p: u32, len: u64) {
+        let now = self.now_ns;
+        let proc_ = &self.processes[p as usize];
+        let (client, size, bs) = (proc_.client as usize, proc_.size_bytes, proc_.bs_bytes);
+        let demand_until = proc_.issued_bytes;
+        let window_until = demand_until
+            .saturating_add(self.ra_file_max_bytes)
+            .min(size);
+        loop {
+            let proc_ = &self.processes[p as usize];
+            let at = proc_.ra_issued_bytes;
+            if at >= window_until {
+                break;
+            }
+            let off = proc_.ra_cursor_bytes % size;
+            let chunk = bs.min(size - at).min(size - off);
+            if at >= demand_until && self.client_ra_bytes[client] + chunk > self.ra_client_max_bytes
+            {
+                break;
+            }
+            let file_offset = proc_.region_base_bytes + off;
+            let call = self.issue_call(p, file_offset, chunk, CallKind::Prefetch, now);
+            self.client_ra_bytes[client] += chunk;
+            let proc_ = &mut self.processes[p as usize];
+            proc_.ra_cursor_bytes = off + chunk;
+            proc_.ra_issued_bytes += chunk;
+            proc_.ra_queue.push_back(call);
+        }
+        assert!(
+            self.processes[p as usize].ra_issued_bytes >= demand_until,
+            "a read's own bytes are always fetched"
+        );
+        let mut left = len;
+        while left > 0 {
+            let proc_ = &mut self.processes[p as usize];
+            let call = *proc_
+                .ra_queue
+                .front()
+                .expect("prefetched calls cover every read");
+            let c = &mut self.calls[call as usize];
+            let take = left.min(c.unconsumed_bytes);
+            c.unconsumed_bytes -= take;
+            left -= take;
+            let arrived = c.rpcs_left == 0;
+            if !arrived && !c.awaited {
+                c.awaited = true;
+                proc_.ra_waits += 1;
+            }
+            if c.unconsumed_bytes == 0 {
+                c.in_queue = false;
+                proc_.ra_queue.pop_front();
+                if arrived {
+                    self.free_calls.push(call);
+                }
+            }
+        }
+        if self.processes[p as usize].ra_waits == 0 {
+            self.call_returned(p, now, len);
+        } else {
+            self.processes[p as usize].ra_blocked.push(now);
+        }
+    }
+
+    /// The data of prefetched call `call` of process `p` has arrived.
+    fn prefetch_arrived(&mut self, p: u32, call: u32) {
+        let c = self.calls[call as usize];
+        let client = self.processes[p as usize].client as usize;
+        self.client_ra_bytes[client] -= c.bytes;
+        if !c.in_queue {
+            self.free_calls.push(call);
+        }
+        if !c.awaited {
+            return;
+        }
+        self.calls[call as usize].awaited = false;
+        let proc_ = &mut self.processes[p as usize];
+        proc_.ra_waits -= 1;
+        if proc_.ra_waits > 0 {
+            return;
+        }
+        let blocked = std::mem::take(&mut proc_.ra_blocked);
+        let bs = proc_.bs_bytes;
+        for &issued_ns in &blocked {
+            self.call_returned(p, issued_ns, bs);
+        }
+        let mut blocked = blocked;
+        blocked.clear();
+        self.processes[p as usize].ra_blocked = blocked;
+        self.pump(p);
     }
 
     // ---------------------------------------------------------------- server side
@@ -2188,13 +2557,43 @@ impl Sim {
             );
         }
 
+        assert!(self.rpcs_live > 0, "an RPC completes once");
+        self.rpcs_live -= 1;
         let call = &mut self.calls[r.call as usize];
+        assert!(call.rpcs_left > 0, "a call's RPCs complete once each");
         call.rpcs_left -= 1;
+        let call = *call;
+        if call.kind == CallKind::Buffered {
+            let osc = &mut self.oscs[r.client as usize * n_osts + r.ost as usize];
+            osc.dirty_bytes -= r.size_bytes;
+            self.client_dirty_bytes[r.client as usize] -= r.size_bytes;
+            self.client_buffered_rpcs[r.client as usize] -= 1;
+        }
         if call.rpcs_left == 0 {
             let p = call.process;
-            self.free_calls.push(r.call);
-            self.processes[p as usize].outstanding_calls -= 1;
-            self.pump(p);
+            match call.kind {
+                CallKind::Sync => {
+                    self.free_calls.push(r.call);
+                    self.call_returned(p, call.issued_ns, call.bytes);
+                    self.pump(p);
+                }
+                CallKind::Buffered => {
+                    self.free_calls.push(r.call);
+                    let proc_ = &mut self.processes[p as usize];
+                    proc_.buffered_live -= 1;
+                    if proc_.buffered_live == 0 {
+                        match proc_.on_flushed.take() {
+                            Some(FlushAction::Finish) => self.finish_process(p),
+                            Some(FlushAction::PhasePartDone) => self.phase_part_done(p),
+                            None => {}
+                        }
+                    }
+                }
+                CallKind::Prefetch => self.prefetch_arrived(p, r.call),
+            }
+        }
+        if call.kind == CallKind::Buffered {
+            self.admit_waiters(r.client as usize);
         }
     }
 

@@ -230,6 +230,7 @@ impl Scenario {
         }
         self.simulation.validate(&c)?;
         self.network.validate(&c)?;
+        self.client.validate(&c)?;
         self.validate_devices(&c)?;
         let osts = self.validate_osses(&c)?;
         self.cluster.validate(&c, osts)?;
@@ -1401,6 +1402,31 @@ impl SimulationSpec {
                 self.bin_ms.to_string(),
                 format!("{bins} bins over duration_s = {}; at most {BINS_MAX} allowed: use bin_ms >= {min_ms}", self.duration_s),
             ));
+        }
+        Ok(())
+    }
+}
+
+impl super::ClientSpec {
+    fn validate(&self, c: &Ctx) -> Res {
+        let max = super::CLIENT_CACHE_MB_MAX;
+        for (field, v) in [
+            ("client.max_dirty_mb", self.max_dirty_mb),
+            ("client.max_dirty_client_mb", self.max_dirty_client_mb),
+            ("client.max_read_ahead_mb", self.max_read_ahead_mb),
+            (
+                "client.max_read_ahead_per_file_mb",
+                self.max_read_ahead_per_file_mb,
+            ),
+        ] {
+            check_u64(
+                c,
+                field,
+                v,
+                0,
+                max,
+                "a cache budget in MiB (0 turns it off)",
+            )?;
         }
         Ok(())
     }

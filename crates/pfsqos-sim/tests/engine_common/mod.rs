@@ -28,6 +28,17 @@ read = [{ size = "4k", bandwidth_mib_s = 100.0 }]
 write = [{ size = "4k", bandwidth_mib_s = 100.0 }]
 "#;
 
+/// A `[client]` table turning the client's page cache off: every call waits for its own RPCs
+/// (as fio's `direct = 1` does), for tests whose hand computations count a process's calls
+/// in flight. Append it at the end of a scenario's text.
+pub const NO_CLIENT_CACHE: &str = r#"
+[client]
+max_dirty_mb = 0
+max_dirty_client_mb = 0
+max_read_ahead_mb = 0
+max_read_ahead_per_file_mb = 0
+"#;
+
 /// Links fast enough never to matter.
 pub const FAST_NET: &str = r#"
 [network]

@@ -60,13 +60,14 @@ use pfsqos_core::control::{
 };
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
 use pfsqos_core::place::{OstStats, PlacementContext, ServerStats};
+use pfsqos_core::run::TimeSpent;
 use pfsqos_core::sched::nrs::{Nrs, ServiceTicket};
 use pfsqos_node::client::{Raid0, RateLimiter, RpcWindow, LIMIT_BYTES_PER_S_MAX};
 use pfsqos_node::oss::{apply_write, CptService, Dispatch, SyncMessage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::device::{Device, DeviceModel, DeviceRequest, ServiceTime};
+use crate::device::{Device, DeviceModel, DeviceRequest, DeviceTable, ServiceTime};
 use crate::error::RunError;
 use crate::events::{Event, EventQueue};
 use crate::policy::controller_for;
@@ -404,6 +405,13 @@ struct RpcState {
     sent_ns: u64,
     /// When the RPC reached its OST's device queue (for the device's time in queue).
     device_submit_ns: u64,
+    /// When the request reached its OSS, a thread took it, the device started and finished
+    /// it, and the thread's CPU time for it (where the time went, `TimeSpent`).
+    arrive_ns: u64,
+    service_start_ns: u64,
+    device_start_ns: u64,
+    device_done_ns: u64,
+    cpu_ns: u64,
     /// End of the bulk transfer on its first link (carried to the second hop).
     bulk_first_end_ns: u64,
 }
@@ -435,6 +443,8 @@ struct Link {
     up_shaper: RateLimiter,
     up_free_ns: u64,
     down_free_ns: u64,
+    /// The sender's cost of one message, added to every transfer's time on the link.
+    message_ns: u64,
     /// Last transfer size and time: RPC sizes repeat, and the float rounding is a libm call.
     memo_bytes: u64,
     memo_ns: u64,
@@ -490,7 +500,7 @@ impl Link {
     fn transfer_ns(&mut self, bytes: u64) -> u64 {
         if bytes != self.memo_bytes {
             self.memo_bytes = bytes;
-            self.memo_ns = (bytes as f64 * self.ns_per_byte).ceil() as u64;
+            self.memo_ns = self.message_ns + (bytes as f64 * self.ns_per_byte).ceil() as u64;
         }
         self.memo_ns
     }
@@ -517,6 +527,11 @@ struct Oss {
     io_threads: u32,
     pool_base: u32,
     link: Link,
+    /// A service thread's CPU time per RPC: fixed, and per byte of its data.
+    rpc_cpu_fixed_ns: u64,
+    rpc_cpu_ns_per_byte: f64,
+    /// A partition's CPU time per synchronization message received from another server.
+    sync_cpu_ns: u64,
 }
 
 struct Ost {
@@ -613,6 +628,13 @@ struct Sim {
     bin_ns: u64,
     bins: usize,
     latency_ns: u64,
+    /// One-way time of a message without bulk data: the latency plus the sender's cost of a
+    /// message (`[network] message_us`).
+    small_message_ns: u64,
+    /// Where the completed RPCs' time went.
+    time: TimeSpent,
+    /// Per partition: when it has handled the synchronization messages it was sent.
+    pool_sync_free_ns: Vec<u64>,
     brw_size_bytes: u64,
     queue: EventQueue,
     lanes: Lanes,
@@ -727,6 +749,11 @@ struct Sim {
     /// RPCs created and not yet completed at their client (the run goes on until none are
     /// left, since buffered and prefetched data outlives the calls).
     rpcs_live: u64,
+    /// Bytes of every RPC created: at the end, those the jobs completed plus those of the
+    /// RPCs still alive (bytes conserved).
+    bytes_issued: u64,
+    /// The OSC window's size, which no window exceeds.
+    max_rpcs_in_flight: u32,
 }
 
 fn client_nid(index: u32) -> Nid {
@@ -785,6 +812,7 @@ impl Sim {
         }
         let brw_size_bytes = cluster.brw_size.bytes().max(1);
         let client_ns_per_byte = link_ns_per_byte(scenario.network.client_link_mib_s);
+        let message_ns = secs_to_ns(scenario.network.message_us * 1e-6);
         let server_ns_per_byte = link_ns_per_byte(scenario.network.server_link_mib_s);
         let clients: Vec<(Nid, Link)> = (0..n_clients as u32)
             .map(|i| {
@@ -792,6 +820,7 @@ impl Sim {
                     client_nid(i),
                     Link {
                         ns_per_byte: client_ns_per_byte,
+                        message_ns,
                         ..Link::default()
                     },
                 )
@@ -799,32 +828,14 @@ impl Sim {
             .collect();
 
         // Servers, targets, devices, domains, schedulers, thread pools.
-        let mut device_models: Vec<DeviceModel> = Vec::new();
+        let table = DeviceTable::build(scenario)?;
+        let device_models = table.models;
         let mut osses = Vec::new();
         let mut osts = Vec::new();
         let mut pool_threads: Vec<u32> = Vec::new();
         for (oss_index, spec) in scenario.osses.iter().enumerate() {
-            let model_index = match device_models.iter().position(|m| m.name == spec.device) {
-                Some(i) => i,
-                None => {
-                    let model = match scenario.devices.iter().find(|d| d.name == spec.device) {
-                        Some(d) => DeviceModel::from_spec(d)?,
-                        None => DeviceModel::preset(&spec.device).ok_or_else(|| {
-                            format!(
-                                "oss `{}`: unknown device `{}` (presets: {})",
-                                spec.name,
-                                spec.device,
-                                crate::device::PRESET_NAMES.join(", ")
-                            )
-                        })?,
-                    };
-                    device_models.push(model);
-                    device_models.len() - 1
-                }
-            };
-            let capacity = spec
-                .capacity_rpcs_per_s
-                .unwrap_or_else(|| device_models[model_index].capacity_rpcs_per_s(brw_size_bytes));
+            let model_index = table.oss_model[oss_index] as usize;
+            let capacity = table.oss_capacity_rpcs_per_s[oss_index];
             let cpts = spec.cpts.max(1);
             osses.push(Oss {
                 name: spec.name.clone(),
@@ -833,8 +844,12 @@ impl Sim {
                 pool_base: pool_threads.len() as u32,
                 link: Link {
                     ns_per_byte: server_ns_per_byte,
+                    message_ns,
                     ..Link::default()
                 },
+                rpc_cpu_fixed_ns: secs_to_ns(spec.rpc_cpu_us * 1e-6),
+                rpc_cpu_ns_per_byte: spec.rpc_cpu_us_per_mib * 1e3 / (1u64 << 20) as f64,
+                sync_cpu_ns: secs_to_ns(spec.sync_cpu_us * 1e-6),
             });
             for cpt in 0..cpts {
                 let share = spec.io_threads / cpts + u32::from(cpt < spec.io_threads % cpts);
@@ -1226,6 +1241,7 @@ impl Sim {
         let processes_left = processes.len();
         let lanes = Lanes::new(n_clients as u32, osses.len() as u32, n_osts as u32);
         let any_dynamics = device_models.iter().any(|m| m.dynamics().is_some());
+        let pool_count = pools.len();
         Ok(Sim {
             scenario_name: scenario.name.clone(),
             policy: policy.to_string(),
@@ -1236,6 +1252,10 @@ impl Sim {
             bin_ns,
             bins,
             latency_ns: secs_to_ns(scenario.network.latency_us * 1e-6),
+            small_message_ns: secs_to_ns(scenario.network.latency_us * 1e-6)
+                + secs_to_ns(scenario.network.message_us * 1e-6),
+            time: TimeSpent::default(),
+            pool_sync_free_ns: vec![0; pool_count],
             brw_size_bytes,
             queue: EventQueue::with_lanes(lanes.total as usize),
             lanes,
@@ -1318,6 +1338,8 @@ impl Sim {
             dirty_waiters: vec![VecDeque::new(); n_clients],
             piece_scratch: Vec::new(),
             rpcs_live: 0,
+            bytes_issued: 0,
+            max_rpcs_in_flight: cluster.max_rpcs_in_flight.max(1),
         })
     }
 
@@ -1470,6 +1492,7 @@ impl Sim {
             if t > self.duration_ns {
                 break;
             }
+            assert!(t >= self.now_ns, "events come in time order");
             self.now_ns = t;
             self.events += 1;
             if self.events & (PROGRESS_EVERY_EVENTS - 1) == 0 {
@@ -1512,6 +1535,7 @@ impl Sim {
                 }
             }
             Event::DeviceSubmit { rpc } => self.device_submit(rpc),
+            Event::ServiceCpuDone { rpc } => self.serve(rpc),
             Event::DeviceDone { rpc } => self.device_done(rpc),
             Event::ReadBulkHop { rpc } => self.read_bulk_hop(rpc),
             Event::ReadDone { rpc } => {
@@ -1870,7 +1894,7 @@ impl Sim {
         let (osts_tbl, osses) = (&self.osts, &self.osses);
         let domains = &self.domains;
         let queue = &mut self.queue;
-        let arrive_ns = now + self.latency_ns;
+        let arrive_ns = now + self.small_message_ns;
         let raid0 = Raid0::new(file.stripe_size_bytes, file.osts_len);
         raid0.rpcs(file_offset, len, self.brw_size_bytes, |piece| {
             let piece_ost = osts[piece.stripe_index as usize];
@@ -1893,6 +1917,11 @@ impl Sim {
                 created_ns: now,
                 sent_ns: 0,
                 device_submit_ns: 0,
+                arrive_ns: 0,
+                service_start_ns: 0,
+                device_start_ns: 0,
+                device_done_ns: 0,
+                cpu_ns: 0,
                 bulk_first_end_ns: 0,
             };
             let rpc = match free_rpcs.pop() {
@@ -1919,6 +1948,7 @@ impl Sim {
         });
         assert!(rpcs_left > 0, "a call of {len} bytes makes RPCs");
         self.rpcs_live += u64::from(rpcs_left);
+        self.bytes_issued += len;
         if buffered {
             self.client_dirty_bytes[client as usize] += len;
             self.client_buffered_rpcs[client as usize] += u64::from(rpcs_left);
@@ -2130,6 +2160,7 @@ impl Sim {
     // ---------------------------------------------------------------- server side
 
     fn request_arrive(&mut self, rpc: u32) {
+        self.rpcs[rpc as usize].arrive_ns = self.now_ns;
         let r = self.rpcs[rpc as usize];
         let n_jobs = self.jobs.len();
         self.period_stats[r.ost as usize * n_jobs + r.job as usize].arrived += 1;
@@ -2243,7 +2274,13 @@ impl Sim {
                 let at_ns = if self.pool_oss[to as usize] == from_oss {
                     self.now_ns
                 } else {
-                    self.now_ns + remote_ns
+                    // The receiving partition handles its messages one after the other.
+                    let cpu_ns = self.osses[self.pool_oss[to as usize] as usize].sync_cpu_ns;
+                    let free = &mut self.pool_sync_free_ns[to as usize];
+                    let done_ns = (self.now_ns + remote_ns).max(*free) + cpu_ns;
+                    *free = done_ns;
+                    self.time.sync_cpu_ns += cpu_ns;
+                    done_ns
                 };
                 let slot = match self.sync_free.pop() {
                     Some(slot) => {
@@ -2277,9 +2314,33 @@ impl Sim {
         self.dispatch(pool);
     }
 
+    /// A thread takes `rpc`: it spends its CPU time on the request first (the OSS's
+    /// `rpc_cpu_us` and `rpc_cpu_us_per_mib`), holding the thread, then the bulk and device
+    /// work follow.
     fn start_service(&mut self, rpc: u32) {
-        let r = self.rpcs[rpc as usize];
+        let now = self.now_ns;
+        let r = &mut self.rpcs[rpc as usize];
+        assert!(
+            self.queued_per_ost[r.ost as usize] > 0,
+            "a request leaves a queue it is in"
+        );
         self.queued_per_ost[r.ost as usize] -= 1;
+        r.service_start_ns = now;
+        let oss = &self.osses[self.osts[r.ost as usize].oss as usize];
+        let cpu_ns =
+            oss.rpc_cpu_fixed_ns + (r.size_bytes as f64 * oss.rpc_cpu_ns_per_byte).ceil() as u64;
+        r.cpu_ns = cpu_ns;
+        if cpu_ns > 0 {
+            self.queue.push(now + cpu_ns, Event::ServiceCpuDone { rpc });
+        } else {
+            self.serve(rpc);
+        }
+    }
+
+    /// The thread has handled `rpc`'s request: a read goes to the device, a write pulls its
+    /// bulk data.
+    fn serve(&mut self, rpc: u32) {
+        let r = self.rpcs[rpc as usize];
         if r.read {
             self.device_submit(rpc);
             return;
@@ -2396,6 +2457,7 @@ impl Sim {
     }
 
     fn device_start(&mut self, rpc: u32) {
+        self.rpcs[rpc as usize].device_start_ns = self.now_ns;
         let r = self.rpcs[rpc as usize];
         let next = &mut self.object_next_offset[r.object as usize];
         let random = *next != u64::MAX && *next != r.object_offset_bytes;
@@ -2443,6 +2505,7 @@ impl Sim {
 
     fn device_done(&mut self, rpc: u32) {
         let now = self.now_ns;
+        self.rpcs[rpc as usize].device_done_ns = now;
         let r = self.rpcs[rpc as usize];
         let device = &mut self.devices[r.ost as usize];
         device.busy -= 1;
@@ -2477,7 +2540,7 @@ impl Sim {
             self.service_complete(rpc);
             self.queue.push_lane(
                 LANE_LATENCY,
-                now + self.latency_ns,
+                now + self.small_message_ns,
                 Event::WriteReply { rpc },
             );
             self.dispatch(r.pool);
@@ -2515,6 +2578,7 @@ impl Sim {
     fn client_complete(&mut self, rpc: u32) {
         let now = self.now_ns;
         let r = self.rpcs[rpc as usize];
+        self.account_time(&r);
         let job = &mut self.jobs[r.job as usize];
         if r.read {
             job.bytes_read += r.size_bytes;
@@ -2546,13 +2610,15 @@ impl Sim {
         // The OSC slot frees: send the next waiting RPC of this (client, OST).
         let n_osts = self.osts.len();
         let osc = &mut self.oscs[r.client as usize * n_osts + r.ost as usize];
+        assert!(osc.window.in_flight() > 0, "a window counts what it sent");
         osc.window.complete();
         if let Some(next) = osc.waiting.pop_front() {
             assert!(osc.window.try_send(), "a slot was just freed");
+            assert!(osc.window.in_flight() <= self.max_rpcs_in_flight);
             self.rpcs[next as usize].sent_ns = now;
             self.queue.push_lane(
                 LANE_LATENCY,
-                now + self.latency_ns,
+                now + self.small_message_ns,
                 Event::RequestArrive { rpc: next },
             );
         }
@@ -2597,6 +2663,36 @@ impl Sim {
         }
     }
 
+    /// Adds the life of completed RPC `r` to `TimeSpent`: its stamps are in time order, and
+    /// what is not spent waiting at the client, the server or the device, or in the
+    /// thread's CPU or the device's service, was spent on the links.
+    fn account_time(&mut self, r: &RpcState) {
+        let now = self.now_ns;
+        assert!(
+            r.created_ns <= r.sent_ns
+                && r.sent_ns <= r.arrive_ns
+                && r.arrive_ns <= r.service_start_ns
+                && r.service_start_ns + r.cpu_ns <= r.device_submit_ns
+                && r.device_submit_ns <= r.device_start_ns
+                && r.device_start_ns <= r.device_done_ns
+                && r.device_done_ns <= now,
+            "an RPC's life runs forward"
+        );
+        let total = now - r.created_ns;
+        let client_queue = r.sent_ns - r.created_ns;
+        let server_queue = r.service_start_ns - r.arrive_ns;
+        let device_queue = r.device_start_ns - r.device_submit_ns;
+        let device = r.device_done_ns - r.device_start_ns;
+        let t = &mut self.time;
+        t.total_ns += total;
+        t.client_queue_ns += client_queue;
+        t.server_queue_ns += server_queue;
+        t.server_cpu_ns += r.cpu_ns;
+        t.device_queue_ns += device_queue;
+        t.device_ns += device;
+        t.network_ns += total - client_queue - server_queue - r.cpu_ns - device_queue - device;
+    }
+
     // ---------------------------------------------------------------- output
 
     /// [`Sim::finish`], or the create that stopped the run (`files_created = "first_io"` on
@@ -2608,7 +2704,43 @@ impl Sim {
         }
     }
 
+    /// The run's books balance: every RPC created is completed or still alive, and so are
+    /// its bytes.
+    fn check_conservation(&self) {
+        let mut freed = vec![false; self.rpcs.len()];
+        for &r in &self.free_rpcs {
+            assert!(!freed[r as usize], "an RPC is freed once");
+            freed[r as usize] = true;
+        }
+        let live: Vec<&RpcState> = self
+            .rpcs
+            .iter()
+            .zip(&freed)
+            .filter(|(_, &f)| !f)
+            .map(|(r, _)| r)
+            .collect();
+        assert_eq!(live.len() as u64, self.rpcs_live, "RPCs alive");
+        let completed: u64 = self
+            .jobs
+            .iter()
+            .map(|j| j.bytes_read + j.bytes_written)
+            .sum();
+        let in_flight: u64 = live.iter().map(|r| r.size_bytes).sum();
+        assert_eq!(
+            self.bytes_issued,
+            completed + in_flight,
+            "bytes issued = completed + in flight"
+        );
+        assert!(
+            self.oscs
+                .iter()
+                .all(|o| o.window.in_flight() <= self.max_rpcs_in_flight),
+            "windows bounded"
+        );
+    }
+
     fn finish(self) -> RunOutput {
+        self.check_conservation();
         let mut sync: Vec<SyncOutput> = self
             .osses
             .iter()
@@ -2672,6 +2804,7 @@ impl Sim {
                 events: self.events,
                 rpcs: self.rpcs_completed,
                 client_writes: self.client_writes,
+                time: self.time,
             },
             regret: self.controller.regret(),
             allocation: self.controller.allocation_stats(),

@@ -304,6 +304,15 @@ pub struct NetworkSpec {
     /// One-way latency of a message.
     #[serde(default = "default_latency_us")]
     pub latency_us: f64,
+    /// The sender's cost of one message (its software path through the stack): every
+    /// message's one-way time grows by it, and a bulk transfer holds its link that much
+    /// longer, so a link sends at most one message per `message_us`.
+    #[serde(default = "default_message_us")]
+    pub message_us: f64,
+}
+
+fn default_message_us() -> f64 {
+    crate::server_costs::MESSAGE_US_DEFAULT
 }
 
 /// 25 Gb/s Ethernet, as on the AdapTBF testbed.
@@ -320,6 +329,7 @@ impl Default for NetworkSpec {
             client_link_mib_s: default_link_mib_s(),
             server_link_mib_s: default_link_mib_s(),
             latency_us: default_latency_us(),
+            message_us: default_message_us(),
         }
     }
 }
@@ -396,6 +406,17 @@ pub struct OssSpec {
     /// CPU partitions; each runs its own scheduler instance, clients map to one by NID.
     #[serde(default = "default_cpts")]
     pub cpts: u32,
+    /// CPU time a service thread spends on each RPC before its bulk and device work (request
+    /// handling), whatever its size.
+    #[serde(default = "default_rpc_cpu_us")]
+    pub rpc_cpu_us: f64,
+    /// CPU time a service thread spends per MiB of an RPC's data (checksums, copies).
+    #[serde(default = "default_rpc_cpu_us_per_mib")]
+    pub rpc_cpu_us_per_mib: f64,
+    /// CPU time a CPU partition spends on each synchronization message it receives from
+    /// another server (DSFQ, vPFS), one message after the other.
+    #[serde(default = "default_sync_cpu_us")]
+    pub sync_cpu_us: f64,
     /// Maximum token rate of each OST (AdapTBF `T_i`). Default: derived from the device model
     /// as the rate of `brw_size` writes the device sustains.
     #[serde(default)]
@@ -408,6 +429,16 @@ pub struct OssSpec {
     /// Bytes already in use on each OST here when the run starts (other tenants' data).
     #[serde(default)]
     pub ost_used: Option<ByteSize>,
+}
+
+fn default_rpc_cpu_us() -> f64 {
+    crate::server_costs::RPC_CPU_US_DEFAULT
+}
+fn default_rpc_cpu_us_per_mib() -> f64 {
+    crate::server_costs::RPC_CPU_US_PER_MIB_DEFAULT
+}
+fn default_sync_cpu_us() -> f64 {
+    crate::server_costs::SYNC_CPU_US_DEFAULT
 }
 
 fn default_device() -> String {

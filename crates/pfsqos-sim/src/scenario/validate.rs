@@ -454,6 +454,21 @@ impl Scenario {
                 CPTS_MAX,
                 "CPU partitions",
             )?;
+            for (field, v) in [
+                ("rpc_cpu_us", o.rpc_cpu_us),
+                ("rpc_cpu_us_per_mib", o.rpc_cpu_us_per_mib),
+                ("sync_cpu_us", o.sync_cpu_us),
+            ] {
+                check_f64(
+                    c,
+                    &format!("{p}.{field}"),
+                    v,
+                    0.0,
+                    false,
+                    LATENCY_US_MAX,
+                    "CPU time (us)",
+                )?;
+            }
             if o.io_threads < o.cpts {
                 return Err(c.err(
                     format!("{p}.io_threads"),
@@ -1460,6 +1475,15 @@ impl NetworkSpec {
             false,
             LATENCY_US_MAX,
             "latency (us)",
+        )?;
+        check_f64(
+            c,
+            "network.message_us",
+            self.message_us,
+            0.0,
+            false,
+            LATENCY_US_MAX,
+            "cost of a message (us)",
         )
     }
 }

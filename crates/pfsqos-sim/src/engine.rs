@@ -2279,7 +2279,6 @@ impl Sim {
                     let free = &mut self.pool_sync_free_ns[to as usize];
                     let done_ns = (self.now_ns + remote_ns).max(*free) + cpu_ns;
                     *free = done_ns;
-                    self.time.sync_cpu_ns += cpu_ns;
                     done_ns
                 };
                 let slot = match self.sync_free.pop() {
@@ -2306,6 +2305,11 @@ impl Sim {
             .take()
             .expect("a sync slot is delivered once");
         self.sync_free.push(slot);
+        let to_oss = self.pool_oss[pool as usize];
+        if self.pool_oss[message.from_instance as usize] != to_oss {
+            // Handled (its CPU spent) by the time it is delivered (`send_sync`).
+            self.time.sync_cpu_ns += self.osses[to_oss as usize].sync_cpu_ns;
+        }
         self.pools[pool as usize].deliver_sync(self.now_ns, &message);
         let base = self.pool_sched_base[pool as usize];
         for head in 0..self.pools[pool as usize].head_count() as u32 {

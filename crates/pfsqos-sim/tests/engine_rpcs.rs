@@ -25,6 +25,7 @@ clients = 2
 name = "oss0"
 osts = {osts}
 device = "exact"
+{NO_SERVER_CPU}
 {jobs}
 "#
     )

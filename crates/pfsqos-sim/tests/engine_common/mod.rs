@@ -39,10 +39,15 @@ max_read_ahead_mb = 0
 max_read_ahead_per_file_mb = 0
 "#;
 
-/// Links fast enough never to matter.
+/// Links fast enough never to matter (and no cost per message).
 pub const FAST_NET: &str = r#"
 [network]
 client_link_mib_s = 1000000.0
 server_link_mib_s = 1000000.0
 latency_us = 1.0
+message_us = 0.0
 "#;
+
+/// An `[[oss]]`'s keys for a server without CPU costs, for tests whose hand computations
+/// count only the device and the links.
+pub const NO_SERVER_CPU: &str = "rpc_cpu_us = 0.0\nrpc_cpu_us_per_mib = 0.0\nsync_cpu_us = 0.0\n";

@@ -49,10 +49,15 @@ def cpu_s(pid):
 
 
 def measure_rpc_cpu(pfsqos, work, rw, bs, runtime_s):
-    """CPU microseconds of the ossd per RPC of `bs` bytes under fio `rw`."""
+    """CPU microseconds of the ossd per RPC of `bs` bytes under fio `rw`, the RPCs, the
+    ossd's CPU seconds, and the client side's CPU microseconds per call (the mount's and
+    fio's), which the simulator does not model."""
     cluster = pv.Cluster(pfsqos, work, 1, 1)
     try:
         ossd = cluster.children[0]
+        # Spawned in order: the ossd, the mds, then the mount.
+        mount = cluster.children[2]
+        mount_before = cpu_s(mount.pid)
         d = os.path.join(cluster.mnts[0], "costs")
         os.makedirs(d)
         out = os.path.join(work, "fio.json")
@@ -61,13 +66,18 @@ def measure_rpc_cpu(pfsqos, work, rw, bs, runtime_s):
                 "--output-format=json", "--time_based=1", "--runtime=%gs" % runtime_s,
                 "--end_fsync=1"]
         before = cpu_s(ossd.pid)
+        mount_before = cpu_s(mount.pid)
         subprocess.run(args, check=True, capture_output=True,
                        timeout=pv.STEP_TIMEOUT_S + runtime_s)
         after = cpu_s(ossd.pid)
+        mount_after = cpu_s(mount.pid)
         with open(out) as f:
             text = f.read()
         data = json.loads(text[text.index("{"):])
-        written = data["jobs"][0]["write"]["io_bytes"]
+        job = data["jobs"][0]
+        written = job["write"]["io_bytes"]
+        # fio's own CPU: its percentages of the job's run time.
+        fio_cpu_s = (job["usr_cpu"] + job["sys_cpu"]) / 100.0 * job["job_runtime"] / 1e3
     finally:
         cluster.stop()
     # One RPC per call: 1 MiB calls are 1 MiB RPCs (brw_size), random 4 KiB calls are never
@@ -75,7 +85,8 @@ def measure_rpc_cpu(pfsqos, work, rw, bs, runtime_s):
     rpcs = written // bs
     if rpcs < 100:
         raise SystemExit("%s %d: only %d RPCs served, too few to measure" % (rw, bs, rpcs))
-    return (after - before) * 1e6 / rpcs, rpcs, after - before
+    client_us = ((mount_after - mount_before) + fio_cpu_s) * 1e6 / rpcs
+    return (after - before) * 1e6 / rpcs, rpcs, after - before, client_us
 
 
 def replace(doc, tag, body):
@@ -94,10 +105,12 @@ def main():
     ap.add_argument("--write", action="store_true")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    small_us, small_rpcs, small_cpu = measure_rpc_cpu(
+    small_us, small_rpcs, small_cpu, small_client_us = measure_rpc_cpu(
         a.pfsqos, os.path.join(a.work, "small"), "randwrite", 4 * KIB, a.runtime_s)
-    large_us, large_rpcs, large_cpu = measure_rpc_cpu(
+    large_us, large_rpcs, large_cpu, large_client_us = measure_rpc_cpu(
         a.pfsqos, os.path.join(a.work, "large"), "write", 1024 * KIB, a.runtime_s)
+    cores = os.cpu_count() or 1
+    load = os.getloadavg()[0]
     # cpu(size) = fixed + per_mib * size_mib, through the two points.
     small_mib, large_mib = 4 / 1024, 1.0
     per_mib = max(0.0, (large_us - small_us) / (large_mib - small_mib))
@@ -108,8 +121,11 @@ def main():
     result = {
         "host": host, "kernel": platform.release(), "date": when,
         "runtime_s": a.runtime_s,
-        "rpc_4k": {"rpcs": small_rpcs, "cpu_s": small_cpu, "cpu_us_per_rpc": small_us},
-        "rpc_1m": {"rpcs": large_rpcs, "cpu_s": large_cpu, "cpu_us_per_rpc": large_us},
+        "cores": cores, "load_average_1min": load,
+        "rpc_4k": {"rpcs": small_rpcs, "cpu_s": small_cpu, "cpu_us_per_rpc": small_us,
+                   "client_cpu_us_per_call": small_client_us},
+        "rpc_1m": {"rpcs": large_rpcs, "cpu_s": large_cpu, "cpu_us_per_rpc": large_us,
+                   "client_cpu_us_per_call": large_client_us},
         "rpc_cpu_us": fixed, "rpc_cpu_us_per_mib": per_mib, "sync_cpu_us": fixed,
         "message_us": one_way_us,
     }
@@ -138,10 +154,17 @@ def main():
         "size, psync, through a `pfsqos mount` onto one `pfsqos ossd` (8 threads) on this "
         "machine's disk." % (host, platform.release(), when, a.runtime_s),
         "",
-        "| measurement | RPCs | ossd CPU (s) | CPU per RPC (us) |",
-        "|---|---|---|---|",
-        "| 4 KiB random writes | %d | %.3f | %.1f |" % (small_rpcs, small_cpu, small_us),
-        "| 1 MiB sequential writes | %d | %.3f | %.1f |" % (large_rpcs, large_cpu, large_us),
+        "| measurement | RPCs | ossd CPU (s) | ossd CPU per RPC (us) | client CPU per call, "
+        "mount + fio (us) | the %d cores' bound on calls, all CPU counted (MiB/s) |" % cores,
+        "|---|---|---|---|---|---|",
+        "| 4 KiB random writes | %d | %.3f | %.1f | %.1f | %.1f |" % (
+            small_rpcs, small_cpu, small_us, small_client_us,
+            cores * 1e6 / (small_us + small_client_us) * 4 / 1024),
+        "| 1 MiB sequential writes | %d | %.3f | %.1f | %.1f | %.1f |" % (
+            large_rpcs, large_cpu, large_us, large_client_us,
+            cores * 1e6 / (large_us + large_client_us)),
+        "",
+        "The machine's one-minute load average was %.1f at the end." % load,
         "",
         "Defaults: `rpc_cpu_us` = %.1f, `rpc_cpu_us_per_mib` = %.1f, `sync_cpu_us` = %.1f, "
         "`message_us` = %.2f (half the median round trip of 64-byte messages on the "

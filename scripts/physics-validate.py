@@ -447,6 +447,7 @@ def main():
     if shutil.which("fio") is None:
         raise SystemExit("fio is missing (scripts/setup.sh installs it)")
     started = time.monotonic()
+    load_before = os.getloadavg()[0]
     link_mib_s, latency_us = measure_loopback()
     print("loopback: %.0f MiB/s one stream, %.1f us one way" % (link_mib_s, latency_us),
           file=sys.stderr)
@@ -471,12 +472,14 @@ def main():
             if d.startswith("ost"):
                 shutil.rmtree(os.path.join(work, d), ignore_errors=True)
     wall_s = time.monotonic() - started
+    load_after = os.getloadavg()[0]
     text = table(results)
     print(text)
     if a.json_out:
         with open(a.json_out, "w") as f:
             json.dump({"loopback_mib_s": link_mib_s, "loopback_latency_us": latency_us,
                        "runtime_s": a.runtime_s, "ramp_s": a.ramp_s, "wall_s": wall_s,
+                       "load_average_1min": [load_before, load_after],
                        "shapes": raw}, f, indent=1)
     if a.doc:
         facts = []
@@ -487,9 +490,11 @@ def main():
             ["Run by `scripts/validate-physics.sh` on %s UTC (%.0f s wall time), fio %ds per "
              "shape after %ds of ramp, psync, 1 MiB blocks unless named; the simulator with "
              "`profiles/measured/this-machine.toml` and this machine's loopback as the network "
-             "(%.0f MiB/s one TCP stream, %.1f us one way, measured by the script). The host:"
+             "(%.0f MiB/s one TCP stream, %.1f us one way, measured by the script). The "
+             "machine's one-minute load average was %.1f before and %.1f after (the live "
+             "runtime shares its cores with whatever else runs). The host:"
              % (time.strftime("%Y-%m-%d %H:%M", time.gmtime()), wall_s, a.runtime_s, a.ramp_s,
-                link_mib_s, latency_us), ""] + facts + ["", text])
+                link_mib_s, latency_us, load_before, load_after), ""] + facts + ["", text])
         with open(DOC) as f:
             doc = f.read()
         with open(DOC, "w") as f:

@@ -53,13 +53,17 @@ stripe_size = "4M"
             "table"
         }
         Model::Measured => {
-            text.push_str("[[device]]\nname = \"ssd-sata\"\nprofile = \"ssd-sata\"\n");
+            text.push_str("[[device]]\nname = \"ssd-sata-profile\"\nprofile = \"ssd-sata\"\n");
             "measured"
         }
     };
     for i in 0..8 {
+        let device = match model {
+            Model::Table => "ssd-sata",
+            Model::Measured => "ssd-sata-profile",
+        };
         text.push_str(&format!(
-            "[[oss]]\nname = \"oss{i}\"\nosts = 8\ndevice = \"ssd-sata\"\ncpts = 2\n"
+            "[[oss]]\nname = \"oss{i}\"\nosts = 8\ndevice = \"{device}\"\ncpts = 2\n"
         ));
         if model == Model::Table {
             text.push_str("rpc_cpu_us = 0.0\nrpc_cpu_us_per_mib = 0.0\nsync_cpu_us = 0.0\n");

@@ -98,23 +98,28 @@ struct Lanes {
     oss_down: u32,
     /// `DeviceDone` of an OST device (transfers are serialized in start order).
     device: u32,
+    /// `ServiceCpuDone` of a CPU partition's threads, while their CPU times keep the lane's
+    /// order (RPCs of one size); one that would end earlier is a lone event.
+    pool_cpu: u32,
     total: u32,
 }
 
 impl Lanes {
-    fn new(clients: u32, osses: u32, osts: u32) -> Lanes {
+    fn new(clients: u32, osses: u32, osts: u32, pools: u32) -> Lanes {
         let client_up = LANE_LATENCY + 1;
         let client_down = client_up + clients;
         let oss_up = client_down + clients;
         let oss_down = oss_up + osses;
         let device = oss_down + osses;
+        let pool_cpu = device + osts;
         Lanes {
             client_up,
             client_down,
             oss_up,
             oss_down,
             device,
-            total: device + osts,
+            pool_cpu,
+            total: pool_cpu + pools,
         }
     }
 }
@@ -635,6 +640,8 @@ struct Sim {
     time: TimeSpent,
     /// Per partition: when it has handled the synchronization messages it was sent.
     pool_sync_free_ns: Vec<u64>,
+    /// Per partition: the latest time pushed on its CPU lane.
+    pool_cpu_lane_back_ns: Vec<u64>,
     brw_size_bytes: u64,
     queue: EventQueue,
     lanes: Lanes,
@@ -1239,7 +1246,12 @@ impl Sim {
         let n_jobs = jobs.len();
         let period_ns = controller.period_ns().filter(|&p| p > 0);
         let processes_left = processes.len();
-        let lanes = Lanes::new(n_clients as u32, osses.len() as u32, n_osts as u32);
+        let lanes = Lanes::new(
+            n_clients as u32,
+            osses.len() as u32,
+            n_osts as u32,
+            pools.len() as u32,
+        );
         let any_dynamics = device_models.iter().any(|m| m.dynamics().is_some());
         let pool_count = pools.len();
         Ok(Sim {
@@ -1256,6 +1268,7 @@ impl Sim {
                 + secs_to_ns(scenario.network.message_us * 1e-6),
             time: TimeSpent::default(),
             pool_sync_free_ns: vec![0; pool_count],
+            pool_cpu_lane_back_ns: vec![0; pool_count],
             brw_size_bytes,
             queue: EventQueue::with_lanes(lanes.total as usize),
             lanes,
@@ -2335,7 +2348,17 @@ impl Sim {
             oss.rpc_cpu_fixed_ns + (r.size_bytes as f64 * oss.rpc_cpu_ns_per_byte).ceil() as u64;
         r.cpu_ns = cpu_ns;
         if cpu_ns > 0 {
-            self.queue.push(now + cpu_ns, Event::ServiceCpuDone { rpc });
+            let pool = r.pool as usize;
+            let at_ns = now + cpu_ns;
+            let back_ns = &mut self.pool_cpu_lane_back_ns[pool];
+            if at_ns >= *back_ns {
+                *back_ns = at_ns;
+                let lane = self.lanes.pool_cpu + pool as u32;
+                self.queue
+                    .push_lane(lane, at_ns, Event::ServiceCpuDone { rpc });
+            } else {
+                self.queue.push(at_ns, Event::ServiceCpuDone { rpc });
+            }
         } else {
             self.serve(rpc);
         }

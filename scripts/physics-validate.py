@@ -35,6 +35,11 @@ P99_TOLERANCE = 0.25
 OSSD_THREADS = 8
 BRW_SIZE = 1 << 20
 MAX_RPCS_IN_FLIGHT = 8
+# The mount's client cache: one dirty budget for the mount (Lustre's per-OSC and
+# client-wide limits in one) and a read-ahead window per open file within a mount-wide
+# budget of the same size.
+MAX_DIRTY_MB = 64
+MAX_READ_AHEAD_MB = 32
 # Longest any child may take before the run is abandoned (a hung mount must not hang us).
 STEP_TIMEOUT_S = 120
 
@@ -186,7 +191,9 @@ class Cluster:
             os.makedirs(mnt)
             self.spawn([pfsqos, "mount", mnt, "--mds", self.mds, "--jobid-var", "SLURM_JOB_ID",
                         "--brw-size-bytes", str(BRW_SIZE), "--max-rpcs-in-flight",
-                        str(MAX_RPCS_IN_FLIGHT), "--key-file", self.key], "mount%d" % m, None)
+                        str(MAX_RPCS_IN_FLIGHT), "--max-dirty-mb", str(MAX_DIRTY_MB),
+                        "--max-read-ahead-mb", str(MAX_READ_AHEAD_MB),
+                        "--key-file", self.key], "mount%d" % m, None)
             deadline = time.monotonic() + 60
             while subprocess.run(["mountpoint", "-q", mnt]).returncode != 0:
                 if time.monotonic() > deadline:
@@ -318,8 +325,15 @@ def scenario_toml(shape, profile, runtime_s, ramp_s, link_mib_s, latency_us):
              "[cluster]", "clients = %d" % shape["mounts"], 'brw_size = "1M"',
              "max_rpcs_in_flight = %d" % MAX_RPCS_IN_FLIGHT,
              "stripe_count = %d" % osses, 'stripe_size = "1M"', "",
+             "[client]", "max_dirty_mb = %d" % MAX_DIRTY_MB,
+             "max_dirty_client_mb = %d" % MAX_DIRTY_MB,
+             "max_read_ahead_mb = %d" % MAX_READ_AHEAD_MB,
+             "max_read_ahead_per_file_mb = %d" % MAX_READ_AHEAD_MB, "",
              "[network]", "client_link_mib_s = %.1f" % link_mib_s,
-             "server_link_mib_s = %.1f" % link_mib_s, "latency_us = %.2f" % latency_us, "",
+             "server_link_mib_s = %.1f" % link_mib_s,
+             # On the loopback there is no wire: a message's one-way time is all the
+             # stack's cost per message.
+             "latency_us = 0.0", "message_us = %.2f" % latency_us, "",
              "[[device]]", 'name = "disk"', "profile = %s" % json.dumps(os.path.abspath(profile)),
              ""]
     for i in range(osses):
@@ -433,6 +447,7 @@ def main():
     if shutil.which("fio") is None:
         raise SystemExit("fio is missing (scripts/setup.sh installs it)")
     started = time.monotonic()
+    load_before = os.getloadavg()[0]
     link_mib_s, latency_us = measure_loopback()
     print("loopback: %.0f MiB/s one stream, %.1f us one way" % (link_mib_s, latency_us),
           file=sys.stderr)
@@ -457,12 +472,14 @@ def main():
             if d.startswith("ost"):
                 shutil.rmtree(os.path.join(work, d), ignore_errors=True)
     wall_s = time.monotonic() - started
+    load_after = os.getloadavg()[0]
     text = table(results)
     print(text)
     if a.json_out:
         with open(a.json_out, "w") as f:
             json.dump({"loopback_mib_s": link_mib_s, "loopback_latency_us": latency_us,
                        "runtime_s": a.runtime_s, "ramp_s": a.ramp_s, "wall_s": wall_s,
+                       "load_average_1min": [load_before, load_after],
                        "shapes": raw}, f, indent=1)
     if a.doc:
         facts = []
@@ -473,9 +490,11 @@ def main():
             ["Run by `scripts/validate-physics.sh` on %s UTC (%.0f s wall time), fio %ds per "
              "shape after %ds of ramp, psync, 1 MiB blocks unless named; the simulator with "
              "`profiles/measured/this-machine.toml` and this machine's loopback as the network "
-             "(%.0f MiB/s one TCP stream, %.1f us one way, measured by the script). The host:"
+             "(%.0f MiB/s one TCP stream, %.1f us one way, measured by the script). The "
+             "machine's one-minute load average was %.1f before and %.1f after (the live "
+             "runtime shares its cores with whatever else runs). The host:"
              % (time.strftime("%Y-%m-%d %H:%M", time.gmtime()), wall_s, a.runtime_s, a.ramp_s,
-                link_mib_s, latency_us), ""] + facts + ["", text])
+                link_mib_s, latency_us, load_before, load_after), ""] + facts + ["", text])
         with open(DOC) as f:
             doc = f.read()
         with open(DOC, "w") as f:
@@ -483,4 +502,5 @@ def main():
         print("updated docs/physics.md", file=sys.stderr)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -62,7 +62,10 @@ def source(kind, citation, date, method):
 # 7200 rpm HDD: HGST Ultrastar 7K4000 (SAS), Hard Disk Drive Specification, rev. 1.8,
 # 14 April 2016 (section 4.4: performance characteristics; 4 TB model HUS724040ALS640).
 HDD_CITATION = ("HGST Ultrastar 7K4000 (SAS) Hard Disk Drive Specification, rev. 1.8, "
-                "HGST (Western Digital), 2016-04-14, section 4.4 and the product datasheet")
+                "HGST (Western Digital), 2016-04-14, section 4.4 and the product datasheet; "
+                "the seek (section 4.4.1.1, table 6: read and write 8.2 ms typical) checked in "
+                "the copy at https://www.easymanua.ls/hgst/hus724040als640/manual?p=25 "
+                "on 2026-12-02")
 HDD_RPM = 7200                 # spindle speed
 HDD_SEEK_AVG_MS = 8.2          # average seek, read and write, typical (table 6)
 HDD_SUSTAINED_MB_S = 171.0     # sustained transfer rate, outer zone

@@ -420,6 +420,33 @@ pub struct EngineStats {
     /// Outgoing limits written to clients (`ClientWrite`), which `control_log` does not list:
     /// actuator writes as much as a rule is, so the count of control writes includes them.
     pub client_writes: u64,
+    /// Where the completed RPCs' time went; all zero when the driver does not follow RPCs.
+    pub time: TimeSpent,
+}
+
+/// The lives of the completed RPCs, summed: each RPC's time from its creation at the client to
+/// its completion there falls in exactly one of the first six parts, so they add up to
+/// `total_ns`. Synchronization messages' server CPU is counted on its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeSpent {
+    /// Creation to completion, every RPC.
+    pub total_ns: u64,
+    /// Waiting at the client for a slot of the OSC's RPC window.
+    pub client_queue_ns: u64,
+    /// Requests, bulk data and replies on the links (latency, per-message cost, transfers and
+    /// waiting for a busy link or a client's shaper).
+    pub network_ns: u64,
+    /// Arrived at the OSS, waiting for a service thread (the request scheduler's queue,
+    /// throttling included).
+    pub server_queue_ns: u64,
+    /// The service thread's CPU time for the request.
+    pub server_cpu_ns: u64,
+    /// At the device, waiting for a slot.
+    pub device_queue_ns: u64,
+    /// At the device, in service.
+    pub device_ns: u64,
+    /// CPU time the servers spent on synchronization messages (not part of any RPC's life).
+    pub sync_cpu_ns: u64,
 }
 
 #[cfg(test)]

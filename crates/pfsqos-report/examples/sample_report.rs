@@ -182,6 +182,7 @@ fn make_run(policy: &str, fair: bool, traced: bool) -> RunOutput {
             events: 1_234_567,
             rpcs: 54_321,
             client_writes: 0,
+            ..EngineStats::default()
         },
         regret: None,
         allocation: None,

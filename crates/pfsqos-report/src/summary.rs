@@ -191,10 +191,66 @@ pub struct OstSpaceSummary {
     pub utilization: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EngineSummary {
     pub events: u64,
     pub rpcs: u64,
+    /// Where the completed RPCs' time went; absent when the run followed no RPC
+    /// (`pfsqos_core::run::TimeSpent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_spent: Option<TimeSpentSummary>,
+}
+
+/// [`pfsqos_core::run::TimeSpent`] in seconds summed over the RPCs, and each part's share of
+/// their total.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimeSpentSummary {
+    pub total_s: f64,
+    pub client_queue_s: f64,
+    pub network_s: f64,
+    pub server_queue_s: f64,
+    pub server_cpu_s: f64,
+    pub device_queue_s: f64,
+    pub device_s: f64,
+    pub sync_cpu_s: f64,
+    /// Each of the six parts of `total_s` as a fraction of it, in the order above.
+    pub fractions: TimeSpentFractions,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimeSpentFractions {
+    pub client_queue: f64,
+    pub network: f64,
+    pub server_queue: f64,
+    pub server_cpu: f64,
+    pub device_queue: f64,
+    pub device: f64,
+}
+
+fn time_spent_summary(t: &pfsqos_core::run::TimeSpent) -> Option<TimeSpentSummary> {
+    if t.total_ns == 0 {
+        return None;
+    }
+    let s = |ns: u64| ns as f64 / 1e9;
+    let f = |ns: u64| ns as f64 / t.total_ns as f64;
+    Some(TimeSpentSummary {
+        total_s: s(t.total_ns),
+        client_queue_s: s(t.client_queue_ns),
+        network_s: s(t.network_ns),
+        server_queue_s: s(t.server_queue_ns),
+        server_cpu_s: s(t.server_cpu_ns),
+        device_queue_s: s(t.device_queue_ns),
+        device_s: s(t.device_ns),
+        sync_cpu_s: s(t.sync_cpu_ns),
+        fractions: TimeSpentFractions {
+            client_queue: f(t.client_queue_ns),
+            network: f(t.network_ns),
+            server_queue: f(t.server_queue_ns),
+            server_cpu: f(t.server_cpu_ns),
+            device_queue: f(t.device_queue_ns),
+            device: f(t.device_ns),
+        },
+    })
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -358,6 +414,7 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
         engine: EngineSummary {
             events: run.engine.events,
             rpcs: run.engine.rpcs,
+            time_spent: time_spent_summary(&run.engine.time),
         },
         sync: sync_summary(run),
         ost_space: run

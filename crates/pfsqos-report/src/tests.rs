@@ -46,6 +46,7 @@ fn run(policy: &str, bin_ns: u64, end_ns: u64, jobs: Vec<JobOutput>) -> RunOutpu
             events: 1234,
             rpcs: 56,
             client_writes: 0,
+            ..EngineStats::default()
         },
         regret: None,
         allocation: None,
@@ -201,7 +202,8 @@ fn summary_numbers_hand_computed() {
         s.engine,
         EngineSummary {
             events: 1234,
-            rpcs: 56
+            rpcs: 56,
+            time_spent: None,
         }
     );
 }

@@ -1,15 +1,15 @@
 //! The simulator's side of `scripts/validate-physics.sh`: runs each scenario under its default
 //! policy and seed and prints one JSON line per scenario with, per job, the bytes it moved, its
 //! throughput over the measuring window and the 99th percentile of its I/O calls' latency
-//! (issue to the completion of the call's last RPC: what fio's completion latency measures).
+//! (issue to return, what fio's completion latency measures: the completion of the call's
+//! last RPC without the client's cache, its buffering with write-back, the arrival of its
+//! bytes with read-ahead).
 //!
 //! `cargo run --release -p pfsqos-sim --example validate_sim -- WINDOW_START_S WINDOW_END_S FILE...`
 //!
 //! Only calls issued inside the window count (fio's `ramp_time` leaves the first seconds out in
 //! the same way), and a job's throughput is the bytes of its RPCs completed inside the window
 //! over the window's length.
-
-use std::collections::BTreeMap;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -39,29 +39,28 @@ fn main() {
             }
         };
         let policy = scenario.policy.default.clone();
-        let (out, trace) =
-            match pfsqos_sim::engine::run_traced(&scenario, &policy, scenario.simulation.seed) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("validate_sim: {arg}: {e}");
-                    std::process::exit(1);
-                }
-            };
-        // A call is identified by its process and issue time; its latency ends with its last RPC.
-        let mut calls: BTreeMap<(u32, u64), (u32, u64)> = BTreeMap::new();
+        let (out, trace, call_trace) = match pfsqos_sim::engine::run_traced_calls(
+            &scenario,
+            &policy,
+            scenario.simulation.seed,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("validate_sim: {arg}: {e}");
+                std::process::exit(1);
+            }
+        };
         let mut bytes = vec![0u64; out.jobs.len()];
         for t in &trace {
             if (from_ns..to_ns).contains(&t.completed_ns) {
                 bytes[t.job as usize] += t.size_bytes;
             }
-            if (from_ns..to_ns).contains(&t.created_ns) {
-                let c = calls.entry((t.process, t.created_ns)).or_insert((t.job, 0));
-                c.1 = c.1.max(t.completed_ns - t.created_ns);
-            }
         }
         let mut lat: Vec<Vec<u64>> = vec![Vec::new(); out.jobs.len()];
-        for (job, l) in calls.into_values() {
-            lat[job as usize].push(l);
+        for c in &call_trace {
+            if (from_ns..to_ns).contains(&c.issued_ns) {
+                lat[c.job as usize].push(c.returned_ns - c.issued_ns);
+            }
         }
         let window_s = (to_ns - from_ns) as f64 / 1e9;
         let jobs: Vec<String> = out

@@ -560,6 +560,58 @@ impl DeviceModel {
     }
 }
 
+/// A scenario's device models, built once for both engines: each distinct `device` name of
+/// its OSSs becomes one model (a `[[device]]` entry, or a preset), in order of first use.
+#[derive(Clone, Debug)]
+pub struct DeviceTable {
+    pub models: Vec<DeviceModel>,
+    /// Index into `models` of each OSS's device, in scenario order.
+    pub oss_model: Vec<u32>,
+    /// Each OSS's `capacity_rpcs_per_s`, or the rate of `brw_size` writes its device sustains.
+    pub oss_capacity_rpcs_per_s: Vec<u64>,
+}
+
+impl DeviceTable {
+    /// Builds the table of `scenario`'s OSSs, refusing a device name that is neither a
+    /// `[[device]]` entry nor a preset.
+    pub fn build(scenario: &crate::scenario::Scenario) -> Result<DeviceTable, String> {
+        let brw_size_bytes = scenario.cluster.brw_size.bytes().max(1);
+        let mut models: Vec<DeviceModel> = Vec::new();
+        let mut oss_model = Vec::with_capacity(scenario.osses.len());
+        let mut oss_capacity_rpcs_per_s = Vec::with_capacity(scenario.osses.len());
+        for spec in &scenario.osses {
+            let index = match models.iter().position(|m| m.name == spec.device) {
+                Some(i) => i,
+                None => {
+                    let model = match scenario.devices.iter().find(|d| d.name == spec.device) {
+                        Some(d) => DeviceModel::from_spec(d)?,
+                        None => DeviceModel::preset(&spec.device).ok_or_else(|| {
+                            format!(
+                                "oss `{}`: unknown device `{}` (presets: {})",
+                                spec.name,
+                                spec.device,
+                                PRESET_NAMES.join(", ")
+                            )
+                        })?,
+                    };
+                    models.push(model);
+                    models.len() - 1
+                }
+            };
+            oss_model.push(index as u32);
+            oss_capacity_rpcs_per_s.push(
+                spec.capacity_rpcs_per_s
+                    .unwrap_or_else(|| models[index].capacity_rpcs_per_s(brw_size_bytes)),
+            );
+        }
+        Ok(DeviceTable {
+            models,
+            oss_model,
+            oss_capacity_rpcs_per_s,
+        })
+    }
+}
+
 /// The request a device started last (profile dynamics only).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LastRequest {

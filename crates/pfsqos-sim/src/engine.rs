@@ -60,13 +60,14 @@ use pfsqos_core::control::{
 };
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
 use pfsqos_core::place::{OstStats, PlacementContext, ServerStats};
+use pfsqos_core::run::TimeSpent;
 use pfsqos_core::sched::nrs::{Nrs, ServiceTicket};
 use pfsqos_node::client::{Raid0, RateLimiter, RpcWindow, LIMIT_BYTES_PER_S_MAX};
 use pfsqos_node::oss::{apply_write, CptService, Dispatch, SyncMessage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::device::{Device, DeviceModel, DeviceRequest, ServiceTime};
+use crate::device::{Device, DeviceModel, DeviceRequest, DeviceTable, ServiceTime};
 use crate::error::RunError;
 use crate::events::{Event, EventQueue};
 use crate::policy::{controller_for_choice, PolicyArg};
@@ -97,23 +98,28 @@ struct Lanes {
     oss_down: u32,
     /// `DeviceDone` of an OST device (transfers are serialized in start order).
     device: u32,
+    /// `ServiceCpuDone` of a CPU partition's threads, while their CPU times keep the lane's
+    /// order (RPCs of one size); one that would end earlier is a lone event.
+    pool_cpu: u32,
     total: u32,
 }
 
 impl Lanes {
-    fn new(clients: u32, osses: u32, osts: u32) -> Lanes {
+    fn new(clients: u32, osses: u32, osts: u32, pools: u32) -> Lanes {
         let client_up = LANE_LATENCY + 1;
         let client_down = client_up + clients;
         let oss_up = client_down + clients;
         let oss_down = oss_up + osses;
         let device = oss_down + osses;
+        let pool_cpu = device + osts;
         Lanes {
             client_up,
             client_down,
             oss_up,
             oss_down,
             device,
-            total: device + osts,
+            pool_cpu,
+            total: pool_cpu + pools,
         }
     }
 }
@@ -125,6 +131,10 @@ const CLIENTS_MAX: usize = 1 << 16;
 const OSTS_MAX: usize = 1 << 16;
 const PROCESSES_MAX: usize = 1 << 20;
 const OSCS_MAX: usize = 1 << 24;
+/// Buffered RPCs one client may have alive. Writes beyond it wait as if the dirty budget
+/// were full: a bound on the engine's memory (4 KiB writes into Lustre's default 2000 MiB per
+/// OSC would be half a million RPCs per OSC), not a model of the client.
+const CLIENT_BUFFERED_RPCS_MAX: u64 = 1 << 18;
 /// Time-series cells (`bins × jobs × OSTs`); the scenario validation enforces the same bound.
 const SERIES_CELLS_MAX: u64 = 1 << 28;
 
@@ -227,6 +237,25 @@ pub fn run_traced(
     Ok((sim.finish_checked()?, trace))
 }
 
+/// [`run_traced`], also returning one [`CallTrace`] per I/O call returned, in return order.
+pub fn run_traced_calls(
+    scenario: &Scenario,
+    policy: &str,
+    seed: u64,
+) -> Result<(RunOutput, Vec<RpcTrace>, Vec<CallTrace>), RunError> {
+    if scenario.simulation.engine == EngineKind::Fluid {
+        return Err(RunError::Engine(NEEDS_FLUID.to_string()));
+    }
+    let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
+    let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
+    sim.trace = Some(Vec::new());
+    sim.call_trace = Some(Vec::new());
+    sim.run(&mut |_, _| {});
+    let trace = sim.trace.take().unwrap_or_default();
+    let calls = sim.call_trace.take().unwrap_or_default();
+    Ok((sim.finish_checked()?, trace, calls))
+}
+
 /// The life of one completed RPC.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RpcTrace {
@@ -278,6 +307,34 @@ struct Process {
     phase: Phase,
     /// The barrier of the process's stage (`Sim::barriers`) when its shape is `phases`.
     barrier: Option<u32>,
+    /// Its write calls return once buffered (`[client]` write-back, not `direct`).
+    write_back: bool,
+    /// Its client prefetches for it (`[client]` read-ahead, a sequential reader, not
+    /// `direct`).
+    read_ahead: bool,
+    /// Prefetched calls not yet wholly consumed, in stream order (read-ahead only).
+    ra_queue: VecDeque<u32>,
+    /// Where the next prefetch starts in the region (wraps as `cursor_bytes` does).
+    ra_cursor_bytes: u64,
+    /// Bytes prefetched so far (never more than `size_bytes`).
+    ra_issued_bytes: u64,
+    /// Prefetched calls consumed by the process whose data has not arrived yet.
+    ra_waits: u32,
+    /// Issue times of the process's read calls waiting for prefetched data.
+    ra_blocked: Vec<u64>,
+    /// Buffered calls not yet acknowledged: the process's end (its close) and the end of its
+    /// part of a phase (the checkpoint's fsync) wait for them, as the mount's `release`
+    /// and `fsync` do.
+    buffered_live: u32,
+    /// What to do once `buffered_live` reaches 0.
+    on_flushed: Option<FlushAction>,
+}
+
+/// A step of a process that waits for its buffered writes to be acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FlushAction {
+    Finish,
+    PhasePartDone,
 }
 
 struct FileLayout {
@@ -289,10 +346,55 @@ struct FileLayout {
     object_base: u32,
 }
 
+/// How an I/O call relates to the process that made it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum CallKind {
+    /// The process waits for its RPCs (no client cache, `direct`).
+    #[default]
+    Sync,
+    /// A write the client buffered: the process has moved on; the RPCs give the dirty
+    /// budget back.
+    Buffered,
+    /// Read-ahead: the client fetches the process's next bytes before it asks for them.
+    Prefetch,
+}
+
 #[derive(Clone, Copy, Default)]
 struct Call {
     process: u32,
     rpcs_left: u32,
+    kind: CallKind,
+    /// When the process issued it (a prefetch: when the client did).
+    issued_ns: u64,
+    bytes: u64,
+    /// Prefetch: bytes the process has not consumed yet.
+    unconsumed_bytes: u64,
+    /// Prefetch: the process consumed some of it and waits for its data.
+    awaited: bool,
+    /// Prefetch: still in its process's `ra_queue`.
+    in_queue: bool,
+}
+
+/// A buffered write waiting for room in the dirty budgets (Lustre's `osc_enter_cache`).
+#[derive(Clone, Copy, Debug)]
+struct BlockedWrite {
+    process: u32,
+    file_offset_bytes: u64,
+    len_bytes: u64,
+    issued_ns: u64,
+}
+
+/// One I/O call of a process, as the application sees it: from its issue to its return.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallTrace {
+    pub job: u32,
+    pub process: u32,
+    pub read: bool,
+    pub size_bytes: u64,
+    pub issued_ns: u64,
+    /// When the call returned: its RPCs done (no cache), its bytes buffered (write-back) or
+    /// its bytes arrived (read-ahead).
+    pub returned_ns: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -314,6 +416,13 @@ struct RpcState {
     sent_ns: u64,
     /// When the RPC reached its OST's device queue (for the device's time in queue).
     device_submit_ns: u64,
+    /// When the request reached its OSS, a thread took it, the device started and finished
+    /// it, and the thread's CPU time for it (where the time went, `TimeSpent`).
+    arrive_ns: u64,
+    service_start_ns: u64,
+    device_start_ns: u64,
+    device_done_ns: u64,
+    cpu_ns: u64,
     /// End of the bulk transfer on its first link (carried to the second hop).
     bulk_first_end_ns: u64,
 }
@@ -322,6 +431,8 @@ struct RpcState {
 struct Osc {
     window: RpcWindow,
     waiting: VecDeque<u32>,
+    /// Buffered write bytes not yet acknowledged (Lustre's `cl_dirty_pages`).
+    dirty_bytes: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -343,6 +454,8 @@ struct Link {
     up_shaper: RateLimiter,
     up_free_ns: u64,
     down_free_ns: u64,
+    /// The sender's cost of one message, added to every transfer's time on the link.
+    message_ns: u64,
     /// Last transfer size and time: RPC sizes repeat, and the float rounding is a libm call.
     memo_bytes: u64,
     memo_ns: u64,
@@ -398,7 +511,7 @@ impl Link {
     fn transfer_ns(&mut self, bytes: u64) -> u64 {
         if bytes != self.memo_bytes {
             self.memo_bytes = bytes;
-            self.memo_ns = (bytes as f64 * self.ns_per_byte).ceil() as u64;
+            self.memo_ns = self.message_ns + (bytes as f64 * self.ns_per_byte).ceil() as u64;
         }
         self.memo_ns
     }
@@ -425,6 +538,11 @@ struct Oss {
     io_threads: u32,
     pool_base: u32,
     link: Link,
+    /// A service thread's CPU time per RPC: fixed, and per byte of its data.
+    rpc_cpu_fixed_ns: u64,
+    rpc_cpu_ns_per_byte: f64,
+    /// A partition's CPU time per synchronization message received from another server.
+    sync_cpu_ns: u64,
 }
 
 struct Ost {
@@ -521,6 +639,15 @@ struct Sim {
     bin_ns: u64,
     bins: usize,
     latency_ns: u64,
+    /// One-way time of a message without bulk data: the latency plus the sender's cost of a
+    /// message (`[network] message_us`).
+    small_message_ns: u64,
+    /// Where the completed RPCs' time went.
+    time: TimeSpent,
+    /// Per partition: when it has handled the synchronization messages it was sent.
+    pool_sync_free_ns: Vec<u64>,
+    /// Per partition: the latest time pushed on its CPU lane.
+    pool_cpu_lane_back_ns: Vec<u64>,
     brw_size_bytes: u64,
     queue: EventQueue,
     lanes: Lanes,
@@ -615,6 +742,31 @@ struct Sim {
     control_trace: Vec<ControlTraceEntry>,
     control_trace_truncated: bool,
     trace: Option<Vec<RpcTrace>>,
+    call_trace: Option<Vec<CallTrace>>,
+
+    /// `[client]` budgets in bytes (0: off).
+    dirty_osc_max_bytes: u64,
+    dirty_client_max_bytes: u64,
+    ra_client_max_bytes: u64,
+    ra_file_max_bytes: u64,
+    /// Per client: buffered bytes not yet acknowledged over all its OSCs.
+    client_dirty_bytes: Vec<u64>,
+    /// Per client: buffered RPCs not yet acknowledged.
+    client_buffered_rpcs: Vec<u64>,
+    /// Per client: read-ahead bytes in flight.
+    client_ra_bytes: Vec<u64>,
+    /// Per client: buffered writes waiting for dirty budget, in order.
+    dirty_waiters: Vec<VecDeque<BlockedWrite>>,
+    /// Scratch for a call's bytes per OST.
+    piece_scratch: Vec<(u32, u64)>,
+    /// RPCs created and not yet completed at their client (the run goes on until none are
+    /// left, since buffered and prefetched data outlives the calls).
+    rpcs_live: u64,
+    /// Bytes of every RPC created: at the end, those the jobs completed plus those of the
+    /// RPCs still alive (bytes conserved).
+    bytes_issued: u64,
+    /// The OSC window's size, which no window exceeds.
+    max_rpcs_in_flight: u32,
 }
 
 fn client_nid(index: u32) -> Nid {
@@ -673,6 +825,7 @@ impl Sim {
         }
         let brw_size_bytes = cluster.brw_size.bytes().max(1);
         let client_ns_per_byte = link_ns_per_byte(scenario.network.client_link_mib_s);
+        let message_ns = secs_to_ns(scenario.network.message_us * 1e-6);
         let server_ns_per_byte = link_ns_per_byte(scenario.network.server_link_mib_s);
         let clients: Vec<(Nid, Link)> = (0..n_clients as u32)
             .map(|i| {
@@ -680,6 +833,7 @@ impl Sim {
                     client_nid(i),
                     Link {
                         ns_per_byte: client_ns_per_byte,
+                        message_ns,
                         ..Link::default()
                     },
                 )
@@ -687,32 +841,14 @@ impl Sim {
             .collect();
 
         // Servers, targets, devices, domains, schedulers, thread pools.
-        let mut device_models: Vec<DeviceModel> = Vec::new();
+        let table = DeviceTable::build(scenario)?;
+        let device_models = table.models;
         let mut osses = Vec::new();
         let mut osts = Vec::new();
         let mut pool_threads: Vec<u32> = Vec::new();
         for (oss_index, spec) in scenario.osses.iter().enumerate() {
-            let model_index = match device_models.iter().position(|m| m.name == spec.device) {
-                Some(i) => i,
-                None => {
-                    let model = match scenario.devices.iter().find(|d| d.name == spec.device) {
-                        Some(d) => DeviceModel::from_spec(d)?,
-                        None => DeviceModel::preset(&spec.device).ok_or_else(|| {
-                            format!(
-                                "oss `{}`: unknown device `{}` (presets: {})",
-                                spec.name,
-                                spec.device,
-                                crate::device::PRESET_NAMES.join(", ")
-                            )
-                        })?,
-                    };
-                    device_models.push(model);
-                    device_models.len() - 1
-                }
-            };
-            let capacity = spec
-                .capacity_rpcs_per_s
-                .unwrap_or_else(|| device_models[model_index].capacity_rpcs_per_s(brw_size_bytes));
+            let model_index = table.oss_model[oss_index] as usize;
+            let capacity = table.oss_capacity_rpcs_per_s[oss_index];
             let cpts = spec.cpts.max(1);
             osses.push(Oss {
                 name: spec.name.clone(),
@@ -721,8 +857,12 @@ impl Sim {
                 pool_base: pool_threads.len() as u32,
                 link: Link {
                     ns_per_byte: server_ns_per_byte,
+                    message_ns,
                     ..Link::default()
                 },
+                rpc_cpu_fixed_ns: secs_to_ns(spec.rpc_cpu_us * 1e-6),
+                rpc_cpu_ns_per_byte: spec.rpc_cpu_us_per_mib * 1e3 / (1u64 << 20) as f64,
+                sync_cpu_ns: secs_to_ns(spec.sync_cpu_us * 1e-6),
             });
             for cpt in 0..cpts {
                 let share = spec.io_threads / cpts + u32::from(cpt < spec.io_threads % cpts);
@@ -1044,6 +1184,19 @@ impl Sim {
                         burst_left_bytes: 0,
                         phase: Phase::Waiting,
                         barrier,
+                        write_back: !group.direct
+                            && !group.rw.is_read()
+                            && scenario.client.write_back(),
+                        read_ahead: !group.direct
+                            && group.rw == Rw::Read
+                            && scenario.client.read_ahead(),
+                        ra_queue: VecDeque::new(),
+                        ra_cursor_bytes: 0,
+                        ra_issued_bytes: 0,
+                        ra_waits: 0,
+                        ra_blocked: Vec::new(),
+                        buffered_live: 0,
+                        on_flushed: None,
                     });
                     process_in_job += 1;
                 }
@@ -1099,8 +1252,14 @@ impl Sim {
         let n_jobs = jobs.len();
         let period_ns = controller.period_ns().filter(|&p| p > 0);
         let processes_left = processes.len();
-        let lanes = Lanes::new(n_clients as u32, osses.len() as u32, n_osts as u32);
+        let lanes = Lanes::new(
+            n_clients as u32,
+            osses.len() as u32,
+            n_osts as u32,
+            pools.len() as u32,
+        );
         let any_dynamics = device_models.iter().any(|m| m.dynamics().is_some());
+        let pool_count = pools.len();
         Ok(Sim {
             scenario_name: scenario.name.clone(),
             policy: policy.to_string(),
@@ -1111,6 +1270,11 @@ impl Sim {
             bin_ns,
             bins,
             latency_ns: secs_to_ns(scenario.network.latency_us * 1e-6),
+            small_message_ns: secs_to_ns(scenario.network.latency_us * 1e-6)
+                + secs_to_ns(scenario.network.message_us * 1e-6),
+            time: TimeSpent::default(),
+            pool_sync_free_ns: vec![0; pool_count],
+            pool_cpu_lane_back_ns: vec![0; pool_count],
             brw_size_bytes,
             queue: EventQueue::with_lanes(lanes.total as usize),
             lanes,
@@ -1143,6 +1307,7 @@ impl Sim {
                 .map(|_| Osc {
                     window: RpcWindow::new(cluster.max_rpcs_in_flight.max(1)),
                     waiting: VecDeque::new(),
+                    dirty_bytes: 0,
                 })
                 .collect(),
             files,
@@ -1181,6 +1346,19 @@ impl Sim {
             control_trace: Vec::new(),
             control_trace_truncated: false,
             trace: None,
+            call_trace: None,
+            dirty_osc_max_bytes: scenario.client.max_dirty_mb << 20,
+            dirty_client_max_bytes: scenario.client.max_dirty_client_mb << 20,
+            ra_client_max_bytes: scenario.client.max_read_ahead_mb << 20,
+            ra_file_max_bytes: scenario.client.max_read_ahead_per_file_mb << 20,
+            client_dirty_bytes: vec![0; n_clients],
+            client_ra_bytes: vec![0; n_clients],
+            client_buffered_rpcs: vec![0; n_clients],
+            dirty_waiters: vec![VecDeque::new(); n_clients],
+            piece_scratch: Vec::new(),
+            rpcs_live: 0,
+            bytes_issued: 0,
+            max_rpcs_in_flight: cluster.max_rpcs_in_flight.max(1),
         })
     }
 
@@ -1326,13 +1504,14 @@ impl Sim {
                 self.start_process(p);
             }
         }
-        while self.processes_left > 0 {
+        while self.processes_left > 0 || self.rpcs_live > 0 {
             let Some((t, ev)) = self.queue.pop() else {
                 break;
             };
             if t > self.duration_ns {
                 break;
             }
+            assert!(t >= self.now_ns, "events come in time order");
             self.now_ns = t;
             self.events += 1;
             if self.events & (PROGRESS_EVERY_EVENTS - 1) == 0 {
@@ -1375,6 +1554,7 @@ impl Sim {
                 }
             }
             Event::DeviceSubmit { rpc } => self.device_submit(rpc),
+            Event::ServiceCpuDone { rpc } => self.serve(rpc),
             Event::DeviceDone { rpc } => self.device_done(rpc),
             Event::ReadBulkHop { rpc } => self.read_bulk_hop(rpc),
             Event::ReadDone { rpc } => {
@@ -1614,7 +1794,13 @@ impl Sim {
             proc_.burst_left_bytes = proc_.burst_left_bytes.saturating_sub(len);
             proc_.outstanding_calls += 1;
             let file_offset = proc_.region_base_bytes + offset;
-            self.issue_call(p, file_offset, len);
+            if proc_.read_ahead {
+                self.read_from_cache(p, len);
+            } else if proc_.write_back {
+                self.write_to_cache(p, file_offset, len);
+            } else {
+                self.issue_call(p, file_offset, len, CallKind::Sync, now);
+            }
         }
         self.maybe_burst_end(p);
     }
@@ -1644,6 +1830,10 @@ impl Sim {
     /// Process `p` finished its part of its stage's current I/O phase: it waits at the
     /// barrier; the last one releases every process of the stage into the next compute phase.
     fn phase_part_done(&mut self, p: u32) {
+        if self.processes[p as usize].buffered_live > 0 {
+            self.processes[p as usize].on_flushed = Some(FlushAction::PhasePartDone);
+            return;
+        }
         let now = self.now_ns;
         self.processes[p as usize].phase = Phase::Waiting;
         let Some(bi) = self.processes[p as usize].barrier else {
@@ -1680,6 +1870,10 @@ impl Sim {
         if proc_.phase == Phase::Done {
             return;
         }
+        if proc_.buffered_live > 0 {
+            proc_.on_flushed = Some(FlushAction::Finish);
+            return;
+        }
         proc_.phase = Phase::Done;
         self.jobs[proc_.job as usize].processes_left -= 1;
         self.processes_left -= 1;
@@ -1691,7 +1885,15 @@ impl Sim {
         }
     }
 
-    fn issue_call(&mut self, p: u32, file_offset: u64, len: u64) {
+    /// Issues the RPCs of one call of process `p` and returns the call.
+    fn issue_call(
+        &mut self,
+        p: u32,
+        file_offset: u64,
+        len: u64,
+        kind: CallKind,
+        issued_ns: u64,
+    ) -> u32 {
         let now = self.now_ns;
         let call = match self.free_calls.pop() {
             Some(c) => c,
@@ -1702,6 +1904,7 @@ impl Sim {
         };
         let proc_ = &self.processes[p as usize];
         let (job, client, read) = (proc_.job, proc_.client, proc_.rw.is_read());
+        let buffered = kind == CallKind::Buffered;
         let file = &self.files[proc_.file as usize];
         let osts =
             &self.layout_osts[file.osts_start as usize..(file.osts_start + file.osts_len) as usize];
@@ -1714,7 +1917,7 @@ impl Sim {
         let (osts_tbl, osses) = (&self.osts, &self.osses);
         let domains = &self.domains;
         let queue = &mut self.queue;
-        let arrive_ns = now + self.latency_ns;
+        let arrive_ns = now + self.small_message_ns;
         let raid0 = Raid0::new(file.stripe_size_bytes, file.osts_len);
         raid0.rpcs(file_offset, len, self.brw_size_bytes, |piece| {
             let piece_ost = osts[piece.stripe_index as usize];
@@ -1737,6 +1940,11 @@ impl Sim {
                 created_ns: now,
                 sent_ns: 0,
                 device_submit_ns: 0,
+                arrive_ns: 0,
+                service_start_ns: 0,
+                device_start_ns: 0,
+                device_done_ns: 0,
+                cpu_ns: 0,
                 bulk_first_end_ns: 0,
             };
             let rpc = match free_rpcs.pop() {
@@ -1751,6 +1959,9 @@ impl Sim {
             };
             rpcs_left += 1;
             let osc = &mut oscs[client as usize * n_osts + piece_ost as usize];
+            if buffered {
+                osc.dirty_bytes += piece.size_bytes;
+            }
             if osc.window.try_send() {
                 rpcs[rpc as usize].sent_ns = now;
                 queue.push_lane(LANE_LATENCY, arrive_ns, Event::RequestArrive { rpc });
@@ -1758,19 +1969,221 @@ impl Sim {
                 osc.waiting.push_back(rpc);
             }
         });
+        assert!(rpcs_left > 0, "a call of {len} bytes makes RPCs");
+        self.rpcs_live += u64::from(rpcs_left);
+        self.bytes_issued += len;
+        if buffered {
+            self.client_dirty_bytes[client as usize] += len;
+            self.client_buffered_rpcs[client as usize] += u64::from(rpcs_left);
+            self.processes[p as usize].buffered_live += 1;
+        }
         self.calls[call as usize] = Call {
             process: p,
             rpcs_left,
+            kind,
+            issued_ns,
+            bytes: len,
+            unconsumed_bytes: len,
+            awaited: false,
+            in_queue: kind == CallKind::Prefetch,
         };
         let job_state = &mut self.jobs[job as usize];
         if job_state.first_io_ns.is_none() {
             job_state.first_io_ns = Some(now);
         }
+        call
+    }
+
+    /// Records that a call of process `p` issued at `issued_ns` returned now.
+    fn call_returned(&mut self, p: u32, issued_ns: u64, bytes: u64) {
+        let proc_ = &mut self.processes[p as usize];
+        assert!(proc_.outstanding_calls > 0, "a call returns once");
+        proc_.outstanding_calls -= 1;
+        if let Some(trace) = &mut self.call_trace {
+            trace.push(CallTrace {
+                job: proc_.job,
+                process: p,
+                read: proc_.rw.is_read(),
+                size_bytes: bytes,
+                issued_ns,
+                returned_ns: self.now_ns,
+            });
+        }
+    }
+
+    /// Whether a buffered write of `len` bytes at `file_offset` of process `p`'s file fits
+    /// its client's dirty budgets now: every OSC it touches stays within `max_dirty_mb`, the
+    /// client within `max_dirty_client_mb` (an empty budget takes any one write, so a write
+    /// larger than a budget still goes, alone, as Lustre's cache lets it).
+    fn write_fits(&mut self, p: u32, file_offset: u64, len: u64) -> bool {
+        let proc_ = &self.processes[p as usize];
+        let client = proc_.client as usize;
+        let dirty = self.client_dirty_bytes[client];
+        if dirty > 0 && dirty + len > self.dirty_client_max_bytes {
+            return false;
+        }
+        let buffered = self.client_buffered_rpcs[client];
+        if buffered > 0
+            && buffered + len.div_ceil(self.brw_size_bytes) + 1 > CLIENT_BUFFERED_RPCS_MAX
+        {
+            return false;
+        }
+        let file = &self.files[proc_.file as usize];
+        let osts =
+            &self.layout_osts[file.osts_start as usize..(file.osts_start + file.osts_len) as usize];
+        let raid0 = Raid0::new(file.stripe_size_bytes, file.osts_len);
+        let scratch = &mut self.piece_scratch;
+        scratch.clear();
+        raid0.rpcs(file_offset, len, self.brw_size_bytes, |piece| {
+            let ost = osts[piece.stripe_index as usize];
+            match scratch.iter_mut().find(|(o, _)| *o == ost) {
+                Some(e) => e.1 += piece.size_bytes,
+                None => scratch.push((ost, piece.size_bytes)),
+            }
+        });
+        let n_osts = self.osts.len();
+        scratch.iter().all(|&(ost, bytes)| {
+            let d = self.oscs[client * n_osts + ost as usize].dirty_bytes;
+            d == 0 || d + bytes <= self.dirty_osc_max_bytes
+        })
+    }
+
+    /// A write call of a write-back process: buffered at once when it fits the dirty
+    /// budgets and nobody waits before it, else it waits for room.
+    fn write_to_cache(&mut self, p: u32, file_offset: u64, len: u64) {
+        let now = self.now_ns;
+        let client = self.processes[p as usize].client as usize;
+        if self.dirty_waiters[client].is_empty() && self.write_fits(p, file_offset, len) {
+            self.issue_call(p, file_offset, len, CallKind::Buffered, now);
+            self.call_returned(p, now, len);
+        } else {
+            self.dirty_waiters[client].push_back(BlockedWrite {
+                process: p,
+                file_offset_bytes: file_offset,
+                len_bytes: len,
+                issued_ns: now,
+            });
+        }
+    }
+
+    /// Buffers the writes waiting at `client` that fit now, in order.
+    fn admit_waiters(&mut self, client: usize) {
+        while let Some(w) = self.dirty_waiters[client].front().copied() {
+            if !self.write_fits(w.process, w.file_offset_bytes, w.len_bytes) {
+                return;
+            }
+            self.dirty_waiters[client].pop_front();
+            self.issue_call(
+                w.process,
+                w.file_offset_bytes,
+                w.len_bytes,
+                CallKind::Buffered,
+                w.issued_ns,
+            );
+            self.call_returned(w.process, w.issued_ns, w.len_bytes);
+            self.pump(w.process);
+        }
+    }
+
+    /// A read call of `len` bytes of a read-ahead process (its `issued_bytes` already counts
+    /// them): the client prefetches up to `max_read_ahead_per_file_mb` past the call (what the
+    /// call itself needs whatever the client-wide budget), then the call consumes its bytes
+    /// from the prefetched calls; it returns at once if they have all arrived.
+    fn read_from_cache(&mut self, p: u32, len: u64) {
+        let now = self.now_ns;
+        let proc_ = &self.processes[p as usize];
+        let (client, size, bs) = (proc_.client as usize, proc_.size_bytes, proc_.bs_bytes);
+        let demand_until = proc_.issued_bytes;
+        let window_until = demand_until
+            .saturating_add(self.ra_file_max_bytes)
+            .min(size);
+        loop {
+            let proc_ = &self.processes[p as usize];
+            let at = proc_.ra_issued_bytes;
+            if at >= window_until {
+                break;
+            }
+            let off = proc_.ra_cursor_bytes % size;
+            let chunk = bs.min(size - at).min(size - off);
+            if at >= demand_until && self.client_ra_bytes[client] + chunk > self.ra_client_max_bytes
+            {
+                break;
+            }
+            let file_offset = proc_.region_base_bytes + off;
+            let call = self.issue_call(p, file_offset, chunk, CallKind::Prefetch, now);
+            self.client_ra_bytes[client] += chunk;
+            let proc_ = &mut self.processes[p as usize];
+            proc_.ra_cursor_bytes = off + chunk;
+            proc_.ra_issued_bytes += chunk;
+            proc_.ra_queue.push_back(call);
+        }
+        assert!(
+            self.processes[p as usize].ra_issued_bytes >= demand_until,
+            "a read's own bytes are always fetched"
+        );
+        let mut left = len;
+        while left > 0 {
+            let proc_ = &mut self.processes[p as usize];
+            let call = *proc_
+                .ra_queue
+                .front()
+                .expect("prefetched calls cover every read");
+            let c = &mut self.calls[call as usize];
+            let take = left.min(c.unconsumed_bytes);
+            c.unconsumed_bytes -= take;
+            left -= take;
+            let arrived = c.rpcs_left == 0;
+            if !arrived && !c.awaited {
+                c.awaited = true;
+                proc_.ra_waits += 1;
+            }
+            if c.unconsumed_bytes == 0 {
+                c.in_queue = false;
+                proc_.ra_queue.pop_front();
+                if arrived {
+                    self.free_calls.push(call);
+                }
+            }
+        }
+        if self.processes[p as usize].ra_waits == 0 {
+            self.call_returned(p, now, len);
+        } else {
+            self.processes[p as usize].ra_blocked.push(now);
+        }
+    }
+
+    /// The data of prefetched call `call` of process `p` has arrived.
+    fn prefetch_arrived(&mut self, p: u32, call: u32) {
+        let c = self.calls[call as usize];
+        let client = self.processes[p as usize].client as usize;
+        self.client_ra_bytes[client] -= c.bytes;
+        if !c.in_queue {
+            self.free_calls.push(call);
+        }
+        if !c.awaited {
+            return;
+        }
+        self.calls[call as usize].awaited = false;
+        let proc_ = &mut self.processes[p as usize];
+        proc_.ra_waits -= 1;
+        if proc_.ra_waits > 0 {
+            return;
+        }
+        let blocked = std::mem::take(&mut proc_.ra_blocked);
+        let bs = proc_.bs_bytes;
+        for &issued_ns in &blocked {
+            self.call_returned(p, issued_ns, bs);
+        }
+        let mut blocked = blocked;
+        blocked.clear();
+        self.processes[p as usize].ra_blocked = blocked;
+        self.pump(p);
     }
 
     // ---------------------------------------------------------------- server side
 
     fn request_arrive(&mut self, rpc: u32) {
+        self.rpcs[rpc as usize].arrive_ns = self.now_ns;
         let r = self.rpcs[rpc as usize];
         let n_jobs = self.jobs.len();
         self.period_stats[r.ost as usize * n_jobs + r.job as usize].arrived += 1;
@@ -1884,7 +2297,12 @@ impl Sim {
                 let at_ns = if self.pool_oss[to as usize] == from_oss {
                     self.now_ns
                 } else {
-                    self.now_ns + remote_ns
+                    // The receiving partition handles its messages one after the other.
+                    let cpu_ns = self.osses[self.pool_oss[to as usize] as usize].sync_cpu_ns;
+                    let free = &mut self.pool_sync_free_ns[to as usize];
+                    let done_ns = (self.now_ns + remote_ns).max(*free) + cpu_ns;
+                    *free = done_ns;
+                    done_ns
                 };
                 let slot = match self.sync_free.pop() {
                     Some(slot) => {
@@ -1910,6 +2328,11 @@ impl Sim {
             .take()
             .expect("a sync slot is delivered once");
         self.sync_free.push(slot);
+        let to_oss = self.pool_oss[pool as usize];
+        if self.pool_oss[message.from_instance as usize] != to_oss {
+            // Handled (its CPU spent) by the time it is delivered (`send_sync`).
+            self.time.sync_cpu_ns += self.osses[to_oss as usize].sync_cpu_ns;
+        }
         self.pools[pool as usize].deliver_sync(self.now_ns, &message);
         let base = self.pool_sched_base[pool as usize];
         for head in 0..self.pools[pool as usize].head_count() as u32 {
@@ -1918,9 +2341,43 @@ impl Sim {
         self.dispatch(pool);
     }
 
+    /// A thread takes `rpc`: it spends its CPU time on the request first (the OSS's
+    /// `rpc_cpu_us` and `rpc_cpu_us_per_mib`), holding the thread, then the bulk and device
+    /// work follow.
     fn start_service(&mut self, rpc: u32) {
-        let r = self.rpcs[rpc as usize];
+        let now = self.now_ns;
+        let r = &mut self.rpcs[rpc as usize];
+        assert!(
+            self.queued_per_ost[r.ost as usize] > 0,
+            "a request leaves a queue it is in"
+        );
         self.queued_per_ost[r.ost as usize] -= 1;
+        r.service_start_ns = now;
+        let oss = &self.osses[self.osts[r.ost as usize].oss as usize];
+        let cpu_ns =
+            oss.rpc_cpu_fixed_ns + (r.size_bytes as f64 * oss.rpc_cpu_ns_per_byte).ceil() as u64;
+        r.cpu_ns = cpu_ns;
+        if cpu_ns > 0 {
+            let pool = r.pool as usize;
+            let at_ns = now + cpu_ns;
+            let back_ns = &mut self.pool_cpu_lane_back_ns[pool];
+            if at_ns >= *back_ns {
+                *back_ns = at_ns;
+                let lane = self.lanes.pool_cpu + pool as u32;
+                self.queue
+                    .push_lane(lane, at_ns, Event::ServiceCpuDone { rpc });
+            } else {
+                self.queue.push(at_ns, Event::ServiceCpuDone { rpc });
+            }
+        } else {
+            self.serve(rpc);
+        }
+    }
+
+    /// The thread has handled `rpc`'s request: a read goes to the device, a write pulls its
+    /// bulk data.
+    fn serve(&mut self, rpc: u32) {
+        let r = self.rpcs[rpc as usize];
         if r.read {
             self.device_submit(rpc);
             return;
@@ -2037,6 +2494,7 @@ impl Sim {
     }
 
     fn device_start(&mut self, rpc: u32) {
+        self.rpcs[rpc as usize].device_start_ns = self.now_ns;
         let r = self.rpcs[rpc as usize];
         let next = &mut self.object_next_offset[r.object as usize];
         let random = *next != u64::MAX && *next != r.object_offset_bytes;
@@ -2084,6 +2542,7 @@ impl Sim {
 
     fn device_done(&mut self, rpc: u32) {
         let now = self.now_ns;
+        self.rpcs[rpc as usize].device_done_ns = now;
         let r = self.rpcs[rpc as usize];
         let device = &mut self.devices[r.ost as usize];
         device.busy -= 1;
@@ -2118,7 +2577,7 @@ impl Sim {
             self.service_complete(rpc);
             self.queue.push_lane(
                 LANE_LATENCY,
-                now + self.latency_ns,
+                now + self.small_message_ns,
                 Event::WriteReply { rpc },
             );
             self.dispatch(r.pool);
@@ -2156,6 +2615,7 @@ impl Sim {
     fn client_complete(&mut self, rpc: u32) {
         let now = self.now_ns;
         let r = self.rpcs[rpc as usize];
+        self.account_time(&r);
         let job = &mut self.jobs[r.job as usize];
         if r.read {
             job.bytes_read += r.size_bytes;
@@ -2187,25 +2647,87 @@ impl Sim {
         // The OSC slot frees: send the next waiting RPC of this (client, OST).
         let n_osts = self.osts.len();
         let osc = &mut self.oscs[r.client as usize * n_osts + r.ost as usize];
+        assert!(osc.window.in_flight() > 0, "a window counts what it sent");
         osc.window.complete();
         if let Some(next) = osc.waiting.pop_front() {
             assert!(osc.window.try_send(), "a slot was just freed");
+            assert!(osc.window.in_flight() <= self.max_rpcs_in_flight);
             self.rpcs[next as usize].sent_ns = now;
             self.queue.push_lane(
                 LANE_LATENCY,
-                now + self.latency_ns,
+                now + self.small_message_ns,
                 Event::RequestArrive { rpc: next },
             );
         }
 
+        assert!(self.rpcs_live > 0, "an RPC completes once");
+        self.rpcs_live -= 1;
         let call = &mut self.calls[r.call as usize];
+        assert!(call.rpcs_left > 0, "a call's RPCs complete once each");
         call.rpcs_left -= 1;
+        let call = *call;
+        if call.kind == CallKind::Buffered {
+            let osc = &mut self.oscs[r.client as usize * n_osts + r.ost as usize];
+            osc.dirty_bytes -= r.size_bytes;
+            self.client_dirty_bytes[r.client as usize] -= r.size_bytes;
+            self.client_buffered_rpcs[r.client as usize] -= 1;
+        }
         if call.rpcs_left == 0 {
             let p = call.process;
-            self.free_calls.push(r.call);
-            self.processes[p as usize].outstanding_calls -= 1;
-            self.pump(p);
+            match call.kind {
+                CallKind::Sync => {
+                    self.free_calls.push(r.call);
+                    self.call_returned(p, call.issued_ns, call.bytes);
+                    self.pump(p);
+                }
+                CallKind::Buffered => {
+                    self.free_calls.push(r.call);
+                    let proc_ = &mut self.processes[p as usize];
+                    proc_.buffered_live -= 1;
+                    if proc_.buffered_live == 0 {
+                        match proc_.on_flushed.take() {
+                            Some(FlushAction::Finish) => self.finish_process(p),
+                            Some(FlushAction::PhasePartDone) => self.phase_part_done(p),
+                            None => {}
+                        }
+                    }
+                }
+                CallKind::Prefetch => self.prefetch_arrived(p, r.call),
+            }
         }
+        if call.kind == CallKind::Buffered {
+            self.admit_waiters(r.client as usize);
+        }
+    }
+
+    /// Adds the life of completed RPC `r` to `TimeSpent`: its stamps are in time order, and
+    /// what is not spent waiting at the client, the server or the device, or in the
+    /// thread's CPU or the device's service, was spent on the links.
+    fn account_time(&mut self, r: &RpcState) {
+        let now = self.now_ns;
+        assert!(
+            r.created_ns <= r.sent_ns
+                && r.sent_ns <= r.arrive_ns
+                && r.arrive_ns <= r.service_start_ns
+                && r.service_start_ns + r.cpu_ns <= r.device_submit_ns
+                && r.device_submit_ns <= r.device_start_ns
+                && r.device_start_ns <= r.device_done_ns
+                && r.device_done_ns <= now,
+            "an RPC's life runs forward"
+        );
+        let total = now - r.created_ns;
+        let client_queue = r.sent_ns - r.created_ns;
+        let server_queue = r.service_start_ns - r.arrive_ns;
+        let device_queue = r.device_start_ns - r.device_submit_ns;
+        let device = r.device_done_ns - r.device_start_ns;
+        let t = &mut self.time;
+        t.total_ns += total;
+        t.client_queue_ns += client_queue;
+        t.server_queue_ns += server_queue;
+        t.server_cpu_ns += r.cpu_ns;
+        t.device_queue_ns += device_queue;
+        t.device_ns += device;
+        t.network_ns += total - client_queue - server_queue - r.cpu_ns - device_queue - device;
     }
 
     // ---------------------------------------------------------------- output
@@ -2219,7 +2741,43 @@ impl Sim {
         }
     }
 
+    /// The run's books balance: every RPC created is completed or still alive, and so are
+    /// its bytes.
+    fn check_conservation(&self) {
+        let mut freed = vec![false; self.rpcs.len()];
+        for &r in &self.free_rpcs {
+            assert!(!freed[r as usize], "an RPC is freed once");
+            freed[r as usize] = true;
+        }
+        let live: Vec<&RpcState> = self
+            .rpcs
+            .iter()
+            .zip(&freed)
+            .filter(|(_, &f)| !f)
+            .map(|(r, _)| r)
+            .collect();
+        assert_eq!(live.len() as u64, self.rpcs_live, "RPCs alive");
+        let completed: u64 = self
+            .jobs
+            .iter()
+            .map(|j| j.bytes_read + j.bytes_written)
+            .sum();
+        let in_flight: u64 = live.iter().map(|r| r.size_bytes).sum();
+        assert_eq!(
+            self.bytes_issued,
+            completed + in_flight,
+            "bytes issued = completed + in flight"
+        );
+        assert!(
+            self.oscs
+                .iter()
+                .all(|o| o.window.in_flight() <= self.max_rpcs_in_flight),
+            "windows bounded"
+        );
+    }
+
     fn finish(self) -> RunOutput {
+        self.check_conservation();
         let mut sync: Vec<SyncOutput> = self
             .osses
             .iter()
@@ -2283,6 +2841,7 @@ impl Sim {
                 events: self.events,
                 rpcs: self.rpcs_completed,
                 client_writes: self.client_writes,
+                time: self.time,
             },
             regret: self.controller.regret(),
             allocation: self.controller.allocation_stats(),

@@ -18,6 +18,8 @@ pub enum Event {
     RequestArrive { rpc: u32 },
     /// A write's bulk data starts leaving the client: reserve the server's downlink.
     WriteBulkHop { rpc: u32 },
+    /// A service thread has spent its CPU time on a request (`[[oss]] rpc_cpu_us`).
+    ServiceCpuDone { rpc: u32 },
     /// A request (write data received, or read request taken by a thread) reaches the device.
     DeviceSubmit { rpc: u32 },
     /// The device finished an RPC.

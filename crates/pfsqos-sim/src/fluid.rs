@@ -62,7 +62,6 @@ use pfsqos_core::model::{JobId, OstId};
 use pfsqos_core::place::PlacementContext;
 
 use crate::batch::{Batch, BatchJob};
-use crate::device::DeviceModel;
 use crate::record::{
     ControlTraceEntry, EngineStats, JobOutput, JobPhases, PhaseRecord, RunOutput,
     CONTROL_TRACE_LEN_MAX,
@@ -261,48 +260,30 @@ impl Fluid {
     ) -> Result<Fluid, String> {
         let cluster = &scenario.cluster;
         let brw = cluster.brw_size.bytes().max(1);
-        let mut models: Vec<DeviceModel> = Vec::new();
+        let table = crate::device::DeviceTable::build(scenario)?;
+        for m in &table.models {
+            if m.has_sequence_costs() {
+                return Err(format!(
+                    "device `{}` has a profile whose costs depend on the order of \
+                     requests at the device (switching between objects or directions), \
+                     which needs a queue: use the RPC-level engine",
+                    m.name
+                ));
+            }
+            if m.has_congestion() {
+                return Err(format!(
+                    "device `{}` has a congestion curve, which needs a queue: use the \
+                     RPC-level engine",
+                    m.name
+                ));
+            }
+        }
         let mut ost_write = Vec::new();
         let mut ost_read = Vec::new();
         let mut ost_cap = Vec::new();
-        for spec in &scenario.osses {
-            let model = match models.iter().position(|m| m.name == spec.device) {
-                Some(i) => i,
-                None => {
-                    let m = match scenario.devices.iter().find(|d| d.name == spec.device) {
-                        Some(d) => DeviceModel::from_spec(d)?,
-                        None => DeviceModel::preset(&spec.device).ok_or_else(|| {
-                            format!(
-                                "oss `{}`: unknown device `{}` (presets: {})",
-                                spec.name,
-                                spec.device,
-                                crate::device::PRESET_NAMES.join(", ")
-                            )
-                        })?,
-                    };
-                    if m.has_sequence_costs() {
-                        return Err(format!(
-                            "device `{}` has a profile whose costs depend on the order of \
-                             requests at the device (switching between objects or directions), \
-                             which needs a queue: use the RPC-level engine",
-                            m.name
-                        ));
-                    }
-                    if m.has_congestion() {
-                        return Err(format!(
-                            "device `{}` has a congestion curve, which needs a queue: use the \
-                             RPC-level engine",
-                            m.name
-                        ));
-                    }
-                    models.push(m);
-                    models.len() - 1
-                }
-            };
-            let m = &models[model];
-            let capacity = spec
-                .capacity_rpcs_per_s
-                .unwrap_or_else(|| m.capacity_rpcs_per_s(brw));
+        for (oss_index, spec) in scenario.osses.iter().enumerate() {
+            let m = &table.models[table.oss_model[oss_index] as usize];
+            let capacity = table.oss_capacity_rpcs_per_s[oss_index];
             for _ in 0..spec.osts {
                 ost_write.push(m.sequential_bytes_per_s(false, brw));
                 ost_read.push(m.sequential_bytes_per_s(true, brw));
@@ -1312,6 +1293,8 @@ impl Fluid {
                 rpcs: self.rpcs,
                 // The fluid engine's allocators write caps, never client limits.
                 client_writes: 0,
+                // Flows, not RPCs: no RPC's life to divide.
+                time: Default::default(),
             },
             regret,
             allocation: self.allocator.as_ref().and_then(|a| a.allocation_stats()),

@@ -16,6 +16,7 @@ pub mod placement;
 pub mod policy;
 pub mod record;
 pub mod scenario;
+pub mod server_costs;
 pub mod workload;
 
 pub use engine::{run, run_rpc, run_traced, run_with_controller, run_wrapped, RpcTrace};

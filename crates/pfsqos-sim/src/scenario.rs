@@ -30,6 +30,9 @@ pub struct Scenario {
     pub cluster: ClusterSpec,
     #[serde(default)]
     pub network: NetworkSpec,
+    /// Every client's page cache: write-back and read-ahead (Lustre's llite and OSC).
+    #[serde(default)]
+    pub client: ClientSpec,
     /// Custom device models, referenced by name from `oss.device` (presets need no entry).
     #[serde(default, rename = "device")]
     pub devices: Vec<DeviceSpec>,
@@ -199,6 +202,96 @@ impl Default for ClusterSpec {
     }
 }
 
+/// A client's page cache, as Lustre's client has it. A write call returns once its bytes fit
+/// the dirty budgets (each OSC's `max_dirty_mb` and the client-wide `max_dirty_client_mb`);
+/// its RPCs go out in the background, `max_rpcs_in_flight` at a time, and give their budget
+/// back when they complete. A sequential reader's client prefetches up to
+/// `max_read_ahead_per_file_mb` past each read, within a client-wide budget of
+/// `max_read_ahead_mb` in flight. A value of 0 turns that part off: with all four at 0 every
+/// call waits for its own RPCs (the model without a client cache).
+///
+/// Defaults are Lustre's (lustre-release, lustre/include/obd.h `client_adjust_max_dirty` with
+/// `OSC_MAX_DIRTY_DEFAULT`; lustre/obdclass/class_obd.c `obd_max_dirty_pages`;
+/// lustre/llite/llite_lib.c `ll_init_sbi` with `SBI_DEFAULT_READ_AHEAD_MAX` and
+/// `SBI_DEFAULT_READ_AHEAD_PER_FILE_MAX` of lustre/llite/llite_internal.h) for a client of
+/// [`CLIENT_MEMORY_GIB_DEFAULT`] of memory, where Lustre's memory-dependent caps no longer
+/// bind except the client-wide dirty limit (half the memory).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    /// Dirty bytes one OSC (client, OST) may hold: buffered and not yet acknowledged.
+    #[serde(default = "default_max_dirty_mb")]
+    pub max_dirty_mb: u64,
+    /// Dirty bytes the whole client may hold over all its OSCs.
+    #[serde(default = "default_max_dirty_client_mb")]
+    pub max_dirty_client_mb: u64,
+    /// Read-ahead bytes the client may have in flight over all its files.
+    #[serde(default = "default_max_read_ahead_mb")]
+    pub max_read_ahead_mb: u64,
+    /// How far past a sequential read the client prefetches in one file.
+    #[serde(default = "default_max_read_ahead_per_file_mb")]
+    pub max_read_ahead_per_file_mb: u64,
+}
+
+/// The client memory the defaults of [`ClientSpec`] are computed for (an assumption: Lustre
+/// sizes its caches from the client's memory; HPC compute nodes have at least this much).
+pub const CLIENT_MEMORY_GIB_DEFAULT: u64 = 32;
+/// Lustre's `OSC_MAX_DIRTY_DEFAULT` (MiB), below its cap of a client's memory / 8.
+pub const MAX_DIRTY_MB_DEFAULT: u64 = 2000;
+/// Lustre's `obd_max_dirty_pages`: half the client's memory.
+pub const MAX_DIRTY_CLIENT_MB_DEFAULT: u64 = CLIENT_MEMORY_GIB_DEFAULT * 1024 / 2;
+/// Lustre's `ra_max_pages`: min(memory / 32, `SBI_DEFAULT_READ_AHEAD_MAX` = 1024 MiB).
+pub const MAX_READ_AHEAD_MB_DEFAULT: u64 = 1024;
+/// Lustre's `ra_max_pages_per_file`: min(`ra_max_pages` / 4,
+/// `SBI_DEFAULT_READ_AHEAD_PER_FILE_MAX` = 256 MiB).
+pub const MAX_READ_AHEAD_PER_FILE_MB_DEFAULT: u64 = 256;
+/// Largest value of any `[client]` budget (64 GiB).
+pub const CLIENT_CACHE_MB_MAX: u64 = 1 << 16;
+
+fn default_max_dirty_mb() -> u64 {
+    MAX_DIRTY_MB_DEFAULT
+}
+fn default_max_dirty_client_mb() -> u64 {
+    MAX_DIRTY_CLIENT_MB_DEFAULT
+}
+fn default_max_read_ahead_mb() -> u64 {
+    MAX_READ_AHEAD_MB_DEFAULT
+}
+fn default_max_read_ahead_per_file_mb() -> u64 {
+    MAX_READ_AHEAD_PER_FILE_MB_DEFAULT
+}
+
+impl Default for ClientSpec {
+    fn default() -> Self {
+        ClientSpec {
+            max_dirty_mb: default_max_dirty_mb(),
+            max_dirty_client_mb: default_max_dirty_client_mb(),
+            max_read_ahead_mb: default_max_read_ahead_mb(),
+            max_read_ahead_per_file_mb: default_max_read_ahead_per_file_mb(),
+        }
+    }
+}
+
+impl ClientSpec {
+    /// No client cache: every call waits for its own RPCs.
+    pub const OFF: ClientSpec = ClientSpec {
+        max_dirty_mb: 0,
+        max_dirty_client_mb: 0,
+        max_read_ahead_mb: 0,
+        max_read_ahead_per_file_mb: 0,
+    };
+
+    /// Whether write calls return once buffered.
+    pub fn write_back(&self) -> bool {
+        self.max_dirty_mb > 0 && self.max_dirty_client_mb > 0
+    }
+
+    /// Whether sequential readers prefetch.
+    pub fn read_ahead(&self) -> bool {
+        self.max_read_ahead_mb > 0 && self.max_read_ahead_per_file_mb > 0
+    }
+}
+
 /// Links between clients and servers. Every client and every OSS has one full-duplex link.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -210,6 +303,15 @@ pub struct NetworkSpec {
     /// One-way latency of a message.
     #[serde(default = "default_latency_us")]
     pub latency_us: f64,
+    /// The sender's cost of one message (its software path through the stack): every
+    /// message's one-way time grows by it, and a bulk transfer holds its link that much
+    /// longer, so a link sends at most one message per `message_us`.
+    #[serde(default = "default_message_us")]
+    pub message_us: f64,
+}
+
+fn default_message_us() -> f64 {
+    crate::server_costs::MESSAGE_US_DEFAULT
 }
 
 /// 25 Gb/s Ethernet, as on the AdapTBF testbed.
@@ -226,6 +328,7 @@ impl Default for NetworkSpec {
             client_link_mib_s: default_link_mib_s(),
             server_link_mib_s: default_link_mib_s(),
             latency_us: default_latency_us(),
+            message_us: default_message_us(),
         }
     }
 }
@@ -302,6 +405,17 @@ pub struct OssSpec {
     /// CPU partitions; each runs its own scheduler instance, clients map to one by NID.
     #[serde(default = "default_cpts")]
     pub cpts: u32,
+    /// CPU time a service thread spends on each RPC before its bulk and device work (request
+    /// handling), whatever its size.
+    #[serde(default = "default_rpc_cpu_us")]
+    pub rpc_cpu_us: f64,
+    /// CPU time a service thread spends per MiB of an RPC's data (checksums, copies).
+    #[serde(default = "default_rpc_cpu_us_per_mib")]
+    pub rpc_cpu_us_per_mib: f64,
+    /// CPU time a CPU partition spends on each synchronization message it receives from
+    /// another server (DSFQ, vPFS), one message after the other.
+    #[serde(default = "default_sync_cpu_us")]
+    pub sync_cpu_us: f64,
     /// Maximum token rate of each OST (AdapTBF `T_i`). Default: derived from the device model
     /// as the rate of `brw_size` writes the device sustains.
     #[serde(default)]
@@ -314,6 +428,16 @@ pub struct OssSpec {
     /// Bytes already in use on each OST here when the run starts (other tenants' data).
     #[serde(default)]
     pub ost_used: Option<ByteSize>,
+}
+
+fn default_rpc_cpu_us() -> f64 {
+    crate::server_costs::RPC_CPU_US_DEFAULT
+}
+fn default_rpc_cpu_us_per_mib() -> f64 {
+    crate::server_costs::RPC_CPU_US_PER_MIB_DEFAULT
+}
+fn default_sync_cpu_us() -> f64 {
+    crate::server_costs::SYNC_CPU_US_DEFAULT
 }
 
 fn default_device() -> String {
@@ -420,6 +544,10 @@ pub struct ProcessGroupSpec {
     /// group creates no files of its own (a read-back of what another group wrote).
     #[serde(default)]
     pub files_of: Option<u32>,
+    /// fio's `direct = 1`: the calls bypass the client's page cache (no write-back, no
+    /// read-ahead), each waiting for its RPCs as with `[client]` caching off.
+    #[serde(default)]
+    pub direct: bool,
     #[serde(default)]
     pub shape: ShapeSpec,
 }

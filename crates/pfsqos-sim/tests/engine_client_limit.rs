@@ -29,6 +29,7 @@ clients = 1
 name = "oss0"
 osts = 1
 device = "exact"
+{NO_SERVER_CPU}
 [[job]]
 id = "a"
 nodes = 1

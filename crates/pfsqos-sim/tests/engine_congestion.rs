@@ -36,6 +36,8 @@ rw = "write"
 bs = "4M"
 size = "100G"
 iodepth = {iodepth}
+# `iodepth` requests in flight, as fio's libaio with direct = 1 keeps them.
+direct = true
 "#
     )
 }

@@ -216,6 +216,8 @@ fn fig5_small() -> String {
         .replace("clients = 4", "clients = 5\nbrw_size = \"1M\"")
         .replace("bs = \"4M\"", "bs = \"1M\"")
         .replace("duration_s = 100.0", "duration_s = 60.0")
+        // The fluid computation below has each process's one call in flight at a time.
+        + NO_CLIENT_CACHE
 }
 
 fn io_times_s(policy: &str) -> (Vec<f64>, f64) {

@@ -25,13 +25,17 @@ clients = 2
 name = "oss0"
 osts = {osts}
 device = "exact"
+{NO_SERVER_CPU}
 {jobs}
 "#
     )
 }
 
+/// The tests here pin how calls become RPCs and when they are issued, counting each call
+/// waiting for its RPCs: the client's cache is off (its own tests are in
+/// engine_client_cache.rs).
 fn traced(text: &str) -> (pfsqos_sim::RunOutput, Vec<RpcTrace>) {
-    run_traced(&scenario(text), "nobw", 1).unwrap()
+    run_traced(&scenario(&format!("{text}{NO_CLIENT_CACHE}")), "nobw", 1).unwrap()
 }
 
 #[test]

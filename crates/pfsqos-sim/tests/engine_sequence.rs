@@ -14,6 +14,7 @@ const S: u64 = 1_000_000_000;
 
 /// Two OSSs of two OSTs each on the exact 100 MiB/s device, links that never matter,
 /// 1 MiB RPCs and stripes, Lustre's plain round-robin cursor. `jobs` is appended.
+/// The hand computations count each call waiting for its RPCs: the client's cache is off.
 fn cluster(jobs: &str) -> String {
     format!(
         r#"
@@ -36,6 +37,7 @@ name = "oss1"
 osts = 2
 device = "exact"
 {jobs}
+{NO_CLIENT_CACHE}
 "#
     )
 }

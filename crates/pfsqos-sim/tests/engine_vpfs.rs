@@ -5,7 +5,7 @@
 
 mod engine_common;
 
-use engine_common::{run_quiet, scenario, EXACT_DEVICE};
+use engine_common::{run_quiet, scenario, EXACT_DEVICE, NO_CLIENT_CACHE};
 use pfsqos_sim::RunOutput;
 
 const SERVERS: u32 = 4;
@@ -65,6 +65,8 @@ stripe_count = 4
 stripe_offset = 0
 "#
     ));
+    // PVFS2, which vPFS ran on, has no client cache: each call waits for its RPCs.
+    s.push_str(NO_CLIENT_CACHE);
     s
 }
 

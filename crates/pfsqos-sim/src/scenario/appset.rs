@@ -281,6 +281,7 @@ impl AppSetSpec {
                     stripe_offset: Some((first_ost + k) % osts),
                     after: None,
                     files_of: None,
+                    direct: false,
                     shape: ShapeSpec {
                         kind: ShapeKind::Phases,
                         phases: Some(tp.phases),

@@ -230,6 +230,7 @@ impl Scenario {
         }
         self.simulation.validate(&c)?;
         self.network.validate(&c)?;
+        self.client.validate(&c)?;
         self.validate_devices(&c)?;
         let osts = self.validate_osses(&c)?;
         self.cluster.validate(&c, osts)?;
@@ -453,6 +454,21 @@ impl Scenario {
                 CPTS_MAX,
                 "CPU partitions",
             )?;
+            for (field, v) in [
+                ("rpc_cpu_us", o.rpc_cpu_us),
+                ("rpc_cpu_us_per_mib", o.rpc_cpu_us_per_mib),
+                ("sync_cpu_us", o.sync_cpu_us),
+            ] {
+                check_f64(
+                    c,
+                    &format!("{p}.{field}"),
+                    v,
+                    0.0,
+                    false,
+                    LATENCY_US_MAX,
+                    "CPU time (us)",
+                )?;
+            }
             if o.io_threads < o.cpts {
                 return Err(c.err(
                     format!("{p}.io_threads"),
@@ -1406,6 +1422,31 @@ impl SimulationSpec {
     }
 }
 
+impl super::ClientSpec {
+    fn validate(&self, c: &Ctx) -> Res {
+        let max = super::CLIENT_CACHE_MB_MAX;
+        for (field, v) in [
+            ("client.max_dirty_mb", self.max_dirty_mb),
+            ("client.max_dirty_client_mb", self.max_dirty_client_mb),
+            ("client.max_read_ahead_mb", self.max_read_ahead_mb),
+            (
+                "client.max_read_ahead_per_file_mb",
+                self.max_read_ahead_per_file_mb,
+            ),
+        ] {
+            check_u64(
+                c,
+                field,
+                v,
+                0,
+                max,
+                "a cache budget in MiB (0 turns it off)",
+            )?;
+        }
+        Ok(())
+    }
+}
+
 impl NetworkSpec {
     fn validate(&self, c: &Ctx) -> Res {
         check_f64(
@@ -1434,6 +1475,15 @@ impl NetworkSpec {
             false,
             LATENCY_US_MAX,
             "latency (us)",
+        )?;
+        check_f64(
+            c,
+            "network.message_us",
+            self.message_us,
+            0.0,
+            false,
+            LATENCY_US_MAX,
+            "cost of a message (us)",
         )
     }
 }

@@ -28,10 +28,26 @@ read = [{ size = "4k", bandwidth_mib_s = 100.0 }]
 write = [{ size = "4k", bandwidth_mib_s = 100.0 }]
 "#;
 
-/// Links fast enough never to matter.
+/// A `[client]` table turning the client's page cache off: every call waits for its own RPCs
+/// (as fio's `direct = 1` does), for tests whose hand computations count a process's calls
+/// in flight. Append it at the end of a scenario's text.
+pub const NO_CLIENT_CACHE: &str = r#"
+[client]
+max_dirty_mb = 0
+max_dirty_client_mb = 0
+max_read_ahead_mb = 0
+max_read_ahead_per_file_mb = 0
+"#;
+
+/// Links fast enough never to matter (and no cost per message).
 pub const FAST_NET: &str = r#"
 [network]
 client_link_mib_s = 1000000.0
 server_link_mib_s = 1000000.0
 latency_us = 1.0
+message_us = 0.0
 "#;
+
+/// An `[[oss]]`'s keys for a server without CPU costs, for tests whose hand computations
+/// count only the device and the links.
+pub const NO_SERVER_CPU: &str = "rpc_cpu_us = 0.0\nrpc_cpu_us_per_mib = 0.0\nsync_cpu_us = 0.0\n";

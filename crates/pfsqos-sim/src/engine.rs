@@ -240,14 +240,16 @@ pub fn run_traced(
 /// [`run_traced`], also returning one [`CallTrace`] per I/O call returned, in return order.
 pub fn run_traced_calls(
     scenario: &Scenario,
-    policy: &str,
+    policy: &(impl PolicyArg + ?Sized),
     seed: u64,
 ) -> Result<(RunOutput, Vec<RpcTrace>, Vec<CallTrace>), RunError> {
     if scenario.simulation.engine == EngineKind::Fluid {
         return Err(RunError::Engine(NEEDS_FLUID.to_string()));
     }
-    let controller = controller_for(policy, scenario, seed).map_err(RunError::Policy)?;
-    let mut sim = Sim::new(scenario, controller, policy, seed).map_err(RunError::Scenario)?;
+    let choice = policy.choice().map_err(RunError::Policy)?;
+    let controller = controller_for_choice(&choice, scenario, seed);
+    let mut sim =
+        Sim::new(scenario, controller, choice.spec(), seed).map_err(RunError::Scenario)?;
     sim.trace = Some(Vec::new());
     sim.call_trace = Some(Vec::new());
     sim.run(&mut |_, _| {});

@@ -16,20 +16,30 @@ use crate::{Placement, PlacementContext, PlacementError, PlacementRequest, PLACE
 /// Which queue the placer compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueKind {
-    /// RPCs waiting in the OSS's request scheduler (NRS).
+    /// RPCs waiting in the OSS's request scheduler (NRS) at the observation.
     Scheduler,
-    /// Requests at the OST's device (the block layer's queue).
+    /// Requests at the OST's device, the mean over the last period (from the device's
+    /// `time_in_queue`, as `/sys/block/<dev>/stat` gives it: Little's law); at the first
+    /// observation, the requests there at that instant. A mean, because a device's queue at
+    /// one instant swings between empty and full with every burst of read-ahead or write-back.
     Device,
     /// Both, summed: all the work an RPC sent now would wait behind.
     Both,
 }
 
+/// Queue lengths are kept in thousandths of a request, so a mean of 0.4 ranks below 0.6.
+const MILLI: u64 = 1000;
+
 /// Places stripes on the least-queued OSTs.
 #[derive(Clone, Debug)]
 pub struct ShortestQueue {
     kind: QueueKind,
-    /// Queue of each OST at the last observation, indexed by OST; OSTs never observed are 0.
-    queue_rpcs: Vec<u64>,
+    /// Queue of each OST at the last observation in thousandths of a request, indexed by
+    /// OST; OSTs never observed are 0.
+    queue_milli_rpcs: Vec<u64>,
+    /// Each OST's device `time_in_queue` at the last observation, and when that was.
+    time_in_queue_ns: Vec<u64>,
+    observed_at_ns: Option<u64>,
     /// Where the next tie-break starts: the OST after the previous file's last stripe.
     cursor: u32,
 }
@@ -41,14 +51,20 @@ impl ShortestQueue {
         }
         Ok(ShortestQueue {
             kind,
-            queue_rpcs: vec![0; ost_count as usize],
+            queue_milli_rpcs: vec![0; ost_count as usize],
+            time_in_queue_ns: vec![0; ost_count as usize],
+            observed_at_ns: None,
             cursor: 0,
         })
     }
 
-    /// The queue length the placer holds for `ost` (0 if never observed).
-    pub fn queue_rpcs(&self, ost: u32) -> u64 {
-        self.queue_rpcs.get(ost as usize).copied().unwrap_or(0)
+    /// The queue length the placer holds for `ost`, in thousandths of a request (0 if never
+    /// observed).
+    pub fn queue_milli_rpcs(&self, ost: u32) -> u64 {
+        self.queue_milli_rpcs
+            .get(ost as usize)
+            .copied()
+            .unwrap_or(0)
     }
 }
 
@@ -64,8 +80,9 @@ impl Placement for ShortestQueue {
             return Err(PlacementError::TooManyOsts(n));
         }
         // The file system may have grown since the placer was built: new OSTs start empty.
-        if self.queue_rpcs.len() < n as usize {
-            self.queue_rpcs.resize(n as usize, 0);
+        if self.queue_milli_rpcs.len() < n as usize {
+            self.queue_milli_rpcs.resize(n as usize, 0);
+            self.time_in_queue_ns.resize(n as usize, 0);
         }
         let start = request.start_ost.unwrap_or(self.cursor % n);
         let osts: Vec<OstId> = if request.start_ost.is_some() {
@@ -78,7 +95,7 @@ impl Placement for ShortestQueue {
             // ranking total, so equal queues rotate as round robin does.
             let mut order: Vec<u32> = (0..n).collect();
             let distance = |o: u32| (o + n - start) % n;
-            order.sort_unstable_by_key(|&o| (self.queue_rpcs[o as usize], distance(o)));
+            order.sort_unstable_by_key(|&o| (self.queue_milli_rpcs[o as usize], distance(o)));
             order.truncate(count as usize);
             // Stripe order follows the rotation too, so a layout reads as Lustre's would.
             order.sort_unstable_by_key(|&o| distance(o));
@@ -105,19 +122,37 @@ impl Placement for ShortestQueue {
     }
 
     fn observe(&mut self, observation: &Observation) {
+        let now = observation.now_ns;
+        // The period since the last observation; none (the first, or time standing still).
+        let dt_ns = self
+            .observed_at_ns
+            .filter(|&at| now > at)
+            .map(|at| now - at);
         for target in observation.domains.iter().flat_map(|d| &d.targets) {
-            let Some(slot) = self.queue_rpcs.get_mut(target.ost.0 as usize) else {
+            let o = target.ost.0 as usize;
+            if o >= self.queue_milli_rpcs.len() {
                 // An OST beyond the ones this placer was built for: it cannot be placed on yet.
                 continue;
+            }
+            let device_milli = match dt_ns {
+                Some(dt) => {
+                    // A counter that went back (the device was reset) gives no mean this time.
+                    let busy_ns = target
+                        .device_time_in_queue_ns
+                        .saturating_sub(self.time_in_queue_ns[o]);
+                    (u128::from(busy_ns) * u128::from(MILLI) / u128::from(dt)) as u64
+                }
+                None => target.device_queue_rpcs.saturating_mul(MILLI),
             };
-            *slot = match self.kind {
-                QueueKind::Scheduler => target.queue_len_rpcs,
-                QueueKind::Device => target.device_queue_rpcs,
-                QueueKind::Both => target
-                    .queue_len_rpcs
-                    .saturating_add(target.device_queue_rpcs),
+            self.time_in_queue_ns[o] = target.device_time_in_queue_ns;
+            let scheduler_milli = target.queue_len_rpcs.saturating_mul(MILLI);
+            self.queue_milli_rpcs[o] = match self.kind {
+                QueueKind::Scheduler => scheduler_milli,
+                QueueKind::Device => device_milli,
+                QueueKind::Both => scheduler_milli.saturating_add(device_milli),
             };
         }
+        self.observed_at_ns = Some(now);
     }
 
     fn state(&self) -> u64 {
@@ -138,7 +173,7 @@ impl Placement for ShortestQueue {
 /// `shortestqueue[:queue=scheduler|device|both]`.
 pub const DESCRIPTOR: crate::PlacerDescriptor = crate::PlacerDescriptor {
     name: "shortestqueue",
-    description: "each file's stripes on the OSTs with the shortest queues at the last observation",
+    description: "each file's stripes on the OSTs with the shortest queues (the scheduler's, and the device's mean) at the last observation",
     options: &["queue=scheduler|device|both (default both)"],
     build: |ost_count, options| {
         let mut kind = QueueKind::Both;

@@ -21,8 +21,11 @@ claims.toml:
     a = { table = "Fig. 7", col = "OSTCost", where = { placer = "iez", case = ".*64 processes.*" } }
     explanation = "..."               # optional: the mechanism, no measured number
     explained_if = "below"            # when the explanation holds: below, above, any
+    paper_text = "significant gain"   # optional: how the paper states a claim without a number
+                                      # (then `paper` and `tolerance` are our reading of it)
 
-A reference names a table by a regular expression searched in the heading above it, a column
+A reference names a table by a regular expression searched in its enclosing headings
+(joined by " / "), a column
 by its header (exact), and rows by `where`: header -> regular expression matched against the
 whole cell. It reads the first number of each matching cell (`index` picks another), in the
 table's order, so a reference may give several values; arithmetic then works element by
@@ -52,15 +55,18 @@ class NotMeasured(Exception):
 
 
 def parse_tables(text):
-    """Every markdown table with the nearest heading above it: (heading, header, rows)."""
+    """Every markdown table with its enclosing headings, joined by " / ": (heading, header, rows)."""
     tables = []
+    stack = []  # (level, title) of the enclosing headings
     heading = ""
     lines = text.splitlines()
     i = 0
     while i < len(lines):
         line = lines[i]
         if line.startswith("#"):
-            heading = line.lstrip("#").strip()
+            level = len(line) - len(line.lstrip("#"))
+            stack = [h for h in stack if h[0] < level] + [(level, line.lstrip("#").strip())]
+            heading = " / ".join(t for _, t in stack)
         if line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[-:| ]+\|$", lines[i + 1]):
             header = [c.strip() for c in line.strip().strip("|").split("|")]
             rows = []
@@ -246,7 +252,8 @@ def main():
             why = claim.get("not_measured", str(e))
         counts[v.split(" (")[0]] = counts.get(v.split(" (")[0], 0) + 1
         out.append(
-            f"| {claim['section']}: {claim['what']} | {fmt(claim['paper'], unit, digits)} | "
+            f"| {claim['section']}: {claim['what']} | "
+            f"{claim.get('paper_text', fmt(claim['paper'], unit, digits))} | "
             f"{ours_text} | {describe_tolerance(claim['tolerance'], unit)} | **{v}** | {why} |"
         )
     out.append("")

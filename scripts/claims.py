@@ -29,7 +29,8 @@ A reference names a table by a regular expression searched in its enclosing head
 by its header (exact), and rows by `where`: header -> regular expression matched against the
 whole cell. It reads the first number of each matching cell (`index` picks another), in the
 table's order, so a reference may give several values; arithmetic then works element by
-element and `max`, `min`, `mean` reduce. `pct(a, b)` is (a / b - 1) x 100. Expressions are
+element and `max`, `min`, `mean` reduce, `cat`
+joins. `pct(a, b)` is (a / b - 1) x 100. Expressions are
 parsed, never evaluated as code: numbers, references, + - * /, and those functions only.
 
 The verdict rule (the same for every paper):
@@ -150,6 +151,8 @@ def evaluate(expr, refs):
                 return [reducers[name]([x for a in args for x in a])]
             if name == "pct" and len(args) == 2:
                 return broadcast(lambda x, y: (x / y - 1.0) * 100.0, *args)
+            if name == "cat" and args:
+                return [x for a in args for x in a]
             if name == "abs" and len(args) == 1:
                 return [abs(x) for x in args[0]]
         raise ValueError(f"not allowed in an expression: {ast.dump(node)[:80]}")

@@ -25,8 +25,9 @@ claims.toml:
                                       # (then `paper` and `tolerance` are our reading of it)
 
 A reference names a table by a regular expression searched in its enclosing headings
-(joined by " / "), a column
-by its header (exact), and rows by `where`: header -> regular expression matched against the
+(joined by " / "; `nth` picks the n-th such table, from 0), a column
+by its header (exact; a header that repeats in its table is named with the header before it,
+"Δ I/O time s"), and rows by `where`: header -> regular expression matched against the
 whole cell. It reads the first number of each matching cell (`index` picks another), in the
 table's order, so a reference may give several values; arithmetic then works element by
 element and `max`, `min`, `mean` reduce, `cat`
@@ -70,6 +71,13 @@ def parse_tables(text):
             heading = " / ".join(t for _, t in stack)
         if line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|[-:| ]+\|$", lines[i + 1]):
             header = [c.strip() for c in line.strip().strip("|").split("|")]
+            # A header that repeats (GIFT's tables have a "Δ" after every metric) is named by
+            # the column before it: "Δ I/O time s", "Δ run time s", ...
+            repeated = {h for h in header if header.count(h) > 1}
+            header = [
+                f"{h} {header[k - 1]}" if h in repeated and k > 0 else h
+                for k, h in enumerate(header)
+            ]
             rows = []
             i += 2
             while i < len(lines) and lines[i].startswith("|"):

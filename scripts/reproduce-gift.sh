@@ -205,3 +205,4 @@ wait
 } > "$dir/all.md"
 mv "$dir/all.md" "$out"
 echo "wrote $out"
+python3 scripts/claims.py scenarios/gift/claims.toml "$out" docs/reproductions/gift.md

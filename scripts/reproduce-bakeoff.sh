@@ -6,7 +6,9 @@
 # * docs/bakeoff.md: the text between `<!-- generated:bakeoff-run -->` and
 #   `<!-- /generated:bakeoff-run -->` (what ran, how long it took, on what machine) and between
 #   `<!-- generated:bakeoff-summary -->` and `<!-- /generated:bakeoff-summary -->` (the part of
-#   results.md before the first workload's section: the answer and the overall ranks).
+#   results.md before the first workload's section: the answer and the overall ranks) and
+#   between `<!-- generated:bakeoff-pi-identify -->` markers (`pfsqos pi identify` on
+#   checkpoint-storm: the model the suite's pi designs use; a warning when they differ).
 # Prints the wall time of each run. Usage: scripts/reproduce-bakeoff.sh [--seeds N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +34,11 @@ load_end=$(cut -d' ' -f1 /proc/loadavg)
 full_s=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
 demo_s=$(python3 -c "print(f'{$t2 - $t1:.1f}')")
 cp "$dir/full/results.md" docs/bakeoff-results.md
+# PI's gains on this system (docs/bakeoff.md, "PI's gains, identified on this system").
+identify=(pi identify scenarios/bakeoff/checkpoint-storm.toml
+  --experiment pi-openloop:from=112M:to=128M:levels=8:hold=10:repeats=3 --ks-ms 3000)
+"$bin" "${identify[@]}" > "$dir/pi-identify.txt"
+echo "pfsqos ${identify[*]}" > "$dir/pi-command.txt"
 python3 - "$dir" "$full_s" "$demo_s" "$load_start" "$load_end" <<'PY'
 import json, os, re, subprocess, sys
 
@@ -65,9 +72,26 @@ summary = results[: first.start()] if first else results
 summary = re.sub(r"\A# .*\n", "", summary).strip("\n")
 summary = re.sub(r"^(#+) ", lambda m: "#" * (len(m.group(1)) + 1) + " ", summary, flags=re.M)
 
+identify = open(os.path.join(root, "pi-identify.txt"), encoding="utf-8").read().strip("\n")
+command = open(os.path.join(root, "pi-command.txt"), encoding="utf-8").read().strip()
+pi_text = f"```sh\n{command}\n```\n\n```\n{identify}\n```"
+# The suite's pi designs are typed from this output: say so when they no longer match it.
+spec = re.search(r"^run it: pi:a=([0-9.]+):b=([0-9.]+)", identify, re.M)
+suite = open("scenarios/bakeoff/suite.toml", encoding="utf-8").read()
+if spec and f"pi:a={spec.group(1)}:b={spec.group(2)}:" not in suite:
+    print(
+        f"WARNING: the identified model (a={spec.group(1)}, b={spec.group(2)}) is not the "
+        "pi designs' of scenarios/bakeoff/suite.toml: update them and rerun",
+        file=sys.stderr,
+    )
+
 path = "docs/bakeoff.md"
 doc = open(path, encoding="utf-8").read()
-for name, text in (("bakeoff-run", run_text), ("bakeoff-summary", summary)):
+for name, text in (
+    ("bakeoff-run", run_text),
+    ("bakeoff-summary", summary),
+    ("bakeoff-pi-identify", pi_text),
+):
     begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
     if doc.count(begin) != 1 or doc.count(end) != 1 or doc.index(begin) > doc.index(end):
         sys.exit(f"{path}: needs one {begin} and one {end}, in that order")

@@ -177,7 +177,8 @@ fi
 running=0
 for s in s12 s11 s10 s09 s06 s08 s07 s04 s03 s02 s05 s01; do
   [[ " $sections " == *" $s "* ]] || continue
-  ( $s > "$dir/$s.md" 2> "$dir/$s.err" && mv "$dir/$s.md" "$keep/$s.md" || { echo "section $s failed" >&2; cat "$dir/$s.err" >&2; exit 1; } ) &
+  # Written aside and moved into place when complete, so an interrupted section leaves no part.
+  ( $s > "$dir/$s.part" 2> "$dir/$s.err" && mv "$dir/$s.part" "$keep/$s.md" || { echo "section $s failed" >&2; cat "$dir/$s.err" >&2; exit 1; } ) &
   running=$((running + 1))
   if (( running >= lanes )); then
     wait -n
@@ -205,3 +206,4 @@ wait
 } > "$dir/all.md"
 mv "$dir/all.md" "$out"
 echo "wrote $out"
+python3 scripts/claims.py scenarios/gift/claims.toml "$out" docs/reproductions/gift.md

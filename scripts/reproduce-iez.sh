@@ -5,7 +5,8 @@
 # HACC-I/O cases read back from the layouts the writes got (Fig. 10), on
 # scenarios/iez/testbed.toml; each case with files created at set-up and at their first I/O
 # from 60 s statistics reports (the paper's collector), plus a stale-statistics case.
-# Writes docs/reproductions/iez-measured.md and its OST and OSS utilization charts
+# Writes docs/reproductions/iez-measured.md, the claims table of docs/reproductions/iez.md
+# (scripts/claims.py on scenarios/iez/claims.toml) and the OST and OSS utilization charts
 # (docs/reproductions/iez/*.svg).
 # Usage: scripts/reproduce-iez.sh
 set -euo pipefail
@@ -27,3 +28,4 @@ trap 'rm -f "$tmp"' EXIT
 mv "$tmp" "$out"
 trap - EXIT
 echo "wrote $out"
+python3 scripts/claims.py scenarios/iez/claims.toml "$out" docs/reproductions/iez.md

@@ -3,7 +3,8 @@
 # the Fig. 5 sweep (target ratios, app2's access patterns, two thresholds), the Fig. 6
 # dynamic-arrival run, the Fig. 1/7 BTIO-against-IOR runs (Class C full and Class A simple, each
 # BTIO's output phase then its verification phase reading the files back) and
-# the Table 2 96-server comparison, with the RPC-level engine. Writes docs/reproductions/vpfs-measured.md.
+# the Table 2 96-server comparison, with the RPC-level engine. Writes docs/reproductions/vpfs-measured.md
+# and the claims table of docs/reproductions/vpfs.md (scripts/claims.py, scenarios/vpfs/claims.toml).
 # Usage: scripts/reproduce-vpfs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,3 +45,4 @@ trap 'rm -f "$tmp"' EXIT
 mv "$tmp" "$out"
 trap - EXIT
 echo "wrote $out"
+python3 scripts/claims.py scenarios/vpfs/claims.toml "$out" docs/reproductions/vpfs.md

@@ -261,6 +261,12 @@ fn family_phrase(family: Family, rankings: &[MetricRanking]) -> Option<String> {
         return Some(format!("{what}: only {} ran", w.design));
     }
     if st.tied == st.ranked.len() {
+        if let [(a, _), (b, _)] = st.ranked.as_slice() {
+            return Some(format!(
+                "{what}: {} and {} tie on {}",
+                a.design, b.design, def.label
+            ));
+        }
         return Some(format!(
             "{what}: all {} designs tie on {}",
             st.ranked.len(),
@@ -404,5 +410,36 @@ mod tests {
             j.detail
         );
         assert!(judge(&e("gift", "run_time_mean_s", &[]), &r).is_none());
+    }
+
+    /// Over several seeds the matrix and the sentence follow the 95 % intervals: a gap of
+    /// 13 % between noisy seeds is a tie, the same gap between tight seeds a winner.
+    #[test]
+    fn over_seeds_a_gap_inside_the_interval_is_a_tie() {
+        let d = names(&["a", "b"]);
+        let seeds = |times: [f64; 3]| -> Vec<Option<Vec<Option<f64>>>> {
+            times.iter().map(|&t| row(t, 0.9, 1000.0)).collect()
+        };
+        // Means 30 s and 34 s; a's seeds spread 20-40 s, so its interval holds 34.
+        let noisy = rank_workload(&d, &[seeds([20.0, 30.0, 40.0]), seeds([33.0, 34.0, 35.0])]);
+        let m = matrices(2, &[&noisy]);
+        let cells: Vec<_> = m[0].cells[0].iter().map(|c| c.clone().unwrap()).collect();
+        assert!(cells.iter().all(|c| c.tie_best), "{cells:?}");
+        assert!(
+            sentence("w", &noisy).contains("fastest jobs: a and b tie on mean job time"),
+            "{}",
+            sentence("w", &noisy)
+        );
+        // The same means with tight seeds: a wins, and b's cell is its gap.
+        let tight = rank_workload(&d, &[seeds([29.9, 30.0, 30.1]), seeds([33.9, 34.0, 34.1])]);
+        let m = matrices(2, &[&tight]);
+        let t: Vec<String> = m[0].cells[0]
+            .iter()
+            .map(|c| c.as_ref().unwrap().text.clone())
+            .collect();
+        assert_eq!(t, vec!["best", "−13.3 %"]);
+        assert!(!m[0].cells[0][1].as_ref().unwrap().tie_best);
+        let s = sentence("w", &tight);
+        assert!(s.contains("fastest jobs: a (mean job time 30.0 s"), "{s}");
     }
 }

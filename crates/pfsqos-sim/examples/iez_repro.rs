@@ -550,4 +550,9 @@ fn main() {
             hacc(32, 13.5),
         ],
     );
+    read_table(
+        "Single shared file: read rates, each process reading its part back after all have written (Fig. 10g)",
+        &base,
+        &[ssf(16), ssf(32)],
+    );
 }

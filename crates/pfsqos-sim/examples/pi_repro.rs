@@ -19,9 +19,13 @@
 //!   standard deviation of the queue in the second half of each step, and the mean settling
 //!   time.
 //! * **fig6/7**: job run times (first I/O to last completion, per client) for fixed targets 50
-//!   to 100 against no control (`nobw`) and the AIMD baseline at 80, over 5 seeds: mean, 10th
-//!   and 90th percentile, and the tail (longest run time of each seed, averaged); the share of
-//!   control periods whose limit is at `bw_min`; for runs whose jobs do not all finish, the
+//!   to 100 against no control (`nobw`) and the AIMD baseline at 80, over 5 seeds (5
+//!   replications: the scenario's `start_jitter_s` starts the jobs at other times under each
+//!   seed): mean, 10th and 90th percentile, and the tail (longest run time of each seed,
+//!   averaged), each mean with its 95 % interval over the seeds (Student's t on the 5
+//!   per-seed values); the changes against the baseline are paired by seed (the same seed's
+//!   baseline run), with the 95 % interval of the per-seed change; the share of control
+//!   periods whose limit is at `bw_min`; for runs whose jobs do not all finish, the
 //!   throughput delivered.
 //! * A third argument, a scenario, takes the model and gains from that scenario's
 //!   identification instead (the same controller on another plant: the congestion curves of
@@ -103,6 +107,23 @@ fn mean(v: &[f64]) -> f64 {
 fn std_dev(v: &[f64]) -> f64 {
     let m = mean(v);
     (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len().max(1) as f64).sqrt()
+}
+
+/// Half-width of the 95 % confidence interval of the mean of `v` (Student's t with
+/// `v.len() - 1` degrees of freedom); 0 for fewer than two values.
+fn ci95_half(v: &[f64]) -> f64 {
+    // t(0.975, df) for df = 1..=10; beyond that, the normal quantile's neighbourhood.
+    const T975: [f64; 10] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    ];
+    let n = v.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let m = mean(v);
+    let sample_sd = (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64).sqrt();
+    let t = T975.get(n - 2).copied().unwrap_or(1.96);
+    t * sample_sd / (n as f64).sqrt()
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -348,6 +369,7 @@ fn run_times_s(out: &RunOutput) -> Vec<f64> {
 
 fn fig6(base: &Scenario, m: &Identified) {
     println!("### Fig. 6 and 7: job run time per client over {SEEDS} seeds\n");
+    println!("Each mean with ± the half-width of its 95 % interval over the {SEEDS} seeds; the changes are paired by seed.\n");
     println!("| control | mean (s) | p10 (s) | p90 (s) | tail: longest per seed, mean (s) | mean vs baseline | tail vs baseline | periods at `bw_min` |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut configs: Vec<(String, String)> = vec![("baseline (nobw)".into(), "nobw".into())];
@@ -366,10 +388,12 @@ fn fig6(base: &Scenario, m: &Identified) {
         "AIMD-80 (instant)".into(),
         format!("aimd:target=80:ts_ms={TS_MS}:{BW_MAX}:sensor=instant"),
     ));
-    let mut baseline = (0.0, 0.0);
+    // The baseline's per-seed mean and tail, for the changes paired by seed.
+    let mut baseline: Vec<(f64, f64)> = Vec::new();
     for (label, spec) in configs {
         let mut all = Vec::new();
         let mut tails = Vec::new();
+        let mut seed_means = Vec::new();
         // Control periods, and those whose limit is at the floor (`bw_min`, 1 MiB/s): the
         // periods a client sends least in. (Until the engine re-booked a running hold at a new
         // limit, `Link::relimit_up`, an RPC started at the floor held the uplink for 1 s
@@ -391,6 +415,7 @@ fn fig6(base: &Scenario, m: &Identified) {
                 .sum::<u64>();
             let t = run_times_s(&out);
             tails.push(t.iter().copied().fold(0.0, f64::max));
+            seed_means.push(mean(&t));
             all.extend(t);
         }
         let floor = if periods == 0 {
@@ -409,16 +434,33 @@ fn fig6(base: &Scenario, m: &Identified) {
             continue;
         }
         all.sort_by(f64::total_cmp);
-        let (m_all, tail) = (mean(&all), mean(&tails));
+        let (m_all, tail) = (mean(&seed_means), mean(&tails));
         if label.starts_with("baseline") {
-            baseline = (m_all, tail);
+            baseline = seed_means
+                .iter()
+                .copied()
+                .zip(tails.iter().copied())
+                .collect();
         }
+        assert_eq!(baseline.len(), seed_means.len(), "a baseline run per seed");
+        let change = |ours: &[f64], base: &dyn Fn(&(f64, f64)) -> f64| -> Vec<f64> {
+            ours.iter()
+                .zip(&baseline)
+                .map(|(x, b)| (x / base(b) - 1.0) * 100.0)
+                .collect()
+        };
+        let mean_change = change(&seed_means, &|b| b.0);
+        let tail_change = change(&tails, &|b| b.1);
         println!(
-            "| {label} | {m_all:.1} | {:.1} | {:.1} | {tail:.1} | {:+.1} % | {:+.1} % | {floor} |",
+            "| {label} | {m_all:.1} ± {:.1} | {:.1} | {:.1} | {tail:.1} ± {:.1} | {:+.1} % ± {:.1} | {:+.1} % ± {:.1} | {floor} |",
+            ci95_half(&seed_means),
             percentile(&all, 0.1),
             percentile(&all, 0.9),
-            (m_all / baseline.0 - 1.0) * 100.0,
-            (tail / baseline.1 - 1.0) * 100.0
+            ci95_half(&tails),
+            mean(&mean_change),
+            ci95_half(&mean_change),
+            mean(&tail_change),
+            ci95_half(&tail_change)
         );
     }
     println!();

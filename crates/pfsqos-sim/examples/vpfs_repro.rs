@@ -105,7 +105,7 @@ fn with_pattern(base: &Scenario, pattern: &str, w1: u32) -> Scenario {
     s
 }
 
-fn fig5_row(s: &Scenario, label: &str, w1: u32, policy: &str) {
+fn fig5_row(s: &Scenario, label: &str, w1: u32, policy: &str) -> RunOutput {
     let out = run_quiet(s, policy);
     let from = bins_from(&out, WARMUP_S);
     let (a, b) = (job_bytes_from(&out, 0, from), job_bytes_from(&out, 1, from));
@@ -115,6 +115,29 @@ fn fig5_row(s: &Scenario, label: &str, w1: u32, policy: &str) {
         "| {label} | {w1}:1 | `{policy}` | {ratio:.2}:1 | {:+.1} % | {broadcasts} | {messages} | {bytes} |",
         (ratio / f64::from(w1) - 1.0) * 100.0
     );
+    out
+}
+
+/// Each server's rate (MB/s) of app1 and app2 after the warm-up: where a total-service ratio
+/// comes from when app2 also uses servers app1 does not.
+fn per_server_rates(out: &RunOutput) {
+    let from = bins_from(out, WARMUP_S);
+    let secs = out.end_ns as f64 / 1e9 - from as f64 * out.bin_ns as f64 / 1e9;
+    assert!(secs > 0.0, "the run outlasts the warm-up");
+    println!("| server | app1 MB/s | app2 MB/s |");
+    println!("|---|---:|---:|");
+    for (o, name) in out.osts.iter().enumerate() {
+        let rate = |job: usize| {
+            out.jobs[job]
+                .bytes_per_ost_bin
+                .get(o)
+                .map_or(0, |bins| bins.iter().skip(from).sum::<u64>()) as f64
+                / 1e6
+                / secs
+        };
+        println!("| {name} | {:.1} | {:.1} |", rate(0), rate(1));
+    }
+    println!();
 }
 
 fn fig5(base: &Scenario) {
@@ -144,12 +167,15 @@ fn fig5(base: &Scenario) {
             group.iodepth = 8;
         }
     }
-    fig5_row(
+    let out = fig5_row(
         &deep,
         "write, iodepth 8",
         32,
         "vpfs:sync=threshold:threshold=10M",
     );
+    println!();
+    println!("### Fig. 5, write at iodepth 8, 32:1: rates per server\n");
+    per_server_rates(&out);
 }
 
 fn windows(out: &RunOutput, window_s: f64) -> Vec<WindowDeviation> {

@@ -886,8 +886,9 @@ fn toml_files(dir: &Path, out: &mut Vec<PathBuf>) {
         if path.is_dir() {
             toml_files(&path, out);
         } else if path.extension().is_some_and(|e| e == "toml")
-            // A bake-off suite's index, not a scenario (pfsqos-bakeoff validates it).
-            && path.file_name().is_some_and(|n| n != "suite.toml")
+            // A bake-off suite's index and a reproduction's claims (scripts/claims.py reads
+            // them) are not scenarios.
+            && path.file_name().is_some_and(|n| n != "suite.toml" && n != "claims.toml")
         {
             out.push(path);
         }
@@ -920,8 +921,15 @@ fn flagship_matches_the_paper_set_up() {
             s.osses[0].io_threads,
             s.osses[0].cpts
         ),
-        (2, "ssd-sata", 64, 1)
+        (2, "sata-ssd", 64, 1)
     );
+    // The testbed's SATA SSDs (Table II), as the shipped datasheet profile.
+    let device = s
+        .devices
+        .iter()
+        .find(|d| d.name == "sata-ssd")
+        .expect("the OSS's device");
+    assert_eq!(device.profile.as_deref(), Some("ssd-sata"));
     assert_eq!(s.cluster.clients, 4);
     let nodes: Vec<u32> = s.jobs.iter().map(|j| j.nodes).collect();
     let total: u32 = nodes.iter().sum();

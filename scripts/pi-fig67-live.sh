@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A scaled-down Fig. 6/7 of the PI paper (control-theory-pi.txt §4.5) on the live runtime:
+# A scaled-down Fig. 6/7 of the PI paper (PI control, UCC 2025, §4.5) on the live runtime:
 # NODES mounts on loopback, each running one fio with JOBS sequential 1 MiB writers of SIZE
 # each (Listing 1 scaled down: rw=write bs=1M, psync instead of libaio through FUSE), against
 # one ossd with one OST; once without control and once under `pi` at each of TARGETS. Per

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vPFS Fig. 3-4 (vpfs.txt §IV-B), live: what the scheduler costs in throughput. Starts a
+# vPFS Fig. 3-4 (vPFS, MSST '12, §IV-B), live: what the scheduler costs in throughput. Starts a
 # cluster with `pfsqos up` (one ossd with two OSTs, an mds, one FUSE mount, in a temporary
 # directory), then, in alternating rounds, runs JOBS fio writers (then readers) of 1 MiB
 # blocks, each under its own SLURM_JOB_ID, for SECS seconds under each NRS policy: `fifo`

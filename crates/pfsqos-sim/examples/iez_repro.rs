@@ -1,4 +1,4 @@
-//! iez §IV reproduction driver (iez.txt): derives every case from
+//! iez §IV reproduction driver (iez, IPDPS '19): derives every case from
 //! `scenarios/iez/testbed.toml` (3 OSSs x 5 OSTs of 10 GB, 2 clients), runs each under Lustre's
 //! default round robin (`roundrobin`: consecutive OSTs from a cursor), Lustre's allocator as
 //! lod_qos.c runs it (`lustre`: round robin over the OSS-interleaved array, weighted QOS when

@@ -1,4 +1,4 @@
-//! PI control §4 reproduction driver (control-theory-pi.txt): runs the paper's experiments on
+//! PI control §4 reproduction driver (PI control, UCC 2025): runs the paper's experiments on
 //! `scenarios/pi/listing1.toml` (16 clients, fio Listing 1, one SSD server) and prints
 //! Markdown tables. `scripts/reproduce-pi.sh` calls it; every measured number in
 //! `docs/reproductions/pi-control.md` comes from its output.

@@ -465,10 +465,10 @@ impl DeviceModel {
     /// A preset by name, or `None`.
     ///
     /// * `hdd`: one 7200 rpm disk. 102 MB/s (97.3 MiB/s) sequential is the per-OST HDD peak
-    ///   of the GIFT evaluation (gift.txt, "Methodology"); 0.1 ms per-command overhead and an
+    ///   of the GIFT evaluation (GIFT, FAST '20, "Methodology"); 0.1 ms per-command overhead and an
     ///   8 ms random penalty (average seek plus half a rotation at 7200 rpm, the usual
     ///   datasheet order of magnitude); one request at a time.
-    /// * `ssd-sata`: the 480 GB 6 Gb/s SATA SSD of the AdapTBF testbed (adaptbf.txt, Table II,
+    /// * `ssd-sata`: the 480 GB 6 Gb/s SATA SSD of the AdapTBF testbed (AdapTBF, arXiv 2026, Table II,
     ///   CloudLab c6525-25g). The paper gives only the class, so the numbers are the typical
     ///   datasheet figures of 480 GB datacenter SATA SSDs: 500 MB/s (476.8 MiB/s) sequential
     ///   read, 450 MB/s (429.2 MiB/s) sequential write, lower bandwidth for 4 KiB requests

@@ -4,7 +4,7 @@
 //! from forecasts (iez), each job's files predicted from the job's first run.
 //!
 //! **The first run.** iez's miniRecorder traces an application's first run (per file: bytes
-//! written, stripe count, rank; iez.txt §III-A1) and AIPA forecasts the next run from it. A
+//! written, stripe count, rank; iez, IPDPS '19, §III-A1) and AIPA forecasts the next run from it. A
 //! scenario's jobs write exactly what their process groups say, so the first run's trace is
 //! derived from the scenario (files in creation order: a shared file holds `numjobs × size`,
 //! a per-process file `size`) instead of simulated twice; the forecast

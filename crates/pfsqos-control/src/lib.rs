@@ -122,9 +122,10 @@ pub struct Observation {
 pub enum ControlWrite {
     /// `ost.OSS.ost_io.nrs_policies=<text>`, e.g. `fifo` or `tbf jobid`: the head's own file.
     NrsPolicies(String),
-    /// `ost.OSS.ost_io.<param>=<text>` for a parameter file another policy of the scheduler
-    /// registry owns (`sched::policy::NrsPolicyDescriptor::params`, e.g. a fair-queuing policy's
-    /// weights). Written to the running policy; ENODEV if the owner is not running.
+    /// `ost.OSS.ost_io.<param>=<text>` for a parameter file a policy of the scheduler registry
+    /// owns (`sched::policy::NrsPolicyDescriptor::params`: TBF's `nrs_tbf_rule`, built with
+    /// [`ControlWrite::tbf_rule`], or a fair-queuing policy's weights). Written to the running
+    /// policy; ENODEV if the owner is not running.
     NrsPolicyParam { param: String, text: String },
 }
 

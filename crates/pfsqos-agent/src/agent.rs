@@ -1945,7 +1945,7 @@ mod tests {
     #[test]
     fn slurm_jobs_set_the_shares() {
         if let Some(why) = slurm_unavailable() {
-            eprintln!("SKIP: slurm_jobs_set_the_shares: {why}");
+            pfsqos_testkit::skip("slurm_jobs_set_the_shares", &why);
             return;
         }
         let mut held = SlurmJobs(Vec::new());

@@ -403,8 +403,9 @@ mod tests {
         for text in [agent, coord] {
             match pfsqos_metrics::promtool_check(&text) {
                 None => {
-                    eprintln!(
-                        "SKIP: promtool is not installed (Debian: apt-get install prometheus)"
+                    pfsqos_testkit::skip(
+                        "promtool_finds_nothing_in_the_agent_and_coordinator_families",
+                        "promtool is not installed (Debian: apt-get install prometheus)",
                     );
                     return;
                 }

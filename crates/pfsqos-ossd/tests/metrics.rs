@@ -89,7 +89,10 @@ async fn lint(addr: SocketAddr) {
     .await;
     assert_eq!(status, 200, "{body}");
     match pfsqos_metrics::promtool_check(&body) {
-        None => eprintln!("SKIP: promtool is not installed (Debian: apt-get install prometheus)"),
+        None => pfsqos_testkit::skip(
+            "the metrics lint (promtool check metrics)",
+            "promtool is not installed (Debian: apt-get install prometheus)",
+        ),
         Some(verdict) => verdict.unwrap(),
     }
 }

@@ -1910,32 +1910,6 @@ mod tests {
         }
     }
 
-    /// Why the real-Slurm test cannot run here, if it cannot.
-    fn slurm_unavailable() -> Option<String> {
-        if unsafe { libc::geteuid() } != 0 {
-            return Some("not root (sbatch --priority needs a Slurm administrator)".into());
-        }
-        match std::process::Command::new("sinfo")
-            .args(["--noheader", "--format=%T"])
-            .output()
-        {
-            Err(e) => Some(format!(
-                "no Slurm client (sinfo: {e}); run scripts/setup-slurm.sh"
-            )),
-            Ok(o) if !o.status.success() => Some(format!(
-                "slurmctld not reachable ({}); run scripts/setup-slurm.sh",
-                String::from_utf8_lossy(&o.stderr).trim()
-            )),
-            Ok(o) => {
-                let states = String::from_utf8_lossy(&o.stdout).to_string();
-                (!["idle", "mixed", "alloc"]
-                    .iter()
-                    .any(|s| states.contains(s)))
-                .then(|| format!("no Slurm node up (sinfo: {:?})", states.trim()))
-            }
-        }
-    }
-
     /// The agent's shares follow a real Slurm's jobs: two jobs submitted with `sbatch
     /// --nodes=1 --priority=P` to a single-node slurmctld (scripts/setup-slurm.sh) are read
     /// back with squeue, and Static BW's rules split the OST by their Slurm priorities
@@ -1944,7 +1918,7 @@ mod tests {
     /// that the agent follows without `[slurm]`.
     #[test]
     fn slurm_jobs_set_the_shares() {
-        if let Some(why) = slurm_unavailable() {
+        if let Some(why) = pfsqos_testkit::slurm_unavailable() {
             pfsqos_testkit::skip("slurm_jobs_set_the_shares", &why);
             return;
         }

@@ -34,34 +34,9 @@ impl Drop for Held {
     }
 }
 
-fn slurm_unavailable() -> Option<String> {
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root (sbatch --priority needs a Slurm administrator)".into());
-    }
-    match Command::new("sinfo")
-        .args(["--noheader", "--format=%T"])
-        .output()
-    {
-        Err(e) => Some(format!(
-            "no Slurm client (sinfo: {e}); run scripts/setup-slurm.sh"
-        )),
-        Ok(o) if !o.status.success() => Some(format!(
-            "slurmctld not reachable ({}); run scripts/setup-slurm.sh",
-            text(&o.stderr).trim()
-        )),
-        Ok(o) => {
-            let states = text(&o.stdout);
-            (!["idle", "mixed", "alloc"]
-                .iter()
-                .any(|s| states.contains(s)))
-            .then(|| format!("no Slurm node up (sinfo: {:?})", states.trim()))
-        }
-    }
-}
-
 #[test]
 fn slurm_node_counts_reach_the_live_ossd() {
-    if let Some(why) = slurm_unavailable() {
+    if let Some(why) = pfsqos_testkit::slurm_unavailable() {
         pfsqos_testkit::skip("slurm_node_counts_reach_the_live_ossd", &why);
         return;
     }

@@ -224,17 +224,7 @@ pub fn run_traced(
     policy: &(impl PolicyArg + ?Sized),
     seed: u64,
 ) -> Result<(RunOutput, Vec<RpcTrace>), RunError> {
-    if scenario.simulation.engine == EngineKind::Fluid {
-        return Err(RunError::Engine(NEEDS_FLUID.to_string()));
-    }
-    let choice = policy.choice().map_err(RunError::Policy)?;
-    let controller = controller_for_choice(&choice, scenario, seed);
-    let mut sim =
-        Sim::new(scenario, controller, choice.spec(), seed).map_err(RunError::Scenario)?;
-    sim.trace = Some(Vec::new());
-    sim.run(&mut |_, _| {});
-    let trace = sim.trace.take().unwrap_or_default();
-    Ok((sim.finish_checked()?, trace))
+    traced(scenario, policy, seed, false).map(|(out, rpcs, _)| (out, rpcs))
 }
 
 /// [`run_traced`], also returning one [`CallTrace`] per I/O call returned, in return order.
@@ -242,6 +232,16 @@ pub fn run_traced_calls(
     scenario: &Scenario,
     policy: &(impl PolicyArg + ?Sized),
     seed: u64,
+) -> Result<(RunOutput, Vec<RpcTrace>, Vec<CallTrace>), RunError> {
+    traced(scenario, policy, seed, true)
+}
+
+/// The RPC-level engine with its RPC trace, and its call trace if `calls`.
+fn traced(
+    scenario: &Scenario,
+    policy: &(impl PolicyArg + ?Sized),
+    seed: u64,
+    calls: bool,
 ) -> Result<(RunOutput, Vec<RpcTrace>, Vec<CallTrace>), RunError> {
     if scenario.simulation.engine == EngineKind::Fluid {
         return Err(RunError::Engine(NEEDS_FLUID.to_string()));
@@ -251,11 +251,13 @@ pub fn run_traced_calls(
     let mut sim =
         Sim::new(scenario, controller, choice.spec(), seed).map_err(RunError::Scenario)?;
     sim.trace = Some(Vec::new());
-    sim.call_trace = Some(Vec::new());
+    if calls {
+        sim.call_trace = Some(Vec::new());
+    }
     sim.run(&mut |_, _| {});
     let trace = sim.trace.take().unwrap_or_default();
-    let calls = sim.call_trace.take().unwrap_or_default();
-    Ok((sim.finish_checked()?, trace, calls))
+    let call_trace = sim.call_trace.take().unwrap_or_default();
+    Ok((sim.finish_checked()?, trace, call_trace))
 }
 
 /// The life of one completed RPC.

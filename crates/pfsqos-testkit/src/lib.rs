@@ -49,6 +49,35 @@ pub fn skip_line(test: &str, why: &str) -> String {
     format!("SKIP: {}: {why}", clean(test))
 }
 
+/// Why a test cannot use a real Slurm here, if it cannot: it needs root (`sbatch --priority`
+/// is an administrator's option), a reachable slurmctld and a node up
+/// (`scripts/setup-slurm.sh` starts a single-node one).
+pub fn slurm_unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root (sbatch --priority needs a Slurm administrator)".into());
+    }
+    match std::process::Command::new("sinfo")
+        .args(["--noheader", "--format=%T"])
+        .output()
+    {
+        Err(e) => Some(format!(
+            "no Slurm client (sinfo: {e}); run scripts/setup-slurm.sh"
+        )),
+        Ok(o) if !o.status.success() => Some(format!(
+            "slurmctld not reachable ({}); run scripts/setup-slurm.sh",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Ok(o) => {
+            let states = String::from_utf8_lossy(&o.stdout).to_string();
+            (!["idle", "mixed", "alloc"]
+                .iter()
+                .any(|s| states.contains(s)))
+            .then(|| format!("no Slurm node up (sinfo: {:?})", states.trim()))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

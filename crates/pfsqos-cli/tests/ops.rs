@@ -593,19 +593,24 @@ fn a_probe_waiting_when_the_mount_is_killed_finds_it_dead() {
         }
     });
     let tid = tid_rx.recv().unwrap();
-    // Blocked in openat(2) (the first field of /proc/<tid>/syscall while the thread sleeps):
+    // Blocked in openat(2), or in getdents64(2) once the kernel has learnt that the mount
+    // needs no FUSE opendir (the first field of /proc/<tid>/syscall while the thread sleeps):
     // its request is queued to the stopped mount, so the kill's abort is what ends it.
-    let openat = libc::SYS_openat.to_string();
+    let waiting = [
+        libc::SYS_openat.to_string(),
+        libc::SYS_getdents64.to_string(),
+    ];
     let deadline = Instant::now() + Duration::from_secs(60);
-    while std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
-        .unwrap_or_default()
-        .split(' ')
-        .next()
-        != Some(openat.as_str())
-    {
+    while !waiting.iter().any(|n| {
+        std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
+            .unwrap_or_default()
+            .split(' ')
+            .next()
+            == Some(n.as_str())
+    }) {
         assert!(
             Instant::now() < deadline,
-            "the probe never waited in openat"
+            "the probe never waited in openat or getdents64"
         );
         std::thread::sleep(Duration::from_millis(10));
     }

@@ -29,7 +29,7 @@
 //! of a policy other than GIFT, which alone issues coupons; a mean over no applications) is `–`.
 
 //!
-//! The table is built by [`tables`], which `tests/gift_repro_tables.rs` also calls (through
+//! The table is built by [`tables`], which `tests/sim/gift_repro_tables.rs` also calls (through
 //! `#[path]`) to check that two runs print the same bytes; `wall s` is the one column that
 //! measures the machine, and a caller that passes `measure_wall = false` gets `–` there.
 

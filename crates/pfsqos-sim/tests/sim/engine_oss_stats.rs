@@ -3,8 +3,7 @@
 //! current state: on a run where the load moves from one OSS to the other, a stale report sends
 //! iez to the OSS that was idle when the report was taken and is busy now.
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 
 /// Two OSSs of two OSTs. `early` keeps oss0's OSTs busy from 0 to 25 s, `late` keeps oss1's
 /// busy from 22 s on (both pinned by `stripe_offset`, so placed by Lustre's allocator at the

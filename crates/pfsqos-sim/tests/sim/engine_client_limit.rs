@@ -3,8 +3,7 @@
 //! Times hand-computed below; the network and device are fast enough that everything but the
 //! shaper's holds fits in a 100 µs slack.
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 
 use pfsqos_core::control::{ClientId, ClientWrite, Controller, Decision, Observation};
 

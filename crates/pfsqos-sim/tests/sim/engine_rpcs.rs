@@ -1,8 +1,7 @@
 //! Exact small-scale behaviour: RPC splitting, the OSC in-flight limit, burst timing,
 //! start/stop, and what controllers observe.
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 
 use pfsqos_core::control::{Controller, Decision, Observation};
 use pfsqos_sim::{run_traced, run_with_controller, RpcTrace};

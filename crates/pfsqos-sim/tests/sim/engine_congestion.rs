@@ -3,8 +3,7 @@
 //! service, a curve changes nothing where the queue stays below its first loss, and the
 //! fluid engine, which has no queue, refuses it.
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 
 /// One client writing 4 MiB requests for 5 s to a serial 100 MiB/s device (40 ms a request),
 /// `iodepth` in flight, the device given the congestion rows `curve` (TOML, may be empty).

@@ -1,8 +1,7 @@
 //! Synchronous I/O phases (`kind = "phases"`): the job-wide barrier, GIFT's metrics, and a
 //! BSIP-vs-POFS comparison.
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 use pfsqos_sim::run_traced;
 
 const MIB: u64 = 1 << 20;

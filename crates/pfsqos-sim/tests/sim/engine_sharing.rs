@@ -1,7 +1,6 @@
 //! Bandwidth delivered by the engine: one job alone, two jobs under FIFO, two under static TBF.
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 
 fn one_ost(jobs: &str) -> String {
     one_ost_on(jobs, EXACT_DEVICE)

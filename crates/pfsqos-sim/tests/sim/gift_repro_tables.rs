@@ -5,7 +5,7 @@
 //! one that measures the machine, is `–` with `measure_wall = false`.
 
 #[allow(dead_code)]
-#[path = "../examples/gift_repro.rs"]
+#[path = "../../examples/gift_repro.rs"]
 mod gift_repro;
 
 use gift_repro::{parse, tables};

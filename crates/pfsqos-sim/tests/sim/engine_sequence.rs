@@ -2,10 +2,9 @@
 //! and `files_of` (a group accesses an earlier group's files with their layouts), on small
 //! hand-computed cases.
 
-mod engine_common;
 use std::collections::BTreeSet;
 
-use engine_common::*;
+use crate::engine_common::*;
 use pfsqos_sim::{run_traced, RpcTrace};
 
 const MIB: u64 = 1 << 20;

@@ -1,8 +1,7 @@
 //! What the engine reports about its devices and their space: the device's cumulative time in
 //! queue (Linux's `time_in_queue`, PI control's sensor), OST utilization and iez's OSTCost.
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 
 use std::sync::{Arc, Mutex};
 

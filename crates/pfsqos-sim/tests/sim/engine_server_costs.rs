@@ -1,8 +1,7 @@
 //! The servers' CPU per RPC and per synchronization message, the network's cost per message,
 //! and where the RPCs' time went (`EngineStats::time`).
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 use pfsqos_sim::RunOutput;
 
 const M: u64 = 1 << 20;

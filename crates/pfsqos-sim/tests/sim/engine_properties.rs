@@ -1,8 +1,7 @@
 //! Invariants of the engine on random small scenarios: every byte asked for is done exactly
 //! once, the OSC limit holds, RPCs respect brw_size and the layout, and runs repeat exactly.
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 
 use pfsqos_sim::run_traced;
 use proptest::prelude::*;

@@ -1,7 +1,6 @@
 //! Same scenario and seed give the same output; another seed gives another output.
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 
 const RANDOM: &str = r#"
 name = "random"

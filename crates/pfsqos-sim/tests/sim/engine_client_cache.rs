@@ -3,8 +3,7 @@
 //! time; read-ahead does the same for a sequential reader; with the budgets at 0 (or
 //! `direct = true`) every call waits for its own RPCs.
 
-mod engine_common;
-use engine_common::*;
+use crate::engine_common::*;
 use pfsqos_sim::engine::{run_traced_calls, CallTrace};
 use pfsqos_sim::{RpcTrace, RunOutput};
 

@@ -3,9 +3,7 @@
 //! the total-service shares of the paper's asymmetric set-up (Fig. 5: one application on half
 //! the servers, one on all) follow the weights only when the servers synchronize.
 
-mod engine_common;
-
-use engine_common::{run_quiet, scenario, EXACT_DEVICE, NO_CLIENT_CACHE};
+use crate::engine_common::{run_quiet, scenario, EXACT_DEVICE, NO_CLIENT_CACHE};
 use pfsqos_sim::RunOutput;
 
 const SERVERS: u32 = 4;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs and starts a single-node Slurm (Debian's slurmctld, slurmd and munge) for the Slurm
-# job-facts test (crates/pfsqos-cli/tests/agent_slurm.rs). Needs root and apt-get; without them it
+# job-facts test (crates/pfsqos-cli/tests/cli/agent_slurm.rs). Needs root and apt-get; without them it
 # says so and exits 0: the test then skips, saying why. Safe to run again: it starts only what is
 # not already running. The configuration is the smallest that runs jobs in a container without
 # systemd or cgroups: one node, one partition, proctrack/linuxproc, no accounting database.

@@ -15,13 +15,13 @@
 //! and veth (`pfsqos_linux::netns`) are removed when dropped, on failure too. Waits are
 //! bounded polls.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fio_writers, free_local_addr, pfsqos, spawn_ready, wait_record_rows, Proc, WAIT_MAX};
+use crate::common::{
+    fio_writers, free_local_addr, pfsqos, spawn_ready, wait_record_rows, Proc, WAIT_MAX,
+};
 use pfsqos_linux::netns::{run, unavailable_reason, VethNamespace};
 
 fn qdisc_show(dev: &str) -> String {

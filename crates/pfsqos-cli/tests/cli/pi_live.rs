@@ -9,11 +9,9 @@
 //! and fitted or refused with the fit's own reason (a live plant may not vary enough), not
 //! what a, b or R² come out as on this machine (they are printed).
 
-mod common;
-
 use std::time::Duration;
 
-use common::{
+use crate::common::{
     fio_writers, free_local_addr, metric, pfsqos, scrape_metrics, wait_record_rows, Cluster,
 };
 

@@ -1,5 +1,5 @@
 //! The README's live blocks, run as written: every fenced block that follows a
-//! `<!-- tested: tests/readme.rs ... -->` line is extracted from README.md and run by bash
+//! `<!-- tested: crates/pfsqos-cli/tests/cli/readme.rs ... -->` line is extracted from README.md and run by bash
 //! (`set -e`) in a fresh temporary directory, with `pfsqos` on PATH being the binary under
 //! test. So the README cannot drift from what works.
 //!
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const MARKER: &str = "<!-- tested: tests/readme.rs";
+const MARKER: &str = "<!-- tested: crates/pfsqos-cli/tests/cli/readme.rs";
 /// A block that takes longer than this has hung (the blocks take seconds).
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(180);
 

@@ -5,13 +5,11 @@
 //! uses. Rates are measured over wall-clock windows, but the assertions are about shares and
 //! rule rates with a tolerance, never about how long anything took.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{
+use crate::common::{
     fio_writers, free_local_addr, metric, pfsqos, scrape_metrics, wait_record_rows, Cluster, Proc,
     MIB,
 };

@@ -3,12 +3,10 @@
 //! file keeps working, the client exits once the file is closed, and everything written through
 //! it is on the OSTs (a fresh mount reads it back). Needs /dev/fuse and root.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use common::{is_mounted, Cluster, WAIT_MAX};
+use crate::common::{is_mounted, Cluster, WAIT_MAX};
 use sha2::{Digest, Sha256};
 
 fn pattern(len: usize, seed: u8) -> Vec<u8> {

@@ -15,13 +15,11 @@
 //!
 //! Skips (passes with a message on stderr) without fio, /dev/fuse or root.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_local_addr, pfsqos, Cluster, Proc, MIB};
+use crate::common::{free_local_addr, pfsqos, Cluster, Proc, MIB};
 use pfsqos_agent::agent::ControllerRates;
 use pfsqos_core::control::rules::{JobRate, JobRules};
 use pfsqos_core::control::{

@@ -3,7 +3,7 @@
 //! process prints one line once it serves); teardown stops mounts with SIGTERM so that they
 //! unmount, and only then the daemons.
 
-#![allow(dead_code)] // each test binary uses its own part
+#![allow(dead_code)] // helpers some modules use and others not
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

@@ -4,12 +4,10 @@
 //! counts the ossd lists, and the order of the AdapTBF rule rates they lead to; no
 //! wall-clock rates. Every wait polls with a bounded deadline.
 
-mod common;
-
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{pfsqos, Cluster, WAIT_MAX};
+use crate::common::{pfsqos, Cluster, WAIT_MAX};
 
 /// A writer that runs until killed (dropped): `dd` of a large file at the OST's paced rate.
 struct Writer(Child);

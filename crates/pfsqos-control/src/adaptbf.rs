@@ -504,6 +504,31 @@ impl TargetAllocator {
             }
         }
 
+        // Tokens are conserved at every stage: the initial allocation, the redistribution and
+        // the recompensation each hand out exactly the period's budget (eq. 2, 7-8 and 14-20
+        // move tokens between jobs, never create or destroy them; a reclaim is never stranded,
+        // since lenders without a DF or priority share also make eq. 11-13's coefficient zero),
+        // and records only move what was lent and paid back, so their sum is unchanged.
+        assert_eq!(
+            s.initial.iter().sum::<u64>(),
+            budget,
+            "eq. 2 hands out the budget"
+        );
+        assert_eq!(
+            s.alpha_rd.iter().sum::<u64>(),
+            budget,
+            "eq. 7-8 keep the budget"
+        );
+        assert_eq!(
+            s.alpha_rc.iter().sum::<u64>(),
+            budget,
+            "eq. 14-20 keep the budget"
+        );
+        assert_eq!(
+            s.record_rc.iter().sum::<i64>(),
+            s.records_before.iter().sum::<i64>(),
+            "a step moves records between jobs, never creates them"
+        );
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
             let state = &mut jobs[s.slot[i]];

@@ -61,7 +61,9 @@ pub const CAPACITY_RPCS_PER_S_MAX: u64 = pfsqos_core::lustre::OST_CAPACITY_RPCS_
 /// Largest OST size a scenario may give (1 PiB; Lustre's ldiskfs OSTs stop at 1 PiB).
 pub const OST_CAPACITY_BYTES_MAX: u64 = 1 << 50;
 
-pub const JOBS_MAX: usize = 4096;
+/// As many jobs as a controller tracks, so that every job of a scenario can have its own rule
+/// and state: leadership-class machines run thousands of jobs at once.
+pub const JOBS_MAX: usize = pfsqos_core::lustre::JOBS_TRACKED_MAX;
 pub const NODES_MAX: u32 = pfsqos_core::lustre::JOB_NODES_MAX;
 pub const GROUPS_PER_JOB_MAX: usize = 64;
 pub const NUMJOBS_MAX: u32 = 65_536;

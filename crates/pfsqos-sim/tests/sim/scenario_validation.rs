@@ -526,7 +526,7 @@ fn no_oss_and_no_job() {
     let end = BASE.find("[policy]").unwrap();
     let no_jobs = format!("{}{}", &BASE[..start], &BASE[end..])
         .replace("name = \"base\"", "name = \"base\"\njob = []");
-    expect(&no_jobs, "job", None, "1..=4096");
+    expect(&no_jobs, "job", None, "1..=16384");
 }
 
 #[test]

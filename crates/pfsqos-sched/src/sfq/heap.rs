@@ -442,7 +442,10 @@ impl RadixHeap {
 
     #[inline(always)]
     fn push(&mut self, k: Key) {
-        debug_assert!(self.accepts(k) && k != DEAD);
+        assert!(
+            self.accepts(k) && k != DEAD,
+            "a radix heap key below its last popped key"
+        );
         if self.len == 0 {
             self.last = k;
         }

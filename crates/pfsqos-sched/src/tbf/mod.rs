@@ -457,7 +457,7 @@ impl<P> Tbf<P> {
                 });
             }
         }
-        match &cmd.op {
+        let result = match &cmd.op {
             TbfOp::Start {
                 name,
                 condition,
@@ -477,7 +477,9 @@ impl<P> Tbf<P> {
                 rank,
             } => self.change_rule(name, *rate_rpcs_per_s, rank.as_deref()),
             TbfOp::Stop { name } => self.stop_rule(name),
-        }
+        };
+        self.debug_check();
+        result
     }
 
     /// `nrs_tbf_command` then `nrs_tbf_rule_start`: a condition parsed for another type is
@@ -614,6 +616,33 @@ impl<P> Tbf<P> {
                 }
             })
             .collect()
+    }
+
+    /// The invariants that take a pass over the classes, in debug builds: the queue count is
+    /// the sum of the classes' queues, the heap holds exactly the classes with requests and
+    /// the positions find them, the idle count is the classes in the LRU, and a current epoch
+    /// means a class that is current.
+    fn debug_check(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let live = || self.classes.iter().enumerate().filter(|(_, c)| c.live);
+        debug_assert_eq!(live().map(|(_, c)| c.len()).sum::<usize>(), self.queued);
+        debug_assert_eq!(
+            live().filter(|(_, c)| !c.is_empty()).count(),
+            self.heap.len()
+        );
+        for pos in 0..self.heap.len() {
+            let class = self.heap.get(pos).class as usize;
+            debug_assert_eq!(self.heap_pos[class] as usize, pos);
+            debug_assert!(!self.classes[class].is_empty());
+        }
+        debug_assert_eq!(live().filter(|(_, c)| c.in_lru).count(), self.lru_len);
+        debug_assert_eq!(live().count(), self.class_count);
+        for (i, c) in live() {
+            debug_assert!(c.epoch != self.epoch || self.class_is_current(i as u32));
+            debug_assert_eq!(c.has_rest, c.rest.as_ref().is_some_and(|r| !r.is_empty()));
+        }
     }
 
     /// A new epoch. After 2^32 - 1 commands the counter would come back to values classes
@@ -932,6 +961,11 @@ impl<P> Tbf<P> {
     /// `nrs_tbf_req_get`. With `force` (draining a stopping policy) the throttle is ignored and
     /// the root always yields a request.
     fn get_request(&mut self, now_ns: u64, force: bool) -> Dequeue<P> {
+        assert_eq!(
+            self.heap.is_empty(),
+            self.queued == 0,
+            "the heap holds exactly the classes with requests"
+        );
         if self.heap.is_empty() {
             return Dequeue::Empty;
         }
@@ -975,6 +1009,10 @@ impl<P> Tbf<P> {
             if n > 0 {
                 let r = c.pop().expect("a class in the heap has requests");
                 c.ntoken = n - 1;
+                assert!(
+                    c.realtime || c.ntoken <= u64::from(c.depth_tokens),
+                    "a class banks at most its depth of tokens"
+                );
                 c.check_time_ns = now_ns;
                 self.queued -= 1;
                 if c.is_empty() {
@@ -1032,6 +1070,7 @@ impl<P> Tbf<P> {
         }
         debug_assert_eq!(self.queued, 0);
         self.throttling = false;
+        self.debug_check();
         out
     }
 
@@ -1068,6 +1107,10 @@ impl<P> RequestScheduler<P> for Tbf<P> {
             self.lru_remove(i);
         }
         self.heap_push(i);
+        assert!(
+            self.heap.len() <= self.class_count,
+            "a class is in the heap at most once"
+        );
         if self.throttling && deadline_ns < self.timer_deadline_ns {
             self.timer_deadline_ns = deadline_ns.max(now_ns);
         }

@@ -5,6 +5,17 @@
 //!
 //! `--dry-run` swaps the process runner for [`DryRun`], which prints the exact argv and
 //! answers reads with nothing.
+//!
+//! Batching rule commands: one write to `nrs_tbf_rule` carries exactly one command
+//! (lustre-release `lustre/ptlrpc/nrs_tbf.c`, `ptlrpc_lprocfs_nrs_tbf_rule_seq_write`: one
+//! buffer of at most `LPROCFS_WR_NRS_TBF_MAX_CMD` (4096) bytes, an optional `reg`/`hp` prefix,
+//! then one `nrs_tbf_parse_cmd`), but one `lctl set_param` run takes several `NAME=VALUE`
+//! operands and writes each in turn (`lustre/utils/lustre_param.c`, `jt_lcfg_setparam`: the
+//! `while (index < argc)` loop over `sp_parse_param_value`). A failed write prints
+//! `error: set_param: setting 'NAME'='VALUE': <strerror>` and the loop goes on to the next
+//! operand; the exit status is that of the last operand only. So several rule commands can
+//! share one process, but which of them failed must be read from stderr, operand by operand,
+//! not from the exit status.
 
 use std::io::Read;
 use std::path::PathBuf;

@@ -71,7 +71,18 @@
 //! above the run's last key is appended to the run, any other is pushed on the heap, and a
 //! pop takes the lesser of the run's first key and the heap's top. That is a priority queue
 //! for any order of keys (the run is sorted, the heap is a heap, and the least of both is
-//! the least of all), so the dispatch order is unchanged. In the increasing case the heap
+//! the least of all), so the dispatch order is unchanged.
+//!
+//! # A radix heap for the keys out of order
+//!
+//! Keys that do not extend the run (mixed request sizes: flows' tags advance by varying
+//! steps) go to a radix heap ([`RadixHeap`]) whenever they are not below the last key it
+//! popped, which holds for every arrival (its start is at least the virtual time, the start
+//! of the last dispatch, and its arrival number is the newest), so only a held flow's
+//! requests coming back (NWC) reach the 4-ary heap. A radix heap's pushes and pops append to
+//! and drain a few vectors instead of descending eight levels of a 1.6 MB heap at random.
+//! Keys are unique, so any exact priority queue pops them in the same order: the dispatch
+//! order, ties included, is the one the 4-ary heap gave. In the increasing case the heap
 //! stays empty and an arrival costs a FIFO push (into the run's own ring, [`Ring`]) and a
 //! dispatch a pop, while keys out of order cost what the heap alone costs plus a comparison
 //! at each push and pop (the `mixed_sizes` bench, request sizes 4 KiB-1 MiB). More runs,
@@ -360,6 +371,183 @@ impl Ring {
     }
 }
 
+/// Bits of one digit of the radix heap: 16-way buckets per digit position.
+const DIGIT_BITS: u32 = 4;
+const DIGITS: usize = 1 << DIGIT_BITS;
+/// Digit positions of a key.
+const LEVELS: usize = Key::BITS as usize / DIGIT_BITS as usize;
+const BUCKETS: usize = LEVELS * DIGITS;
+const MASK_WORDS: usize = BUCKETS / 64;
+/// A drained bucket keeps at most this many times the keys it held (and at least
+/// [`BUCKET_KEEP_MIN`]): a bucket that once held many keys does not hold their memory for
+/// ever.
+const BUCKET_KEEP_FACTOR: usize = 4;
+const BUCKET_KEEP_MIN: usize = 256;
+
+/// A radix heap (Ahuja, Mehlhorn, Orlin and Tarjan, "Faster algorithms for the shortest path
+/// problem", J. ACM 37(2), 1990, with 16-way digits as their two-level form): a priority queue
+/// for keys that are never below the last key it popped, which SFQ's start tags are (an
+/// arrival's start is at least the virtual time, the start of the last request dispatched).
+///
+/// A key lives in the bucket named by the most significant digit where it differs from
+/// `last` (its *level*) and its own digit there; a key equal to `last` is `head`. Every key of
+/// bucket `(l, d)` is below every key of `(l, d + 1)` and of every bucket of a higher level,
+/// so the least key is in the first nonempty bucket. [`RadixHeap::settle`] moves it to
+/// `head`: it finds the bucket's least key, makes it `last`, and spreads the bucket's keys
+/// over the buckets below (each key moves to a strictly lower bucket, so a key moves at most
+/// [`LEVELS`] times, and in practice about once per digit the queued keys spread over).
+/// Pushes and pops touch the ends of a few vectors, not random lines of a 1.6 MB heap.
+///
+/// **Invariants:** every key in a bucket is above `last` and in the bucket its difference
+/// from `last` names; `head` is `last` or [`DEAD`]; `nonempty` has the bits of exactly the
+/// nonempty buckets; `len` counts the keys of the buckets and `head`.
+#[derive(Debug)]
+struct RadixHeap {
+    buckets: Vec<Vec<Key>>,
+    nonempty: [u64; MASK_WORDS],
+    last: Key,
+    head: Key,
+    len: usize,
+}
+
+impl Default for RadixHeap {
+    fn default() -> RadixHeap {
+        RadixHeap {
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            nonempty: [0; MASK_WORDS],
+            last: 0,
+            head: DEAD,
+            len: 0,
+        }
+    }
+}
+
+impl RadixHeap {
+    /// Whether `k` may be pushed: it is not below `last`, or the heap is empty (which then
+    /// starts from `k`).
+    #[inline(always)]
+    fn accepts(&self, k: Key) -> bool {
+        k >= self.last || self.len == 0
+    }
+
+    /// The bucket of `k > last`.
+    #[inline(always)]
+    fn bucket_of(last: Key, k: Key) -> usize {
+        let x = k ^ last;
+        debug_assert!(x != 0 && k > last);
+        let level = (Key::BITS - 1 - x.leading_zeros()) / DIGIT_BITS;
+        let digit = (k >> (level * DIGIT_BITS)) as usize & (DIGITS - 1);
+        level as usize * DIGITS + digit
+    }
+
+    #[inline(always)]
+    fn push(&mut self, k: Key) {
+        assert!(
+            self.accepts(k) && k != DEAD,
+            "a radix heap key below its last popped key"
+        );
+        if self.len == 0 {
+            self.last = k;
+        }
+        self.len += 1;
+        if k == self.last {
+            assert!(self.head == DEAD, "radix heap keys are unique");
+            self.head = k;
+            return;
+        }
+        let b = Self::bucket_of(self.last, k);
+        self.buckets[b].push(k);
+        self.nonempty[b / 64] |= 1 << (b % 64);
+    }
+
+    /// Moves the least key to `head`, if `head` is empty and a bucket is not.
+    #[inline(always)]
+    fn settle(&mut self) {
+        if self.head == DEAD && self.len > 0 {
+            self.spread_first_bucket();
+        }
+    }
+
+    #[inline(never)]
+    fn spread_first_bucket(&mut self) {
+        let word = self
+            .nonempty
+            .iter()
+            .position(|&w| w != 0)
+            .expect("a nonempty radix heap without a head has a nonempty bucket");
+        let b = word * 64 + self.nonempty[word].trailing_zeros() as usize;
+        let mut keys = std::mem::take(&mut self.buckets[b]);
+        self.nonempty[word] &= !(1 << (b % 64));
+        let least = keys.iter().copied().min().expect("a nonempty bucket");
+        assert!(least > self.last, "radix heap keys stay above the last key");
+        self.last = least;
+        self.head = least;
+        for &k in &keys {
+            if k != least {
+                let to = Self::bucket_of(least, k);
+                debug_assert!(to < b, "a spread key moves to a lower bucket");
+                self.buckets[to].push(k);
+                self.nonempty[to / 64] |= 1 << (to % 64);
+            }
+        }
+        let keep = (BUCKET_KEEP_FACTOR * keys.len()).max(BUCKET_KEEP_MIN);
+        keys.clear();
+        if keys.capacity() > keep {
+            keys.shrink_to(keep);
+        }
+        self.buckets[b] = keys;
+    }
+
+    /// The least key; [`RadixHeap::settle`] must have run since the last push or pop.
+    #[inline(always)]
+    fn head(&self) -> Option<Key> {
+        debug_assert!(self.len == 0 || self.head != DEAD, "settled");
+        (self.head != DEAD).then_some(self.head)
+    }
+
+    /// Removes the least key, which [`RadixHeap::head`] gave.
+    #[inline(always)]
+    fn pop_head(&mut self) {
+        assert!(
+            self.head != DEAD,
+            "pop from an unsettled or empty radix heap"
+        );
+        self.head = DEAD;
+        self.len -= 1;
+    }
+
+    fn keys(&self) -> impl Iterator<Item = Key> + '_ {
+        let head = (self.head != DEAD).then_some(self.head);
+        head.into_iter()
+            .chain(self.buckets.iter().flat_map(|b| b.iter().copied()))
+    }
+
+    /// Replaces every key by `f(key)` (strictly monotone on the keys present) and files them
+    /// again from the least.
+    fn remap(&mut self, mut f: impl FnMut(Key) -> Key) {
+        let keys: Vec<Key> = self.keys().map(&mut f).collect();
+        self.clear();
+        let Some(&least) = keys.iter().min() else {
+            return;
+        };
+        // The first key pushed on the empty heap becomes `last`: the least, so every other
+        // is above it.
+        self.push(least);
+        for k in keys.into_iter().filter(|&k| k != least) {
+            self.push(k);
+        }
+    }
+
+    /// Keeps the buckets' memory (within the drain bound).
+    fn clear(&mut self) {
+        for b in &mut self.buckets {
+            b.clear();
+        }
+        self.nonempty = [0; MASK_WORDS];
+        (self.last, self.head, self.len) = (0, DEAD, 0);
+    }
+}
+
 /// The narrow keys: a sorted run (a FIFO of keys in increasing order) in front of the 4-ary
 /// heap. A key above the run's last ends the run, any other goes to the heap, and the least
 /// key is the lesser of the run's first and the heap's top (see the module doc).
@@ -372,6 +560,10 @@ struct KeyQueue {
     head: Key,
     tail: Key,
     run: Ring,
+    /// Keys not above the run's last and not below the radix heap's last popped key: almost
+    /// every other key SFQ makes.
+    radix: RadixHeap,
+    /// The rest: keys below the radix heap's last (a held flow's requests coming back).
     heap: KeyHeap,
     len: usize,
 }
@@ -382,6 +574,7 @@ impl Default for KeyQueue {
             head: DEAD,
             tail: 0,
             run: Ring::default(),
+            radix: RadixHeap::default(),
             heap: KeyHeap::default(),
             len: 0,
         }
@@ -389,22 +582,32 @@ impl Default for KeyQueue {
 }
 
 impl KeyQueue {
-    /// The least key and whether it is the heap's; `None` when empty.
+    /// The least key and where it is; `None` when empty. Settles the radix heap.
     #[inline(always)]
-    fn least(&self) -> Option<(Key, bool)> {
-        match self.heap.peek() {
-            Some(heap_key) if heap_key < self.head => Some((heap_key, true)),
-            _ if self.head != DEAD => Some((self.head, false)),
-            _ => None,
+    fn least(&mut self) -> Option<(Key, Source)> {
+        self.radix.settle();
+        // DEAD (no key) is above every key.
+        let mut best = (self.head, Source::Run);
+        if let Some(k) = self.radix.head() {
+            if k < best.0 {
+                best = (k, Source::Radix);
+            }
         }
+        if let Some(k) = self.heap.peek() {
+            if k < best.0 {
+                best = (k, Source::Heap);
+            }
+        }
+        (best.0 != DEAD).then_some(best)
     }
 
     #[inline]
-    fn peek(&self) -> Option<Key> {
+    fn peek(&mut self) -> Option<Key> {
         self.least().map(|(k, _)| k)
     }
 
-    /// Appends `k` to the run if it is above the run's last key, else pushes it on the heap.
+    /// Appends `k` to the run if it is above the run's last key, else files it in the radix
+    /// heap if that takes it, else pushes it on the heap.
     #[inline(always)]
     fn insert(&mut self, k: Key) {
         debug_assert!(k != DEAD);
@@ -414,6 +617,8 @@ impl KeyQueue {
             }
             self.tail = k;
             self.run.push_back(k);
+        } else if self.radix.accepts(k) {
+            self.radix.push(k);
         } else {
             self.heap.push(k);
         }
@@ -437,12 +642,15 @@ impl KeyQueue {
 
     #[inline]
     fn pop(&mut self) -> Option<Key> {
-        let (top, in_heap) = self.least()?;
-        if in_heap {
-            self.heap.pop();
-        } else {
-            self.pop_run();
+        let (top, source) = self.least()?;
+        match source {
+            Source::Run => self.pop_run(),
+            Source::Radix => self.radix.pop_head(),
+            Source::Heap => {
+                self.heap.pop();
+            }
         }
+        assert!(self.len > 0, "a pop from an empty key queue");
         self.len -= 1;
         Some(top)
     }
@@ -450,13 +658,14 @@ impl KeyQueue {
     /// Every key, in no particular order.
     fn keys(&self) -> impl Iterator<Item = Key> + '_ {
         let heap = (0..self.heap.len).map(|i| self.heap.get(i));
-        heap.chain(self.run.iter())
+        heap.chain(self.run.iter()).chain(self.radix.keys())
     }
 
     /// Replaces every key by `f(key)`; `f` must be strictly monotone on the keys present, so
-    /// the run stays sorted and the heap a heap.
+    /// the run stays sorted, the heap a heap, and the radix heap's keys above its last.
     fn remap(&mut self, mut f: impl FnMut(Key) -> Key) {
         self.heap.remap(&mut f);
+        self.radix.remap(&mut f);
         self.run.remap(f);
         if let (Some(first), Some(last)) = (self.run.front(), self.run.back()) {
             (self.head, self.tail) = (first, last);
@@ -467,9 +676,18 @@ impl KeyQueue {
         // Keeps the run's buffer.
         self.run.clear();
         (self.head, self.tail) = (DEAD, 0);
+        self.radix.clear();
         self.heap.clear();
         self.len = 0;
     }
+}
+
+/// Which part of a [`KeyQueue`] holds its least key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    Run,
+    Radix,
+    Heap,
 }
 
 /// Where a key's fields stand relative to the base (see the module doc).
@@ -524,7 +742,7 @@ impl RequestHeap {
 
     /// The least entry.
     #[cfg(test)]
-    pub(super) fn peek(&self) -> Option<Entry> {
+    pub(super) fn peek(&mut self) -> Option<Entry> {
         let narrow = self.narrow.peek().map(|k| self.decode(k));
         if self.wide.is_empty() {
             return narrow;
@@ -697,9 +915,31 @@ mod tests {
         assert!(lines.len() <= (len + OFFSET) / ARITY + 1);
     }
 
+    /// Checks the radix heap's invariants (see [`RadixHeap`]).
+    fn check_radix(r: &RadixHeap) {
+        let mut len = usize::from(r.head != DEAD);
+        if r.head != DEAD {
+            assert_eq!(r.head, r.last, "the head is the last key");
+        }
+        for (b, keys) in r.buckets.iter().enumerate() {
+            assert_eq!(
+                r.nonempty[b / 64] >> (b % 64) & 1 == 1,
+                !keys.is_empty(),
+                "bucket {b}'s bit"
+            );
+            for &k in keys {
+                assert!(k > r.last);
+                assert_eq!(RadixHeap::bucket_of(r.last, k), b);
+            }
+            len += keys.len();
+        }
+        assert_eq!(len, r.len);
+    }
+
     /// Checks the queue's invariants (see [`KeyQueue`]).
     fn check_queue(q: &KeyQueue) {
         check_heap(&q.heap);
+        check_radix(&q.radix);
         let run = &q.run;
         assert!(
             run.iter().zip(run.iter().skip(1)).all(|(a, b)| a < b),
@@ -707,7 +947,7 @@ mod tests {
         );
         assert_eq!(q.head, run.front().unwrap_or(DEAD));
         assert_eq!(q.tail, run.back().unwrap_or(0));
-        assert_eq!(q.len, q.heap.len + run.len);
+        assert_eq!(q.len, q.heap.len + run.len + q.radix.len);
     }
 
     /// Checks the narrow keys' structure and that each decodes inside the window.
@@ -952,23 +1192,29 @@ mod tests {
 
     /// Keys in increasing order (the steady state of equal steps: every flow's next tag its
     /// last plus one step, after every other flow's) all go to the run, so a dispatch takes
-    /// no descent; a key below the run's last goes to the heap, and the next key above it
-    /// goes to the run again.
+    /// no descent; a key below the run's last goes to the radix heap, and one below the radix
+    /// heap's last popped key (a held flow's request coming back) to the 4-ary heap; the next
+    /// key above the run's last goes to the run again.
     #[test]
-    fn increasing_keys_take_the_run_and_others_the_heap() {
+    fn increasing_keys_take_the_run_and_others_the_radix_heap_or_the_heap() {
         let mut q = KeyQueue::default();
         for k in 1..=1_000 {
             q.push(k << 32);
             assert_eq!(q.pop(), Some(k << 32));
             q.push((k + 1_000) << 32);
         }
-        assert_eq!((q.heap.len, q.run.len), (0, 1_000));
+        assert_eq!((q.heap.len, q.radix.len, q.run.len), (0, 0, 1_000));
         q.push(5 << 32);
-        assert_eq!(q.heap.len, 1, "below the run's last key");
-        q.push(3_000 << 32);
-        assert_eq!((q.heap.len, q.run.len), (1, 1_001));
-        check_queue(&q);
+        q.push(6 << 32);
+        assert_eq!(q.radix.len, 2, "below the run's last key");
         assert_eq!(q.pop(), Some(5 << 32));
+        q.push(4 << 32);
+        assert_eq!(q.heap.len, 1, "below the radix heap's last key");
+        q.push(3_000 << 32);
+        assert_eq!((q.heap.len, q.radix.len, q.run.len), (1, 1, 1_001));
+        check_queue(&q);
+        assert_eq!(q.pop(), Some(4 << 32));
+        assert_eq!(q.pop(), Some(6 << 32));
         let mut previous = 0;
         while let Some(k) = q.pop() {
             assert!(k > previous);
@@ -976,6 +1222,43 @@ mod tests {
         }
         assert_eq!(q.len, 0);
         check_queue(&q);
+    }
+
+    /// Keys spread over many digits: the radix heap pops them in order, whatever the order of
+    /// the pushes between pops, while every key pushed is above the last popped.
+    #[test]
+    fn the_radix_heap_pops_in_order() {
+        let mut r = RadixHeap::default();
+        let mut model = BTreeSet::new();
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut last = 0;
+        for n in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Above the last popped by up to 2^100, low bits unique.
+            let k = last + ((x as Key) << (x % 37)) + (((n as Key) << 1) | 1);
+            if model.insert(k) {
+                r.push(k);
+            }
+            if x.is_multiple_of(3) {
+                r.settle();
+                let want = model.pop_first();
+                assert_eq!(r.head(), want);
+                if let Some(k) = want {
+                    r.pop_head();
+                    last = k;
+                }
+            }
+            check_radix(&r);
+        }
+        while let Some(want) = model.pop_first() {
+            r.settle();
+            assert_eq!(r.head(), Some(want));
+            r.pop_head();
+        }
+        r.settle();
+        assert_eq!((r.head(), r.len), (None, 0));
     }
 
     /// Tags that keep growing (the steady state) rebase rather than fill the side heap,

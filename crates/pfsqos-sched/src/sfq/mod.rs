@@ -1451,6 +1451,11 @@ impl<P> RequestScheduler<P> for Sfq<P> {
             self.check();
             return Dequeue::Request(payload);
         }
+        // Out of the heap with requests queued: only held flows' requests may be left.
+        assert!(
+            nwc || self.queued == 0,
+            "queued requests that are neither in the heap nor held"
+        );
         match self.held.peek() {
             Some(&Reverse((until_ns, _))) => {
                 assert!(until_ns > now_ns, "a due hold was released");

@@ -113,6 +113,9 @@ impl TbfConfig {
 
 const NONE: u32 = u32::MAX;
 
+/// A class epoch no head epoch equals: the class must be checked against its rule.
+const EPOCH_STALE: u32 = u32::MAX;
+
 const DEFAULT_RULE: u32 = 0;
 
 #[derive(Debug)]
@@ -136,9 +139,10 @@ fn nsecs_per_rpc(rate_rpcs_per_s: u32) -> u64 {
 
 #[derive(Debug)]
 /// Field order is chosen for the cache (with `P = u32`, three lines): line 0 holds everything
-/// a dequeue of a class with one or two requests reads (bucket state and the two oldest
-/// requests inline), line 1 the key a lookup compares, line 2 what only an enqueue's rule
-/// check, a realtime class or a third request needs.
+/// a dequeue of a class with one or two requests reads (bucket state, the two oldest
+/// requests inline, and the epoch that spares an arrival the rule check), line 1 the key a
+/// lookup compares, line 2 what only the rule check after a rule command, a realtime class, a
+/// third request or an eviction needs.
 #[repr(C, align(64))]
 struct Class<P> {
     check_time_ns: u64,
@@ -156,8 +160,14 @@ struct Class<P> {
     in_lru: bool,
     /// False while the slot is on the free list.
     live: bool,
-    /// Fills line 0, so that the key starts line 1.
-    hash: u32,
+    /// `rest` holds a request: kept here so that a pop of a class with two requests does
+    /// not read line 2 to find out.
+    has_rest: bool,
+    /// The head's [`Tbf::epoch`] when the class was last found up to date with its rule
+    /// (`seq` current, `gen` its rule's, the rule listed), or [`EPOCH_STALE`]: while it
+    /// equals the head's, no rule command ran since, so an arrival need not read line 2 to
+    /// check.
+    epoch: u32,
     key: RpcTags,
     rule: u32,
     seq: u64,
@@ -171,6 +181,8 @@ struct Class<P> {
     rest: Option<Box<VecDeque<P>>>,
     /// Stamp of the class's latest entry in the idle log; older entries are stale.
     idle_stamp: u64,
+    /// The key's hash, for the index removal at eviction.
+    hash: u32,
 }
 
 impl<P> Class<P> {
@@ -194,16 +206,23 @@ impl<P> Class<P> {
             self.second = Some(p);
         } else {
             self.rest.get_or_insert_with(Default::default).push_back(p);
+            self.has_rest = true;
         }
     }
 
     #[inline]
     fn pop(&mut self) -> Option<P> {
         let p = self.first.take();
-        // Only a class with a second request can have more: one request stays in line 0.
+        // Only a class with a second request can have more: one or two requests stay in
+        // line 0, and `has_rest` says whether line 2 holds more.
         if let Some(second) = self.second.take() {
             self.first = Some(second);
-            self.second = self.rest.as_mut().and_then(|r| r.pop_front());
+            if self.has_rest {
+                let rest = self.rest.as_mut().expect("has_rest implies a rest queue");
+                self.second = rest.pop_front();
+                assert!(self.second.is_some(), "has_rest with an empty rest queue");
+                self.has_rest = !rest.is_empty();
+            }
         }
         p
     }
@@ -218,6 +237,34 @@ fn before<P>(classes: &[Class<P>], a: &HeapEntry, b: &HeapEntry) -> bool {
     a.deadline_ns < b.deadline_ns
         || (a.deadline_ns == b.deadline_ns
             && classes[a.class as usize].check_time_ns < classes[b.class as usize].check_time_ns)
+}
+
+/// The position of the least of four children by [`before`], the first of equals: what a
+/// scan from the first child with `before` picks, as a tournament whose two first rounds are
+/// independent. The rounds compare deadlines alone, without branches (a descent's comparisons
+/// are coin flips a predictor cannot learn); only if one of them met equal deadlines does the
+/// tournament run again with the `check_time` tie-break.
+#[inline(always)]
+fn least_of_four<P>(classes: &[Class<P>], g: &[HeapEntry; HEAP_ARITY]) -> usize {
+    let d = [
+        g[0].deadline_ns,
+        g[1].deadline_ns,
+        g[2].deadline_ns,
+        g[3].deadline_ns,
+    ];
+    let a = usize::from(d[1] < d[0]);
+    let b = 2 + usize::from(d[3] < d[2]);
+    let tie = (d[1] == d[0]) | (d[3] == d[2]) | (d[b] == d[a]);
+    if !tie {
+        return if d[b] < d[a] { b } else { a };
+    }
+    let a = usize::from(before(classes, &g[1], &g[0]));
+    let b = 2 + usize::from(before(classes, &g[3], &g[2]));
+    if before(classes, &g[b], &g[a]) {
+        b
+    } else {
+        a
+    }
 }
 
 /// A snapshot of one class, for tests and reports.
@@ -242,6 +289,8 @@ pub struct Tbf<P> {
     /// Rule ids from highest to lowest priority; includes the default rule.
     order: Vec<u32>,
     rule_sequence: u64,
+    /// Bumped by every rule command (see [`Class::epoch`]); never [`EPOCH_STALE`].
+    epoch: u32,
     classes: Vec<Class<P>>,
     free_classes: Vec<u32>,
     /// 32-bit key hash -> class. Keeping the 56-byte key out of the table makes it 8x smaller,
@@ -288,6 +337,7 @@ impl<P> Tbf<P> {
             free_rules: Vec::new(),
             order: vec![DEFAULT_RULE],
             rule_sequence: 0,
+            epoch: 0,
             classes: Vec::new(),
             free_classes: Vec::new(),
             index: index::ClassIndex::default(),
@@ -385,6 +435,9 @@ impl<P> Tbf<P> {
 
     /// Applies a rule command to this instance (the queue prefix is the caller's business).
     pub fn apply(&mut self, cmd: &TbfCommand) -> Result<(), TbfError> {
+        // Any command may change what a class must re-check (a start the rule sequence, a
+        // change a generation, a stop a rule's listing): every class checks again.
+        self.bump_epoch();
         // The parser checks rates against its version; a command parsed for a newer version
         // must not smuggle a rate past this head's limit.
         if let TbfOp::Start {
@@ -404,7 +457,7 @@ impl<P> Tbf<P> {
                 });
             }
         }
-        match &cmd.op {
+        let result = match &cmd.op {
             TbfOp::Start {
                 name,
                 condition,
@@ -424,7 +477,9 @@ impl<P> Tbf<P> {
                 rank,
             } => self.change_rule(name, *rate_rpcs_per_s, rank.as_deref()),
             TbfOp::Stop { name } => self.stop_rule(name),
-        }
+        };
+        self.debug_check();
+        result
     }
 
     /// `nrs_tbf_command` then `nrs_tbf_rule_start`: a condition parsed for another type is
@@ -563,6 +618,54 @@ impl<P> Tbf<P> {
             .collect()
     }
 
+    /// The invariants that take a pass over the classes, in debug builds: the queue count is
+    /// the sum of the classes' queues, the heap holds exactly the classes with requests and
+    /// the positions find them, the idle count is the classes in the LRU, and a current epoch
+    /// means a class that is current.
+    fn debug_check(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let live = || self.classes.iter().enumerate().filter(|(_, c)| c.live);
+        debug_assert_eq!(live().map(|(_, c)| c.len()).sum::<usize>(), self.queued);
+        debug_assert_eq!(
+            live().filter(|(_, c)| !c.is_empty()).count(),
+            self.heap.len()
+        );
+        for pos in 0..self.heap.len() {
+            let class = self.heap.get(pos).class as usize;
+            debug_assert_eq!(self.heap_pos[class] as usize, pos);
+            debug_assert!(!self.classes[class].is_empty());
+        }
+        debug_assert_eq!(live().filter(|(_, c)| c.in_lru).count(), self.lru_len);
+        debug_assert_eq!(live().count(), self.class_count);
+        for (i, c) in live() {
+            debug_assert!(c.epoch != self.epoch || self.class_is_current(i as u32));
+            debug_assert_eq!(c.has_rest, c.rest.as_ref().is_some_and(|r| !r.is_empty()));
+        }
+    }
+
+    /// A new epoch. After 2^32 - 1 commands the counter would come back to values classes
+    /// may still hold, so on the wrap every class is marked stale first (O(classes), once in
+    /// four billion commands).
+    fn bump_epoch(&mut self) {
+        self.epoch += 1;
+        if self.epoch == EPOCH_STALE {
+            for c in &mut self.classes {
+                c.epoch = EPOCH_STALE;
+            }
+            self.epoch = 0;
+        }
+    }
+
+    /// Whether class `i` is up to date with its rule: its epoch may then be the head's.
+    #[inline]
+    fn class_is_current(&self, i: u32) -> bool {
+        let c = &self.classes[i as usize];
+        let rule = self.rule(c.rule);
+        c.seq == self.rule_sequence && !rule.stopping && c.gen == rule.generation
+    }
+
     // ---------------------------------------------------------------- classes
 
     /// Resets the bucket from `rule` (`nrs_tbf_cli_reset_value`). A class in the heap keeps its
@@ -588,6 +691,10 @@ impl<P> Tbf<P> {
         c.resid_ns = 0;
         c.seq = seq;
         c.gen = gen;
+        // A reset class has the current sequence and its rule's generation; its rule is
+        // listed (a re-match finds only listed rules), so it is current.
+        c.epoch = self.epoch;
+        debug_assert!(self.class_is_current(i));
         if self.heap_pos[i as usize] != NONE {
             self.heap_update(i);
         }
@@ -596,6 +703,19 @@ impl<P> Tbf<P> {
     /// The lazy re-match of `nrs_tbf_res_get` for an existing class.
     #[inline]
     fn refresh_class(&mut self, i: u32, now_ns: u64) {
+        let c = &self.classes[i as usize];
+        if c.epoch == self.epoch {
+            // No command since the class was found current: nothing to re-check.
+            return;
+        }
+        self.refresh_class_slow(i, now_ns);
+        if self.class_is_current(i) {
+            self.classes[i as usize].epoch = self.epoch;
+        }
+    }
+
+    #[cold]
+    fn refresh_class_slow(&mut self, i: u32, now_ns: u64) {
         let c = &self.classes[i as usize];
         let rule = self.rule(c.rule);
         if c.seq != self.rule_sequence || rule.stopping {
@@ -641,6 +761,7 @@ impl<P> Tbf<P> {
         let rule_id = self.match_rule(&key);
         self.rule_get(rule_id);
         let seq = self.rule_sequence;
+        let epoch = self.epoch;
         let r = self.rule(rule_id);
         let (rate, nsecs, depth, realtime, gen) = (
             r.rate_rpcs_per_s,
@@ -669,6 +790,9 @@ impl<P> Tbf<P> {
             idle_stamp: 0,
             hash: 0,
             live: true,
+            has_rest: false,
+            // Matched now: the current sequence, its rule's generation, a listed rule.
+            epoch,
         };
         let i = match self.free_classes.pop() {
             Some(i) => {
@@ -767,28 +891,40 @@ impl<P> Tbf<P> {
     }
 
     fn sift_down(&mut self, mut pos: usize) {
-        let e = self.heap.get(pos);
-        let len = self.heap.len();
+        // Borrowed apart, so that the loop reads the classes (ties only) while it writes the
+        // heap and the positions.
+        let classes = &self.classes[..];
+        let heap_pos = &mut self.heap_pos[..];
+        let heap = &mut self.heap;
+        let e = heap.get(pos);
+        let len = heap.len();
         loop {
             let first = HEAP_ARITY * pos + 1;
             if first >= len {
                 break;
             }
-            let group = self.heap.children(pos);
-            let mut best = 0;
-            for k in 1..(len - first).min(HEAP_ARITY) {
-                if before(&self.classes, &group[k], &group[best]) {
-                    best = k;
+            let group = *heap.children(pos);
+            let best = if len - first >= HEAP_ARITY {
+                least_of_four(classes, &group)
+            } else {
+                let mut best = 0;
+                for k in 1..len - first {
+                    if before(classes, &group[k], &group[best]) {
+                        best = k;
+                    }
                 }
-            }
+                best
+            };
             let c = group[best];
-            if !before(&self.classes, &c, &e) {
+            if !before(classes, &c, &e) {
                 break;
             }
-            self.heap_set(pos, c);
+            heap.set(pos, c);
+            heap_pos[c.class as usize] = pos as u32;
             pos = first + best;
         }
-        self.heap_set(pos, e);
+        heap.set(pos, e);
+        heap_pos[e.class as usize] = pos as u32;
     }
 
     fn heap_push(&mut self, i: u32) {
@@ -825,6 +961,11 @@ impl<P> Tbf<P> {
     /// `nrs_tbf_req_get`. With `force` (draining a stopping policy) the throttle is ignored and
     /// the root always yields a request.
     fn get_request(&mut self, now_ns: u64, force: bool) -> Dequeue<P> {
+        assert_eq!(
+            self.heap.is_empty(),
+            self.queued == 0,
+            "the heap holds exactly the classes with requests"
+        );
         if self.heap.is_empty() {
             return Dequeue::Empty;
         }
@@ -850,8 +991,10 @@ impl<P> Tbf<P> {
                 None => (passed_ns as u128 * c.rate_rpcs_per_s as u128 / NS_PER_S as u128) as u64,
             };
             let mut n = earned.saturating_add(c.ntoken);
-            let saved_resid_ns = c.resid_ns;
+            // Read only for a realtime class: `resid_ns` is in line 2.
+            let mut saved_resid_ns = 0;
             if c.realtime {
+                saved_resid_ns = c.resid_ns;
                 c.resid_ns += passed_ns % c.nsecs_per_rpc;
                 if c.resid_ns > c.nsecs_per_rpc {
                     n += 1;
@@ -866,6 +1009,10 @@ impl<P> Tbf<P> {
             if n > 0 {
                 let r = c.pop().expect("a class in the heap has requests");
                 c.ntoken = n - 1;
+                assert!(
+                    c.realtime || c.ntoken <= u64::from(c.depth_tokens),
+                    "a class banks at most its depth of tokens"
+                );
                 c.check_time_ns = now_ns;
                 self.queued -= 1;
                 if c.is_empty() {
@@ -923,6 +1070,7 @@ impl<P> Tbf<P> {
         }
         debug_assert_eq!(self.queued, 0);
         self.throttling = false;
+        self.debug_check();
         out
     }
 
@@ -959,6 +1107,10 @@ impl<P> RequestScheduler<P> for Tbf<P> {
             self.lru_remove(i);
         }
         self.heap_push(i);
+        assert!(
+            self.heap.len() <= self.class_count,
+            "a class is in the heap at most once"
+        );
         if self.throttling && deadline_ns < self.timer_deadline_ns {
             self.timer_deadline_ns = deadline_ns.max(now_ns);
         }
@@ -1075,11 +1227,15 @@ mod layout_tests {
         assert_eq!(size_of::<Class<u32>>(), 192);
         for end in [
             offset_of!(Class<u32>, live) + 1,
+            offset_of!(Class<u32>, has_rest) + 1,
+            offset_of!(Class<u32>, epoch) + 4,
             offset_of!(Class<u32>, second) + size_of::<Option<u32>>(),
             offset_of!(Class<u32>, depth_tokens) + 4,
         ] {
             assert!(end <= 64, "line 0 overflows at {end}");
         }
         assert!(offset_of!(Class<u32>, key) >= 64);
+        // The arrival's rule check reads line 2 only after a rule command.
+        assert!(offset_of!(Class<u32>, rule) >= 128 && offset_of!(Class<u32>, seq) >= 128);
     }
 }

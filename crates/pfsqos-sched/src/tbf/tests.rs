@@ -739,3 +739,45 @@ fn the_rule_list_is_bounded() {
     run(&mut t, "start over jobid={x} rate=10");
     assert_eq!(t.rule_names().len(), max);
 }
+
+/// A class skips the rule check while no command ran since it was found current (its epoch
+/// is the head's), and checks again after any command, also when the epoch counter wraps:
+/// the wrap marks every class stale, so an old epoch equal to a new one cannot hide a
+/// change.
+#[test]
+fn a_class_rechecks_its_rule_after_every_command_across_the_epoch_wrap() {
+    let mut t = jobid_tbf();
+    run(&mut t, "start dd jobid={dd.*} rate=100");
+    t.enqueue(0, &tags("dd.1"), 1);
+    assert_eq!(state(&t, "dd.1").rate_rpcs_per_s, 100);
+    let i = t.lookup(&t.class_type.key(&tags("dd.1")), {
+        let key = t.class_type.key(&tags("dd.1"));
+        index::key_hash(&key) & t.hash_mask
+    });
+    let i = i.expect("the class exists") as usize;
+    assert_eq!(t.classes[i].epoch, t.epoch, "a new class is current");
+    // The next command is the one that wraps the counter.
+    t.epoch = EPOCH_STALE - 1;
+    t.classes[i].epoch = 0;
+    run(&mut t, "change dd rate=200");
+    assert_eq!(t.epoch, 0, "wrapped");
+    assert_eq!(
+        t.classes[i].epoch, EPOCH_STALE,
+        "every class is stale after the wrap"
+    );
+    t.enqueue(MS, &tags("dd.1"), 2);
+    let s = state(&t, "dd.1");
+    assert_eq!(
+        (s.rate_rpcs_per_s, s.check_time_ns),
+        (200, MS),
+        "the change took effect"
+    );
+    assert_eq!(t.classes[i].epoch, t.epoch, "current again after the check");
+    // A start that does not match the class: it re-matches to its own rule, nothing is
+    // reset, and its sequence stays stale (module doc), so it keeps checking.
+    run(&mut t, "start other jobid={x.*} rate=5");
+    t.enqueue(2 * MS, &tags("dd.1"), 3);
+    let s = state(&t, "dd.1");
+    assert_eq!((s.rate_rpcs_per_s, s.check_time_ns), (200, MS));
+    assert_ne!(t.classes[i].epoch, t.epoch);
+}

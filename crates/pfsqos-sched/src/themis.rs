@@ -63,8 +63,8 @@ pub const THEMIS_SEED_DEFAULT: u64 = 0x7e3d_5a1c_9b24_f068;
 /// Most queues (of every level) with state of their own; beyond, requests share one overflow
 /// queue per level (still served, as one more group, user and job).
 pub const THEMIS_QUEUES_MAX: usize = 1 << 20;
-/// Most jobs whose node counts a head keeps: the jobs a controller tracks, with room to spare.
-pub const THEMIS_JOBS_MAX: usize = 4 * crate::limits::JOBS_TRACKED_MAX;
+/// Most jobs whose node counts a head keeps: one per queue it can hold.
+pub const THEMIS_JOBS_MAX: usize = THEMIS_QUEUES_MAX;
 /// Longest write to `nrs_themis_nodes`; a controller splits longer lists into several writes.
 pub const THEMIS_NODES_WRITE_LEN_MAX: usize = 64 << 10;
 

@@ -54,7 +54,9 @@ impl Themis {
     /// The seed of `domain`'s lottery: distinct per domain, fixed by the run's seed.
     pub fn domain_seed(&self, domain: DomainId) -> u64 {
         // SplitMix64's finalizer over seed and domain: nearby seeds give unrelated streams.
-        let mut z = self.seed ^ u64::from(domain.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut z = self
+            .seed
+            .wrapping_add((u64::from(domain.0) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)

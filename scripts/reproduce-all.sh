@@ -6,6 +6,7 @@
 #   reproduce-iez.sh      docs/reproductions/iez{.md,-measured.md,/*.svg}
 #   reproduce-pi.sh       docs/reproductions/pi-control{.md,-measured.md}
 #   reproduce-vpfs.sh     docs/reproductions/vpfs{.md,-measured.md}
+#   reproduce-themisio.sh docs/reproductions/themisio{.md,-measured.md}
 #   reproduce-bakeoff.sh  docs/bakeoff-results.md and the generated parts of docs/bakeoff.md
 # The live runs (reproduce-iez-live.sh, pi-fig67-live.sh, vpfs-overhead.sh) need a FUSE mount
 # and real disks; they are not part of this script and their numbers stay as they were run.
@@ -46,6 +47,7 @@ run gift scripts/reproduce-gift.sh "${gift_args[@]}"
 run iez scripts/reproduce-iez.sh
 run pi scripts/reproduce-pi.sh
 run vpfs scripts/reproduce-vpfs.sh
+run themisio scripts/reproduce-themisio.sh
 run bakeoff scripts/reproduce-bakeoff.sh
 echo
 printf '%s\n' "${summary[@]}"

@@ -39,6 +39,11 @@ pub const PI: Paper = Paper {
     venue: "IEEE/ACM UCC",
     year: 2025,
 };
+pub const THEMISIO: Paper = Paper {
+    title: "Fine-grained Policy-driven I/O Sharing for Burst Buffers",
+    venue: "ACM/IEEE SC",
+    year: 2023,
+};
 pub const IEZ: Paper = Paper {
     title: "iez: Resource Contention Aware Load Balancing for Large-Scale Parallel File Systems",
     venue: "IEEE IPDPS",
@@ -95,6 +100,12 @@ pub const POLICIES: &[Entry] = &[
         line: "the PI design's sensor and actuator with additive-increase / multiplicative-\
                decrease instead of PI gains (Linux io.latency style)",
         paper: None,
+    },
+    Entry {
+        name: "themis",
+        line: "ThemisIO's lottery: each server draws the next job to serve with its node count \
+               as its tickets (size-fair), work-conserving",
+        paper: Some(THEMISIO),
     },
 ];
 

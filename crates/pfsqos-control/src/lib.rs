@@ -14,6 +14,7 @@ pub mod rpc_size;
 pub mod rules;
 pub mod spec;
 pub mod static_bw;
+pub mod themis;
 pub mod vpfs;
 
 // Lustre's vocabulary and the schedulers, under the names the controllers use

@@ -108,7 +108,7 @@ pub struct ControllerDescriptor {
 
 /// Every controller, in the order reports list policies: the AdapTBF paper's three, then
 /// GIFT's seven baselines and GIFT itself, then vPFS, then PI control and its AIMD baseline,
-/// then Lustre's CRR-N.
+/// then Lustre's CRR-N, then ThemisIO.
 pub const CONTROLLERS: &[ControllerDescriptor] = &[
     crate::nobw::DESCRIPTOR,
     crate::static_bw::DESCRIPTOR,
@@ -126,6 +126,7 @@ pub const CONTROLLERS: &[ControllerDescriptor] = &[
     crate::pi::options::AIMD,
     crate::pi::options::OPEN_LOOP,
     crate::crrn::DESCRIPTOR,
+    crate::themis::DESCRIPTOR,
 ];
 
 const CONTROLLER_COUNT: usize = CONTROLLERS.len();

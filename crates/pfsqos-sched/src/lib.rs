@@ -13,6 +13,7 @@ pub mod nrs;
 pub mod policy;
 pub mod sfq;
 pub mod tbf;
+pub mod themis;
 
 // Lustre's vocabulary, under the names the schedulers use (`crate::model::JobId`).
 use pfsqos_lustre::{errno, jobstats, limits, lines, model, NS_PER_S};

@@ -74,6 +74,7 @@ pub fn nrs_policy_rows<P: Send + 'static>() -> Vec<NrsPolicyDescriptor<P>> {
         super::crrn::descriptor(),
         super::sfq::sfqd_descriptor(),
         super::sfq::dsfq_descriptor(),
+        super::themis::descriptor(),
     ]
 }
 
@@ -929,7 +930,8 @@ default * 10000, ref 7
                 "tbf jobid",
                 "delay",
                 "sfqd",
-                "dsfq"
+                "dsfq",
+                "themis"
             ]
         );
     }

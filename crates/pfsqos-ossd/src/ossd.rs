@@ -137,10 +137,12 @@ pub struct OssdConfig {
     pub osts: Vec<PathBuf>,
     /// Shared cluster key (never sent).
     pub key: Vec<u8>,
-    /// The servers' own key (`--server-key-file`, never sent): with it, a peer claiming to be
-    /// an ossd (DSFQ synchronization) must prove it, so a client, which holds only the cluster
-    /// key, cannot inject service reports; this ossd's own synchronization sender proves it.
-    /// Without it, peers prove the cluster key.
+    /// The servers' own key (`--server-key-file`, never sent): with it, a peer claiming a
+    /// server role (an ossd's DSFQ synchronization, the MDS, an administrator's `lctl`; see
+    /// [`Role::is_server_role`]) must prove it, so a client, which holds only the cluster key,
+    /// cannot inject service reports, write TBF rules or destroy objects; this ossd's own
+    /// synchronization sender and its iez reports to the MDS prove it. Without it, every
+    /// peer proves the cluster key.
     pub server_key: Option<Vec<u8>>,
     /// File system name, for `obdfilter.<fsname>-OSTxxxx.job_stats`.
     pub fsname: String,
@@ -879,7 +881,8 @@ impl Shared {
         self.cpts[cpt].work.notify_all();
     }
 
-    /// The key this ossd proves to its synchronization peers: the servers' own if it has one.
+    /// The key this ossd proves as a server (to its synchronization peers, to the MDS): the
+    /// servers' own if it has one.
     pub(crate) fn peer_key(&self) -> &[u8] {
         self.server_key.as_deref().unwrap_or(&self.key)
     }
@@ -1757,7 +1760,7 @@ impl Ossd {
             sync_tasks.push(crate::report::spawn(
                 r.clone(),
                 config.osts.clone(),
-                config.key.clone(),
+                shared.peer_key().to_vec(),
                 addr,
             ));
         }

@@ -14,6 +14,9 @@ Each probe starts its own daemons in a scratch directory, with the binary $PFSQO
   ossd of its own, through the emulated lctl) and 256 idle sockets from 32 addresses held
   while the coordinator is stopped and started again; whether either agent went to its safe
   state (which removes every rule) and when the restarted coordinator took their reports;
+* stalled reads: 64 connections from 16 addresses each asking for a 64 MiB read and never
+  reading their socket (`stalled_reads`, an example of pfsqos-ossd, $STALLED_READS); how long
+  another client's 1 MiB writes take before and while they are held;
 * unlinked files' objects: as root with /dev/fuse, 20,000 files created and unlinked through
   a mount; the object files left on the OST once the MDS's destroyer has run (and how long it
   took to remove them);
@@ -382,6 +385,29 @@ def probe_coordinator_flood_restart(sources=32, per_source=8, hold_s=5, watch_s=
         shutil.rmtree(d, ignore_errors=True)
 
 
+def probe_stalled_reads(stalled=64):
+    probe = os.environ.get("STALLED_READS", "")
+    if not os.path.exists(probe):
+        LINES.append(f"| another client's writes while {stalled} stalled 64 MiB reads are held | "
+                     f"not measured: STALLED_READS names no built probe |")
+        return
+    c = Cluster()
+    try:
+        r = subprocess.run([probe, c.oss, c.key, str(stalled)], capture_output=True, text=True,
+                           timeout=600)
+        if r.returncode != 0:
+            raise RuntimeError(f"stalled_reads failed: {r.stderr}")
+        v = dict(kv.split("=") for kv in r.stdout.split())
+        delay = float(v["during_max_s"]) - float(v["before_median_s"])
+        LINES.append(
+            f"| another client's 1 MiB writes while {stalled} connections from 16 addresses "
+            f"hold 64 MiB reads they never read | median {v['during_median_s']} s, slowest "
+            f"{v['during_max_s']} s (without them: median {v['before_median_s']} s, slowest "
+            f"{v['before_max_s']} s): delayed by at most {delay:.3f} s |")
+    finally:
+        c.close()
+
+
 def probe_unlinked_objects(files=20000):
     if not fuse_ok():
         LINES.append(f"| object files left after {files} creates and unlinks | not measured: "
@@ -419,7 +445,8 @@ def main():
     started = time.monotonic()
     rows_only = "--rows" in sys.argv[1:]
     for probe in (probe_handshake_flood, probe_refused_logging, probe_coordinator_logging,
-                  probe_coordinator_flood_restart, probe_unlinked_objects):
+                  probe_coordinator_flood_restart, probe_stalled_reads,
+                  probe_unlinked_objects):
         note(f"under-attack: {probe.__name__}")
         probe()
     if rows_only:

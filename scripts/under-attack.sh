@@ -9,8 +9,9 @@
 #  4. handshake floods (300 idle sockets from 20 addresses against the ossd, and as many
 #     against the mds: lctl reads and new mounts that get through; 256 from 32 addresses held
 #     across a coordinator restart: whether its two agents stay served), refused-connection
-#     logging of the ossd and the coordinator, and the object files 20,000 creates and unlinks
-#     leave (scripts/under-attack.py, with daemons of its own);
+#     logging of the ossd and the coordinator, another client's writes while 64 stalled
+#     64 MiB reads are held, and the object files 20,000 creates and unlinks leave
+#     (scripts/under-attack.py, with daemons of its own);
 #  5. the Lustre exporters' job id parse of the ossd's job_stats (the GSI lustre_exporter's
 #     `job_id:[ \t]*"?([^"\n\r]*)"?`) against the `jobid` labels of `lustre_job_*`.
 # Writes the "Under attack" sections of docs/live.md (1-4) and docs/lustre.md (5) between
@@ -25,6 +26,8 @@ secs=${SECS:-15}
 repeats=${REPEATS:-2}
 cargo build --locked -q -p pfsqos-cli
 cargo build --locked -q -p pfsqos-agent --bins # pfsqos-agentd and pfsqos-lctl-emu, for 4
+cargo build --locked -q -p pfsqos-ossd --example stalled_reads
+stalled_reads=$(realpath "${CARGO_TARGET_DIR:-target}/debug/examples/stalled_reads")
 bin=$(realpath "${CARGO_TARGET_DIR:-target}/debug/pfsqos")
 work=$(mktemp -d)
 trickler_pid=""
@@ -198,7 +201,7 @@ join_text=$("$bin" lctl get_param -n 'obdfilter.*.job_stats' |
 
 # Handshake floods against the ossd and the MDS, and refused-connection logging: separate
 # daemons started by scripts/under-attack.py (one table row each).
-flood_rows=$(PFSQOS="$bin" python3 "$repo/scripts/under-attack.py" --rows)
+flood_rows=$(PFSQOS="$bin" STALLED_READS="$stalled_reads" python3 "$repo/scripts/under-attack.py" --rows)
 
 live=$(cat <<EOF
 Measured by \`scripts/under-attack.sh\` ($started, $(nproc) cores, load average $load_start at

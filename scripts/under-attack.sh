@@ -7,13 +7,17 @@
 #     (a byte every 100 ms, renewed as they are closed): scrapes answered of 16;
 #  3. Prometheus' lint (`promtool check metrics`) of the live ossd and mds endpoints;
 #  4. handshake floods (300 idle sockets from 20 addresses against the ossd, and as many
-#     against the mds: lctl reads and new mounts that get through) and refused-connection
-#     logging (scripts/under-attack.py, with daemons of its own);
+#     against the mds: lctl reads and new mounts that get through; 256 from 32 addresses held
+#     across a coordinator restart: whether its two agents stay served), refused-connection
+#     logging of the ossd and the coordinator, another client's writes while 64 stalled
+#     64 MiB reads are held, and the object files 20,000 creates and unlinks leave
+#     (scripts/under-attack.py, with daemons of its own);
 #  5. the Lustre exporters' job id parse of the ossd's job_stats (the GSI lustre_exporter's
 #     `job_id:[ \t]*"?([^"\n\r]*)"?`) against the `jobid` labels of `lustre_job_*`.
 # Writes the "Under attack" sections of docs/live.md (1-4) and docs/lustre.md (5) between
-# their generated markers; NO_DOCS=1 only prints. Bounded: about 2*REPEATS*(SECS+3) + 30 s
-# after the build (SECS=15, REPEATS=2 by default). Needs fio, curl, python3 and /dev/fuse (scripts/setup.sh);
+# their generated markers; NO_DOCS=1 only prints. Bounded: about 2*REPEATS*(SECS+3) + 120 s
+# after the build (SECS=15, REPEATS=2 by default; the 20,000 creates and unlinks take most
+# of the rest). Needs fio, curl, python3 and /dev/fuse (scripts/setup.sh);
 # promtool (Debian's prometheus) for 3, which is reported as not run without it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +25,9 @@ repo=$(pwd)
 secs=${SECS:-15}
 repeats=${REPEATS:-2}
 cargo build --locked -q -p pfsqos-cli
+cargo build --locked -q -p pfsqos-agent --bins # pfsqos-agentd and pfsqos-lctl-emu, for 4
+cargo build --locked -q -p pfsqos-ossd --example stalled_reads
+stalled_reads=$(realpath "${CARGO_TARGET_DIR:-target}/debug/examples/stalled_reads")
 bin=$(realpath "${CARGO_TARGET_DIR:-target}/debug/pfsqos")
 work=$(mktemp -d)
 trickler_pid=""
@@ -194,7 +201,7 @@ join_text=$("$bin" lctl get_param -n 'obdfilter.*.job_stats' |
 
 # Handshake floods against the ossd and the MDS, and refused-connection logging: separate
 # daemons started by scripts/under-attack.py (one table row each).
-flood_rows=$(PFSQOS="$bin" python3 "$repo/scripts/under-attack.py" --rows)
+flood_rows=$(PFSQOS="$bin" STALLED_READS="$stalled_reads" python3 "$repo/scripts/under-attack.py" --rows)
 
 live=$(cat <<EOF
 Measured by \`scripts/under-attack.sh\` ($started, $(nproc) cores, load average $load_start at

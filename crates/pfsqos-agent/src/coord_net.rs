@@ -1,5 +1,6 @@
 //! The coordinator's network side and the agent's link to it, over pfsqos-wire's
-//! authenticated framing (cluster key, HMAC handshake, frames ≤ 8 MiB + 4 KiB).
+//! authenticated framing (HMAC handshake with the servers' key where the coordinator has one,
+//! else the cluster key; frames ≤ 8 MiB + 4 KiB).
 //!
 //! Bounds: at most `2 × agents` authenticated connections at once (one per agent plus one
 //! reconnecting); before that, the same pre-auth admission as the ossd and the MDS
@@ -343,6 +344,7 @@ async fn serve_reports(
 /// ```toml
 /// listen = "0.0.0.0:9190"
 /// key_file = "/etc/pfsqos/cluster.key"
+/// server_key_file = "/etc/pfsqos/server.key"   # optional: agents must prove it
 /// controller = "gift"               # any controller of pfsqos_core::control::spec
 /// period_ms = 1000
 /// brw_size_bytes = 4194304
@@ -360,6 +362,7 @@ pub struct CoordinatorFile {
     pub listen: SocketAddr,
     #[serde(default = "crate::config::default_key_file")]
     pub key_file: std::path::PathBuf,
+    pub server_key_file: Option<std::path::PathBuf>,
     pub controller: String,
     #[serde(default = "crate::config::default_period_ms")]
     pub period_ms: u64,
@@ -379,6 +382,10 @@ pub struct CoordinatorFile {
 pub struct CoordinatorConfig {
     pub listen: SocketAddr,
     pub key_file: std::path::PathBuf,
+    /// The servers' own key: with it, agents (role `Lctl`, a server role:
+    /// [`Role::is_server_role`]) must prove it, so a client node, which holds only the
+    /// cluster key, cannot report an OSS's observation and steer every OSS's rates.
+    pub server_key_file: Option<std::path::PathBuf>,
     pub policy: pfsqos_core::control::spec::PolicyChoice,
     pub period_ms: u64,
     pub brw_size_bytes: u64,
@@ -429,6 +436,7 @@ impl CoordinatorConfig {
             limits,
             listen: f.listen,
             key_file: f.key_file,
+            server_key_file: f.server_key_file,
             policy,
             period_ms: f.period_ms,
             brw_size_bytes: f.brw_size_bytes,
@@ -447,6 +455,16 @@ impl CoordinatorConfig {
         }
         let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
         CoordinatorConfig::parse(&text).with_context(|| format!("{}", path.display()))
+    }
+
+    /// The key agents must prove: the servers' own where configured (a client's cluster
+    /// key then cannot speak for an OSS), else the cluster key. Reads the files.
+    pub fn agent_key(&self) -> anyhow::Result<Vec<u8>> {
+        let key = pfsqos_wire::key::read_key_file(&self.key_file)?;
+        match &self.server_key_file {
+            Some(path) => pfsqos_wire::key::read_server_key_file(path, &key),
+            None => Ok(key),
+        }
     }
 
     /// The coordinator this configuration describes (its controller freshly set up).
@@ -470,7 +488,7 @@ impl CoordinatorConfig {
 pub fn run_coordinator(config: CoordinatorConfig) -> anyhow::Result<i32> {
     use anyhow::Context;
     crate::signal::install().context("installing signal handlers")?;
-    let key = pfsqos_wire::key::read_key_file(&config.key_file)?;
+    let key = config.agent_key()?;
     let coord = config.coordinator().map_err(|e| anyhow::anyhow!(e))?;
     let published = Arc::new(Mutex::new(CoordStats::default()));
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -404,6 +404,16 @@ impl Running {
     }
 
     fn start_on(bind: std::net::SocketAddr, agents: &[&str], period_ms: u64) -> Running {
+        Running::start_keyed(bind, agents, period_ms, KEY.to_vec())
+    }
+
+    /// A coordinator whose agents must prove `agent_key`.
+    fn start_keyed(
+        bind: std::net::SocketAddr,
+        agents: &[&str],
+        period_ms: u64,
+        agent_key: Vec<u8>,
+    ) -> Running {
         let agents: Vec<String> = agents.iter().map(|a| a.to_string()).collect();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let (atx, arx) = std::sync::mpsc::channel();
@@ -433,7 +443,7 @@ impl Running {
                 let published = Default::default();
                 coord_net::serve_admitted(
                     listener,
-                    KEY.to_vec(),
+                    agent_key,
                     coord,
                     Instant::now(),
                     stop,
@@ -597,6 +607,47 @@ fn unauthenticated_and_foreign_peers_are_refused() {
     assert!(foreign.exchange(&other).is_err(), "foreign agent served");
     let mut good = CoordLink::new(running.addr, KEY.to_vec(), Duration::from_secs(5)).unwrap();
     assert!(good.exchange(&report).is_ok());
+}
+
+/// With `server_key_file`, the coordinator's agents (role `Lctl`) must prove the servers'
+/// key: a client node's cluster key cannot report for an OSS; an agent holding the server key
+/// is served. A server key equal to the cluster key is refused.
+#[test]
+fn a_client_key_cannot_report_for_an_oss_once_the_coordinator_has_a_server_key() {
+    const SERVER_KEY: &[u8] = b"coordinator-server-key-fedcba987654";
+    let tmp = tempfile::tempdir().unwrap();
+    let cluster = key_file(tmp.path());
+    let server = tmp.path().join("server.key");
+    std::fs::write(&server, SERVER_KEY).unwrap();
+    let text = format!(
+        "listen = \"127.0.0.1:0\"\ncontroller = \"gift\"\nagents = [\"oss0\"]\n\
+         key_file = {cluster:?}\nserver_key_file = {server:?}\n"
+    );
+    let config = coord_net::CoordinatorConfig::parse(&text).unwrap();
+    let agent_key = config.agent_key().unwrap();
+    assert_eq!(agent_key, SERVER_KEY);
+    let same = coord_net::CoordinatorConfig::parse(&text.replace("server.key", "key")).unwrap();
+    assert!(
+        same.agent_key().is_err(),
+        "the cluster key taken as the servers'"
+    );
+
+    let running = Running::start_keyed("127.0.0.1:0".parse().unwrap(), &["oss0"], 50, agent_key);
+    let report = AgentReport {
+        agent: "oss0".into(),
+        now_ns: 1,
+        period_ns: 1,
+        targets: vec![],
+        jobs: vec![],
+    };
+    let mut client = CoordLink::new(running.addr, KEY.to_vec(), Duration::from_secs(5)).unwrap();
+    assert!(
+        client.exchange(&report).is_err(),
+        "a cluster-key holder reported for oss0"
+    );
+    let mut agent =
+        CoordLink::new(running.addr, SERVER_KEY.to_vec(), Duration::from_secs(5)).unwrap();
+    assert!(agent.exchange(&report).is_ok());
 }
 
 /// Idle unauthenticated sockets held against `addr` from `sources` loopback addresses

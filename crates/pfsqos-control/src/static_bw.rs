@@ -7,19 +7,31 @@
 //! token rates) times the job's node share, rounded to the nearest integer and clamped to
 //! Lustre's valid range `1..=999_999`. The share is over *all* jobs, active or not, which is
 //! what makes the baseline static: idle jobs keep their share and it is wasted.
+//!
+//! Rates are decided once, at setup; the rules are still held per domain ([`JobRules`]), so a
+//! start the server refuses is not lost: a name that clashes with a rule this controller does
+//! not hold (`EEXIST`, an administrator's `jvictim2`) is kept from jobs and the job started
+//! under another name at the next [`Controller::decide`], once, as every rule-writing
+//! controller does ([`JobRules::write_refused`]); any other refusal starts the same rule
+//! again. A driver that calls `decide` of a controller without a period (the ossd looks once
+//! a control period) therefore repairs the job's rule without waiting for its node counts to
+//! change.
 
 use std::collections::BTreeMap;
 
 use super::rules::{JobRate, JobRules};
-use super::{ControlWrite, Controller, Decision, DomainWrite, Observation};
+use super::{ControlWrite, Controller, Decision, DomainId, DomainWrite, Observation};
 use crate::model::JobId;
 
 /// Lustre 2.15+ accepts `rate=N` for `1 <= N < 1_000_000`.
 const TBF_RATE_RPCS_PER_S_MAX: u64 = crate::limits::TBF_RATE_RPCS_PER_S_MAX as u64;
 
-/// Fixed per-job TBF rules, written once.
+/// Fixed per-job TBF rules, decided once.
 #[derive(Debug, Default)]
-pub struct StaticBw;
+pub struct StaticBw {
+    /// Per domain: the rules held and the rate each job wants (fixed at setup).
+    domains: BTreeMap<DomainId, (JobRules, BTreeMap<JobId, JobRate>)>,
+}
 
 impl StaticBw {
     /// The rate each job gets on a domain of `capacity_rpcs_per_s`, in `jobs` order.
@@ -47,6 +59,7 @@ impl Controller for StaticBw {
     fn setup(&mut self, initial: &Observation) -> Decision {
         let node_counts: Vec<u32> = initial.jobs.iter().map(|j| j.node_count).collect();
         let mut writes = Vec::new();
+        self.domains.clear();
         for domain in &initial.domains {
             writes.push(DomainWrite {
                 domain: domain.domain,
@@ -66,12 +79,14 @@ impl Controller for StaticBw {
                 })
                 .collect();
             // Rule names are given in job order, the same on every domain.
-            for cmd in JobRules::new().reconcile(&desired) {
+            let mut rules = JobRules::new();
+            for cmd in rules.reconcile(&desired) {
                 writes.push(DomainWrite {
                     domain: domain.domain,
                     write: ControlWrite::tbf_rule(cmd.to_string()),
                 });
             }
+            self.domains.insert(domain.domain, (rules, desired));
         }
         Decision::of_writes(writes)
     }
@@ -80,8 +95,28 @@ impl Controller for StaticBw {
         None
     }
 
+    /// The rates stay those of setup; only rules the server refused are started again (under
+    /// a new name after a name clash). Nothing is written once every rule is held.
     fn decide(&mut self, _observation: &Observation) -> Decision {
-        Decision::default()
+        let mut writes = Vec::new();
+        for (&domain, (rules, desired)) in &mut self.domains {
+            for cmd in rules.reconcile(desired) {
+                writes.push(DomainWrite {
+                    domain,
+                    write: ControlWrite::tbf_rule(cmd.to_string()),
+                });
+            }
+        }
+        Decision::of_writes(writes)
+    }
+
+    fn on_write_refused(&mut self, write: &DomainWrite, errno: crate::errno::Errno) {
+        if let (Some(text), Some((rules, _))) = (
+            write.write.tbf_rule_text(),
+            self.domains.get_mut(&write.domain),
+        ) {
+            rules.write_refused(text, errno);
+        }
     }
 }
 
@@ -102,7 +137,7 @@ pub(crate) struct StaticOptions;
 
 impl PolicyOptions for StaticOptions {
     fn controller(&self, _ctx: &ControllerContext) -> Box<dyn Controller> {
-        Box::new(StaticBw)
+        Box::new(StaticBw::default())
     }
 }
 
@@ -132,9 +167,9 @@ mod tests {
         assert_eq!(StaticBw::rates_rpcs_per_s(5_000_000, &[1]), vec![999_999]);
     }
 
-    #[test]
-    fn setup_writes_policy_then_one_rule_per_job() {
-        let obs = Observation {
+    /// One domain of two OSTs (600 + 400 RPC/s), jobs of 1 and 3 nodes.
+    fn two_jobs() -> Observation {
+        Observation {
             clients: Vec::new(),
             now_ns: 0,
             period_ns: 0,
@@ -171,24 +206,72 @@ mod tests {
                     weight: 3,
                 },
             ],
-        };
-        let d = StaticBw.setup(&obs);
-        let texts: Vec<String> = d
-            .writes
+        }
+    }
+
+    fn texts(d: &Decision) -> Vec<String> {
+        d.writes
             .iter()
             .map(|w| match (&w.write, w.write.tbf_rule_text()) {
                 (ControlWrite::NrsPolicies(t), _) => format!("policies:{t}"),
                 (_, Some(t)) => format!("rule:{t}"),
                 (other, None) => format!("{other:?}"),
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn setup_writes_policy_then_one_rule_per_job() {
+        let d = StaticBw::default().setup(&two_jobs());
         assert_eq!(
-            texts,
+            texts(&d),
             vec![
                 "policies:tbf jobid",
                 "rule:start jjob1 jobid={job1} rate=250",
                 "rule:start jjob2 jobid={job2} rate=750",
             ]
         );
+    }
+
+    /// A start refused because its name is an administrator's rule (`EEXIST`) is started
+    /// again under another name at the next decide, once; any other refusal starts the same
+    /// rule again; once every rule is held, decide writes nothing. The rates stay those of
+    /// setup throughout (the observation decide gets does not move them).
+    #[test]
+    fn a_refused_rule_is_started_again_and_a_taken_name_renamed() {
+        use crate::errno::Errno;
+        let obs = two_jobs();
+        let mut c = StaticBw::default();
+        let d = c.setup(&obs);
+        assert!(c.decide(&obs).writes.is_empty(), "every rule held");
+        let start = |name: &str| {
+            d.writes
+                .iter()
+                .find(|w| w.write.tbf_rule_text().is_some_and(|t| t.contains(name)))
+                .unwrap()
+                .clone()
+        };
+        c.on_write_refused(&start("jjob1"), Errno::EEXIST);
+        let renamed = c.decide(&obs);
+        assert_eq!(
+            texts(&renamed),
+            vec!["rule:start jjob1_2 jobid={job1} rate=250"]
+        );
+        assert_eq!(renamed.writes[0].domain, DomainId(0));
+        assert!(c.decide(&obs).writes.is_empty(), "renamed once");
+        c.on_write_refused(&start("jjob2"), Errno::ENOMEM);
+        // A refusal on a domain the controller has no rules on, and of the policy write,
+        // change nothing.
+        let mut elsewhere = start("jjob2");
+        elsewhere.domain = DomainId(7);
+        c.on_write_refused(&elsewhere, Errno::EEXIST);
+        c.on_write_refused(&d.writes[0], Errno::EINVAL);
+        let mut later = two_jobs();
+        later.jobs[0].node_count = 100;
+        assert_eq!(
+            texts(&c.decide(&later)),
+            vec!["rule:start jjob2 jobid={job2} rate=750"]
+        );
+        assert!(c.decide(&later).writes.is_empty());
     }
 }

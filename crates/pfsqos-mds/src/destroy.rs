@@ -11,13 +11,22 @@
 //!
 //! **Sweep.** Objects can also outlive every reference without a row: a client that still
 //! writes to a removed file recreates its object after the destroy; a database restored from
-//! a backup forgets removals. Each time the destroyer (re)connects to an ossd, and every
-//! [`SWEEP_PERIOD`], it lists the ossd's objects ([`WireRequest::ListObjects`]) and queues
-//! for destruction each one that no file references and whose id was handed out before the
-//! listing began. Ids are never reused and only a create hands one out, so an object below
+//! a backup forgets removals. A sweep pass lists the ossd's objects
+//! ([`WireRequest::ListObjects`], in pages of [`LIST_OBJECTS_MAX`]) and queues for
+//! destruction each one that no file references and whose id was handed out before its page
+//! was asked for. Ids are never reused and only a create hands one out, so an object below
 //! that bound that no stripe names now can never be named again: the sweep never destroys an
 //! object a live file references, nor one a create in flight is about to (its id is above
-//! the bound). An ossd that names another file system in its handshake, or another OST count
+//! the bound).
+//!
+//! A pass is incremental: each round of the destroyer lists at most
+//! [`SWEEP_PAGES_PER_ROUND`] pages of an ossd and keeps its cursor (OST and last id) for the
+//! next round, [`SWEEP_ROUND_PAUSE`] later, so a round's work is bounded however many
+//! objects an OST holds, and destroys of removed files run between rounds. A pass starts when
+//! the MDS first reaches an ossd (a restarted MDS, whose database may have been restored),
+//! and again [`SWEEP_PERIOD`] after the last one began; a reconnection continues the pass
+//! under way from its cursor instead of listing the OST from the start. The ossd reads its
+//! directory once a pass (at the first page) and serves the later pages from that reading. An ossd that names another file system in its handshake, or another OST count
 //! than the configuration gives it, is neither swept nor sent destroys.
 //!
 //! [`WireRequest::ListObjects`]: pfsqos_wire::protocol::WireRequest::ListObjects
@@ -48,8 +57,13 @@ CREATE TABLE IF NOT EXISTS destroys (
 pub const RETRY_MAX: Duration = Duration::from_secs(5);
 /// First wait after a failed attempt.
 pub const RETRY_MIN: Duration = Duration::from_millis(100);
-/// How often every ossd's objects are swept for orphans, besides at each (re)connection.
+/// How often a sweep pass of every ossd's objects starts, besides when the MDS first reaches
+/// it.
 pub const SWEEP_PERIOD: Duration = Duration::from_secs(600);
+/// Pages of [`LIST_OBJECTS_MAX`] objects a round of a pass lists on one ossd at most.
+pub const SWEEP_PAGES_PER_ROUND: usize = 16;
+/// Pause between two rounds of a pass under way.
+pub const SWEEP_ROUND_PAUSE: Duration = Duration::from_millis(100);
 /// How long one request to an ossd may take before the connection is dropped and retried.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -152,6 +166,33 @@ struct Oss {
     conn: Option<OssClient>,
     /// Whether the last attempt failed (the next failure is then logged at debug level).
     failing: bool,
+    /// The sweep pass under way on this ossd, if any.
+    sweep: Option<SweepCursor>,
+    /// Whether a pass ever started on this ossd (the first connection starts one).
+    swept_once: bool,
+}
+
+/// Where a sweep pass of one ossd stands: its OST `k` (0-based on the ossd), the last id
+/// listed there, the objects listed and the orphans queued so far, and when it began.
+#[derive(Clone, Copy, Debug)]
+struct SweepCursor {
+    ost: u32,
+    after: u64,
+    listed: u64,
+    queued: usize,
+    began: tokio::time::Instant,
+}
+
+impl SweepCursor {
+    fn start() -> SweepCursor {
+        SweepCursor {
+            ost: 0,
+            after: 0,
+            listed: 0,
+            queued: 0,
+            began: tokio::time::Instant::now(),
+        }
+    }
 }
 
 /// The task that destroys queued objects and sweeps the ossds for orphans.
@@ -184,6 +225,8 @@ impl Destroyer {
                     ost_count: 1,
                     conn: None,
                     failing: false,
+                    sweep: None,
+                    swept_once: false,
                 }),
             }
         }
@@ -210,7 +253,10 @@ impl Destroyer {
             }
             let mut all_done = true;
             for i in 0..self.osses.len() {
-                match self.serve_oss(i, sweep_all).await {
+                if sweep_all && self.osses[i].sweep.is_none() {
+                    self.osses[i].sweep = Some(SweepCursor::start());
+                }
+                match self.serve_oss(i).await {
                     Ok(()) => self.osses[i].failing = false,
                     Err(e) => {
                         all_done = false;
@@ -227,7 +273,11 @@ impl Destroyer {
             }
             let wait = if all_done {
                 retry = RETRY_MIN;
-                SWEEP_PERIOD.saturating_sub(last_sweep.elapsed())
+                if self.osses.iter().any(|o| o.sweep.is_some()) {
+                    SWEEP_ROUND_PAUSE
+                } else {
+                    SWEEP_PERIOD.saturating_sub(last_sweep.elapsed())
+                }
             } else {
                 let w = retry;
                 retry = (retry * 2).min(RETRY_MAX);
@@ -238,9 +288,9 @@ impl Destroyer {
         }
     }
 
-    /// Connects to OSS `i` if needed (sweeping it when the connection is new or `sweep`),
-    /// then destroys every object queued for its OSTs.
-    async fn serve_oss(&mut self, i: usize, sweep: bool) -> Result<(), Failure> {
+    /// Connects to OSS `i` if needed (its first connection starts a sweep pass), runs a
+    /// round of the pass under way, then destroys every object queued for its OSTs.
+    async fn serve_oss(&mut self, i: usize) -> Result<(), Failure> {
         let fresh = self.osses[i].conn.is_none();
         if fresh {
             let addr = tokio::net::lookup_host(self.osses[i].addr.as_str())
@@ -271,8 +321,12 @@ impl Destroyer {
             }
             self.osses[i].conn = Some(c);
         }
-        if fresh || sweep {
-            self.sweep(i).await?;
+        if !self.osses[i].swept_once {
+            self.osses[i].swept_once = true;
+            self.osses[i].sweep.get_or_insert_with(SweepCursor::start);
+        }
+        if self.osses[i].sweep.is_some() {
+            self.sweep_round(i).await?;
         }
         for k in 0..self.osses[i].ost_count {
             let ost = self.osses[i].first_ost + k;
@@ -299,37 +353,60 @@ impl Destroyer {
         Ok(())
     }
 
-    /// Queues the orphans of OSS `i`'s OSTs (see the module docs).
-    async fn sweep(&mut self, i: usize) -> Result<(), Failure> {
-        let below = self.db(|ns| ns.next_object()).await?;
-        let mut queued = 0usize;
-        for k in 0..self.osses[i].ost_count {
-            let ost = self.osses[i].first_ost + k;
-            let mut after = 0u64;
-            loop {
-                let conn = self.osses[i]
-                    .conn
-                    .as_mut()
-                    .expect("connected before a sweep");
-                let (ids, more) = tokio::time::timeout(
-                    REQUEST_TIMEOUT,
-                    conn.list_objects(k, after, LIST_OBJECTS_MAX),
-                )
-                .await
-                .map_err(|_| "object listing timed out".to_string())?
-                .map_err(|e| format!("listing its OST {k}: {e}"))?;
-                let Some(&last) = ids.last() else { break };
-                after = last;
-                queued += self
-                    .db(move |ns| ns.queue_orphans(ost, &ids, below))
-                    .await?;
-                if !more {
-                    break;
+    /// One round of OSS `i`'s sweep pass (see the module docs): at most
+    /// [`SWEEP_PAGES_PER_ROUND`] pages from its cursor, each page's orphans queued; the cursor
+    /// moves past what was queued, so a failure resumes there. The pass ends after its last
+    /// OST's last page.
+    async fn sweep_round(&mut self, i: usize) -> Result<(), Failure> {
+        let ost_count = self.osses[i].ost_count;
+        for _ in 0..SWEEP_PAGES_PER_ROUND {
+            let Some(cur) = self.osses[i].sweep else {
+                return Ok(());
+            };
+            assert!(cur.ost < ost_count, "a sweep cursor past the ossd's OSTs");
+            let ost = self.osses[i].first_ost + cur.ost;
+            // Taken before the page is asked for: every id below it was handed out already.
+            let below = self.db(|ns| ns.next_object()).await?;
+            let conn = self.osses[i]
+                .conn
+                .as_mut()
+                .expect("connected before a sweep");
+            let (ids, more) = tokio::time::timeout(
+                REQUEST_TIMEOUT,
+                conn.list_objects(cur.ost, cur.after, LIST_OBJECTS_MAX),
+            )
+            .await
+            .map_err(|_| "object listing timed out".to_string())?
+            .map_err(|e| format!("listing its OST {}: {e}", cur.ost))?;
+            let last = ids.last().copied();
+            let listed = ids.len() as u64;
+            let queued = self
+                .db(move |ns| ns.queue_orphans(ost, &ids, below))
+                .await?;
+            let mut next = SweepCursor {
+                listed: cur.listed + listed,
+                queued: cur.queued + queued,
+                ..cur
+            };
+            match last {
+                Some(last) if more => {
+                    assert!(last > cur.after, "an object listing that does not advance");
+                    next.after = last;
+                }
+                _ if cur.ost + 1 < ost_count => {
+                    next.ost += 1;
+                    next.after = 0;
+                }
+                _ => {
+                    if next.queued > 0 {
+                        info!(oss = %self.osses[i].addr.escape_debug(), objects = next.queued, "orphaned objects found, destroying them");
+                    }
+                    info!(oss = %self.osses[i].addr.escape_debug(), objects = next.listed, seconds = next.began.elapsed().as_secs_f64(), "sweep pass done");
+                    self.osses[i].sweep = None;
+                    continue;
                 }
             }
-        }
-        if queued > 0 {
-            info!(oss = %self.osses[i].addr.escape_debug(), objects = queued, "orphaned objects found, destroying them");
+            self.osses[i].sweep = Some(next);
         }
         Ok(())
     }

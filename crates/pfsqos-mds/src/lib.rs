@@ -45,7 +45,7 @@ use pfsqos_wire::mds::{
     Attr, DirEntry, DirPage, FileLayout, Kind, MdsOp, MdsReply, MdsReplyBody, OstInfo, Owner,
     SetAttr, StatFs, Stripe, StripeSpec, MDS_OP_NAMES, NAME_LEN_MAX, READDIR_ENTRIES_MAX, ROOT_INO,
 };
-use pfsqos_wire::protocol::{self, Errno, RemoteError};
+use pfsqos_wire::protocol::{self, Errno, RemoteError, Role};
 
 /// Deepest directory nesting below the root.
 pub const DEPTH_MAX: u32 = 256;
@@ -1311,6 +1311,10 @@ pub struct MdsConfig {
     pub listen: SocketAddr,
     pub db: PathBuf,
     pub key: Vec<u8>,
+    /// The servers' own key (`--server-key-file`, never sent): with it, an ossd reporting its
+    /// statistics (role `Oss`) proves it, so a client cannot forge them, and the destroyer
+    /// proves it to the ossds (role `Mds`). Without it, every peer proves the cluster key.
+    pub server_key: Option<Vec<u8>>,
     pub namespace: NamespaceConfig,
     pub connections_max: usize,
     /// Where to serve Prometheus metrics; see [`pfsqos_metrics`].
@@ -1329,6 +1333,7 @@ impl MdsConfig {
             listen,
             db,
             key,
+            server_key: None,
             namespace: NamespaceConfig {
                 fsname: "pfsqos".into(),
                 osses,
@@ -1446,11 +1451,12 @@ impl Mds {
             })
         };
         let key: Arc<[u8]> = config.key.clone().into();
+        let server_key: Option<Arc<[u8]>> = config.server_key.clone().map(Into::into);
         let removed = Arc::new(tokio::sync::Notify::new());
         let destroyer = tokio::spawn(
             destroy::Destroyer::new(
                 ns.clone(),
-                key.clone(),
+                server_key.clone().unwrap_or_else(|| key.clone()),
                 config.namespace.fsname.clone(),
                 &config.namespace.osts(),
                 removed.clone(),
@@ -1483,10 +1489,15 @@ impl Mds {
                     }
                 };
                 let (ns, key, fsname) = (ns.clone(), key.clone(), fsname.clone());
+                let server_key = server_key.clone();
                 let (ops, adm, removed) = (ops.clone(), adm.clone(), removed.clone());
                 tokio::spawn(async move {
+                    let keys = conn::ServerKeys {
+                        cluster: &key,
+                        server: server_key.as_deref(),
+                    };
                     if let Err(e) = serve(
-                        stream, ns, &ops, &key, &fsname, ost_count, &adm, slot, &removed,
+                        stream, ns, &ops, keys, &fsname, ost_count, &adm, slot, &removed,
                     )
                     .await
                     {
@@ -1539,12 +1550,43 @@ impl Mds {
     }
 }
 
+/// Why the MDS refuses a peer claiming `role` at the handshake, if it does: it serves file
+/// system clients (the namespace) and ossds (their statistics, [`MdsOp::ReportOss`]); an
+/// `lctl` or another MDS has nothing to do here.
+fn mds_role_refusal(role: Role) -> Option<String> {
+    match role {
+        Role::Client | Role::Oss => None,
+        Role::Lctl | Role::Mds => Some(format!(
+            "the MDS serves clients and ossds, not role {role:?}"
+        )),
+    }
+}
+
+/// Why a peer of `role` may not run `op`, as the errno it gets (`EPERM`): only an ossd
+/// ([`Role::Oss`], which proves the servers' key where the MDS has one) reports an OSS's
+/// statistics, since a forged report steers iez's placement of every new file; an ossd runs
+/// no namespace operation.
+fn op_refusal(role: Role, op: &MdsOp) -> Option<RemoteError> {
+    let is_report = matches!(op, MdsOp::ReportOss(_));
+    match (role, is_report) {
+        (Role::Oss, true) | (Role::Client, false) => None,
+        (Role::Oss, false) => Some(err(
+            Errno::EPERM,
+            "an ossd's connection reports statistics only",
+        )),
+        _ => Some(err(
+            Errno::EPERM,
+            "only an ossd (role Oss) reports an OSS's statistics",
+        )),
+    }
+}
+
 #[allow(clippy::too_many_arguments)] // one connection's context, passed once
 async fn serve(
     stream: TcpStream,
     ns: Arc<Mutex<Namespace>>,
     ops: &OpCounts,
-    key: &[u8],
+    keys: conn::ServerKeys<'_>,
     fsname: &str,
     ost_count: u32,
     admission: &Arc<Admission>,
@@ -1558,16 +1600,19 @@ async fn serve(
     // It ends early if admission gives it to a source holding fewer handshake slots.
     let adm = admission.clone();
     let eviction = slot.eviction();
-    let (_, _conn_slot) = admission
+    let (peer, _conn_slot) = admission
         .run_handshake(
             eviction,
-            conn::server_handshake_admit(
+            conn::server_handshake_admit_keys(
                 &mut reader,
                 &mut writer,
-                key,
+                keys,
                 fsname,
                 ost_count,
-                move |_| adm.authenticated(slot).map_err(|r| r.to_string()),
+                move |peer| {
+                    mds_role_refusal(peer.role).map_or(Ok(()), Err)?;
+                    adm.authenticated(slot).map_err(|r| r.to_string())
+                },
             ),
         )
         .await?;
@@ -1575,6 +1620,15 @@ async fn serve(
         let frame = reader.frame().await?;
         let req = decode_mds_request(&frame)?;
         ops[req.op.kind()].fetch_add(1, Ordering::Relaxed);
+        if let Some(refused) = op_refusal(peer.role, &req.op) {
+            writer
+                .msg(&MdsReply {
+                    tag: req.tag,
+                    result: Err(refused),
+                })
+                .await?;
+            continue;
+        }
         let removes = matches!(req.op, MdsOp::Unlink { .. } | MdsOp::Rename { .. });
         let ns = ns.clone();
         // SQLite commits fsync; keep them off the network threads.

@@ -262,3 +262,44 @@ async fn the_ossd_lists_objects_in_pages_and_destroys_idempotently() {
     drop((c, m));
     oss.shutdown().await;
 }
+
+/// A listing pass reads the OST's directory once, at its first page (`after` 0): the later
+/// pages come from that reading, so an object stored meanwhile below the cursor waits for the
+/// next pass, and one the pass listed and a destroy removed since is destroyed again (which
+/// succeeds). The next pass sees the directory as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_pass_reads_the_directory_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = vec![tmp.path().join("ost0")];
+    let oss = ossd("127.0.0.1:0".parse().unwrap(), &dirs).await;
+    let mut c = OssClient::connect(oss.local_addr(), KEY, Role::Client)
+        .await
+        .unwrap();
+    let write = |o: u64| {
+        let path = dirs[0].join("objects").join(format!("{o:016x}"));
+        std::fs::write(path, b"x").unwrap();
+    };
+    c.write(&Identity::test("t"), 0, 3, 0, b"x", false)
+        .await
+        .unwrap();
+    for o in [9, 10, 11] {
+        write(o);
+    }
+    let mut m = OssClient::connect(oss.local_addr(), KEY, Role::Mds)
+        .await
+        .unwrap();
+    assert_eq!(m.list_objects(0, 0, 2).await.unwrap(), (vec![3, 9], true));
+    write(5);
+    m.destroy(0, &[10]).await.unwrap();
+    assert_eq!(
+        m.list_objects(0, 9, 2).await.unwrap(),
+        (vec![10, 11], false)
+    );
+    m.destroy(0, &[10]).await.unwrap();
+    assert_eq!(
+        m.list_objects(0, 0, 10).await.unwrap(),
+        (vec![3, 5, 9, 11], false)
+    );
+    drop((c, m));
+    oss.shutdown().await;
+}

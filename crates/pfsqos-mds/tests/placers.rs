@@ -6,7 +6,7 @@ use pfsqos_core::place::{placement_by_name, PlacementContext, PlacementRequest};
 use pfsqos_mds::*;
 use pfsqos_wire::client::{ClientError, MdsClient};
 use pfsqos_wire::mds::*;
-use pfsqos_wire::protocol::Errno;
+use pfsqos_wire::protocol::{Errno, Role};
 
 const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
 const MIB: u64 = 1 << 20;
@@ -51,6 +51,13 @@ fn report(i: u32, avail: u64) -> OssReport {
     }
 }
 
+/// An ossd's connection (role `Oss`), the only one that reports statistics.
+async fn reporter(mds: &Mds) -> MdsClient {
+    MdsClient::connect_as(mds.local_addr(), KEY, Role::Oss)
+        .await
+        .unwrap()
+}
+
 fn osts(l: &FileLayout) -> Vec<u32> {
     l.stripes.iter().map(|s| s.ost).collect()
 }
@@ -71,8 +78,9 @@ async fn lustre_runs_live_by_name() {
     let tmp = tempfile::tempdir().unwrap();
     let mds = Mds::start(config(tmp.path(), "lustre")).await.unwrap();
     let mut c = MdsClient::connect(mds.local_addr(), KEY).await.unwrap();
+    let mut oss = reporter(&mds).await;
     for i in 0..OSSES {
-        c.report_oss(report(i, 1024 * MIB)).await.unwrap();
+        oss.report_oss(report(i, 1024 * MIB)).await.unwrap();
     }
     let stats = mds
         .with_namespace(|ns| {
@@ -113,9 +121,9 @@ async fn lustre_runs_live_by_name() {
     }
 
     // OSS 0's OSTs almost full: the free-space weights keep stripes off them.
-    c.report_oss(report(0, 4 * MIB)).await.unwrap();
+    oss.report_oss(report(0, 4 * MIB)).await.unwrap();
     for i in 1..OSSES {
-        c.report_oss(report(i, 1024 * MIB)).await.unwrap();
+        oss.report_oss(report(i, 1024 * MIB)).await.unwrap();
     }
     let mut on_full = 0;
     for k in 0..40 {
@@ -128,7 +136,7 @@ async fn lustre_runs_live_by_name() {
     // Round robin would put 80 / 3 stripes there; weighted by free space (4 MiB against
     // 1 GiB), a handful at most.
     assert!(on_full <= 8, "{on_full} of 80 stripes on the full OSS");
-    drop(c);
+    drop((c, oss));
     mds.shutdown().await;
 
     // A restarted MDS keeps the placer's rotation (its own state word).
@@ -156,9 +164,10 @@ async fn iez_runs_live_by_name() {
     let mds = Mds::start(config(tmp.path(), "iez")).await.unwrap();
     let mut c = MdsClient::connect(mds.local_addr(), KEY).await.unwrap();
     // OSS 0 has less room: iez plans around it.
-    c.report_oss(report(0, 200 * MIB)).await.unwrap();
+    let mut oss = reporter(&mds).await;
+    oss.report_oss(report(0, 200 * MIB)).await.unwrap();
     for i in 1..OSSES {
-        c.report_oss(report(i, 1024 * MIB)).await.unwrap();
+        oss.report_oss(report(i, 1024 * MIB)).await.unwrap();
     }
     let files: Vec<IezPrediction> = (0..3)
         .map(|k| IezPrediction {
@@ -185,7 +194,7 @@ async fn iez_runs_live_by_name() {
     let (a, _) = c.create(ROOT_INO, b"unpredicted", O, None).await.unwrap();
     let info = c.placement(a.ino).await.unwrap();
     assert_eq!((info.policy.as_str(), info.reason), ("lustre", None));
-    drop(c);
+    drop((c, oss));
     mds.shutdown().await;
 
     let tmp = tempfile::tempdir().unwrap();
@@ -219,5 +228,60 @@ async fn an_unknown_placer_is_refused_with_the_names() {
         mds.with_namespace(|ns| ns.placer_name().to_string()),
         "lustre"
     );
+    mds.shutdown().await;
+}
+
+/// Each role on the MDS. With a server key, only an ossd proving it (role `Oss`) reports an
+/// OSS's statistics, which steer every new file's placement: a client's cluster key claiming
+/// `Oss` is refused at the handshake, and a client connection's report gets `EPERM`, so no
+/// forged report reaches the placer. `Lctl` and `Mds` have nothing to do at the MDS, with
+/// either key; an ossd's connection runs no namespace operation. Without a server key, an
+/// ossd proves the cluster key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_ossd_holding_the_server_key_reports_statistics() {
+    const SERVER_KEY: &[u8] = b"mds-test-server-key-fedcba98765432";
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config(tmp.path(), "lustre");
+    cfg.server_key = Some(SERVER_KEY.to_vec());
+    let mds = Mds::start(cfg).await.unwrap();
+    let addr = mds.local_addr();
+    let reported = |mds: &Mds| mds.with_namespace(|ns| ns.server_stats(wall_ns()).is_some());
+
+    let mut client = MdsClient::connect(addr, KEY).await.unwrap();
+    client.create(ROOT_INO, b"f", O, None).await.unwrap();
+    for i in 0..OSSES {
+        assert_eq!(errno(client.report_oss(report(i, MIB)).await), Errno::EPERM);
+    }
+    assert!(MdsClient::connect_as(addr, KEY, Role::Oss).await.is_err());
+    for role in [Role::Lctl, Role::Mds] {
+        for key in [KEY, SERVER_KEY] {
+            assert!(
+                MdsClient::connect_as(addr, key, role).await.is_err(),
+                "{role:?}"
+            );
+        }
+    }
+    assert!(MdsClient::connect(addr, SERVER_KEY).await.is_err());
+    assert!(!reported(&mds), "a forged report reached the placer");
+
+    let mut oss = MdsClient::connect_as(addr, SERVER_KEY, Role::Oss)
+        .await
+        .unwrap();
+    assert_eq!(
+        errno(oss.create(ROOT_INO, b"g", O, None).await),
+        Errno::EPERM
+    );
+    for i in 0..OSSES {
+        oss.report_oss(report(i, 1024 * MIB)).await.unwrap();
+    }
+    assert!(reported(&mds));
+    drop((client, oss));
+    mds.shutdown().await;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let mds = Mds::start(config(tmp.path(), "lustre")).await.unwrap();
+    let mut oss = reporter(&mds).await;
+    oss.report_oss(report(0, MIB)).await.unwrap();
+    drop(oss);
     mds.shutdown().await;
 }

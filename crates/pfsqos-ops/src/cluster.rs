@@ -75,6 +75,7 @@ struct ClusterSpec {
     fsname: Option<String>,
     state_dir: Option<PathBuf>,
     key_file: Option<PathBuf>,
+    server_key_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,6 +144,12 @@ pub struct Cluster {
     pub state_dir: PathBuf,
     /// The shared cluster key; `up` generates it (mode 0600) when missing.
     pub key_file: PathBuf,
+    /// The servers' own key (default: `server.key` next to the cluster key), which the
+    /// server roles prove (`Oss`, `Mds`, `Lctl`: see `pfsqos_wire::conn::ServerKeys`) so a
+    /// client node, which holds only the cluster key, cannot assume them; `up` generates it
+    /// (mode 0600) with the cluster key. It goes to the OSS and MDS hosts and to
+    /// administrators, never to a client node.
+    pub server_key_file: PathBuf,
     pub mds: MdsRole,
     /// In OST order: global OST `i` is the `i`-th OST over this list.
     pub osses: Vec<OssRole>,
@@ -498,6 +505,17 @@ fn resolve(spec: FileSpec, base: &Path, file: &str) -> Result<Cluster, ClusterEr
         Some(p) => cx.path("cluster.key_file", p)?,
         None => state_dir.join("cluster.key"),
     };
+    let server_key_file = match &spec.cluster.server_key_file {
+        Some(p) => cx.path("cluster.server_key_file", p)?,
+        None => key_file.with_file_name("server.key"),
+    };
+    if lexical(&server_key_file) == lexical(&key_file) {
+        return Err(cx.err(
+            "cluster.server_key_file",
+            server_key_file.display(),
+            "must differ from cluster.key_file (client nodes hold the cluster key)",
+        ));
+    }
 
     let oss_specs = spec.oss.unwrap_or_else(|| vec![OssSpec::default()]);
     if oss_specs.is_empty() || oss_specs.len() > OSS_COUNT_MAX {
@@ -585,6 +603,7 @@ fn resolve(spec: FileSpec, base: &Path, file: &str) -> Result<Cluster, ClusterEr
         fsname,
         state_dir,
         key_file,
+        server_key_file,
         mds,
         osses,
         mount,
@@ -695,6 +714,10 @@ fn check_paths(cx: &Ctx, c: &Cluster) -> Result<(), ClusterError> {
     let mut inside_checks: Vec<(PathBuf, String)> = vec![
         (state.clone(), "cluster.state_dir".to_string()),
         (key.clone(), "cluster.key_file".to_string()),
+        (
+            lexical(&c.server_key_file),
+            "cluster.server_key_file".to_string(),
+        ),
     ];
     if c.mds.host.is_none() {
         inside_checks.push((lexical(&c.mds.db), "mds.db".to_string()));
@@ -1133,6 +1156,10 @@ mod tests {
         assert_eq!(c.fsname, "pfsqos");
         assert_eq!(c.state_dir, Path::new("/base/pfsqos-state"));
         assert_eq!(c.key_file, Path::new("/base/pfsqos-state/cluster.key"));
+        assert_eq!(
+            c.server_key_file,
+            Path::new("/base/pfsqos-state/server.key")
+        );
         assert_eq!(c.mds.listen, "127.0.0.1:7989".parse().unwrap());
         assert_eq!(c.mds.db, Path::new("/base/pfsqos-state/mds.db"));
         assert_eq!(c.mds.default_stripe_count, 1);
@@ -1203,6 +1230,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.mount.jobnodes_var, "disable");
         assert_eq!(c.key_file, Path::new("/base/k"));
+        assert_eq!(c.server_key_file, Path::new("/base/server.key"));
         assert_eq!(c.mds.db, Path::new("/base/meta/mds.db"));
         assert_eq!(c.ost_count(), 3);
         assert_eq!(c.osses[0].ceiling_bytes_per_s, None);
@@ -1502,6 +1530,14 @@ mod tests {
             (
                 "[cluster]\nstate_dir = \"/d/ost0/state\"\n[[oss]]\nosts = [\"/d/ost0\"]".to_string(),
                 "field `cluster.state_dir`: value `/d/ost0/state`: is inside the OST directory `oss[0].osts[0]`",
+            ),
+            (
+                "[cluster]\nkey_file = \"/k/a\"\nserver_key_file = \"/k/./a\"".to_string(),
+                "field `cluster.server_key_file`: value `/k/./a`: must differ from cluster.key_file",
+            ),
+            (
+                "[cluster]\nserver_key_file = \"/d/ost0/s.key\"\n[[oss]]\nosts = [\"/d/ost0\"]".to_string(),
+                "field `cluster.server_key_file`: value `/d/ost0/s.key`: is inside the OST directory `oss[0].osts[0]`",
             ),
             (
                 "[cluster]\nstate_dir = \"/m/state\"\n[mount]\npath = \"/m\"".to_string(),

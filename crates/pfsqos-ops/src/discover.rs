@@ -51,6 +51,9 @@ pub struct Endpoints {
     /// `HOST:PORT` of the MDS.
     pub mds: String,
     pub key_file: PathBuf,
+    /// The servers' own key, which the administrator's tools (`lctl`, `stat`: role `Lctl`)
+    /// prove where the cluster has one (see [`Endpoints::admin_key_file`]).
+    pub server_key_file: Option<PathBuf>,
     /// The mount point, when the cluster has a mount.
     pub mount: Option<PathBuf>,
     /// Where this was found, for messages (`./pfsqos-state/endpoints.toml`).
@@ -61,6 +64,8 @@ pub struct Endpoints {
 #[serde(deny_unknown_fields)]
 struct EndpointsFile {
     key_file: PathBuf,
+    #[serde(default)]
+    server_key_file: Option<PathBuf>,
     mds: String,
     oss: Vec<String>,
     mount: Option<PathBuf>,
@@ -70,6 +75,7 @@ struct EndpointsFile {
 pub fn write_endpoints(state_dir: &Path, e: &Endpoints) -> anyhow::Result<()> {
     let file = EndpointsFile {
         key_file: e.key_file.clone(),
+        server_key_file: e.server_key_file.clone(),
         mds: e.mds.clone(),
         oss: e.osses.clone(),
         mount: e.mount.clone(),
@@ -104,6 +110,7 @@ pub fn read_state_dir(dir: &Path) -> Result<Option<Endpoints>, String> {
             osses: f.oss,
             mds: f.mds,
             key_file: f.key_file,
+            server_key_file: f.server_key_file,
             mount: f.mount,
             source: file.display().to_string(),
         }));
@@ -114,6 +121,7 @@ pub fn read_state_dir(dir: &Path) -> Result<Option<Endpoints>, String> {
             osses: vec![OSS_LISTEN_DEFAULT.to_string()],
             mds: MDS_LISTEN_DEFAULT.to_string(),
             key_file: key.clone(),
+            server_key_file: Some(dir.join("server.key")),
             mount: None,
             source: key.display().to_string(),
         }));
@@ -134,6 +142,7 @@ pub fn from_cluster(c: &Cluster) -> Result<Endpoints, String> {
             .collect(),
         mds: reach_addr(c.mds.host.as_deref(), c.mds.listen),
         key_file: c.key_file.clone(),
+        server_key_file: Some(c.server_key_file.clone()),
         mount: c.mount.enabled.then(|| c.mount.path.clone()),
         source: c
             .file
@@ -254,6 +263,7 @@ pub fn discover(l: &Lookup) -> Result<Endpoints, NotFound> {
             osses: vec![OSS_LISTEN_DEFAULT.to_string()],
             mds: MDS_LISTEN_DEFAULT.to_string(),
             key_file: etc_key.clone(),
+            server_key_file: Some(l.etc.join("server.key")),
             mount: None,
             source: etc_key.display().to_string(),
         });
@@ -265,9 +275,22 @@ pub fn discover(l: &Lookup) -> Result<Endpoints, NotFound> {
     })
 }
 
-/// The ossds and key a client tool uses: the explicit ones where given, the discovered ones
-/// for the rest. With `--key-file` alone and nothing discovered, the ossd at
-/// [`crate::lctl::DEFAULT_SERVER`].
+impl Endpoints {
+    /// The key an administrator's tool (`lctl`, `stat`, which speak role `Lctl` to the
+    /// ossds) proves: the servers' own where the cluster has one and it is present here (as
+    /// Lustre's `lctl` runs on a server), else the cluster key (a cluster without a server
+    /// key, whose ossds take the cluster key for every role).
+    pub fn admin_key_file(&self) -> &Path {
+        match &self.server_key_file {
+            Some(k) if k.exists() => k,
+            _ => &self.key_file,
+        }
+    }
+}
+
+/// The ossds and key an administrator's tool uses: the explicit ones where given, the
+/// discovered ones for the rest ([`Endpoints::admin_key_file`]). With `--key-file` alone and
+/// nothing discovered, the ossd at [`crate::lctl::DEFAULT_SERVER`].
 pub fn client_target(
     servers: &[String],
     key_file: Option<&Path>,
@@ -277,14 +300,17 @@ pub fn client_target(
         return Ok((servers.to_vec(), k.to_path_buf()));
     }
     match (discover(l), key_file) {
-        (Ok(e), k) => Ok((
-            if servers.is_empty() {
-                e.osses
-            } else {
-                servers.to_vec()
-            },
-            k.map_or(e.key_file, Path::to_path_buf),
-        )),
+        (Ok(e), k) => {
+            let key = k.map_or_else(|| e.admin_key_file().to_path_buf(), Path::to_path_buf);
+            Ok((
+                if servers.is_empty() {
+                    e.osses
+                } else {
+                    servers.to_vec()
+                },
+                key,
+            ))
+        }
         (Err(_), Some(k)) => Ok((
             vec![crate::lctl::DEFAULT_SERVER.to_string()],
             k.to_path_buf(),
@@ -380,6 +406,7 @@ mod tests {
             osses: vec!["127.0.0.1:40000".into()],
             mds: "127.0.0.1:40001".into(),
             key_file: dir.path().join("st/cluster.key"),
+            server_key_file: Some(dir.path().join("st/server.key")),
             mount: Some(dir.path().join("m")),
             source: String::new(),
         };
@@ -400,12 +427,16 @@ mod tests {
         assert!(err.starts_with("PFSQOS_STATE="), "{err}");
         l2.env_state = Some(dir.path().join("st").into());
         assert_eq!(discover(&l2).unwrap().osses, rec.osses);
-        // Explicit flags override what is found.
+        // Explicit flags override what is found. The administrator's tools prove the
+        // servers' key once it is there, the cluster key before (a cluster without one).
         let (servers, key) = client_target(&["h:1".to_string()], None, &l2).unwrap();
         assert_eq!(
             (servers, key),
             (vec!["h:1".to_string()], rec.key_file.clone())
         );
+        std::fs::write(dir.path().join("st/server.key"), "s").unwrap();
+        let (_, key) = client_target(&["h:1".to_string()], None, &l2).unwrap();
+        assert_eq!(key, dir.path().join("st/server.key"));
         let (servers, key) = client_target(&[], Some(Path::new("/k")), &l2).unwrap();
         assert_eq!((servers, key), (rec.osses.clone(), PathBuf::from("/k")));
         let none = lookup(&dir.path().join("elsewhere"), &dir.path().join("no-etc"));

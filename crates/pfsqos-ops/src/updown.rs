@@ -246,6 +246,7 @@ fn role_args(c: &Cluster, role: Role, oss_addrs: &[String], mds_addr: &str) -> V
 fn ossd_args(c: &Cluster, i: usize, oss_addrs: &[String]) -> OssdArgs {
     let o = &c.osses[i];
     let mut a = OssdArgs::new(o.listen, o.osts.clone(), c.key_file.clone());
+    a.server_key_file = Some(c.server_key_file.clone());
     a.fsname = c.fsname.clone();
     a.threads = o.threads;
     a.cpts = o.cpts;
@@ -290,6 +291,7 @@ fn mds_args(c: &Cluster, oss_addrs: &[String]) -> MdsArgs {
         listen: m.listen,
         db: m.db.clone(),
         key_file: c.key_file.clone(),
+        server_key_file: Some(c.server_key_file.clone()),
         osses: c
             .osses
             .iter()
@@ -545,30 +547,39 @@ fn up_to(c: &Cluster, opts: &UpOptions, out: &mut dyn Write) -> anyhow::Result<V
             c.state_dir.display()
         );
     }
-    // A key is generated only where the whole cluster or its MDS starts: on other hosts a new
-    // key would not match, so the file must be copied there.
-    if matches!(opts.only, None | Some(Role::Mds)) {
-        if ensure_key(&c.key_file)? {
+    // Keys are generated only where the whole cluster or its MDS starts: on other hosts a new
+    // key would not match, so the files must be copied there. A mount (a client node) needs
+    // only the cluster key; the servers also need the servers' own.
+    let keys: &[(&Path, &str)] = if roles == [Role::Mount] {
+        &[(&c.key_file, "cluster")]
+    } else {
+        &[(&c.key_file, "cluster"), (&c.server_key_file, "server")]
+    };
+    for &(file, name) in keys {
+        if matches!(opts.only, None | Some(Role::Mds)) {
+            if ensure_key(file)? {
+                writeln!(out, "generated {name} key {} (mode 0600)", file.display())?;
+            }
+        } else if !file.exists() {
+            let to = if name == "server" {
+                "every server host (OSS and MDS), never to a client node"
+            } else {
+                "this host"
+            };
+            bail!(
+                "{name} key {} is missing: copy it from the MDS host to {to} (it is created there by `pfsqos up` or `pfsqos up --only mds`)",
+                file.display()
+            );
+        }
+        let mode = std::fs::metadata(file)?.permissions().mode();
+        if mode & 0o077 != 0 {
             writeln!(
                 out,
-                "generated cluster key {} (mode 0600)",
-                c.key_file.display()
+                "warning: {name} key {} is readable by others (mode {:o}); chmod 600 it",
+                file.display(),
+                mode & 0o777
             )?;
         }
-    } else if !c.key_file.exists() {
-        bail!(
-            "cluster key {} is missing: copy it from the MDS host (it is created there by `pfsqos up` or `pfsqos up --only mds`)",
-            c.key_file.display()
-        );
-    }
-    let mode = std::fs::metadata(&c.key_file)?.permissions().mode();
-    if mode & 0o077 != 0 {
-        writeln!(
-            out,
-            "warning: cluster key {} is readable by others (mode {:o}); chmod 600 it",
-            c.key_file.display(),
-            mode & 0o777
-        )?;
     }
     if roles.contains(&Role::Mount) {
         // `pfsqos up --only mount` over a mount whose process was killed: clean it first
@@ -643,6 +654,7 @@ fn up_to(c: &Cluster, opts: &UpOptions, out: &mut dyn Write) -> anyhow::Result<V
             osses: oss_addrs.clone(),
             mds: mds_addr.clone(),
             key_file: c.key_file.clone(),
+            server_key_file: Some(c.server_key_file.clone()),
             mount: c.mount.enabled.then(|| c.mount.path.clone()),
             source: String::new(),
         },
@@ -899,13 +911,14 @@ mod tests {
         assert_eq!(
             args_text(&role_args(&c, Role::Oss(0), &oss, &mds)).join(" "),
             "ossd --listen 0.0.0.0:7988 --ost /d/a --ost /d/b --key-file /s/cluster.key \
-             --fsname pfsqos --threads 8 --cpts 1 --ceiling-bytes-per-s 8388608 --policy static \
+             --server-key-file /s/server.key --fsname pfsqos --threads 8 --cpts 1 --ceiling-bytes-per-s 8388608 --policy static \
              --job-nodes j.1=3 --control-record /base/rec/pi.csv --buffered-writes \
              --lustre-version 2.15.0"
         );
         assert_eq!(
             args_text(&role_args(&c, Role::Mds, &oss, &mds)).join(" "),
-            "mds --listen 0.0.0.0:7989 --db /s/mds.db --key-file /s/cluster.key --fsname pfsqos \
+            "mds --listen 0.0.0.0:7989 --db /s/mds.db --key-file /s/cluster.key \
+             --server-key-file /s/server.key --fsname pfsqos \
              --oss oss1:7988:2 --stripe-count -1 --stripe-size 1048576 --metrics-listen 0.0.0.0:9989"
         );
         assert_eq!(

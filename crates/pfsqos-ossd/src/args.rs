@@ -32,8 +32,9 @@ pub struct OssdArgs {
     /// File holding the shared cluster key (at least 16 bytes).
     #[arg(long)]
     pub key_file: PathBuf,
-    /// File holding the servers' own key (at least 16 bytes, on servers only): peer ossds
-    /// (DSFQ synchronization) must prove it, so a client's cluster key cannot claim to be one.
+    /// File holding the servers' own key (at least 16 bytes, on servers and administrators'
+    /// hosts only): peer ossds (DSFQ synchronization), the MDS and `lctl` must prove it, so a
+    /// client's cluster key cannot claim to be one of them.
     #[arg(long)]
     pub server_key_file: Option<PathBuf>,
     /// I/O threads in total, split over the CPU partitions.
@@ -234,19 +235,11 @@ impl OssdArgs {
     /// controller spec. Errors are the user's (exit code 2).
     pub fn into_config(self) -> anyhow::Result<OssdConfig> {
         let key = pfsqos_wire::key::read_key_file(&self.key_file)?;
-        let server_key = match &self.server_key_file {
-            Some(path) => {
-                let server_key = pfsqos_wire::key::read_key_file(path)?;
-                if server_key == key {
-                    anyhow::bail!(
-                        "the server key in {} is the cluster key: clients hold that one",
-                        path.display()
-                    );
-                }
-                Some(server_key)
-            }
-            None => None,
-        };
+        let server_key = self
+            .server_key_file
+            .as_deref()
+            .map(|path| pfsqos_wire::key::read_server_key_file(path, &key))
+            .transpose()?;
         let mut config = OssdConfig::new(self.listen, self.osts, key);
         config.server_key = server_key;
         config.threads = self.threads;

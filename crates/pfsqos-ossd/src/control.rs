@@ -484,10 +484,23 @@ impl ControlHandle {
                 match controller.period_ns() {
                     None => {
                         // Decides only at setup: set up again when node counts change,
-                        // looking once a control period.
+                        // looking once a control period. Between, `decide` on the setup's
+                        // observation starts again what the server refused (Static BW
+                        // renames a rule whose name was taken); it writes nothing otherwise.
                         let period = Duration::from_millis(config.period_ms);
+                        let mut last = (initial, clients);
                         while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(period) {
                             if !table.refresh(&*shared) {
+                                let decision = controller.decide(&last.0);
+                                if !decision.writes.is_empty() {
+                                    apply_decision(
+                                        &*shared,
+                                        &mut *controller,
+                                        decision,
+                                        &last.1,
+                                        &mut ledger,
+                                    );
+                                }
                                 continue;
                             }
                             let mut obs = observer.observe(shared.now_ns(), shared.sample());
@@ -508,6 +521,7 @@ impl ControlHandle {
                                 &clients,
                                 &mut ledger,
                             );
+                            last = (obs, clients);
                         }
                     }
                     Some(period_ns) => {

@@ -137,10 +137,12 @@ pub struct OssdConfig {
     pub osts: Vec<PathBuf>,
     /// Shared cluster key (never sent).
     pub key: Vec<u8>,
-    /// The servers' own key (`--server-key-file`, never sent): with it, a peer claiming to be
-    /// an ossd (DSFQ synchronization) must prove it, so a client, which holds only the cluster
-    /// key, cannot inject service reports; this ossd's own synchronization sender proves it.
-    /// Without it, peers prove the cluster key.
+    /// The servers' own key (`--server-key-file`, never sent): with it, a peer claiming a
+    /// server role (an ossd's DSFQ synchronization, the MDS, an administrator's `lctl`; see
+    /// [`Role::is_server_role`]) must prove it, so a client, which holds only the cluster key,
+    /// cannot inject service reports, write TBF rules or destroy objects; this ossd's own
+    /// synchronization sender and its iez reports to the MDS prove it. Without it, every
+    /// peer proves the cluster key.
     pub server_key: Option<Vec<u8>>,
     /// File system name, for `obdfilter.<fsname>-OSTxxxx.job_stats`.
     pub fsname: String,
@@ -513,6 +515,10 @@ pub(crate) struct Ost {
     /// job_stats forgets cleared and expired jobs, these never go back).
     served_bytes: AtomicU64,
     served_rpcs: AtomicU64,
+    /// The MDS's orphan sweep under way: the OST's object ids, ascending, as one reading of
+    /// the directory at the pass's first page (`after == 0`); later pages are served from it,
+    /// so a pass reads the directory once, not once a page (see [`Ost::list_objects`]).
+    listing: Mutex<Option<Vec<u64>>>,
 }
 
 /// What a direct write asks of its offset, length and buffer: a page (logical blocks of 512
@@ -879,7 +885,8 @@ impl Shared {
         self.cpts[cpt].work.notify_all();
     }
 
-    /// The key this ossd proves to its synchronization peers: the servers' own if it has one.
+    /// The key this ossd proves as a server (to its synchronization peers, to the MDS): the
+    /// servers' own if it has one.
     pub(crate) fn peer_key(&self) -> &[u8] {
         self.server_key.as_deref().unwrap_or(&self.key)
     }
@@ -1388,7 +1395,31 @@ impl Ost {
 
     /// Up to `max` ids of stored objects above `after`, ascending, and whether there are
     /// more. Names that are not an object's (16 hex digits) are not objects and are skipped.
+    ///
+    /// A pass starts at `after == 0`: the directory is read once and its ids kept until the
+    /// last page (`more` false) is served; the pages after the first come from that reading
+    /// (a pass of N objects reads N names, not N per page). With no reading kept (the ossd
+    /// restarted during a pass), the directory is read again. An id listed that a destroy
+    /// removed since is destroyed again, which succeeds; an object written since the reading
+    /// below the cursor waits for the next pass.
     fn list_objects(&self, after: u64, max: u32) -> Result<(Vec<u64>, bool), RemoteError> {
+        let mut listing = lock(&self.listing);
+        if after == 0 || listing.is_none() {
+            *listing = Some(self.read_object_ids()?);
+        }
+        let ids = listing.as_ref().expect("read above");
+        let from = ids.partition_point(|&id| id <= after);
+        let to = from.saturating_add(max as usize).min(ids.len());
+        let page = ids[from..to].to_vec();
+        let more = to < ids.len();
+        if !more {
+            *listing = None;
+        }
+        Ok((page, more))
+    }
+
+    /// Every stored object's id, ascending (one reading of the directory).
+    fn read_object_ids(&self) -> Result<Vec<u64>, RemoteError> {
         let mut ids = Vec::new();
         for entry in std::fs::read_dir(&self.objects).map_err(io_error)? {
             let name = entry.map_err(io_error)?.file_name();
@@ -1396,15 +1427,11 @@ impl Ost {
                 continue;
             };
             if let Ok(id) = u64::from_str_radix(name, 16) {
-                if id > after {
-                    ids.push(id);
-                }
+                ids.push(id);
             }
         }
         ids.sort_unstable();
-        let more = ids.len() > max as usize;
-        ids.truncate(max as usize);
-        Ok((ids, more))
+        Ok(ids)
     }
 
     /// The object's open file (read and write); created when `create`, else `NotFound` for
@@ -1637,6 +1664,7 @@ impl Ossd {
                 time_in_queue_ns: AtomicU64::new(0),
                 served_bytes: AtomicU64::new(0),
                 served_rpcs: AtomicU64::new(0),
+                listing: Mutex::new(None),
             });
         }
         let block_stats = match config.device_sensor {
@@ -1757,7 +1785,7 @@ impl Ossd {
             sync_tasks.push(crate::report::spawn(
                 r.clone(),
                 config.osts.clone(),
-                config.key.clone(),
+                shared.peer_key().to_vec(),
                 addr,
             ));
         }

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use pfsqos_wire::client::MdsClient;
 use pfsqos_wire::mds::{OssReport, OstSpace, UTIL_PPM_MAX};
+use pfsqos_wire::protocol::Role;
 use tracing::{info, warn};
 
 /// Default report period: the paper's 60 s.
@@ -155,7 +156,9 @@ pub fn measure(name: &str, osts: &[PathBuf], capacity: Option<u64>) -> Option<Os
     })
 }
 
-/// Starts the reporting task; the ossd aborts it at shutdown.
+/// Starts the reporting task; the ossd aborts it at shutdown. It connects to the MDS as a
+/// peer server ([`Role::Oss`]) proving `key`, the servers' key where the ossd has one, so a
+/// client cannot forge an OSS's statistics.
 pub fn spawn(
     config: ReportConfig,
     osts: Vec<PathBuf>,
@@ -194,7 +197,7 @@ pub fn spawn(
                         .next()
                         .ok_or("resolves to no address")?;
                     client = Some(
-                        MdsClient::connect(addr, &key)
+                        MdsClient::connect_as(addr, &key, Role::Oss)
                             .await
                             .map_err(|e| e.to_string())?,
                     );

@@ -192,6 +192,42 @@ async fn static_rules_follow_node_counts_and_go_away_on_exit() {
     f.ossd.shutdown().await;
 }
 
+/// Static BW set up again (a new job's node count) with a rule name an administrator holds
+/// (`jnew_3`, for another job): the start refused with `EEXIST` is made again under another
+/// name at the next control period (`jnew_3_2`), without waiting for node counts to change,
+/// and the administrator's rule is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_renames_a_rule_whose_name_the_administrator_holds() {
+    let mut control = ControlConfig::new("static").unwrap();
+    control.capacity_rpcs_per_s = Some(1000);
+    control.period_ms = 50;
+    control.job_nodes = vec![
+        parse_job_nodes("small.1=1").unwrap(),
+        parse_job_nodes("big.2=3").unwrap(),
+    ];
+    let mut f = start(2, control).await;
+    wait_for_rules(&f, "two static rules", |r| r.len() == 2).await;
+    let (code, _, err) = lctl_set(
+        &f,
+        "ost.OSS.ost_io.nrs_tbf_rule=start jnew_3 jobid={admin.9} rate=7",
+    )
+    .await;
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = lctl_set(&f, "ost.OSS.ost_io.job_nodes=new.3=2").await;
+    assert_eq!(code, 0, "{err}");
+    wait_for_rules(&f, "new.3 under another name", |r| {
+        for_job(r, "new.3").is_some_and(|v| v.name == "jnew_3_2")
+    })
+    .await;
+    let listed = rules(&f).await.unwrap();
+    let admin = for_job(&listed, "admin.9").expect("the administrator's rule stays");
+    assert_eq!((admin.name.as_str(), admin.rate_rpcs_per_s), ("jnew_3", 7));
+    // Two OSTs of 1000 RPC/s shared 1:3:2.
+    assert_eq!(for_job(&listed, "new.3").unwrap().rate_rpcs_per_s, 667);
+    f.ossd.stop_control().await;
+    f.ossd.shutdown().await;
+}
+
 /// Static BW decides at setup; node counts changed at run time (by the administrator, by a
 /// mount's RPCs) set it up again with the new shares, and its exit still undoes everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

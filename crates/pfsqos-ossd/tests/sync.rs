@@ -51,7 +51,12 @@ fn config(
 }
 
 async fn set_params(addr: SocketAddr, params: &[&str]) {
-    let mut c = OssClient::connect(addr, KEY, Role::Lctl).await.unwrap();
+    set_params_with(addr, KEY, params).await
+}
+
+/// `lctl set_param` proving `key`.
+async fn set_params_with(addr: SocketAddr, key: &[u8], params: &[&str]) {
+    let mut c = OssClient::connect(addr, key, Role::Lctl).await.unwrap();
     for p in params {
         let (name, value) = p.split_once('=').unwrap();
         c.set_param(name, value)
@@ -62,9 +67,15 @@ async fn set_params(addr: SocketAddr, params: &[&str]) {
 
 /// DSFQ by job id, a report on every request (threshold 0), weights big:small = 4:1.
 async fn start_dsfq(addr: SocketAddr, depth: u32) {
+    start_dsfq_with(addr, KEY, depth).await
+}
+
+/// [`start_dsfq`] by an `lctl` proving `key`.
+async fn start_dsfq_with(addr: SocketAddr, key: &[u8], depth: u32) {
     let depth = format!("ost.OSS.ost_io.nrs_dsfq_depth={depth}");
-    set_params(
+    set_params_with(
         addr,
+        key,
         &[
             "ost.OSS.ost_io.nrs_policies=dsfq jobid",
             "ost.OSS.ost_io.nrs_dsfq_threshold=0",
@@ -417,7 +428,11 @@ fn batch(messages: Vec<WireSyncMessage>) -> WireSyncBatch {
 }
 
 async fn flows(addr: SocketAddr) -> String {
-    let mut c = OssClient::connect(addr, KEY, Role::Lctl).await.unwrap();
+    flows_with(addr, KEY).await
+}
+
+async fn flows_with(addr: SocketAddr, key: &[u8]) -> String {
+    let mut c = OssClient::connect(addr, key, Role::Lctl).await.unwrap();
     c.get_param("ost.OSS.ost_io.nrs_dsfq_flows")
         .await
         .unwrap()
@@ -655,10 +670,10 @@ async fn a_restarted_ossd_learns_again_which_flows_its_peer_serves() {
     b2.shutdown().await;
 }
 
-/// The servers' own key: with it configured, a peer claiming to be an ossd must prove it. A
+/// The servers' own key: with it configured, a peer claiming a server role must prove it. A
 /// client's cluster key claiming role `Oss` is refused at the handshake (no service report
-/// gets in); the server key proves `Oss` only, not a client; two ossds holding it exchange
-/// their reports.
+/// gets in), as it is claiming `Lctl` or `Mds`; the server key proves those roles, not a
+/// client; two ossds holding it exchange their reports.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
     const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
@@ -674,8 +689,8 @@ async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
     ))
     .await
     .unwrap();
-    start_dsfq(addrs[0], 8).await;
-    let before = flows(addrs[0]).await;
+    start_dsfq_with(addrs[0], SERVER_KEY, 8).await;
+    let before = flows_with(addrs[0], SERVER_KEY).await;
     // The cluster key (every client node holds it) cannot claim role Oss.
     let refused = OssClient::connect(addrs[0], KEY, Role::Oss).await;
     assert!(refused.is_err(), "a client key was taken as a peer ossd");
@@ -683,7 +698,19 @@ async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
     assert!(OssClient::connect(addrs[0], SERVER_KEY, Role::Client)
         .await
         .is_err());
-    assert_eq!(flows(addrs[0]).await, before);
+    // Nor `Lctl` (TBF and DSFQ rules, every job's job_stats) or `Mds` (any object, destroys).
+    for role in [Role::Lctl, Role::Mds] {
+        assert!(
+            OssClient::connect(addrs[0], KEY, role).await.is_err(),
+            "a client key was taken as {role:?}"
+        );
+    }
+    let mut mds = OssClient::connect(addrs[0], SERVER_KEY, Role::Mds)
+        .await
+        .unwrap();
+    mds.list_objects(0, 0, 16).await.unwrap();
+    drop(mds);
+    assert_eq!(flows_with(addrs[0], SERVER_KEY).await, before);
     assert_eq!(a.sync_stats().cpts.messages_in, 0);
     // The server key proves role Oss: a report is taken.
     let mut peer = OssClient::connect(addrs[0], SERVER_KEY, Role::Oss)
@@ -703,7 +730,7 @@ async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
     ))
     .await
     .unwrap();
-    start_dsfq(addrs[1], 8).await;
+    start_dsfq_with(addrs[1], SERVER_KEY, 8).await;
     let io = load(addrs[1], "big", 1, 10).await;
     poll("the first ossd hears the second's reports", || {
         a.sync_stats().cpts.messages_in > 1

@@ -526,7 +526,14 @@ pub struct MdsClient {
 }
 
 impl MdsClient {
+    /// A file system client (role `Client`, the cluster key).
     pub async fn connect(addr: SocketAddr, key: &[u8]) -> Result<Self, ConnError> {
+        Self::connect_as(addr, key, Role::Client).await
+    }
+
+    /// Connects claiming `role`: an ossd reports its statistics as [`Role::Oss`], proving the
+    /// servers' key where the MDS has one, so a client cannot forge them.
+    pub async fn connect_as(addr: SocketAddr, key: &[u8], role: Role) -> Result<Self, ConnError> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         let fd = stream.as_raw_fd();
@@ -534,13 +541,7 @@ impl MdsClient {
         let (mut reader, mut writer) = (Reader::new(r), Writer::new(w));
         let info = timeout(
             HANDSHAKE_TIMEOUT,
-            conn::client_handshake(
-                &mut reader,
-                &mut writer,
-                key,
-                Role::Client,
-                PROTOCOL_VERSION,
-            ),
+            conn::client_handshake(&mut reader, &mut writer, key, role, PROTOCOL_VERSION),
         )
         .await
         .map_err(|_| ConnError::Timeout)??;

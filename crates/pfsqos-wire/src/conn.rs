@@ -527,10 +527,10 @@ where
 }
 
 /// The keys a server checks its peers against: the cluster key, which every role holds (each
-/// client node too), and the servers' own key, which only servers hold. A peer claiming a
-/// server role ([`Role::Oss`]: DSFQ service reports) must prove the server key, so a client's
-/// key cannot assume it; without a server key (`None`) it proves the cluster key, as every
-/// role does.
+/// client node too), and the servers' own key, which only servers and their administrators
+/// hold. A peer claiming a server role ([`Role::is_server_role`]: `Oss`, `Mds`, `Lctl`) must
+/// prove the server key, so a client's key cannot assume one; without a server key (`None`)
+/// it proves the cluster key, as every role does.
 #[derive(Clone, Copy, Debug)]
 pub struct ServerKeys<'a> {
     pub cluster: &'a [u8],
@@ -548,8 +548,8 @@ impl<'a> ServerKeys<'a> {
 
     /// The key a peer claiming `role` must prove.
     pub fn for_role(&self, role: Role) -> &'a [u8] {
-        match (role, self.server) {
-            (Role::Oss, Some(server)) => server,
+        match self.server {
+            Some(server) if role.is_server_role() => server,
             _ => self.cluster,
         }
     }
@@ -866,6 +866,52 @@ mod tests {
         // Both halves gone: the attacker's writes fail and it ends.
         drop((r, w));
         let _ = attacker.await;
+    }
+
+    /// One handshake over an in-memory pipe: the server checks `keys`, the client proves
+    /// `key` for `role`; whether it was welcome.
+    async fn welcome(keys: ServerKeys<'static>, key: &'static [u8], role: Role) -> bool {
+        let (client, server) = tokio::io::duplex(1 << 12);
+        let server = tokio::spawn(async move {
+            let (sr, sw) = tokio::io::split(server);
+            let (mut r, mut w) = (Reader::new(sr), Writer::new(sw));
+            server_handshake_admit_keys(&mut r, &mut w, keys, "fs", 1, |_| Ok(()))
+                .await
+                .is_ok()
+        });
+        let (cr, cw) = tokio::io::split(client);
+        let (mut r, mut w) = (Reader::new(cr), Writer::new(cw));
+        let client_ok = client_handshake(&mut r, &mut w, key, role, PROTOCOL_VERSION)
+            .await
+            .is_ok();
+        let server_ok = server.await.unwrap();
+        assert_eq!(client_ok, server_ok, "{role:?}: the two sides disagree");
+        client_ok
+    }
+
+    /// With a server key, every role but `Client` must prove it: the cluster key a client
+    /// node holds cannot claim `Lctl`, `Mds` or `Oss`, and the server key is no client's.
+    /// Without one, every role proves the cluster key (deployments that have none).
+    #[tokio::test]
+    async fn server_roles_prove_the_server_key() {
+        const CLUSTER: &[u8] = b"cluster-key-0123456789abcdef";
+        const SERVER: &[u8] = b"server-key-fedcba9876543210";
+        let both = ServerKeys {
+            cluster: CLUSTER,
+            server: Some(SERVER),
+        };
+        assert!(welcome(both, CLUSTER, Role::Client).await);
+        assert!(!welcome(both, SERVER, Role::Client).await);
+        for role in [Role::Lctl, Role::Mds, Role::Oss] {
+            assert!(role.is_server_role());
+            assert!(!welcome(both, CLUSTER, role).await, "{role:?}");
+            assert!(welcome(both, SERVER, role).await, "{role:?}");
+        }
+        let cluster_only = ServerKeys::cluster_only(CLUSTER);
+        for role in [Role::Client, Role::Lctl, Role::Mds, Role::Oss] {
+            assert!(welcome(cluster_only, CLUSTER, role).await, "{role:?}");
+            assert!(!welcome(cluster_only, SERVER, role).await, "{role:?}");
+        }
     }
 
     /// The handshake frames a client really sends fit within the cap.

@@ -23,3 +23,17 @@ pub fn read_key_file(path: &Path) -> anyhow::Result<Vec<u8>> {
     }
     Ok(key)
 }
+
+/// Reads the servers' own key (`--server-key-file`; see [`crate::conn::ServerKeys`]),
+/// refusing one equal to `cluster_key`: every client node holds that one, so it would let
+/// clients assume the server roles again.
+pub fn read_server_key_file(path: &Path, cluster_key: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let server_key = read_key_file(path)?;
+    if server_key == cluster_key {
+        bail!(
+            "the server key in {} is the cluster key: clients hold that one",
+            path.display()
+        );
+    }
+    Ok(server_key)
+}

@@ -122,6 +122,17 @@ impl Role {
         }
     }
 
+    /// Roles a client node must never assume, so a peer claiming one proves the servers' own
+    /// key where a server has one ([`crate::conn::ServerKeys`]): an ossd's peer (`Oss`: DSFQ
+    /// service reports, iez's statistics), the MDS (`Mds`: any object, parameters, destroys)
+    /// and an administrator's `Lctl` (`set_param` of TBF rules and policies, `job_stats`
+    /// of every job, the coordinator's agents), which on Lustre needs root on a server
+    /// (lustre/utils/lctl.c writes the server's `/proc/fs/lustre` and `/sys/fs/lustre`).
+    /// Only `Client` is what every node holding the cluster key may be.
+    pub fn is_server_role(self) -> bool {
+        !matches!(self, Role::Client)
+    }
+
     pub fn may_do_io(self) -> bool {
         matches!(self, Role::Client | Role::Mds)
     }

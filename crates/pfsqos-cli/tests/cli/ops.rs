@@ -214,8 +214,10 @@ fn up_stat_record_and_down_with_the_real_binary() {
     assert!(pids.iter().all(|&p| pid_alive(p)));
     assert!(!dir.join("st/mount.pid").exists());
 
-    // Both daemons answer: lctl on the ossd, statfs on the MDS, which knows the real port.
-    let key_arg = key_file.to_str().unwrap();
+    // Both daemons answer: lctl (which proves the servers' key) on the ossd, statfs on the
+    // MDS, which knows the real port.
+    let server_key_file = dir.join("st/server.key");
+    let key_arg = server_key_file.to_str().unwrap();
     let l = pfsqos(
         &[
             "lctl",
@@ -365,6 +367,151 @@ fn up_stat_record_and_down_with_the_real_binary() {
     let again = pfsqos(&["down", "c.toml"], &dir);
     assert!(again.status.success());
     assert!(text(&again.stdout).starts_with("nothing running"));
+}
+
+/// Two loopback ports free a moment ago (the OSSs must know each other's port before they
+/// start to be DSFQ peers, so port 0 will not do).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// `batches_in` of an ossd's DSFQ synchronization counters (batches its peers sent over
+/// the network), read with `lctl` as the tools find it (no `--key-file`: the servers' key
+/// `up` recorded).
+fn batches_in(dir: &Path, oss: &str) -> u64 {
+    let out = Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+        .args(["lctl", "--server", oss, "get_param", "-n"])
+        .arg("ost.OSS.ost_io.nrs_dsfq_sync_stats")
+        .current_dir(dir)
+        .env("PFSQOS_CLUSTER", dir.join("c.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("batches_in: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no batches_in in {}", text(&out.stdout)))
+}
+
+/// `up` generates the servers' own key next to the cluster key (mode 0600) and gives it to
+/// every ossd and the MDS: a client node, which holds only the cluster key, can act as none
+/// of the server roles (an ossd's DSFQ peer, the MDS, an `lctl`, an OSS reporting to the
+/// MDS), while the cluster's own ossds exchange their service reports and `lctl` run as the
+/// tools find the cluster proves the servers' key.
+#[test]
+fn up_gives_its_servers_a_key_no_client_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let ports = free_ports(2);
+    std::fs::write(
+        dir.join("c.toml"),
+        format!(
+            "[cluster]\nstate_dir = \"st\"\n[mds]\nlisten = \"127.0.0.1:0\"\n\
+             [[oss]]\nlisten = \"127.0.0.1:{}\"\nosts = [\"data/ost0\"]\n\
+             [[oss]]\nlisten = \"127.0.0.1:{}\"\nosts = [\"data/ost1\"]\n\
+             [mount]\nenabled = false\n",
+            ports[0], ports[1]
+        ),
+    )
+    .unwrap();
+    let out = pfsqos(&["up", "c.toml"], &dir);
+    let _guard = Up { dir: dir.clone() };
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("generated server key "), "{stdout}");
+    let server_key_file = dir.join("st/server.key");
+    let mode = std::fs::metadata(&server_key_file)
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let cluster_key = pfsqos_wire::key::read_key_file(&dir.join("st/cluster.key")).unwrap();
+    let server_key = pfsqos_wire::key::read_key_file(&server_key_file).unwrap();
+    assert_ne!(cluster_key, server_key);
+    let oss: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let mds = addr_after(&stdout, "mds listening on ");
+
+    // lctl with the cluster key is refused; as the tools find the cluster, it proves the
+    // servers' key: DSFQ by job id on both OSSs, a report on every request.
+    let with_cluster_key = pfsqos(
+        &[
+            "lctl",
+            "--server",
+            &oss[0],
+            "--key-file",
+            dir.join("st/cluster.key").to_str().unwrap(),
+            "get_param",
+            "ost.OSS.ost_io.nrs_policies",
+        ],
+        &dir,
+    );
+    assert!(!with_cluster_key.status.success());
+    for o in &oss {
+        for p in [
+            "ost.OSS.ost_io.nrs_policies=dsfq jobid",
+            "ost.OSS.ost_io.nrs_dsfq_threshold=0",
+        ] {
+            let l = Command::new(env!("CARGO_BIN_EXE_pfsqos"))
+                .args(["lctl", "--server", o, "set_param", p])
+                .current_dir(&dir)
+                .env("PFSQOS_CLUSTER", dir.join("c.toml"))
+                .output()
+                .unwrap();
+            assert!(l.status.success(), "{p}: {}", text(&l.stderr));
+        }
+    }
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let oss0: std::net::SocketAddr = oss[0].parse().unwrap();
+    rt.block_on(async {
+        for role in [Role::Oss, Role::Mds, Role::Lctl] {
+            assert!(
+                OssClient::connect(oss0, &cluster_key, role).await.is_err(),
+                "the cluster key was taken as {role:?} by the ossd"
+            );
+        }
+        assert!(MdsClient::connect_as(mds, &cluster_key, Role::Oss)
+            .await
+            .is_err());
+        assert!(OssClient::connect(oss0, &cluster_key, Role::Client)
+            .await
+            .is_ok());
+    });
+    assert_eq!(
+        batches_in(&dir, &oss[0]),
+        0,
+        "a report with no I/O anywhere"
+    );
+
+    // I/O on the second OSS: its ossd, holding the servers' key, reports to the first.
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let writer = traffic(
+        oss[1].parse().unwrap(),
+        cluster_key.clone(),
+        stop.clone(),
+        written.clone(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while batches_in(&dir, &oss[0]) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the first ossd never heard the second's reports ({} bytes written)",
+            written.load(Ordering::Relaxed)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
 }
 
 #[test]
@@ -665,7 +812,7 @@ fn up_with_the_mount_writes_as_a_job_and_survives_down_and_up() {
 
     // job_stats holds the job with exactly the bytes written (the write-behind is flushed by
     // the fsync, so every byte was acknowledged before dd exited).
-    let key_file = dir.join("st/cluster.key");
+    let key_file = dir.join("st/server.key");
     assert_eq!(
         job_write_bytes(&dir, &oss, &key_file, "4242"),
         Some(data.len() as u64)

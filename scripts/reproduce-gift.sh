@@ -356,7 +356,8 @@ for name, body in blocks.items():
     begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
     pat = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pat.search(d):
-        raise SystemExit(f"{doc} has no {begin} section")
+        print(f"{doc} has no {begin} section: not written")
+        continue
     d = pat.sub(lambda _: begin + "\n" + body + "\n" + end, d)
 open(doc, "w").write(d)
 print(f"wrote the generated blocks {', '.join(blocks) or '(none)'} of {doc}")

@@ -61,7 +61,7 @@ fn swatch(name: &str) -> String {
 }
 
 /// A [`table::Table`] in HTML: each row with its design's colour, column bests highlighted.
-fn html_table(out: &mut String, t: &table::Table) {
+pub(crate) fn html_table(out: &mut String, t: &table::Table) {
     out.push_str("<div class=\"scroll\"><table><thead><tr><th>design</th>");
     for c in &t.columns {
         match c.better {

@@ -14,6 +14,8 @@
 //! * [`decide_timing`]: the wall-clock time of each controller decision (timing only).
 //! * [`output`]: `bakeoff.json`, `bakeoff.csv`, `results.md`, `timing.json`; [`html`]:
 //!   `report.html`.
+//! * [`seeded`]: `pfsqos compare --seeds N`, one scenario's policies over seeds, ranked and
+//!   judged by the same statistics and verdicts as a workload of the bakeoff.
 //!
 //! Architecture invariant: `bakeoff.json`, `bakeoff.csv`, `results.md` are pure functions of
 //! the suite, the selected designs and the seeds: results are assembled in plan order, never
@@ -31,6 +33,7 @@ pub mod output;
 pub mod policy_input;
 pub mod rank;
 pub mod runner;
+pub mod seeded;
 pub mod suggest;
 pub mod suite;
 pub mod table;

@@ -476,7 +476,7 @@ pub fn cell_text(def: &MetricDef, row: &rank::RankRow) -> String {
     }
 }
 
-fn md_escape(text: &str) -> String {
+pub(crate) fn md_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -497,7 +497,7 @@ fn md_escape(text: &str) -> String {
 
 /// A [`table::Table`] in markdown; every text escaped (a design name may hold any printable
 /// character, `|` included).
-fn md_table(out: &mut String, t: &table::Table) {
+pub(crate) fn md_table(out: &mut String, t: &table::Table) {
     out.push_str("| design |");
     for c in &t.columns {
         let _ = write!(out, " {} |", md_escape(&c.label));

@@ -4,6 +4,7 @@
 
 use crate::metrics::{Better, Family, MetricDef, METRICS};
 use crate::output::{cell_text, Report};
+use crate::rank::MetricRanking;
 
 /// A value column.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,7 +121,15 @@ pub fn overall_metric_tables(report: &Report) -> Vec<(Family, Table)> {
 /// Per family with at least one value on workload `w`: each design's mean, spread and rank
 /// per metric of the family; rank 1 is the best.
 pub fn workload_tables(report: &Report, w: usize) -> Vec<(Family, Table)> {
-    let metrics = &report.rankings[w].metrics;
+    let names: Vec<String> = report.designs.iter().map(|d| d.name.clone()).collect();
+    ranking_tables(&report.rankings[w].metrics, &names)
+}
+
+/// Per family with at least one value in `metrics` (one ranking per metric of [`METRICS`],
+/// rows in `names` order): each design's mean, 95 % interval and rank per metric of the
+/// family; rank 1 is the best.
+pub fn ranking_tables(metrics: &[MetricRanking], names: &[String]) -> Vec<(Family, Table)> {
+    assert_eq!(metrics.len(), METRICS.len(), "one ranking per metric");
     Family::ALL
         .iter()
         .filter_map(|&f| {
@@ -142,13 +151,12 @@ pub fn workload_tables(report: &Report, w: usize) -> Vec<(Family, Table)> {
                         better: Some(d.better),
                     })
                     .collect(),
-                rows: report
-                    .designs
+                rows: names
                     .iter()
                     .enumerate()
-                    .map(|(d, design)| Row {
+                    .map(|(d, name)| Row {
                         design: d,
-                        name: design.name.clone(),
+                        name: name.clone(),
                         cells: defs
                             .iter()
                             .map(|(m, def)| {

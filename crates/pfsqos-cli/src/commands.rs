@@ -197,6 +197,7 @@ pub fn compare(
     path: &Path,
     policies: Option<Vec<String>>,
     seed: Option<u64>,
+    seeds: Option<u32>,
     out: Option<PathBuf>,
 ) -> Result<(), CliError> {
     let scenario = load(path)?;
@@ -210,9 +211,68 @@ pub fn compare(
             check_policy_list(&scenario.policy.compare)?
         }
     };
-    let seed = seed.unwrap_or(scenario.simulation.seed);
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(dir_component(&scenario.name)));
+    if let Some(n) = seeds {
+        return compare_over_seeds(&scenario, &policies, n, &out);
+    }
+    let seed = seed.unwrap_or(scenario.simulation.seed);
     compare_scenario(&scenario, &policies, seed, &out)
+}
+
+/// `pfsqos compare --seeds N`: every policy with the seeds `1..=N` (the bakeoff's seeded
+/// scenario per seed), each seed's comparison written into `out/seed-<s>/`, then the means and
+/// 95 % intervals of every metric with the verdicts (`pfsqos_bakeoff::seeded`) into
+/// `out/summary.json` and `out/report.html`.
+fn compare_over_seeds(
+    scenario: &Scenario,
+    policies: &[PolicyChoice],
+    seeds: u32,
+    out: &Path,
+) -> Result<(), CliError> {
+    let seeds_max = pfsqos_bakeoff::suite::SEEDS_MAX;
+    if !(1..=seeds_max).contains(&seeds) {
+        return Err(CliError::BadInput(format!(
+            "--seeds {seeds}: must be 1 to {seeds_max}"
+        )));
+    }
+    let seeds: Vec<u64> = (1..=u64::from(seeds)).collect();
+    // rows[p][s]: policy p's metric row for seed s; the runs themselves are written and
+    // dropped seed by seed.
+    let mut rows: Vec<Vec<Vec<Option<f64>>>> =
+        vec![Vec::with_capacity(seeds.len()); policies.len()];
+    let mut names = Vec::with_capacity(policies.len());
+    for &seed in &seeds {
+        println!("seed {seed}:");
+        let dir = out.join(pfsqos_bakeoff::seeded::seed_directory(seed));
+        let runs = compare_runs(
+            &pfsqos_bakeoff::runner::seeded(scenario, seed),
+            policies,
+            seed,
+            &dir,
+        )?;
+        names = runs.iter().map(|r| r.policy.clone()).collect();
+        for (p, run) in runs.iter().enumerate() {
+            rows[p].push(pfsqos_bakeoff::seeded::metric_row(run));
+        }
+    }
+    let comparison = pfsqos_bakeoff::seeded::SeededComparison::new(
+        &scenario.name,
+        &scenario.description,
+        &names,
+        &seeds,
+        &rows,
+    );
+    pfsqos_bakeoff::seeded::write_outputs(out, &comparison).map_err(CliError::RunFailed)?;
+    println!();
+    print!("{}", pfsqos_bakeoff::seeded::results_md(&comparison));
+    println!(
+        "wrote {0}/{{summary.json,report.html}}, {0}/seed-<s>/ for seeds {1}..{2}",
+        out.display(),
+        seeds[0],
+        seeds[seeds.len() - 1]
+    );
+    println!("report: {}", report_path(out));
+    Ok(())
 }
 
 /// What `pfsqos bakeoff` was asked (see its help).

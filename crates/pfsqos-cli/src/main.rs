@@ -136,7 +136,7 @@ enum Command {
     },
     /// Run a scenario under several policies and write one comparison report.
     #[command(
-        after_help = "Examples:\n  pfsqos compare scenarios/demo/flagship.toml --policies nobw,static,adaptbf --out out/flagship\n  pfsqos compare scenarios/adaptbf/iv-f-recompensation.toml --policies adaptbf:period_ms=50,adaptbf:period_ms=1000"
+        after_help = "Examples:\n  pfsqos compare scenarios/demo/flagship.toml --policies nobw,static,adaptbf --out out/flagship\n  pfsqos compare scenarios/adaptbf/iv-f-recompensation.toml --policies adaptbf:period_ms=50,adaptbf:period_ms=1000\n  pfsqos compare scenarios/bakeoff/bursty-vs-streamer.toml --policies nobw,adaptbf --seeds 5   # mean ± 95 % interval"
     )]
     Compare {
         /// Scenario file (TOML).
@@ -145,8 +145,13 @@ enum Command {
         #[arg(long, value_delimiter = ',')]
         policies: Option<Vec<String>>,
         /// Random seed [default: the scenario's simulation.seed].
-        #[arg(long)]
+        #[arg(long, conflicts_with = "seeds")]
         seed: Option<u64>,
+        /// Run every policy with the seeds 1..=N, as the bakeoff does, and show each metric's
+        /// mean with its 95 % interval (Student's t); a winner is named only outside the
+        /// intervals. Each seed's comparison goes to <out>/seed-<s>/.
+        #[arg(long)]
+        seeds: Option<u32>,
         /// Output directory [default: ./out/<scenario name>].
         #[arg(long)]
         out: Option<PathBuf>,
@@ -510,8 +515,9 @@ fn main() -> ExitCode {
             scenario,
             policies,
             seed,
+            seeds,
             out,
-        } => commands::compare(&scenario, policies, seed, out),
+        } => commands::compare(&scenario, policies, seed, seeds, out),
         Command::Demo { out } => commands::demo(&out),
         Command::Bakeoff {
             suite,

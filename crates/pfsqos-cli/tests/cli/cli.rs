@@ -292,6 +292,141 @@ fn compare_writes_one_chart_per_policy() {
     assert!(dir.join("summary.json").is_file());
 }
 
+/// `VALID` with each job starting late by up to 0.5 s (drawn with the seed), so that seeds are
+/// replications with a spread.
+fn jittered() -> String {
+    VALID.replace(
+        "duration_s = 2.0\n",
+        "duration_s = 2.0\nstart_jitter_s = 0.5\n",
+    )
+}
+
+/// Every seed's aggregate throughput of `policy`, from the seed's own `summary.json`.
+fn per_seed_aggregate(dir: &Path, seeds: u64, policy: &str) -> Vec<f64> {
+    (1..=seeds)
+        .map(|s| {
+            let text = std::fs::read_to_string(dir.join(format!("seed-{s}/{policy}/summary.json")))
+                .unwrap();
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["seed"].as_u64(), Some(s), "the seed's own run");
+            v["aggregate_throughput_mib_s"].as_f64().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn compare_over_seeds_shows_students_t_intervals_and_names_a_winner_only_outside_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = write_scenario(tmp.path(), "tiny.toml", &jittered());
+    let path = path.to_str().unwrap();
+    let policies = ["nobw", "static"];
+    let args = |out: &str| {
+        [
+            "compare",
+            path,
+            "--policies",
+            "nobw,static",
+            "--seeds",
+            "3",
+            "--out",
+            out,
+        ]
+        .map(str::to_string)
+    };
+    let run = |out: &str| {
+        let a = args(out);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = pfsqos(&a, tmp.path());
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let stdout = run("a");
+    let dir = tmp.path().join("a");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["seeds"], serde_json::json!([1, 2, 3]));
+    let agg = summary["rankings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == "aggregate_mib_s")
+        .unwrap();
+    // The interval by hand from the three seeds' own summaries: Student's t with 2 degrees
+    // of freedom (4.303) times the sample standard deviation over sqrt(3).
+    let mut intervals = Vec::new();
+    for (p, policy) in policies.iter().enumerate() {
+        let v = per_seed_aggregate(&dir, 3, policy);
+        assert!(
+            v.iter().any(|x| *x != v[0]),
+            "the start jitter makes the seeds differ: {v:?}"
+        );
+        let mean = v.iter().sum::<f64>() / 3.0;
+        let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+        let half = 4.303 * sd / 3f64.sqrt();
+        let stats = &agg["rows"][p]["stats"];
+        assert_eq!(agg["rows"][p]["design"], *policy);
+        assert!((stats["mean"].as_f64().unwrap() - mean).abs() <= 1e-9 * mean);
+        assert!(
+            (stats["ci95_half"].as_f64().unwrap() - half).abs() <= 1e-9 * mean,
+            "{policy}: {stats} against {half}"
+        );
+        assert_eq!(stats["seeds"].as_u64(), Some(3));
+        intervals.push((mean, half));
+    }
+    // The verdict follows the intervals: a tie when they overlap (or the means are within
+    // 0.5 %), a winner otherwise.
+    let ((m0, h0), (m1, h1)) = (intervals[0], intervals[1]);
+    let tie = (m0 - m1).abs() <= 0.005 * m0.max(m1) || (m0 - h0 <= m1 + h1 && m1 - h1 <= m0 + h0);
+    let verdict = summary["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .find(|v| v.starts_with("tiny, aggregate throughput:"))
+        .unwrap();
+    assert_eq!(verdict.contains("tie"), tie, "{verdict}: {intervals:?}");
+    assert_eq!(verdict.contains(" is best "), !tie, "{verdict}");
+    assert!(stdout.contains(verdict), "{stdout}");
+    assert!(stdout.contains(" ± "), "{stdout}");
+    // Each seed's comparison is a full one; the top report links them and shows the intervals.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for s in 1..=3 {
+        assert!(dir.join(format!("seed-{s}/report.html")).is_file());
+        assert!(html.contains(&format!("href=\"seed-{s}/report.html\"")));
+    }
+    assert!(html.contains("95 % confidence"), "{html}");
+    // Same scenario and seeds: the same bytes.
+    // The printed results too, but for the lines naming the output directory.
+    let results = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with("wrote ") && !l.starts_with("report: "))
+            .map(str::to_string)
+            .collect()
+    };
+    let again = run("b");
+    assert_eq!(
+        results(&stdout),
+        results(&again),
+        "the printed results differ between identical runs"
+    );
+    for f in [
+        "summary.json",
+        "report.html",
+        "seed-2/summary.json",
+        "seed-2/static/timeseries.csv",
+    ] {
+        let x = std::fs::read(tmp.path().join("a").join(f)).unwrap();
+        let y = std::fs::read(tmp.path().join("b").join(f)).unwrap();
+        assert!(x == y, "{f} differs between identical runs");
+    }
+    // --seed and --seeds together, or a count out of range, is bad input.
+    assert_bad_input(&pfsqos(
+        &["compare", path, "--seed", "2", "--seeds", "3"],
+        tmp.path(),
+    ));
+    assert_bad_input(&pfsqos(&["compare", path, "--seeds", "0"], tmp.path()));
+}
+
 #[test]
 fn compare_directories_have_no_colon() {
     let tmp = tempfile::tempdir().unwrap();

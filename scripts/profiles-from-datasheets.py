@@ -61,14 +61,22 @@ def source(kind, citation, date, method):
 # ---------------------------------------------------------------------------------------
 # 7200 rpm HDD: HGST Ultrastar 7K4000 (SAS), Hard Disk Drive Specification, rev. 1.8,
 # 14 April 2016 (section 4.4: performance characteristics; 4 TB model HUS724040ALS640).
-HDD_CITATION = ("HGST Ultrastar 7K4000 (SAS) Hard Disk Drive Specification, rev. 1.8, "
-                "HGST (Western Digital), 2016-04-14, section 4.4 and the product datasheet; "
-                "the seek (section 4.4.1.1, table 6: read and write 8.2 ms typical) checked in "
-                "the copy at https://www.easymanua.ls/hgst/hus724040als640/manual?p=25 "
-                "on 2026-12-02")
+HDD_CITATION = ("HGST Ultrastar 7K4000 (SAS) Hard Disk Drive Specification, version 1.8, "
+                "HGST (Western Digital), 2016-04-14, section 4.4; read on 2026-12-02: the title "
+                "page and version at https://manuals.online/hgst/storage/hus724040als640/"
+                "user-manual/1yeeg, the average seek (section 4.4.1.1, table 6: read and write "
+                "8.2 ms typical) at https://www.easymanua.ls/hgst/hus724040als640/manual?p=25, "
+                "the 7200 rpm in StorageReview's 'HGST Ultrastar 7K4000 Enterprise SAS HDD "
+                "Review' at https://storagereview.com/pt/review/"
+                "hgst-ultrastar-7k4000-enterprise-sas-hdd-review; the 171 MB/s sustained "
+                "transfer rate not verified (no readable copy of section 4.4.3 or of the "
+                "product datasheet found)")
 HDD_RPM = 7200                 # spindle speed
 HDD_SEEK_AVG_MS = 8.2          # average seek, read and write, typical (table 6)
-HDD_SUSTAINED_MB_S = 171.0     # sustained transfer rate, outer zone
+# Sustained transfer rate, outer zone. Not verified: no copy of the specification's data
+# transfer speed table (section 4.4.3) or of the product datasheet could be read; the value
+# is kept as the profile first stated it, and the profile says so.
+HDD_SUSTAINED_MB_S = 171.0
 # Not in the datasheet: the drive's command overhead. The order of magnitude of a SAS
 # drive's command processing, stated as an assumption.
 HDD_COMMAND_OVERHEAD_US = 100.0
@@ -98,6 +106,62 @@ def hdd_switch_us(n, seek_avg_ms=HDD_SEEK_AVG_MS):
     return (min(seek_avg_ms, seek_avg_ms * math.sqrt(3 * d)) + rotation_ms) * 1e3
 
 
+def quantile_rows(table, rows):
+    return "".join(f"[[{table}]]\nquantile = {q}\nfactor = {fmt(f)}\n\n" for q, f in rows)
+
+
+# The quantiles of the shipped random penalty tables.
+POSITIONING_QUANTILES = [0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1.0]
+# Grid of the seek distance for the numerical distribution below (midpoint rule).
+SEEK_GRID = 4000
+
+
+def positioning_factors(seek_avg_ms, revolution_ms, quantiles):
+    """Inverse distribution function of one random request's positioning over its mean.
+
+    Positioning = seek + rotational latency. The rotational latency is uniform over one
+    revolution (the target sector is anywhere on the track when the seek ends). The seek
+    distance d (a fraction of the stroke) between two independent uniform positions has the
+    density 2 (1 - d); the seek time grows with the square root of the distance (as in
+    `hdd_switch_us`), scaled so that its mean over random seeks is the datasheet's average
+    seek: seek(d) = seek_avg * sqrt(d) / E[sqrt(d)], E[sqrt(d)] = 8/15. The distribution is
+    computed on a grid of distances (no random sampling: the same file every run) and
+    inverted by bisection.
+    """
+    c = seek_avg_ms * 15.0 / 8.0
+    seeks = []
+    for i in range(SEEK_GRID):
+        d = (i + 0.5) / SEEK_GRID
+        seeks.append((c * math.sqrt(d), 2.0 * (1.0 - d) / SEEK_GRID))
+    total = sum(w for _, w in seeks)
+
+    def cdf(x):
+        return sum(w * min(1.0, max(0.0, (x - s) / revolution_ms)) for s, w in seeks) / total
+
+    lo_all, hi_all = 0.0, c + revolution_ms
+    mean = sum(w * (s + revolution_ms / 2) for s, w in seeks) / total
+    out = []
+    for q in quantiles:
+        if q == 0.0:
+            x = min(s for s, _ in seeks)
+        elif q == 1.0:
+            x = max(s for s, _ in seeks) + revolution_ms
+        else:
+            lo, hi = lo_all, hi_all
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                if cdf(mid) < q:
+                    lo = mid
+                else:
+                    hi = mid
+            x = hi
+        out.append((q, x / mean))
+    return out, mean
+
+
+hdd_positioning, hdd_positioning_mean_ms = positioning_factors(
+    HDD_SEEK_AVG_MS, revolution_ms, POSITIONING_QUANTILES)
+
 HDD_METHOD = f"""
 Datasheet figures: {HDD_RPM} rpm, {HDD_SEEK_AVG_MS} ms average seek (read and write, typical),
 {HDD_SUSTAINED_MB_S} MB/s sustained transfer rate. Bandwidth of every row: the sustained rate
@@ -108,9 +172,16 @@ datasheet gives none). Random penalty: average seek plus half a revolution
 average seek at 1/3 of the stroke) plus half a revolution: the block layer's elevator
 dispatches the queued requests in sector order, visiting the streams in one sweep. One
 request at a time (no command queueing on a single spindle without rotational scheduling).
-No write cache: writes pay the same positioning as reads. No variability table: the datasheet
-gives none, so every request of a kind takes the same time. Computed by
-scripts/profiles-from-datasheets.py.
+No write cache: writes pay the same positioning as reads. Random penalty variability (every
+random penalty is scaled by a factor drawn from it; a switch keeps its mean, its seek distance
+fixed by the sweep): the rotational latency is
+uniform over one revolution ({revolution_ms:.3f} ms, from the rpm), the seek time grows with
+the square root of the distance between two uniform positions, its mean the average seek; the
+table is that sum's inverse distribution function over its mean ({hdd_positioning_mean_ms:.3f}
+ms), computed on a grid. No whole-service variability table: the command overhead and the
+media transfer are taken as constant. The sustained transfer rate is not verified: no readable
+copy of the specification's data transfer table (section 4.4.3) or of the product datasheet
+was found; the seek and the rpm are. Computed by scripts/profiles-from-datasheets.py.
 """
 
 write("hdd-7200rpm", header([
@@ -128,6 +199,7 @@ write("hdd-7200rpm", header([
     + size_rows("write", [(4, hdd_bw, HDD_COMMAND_OVERHEAD_US, None),
                           (16 * KIB, hdd_bw, HDD_COMMAND_OVERHEAD_US, None)])
     + stream_rows([(n, hdd_switch_us(n)) for n in STREAMS])
+    + quantile_rows("random_penalty_variability", hdd_positioning)
 ))
 
 # ---------------------------------------------------------------------------------------
@@ -155,7 +227,9 @@ and two parity chunks: three disks each busy for a seek, half a revolution and o
 revolution ({r6_rmw_disk_ms:.3f} ms), shown as a random penalty of three times that at 4 KiB
 (three of the ten slots' worth of time). Sequential small writes are assumed coalesced into
 full stripes by the array's stripe cache. Streams: as the HDD (every switch moves all heads).
-Computed by scripts/profiles-from-datasheets.py.
+No random penalty variability: a stripe's positioning is the slowest of the disks it involves,
+whose distribution this arithmetic does not derive. Computed by
+scripts/profiles-from-datasheets.py.
 """
 write("raid6-hdd-ost", header([
     "A RAID-6 (8+2) OST of 7200 rpm HDDs, derived from the HDD datasheet by RAID arithmetic.",
@@ -205,8 +279,11 @@ Datasheet figures: sequential read {seq_read_mb_s} MB/s and write {seq_write_mb_
 4 KiB rows: bandwidth = IOPS x 4 KiB (the serialized transfer caps random IOPS), overhead =
 latency - 4 KiB / bandwidth. 128 KiB and larger: the sequential rates, the same overheads.
 Concurrency: ceil(random read IOPS x read latency) = {conc} (Little's law). No random
-penalty, no stream cost (flash has no positioning), no congestion and no variability table
-(the datasheet shows none).{extra} Computed by scripts/profiles-from-datasheets.py.
+penalty, no stream cost (flash has no positioning) and no congestion. No variability table:
+the specification's quality-of-service latencies (99 % and 99.99 % of 4 KiB requests) would
+give its tail, but no readable copy of the specification was found: none of the figures above
+is verified against it, and the device is left without variability.{extra} Computed by
+scripts/profiles-from-datasheets.py.
 """
     write(name, header([
         description + ", from its datasheet.",
@@ -223,12 +300,14 @@ penalty, no stream cost (flash has no positioning), no congestion and no variabi
 
 ssd("ssd-sata", "A 960 GB datacenter SATA SSD (Intel SSD D3-S4510)",
     "Intel SSD D3-S4510 Series (960 GB, 2.5 in SATA 6 Gb/s) product specification, "
-    "Intel, 2018", "2018",
+    "Intel, 2018; not verified: searched for on 2026-12-02, no readable copy found (only "
+    "the specification of the earlier DC S4500/S4600, a different drive)", "2018",
     seq_read_mb_s=560, seq_write_mb_s=510, rand_read_iops=95_000, rand_write_iops=36_000,
     lat_read_us=36, lat_write_us=37, extra="")
 
 ssd("ssd-nvme", "A 2 TB datacenter NVMe SSD (Intel SSD DC P4510)",
     "Intel SSD DC P4510 Series (2 TB, U.2 PCIe 3.1 x4 NVMe) product specification, "
-    "Intel, 2018", "2018",
+    "Intel, 2018; not verified: searched for on 2026-12-02, no readable copy found (only "
+    "a product guide of the earlier DC P4500, a different drive)", "2018",
     seq_read_mb_s=3200, seq_write_mb_s=2000, rand_read_iops=637_000, rand_write_iops=81_500,
     lat_read_us=77, lat_write_us=18, extra="")

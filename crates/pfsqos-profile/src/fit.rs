@@ -122,6 +122,10 @@ pub fn fit(
         streams,
         congestion,
         variability,
+        // fio's completion latencies are whole service times: a sweep cannot tell the random
+        // penalty's share of their spread from the rest, so that spread goes to
+        // `variability` alone.
+        random_penalty_variability: Vec::new(),
         measured: points,
     };
     profile

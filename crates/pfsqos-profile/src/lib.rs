@@ -80,6 +80,14 @@ pub struct Profile {
     /// non-decreasing). Normalized to mean 1 when the model is built. Empty: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub variability: Vec<QuantileRow>,
+    /// Per-request variability of a random request's positioning alone (its random
+    /// penalty): the inverse distribution function of one random penalty over its mean, as
+    /// `variability` is of a whole service time (quantile 0 to 1, strictly increasing;
+    /// factors non-decreasing; normalized to mean 1). A disk's positioning varies (the
+    /// rotational latency is uniform over a revolution, the seek with the distance between two
+    /// random positions) while its command overhead and media transfer do not. Empty: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub random_penalty_variability: Vec<QuantileRow>,
     /// The measured points the parameters were derived from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measured: Vec<Measured>,
@@ -368,7 +376,12 @@ impl Profile {
                 ));
             }
         }
-        self.validate_variability(&v)?;
+        validate_quantile_table(&v, "variability", &self.variability)?;
+        validate_quantile_table(
+            &v,
+            "random_penalty_variability",
+            &self.random_penalty_variability,
+        )?;
         v.count("measured", self.measured.len(), 0, MEASURED_MAX)?;
         for (i, m) in self.measured.iter().enumerate() {
             validate_measured(&v, &format!("measured[{i}]"), m)?;
@@ -376,66 +389,83 @@ impl Profile {
         Ok(())
     }
 
-    fn validate_variability(&self, v: &Check) -> Result<(), ProfileError> {
-        let rows = &self.variability;
-        if rows.is_empty() {
-            return Ok(());
-        }
-        v.count("variability", rows.len(), 2, ROWS_MAX)?;
-        for (i, r) in rows.iter().enumerate() {
-            let p = format!("variability[{i}]");
-            v.num(&format!("{p}.quantile"), r.quantile, 0.0, 1.0)?;
-            v.pos(&format!("{p}.factor"), r.factor, FACTOR_MAX)?;
-            if i > 0 {
-                let before = &rows[i - 1];
-                if r.quantile <= before.quantile {
-                    return Err(v.err(
-                        &format!("{p}.quantile"),
-                        Some(&r.quantile.to_string()),
-                        format!(
-                            "quantiles must be strictly increasing; the row before is {}",
-                            before.quantile
-                        ),
-                    ));
-                }
-                if r.factor < before.factor {
-                    return Err(v.err(
-                        &format!("{p}.factor"),
-                        Some(&r.factor.to_string()),
-                        format!(
-                            "an inverse distribution function never decreases; the row before is {}",
-                            before.factor
-                        ),
-                    ));
-                }
-            }
-        }
-        let (first, last) = (&rows[0], &rows[rows.len() - 1]);
-        if first.quantile != 0.0 || last.quantile != 1.0 {
-            return Err(v.err(
-                "variability",
-                Some(&format!("{} .. {}", first.quantile, last.quantile)),
-                "the table must cover the whole distribution: first quantile 0, last 1".into(),
-            ));
-        }
-        Ok(())
+    /// The variability table normalized to mean 1, as `(quantile, factor)` points; empty
+    /// without one.
+    pub fn variability_normalized(&self) -> Vec<(f64, f64)> {
+        normalized(&self.variability)
     }
 
-    /// The variability table normalized to mean 1, as `(quantile, factor)` points; empty
-    /// without one. The mean of a piecewise-linear inverse distribution function is the
-    /// trapezoid rule over its rows.
-    pub fn variability_normalized(&self) -> Vec<(f64, f64)> {
-        let rows = &self.variability;
-        if rows.is_empty() {
-            return Vec::new();
-        }
-        let mean: f64 = rows
-            .windows(2)
-            .map(|w| (w[1].quantile - w[0].quantile) * (w[0].factor + w[1].factor) / 2.0)
-            .sum();
-        assert!(mean > 0.0, "validated factors are positive");
-        rows.iter().map(|r| (r.quantile, r.factor / mean)).collect()
+    /// The random penalty's variability table normalized to mean 1, as `(quantile, factor)`
+    /// points; empty without one.
+    pub fn random_penalty_variability_normalized(&self) -> Vec<(f64, f64)> {
+        normalized(&self.random_penalty_variability)
     }
+}
+
+/// A (validated) quantile table normalized to mean 1 as `(quantile, factor)` points; empty
+/// for an empty table. The mean of a piecewise-linear inverse distribution function is the
+/// trapezoid rule over its rows.
+fn normalized(rows: &[QuantileRow]) -> Vec<(f64, f64)> {
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let mean: f64 = rows
+        .windows(2)
+        .map(|w| (w[1].quantile - w[0].quantile) * (w[0].factor + w[1].factor) / 2.0)
+        .sum();
+    assert!(mean > 0.0, "validated factors are positive");
+    rows.iter().map(|r| (r.quantile, r.factor / mean)).collect()
+}
+
+/// A table of quantiles (`variability`, `random_penalty_variability`): none, or 2..=64 rows
+/// from quantile 0 to 1, quantiles strictly increasing, factors positive and never
+/// decreasing (an inverse distribution function).
+fn validate_quantile_table(
+    v: &Check,
+    name: &str,
+    rows: &[QuantileRow],
+) -> Result<(), ProfileError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    v.count(name, rows.len(), 2, ROWS_MAX)?;
+    for (i, r) in rows.iter().enumerate() {
+        let p = format!("{name}[{i}]");
+        v.num(&format!("{p}.quantile"), r.quantile, 0.0, 1.0)?;
+        v.pos(&format!("{p}.factor"), r.factor, FACTOR_MAX)?;
+        if i > 0 {
+            let before = &rows[i - 1];
+            if r.quantile <= before.quantile {
+                return Err(v.err(
+                    &format!("{p}.quantile"),
+                    Some(&r.quantile.to_string()),
+                    format!(
+                        "quantiles must be strictly increasing; the row before is {}",
+                        before.quantile
+                    ),
+                ));
+            }
+            if r.factor < before.factor {
+                return Err(v.err(
+                    &format!("{p}.factor"),
+                    Some(&r.factor.to_string()),
+                    format!(
+                        "an inverse distribution function never decreases; the row before is {}",
+                        before.factor
+                    ),
+                ));
+            }
+        }
+    }
+    let (first, last) = (&rows[0], &rows[rows.len() - 1]);
+    if first.quantile != 0.0 || last.quantile != 1.0 {
+        return Err(v.err(
+            name,
+            Some(&format!("{} .. {}", first.quantile, last.quantile)),
+            "the table must cover the whole distribution: first quantile 0, last 1".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn validate_measured(v: &Check, p: &str, m: &Measured) -> Result<(), ProfileError> {

@@ -185,6 +185,45 @@ fn bad_profiles_are_refused_naming_file_field_and_what_is_allowed() {
         "first quantile 0, last 1",
     );
     refused(|p| p.variability.truncate(1), "variability", "2..=64");
+    // The random penalty's table obeys the same rules, and says which table is wrong.
+    let table = |rows: &[(f64, f64)]| -> Vec<QuantileRow> {
+        rows.iter()
+            .map(|&(quantile, factor)| QuantileRow { quantile, factor })
+            .collect()
+    };
+    let good = table(&[(0.0, 0.2), (0.5, 1.0), (1.0, 1.8)]);
+    let g = good.clone();
+    assert!(with(move |p| p.random_penalty_variability = g.clone()).is_ok());
+    refused(
+        |p| p.random_penalty_variability = table(&[(0.0, 0.2), (0.5, 1.0), (1.0, 0.9)]),
+        "random_penalty_variability[2].factor",
+        "never decreases",
+    );
+    refused(
+        |p| p.random_penalty_variability = table(&[(0.0, 0.2), (0.0, 1.0), (1.0, 1.8)]),
+        "random_penalty_variability[1].quantile",
+        "strictly increasing",
+    );
+    refused(
+        |p| p.random_penalty_variability = table(&[(0.0, 0.2), (0.5, f64::NAN), (1.0, 1.8)]),
+        "random_penalty_variability[1].factor",
+        "a finite number in (0, 1000]",
+    );
+    refused(
+        |p| p.random_penalty_variability = table(&[(0.0, -0.2), (0.5, 1.0), (1.0, 1.8)]),
+        "random_penalty_variability[0].factor",
+        "a finite number in (0, 1000]",
+    );
+    refused(
+        |p| p.random_penalty_variability = table(&[(0.1, 0.2), (1.0, 1.8)]),
+        "random_penalty_variability",
+        "first quantile 0, last 1",
+    );
+    refused(
+        |p| p.random_penalty_variability = table(&[(0.0, 1.0)]),
+        "random_penalty_variability",
+        "2..=64",
+    );
     let point = Measured {
         op: Op::Read,
         pattern: Pattern::Sequential,

@@ -37,7 +37,12 @@
 //! * a request whose direction differs from the previous one pays the direction penalty;
 //! * every request's service time is scaled by a factor drawn from the profile's measured
 //!   distribution (mean 1) with the device's own seeded generator, so two seeds are two
-//!   replications and one seed gives the same bytes.
+//!   replications and one seed gives the same bytes;
+//! * a random request's random penalty (its positioning) is scaled by a factor drawn from
+//!   the profile's distribution of it (mean 1), with the same generator: a disk's seek
+//!   between two random positions and its rotational latency vary, its transfer does not. A
+//!   switch penalty stays at its mean: the elevator's sweep fixes the seek distance, and its
+//!   rotational spread is not modelled.
 //!
 //! A profile with none of these is exactly a table model ([`DeviceModel::from_profile`]
 //! builds the same model as [`DeviceModel::from_spec`] of the same table), and a table model
@@ -125,6 +130,15 @@ pub struct Dynamics {
     direction_switch_ns: u64,
     /// Service-time factor by quantile, mean 1; empty: none.
     variability: Vec<(f64, f64)>,
+    /// Random-penalty factor by quantile, mean 1; empty: none.
+    random_penalty_variability: Vec<(f64, f64)>,
+}
+
+impl Dynamics {
+    /// Whether a request's time is drawn at random (the device needs a generator).
+    fn varies(&self) -> bool {
+        !self.variability.is_empty() || !self.random_penalty_variability.is_empty()
+    }
 }
 
 /// One request as the device sees it when it starts.
@@ -268,16 +282,19 @@ impl DeviceModel {
             };
         let direction_switch_ns = (profile.direction_switch_penalty_us * 1e3).round() as u64;
         let variability = profile.variability_normalized();
+        let random_penalty_variability = profile.random_penalty_variability_normalized();
         let dynamics = (per_size_random
             || !switch_ns.is_empty()
             || direction_switch_ns > 0
-            || !variability.is_empty())
+            || !variability.is_empty()
+            || !random_penalty_variability.is_empty())
         .then(|| {
             Box::new(Dynamics {
                 random_ns: [random_ns(&profile.read), random_ns(&profile.write)],
                 switch_ns,
                 direction_switch_ns,
                 variability,
+                random_penalty_variability,
             })
         });
         DeviceModel {
@@ -353,6 +370,7 @@ impl DeviceModel {
             streams: Vec::new(),
             congestion,
             variability: Vec::new(),
+            random_penalty_variability: Vec::new(),
             measured: Vec::new(),
         };
         profile
@@ -390,6 +408,16 @@ impl DeviceModel {
         let mut penalty_ns = 0.0;
         if r.random_on_object {
             penalty_ns = interpolate(&d.random_ns[usize::from(!r.read)], r.size_bytes as f64);
+            if penalty_ns > 0.0 && !d.random_penalty_variability.is_empty() {
+                // Only a random request draws: a sequential stream's requests draw nothing,
+                // so its run is the same with or without the table.
+                let rng = device
+                    .rng
+                    .as_mut()
+                    .expect("a device with a variability table has a generator");
+                let u: f64 = rng.random();
+                penalty_ns *= interpolate(&d.random_penalty_variability, u);
+            }
         } else if let Some(last) = device.last {
             let continues = last.object == r.object && last.end_bytes == r.offset_bytes;
             if !continues && !d.switch_ns.is_empty() {
@@ -644,14 +672,11 @@ impl Device {
     /// A device for `model`: with a variability table, its own generator on stream
     /// `DEVICE_RNG_STREAM_BASE + index` of the run seed.
     pub fn for_model(model: &DeviceModel, seed: u64, index: u64) -> Device {
-        let rng = model
-            .dynamics()
-            .filter(|d| !d.variability.is_empty())
-            .map(|_| {
-                let mut rng = ChaCha8Rng::seed_from_u64(seed);
-                rng.set_stream(DEVICE_RNG_STREAM_BASE + index);
-                rng
-            });
+        let rng = model.dynamics().filter(|d| d.varies()).map(|_| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(DEVICE_RNG_STREAM_BASE + index);
+            rng
+        });
         Device {
             rng,
             ..Device::default()

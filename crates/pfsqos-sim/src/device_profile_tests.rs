@@ -199,6 +199,63 @@ fn variability_follows_the_measured_distribution() {
     }
 }
 
+#[test]
+fn a_disks_random_penalty_follows_its_rotation_and_seek_and_seeds_are_replications() {
+    let p = shipped("hdd-7200rpm").unwrap();
+    assert!(!p.random_penalty_variability.is_empty());
+    let m = DeviceModel::from_profile(&p);
+    let random = Point {
+        pattern: Pattern::Random,
+        ..seq(Op::Read, 4, 1, 1)
+    };
+    // One request at a time: latency is the service time, the table's plus a positioning
+    // drawn from the table (mean: the profile's random penalty).
+    let r = closed_loop(&m, random, 10, 20_000, 3);
+    let t = m.service_time(true, 4 << 10, false);
+    let base_us = (t.fixed_ns + t.transfer_ns) as f64 / 1e3;
+    let want_mean_us = base_us + p.random_penalty_us;
+    assert!(
+        (r.latency_mean_us / want_mean_us - 1.0).abs() < 0.02,
+        "{r:?}"
+    );
+    let v = p.random_penalty_variability_normalized();
+    for [q, us] in &r.latency_quantiles_us {
+        if *q < 0.05 || *q > 0.95 {
+            continue; // the tails need more samples than a unit test draws
+        }
+        let want = base_us + pfsqos_profile::interpolate(&v, *q) * p.random_penalty_us;
+        assert!(
+            (us / want - 1.0).abs() < 0.05,
+            "quantile {q}: {us} us, want {want}"
+        );
+    }
+    // Rotation alone spreads one revolution: the middle half spans a good part of it.
+    let at = |q: f64| {
+        r.latency_quantiles_us
+            .iter()
+            .find(|[k, _]| (*k - q).abs() < 1e-9)
+            .map(|[_, us]| *us)
+            .expect("fio's quantiles")
+    };
+    assert!(at(0.75) - at(0.25) > 0.25 * 60e6 / 7200.0, "{r:?}");
+    // One seed gives the same bytes; another is a replication of the same device.
+    let again = closed_loop(&m, random, 10, 20_000, 3);
+    assert_eq!(format!("{r:?}"), format!("{again:?}"));
+    let other = closed_loop(&m, random, 10, 20_000, 4);
+    assert_ne!(
+        r.latency_mean_us, other.latency_mean_us,
+        "seeds must differ"
+    );
+    assert!((r.bandwidth_mib_s / other.bandwidth_mib_s - 1.0).abs() < 0.03);
+    // Sequential streams pay no random penalty (four pay switch penalties): they draw
+    // nothing, every seed alike.
+    let stream = seq(Op::Read, 1024, 1, 4);
+    assert_eq!(
+        format!("{:?}", closed_loop(&m, stream, 5, 200, 3)),
+        format!("{:?}", closed_loop(&m, stream, 5, 200, 4))
+    );
+}
+
 fn measure_plan(m: &DeviceModel, seed: u64) -> Vec<Measured> {
     let ranges = Ranges {
         sizes_kib: vec![4, 64, 1024],
@@ -290,5 +347,49 @@ proptest! {
         let one = closed_loop(&hdd, seq(Op::Write, 1024, 1, 1), 5, 50, 1);
         let many = closed_loop(&hdd, seq(Op::Write, 1024, 1, n), 5, 50, 1);
         prop_assert!(many.bandwidth_mib_s <= one.bandwidth_mib_s * (1.0 + 1e-6));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    /// Whatever the (valid) variability table, the service times one device draws follow it:
+    /// every sampled quantile lies where the table puts it, within the empirical
+    /// distribution's sampling error (Dvoretzky-Kiefer-Wolfowitz: at 5000 samples the
+    /// empirical distribution is within 0.03 of the true one but with probability 2e-9).
+    #[test]
+    fn sampled_service_times_follow_any_variability_table(
+        steps in proptest::collection::vec((0.05f64..1.0, 0.0f64..2.0), 1..6),
+        first in 0.1f64..1.0,
+        seed in 0u64..1000,
+    ) {
+        let total: f64 = steps.iter().map(|s| s.0).sum();
+        let mut rows = vec![QuantileRow { quantile: 0.0, factor: first }];
+        let (mut q, mut f) = (0.0, first);
+        for (i, &(width, rise)) in steps.iter().enumerate() {
+            q = if i + 1 == steps.len() { 1.0 } else { q + width / total };
+            f += rise;
+            rows.push(QuantileRow { quantile: q, factor: f });
+        }
+        let mut p = shipped("ssd-sata").unwrap();
+        p.variability = rows;
+        p.validate("prop").unwrap();
+        let m = DeviceModel::from_profile(&p);
+        // One request at a time: latency is the service time.
+        let r = closed_loop(&m, seq(Op::Read, 64, 1, 1), 10, 5000, seed);
+        let t = m.service_time(true, 64 << 10, false);
+        let mean_us = (t.fixed_ns + t.transfer_ns) as f64 / 1e3;
+        let v = p.variability_normalized();
+        let at = |q: f64| pfsqos_profile::interpolate(&v, q.clamp(0.0, 1.0)) * mean_us;
+        for [q, us] in &r.latency_quantiles_us {
+            if *q < 0.05 || *q > 0.95 {
+                continue;
+            }
+            // 1 % for the nanosecond rounding of the two parts.
+            prop_assert!(
+                *us >= at(q - 0.03) * 0.99 && *us <= at(q + 0.03) * 1.01,
+                "quantile {}: {} us, the table gives {} .. {}", q, us, at(q - 0.03), at(q + 0.03)
+            );
+        }
     }
 }

@@ -388,6 +388,17 @@ struct BlockedWrite {
     issued_ns: u64,
 }
 
+/// Which dirty budget a buffered write does not fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DirtyFull {
+    /// The client's (`max_dirty_client_mb`, or the engine's bound on buffered RPCs): every
+    /// acknowledgement of the client makes room in it.
+    Client,
+    /// That of the client's OSC to this OST (`max_dirty_mb`): only that OSC's
+    /// acknowledgements make room in it.
+    Osc(u32),
+}
+
 /// One I/O call of a process, as the application sees it: from its issue to its return.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallTrace {
@@ -431,10 +442,25 @@ struct RpcState {
     bulk_first_end_ns: u64,
 }
 
+/// An RPC a client has formed but not sent: its window to the OST is full. Only its bytes
+/// are accounted (the dirty budget counts bytes, as Lustre's `cl_dirty_pages` does); its
+/// [`RpcState`] is made when a window slot frees (`Sim::send_rpc`), so a writer holding
+/// thousands of buffered RPCs behind `max_dirty_mb` keeps a few dozen bytes for each in its
+/// OSC's queue, not a live RPC.
+#[derive(Clone, Copy, Debug)]
+struct QueuedRpc {
+    call: u32,
+    object: u32,
+    object_offset_bytes: u64,
+    file_offset_bytes: u64,
+    size_bytes: u64,
+    created_ns: u64,
+}
+
 /// A (client, OST) pair: the client's window to that OST and the RPCs waiting for a slot.
 struct Osc {
     window: RpcWindow,
-    waiting: VecDeque<u32>,
+    waiting: VecDeque<QueuedRpc>,
     /// Buffered write bytes not yet acknowledged (Lustre's `cl_dirty_pages`).
     dirty_bytes: u64,
 }
@@ -761,10 +787,18 @@ struct Sim {
     client_ra_bytes: Vec<u64>,
     /// Per client: buffered writes waiting for dirty budget, in order.
     dirty_waiters: Vec<VecDeque<BlockedWrite>>,
+    /// Per client: the budget its first waiting write did not fit when last tried (`None`:
+    /// no write waits). While a write waits, nothing else is buffered at the client, so the
+    /// room in every budget only grows: an acknowledgement that makes no room in that budget
+    /// cannot admit it, and need not try.
+    dirty_front_full: Vec<Option<DirtyFull>>,
     /// Scratch for a call's bytes per OST.
     piece_scratch: Vec<(u32, u64)>,
-    /// RPCs created and not yet completed at their client (the run goes on until none are
-    /// left, since buffered and prefetched data outlives the calls).
+    /// Scratch for a call's RPCs as it forms them, with their OSTs.
+    rpc_scratch: Vec<(u32, QueuedRpc)>,
+    /// RPCs formed (queued at their OSC or sent) and not yet completed at their client (the
+    /// run goes on until none are left, since buffered and prefetched data outlives the
+    /// calls).
     rpcs_live: u64,
     /// Bytes of every RPC created: at the end, those the jobs completed plus those of the
     /// RPCs still alive (bytes conserved).
@@ -1359,7 +1393,9 @@ impl Sim {
             client_ra_bytes: vec![0; n_clients],
             client_buffered_rpcs: vec![0; n_clients],
             dirty_waiters: vec![VecDeque::new(); n_clients],
+            dirty_front_full: vec![None; n_clients],
             piece_scratch: Vec::new(),
+            rpc_scratch: Vec::new(),
             rpcs_live: 0,
             bytes_issued: 0,
             max_rpcs_in_flight: cluster.max_rpcs_in_flight.max(1),
@@ -1913,66 +1949,36 @@ impl Sim {
         let osts =
             &self.layout_osts[file.osts_start as usize..(file.osts_start + file.osts_len) as usize];
         let object_base = file.object_base;
-        let mut rpcs_left = 0;
-        let rpcs = &mut self.rpcs;
-        let free_rpcs = &mut self.free_rpcs;
-        let oscs = &mut self.oscs;
-        let n_osts = self.osts.len();
-        let (osts_tbl, osses) = (&self.osts, &self.osses);
-        let domains = &self.domains;
-        let queue = &mut self.queue;
-        let arrive_ns = now + self.small_message_ns;
         let raid0 = Raid0::new(file.stripe_size_bytes, file.osts_len);
+        let mut formed = std::mem::take(&mut self.rpc_scratch);
+        formed.clear();
         raid0.rpcs(file_offset, len, self.brw_size_bytes, |piece| {
-            let piece_ost = osts[piece.stripe_index as usize];
-            let ost = &osts_tbl[piece_ost as usize];
-            let oss = &osses[ost.oss as usize];
-            let cpt = client_cpt(client, oss.cpts);
-            let state = RpcState {
-                call,
-                job,
-                client,
-                ost: piece_ost,
-                object: object_base + piece.stripe_index,
-                sched: domains[ost.domain as usize].sched_base + cpt,
-                pool: oss.pool_base + cpt,
-                ticket: ServiceTicket::default(),
-                read,
-                object_offset_bytes: piece.object_offset_bytes,
-                file_offset_bytes: piece.file_offset_bytes,
-                size_bytes: piece.size_bytes,
-                created_ns: now,
-                sent_ns: 0,
-                device_submit_ns: 0,
-                arrive_ns: 0,
-                service_start_ns: 0,
-                device_start_ns: 0,
-                device_done_ns: 0,
-                cpu_ns: 0,
-                bulk_first_end_ns: 0,
-            };
-            let rpc = match free_rpcs.pop() {
-                Some(r) => {
-                    rpcs[r as usize] = state;
-                    r
-                }
-                None => {
-                    rpcs.push(state);
-                    rpcs.len() as u32 - 1
-                }
-            };
-            rpcs_left += 1;
-            let osc = &mut oscs[client as usize * n_osts + piece_ost as usize];
+            formed.push((
+                osts[piece.stripe_index as usize],
+                QueuedRpc {
+                    call,
+                    object: object_base + piece.stripe_index,
+                    object_offset_bytes: piece.object_offset_bytes,
+                    file_offset_bytes: piece.file_offset_bytes,
+                    size_bytes: piece.size_bytes,
+                    created_ns: now,
+                },
+            ));
+        });
+        let rpcs_left = formed.len() as u32;
+        let n_osts = self.osts.len();
+        for &(ost, q) in &formed {
+            let osc = &mut self.oscs[client as usize * n_osts + ost as usize];
             if buffered {
-                osc.dirty_bytes += piece.size_bytes;
+                osc.dirty_bytes += q.size_bytes;
             }
             if osc.window.try_send() {
-                rpcs[rpc as usize].sent_ns = now;
-                queue.push_lane(LANE_LATENCY, arrive_ns, Event::RequestArrive { rpc });
+                self.send_rpc(job, client, ost, read, q);
             } else {
-                osc.waiting.push_back(rpc);
+                osc.waiting.push_back(q);
             }
-        });
+        }
+        self.rpc_scratch = formed;
         assert!(rpcs_left > 0, "a call of {len} bytes makes RPCs");
         self.rpcs_live += u64::from(rpcs_left);
         self.bytes_issued += len;
@@ -1998,6 +2004,54 @@ impl Sim {
         call
     }
 
+    /// Sends RPC `q` of `client` to `ost` now (its window has just given it a slot): makes
+    /// its state and schedules its arrival at the OSS. Returns its index.
+    fn send_rpc(&mut self, job: u32, client: u32, ost: u32, read: bool, q: QueuedRpc) -> u32 {
+        let now = self.now_ns;
+        let ost_state = &self.osts[ost as usize];
+        let oss = &self.osses[ost_state.oss as usize];
+        let cpt = client_cpt(client, oss.cpts);
+        let state = RpcState {
+            call: q.call,
+            job,
+            client,
+            ost,
+            object: q.object,
+            sched: self.domains[ost_state.domain as usize].sched_base + cpt,
+            pool: oss.pool_base + cpt,
+            ticket: ServiceTicket::default(),
+            read,
+            object_offset_bytes: q.object_offset_bytes,
+            file_offset_bytes: q.file_offset_bytes,
+            size_bytes: q.size_bytes,
+            created_ns: q.created_ns,
+            sent_ns: now,
+            device_submit_ns: 0,
+            arrive_ns: 0,
+            service_start_ns: 0,
+            device_start_ns: 0,
+            device_done_ns: 0,
+            cpu_ns: 0,
+            bulk_first_end_ns: 0,
+        };
+        let rpc = match self.free_rpcs.pop() {
+            Some(r) => {
+                self.rpcs[r as usize] = state;
+                r
+            }
+            None => {
+                self.rpcs.push(state);
+                self.rpcs.len() as u32 - 1
+            }
+        };
+        self.queue.push_lane(
+            LANE_LATENCY,
+            now + self.small_message_ns,
+            Event::RequestArrive { rpc },
+        );
+        rpc
+    }
+
     /// Records that a call of process `p` issued at `issued_ns` returned now.
     fn call_returned(&mut self, p: u32, issued_ns: u64, bytes: u64) {
         let proc_ = &mut self.processes[p as usize];
@@ -2018,19 +2072,21 @@ impl Sim {
     /// Whether a buffered write of `len` bytes at `file_offset` of process `p`'s file fits
     /// its client's dirty budgets now: every OSC it touches stays within `max_dirty_mb`, the
     /// client within `max_dirty_client_mb` (an empty budget takes any one write, so a write
-    /// larger than a budget still goes, alone, as Lustre's cache lets it).
-    fn write_fits(&mut self, p: u32, file_offset: u64, len: u64) -> bool {
+    /// larger than a budget still goes, alone, as Lustre's cache lets it). Otherwise, the
+    /// first budget it does not fit: the client's, then its OSCs' in the order the write
+    /// reaches them.
+    fn write_fits(&mut self, p: u32, file_offset: u64, len: u64) -> Result<(), DirtyFull> {
         let proc_ = &self.processes[p as usize];
         let client = proc_.client as usize;
         let dirty = self.client_dirty_bytes[client];
         if dirty > 0 && dirty + len > self.dirty_client_max_bytes {
-            return false;
+            return Err(DirtyFull::Client);
         }
         let buffered = self.client_buffered_rpcs[client];
         if buffered > 0
             && buffered + len.div_ceil(self.brw_size_bytes) + 1 > CLIENT_BUFFERED_RPCS_MAX
         {
-            return false;
+            return Err(DirtyFull::Client);
         }
         let file = &self.files[proc_.file as usize];
         let osts =
@@ -2038,18 +2094,24 @@ impl Sim {
         let raid0 = Raid0::new(file.stripe_size_bytes, file.osts_len);
         let scratch = &mut self.piece_scratch;
         scratch.clear();
-        raid0.rpcs(file_offset, len, self.brw_size_bytes, |piece| {
-            let ost = osts[piece.stripe_index as usize];
+        // The bytes per object, not per RPC: the budgets count bytes, and a call has one
+        // range per object it touches but brw_size-sized RPCs in each.
+        raid0.object_ranges(file_offset, len, |range| {
+            let ost = osts[range.stripe_index as usize];
+            let bytes = range.object_end_bytes - range.object_start_bytes;
             match scratch.iter_mut().find(|(o, _)| *o == ost) {
-                Some(e) => e.1 += piece.size_bytes,
-                None => scratch.push((ost, piece.size_bytes)),
+                Some(e) => e.1 += bytes,
+                None => scratch.push((ost, bytes)),
             }
         });
         let n_osts = self.osts.len();
-        scratch.iter().all(|&(ost, bytes)| {
+        match scratch.iter().find(|&&(ost, bytes)| {
             let d = self.oscs[client * n_osts + ost as usize].dirty_bytes;
-            d == 0 || d + bytes <= self.dirty_osc_max_bytes
-        })
+            d > 0 && d + bytes > self.dirty_osc_max_bytes
+        }) {
+            Some(&(ost, _)) => Err(DirtyFull::Osc(ost)),
+            None => Ok(()),
+        }
     }
 
     /// A write call of a write-back process: buffered at once when it fits the dirty
@@ -2057,7 +2119,16 @@ impl Sim {
     fn write_to_cache(&mut self, p: u32, file_offset: u64, len: u64) {
         let now = self.now_ns;
         let client = self.processes[p as usize].client as usize;
-        if self.dirty_waiters[client].is_empty() && self.write_fits(p, file_offset, len) {
+        let fits = if self.dirty_waiters[client].is_empty() {
+            let fits = self.write_fits(p, file_offset, len);
+            if let Err(full) = fits {
+                self.dirty_front_full[client] = Some(full);
+            }
+            fits.is_ok()
+        } else {
+            false
+        };
+        if fits {
             self.issue_call(p, file_offset, len, CallKind::Buffered, now);
             self.call_returned(p, now, len);
         } else {
@@ -2073,10 +2144,12 @@ impl Sim {
     /// Buffers the writes waiting at `client` that fit now, in order.
     fn admit_waiters(&mut self, client: usize) {
         while let Some(w) = self.dirty_waiters[client].front().copied() {
-            if !self.write_fits(w.process, w.file_offset_bytes, w.len_bytes) {
+            if let Err(full) = self.write_fits(w.process, w.file_offset_bytes, w.len_bytes) {
+                self.dirty_front_full[client] = Some(full);
                 return;
             }
             self.dirty_waiters[client].pop_front();
+            self.dirty_front_full[client] = None;
             self.issue_call(
                 w.process,
                 w.file_offset_bytes,
@@ -2656,12 +2729,10 @@ impl Sim {
         if let Some(next) = osc.waiting.pop_front() {
             assert!(osc.window.try_send(), "a slot was just freed");
             assert!(osc.window.in_flight() <= self.max_rpcs_in_flight);
-            self.rpcs[next as usize].sent_ns = now;
-            self.queue.push_lane(
-                LANE_LATENCY,
-                now + self.small_message_ns,
-                Event::RequestArrive { rpc: next },
-            );
+            // Its job and direction are its call's process's.
+            let proc_ = &self.processes[self.calls[next.call as usize].process as usize];
+            let (job, read) = (proc_.job, proc_.rw.is_read());
+            self.send_rpc(job, r.client, r.ost, read, next);
         }
 
         assert!(self.rpcs_live > 0, "an RPC completes once");
@@ -2700,7 +2771,22 @@ impl Sim {
             }
         }
         if call.kind == CallKind::Buffered {
-            self.admit_waiters(r.client as usize);
+            let client = r.client as usize;
+            debug_assert_eq!(
+                self.dirty_front_full[client].is_some(),
+                !self.dirty_waiters[client].is_empty(),
+                "a waiting write knows the budget it waits for"
+            );
+            // Only room in the budget the first waiter did not fit can admit it (and those
+            // behind it wait in order).
+            let room = match self.dirty_front_full[client] {
+                Some(DirtyFull::Client) => true,
+                Some(DirtyFull::Osc(ost)) => ost == r.ost,
+                None => false,
+            };
+            if room {
+                self.admit_waiters(client);
+            }
         }
     }
 
@@ -2760,13 +2846,19 @@ impl Sim {
             .filter(|(_, &f)| !f)
             .map(|(r, _)| r)
             .collect();
-        assert_eq!(live.len() as u64, self.rpcs_live, "RPCs alive");
+        let queued = self.oscs.iter().flat_map(|o| &o.waiting);
+        assert_eq!(
+            live.len() as u64 + queued.clone().count() as u64,
+            self.rpcs_live,
+            "RPCs alive: sent or queued at their OSC"
+        );
         let completed: u64 = self
             .jobs
             .iter()
             .map(|j| j.bytes_read + j.bytes_written)
             .sum();
-        let in_flight: u64 = live.iter().map(|r| r.size_bytes).sum();
+        let in_flight: u64 = live.iter().map(|r| r.size_bytes).sum::<u64>()
+            + queued.map(|q| q.size_bytes).sum::<u64>();
         assert_eq!(
             self.bytes_issued,
             completed + in_flight,

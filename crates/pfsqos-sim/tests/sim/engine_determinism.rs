@@ -175,3 +175,56 @@ fn static_writes_are_logged_and_accepted() {
         .count();
     assert_eq!(rules, 2 * 2, "a start per job and domain");
 }
+
+/// Four sequential readers of one file on one disk: their requests interleave on the file's
+/// one object, so each is random on it and pays the random penalty, and nothing else in the
+/// scenario draws a random number.
+const STREAMS_ON_ONE_DISK: &str = r#"
+name = "streams"
+[simulation]
+duration_s = 2.0
+bin_ms = 50
+[cluster]
+clients = 2
+stripe_count = 1
+[[device]]
+name = "disk"
+profile = "PROFILE"
+[[oss]]
+name = "oss0"
+osts = 1
+device = "disk"
+[[job]]
+id = "seq"
+nodes = 2
+[[job.processes]]
+rw = "read"
+bs = "1M"
+size = "64M"
+file = "shared"
+numjobs = 4
+iodepth = 1
+"#;
+
+#[test]
+fn a_disks_random_penalty_variability_makes_seeds_replications() {
+    // The HDD profile draws each random penalty from its rotation and seek distribution.
+    let s = scenario(&STREAMS_ON_ONE_DISK.replace("PROFILE", "hdd-7200rpm"));
+    let a = run_quiet(&s, "nobw", 7);
+    assert_eq!(a, run_quiet(&s, "nobw", 7));
+    assert!(
+        a.engine.rpcs > 50,
+        "the scenario does some I/O: {:?}",
+        a.engine
+    );
+    let b = run_quiet(&s, "nobw", 8);
+    assert_ne!(a.jobs, b.jobs, "another seed is another replication");
+    // ... of the same disk: the bytes moved agree within the replications' spread.
+    let bytes = |o: &pfsqos_sim::RunOutput| o.jobs.iter().map(|j| j.bytes_read).sum::<u64>();
+    let (x, y) = (bytes(&a) as f64, bytes(&b) as f64);
+    assert!((x / y - 1.0).abs() < 0.15, "{x} vs {y}");
+    // With a random penalty but no table for it (the RAID-6 profile) the seeds give the same
+    // run.
+    let s = scenario(&STREAMS_ON_ONE_DISK.replace("PROFILE", "raid6-hdd-ost"));
+    assert_eq!(run_quiet(&s, "nobw", 7).jobs, run_quiet(&s, "nobw", 8).jobs);
+}

@@ -9,6 +9,7 @@
 mod class_index;
 pub mod crrn;
 pub mod fifo;
+pub mod mclock;
 pub mod nrs;
 pub mod policy;
 pub mod sfq;

@@ -1,5 +1,5 @@
 //! One NRS head: FIFO always present as the fallback, and one primary policy from the
-//! scheduler registry ([`nrs_policy_rows`]: TBF, SFQ(D), DSFQ) when started. Accepts the
+//! scheduler registry ([`nrs_policy_rows`]: TBF, CRR-N, SFQ(D), DSFQ, ThemisIO, mClock) when started. Accepts the
 //! administrator's controls as Lustre's own text (`nrs_policies`, `nrs_tbf_rule`, and each
 //! policy's own parameter files such as `nrs_dsfq_weight`).
 //!
@@ -63,6 +63,8 @@ pub use crate::tbf::PARAM_TBF_RULE;
 /// * `crrn`: Lustre's Client Round-Robin over NIDs ([`super::crrn`]).
 /// * `sfqd`: start-time fair queuing with depth D ([`super::sfq`], vPFS's [6]).
 /// * `dsfq`: the same with DSFQ's delay term and vPFS's synchronization ([`super::sfq`]).
+/// * `themis`: ThemisIO's lottery over jobs, users or groups ([`super::themis`]).
+/// * `mclock`: mClock's reservation, weight and limit per class ([`super::mclock`]).
 ///
 /// Named as Lustre names its policies (short, lower case, the algorithm's usual name: `crrn`,
 /// `orr`, `tbf`): `sfqd` is "SFQ(D)" without the parentheses, which `lctl` would need quoted,
@@ -75,6 +77,7 @@ pub fn nrs_policy_rows<P: Send + 'static>() -> Vec<NrsPolicyDescriptor<P>> {
         super::sfq::sfqd_descriptor(),
         super::sfq::dsfq_descriptor(),
         super::themis::descriptor(),
+        super::mclock::descriptor(),
     ]
 }
 
@@ -931,7 +934,8 @@ default * 10000, ref 7
                 "delay",
                 "sfqd",
                 "dsfq",
-                "themis"
+                "themis",
+                "mclock"
             ]
         );
     }

@@ -45,6 +45,9 @@ RUNS = {
     "bakeoff": ["bash", "scripts/bench-bakeoff.sh"],
     "fluid": ["bash", "scripts/bench-fluid.sh"],
     "vpfs-table2": ["bash", "scripts/bench-vpfs-table2.sh"],
+    "sched-counts": ["bash", "scripts/bench-sched-counts.sh", "tbf:100000", "sfqd:100000",
+                     "threshold:100000", "layout:100000", "sfqd_mixed_sizes:100000"],
+    "orphan-sweep": ["bash", "scripts/bench-orphan-sweep.sh"],
 }
 
 
@@ -169,8 +172,9 @@ def main():
             "before and %s after." % (cmd, started, machine(), load_before, load()),
             "",
         ] + figures
-        start = "<!-- generated:bench:%s -->" % key
-        end = "<!-- /generated:bench:%s -->" % key
+        marker = key if package is None else "bench:" + key
+        start = "<!-- generated:%s -->" % marker
+        end = "<!-- /generated:%s -->" % marker
         pat = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
         if not pat.search(text):
             sys.exit("bench-doc: %s has no closing marker %s" % (doc, end))

@@ -19,7 +19,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); uptime before: $(uptime)"
+echo "* machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); uptime before: $(uptime)"
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/key"
 cpu_s() { awk '{printf "%.2f", ($14 + $15) / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat"; }
 hwm_mib() { awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
@@ -52,11 +52,11 @@ PY
   line=$(grep -m1 "sweep pass done" "$d/mds.err" | sed 's/\x1b\[[0-9;]*m//g')
   objects=$(sed -n 's/.*objects=\([0-9]*\).*/\1/p' <<<"$line")
   secs=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$line")
-  printf '%s objects: pass %.2f s (listed %s); ossd CPU %s s, peak RSS %s MiB; mds CPU %s s, peak RSS %s MiB\n' \
+  printf '* %s objects: pass %.2f s (listed %s); ossd CPU %s s, peak RSS %s MiB; mds CPU %s s, peak RSS %s MiB\n' \
     "$n" "$secs" "$objects" "$(cpu_s "$ossd")" "$(hwm_mib "$ossd")" "$(cpu_s "$mds")" "$(hwm_mib "$mds")"
   kill "$mds" "$ossd"
   wait "$mds" "$ossd" 2>/dev/null || true
   pids=()
   rm -rf "$d"
 done
-echo "uptime after: $(uptime)"
+echo "* uptime after: $(uptime)"

@@ -7,12 +7,17 @@
 //! `size_fair`: one draw among the jobs, each with a node count of 1 to 16 as its tickets.
 //! `group_user_size_fair`: three draws, among 10 groups, then among a group's users (1,000 in
 //! all), then among a user's jobs.
+//!
+//! mClock (`mclock`) in the same loop: `mclock_weights`, every job a weight of 1 to 16 and no
+//! floor or cap (the weight phase alone); `mclock_floors_caps`, every job also a floor of 100
+//! and a cap of 10^9 requests per second, so every dispatch passes both phases' heaps.
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
 use pfsqos_core::sched::tbf::{ClassType, Field, Tbf, TbfCommand, TbfConfig};
+use pfsqos_core::sched::mclock::{ClassKey, ClassSpec, KeyKind, Mclock};
 use pfsqos_core::sched::themis::{FairnessMode, Themis};
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
 
@@ -88,6 +93,20 @@ fn themis(mode: FairnessMode, classes: usize) -> Themis<u32> {
     t
 }
 
+fn mclock(classes: usize, floors_caps: bool) -> Mclock<u32> {
+    let mut m = Mclock::new(KeyKind::Job);
+    for k in 0..classes {
+        let spec = ClassSpec {
+            reservation_per_s: if floors_caps { 100 } else { 0 },
+            weight: 1 + (k % 16) as u64,
+            limit_per_s: if floors_caps { 1_000_000_000 } else { 0 },
+        };
+        m.set_class(ClassKey::Job(JobId::new(&format!("job.{k}")).unwrap()), Some(spec))
+            .unwrap();
+    }
+    m
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("themis_enqueue_dequeue_per_rpc");
     for classes in [10usize, 1_000, 100_000] {
@@ -117,6 +136,18 @@ fn bench(c: &mut Criterion) {
             &classes,
             |b, &n| {
                 let mut s = Steady::new(themis(FairnessMode::GroupUserSizeFair, n), n);
+                b.iter(|| black_box(s.step()));
+            },
+        );
+        g.bench_with_input(BenchmarkId::new("mclock_weights", classes), &classes, |b, &n| {
+            let mut s = Steady::new(mclock(n, false), n);
+            b.iter(|| black_box(s.step()));
+        });
+        g.bench_with_input(
+            BenchmarkId::new("mclock_floors_caps", classes),
+            &classes,
+            |b, &n| {
+                let mut s = Steady::new(mclock(n, true), n);
                 b.iter(|| black_box(s.step()));
             },
         );

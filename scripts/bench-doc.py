@@ -147,7 +147,8 @@ def main():
     if not blocks:
         sys.exit("bench-doc: no generated block to run in %s" % doc)
 
-    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", "target"))
+    # Absolute: criterion runs each bench in its package directory.
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", "target")).resolve()
     for key, package, bench, filt in blocks:
         load_before = load()
         started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

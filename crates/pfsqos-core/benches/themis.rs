@@ -16,8 +16,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
-use pfsqos_core::sched::tbf::{ClassType, Field, Tbf, TbfCommand, TbfConfig};
 use pfsqos_core::sched::mclock::{ClassKey, ClassSpec, KeyKind, Mclock};
+use pfsqos_core::sched::tbf::{ClassType, Field, Tbf, TbfCommand, TbfConfig};
 use pfsqos_core::sched::themis::{FairnessMode, Themis};
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
 
@@ -101,8 +101,11 @@ fn mclock(classes: usize, floors_caps: bool) -> Mclock<u32> {
             weight: 1 + (k % 16) as u64,
             limit_per_s: if floors_caps { 1_000_000_000 } else { 0 },
         };
-        m.set_class(ClassKey::Job(JobId::new(&format!("job.{k}")).unwrap()), Some(spec))
-            .unwrap();
+        m.set_class(
+            ClassKey::Job(JobId::new(&format!("job.{k}")).unwrap()),
+            Some(spec),
+        )
+        .unwrap();
     }
     m
 }
@@ -139,10 +142,14 @@ fn bench(c: &mut Criterion) {
                 b.iter(|| black_box(s.step()));
             },
         );
-        g.bench_with_input(BenchmarkId::new("mclock_weights", classes), &classes, |b, &n| {
-            let mut s = Steady::new(mclock(n, false), n);
-            b.iter(|| black_box(s.step()));
-        });
+        g.bench_with_input(
+            BenchmarkId::new("mclock_weights", classes),
+            &classes,
+            |b, &n| {
+                let mut s = Steady::new(mclock(n, false), n);
+                b.iter(|| black_box(s.step()));
+            },
+        );
         g.bench_with_input(
             BenchmarkId::new("mclock_floors_caps", classes),
             &classes,

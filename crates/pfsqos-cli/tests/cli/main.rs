@@ -5,6 +5,7 @@
 mod agent_fio;
 mod agent_slurm;
 mod agent_stat;
+mod architecture;
 mod cli;
 mod common;
 mod fio;

@@ -129,6 +129,27 @@ pub const BULK_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default of [`OssdConfig::reply_idle_timeout`].
 pub const REPLY_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// I/O threads each CPT gets from `--threads` over `--cpts`, and a note for the log when
+/// that is not what was asked. As Lustre's `ptlrpc_server_nthreads_check`
+/// (lustre/ptlrpc/service.c) does with `oss_num_threads`, the total is divided evenly over the
+/// partitions (rounded down) and each partition gets at least its minimum (one here, Lustre's
+/// `tc_nthrs_init` there), so a count below the CPT count is raised rather than refused: a
+/// partition without a thread would never serve its NRS heads. The note says so, since the
+/// ossd then runs more threads than `--threads` (or fewer, when it does not divide).
+pub fn threads_per_cpt(threads: usize, cpts: usize) -> (usize, Option<String>) {
+    assert!(cpts > 0, "validated: at least one CPT");
+    let per_cpt = (threads / cpts).max(1);
+    let total = per_cpt * cpts;
+    let note = (total != threads).then(|| {
+        format!(
+            "--threads {threads} over --cpts {cpts}: {per_cpt} I/O thread(s) per CPT, {total} \
+             in all (each CPT needs at least one; give a multiple of --cpts to run exactly \
+             --threads)"
+        )
+    });
+    (per_cpt, note)
+}
+
 /// Daemon configuration.
 #[derive(Clone, Debug)]
 pub struct OssdConfig {
@@ -1687,7 +1708,10 @@ impl Ossd {
                 .collect::<anyhow::Result<Vec<_>>>()?,
         };
         let tbf = TbfConfig::for_version(config.lustre_version);
-        let per_cpt = (config.threads / config.cpts).max(1);
+        let (per_cpt, raised) = threads_per_cpt(config.threads, config.cpts);
+        if let Some(note) = raised {
+            warn!("{note}");
+        }
         let cpts = (0..config.cpts)
             .map(|k| {
                 let mut svc = CptService::new(
@@ -2540,6 +2564,31 @@ async fn read_requests(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fewer threads than CPTs are raised to one a CPT, as Lustre raises each partition to its
+    /// minimum, and never silently: the note names both options, the value given and what
+    /// runs. A count the CPTs divide runs as given, with no note.
+    #[test]
+    fn too_few_threads_for_the_cpts_are_raised_and_said() {
+        let (per_cpt, note) = threads_per_cpt(2, 4);
+        assert_eq!(per_cpt, 1);
+        let note = note.expect("a raised thread count is logged");
+        assert!(
+            note.contains("--threads 2") && note.contains("--cpts 4"),
+            "{note}"
+        );
+        assert!(note.contains("4 in all"), "{note}");
+        // Rounded down, as Lustre divides `oss_num_threads` over the partitions.
+        let (per_cpt, note) = threads_per_cpt(7, 2);
+        assert_eq!(per_cpt, 3);
+        assert!(note
+            .expect("a lowered count is logged")
+            .contains("6 in all"));
+        for (threads, cpts) in [(8, 1), (8, 2), (1, 1), (1024, 256)] {
+            let (per_cpt, note) = threads_per_cpt(threads, cpts);
+            assert_eq!((per_cpt * cpts, note), (threads, None));
+        }
+    }
 
     /// Each bound of the bulk settings, on both sides: the edge values pass, one past them
     /// fails with the setting named.

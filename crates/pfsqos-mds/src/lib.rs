@@ -1313,7 +1313,9 @@ pub struct MdsConfig {
     pub key: Vec<u8>,
     /// The servers' own key (`--server-key-file`, never sent): with it, an ossd reporting its
     /// statistics (role `Oss`) proves it, so a client cannot forge them, and the destroyer
-    /// proves it to the ossds (role `Mds`). Without it, every peer proves the cluster key.
+    /// proves it to the ossds (role `Mds`). Without it, role `Oss` is refused (no key
+    /// proves it: see `pfsqos_wire::protocol::Role::needs_server_key`), so iez gets no
+    /// statistics, and the other roles prove the cluster key.
     pub server_key: Option<Vec<u8>>,
     pub namespace: NamespaceConfig,
     pub connections_max: usize,
@@ -1393,6 +1395,13 @@ impl Mds {
     }
 
     async fn serve(listener: TcpListener, config: MdsConfig) -> anyhow::Result<Mds> {
+        if config.server_key.is_none() && config.namespace.placer.starts_with("iez") {
+            // Role `Oss` proves only the servers' key, so no ossd's statistics can arrive.
+            warn!(
+                "iez gets no OSS statistics without --server-key-file: ossds report them \
+                 proving the servers' own key; placing as if none had reported"
+            );
+        }
         let page_max = pfsqos_wire::protocol::LIST_OBJECTS_MAX;
         if !(1..=page_max).contains(&config.sweep_page_objects) {
             anyhow::bail!(

@@ -162,8 +162,10 @@ pub struct OssdConfig {
     /// server role (an ossd's DSFQ synchronization, the MDS, an administrator's `lctl`; see
     /// [`Role::is_server_role`]) must prove it, so a client, which holds only the cluster key,
     /// cannot inject service reports, write TBF rules or destroy objects; this ossd's own
-    /// synchronization sender and its iez reports to the MDS prove it. Without it, every
-    /// peer proves the cluster key.
+    /// synchronization sender and its iez reports to the MDS prove it. Without it, role
+    /// `Oss` is refused whatever key it proves (a DSFQ peer's reports charge every job, and
+    /// the cluster key is every client node's), `--peer` and `--report-mds` are refused at
+    /// start, and `Mds` and `Lctl` prove the cluster key.
     pub server_key: Option<Vec<u8>>,
     /// File system name, for `obdfilter.<fsname>-OSTxxxx.job_stats`.
     pub fsname: String,
@@ -315,6 +317,24 @@ impl OssdConfig {
             c.capacity(self.ceiling_bytes_per_s)?;
         }
         self.sync.validate(self.cpts)?;
+        // Peers and the MDS admit role `Oss` only against the servers' own key (no server
+        // accepts it on the cluster key, which every client node holds), so without one this
+        // ossd's synchronization and reports could never be admitted: said at start, not as
+        // refusals every period.
+        if self.server_key.is_none() {
+            if !self.sync.peers.is_empty() {
+                bail!(
+                    "--peer needs --server-key-file: DSFQ peers prove the servers' own key, \
+                     never the cluster key a client node holds"
+                );
+            }
+            if self.report.is_some() {
+                bail!(
+                    "--report-mds needs --server-key-file: the MDS takes an OSS's statistics \
+                     only from a peer proving the servers' own key"
+                );
+            }
+        }
         Ok(())
     }
 }
@@ -1755,15 +1775,7 @@ impl Ossd {
             read_piece_slots: Arc::new(Semaphore::new(per_cpt * config.cpts)),
             tbf,
             clients: Mutex::new(Clients::default()),
-            sync: {
-                if !config.sync.peers.is_empty() && config.server_key.is_none() {
-                    warn!(
-                        "DSFQ peers authenticate with the cluster key: any client node could \
-                         send service reports; give every ossd --server-key-file"
-                    );
-                }
-                SyncState::new(config.sync.clone()).context("choosing a sync epoch")?
-            },
+            sync: SyncState::new(config.sync.clone()).context("choosing a sync epoch")?,
             block_stats,
             control_cost: Default::default(),
             // Validated above (`ControlConfig::capacity`): bounded, in range, no job twice.

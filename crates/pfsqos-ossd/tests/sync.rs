@@ -756,7 +756,8 @@ async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
 
 /// Without the servers' own key nothing can prove role `Oss`: an ossd given DSFQ peers but no
 /// `--server-key-file` refuses to start and names the missing option (its reports could never
-/// be admitted, and a peer admitted on the cluster key would be any client node), and an ossd
+/// be admitted, and a peer admitted on the cluster key would be any client node), as does one
+/// reporting iez's statistics to the MDS (`--report-mds`, role `Oss` there too), and an ossd
 /// without one refuses role `Oss` on the cluster key, so a client node cannot inject service
 /// reports into it; `Client` still works there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -777,6 +778,31 @@ async fn without_a_server_key_no_peer_ossd_is_admitted() {
     let text = format!("{refused:#}");
     assert!(
         text.contains("--peer") && text.contains("--server-key-file"),
+        "{text}"
+    );
+    // iez's statistics go to the MDS as role `Oss` too: refused at start the same way.
+    let reporting = |cfg: &mut OssdConfig| {
+        cfg.server_key = None;
+        cfg.report = Some(pfsqos_ossd::report::ReportConfig {
+            mds: "127.0.0.1:1".into(),
+            report_as: None,
+            period: Duration::from_secs(60),
+            ost_capacity_bytes: None,
+        });
+    };
+    let refused = Ossd::start(config(
+        addrs[0],
+        tmp.path().join("ost0"),
+        0,
+        &[],
+        &reporting,
+    ))
+    .await
+    .err()
+    .expect("an ossd reporting to the MDS with no server key started");
+    let text = format!("{refused:#}");
+    assert!(
+        text.contains("--report-mds") && text.contains("--server-key-file"),
         "{text}"
     );
     let a = Ossd::start(config(

@@ -17,6 +17,14 @@
 //! the least-entitled such job), so TBF syntax in a job id never leaves the job in `default`
 //! at 10,000 RPC/s. Rules started while the catch-all is held rank before it.
 //!
+//! The catch-all stands only while some such job is wanted, never otherwise: `jobid={*}`
+//! matches every job, and a job's own rule is written only at the controller's next period
+//! after its first RPC, so meanwhile a new, ordinary job's RPCs are caught too and held at a
+//! rate computed for other jobs. While an unnamable job is present that is the price of
+//! holding it (one period at most per new job); with none present the rule would have no
+//! rate to stand for and would only delay every new job, so it is stopped, and such jobs fall
+//! to `default` for at most one period before it is started again.
+//!
 //! A name may be taken on the server by a rule this manager did not start (an
 //! administrator's `jvictim2`): [`JobRules::set_server_names`] and
 //! [`JobRules::name_taken`] keep such names from being given, so the job is renamed

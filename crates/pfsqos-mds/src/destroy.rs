@@ -202,6 +202,8 @@ pub(crate) struct Destroyer {
     /// The file system's name: an ossd of another file system is never swept.
     fsname: String,
     osses: Vec<Oss>,
+    /// Objects a sweep page asks for (1..=[`LIST_OBJECTS_MAX`]).
+    page_objects: u32,
     wake: Arc<Notify>,
 }
 
@@ -213,8 +215,13 @@ impl Destroyer {
         key: Arc<[u8]>,
         fsname: String,
         osts: &[OstInfo],
+        page_objects: u32,
         wake: Arc<Notify>,
     ) -> Destroyer {
+        assert!(
+            (1..=LIST_OBJECTS_MAX).contains(&page_objects),
+            "a sweep page outside what an ossd lists"
+        );
         let mut osses: Vec<Oss> = Vec::new();
         for o in osts {
             match osses.last_mut() {
@@ -239,6 +246,7 @@ impl Destroyer {
             key,
             fsname,
             osses,
+            page_objects,
             wake,
         }
     }
@@ -373,7 +381,7 @@ impl Destroyer {
                 .expect("connected before a sweep");
             let (ids, more) = tokio::time::timeout(
                 REQUEST_TIMEOUT,
-                conn.list_objects(cur.ost, cur.after, LIST_OBJECTS_MAX),
+                conn.list_objects(cur.ost, cur.after, self.page_objects),
             )
             .await
             .map_err(|_| "object listing timed out".to_string())?

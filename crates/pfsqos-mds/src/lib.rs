@@ -1313,7 +1313,9 @@ pub struct MdsConfig {
     pub key: Vec<u8>,
     /// The servers' own key (`--server-key-file`, never sent): with it, an ossd reporting its
     /// statistics (role `Oss`) proves it, so a client cannot forge them, and the destroyer
-    /// proves it to the ossds (role `Mds`). Without it, every peer proves the cluster key.
+    /// proves it to the ossds (role `Mds`). Without it, role `Oss` is refused (no key
+    /// proves it: see `pfsqos_wire::protocol::Role::needs_server_key`), so iez gets no
+    /// statistics, and the other roles prove the cluster key.
     pub server_key: Option<Vec<u8>>,
     pub namespace: NamespaceConfig,
     pub connections_max: usize,
@@ -1325,6 +1327,10 @@ pub struct MdsConfig {
     /// `None`: never (the gate stays open). An MDS started inside another program (tests that
     /// run ossds, the MDS and a mount in one process) would measure that whole process.
     pub mds_load_period: Option<std::time::Duration>,
+    /// Objects one page of the orphan sweep asks an ossd for (1..=`LIST_OBJECTS_MAX`, the
+    /// default): smaller pages bound each reply's size, and make a pass of few objects span
+    /// several pages and rounds.
+    pub sweep_page_objects: u32,
 }
 
 impl MdsConfig {
@@ -1349,6 +1355,7 @@ impl MdsConfig {
             metrics_listen: None,
             iez_stats_max_age_ms: iez::STATS_MAX_AGE_DEFAULT_MS,
             mds_load_period: Some(load::MDS_LOAD_PERIOD),
+            sweep_page_objects: pfsqos_wire::protocol::LIST_OBJECTS_MAX,
         }
     }
 }
@@ -1388,6 +1395,20 @@ impl Mds {
     }
 
     async fn serve(listener: TcpListener, config: MdsConfig) -> anyhow::Result<Mds> {
+        if config.server_key.is_none() && config.namespace.placer.starts_with("iez") {
+            // Role `Oss` proves only the servers' key, so no ossd's statistics can arrive.
+            warn!(
+                "iez gets no OSS statistics without --server-key-file: ossds report them \
+                 proving the servers' own key; placing as if none had reported"
+            );
+        }
+        let page_max = pfsqos_wire::protocol::LIST_OBJECTS_MAX;
+        if !(1..=page_max).contains(&config.sweep_page_objects) {
+            anyhow::bail!(
+                "sweep_page_objects {}: must be 1..={page_max}",
+                config.sweep_page_objects
+            );
+        }
         let mut ns = Namespace::open(&config.db, config.namespace.clone())
             .map_err(|e| anyhow::anyhow!("{}: {e}", config.db.display()))?;
         ns.set_iez_stats_max_age_ms(config.iez_stats_max_age_ms);
@@ -1459,6 +1480,7 @@ impl Mds {
                 server_key.clone().unwrap_or_else(|| key.clone()),
                 config.namespace.fsname.clone(),
                 &config.namespace.osts(),
+                config.sweep_page_objects,
                 removed.clone(),
             )
             .run(),

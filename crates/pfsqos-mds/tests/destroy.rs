@@ -303,3 +303,211 @@ async fn a_listing_pass_reads_the_directory_once() {
     drop((c, m));
     oss.shutdown().await;
 }
+
+/// A TCP relay between the MDS and an ossd that reads the MDS's frames (4-byte big-endian
+/// length, then the body: see `pfsqos_wire::protocol`), records every object listing asked
+/// for, and on its first connection drops the connection instead of relaying the `cut_at`-th
+/// listing, as a network failure mid-pass would. Connections wait for `open` before they are
+/// relayed, so the MDS's first pass starts only once the test has stored its objects.
+struct Relay {
+    addr: SocketAddr,
+    /// `(connection, OST, after)` of each listing the MDS asked for, the cut one included.
+    listed: std::sync::Arc<std::sync::Mutex<Vec<(usize, u32, u64)>>>,
+    open: tokio::sync::watch::Sender<bool>,
+}
+
+impl Relay {
+    async fn start(upstream: SocketAddr, ost_count: u32, cut_at: usize) -> Relay {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let listed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (open, gate) = tokio::sync::watch::channel(false);
+        let log = listed.clone();
+        tokio::spawn(async move {
+            for conn in 0.. {
+                let Ok((down, _)) = listener.accept().await else {
+                    return;
+                };
+                let (log, mut gate) = (log.clone(), gate.clone());
+                tokio::spawn(async move {
+                    if gate.wait_for(|&o| o).await.is_err() {
+                        return;
+                    }
+                    let Ok(up) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    let (mut down_r, mut down_w) = down.into_split();
+                    let (mut up_r, mut up_w) = up.into_split();
+                    let replies =
+                        tokio::spawn(async move { tokio::io::copy(&mut up_r, &mut down_w).await });
+                    // Hello and Auth, then requests.
+                    for frame in 0usize.. {
+                        let mut len = [0u8; 4];
+                        if down_r.read_exact(&mut len).await.is_err() {
+                            break;
+                        }
+                        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+                        if down_r.read_exact(&mut body).await.is_err() {
+                            break;
+                        }
+                        if frame >= 2 {
+                            if let Ok(pfsqos_wire::protocol::Request::ListObjects {
+                                ost,
+                                after,
+                                ..
+                            }) = pfsqos_wire::protocol::decode_request(&body, ost_count)
+                            {
+                                let mut l = log.lock().unwrap();
+                                l.push((conn, ost, after));
+                                if conn == 0 && l.len() == cut_at {
+                                    break;
+                                }
+                            }
+                        }
+                        if up_w.write_all(&len).await.is_err()
+                            || up_w.write_all(&body).await.is_err()
+                        {
+                            break;
+                        }
+                    }
+                    // Both directions end: the MDS sees its connection fail.
+                    replies.abort();
+                });
+            }
+        });
+        Relay { addr, listed, open }
+    }
+
+    fn listed(&self) -> Vec<(usize, u32, u64)> {
+        self.listed.lock().unwrap().clone()
+    }
+}
+
+/// The orphan sweep is incremental and survives its connection: a pass of several rounds
+/// (pages of two objects, so 16 pages a round cover 32 objects) whose connection to the ossd
+/// drops in its second round continues, on the next connection, from the cursor where it
+/// stood (the listing that failed is asked for again, not the OST's first page), so each
+/// OST's directory is read once in the pass (one listing with `after` 0 per OST). The pass
+/// still destroys every orphan (every id below the MDS's next id that no stripe on that OST
+/// names) and nothing else: not a live file's object, not one above the bound (a create in
+/// flight), not a file that is no object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_pass_continues_from_its_cursor_after_its_connection_drops() {
+    const FILES: usize = 20;
+    const OSTS: u32 = 2;
+    // Round one is 16 listings: the cut falls in round two.
+    const CUT_AT: usize = 20;
+    let tmp = tempfile::tempdir().unwrap();
+    let dirs: Vec<PathBuf> = (0..OSTS)
+        .map(|i| tmp.path().join(format!("ost{i}")))
+        .collect();
+    let oss = ossd("127.0.0.1:0".parse().unwrap(), &dirs).await;
+    let relay = Relay::start(oss.local_addr(), OSTS, CUT_AT).await;
+    let mut config = mds_config(&tmp.path().join("mds.db"), relay.addr, OSTS);
+    config.sweep_page_objects = 2;
+    let mds = Mds::start(config).await.unwrap();
+    let mut m = MdsClient::connect(mds.local_addr(), KEY).await.unwrap();
+    let mut c = OssClient::connect(oss.local_addr(), KEY, Role::Client)
+        .await
+        .unwrap();
+    let mut live = Vec::new();
+    for k in 0..FILES {
+        let (_, l) = m
+            .create(ROOT_INO, format!("f{k}").as_bytes(), O, None)
+            .await
+            .unwrap();
+        fill(&mut c, &l).await;
+        live.extend(l.stripes);
+    }
+    let below = mds.with_namespace(|ns| ns.next_object().unwrap());
+    let ids = |ost: u32| -> std::collections::BTreeSet<u64> {
+        live.iter()
+            .filter(|s| s.ost == ost)
+            .map(|s| s.object)
+            .collect()
+    };
+    // Every id handed out is on one OST; on the others it is an orphan.
+    let mut orphans = 0;
+    for ost in 0..OSTS {
+        let mine = ids(ost);
+        for id in (1..below).filter(|id| !mine.contains(id)) {
+            let s = Stripe { ost, object: id };
+            std::fs::write(object_path(&dirs, &s), b"orphan").unwrap();
+            orphans += 1;
+        }
+        for id in [below, below + 3] {
+            let s = Stripe { ost, object: id };
+            std::fs::write(object_path(&dirs, &s), b"being created").unwrap();
+        }
+        std::fs::write(
+            dirs[ost as usize].join("objects").join("notes.txt"),
+            b"keep",
+        )
+        .unwrap();
+    }
+    let per_ost = (below - 1) as usize + 2;
+    assert!(
+        per_ost > 2 * 16 + 2,
+        "the pass must span more than one round on an OST"
+    );
+    assert!(orphans > 0);
+    relay.open.send(true).unwrap();
+    let expected = |ost: u32| -> std::collections::BTreeSet<String> {
+        ids(ost)
+            .into_iter()
+            .chain([below, below + 3])
+            .map(|id| format!("{id:016x}"))
+            .chain(["notes.txt".to_string()])
+            .collect()
+    };
+    let stored_names = |ost: u32| -> std::collections::BTreeSet<String> {
+        std::fs::read_dir(dirs[ost as usize].join("objects"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect()
+    };
+    wait_until("every orphan destroyed", || {
+        (0..OSTS).all(|ost| stored_names(ost) == expected(ost))
+    })
+    .await;
+    wait_until("the queue emptied", || {
+        mds.with_namespace(|ns| ns.pending_destroy_count().unwrap()) == 0
+    })
+    .await;
+    // Every OST's orphans are gone, so the pass listed every OST (a pass is under way until
+    // its last page; what was asked so far is what is checked).
+    let listed = relay.listed();
+    assert!(listed.len() > CUT_AT, "{listed:?}");
+    let (cut, resumed) = (listed[CUT_AT - 1], listed[CUT_AT]);
+    assert_eq!(cut.0, 0, "{listed:?}");
+    assert!(resumed.0 > 0, "no reconnection: {listed:?}");
+    assert_ne!(cut.2, 0, "the cut fell on an OST's first page: {listed:?}");
+    assert_eq!(
+        (resumed.1, resumed.2),
+        (cut.1, cut.2),
+        "the reconnection did not continue from the cursor: {listed:?}"
+    );
+    // One reading of each OST's directory in the pass: its first page, asked for once.
+    for ost in 0..OSTS {
+        let firsts = listed
+            .iter()
+            .filter(|&&(_, o, after)| o == ost && after == 0)
+            .count();
+        assert_eq!(
+            firsts, 1,
+            "OST {ost} listed from its start {firsts} times: {listed:?}"
+        );
+    }
+    // The cursor only moves forward: the cut listing is the only one asked twice.
+    let positions: Vec<(u32, u64)> = listed.iter().map(|&(_, o, a)| (o, a)).collect();
+    let mut retried = 0;
+    for w in positions.windows(2) {
+        assert!(w[0] <= w[1], "the cursor went back: {listed:?}");
+        retried += usize::from(w[0] == w[1]);
+    }
+    assert_eq!(retried, 1, "{listed:?}");
+    drop((m, c));
+    mds.shutdown().await;
+    oss.shutdown().await;
+}

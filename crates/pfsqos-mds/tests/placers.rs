@@ -9,6 +9,8 @@ use pfsqos_wire::mds::*;
 use pfsqos_wire::protocol::{Errno, Role};
 
 const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+/// The servers' own key, which an ossd reporting its statistics (role `Oss`) proves.
+const SERVER_KEY: &[u8] = b"mds-test-server-key-fedcba98765432";
 const MIB: u64 = 1 << 20;
 const O: Owner = Owner {
     mode: 0o644,
@@ -27,6 +29,7 @@ fn config(dir: &std::path::Path, placer: &str) -> MdsConfig {
             .map(|i| format!("127.0.0.1:{}:2", 7001 + i).parse().unwrap())
             .collect(),
     );
+    c.server_key = Some(SERVER_KEY.to_vec());
     c.namespace.placer = placer.into();
     c.namespace.default_stripe.stripe_count = 2;
     // The MDS's own load would be this test process's: no busy gate.
@@ -53,7 +56,7 @@ fn report(i: u32, avail: u64) -> OssReport {
 
 /// An ossd's connection (role `Oss`), the only one that reports statistics.
 async fn reporter(mds: &Mds) -> MdsClient {
-    MdsClient::connect_as(mds.local_addr(), KEY, Role::Oss)
+    MdsClient::connect_as(mds.local_addr(), SERVER_KEY, Role::Oss)
         .await
         .unwrap()
 }
@@ -235,15 +238,13 @@ async fn an_unknown_placer_is_refused_with_the_names() {
 /// OSS's statistics, which steer every new file's placement: a client's cluster key claiming
 /// `Oss` is refused at the handshake, and a client connection's report gets `EPERM`, so no
 /// forged report reaches the placer. `Lctl` and `Mds` have nothing to do at the MDS, with
-/// either key; an ossd's connection runs no namespace operation. Without a server key, an
-/// ossd proves the cluster key.
+/// either key; an ossd's connection runs no namespace operation. Without a server key, no
+/// key proves role `Oss`: the cluster key every client holds would prove nothing, so the MDS
+/// refuses it and no report reaches the placer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_an_ossd_holding_the_server_key_reports_statistics() {
-    const SERVER_KEY: &[u8] = b"mds-test-server-key-fedcba98765432";
     let tmp = tempfile::tempdir().unwrap();
-    let mut cfg = config(tmp.path(), "lustre");
-    cfg.server_key = Some(SERVER_KEY.to_vec());
-    let mds = Mds::start(cfg).await.unwrap();
+    let mds = Mds::start(config(tmp.path(), "lustre")).await.unwrap();
     let addr = mds.local_addr();
     let reported = |mds: &Mds| mds.with_namespace(|ns| ns.server_stats(wall_ns()).is_some());
 
@@ -279,9 +280,17 @@ async fn only_an_ossd_holding_the_server_key_reports_statistics() {
     mds.shutdown().await;
 
     let tmp = tempfile::tempdir().unwrap();
-    let mds = Mds::start(config(tmp.path(), "lustre")).await.unwrap();
-    let mut oss = reporter(&mds).await;
-    oss.report_oss(report(0, MIB)).await.unwrap();
-    drop(oss);
+    let mut cfg = config(tmp.path(), "lustre");
+    cfg.server_key = None;
+    let mds = Mds::start(cfg).await.unwrap();
+    for key in [KEY, SERVER_KEY] {
+        let e = MdsClient::connect_as(mds.local_addr(), key, Role::Oss)
+            .await
+            .err()
+            .expect("role Oss admitted by an MDS without a server key");
+        assert!(e.to_string().contains("--server-key-file"), "{e}");
+    }
+    assert!(!reported(&mds), "a report reached the placer");
+    MdsClient::connect(mds.local_addr(), KEY).await.unwrap();
     mds.shutdown().await;
 }

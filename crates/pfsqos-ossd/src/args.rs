@@ -37,7 +37,8 @@ pub struct OssdArgs {
     /// client's cluster key cannot claim to be one of them.
     #[arg(long)]
     pub server_key_file: Option<PathBuf>,
-    /// I/O threads in total, split over the CPU partitions.
+    /// I/O threads in total, split evenly over the CPU partitions (rounded down, at least one
+    /// each, as Lustre does with `oss_num_threads`; a warning says when that is not N).
     #[arg(long, default_value_t = THREADS_DEFAULT)]
     pub threads: usize,
     /// CPU partitions (one NRS head each).

@@ -346,21 +346,29 @@ pub(crate) fn apply_client_write(
 /// catch-all rule limits them, or in a weight policy the default weight) for the metrics, and
 /// names them in a log line at most once a minute ([`UnnamableLog`]).
 fn note_unnamable(shared: &impl Controlled, obs: &Observation, log: &mut UnnamableLog) {
+    let (count, line) = unnamable_note(obs, log);
+    shared.note_unnamable_jobs(count);
+    if let Some(named) = line {
+        warn!(
+            jobs = count,
+            first = %named,
+            "job ids with TBF syntax cannot have a rule of their own; limited by the \
+             controller's catch-all rule (a weight policy's default weight)"
+        );
+    }
+}
+
+/// How many of `obs`'s jobs have ids that cannot be rules, and the escaped text naming them
+/// when a log line is due at the observation's time (the caller's clock, so tests run it on
+/// virtual time).
+fn unnamable_note(obs: &Observation, log: &mut UnnamableLog) -> (u64, Option<String>) {
     let unnamable: Vec<JobId> = obs
         .jobs
         .iter()
         .map(|m| m.job)
         .filter(|j| !job_id_is_rule_safe(j))
         .collect();
-    shared.note_unnamable_jobs(unnamable.len() as u64);
-    if let Some(named) = log.due(obs.now_ns, &unnamable) {
-        warn!(
-            jobs = unnamable.len(),
-            first = %named,
-            "job ids with TBF syntax cannot have a rule of their own; limited by the \
-             controller's catch-all rule (a weight policy's default weight)"
-        );
-    }
+    (unnamable.len() as u64, log.due(obs.now_ns, &unnamable))
 }
 
 fn apply_decision(
@@ -634,6 +642,55 @@ mod tests {
             .jobs
             .iter()
             .all(|m| m.weight == default_job_weight(m.node_count)));
+    }
+
+    /// Every kind of TBF syntax in a job id is counted for `pfsqos_oss_jobs_unnamable` each
+    /// period, and named in a log line (escaped, Rust's `Debug` of the id) at most once a
+    /// minute of the observations' clock; ordinary ids are neither counted nor named.
+    #[test]
+    fn unnamable_jobs_are_counted_every_period_and_named_once_a_minute() {
+        use pfsqos_core::control::rules::UNNAMABLE_LOG_INTERVAL_NS;
+        let ids = [
+            "*",
+            "a b",
+            "{x}",
+            "a,b",
+            "a&b",
+            "a=b",
+            "caf\u{e9}",
+            "q\"uote",
+        ];
+        let mut jobs: Vec<JobMeta> = ids.iter().map(|j| meta(j, 1)).collect();
+        jobs.push(meta("plain.1", 1));
+        let mut obs = Observation {
+            now_ns: 1_000,
+            period_ns: 0,
+            domains: Vec::new(),
+            jobs,
+            clients: Vec::new(),
+        };
+        let mut log = UnnamableLog::default();
+        let (count, line) = unnamable_note(&obs, &mut log);
+        assert_eq!(count, ids.len() as u64);
+        let line = line.expect("the first period names them");
+        assert!(
+            line.contains("\"*\"") && line.contains("\"q\\\"uote\""),
+            "{line}"
+        );
+        assert!(!line.contains("plain.1"), "{line}");
+        // Counted every period, named again only after the interval.
+        for now in [
+            1_000 + UNNAMABLE_LOG_INTERVAL_NS / 2,
+            UNNAMABLE_LOG_INTERVAL_NS,
+        ] {
+            obs.now_ns = now;
+            assert_eq!(unnamable_note(&obs, &mut log), (ids.len() as u64, None));
+        }
+        obs.now_ns = 1_000 + UNNAMABLE_LOG_INTERVAL_NS;
+        assert!(unnamable_note(&obs, &mut log).1.is_some());
+        obs.jobs.retain(|m| m.job == job("plain.1"));
+        obs.now_ns += 2 * UNNAMABLE_LOG_INTERVAL_NS;
+        assert_eq!(unnamable_note(&obs, &mut log), (0, None));
     }
 
     #[test]

@@ -129,6 +129,27 @@ pub const BULK_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default of [`OssdConfig::reply_idle_timeout`].
 pub const REPLY_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// I/O threads each CPT gets from `--threads` over `--cpts`, and a note for the log when
+/// that is not what was asked. As Lustre's `ptlrpc_server_nthreads_check`
+/// (lustre/ptlrpc/service.c) does with `oss_num_threads`, the total is divided evenly over the
+/// partitions (rounded down) and each partition gets at least its minimum (one here, Lustre's
+/// `tc_nthrs_init` there), so a count below the CPT count is raised rather than refused: a
+/// partition without a thread would never serve its NRS heads. The note says so, since the
+/// ossd then runs more threads than `--threads` (or fewer, when it does not divide).
+pub fn threads_per_cpt(threads: usize, cpts: usize) -> (usize, Option<String>) {
+    assert!(cpts > 0, "validated: at least one CPT");
+    let per_cpt = (threads / cpts).max(1);
+    let total = per_cpt * cpts;
+    let note = (total != threads).then(|| {
+        format!(
+            "--threads {threads} over --cpts {cpts}: {per_cpt} I/O thread(s) per CPT, {total} \
+             in all (each CPT needs at least one; give a multiple of --cpts to run exactly \
+             --threads)"
+        )
+    });
+    (per_cpt, note)
+}
+
 /// Daemon configuration.
 #[derive(Clone, Debug)]
 pub struct OssdConfig {
@@ -141,8 +162,10 @@ pub struct OssdConfig {
     /// server role (an ossd's DSFQ synchronization, the MDS, an administrator's `lctl`; see
     /// [`Role::is_server_role`]) must prove it, so a client, which holds only the cluster key,
     /// cannot inject service reports, write TBF rules or destroy objects; this ossd's own
-    /// synchronization sender and its iez reports to the MDS prove it. Without it, every
-    /// peer proves the cluster key.
+    /// synchronization sender and its iez reports to the MDS prove it. Without it, role
+    /// `Oss` is refused whatever key it proves (a DSFQ peer's reports charge every job, and
+    /// the cluster key is every client node's), `--peer` and `--report-mds` are refused at
+    /// start, and `Mds` and `Lctl` prove the cluster key.
     pub server_key: Option<Vec<u8>>,
     /// File system name, for `obdfilter.<fsname>-OSTxxxx.job_stats`.
     pub fsname: String,
@@ -294,6 +317,24 @@ impl OssdConfig {
             c.capacity(self.ceiling_bytes_per_s)?;
         }
         self.sync.validate(self.cpts)?;
+        // Peers and the MDS admit role `Oss` only against the servers' own key (no server
+        // accepts it on the cluster key, which every client node holds), so without one this
+        // ossd's synchronization and reports could never be admitted: said at start, not as
+        // refusals every period.
+        if self.server_key.is_none() {
+            if !self.sync.peers.is_empty() {
+                bail!(
+                    "--peer needs --server-key-file: DSFQ peers prove the servers' own key, \
+                     never the cluster key a client node holds"
+                );
+            }
+            if self.report.is_some() {
+                bail!(
+                    "--report-mds needs --server-key-file: the MDS takes an OSS's statistics \
+                     only from a peer proving the servers' own key"
+                );
+            }
+        }
         Ok(())
     }
 }
@@ -1687,7 +1728,10 @@ impl Ossd {
                 .collect::<anyhow::Result<Vec<_>>>()?,
         };
         let tbf = TbfConfig::for_version(config.lustre_version);
-        let per_cpt = (config.threads / config.cpts).max(1);
+        let (per_cpt, raised) = threads_per_cpt(config.threads, config.cpts);
+        if let Some(note) = raised {
+            warn!("{note}");
+        }
         let cpts = (0..config.cpts)
             .map(|k| {
                 let mut svc = CptService::new(
@@ -1731,15 +1775,7 @@ impl Ossd {
             read_piece_slots: Arc::new(Semaphore::new(per_cpt * config.cpts)),
             tbf,
             clients: Mutex::new(Clients::default()),
-            sync: {
-                if !config.sync.peers.is_empty() && config.server_key.is_none() {
-                    warn!(
-                        "DSFQ peers authenticate with the cluster key: any client node could \
-                         send service reports; give every ossd --server-key-file"
-                    );
-                }
-                SyncState::new(config.sync.clone()).context("choosing a sync epoch")?
-            },
+            sync: SyncState::new(config.sync.clone()).context("choosing a sync epoch")?,
             block_stats,
             control_cost: Default::default(),
             // Validated above (`ControlConfig::capacity`): bounded, in range, no job twice.
@@ -2540,6 +2576,31 @@ async fn read_requests(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fewer threads than CPTs are raised to one a CPT, as Lustre raises each partition to its
+    /// minimum, and never silently: the note names both options, the value given and what
+    /// runs. A count the CPTs divide runs as given, with no note.
+    #[test]
+    fn too_few_threads_for_the_cpts_are_raised_and_said() {
+        let (per_cpt, note) = threads_per_cpt(2, 4);
+        assert_eq!(per_cpt, 1);
+        let note = note.expect("a raised thread count is logged");
+        assert!(
+            note.contains("--threads 2") && note.contains("--cpts 4"),
+            "{note}"
+        );
+        assert!(note.contains("4 in all"), "{note}");
+        // Rounded down, as Lustre divides `oss_num_threads` over the partitions.
+        let (per_cpt, note) = threads_per_cpt(7, 2);
+        assert_eq!(per_cpt, 3);
+        assert!(note
+            .expect("a lowered count is logged")
+            .contains("6 in all"));
+        for (threads, cpts) in [(8, 1), (8, 2), (1, 1), (1024, 256)] {
+            let (per_cpt, note) = threads_per_cpt(threads, cpts);
+            assert_eq!((per_cpt * cpts, note), (threads, None));
+        }
+    }
 
     /// Each bound of the bulk settings, on both sides: the edge values pass, one past them
     /// fails with the setting named.

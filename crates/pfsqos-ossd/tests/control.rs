@@ -402,15 +402,11 @@ fn writers(
         .collect()
 }
 
-/// A job whose id is TBF syntax (`*`, as `SLURM_JOB_ID='*'` gives) has no rule of its own but
-/// is held by the catch-all (`j_unsafe jobid={*}`, ranked last) at its AdapTBF share: it
-/// cannot take more than an ordinary job with the same node count, instead of running in
-/// `default` at 10,000 RPC/s. Counted in `pfsqos_oss_jobs_unnamable`. The bound is on RPCs
-/// completed over the same window (no rate is timed): twice the victim's, where without the
-/// catch-all the wildcard job runs at whatever the machine gives (tens of times the victim's
-/// 100 RPC/s here).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_id_with_tbf_syntax_gets_no_more_than_its_share() {
+/// One AdapTBF run of two jobs of one node each (three writers apiece, far more than the
+/// 200 RPC/s capacity): `first` and `victim`. Returns the RPCs each completed over one window
+/// (until the victim has 300 more, after a warm-up of 50), and the metrics text at its end.
+/// No rate is timed: the window is counted in RPCs.
+async fn adaptbf_pair(first: &'static str) -> (u64, u64, String) {
     use std::sync::atomic::AtomicU64;
     let mut control = ControlConfig::new("adaptbf:period_ms=50").unwrap();
     control.capacity_rpcs_per_s = Some(200);
@@ -433,42 +429,89 @@ async fn a_job_id_with_tbf_syntax_gets_no_more_than_its_share() {
     wait_for_rules(&f, "TBF started", |r| r.is_empty()).await;
     let addr = f.ossd.local_addr();
     let stop = Arc::new(AtomicBool::new(false));
-    let (star, victim) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-    let mut tasks = writers(addr, "*", 3, stop.clone(), star.clone());
+    let (mine, victim) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let mut tasks = writers(addr, first, 3, stop.clone(), mine.clone());
     tasks.extend(writers(addr, "victim", 3, stop.clone(), victim.clone()));
-    wait_for_rules(&f, "the catch-all and the victim's rule", |r| {
-        for_job(r, "*").is_some_and(|c| c.name == "j_unsafe") && for_job(r, "victim").is_some()
+    wait_for_rules(&f, "both jobs' rules", |r| {
+        for_job(r, first).is_some() && for_job(r, "victim").is_some()
     })
     .await;
-    // The victim's rule ranks before the catch-all, whose wildcard would also match it.
-    let listed = rules(&f).await.unwrap();
-    let at = |name: &str| listed.iter().position(|r| r.name == name).unwrap();
-    assert!(at("jvictim") < at("j_unsafe"), "{listed:?}");
-    // One window: until the victim has 150 more RPCs done.
-    let (star0, victim0) = (star.load(Ordering::Relaxed), victim.load(Ordering::Relaxed));
-    let deadline = Instant::now() + WAIT_MAX;
-    while victim.load(Ordering::Relaxed) < victim0 + 150 {
-        assert!(Instant::now() < deadline, "the victim made no progress");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    if first == "*" {
+        // Held by the catch-all, which the victim's own rule ranks before (its wildcard
+        // would also match the victim).
+        let listed = rules(&f).await.unwrap();
+        assert_eq!(
+            for_job(&listed, "*").unwrap().name,
+            "j_unsafe",
+            "{listed:?}"
+        );
+        let at = |name: &str| listed.iter().position(|r| r.name == name).unwrap();
+        assert!(at("jvictim") < at("j_unsafe"), "{listed:?}");
     }
-    let star_done = star.load(Ordering::Relaxed) - star0;
+    let until_victim = |n: u64| {
+        let victim = victim.clone();
+        async move {
+            let deadline = Instant::now() + WAIT_MAX;
+            while victim.load(Ordering::Relaxed) < n {
+                assert!(Instant::now() < deadline, "the victim made no progress");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    // Warm-up: AdapTBF's first periods, then the window.
+    until_victim(victim.load(Ordering::Relaxed) + 50).await;
+    let (mine0, victim0) = (mine.load(Ordering::Relaxed), victim.load(Ordering::Relaxed));
+    until_victim(victim0 + 300).await;
+    let mine_done = mine.load(Ordering::Relaxed) - mine0;
     let victim_done = victim.load(Ordering::Relaxed) - victim0;
-    eprintln!("window: job `*` {star_done} RPCs, victim {victim_done}");
-    assert!(
-        star_done <= 2 * victim_done + 50,
-        "job `*` did {star_done} RPCs while the victim did {victim_done}"
-    );
     let text = scrape(f.ossd.metrics_addr().unwrap()).await;
-    assert!(
-        text.lines().any(|l| l == "pfsqos_oss_jobs_unnamable 1"),
-        "{text}"
-    );
     stop.store(true, Ordering::Relaxed);
     for t in tasks {
         t.await.unwrap();
     }
     f.ossd.stop_control().await;
     f.ossd.shutdown().await;
+    (mine_done, victim_done, text)
+}
+
+/// How far a job's share of the two jobs' RPCs may be from its fair half, for a named job
+/// and an unnamable one alike: TBF's buckets and AdapTBF's lending between periods move it
+/// a little; a job escaping control (in `default` at 10,000 RPC/s, tens of times the
+/// victim's 100 RPC/s) would be near 1, a starved one near 0.
+const SHARE_TOLERANCE: f64 = 0.1;
+
+/// A job whose id is TBF syntax (`*`, as `SLURM_JOB_ID='*'` gives) has no rule of its own but
+/// is held by the catch-all (`j_unsafe jobid={*}`, ranked last) at its AdapTBF share: beside
+/// one ordinary job of the same node count, its share of their RPCs is its fair half within
+/// [`SHARE_TOLERANCE`], as an ordinary job's is beside the same victim (measured too, in the
+/// same setup, so the tolerance is what the policy gives any job). Counted in
+/// `pfsqos_oss_jobs_unnamable`, which stays 0 with two ordinary ids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_id_with_tbf_syntax_gets_its_fair_share_as_a_named_job_does() {
+    let share = |a: u64, b: u64| a as f64 / (a + b).max(1) as f64;
+    let (plain, victim, text) = adaptbf_pair("plain").await;
+    let plain_share = share(plain, victim);
+    eprintln!("ordinary ids: plain {plain} RPCs, victim {victim}: share {plain_share:.3}");
+    assert!(
+        (plain_share - 0.5).abs() <= SHARE_TOLERANCE,
+        "an ordinary job's share {plain_share:.3} ({plain} against {victim})"
+    );
+    assert!(
+        text.lines().any(|l| l == "pfsqos_oss_jobs_unnamable 0"),
+        "{text}"
+    );
+    let (star, victim, text) = adaptbf_pair("*").await;
+    let star_share = share(star, victim);
+    eprintln!("job `*` {star} RPCs, victim {victim}: share {star_share:.3}");
+    assert!(
+        (star_share - 0.5).abs() <= SHARE_TOLERANCE,
+        "job `*`'s share {star_share:.3} ({star} against {victim}), where an ordinary \
+         job's was {plain_share:.3}"
+    );
+    assert!(
+        text.lines().any(|l| l == "pfsqos_oss_jobs_unnamable 1"),
+        "{text}"
+    );
 }
 
 /// An administrator's rule holding the name the controller would give a job (`jvictim2`,

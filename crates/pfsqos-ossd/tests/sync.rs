@@ -18,6 +18,8 @@ use pfsqos_wire::protocol::{
 };
 
 const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
+/// The servers' own key: DSFQ peers (role `Oss`) and `lctl` prove it, never the cluster key.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 /// How long any polled condition may take before the test fails.
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -37,6 +39,7 @@ fn config(
     tweak: &dyn Fn(&mut OssdConfig),
 ) -> OssdConfig {
     let mut cfg = OssdConfig::new(addr, vec![ost], KEY.to_vec());
+    cfg.server_key = Some(SERVER_KEY.to_vec());
     cfg.threads = 8;
     cfg.sync = SyncConfig {
         instance_base: index,
@@ -51,7 +54,7 @@ fn config(
 }
 
 async fn set_params(addr: SocketAddr, params: &[&str]) {
-    set_params_with(addr, KEY, params).await
+    set_params_with(addr, SERVER_KEY, params).await
 }
 
 /// `lctl set_param` proving `key`.
@@ -67,7 +70,7 @@ async fn set_params_with(addr: SocketAddr, key: &[u8], params: &[&str]) {
 
 /// DSFQ by job id, a report on every request (threshold 0), weights big:small = 4:1.
 async fn start_dsfq(addr: SocketAddr, depth: u32) {
-    start_dsfq_with(addr, KEY, depth).await
+    start_dsfq_with(addr, SERVER_KEY, depth).await
 }
 
 /// [`start_dsfq`] by an `lctl` proving `key`.
@@ -276,8 +279,9 @@ async fn measure_share(small_on_second_only: bool, synchronize: bool) -> (f64, S
     .await;
     let (big1, small1) = totals(&ossds);
     let stats = ossds[0].sync_stats();
+    // `pfsqos stat` reads job_stats as `lctl` does: with the servers' key.
     let key_file = tmp.path().join("key");
-    std::fs::write(&key_file, KEY).unwrap();
+    std::fs::write(&key_file, SERVER_KEY).unwrap();
     let stat_args = pfsqos_ops::stat::StatArgs {
         servers: addrs.clone(),
         key_file,
@@ -350,7 +354,9 @@ async fn the_exchange_resumes_after_a_peer_restarts_and_io_never_stops() {
         "{sa:?} {sb:?}"
     );
     // lctl shows the counters while dsfq runs.
-    let mut admin = OssClient::connect(addrs[0], KEY, Role::Lctl).await.unwrap();
+    let mut admin = OssClient::connect(addrs[0], SERVER_KEY, Role::Lctl)
+        .await
+        .unwrap();
     let text = admin
         .get_param("ost.OSS.ost_io.nrs_dsfq_sync_stats")
         .await
@@ -428,7 +434,7 @@ fn batch(messages: Vec<WireSyncMessage>) -> WireSyncBatch {
 }
 
 async fn flows(addr: SocketAddr) -> String {
-    flows_with(addr, KEY).await
+    flows_with(addr, SERVER_KEY).await
 }
 
 async fn flows_with(addr: SocketAddr, key: &[u8]) -> String {
@@ -463,13 +469,17 @@ async fn hostile_sync_input_is_refused_counted_and_has_no_effect() {
     // Peer connections are bounded (8 for an ossd without peers): one more is refused.
     let mut held = Vec::new();
     for n in 0..8u64 {
-        let mut p = OssClient::connect(addr, KEY, Role::Oss).await.unwrap();
+        let mut p = OssClient::connect(addr, SERVER_KEY, Role::Oss)
+            .await
+            .unwrap();
         p.send_sync_batch(batch(vec![message("other", 7, n, 0)]))
             .await
             .unwrap_or_else(|e| panic!("peer connection {n}: {e}"));
         held.push(p);
     }
-    let mut extra = OssClient::connect(addr, KEY, Role::Oss).await.unwrap();
+    let mut extra = OssClient::connect(addr, SERVER_KEY, Role::Oss)
+        .await
+        .unwrap();
     assert!(extra
         .send_sync_batch(batch(vec![message("other", 7, 100, 0)]))
         .await
@@ -478,7 +488,9 @@ async fn hostile_sync_input_is_refused_counted_and_has_no_effect() {
     drop(held);
     // The slots come back as the daemon notices the connections closed.
     let mut peer = loop {
-        let mut p = OssClient::connect(addr, KEY, Role::Oss).await.unwrap();
+        let mut p = OssClient::connect(addr, SERVER_KEY, Role::Oss)
+            .await
+            .unwrap();
         if p.send_sync_batch(batch(vec![message("other", 7, 200, 0)]))
             .await
             .is_ok()
@@ -563,7 +575,9 @@ async fn hostile_sync_input_is_refused_counted_and_has_no_effect() {
             SYNC_BATCH_LEN_MAX
         ],
     ] {
-        let mut peer = OssClient::connect(addr, KEY, Role::Oss).await.unwrap();
+        let mut peer = OssClient::connect(addr, SERVER_KEY, Role::Oss)
+            .await
+            .unwrap();
         let frame = encode(&WireRequest::Sync {
             tag: 1,
             batch: batch(messages),
@@ -676,7 +690,6 @@ async fn a_restarted_ossd_learns_again_which_flows_its_peer_serves() {
 /// client; two ossds holding it exchange their reports.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
-    const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
     let tmp = tempfile::tempdir().unwrap();
     let addrs = free_addrs(2);
     let with_server_key = |cfg: &mut OssdConfig| cfg.server_key = Some(SERVER_KEY.to_vec());
@@ -738,5 +751,77 @@ async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
     .await;
     io.finish().await;
     b.shutdown().await;
+    a.shutdown().await;
+}
+
+/// Without the servers' own key nothing can prove role `Oss`: an ossd given DSFQ peers but no
+/// `--server-key-file` refuses to start and names the missing option (its reports could never
+/// be admitted, and a peer admitted on the cluster key would be any client node), as does one
+/// reporting iez's statistics to the MDS (`--report-mds`, role `Oss` there too), and an ossd
+/// without one refuses role `Oss` on the cluster key, so a client node cannot inject service
+/// reports into it; `Client` still works there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_server_key_no_peer_ossd_is_admitted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let addrs = free_addrs(2);
+    let no_server_key = |cfg: &mut OssdConfig| cfg.server_key = None;
+    let refused = Ossd::start(config(
+        addrs[0],
+        tmp.path().join("ost0"),
+        0,
+        &addrs,
+        &no_server_key,
+    ))
+    .await
+    .err()
+    .expect("an ossd with peers and no server key started");
+    let text = format!("{refused:#}");
+    assert!(
+        text.contains("--peer") && text.contains("--server-key-file"),
+        "{text}"
+    );
+    // iez's statistics go to the MDS as role `Oss` too: refused at start the same way.
+    let reporting = |cfg: &mut OssdConfig| {
+        cfg.server_key = None;
+        cfg.report = Some(pfsqos_ossd::report::ReportConfig {
+            mds: "127.0.0.1:1".into(),
+            report_as: None,
+            period: Duration::from_secs(60),
+            ost_capacity_bytes: None,
+        });
+    };
+    let refused = Ossd::start(config(
+        addrs[0],
+        tmp.path().join("ost0"),
+        0,
+        &[],
+        &reporting,
+    ))
+    .await
+    .err()
+    .expect("an ossd reporting to the MDS with no server key started");
+    let text = format!("{refused:#}");
+    assert!(
+        text.contains("--report-mds") && text.contains("--server-key-file"),
+        "{text}"
+    );
+    let a = Ossd::start(config(
+        addrs[0],
+        tmp.path().join("ost0"),
+        0,
+        &[],
+        &no_server_key,
+    ))
+    .await
+    .unwrap();
+    for key in [KEY, SERVER_KEY] {
+        let got = OssClient::connect(addrs[0], key, Role::Oss).await;
+        let e = got.err().expect("role Oss admitted without a server key");
+        assert!(e.to_string().contains("--server-key-file"), "{e}");
+    }
+    assert_eq!(a.sync_stats().cpts.messages_in, 0);
+    OssClient::connect(addrs[0], KEY, Role::Client)
+        .await
+        .unwrap();
     a.shutdown().await;
 }

@@ -529,8 +529,10 @@ where
 /// The keys a server checks its peers against: the cluster key, which every role holds (each
 /// client node too), and the servers' own key, which only servers and their administrators
 /// hold. A peer claiming a server role ([`Role::is_server_role`]: `Oss`, `Mds`, `Lctl`) must
-/// prove the server key, so a client's key cannot assume one; without a server key (`None`)
-/// it proves the cluster key, as every role does.
+/// prove the server key, so a client's key cannot assume one. Without a server key (`None`)
+/// a role that only servers ever take ([`Role::needs_server_key`]: `Oss`) is refused
+/// outright, since proving the cluster key would prove nothing a client lacks; `Mds` and
+/// `Lctl` prove the cluster key, as `Client` does.
 #[derive(Clone, Copy, Debug)]
 pub struct ServerKeys<'a> {
     pub cluster: &'a [u8],
@@ -546,11 +548,15 @@ impl<'a> ServerKeys<'a> {
         }
     }
 
-    /// The key a peer claiming `role` must prove.
-    pub fn for_role(&self, role: Role) -> &'a [u8] {
+    /// The key a peer claiming `role` must prove, or why the role is refused here.
+    pub fn for_role(&self, role: Role) -> Result<&'a [u8], String> {
         match self.server {
-            Some(server) if role.is_server_role() => server,
-            _ => self.cluster,
+            Some(server) if role.is_server_role() => Ok(server),
+            None if role.needs_server_key() => Err(format!(
+                "role {role:?} must prove the servers' own key and this server has none \
+                 (start it with --server-key-file)"
+            )),
+            _ => Ok(self.cluster),
         }
     }
 }
@@ -606,6 +612,18 @@ where
             return Err(e.into());
         }
     };
+    // A role this server cannot check is refused before any challenge: no key proves it.
+    let key = match keys.for_role(hello.role) {
+        Ok(key) => key,
+        Err(reason) => {
+            let _ = w
+                .msg(&HelloReply::Reject {
+                    reason: reason.clone(),
+                })
+                .await;
+            return Err(ProtocolError::Rejected(reason).into());
+        }
+    };
     let nonce_s = protocol::nonce()?;
     w.msg(&HelloReply::Challenge {
         magic: MAGIC,
@@ -615,7 +633,6 @@ where
     .await?;
     let auth: Auth = protocol::decode(&r.frame().await?)?;
     let peer = Peer { role: hello.role };
-    let key = keys.for_role(hello.role);
     // A wrong MAC, then the server's own limits: either is told to the peer, then fails.
     let checked = protocol::verify_mac(key, false, hello.role, &hello.nonce, &nonce_s, &auth.mac)
         .map_err(|e| (e.to_string(), ConnError::from(e)))
@@ -908,10 +925,39 @@ mod tests {
             assert!(welcome(both, SERVER, role).await, "{role:?}");
         }
         let cluster_only = ServerKeys::cluster_only(CLUSTER);
-        for role in [Role::Client, Role::Lctl, Role::Mds, Role::Oss] {
+        for role in [Role::Client, Role::Lctl, Role::Mds] {
             assert!(welcome(cluster_only, CLUSTER, role).await, "{role:?}");
             assert!(!welcome(cluster_only, SERVER, role).await, "{role:?}");
         }
+    }
+
+    /// A server without a server key refuses the role only servers take (`Oss`: DSFQ
+    /// service reports, iez's statistics) whatever key the peer proves, so a client node's
+    /// cluster key can never inject service reports into an ossd started without one; the
+    /// refusal says which option is missing.
+    #[tokio::test]
+    async fn without_a_server_key_the_oss_role_is_refused() {
+        const CLUSTER: &[u8] = b"cluster-key-0123456789abcdef";
+        let cluster_only = ServerKeys::cluster_only(CLUSTER);
+        assert!(Role::Oss.needs_server_key());
+        assert!(!welcome(cluster_only, CLUSTER, Role::Oss).await);
+        let reason = cluster_only.for_role(Role::Oss).unwrap_err();
+        assert!(reason.contains("--server-key-file"), "{reason}");
+        // The client learns why, from the rejection.
+        let (client, server) = tokio::io::duplex(1 << 12);
+        let server = tokio::spawn(async move {
+            let (sr, sw) = tokio::io::split(server);
+            let (mut r, mut w) = (Reader::new(sr), Writer::new(sw));
+            server_handshake_admit_keys(&mut r, &mut w, cluster_only, "fs", 1, |_| Ok(()))
+                .await
+                .is_ok()
+        });
+        let (cr, cw) = tokio::io::split(client);
+        let (mut r, mut w) = (Reader::new(cr), Writer::new(cw));
+        let got = client_handshake(&mut r, &mut w, CLUSTER, Role::Oss, PROTOCOL_VERSION).await;
+        assert!(!server.await.unwrap());
+        let text = format!("{}", got.expect_err("the Oss role was admitted"));
+        assert!(text.contains("--server-key-file"), "{text}");
     }
 
     /// The handshake frames a client really sends fit within the cap.

@@ -133,6 +133,15 @@ impl Role {
         !matches!(self, Role::Client)
     }
 
+    /// Roles a server admits only against its own server key, never the cluster key, so a
+    /// server that has none refuses them. `Oss` is only ever a server: an ossd's DSFQ peer
+    /// (whose service reports charge every job) or its iez reporter, and both are servers
+    /// that can be given the key. `Mds` and `Lctl` still fall back to the cluster key on a
+    /// server without one (see [`crate::conn::ServerKeys`]).
+    pub fn needs_server_key(self) -> bool {
+        matches!(self, Role::Oss)
+    }
+
     pub fn may_do_io(self) -> bool {
         matches!(self, Role::Client | Role::Mds)
     }

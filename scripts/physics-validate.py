@@ -160,6 +160,10 @@ class Cluster:
         self.key = os.path.join(work, "key")
         with open(self.key, "w") as f:
             f.write(os.urandom(24).hex() + "\n")
+        # The servers' own key: a synchronization peer is a server role.
+        self.server_key = os.path.join(work, "server.key")
+        with open(self.server_key, "w") as f:
+            f.write(os.urandom(24).hex() + "\n")
         if osses == 1:
             listen = ["127.0.0.1:0"]
         else:
@@ -172,7 +176,8 @@ class Cluster:
         self.oss_addrs = []
         for i, addr in enumerate(listen):
             cmd = [pfsqos, "ossd", "--listen", addr, "--ost", os.path.join(work, "ost%d" % i),
-                   "--key-file", self.key, "--threads", str(OSSD_THREADS)]
+                   "--key-file", self.key, "--server-key-file", self.server_key,
+                   "--threads", str(OSSD_THREADS)]
             if osses > 1:
                 for k, peer in enumerate(listen):
                     if k != i:
@@ -180,7 +185,7 @@ class Cluster:
                 cmd += ["--sync-instance-base", str(i)]
             self.oss_addrs.append(self.spawn(cmd, "ossd%d" % i, "ossd listening on "))
         cmd = [pfsqos, "mds", "--listen", "127.0.0.1:0", "--db", os.path.join(work, "mds.db"),
-               "--key-file", self.key]
+               "--key-file", self.key, "--server-key-file", self.server_key]
         for a in self.oss_addrs:
             cmd += ["--oss", a + ":1"]
         if osses > 1:

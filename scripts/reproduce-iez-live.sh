@@ -71,6 +71,8 @@ wait_for() { # what, command...: poll up to 60 s
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 "$PFSQOS" keygen "$work/key" >/dev/null
+# The servers' own key: the statistics reports iez needs are a server role.
+"$PFSQOS" keygen "$work/server.key" >/dev/null
 mds_port=$BASE_PORT
 oss_args=()
 ost_dirs=()
@@ -83,12 +85,13 @@ for i in $(seq 0 $((OSSES - 1))); do
     ost_dirs+=("$d")
   done
   "$PFSQOS" ossd --listen "127.0.0.1:$port" "${osts[@]}" --key-file "$work/key" \
-    --report-mds "127.0.0.1:$mds_port" --report-period-ms 1000 \
+    --server-key-file "$work/server.key" --report-mds "127.0.0.1:$mds_port" --report-period-ms 1000 \
     --ost-capacity-bytes "$OST_BYTES" >"$work/oss$i.log" 2>&1 &
   pids+=($!)
   oss_args+=(--oss "127.0.0.1:$port:$OSTS_PER_OSS")
 done
 "$PFSQOS" mds --listen "127.0.0.1:$mds_port" --db "$work/mds.db" --key-file "$work/key" \
+  --server-key-file "$work/server.key" \
   "${oss_args[@]}" --stripe-count 1 --placer iez >"$work/mds.log" 2>&1 &
 pids+=($!)
 wait_for "the MDS" port_open "$mds_port"

@@ -178,6 +178,10 @@ impl Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let key = tmp.path().join("cluster.key");
         std::fs::write(&key, "e2e-test-key-0123456789abcdef0123\n").unwrap();
+        // The servers' own key, as `pfsqos up` gives every ossd and the MDS: a synchronization
+        // peer is a server role, which only a server holding it may take.
+        let server_key = tmp.path().join("server.key");
+        std::fs::write(&server_key, "e2e-test-server-key-0123456789abcdef\n").unwrap();
         // One ossd alone listens on a port the kernel picks; peers must know each other's
         // address before they start, so a cluster of several reserves free ports first.
         let listen: Vec<String> = if osses == 1 {
@@ -198,6 +202,8 @@ impl Cluster {
                 .arg(tmp.path().join(format!("ost{i}")))
                 .arg("--key-file")
                 .arg(&key)
+                .arg("--server-key-file")
+                .arg(&server_key)
                 .args(ossd_args);
             if osses > 1 {
                 for (k, peer) in listen.iter().enumerate() {
@@ -221,7 +227,9 @@ impl Cluster {
         cmd.args(["mds", "--listen", "127.0.0.1:0", "--db"])
             .arg(tmp.path().join("mds.db"))
             .arg("--key-file")
-            .arg(&key);
+            .arg(&key)
+            .arg("--server-key-file")
+            .arg(&server_key);
         for addr in &oss_addrs {
             cmd.arg("--oss").arg(format!("{addr}:1"));
         }

@@ -23,6 +23,9 @@ use pfsqos_ossd::report::ReportConfig;
 use pfsqos_ossd::{Ossd, OssdConfig};
 
 const KEY: &[u8] = b"iez-live-test-cluster-key-0123456789";
+/// The servers' own key: the statistics reports iez needs are a server role, which only a
+/// server holding it may take.
+const SERVER_KEY: &[u8] = b"iez-live-test-server-key-0123456789";
 const MIB: u64 = 1 << 20;
 const WAIT_MAX: Duration = Duration::from_secs(60);
 const FILES: usize = 6;
@@ -120,6 +123,7 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
         ost_dirs.extend(dirs.clone());
         let mut c = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs, KEY.to_vec());
         c.threads = 2;
+        c.server_key = Some(SERVER_KEY.to_vec());
         c.report = Some(ReportConfig {
             mds: mds_addr.to_string(),
             report_as: None,
@@ -136,6 +140,7 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
         })
         .collect();
     let mut mc = MdsConfig::new(mds_addr, tmp.path().join("mds.db"), KEY.to_vec(), osses);
+    mc.server_key = Some(SERVER_KEY.to_vec());
     mc.namespace.default_stripe.stripe_count = 2;
     // iez, with Lustre's allocator for files without a plan kept in its round-robin mode
     // (Lustre's `qos_threshold_rr=100`): the first run's layouts then do not depend on when

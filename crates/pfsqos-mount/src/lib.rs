@@ -581,6 +581,16 @@ mod recovery_tests {
     use pfsqos_wire::conn::ConnError;
     use pfsqos_wire::protocol::{Errno, ProtocolError, RemoteError};
     use std::io::{Error, ErrorKind};
+    use std::net::SocketAddr;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use pfsqos_mds::{Mds, MdsConfig, OssSpec};
+
+    use super::{connect, MountConfig};
+
+    const KEY: &[u8] = b"recovery-test-cluster-key-0123456";
 
     /// A refused, reset or closed connection is waited out (`--recovery-s`); a wrong key or
     /// a remote error is not.
@@ -603,5 +613,131 @@ mod recovery_tests {
         ))));
         let remote = RemoteError::new(Errno::EIO, "x");
         assert!(!mds_may_come_back(&ClientError::Remote(remote)));
+    }
+
+    /// Connections the front has dropped, and those it has passed on to the MDS.
+    #[derive(Default)]
+    struct FrontCounts {
+        dropped: AtomicUsize,
+        forwarded: AtomicUsize,
+    }
+
+    /// A listener in front of the MDS that accepts and drops its first `drops` connections
+    /// (with a reset when `reset`, else with a plain close), as a restarting MDS or one whose
+    /// pre-auth budget is full does, then passes every later connection on to `mds`.
+    async fn flaky_front(
+        mds: SocketAddr,
+        drops: usize,
+        reset: bool,
+    ) -> (SocketAddr, Arc<FrontCounts>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let counts = Arc::new(FrontCounts::default());
+        let c = counts.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut s, _) = listener.accept().await.unwrap();
+                if c.dropped.load(Ordering::SeqCst) < drops {
+                    c.dropped.fetch_add(1, Ordering::SeqCst);
+                    if reset {
+                        abort_on_close(&s);
+                        drop(s);
+                    } else {
+                        // An end of stream before any answer. What the client sends is read
+                        // and thrown away: closing with its hello unread would make the kernel
+                        // reset the connection instead.
+                        tokio::spawn(async move {
+                            use tokio::io::AsyncWriteExt;
+                            let _ = s.shutdown().await;
+                            let _ = tokio::io::copy(&mut s, &mut tokio::io::sink()).await;
+                        });
+                    }
+                    continue;
+                }
+                c.forwarded.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut to = tokio::net::TcpStream::connect(mds).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut s, &mut to).await;
+                });
+            }
+        });
+        (addr, counts)
+    }
+
+    /// SO_LINGER with a zero timeout: closing the socket sends a reset, not an end of stream.
+    fn abort_on_close(s: &tokio::net::TcpStream) {
+        use std::os::fd::AsRawFd;
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: a valid socket descriptor and a `linger` that outlives the call, with its size.
+        let r = unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
+    }
+
+    /// The mount's connection to the MDS at start (`connect`) waits out an MDS that resets or
+    /// closes its connections within the recovery time, and mounts once it serves: it is not
+    /// given up on at the first reset or close by the peer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_mount_connects_once_an_mds_that_reset_or_closed_connections_serves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let oss = OssSpec {
+            // Never connected to: the mount reaches the OSSs only for I/O.
+            addr: "127.0.0.1:1".into(),
+            ost_count: 2,
+        };
+        let mut mc = MdsConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            tmp.path().join("mds.db"),
+            KEY.to_vec(),
+            vec![oss],
+        );
+        mc.mds_load_period = None;
+        let mds = Mds::start(mc).await.unwrap();
+        // Several drops in a row: each would have ended the mount at once.
+        const DROPS: usize = 3;
+        for reset in [true, false] {
+            let (front, counts) = flaky_front(mds.local_addr(), DROPS + 1, reset).await;
+            // The front's first drop, seen by a plain client: the failure the mount meets.
+            match pfsqos_wire::client::MdsClient::connect(front, KEY).await {
+                Err(ConnError::Io(e)) if reset && e.kind() == ErrorKind::ConnectionReset => {}
+                Err(ConnError::Closed) if !reset => {}
+                Err(ConnError::Io(e)) if !reset && e.kind() == ErrorKind::UnexpectedEof => {}
+                other => panic!(
+                    "the front (reset: {reset}) answered {:?}",
+                    other.map(|_| ()).map_err(|e| e.to_string())
+                ),
+            }
+            let mut config =
+                MountConfig::new(tmp.path().join("mnt"), front.to_string(), KEY.to_vec());
+            // Far more than the drops take: the test ends when the mount connects, not at
+            // a deadline.
+            config.recovery = Duration::from_secs(600);
+            let ops = connect(&config, &Arc::new(crate::limit::NodeLimiter::new())).await;
+            let how = if reset { "reset" } else { "closed" };
+            let ops = ops.unwrap_or_else(|e| {
+                panic!("the mount gave up on an MDS whose connections were {how}: {e:#}")
+            });
+            assert_eq!(
+                counts.dropped.load(Ordering::SeqCst),
+                DROPS + 1,
+                "every dropped ({how}) connection was tried"
+            );
+            assert!(
+                counts.forwarded.load(Ordering::SeqCst) >= 1,
+                "connected without reaching the MDS"
+            );
+            drop(ops);
+        }
+        mds.shutdown().await;
     }
 }

@@ -409,39 +409,97 @@ impl OstPool {
         id: &Identity,
         op: &ObjOp,
     ) -> Result<bytes::Bytes, Failure> {
-        let mut backoff = Backoff::new(self.recovery, &self.waits);
-        loop {
-            // The error, and whether it is worth a wait: the ossd is away (a fresh connect or
-            // connection failed) or busy. A stale connection is followed by a fresh one at once.
-            let (e, pause) = match self.connection().await {
-                Err(e) => (e, Pause::Away),
-                Ok(mut t) => {
-                    let r = self.send(&mut t.conn, id, op).await;
-                    self.limiter.note(&self.addr, t.conn.client_limit());
-                    if let Err(ClientError::Conn(e)) = r {
-                        drop(t.conn);
-                        self.idle.drop_made_before(Instant::now());
-                        let pause = if t.fresh { Pause::Away } else { Pause::None };
-                        (ClientError::Conn(e), pause)
-                    } else {
-                        if t.fresh {
-                            self.waits.server_back();
-                        }
-                        // A connection that answered (even with an error) is still good.
-                        self.idle.put(t.conn, t.connected_at);
-                        match r {
-                            Ok(data) => return Ok(data),
-                            Err(e) if retryable(&e) => (e, Pause::Busy),
-                            Err(e) => return Err(failure(e)),
-                        }
-                    }
+        let pool = self;
+        resend(&self.waits, self.recovery, self.ost, move || {
+            pool.attempt(id, op)
+        })
+        .await
+    }
+
+    /// One attempt at `op`: on a live idle connection or a fresh one.
+    async fn attempt(&self, id: &Identity, op: &ObjOp) -> Tried<bytes::Bytes> {
+        // The error, and whether it is worth a wait: the ossd is away (a fresh connect or
+        // connection failed) or busy. A stale connection is followed by a fresh one at once.
+        match self.connection().await {
+            Err(e) => Tried::again(e, Pause::Away),
+            Ok(mut t) => {
+                let r = self.send(&mut t.conn, id, op).await;
+                self.limiter.note(&self.addr, t.conn.client_limit());
+                if let Err(ClientError::Conn(e)) = r {
+                    drop(t.conn);
+                    self.idle.drop_made_before(Instant::now());
+                    let pause = if t.fresh { Pause::Away } else { Pause::None };
+                    return Tried::again(ClientError::Conn(e), pause);
                 }
-            };
-            debug!(ost = self.ost, error = %e, "OST request failed; will resend");
-            if !backoff.wait(pause).await {
-                warn!(ost = self.ost, error = %e, "OST did not recover in time");
-                return Err(Failure(Errno::EIO));
+                // A connection that answered (even with an error) is still good.
+                self.idle.put(t.conn, t.connected_at);
+                let outcome = match r {
+                    Ok(data) => Outcome::Done(data),
+                    Err(e) if retryable(&e) => Outcome::Again(e, Pause::Busy),
+                    Err(e) => Outcome::Failed(failure(e)),
+                };
+                Tried {
+                    outcome,
+                    answered_fresh: t.fresh,
+                }
             }
+        }
+    }
+}
+
+/// What one attempt at an object operation came to.
+enum Outcome<T> {
+    Done(T),
+    /// The server answered with an error that is not retried.
+    Failed(Failure),
+    /// Worth a resend, after the pause.
+    Again(ClientError, Pause),
+}
+
+/// An attempt's outcome, and whether a connection made for it was answered: then the
+/// server is back, and every request of the pool waiting for it tries again now.
+struct Tried<T> {
+    outcome: Outcome<T>,
+    answered_fresh: bool,
+}
+
+impl<T> Tried<T> {
+    fn again(e: ClientError, pause: Pause) -> Tried<T> {
+        Tried {
+            outcome: Outcome::Again(e, pause),
+            answered_fresh: false,
+        }
+    }
+}
+
+/// Makes attempts until one is done or fails for good, waiting between them as the
+/// attempts' pauses say ([`Backoff`]) for up to `recovery`; an attempt answered on a fresh
+/// connection wakes the other requests of the pool (`waits`) waiting for the server.
+async fn resend<T, F, Fut>(
+    waits: &Waits,
+    recovery: Duration,
+    ost: u32,
+    mut attempt: F,
+) -> Result<T, Failure>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Tried<T>>,
+{
+    let mut backoff = Backoff::new(recovery, waits);
+    loop {
+        let tried = attempt().await;
+        if tried.answered_fresh {
+            waits.server_back();
+        }
+        let (e, pause) = match tried.outcome {
+            Outcome::Done(v) => return Ok(v),
+            Outcome::Failed(f) => return Err(f),
+            Outcome::Again(e, pause) => (e, pause),
+        };
+        debug!(ost, error = %e, "OST request failed; will resend");
+        if !backoff.wait(pause).await {
+            warn!(ost, error = %e, "OST did not recover in time");
+            return Err(Failure(Errno::EIO));
         }
     }
 }
@@ -929,6 +987,94 @@ mod tests {
             woken
         });
         assert_eq!(woken, Woken::ServerBack);
+    }
+
+    /// On virtual time, the resend loop of every OST request: requests issued at different
+    /// moments of a long outage (long enough that waits doubling to the busy cap would be
+    /// seconds apart) all get through within [`RECONNECT_WAIT_MAX`] of the server's return,
+    /// and at one instant: the first answered on a fresh connection wakes the others. A
+    /// request issued once the server is back goes through at once.
+    #[test]
+    fn requests_waiting_in_an_outage_resume_together_soon_after_the_server_is_back() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let waits = Waits::default();
+            let t0 = tokio::time::Instant::now();
+            let outage = Duration::from_secs(30);
+            let back_at = t0 + outage;
+            // A connect to the server: refused while it is away, answered once it is back.
+            let attempt = move || async move {
+                let now = tokio::time::Instant::now();
+                if now < back_at {
+                    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+                    Tried::again(
+                        ClientError::Conn(pfsqos_wire::conn::ConnError::Io(refused)),
+                        Pause::Away,
+                    )
+                } else {
+                    Tried {
+                        outcome: Outcome::Done(now),
+                        answered_fresh: true,
+                    }
+                }
+            };
+            let waits = &waits;
+            // Each request: when it was issued, when it got through, and when it attempted.
+            let request = move |issued_ms: u64| async move {
+                tokio::time::sleep(Duration::from_millis(issued_ms)).await;
+                let tries = std::cell::RefCell::new(Vec::new());
+                let done = resend(waits, Duration::from_secs(3600), 0, || {
+                    tries.borrow_mut().push(tokio::time::Instant::now() - t0);
+                    attempt()
+                })
+                .await
+                .expect("the recovery time is far longer than the outage");
+                (issued_ms, done - t0, tries.into_inner())
+            };
+            let during = [0, 1_300, 7_000, 21_700];
+            let after = 31_000;
+            let done = futures_util::future::join_all(
+                during.iter().chain([&after]).map(|&ms| request(ms)),
+            )
+            .await;
+            for (issued_ms, _, tries) in &done {
+                let gaps: Vec<Duration> = tries.windows(2).map(|w| w[1] - w[0]).collect();
+                assert!(
+                    gaps.iter().all(|&g| g <= RECONNECT_WAIT_MAX),
+                    "the request issued at {issued_ms} ms waited {:?} between attempts",
+                    gaps.iter().max()
+                );
+            }
+            let resumed: Vec<(u64, Duration)> = done
+                .iter()
+                .filter(|(ms, _, _)| *ms != after)
+                .map(|(ms, at, _)| (*ms, *at))
+                .collect();
+            let first = resumed.iter().map(|(_, at)| *at).min().unwrap();
+            assert!(
+                first >= outage && first - outage <= RECONNECT_WAIT_MAX,
+                "the first request resumed {first:?} after the outage began ({outage:?} long)"
+            );
+            assert!(
+                resumed.iter().all(|(_, at)| *at == first),
+                "the requests waiting in the outage resumed at {resumed:?}, not together"
+            );
+            let late = done.iter().find(|(ms, _, _)| *ms == after).unwrap();
+            assert_eq!(
+                (late.1, late.2.len()),
+                (Duration::from_millis(after), 1),
+                "a request issued after the return waited"
+            );
+            assert!(waits.count.load(Ordering::Relaxed) > 0);
+            assert!(
+                Duration::from_nanos(waits.longest_ns.load(Ordering::Relaxed))
+                    <= RECONNECT_WAIT_MAX
+            );
+        });
     }
 
     /// A write issued while the ossd is down completes once it is back, and while it waited

@@ -947,6 +947,98 @@ fn direct_io_reads_ahead_and_never_serves_stale_bytes() {
     }
 }
 
+/// Why this machine cannot mount for a test, if it cannot.
+fn fuse_unavailable() -> Option<String> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse is missing (modprobe fuse)".into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root (the test cluster mounts as root)".into());
+    }
+    None
+}
+
+/// Concurrent sequential readers through the kernel cost the job no more than they read:
+/// several applications reading their files in 1 MiB reads at once (each read split by the
+/// kernel into requests the FUSE session threads serve in any order, the readers sharing
+/// the mount's read-ahead budget) are served by the OSS every byte they read once, plus at
+/// most the read-ahead budget (`max_read_ahead_mb`), in job_stats, which the job's TBF rate
+/// and accounting see. (Requests of one read served out of order used to reset the handle's
+/// window and read its bytes again.)
+#[test]
+fn concurrent_sequential_readers_are_served_each_byte_once_plus_the_read_ahead() {
+    use pfsqos_core::jobstats::OstCounter;
+    use std::sync::{Arc, Barrier};
+    const TEST: &str =
+        "concurrent_sequential_readers_are_served_each_byte_once_plus_the_read_ahead";
+    if let Some(why) = fuse_unavailable() {
+        pfsqos_testkit::skip(TEST, &why);
+        return;
+    }
+    const READERS: usize = 4;
+    const FILE_BYTES: usize = 24 << 20;
+    const READ_BYTES: usize = 1 << 20;
+    // Smaller than the default, so that reading a window twice over would show.
+    const READ_AHEAD_MB: u64 = 4;
+    let c = Cluster::start(|m| {
+        m.max_read_ahead_mb = READ_AHEAD_MB;
+        m.jobid_name = "ra-concurrent".into();
+    });
+    c.mkdir_wide("wide");
+    let files: Vec<Vec<u8>> = (0..READERS)
+        .map(|i| pattern(FILE_BYTES, 70 + i as u64))
+        .collect();
+    for (i, data) in files.iter().enumerate() {
+        fs::write(c.p(&format!("wide/f{i}")), data).unwrap();
+    }
+    let served = || c.job_counter("ra-concurrent", OstCounter::ReadBytes).1;
+    assert_eq!(served(), 0, "writing read nothing");
+
+    // The readers start together, so their reads overlap.
+    let start = Arc::new(Barrier::new(READERS));
+    let read: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..READERS)
+            .map(|i| {
+                let (path, start) = (c.p(&format!("wide/f{i}")), start.clone());
+                s.spawn(move || {
+                    let mut h = File::open(path).unwrap();
+                    let mut buf = vec![0u8; READ_BYTES];
+                    let mut back = Vec::with_capacity(FILE_BYTES);
+                    start.wait();
+                    loop {
+                        let n = h.read(&mut buf).unwrap();
+                        if n == 0 {
+                            break back;
+                        }
+                        back.extend_from_slice(&buf[..n]);
+                    }
+                })
+            })
+            .collect();
+        readers.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    for (i, (back, data)) in read.iter().zip(&files).enumerate() {
+        assert!(sha(back) == sha(data), "reader {i} saw other bytes");
+    }
+    let read_bytes = (READERS * FILE_BYTES) as u64;
+    let served = served();
+    eprintln!(
+        "{READERS} concurrent readers: read {read_bytes} bytes, the OSS served {served} ({:.4} of the bytes read)",
+        served as f64 / read_bytes as f64
+    );
+    assert!(
+        served >= read_bytes,
+        "served {served} for {read_bytes} read"
+    );
+    assert!(
+        served <= read_bytes + (READ_AHEAD_MB << 20),
+        "the OSS served {served} bytes for {read_bytes} read ({:.1} % more; at most the \
+         read-ahead budget of {READ_AHEAD_MB} MiB more is allowed)",
+        (served as f64 / read_bytes as f64 - 1.0) * 100.0
+    );
+}
+
 /// Each open file handle has its own read-ahead window, as each Lustre file descriptor does:
 /// two readers of one file, taking turns, are each sequential and each read every byte once
 /// (per-file state had them reset each other's window at every read, so every read went

@@ -48,6 +48,8 @@ RUNS = {
     "sched-counts": ["bash", "scripts/bench-sched-counts.sh", "tbf:100000", "sfqd:100000",
                      "threshold:100000", "layout:100000", "sfqd_mixed_sizes:100000"],
     "orphan-sweep": ["bash", "scripts/bench-orphan-sweep.sh"],
+    # docs/live.md's (run with --doc docs/live.md)
+    "concurrent-readers": ["bash", "scripts/mount-concurrent-readers.sh"],
 }
 
 

@@ -400,10 +400,11 @@ fn corpus_matches_pydarshan_and_imports() {
         std::env::var_os("PFSQOS_DARSHAN_CORPUS"),
         std::env::var_os("PFSQOS_DARSHAN_CORPUS_REFERENCE"),
     ) else {
-        eprintln!(
-            "SKIPPED corpus_matches_pydarshan_and_imports: set PFSQOS_DARSHAN_CORPUS (a \
-             directory of logs) and PFSQOS_DARSHAN_CORPUS_REFERENCE (their reference records \
-             from scripts/darshan-reference.py) to run it"
+        pfsqos_testkit::skip(
+            "corpus_matches_pydarshan_and_imports",
+            "set PFSQOS_DARSHAN_CORPUS (a directory of logs) and \
+             PFSQOS_DARSHAN_CORPUS_REFERENCE (their reference records from \
+             scripts/darshan-reference.py) to run it",
         );
         return;
     };

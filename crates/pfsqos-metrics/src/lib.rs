@@ -1319,6 +1319,36 @@ mod tests {
         }
     }
 
+    /// Where promtool cannot be run, the lint skips through `pfsqos_testkit::skip`, so the
+    /// run's list of skipped tests names it (a silent return passed as if it had linted): this
+    /// test binary runs that one test again with a `PATH` holding no promtool and a skip log
+    /// of its own.
+    #[test]
+    fn the_promtool_lint_lists_its_skip_without_promtool() {
+        let dir = std::env::temp_dir().join(format!("pfsqos-metrics-skip-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("skipped");
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "tests::promtool_finds_nothing_in_the_daemons_families",
+                "--test-threads=1",
+            ])
+            .env("PATH", &dir)
+            .env(pfsqos_testkit::SKIP_LOG_ENV, &log)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let logged = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            logged.starts_with(
+                "SKIP: promtool_finds_nothing_in_the_daemons_families: promtool is not installed"
+            ),
+            "{logged:?}"
+        );
+    }
+
     /// Prometheus' linter finds nothing in either daemon's families (HELP everywhere, names in
     /// base units, counters named `_total`). Skipped, saying why, where promtool is missing.
     #[test]

@@ -133,6 +133,15 @@ impl Site {
             .collect()
     }
 
+    fn lctl_set(&self, name: &str, value: &str) {
+        self.rt.block_on(async {
+            let mut c = OssClient::connect(self.addr, KEY, Role::Lctl)
+                .await
+                .unwrap();
+            c.set_param(name, value).await.unwrap();
+        })
+    }
+
     fn write(&self, job: &str, ost: u32, n: u64) {
         self.rt.block_on(async {
             let mut c = OssClient::connect(self.addr, KEY, Role::Client)
@@ -201,7 +210,14 @@ fn dry_then_real(
     ossd_cpts: u32,
     body: &str,
 ) -> (Vec<String>, Vec<String>, String, String) {
-    let site = Site::new(ossd_cpts);
+    dry_then_real_on(Site::new(ossd_cpts), version, body)
+}
+
+fn dry_then_real_on(
+    site: Site,
+    version: &str,
+    body: &str,
+) -> (Vec<String>, Vec<String>, String, String) {
     // Jobs on OST0 only: OST1 has none, and on 2.16+ it prints no job_stats at all.
     site.write("a.1", 0, 3);
     site.write("b.2", 0, 5);
@@ -309,4 +325,42 @@ fn a_dry_run_that_cannot_see_the_partition_count_says_so() {
     for ((pn, pr), (dn, dr)) in planned.iter().zip(&done) {
         assert_eq!((pn, *pr), (dn, dr * 2), "per partition: 1 planned, 2 real");
     }
+}
+
+/// Over TBF already running with an administrator's rule and rules a killed instance left
+/// (one still wanted, one for a job no longer configured, one whose name is now another
+/// job's), the dry run plans the same adoptions (`change`), removals (`stop`) and starts as
+/// the real run then writes, and touches neither the policy nor the administrator's rule.
+#[test]
+fn a_dry_run_over_rules_left_behind_plans_what_the_real_run_writes() {
+    let site = Site::new(2);
+    let rule = "ost.OSS.ost_io.nrs_tbf_rule";
+    site.lctl_set("ost.OSS.ost_io.nrs_policies", "tbf jobid");
+    site.lctl_set(rule, "start adm jobid={x.9} rate=9");
+    site.lctl_set(rule, "start pfqa_1 jobid={a.1} rate=77");
+    site.lctl_set(rule, "start pfqold jobid={gone.3} rate=5");
+    site.lctl_set(rule, "start pfqb_2 jobid={other.4} rate=6");
+    let (planned, done, _, real_err) =
+        dry_then_real_on(site, "2.17", &format!("cpts = 2\n{STATIC}"));
+    assert_eq!(planned, done);
+    let ops: Vec<&str> = done
+        .iter()
+        .filter_map(|l| l.split("nrs_tbf_rule=").nth(1))
+        .collect();
+    assert!(
+        ops.iter().any(|o| o.starts_with("change pfqa_1 ")),
+        "{ops:?}"
+    );
+    assert!(ops.iter().any(|o| o.starts_with("stop pfqold")), "{ops:?}");
+    assert!(ops.iter().any(|o| o.starts_with("stop pfqb_2")), "{ops:?}");
+    assert!(
+        ops.iter().any(|o| o.starts_with("start pfqb_2 ")),
+        "{ops:?}"
+    );
+    assert!(
+        done.iter()
+            .all(|l| !l.contains("nrs_policies") && !l.contains(" adm")),
+        "{done:?}"
+    );
+    assert!(!real_err.contains("CPU partition count"), "{real_err}");
 }

@@ -337,30 +337,7 @@ impl AgentConfig {
     /// allows: a value of the wrong type (a string or a float where an integer goes) gets the
     /// integer field's range, never serde's Rust type.
     pub fn parse(text: &str) -> anyhow::Result<AgentConfig> {
-        let file: ConfigFile = pfsqos_tomlfile::parse(text, "").map_err(|e| {
-            let mut m = String::new();
-            if !e.field.is_empty() {
-                m.push_str(&format!("field `{}`: ", e.field));
-            }
-            if let Some(v) = &e.value {
-                // As written, but never a raw control byte in a log line.
-                let v: String = v
-                    .chars()
-                    .flat_map(|c| {
-                        let e: Vec<char> = if c.is_control() {
-                            c.escape_default().collect()
-                        } else {
-                            vec![c]
-                        };
-                        e
-                    })
-                    .collect();
-                m.push_str(&format!("value `{v}`: "));
-            }
-            m.push_str(&wrong_type_message(text, &e.field, &e.message));
-            anyhow::anyhow!(m)
-        })?;
-        AgentConfig::validate(file)
+        parse_file(text, AgentConfig::validate)
     }
 
     pub fn validate(f: ConfigFile) -> anyhow::Result<AgentConfig> {
@@ -551,11 +528,52 @@ where
     }
 }
 
+/// Parses a configuration file's text into `F` and validates it into `C`. A parse error names
+/// the field (its dotted path, `jobs[0].nodes`), the value as written with its line and
+/// column, and what the field allows: a value of the wrong type where an integer goes gets
+/// the field's range from `validate` ([`wrong_type_message`]), never serde's Rust type.
+pub(crate) fn parse_file<F, C>(
+    text: &str,
+    validate: impl Fn(F) -> anyhow::Result<C>,
+) -> anyhow::Result<C>
+where
+    F: serde::de::DeserializeOwned,
+{
+    let file: F = pfsqos_tomlfile::parse(text, "").map_err(|e| {
+        let mut m = String::new();
+        if !e.field.is_empty() {
+            m.push_str(&format!("field `{}`: ", e.field));
+        }
+        if let Some(v) = &e.value {
+            // As written, but never a raw control byte in a log line.
+            let v: String = v
+                .chars()
+                .flat_map(|c| {
+                    let e: Vec<char> = if c.is_control() {
+                        c.escape_default().collect()
+                    } else {
+                        vec![c]
+                    };
+                    e
+                })
+                .collect();
+            m.push_str(&format!("value `{v}`: "));
+        }
+        let range = |field: &str| integer_range(text, field, |t| validate(toml::from_str(t)?));
+        m.push_str(&wrong_type_message(&e.field, &e.message, range));
+        anyhow::anyhow!(m)
+    })?;
+    validate(file)
+}
+
 /// The parser's message for a value of the wrong type where an integer goes (`invalid type:
 /// string "eight", expected i64`) in the integer field's words: the kind of value and the
-/// field's range, found by validating the file with `-1` there (out of every integer field's
-/// range). Other messages are returned as they are.
-fn wrong_type_message(text: &str, field: &str, message: &str) -> String {
+/// field's range (`range`). Other messages are returned as they are.
+fn wrong_type_message(
+    field: &str,
+    message: &str,
+    range: impl Fn(&str) -> Option<String>,
+) -> String {
     let (what, at) = match message.rfind(" (line ") {
         Some(i) => message.split_at(i),
         None => (message, ""),
@@ -566,15 +584,20 @@ fn wrong_type_message(text: &str, field: &str, message: &str) -> String {
     else {
         return message.to_string();
     };
-    match integer_range(text, field) {
+    match range(field) {
         Some(range) => format!("{kind} where an integer goes: must be {range}{at}"),
         None => format!("{kind} where an integer goes{at}"),
     }
 }
 
-/// The range the validation gives the integer field at `field` (a dotted path,
-/// `jobs[0].nodes`), if it can be had.
-fn integer_range(text: &str, field: &str) -> Option<String> {
+/// The range `check` gives the integer field at `field` (a dotted path, `jobs[0].nodes`) of
+/// `text`, found by checking the text with `-1` there (out of every integer field's range),
+/// if it can be had.
+fn integer_range<C>(
+    text: &str,
+    field: &str,
+    check: impl Fn(&str) -> anyhow::Result<C>,
+) -> Option<String> {
     let mut doc: toml::Value = toml::from_str(text).ok()?;
     let mut at = &mut doc;
     for part in field.split('.') {
@@ -590,8 +613,7 @@ fn integer_range(text: &str, field: &str) -> Option<String> {
     *at = toml::Value::Integer(-1);
     let leaf = field.rsplit('.').next()?;
     let leaf = &leaf[..leaf.find('[').unwrap_or(leaf.len())];
-    let file: ConfigFile = toml::from_str(&toml::to_string(&doc).ok()?).ok()?;
-    let err = AgentConfig::validate(file).err()?;
+    let err = check(&toml::to_string(&doc).ok()?).err()?;
     let range = err.downcast_ref::<RangeError>()?;
     (range.field == leaf).then(|| range.range.clone())
 }

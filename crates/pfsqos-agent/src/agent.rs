@@ -505,6 +505,8 @@ pub struct Agent<L: Lctl> {
     /// `CapacitySource::ObservedPeak`: the highest rate each target served in one period
     /// (RPC/s), bounded like the OSTs polled.
     peak_rpcs_per_s: BTreeMap<pfsqos_core::model::OstId, f64>,
+    /// Whether the partition count's warning was logged (once a run is enough).
+    partition_count_warned: bool,
     pub stats: AgentStats,
 }
 
@@ -558,6 +560,7 @@ impl<L: Lctl> Agent<L> {
             slurm_next: None,
             unnamable_log: UnnamableLog::default(),
             peak_rpcs_per_s: BTreeMap::new(),
+            partition_count_warned: false,
             stats: AgentStats::default(),
         }
     }
@@ -1081,6 +1084,33 @@ impl<L: Lctl> Agent<L> {
     }
 
     /// The rule listing's text (for [`ListedCpts::read`]); `None` when it could not be had.
+    /// Rates are per CPU partition, and only TBF's rule listing shows how many partitions
+    /// `ost_io` has. A dry run from another policy cannot read it (TBF is not started), so it
+    /// plans with the configured `cpts` and says so; a real run that finds another count than
+    /// the configured one says so too, since a dry run would then have planned other rates.
+    fn warn_of_partition_count(&mut self, listed: u32) {
+        if self.partition_count_warned {
+            return;
+        }
+        if listed == 0 && !self.lctl.writes() {
+            self.partition_count_warned = true;
+            warn!(
+                cpts = self.config.cpts,
+                "dry run: TBF is not running, so no rule listing shows ost_io's CPU partition \
+                 count; the rates printed are per partition for the configured cpts (the real \
+                 run divides by the count the listing shows once TBF runs)"
+            );
+        } else if listed != 0 && listed != self.config.cpts {
+            self.partition_count_warned = true;
+            warn!(
+                listed,
+                cpts = self.config.cpts,
+                "the rule listing shows another CPU partition count than the configured cpts; \
+                 the listing's is used (set cpts to it so that --dry-run plans the same rates)"
+            );
+        }
+    }
+
     fn rule_listing(&mut self) -> Option<String> {
         self.get(PARAM_TBF_RULE).ok()
     }
@@ -1117,6 +1147,7 @@ impl<L: Lctl> Agent<L> {
             0 => self.config.cpts,
             n => n,
         };
+        self.warn_of_partition_count(cpts.count);
         // Rules for the jobs that moved the most; the rest share the catch-all. Each wanted
         // job's bytes are found by one merge with `per_job` (both in job id order), and the
         // order is by bytes, then by index into `want`, which is job id order.

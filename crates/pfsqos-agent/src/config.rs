@@ -80,25 +80,31 @@ pub(crate) fn default_period_ms() -> u64 {
 pub(crate) fn default_brw() -> u64 {
     pfsqos_core::lustre::BRW_SIZE_BYTES_DEFAULT
 }
-fn default_cpts() -> u32 {
+fn default_period_ms_i64() -> i64 {
+    default_period_ms() as i64
+}
+fn default_brw_i64() -> i64 {
+    default_brw() as i64
+}
+fn default_cpts() -> i64 {
     1
 }
 fn default_prefix() -> String {
     "pfq".to_string()
 }
-fn default_rules_max() -> usize {
+fn default_rules_max() -> i64 {
     512
 }
 fn default_lctl() -> PathBuf {
     PathBuf::from("lctl")
 }
-fn default_timeout() -> u64 {
+fn default_timeout() -> i64 {
     10_000
 }
-fn default_retries() -> u32 {
+fn default_retries() -> i64 {
     2
 }
-fn default_backoff() -> u64 {
+fn default_backoff() -> i64 {
     200
 }
 pub(crate) fn default_layout() -> String {
@@ -120,41 +126,43 @@ pub struct JobNodes {
 #[serde(deny_unknown_fields)]
 pub struct LimitEntry {
     pub job: Option<String>,
-    pub user: Option<u32>,
-    pub group: Option<u32>,
-    pub bytes_per_s: u64,
+    pub user: Option<i64>,
+    pub group: Option<i64>,
+    pub bytes_per_s: i64,
 }
 
 // Who a limit applies to and where uids and gids stand in job ids: the policy's types, in
 // pfsqos-core's control layer with the rest of the byte-limit policy.
 pub use pfsqos_core::control::byte_limits::{JobIdLayout, LimitTarget};
 
-/// The file as written.
+/// The file as written. Every integer is read signed (TOML's integers are `i64`) and checked
+/// against its field's range in [`AgentConfig::validate`], so `-1` or `"eight"` gets the
+/// field's range, not the parser's "expected u32" or u32's 0 to 4294967295.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
     pub controller: String,
-    #[serde(default = "default_period_ms")]
-    pub period_ms: u64,
-    pub ost_capacity_bytes_per_s: Option<u64>,
-    pub ost_capacity_rpcs_per_s: Option<u64>,
+    #[serde(default = "default_period_ms_i64")]
+    pub period_ms: i64,
+    pub ost_capacity_bytes_per_s: Option<i64>,
+    pub ost_capacity_rpcs_per_s: Option<i64>,
     pub ost_profile: Option<String>,
-    #[serde(default = "default_brw")]
-    pub brw_size_bytes: u64,
+    #[serde(default = "default_brw_i64")]
+    pub brw_size_bytes: i64,
     #[serde(default = "default_cpts")]
-    pub cpts: u32,
+    pub cpts: i64,
     #[serde(default = "default_prefix")]
     pub rule_prefix: String,
     #[serde(default = "default_rules_max")]
-    pub rules_max: usize,
+    pub rules_max: i64,
     #[serde(default = "default_lctl")]
     pub lctl: PathBuf,
     #[serde(default = "default_timeout")]
-    pub lctl_timeout_ms: u64,
+    pub lctl_timeout_ms: i64,
     #[serde(default = "default_retries")]
-    pub lctl_retries: u32,
+    pub lctl_retries: i64,
     #[serde(default = "default_backoff")]
-    pub lctl_backoff_ms: u64,
+    pub lctl_backoff_ms: i64,
     pub metrics_listen: Option<SocketAddr>,
     pub coordinator: Option<CoordinatorFile>,
     #[serde(default = "default_layout")]
@@ -208,7 +216,7 @@ pub struct SlurmLink {
 /// Longest time an agent keeps a coordinator's rates without hearing from it (one hour).
 pub const SAFE_HOLD_MS_MAX: u64 = 3_600_000;
 
-fn default_safe_hold_ms() -> u64 {
+fn default_safe_hold_ms() -> i64 {
     30_000
 }
 
@@ -221,7 +229,7 @@ pub struct CoordinatorFile {
     pub key_file: PathBuf,
     pub agent_name: String,
     #[serde(default = "default_safe_hold_ms")]
-    pub safe_hold_ms: u64,
+    pub safe_hold_ms: i64,
 }
 
 pub(crate) fn default_key_file() -> PathBuf {
@@ -324,16 +332,12 @@ impl AgentConfig {
         AgentConfig::parse(&text).with_context(|| format!("{}", path.display()))
     }
 
+    /// Parses and validates a file's text. An error names the field (its dotted path,
+    /// `jobs[0].nodes`), the value as written with its line and column, and what the field
+    /// allows: a value of the wrong type (a string or a float where an integer goes) gets the
+    /// integer field's range, never serde's Rust type.
     pub fn parse(text: &str) -> anyhow::Result<AgentConfig> {
-        let file: ConfigFile = toml::from_str(text).map_err(|e| {
-            // serde names the Rust type ("expected i64"); a reader wants the kind of value.
-            let m = e.to_string();
-            let m = ["i64", "u64", "u32", "usize"].iter().fold(m, |m, t| {
-                m.replace(&format!("expected {t}"), "expected an integer")
-            });
-            anyhow::anyhow!(m)
-        })?;
-        AgentConfig::validate(file)
+        parse_file(text, AgentConfig::validate)
     }
 
     pub fn validate(f: ConfigFile) -> anyhow::Result<AgentConfig> {
@@ -347,25 +351,38 @@ impl AgentConfig {
                 decentralized_controllers().collect::<Vec<_>>().join(", ")
             );
         }
-        if !(1..=PERIOD_MS_MAX).contains(&f.period_ms) {
-            bail!("period_ms must be 1..={PERIOD_MS_MAX}");
-        }
-        if !(BRW_SIZE_BYTES_MIN..=BRW_SIZE_BYTES_MAX).contains(&f.brw_size_bytes) {
-            bail!("brw_size_bytes must be {BRW_SIZE_BYTES_MIN}..={BRW_SIZE_BYTES_MAX}");
-        }
+        let period_ms = in_range("period_ms", f.period_ms, 1, PERIOD_MS_MAX)?;
+        let brw_size_bytes = in_range(
+            "brw_size_bytes",
+            f.brw_size_bytes,
+            BRW_SIZE_BYTES_MIN,
+            BRW_SIZE_BYTES_MAX,
+        )?;
         let cap_max = pfsqos_core::lustre::OST_CAPACITY_RPCS_PER_S_MAX;
         let (capacity, capacity_source) =
             match (f.ost_capacity_bytes_per_s, f.ost_capacity_rpcs_per_s) {
                 (Some(_), Some(_)) => {
                     bail!("give ost_capacity_bytes_per_s or ost_capacity_rpcs_per_s, not both")
                 }
-                (Some(b), None) => (b / f.brw_size_bytes, CapacitySource::Typed),
-                (None, Some(r)) => (r, CapacitySource::Typed),
+                (Some(b), None) => {
+                    // At least one full RPC a second, at most the rate a rule can carry.
+                    let b = in_range(
+                        "ost_capacity_bytes_per_s",
+                        b,
+                        brw_size_bytes,
+                        cap_max.saturating_mul(brw_size_bytes),
+                    )?;
+                    (b / brw_size_bytes, CapacitySource::Typed)
+                }
+                (None, Some(r)) => (
+                    in_range("ost_capacity_rpcs_per_s", r, 1, cap_max)?,
+                    CapacitySource::Typed,
+                ),
                 (None, None) => match &f.ost_profile {
                     Some(name) => {
                         let p = load_profile(name)?;
                         (
-                            profile_capacity_rpcs_per_s(&p, f.brw_size_bytes),
+                            profile_capacity_rpcs_per_s(&p, brw_size_bytes),
                             CapacitySource::Profile { name: p.name },
                         )
                     }
@@ -375,31 +392,26 @@ impl AgentConfig {
         if !(1..=cap_max).contains(&capacity) {
             bail!("OST capacity of {capacity} RPCs/s is outside 1..={cap_max}");
         }
-        if !(1..=CPTS_MAX).contains(&f.cpts) {
-            bail!("cpts must be 1..={CPTS_MAX}");
-        }
+        let cpts = in_range("cpts", f.cpts, 1, CPTS_MAX)?;
         if !rule_name_prefix_is_valid(&f.rule_prefix) {
             bail!(
                 "rule_prefix must be 1..={RULE_NAME_PREFIX_LEN_MAX} characters of \
                  [A-Za-z0-9_], and not a start of `default`"
             );
         }
-        if !(1..=RULES_MAX_LIMIT).contains(&f.rules_max) {
-            bail!("rules_max must be 1..={RULES_MAX_LIMIT}");
-        }
+        let rules_max = in_range("rules_max", f.rules_max, 1, RULES_MAX_LIMIT)?;
         let lctl_text = f.lctl.to_string_lossy();
         if lctl_text.is_empty() || lctl_text.len() > 4096 || lctl_text.contains('\0') {
             bail!("lctl must be a program name or path");
         }
-        if !(100..=LCTL_TIMEOUT_MS_MAX).contains(&f.lctl_timeout_ms) {
-            bail!("lctl_timeout_ms must be 100..={LCTL_TIMEOUT_MS_MAX}");
-        }
-        if f.lctl_retries > LCTL_RETRIES_MAX {
-            bail!("lctl_retries must be 0..={LCTL_RETRIES_MAX}");
-        }
-        if f.lctl_backoff_ms > 60_000 {
-            bail!("lctl_backoff_ms must be 0..=60000");
-        }
+        let lctl_timeout_ms = in_range(
+            "lctl_timeout_ms",
+            f.lctl_timeout_ms,
+            100,
+            LCTL_TIMEOUT_MS_MAX,
+        )?;
+        let lctl_retries = in_range("lctl_retries", f.lctl_retries, 0, LCTL_RETRIES_MAX)?;
+        let lctl_backoff_ms = in_range("lctl_backoff_ms", f.lctl_backoff_ms, 0, 60_000u64)?;
         let job_id_layout = JobIdLayout::parse(&f.job_id_layout).map_err(|e| anyhow::anyhow!(e))?;
         if f.jobs.len() > ENTRIES_MAX || f.limits.len() > ENTRIES_MAX {
             bail!("at most {ENTRIES_MAX} [[jobs]] and {ENTRIES_MAX} [[limits]]");
@@ -411,15 +423,8 @@ impl AgentConfig {
             if id.is_empty() || !seen.insert(id) {
                 bail!("[[jobs]] id {:?} is empty or given twice", j.id);
             }
-            let nodes_max = pfsqos_core::lustre::JOB_NODES_MAX;
-            let nodes = match u32::try_from(j.nodes) {
-                Ok(n) if (1..=nodes_max).contains(&n) => n,
-                _ => bail!(
-                    "[[jobs]] {:?}: nodes = {} must be 1..={nodes_max}",
-                    j.id,
-                    j.nodes
-                ),
-            };
+            let nodes = in_range("nodes", j.nodes, 1, pfsqos_core::lustre::JOB_NODES_MAX)
+                .with_context(|| format!("[[jobs]] {:?}", j.id))?;
             job_nodes.push((id, nodes));
         }
         let limits = validate_limits(&f.limits, &job_id_layout)?;
@@ -429,14 +434,13 @@ impl AgentConfig {
                 if !pfsqos_wire::coord::valid_agent_name(&c.agent_name) {
                     bail!("[coordinator] agent_name must be 1..=64 characters of [A-Za-z0-9._-]");
                 }
-                if !(1..=SAFE_HOLD_MS_MAX).contains(&c.safe_hold_ms) {
-                    bail!("[coordinator] safe_hold_ms must be 1..={SAFE_HOLD_MS_MAX}");
-                }
+                let safe_hold_ms = in_range("safe_hold_ms", c.safe_hold_ms, 1, SAFE_HOLD_MS_MAX)
+                    .context("[coordinator]")?;
                 Some(CoordinatorLink {
                     addr: c.addr,
                     key_file: c.key_file,
                     agent_name: c.agent_name,
-                    safe_hold_ms: c.safe_hold_ms,
+                    safe_hold_ms,
                 })
             }
         };
@@ -447,24 +451,10 @@ impl AgentConfig {
                 if text.is_empty() || text.len() > 4096 || text.contains('\0') {
                     bail!("[slurm] squeue must be a program name or path");
                 }
-                let refresh_ms = u64::try_from(sl.refresh_ms)
-                    .ok()
-                    .filter(|r| (100..=SLURM_REFRESH_MS_MAX).contains(r))
-                    .ok_or_else(|| {
-                        anyhow::anyhow!(
-                            "[slurm] refresh_ms = {} must be 100..={SLURM_REFRESH_MS_MAX}",
-                            sl.refresh_ms
-                        )
-                    })?;
-                let timeout_ms = u64::try_from(sl.timeout_ms)
-                    .ok()
-                    .filter(|r| (100..=SLURM_TIMEOUT_MS_MAX).contains(r))
-                    .ok_or_else(|| {
-                        anyhow::anyhow!(
-                            "[slurm] timeout_ms = {} must be 100..={SLURM_TIMEOUT_MS_MAX}",
-                            sl.timeout_ms
-                        )
-                    })?;
+                let refresh_ms = in_range("refresh_ms", sl.refresh_ms, 100, SLURM_REFRESH_MS_MAX)
+                    .context("[slurm]")?;
+                let timeout_ms = in_range("timeout_ms", sl.timeout_ms, 100, SLURM_TIMEOUT_MS_MAX)
+                    .context("[slurm]")?;
                 let basis = match sl.basis.as_str() {
                     "nodes" => pfsqos_jobfacts::Basis::Nodes,
                     "priority" => pfsqos_jobfacts::Basis::Priority,
@@ -485,16 +475,16 @@ impl AgentConfig {
             slurm,
             capacity_source,
             policy,
-            period_ms: f.period_ms,
+            period_ms,
             ost_capacity_rpcs_per_s: capacity,
-            brw_size_bytes: f.brw_size_bytes,
-            cpts: f.cpts,
+            brw_size_bytes,
+            cpts,
             rule_prefix: f.rule_prefix,
-            rules_max: f.rules_max,
+            rules_max,
             lctl: f.lctl,
-            lctl_timeout_ms: f.lctl_timeout_ms,
-            lctl_retries: f.lctl_retries,
-            lctl_backoff_ms: f.lctl_backoff_ms,
+            lctl_timeout_ms,
+            lctl_retries,
+            lctl_backoff_ms,
             metrics_listen: f.metrics_listen,
             coordinator,
             job_id_layout,
@@ -502,6 +492,130 @@ impl AgentConfig {
             limits,
         })
     }
+}
+
+/// An integer field outside its range: the field's name, the value and the range, which a
+/// wrongly typed value's error borrows ([`wrong_type_message`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeError {
+    pub field: &'static str,
+    pub value: i64,
+    /// `1..=256`.
+    pub range: String,
+}
+
+impl std::fmt::Display for RangeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} = {} must be {}", self.field, self.value, self.range)
+    }
+}
+
+impl std::error::Error for RangeError {}
+
+/// `value` as a `T` when it lies in `lo..=hi`, else a [`RangeError`] naming `field`.
+pub fn in_range<T>(field: &'static str, value: i64, lo: T, hi: T) -> anyhow::Result<T>
+where
+    T: TryFrom<i64> + PartialOrd + std::fmt::Display + Copy,
+{
+    match T::try_from(value) {
+        Ok(v) if lo <= v && v <= hi => Ok(v),
+        _ => Err(RangeError {
+            field,
+            value,
+            range: format!("{lo}..={hi}"),
+        }
+        .into()),
+    }
+}
+
+/// Parses a configuration file's text into `F` and validates it into `C`. A parse error names
+/// the field (its dotted path, `jobs[0].nodes`), the value as written with its line and
+/// column, and what the field allows: a value of the wrong type where an integer goes gets
+/// the field's range from `validate` ([`wrong_type_message`]), never serde's Rust type.
+pub(crate) fn parse_file<F, C>(
+    text: &str,
+    validate: impl Fn(F) -> anyhow::Result<C>,
+) -> anyhow::Result<C>
+where
+    F: serde::de::DeserializeOwned,
+{
+    let file: F = pfsqos_tomlfile::parse(text, "").map_err(|e| {
+        let mut m = String::new();
+        if !e.field.is_empty() {
+            m.push_str(&format!("field `{}`: ", e.field));
+        }
+        if let Some(v) = &e.value {
+            // As written, but never a raw control byte in a log line.
+            let v: String = v
+                .chars()
+                .flat_map(|c| {
+                    let e: Vec<char> = if c.is_control() {
+                        c.escape_default().collect()
+                    } else {
+                        vec![c]
+                    };
+                    e
+                })
+                .collect();
+            m.push_str(&format!("value `{v}`: "));
+        }
+        let range = |field: &str| integer_range(text, field, |t| validate(toml::from_str(t)?));
+        m.push_str(&wrong_type_message(&e.field, &e.message, range));
+        anyhow::anyhow!(m)
+    })?;
+    validate(file)
+}
+
+/// The parser's message for a value of the wrong type where an integer goes (`invalid type:
+/// string "eight", expected i64`) in the integer field's words: the kind of value and the
+/// field's range (`range`). Other messages are returned as they are.
+fn wrong_type_message(
+    field: &str,
+    message: &str,
+    range: impl Fn(&str) -> Option<String>,
+) -> String {
+    let (what, at) = match message.rfind(" (line ") {
+        Some(i) => message.split_at(i),
+        None => (message, ""),
+    };
+    let Some((kind, _)) = what
+        .strip_prefix("invalid type: ")
+        .and_then(|m| m.split_once(", expected i64"))
+    else {
+        return message.to_string();
+    };
+    match range(field) {
+        Some(range) => format!("{kind} where an integer goes: must be {range}{at}"),
+        None => format!("{kind} where an integer goes{at}"),
+    }
+}
+
+/// The range `check` gives the integer field at `field` (a dotted path, `jobs[0].nodes`) of
+/// `text`, found by checking the text with `-1` there (out of every integer field's range),
+/// if it can be had.
+fn integer_range<C>(
+    text: &str,
+    field: &str,
+    check: impl Fn(&str) -> anyhow::Result<C>,
+) -> Option<String> {
+    let mut doc: toml::Value = toml::from_str(text).ok()?;
+    let mut at = &mut doc;
+    for part in field.split('.') {
+        let (key, indexes) = part.split_at(part.find('[').unwrap_or(part.len()));
+        at = at.as_table_mut()?.get_mut(key)?;
+        for index in indexes.split(['[', ']']).filter(|s| !s.is_empty()) {
+            at = at.as_array_mut()?.get_mut(index.parse::<usize>().ok()?)?;
+        }
+    }
+    if at.is_integer() {
+        return None;
+    }
+    *at = toml::Value::Integer(-1);
+    let leaf = field.rsplit('.').next()?;
+    let leaf = &leaf[..leaf.find('[').unwrap_or(leaf.len())];
+    let err = check(&toml::to_string(&doc).ok()?).err()?;
+    let range = err.downcast_ref::<RangeError>()?;
+    (range.field == leaf).then(|| range.range.clone())
 }
 
 /// Validates `[[limits]]` entries (the agent's, per OSS, and the coordinator's, over the whole
@@ -526,12 +640,14 @@ pub fn validate_limits(
                 LimitTarget::Job(id)
             }
             (None, Some(u), None) => {
+                let u = in_range("user", u, 0, u32::MAX).context("[[limits]]")?;
                 if layout.uid_from_end.is_none() {
                     bail!("a user limit needs %u in job_id_layout");
                 }
                 LimitTarget::User(u)
             }
             (None, None, Some(g)) => {
+                let g = in_range("group", g, 0, u32::MAX).context("[[limits]]")?;
                 if layout.gid_from_end.is_none() {
                     bail!("a group limit needs %g in job_id_layout");
                 }
@@ -543,10 +659,9 @@ pub fn validate_limits(
             bail!("[[limits]] {target} is given twice");
         }
         // At least one byte per second per CPT; at most what a rule can carry.
-        if !(4096..=(1u64 << 50)).contains(&l.bytes_per_s) {
-            bail!("[[limits]] {target}: bytes_per_s must be 4096..=2^50");
-        }
-        limits.push((target, l.bytes_per_s));
+        let bytes_per_s = in_range("bytes_per_s", l.bytes_per_s, 4096, 1u64 << 50)
+            .with_context(|| format!("[[limits]] {target}"))?;
+        limits.push((target, bytes_per_s));
     }
     Ok(limits)
 }
@@ -654,8 +769,12 @@ mod tests {
                 "[[jobs]]\nid = \"a\"\nnodes = -1\n",
                 "nodes = -1 must be 1..=1000000",
             ),
-            // A string where an integer goes names the kind of value, not the Rust type.
-            ("lctl_retries = \"eight\"\n", "expected an integer"),
+            // A string where an integer goes names the field and its range.
+            (
+                "lctl_retries = \"eight\"\n",
+                "field `lctl_retries`: value `\"eight\"`: string \"eight\" where an integer \
+                 goes: must be 0..=10 (line 3, column 16)",
+            ),
             (
                 "[slurm]\nbasis = \"qos\"\n",
                 "must be \"nodes\" or \"priority\"",
@@ -680,6 +799,93 @@ mod tests {
         let e =
             AgentConfig::parse("controller = \"gift\"\nost_capacity_rpcs_per_s = 1\n").unwrap_err();
         assert!(e.to_string().contains("coordinator"), "{e}");
+    }
+
+    /// Every integer field, given a value of the wrong type (a string, a float) or an integer
+    /// out of its range (negative, beyond u32), names the field and the range the field
+    /// allows: never the Rust type (`expected i64`, `expected u32`) nor a type's range
+    /// (`0 to 4294967295`) where the field allows less.
+    #[test]
+    fn wrongly_typed_integers_name_the_field_and_its_range() {
+        let coord = "[coordinator]\naddr = \"127.0.0.1:1\"\nagent_name = \"oss1\"\n";
+        for (extra, field, range) in [
+            ("cpts = \"eight\"\n", "cpts", "1..=256"),
+            ("cpts = -1\n", "cpts", "1..=256"),
+            ("cpts = 4294967296\n", "cpts", "1..=256"),
+            ("rules_max = 1.5\n", "rules_max", "1..=16384"),
+            ("period_ms = -1\n", "period_ms = -1", "1..="),
+            (
+                "lctl_timeout_ms = \"1s\"\n",
+                "lctl_timeout_ms",
+                "100..=600000",
+            ),
+            ("lctl_backoff_ms = -3\n", "lctl_backoff_ms", "0..=60000"),
+            (
+                "brw_size_bytes = \"4M\"\n",
+                "brw_size_bytes",
+                "4096..=67108864",
+            ),
+            (
+                "[[jobs]]\nid = \"a\"\nnodes = \"eight\"\n",
+                "jobs[0].nodes",
+                "1..=1000000",
+            ),
+            (
+                "[[jobs]]\nid = \"a\"\nnodes = -1\n",
+                "nodes = -1",
+                "1..=1000000",
+            ),
+            (
+                "[[jobs]]\nid = \"a\"\nnodes = 4294967297\n",
+                "nodes",
+                "1..=1000000",
+            ),
+            (
+                "[slurm]\nrefresh_ms = \"10s\"\n",
+                "slurm.refresh_ms",
+                "100..=3600000",
+            ),
+            (
+                "[slurm]\ntimeout_ms = 2.5\n",
+                "slurm.timeout_ms",
+                "100..=60000",
+            ),
+            (
+                "[[limits]]\njob = \"a\"\nbytes_per_s = \"1G\"\n",
+                "limits[0].bytes_per_s",
+                "4096..=1125899906842624",
+            ),
+            (
+                "[[limits]]\nuser = -1\nbytes_per_s = 4096\n",
+                "user = -1",
+                "0..=4294967295",
+            ),
+        ] {
+            let e = AgentConfig::parse(&format!("{MIN}{extra}")).unwrap_err();
+            let m = format!("{e:#}");
+            assert!(m.contains(field), "{extra}: {m}");
+            assert!(m.contains(&format!("must be {range}")), "{extra}: {m}");
+            for rust in ["i64", "u32", "u64", "usize"] {
+                assert!(!m.contains(&format!("expected {rust}")), "{extra}: {m}");
+            }
+            if !extra.contains("user") {
+                assert!(!m.contains("4294967295"), "{extra}: {m}");
+            }
+        }
+        let e = AgentConfig::parse(&format!("{MIN}{coord}safe_hold_ms = \"30s\"\n")).unwrap_err();
+        let m = format!("{e:#}");
+        assert!(
+            m.contains("coordinator.safe_hold_ms") && m.contains("must be 1..=3600000"),
+            "{m}"
+        );
+        // In range, the signed fields give the same configuration as before.
+        let c = AgentConfig::parse(&format!(
+            "{MIN}cpts = 4\nlctl_retries = 0\n[[jobs]]\nid = \"a\"\nnodes = 7\n\
+             [[limits]]\nuser = 0\nbytes_per_s = 4096\n"
+        ))
+        .unwrap();
+        assert_eq!((c.cpts, c.lctl_retries, c.job_nodes[0].1), (4, 0, 7));
+        assert_eq!(c.limits, [(LimitTarget::User(0), 4096)]);
     }
 
     #[test]

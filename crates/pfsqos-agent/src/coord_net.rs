@@ -364,17 +364,25 @@ pub struct CoordinatorFile {
     pub key_file: std::path::PathBuf,
     pub server_key_file: Option<std::path::PathBuf>,
     pub controller: String,
-    #[serde(default = "crate::config::default_period_ms")]
-    pub period_ms: u64,
-    #[serde(default = "crate::config::default_brw")]
-    pub brw_size_bytes: u64,
+    // Integers read signed, so `-1` or `"eight"` gets the field's range, not serde's type.
+    #[serde(default = "default_period_ms")]
+    pub period_ms: i64,
+    #[serde(default = "default_brw")]
+    pub brw_size_bytes: i64,
     pub agents: Vec<String>,
-    pub report_fresh_ms: Option<u64>,
+    pub report_fresh_ms: Option<i64>,
     pub metrics_listen: Option<SocketAddr>,
     #[serde(default = "crate::config::default_layout")]
     pub job_id_layout: String,
     #[serde(default)]
     pub limits: Vec<crate::config::LimitEntry>,
+}
+
+fn default_period_ms() -> i64 {
+    crate::config::default_period_ms() as i64
+}
+fn default_brw() -> i64 {
+    crate::config::default_brw() as i64
 }
 
 /// A validated coordinator configuration.
@@ -406,23 +414,34 @@ impl CoordinatorConfig {
                 crate::config::CONFIG_LEN_BYTES_MAX
             );
         }
-        let f: CoordinatorFile = toml::from_str(text)?;
+        crate::config::parse_file(text, CoordinatorConfig::validate)
+    }
+
+    fn validate(f: CoordinatorFile) -> anyhow::Result<CoordinatorConfig> {
+        use crate::config::in_range;
+        use anyhow::bail;
         let policy = pfsqos_core::control::spec::PolicyChoice::parse(&f.controller)
             .map_err(|e| anyhow::anyhow!(e))?;
-        if !(1..=pfsqos_core::control::spec::PERIOD_MS_MAX).contains(&f.period_ms) {
-            bail!(
-                "period_ms must be 1..={}",
-                pfsqos_core::control::spec::PERIOD_MS_MAX
-            );
-        }
+        let period_ms = in_range(
+            "period_ms",
+            f.period_ms,
+            1,
+            pfsqos_core::control::spec::PERIOD_MS_MAX,
+        )?;
         use pfsqos_core::lustre::{BRW_SIZE_BYTES_MAX, BRW_SIZE_BYTES_MIN};
-        if !(BRW_SIZE_BYTES_MIN..=BRW_SIZE_BYTES_MAX).contains(&f.brw_size_bytes) {
-            bail!("brw_size_bytes must be {BRW_SIZE_BYTES_MIN}..={BRW_SIZE_BYTES_MAX}");
-        }
-        let report_fresh_ms = f.report_fresh_ms.unwrap_or(3 * f.period_ms);
+        let brw_size_bytes = in_range(
+            "brw_size_bytes",
+            f.brw_size_bytes,
+            BRW_SIZE_BYTES_MIN,
+            BRW_SIZE_BYTES_MAX,
+        )?;
+        let report_fresh_ms = match f.report_fresh_ms {
+            Some(r) => in_range("report_fresh_ms", r, 1, crate::config::SAFE_HOLD_MS_MAX)?,
+            None => 3 * period_ms,
+        };
         if !(1..=crate::config::SAFE_HOLD_MS_MAX).contains(&report_fresh_ms) {
             bail!(
-                "report_fresh_ms must be 1..={}",
+                "report_fresh_ms (3 periods unless given) must be 1..={}",
                 crate::config::SAFE_HOLD_MS_MAX
             );
         }
@@ -438,8 +457,8 @@ impl CoordinatorConfig {
             key_file: f.key_file,
             server_key_file: f.server_key_file,
             policy,
-            period_ms: f.period_ms,
-            brw_size_bytes: f.brw_size_bytes,
+            period_ms,
+            brw_size_bytes,
             agents: f.agents,
             report_fresh_ms,
         };
@@ -563,6 +582,47 @@ mod tests {
             vec![(crate::config::LimitTarget::User(500), 1 << 20)]
         );
         assert!(limited.metrics_listen.is_some());
+    }
+
+    /// A wrongly typed or out-of-range integer of the coordinator's file names the field and
+    /// its range, never serde's Rust type (`expected u64`) nor u32's 0 to 4294967295.
+    #[test]
+    fn wrongly_typed_coordinator_integers_name_the_field_and_its_range() {
+        let ok =
+            "listen = \"127.0.0.1:9190\"\ncontroller = \"gift\"\nagents = [\"oss1\", \"oss2\"]\n";
+        for (extra, field, range) in [
+            ("period_ms = \"1s\"\n", "field `period_ms`", "1..="),
+            ("period_ms = -1\n", "period_ms = -1", "1..="),
+            (
+                "report_fresh_ms = 1.5\n",
+                "field `report_fresh_ms`",
+                "1..=3600000",
+            ),
+            (
+                "brw_size_bytes = \"4M\"\n",
+                "field `brw_size_bytes`",
+                "4096..=67108864",
+            ),
+            (
+                "[[limits]]\nuser = \"alice\"\nbytes_per_s = 4096\n",
+                "field `limits[0].user`",
+                "0..=4294967295",
+            ),
+            (
+                "[[limits]]\njob = \"a\"\nbytes_per_s = -4096\n",
+                "bytes_per_s = -4096",
+                "4096..=",
+            ),
+        ] {
+            let e = CoordinatorConfig::parse(&format!("{ok}{extra}")).unwrap_err();
+            let m = format!("{e:#}");
+            assert!(m.contains(field), "{extra}: {m}");
+            assert!(m.contains(&format!("must be {range}")), "{extra}: {m}");
+            assert!(
+                !m.contains("expected u") && !m.contains("expected i"),
+                "{extra}: {m}"
+            );
+        }
     }
 
     #[test]

@@ -393,6 +393,40 @@ fn logs_rewritten_in_either_byte_order_and_compression_read_the_same() {
     }
 }
 
+/// Without a corpus, the corpus test skips through `pfsqos_testkit::skip`, so the run's list
+/// of skipped tests names it (a silent early return passed as if it had checked the corpus):
+/// this test binary runs that one test again with no corpus and a skip log of its own.
+#[test]
+fn the_corpus_test_lists_its_skip_without_a_corpus() {
+    let dir = tempfile_dir();
+    let log = dir.join("skipped");
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "corpus_matches_pydarshan_and_imports",
+            "--test-threads=1",
+        ])
+        .env_remove("PFSQOS_DARSHAN_CORPUS")
+        .env_remove("PFSQOS_DARSHAN_CORPUS_REFERENCE")
+        .env(pfsqos_testkit::SKIP_LOG_ENV, &log)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let logged = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        logged.starts_with("SKIP: corpus_matches_pydarshan_and_imports: set PFSQOS_DARSHAN_CORPUS"),
+        "{logged:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A directory of this process's own under the system's temporary directory.
+fn tempfile_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("pfsqos-darshan-skip-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 /// The corpus: every log against its reference records, and through the importer.
 #[test]
 fn corpus_matches_pydarshan_and_imports() {
@@ -400,10 +434,11 @@ fn corpus_matches_pydarshan_and_imports() {
         std::env::var_os("PFSQOS_DARSHAN_CORPUS"),
         std::env::var_os("PFSQOS_DARSHAN_CORPUS_REFERENCE"),
     ) else {
-        eprintln!(
-            "SKIPPED corpus_matches_pydarshan_and_imports: set PFSQOS_DARSHAN_CORPUS (a \
-             directory of logs) and PFSQOS_DARSHAN_CORPUS_REFERENCE (their reference records \
-             from scripts/darshan-reference.py) to run it"
+        pfsqos_testkit::skip(
+            "corpus_matches_pydarshan_and_imports",
+            "set PFSQOS_DARSHAN_CORPUS (a directory of logs) and \
+             PFSQOS_DARSHAN_CORPUS_REFERENCE (their reference records from \
+             scripts/darshan-reference.py) to run it",
         );
         return;
     };

@@ -22,7 +22,9 @@
 //! Lustre-exporter-compatible families, so that dashboards built on the common Lustre
 //! exporters (HPE's `lustre_exporter`, Whamcloud's `lustrefs-exporter`) show pfsqos jobs as
 //! they show Lustre's: the same names, labels and values as their OST job_stats families,
-//! `component="ost"`, `target` the OST's `fsname-OSTxxxx`, `jobid` the job id:
+//! `component="ost"`, `target` the OST's `fsname-OSTxxxx`, `jobid` the job id as the
+//! exporters parse it from job_stats ([`exporter_job_id`]: GSI's parse; HPE's where its
+//! parse keeps the whole id):
 //! * `lustre_job_read_bytes_total`, `lustre_job_write_bytes_total` (job_stats `read_bytes` /
 //!   `write_bytes` sums, the values of `pfsqos_ost_job_{read,write}_bytes_total`);
 //! * `lustre_job_read_samples_total`, `lustre_job_write_samples_total` (job_stats samples of
@@ -586,9 +588,17 @@ pub fn label_value(text: &str) -> String {
 /// double quotes with those bytes as `\xHH`), without the quotes. That is the GSI
 /// lustre_exporter's parse (`sources/proc_common.go`, `jobidRegexPattern =
 /// job_id:[ \t]*"?([^"\n\r]*)"?`: the text between the optional quotes, escapes kept): `job 1`
-/// is labelled `job\x201`, `dd.0` stays `dd.0`. (HPE's original parser keeps only the id's
-/// first number, which no join can match.) The result is raw label text: [`job_label_value`]
-/// escapes it for the exposition.
+/// is labelled `job\x201`, `dd.0` stays `dd.0`.
+///
+/// HPE's lustre_exporter (HewlettPackard/lustre_exporter, `sources/procfs.go` `getJobNum` with
+/// `sources/proc_common.go` `jobidRegexPattern = job_id:\s*(.*\.[0-9]+|[0-9_]+)`, since 2018;
+/// before, the id's first number) reads no YAML and undoes no quoting: its label is the
+/// printed text up to the last `.` and digits, else a leading run of digits and `_`, else
+/// `""`. It equals ours for every id it keeps whole (plain ids such as `%e.%u`'s `dd.500` or
+/// Slurm's `4151234`); for the rest (quoted ids, ids not ending in `.` and digits) its label
+/// is `""`, the opening quote with the text, or a cut prefix, shared by other jobs, so no
+/// label can join them and ours stays GSI's (`job_labels_match_hpes_exporter_wherever_it_names_the_job`).
+/// The result is raw label text: [`job_label_value`] escapes it for the exposition.
 pub fn exporter_job_id(job: &str) -> String {
     use pfsqos_lustre::jobstats::{lustre_job_id_bytes, JobStatsFormat};
     let printed = lustre_job_id_bytes(job, JobStatsFormat::Master);
@@ -1309,6 +1319,36 @@ mod tests {
         }
     }
 
+    /// Where promtool cannot be run, the lint skips through `pfsqos_testkit::skip`, so the
+    /// run's list of skipped tests names it (a silent return passed as if it had linted): this
+    /// test binary runs that one test again with a `PATH` holding no promtool and a skip log
+    /// of its own.
+    #[test]
+    fn the_promtool_lint_lists_its_skip_without_promtool() {
+        let dir = std::env::temp_dir().join(format!("pfsqos-metrics-skip-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("skipped");
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "tests::promtool_finds_nothing_in_the_daemons_families",
+                "--test-threads=1",
+            ])
+            .env("PATH", &dir)
+            .env(pfsqos_testkit::SKIP_LOG_ENV, &log)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let logged = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            logged.starts_with(
+                "SKIP: promtool_finds_nothing_in_the_daemons_families: promtool is not installed"
+            ),
+            "{logged:?}"
+        );
+    }
+
     /// Prometheus' linter finds nothing in either daemon's families (HELP everywhere, names in
     /// base units, counters named `_total`). Skipped, saying why, where promtool is missing.
     #[test]
@@ -1334,8 +1374,9 @@ mod tests {
         for text in [oss, mds] {
             match promtool_check(&text) {
                 None => {
-                    eprintln!(
-                        "SKIP: promtool is not installed (Debian: apt-get install prometheus)"
+                    pfsqos_testkit::skip(
+                        "promtool_finds_nothing_in_the_daemons_families",
+                        "promtool is not installed (Debian: apt-get install prometheus)",
                     );
                     return;
                 }
@@ -1642,6 +1683,179 @@ mod tests {
                 assert_eq!(found, [expected.as_str()], "{id:?} in {printed}");
             }
         }
+    }
+
+    /// The job ids HPE's lustre_exporter labels one OST's `job_stats` text with, as Go's
+    /// leftmost-first regexp applies its rules (HewlettPackard/lustre_exporter at 63e0aba,
+    /// unchanged since 5d9684c of 2018). `sources/procfs.go`, `parseJobStatsText`: a block
+    /// runs from each `job_id:` to the end of its line, then lazily to the first `-` after it
+    /// (or the end of the text); `getJobNum`: the block's first `job_id: ` (one space) to the
+    /// end of its line, matched against `sources/proc_common.go`'s `jobidRegexPattern`,
+    /// `job_id:\s*(.*\.[0-9]+|[0-9_]+)`, whose first group is the label, `""` without a match.
+    /// No quote is removed and no `\xHH` decoded: the label is the printed text.
+    fn hpe_exporter_job_ids(job_stats: &str) -> Vec<String> {
+        let mut ids = Vec::new();
+        let mut from = 0;
+        while let Some(at) = job_stats[from..].find("job_id:") {
+            let start = from + at;
+            let line_end = job_stats[start..]
+                .find('\n')
+                .map_or(job_stats.len(), |i| start + i);
+            let end = job_stats[line_end..]
+                .find('-')
+                .map_or(job_stats.len(), |i| line_end + i + 1);
+            let block = &job_stats[start..end];
+            ids.push(match block.find("job_id: ") {
+                Some(i) => {
+                    let line = &block[i..];
+                    hpe_job_num(&line[..line.find('\n').unwrap_or(line.len())])
+                }
+                None => String::new(),
+            });
+            from = end;
+        }
+        ids
+    }
+
+    /// `jobidRegexPattern`'s first group in one line: `\s*` takes every blank (taking fewer
+    /// cannot help either branch); `.*\.[0-9]+` then backs off to the last `.` before a digit
+    /// and takes every digit after it; else `[0-9_]+` must start right there. A failed start
+    /// is tried again at the line's next `job_id:`.
+    fn hpe_job_num(line: &str) -> String {
+        let mut from = 0;
+        while let Some(at) = line[from..].find("job_id:") {
+            let rest = &line[from + at + "job_id:".len()..];
+            let rest = rest.trim_start_matches([' ', '\t', '\n', '\x0c', '\r']);
+            let b = rest.as_bytes();
+            let last_dot = (0..b.len().saturating_sub(1))
+                .rev()
+                .find(|&k| b[k] == b'.' && b[k + 1].is_ascii_digit());
+            if let Some(dot) = last_dot {
+                let digits = b[dot + 1..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count();
+                return rest[..dot + 1 + digits].to_string();
+            }
+            let n = b
+                .iter()
+                .take_while(|c| c.is_ascii_digit() || **c == b'_')
+                .count();
+            if n > 0 {
+                return rest[..n].to_string();
+            }
+            from += at + 1;
+        }
+        String::new()
+    }
+
+    /// The emulation of HPE's rule gives what HPE's own unit test of `getJobNum`
+    /// (`sources/procfs_test.go`) says it gives, and cuts blocks at the next job's `- `.
+    #[test]
+    fn hpes_job_id_rule_is_emulated_as_its_tests_state_it() {
+        assert_eq!(hpe_exporter_job_ids("job_id: 1234"), ["1234"]);
+        assert_eq!(hpe_exporter_job_ids("job_id: ABCD"), [""]);
+        assert_eq!(
+            hpe_exporter_job_ids("job_id:  abc .0123 .-_+ AB.1000  "),
+            ["abc .0123 .-_+ AB.1000"]
+        );
+        assert_eq!(
+            hpe_exporter_job_ids(
+                "job_stats:\n- job_id:          dd.500\n  snapshot_time: 1\n\
+                 - job_id:          cp.7x\n  snapshot_time: 1\n"
+            ),
+            ["dd.500", "cp.7"]
+        );
+    }
+
+    /// The `jobid` label of `lustre_job_*` is HPE's lustre_exporter's label for the same job
+    /// whenever HPE's rule keeps the whole id the ossd's job_stats print (plain ids ending in
+    /// `.` and digits, or of digits and `_` alone: `%e.%u`, `%j`, ...): a dashboard joining
+    /// both sees one job. For the others (a space, `"`, `\\`, non-ASCII, `*`, `:`, a leading
+    /// `@`: printed quoted with `\xHH` escapes; ids with no `.` and digits at their end) HPE's
+    /// label is not the job's: `""` (every such job shares it), the printed text with its
+    /// opening quote, or a cut prefix, which no label of ours can equal without breaking the
+    /// GSI exporter's join and colliding jobs; ours stays the GSI one, the id as printed.
+    #[test]
+    fn job_labels_match_hpes_exporter_wherever_it_names_the_job() {
+        use pfsqos_lustre::jobstats::{render_job_stats, JobEntry, JobStatsFormat};
+        use pfsqos_lustre::model::JobId;
+        let (mut named, mut unnamed) = (Vec::new(), Vec::new());
+        for id in [
+            "dd.500",
+            "4151234",
+            "4151234_7",
+            "node01.dd.500",
+            "a-b.12",
+            "my.app.1001.100",
+            "job 1",
+            "job 1.5",
+            "a\"b.5",
+            "back\\slash.5",
+            "\u{e9}.1",
+            "*",
+            "x:y.3",
+            "@host.4",
+            "app.1.x",
+            "ABCD",
+        ] {
+            let entry = JobEntry::new(JobId::new(id).unwrap(), 1);
+            let printed = render_job_stats([&entry], JobStatsFormat::Master);
+            let hpe = hpe_exporter_job_ids(&printed);
+            assert_eq!(hpe.len(), 1, "{printed}");
+            let hpe = &hpe[0];
+            // What Lustre printed after `job_id:`, quotes and escapes as they are.
+            let as_printed = printed
+                .split_once("job_id:")
+                .unwrap()
+                .1
+                .lines()
+                .next()
+                .unwrap()
+                .trim_start_matches([' ', '\t']);
+            let text = render_collector(OssCollector(OssSample {
+                osts: vec![OstSample {
+                    name: "fs-OST0000".into(),
+                    jobs: vec![JobSample {
+                        job: id.into(),
+                        write_bytes: 1,
+                        ..JobSample::default()
+                    }],
+                    ..OstSample::default()
+                }],
+                ..OssSample::default()
+            }));
+            let ours: Vec<String> = parse_openmetrics(&text)
+                .into_iter()
+                .filter(|s| s.0.starts_with("lustre_job_"))
+                .flat_map(|s| s.1.into_iter().filter(|(k, _)| k == "jobid"))
+                .map(|(_, v)| v)
+                .collect();
+            assert!(ours.len() >= 4 && ours.iter().all(|v| v == &ours[0]));
+            if hpe == as_printed {
+                assert_eq!(&ours[0], hpe, "{id:?}: HPE names it, so must we");
+                named.push(id);
+            } else {
+                assert!(
+                    hpe.is_empty() || hpe.starts_with('"') || as_printed.starts_with(hpe.as_str()),
+                    "{id:?}: HPE's label {hpe:?} of {as_printed:?}"
+                );
+                assert_ne!(&ours[0], hpe, "{id:?}");
+                unnamed.push(id);
+            }
+        }
+        assert_eq!(
+            named,
+            [
+                "dd.500",
+                "4151234",
+                "4151234_7",
+                "node01.dd.500",
+                "a-b.12",
+                "my.app.1001.100"
+            ]
+        );
+        assert_eq!(unnamed.len(), 10, "{unnamed:?}");
     }
 
     /// The shipped Grafana dashboard is valid JSON and queries only families pfsqos exports

@@ -149,7 +149,7 @@ impl Site {
             .arg(&config_path)
             .env("PATH", path)
             .env("PFSQOS_LCTL_SERVER", &cluster.oss_addr)
-            .env("PFSQOS_LCTL_KEY_FILE", &cluster.key)
+            .env("PFSQOS_LCTL_KEY_FILE", &cluster.server_key)
             .env("PFSQOS_LCTL_VERSION", "2.17")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("agent.log")).unwrap())
@@ -184,7 +184,7 @@ impl Site {
     fn agent_rules(&self) -> BTreeMap<String, u64> {
         let out = pfsqos()
             .args(["lctl", "--server", &self.cluster.oss_addr, "--key-file"])
-            .arg(&self.cluster.key)
+            .arg(&self.cluster.server_key)
             .args(["get_param", "-n", "ost.OSS.ost_io.nrs_tbf_rule"])
             .output()
             .unwrap();

@@ -140,7 +140,10 @@ pub fn spawn_ready(
 /// by every process on it, so a throttled job's queued RPCs also hold back a second job on the
 /// same mount (as on one Lustre client node).
 pub struct Cluster {
+    /// The cluster key: what the mounts (client nodes) hold.
     pub key: PathBuf,
+    /// The servers' own key: what the ossds, the MDS and an administrator's `lctl` hold.
+    pub server_key: PathBuf,
     pub oss_addr: String,
     pub mds_addr: String,
     pub mnts: Vec<PathBuf>,
@@ -242,6 +245,7 @@ impl Cluster {
         let mut cluster = Cluster {
             tmp,
             key,
+            server_key,
             oss_addr: oss_addrs[0].clone(),
             mds_addr,
             mnts: Vec::new(),
@@ -283,7 +287,7 @@ impl Cluster {
         for addr in &self.oss_addrs {
             let out = pfsqos()
                 .args(["lctl", "--server", addr, "--key-file"])
-                .arg(&self.key)
+                .arg(&self.server_key)
                 .args(["set_param", param])
                 .output()
                 .unwrap();
@@ -314,7 +318,7 @@ impl Cluster {
             .map(|addr| {
                 let out = pfsqos()
                     .args(["lctl", "--server", addr, "--key-file"])
-                    .arg(&self.key)
+                    .arg(&self.server_key)
                     .args(["get_param", "obdfilter.*.job_stats"])
                     .output()
                     .unwrap();

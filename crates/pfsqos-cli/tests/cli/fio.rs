@@ -585,7 +585,7 @@ fn dsfq_keeps_a_4_to_1_total_share_of_two_fio_jobs_over_two_ossds() {
 fn dsfq_queued(cluster: &Cluster, oss: usize) -> BTreeMap<String, u64> {
     let out = pfsqos()
         .args(["lctl", "--server", &cluster.oss_addrs[oss], "--key-file"])
-        .arg(&cluster.key)
+        .arg(&cluster.server_key)
         .args(["get_param", "-n", "ost.OSS.ost_io.nrs_dsfq_flows"])
         .output()
         .unwrap();

@@ -36,7 +36,7 @@ fn writer(cluster: &Cluster, mount: usize, file: &str, job: &str, nodes: &str) -
 fn get_param(cluster: &Cluster, param: &str) -> String {
     let out = pfsqos()
         .args(["lctl", "--server", &cluster.oss_addr, "--key-file"])
-        .arg(&cluster.key)
+        .arg(&cluster.server_key)
         .args(["get_param", "-n", param])
         .output()
         .unwrap();
@@ -165,7 +165,7 @@ fn node_counts_from_the_environment_and_lctl_reach_adaptbf() {
     for bad in ["jobA=0", "jobA=abc", "jobA=99999999999", "jobA"] {
         let out = pfsqos()
             .args(["lctl", "--server", &cluster.oss_addr, "--key-file"])
-            .arg(&cluster.key)
+            .arg(&cluster.server_key)
             .args(["set_param", &format!("ost.OSS.ost_io.job_nodes={bad}")])
             .output()
             .unwrap();

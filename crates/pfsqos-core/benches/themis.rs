@@ -16,7 +16,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, RpcTags};
-use pfsqos_core::sched::mclock::{ClassKey, ClassSpec, KeyKind, Mclock};
+use pfsqos_core::sched::mclock::{ClassKey, ClassSpec, KeyKind, Mclock, MCLOCK_CLASSES_SET_MAX};
 use pfsqos_core::sched::tbf::{ClassType, Field, Tbf, TbfCommand, TbfConfig};
 use pfsqos_core::sched::themis::{FairnessMode, Themis};
 use pfsqos_core::sched::{Dequeue, RequestScheduler};
@@ -142,6 +142,10 @@ fn bench(c: &mut Criterion) {
                 b.iter(|| black_box(s.step()));
             },
         );
+    }
+    // mClock holds at most MCLOCK_CLASSES_SET_MAX classes with their own reservation, weight
+    // and limit (a class more is refused, as Lustre refuses a rule more): its largest case.
+    for classes in [10usize, 1_000, MCLOCK_CLASSES_SET_MAX] {
         g.bench_with_input(
             BenchmarkId::new("mclock_weights", classes),
             &classes,

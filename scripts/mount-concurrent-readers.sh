@@ -89,6 +89,7 @@ for n in 1 4; do
 done
 
 echo "machine: $(nproc) cores; $(date -u +%F); load average: $(cut -d' ' -f1-3 /proc/loadavg); mount options: ${READERS_MOUNT_ARGS:-defaults}"
+echo
 printf '%s\n' "${rows[@]}" | python3 -c '
 import sys
 print("| concurrent fio readers (1 MiB reads, %s each) | MiB read | MiB served by the OSS | served / read |" % sys.argv[1])

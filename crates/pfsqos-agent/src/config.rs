@@ -598,22 +598,10 @@ fn integer_range<C>(
     field: &str,
     check: impl Fn(&str) -> anyhow::Result<C>,
 ) -> Option<String> {
-    let mut doc: toml::Value = toml::from_str(text).ok()?;
-    let mut at = &mut doc;
-    for part in field.split('.') {
-        let (key, indexes) = part.split_at(part.find('[').unwrap_or(part.len()));
-        at = at.as_table_mut()?.get_mut(key)?;
-        for index in indexes.split(['[', ']']).filter(|s| !s.is_empty()) {
-            at = at.as_array_mut()?.get_mut(index.parse::<usize>().ok()?)?;
-        }
-    }
-    if at.is_integer() {
-        return None;
-    }
-    *at = toml::Value::Integer(-1);
+    let probed = pfsqos_tomlfile::with_integer_probe(text, field)?;
     let leaf = field.rsplit('.').next()?;
     let leaf = &leaf[..leaf.find('[').unwrap_or(leaf.len())];
-    let err = check(&toml::to_string(&doc).ok()?).err()?;
+    let err = check(&probed).err()?;
     let range = err.downcast_ref::<RangeError>()?;
     (range.field == leaf).then(|| range.range.clone())
 }

@@ -391,20 +391,7 @@ impl Cluster {
 /// when it holds a negative integer (its range, as `must be 1..=1024`), or `None` when it
 /// cannot be had.
 fn integer_range_message(text: &str, field: &str, file: &str, base: &Path) -> Option<String> {
-    let mut doc: toml::Value = toml::from_str(text).ok()?;
-    let mut at = &mut doc;
-    for part in field.split('.') {
-        let (key, indexes) = part.split_at(part.find('[').unwrap_or(part.len()));
-        at = at.as_table_mut()?.get_mut(key)?;
-        for index in indexes.split(['[', ']']).filter(|s| !s.is_empty()) {
-            at = at.as_array_mut()?.get_mut(index.parse::<usize>().ok()?)?;
-        }
-    }
-    if at.is_integer() {
-        return None;
-    }
-    *at = toml::Value::Integer(-1);
-    let changed = toml::to_string(&doc).ok()?;
+    let changed = pfsqos_tomlfile::with_integer_probe(text, field)?;
     match Cluster::from_toml_str(&changed, file, base) {
         Err(e) if e.field == field => Some(e.message),
         _ => None,

@@ -404,3 +404,41 @@ mod tests {
         );
     }
 }
+
+/// `text` with the value at `field` (a dotted path with indexes, `oss[0].threads`) replaced by
+/// the integer −1, when that value is there and is not an integer: a file that fails only on
+/// the type of one integer field, validated again this way, says the range that field
+/// allows. `None` when the text does not parse, the path is not in it, or it holds an integer.
+pub fn with_integer_probe(text: &str, field: &str) -> Option<String> {
+    let mut doc: toml::Value = toml::from_str(text).ok()?;
+    let mut at = &mut doc;
+    for part in field.split('.') {
+        let (key, indexes) = part.split_at(part.find('[').unwrap_or(part.len()));
+        at = at.as_table_mut()?.get_mut(key)?;
+        for index in indexes.split(['[', ']']).filter(|s| !s.is_empty()) {
+            at = at.as_array_mut()?.get_mut(index.parse::<usize>().ok()?)?;
+        }
+    }
+    if at.is_integer() {
+        return None;
+    }
+    *at = toml::Value::Integer(-1);
+    toml::to_string(&doc).ok()
+}
+
+#[cfg(test)]
+mod integer_probe_tests {
+    use super::with_integer_probe;
+
+    #[test]
+    fn the_probe_replaces_only_a_non_integer_at_the_path() {
+        let text = "a = 1\n[[oss]]\nthreads = \"eight\"\n";
+        let probed = with_integer_probe(text, "oss[0].threads").unwrap();
+        let doc: toml::Value = toml::from_str(&probed).unwrap();
+        assert_eq!(doc["oss"][0]["threads"].as_integer(), Some(-1));
+        assert_eq!(doc["a"].as_integer(), Some(1));
+        assert_eq!(with_integer_probe(text, "a"), None, "an integer stays");
+        assert_eq!(with_integer_probe(text, "oss[1].threads"), None);
+        assert_eq!(with_integer_probe(text, "b"), None);
+    }
+}

@@ -4,7 +4,7 @@
 # medians, with the machine, into docs/benchmarks.md between its darshan-import markers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-line="$(cargo test --locked -q -p pfsqos-darshan --test parse -- --ignored --nocapture large_log_import_time 2>/dev/null | grep '^large log:')"
+line="$(cargo test --locked -q -p pfsqos-darshan --test darshan -- --ignored --nocapture large_log_import_time 2>/dev/null | grep '^large log:')"
 cpu="$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
 section="$(cat <<SECTION
 <!-- darshan-import:begin (written by scripts/bench-darshan-import.sh) -->

@@ -21,6 +21,7 @@ cleanup() {
 trap cleanup EXIT
 echo "* machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); uptime before: $(uptime)"
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/key"
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/server.key"
 cpu_s() { awk '{printf "%.2f", ($14 + $15) / '"$(getconf CLK_TCK)"'}' "/proc/$1/stat"; }
 hwm_mib() { awk '/VmHWM/ {printf "%.0f", $2 / 1024}' "/proc/$1/status"; }
 wait_line() { # FILE PATTERN TIMEOUT_S
@@ -39,12 +40,12 @@ d, n = sys.argv[1], int(sys.argv[2])
 for i in range(1, n + 1):
     os.close(os.open(os.path.join(d, "%016x" % i), os.O_CREAT | os.O_WRONLY, 0o644))
 PY
-  "$bin" ossd --listen 127.0.0.1:0 --ost "$d/ost0" --key-file "$work/key" >"$d/ossd.out" 2>"$d/ossd.err" &
+  "$bin" ossd --listen 127.0.0.1:0 --ost "$d/ost0" --key-file "$work/key" --server-key-file "$work/server.key" >"$d/ossd.out" 2>"$d/ossd.err" &
   ossd=$!
   pids+=("$ossd")
   wait_line "$d/ossd.out" "listening on" 60
   oss=$(awk '/listening on/ {print $NF; exit}' "$d/ossd.out")
-  "$bin" mds --listen 127.0.0.1:0 --db "$d/mds.db" --key-file "$work/key" --oss "$oss:1" \
+  "$bin" mds --listen 127.0.0.1:0 --db "$d/mds.db" --key-file "$work/key" --server-key-file "$work/server.key" --oss "$oss:1" \
     >"$d/mds.out" 2>"$d/mds.err" &
   mds=$!
   pids+=("$mds")

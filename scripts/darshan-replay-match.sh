@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates the replay-match table of docs/traces.md from a run: each committed Darshan
 # test log with a timeline, imported and simulated, against the log's bytes per interval
-# (the ignored test `replay_match_table` in crates/pfsqos-darshan/tests/convert.rs).
+# (the ignored test `replay_match_table` in crates/pfsqos-darshan/tests/darshan/convert.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-table=$(cargo test -q -p pfsqos-darshan --test convert -- --ignored --nocapture replay_match_table 2>/dev/null | grep '^|')
+table=$(cargo test -q -p pfsqos-darshan --test darshan -- --ignored --nocapture replay_match_table 2>/dev/null | grep '^|')
 python3 - "$table" <<'PY'
 import re, sys
 doc = open("docs/traces.md").read()

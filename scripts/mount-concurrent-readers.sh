@@ -34,12 +34,13 @@ first_line() {
 }
 
 head -c 32 /dev/urandom | base64 >"$work/key"
+head -c 32 /dev/urandom | base64 >"$work/server.key"
 mkdir -p "$work/ost0" "$work/ost1" "$work/mnt"
-"$bin" ossd --listen 127.0.0.1:0 --ost "$work/ost0" --ost "$work/ost1" --key-file "$work/key" \
+"$bin" ossd --listen 127.0.0.1:0 --ost "$work/ost0" --ost "$work/ost1" --key-file "$work/key" --server-key-file "$work/server.key" \
   >"$work/ossd.out" 2>"$work/ossd.err" &
 pids+=($!)
 oss=$(first_line "$work/ossd.out" | sed 's/^ossd listening on //')
-"$bin" mds --listen 127.0.0.1:0 --db "$work/mds.db" --key-file "$work/key" --oss "$oss:2" \
+"$bin" mds --listen 127.0.0.1:0 --db "$work/mds.db" --key-file "$work/key" --server-key-file "$work/server.key" --oss "$oss:2" \
   --stripe-count 2 --stripe-size 1048576 >"$work/mds.out" 2>"$work/mds.err" &
 pids+=($!)
 mds=$(first_line "$work/mds.out" | sed 's/^mds listening on //')
@@ -51,7 +52,7 @@ first_line "$work/mount.out" >/dev/null
 
 # served JOB: the bytes the ossd read for JOB, summed over its OSTs.
 served() {
-  "$bin" lctl --server "$oss" --key-file "$work/key" get_param -n 'obdfilter.*.job_stats' |
+  "$bin" lctl --server "$oss" --key-file "$work/server.key" get_param -n 'obdfilter.*.job_stats' |
     python3 -c '
 import re, sys
 job, total, mine = sys.argv[1], 0, False

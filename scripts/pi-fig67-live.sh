@@ -97,10 +97,11 @@ run_one() { # run_one LABEL TARGET REPEAT [POLICY-SPEC]
   # write-back left over would slow this run for the last one's sake.
   rm -rf "$d"; sync; mkdir -p "$d"
   head -c 32 /dev/urandom | base64 >"$d/key"
+  head -c 32 /dev/urandom | base64 >"$d/server.key"
   local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   local metrics="127.0.0.1:$port"
-  local args=(ossd --listen 127.0.0.1:0 --ost "$d/ost0" --key-file "$d/key" --threads "$THREADS"
+  local args=(ossd --listen 127.0.0.1:0 --ost "$d/ost0" --key-file "$d/key" --server-key-file "$d/server.key" --threads "$THREADS"
     --metrics-listen "$metrics")
   (( BUFFERED )) && args+=(--buffered-writes)
   [[ -n $CEILING ]] && args+=(--ceiling-bytes-per-s "$CEILING")
@@ -111,7 +112,7 @@ run_one() { # run_one LABEL TARGET REPEAT [POLICY-SPEC]
   start_ready ossd "ossd listening on " "$PFSQOS" "${args[@]}"
   oss=$ready
   start_ready mds "mds listening on " "$PFSQOS" mds --listen 127.0.0.1:0 --db "$d/mds.db" \
-    --key-file "$d/key" --oss "$oss:1"
+    --key-file "$d/key" --server-key-file "$d/server.key" --oss "$oss:1"
   mds=$ready
   local i
   for i in $(seq 0 $((NODES - 1))); do

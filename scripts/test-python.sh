@@ -48,8 +48,10 @@ pip() { timeout 900 "$py" -m pip install --quiet --retries 5 "$@"; }
 pip maturin pandas numpy matplotlib pytest nbclient nbformat ipykernel tqdm
 pip pyarrow || echo "test-python: pyarrow could not be installed; the tests run without it" >&2
 
-# The command line the tests compare against: what `cargo test` built (a no-op then).
-cargo build --profile test --locked -p pfsqos-cli
+# The command line the tests compare against: what `cargo test` built (a no-op then). Not
+# `cargo build -p pfsqos-cli`: without the workspace's dev-dependencies the features of
+# tokio and others resolve differently, and half the workspace would build again.
+cargo test --workspace --locked --no-run --quiet
 cli=$target/debug/pfsqos
 
 # The wheel, with the test profile's settings (the dev profile at opt-level 1, in

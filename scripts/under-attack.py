@@ -64,13 +64,20 @@ class Cluster:
         with open(key, "w") as f:
             f.write(os.urandom(24).hex() + "\n")
         self.key = key
+        # The servers' own key: `lctl` (an administrator's) proves it, never the cluster key.
+        server_key = os.path.join(self.dir, "server.key")
+        with open(server_key, "w") as f:
+            f.write(os.urandom(24).hex() + "\n")
+        self.server_key = server_key
         os.makedirs(os.path.join(self.dir, "ost0"))
         args = [PFSQOS, "ossd", "--listen", "127.0.0.1:0", "--ost",
-                os.path.join(self.dir, "ost0"), "--key-file", key, *ossd_args]
+                os.path.join(self.dir, "ost0"), "--key-file", key,
+                "--server-key-file", server_key, *ossd_args]
         self.oss = self.start("ossd", args).split()[-1]
         self.mds = self.start("mds", [
             PFSQOS, "mds", "--listen", "127.0.0.1:0", "--db", os.path.join(self.dir, "mds.db"),
-            "--key-file", key, "--oss", f"{self.oss}:1"]).split()[-1]
+            "--key-file", key, "--server-key-file", server_key,
+            "--oss", f"{self.oss}:1"]).split()[-1]
 
     def start(self, name, args):
         out = os.path.join(self.dir, f"{name}.out")
@@ -83,8 +90,8 @@ class Cluster:
         return os.path.getsize(os.path.join(self.dir, f"{name}.err"))
 
     def lctl(self, *args, timeout_s=10):
-        return subprocess.run([PFSQOS, "lctl", "--server", self.oss, "--key-file", self.key, *args],
-                              capture_output=True, text=True, timeout=timeout_s)
+        return subprocess.run([PFSQOS, "lctl", "--server", self.oss, "--key-file", self.server_key,
+                               *args], capture_output=True, text=True, timeout=timeout_s)
 
     def mount(self, name, extra=()):
         mnt = os.path.join(self.dir, name)
@@ -338,7 +345,7 @@ def probe_coordinator_flood_restart(sources=32, per_source=8, hold_s=5, watch_s=
                         f'addr = "{target}"\nkey_file = "{key}"\nagent_name = "oss{i + 1}"\n'
                         f'safe_hold_ms = {hold_s * 1000}\n[[jobs]]\nid = "big.1"\nnodes = 8\n')
             env = dict(os.environ, PATH=os.path.join(c.dir, "bin") + ":" + os.environ["PATH"],
-                       PFSQOS_LCTL_SERVER=c.oss, PFSQOS_LCTL_KEY_FILE=c.key,
+                       PFSQOS_LCTL_SERVER=c.oss, PFSQOS_LCTL_KEY_FILE=c.server_key,
                        PFSQOS_LCTL_VERSION="2.17", PFSQOS_LCTL_OST_INDEX_BASE=str(i))
             procs.append(subprocess.Popen([agentd, "--config", config], env=env,
                                           stdout=subprocess.DEVNULL,

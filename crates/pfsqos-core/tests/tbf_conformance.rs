@@ -1,5 +1,5 @@
 //! TBF conformance with Lustre, through `Nrs` (the same scripts run through `pfsqos lctl`
-//! against a live ossd in `pfsqos-ossd/tests/tbf_conformance.rs`), and a fuzz of the parser
+//! against a live ossd in `pfsqos-ossd/tests/ossd/tbf_conformance.rs`), and a fuzz of the parser
 //! over byte strings.
 
 use pfsqos_core::errno::Errno;

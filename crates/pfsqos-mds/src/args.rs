@@ -30,9 +30,9 @@ pub struct MdsArgs {
     pub key_file: PathBuf,
     /// File holding the servers' own key (at least 16 bytes, on servers only): ossds
     /// reporting statistics prove it, and the MDS proves it to the ossds, so a client's
-    /// cluster key can do neither.
+    /// cluster key can do neither (`pfsqos keygen` writes one; `pfsqos up` generates it).
     #[arg(long)]
-    pub server_key_file: Option<PathBuf>,
+    pub server_key_file: PathBuf,
     /// An ossd and its OST count, HOST:PORT:OSTCOUNT; repeat in OST order.
     #[arg(long = "oss", required = true)]
     pub osses: Vec<OssSpec>,
@@ -74,16 +74,14 @@ impl fmt::Display for OssSpec {
 
 impl MdsArgs {
     /// The command line (after `mds`) that parses back into `self`; every option is written
-    /// but `--metrics-listen` and `--server-key-file` when they are not set, and `--iez-stats-max-age-ms` and `--placer`
+    /// but `--metrics-listen` when it is not set, and `--iez-stats-max-age-ms` and `--placer`
     /// at their defaults.
     pub fn to_args(&self) -> Vec<OsString> {
         let mut a = Vec::new();
         push(&mut a, "--listen", self.listen.to_string());
         push(&mut a, "--db", &self.db);
         push(&mut a, "--key-file", &self.key_file);
-        if let Some(p) = &self.server_key_file {
-            push(&mut a, "--server-key-file", p);
-        }
+        push(&mut a, "--server-key-file", &self.server_key_file);
         push(&mut a, "--fsname", &self.fsname);
         for o in &self.osses {
             push(&mut a, "--oss", o.to_string());
@@ -109,13 +107,8 @@ impl MdsArgs {
     /// The server's configuration; reads the key file (an error is the user's, exit code 2).
     pub fn into_config(self) -> anyhow::Result<MdsConfig> {
         let key = pfsqos_wire::key::read_key_file(&self.key_file)?;
-        let server_key = self
-            .server_key_file
-            .as_deref()
-            .map(|path| pfsqos_wire::key::read_server_key_file(path, &key))
-            .transpose()?;
-        let mut config = MdsConfig::new(self.listen, self.db, key, self.osses);
-        config.server_key = server_key;
+        let server_key = pfsqos_wire::key::read_server_key_file(&self.server_key_file, &key)?;
+        let mut config = MdsConfig::new(self.listen, self.db, key, server_key, self.osses);
         config.namespace.fsname = self.fsname;
         config.namespace.default_stripe.stripe_count = self.stripe_count;
         config.namespace.default_stripe.stripe_size_bytes = self.stripe_size;
@@ -151,7 +144,7 @@ mod tests {
             listen: "10.0.0.2:7989".parse().unwrap(),
             db: "/s/mds db".into(),
             key_file: "/k/cluster.key".into(),
-            server_key_file: Some("/k/server.key".into()),
+            server_key_file: "/k/server.key".into(),
             osses: vec![
                 "oss1:7988:2".parse().unwrap(),
                 "[::1]:7990:1".parse().unwrap(),

@@ -1311,12 +1311,11 @@ pub struct MdsConfig {
     pub listen: SocketAddr,
     pub db: PathBuf,
     pub key: Vec<u8>,
-    /// The servers' own key (`--server-key-file`, never sent): with it, an ossd reporting its
-    /// statistics (role `Oss`) proves it, so a client cannot forge them, and the destroyer
-    /// proves it to the ossds (role `Mds`). Without it, role `Oss` is refused (no key
-    /// proves it: see `pfsqos_wire::protocol::Role::needs_server_key`), so iez gets no
-    /// statistics, and the other roles prove the cluster key.
-    pub server_key: Option<Vec<u8>>,
+    /// The servers' own key (`--server-key-file`, never sent, different from the cluster
+    /// key): an ossd reporting its statistics (role `Oss`) proves it, so a client cannot
+    /// forge them, and the destroyer proves it to the ossds (role `Mds`), which admit that
+    /// role only against it.
+    pub server_key: Vec<u8>,
     pub namespace: NamespaceConfig,
     pub connections_max: usize,
     /// Where to serve Prometheus metrics; see [`pfsqos_metrics`].
@@ -1334,12 +1333,18 @@ pub struct MdsConfig {
 }
 
 impl MdsConfig {
-    pub fn new(listen: SocketAddr, db: PathBuf, key: Vec<u8>, osses: Vec<OssSpec>) -> MdsConfig {
+    pub fn new(
+        listen: SocketAddr,
+        db: PathBuf,
+        key: Vec<u8>,
+        server_key: Vec<u8>,
+        osses: Vec<OssSpec>,
+    ) -> MdsConfig {
         MdsConfig {
             listen,
             db,
             key,
-            server_key: None,
+            server_key,
             namespace: NamespaceConfig {
                 fsname: "pfsqos".into(),
                 osses,
@@ -1395,12 +1400,9 @@ impl Mds {
     }
 
     async fn serve(listener: TcpListener, config: MdsConfig) -> anyhow::Result<Mds> {
-        if config.server_key.is_none() && config.namespace.placer.starts_with("iez") {
-            // Role `Oss` proves only the servers' key, so no ossd's statistics can arrive.
-            warn!(
-                "iez gets no OSS statistics without --server-key-file: ossds report them \
-                 proving the servers' own key; placing as if none had reported"
-            );
+        if config.key.len() < 16 || config.server_key.len() < 16 || config.server_key == config.key
+        {
+            anyhow::bail!("the cluster and server keys must be at least 16 bytes each, and differ");
         }
         let page_max = pfsqos_wire::protocol::LIST_OBJECTS_MAX;
         if !(1..=page_max).contains(&config.sweep_page_objects) {
@@ -1472,12 +1474,12 @@ impl Mds {
             })
         };
         let key: Arc<[u8]> = config.key.clone().into();
-        let server_key: Option<Arc<[u8]>> = config.server_key.clone().map(Into::into);
+        let server_key: Arc<[u8]> = config.server_key.clone().into();
         let removed = Arc::new(tokio::sync::Notify::new());
         let destroyer = tokio::spawn(
             destroy::Destroyer::new(
                 ns.clone(),
-                server_key.clone().unwrap_or_else(|| key.clone()),
+                server_key.clone(),
                 config.namespace.fsname.clone(),
                 &config.namespace.osts(),
                 config.sweep_page_objects,
@@ -1516,7 +1518,7 @@ impl Mds {
                 tokio::spawn(async move {
                     let keys = conn::ServerKeys {
                         cluster: &key,
-                        server: server_key.as_deref(),
+                        server: &server_key,
                     };
                     if let Err(e) = serve(
                         stream, ns, &ops, keys, &fsname, ost_count, &adm, slot, &removed,

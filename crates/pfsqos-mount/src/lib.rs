@@ -591,6 +591,8 @@ mod recovery_tests {
     use super::{connect, MountConfig};
 
     const KEY: &[u8] = b"recovery-test-cluster-key-0123456";
+    /// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+    const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 
     /// A refused, reset or closed connection is waited out (`--recovery-s`); a wrong key or
     /// a remote error is not.
@@ -699,6 +701,7 @@ mod recovery_tests {
             "127.0.0.1:0".parse().unwrap(),
             tmp.path().join("mds.db"),
             KEY.to_vec(),
+            SERVER_KEY.to_vec(),
             vec![oss],
         );
         mc.mds_load_period = None;

@@ -676,6 +676,8 @@ mod tests {
     use pfsqos_wire::mds::{Owner, ROOT_INO};
 
     const KEY: &[u8] = b"oss-pool-test-cluster-key-0123456";
+    /// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+    const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
     /// A short recovery time: the tests count the waits, and a request that wrongly waited
     /// for every stale connection fails sooner.
     const RECOVERY_SHORT: Duration = Duration::from_secs(2);
@@ -707,7 +709,8 @@ mod tests {
     impl OssDaemon {
         fn start(listen: SocketAddr, dirs: &[PathBuf]) -> OssDaemon {
             let rt = daemon_runtime();
-            let mut config = OssdConfig::new(listen, dirs.to_vec(), KEY.to_vec());
+            let mut config =
+                OssdConfig::new(listen, dirs.to_vec(), KEY.to_vec(), SERVER_KEY.to_vec());
             config.threads = 1;
             let ossd = rt.block_on(Ossd::start(config)).unwrap();
             OssDaemon { rt, ossd }
@@ -730,7 +733,13 @@ mod tests {
                 addr: "127.0.0.1:1".into(),
                 ost_count: 1,
             };
-            let config = MdsConfig::new(listen, db.to_path_buf(), KEY.to_vec(), vec![oss]);
+            let config = MdsConfig::new(
+                listen,
+                db.to_path_buf(),
+                KEY.to_vec(),
+                SERVER_KEY.to_vec(),
+                vec![oss],
+            );
             let mds = rt.block_on(Mds::start(config)).unwrap();
             MdsDaemon { rt, mds }
         }

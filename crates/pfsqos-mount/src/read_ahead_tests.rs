@@ -14,6 +14,8 @@ use super::ops::Caller;
 use super::{connect, limit, MountConfig};
 
 const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 const MIB: u64 = 1 << 20;
 const FILE_BYTES: u64 = 24 * MIB;
 const READERS: usize = 4;
@@ -38,13 +40,19 @@ fn concurrent_readers_fetch_each_byte_once_plus_the_read_ahead() {
 async fn run() {
     let tmp = tempfile::tempdir().unwrap();
     let dirs: Vec<_> = (0..2).map(|i| tmp.path().join(format!("ost{i}"))).collect();
-    let mut oc = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs, KEY.to_vec());
+    let mut oc = OssdConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        dirs,
+        KEY.to_vec(),
+        SERVER_KEY.to_vec(),
+    );
     oc.threads = 2;
     let oss = Ossd::start(oc).await.unwrap();
     let mut mc = MdsConfig::new(
         "127.0.0.1:0".parse().unwrap(),
         tmp.path().join("mds.db"),
         KEY.to_vec(),
+        SERVER_KEY.to_vec(),
         vec![format!("{}:2", oss.local_addr()).parse().unwrap()],
     );
     mc.namespace.default_stripe.stripe_count = 2;

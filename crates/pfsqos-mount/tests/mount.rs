@@ -19,6 +19,8 @@ use pfsqos_wire::protocol::Role;
 use sha2::{Digest, Sha256};
 
 const KEY: &[u8] = b"mount-test-cluster-key-0123456789";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 const WAIT_MAX: Duration = Duration::from_secs(60);
 
 struct Cluster {
@@ -67,6 +69,7 @@ impl Cluster {
                 "127.0.0.1:0".parse().unwrap(),
                 ost_dirs.clone(),
                 KEY.to_vec(),
+                SERVER_KEY.to_vec(),
             );
             oc.threads = 4;
             tune_ossd(&mut oc);
@@ -79,6 +82,7 @@ impl Cluster {
                 "127.0.0.1:0".parse().unwrap(),
                 tmp.path().join("mds.db"),
                 KEY.to_vec(),
+                SERVER_KEY.to_vec(),
                 vec![oss],
             );
             (ossd, Mds::start(mc).await.unwrap())
@@ -145,7 +149,9 @@ impl Cluster {
     fn job_entries(&self) -> Vec<pfsqos_core::jobstats::JobEntry> {
         let addr = self.ossd.as_ref().unwrap().local_addr();
         let params = self.rt.block_on(async {
-            let mut c = OssClient::connect(addr, KEY, Role::Lctl).await.unwrap();
+            let mut c = OssClient::connect(addr, SERVER_KEY, Role::Lctl)
+                .await
+                .unwrap();
             c.get_param("obdfilter.*.job_stats").await.unwrap()
         });
         params
@@ -174,7 +180,9 @@ impl Cluster {
     fn job_ids(&self) -> (Vec<String>, String) {
         let addr = self.ossd.as_ref().unwrap().local_addr();
         let params = self.rt.block_on(async {
-            let mut c = OssClient::connect(addr, KEY, Role::Lctl).await.unwrap();
+            let mut c = OssClient::connect(addr, SERVER_KEY, Role::Lctl)
+                .await
+                .unwrap();
             c.get_param("obdfilter.*.job_stats").await.unwrap()
         });
         let mut ids = Vec::new();
@@ -441,7 +449,7 @@ fn the_first_read_after_an_ossd_restart_does_not_wait_on_stale_connections() {
     let addr = c.ossd.as_ref().unwrap().local_addr();
     let old = c.ossd.take().unwrap();
     c.rt.block_on(old.shutdown());
-    let mut oc = OssdConfig::new(addr, c.ost_dirs.clone(), KEY.to_vec());
+    let mut oc = OssdConfig::new(addr, c.ost_dirs.clone(), KEY.to_vec(), SERVER_KEY.to_vec());
     oc.threads = 4;
     c.ossd = Some(c.rt.block_on(Ossd::start(oc)).unwrap());
     let mut back = Vec::new();
@@ -490,7 +498,7 @@ fn writes_continue_across_a_clean_ossd_stop_and_restart() {
     let addr = c.ossd.as_ref().unwrap().local_addr();
     let old = c.ossd.take().unwrap();
     c.rt.block_on(old.shutdown());
-    let mut oc = OssdConfig::new(addr, c.ost_dirs.clone(), KEY.to_vec());
+    let mut oc = OssdConfig::new(addr, c.ost_dirs.clone(), KEY.to_vec(), SERVER_KEY.to_vec());
     tune_ossd(&mut oc);
     c.ossd = Some(c.rt.block_on(Ossd::start(oc)).unwrap());
     for (i, w) in writers.into_iter().enumerate() {
@@ -523,7 +531,7 @@ fn a_write_failed_in_an_ossd_outage_leaves_no_size_and_reads_as_a_hole() {
         h.sync_all()
     })();
     assert!(failed.is_err(), "the write succeeded with the ossd down");
-    let mut oc = OssdConfig::new(addr, c.ost_dirs.clone(), KEY.to_vec());
+    let mut oc = OssdConfig::new(addr, c.ost_dirs.clone(), KEY.to_vec(), SERVER_KEY.to_vec());
     oc.threads = 4;
     c.ossd = Some(c.rt.block_on(Ossd::start(oc)).unwrap());
     let mds = c.mds.as_ref().unwrap().local_addr();
@@ -807,7 +815,9 @@ fn rpcs_are_split_at_brw_size_and_reads_see_every_piece() {
 /// RPCs queued or in service at the OSS (all its NRS heads), from `nrs_policies`.
 fn oss_rpcs(rt: &tokio::runtime::Runtime, addr: std::net::SocketAddr) -> u64 {
     let text = rt.block_on(async {
-        let mut c = OssClient::connect(addr, KEY, Role::Lctl).await.unwrap();
+        let mut c = OssClient::connect(addr, SERVER_KEY, Role::Lctl)
+            .await
+            .unwrap();
         c.get_param("ost.OSS.ost_io.nrs_policies").await.unwrap()[0]
             .value
             .clone()

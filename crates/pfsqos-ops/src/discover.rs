@@ -277,9 +277,10 @@ pub fn discover(l: &Lookup) -> Result<Endpoints, NotFound> {
 
 impl Endpoints {
     /// The key an administrator's tool (`lctl`, `stat`, which speak role `Lctl` to the
-    /// ossds) proves: the servers' own where the cluster has one and it is present here (as
-    /// Lustre's `lctl` runs on a server), else the cluster key (a cluster without a server
-    /// key, whose ossds take the cluster key for every role).
+    /// ossds) proves: the servers' own where it is present here (as Lustre's `lctl` runs on
+    /// a server), else the cluster key, which the ossds refuse for that role: on a client
+    /// node, which has only the cluster key, the tools fail authentication, as Lustre's
+    /// `lctl` cannot set a server's parameters from a client.
     pub fn admin_key_file(&self) -> &Path {
         match &self.server_key_file {
             Some(k) if k.exists() => k,

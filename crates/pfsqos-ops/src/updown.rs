@@ -245,8 +245,12 @@ fn role_args(c: &Cluster, role: Role, oss_addrs: &[String], mds_addr: &str) -> V
 /// known only once it runs) is no one's peer.
 fn ossd_args(c: &Cluster, i: usize, oss_addrs: &[String]) -> OssdArgs {
     let o = &c.osses[i];
-    let mut a = OssdArgs::new(o.listen, o.osts.clone(), c.key_file.clone());
-    a.server_key_file = Some(c.server_key_file.clone());
+    let mut a = OssdArgs::new(
+        o.listen,
+        o.osts.clone(),
+        c.key_file.clone(),
+        c.server_key_file.clone(),
+    );
     a.fsname = c.fsname.clone();
     a.threads = o.threads;
     a.cpts = o.cpts;
@@ -291,7 +295,7 @@ fn mds_args(c: &Cluster, oss_addrs: &[String]) -> MdsArgs {
         listen: m.listen,
         db: m.db.clone(),
         key_file: c.key_file.clone(),
-        server_key_file: Some(c.server_key_file.clone()),
+        server_key_file: c.server_key_file.clone(),
         osses: c
             .osses
             .iter()

@@ -20,6 +20,8 @@ use pfsqos_wire::protocol::Role;
 use tokio::runtime::Runtime;
 
 const KEY: &[u8] = b"bench-cluster-key-0123456789abcdef";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 const CLIENTS: usize = 4;
 const RPCS_PER_CLIENT: u64 = 32;
 /// Offsets wrap inside this window so objects stay small and in the page cache.
@@ -62,12 +64,13 @@ async fn start(policy: &str) -> Server {
         "127.0.0.1:0".parse().unwrap(),
         vec![tmp.path().join("ost0")],
         KEY.to_vec(),
+        SERVER_KEY.to_vec(),
     );
     cfg.fsname = "bench".into();
     cfg.threads = 4;
     let ossd = Ossd::start(cfg).await.unwrap();
     if policy != "fifo" {
-        let mut admin = OssClient::connect(ossd.local_addr(), KEY, Role::Lctl)
+        let mut admin = OssClient::connect(ossd.local_addr(), SERVER_KEY, Role::Lctl)
             .await
             .unwrap();
         admin

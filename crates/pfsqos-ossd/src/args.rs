@@ -34,9 +34,10 @@ pub struct OssdArgs {
     pub key_file: PathBuf,
     /// File holding the servers' own key (at least 16 bytes, on servers and administrators'
     /// hosts only): peer ossds (DSFQ synchronization), the MDS and `lctl` must prove it, so a
-    /// client's cluster key cannot claim to be one of them.
+    /// client's cluster key cannot claim to be one of them (`pfsqos keygen` writes one;
+    /// `pfsqos up` generates it).
     #[arg(long)]
-    pub server_key_file: Option<PathBuf>,
+    pub server_key_file: PathBuf,
     /// I/O threads in total, split evenly over the CPU partitions (rounded down, at least one
     /// each, as Lustre does with `oss_num_threads`; a warning says when that is not N).
     #[arg(long, default_value_t = THREADS_DEFAULT)]
@@ -127,12 +128,17 @@ fn parse_peer(text: &str) -> Result<String, String> {
 
 impl OssdArgs {
     /// Options with these required values and every other at its default.
-    pub fn new(listen: SocketAddr, osts: Vec<PathBuf>, key_file: PathBuf) -> OssdArgs {
+    pub fn new(
+        listen: SocketAddr,
+        osts: Vec<PathBuf>,
+        key_file: PathBuf,
+        server_key_file: PathBuf,
+    ) -> OssdArgs {
         OssdArgs {
             listen,
             osts,
             key_file,
-            server_key_file: None,
+            server_key_file,
             threads: THREADS_DEFAULT,
             cpts: CPTS_DEFAULT,
             ceiling_bytes_per_s: None,
@@ -166,9 +172,7 @@ impl OssdArgs {
             push(&mut a, "--ost", d);
         }
         push(&mut a, "--key-file", &self.key_file);
-        if let Some(p) = &self.server_key_file {
-            push(&mut a, "--server-key-file", p);
-        }
+        push(&mut a, "--server-key-file", &self.server_key_file);
         push(&mut a, "--fsname", &self.fsname);
         push(&mut a, "--threads", self.threads.to_string());
         push(&mut a, "--cpts", self.cpts.to_string());
@@ -236,13 +240,8 @@ impl OssdArgs {
     /// controller spec. Errors are the user's (exit code 2).
     pub fn into_config(self) -> anyhow::Result<OssdConfig> {
         let key = pfsqos_wire::key::read_key_file(&self.key_file)?;
-        let server_key = self
-            .server_key_file
-            .as_deref()
-            .map(|path| pfsqos_wire::key::read_server_key_file(path, &key))
-            .transpose()?;
-        let mut config = OssdConfig::new(self.listen, self.osts, key);
-        config.server_key = server_key;
+        let server_key = pfsqos_wire::key::read_server_key_file(&self.server_key_file, &key)?;
+        let mut config = OssdConfig::new(self.listen, self.osts, key, server_key);
         config.threads = self.threads;
         config.cpts = self.cpts;
         config.ceiling_bytes_per_s = self.ceiling_bytes_per_s;
@@ -312,7 +311,7 @@ mod tests {
             listen: "10.0.0.1:7988".parse().unwrap(),
             osts: vec!["/d/a b".into(), "/d/c".into()],
             key_file: "/k/cluster.key".into(),
-            server_key_file: Some("/k/server.key".into()),
+            server_key_file: "/k/server.key".into(),
             threads: 16,
             cpts: 2,
             ceiling_bytes_per_s: Some(8 << 20),
@@ -344,7 +343,12 @@ mod tests {
             },
         };
         assert_eq!(parse(&x.to_args()), x);
-        let minimal = OssdArgs::new(x.listen, vec!["/d/a".into()], x.key_file.clone());
+        let minimal = OssdArgs::new(
+            x.listen,
+            vec!["/d/a".into()],
+            x.key_file.clone(),
+            x.server_key_file.clone(),
+        );
         assert_eq!(parse(&minimal.to_args()), minimal);
     }
 
@@ -354,7 +358,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let key = dir.path().join("key");
         std::fs::write(&key, [7u8; 32]).unwrap();
-        let mut a = OssdArgs::new("127.0.0.1:0".parse().unwrap(), vec!["/d".into()], key);
+        let server_key = dir.path().join("server.key");
+        std::fs::write(&server_key, [8u8; 32]).unwrap();
+        let mut a = OssdArgs::new(
+            "127.0.0.1:0".parse().unwrap(),
+            vec!["/d".into()],
+            key,
+            server_key,
+        );
         let c = a.clone().into_config().unwrap();
         assert_eq!(c.in_flight_bytes_max, crate::BULK_BUDGET_BYTES_DEFAULT);
         assert_eq!(c.bulk_share_bytes(), crate::BULK_BUDGET_BYTES_DEFAULT / 4);

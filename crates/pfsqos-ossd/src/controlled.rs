@@ -90,11 +90,14 @@ mod tests {
     use super::*;
     use crate::control::{apply_write, clean_up, OSS_DOMAIN};
 
+    const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
+
     async fn daemon(tmp: &tempfile::TempDir) -> crate::ossd::Ossd {
         let cfg = crate::ossd::OssdConfig::new(
             "127.0.0.1:0".parse().unwrap(),
             vec![tmp.path().join("ost0")],
             b"unit-test-key-0123456789".to_vec(),
+            SERVER_KEY.to_vec(),
         );
         crate::ossd::Ossd::start(cfg).await.unwrap()
     }
@@ -169,6 +172,7 @@ mod tests {
             "127.0.0.1:0".parse().unwrap(),
             vec![tmp.path().join("ost0")],
             key.clone(),
+            SERVER_KEY.to_vec(),
         );
         cfg.threads = 2;
         cfg.cpts = 1;
@@ -233,6 +237,7 @@ mod tests {
             "127.0.0.1:0".parse().unwrap(),
             vec![tmp.path().join("ost0")],
             key.clone(),
+            SERVER_KEY.to_vec(),
         );
         cfg.device_sensor = crate::ossd::DeviceSensor::Block;
         let ossd = crate::ossd::Ossd::start(cfg).await.unwrap();
@@ -272,6 +277,7 @@ mod tests {
             "127.0.0.1:0".parse().unwrap(),
             vec![shm.path().join("ost0")],
             key,
+            SERVER_KEY.to_vec(),
         );
         cfg.device_sensor = crate::ossd::DeviceSensor::Block;
         let err = crate::ossd::Ossd::start(cfg).await.err().expect("refused");

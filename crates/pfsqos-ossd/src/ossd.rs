@@ -158,15 +158,13 @@ pub struct OssdConfig {
     pub osts: Vec<PathBuf>,
     /// Shared cluster key (never sent).
     pub key: Vec<u8>,
-    /// The servers' own key (`--server-key-file`, never sent): with it, a peer claiming a
-    /// server role (an ossd's DSFQ synchronization, the MDS, an administrator's `lctl`; see
-    /// [`Role::is_server_role`]) must prove it, so a client, which holds only the cluster key,
-    /// cannot inject service reports, write TBF rules or destroy objects; this ossd's own
-    /// synchronization sender and its iez reports to the MDS prove it. Without it, role
-    /// `Oss` is refused whatever key it proves (a DSFQ peer's reports charge every job, and
-    /// the cluster key is every client node's), `--peer` and `--report-mds` are refused at
-    /// start, and `Mds` and `Lctl` prove the cluster key.
-    pub server_key: Option<Vec<u8>>,
+    /// The servers' own key (`--server-key-file`, never sent, different from the cluster
+    /// key): a peer claiming a server role (an ossd's DSFQ synchronization, the MDS, an
+    /// administrator's `lctl`; see [`Role::is_server_role`]) must prove it, so a client,
+    /// which holds only the cluster key, cannot inject service reports, write TBF rules or
+    /// destroy objects; this ossd's own synchronization sender and its iez reports to the
+    /// MDS prove it. Required: a server a client node's key could administer is no server.
+    pub server_key: Vec<u8>,
     /// File system name, for `obdfilter.<fsname>-OSTxxxx.job_stats`.
     pub fsname: String,
     /// I/O threads in total, split evenly over the CPTs (at least one each).
@@ -252,12 +250,18 @@ impl OssdConfig {
             .unwrap_or_else(|| bulk_share_default_bytes(self.in_flight_bytes_max))
     }
 
-    /// Defaults for everything but the address, OSTs and key.
-    pub fn new(listen: SocketAddr, osts: Vec<PathBuf>, key: Vec<u8>) -> OssdConfig {
+    /// Defaults for everything but the address, the OSTs and the two keys.
+    pub fn new(
+        listen: SocketAddr,
+        osts: Vec<PathBuf>,
+        key: Vec<u8>,
+        server_key: Vec<u8>,
+    ) -> OssdConfig {
         OssdConfig {
             listen,
             osts,
             key,
+            server_key,
             fsname: "pfsqos".to_string(),
             threads: 8,
             cpts: 1,
@@ -276,7 +280,6 @@ impl OssdConfig {
             sync: SyncConfig::default(),
             device_sensor: DeviceSensor::Ossd,
             report: None,
-            server_key: None,
         }
     }
 
@@ -286,6 +289,9 @@ impl OssdConfig {
         }
         if self.key.len() < 16 {
             bail!("the cluster key must be at least 16 bytes");
+        }
+        if self.server_key.len() < 16 || self.server_key == self.key {
+            bail!("the server key must be at least 16 bytes and differ from the cluster key");
         }
         if self.fsname.is_empty()
             || self.fsname.len() > FSNAME_LEN_MAX
@@ -317,24 +323,6 @@ impl OssdConfig {
             c.capacity(self.ceiling_bytes_per_s)?;
         }
         self.sync.validate(self.cpts)?;
-        // Peers and the MDS admit role `Oss` only against the servers' own key (no server
-        // accepts it on the cluster key, which every client node holds), so without one this
-        // ossd's synchronization and reports could never be admitted: said at start, not as
-        // refusals every period.
-        if self.server_key.is_none() {
-            if !self.sync.peers.is_empty() {
-                bail!(
-                    "--peer needs --server-key-file: DSFQ peers prove the servers' own key, \
-                     never the cluster key a client node holds"
-                );
-            }
-            if self.report.is_some() {
-                bail!(
-                    "--report-mds needs --server-key-file: the MDS takes an OSS's statistics \
-                     only from a peer proving the servers' own key"
-                );
-            }
-        }
         Ok(())
     }
 }
@@ -768,7 +756,7 @@ pub(crate) struct Shared {
     fsname: String,
     key: Vec<u8>,
     /// See [`OssdConfig::server_key`].
-    server_key: Option<Vec<u8>>,
+    server_key: Vec<u8>,
     cpts: Vec<Cpt>,
     pub(crate) osts: Vec<Ost>,
     epoch: Instant,
@@ -926,10 +914,9 @@ impl Shared {
         self.cpts[cpt].work.notify_all();
     }
 
-    /// The key this ossd proves as a server (to its synchronization peers, to the MDS): the
-    /// servers' own if it has one.
+    /// The key this ossd proves as a server (to its synchronization peers, to the MDS).
     pub(crate) fn peer_key(&self) -> &[u8] {
-        self.server_key.as_deref().unwrap_or(&self.key)
+        &self.server_key
     }
 
     /// What the synchronization channel did so far (partitions' counters summed).
@@ -2132,7 +2119,7 @@ async fn serve_conn(
                 &mut writer,
                 conn::ServerKeys {
                     cluster: &shared.key,
-                    server: shared.server_key.as_deref(),
+                    server: &shared.server_key,
                 },
                 &shared.fsname,
                 ost_count,
@@ -2649,6 +2636,7 @@ mod tests {
             "127.0.0.1:0".parse().unwrap(),
             vec![dir.path().join("ost0")],
             key.clone(),
+            b"test-server-key-fedcba9876543210".to_vec(),
         );
         let ossd = Ossd::start(cfg).await.unwrap();
         let mut c = OssClient::connect(ossd.local_addr(), &key, Role::Client)

@@ -526,37 +526,34 @@ where
     Ok(peer)
 }
 
-/// The keys a server checks its peers against: the cluster key, which every role holds (each
-/// client node too), and the servers' own key, which only servers and their administrators
-/// hold. A peer claiming a server role ([`Role::is_server_role`]: `Oss`, `Mds`, `Lctl`) must
-/// prove the server key, so a client's key cannot assume one. Without a server key (`None`)
-/// a role that only servers ever take ([`Role::needs_server_key`]: `Oss`) is refused
-/// outright, since proving the cluster key would prove nothing a client lacks; `Mds` and
-/// `Lctl` prove the cluster key, as `Client` does.
+/// The keys a server checks its peers against: the cluster key, which every client node
+/// holds, and the servers' own key, which only servers and their administrators hold. A peer
+/// claiming a server role ([`Role::is_server_role`]: `Oss`, `Mds`, `Lctl`) must prove the
+/// server key, so a client's key cannot assume one; `Client` proves the cluster key. Every
+/// server that admits clients has both: there is no mode in which a client node's key
+/// administers a server.
 #[derive(Clone, Copy, Debug)]
 pub struct ServerKeys<'a> {
     pub cluster: &'a [u8],
-    pub server: Option<&'a [u8]>,
+    pub server: &'a [u8],
 }
 
 impl<'a> ServerKeys<'a> {
-    /// Only the cluster key: every role proves it.
-    pub fn cluster_only(cluster: &'a [u8]) -> ServerKeys<'a> {
+    /// One key every role proves: a server whose every peer holds the same key, such as
+    /// the coordinator, whose key only its agents (servers themselves) hold.
+    pub fn single(key: &'a [u8]) -> ServerKeys<'a> {
         ServerKeys {
-            cluster,
-            server: None,
+            cluster: key,
+            server: key,
         }
     }
 
-    /// The key a peer claiming `role` must prove, or why the role is refused here.
-    pub fn for_role(&self, role: Role) -> Result<&'a [u8], String> {
-        match self.server {
-            Some(server) if role.is_server_role() => Ok(server),
-            None if role.needs_server_key() => Err(format!(
-                "role {role:?} must prove the servers' own key and this server has none \
-                 (start it with --server-key-file)"
-            )),
-            _ => Ok(self.cluster),
+    /// The key a peer claiming `role` must prove.
+    pub fn for_role(&self, role: Role) -> &'a [u8] {
+        if role.is_server_role() {
+            self.server
+        } else {
+            self.cluster
         }
     }
 }
@@ -576,15 +573,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    server_handshake_admit_keys(
-        r,
-        w,
-        ServerKeys::cluster_only(key),
-        fsname,
-        ost_count,
-        admit,
-    )
-    .await
+    server_handshake_admit_keys(r, w, ServerKeys::single(key), fsname, ost_count, admit).await
 }
 
 /// [`server_handshake_admit`] checking each role against its key ([`ServerKeys::for_role`]).
@@ -612,18 +601,7 @@ where
             return Err(e.into());
         }
     };
-    // A role this server cannot check is refused before any challenge: no key proves it.
-    let key = match keys.for_role(hello.role) {
-        Ok(key) => key,
-        Err(reason) => {
-            let _ = w
-                .msg(&HelloReply::Reject {
-                    reason: reason.clone(),
-                })
-                .await;
-            return Err(ProtocolError::Rejected(reason).into());
-        }
-    };
+    let key = keys.for_role(hello.role);
     let nonce_s = protocol::nonce()?;
     w.msg(&HelloReply::Challenge {
         magic: MAGIC,
@@ -906,16 +884,16 @@ mod tests {
         client_ok
     }
 
-    /// With a server key, every role but `Client` must prove it: the cluster key a client
-    /// node holds cannot claim `Lctl`, `Mds` or `Oss`, and the server key is no client's.
-    /// Without one, every role proves the cluster key (deployments that have none).
+    /// Every role but `Client` must prove the server key: the cluster key a client node
+    /// holds cannot claim `Lctl`, `Mds` or `Oss`, and the server key is no client's. A
+    /// single-key server (the coordinator) takes its one key for every role.
     #[tokio::test]
     async fn server_roles_prove_the_server_key() {
         const CLUSTER: &[u8] = b"cluster-key-0123456789abcdef";
         const SERVER: &[u8] = b"server-key-fedcba9876543210";
         let both = ServerKeys {
             cluster: CLUSTER,
-            server: Some(SERVER),
+            server: SERVER,
         };
         assert!(welcome(both, CLUSTER, Role::Client).await);
         assert!(!welcome(both, SERVER, Role::Client).await);
@@ -924,40 +902,11 @@ mod tests {
             assert!(!welcome(both, CLUSTER, role).await, "{role:?}");
             assert!(welcome(both, SERVER, role).await, "{role:?}");
         }
-        let cluster_only = ServerKeys::cluster_only(CLUSTER);
-        for role in [Role::Client, Role::Lctl, Role::Mds] {
-            assert!(welcome(cluster_only, CLUSTER, role).await, "{role:?}");
-            assert!(!welcome(cluster_only, SERVER, role).await, "{role:?}");
+        let single = ServerKeys::single(SERVER);
+        for role in [Role::Client, Role::Lctl, Role::Mds, Role::Oss] {
+            assert!(welcome(single, SERVER, role).await, "{role:?}");
+            assert!(!welcome(single, CLUSTER, role).await, "{role:?}");
         }
-    }
-
-    /// A server without a server key refuses the role only servers take (`Oss`: DSFQ
-    /// service reports, iez's statistics) whatever key the peer proves, so a client node's
-    /// cluster key can never inject service reports into an ossd started without one; the
-    /// refusal says which option is missing.
-    #[tokio::test]
-    async fn without_a_server_key_the_oss_role_is_refused() {
-        const CLUSTER: &[u8] = b"cluster-key-0123456789abcdef";
-        let cluster_only = ServerKeys::cluster_only(CLUSTER);
-        assert!(Role::Oss.needs_server_key());
-        assert!(!welcome(cluster_only, CLUSTER, Role::Oss).await);
-        let reason = cluster_only.for_role(Role::Oss).unwrap_err();
-        assert!(reason.contains("--server-key-file"), "{reason}");
-        // The client learns why, from the rejection.
-        let (client, server) = tokio::io::duplex(1 << 12);
-        let server = tokio::spawn(async move {
-            let (sr, sw) = tokio::io::split(server);
-            let (mut r, mut w) = (Reader::new(sr), Writer::new(sw));
-            server_handshake_admit_keys(&mut r, &mut w, cluster_only, "fs", 1, |_| Ok(()))
-                .await
-                .is_ok()
-        });
-        let (cr, cw) = tokio::io::split(client);
-        let (mut r, mut w) = (Reader::new(cr), Writer::new(cw));
-        let got = client_handshake(&mut r, &mut w, CLUSTER, Role::Oss, PROTOCOL_VERSION).await;
-        assert!(!server.await.unwrap());
-        let text = format!("{}", got.expect_err("the Oss role was admitted"));
-        assert!(text.contains("--server-key-file"), "{text}");
     }
 
     /// The handshake frames a client really sends fit within the cap.

@@ -123,7 +123,7 @@ impl Role {
     }
 
     /// Roles a client node must never assume, so a peer claiming one proves the servers' own
-    /// key where a server has one ([`crate::conn::ServerKeys`]): an ossd's peer (`Oss`: DSFQ
+    /// key ([`crate::conn::ServerKeys`]): an ossd's peer (`Oss`: DSFQ
     /// service reports, iez's statistics), the MDS (`Mds`: any object, parameters, destroys)
     /// and an administrator's `Lctl` (`set_param` of TBF rules and policies, `job_stats`
     /// of every job, the coordinator's agents), which on Lustre needs root on a server
@@ -131,15 +131,6 @@ impl Role {
     /// Only `Client` is what every node holding the cluster key may be.
     pub fn is_server_role(self) -> bool {
         !matches!(self, Role::Client)
-    }
-
-    /// Roles a server admits only against its own server key, never the cluster key, so a
-    /// server that has none refuses them. `Oss` is only ever a server: an ossd's DSFQ peer
-    /// (whose service reports charge every job) or its iez reporter, and both are servers
-    /// that can be given the key. `Mds` and `Lctl` still fall back to the cluster key on a
-    /// server without one (see [`crate::conn::ServerKeys`]).
-    pub fn needs_server_key(self) -> bool {
-        matches!(self, Role::Oss)
     }
 
     pub fn may_do_io(self) -> bool {

@@ -121,9 +121,13 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
             .map(|k| tmp.path().join(format!("oss{i}-ost{k}")))
             .collect();
         ost_dirs.extend(dirs.clone());
-        let mut c = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs, KEY.to_vec());
+        let mut c = OssdConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            dirs,
+            KEY.to_vec(),
+            SERVER_KEY.to_vec(),
+        );
         c.threads = 2;
-        c.server_key = Some(SERVER_KEY.to_vec());
         c.report = Some(ReportConfig {
             mds: mds_addr.to_string(),
             report_as: None,
@@ -139,8 +143,13 @@ fn a_second_run_is_placed_by_iez_and_balances_better_than_round_robin() {
             ost_count: 2,
         })
         .collect();
-    let mut mc = MdsConfig::new(mds_addr, tmp.path().join("mds.db"), KEY.to_vec(), osses);
-    mc.server_key = Some(SERVER_KEY.to_vec());
+    let mut mc = MdsConfig::new(
+        mds_addr,
+        tmp.path().join("mds.db"),
+        KEY.to_vec(),
+        SERVER_KEY.to_vec(),
+        osses,
+    );
     mc.namespace.default_stripe.stripe_count = 2;
     // iez, with Lustre's allocator for files without a plan kept in its round-robin mode
     // (Lustre's `qos_threshold_rr=100`): the first run's layouts then do not depend on when

@@ -6,6 +6,7 @@ mod agent_fio;
 mod agent_slurm;
 mod agent_stat;
 mod architecture;
+mod build_features;
 mod cli;
 mod common;
 mod fio;

@@ -18,7 +18,8 @@ impl Drop for Daemon {
     }
 }
 
-/// Starts the real binary and waits for its "listening" line.
+/// Starts the real binary and waits for its "listening" line; the servers' own key is
+/// `server.key` beside `key`.
 fn spawn_mds(db: &Path, key: &Path) -> (Daemon, std::net::SocketAddr) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_pfsqos"))
         .args([
@@ -33,6 +34,8 @@ fn spawn_mds(db: &Path, key: &Path) -> (Daemon, std::net::SocketAddr) {
         .arg(db)
         .arg("--key-file")
         .arg(key)
+        .arg("--server-key-file")
+        .arg(key.with_file_name("server.key"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -61,6 +64,11 @@ fn acknowledged_entries_survive_kill_9() {
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("key");
     std::fs::write(&key, format!("{KEY}\n")).unwrap();
+    std::fs::write(
+        key.with_file_name("server.key"),
+        "fedcba9876543210fedcba9876543210\n",
+    )
+    .unwrap();
     let db = tmp.path().join("mds.db");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

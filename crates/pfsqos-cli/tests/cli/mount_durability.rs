@@ -131,6 +131,8 @@ impl Setup {
                 &self.s("ost1"),
                 "--key-file",
                 &self.s("key"),
+                "--server-key-file",
+                &self.s("server.key"),
             ],
             "ossd listening on",
             None,
@@ -149,6 +151,8 @@ impl Setup {
                 &self.s("mds.db"),
                 "--key-file",
                 &self.s("key"),
+                "--server-key-file",
+                &self.s("server.key"),
                 "--oss",
                 &oss,
                 "--stripe-count",
@@ -172,6 +176,11 @@ fn fsynced_data_survives_kill_9_of_ossd_and_mds() {
         mds_port: free_port(),
     };
     fs::write(setup.path("key"), format!("{KEY}\n")).unwrap();
+    fs::write(
+        setup.path("server.key"),
+        "fedcba9876543210fedcba9876543210\n",
+    )
+    .unwrap();
     let mnt = setup.path("mnt");
     fs::create_dir(&mnt).unwrap();
     let mut ossd = setup.ossd();

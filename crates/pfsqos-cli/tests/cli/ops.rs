@@ -740,13 +740,19 @@ fn a_probe_waiting_when_the_mount_is_killed_finds_it_dead() {
         }
     });
     let tid = tid_rx.recv().unwrap();
-    // Blocked in openat(2), or in getdents64(2) once the kernel has learnt that the mount
-    // needs no FUSE opendir (the first field of /proc/<tid>/syscall while the thread sleeps):
-    // its request is queued to the stopped mount, so the kill's abort is what ends it.
+    // Blocked in openat(2), in the fstat(2) glibc's opendir makes once the root's cached
+    // attributes have expired (later on a loaded machine), or in getdents64(2) once the
+    // kernel has learnt that the mount needs no FUSE opendir (the first field of
+    // /proc/<tid>/syscall while the thread sleeps): its request is queued to the stopped
+    // mount, so the kill's abort is what ends it.
     let waiting = [
-        libc::SYS_openat.to_string(),
-        libc::SYS_getdents64.to_string(),
-    ];
+        libc::SYS_openat,
+        libc::SYS_fstat,
+        libc::SYS_newfstatat,
+        libc::SYS_statx,
+        libc::SYS_getdents64,
+    ]
+    .map(|n| n.to_string());
     let deadline = Instant::now() + Duration::from_secs(60);
     while !waiting.iter().any(|n| {
         std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
@@ -757,7 +763,7 @@ fn a_probe_waiting_when_the_mount_is_killed_finds_it_dead() {
     }) {
         assert!(
             Instant::now() < deadline,
-            "the probe never waited in openat or getdents64"
+            "the probe never waited in openat, fstat or getdents64"
         );
         std::thread::sleep(Duration::from_millis(10));
     }

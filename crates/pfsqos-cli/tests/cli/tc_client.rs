@@ -79,12 +79,16 @@ fn tc_client_applies_the_ossds_limit_and_restores_the_qdisc() {
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("cluster.key");
     std::fs::write(&key, "e2e-test-key-0123456789abcdef0123\n").unwrap();
+    let server_key = tmp.path().join("server.key");
+    std::fs::write(&server_key, "e2e-server-key-fedcba9876543210\n").unwrap();
     // The staircase: 3 MiB/s for 30 periods of 100 ms, then 5 MiB/s for good.
     let mut cmd = pfsqos();
     cmd.args(["ossd", "--listen", "127.0.0.1:0", "--ost"])
         .arg(tmp.path().join("ost0"))
         .arg("--key-file")
         .arg(&key)
+        .arg("--server-key-file")
+        .arg(&server_key)
         .args([
             "--policy",
             "pi-openloop:from=3M:to=5M:levels=2:hold=30:ts_ms=100",
@@ -260,6 +264,8 @@ fn a_pi_loop_through_a_tc_client_node_holds_the_queue() {
     let tmp = tempfile::tempdir().unwrap();
     let key = tmp.path().join("cluster.key");
     std::fs::write(&key, "e2e-test-key-0123456789abcdef0123\n").unwrap();
+    let server_key = tmp.path().join("server.key");
+    std::fs::write(&server_key, "e2e-server-key-fedcba9876543210\n").unwrap();
     let record = tmp.path().join("pi.csv");
     let metrics = free_local_addr();
     // The ossd and the MDS on the root namespace's end of the pair: the node reaches them
@@ -270,6 +276,8 @@ fn a_pi_loop_through_a_tc_client_node_holds_the_queue() {
         .arg(tmp.path().join("ost0"))
         .arg("--key-file")
         .arg(&key)
+        .arg("--server-key-file")
+        .arg(&server_key)
         .args([
             "--ceiling-bytes-per-s",
             "16777216",
@@ -296,6 +304,8 @@ fn a_pi_loop_through_a_tc_client_node_holds_the_queue() {
         .arg(tmp.path().join("mds.db"))
         .arg("--key-file")
         .arg(&key)
+        .arg("--server-key-file")
+        .arg(&server_key)
         .args(["--oss", &format!("{oss_addr}:1")]);
     let (mds, mds_addr) = spawn_ready(cmd, "mds listening on ", &tmp.path().join("mds.log"), None);
 

@@ -1,5 +1,5 @@
 // Lustre TBF conformance scripts, shared by `pfsqos-core/tests/tbf_conformance.rs` (through
-// `Nrs`) and `pfsqos-ossd/tests/tbf_conformance.rs` (through `pfsqos lctl` against a live
+// `Nrs`) and `pfsqos-ossd/tests/ossd/tbf_conformance.rs` (through `pfsqos lctl` against a live
 // ossd), which `include!` this file. Each step is a write or a read as Lustre's own tests or
 // its C source dictate, with Lustre's answer and where it comes from.
 //

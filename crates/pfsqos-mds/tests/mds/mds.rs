@@ -7,6 +7,8 @@ use pfsqos_wire::mds::*;
 use pfsqos_wire::protocol::{self, Errno};
 
 const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 
 const O: Owner = Owner {
     mode: 0o644,
@@ -19,6 +21,7 @@ async fn start(dir: &std::path::Path) -> Mds {
         "127.0.0.1:0".parse().unwrap(),
         dir.join("mds.db"),
         KEY.to_vec(),
+        SERVER_KEY.to_vec(),
         vec![
             "127.0.0.1:7001:2".parse().unwrap(),
             "127.0.0.1:7002:2".parse().unwrap(),

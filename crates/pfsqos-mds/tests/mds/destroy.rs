@@ -14,6 +14,8 @@ use pfsqos_wire::mds::*;
 use pfsqos_wire::protocol::{Errno, Role};
 
 const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 const O: Owner = Owner {
     mode: 0o644,
     uid: 1,
@@ -22,7 +24,7 @@ const O: Owner = Owner {
 const DEADLINE: Duration = Duration::from_secs(60);
 
 async fn ossd(listen: SocketAddr, dirs: &[PathBuf]) -> Ossd {
-    let mut cfg = OssdConfig::new(listen, dirs.to_vec(), KEY.to_vec());
+    let mut cfg = OssdConfig::new(listen, dirs.to_vec(), KEY.to_vec(), SERVER_KEY.to_vec());
     cfg.threads = 2;
     Ossd::start(cfg).await.unwrap()
 }
@@ -32,6 +34,7 @@ fn mds_config(db: &Path, oss: SocketAddr, osts: u32) -> MdsConfig {
         "127.0.0.1:0".parse().unwrap(),
         db.to_path_buf(),
         KEY.to_vec(),
+        SERVER_KEY.to_vec(),
         vec![format!("{oss}:{osts}").parse().unwrap()],
     );
     c.namespace.default_stripe.stripe_count = osts as i32;
@@ -232,7 +235,7 @@ async fn the_ossd_lists_objects_in_pages_and_destroys_idempotently() {
     }
     // Not an object's name: not listed, never destroyed.
     std::fs::write(dirs[1].join("objects").join("notes.txt"), b"keep").unwrap();
-    let mut m = OssClient::connect(oss.local_addr(), KEY, Role::Mds)
+    let mut m = OssClient::connect(oss.local_addr(), SERVER_KEY, Role::Mds)
         .await
         .unwrap();
     let mut listed = Vec::new();
@@ -285,7 +288,7 @@ async fn a_listing_pass_reads_the_directory_once() {
     for o in [9, 10, 11] {
         write(o);
     }
-    let mut m = OssClient::connect(oss.local_addr(), KEY, Role::Mds)
+    let mut m = OssClient::connect(oss.local_addr(), SERVER_KEY, Role::Mds)
         .await
         .unwrap();
     assert_eq!(m.list_objects(0, 0, 2).await.unwrap(), (vec![3, 9], true));

@@ -17,6 +17,8 @@ use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::Role;
 
 const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 /// Upper bound of every wait on a condition; generous for a loaded 2-core machine.
 const WAIT_MAX: Duration = Duration::from_secs(60);
 
@@ -32,8 +34,14 @@ async fn start(osts: usize, control: ControlConfig) -> Fixture {
         .map(|i| tmp.path().join(format!("ost{i}")))
         .collect();
     let key_file = tmp.path().join("key");
-    std::fs::write(&key_file, KEY).unwrap();
-    let mut cfg = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs, KEY.to_vec());
+    // `lctl` is an administrator's: it proves the servers' own key.
+    std::fs::write(&key_file, SERVER_KEY).unwrap();
+    let mut cfg = OssdConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        dirs,
+        KEY.to_vec(),
+        SERVER_KEY.to_vec(),
+    );
     cfg.threads = 4;
     cfg.control = Some(control);
     Fixture {
@@ -412,11 +420,13 @@ async fn adaptbf_pair(first: &'static str) -> (u64, u64, String) {
     control.capacity_rpcs_per_s = Some(200);
     let tmp = tempfile::tempdir().unwrap();
     let key_file = tmp.path().join("key");
-    std::fs::write(&key_file, KEY).unwrap();
+    // `lctl` is an administrator's: it proves the servers' own key.
+    std::fs::write(&key_file, SERVER_KEY).unwrap();
     let mut cfg = OssdConfig::new(
         "127.0.0.1:0".parse().unwrap(),
         vec![tmp.path().join("ost0")],
         KEY.to_vec(),
+        SERVER_KEY.to_vec(),
     );
     cfg.threads = 4;
     cfg.control = Some(control);

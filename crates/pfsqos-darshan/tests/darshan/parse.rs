@@ -17,7 +17,7 @@ use pfsqos_darshan::{import, ImportOptions, TraceInput};
 use proptest::prelude::*;
 use serde_json::Value;
 
-mod writer;
+use crate::writer;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")

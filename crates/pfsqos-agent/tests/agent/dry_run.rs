@@ -14,9 +14,11 @@ use pfsqos_ossd::{Ossd, OssdConfig};
 use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::Role;
 
-mod common;
+use crate::common;
 
 const KEY: &[u8] = b"agent-dry-run-test-key-0123456789";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 
 /// Separates argv elements in the wrapper's log (never in an argument the agent passes).
 const ARG_SEP: char = '\u{1f}';
@@ -45,12 +47,13 @@ impl Site {
             "127.0.0.1:0".parse().unwrap(),
             vec![dir.join("ost0"), dir.join("ost1")],
             KEY.to_vec(),
+            SERVER_KEY.to_vec(),
         );
         cfg.cpts = cpts as usize;
         cfg.threads = 4;
         let ossd = rt.block_on(Ossd::start(cfg)).unwrap();
         let addr = ossd.local_addr();
-        std::fs::write(dir.join("key"), KEY).unwrap();
+        std::fs::write(dir.join("key"), SERVER_KEY).unwrap();
         // A name with a space: the printed argv must quote the configured program.
         let bin = dir.join("sbin dir");
         std::fs::create_dir(&bin).unwrap();
@@ -135,7 +138,7 @@ impl Site {
 
     fn lctl_set(&self, name: &str, value: &str) {
         self.rt.block_on(async {
-            let mut c = OssClient::connect(self.addr, KEY, Role::Lctl)
+            let mut c = OssClient::connect(self.addr, SERVER_KEY, Role::Lctl)
                 .await
                 .unwrap();
             c.set_param(name, value).await.unwrap();

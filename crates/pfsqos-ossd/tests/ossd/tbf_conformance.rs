@@ -11,9 +11,11 @@ use pfsqos_core::sched::tbf::{CptRules, TbfRuleListing};
 use pfsqos_ops::lctl::{self, LctlArgs, LctlCommand};
 use pfsqos_ossd::{Ossd, OssdConfig};
 
-include!("../../pfsqos-core/tests/tbf_conformance/cases.rs");
+include!("../../../pfsqos-core/tests/tbf_conformance/cases.rs");
 
 const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 const POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
 const RULES: &str = "ost.OSS.ost_io.nrs_tbf_rule";
 
@@ -26,11 +28,13 @@ struct Fixture {
 async fn start(version: &str) -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
     let key_file = tmp.path().join("key");
-    std::fs::write(&key_file, [KEY, b"\n"].concat()).unwrap();
+    // `lctl` is an administrator's: it proves the servers' own key.
+    std::fs::write(&key_file, [SERVER_KEY, b"\n"].concat()).unwrap();
     let mut cfg = OssdConfig::new(
         "127.0.0.1:0".parse().unwrap(),
         vec![tmp.path().join("ost0")],
         KEY.to_vec(),
+        SERVER_KEY.to_vec(),
     );
     cfg.fsname = "testfs".into();
     cfg.threads = 2;

@@ -15,6 +15,8 @@ use pfsqos_wire::client::{ClientError, Identity, OssClient};
 use pfsqos_wire::protocol::{ClientLimit, Errno, Role};
 
 const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 /// Upper bound of every wait on a condition; generous for a loaded 2-core machine.
 const WAIT_MAX: Duration = Duration::from_secs(60);
 /// The open-loop experiment's first level: the limit the controller sets on every node.
@@ -46,7 +48,12 @@ fn ident(job: &str, node: u8) -> Identity {
 async fn start() -> (Ossd, tempfile::TempDir) {
     let tmp = tempfile::tempdir().unwrap();
     let dirs: Vec<PathBuf> = vec![tmp.path().join("ost0")];
-    let mut cfg = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs, KEY.to_vec());
+    let mut cfg = OssdConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        dirs,
+        KEY.to_vec(),
+        SERVER_KEY.to_vec(),
+    );
     cfg.threads = 1;
     cfg.queue_depth_max = 1;
     // 3 MiB/s on every node for 1,000 periods of 50 ms: the limit stays put for the test.
@@ -59,7 +66,12 @@ async fn start() -> (Ossd, tempfile::TempDir) {
 }
 
 async fn client(ossd: &Ossd, role: Role) -> OssClient {
-    OssClient::connect(ossd.local_addr(), KEY, role)
+    let key = if role.is_server_role() {
+        SERVER_KEY
+    } else {
+        KEY
+    };
+    OssClient::connect(ossd.local_addr(), key, role)
         .await
         .unwrap()
 }

@@ -13,10 +13,12 @@ use pfsqos_ossd::{Ossd, OssdConfig};
 use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::Role;
 
-mod common;
+use crate::common;
 use common::*;
 
 const KEY: &[u8] = b"agent-e2e-test-key-0123456789";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 
 struct Site {
     _tmp: tempfile::TempDir,
@@ -39,12 +41,13 @@ impl Site {
             "127.0.0.1:0".parse().unwrap(),
             vec![dir.join("ost0"), dir.join("ost1")],
             KEY.to_vec(),
+            SERVER_KEY.to_vec(),
         );
         cfg.cpts = 2;
         cfg.threads = 4;
         let ossd = rt.block_on(Ossd::start(cfg)).unwrap();
         let addr = ossd.local_addr();
-        std::fs::write(dir.join("key"), KEY).unwrap();
+        std::fs::write(dir.join("key"), SERVER_KEY).unwrap();
         let bin = dir.join("bin");
         std::fs::create_dir(&bin).unwrap();
         std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_pfsqos-lctl-emu"), bin.join("lctl"))
@@ -108,7 +111,7 @@ impl Site {
 
     fn lctl_get(&self, name: &str) -> Result<String, String> {
         self.rt.block_on(async {
-            let mut c = OssClient::connect(self.addr, KEY, Role::Lctl)
+            let mut c = OssClient::connect(self.addr, SERVER_KEY, Role::Lctl)
                 .await
                 .unwrap();
             c.get_param(name)
@@ -120,7 +123,7 @@ impl Site {
 
     fn lctl_set(&self, name: &str, value: &str) {
         self.rt.block_on(async {
-            let mut c = OssClient::connect(self.addr, KEY, Role::Lctl)
+            let mut c = OssClient::connect(self.addr, SERVER_KEY, Role::Lctl)
                 .await
                 .unwrap();
             c.set_param(name, value).await.unwrap();

@@ -19,6 +19,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 
 struct Fixture {
     ossd: Ossd,
@@ -33,8 +35,14 @@ async fn start(osts: usize, tweak: impl FnOnce(&mut OssdConfig)) -> Fixture {
         .map(|i| tmp.path().join(format!("ost{i}")))
         .collect();
     let key_file = tmp.path().join("key");
-    std::fs::write(&key_file, [KEY, b"\n"].concat()).unwrap();
-    let mut cfg = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs.clone(), KEY.to_vec());
+    // `lctl` is an administrator's: it proves the servers' own key.
+    std::fs::write(&key_file, [SERVER_KEY, b"\n"].concat()).unwrap();
+    let mut cfg = OssdConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        dirs.clone(),
+        KEY.to_vec(),
+        SERVER_KEY.to_vec(),
+    );
     cfg.fsname = "testfs".into();
     cfg.threads = 4;
     tweak(&mut cfg);
@@ -76,7 +84,12 @@ fn sha(d: &[u8]) -> [u8; 32] {
 }
 
 async fn client(f: &Fixture, role: Role) -> OssClient {
-    OssClient::connect(f.ossd.local_addr(), KEY, role)
+    let key = if role.is_server_role() {
+        SERVER_KEY
+    } else {
+        KEY
+    };
+    OssClient::connect(f.ossd.local_addr(), key, role)
         .await
         .unwrap()
 }
@@ -1305,6 +1318,7 @@ async fn an_ost_that_refuses_direct_io_falls_back_to_the_page_cache() {
         "127.0.0.1:0".parse().unwrap(),
         vec![ram.join("ost0")],
         KEY.to_vec(),
+        SERVER_KEY.to_vec(),
     );
     cfg.threads = 2;
     let ossd = Ossd::start(cfg).await.unwrap();
@@ -1391,6 +1405,7 @@ async fn a_handshake_flood_from_many_addresses_does_not_lock_out_new_mounts() {
         "127.0.0.1:0".parse().unwrap(),
         tmp.path().join("mds.db"),
         KEY.to_vec(),
+        SERVER_KEY.to_vec(),
         vec!["127.0.0.1:7001:1".parse().unwrap()],
     );
     let mds = pfsqos_mds::Mds::start(config).await.unwrap();

@@ -16,6 +16,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 
 fn ident(job: &str) -> Identity {
     Identity {
@@ -101,7 +103,12 @@ async fn lint(addr: SocketAddr) {
 async fn ossd_metrics_follow_the_io_and_the_rules() {
     let tmp = tempfile::tempdir().unwrap();
     let dirs = vec![tmp.path().join("ost0"), tmp.path().join("ost1")];
-    let mut cfg = OssdConfig::new("127.0.0.1:0".parse().unwrap(), dirs, KEY.to_vec());
+    let mut cfg = OssdConfig::new(
+        "127.0.0.1:0".parse().unwrap(),
+        dirs,
+        KEY.to_vec(),
+        SERVER_KEY.to_vec(),
+    );
     cfg.fsname = "testfs".into();
     cfg.threads = 2;
     cfg.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
@@ -168,7 +175,7 @@ async fn ossd_metrics_follow_the_io_and_the_rules() {
         "no rule while FIFO runs"
     );
 
-    let mut lctl = OssClient::connect(ossd.local_addr(), KEY, Role::Lctl)
+    let mut lctl = OssClient::connect(ossd.local_addr(), SERVER_KEY, Role::Lctl)
         .await
         .unwrap();
     lctl.set_param("ost.OSS.ost_io.nrs_policies", "tbf jobid")
@@ -230,6 +237,7 @@ async fn mds_metrics_count_operations_and_inodes() {
         "127.0.0.1:0".parse().unwrap(),
         tmp.path().join("mds.db"),
         KEY.to_vec(),
+        SERVER_KEY.to_vec(),
         vec!["127.0.0.1:7001:2".parse().unwrap()],
     );
     config.metrics_listen = Some("127.0.0.1:0".parse().unwrap());

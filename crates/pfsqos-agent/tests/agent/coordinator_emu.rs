@@ -23,10 +23,12 @@ use pfsqos_ossd::{Ossd, OssdConfig};
 use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::Role;
 
-mod common;
+use crate::common;
 use common::*;
 
 const KEY: &[u8] = b"coordinator-emu-test-key-0123456789";
+/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
+const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 const SAFE_HOLD_MS: u64 = 2000;
 
 /// One emulated Lustre OSS: a live ossd and a `bin` directory whose `lctl` is the emulation.
@@ -52,12 +54,13 @@ impl Oss {
             "127.0.0.1:0".parse().unwrap(),
             vec![dir.join("ost0")],
             KEY.to_vec(),
+            SERVER_KEY.to_vec(),
         );
         cfg.cpts = 2;
         cfg.threads = 2;
         let ossd = rt.block_on(Ossd::start(cfg)).unwrap();
         let addr = ossd.local_addr();
-        std::fs::write(dir.join("key"), KEY).unwrap();
+        std::fs::write(dir.join("key"), SERVER_KEY).unwrap();
         std::fs::create_dir(dir.join("bin")).unwrap();
         std::os::unix::fs::symlink(
             env!("CARGO_BIN_EXE_pfsqos-lctl-emu"),
@@ -138,7 +141,7 @@ impl Oss {
     /// summed over every CPT and both queues).
     fn our_rules_with_rates(&self) -> Vec<(String, String, u32, u64)> {
         let text = self.rt.block_on(async {
-            let mut c = OssClient::connect(self.addr, KEY, Role::Lctl)
+            let mut c = OssClient::connect(self.addr, SERVER_KEY, Role::Lctl)
                 .await
                 .unwrap();
             c.get_param("ost.OSS.ost_io.nrs_tbf_rule")
@@ -255,7 +258,7 @@ impl Running {
                 };
                 coord_net::serve_published(
                     listener,
-                    KEY.to_vec(),
+                    SERVER_KEY.to_vec(),
                     coord,
                     Instant::now(),
                     stop,

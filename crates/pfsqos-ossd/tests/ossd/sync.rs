@@ -38,8 +38,7 @@ fn config(
     peers: &[SocketAddr],
     tweak: &dyn Fn(&mut OssdConfig),
 ) -> OssdConfig {
-    let mut cfg = OssdConfig::new(addr, vec![ost], KEY.to_vec());
-    cfg.server_key = Some(SERVER_KEY.to_vec());
+    let mut cfg = OssdConfig::new(addr, vec![ost], KEY.to_vec(), SERVER_KEY.to_vec());
     cfg.threads = 8;
     cfg.sync = SyncConfig {
         instance_base: index,
@@ -684,7 +683,7 @@ async fn a_restarted_ossd_learns_again_which_flows_its_peer_serves() {
     b2.shutdown().await;
 }
 
-/// The servers' own key: with it configured, a peer claiming a server role must prove it. A
+/// The servers' own key: a peer claiming a server role must prove it. A
 /// client's cluster key claiming role `Oss` is refused at the handshake (no service report
 /// gets in), as it is claiming `Lctl` or `Mds`; the server key proves those roles, not a
 /// client; two ossds holding it exchange their reports.
@@ -692,13 +691,12 @@ async fn a_restarted_ossd_learns_again_which_flows_its_peer_serves() {
 async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
     let tmp = tempfile::tempdir().unwrap();
     let addrs = free_addrs(2);
-    let with_server_key = |cfg: &mut OssdConfig| cfg.server_key = Some(SERVER_KEY.to_vec());
     let a = Ossd::start(config(
         addrs[0],
         tmp.path().join("ost0"),
         0,
         &addrs,
-        &with_server_key,
+        &|_| {},
     ))
     .await
     .unwrap();
@@ -739,7 +737,7 @@ async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
         tmp.path().join("ost1"),
         1,
         &addrs,
-        &with_server_key,
+        &|_| {},
     ))
     .await
     .unwrap();
@@ -754,74 +752,21 @@ async fn a_client_key_cannot_claim_to_be_a_peer_ossd() {
     a.shutdown().await;
 }
 
-/// Without the servers' own key nothing can prove role `Oss`: an ossd given DSFQ peers but no
-/// `--server-key-file` refuses to start and names the missing option (its reports could never
-/// be admitted, and a peer admitted on the cluster key would be any client node), as does one
-/// reporting iez's statistics to the MDS (`--report-mds`, role `Oss` there too), and an ossd
-/// without one refuses role `Oss` on the cluster key, so a client node cannot inject service
-/// reports into it; `Client` still works there.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_server_key_no_peer_ossd_is_admitted() {
+/// An ossd needs the servers' own key, and one that is not the cluster key: without it no
+/// key would prove the server roles (a DSFQ peer's reports charge every job, `lctl` writes
+/// rules, the MDS destroys objects) but the one every client node holds. Refused at start,
+/// naming what is wrong.
+#[tokio::test]
+async fn an_ossd_needs_a_server_key_of_its_own() {
     let tmp = tempfile::tempdir().unwrap();
-    let addrs = free_addrs(2);
-    let no_server_key = |cfg: &mut OssdConfig| cfg.server_key = None;
-    let refused = Ossd::start(config(
-        addrs[0],
-        tmp.path().join("ost0"),
-        0,
-        &addrs,
-        &no_server_key,
-    ))
-    .await
-    .err()
-    .expect("an ossd with peers and no server key started");
-    let text = format!("{refused:#}");
-    assert!(
-        text.contains("--peer") && text.contains("--server-key-file"),
-        "{text}"
-    );
-    // iez's statistics go to the MDS as role `Oss` too: refused at start the same way.
-    let reporting = |cfg: &mut OssdConfig| {
-        cfg.server_key = None;
-        cfg.report = Some(pfsqos_ossd::report::ReportConfig {
-            mds: "127.0.0.1:1".into(),
-            report_as: None,
-            period: Duration::from_secs(60),
-            ost_capacity_bytes: None,
-        });
-    };
-    let refused = Ossd::start(config(
-        addrs[0],
-        tmp.path().join("ost0"),
-        0,
-        &[],
-        &reporting,
-    ))
-    .await
-    .err()
-    .expect("an ossd reporting to the MDS with no server key started");
-    let text = format!("{refused:#}");
-    assert!(
-        text.contains("--report-mds") && text.contains("--server-key-file"),
-        "{text}"
-    );
-    let a = Ossd::start(config(
-        addrs[0],
-        tmp.path().join("ost0"),
-        0,
-        &[],
-        &no_server_key,
-    ))
-    .await
-    .unwrap();
-    for key in [KEY, SERVER_KEY] {
-        let got = OssClient::connect(addrs[0], key, Role::Oss).await;
-        let e = got.err().expect("role Oss admitted without a server key");
-        assert!(e.to_string().contains("--server-key-file"), "{e}");
+    let addrs = free_addrs(1);
+    for server_key in [Vec::new(), b"short".to_vec(), KEY.to_vec()] {
+        let set = move |cfg: &mut OssdConfig| cfg.server_key = server_key.clone();
+        let refused = Ossd::start(config(addrs[0], tmp.path().join("ost0"), 0, &[], &set))
+            .await
+            .err()
+            .expect("an ossd without a server key of its own started");
+        let text = format!("{refused:#}");
+        assert!(text.contains("server key"), "{text}");
     }
-    assert_eq!(a.sync_stats().cpts.messages_in, 0);
-    OssClient::connect(addrs[0], KEY, Role::Client)
-        .await
-        .unwrap();
-    a.shutdown().await;
 }

@@ -1,0 +1,5 @@
+//! The MDS's end-to-end tests on loopback, one binary: each module is one area.
+
+mod destroy;
+mod mds;
+mod placers;

@@ -1,0 +1,8 @@
+//! The ossd's end-to-end tests on loopback, one binary: each module is one area.
+
+mod control;
+mod limit_query;
+mod metrics;
+mod ossd;
+mod sync;
+mod tbf_conformance;

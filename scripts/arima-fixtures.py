@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the ARIMA reference fixtures of pfsqos-core's forecast module (iez, issue #16).
+"""Generate the ARIMA reference fixtures of pfsqos-core's forecast module (iez).
 
 Run once, outside the repository's toolchain, in a throwaway virtualenv:
 

@@ -18,40 +18,11 @@ rounds=${BENCH_ROUNDS:-3}
 cargo build --release -q --locked -p pfsqos-cli
 bin=$PWD/target/release/pfsqos
 work=$(mktemp -d "${TMPDIR:-/tmp}/pfsqos-bench-mount.XXXXXX")
-pids=()
-cleanup() {
-  if mountpoint -q "$work/mnt" 2>/dev/null; then umount -l "$work/mnt" || true; fi
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-# Waits (up to 60 s) for the first line of a daemon's stdout and prints it.
-first_line() {
-  for _ in $(seq 600); do
-    if [ -s "$1" ]; then head -1 "$1"; return; fi
-    sleep 0.1
-  done
-  echo "no output in $1" >&2
-  exit 1
-}
-
-head -c 32 /dev/urandom | base64 >"$work/key"
-head -c 32 /dev/urandom | base64 >"$work/server.key"
-mkdir -p "$work/ost0" "$work/ost1" "$work/mnt" "$work/plain"
-"$bin" ossd --listen 127.0.0.1:0 --ost "$work/ost0" --ost "$work/ost1" --key-file "$work/key" --server-key-file "$work/server.key" \
-  >"$work/ossd.out" 2>"$work/ossd.err" &
-pids+=($!)
-oss=$(first_line "$work/ossd.out" | sed 's/^ossd listening on //')
-"$bin" mds --listen 127.0.0.1:0 --db "$work/mds.db" --key-file "$work/key" --server-key-file "$work/server.key" --oss "$oss:2" \
-  --stripe-count 2 --stripe-size 1048576 >"$work/mds.out" 2>"$work/mds.err" &
-pids+=($!)
-mds=$(first_line "$work/mds.out" | sed 's/^mds listening on //')
+# shellcheck source=scripts/lib/loopback-cluster.sh
+. scripts/lib/loopback-cluster.sh
 # shellcheck disable=SC2086 # BENCH_MOUNT_ARGS is a list of options
-"$bin" mount "$work/mnt" --mds "$mds" --key-file "$work/key" ${BENCH_MOUNT_ARGS:-} >"$work/mount.out" 2>"$work/mount.err" &
-pids+=($!)
-first_line "$work/mount.out" >/dev/null
+loopback_cluster ${BENCH_MOUNT_ARGS:-}
+mkdir -p "$work/plain"
 
 # fio_bw DIR RW INVALIDATE: MiB/s of one fio run on DIR/fio.dat.
 fio_bw() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the pfsqos Debian package (issue #20) with dpkg-deb alone: no cargo-deb, no debhelper.
+# Builds the pfsqos Debian package with dpkg-deb alone: no cargo-deb, no debhelper.
 #
 #   scripts/package-deb.sh [--binary PATH] [--out DIR] [--compress xz|gzip|none]
 #

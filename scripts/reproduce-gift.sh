@@ -3,7 +3,7 @@
 # runs the scenarios under scenarios/gift/ with the fluid engine under the eight policies and
 # GIFT's parameter sweeps, twice: with the paper's definitions (pfsqos's defaults) and with the
 # authors' artifact's (per-stream shares, no constraint (3), the fixed coupon cap, the
-# cumulative system gate; issue 21). Every table also carries the artifact's allocation metric.
+# cumulative system gate). Every table also carries the artifact's allocation metric.
 # Writes the tables to docs/reproductions/gift-measured.md, and from them the generated blocks
 # of docs/reproductions/gift.md: `generated:gift-coupons` (section s13: GIFT's coupon ledger
 # per run, `gift_coupons`) and `generated:gift-solver` (section s14: GIFT's rows with the

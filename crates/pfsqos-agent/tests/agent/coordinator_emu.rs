@@ -19,17 +19,16 @@ use pfsqos_agent::coord::{CoordStats, Coordinator};
 use pfsqos_agent::coord_net;
 use pfsqos_core::control::spec::PolicyChoice;
 use pfsqos_core::sched::tbf::TbfRuleListing;
-use pfsqos_ossd::{Ossd, OssdConfig};
+use pfsqos_ossd::Ossd;
 use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::Role;
 
 use crate::common;
 use common::*;
 
-const KEY: &[u8] = b"coordinator-emu-test-key-0123456789";
-/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
-const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
-const SAFE_HOLD_MS: u64 = 2000;
+/// Long enough that a loaded machine (this binary's other tests run beside it) cannot starve
+/// an agent's coordinator link past it before the test kills the coordinator.
+const SAFE_HOLD_MS: u64 = 5000;
 
 /// One emulated Lustre OSS: a live ossd and a `bin` directory whose `lctl` is the emulation.
 struct Oss {
@@ -45,28 +44,9 @@ impl Oss {
     fn new(ost_index: u32) -> Oss {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let mut cfg = OssdConfig::new(
-            "127.0.0.1:0".parse().unwrap(),
-            vec![dir.join("ost0")],
-            KEY.to_vec(),
-            SERVER_KEY.to_vec(),
-        );
-        cfg.cpts = 2;
-        cfg.threads = 2;
-        let ossd = rt.block_on(Ossd::start(cfg)).unwrap();
+        let (rt, ossd) = emulated_oss(&dir, 1, 2, 2, 1);
         let addr = ossd.local_addr();
-        std::fs::write(dir.join("key"), SERVER_KEY).unwrap();
-        std::fs::create_dir(dir.join("bin")).unwrap();
-        std::os::unix::fs::symlink(
-            env!("CARGO_BIN_EXE_pfsqos-lctl-emu"),
-            dir.join("bin").join("lctl"),
-        )
-        .unwrap();
+        link_lctl(&dir);
         Oss {
             _tmp: tmp,
             dir,

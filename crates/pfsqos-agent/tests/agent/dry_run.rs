@@ -10,15 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use pfsqos_agent::lctl::{argv_line, is_read_only};
-use pfsqos_ossd::{Ossd, OssdConfig};
+use pfsqos_ossd::Ossd;
 use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::Role;
 
-use crate::common;
-
-const KEY: &[u8] = b"agent-dry-run-test-key-0123456789";
-/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
-const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
+use crate::common::{self, KEY, SERVER_KEY};
 
 /// Separates argv elements in the wrapper's log (never in an argument the agent passes).
 const ARG_SEP: char = '\u{1f}';
@@ -38,22 +34,8 @@ impl Site {
     fn new(cpts: u32) -> Site {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let mut cfg = OssdConfig::new(
-            "127.0.0.1:0".parse().unwrap(),
-            vec![dir.join("ost0"), dir.join("ost1")],
-            KEY.to_vec(),
-            SERVER_KEY.to_vec(),
-        );
-        cfg.cpts = cpts as usize;
-        cfg.threads = 4;
-        let ossd = rt.block_on(Ossd::start(cfg)).unwrap();
+        let (rt, ossd) = common::emulated_oss(&dir, 2, cpts as usize, 4, 2);
         let addr = ossd.local_addr();
-        std::fs::write(dir.join("key"), SERVER_KEY).unwrap();
         // A name with a space: the printed argv must quote the configured program.
         let bin = dir.join("sbin dir");
         std::fs::create_dir(&bin).unwrap();

@@ -9,16 +9,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use pfsqos_core::sched::tbf::TbfRuleListing;
-use pfsqos_ossd::{Ossd, OssdConfig};
+use pfsqos_ossd::Ossd;
 use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::Role;
 
 use crate::common;
 use common::*;
-
-const KEY: &[u8] = b"agent-e2e-test-key-0123456789";
-/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
-const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 
 struct Site {
     _tmp: tempfile::TempDir,
@@ -32,26 +28,9 @@ impl Site {
     fn new() -> Site {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let mut cfg = OssdConfig::new(
-            "127.0.0.1:0".parse().unwrap(),
-            vec![dir.join("ost0"), dir.join("ost1")],
-            KEY.to_vec(),
-            SERVER_KEY.to_vec(),
-        );
-        cfg.cpts = 2;
-        cfg.threads = 4;
-        let ossd = rt.block_on(Ossd::start(cfg)).unwrap();
+        let (rt, ossd) = emulated_oss(&dir, 2, 2, 4, 2);
         let addr = ossd.local_addr();
-        std::fs::write(dir.join("key"), SERVER_KEY).unwrap();
-        let bin = dir.join("bin");
-        std::fs::create_dir(&bin).unwrap();
-        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_pfsqos-lctl-emu"), bin.join("lctl"))
-            .unwrap();
+        link_lctl(&dir);
         Site {
             _tmp: tmp,
             dir,

@@ -400,18 +400,20 @@ fn logs_rewritten_in_either_byte_order_and_compression_read_the_same() {
 fn the_corpus_test_lists_its_skip_without_a_corpus() {
     let dir = tempfile_dir();
     let log = dir.join("skipped");
+    // The test's name within this binary: its module path without the crate's.
+    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
+    let name = format!("{module}::corpus_matches_pydarshan_and_imports");
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "corpus_matches_pydarshan_and_imports",
-            "--test-threads=1",
-        ])
+        .args(["--exact", &name, "--test-threads=1"])
         .env_remove("PFSQOS_DARSHAN_CORPUS")
         .env_remove("PFSQOS_DARSHAN_CORPUS_REFERENCE")
         .env(pfsqos_testkit::SKIP_LOG_ENV, &log)
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
+    // The run must have run that one test, not filtered it out.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("1 passed"), "{stdout}");
     let logged = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
         logged.starts_with("SKIP: corpus_matches_pydarshan_and_imports: set PFSQOS_DARSHAN_CORPUS"),

@@ -13,9 +13,7 @@ use pfsqos_wire::client::{Identity, MdsClient, OssClient};
 use pfsqos_wire::mds::*;
 use pfsqos_wire::protocol::{Errno, Role};
 
-const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
-/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
-const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
+use crate::common::{KEY, SERVER_KEY};
 const O: Owner = Owner {
     mode: 0o644,
     uid: 1,

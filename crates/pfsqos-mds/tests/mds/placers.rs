@@ -8,9 +8,7 @@ use pfsqos_wire::client::{ClientError, MdsClient};
 use pfsqos_wire::mds::*;
 use pfsqos_wire::protocol::{Errno, Role};
 
-const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
-/// The servers' own key, which an ossd reporting its statistics (role `Oss`) proves.
-const SERVER_KEY: &[u8] = b"mds-test-server-key-fedcba98765432";
+use crate::common::{KEY, SERVER_KEY};
 const MIB: u64 = 1 << 20;
 const O: Owner = Owner {
     mode: 0o644,

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::{KEY, SERVER_KEY};
 use pfsqos_core::control::{ControlWrite, DomainId, DomainWrite};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
 use pfsqos_core::sched::tbf::{ListedRule, TbfRuleListing};
@@ -16,9 +17,6 @@ use pfsqos_ossd::{Ossd, OssdConfig};
 use pfsqos_wire::client::{Identity, OssClient};
 use pfsqos_wire::protocol::Role;
 
-const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
-/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
-const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 /// Upper bound of every wait on a condition; generous for a loaded 2-core machine.
 const WAIT_MAX: Duration = Duration::from_secs(60);
 

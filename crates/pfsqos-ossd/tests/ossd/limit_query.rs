@@ -8,15 +8,13 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::common::{KEY, SERVER_KEY};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
 use pfsqos_ossd::control::ControlConfig;
 use pfsqos_ossd::{Ossd, OssdConfig};
 use pfsqos_wire::client::{ClientError, Identity, OssClient};
 use pfsqos_wire::protocol::{ClientLimit, Errno, Role};
 
-const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
-/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
-const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 /// Upper bound of every wait on a condition; generous for a loaded 2-core machine.
 const WAIT_MAX: Duration = Duration::from_secs(60);
 /// The open-loop experiment's first level: the limit the controller sets on every node.
@@ -66,14 +64,7 @@ async fn start() -> (Ossd, tempfile::TempDir) {
 }
 
 async fn client(ossd: &Ossd, role: Role) -> OssClient {
-    let key = if role.is_server_role() {
-        SERVER_KEY
-    } else {
-        KEY
-    };
-    OssClient::connect(ossd.local_addr(), key, role)
-        .await
-        .unwrap()
+    crate::common::connect(ossd.local_addr(), role).await
 }
 
 /// Spawns writes of job `hold` until one is held in the queue by the 1 RPC/s rule (one let

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+use crate::common::{KEY, SERVER_KEY};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
 use pfsqos_mds::{Mds, MdsConfig};
 use pfsqos_metrics::REQUEST_HEAD_BYTES_MAX;
@@ -14,10 +15,6 @@ use pfsqos_wire::mds::{Owner, ROOT_INO};
 use pfsqos_wire::protocol::Role;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
-/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
-const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 
 fn ident(job: &str) -> Identity {
     Identity {

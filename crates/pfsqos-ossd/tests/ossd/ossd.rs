@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::common::{KEY, SERVER_KEY};
 use pfsqos_core::jobstats::{parse_lctl_job_stats, OstCounter};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid};
 use pfsqos_core::sched::tbf::TbfRuleListing;
@@ -17,10 +18,6 @@ use pfsqos_wire::protocol::{Errno, ProtocolError, Role, BULK_CHUNK_BYTES};
 use sha2::{Digest, Sha256};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
-/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
-const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 
 struct Fixture {
     ossd: Ossd,
@@ -84,14 +81,7 @@ fn sha(d: &[u8]) -> [u8; 32] {
 }
 
 async fn client(f: &Fixture, role: Role) -> OssClient {
-    let key = if role.is_server_role() {
-        SERVER_KEY
-    } else {
-        KEY
-    };
-    OssClient::connect(f.ossd.local_addr(), key, role)
-        .await
-        .unwrap()
+    crate::common::connect(f.ossd.local_addr(), role).await
 }
 
 async fn lctl_out(f: &Fixture, command: LctlCommand) -> (u8, String, String) {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::{KEY, SERVER_KEY};
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, RpcTags};
 use pfsqos_ossd::{Ossd, OssdConfig, SyncConfig, SyncStats};
 use pfsqos_wire::client::{ClientError, Identity, OssClient};
@@ -17,9 +18,6 @@ use pfsqos_wire::protocol::{
     SYNC_BATCH_LEN_MAX,
 };
 
-const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
-/// The servers' own key: DSFQ peers (role `Oss`) and `lctl` prove it, never the cluster key.
-const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 /// How long any polled condition may take before the test fails.
 const DEADLINE: Duration = Duration::from_secs(20);
 

@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use crate::common::{KEY, SERVER_KEY};
 use pfsqos_core::errno::Errno;
 use pfsqos_core::sched::tbf::{CptRules, TbfRuleListing};
 use pfsqos_ops::lctl::{self, LctlArgs, LctlCommand};
@@ -13,9 +14,6 @@ use pfsqos_ossd::{Ossd, OssdConfig};
 
 include!("../../../pfsqos-core/tests/tbf_conformance/cases.rs");
 
-const KEY: &[u8] = b"test-cluster-key-0123456789abcdef";
-/// The servers' own key: the server roles (`Lctl`, `Mds`, `Oss`) prove it.
-const SERVER_KEY: &[u8] = b"test-server-key-fedcba9876543210";
 const POLICIES: &str = "ost.OSS.ost_io.nrs_policies";
 const RULES: &str = "ost.OSS.ost_io.nrs_tbf_rule";
 

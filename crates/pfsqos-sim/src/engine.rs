@@ -82,6 +82,9 @@ use crate::workload::{secs_to_ns, Shape};
 
 /// Event lane of messages that cost only the constant latency (their times never decrease).
 const LANE_LATENCY: u32 = 0;
+/// The call of an RPC whose call keeps no record: a buffered write's (the process has moved
+/// on, and the RPCs themselves carry what their completion needs).
+const NO_CALL: u32 = u32::MAX;
 
 /// First event lane of each kind of FIFO resource; see `EventQueue`. Each resource pushes
 /// non-decreasing times: a link or a device serializer only ever moves its free time forward.
@@ -326,11 +329,12 @@ struct Process {
     ra_waits: u32,
     /// Issue times of the process's read calls waiting for prefetched data.
     ra_blocked: Vec<u64>,
-    /// Buffered calls not yet acknowledged: the process's end (its close) and the end of its
-    /// part of a phase (the checkpoint's fsync) wait for them, as the mount's `release`
-    /// and `fsync` do.
-    buffered_live: u32,
-    /// What to do once `buffered_live` reaches 0.
+    /// RPCs of buffered calls not yet acknowledged: the process's end (its close) and the end
+    /// of its part of a phase (the checkpoint's fsync) wait for them, as the mount's `release`
+    /// and `fsync` do. Counted per RPC, not per call, so that a buffered call needs no call
+    /// record: its RPCs are all the state it has once the process moved on.
+    buffered_rpcs_live: u64,
+    /// What to do once `buffered_rpcs_live` reaches 0.
     on_flushed: Option<FlushAction>,
 }
 
@@ -414,7 +418,9 @@ pub struct CallTrace {
 
 #[derive(Clone, Copy, Default)]
 struct RpcState {
+    /// Its call, `NO_CALL` for a buffered write.
     call: u32,
+    process: u32,
     job: u32,
     client: u32,
     ost: u32,
@@ -449,7 +455,9 @@ struct RpcState {
 /// OSC's queue, not a live RPC.
 #[derive(Clone, Copy, Debug)]
 struct QueuedRpc {
+    /// Its call, `NO_CALL` for a buffered write (which keeps no call record).
     call: u32,
+    process: u32,
     object: u32,
     /// Its call's process's job and direction, kept here so that sending it when a window
     /// slot frees reads no call or process record (one cache miss each at scale).
@@ -1237,7 +1245,7 @@ impl Sim {
                         ra_issued_bytes: 0,
                         ra_waits: 0,
                         ra_blocked: Vec::new(),
-                        buffered_live: 0,
+                        buffered_rpcs_live: 0,
                         on_flushed: None,
                     });
                     process_in_job += 1;
@@ -1874,7 +1882,7 @@ impl Sim {
     /// Process `p` finished its part of its stage's current I/O phase: it waits at the
     /// barrier; the last one releases every process of the stage into the next compute phase.
     fn phase_part_done(&mut self, p: u32) {
-        if self.processes[p as usize].buffered_live > 0 {
+        if self.processes[p as usize].buffered_rpcs_live > 0 {
             self.processes[p as usize].on_flushed = Some(FlushAction::PhasePartDone);
             return;
         }
@@ -1914,7 +1922,7 @@ impl Sim {
         if proc_.phase == Phase::Done {
             return;
         }
-        if proc_.buffered_live > 0 {
+        if proc_.buffered_rpcs_live > 0 {
             proc_.on_flushed = Some(FlushAction::Finish);
             return;
         }
@@ -1939,16 +1947,20 @@ impl Sim {
         issued_ns: u64,
     ) -> u32 {
         let now = self.now_ns;
-        let call = match self.free_calls.pop() {
-            Some(c) => c,
-            None => {
-                self.calls.push(Call::default());
-                self.calls.len() as u32 - 1
+        let buffered = kind == CallKind::Buffered;
+        let call = if buffered {
+            NO_CALL
+        } else {
+            match self.free_calls.pop() {
+                Some(c) => c,
+                None => {
+                    self.calls.push(Call::default());
+                    self.calls.len() as u32 - 1
+                }
             }
         };
         let proc_ = &self.processes[p as usize];
         let (job, client, read) = (proc_.job, proc_.client, proc_.rw.is_read());
-        let buffered = kind == CallKind::Buffered;
         let file = &self.files[proc_.file as usize];
         let osts =
             &self.layout_osts[file.osts_start as usize..(file.osts_start + file.osts_len) as usize];
@@ -1961,6 +1973,7 @@ impl Sim {
                 osts[piece.stripe_index as usize],
                 QueuedRpc {
                     call,
+                    process: p,
                     object: object_base + piece.stripe_index,
                     job,
                     read,
@@ -1991,18 +2004,19 @@ impl Sim {
         if buffered {
             self.client_dirty_bytes[client as usize] += len;
             self.client_buffered_rpcs[client as usize] += u64::from(rpcs_left);
-            self.processes[p as usize].buffered_live += 1;
+            self.processes[p as usize].buffered_rpcs_live += u64::from(rpcs_left);
+        } else {
+            self.calls[call as usize] = Call {
+                process: p,
+                rpcs_left,
+                kind,
+                issued_ns,
+                bytes: len,
+                unconsumed_bytes: len,
+                awaited: false,
+                in_queue: kind == CallKind::Prefetch,
+            };
         }
-        self.calls[call as usize] = Call {
-            process: p,
-            rpcs_left,
-            kind,
-            issued_ns,
-            bytes: len,
-            unconsumed_bytes: len,
-            awaited: false,
-            in_queue: kind == CallKind::Prefetch,
-        };
         let job_state = &mut self.jobs[job as usize];
         if job_state.first_io_ns.is_none() {
             job_state.first_io_ns = Some(now);
@@ -2020,6 +2034,7 @@ impl Sim {
         let cpt = client_cpt(client, oss.cpts);
         let state = RpcState {
             call: q.call,
+            process: q.process,
             job,
             client,
             ost,
@@ -2714,7 +2729,7 @@ impl Sim {
         if let Some(trace) = &mut self.trace {
             trace.push(RpcTrace {
                 job: r.job,
-                process: self.calls[r.call as usize].process,
+                process: r.process,
                 client: r.client,
                 ost: r.ost,
                 read: r.read,
@@ -2737,48 +2752,57 @@ impl Sim {
             assert!(osc.window.try_send(), "a slot was just freed");
             assert!(osc.window.in_flight() <= self.max_rpcs_in_flight);
             debug_assert_eq!(
-                self.processes[self.calls[next.call as usize].process as usize].job, next.job,
-                "a queued RPC's job is its call's process's"
+                self.processes[next.process as usize].job, next.job,
+                "a queued RPC's job is its process's"
             );
             self.send_rpc(r.client, r.ost, next);
         }
 
         assert!(self.rpcs_live > 0, "an RPC completes once");
         self.rpcs_live -= 1;
-        let call = &mut self.calls[r.call as usize];
-        assert!(call.rpcs_left > 0, "a call's RPCs complete once each");
-        call.rpcs_left -= 1;
-        let call = *call;
-        if call.kind == CallKind::Buffered {
+        let buffered = r.call == NO_CALL;
+        if buffered {
             let osc = &mut self.oscs[r.client as usize * n_osts + r.ost as usize];
             osc.dirty_bytes -= r.size_bytes;
             self.client_dirty_bytes[r.client as usize] -= r.size_bytes;
             self.client_buffered_rpcs[r.client as usize] -= 1;
-        }
-        if call.rpcs_left == 0 {
-            let p = call.process;
-            match call.kind {
-                CallKind::Sync => {
-                    self.free_calls.push(r.call);
-                    self.call_returned(p, call.issued_ns, call.bytes);
-                    self.pump(p);
+            let p = r.process;
+            let proc_ = &mut self.processes[p as usize];
+            assert!(
+                proc_.buffered_rpcs_live > 0,
+                "a buffered RPC is acknowledged once"
+            );
+            proc_.buffered_rpcs_live -= 1;
+            if proc_.buffered_rpcs_live == 0 {
+                match proc_.on_flushed.take() {
+                    Some(FlushAction::Finish) => self.finish_process(p),
+                    Some(FlushAction::PhasePartDone) => self.phase_part_done(p),
+                    None => {}
                 }
-                CallKind::Buffered => {
-                    self.free_calls.push(r.call);
-                    let proc_ = &mut self.processes[p as usize];
-                    proc_.buffered_live -= 1;
-                    if proc_.buffered_live == 0 {
-                        match proc_.on_flushed.take() {
-                            Some(FlushAction::Finish) => self.finish_process(p),
-                            Some(FlushAction::PhasePartDone) => self.phase_part_done(p),
-                            None => {}
-                        }
+            }
+        } else {
+            let call = &mut self.calls[r.call as usize];
+            assert!(call.rpcs_left > 0, "a call's RPCs complete once each");
+            assert!(
+                call.kind != CallKind::Buffered,
+                "a buffered write has no call record"
+            );
+            call.rpcs_left -= 1;
+            let call = *call;
+            if call.rpcs_left == 0 {
+                let p = call.process;
+                match call.kind {
+                    CallKind::Sync => {
+                        self.free_calls.push(r.call);
+                        self.call_returned(p, call.issued_ns, call.bytes);
+                        self.pump(p);
                     }
+                    CallKind::Buffered => unreachable!("a buffered write has no call record"),
+                    CallKind::Prefetch => self.prefetch_arrived(p, r.call),
                 }
-                CallKind::Prefetch => self.prefetch_arrived(p, r.call),
             }
         }
-        if call.kind == CallKind::Buffered {
+        if buffered {
             let client = r.client as usize;
             debug_assert_eq!(
                 self.dirty_front_full[client].is_some(),

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Generates a reproduction's claims table from data: the paper's values, typed once in
 scenarios/<paper>/claims.toml, against ours, read from the tables of the measured document a
-reproduce script wrote from its run, with a verdict computed by the rule below.
+reproduce script wrote from its run, with a verdict computed by the rule below; and its views,
+measured tables shown in the doc as generated copies (see "Views" below).
 
 Usage: scripts/claims.py CLAIMS_TOML MEASURED_MD DOC_MD
 
 The table replaces the text between `<!-- generated:claims -->` and `<!-- /generated:claims -->`
-in DOC_MD (the markers must be there, once each).
+in DOC_MD (the markers must be there, once each, when CLAIMS_TOML has claims).
 
 claims.toml:
 
@@ -40,6 +41,36 @@ The verdict rule (the same for every paper):
   the paper's value, above it, or either);
 * disagrees: outside it with no explanation, or the explanation's condition fails;
 * not measured: the run has no measurement for it (the table or row is missing).
+
+Views: a table of the measured document, shown in DOC_MD as it is (the rows and columns chosen,
+headers renamed), beside constant columns typed once as data (the paper's values). Each view
+replaces the text between `<!-- generated:view:ID -->` and `<!-- /generated:view:ID -->` in
+DOC_MD; every view of CLAIMS_TOML needs its markers there once each, and every view marker in
+DOC_MD needs its view.
+
+    [[view]]
+    id = "fig7-c"                     # unique among the views, [a-z0-9-]
+    table = 'Class C / full'          # the table, as a reference names it: a regular expression
+    nth = 0                           # searched in its enclosing headings; optional `nth`
+    where = { run = "Shared, .*" }    # optional: the rows, as a reference's `where`
+    columns = [                       # in order, each one of:
+      "run",                          #   a column of the table (its header, as a reference's
+                                      #   `col`), shown under that header
+      { col = "BTIO run time", header = "run time" },   # the same under another header
+      { header = "note", value = "simulated" },         # a constant: this text in every row
+      { header = "paper", default = "–", values = [     # a constant by row: the value of the
+        { where = { run = "Shared, Native" }, value = "+76 %" },   # first entry whose `where`
+      ] },                            #   matches the row; `default` for a row none matches
+    ]                                 #   (without one, such a row is an error)
+
+As with a reference, `table` and `nth` pick among the tables under a matching heading that have
+every column the view names (shown, or in a `where`). A cell is shown as the measured document
+has it (its text, not its first number); constant texts are strings, shown as typed. A `where`
+may name any column of the table, shown or not. The block is one line naming its sources (and
+the columns typed as data), a blank line, then the table.
+An unknown field, a missing `id`, `table` or `columns`, a table the measured document does not
+have, a column its table does not have, a `where` no row matches and a row no `values` entry
+gives a value to (with no `default`) stop the script with the file, the view and the field.
 """
 import ast
 import re
@@ -50,6 +81,10 @@ BEGIN = "<!-- generated:claims -->"
 END = "<!-- /generated:claims -->"
 NUMBER = re.compile(r"[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+VIEW_MARKER = re.compile(r"<!-- (/?)generated:view:(\S*) -->")
+VIEW_FIELDS = ("id", "table", "nth", "where", "columns")
+COLUMN_FIELDS = ("col", "header", "value", "values", "default")
+VALUE_FIELDS = ("where", "value")
 
 
 class NotMeasured(Exception):
@@ -214,13 +249,192 @@ def verdict(claim, ours):
     return "disagrees"
 
 
+def cell_text(text):
+    """A text as one markdown table cell."""
+    return str(text).replace("|", "\\|")
+
+
+def render_view(view, tables, claims_path, measured_path):
+    """A view's markdown (see the docstring): a caption line, a blank line, the table."""
+    vid = view.get("id")
+
+    def fail(field, message):
+        sys.exit(f"{claims_path}: view {vid}: field {field!r}: {message}")
+
+    def regex(field, text):
+        if not isinstance(text, str):
+            fail(field, f"must be a regular expression, as a string, not {text!r}")
+        try:
+            return re.compile(text)
+        except re.error as e:
+            fail(field, f"not a regular expression ({e}): {text!r}")
+
+    def where_of(field, where):
+        if not isinstance(where, dict):
+            fail(field, "must be a table of header = regular expression")
+        return {k: regex(f"{field}.{k}", v) for k, v in where.items()}
+
+    def text_of(field, value):
+        if not isinstance(value, str):
+            fail(field, f"must be a string (the text shown), not {value!r}")
+        return value
+
+    for key in view:
+        if key not in VIEW_FIELDS:
+            fail(key, f"unknown field (a view has {', '.join(VIEW_FIELDS)})")
+    for key in ("table", "columns"):
+        if key not in view:
+            fail(key, "missing")
+    pattern = regex("table", view["table"])
+    nth = view.get("nth", 0)
+    if not isinstance(nth, int) or isinstance(nth, bool) or nth < 0:
+        fail("nth", f"must be an integer from 0, not {nth!r}")
+    where = where_of("where", view.get("where", {}))
+    columns = view["columns"]
+    if not isinstance(columns, list) or not columns:
+        fail("columns", "must be a non-empty array")
+    # Each column as (field name for errors, header, kind, spec).
+    specs = []
+    for i, c in enumerate(columns):
+        field = f"columns[{i}]"
+        if isinstance(c, str):
+            c = {"col": c}
+        if not isinstance(c, dict):
+            fail(field, f"must be a column's header or a table, not {c!r}")
+        for key in c:
+            if key not in COLUMN_FIELDS:
+                fail(f"{field}.{key}", f"unknown field (a column has {', '.join(COLUMN_FIELDS)})")
+        kinds = [k for k in ("col", "value", "values") if k in c]
+        if len(kinds) != 1:
+            fail(field, "needs exactly one of 'col' (a measured column), 'value' or 'values' "
+                 f"(a constant), not {kinds or 'none'}")
+        kind = kinds[0]
+        if "default" in c and kind != "values":
+            fail(f"{field}.default", "only a column of 'values' has a default")
+        if kind != "col" and "header" not in c:
+            fail(f"{field}.header", "missing (a constant column needs its header)")
+        if kind == "col":
+            spec = text_of(f"{field}.col", c["col"])
+        elif kind == "value":
+            spec = text_of(f"{field}.value", c["value"])
+        else:
+            entries = c["values"]
+            if not isinstance(entries, list) or not entries:
+                fail(f"{field}.values", "must be a non-empty array of { where = {...}, value = \"...\" }")
+            spec = []
+            for j, e in enumerate(entries):
+                efield = f"{field}.values[{j}]"
+                if not isinstance(e, dict):
+                    fail(efield, f"must be a table {{ where = {{...}}, value = \"...\" }}, not {e!r}")
+                for key in e:
+                    if key not in VALUE_FIELDS:
+                        fail(f"{efield}.{key}", f"unknown field (an entry has {', '.join(VALUE_FIELDS)})")
+                for key in VALUE_FIELDS:
+                    if key not in e:
+                        fail(f"{efield}.{key}", "missing")
+                spec.append((efield, where_of(f"{efield}.where", e["where"]),
+                             text_of(f"{efield}.value", e["value"])))
+            if "default" in c:
+                text_of(f"{field}.default", c["default"])
+        header = text_of(f"{field}.header", c.get("header", spec if kind == "col" else ""))
+        specs.append((field, header, kind, spec, c.get("default")))
+
+    # Every column the view names, with the field that names it.
+    named = [("where", k) for k in where]
+    for field, _, kind, spec, _ in specs:
+        if kind == "col":
+            named.append((f"{field}.col", spec))
+        elif kind == "values":
+            named += [(f"{efield}.where", k) for efield, ewhere, _ in spec for k in ewhere]
+    # As a reference: the tables under a matching heading that have the columns named.
+    under = [t for t in tables if pattern.search(t[0])]
+    matching = [t for t in under if all(name in t[1] for _, name in named)]
+    if not under:
+        fail("table", f"{measured_path} has no table under a heading matching {view['table']!r}")
+    if len(matching) <= nth:
+        if matching:
+            fail("nth", f"{measured_path} has {len(matching)} table(s) under a heading matching "
+                 f"{view['table']!r} with the columns named, so no table #{nth}")
+        heading, header, _ = under[min(nth, len(under) - 1)]
+        field, name = next((f, n) for f, n in named if n not in header)
+        fail(field, f"no column {name!r} in the table under {heading!r} of {measured_path} "
+             f"(its columns: {', '.join(header)})")
+    heading, header, rows = matching[nth]
+
+    def matches(row, conditions):
+        return all(p.fullmatch(row[k]) for k, p in conditions.items())
+
+    shown = [r for r in rows if matches(r, where)]
+    if not shown:
+        fail("where", f"no row of the table under {heading!r} of {measured_path} matches")
+    typed = list(dict.fromkeys(h for _, h, kind, _, _ in specs if kind != "col"))
+    out = [
+        f"Generated by `scripts/claims.py` from `{measured_path}` (ours, from the run), view "
+        f"`{vid}` of `{claims_path}`"
+        + ("; typed there as data: " + ", ".join(f"*{cell_text(h)}*" for h in typed) if typed else "")
+        + ".",
+        "",
+        "| " + " | ".join(cell_text(h) for _, h, _, _, _ in specs) + " |",
+        "|" + "---|" * len(specs),
+    ]
+    for row in shown:
+        cells = []
+        for field, _, kind, spec, default in specs:
+            if kind == "col":
+                cells.append(row[spec])
+            elif kind == "value":
+                cells.append(cell_text(spec))
+            else:
+                found = [text for _, ewhere, text in spec if matches(row, ewhere)]
+                if not found and default is None:
+                    fail(f"{field}.values", f"no entry matches the row {row} and there is no 'default'")
+                cells.append(cell_text(found[0] if found else default))
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def replace_views(doc, doc_path, views):
+    """DOC with the text between each view's markers replaced by its lines (id -> lines)."""
+    found = {}
+    for m in VIEW_MARKER.finditer(doc):
+        found.setdefault(m.group(2), []).append(m)
+    for vid, marks in found.items():
+        if vid not in views:
+            sys.exit(f"{doc_path}: a marker of view {vid!r}, which the claims file does not have")
+        kinds = [m.group(1) for m in marks]
+        if kinds != ["", "/"]:
+            sys.exit(f"{doc_path}: needs one <!-- generated:view:{vid} --> and one "
+                     f"<!-- /generated:view:{vid} -->, in that order")
+    for vid in views:
+        if vid not in found:
+            sys.exit(f"{doc_path}: has no <!-- generated:view:{vid} --> ... "
+                     f"<!-- /generated:view:{vid} --> for view {vid!r}")
+    # Replaced from the last block to the first, so the earlier offsets stay valid.
+    for vid, (begin, end) in sorted(found.items(), key=lambda kv: -kv[1][0].start()):
+        doc = doc[: begin.end()] + "\n" + "\n".join(views[vid]) + "\n" + doc[end.start():]
+    return doc
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__.split("\n\n")[1])
     claims_path, measured_path, doc_path = sys.argv[1:]
     with open(claims_path, "rb") as f:
         data = tomllib.load(f)
+    for key in data:
+        if key not in ("claim", "view"):
+            sys.exit(f"{claims_path}: unknown top-level field {key!r} (known: [[claim]], [[view]])")
     tables = parse_tables(open(measured_path, encoding="utf-8").read())
+    if not isinstance(data.get("view", []), list):
+        sys.exit(f"{claims_path}: 'view' must be an array of tables ([[view]])")
+    views = {}
+    for view in data.get("view", []):
+        vid = view.get("id") if isinstance(view, dict) else None
+        if not isinstance(vid, str) or not ID.match(vid):
+            sys.exit(f"{claims_path}: view id {vid!r} is missing or malformed ([a-z0-9-])")
+        if vid in views:
+            sys.exit(f"{claims_path}: view id {vid!r} is repeated")
+        views[vid] = render_view(view, tables, claims_path, measured_path)
     seen = set()
     out = [
         f"Generated by `scripts/claims.py` from `{claims_path}` (the paper's values) and "
@@ -274,13 +488,19 @@ def main():
         + f" of {len(seen)} claims."
     )
     doc = open(doc_path, encoding="utf-8").read()
-    if doc.count(BEGIN) != 1 or doc.count(END) != 1 or doc.index(BEGIN) > doc.index(END):
-        sys.exit(f"{doc_path}: needs one {BEGIN} and one {END}, in that order")
-    head, rest = doc.split(BEGIN)
-    _, tail = rest.split(END)
+    if seen or BEGIN in doc or END in doc:
+        if doc.count(BEGIN) != 1 or doc.count(END) != 1 or doc.index(BEGIN) > doc.index(END):
+            sys.exit(f"{doc_path}: needs one {BEGIN} and one {END}, in that order")
+        head, rest = doc.split(BEGIN)
+        _, tail = rest.split(END)
+        doc = head + BEGIN + "\n" + "\n".join(out) + "\n" + END + tail
+    doc = replace_views(doc, doc_path, views)
     with open(doc_path, "w", encoding="utf-8") as f:
-        f.write(head + BEGIN + "\n" + "\n".join(out) + "\n" + END + tail)
-    print(f"{doc_path}: {len(seen)} claims, " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+        f.write(doc)
+    said = [f"{len(seen)} claims, " + ", ".join(f"{n} {k}" for k, n in counts.items())] if seen else []
+    if views:
+        said.append(f"{len(views)} views")
+    print(f"{doc_path}: " + "; ".join(said or ["nothing to generate"]))
 
 
 if __name__ == "__main__":

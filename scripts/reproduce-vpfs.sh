@@ -4,7 +4,8 @@
 # dynamic-arrival run, the Fig. 1/7 BTIO-against-IOR runs (Class C full and Class A simple, each
 # BTIO's output phase then its verification phase reading the files back) and
 # the Table 2 96-server comparison, with the RPC-level engine. Writes docs/reproductions/vpfs-measured.md
-# and the claims table of docs/reproductions/vpfs.md (scripts/claims.py, scenarios/vpfs/claims.toml).
+# and the claims table and the views of the measured tables in docs/reproductions/vpfs.md (scripts/claims.py,
+# scenarios/vpfs/claims.toml).
 # Usage: scripts/reproduce-vpfs.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

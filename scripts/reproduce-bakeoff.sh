@@ -4,11 +4,13 @@
 # * docs/bakeoff-results.md: the run's results.md, as written (the matrices, the verdicts, every
 #   workload's tables), with nothing added;
 # * docs/bakeoff.md: the text between `<!-- generated:bakeoff-run -->` and
-#   `<!-- /generated:bakeoff-run -->` (what ran, how long it took, on what machine) and between
+#   `<!-- /generated:bakeoff-run -->` (what ran, how long it took, on what machine), between
 #   `<!-- generated:bakeoff-summary -->` and `<!-- /generated:bakeoff-summary -->` (the part of
-#   results.md before the first workload's section: the answer and the overall ranks) and
+#   results.md before the first workload's section: the answer and the overall ranks),
 #   between `<!-- generated:bakeoff-pi-identify -->` markers (`pfsqos pi identify` on
-#   checkpoint-storm: the model the suite's pi designs use; a warning when they differ).
+#   checkpoint-storm: the model the suite's pi designs use; a warning when they differ), and
+#   between `<!-- generated:bakeoff-places -->` markers (scripts/bakeoff-places.py on
+#   docs/bakeoff-results.md: each metric family's designs in order of their overall mean rank).
 # Prints the wall time of each run. Usage: scripts/reproduce-bakeoff.sh [--seeds N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -101,4 +103,5 @@ for name, text in (
 open(path, "w", encoding="utf-8").write(doc)
 print(f"wrote docs/bakeoff-results.md and the generated parts of {path}")
 PY
+python3 scripts/bakeoff-places.py docs/bakeoff-results.md docs/bakeoff.md
 echo "bakeoff: ${full_s} s wall, demo: ${demo_s} s wall"

@@ -6,7 +6,16 @@
 #
 # Runs after `cargo test` in scripts/test.sh: the wheel is built with the settings of cargo's
 # test profile into the same target directory, so only the extension module itself compiles.
+#
+# `--tools-only` makes the environment and installs the tools, then stops (scripts/test.sh runs
+# that beside the Rust build, then this script again for the rest, which finds them there).
 set -euo pipefail
+tools_only=0
+case "${1:-}" in
+  --tools-only) tools_only=1 ;;
+  "") ;;
+  *) echo "test-python: unknown argument $1 (the one argument it takes: --tools-only)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 target=${CARGO_TARGET_DIR:-$repo/target}
@@ -47,6 +56,9 @@ pip() { timeout 900 "$py" -m pip install --quiet --retries 5 "$@"; }
 # uses it for string columns when present); tqdm is optional (progress bars).
 pip maturin pandas numpy matplotlib pytest nbclient nbformat ipykernel tqdm
 pip pyarrow || echo "test-python: pyarrow could not be installed; the tests run without it" >&2
+if [[ $tools_only == 1 ]]; then
+  exit 0
+fi
 
 # The command line the tests compare against: what `cargo test` built (a no-op then). Not
 # `cargo build -p pfsqos-cli`: without the workspace's dev-dependencies the features of

@@ -30,9 +30,31 @@ summary() {
 trap summary EXIT
 step setup bash scripts/setup.sh
 step fmt cargo fmt --all -- --check
-step clippy cargo clippy --workspace --all-targets --locked -- -D warnings
+# The Python package's tools come from PyPI: fetched while the Rust build keeps the cores busy,
+# since the download waits on the network, not on them.
+python_tools_log="${CARGO_TARGET_DIR:-$PWD/target}/python-tools.log"
+bash scripts/test-python.sh --tools-only >"$python_tools_log" 2>&1 &
+python_tools=$!
+# Clippy lints the workspace while the tests compile: clippy-driver is a whole rustc, so as the
+# workspace's compiler (cargo applies RUSTC_WORKSPACE_WRAPPER to workspace members only) it
+# builds the test binaries and denies every warning in one pass, where `cargo clippy` would
+# type-check every crate and dependency a second time. CLIPPY_ARGS is how cargo-clippy hands
+# clippy-driver its arguments (separated by __CLIPPY_HACKERY__). Every cargo command below
+# keeps the wrapper, so none of them rebuilds what another built. --all-targets adds the
+# benches, which `cargo clippy --all-targets` lints too.
+clippy_driver="$(dirname "$(rustup which cargo 2>/dev/null || command -v cargo)")/clippy-driver"
+if [[ ! -x $clippy_driver ]]; then
+  echo "test.sh: no clippy-driver beside cargo ($clippy_driver): run scripts/setup.sh" >&2
+  exit 1
+fi
+export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # Building the tests apart from running them shows the two costs separately.
-step "test build" cargo test --workspace --locked --no-run
-step "test run" cargo test --workspace --locked
+step "clippy and test build" cargo test --workspace --all-targets --locked --no-run
+# Most of the run is live tests waiting on fio, daemons and the network, not on the cores:
+# twice as many test threads as cores let them overlap (a test asserts no rate or time).
+test_threads=${RUST_TEST_THREADS:-$((2 * $(nproc)))}
+step "test run" env RUST_TEST_THREADS="$test_threads" cargo test --workspace --locked
 # The Python package: its wheel and pytest suite (after the Rust tests, whose build it reuses).
+wait "$python_tools" || { cat "$python_tools_log" >&2; exit 1; }
 step python bash scripts/test-python.sh

@@ -50,6 +50,8 @@ RUNS = {
     "orphan-sweep": ["bash", "scripts/bench-orphan-sweep.sh"],
     # docs/live.md's (run with --doc docs/live.md)
     "concurrent-readers": ["bash", "scripts/mount-concurrent-readers.sh"],
+    # docs/reproductions/vpfs.md's (run with --doc docs/reproductions/vpfs.md)
+    "vpfs-overhead": ["bash", "scripts/vpfs-overhead.sh"],
 }
 
 

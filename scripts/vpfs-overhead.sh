@@ -10,7 +10,8 @@
 # of the machine's load hits all of them alike; on a shared machine, read the ratios, not the
 # absolute rates.
 # Usage: scripts/vpfs-overhead.sh            (ROUNDS=3 SECS=10 JOBS=4 by default)
-# docs/reproductions/vpfs.md quotes a run; the output is Markdown.
+# Its Markdown output is docs/reproductions/vpfs.md's generated:run:vpfs-overhead block
+# (scripts/bench-doc.py --doc docs/reproductions/vpfs.md --only run:vpfs-overhead).
 # Needs fio and /dev/fuse (scripts/setup.sh installs fio and fuse3); uses ports 7988/7989.
 set -euo pipefail
 cd "$(dirname "$0")/.."

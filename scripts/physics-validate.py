@@ -226,7 +226,7 @@ class Cluster:
 
     def lctl(self, param):
         for a in self.oss_addrs:
-            r = subprocess.run([self.pfsqos, "lctl", "--server", a, "--key-file", self.key,
+            r = subprocess.run([self.pfsqos, "lctl", "--server", a, "--key-file", self.server_key,
                                 "set_param", param], capture_output=True, text=True,
                                timeout=STEP_TIMEOUT_S)
             if r.returncode != 0:

@@ -29,14 +29,17 @@ trap 'rm -f "$tmp"' EXIT
   echo "queue, \`crates/pfsqos-sim/src/device.rs\`); each scenario file cites its curve. Fig. 6/7"
   echo "with the gains identified on each scenario, then with those of \`listing1.toml\` above."
   echo
+  # Each run's own headings one level down, under its scenario's, so that a table is named
+  # by the scenario and the gains it ran with ("... congestion-lanes.toml`: gains identified
+  # on it / Fig. 6 and 7"), never by its position.
   for v in p3600 lanes implied; do
     s=scenarios/pi/listing1-congestion-$v.toml
     echo "### \`$s\`: gains identified on it"
     echo
-    "$bin" fig6 "$s"
+    "$bin" fig6 "$s" | sed 's/^### /#### /'
     echo "### \`$s\`: gains of \`listing1.toml\`"
     echo
-    "$bin" fig6 "$s" scenarios/pi/listing1.toml | sed -n '/^### Fig. 6/,$p'
+    "$bin" fig6 "$s" scenarios/pi/listing1.toml | sed -n '/^### Fig. 6/,$p' | sed 's/^### /#### /'
   done
 } > "$tmp"
 mv "$tmp" "$out"

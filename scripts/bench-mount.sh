@@ -16,7 +16,7 @@ bash scripts/setup.sh
 size=${BENCH_SIZE:-2G}
 rounds=${BENCH_ROUNDS:-3}
 cargo build --release -q --locked -p pfsqos-cli
-bin=$PWD/target/release/pfsqos
+bin=$(realpath "${CARGO_TARGET_DIR:-target}/release/pfsqos")
 work=$(mktemp -d "${TMPDIR:-/tmp}/pfsqos-bench-mount.XXXXXX")
 # shellcheck source=scripts/lib/loopback-cluster.sh
 . scripts/lib/loopback-cluster.sh

@@ -44,7 +44,11 @@ for tool in dpkg-deb dpkg; do
 done
 if [ -z "$binary" ]; then
   (cd "$root" && cargo build --release --locked -q -p pfsqos-cli)
-  binary="$root/target/release/pfsqos"
+  # Where cargo put it: CARGO_TARGET_DIR (relative to the repository, as cargo reads it) or
+  # target/.
+  target=${CARGO_TARGET_DIR:-target}
+  case $target in /*) ;; *) target="$root/$target" ;; esac
+  binary="$target/release/pfsqos"
 fi
 [ -x "$binary" ] || { echo "package-deb: '$binary' is not an executable" >&2; exit 1; }
 

@@ -1937,7 +1937,8 @@ impl Sim {
         }
     }
 
-    /// Issues the RPCs of one call of process `p` and returns the call.
+    /// Issues the RPCs of one call of process `p` and returns the call (`NO_CALL` for a buffered
+    /// write, which keeps no call record).
     fn issue_call(
         &mut self,
         p: u32,

@@ -7,6 +7,7 @@ mod agent_slurm;
 mod agent_stat;
 mod architecture;
 mod build_features;
+mod claims;
 mod cli;
 mod common;
 mod fio;

@@ -40,9 +40,11 @@ python_tools=$!
 # builds the test binaries and denies every warning in one pass, where `cargo clippy` would
 # type-check every crate and dependency a second time. CLIPPY_ARGS is how cargo-clippy hands
 # clippy-driver its arguments (separated by __CLIPPY_HACKERY__). Every cargo command below
-# keeps the wrapper, so none of them rebuilds what another built. The benches, which `cargo
-# clippy --all-targets` lints too, are built by a second invocation: `--all-targets` would also
-# build every example a second time, as a test harness with no tests.
+# keeps the wrapper, so none of them rebuilds what another built. --all-targets adds the
+# benches, which `cargo clippy --all-targets` lints too (and builds the examples as test
+# harnesses besides, which costs less than it seems: those compile while the build's last,
+# serial steps leave a core idle; building the benches in a second invocation instead was
+# slower).
 clippy_driver="$(dirname "$(rustup which cargo 2>/dev/null || command -v cargo)")/clippy-driver"
 if [[ ! -x $clippy_driver ]]; then
   echo "test.sh: no clippy-driver beside cargo ($clippy_driver): run scripts/setup.sh" >&2
@@ -51,11 +53,7 @@ fi
 export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 # Building the tests apart from running them shows the two costs separately.
-build_tests() {
-  cargo test --workspace --locked --no-run
-  cargo test --workspace --locked --no-run --benches
-}
-step "clippy and test build" build_tests
+step "clippy and test build" cargo test --workspace --all-targets --locked --no-run
 # Most of the run is live tests waiting on fio, daemons and the network, not on the cores:
 # three times as many test threads as cores let them overlap (a test asserts no rate or time).
 test_threads=${RUST_TEST_THREADS:-$((3 * $(nproc)))}

@@ -14,39 +14,29 @@ results.md there; it reads no run of its own, so it can be rerun on that file at
 Places are standard competition ranking over the mean ranks as results.md prints them: designs
 with the same printed mean rank share a place, and the next place skips as many (1, 1, 3).
 """
-import re
+import os
 import sys
+
+# The markdown table reader of the claims tables, not a second one.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from claims import parse_tables  # noqa: E402
 
 BEGIN = "<!-- generated:bakeoff-places -->"
 END = "<!-- /generated:bakeoff-places -->"
-OVERALL = re.compile(r"^#+ Overall \(mean rank per metric family, lower is better\)\s*$")
+OVERALL = "Overall (mean rank per metric family, lower is better)"
 
 
 def overall_table(text, path):
-    """(families, {design: [mean rank text per family]}) of the Overall table."""
-    lines = text.splitlines()
-    start = next((i for i, l in enumerate(lines) if OVERALL.match(l)), None)
-    if start is None:
-        sys.exit(f"{path}: no heading 'Overall (mean rank per metric family, lower is better)'")
-    i = start + 1
-    while i < len(lines) and not lines[i].startswith("|"):
-        i += 1
-    if i + 1 >= len(lines) or not re.match(r"^\|[-:| ]+\|$", lines[i + 1]):
-        sys.exit(f"{path}: no table under the Overall heading")
-    header = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+    """(families, rows) of the Overall table, each row [design, mean rank text per family]."""
+    found = [t for t in parse_tables(text) if t[0].split(" / ")[-1] == OVERALL]
+    if not found:
+        sys.exit(f"{path}: no table under a heading '{OVERALL}'")
+    _, header, rows = found[0]
     if header[0] != "design" or len(header) < 2:
         sys.exit(f"{path}: the Overall table's first column is {header[0]!r}, not 'design'")
-    rows = []
-    i += 2
-    while i < len(lines) and lines[i].startswith("|"):
-        cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
-        if len(cells) != len(header):
-            sys.exit(f"{path}: an Overall row has {len(cells)} cells, not {len(header)}: {lines[i]}")
-        rows.append(cells)
-        i += 1
     if not rows:
         sys.exit(f"{path}: the Overall table has no rows")
-    return header[1:], rows
+    return header[1:], [[r[h] for h in header] for r in rows]
 
 
 def places(rows, k):

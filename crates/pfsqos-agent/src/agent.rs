@@ -29,7 +29,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use pfsqos_core::control::agent::{JobStatsObservation, JobStatsObserver, Ledger};
+use pfsqos_core::control::agent::{
+    merge_job_bases, unnamable_jobs, JobStatsObservation, JobStatsObserver, Ledger, UnlistedJobs,
+};
 use pfsqos_core::control::rpc_size::RpcSizeEstimate;
 use pfsqos_core::control::rules::{
     job_id_is_rule_safe, JobRate, JobRules, RuleCommand, UnnamableLog,
@@ -882,34 +884,9 @@ impl<L: Lctl> Agent<L> {
 
     /// Gives the controller Slurm's facts: each running job's node count (or scaled
     /// priority, `[slurm] basis`) replaces what job_stats and `[[jobs]]` gave, and running
-    /// jobs not seen in job_stats yet are added, so a controller that shares over every job
-    /// (Static BW) counts them from the start.
+    /// jobs not seen in job_stats yet are added ([`merge_job_bases`]).
     fn apply_job_facts(&self, obs: &mut Observation) {
-        if self.slurm_bases.is_empty() {
-            return;
-        }
-        let mut missing: Vec<(JobId, u32)> = Vec::new();
-        let mut known = obs.jobs.iter_mut().peekable();
-        for (&job, &basis) in &self.slurm_bases {
-            while known.next_if(|m| m.job < job).is_some() {}
-            match known.peek_mut() {
-                Some(m) if m.job == job => {
-                    m.node_count = basis;
-                    m.weight = pfsqos_core::control::default_job_weight(basis);
-                }
-                _ => missing.push((job, basis)),
-            }
-        }
-        let room = pfsqos_core::control::agent::KNOWN_JOBS_MAX.saturating_sub(obs.jobs.len());
-        for (job, basis) in missing.into_iter().take(room) {
-            obs.jobs.push(pfsqos_core::control::JobMeta {
-                job,
-                node_count: basis,
-                weight: pfsqos_core::control::default_job_weight(basis),
-            });
-        }
-        obs.jobs.sort_unstable_by_key(|m| m.job);
-        debug_assert!(obs.jobs.windows(2).all(|w| w[0].job < w[1].job));
+        merge_job_bases(obs, &self.slurm_bases, UnlistedJobs::Keep);
     }
 
     fn list_osts(&mut self) -> Vec<String> {
@@ -1200,12 +1177,7 @@ impl<L: Lctl> Agent<L> {
         // this OSS reports.
         let mut named = 0usize;
         let mut beyond_cap = 0usize;
-        let unnamable: Vec<JobId> = obs
-            .jobs
-            .iter()
-            .map(|m| m.job)
-            .filter(|j| !job_id_is_rule_safe(j))
-            .collect();
+        let unnamable = unnamable_jobs(obs);
         for (bytes, at) in order.into_iter() {
             let (job, rate, limit) = want[at as usize];
             let safe = job_id_is_rule_safe(&job);

@@ -5,11 +5,14 @@
 //!   totals, queue length) into an [`Observation`]: served counts are `job_stats` deltas by the
 //!   one rule ([`counters_delta`]), jobs are listed only when they did something, and the jobs
 //!   seen so far are remembered, at most [`KNOWN_JOBS_MAX`] of them.
+//! * [`JobStatsObserver`] builds the same [`Observation`] from the text of Lustre's
+//!   `job_stats` (the Lustre agent's observer).
+//! * [`merge_job_bases`] gives an observation's jobs the node counts (or priorities) a driver
+//!   learned outside the counters: the ossd's job table, the agent's Slurm facts.
 //! * [`Ledger`] records what the controller changed (rules it started and still holds, whether
 //!   it changed the policy) so that a clean exit leaves nothing behind ([`Ledger::undo_writes`]).
 //!
-//! The live `ossd --policy` drives it today; the Lustre agent (reading `job_stats` and writing
-//! rules with `lctl`) is the next driver.
+//! Two drivers run it: the live `ossd --policy` and the Lustre agent (`pfsqos-agent`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -179,6 +182,78 @@ impl KnownJobs {
             self.0.remove(&job);
         }
     }
+}
+
+/// What [`merge_job_bases`] gives a listed job that `bases` does not name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnlistedJobs {
+    /// Keeps what the observer gave it.
+    Keep,
+    /// Takes this basis (the ossd: a job its table does not know runs on one node).
+    Basis(u32),
+}
+
+/// Gives the observation's jobs the priority basis (node count, or a scaled priority) of
+/// `bases` and the weight that follows ([`super::default_job_weight`]); jobs of `bases` the
+/// observation does not list yet are added while the list holds fewer than
+/// [`KNOWN_JOBS_MAX`] (a controller that shares over every job, Static BW, counts them from
+/// the start). The one merge for every driver: the ossd's job table, the agent's Slurm facts.
+/// `jobs` stays sorted by job id, as [`Observation`] requires.
+pub fn merge_job_bases(
+    obs: &mut Observation,
+    bases: &BTreeMap<JobId, u32>,
+    unlisted: UnlistedJobs,
+) {
+    assert!(
+        obs.jobs.windows(2).all(|w| w[0].job < w[1].job),
+        "an observation lists its jobs sorted and once"
+    );
+    let listed_before = obs.jobs.len();
+    let mut missing: Vec<JobMeta> = Vec::new();
+    let mut wanted = bases.iter().peekable();
+    for meta in &mut obs.jobs {
+        // Bases below this job are not listed: added after the walk.
+        while let Some((&job, &basis)) = wanted.next_if(|(j, _)| **j < meta.job) {
+            missing.push(job_meta(job, basis));
+        }
+        let basis = match wanted.next_if(|(j, _)| **j == meta.job) {
+            Some((_, &basis)) => basis,
+            None => match unlisted {
+                UnlistedJobs::Keep => continue,
+                UnlistedJobs::Basis(b) => b,
+            },
+        };
+        meta.node_count = basis;
+        meta.weight = super::default_job_weight(basis);
+    }
+    missing.extend(wanted.map(|(&job, &basis)| job_meta(job, basis)));
+    let room = KNOWN_JOBS_MAX.saturating_sub(listed_before);
+    if !missing.is_empty() && room > 0 {
+        missing.truncate(room);
+        obs.jobs.extend(missing);
+        obs.jobs.sort_unstable_by_key(|m| m.job);
+    }
+    assert!(obs.jobs.len() >= listed_before, "a merge never drops a job");
+    assert!(obs.jobs.len() <= listed_before.max(KNOWN_JOBS_MAX));
+    debug_assert!(obs.jobs.windows(2).all(|w| w[0].job < w[1].job));
+}
+
+fn job_meta(job: JobId, basis: u32) -> JobMeta {
+    JobMeta {
+        job,
+        node_count: basis,
+        weight: super::default_job_weight(basis),
+    }
+}
+
+/// The observation's jobs whose ids cannot be rules ([`crate::rules::job_id_is_rule_safe`]):
+/// a TBF driver limits them with its catch-all rule, a weight policy with the default weight.
+pub fn unnamable_jobs(obs: &Observation) -> Vec<JobId> {
+    obs.jobs
+        .iter()
+        .map(|m| m.job)
+        .filter(|j| !crate::rules::job_id_is_rule_safe(j))
+        .collect()
 }
 
 /// Turns counter samples into Observations: keeps the previous job_stats totals to take
@@ -489,6 +564,85 @@ mod tests {
 
     fn job(s: &str) -> JobId {
         JobId::new(s).unwrap()
+    }
+
+    fn meta(j: &str, n: u32) -> JobMeta {
+        JobMeta {
+            job: job(j),
+            node_count: n,
+            weight: n,
+        }
+    }
+
+    fn observation_of(jobs: Vec<JobMeta>) -> Observation {
+        Observation {
+            now_ns: 0,
+            period_ns: 0,
+            domains: Vec::new(),
+            jobs,
+            clients: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn merged_bases_set_counts_and_weights_and_list_unseen_jobs() {
+        let bases: BTreeMap<JobId, u32> = [(job("a"), 2), (job("b"), 3), (job("c"), 5)].into();
+        let mut obs = observation_of(vec![meta("b", 1), meta("d", 7)]);
+        merge_job_bases(&mut obs, &bases, UnlistedJobs::Basis(1));
+        assert_eq!(
+            obs.jobs,
+            vec![meta("a", 2), meta("b", 3), meta("c", 5), meta("d", 1)],
+            "the bases, one node where they have none, unseen jobs listed, sorted"
+        );
+        let mut obs = observation_of(vec![meta("b", 1), meta("d", 7)]);
+        merge_job_bases(&mut obs, &bases, UnlistedJobs::Keep);
+        assert_eq!(
+            obs.jobs,
+            vec![meta("a", 2), meta("b", 3), meta("c", 5), meta("d", 7)],
+            "a job the bases do not name keeps what the observer gave it"
+        );
+        // A basis beyond the weight's bound still gives a weight within it.
+        let big: BTreeMap<JobId, u32> = [(job("b"), u32::MAX)].into();
+        merge_job_bases(&mut obs, &big, UnlistedJobs::Keep);
+        let b = obs.jobs.iter().find(|m| m.job == job("b")).unwrap();
+        assert_eq!((b.node_count, b.weight), (u32::MAX, crate::JOB_WEIGHT_MAX));
+        // Nothing to merge: nothing changes.
+        let before = obs.clone();
+        merge_job_bases(&mut obs, &BTreeMap::new(), UnlistedJobs::Keep);
+        assert_eq!(obs, before);
+    }
+
+    #[test]
+    fn unseen_jobs_fill_the_list_only_up_to_its_bound() {
+        let jobs: Vec<JobMeta> = (0..KNOWN_JOBS_MAX - 1)
+            .map(|i| meta(&format!("j{i:05}"), 1))
+            .collect();
+        let mut obs = observation_of(jobs);
+        let bases: BTreeMap<JobId, u32> = [(job("a0"), 2), (job("x1"), 2), (job("x2"), 2)].into();
+        merge_job_bases(&mut obs, &bases, UnlistedJobs::Basis(1));
+        assert_eq!(obs.jobs.len(), KNOWN_JOBS_MAX);
+        let added: Vec<&str> = obs
+            .jobs
+            .iter()
+            .filter(|m| m.node_count == 2)
+            .map(|m| m.job.as_str())
+            .collect();
+        assert_eq!(
+            added,
+            ["a0"],
+            "the first unseen job in id order takes the one place"
+        );
+        // A full list takes none, and keeps every listed job.
+        merge_job_bases(&mut obs, &bases, UnlistedJobs::Basis(1));
+        assert_eq!(obs.jobs.len(), KNOWN_JOBS_MAX);
+    }
+
+    #[test]
+    fn unnamable_jobs_are_those_with_tbf_syntax() {
+        let obs = observation_of(vec![meta("*", 1), meta("a b", 1), meta("ok.1", 1)]);
+        let unnamable = unnamable_jobs(&obs);
+        let names: Vec<&str> = unnamable.iter().map(|j| j.as_str()).collect();
+        assert_eq!(names, ["*", "a b"]);
     }
 
     fn sample_of(arrived: &[(&str, u64)], served: &[(&str, u64, u64)], queued: u64) -> OstSample {

@@ -53,12 +53,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use pfsqos_core::control::agent::{Ledger, Observer, OstSample, KNOWN_JOBS_MAX};
-use pfsqos_core::control::rules::{job_id_is_rule_safe, UnnamableLog};
+use pfsqos_core::control::agent::{
+    merge_job_bases, unnamable_jobs, Ledger, Observer, OstSample, UnlistedJobs,
+};
+use pfsqos_core::control::rules::UnnamableLog;
 use pfsqos_core::control::spec::{PolicyChoice, PERIOD_MS_MAX};
 use pfsqos_core::control::{
-    default_job_weight, ClientId, ClientWrite, ControlWrite, Controller, Decision, DomainId,
-    DomainWrite, JobMeta, Observation,
+    ClientId, ClientWrite, ControlWrite, Controller, Decision, DomainId, DomainWrite, Observation,
 };
 use pfsqos_core::model::{JobId, Nid};
 use tracing::{debug, info, warn};
@@ -266,34 +267,6 @@ impl NodeTable {
     }
 }
 
-/// Gives the observation's jobs the table's node counts (one node for a job the table does
-/// not know) and the weights that follow from them, and lists the table's jobs the observer
-/// has not seen yet, while the list holds fewer than `KNOWN_JOBS_MAX`. Keeps `jobs` sorted by
-/// job id, as `Observation` requires.
-pub(crate) fn with_job_nodes(obs: &mut Observation, nodes: &BTreeMap<JobId, u32>) {
-    for meta in &mut obs.jobs {
-        meta.node_count = nodes.get(&meta.job).copied().unwrap_or(1);
-        meta.weight = default_job_weight(meta.node_count);
-    }
-    let listed: BTreeSet<JobId> = obs.jobs.iter().map(|m| m.job).collect();
-    let room = KNOWN_JOBS_MAX.saturating_sub(obs.jobs.len());
-    let unseen: Vec<JobMeta> = nodes
-        .iter()
-        .filter(|(job, _)| !listed.contains(*job))
-        .take(room)
-        .map(|(&job, &node_count)| JobMeta {
-            job,
-            node_count,
-            weight: default_job_weight(node_count),
-        })
-        .collect();
-    if !unseen.is_empty() {
-        obs.jobs.extend(unseen);
-        obs.jobs.sort_unstable_by_key(|m| m.job);
-    }
-    debug_assert!(obs.jobs.windows(2).all(|w| w[0].job < w[1].job));
-}
-
 /// Lists the connected clients in an observation (`ClientId(i)` is `clients[i]`).
 fn observe_clients(obs: &mut Observation, clients: &[Nid]) {
     obs.clients = (0..clients.len() as u32).map(ClientId).collect();
@@ -307,7 +280,8 @@ fn complete_observation(
     obs: &mut Observation,
     nodes: &BTreeMap<JobId, u32>,
 ) -> Vec<Nid> {
-    with_job_nodes(obs, nodes);
+    // A job the table does not know runs on one node.
+    merge_job_bases(obs, nodes, UnlistedJobs::Basis(1));
     let clients = shared.clients();
     observe_clients(obs, &clients);
     clients
@@ -362,12 +336,7 @@ fn note_unnamable(shared: &impl Controlled, obs: &Observation, log: &mut Unnamab
 /// when a log line is due at the observation's time (the caller's clock, so tests run it on
 /// virtual time).
 fn unnamable_note(obs: &Observation, log: &mut UnnamableLog) -> (u64, Option<String>) {
-    let unnamable: Vec<JobId> = obs
-        .jobs
-        .iter()
-        .map(|m| m.job)
-        .filter(|j| !job_id_is_rule_safe(j))
-        .collect();
+    let unnamable = unnamable_jobs(obs);
     (unnamable.len() as u64, log.due(obs.now_ns, &unnamable))
 }
 
@@ -592,6 +561,7 @@ impl ControlHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pfsqos_core::control::JobMeta;
 
     fn job(s: &str) -> JobId {
         JobId::new(s).unwrap()
@@ -620,28 +590,6 @@ mod tests {
             node_count: n,
             weight: n,
         }
-    }
-
-    #[test]
-    fn observations_take_node_counts_and_weights_from_the_table() {
-        let mut obs = Observation {
-            now_ns: 0,
-            period_ns: 0,
-            domains: Vec::new(),
-            jobs: vec![meta("b", 1), meta("d", 7)],
-            clients: Vec::new(),
-        };
-        let table: BTreeMap<JobId, u32> = [(job("a"), 2), (job("b"), 3), (job("c"), 5)].into();
-        with_job_nodes(&mut obs, &table);
-        assert_eq!(
-            obs.jobs,
-            vec![meta("a", 2), meta("b", 3), meta("c", 5), meta("d", 1)],
-            "the table's counts, one node where it has none, unseen jobs listed, sorted"
-        );
-        assert!(obs
-            .jobs
-            .iter()
-            .all(|m| m.weight == default_job_weight(m.node_count)));
     }
 
     /// Every kind of TBF syntax in a job id is counted for `pfsqos_oss_jobs_unnamable` each
@@ -691,24 +639,6 @@ mod tests {
         obs.jobs.retain(|m| m.job == job("plain.1"));
         obs.now_ns += 2 * UNNAMABLE_LOG_INTERVAL_NS;
         assert_eq!(unnamable_note(&obs, &mut log), (0, None));
-    }
-
-    #[test]
-    fn unseen_table_jobs_fill_the_list_only_up_to_its_bound() {
-        let jobs: Vec<JobMeta> = (0..KNOWN_JOBS_MAX - 1)
-            .map(|i| meta(&format!("j{i:05}"), 1))
-            .collect();
-        let mut obs = Observation {
-            now_ns: 0,
-            period_ns: 0,
-            domains: Vec::new(),
-            jobs,
-            clients: Vec::new(),
-        };
-        let table: BTreeMap<JobId, u32> = [(job("x1"), 2), (job("x2"), 2)].into();
-        with_job_nodes(&mut obs, &table);
-        assert_eq!(obs.jobs.len(), KNOWN_JOBS_MAX);
-        assert_eq!(obs.jobs.last().unwrap().job, job("x1"));
     }
 
     #[test]

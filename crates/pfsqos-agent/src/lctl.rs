@@ -371,9 +371,7 @@ mod tests {
     fn sh(script: &str) -> (tempfile::TempDir, ProcessLctl) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("fake-lctl");
-        std::fs::write(&p, format!("#!/bin/sh\n{script}\n")).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        pfsqos_testkit::write_script(&p, &format!("#!/bin/sh\n{script}\n"));
         let lctl = ProcessLctl::new(p, Duration::from_secs(20), 2, Duration::from_millis(1));
         (dir, lctl)
     }

@@ -92,3 +92,21 @@ mod tests {
         );
     }
 }
+
+/// Writes `text` to `path` as an executable script (mode 0755). A child process (`sh`) writes
+/// it, so the test process never holds a descriptor open for writing on the file: a test
+/// running beside it that forks would inherit such a descriptor until its child's exec, and
+/// executing the script in that window fails with ETXTBSY ("Text file busy").
+pub fn write_script(path: &std::path::Path, text: &str) {
+    let status = std::process::Command::new("/bin/sh")
+        .args([
+            "-c",
+            "printf '%s' \"$2\" > \"$1\" && chmod 755 \"$1\"",
+            "sh",
+        ])
+        .arg(path)
+        .arg(text)
+        .status()
+        .expect("running /bin/sh to write a script");
+    assert!(status.success(), "writing the script {}", path.display());
+}

@@ -47,9 +47,7 @@ impl Site {
             log = log.display(),
             emu = env!("CARGO_BIN_EXE_pfsqos-lctl-emu"),
         );
-        std::fs::write(&program, script).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        pfsqos_testkit::write_script(&program, &script);
         Site {
             _tmp: tmp,
             dir,

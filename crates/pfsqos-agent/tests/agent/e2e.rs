@@ -54,9 +54,7 @@ impl Site {
             c = counter.display(),
             emu = env!("CARGO_BIN_EXE_pfsqos-lctl-emu"),
         );
-        std::fs::write(bin.join("lctl"), script).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(bin.join("lctl"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        pfsqos_testkit::write_script(&bin.join("lctl"), &script);
     }
 
     fn config(&self, body: &str) -> PathBuf {

@@ -110,16 +110,13 @@ impl Site {
         let bin = dir.join("bin");
         std::fs::create_dir(&bin).unwrap();
         let lctl = bin.join("lctl");
-        std::fs::write(
+        pfsqos_testkit::write_script(
             &lctl,
-            format!(
+            &format!(
                 "#!/bin/sh\nexec '{}' lctl-emu \"$@\"\n",
                 env!("CARGO_BIN_EXE_pfsqos")
             ),
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&lctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+        );
         let mut config = format!(
             "controller = \"{}\"\nost_capacity_rpcs_per_s = {}\nbrw_size_bytes = {BRW_BYTES}\n\
              cpts = 1\nrule_prefix = \"pfq\"\nlctl_backoff_ms = 10\n\
@@ -534,7 +531,7 @@ fn simulate(case: &Case) -> (BTreeMap<String, f64>, BTreeMap<String, u64>) {
             let bytes = j
                 .bytes_per_ost_bin
                 .iter()
-                .flat_map(|bins| bins.iter().skip(first_bin))
+                .flat_map(|(_, bins)| bins.iter().skip(first_bin))
                 .sum();
             (j.job_id.clone(), bytes)
         })

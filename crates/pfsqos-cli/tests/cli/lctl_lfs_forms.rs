@@ -481,16 +481,13 @@ fn lljobstat_reads_the_live_cluster_with_every_option() {
     let bin = dir.join("bin");
     std::fs::create_dir(&bin).unwrap();
     let lctl = bin.join("lctl");
-    std::fs::write(
+    pfsqos_testkit::write_script(
         &lctl,
-        format!(
+        &format!(
             "#!/bin/sh\nexec '{}' lctl \"$@\"\n",
             env!("CARGO_BIN_EXE_pfsqos")
         ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&lctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let _up = up(dir, true);
     // Two jobs write through the mount; the cluster's job ids are `%e.%u` (`dd.0`, `cp.0`).
     let o = Command::new("dd")

@@ -15,8 +15,8 @@ partitions, one client node per 10 jobs, 25 Gb/s links):
   every size share the OSTs.
 
 A job's node count cycles 1..8 and its processes run on the job's own client, so jobs are
-independent and only the OSTs are shared. `bin_ms` is the smallest the simulator's time-series
-bound allows at that size (scenario validation says so when it is not), never below 100 ms.
+independent and only the OSTs are shared. `bin_ms` is 100 ms unless the simulator's bound on
+the time series (bins for each OST a job moves bytes on, at most 8 here) needs wider bins.
 Nothing here is random: the same arguments write the same bytes.
 """
 
@@ -24,16 +24,19 @@ import argparse
 import math
 import pathlib
 
-# The simulator's bound on the dense series cube (crates/pfsqos-sim/src/scenario/validate.rs,
-# SERIES_CELLS_MAX): bins x jobs x OSTs.
+# The simulator's bound on the time series (crates/pfsqos-sim/src/scenario/validate.rs,
+# SERIES_CELLS_MAX): bins for each OST a job moves bytes on, summed over the jobs.
 SERIES_CELLS_MAX = 1 << 28
 OSTS_PER_OSS = 4
 JOBS_PER_CLIENT = 10
 SIZES = ["4K", "64K", "1M", "4M", "16M"]
+# Every job runs two processes, each on a file of its own over STRIPE_COUNT OSTs.
+PROCESSES_PER_JOB = 2
+STRIPE_COUNT = 4
 
 
 def bin_ms_for(duration_s, jobs, osts):
-    per_bin = jobs * osts
+    per_bin = jobs * min(osts, PROCESSES_PER_JOB * STRIPE_COUNT)
     if per_bin >= SERIES_CELLS_MAX:
         return None
     ms = math.ceil(duration_s * 1000.0 * per_bin / (SERIES_CELLS_MAX - per_bin))
@@ -55,7 +58,7 @@ def scenario(kind, osts, jobs, duration_s):
         "seed = 1",
         "[cluster]",
         "clients = %d" % clients,
-        "stripe_count = 4",
+        "stripe_count = %d" % STRIPE_COUNT,
         'stripe_size = "1M"',
         'brw_size = "4M"',
         "max_rpcs_in_flight = 8",
@@ -74,13 +77,13 @@ def scenario(kind, osts, jobs, duration_s):
         out += ["[[job]]", 'id = "j%d"' % j, "nodes = %d" % (1 + j % 8),
                 "clients = [%d]" % (j % clients), "[[job.processes]]"]
         if kind == "checkpoint":
-            out += ['rw = "write"', 'bs = "4M"', 'size = "100G"', "numjobs = 2", "iodepth = 2",
+            out += ['rw = "write"', 'bs = "4M"', 'size = "100G"', "numjobs = %d" % PROCESSES_PER_JOB, "iodepth = 2",
                     "[job.processes.shape]", 'kind = "periodic"', 'burst_size = "256M"',
                     "interval_s = 5.0", "start_s = %g" % (5.0 * j / jobs)]
         else:
             bs = "4M" if kind == "stream" else SIZES[j % len(SIZES)]
             out += ['rw = "%s"' % ("write" if j % 2 == 0 else "read"), 'bs = "%s"' % bs,
-                    'size = "100G"', "numjobs = 2", "iodepth = 2"]
+                    'size = "100G"', "numjobs = %d" % PROCESSES_PER_JOB, "iodepth = 2"]
     return "\n".join(out) + "\n"
 
 

@@ -88,7 +88,7 @@ impl RunRecord {
         let bins = run
             .jobs
             .iter()
-            .flat_map(|j| j.bytes_per_ost_bin.iter().map(Vec::len))
+            .map(|j| j.bytes_per_ost_bin.bins())
             .max()
             .unwrap_or(0)
             .max(if run.bin_ns == 0 {

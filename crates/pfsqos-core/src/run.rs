@@ -75,6 +75,131 @@ pub struct SyncOutput {
     pub counters: crate::sched::SyncCounters,
 }
 
+/// One job's bytes completed per OST and per bin, kept for the OSTs the job moved bytes on
+/// only: its memory is the job's traffic (OSTs touched x bins), not the system's OST count.
+/// Bin `i` covers `[i * bin_ns, (i + 1) * bin_ns)` of the run.
+///
+/// Invariants: OSTs are listed once each, in increasing index; every OST's series is exactly
+/// [`JobSeries::bins`] long; an OST is listed only once bytes were added to it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobSeries {
+    bins: usize,
+    osts: Vec<(u32, Vec<u64>)>,
+}
+
+impl JobSeries {
+    /// An empty series of `bins` bins.
+    pub fn new(bins: usize) -> JobSeries {
+        JobSeries {
+            bins,
+            osts: Vec::new(),
+        }
+    }
+
+    /// From a dense table (outer index OST, inner index bin) of `bins` bins: OSTs without a
+    /// byte are left out, shorter rows are padded with zeros.
+    pub fn from_dense(bins: usize, per_ost: Vec<Vec<u64>>) -> JobSeries {
+        let mut s = JobSeries::new(bins);
+        for (ost, mut row) in per_ost.into_iter().enumerate() {
+            assert!(
+                row.len() <= bins,
+                "a row of {} bins in a series of {bins}",
+                row.len()
+            );
+            if row.iter().any(|&b| b > 0) {
+                row.resize(bins, 0);
+                s.osts
+                    .push((u32::try_from(ost).expect("OST index fits u32"), row));
+            }
+        }
+        s.check();
+        s
+    }
+
+    fn check(&self) {
+        debug_assert!(
+            self.osts.windows(2).all(|w| w[0].0 < w[1].0),
+            "OSTs once, in order"
+        );
+        debug_assert!(
+            self.osts.iter().all(|(_, r)| r.len() == self.bins),
+            "rows of `bins`"
+        );
+    }
+
+    /// Bins in every OST's series.
+    pub fn bins(&self) -> usize {
+        self.bins
+    }
+
+    /// OSTs listed (those that moved bytes).
+    pub fn ost_count(&self) -> usize {
+        self.osts.len()
+    }
+
+    /// One past the highest OST index listed (0 when none is).
+    pub fn ost_span(&self) -> usize {
+        self.osts.last().map_or(0, |&(o, _)| o as usize + 1)
+    }
+
+    /// Each listed OST's index and series, in increasing index.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &[u64])> + '_ {
+        self.osts.iter().map(|(o, r)| (*o as usize, r.as_slice()))
+    }
+
+    /// The series of OST `ost`: empty if the job moved no bytes there.
+    pub fn ost(&self, ost: usize) -> &[u64] {
+        match self.osts.binary_search_by_key(&ost, |&(o, _)| o as usize) {
+            Ok(i) => &self.osts[i].1,
+            Err(_) => &[],
+        }
+    }
+
+    /// Lists OST `ost` (its bins all zero) if it is not listed yet. Returns the cells newly
+    /// allocated: [`JobSeries::bins`] when it was not, else 0 (the caller bounds the run's
+    /// total).
+    pub fn ensure(&mut self, ost: u32) -> usize {
+        match self.osts.binary_search_by_key(&ost, |&(o, _)| o) {
+            Ok(_) => 0,
+            Err(i) => {
+                self.osts.insert(i, (ost, vec![0; self.bins]));
+                self.check();
+                self.bins
+            }
+        }
+    }
+
+    /// The bins of listed OST `ost`, to add to. Panics if it is not listed
+    /// ([`JobSeries::ensure`] first).
+    pub fn row_mut(&mut self, ost: u32) -> &mut [u64] {
+        let i = self
+            .osts
+            .binary_search_by_key(&ost, |&(o, _)| o)
+            .unwrap_or_else(|_| panic!("OST {ost} is not listed in the series"));
+        &mut self.osts[i].1
+    }
+
+    /// Adds `bytes` to OST `ost`'s bin `bin` (`bin < bins`), listing the OST if need be.
+    /// Returns the cells newly allocated, as [`JobSeries::ensure`].
+    pub fn add(&mut self, ost: u32, bin: usize, bytes: u64) -> usize {
+        assert!(bin < self.bins, "bin {bin} of {}", self.bins);
+        let cells = self.ensure(ost);
+        self.row_mut(ost)[bin] += bytes;
+        cells
+    }
+
+    /// Keeps the first `bins` bins (no-op if there are fewer).
+    pub fn truncate(&mut self, bins: usize) {
+        if bins < self.bins {
+            self.bins = bins;
+            for (_, r) in &mut self.osts {
+                r.truncate(bins);
+            }
+        }
+        self.check();
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobOutput {
     pub job_id: String,
@@ -92,8 +217,8 @@ pub struct JobOutput {
     pub last_io_ns: Option<u64>,
     /// Whether every process did all the I/O its shape asked for before the run ended.
     pub finished: bool,
-    /// Bytes completed per OST (outer index) per bin (inner index).
-    pub bytes_per_ost_bin: Vec<Vec<u64>>,
+    /// Bytes completed per OST and bin, over the OSTs the job moved bytes on only.
+    pub bytes_per_ost_bin: JobSeries,
     /// Compute/I-O phases of a job whose processes synchronise at the end of each I/O phase
     /// (scenario shape `phases`); `None` for other jobs.
     pub phases: Option<JobPhases>,
@@ -331,14 +456,8 @@ impl JobOutput {
 
     /// Bytes per bin summed over OSTs.
     pub fn bytes_per_bin(&self) -> Vec<u64> {
-        let bins = self
-            .bytes_per_ost_bin
-            .iter()
-            .map(Vec::len)
-            .max()
-            .unwrap_or(0);
-        let mut out = vec![0; bins];
-        for per_ost in &self.bytes_per_ost_bin {
+        let mut out = vec![0; self.bytes_per_ost_bin.bins()];
+        for (_, per_ost) in self.bytes_per_ost_bin.iter() {
             for (i, b) in per_ost.iter().enumerate() {
                 out[i] += b;
             }
@@ -453,6 +572,38 @@ pub struct TimeSpent {
 mod tests {
     use super::*;
 
+    #[test]
+    fn job_series_keep_only_touched_osts_in_order() {
+        let mut s = JobSeries::new(4);
+        assert_eq!((s.ost_count(), s.ost_span()), (0, 0));
+        assert_eq!(s.add(7, 1, 10), 4, "a first touch allocates the OST's bins");
+        assert_eq!(s.add(2, 3, 5), 4);
+        assert_eq!(s.add(7, 1, 1), 0, "a later one allocates nothing");
+        assert_eq!(s.add(7, 0, 2), 0);
+        let listed: Vec<(usize, Vec<u64>)> = s.iter().map(|(o, r)| (o, r.to_vec())).collect();
+        assert_eq!(listed, [(2, vec![0, 0, 0, 5]), (7, vec![2, 11, 0, 0])]);
+        assert_eq!((s.ost_count(), s.ost_span(), s.bins()), (2, 8, 4));
+        assert_eq!(s.ost(3), &[] as &[u64], "an untouched OST has no series");
+        s.truncate(2);
+        assert_eq!((s.ost(7), s.ost(2)), (&[2, 11][..], &[0, 0][..]));
+        s.truncate(3);
+        assert_eq!(s.bins(), 2, "truncating never lengthens");
+    }
+
+    #[test]
+    fn job_series_from_a_dense_table_drop_empty_osts_and_pad_rows() {
+        let s = JobSeries::from_dense(3, vec![vec![0, 0], vec![], vec![1], vec![0, 0, 3]]);
+        let listed: Vec<(usize, Vec<u64>)> = s.iter().map(|(o, r)| (o, r.to_vec())).collect();
+        assert_eq!(listed, [(2, vec![1, 0, 0]), (3, vec![0, 0, 3])]);
+        assert_eq!(s.bins(), 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "bin 4 of 4")]
+    fn job_series_refuse_a_bin_past_the_end() {
+        JobSeries::new(4).add(0, 4, 1);
+    }
+
     fn job(phases: Option<JobPhases>) -> JobOutput {
         JobOutput {
             job_id: "j".to_string(),
@@ -464,7 +615,7 @@ mod tests {
             first_io_ns: None,
             last_io_ns: None,
             finished: true,
-            bytes_per_ost_bin: Vec::new(),
+            bytes_per_ost_bin: JobSeries::default(),
             phases,
         }
     }

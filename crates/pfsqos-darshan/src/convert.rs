@@ -1025,7 +1025,7 @@ pub fn replay_match(timeline: &Timeline, job: &pfsqos_sim::JobOutput, bin_ns: u6
     assert!(bin_ns > 0 && timeline.interval_s > 0.0);
     let interval_ns = timeline.interval_s * 1e9;
     let mut run = vec![0u64; timeline.bytes_per_interval.len()];
-    for ost in &job.bytes_per_ost_bin {
+    for (_, ost) in job.bytes_per_ost_bin.iter() {
         for (k, &b) in ost.iter().enumerate() {
             let i = ((k as f64 * bin_ns as f64) / interval_ns + 1e-9).floor() as usize;
             if let Some(slot) = run.get_mut(i) {

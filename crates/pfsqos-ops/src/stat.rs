@@ -67,7 +67,7 @@ use anyhow::{bail, Context};
 use pfsqos_core::jobstats::{
     counters_delta, parse_lctl_job_stats, quote_job_id, OstCounter, OST_COUNTER_COUNT,
 };
-use pfsqos_core::run::{EngineStats, JobOutput, RunOutput};
+use pfsqos_core::run::{EngineStats, JobOutput, JobSeries, RunOutput};
 
 use crate::lctl::format_param;
 use pfsqos_wire::client::OssClient;
@@ -473,7 +473,7 @@ impl Recorder {
                     first_io_ns: first.map(|b| b as u64 * bin_ns),
                     last_io_ns: last.map(|b| (b as u64 + 1) * bin_ns),
                     finished: true,
-                    bytes_per_ost_bin: per_ost,
+                    bytes_per_ost_bin: JobSeries::from_dense(self.bins, per_ost),
                     phases: None,
                 }
             })
@@ -854,7 +854,10 @@ mod tests {
         assert_eq!(run.osts, ["o0", "o1"]);
         assert_eq!(run.end_ns, 600_000_000);
         let j = &run.jobs[0];
-        assert_eq!(j.bytes_per_ost_bin, [vec![10, 0, 0], vec![0, 0, 7]]);
+        assert_eq!(
+            j.bytes_per_ost_bin,
+            JobSeries::from_dense(3, vec![vec![10, 0, 0], vec![0, 0, 7]])
+        );
         assert_eq!((j.bytes_read, j.bytes_written, j.rpcs), (7, 10, 2));
         assert_eq!(j.first_io_ns, Some(0));
         assert_eq!(r.cells(), 3 * 2);

@@ -134,7 +134,7 @@ pub fn timeseries_columns(run: &RunOutput) -> Columns {
     let osts = run
         .jobs
         .iter()
-        .map(|j| j.bytes_per_ost_bin.len())
+        .map(|j| j.bytes_per_ost_bin.ost_span())
         .max()
         .unwrap_or(0)
         .max(run.osts.len());
@@ -142,7 +142,7 @@ pub fn timeseries_columns(run: &RunOutput) -> Columns {
         .jobs
         .iter()
         .flat_map(|j| j.bytes_per_ost_bin.iter())
-        .map(|b| b.iter().filter(|&&x| x != 0).count())
+        .map(|(_, b)| b.iter().filter(|&&x| x != 0).count())
         .sum();
     let mut c = Columns {
         time_s: Vec::with_capacity(rows * 8),
@@ -160,7 +160,7 @@ pub fn timeseries_columns(run: &RunOutput) -> Columns {
             .collect(),
     };
     for (j, job) in run.jobs.iter().enumerate() {
-        for (o, per_bin) in job.bytes_per_ost_bin.iter().enumerate() {
+        for (o, per_bin) in job.bytes_per_ost_bin.iter() {
             for (bin, &b) in per_bin.iter().enumerate() {
                 if b == 0 {
                     continue;

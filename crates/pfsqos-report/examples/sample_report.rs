@@ -3,7 +3,9 @@
 
 use pfsqos_core::control::TraceSample;
 use pfsqos_core::model::{JobId, OstId};
-use pfsqos_core::run::{ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput};
+use pfsqos_core::run::{
+    ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobSeries, RunOutput,
+};
 
 const MIB: u64 = 1 << 20;
 const BIN_NS: u64 = 100_000_000;
@@ -145,7 +147,7 @@ fn make_run(policy: &str, fair: bool, traced: bool) -> RunOutput {
                 first_io_ns: Some(j as u64 * 10_000_000_000),
                 last_io_ns: Some(BINS as u64 * BIN_NS),
                 finished: j != 2,
-                bytes_per_ost_bin: osts,
+                bytes_per_ost_bin: JobSeries::from_dense(BINS, osts),
                 phases: None,
             }
         })

@@ -306,7 +306,7 @@ pub(crate) fn bin_count(run: &RunOutput) -> usize {
     let recorded = run
         .jobs
         .iter()
-        .flat_map(|j| j.bytes_per_ost_bin.iter().map(Vec::len))
+        .map(|j| j.bytes_per_ost_bin.bins())
         .max()
         .unwrap_or(0);
     let to_end = if run.bin_ns == 0 {

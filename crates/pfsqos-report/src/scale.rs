@@ -332,7 +332,7 @@ fn heat_cells(run: &RunOutput, ost_merge: usize, bin_merge: usize) -> Vec<Vec<f6
     let cols = bins.div_ceil(bin_merge);
     let mut bytes = vec![vec![0u64; cols]; rows];
     for job in &run.jobs {
-        for (ost, per_bin) in job.bytes_per_ost_bin.iter().enumerate() {
+        for (ost, per_bin) in job.bytes_per_ost_bin.iter() {
             let Some(row) = bytes.get_mut(ost / ost_merge) else {
                 continue;
             };

@@ -320,7 +320,7 @@ pub fn summarize(run: &RunOutput) -> RunSummary {
             Some((a, b)) => job
                 .bytes_per_ost_bin
                 .iter()
-                .map(|bins| bins.iter().take(b).skip(a).sum::<u64>())
+                .map(|(_, bins)| bins.iter().take(b).skip(a).sum::<u64>())
                 .sum(),
             None => job.bytes(),
         })

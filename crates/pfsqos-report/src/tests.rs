@@ -1,6 +1,8 @@
 use pfsqos_core::control::{ControlWrite, DomainId, TraceSample};
 use pfsqos_core::model::{JobId, OstId};
-use pfsqos_core::run::{ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, RunOutput};
+use pfsqos_core::run::{
+    ControlLogEntry, ControlTraceEntry, EngineStats, JobOutput, JobSeries, RunOutput,
+};
 
 use super::*;
 
@@ -25,7 +27,10 @@ fn job(
         first_io_ns: first,
         last_io_ns: last,
         finished: true,
-        bytes_per_ost_bin: bins,
+        bytes_per_ost_bin: JobSeries::from_dense(
+            bins.iter().map(Vec::len).max().unwrap_or(0),
+            bins,
+        ),
         phases: None,
     }
 }
@@ -1040,7 +1045,7 @@ fn comparison_verdicts_tie_on_tiny_gaps_and_judge_weighted_jobs_by_weight() {
     // Same bytes under both policies but one byte in a 400 MiB run: a tie, not a winner.
     let a = two_jobs("p");
     let mut b = two_jobs("q");
-    b.jobs[0].bytes_per_ost_bin[0][0] += 1;
+    b.jobs[0].bytes_per_ost_bin.row_mut(0)[0] += 1;
     b.jobs[0].bytes_written += 1;
     let v = verdicts(&[summarize(&a), summarize(&b)]);
     assert!(

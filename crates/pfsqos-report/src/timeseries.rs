@@ -49,7 +49,7 @@ pub fn timeseries_csv(run: &RunOutput) -> String {
         let time = fmt_seconds(bin as u64 * run.bin_ns);
         for (job, job_id) in run.jobs.iter().zip(&job_ids) {
             let mut total = 0u64;
-            for (ost, per_bin) in job.bytes_per_ost_bin.iter().enumerate() {
+            for (ost, per_bin) in job.bytes_per_ost_bin.iter() {
                 let bytes = per_bin.get(bin).copied().unwrap_or(0);
                 if bytes == 0 {
                     continue;
@@ -71,7 +71,7 @@ pub fn timeseries_csv(run: &RunOutput) -> String {
 fn max_osts(run: &RunOutput) -> usize {
     run.jobs
         .iter()
-        .map(|j| j.bytes_per_ost_bin.len())
+        .map(|j| j.bytes_per_ost_bin.ost_span())
         .max()
         .unwrap_or(0)
 }

@@ -224,7 +224,7 @@ mod tests {
                     first_io_ns: None,
                     last_io_ns: None,
                     finished: true,
-                    bytes_per_ost_bin: Vec::new(),
+                    bytes_per_ost_bin: Default::default(),
                     phases: None,
                 })
                 .collect(),

@@ -423,8 +423,8 @@ fn stale_table(base: &Scenario, procs: u32, ior_start_s: f64) {
             let ior_on_oss1: u64 = ior_out
                 .bytes_per_ost_bin
                 .iter()
-                .take(per_oss)
-                .map(|bins| bins.iter().sum::<u64>())
+                .filter(|&(ost, _)| ost < per_oss)
+                .map(|(_, bins)| bins.iter().sum::<u64>())
                 .sum();
             let span_ns =
                 ior_out.last_io_ns.expect("IOR wrote") - ior_out.first_io_ns.expect("IOR wrote");

@@ -130,8 +130,10 @@ fn per_server_rates(out: &RunOutput) {
         let rate = |job: usize| {
             out.jobs[job]
                 .bytes_per_ost_bin
-                .get(o)
-                .map_or(0, |bins| bins.iter().skip(from).sum::<u64>()) as f64
+                .ost(o)
+                .iter()
+                .skip(from)
+                .sum::<u64>() as f64
                 / 1e6
                 / secs
         };

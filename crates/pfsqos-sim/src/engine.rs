@@ -60,7 +60,7 @@ use pfsqos_core::control::{
 };
 use pfsqos_core::model::{JobId, LNet, NetKind, Nid, Opcode, OstId, RpcTags};
 use pfsqos_core::place::{OstStats, PlacementContext, ServerStats};
-use pfsqos_core::run::TimeSpent;
+use pfsqos_core::run::{JobSeries, TimeSpent};
 use pfsqos_core::sched::nrs::{Nrs, ServiceTicket};
 use pfsqos_node::client::{Raid0, RateLimiter, RpcWindow, LIMIT_BYTES_PER_S_MAX};
 use pfsqos_node::oss::{apply_write, CptService, Dispatch, SyncMessage};
@@ -138,8 +138,10 @@ const OSCS_MAX: usize = 1 << 24;
 /// were full: a bound on the engine's memory (4 KiB writes into Lustre's default 2000 MiB per
 /// OSC would be half a million RPCs per OSC), not a model of the client.
 const CLIENT_BUFFERED_RPCS_MAX: u64 = 1 << 18;
-/// Time-series cells (`bins × jobs × OSTs`); the scenario validation enforces the same bound.
-const SERIES_CELLS_MAX: u64 = 1 << 28;
+/// Time-series cells the run may hold (`bins` per OST a job moved bytes on, summed over the
+/// jobs): the scenario validation refuses a run whose jobs' totals alone exceed it, and the
+/// run stops with an error when its jobs' OSTs would.
+use crate::scenario::SERIES_CELLS_MAX;
 
 /// Runs `scenario` under the controller named `policy` with `seed`. `progress` is called from
 /// time to time with (simulated now, simulated end) so a driver can draw a progress bar.
@@ -767,8 +769,11 @@ struct Sim {
     queued_per_ost: Vec<u64>,
     /// `[ost * jobs + job]`, reset every control period.
     period_stats: Vec<PeriodStats>,
-    /// `[job][ost][bin]` bytes completed.
-    series: Vec<Vec<Vec<u64>>>,
+    /// Per job: bytes completed per OST it touched and bin.
+    series: Vec<JobSeries>,
+    /// Cells the series hold, at most `series_cells_max` ([`SERIES_CELLS_MAX`]).
+    series_cells: u64,
+    series_cells_max: u64,
 
     calls: Vec<Call>,
     free_calls: Vec<u32>,
@@ -1293,9 +1298,9 @@ impl Sim {
         let duration_ns = secs_to_ns(scenario.simulation.duration_s);
         let bin_ns = scenario.simulation.bin_ms.max(1) * 1_000_000;
         let bins = (duration_ns / bin_ns + 1) as usize;
-        if (bins as u64) * (jobs.len() as u64) * (n_osts as u64) > SERIES_CELLS_MAX {
+        if (bins as u64) * (jobs.len() as u64) > SERIES_CELLS_MAX {
             return Err(format!(
-                "{bins} bins x {} jobs x {n_osts} OSTs is too many time-series cells (at most {SERIES_CELLS_MAX}); use a larger bin_ms",
+                "{bins} bins x {} jobs is too many time-series cells (at most {SERIES_CELLS_MAX}); use a larger bin_ms",
                 jobs.len()
             ));
         }
@@ -1383,7 +1388,9 @@ impl Sim {
             jobs_by_id,
             queued_per_ost: vec![0; n_osts],
             period_stats: vec![PeriodStats::default(); n_osts * n_jobs],
-            series: (0..n_jobs).map(|_| vec![vec![0; bins]; n_osts]).collect(),
+            series: (0..n_jobs).map(|_| JobSeries::new(bins)).collect(),
+            series_cells: 0,
+            series_cells_max: SERIES_CELLS_MAX,
             calls: Vec::new(),
             free_calls: Vec::new(),
             rpcs: Vec::new(),
@@ -2726,7 +2733,21 @@ impl Sim {
         job.last_io_ns = Some(now);
         self.rpcs_completed += 1;
         let bin = ((now / self.bin_ns) as usize).min(self.bins - 1);
-        self.series[r.job as usize][r.ost as usize][bin] += r.size_bytes;
+        let series = &mut self.series[r.job as usize];
+        if series.ost(r.ost as usize).is_empty() {
+            // A job's first bytes on this OST: its bins are allocated now, within the bound.
+            let cells = self.series_cells + self.bins as u64;
+            if cells > self.series_cells_max {
+                self.failure.get_or_insert(format!(
+                    "at {now} ns the jobs' time series would take {cells} cells ({} bins for \
+                     each OST a job moved bytes on; at most {}): use a larger bin_ms",
+                    self.bins, self.series_cells_max
+                ));
+                return;
+            }
+            self.series_cells = cells;
+        }
+        series.add(r.ost, bin, r.size_bytes);
         if let Some(trace) = &mut self.trace {
             trace.push(RpcTrace {
                 job: r.job,
@@ -2936,9 +2957,7 @@ impl Sim {
             .into_iter()
             .zip(self.series)
             .map(|(job, mut series)| {
-                for per_ost in &mut series {
-                    per_ost.truncate(bins);
-                }
+                series.truncate(bins);
                 JobOutput {
                     job_id: job.spec_id,
                     node_count: job.node_count,
@@ -3008,6 +3027,56 @@ mod tests {
             shaper_before,
             link_free_before_ns,
         }
+    }
+
+    /// A run's series hold `bins` cells per (job, OST) pair that moved bytes, and the run
+    /// stops with an error, allocating nothing more, where they would exceed the bound.
+    #[test]
+    fn series_hold_the_touched_osts_only_and_stop_at_their_bound() {
+        let text = r#"
+name = "series"
+[simulation]
+duration_s = 10.0
+bin_ms = 1000
+[cluster]
+clients = 1
+[[oss]]
+name = "oss0"
+osts = 8
+[[job]]
+id = "a"
+nodes = 1
+[[job.processes]]
+stripe_count = 3
+rw = "write"
+bs = "1M"
+size = "12M"
+"#;
+        let scenario = Scenario::from_toml_str(text, "series.toml").unwrap();
+        let choice = "nobw".choice().unwrap();
+        let build = |cells_max: u64| {
+            let controller = controller_for_choice(&choice, &scenario, 1);
+            let mut sim = Sim::new(&scenario, controller, choice.spec(), 1).unwrap();
+            sim.series_cells_max = cells_max;
+            sim.run(&mut |_, _| {});
+            (sim.series_cells, sim.finish_checked())
+        };
+        let (cells, out) = build(SERIES_CELLS_MAX);
+        let out = out.unwrap();
+        let series = &out.jobs[0].bytes_per_ost_bin;
+        assert_eq!(
+            series.ost_count(),
+            3,
+            "the stripe's three OSTs, not the system's eight"
+        );
+        assert_eq!(cells, 3 * 11, "three OSTs of 11 bins");
+        let total: u64 = series.iter().flat_map(|(_, r)| r).sum();
+        assert_eq!(total, 12 << 20, "every byte in the series");
+        // Two OSTs' bins fit 22 cells; the third OST's bytes stop the run.
+        let (cells, out) = build(2 * 11 + 10);
+        assert_eq!(cells, 2 * 11, "nothing allocated beyond the bound");
+        let e = out.unwrap_err().to_string();
+        assert!(e.contains("time series") && e.contains("bin_ms"), "{e}");
     }
 
     #[test]

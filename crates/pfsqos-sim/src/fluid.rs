@@ -52,7 +52,7 @@
 //! control log is empty (no `lctl` text is written), and `rpcs` counts `brw_size` pieces.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use pfsqos_core::control::gift::{
     allocation_trace, Allocation, Allocator, AppDemand, IntervalInput, OstCapacity, OstDemand,
@@ -60,13 +60,14 @@ use pfsqos_core::control::gift::{
 use pfsqos_core::control::tbf_rate_rpcs_per_s;
 use pfsqos_core::model::{JobId, OstId};
 use pfsqos_core::place::PlacementContext;
+use pfsqos_core::run::JobSeries;
 
 use crate::batch::{Batch, BatchJob};
 use crate::record::{
     ControlTraceEntry, EngineStats, JobOutput, JobPhases, PhaseRecord, RunOutput,
     CONTROL_TRACE_LEN_MAX,
 };
-use crate::scenario::{FileMode, JobSpec, Scenario, ShapeKind};
+use crate::scenario::{FileMode, JobSpec, Scenario, ShapeKind, SERIES_CELLS_MAX};
 use crate::workload::{secs_to_ns, Shape};
 use pfsqos_node::client::Raid0;
 use pfsqos_node::mds::Placer;
@@ -179,7 +180,8 @@ struct JobRt {
     walltime_ns: Option<u64>,
     submit_ns: u64,
     started: bool,
-    series: Vec<Vec<u64>>,
+    /// Bytes per OST its flows use and bin.
+    series: JobSeries,
 }
 
 struct Barrier {
@@ -207,6 +209,9 @@ struct Fluid {
     duration_ns: u64,
     bin_ns: u64,
     bins: usize,
+    /// Cells the jobs' series may take (every OST of their layouts), at most
+    /// [`SERIES_CELLS_MAX`].
+    series_cells: u64,
     brw_size_bytes: u64,
     n_osts: usize,
     /// Per OST: device bandwidth for writes and reads (bytes/s).
@@ -328,6 +333,7 @@ impl Fluid {
             duration_ns: secs_to_ns(scenario.simulation.duration_s),
             bin_ns: scenario.simulation.bin_ms.max(1) * 1_000_000,
             bins: 0,
+            series_cells: 0,
             brw_size_bytes: brw,
             n_osts,
             ost_write_bytes_per_s: ost_write,
@@ -474,6 +480,20 @@ impl Fluid {
             processes += group.numjobs;
         }
         let flows = first_flow..self.flows.len() as u32;
+        // The job's series can list every OST its flows lay out on: bounded before the run,
+        // since a fluid run places every file up front.
+        let osts: BTreeSet<u32> = self.flows[first_flow as usize..]
+            .iter()
+            .flat_map(|f| f.layout.iter().copied())
+            .collect();
+        self.series_cells += osts.len() as u64 * self.bins as u64;
+        if self.series_cells > SERIES_CELLS_MAX {
+            return Err(format!(
+                "job `{}`: the jobs' time series could take {} cells ({} bins for each OST a \
+                 job's files are on; at most {SERIES_CELLS_MAX}): use a larger bin_ms",
+                job.id, self.series_cells, self.bins
+            ));
+        }
         let walltime_ns = batch.map(|_| {
             let alone_ns = self.walltime_ns(job);
             (alone_ns as f64 * self.walltime_factor).ceil() as u64
@@ -503,7 +523,7 @@ impl Fluid {
             lockstep: batch.is_some() && self.lockstep,
             submit_ns,
             started: false,
-            series: Vec::new(),
+            series: JobSeries::new(self.bins),
         });
         Ok(())
     }
@@ -803,12 +823,7 @@ impl Fluid {
         }
         j.first_io_ns.get_or_insert(now);
         for &(o, _) in &self.flows[f as usize].uses {
-            if j.series.len() <= o as usize {
-                j.series.resize(o as usize + 1, Vec::new());
-            }
-            if j.series[o as usize].is_empty() {
-                j.series[o as usize] = vec![0; self.bins];
-            }
+            j.series.ensure(o);
         }
         self.active.push(f);
         self.rates_dirty = true;
@@ -850,7 +865,7 @@ impl Fluid {
             let rest = all.saturating_sub(fl.emitted[k]);
             fl.emitted[k] = all;
             if rest > 0 {
-                self.jobs[job].series[o as usize][bin] += rest;
+                self.jobs[job].series.row_mut(o)[bin] += rest;
             }
         }
         if cut {
@@ -997,13 +1012,7 @@ impl Fluid {
                     continue;
                 }
                 fl.emitted[k] += delta;
-                spread(
-                    &mut self.jobs[job].series[o as usize],
-                    self.bin_ns,
-                    t0,
-                    t,
-                    delta,
-                );
+                spread(self.jobs[job].series.row_mut(o), self.bin_ns, t0, t, delta);
             }
         }
         self.now_ns = t;
@@ -1251,10 +1260,7 @@ impl Fluid {
             .jobs
             .into_iter()
             .map(|mut job| {
-                for per_ost in &mut job.series {
-                    per_ost.truncate(bins);
-                }
-                job.series.resize(n_osts, Vec::new());
+                job.series.truncate(bins);
                 let phases = job.barrier.map(|b| {
                     let mut record = b.record;
                     if !job.started {

@@ -15,8 +15,9 @@ pub const DEVICE_PRESETS: &[&str] = &["hdd", "ssd-sata"];
 pub const DURATION_S_MAX: f64 = 30.0 * 24.0 * 3600.0;
 /// Time-series bins of one run; 10 M bins of a few counters already take hundreds of MB.
 pub const BINS_MAX: u64 = 10_000_000;
-/// Time-series cells of one run (`bins × jobs × OSTs`): the engine keeps a per-job, per-OST
-/// series and allocates it up front.
+/// Time-series cells of one run: the engines keep each job's series per OST it moved bytes
+/// on (`bins` cells each), 2 GiB at this bound. A scenario whose jobs would exceed it on one
+/// OST each is refused here; a run whose jobs' OSTs exceed it stops with an error.
 pub const SERIES_CELLS_MAX: u64 = 1 << 28;
 /// Bin widths and control periods longer than an hour describe no useful measurement.
 pub const PERIOD_MS_MAX: u64 = pfsqos_core::lustre::CONTROL_PERIOD_MS_MAX;
@@ -270,27 +271,27 @@ impl Scenario {
             }
             None => self.validate_jobs(&c, osts)?,
         }
-        self.validate_series(&c, osts)?;
+        self.validate_series(&c)?;
         self.policy.validate(&c)?;
         Ok(())
     }
 
-    /// Bins are counted as the engine counts them: whole bins in the duration, plus one.
-    fn validate_series(&self, c: &Ctx, osts: u32) -> Res {
+    /// Bins are counted as the engine counts them: whole bins in the duration, plus one. The
+    /// least a job's series can take is one OST's bins: `bins × jobs` is the bound checked
+    /// here (the run checks the OSTs its jobs touch).
+    fn validate_series(&self, c: &Ctx) -> Res {
         let sim = &self.simulation;
         let duration_ms = sim.duration_s * 1000.0;
         let bins = (duration_ms / sim.bin_ms as f64).floor() as u64 + 1;
         let jobs = self.jobs.len() as u64 + self.appset.as_ref().map_or(0, |a| u64::from(a.apps));
-        let per_bin = jobs * u64::from(osts);
-        let cells = bins.saturating_mul(per_bin);
+        let cells = bins.saturating_mul(jobs);
         if cells > SERIES_CELLS_MAX {
-            let min_ms =
-                (duration_ms * per_bin as f64 / (SERIES_CELLS_MAX - per_bin) as f64).ceil();
+            let min_ms = (duration_ms * jobs as f64 / (SERIES_CELLS_MAX - jobs) as f64).ceil();
             return Err(c.err(
                 "simulation.bin_ms",
                 sim.bin_ms.to_string(),
                 format!(
-                    "{bins} bins × {jobs} jobs × {osts} OSTs = {cells} time-series cells; at most {SERIES_CELLS_MAX} allowed: use bin_ms >= {min_ms}"
+                    "{bins} bins × {jobs} jobs = {cells} time-series cells, one OST each; at most {SERIES_CELLS_MAX} allowed: use bin_ms >= {min_ms}"
                 ),
             ));
         }

@@ -108,7 +108,7 @@ start_s = 30.0
 /// Bytes job `job` wrote on each OSS (OSTs 0-1 are oss0, 2-3 oss1).
 fn bytes_per_oss(out: &pfsqos_sim::RunOutput, job: usize) -> [u64; 2] {
     let mut per_oss = [0u64; 2];
-    for (ost, bins) in out.jobs[job].bytes_per_ost_bin.iter().enumerate() {
+    for (ost, bins) in out.jobs[job].bytes_per_ost_bin.iter() {
         per_oss[ost / 2] += bins.iter().sum::<u64>();
     }
     per_oss

@@ -134,7 +134,7 @@ proptest! {
             prop_assert_eq!(job.bytes(), want);
             let traced: u64 = trace.iter().filter(|t| t.job == j as u32).map(|t| t.size_bytes).sum();
             prop_assert_eq!(traced, want);
-            let series: u64 = job.bytes_per_ost_bin.iter().flatten().sum();
+            let series: u64 = job.bytes_per_ost_bin.iter().flat_map(|(_, r)| r).sum();
             prop_assert_eq!(series, want);
             prop_assert_eq!(job.rpcs, trace.iter().filter(|t| t.job == j as u32).count() as u64);
         }

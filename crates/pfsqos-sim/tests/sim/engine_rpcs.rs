@@ -81,7 +81,7 @@ stripe_offset = 0
     assert!(trace[..6].iter().all(|t| t.completed_ns <= second));
     // Per-OST time series: 3 MiB each.
     for ost in 0..2 {
-        let total: u64 = out.jobs[0].bytes_per_ost_bin[ost].iter().sum();
+        let total: u64 = out.jobs[0].bytes_per_ost_bin.ost(ost).iter().sum();
         assert_eq!(total, 3 * M);
     }
 }
@@ -365,7 +365,7 @@ size = "40M"
         "{}",
         out.end_ns
     );
-    assert_eq!(out.jobs[0].bytes_per_ost_bin[0].len(), 5);
+    assert_eq!(out.jobs[0].bytes_per_ost_bin.bins(), 5);
 }
 
 /// Records every observation it gets.

@@ -687,13 +687,19 @@ fn too_many_io_calls_or_client_ost_pairs() {
 
 #[test]
 fn too_many_series_cells() {
-    // 2,000,001 bins × 2 jobs × 100 OSTs = 400 M cells > 2^28.
-    let text = with("duration_s = 10.0", "duration_s = 2000.0\nbin_ms = 1")
-        .replace("osts = 1\n", "osts = 98\n");
+    // 1,000,001 bins × (2 + 300) jobs = 302 M cells > 2^28, at one OST per job; the OSTs
+    // a job may touch do not count here (only those it touches, during the run).
+    let extra: String = (0..300)
+        .map(|i| format!("\n[[job]]\nid = \"x{i}\"\n[[job.processes]]\nrw = \"write\"\nbs = \"1M\"\nsize = \"1M\"\n"))
+        .collect();
+    let text = with("duration_s = 10.0", "duration_s = 1000.0\nbin_ms = 1") + &extra;
     let e = expect(&text, "simulation.bin_ms", Some("1"), "time-series cells");
     assert!(e.message.contains("use bin_ms >= 2"), "{e}");
     let fixed = text.replace("bin_ms = 1\n", "bin_ms = 2\n");
     Scenario::from_toml_str(&fixed, FILE).unwrap();
+    let many_osts = with("duration_s = 10.0", "duration_s = 2000.0\nbin_ms = 1")
+        .replace("osts = 1\n", "osts = 98\n");
+    Scenario::from_toml_str(&many_osts, FILE).expect("100 OSTs cost a job only those it touches");
 }
 
 #[test]

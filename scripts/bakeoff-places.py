@@ -20,9 +20,8 @@ import sys
 # The markdown table reader of the claims tables, not a second one.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from claims import parse_tables  # noqa: E402
+import generated  # noqa: E402  (claims put scripts/lib on the path)
 
-BEGIN = "<!-- generated:bakeoff-places -->"
-END = "<!-- /generated:bakeoff-places -->"
 OVERALL = "Overall (mean rank per metric family, lower is better)"
 
 
@@ -71,11 +70,7 @@ def main():
         cell = "; ".join(f"#{place} {', '.join(designs)}" for place, designs in places(rows, k))
         out.append(f"| {family} | {cell} |")
     doc = open(doc_path, encoding="utf-8").read()
-    if doc.count(BEGIN) != 1 or doc.count(END) != 1 or doc.index(BEGIN) > doc.index(END):
-        sys.exit(f"{doc_path}: needs one {BEGIN} and one {END}, in that order")
-    head, rest = doc.split(BEGIN)
-    _, tail = rest.split(END)
-    doc = head + BEGIN + "\n" + "\n".join(out) + "\n" + END + tail
+    doc = generated.replace(doc, "bakeoff-places", "\n".join(out), where=doc_path)
     with open(doc_path, "w", encoding="utf-8") as f:
         f.write(doc)
     print(f"wrote the places of {len(rows)} designs in {len(families)} families into {doc_path}")

@@ -32,6 +32,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import generated  # noqa: E402
+
 MARKER = re.compile(r"<!-- generated:bench:([A-Za-z0-9_-]+)/([A-Za-z0-9_-]+)(?::([^ ]+))? -->")
 RUN_MARKER = re.compile(r"<!-- generated:run:([a-z0-9-]+) -->")
 
@@ -178,12 +181,7 @@ def main():
             "",
         ] + figures
         marker = key if package is None else "bench:" + key
-        start = "<!-- generated:%s -->" % marker
-        end = "<!-- /generated:%s -->" % marker
-        pat = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
-        if not pat.search(text):
-            sys.exit("bench-doc: %s has no closing marker %s" % (doc, end))
-        text = pat.sub(lambda _: start + "\n" + "\n".join(body) + "\n" + end, text, count=1)
+        text = generated.replace(text, marker, "\n".join(body), where=str(doc))
         doc.write_text(text)
         print("\n".join(body), flush=True)
 

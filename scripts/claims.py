@@ -73,12 +73,14 @@ have, a column its table does not have, a `where` no row matches and a row no `v
 gives a value to (with no `default`) stop the script with the file, the view and the field.
 """
 import ast
+import os
 import re
 import sys
 import tomllib
 
-BEGIN = "<!-- generated:claims -->"
-END = "<!-- /generated:claims -->"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import generated  # noqa: E402
+
 NUMBER = re.compile(r"[-+\u2212]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 VIEW_MARKER = re.compile(r"<!-- (/?)generated:view:(\S*) -->")
@@ -488,12 +490,8 @@ def main():
         + f" of {len(seen)} claims."
     )
     doc = open(doc_path, encoding="utf-8").read()
-    if seen or BEGIN in doc or END in doc:
-        if doc.count(BEGIN) != 1 or doc.count(END) != 1 or doc.index(BEGIN) > doc.index(END):
-            sys.exit(f"{doc_path}: needs one {BEGIN} and one {END}, in that order")
-        head, rest = doc.split(BEGIN)
-        _, tail = rest.split(END)
-        doc = head + BEGIN + "\n" + "\n".join(out) + "\n" + END + tail
+    if seen or generated.present(doc, "claims"):
+        doc = generated.replace(doc, "claims", "\n".join(out), where=doc_path)
     doc = replace_views(doc, doc_path, views)
     with open(doc_path, "w", encoding="utf-8") as f:
         f.write(doc)

@@ -18,6 +18,9 @@ machine="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
 load="$(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$target/criterion/engine_model" "$machine" "$load" "$seconds" <<'PY'
 import json, pathlib, re, sys, datetime
+
+sys.path.insert(0, "scripts/lib")
+import generated  # noqa: E402
 root, machine, load, seconds = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 rows = {}
 for est in sorted(root.glob("*/new/estimates.json")):
@@ -46,9 +49,5 @@ body = "\n".join(lines)
 print(body)
 doc = pathlib.Path("docs/benchmarks.md")
 text = doc.read_text()
-start, end = "<!-- generated:engine-model -->", "<!-- /generated:engine-model -->"
-pat = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
-if not pat.search(text):
-    sys.exit("docs/benchmarks.md has no engine-model section")
-doc.write_text(pat.sub(lambda _: start + "\n" + body + "\n" + end, text))
+doc.write_text(generated.replace(text, "engine-model", body, where=str(doc)))
 PY

@@ -12,7 +12,11 @@ scripts/physics-calibrate.sh); none is typed into the document.
 import argparse
 import os
 import re
+import sys
 import tomllib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import generated  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 DOC = os.path.join(ROOT, "docs", "physics.md")
@@ -100,10 +104,7 @@ def measured_section(path, facts=None):
 
 
 def replace(doc, tag, body):
-    pat = re.compile(rf"(<!-- generated:{tag} -->\n).*?(\n<!-- /generated:{tag} -->)", re.S)
-    if not pat.search(doc):
-        raise SystemExit(f"docs/physics.md has no generated:{tag} section")
-    return pat.sub(lambda m: m.group(1) + body + m.group(2), doc)
+    return generated.replace(doc, tag, body, where="docs/physics.md")
 
 
 def main():

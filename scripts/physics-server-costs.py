@@ -27,6 +27,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import generated  # noqa: E402
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 spec = importlib.util.spec_from_file_location(
     "physics_validate", os.path.join(ROOT, "scripts", "physics-validate.py"))
@@ -90,11 +93,7 @@ def measure_rpc_cpu(pfsqos, work, rw, bs, runtime_s):
 
 
 def replace(doc, tag, body):
-    start, end = "<!-- generated:%s -->" % tag, "<!-- /generated:%s -->" % tag
-    pat = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
-    if not pat.search(doc):
-        raise SystemExit("docs/physics.md has no %s section" % tag)
-    return pat.sub(lambda _: start + "\n" + body + "\n" + end, doc)
+    return generated.replace(doc, tag, body, where="docs/physics.md")
 
 
 def main():

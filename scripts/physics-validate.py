@@ -22,6 +22,9 @@ import socket
 import subprocess
 import sys
 import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import generated  # noqa: E402
 import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -431,10 +434,7 @@ def table(results):
 
 
 def replace(doc, tag, body):
-    pat = re.compile(rf"(<!-- generated:{tag} -->\n).*?(\n<!-- /generated:{tag} -->)", re.S)
-    if not pat.search(doc):
-        raise SystemExit(f"docs/physics.md has no generated:{tag} section")
-    return pat.sub(lambda m: m.group(1) + body + m.group(2), doc)
+    return generated.replace(doc, tag, body, where="docs/physics.md")
 
 
 def main():

@@ -44,6 +44,9 @@ echo "pfsqos ${identify[*]}" > "$dir/pi-command.txt"
 python3 - "$dir" "$full_s" "$demo_s" "$load_start" "$load_end" <<'PY'
 import json, os, re, subprocess, sys
 
+sys.path.insert(0, "scripts/lib")
+import generated  # noqa: E402
+
 root, full_s, demo_s, load_start, load_end = sys.argv[1:]
 results = open(os.path.join(root, "full", "results.md"), encoding="utf-8").read()
 data = json.load(open(os.path.join(root, "full", "bakeoff.json"), encoding="utf-8"))
@@ -94,12 +97,7 @@ for name, text in (
     ("bakeoff-summary", summary),
     ("bakeoff-pi-identify", pi_text),
 ):
-    begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
-    if doc.count(begin) != 1 or doc.count(end) != 1 or doc.index(begin) > doc.index(end):
-        sys.exit(f"{path}: needs one {begin} and one {end}, in that order")
-    head, rest = doc.split(begin)
-    _, tail = rest.split(end)
-    doc = head + begin + "\n" + text + "\n" + end + tail
+    doc = generated.replace(doc, name, text, where=path)
 open(path, "w", encoding="utf-8").write(doc)
 print(f"wrote docs/bakeoff-results.md and the generated parts of {path}")
 PY

@@ -261,6 +261,9 @@ sections s13 and s14 (a block whose section is not in the file is left as it is)
 import re
 import sys
 
+sys.path.insert(0, "scripts/lib")
+import generated  # noqa: E402
+
 measured, doc = sys.argv[1], sys.argv[2]
 text = open(measured).read()
 
@@ -353,12 +356,10 @@ if solver:
     blocks["gift-solver"] = "\n".join(lines)
 d = open(doc).read()
 for name, body in blocks.items():
-    begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
-    pat = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
-    if not pat.search(d):
-        print(f"{doc} has no {begin} section: not written")
+    if not generated.present(d, name):
+        print(f"{doc} has no {generated.markers(name)[0]} section: not written")
         continue
-    d = pat.sub(lambda _: begin + "\n" + body + "\n" + end, d)
+    d = generated.replace(d, name, body, where=doc)
 open(doc, "w").write(d)
 print(f"wrote the generated blocks {', '.join(blocks) or '(none)'} of {doc}")
 PY

@@ -239,6 +239,10 @@ UPTIME_AFTER="$uptime_after" CORES=$(nproc) PROFILE="$(basename "$(dirname "$PFS
 CPU="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')" python3 - <<'PY'
 import os
 import re
+import sys
+
+sys.path.insert(0, "scripts/lib")
+import generated  # noqa: E402
 
 env = os.environ
 rows = {}
@@ -280,11 +284,7 @@ for key, name in label.items():
                f"{l['w']:,} → {i['w']:,} | {l['r']:,} → {i['r']:,} |")
 path = "docs/reproductions/iez.md"
 text = open(path).read()
-begin, end = "<!-- generated:iez-live -->", "<!-- /generated:iez-live -->"
-pat = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
-if not pat.search(text):
-    raise SystemExit(f"{path} has no {begin} section")
-text = pat.sub(lambda _: begin + "\n" + "\n".join(out) + "\n" + end, text)
+text = generated.replace(text, "iez-live", "\n".join(out), where=path)
 open(path, "w").write(text)
 print(f"wrote the generated:iez-live section of {path}")
 PY

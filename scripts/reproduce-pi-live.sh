@@ -70,6 +70,10 @@ import csv
 import os
 import re
 import statistics
+import sys
+
+sys.path.insert(0, "scripts/lib")
+import generated  # noqa: E402
 
 env = os.environ
 work = env["WORK"]
@@ -82,11 +86,7 @@ def load(before, after):
 
 
 def replace(doc, name, body):
-    begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
-    pat = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
-    if not pat.search(doc):
-        raise SystemExit(f"{path} has no {begin} section")
-    return pat.sub(lambda _: begin + "\n" + body + "\n" + end, doc)
+    return generated.replace(doc, name, body, where=path)
 
 
 if env["SKIP_TESTS"] != "1":

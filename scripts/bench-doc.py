@@ -51,6 +51,8 @@ RUNS = {
     "sched-counts": ["bash", "scripts/bench-sched-counts.sh", "tbf:100000", "sfqd:100000",
                      "threshold:100000", "layout:100000", "sfqd_mixed_sizes:100000"],
     "orphan-sweep": ["bash", "scripts/bench-orphan-sweep.sh"],
+    "scale": ["env", "RUN_TIMEOUT_S=240", "bash", "scripts/bench-scale.sh", "64,500,2000",
+              "1000,10000", "stream,checkpoint,mixed", "nobw,adaptbf,vpfs,gift,pi", "10"],
     # docs/live.md's (run with --doc docs/live.md)
     "concurrent-readers": ["bash", "scripts/mount-concurrent-readers.sh"],
     # docs/reproductions/vpfs.md's (run with --doc docs/reproductions/vpfs.md)

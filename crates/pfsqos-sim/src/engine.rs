@@ -138,6 +138,9 @@ const OSCS_MAX: usize = 1 << 24;
 /// were full: a bound on the engine's memory (4 KiB writes into Lustre's default 2000 MiB per
 /// OSC would be half a million RPCs per OSC), not a model of the client.
 const CLIENT_BUFFERED_RPCS_MAX: u64 = 1 << 18;
+/// Synchronization messages queued for their receivers at once (each copy to each partition
+/// counts): a bound on the engine's memory (an event each), not a model of the network.
+const SYNC_DELIVERIES_MAX: u64 = 1 << 23;
 /// Time-series cells the run may hold (`bins` per OST a job moved bytes on, summed over the
 /// jobs): the scenario validation refuses a run whose jobs' totals alone exceed it, and the
 /// run stops with an error when its jobs' OSTs would.
@@ -731,10 +734,15 @@ struct Sim {
     pool_sched_base: Vec<u32>,
     /// The OSS of each partition.
     pool_oss: Vec<u32>,
-    /// Synchronization messages in flight (`Event::SyncDeliver`), by slot; freed slots are
-    /// reused, so the table never holds more than the messages in flight at once.
-    sync_slots: Vec<Option<SyncMessage>>,
+    /// Synchronization messages in flight, by slot, each with the deliveries
+    /// (`Event::SyncDeliver`) still to come: one copy however many partitions it goes to.
+    /// Freed slots are reused, so the table never holds more than the messages in flight.
+    sync_slots: Vec<Option<(SyncMessage, u32)>>,
     sync_free: Vec<u32>,
+    /// Deliveries in flight (`Event::SyncDeliver` events queued), at most
+    /// `sync_deliveries_max` ([`SYNC_DELIVERIES_MAX`]).
+    sync_deliveries: u64,
+    sync_deliveries_max: u64,
     /// Global head index of each partition's heads, partition after partition.
     pool_scheds: Vec<u32>,
     oscs: Vec<Osc>,
@@ -1357,6 +1365,8 @@ impl Sim {
             pool_oss,
             sync_slots: Vec::new(),
             sync_free: Vec::new(),
+            sync_deliveries: 0,
+            sync_deliveries_max: SYNC_DELIVERIES_MAX,
             pool_scheds,
             oscs: (0..n_clients * n_osts)
                 .map(|_| Osc {
@@ -2390,13 +2400,54 @@ impl Sim {
             return;
         }
         let from_oss = self.pool_oss[pool as usize];
+        let receivers = self.pools.len() as u32 - 1;
         for message in messages {
             debug_assert_eq!(message.from_instance, pool);
+            if receivers == 0 {
+                continue;
+            }
+            if self.sync_deliveries + u64::from(receivers) > self.sync_deliveries_max {
+                // Every partition broadcasts to every other, and each remote message costs its
+                // receiver `sync_cpu_us`: where the receivers cannot keep up, the messages
+                // waiting for them grow without bound. Stopped with the diagnosis, not run
+                // out of memory.
+                let behind_ns = self
+                    .pool_sync_free_ns
+                    .iter()
+                    .map(|&f| f.saturating_sub(self.now_ns))
+                    .max()
+                    .unwrap_or(0);
+                self.failure.get_or_insert(format!(
+                    "at {} ns, {} synchronization messages wait for their receivers (at most \
+                     {}): each of the {} partitions sends each report to \
+                     every other, and the most loaded receiver is {:.3} s of CPU behind; the \
+                     design's all-to-all synchronization does not keep up at this scale \
+                     (a larger `threshold`, or `sync=layout`, sends fewer reports)",
+                    self.now_ns,
+                    self.sync_deliveries,
+                    self.sync_deliveries_max,
+                    self.pools.len(),
+                    behind_ns as f64 / 1e9
+                ));
+                return;
+            }
             let remote_ns = {
                 let bytes = message.report.encoded_len_bytes();
                 let link = &mut self.osses[from_oss as usize].link;
                 self.latency_ns + link.transfer_ns(bytes)
             };
+            let slot = match self.sync_free.pop() {
+                Some(slot) => {
+                    debug_assert!(self.sync_slots[slot as usize].is_none());
+                    self.sync_slots[slot as usize] = Some((message, receivers));
+                    slot
+                }
+                None => {
+                    self.sync_slots.push(Some((message, receivers)));
+                    self.sync_slots.len() as u32 - 1
+                }
+            };
+            self.sync_deliveries += u64::from(receivers);
             for to in 0..self.pools.len() as u32 {
                 if to == pool {
                     continue;
@@ -2411,17 +2462,6 @@ impl Sim {
                     *free = done_ns;
                     done_ns
                 };
-                let slot = match self.sync_free.pop() {
-                    Some(slot) => {
-                        debug_assert!(self.sync_slots[slot as usize].is_none());
-                        self.sync_slots[slot as usize] = Some(message.clone());
-                        slot
-                    }
-                    None => {
-                        self.sync_slots.push(Some(message.clone()));
-                        self.sync_slots.len() as u32 - 1
-                    }
-                };
                 self.queue
                     .push(at_ns, Event::SyncDeliver { pool: to, slot });
             }
@@ -2431,10 +2471,19 @@ impl Sim {
     /// A synchronization message reaches partition `pool`: its schedulers learn the service
     /// given elsewhere, which can change what they hold back (timers) and hand out.
     fn sync_deliver(&mut self, pool: u32, slot: u32) {
-        let message = self.sync_slots[slot as usize]
-            .take()
-            .expect("a sync slot is delivered once");
-        self.sync_free.push(slot);
+        let (message, left) = self.sync_slots[slot as usize]
+            .as_mut()
+            .expect("a sync slot in flight");
+        assert!(*left > 0, "a message is delivered to each receiver once");
+        assert!(self.sync_deliveries > 0);
+        *left -= 1;
+        self.sync_deliveries -= 1;
+        let message = if *left == 0 {
+            self.sync_free.push(slot);
+            self.sync_slots[slot as usize].take().expect("in flight").0
+        } else {
+            message.clone()
+        };
         let to_oss = self.pool_oss[pool as usize];
         if self.pool_oss[message.from_instance as usize] != to_oss {
             // Handled (its CPU spent) by the time it is delivered (`send_sync`).
@@ -2924,6 +2973,15 @@ impl Sim {
                 .all(|o| o.window.in_flight() <= self.max_rpcs_in_flight),
             "windows bounded"
         );
+        assert_eq!(
+            self.sync_slots
+                .iter()
+                .flatten()
+                .map(|&(_, left)| u64::from(left))
+                .sum::<u64>(),
+            self.sync_deliveries,
+            "every synchronization message in flight is owed to its receivers"
+        );
     }
 
     fn finish(self) -> RunOutput {
@@ -3027,6 +3085,65 @@ mod tests {
             shaper_before,
             link_free_before_ns,
         }
+    }
+
+    /// A partition's synchronization report is kept once for all its receivers, and a run
+    /// whose messages waiting for their receivers would pass the bound stops with the
+    /// diagnosis instead of growing without bound.
+    #[test]
+    fn synchronization_messages_in_flight_are_bounded() {
+        let text = r#"
+name = "sync"
+[simulation]
+duration_s = 2.0
+[cluster]
+clients = 2
+[[oss]]
+name = "oss0"
+osts = 2
+cpts = 2
+[[oss]]
+name = "oss1"
+osts = 2
+cpts = 2
+[[job]]
+id = "a"
+nodes = 1
+[[job.processes]]
+stripe_count = 4
+rw = "write"
+bs = "1M"
+size = "64M"
+numjobs = 2
+[[job]]
+id = "b"
+nodes = 3
+[[job.processes]]
+stripe_count = 4
+rw = "write"
+bs = "1M"
+size = "64M"
+numjobs = 2
+"#;
+        let scenario = Scenario::from_toml_str(text, "sync.toml").unwrap();
+        let choice = "vpfs".choice().unwrap();
+        let build = |max: u64| {
+            let controller = controller_for_choice(&choice, &scenario, 1);
+            let mut sim = Sim::new(&scenario, controller, choice.spec(), 1).unwrap();
+            sim.sync_deliveries_max = max;
+            sim.run(&mut |_, _| {});
+            (sim.sync_deliveries, sim.sync_slots.len(), sim.finish_checked())
+        };
+        let (_, slots, out) = build(SYNC_DELIVERIES_MAX);
+        let out = out.unwrap();
+        let sent: u64 = out.sync.iter().map(|s| s.counters.broadcasts_out).sum();
+        assert!(sent > 0, "vPFS's instances synchronize");
+        assert!(slots as u64 <= sent, "one slot per message, not per receiver");
+        // Three receivers per message: a bound of two stops the run at its first broadcast.
+        let (left, _, out) = build(2);
+        assert_eq!(left, 0, "nothing queued at or past the bound");
+        let e = out.unwrap_err().to_string();
+        assert!(e.contains("synchronization messages") && e.contains("all-to-all"), "{e}");
     }
 
     /// A run's series hold `bins` cells per (job, OST) pair that moved bytes, and the run

@@ -690,7 +690,7 @@ fn too_many_series_cells() {
     // 1,000,001 bins × (2 + 300) jobs = 302 M cells > 2^28, at one OST per job; the OSTs
     // a job may touch do not count here (only those it touches, during the run).
     let extra: String = (0..300)
-        .map(|i| format!("\n[[job]]\nid = \"x{i}\"\n[[job.processes]]\nrw = \"write\"\nbs = \"1M\"\nsize = \"1M\"\n"))
+        .map(|i| format!("\n[[job]]\nid = \"x{i}\"\nnodes = 1\n[[job.processes]]\nrw = \"write\"\nbs = \"1M\"\nsize = \"1M\"\n"))
         .collect();
     let text = with("duration_s = 10.0", "duration_s = 1000.0\nbin_ms = 1") + &extra;
     let e = expect(&text, "simulation.bin_ms", Some("1"), "time-series cells");

@@ -3132,18 +3132,28 @@ numjobs = 2
             let mut sim = Sim::new(&scenario, controller, choice.spec(), 1).unwrap();
             sim.sync_deliveries_max = max;
             sim.run(&mut |_, _| {});
-            (sim.sync_deliveries, sim.sync_slots.len(), sim.finish_checked())
+            (
+                sim.sync_deliveries,
+                sim.sync_slots.len(),
+                sim.finish_checked(),
+            )
         };
         let (_, slots, out) = build(SYNC_DELIVERIES_MAX);
         let out = out.unwrap();
         let sent: u64 = out.sync.iter().map(|s| s.counters.broadcasts_out).sum();
         assert!(sent > 0, "vPFS's instances synchronize");
-        assert!(slots as u64 <= sent, "one slot per message, not per receiver");
+        assert!(
+            slots as u64 <= sent,
+            "one slot per message, not per receiver"
+        );
         // Three receivers per message: a bound of two stops the run at its first broadcast.
         let (left, _, out) = build(2);
         assert_eq!(left, 0, "nothing queued at or past the bound");
         let e = out.unwrap_err().to_string();
-        assert!(e.contains("synchronization messages") && e.contains("all-to-all"), "{e}");
+        assert!(
+            e.contains("synchronization messages") && e.contains("all-to-all"),
+            "{e}"
+        );
     }
 
     /// A run's series hold `bins` cells per (job, OST) pair that moved bytes, and the run

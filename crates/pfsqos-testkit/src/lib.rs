@@ -78,21 +78,6 @@ pub fn slurm_unavailable() -> Option<String> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_skip_is_one_line() {
-        assert_eq!(skip_line("t", "no fio\nat all"), "SKIP: t: no fio\\nat all");
-        let long = "x".repeat(SKIP_REASON_LEN_MAX + 50);
-        assert_eq!(
-            skip_line("t", &long).len(),
-            "SKIP: t: ".len() + SKIP_REASON_LEN_MAX
-        );
-    }
-}
-
 /// Writes `text` to `path` as an executable script (mode 0755). A child process (`sh`) writes
 /// it, so the test process never holds a descriptor open for writing on the file: a test
 /// running beside it that forks would inherit such a descriptor until its child's exec, and
@@ -109,4 +94,19 @@ pub fn write_script(path: &std::path::Path, text: &str) {
         .status()
         .expect("running /bin/sh to write a script");
     assert!(status.success(), "writing the script {}", path.display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skip_is_one_line() {
+        assert_eq!(skip_line("t", "no fio\nat all"), "SKIP: t: no fio\\nat all");
+        let long = "x".repeat(SKIP_REASON_LEN_MAX + 50);
+        assert_eq!(
+            skip_line("t", &long).len(),
+            "SKIP: t: ".len() + SKIP_REASON_LEN_MAX
+        );
+    }
 }
